@@ -1,0 +1,84 @@
+"""One error hierarchy for the planner.
+
+``PlannerError`` and its subclasses are the user's problem (bad spec, infeasible
+request, unsupported op); the CLI turns them into a short message and an exit code.
+``InternalError`` is ours (a solver result that fails validation, a simulator that
+disagrees with the plan): it is not a ``PlannerError`` and library code never catches it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "PlannerError",
+    "SpecError",
+    "UnsupportedError",
+    "InfeasibleError",
+    "SolverError",
+    "BinaryFormatError",
+    "InternalError",
+    "EXIT_OK",
+    "EXIT_INFEASIBLE",
+    "EXIT_BAD_INPUT",
+    "EXIT_INTERNAL",
+]
+
+EXIT_OK = 0
+EXIT_INFEASIBLE = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+
+
+class PlannerError(Exception):
+    """Base of every error the user can act on."""
+
+    exit_code = EXIT_BAD_INPUT
+
+
+class SpecError(PlannerError, ValueError):
+    """Bad input: carries the file, the line and the spec path when known.
+
+    Examples
+    --------
+    >>> str(SpecError("capacity must be > 0", file="s.yaml", line=7,
+    ...               path="hardware.devices[1].memory[0].capacity"))
+    's.yaml:7: hardware.devices[1].memory[0].capacity: capacity must be > 0'
+    """
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 column: int | None = None, path: str | None = None) -> None:
+        self.message, self.file, self.line, self.column, self.path = message, file, line, column, path
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        elif self.line:
+            where = f"line {self.line}: "
+        return where + (f"{self.path}: " if self.path else "") + self.message
+
+
+class UnsupportedError(PlannerError):
+    """An op or ISA combination that is not implemented."""
+
+
+class InfeasibleError(PlannerError):
+    """The spec is valid but no plan satisfies it; the message says which constraint."""
+
+    exit_code = EXIT_INFEASIBLE
+
+
+class SolverError(PlannerError):
+    """The optimization backend failed (crashed or returned nothing usable)."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class BinaryFormatError(PlannerError):
+    """A binary or plan on disk is malformed or was tampered with."""
+
+
+class InternalError(Exception):
+    """A bug in the planner: a plan that fails its own checks. Never caught in library code."""
+
+    exit_code = EXIT_INTERNAL

@@ -1,0 +1,132 @@
+"""Resolved hardware: what the spec's `hardware` section becomes after validation.
+
+Everything is in base units and integers: bytes, bytes per second, hertz, cycles of the
+plan's reference clock (``Hardware.clock_hz``). Nothing past the spec stage sees a unit
+string.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["MemoryLevel", "Profile", "Device", "Link", "Hardware", "ceil_div"]
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Integer ceiling of a / b for non-negative a and positive b.
+
+    >>> ceil_div(7, 2), ceil_div(6, 2), ceil_div(0, 5)
+    (4, 3, 0)
+    """
+    return -(-a // b)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLevel:
+    """One level of a device's memory hierarchy (fastest first in a profile)."""
+
+    name: str
+    capacity_bytes: int
+    bandwidth_bytes_per_s: int
+
+    def __post_init__(self) -> None:
+        if self.capacity_bytes <= 0:
+            raise ValueError(f"memory level {self.name!r}: capacity must be > 0")
+        if self.bandwidth_bytes_per_s <= 0:
+            raise ValueError(f"memory level {self.name!r}: bandwidth must be > 0")
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """Parameters of one device type on the simulated deterministic ISA.
+
+    ``mxu_rows x mxu_cols`` is the systolic matrix unit; ``vector_lanes`` elements per
+    cycle for vector ops; ``memory`` lists levels fastest first; ``dma_latency_cycles`` is
+    the fixed start-up cost of a DMA (device cycles).
+    """
+
+    name: str
+    clock_hz: int
+    mxu_rows: int
+    mxu_cols: int
+    vector_lanes: int
+    memory: tuple[MemoryLevel, ...]
+    dma_latency_cycles: int = 0
+    description: str = ""
+
+    def level(self, name: str) -> MemoryLevel:
+        for m in self.memory:
+            if m.name == name:
+                return m
+        raise KeyError(name)
+
+    @property
+    def main_memory(self) -> MemoryLevel:
+        """The largest level: where weights and activations live in the spine's model."""
+        return max(self.memory, key=lambda m: (m.capacity_bytes, -self.memory.index(m)))
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    """One device instance, e.g. ``tpu0`` of kind ``tpu``."""
+
+    name: str
+    kind: str
+    profile: Profile
+    streams: int = 1
+    # Enforced cap on main memory (a spec memory limit may lower the profile's capacity).
+    memory_limit_bytes: int | None = None
+
+    @property
+    def memory_capacity_bytes(self) -> int:
+        cap = self.profile.main_memory.capacity_bytes
+        return min(cap, self.memory_limit_bytes) if self.memory_limit_bytes else cap
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A transfer engine joining two or more devices; it carries one transfer at a time."""
+
+    name: str
+    devices: tuple[str, ...]
+    bandwidth_bytes_per_s: int
+    latency_cycles: int  # reference-clock cycles
+
+    def transfer_cycles(self, size_bytes: int, clock_hz: int) -> int:
+        """Latency plus bytes over bandwidth, in reference cycles (rounded up).
+
+        >>> Link("l", ("a", "b"), 1_000_000_000, 10).transfer_cycles(100, 1_000_000_000)
+        110
+        """
+        return self.latency_cycles + ceil_div(size_bytes * clock_hz, self.bandwidth_bytes_per_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """All devices and links, and the reference clock of the plan's timeline."""
+
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    clock_hz: int = 1_000_000_000
+
+    def device(self, name: str) -> Device:
+        for d in self.devices:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def link_between(self, a: str, b: str) -> Link | None:
+        """The first link (in spec order) joining devices a and b, or None."""
+        for link in self.links:
+            if a in link.devices and b in link.devices:
+                return link
+        return None
+
+    def to_timeline_cycles(self, device_cycles: int, device: Device) -> int:
+        """Convert a device's own cycles to reference cycles, rounding up.
+
+        >>> dev = Device("d0", "d", Profile("p", 500_000_000, 1, 1, 1, (MemoryLevel("m", 1, 1),)))
+        >>> Hardware((dev,), ()).to_timeline_cycles(3, dev)  # 3 cycles at 500 MHz = 6 ns
+        6
+        """
+        return ceil_div(device_cycles * self.clock_hz, device.profile.clock_hz)

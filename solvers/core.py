@@ -1,0 +1,171 @@
+"""The interface every formulation and baseline shares.
+
+A solver takes a frozen problem dataclass and a :class:`SolveOptions`, and returns a
+:class:`SolveResult`: status, objective, proven bound, gap, solution and wall time.
+Exact solvers (CP-SAT, MILP) and heuristics (HEFT, greedy, first-fit) have the same
+shape, so any two can be compared in one table.
+
+Solvers never raise for an infeasible or timed-out run; they return a status.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, Generic, Protocol, TypeVar
+
+__all__ = [
+    "Status",
+    "SolveOptions",
+    "SolveResult",
+    "Solver",
+    "ProgressPoint",
+    "failure_result",
+    "relative_gap",
+]
+
+P = TypeVar("P")
+S = TypeVar("S")
+
+
+class Status(enum.Enum):
+    """Outcome of a solve, independent of the backend.
+
+    Examples
+    --------
+    >>> Status.OPTIMAL.has_solution
+    True
+    >>> Status.INFEASIBLE.has_solution
+    False
+    """
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+    INFEASIBLE = "INFEASIBLE"
+    UNKNOWN = "UNKNOWN"
+    MODEL_INVALID = "MODEL_INVALID"
+
+    @property
+    def has_solution(self) -> bool:
+        return self in (Status.OPTIMAL, Status.FEASIBLE)
+
+
+@dataclass(frozen=True, slots=True)
+class ProgressPoint:
+    """One improvement seen during a solve (recorded by callbacks, never printed there)."""
+
+    wall_time_s: float
+    objective: float
+    bound: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class SolveOptions:
+    """Tunables shared by every solver. Every field has a default.
+
+    Examples
+    --------
+    >>> SolveOptions().num_workers
+    1
+    >>> SolveOptions(time_limit_s=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: time_limit_s must be > 0, got 0
+    """
+
+    # Wall-clock budget for the whole solve, hint included.
+    time_limit_s: float = 10.0
+    # CP-SAT search workers; 1 gives a deterministic single-strategy search.
+    num_workers: int = 1
+    # Seed for every randomized choice, so runs repeat.
+    random_seed: int = 0
+    # A solution of the same problem type to warm-start from (e.g. the heuristic's).
+    hint: Any = None
+    # Called with each improving (time, objective, bound); must be cheap.
+    progress: Callable[[ProgressPoint], None] | None = None
+    # Receives solver log lines when set (the backend's search log is enabled).
+    log: Callable[[str], None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.time_limit_s > 0:
+            raise ValueError(f"time_limit_s must be > 0, got {self.time_limit_s}")
+        if self.num_workers < 1:
+            raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """``|objective - bound| / max(1, |objective|)``, or None when either is unknown.
+
+    Examples
+    --------
+    >>> relative_gap(110, 100)
+    0.09090909090909091
+    >>> relative_gap(100, None) is None
+    True
+    """
+    if objective is None or bound is None:
+        return None
+    return abs(objective - bound) / max(1.0, abs(objective))
+
+
+@dataclass(frozen=True, slots=True)
+class SolveResult(Generic[S]):
+    """What every solver returns.
+
+    ``bound`` is a proven bound on the optimum (a lower bound when minimizing), or None
+    when the solver proves nothing (heuristics). ``gap`` is computed, never stored.
+
+    Examples
+    --------
+    >>> r = SolveResult(Status.FEASIBLE, 110, 100, solution="s", wall_time_s=0.1, solver_name="x")
+    >>> round(r.gap, 4)
+    0.0909
+    >>> SolveResult(Status.FEASIBLE, 1, 0, solution=None, wall_time_s=0, solver_name="x")
+    Traceback (most recent call last):
+    ...
+    ValueError: status FEASIBLE requires a solution
+    """
+
+    status: Status
+    objective: float | None
+    bound: float | None
+    solution: S | None
+    wall_time_s: float
+    solver_name: str
+    stats: dict[str, Any] = field(default_factory=dict)
+    progress: tuple[ProgressPoint, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.status.has_solution and self.solution is None:
+            raise ValueError(f"status {self.status.value} requires a solution")
+        if not self.status.has_solution and self.solution is not None:
+            raise ValueError(f"status {self.status.value} must not carry a solution")
+        if self.status is Status.OPTIMAL and self.bound is not None and self.objective is not None:
+            if not math.isclose(self.objective, self.bound, rel_tol=1e-6, abs_tol=1e-6):
+                raise ValueError(f"OPTIMAL but objective {self.objective} != bound {self.bound}")
+
+    @property
+    def gap(self) -> float | None:
+        return relative_gap(self.objective, self.bound)
+
+
+def failure_result(status: Status, solver_name: str, wall_time_s: float = 0.0,
+                   bound: float | None = None, **stats: Any) -> SolveResult[Any]:
+    """A result without a solution (infeasible, unknown, invalid model).
+
+    Examples
+    --------
+    >>> failure_result(Status.INFEASIBLE, "cpsat").solution is None
+    True
+    """
+    return SolveResult(status, None, bound, None, wall_time_s, solver_name, dict(stats))
+
+
+class Solver(Protocol[P, S]):
+    """One interface, many solvers (exact or heuristic)."""
+
+    name: str
+
+    def solve(self, problem: P, options: SolveOptions = ...) -> SolveResult[S]:
+        ...
