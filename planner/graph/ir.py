@@ -73,6 +73,8 @@ class Op:
     ``type`` is an ISA-level op type understood by the cost model (``matmul``, ``conv2d``,
     ``add``, ``relu``, ``softmax``, ``layernorm``, ``pool``, ``reshape``, ``task``...).
     ``cycles`` optionally overrides the cost model per device kind (device cycles).
+    ``after`` lists ops this one must follow without reading their data (control
+    dependencies: task graphs and job shops are precedence-only).
 
     Examples
     --------
@@ -87,10 +89,12 @@ class Op:
     attrs: Mapping[str, Any] = field(default_factory=dict)
     cycles: Mapping[str, int] = field(default_factory=dict)
     model: str = ""
+    after: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", tuple(self.inputs))
         object.__setattr__(self, "outputs", tuple(self.outputs))
+        object.__setattr__(self, "after", tuple(self.after))
 
 
 class Graph:
@@ -111,6 +115,12 @@ class Graph:
     ('a', ('b',))
     >>> g.op_edges()
     (('a', 'b', ('y',)),)
+
+    Control dependencies give edges without tensors (zero bytes):
+
+    >>> g2 = Graph(tensors=[], ops=[Op("j1", "task"), Op("j2", "task", after=("j1",))])
+    >>> g2.op_edges(), g2.edge_bytes("j1", "j2")
+    ((('j1', 'j2', ()),), 0)
     """
 
     def __init__(self, tensors: Iterable[Tensor], ops: Iterable[Op]) -> None:
@@ -141,6 +151,13 @@ class Graph:
             self.ops[op.name] = op
         self.dag = nx.DiGraph()
         self.dag.add_nodes_from(self.ops)
+        for op in self.ops.values():
+            for pred in op.after:
+                if pred not in self.ops:
+                    raise GraphError(f"op {op.name!r} comes after unknown op {pred!r}", op=op.name)
+                if pred == op.name:
+                    raise GraphError(f"op {op.name!r} comes after itself", op=op.name)
+                self.dag.add_edge(pred, op.name, tensors=[])
         for t, consumers in self._consumers.items():
             p = self._producer.get(t)
             if p is None:

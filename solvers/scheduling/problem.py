@@ -21,7 +21,9 @@ checks exactly this)
 * edge (u, v) across devices a != b needs ``link_of[a][b] >= 0`` (-1: a and b cannot
   exchange data, so u and v may not be split that way) and exactly one transfer on ``link_of[a][b]`` with
   duration ``transfer_cycles[e][link]``, ``start >= end[u]`` and ``start[v] >= end``;
-  transfers on one link do not overlap; an edge within one device has no transfer;
+  transfers on one link do not overlap (a transfer of zero cycles occupies no link time,
+  so zero-byte control edges over a zero-latency link never serialize); an edge within
+  one device has no transfer;
 * ops of one colocation group share a device;
 * memory (when ``device_memory_bytes[d] > 0``): at every cycle t, on device d,
   ``sum(op_resident_bytes[i] for ops i on d)`` (weights stay for the whole run)
