@@ -1,0 +1,49 @@
+"""plan: a declarative, constraint-solving planner for ML models on accelerators.
+
+Python API for capacity-planning scripts::
+
+    from planner import load_spec, solve
+    plan = solve(load_spec("specs/demo.yaml"), time_limit_s=10)
+    print(plan.status, plan.objective, plan.bound, plan.gap)
+
+Glossary
+--------
+spec        the YAML description of hardware, models, objective, constraints, solver.
+graph       the dataflow IR: ops are nodes, tensors flow on edges (:mod:`planner.graph`).
+profile     a device type of the simulated deterministic ISA (:mod:`planner.isa`).
+cycle       one tick of the plan's reference clock (``hardware.clock``, default 1 GHz).
+plan        a placement and schedule with its optimality evidence (:class:`planner.plan.Plan`).
+binary      a per-device program for the ISA (:mod:`planner.isa.binary`), replayed by the simulator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["load_spec", "solve", "Plan"]
+
+
+def load_spec(source: Any):
+    """Load and validate a spec from a YAML path or a dict (see :mod:`planner.spec`)."""
+    from planner.spec import load_spec as _load
+
+    return _load(source)
+
+
+def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None = None,
+          seed: int | None = None):
+    """Plan a spec (path, dict or loaded spec) and return the verified :class:`Plan`.
+
+    The plan is returned only after the simulator replayed its binaries and agreed with it.
+    """
+    from planner.pipeline import run
+
+    return run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed).plan
+
+
+def __getattr__(name: str):
+    if name == "Plan":
+        from planner.plan import Plan
+
+        return Plan
+    raise AttributeError(name)

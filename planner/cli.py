@@ -1,0 +1,297 @@
+"""The ``plan`` command.
+
+Exit codes: 0 solved (optimal, or feasible at the time limit) / verified; 1 infeasible
+(the message says which constraint); 2 bad input (spec, flags, tampered output);
+3 internal error (a bug: the only case that prints a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from planner.errors import EXIT_INTERNAL, InternalError, PlannerError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Plan ML models on accelerators: place, schedule, lower, verify.")
+out = Console()
+err = Console(stderr=True)
+
+
+def _guarded(fn: Callable[[], int | None]) -> None:
+    """Run a command body, mapping errors to messages and stable exit codes."""
+    try:
+        code = fn() or 0
+    except PlannerError as e:
+        err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        raise typer.Exit(e.exit_code)
+    except InternalError as e:
+        err.print(traceback.format_exc(), highlight=False, markup=False)
+        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {e}", highlight=False)
+        raise typer.Exit(EXIT_INTERNAL)
+    except KeyboardInterrupt:
+        err.print("interrupted; nothing was written")
+        raise typer.Exit(130)
+    raise typer.Exit(code)
+
+
+class _LiveLine:
+    """A one-line live view of the incumbent, bound and gap, fed by the solver's callback."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.start = time.perf_counter()
+        self.text = Text("solving...")
+        self.live = Live(self.text, console=console, refresh_per_second=8, transient=True)
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> "_LiveLine":
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.live.__exit__(*exc)
+
+    def __call__(self, point) -> None:
+        gap = "-" if point.bound is None else f"{100 * abs(point.objective - point.bound) / max(1, abs(point.objective)):.2f}%"
+        with self.lock:
+            self.live.update(Text(
+                f"solving  incumbent {point.objective:,.0f}  bound "
+                f"{'-' if point.bound is None else f'{point.bound:,.0f}'}  gap {gap}  "
+                f"{time.perf_counter() - self.start:.1f} s"))
+
+
+def _summary_table(plan, rows) -> Table:
+    table = Table(title=f"plan {plan.spec_name}: {plan.status}", title_justify="left")
+    for col in ("solver", "status", "objective", "bound", "gap"):
+        table.add_column(col, justify="right" if col not in ("solver", "status") else "left")
+    from planner.report import format_gap
+    from solvers.core import relative_gap
+
+    for r in rows:
+        table.add_row(str(r["solver"]), str(r["status"]),
+                      "-" if r["objective"] is None else f"{r['objective']:,.0f}",
+                      "-" if r["bound"] is None else f"{r['bound']:,.0f}",
+                      format_gap(relative_gap(r["objective"], r["bound"])))
+    return table
+
+
+def _device_table(plan, hardware, peaks) -> Table:
+    from planner.report import device_rows, format_bytes
+
+    table = Table(title="devices", title_justify="left")
+    for col in ("device", "profile", "streams", "ops", "busy cycles", "util", "peak mem", "capacity"):
+        table.add_column(col, justify="left" if col in ("device", "profile") else "right")
+    for r in device_rows(plan, hardware, peaks):
+        table.add_row(r["device"], r["profile"], str(r["streams"]), str(r["ops"]), f"{r['busy_cycles']:,}",
+                      f"{100 * r['utilization']:.1f}%", format_bytes(r["peak_memory_bytes"]),
+                      format_bytes(r["memory_capacity_bytes"]))
+    return table
+
+
+@app.command()
+def solve(
+    spec: Path = typer.Argument(..., help="The YAML spec to plan."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output directory (default: out/<spec name>)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the solver (overrides the spec)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
+) -> None:
+    """Solve a spec, lower it to binaries, replay them, and write the plan directory."""
+
+    def body() -> int:
+        from planner.fleet import is_fleet_spec
+
+        if is_fleet_spec(spec):
+            return _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json)
+        from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
+        from planner.pipeline import run
+        from planner.spec import load_spec
+
+        loaded = load_spec(spec)
+        target = output or Path("out") / loaded.name
+        live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
+        if live:
+            with live:
+                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live)
+        else:
+            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed)
+        write_plan_dir(outcome, loaded, target)
+        plan = outcome.plan
+        if as_json:
+            summary = {k: v for k, v in plan.to_dict().items() if k not in ("ops", "transfers", "resources")}
+            summary.update(output=str(target), wall_time_s=round(plan.wall_time_s, 3),
+                           simulated_makespan_cycles=outcome.simulation.makespan_cycles)
+            print(json.dumps(summary, indent=2))
+        elif not quiet:
+            out.print(_summary_table(plan, baseline_rows(outcome)))
+            out.print(_device_table(plan, loaded.hardware, peak_memory_by_device(outcome.simulation)))
+            out.print(f"verified by replay: makespan {outcome.simulation.makespan_cycles:,} cycles; "
+                      f"wrote {target}/ in {plan.wall_time_s:.1f} s", highlight=False)
+        return 0
+
+    _guarded(body)
+
+
+def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json) -> int:
+    from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
+    from planner.output import atomic_directory
+
+    fleet = load_fleet_spec(spec)
+    result = solve_fleet(fleet, time_limit_s=time_limit or 30.0, workers=workers or 2, seed=seed or 0)
+    target = output or Path("out") / Path(spec).stem
+    with atomic_directory(target) as tmp:
+        write_fleet_outputs(result, tmp)
+    rows = fleet_summary_rows(result)
+    if as_json:
+        print(json.dumps({"output": str(target), "rows": rows}, indent=2, default=str))
+    elif not quiet:
+        table = Table(title=f"fleet {Path(spec).stem}", title_justify="left")
+        for col in rows[0] if rows else []:
+            table.add_column(str(col))
+        for r in rows:
+            table.add_row(*[str(v) for v in r.values()])
+        out.print(table)
+        out.print(f"wrote {target}/", highlight=False)
+    return 0
+
+
+@app.command()
+def validate(spec: Path = typer.Argument(..., help="The YAML spec to check.")) -> None:
+    """Check a spec (syntax, units, references, graph) without solving."""
+
+    def body() -> int:
+        from planner.fleet import is_fleet_spec
+
+        if is_fleet_spec(spec):
+            from planner.fleet import load_fleet_spec
+
+            load_fleet_spec(spec)
+            out.print(f"{spec}: valid fleet spec", highlight=False)
+            return 0
+        from planner.spec import load_spec
+
+        s = load_spec(spec)
+        out.print(f"{spec}: valid — {len(s.graph.ops)} ops, {len(s.graph.tensors)} tensors, "
+                  f"{len(s.hardware.devices)} devices, {len(s.hardware.links)} links, objective {s.objective}",
+                  highlight=False)
+        return 0
+
+    _guarded(body)
+
+
+@app.command()
+def simulate(
+    plan_dir: Path = typer.Argument(..., help="A directory written by `plan solve`."),
+    numeric: bool = typer.Option(False, "--numeric", help="Also execute the arithmetic (not available yet)."),
+) -> None:
+    """Replay the binaries in PLAN_DIR independently and check them against plan.json."""
+
+    def body() -> int:
+        from planner.errors import BinaryFormatError, UnsupportedError
+        from planner.pipeline import verify
+        from planner.plan import Plan
+        from planner.simulator import simulate_dir
+
+        if numeric:
+            raise UnsupportedError("numeric replay is not implemented yet (see the memory-hierarchy issue)")
+        plan_file = plan_dir / "plan.json"
+        if not plan_file.is_file():
+            raise BinaryFormatError(f"{plan_file}: no plan.json here; is {plan_dir} a `plan solve` output?")
+        try:
+            plan = Plan.from_dict(json.loads(plan_file.read_text()))
+        except (ValueError, KeyError, TypeError) as e:
+            raise BinaryFormatError(f"{plan_file}: not a valid plan ({e})") from None
+        sim = simulate_dir(plan_dir)
+        try:
+            verify(plan, sim)
+        except InternalError as e:
+            raise BinaryFormatError(f"{plan_dir}: the binaries do not match plan.json: {e}") from None
+        out.print(f"verified: makespan {sim.makespan_cycles:,} cycles "
+                  f"({getattr(sim, 'instruction_count', '?')} instructions replayed)", highlight=False)
+        return 0
+
+    _guarded(body)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the spec (for editors)."""
+
+    def body() -> int:
+        from planner.spec import spec_json_schema
+
+        print(json.dumps(spec_json_schema(), indent=2))
+        return 0
+
+    _guarded(body)
+
+
+@app.command("import")
+def import_(
+    source: Path = typer.Argument(..., help="An ONNX model, an STG task graph, a jsplib job shop or a "
+                                            "dnn-partitioning JSON."),
+    output: Path = typer.Option(..., "-o", "--output", help="Where to write the spec YAML."),
+) -> None:
+    """Import a model or a public benchmark instance as a spec."""
+
+    def body() -> int:
+        from planner.importers import import_model, write_spec_yaml
+
+        spec_dict = import_model(source)
+        write_spec_yaml(spec_dict, output)
+        out.print(f"wrote {output}", highlight=False)
+        return 0
+
+    _guarded(body)
+
+
+@app.command()
+def quote(
+    spec: Path = typer.Argument(..., help="A fleet spec."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="JSON file for the quote."),
+) -> None:
+    """Price each tenant per operation from the determined counts."""
+
+    def body() -> int:
+        from planner.fleet import load_fleet_spec, quote as make_quote
+
+        q = make_quote(load_fleet_spec(spec))
+        rows = q.quote_rows()
+        table = Table(title=f"quote {spec.stem}", title_justify="left")
+        for col in rows[0] if rows else []:
+            table.add_column(str(col))
+        for r in rows:
+            table.add_row(*[str(v) for v in r.values()])
+        out.print(table)
+        target = output or Path("out") / f"{spec.stem}-quote.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        q.write_quote_json(target)
+        out.print(f"wrote {target}", highlight=False)
+        return 0
+
+    _guarded(body)
+
+
+def main(argv: list[str] | None = None) -> Any:
+    """Entry point of the ``plan`` console script."""
+    return app(args=argv, prog_name="plan")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""Write a verified plan's directory atomically.
+
+Everything goes into a temporary directory beside the target, which is renamed into
+place only when complete: a failure or Ctrl-C leaves no partial output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+__all__ = ["atomic_directory", "baseline_rows", "peak_memory_by_device", "write_json", "write_plan_dir"]
+
+
+@contextmanager
+def atomic_directory(target: Path) -> Iterator[Path]:
+    """Yield a fresh temporary directory that replaces ``target`` on success.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_directory(root / "out") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("x")
+    >>> sorted(p.name for p in (root / "out").iterdir())
+    ['a.txt']
+    """
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if target.exists():
+        old = target.with_name(f".{target.name}.old-{os.getpid()}")
+        os.replace(target, old)
+    os.replace(tmp, target)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def write_json(path: Path, data: Any) -> None:
+    path.write_text(json.dumps(data, indent=2) + "\n")
+
+
+def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
+    """Write plan.json, report.md, allocation.json, bin/*.bin, bin/*.lst and trace.json."""
+    from planner.report import render_report, trace_document
+
+    plan = outcome.plan
+    sim = outcome.simulation
+    with atomic_directory(Path(out_dir)) as tmp:
+        (tmp / "plan.json").write_text(plan.to_json())
+        write_json(tmp / "allocation.json", outcome.allocation)
+        bin_dir = tmp / "bin"
+        bin_dir.mkdir()
+        for name, data in sorted(outcome.binaries.items()):
+            (bin_dir / f"{name}.bin").write_bytes(data)
+            (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
+        devices = [d.name for d in spec.hardware.devices]
+        links = [l.name for l in spec.hardware.links]
+        write_json(tmp / "trace.json", trace_document(plan, devices, links))
+        (tmp / "report.md").write_text(render_report(
+            plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),
+            replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)}))
+    return Path(out_dir)
+
+
+def baseline_rows(outcome) -> list[dict[str, Any]]:
+    """The planner's result, its heuristic baseline and the lower bound, for the report and terminal."""
+    r, h = outcome.result, outcome.heuristic
+    return [
+        {"solver": r.solver_name, "status": r.status.value, "objective": r.objective, "bound": r.bound},
+        {"solver": h.solver_name, "status": h.status.value, "objective": h.objective, "bound": h.bound},
+        {"solver": "lower bound", "status": "-", "objective": None,
+         "bound": outcome.result.stats.get("lower_bound")},
+    ]
+
+
+def peak_memory_by_device(sim) -> dict[str, int]:
+    """The simulator's peak live bytes per device (summed over levels)."""
+    peaks = getattr(sim, "peak_bytes", {}) or {}
+    out: dict[str, int] = {}
+    for key, value in peaks.items():
+        device = key[0] if isinstance(key, tuple) else key
+        out[device] = out.get(device, 0) + (sum(value.values()) if isinstance(value, dict) else value)
+    return out

@@ -1,0 +1,396 @@
+"""The bridge between the user's world and the solvers (the only module importing both).
+
+spec → graph → isa costs → :class:`~solvers.scheduling.SchedulingProblem` → solve →
+:class:`~planner.plan.Plan` → lowering → binaries → simulator replay → verified plan.
+
+Like cvxpy's reductions, :func:`to_problem` returns the problem and an inverse map;
+:func:`from_solution` maps a solver result back to names.
+
+Examples
+--------
+>>> from planner.pipeline import run
+>>> outcome = run("specs/taskgraph.yaml", time_limit_s=5, workers=1)  # doctest: +SKIP
+>>> outcome.plan.status  # doctest: +SKIP
+'OPTIMAL'
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable
+
+from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
+from planner.graph.ir import Graph
+from planner.hardware import Device, Hardware
+from planner.plan import PlacedOp, PlacedTransfer, Plan
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.problem import FORBIDDEN
+
+__all__ = [
+    "Reduction",
+    "Outcome",
+    "op_device_cycles",
+    "to_problem",
+    "from_solution",
+    "explain_infeasible",
+    "run",
+    "verify",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """The inverse map of :func:`to_problem`: integer indices back to the user's names."""
+
+    op_names: tuple[str, ...]
+    device_names: tuple[str, ...]
+    link_names: tuple[str, ...]
+    edges: tuple[tuple[str, str, tuple[str, ...], int], ...]  # (src, dst, tensors, bytes)
+    clock_hz: int
+    objective_kind: str
+
+
+@dataclass
+class Outcome:
+    """Everything one planning run produced; ``plan`` is what the API returns."""
+
+    plan: Plan
+    problem: SchedulingProblem
+    reduction: Reduction
+    result: SolveResult
+    heuristic: SolveResult
+    programs: dict[str, Any] = field(default_factory=dict)
+    binaries: dict[str, bytes] = field(default_factory=dict)
+    listings: dict[str, str] = field(default_factory=dict)
+    allocation: dict[str, Any] = field(default_factory=dict)
+    simulation: Any = None
+
+
+def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
+    """Timeline cycles of every op on every device kind (None where it cannot run).
+
+    Costed once per (op, kind): instances of one kind share a profile.
+    """
+    from planner.isa.cost import op_cost
+
+    kinds: dict[str, Device] = {}
+    for dev in hardware.devices:
+        kinds.setdefault(dev.kind, dev)
+    table: dict[tuple[str, str], int | None] = {}
+    for name in graph.topological_order():
+        op = graph.ops[name]
+        for kind, dev in kinds.items():
+            if op.type == "task" and kind not in op.cycles:
+                table[name, kind] = None
+                continue
+            try:
+                cycles = op_cost(op, graph, dev.profile, kind).cycles
+            except UnsupportedError:
+                if op.cycles:
+                    table[name, kind] = None
+                    continue
+                raise
+            table[name, kind] = hardware.to_timeline_cycles(cycles, dev)
+    return table
+
+
+def _device_classes(spec, hardware: Hardware) -> tuple[int, ...]:
+    """Interchangeable devices share a class id, so the solver may break their symmetry.
+
+    Two instances are interchangeable when they have the same kind, streams and memory,
+    no pin names either one individually, and the links are uniform (every pair joined
+    by links of one bandwidth and latency, or one bus for all).
+    """
+    devices = hardware.devices
+    names = [d.name for d in devices]
+    pinned_instances = {dev for devs in spec.allowed_devices.values() for dev in devs
+                        if len(devs) < sum(1 for d in devices if d.kind == hardware.device(dev).kind)}
+    links = hardware.links
+    uniform = bool(links) and len({(l.bandwidth_bytes_per_s, l.latency_cycles) for l in links}) == 1 and all(
+        hardware.link_between(a, b) is not None for i, a in enumerate(names) for b in names[i + 1:])
+    if len(devices) == 1:
+        uniform = True
+    classes: dict[tuple, int] = {}
+    out = []
+    for i, d in enumerate(devices):
+        if not uniform or d.name in pinned_instances:
+            key: tuple = ("own", i)
+        else:
+            key = (d.kind, d.streams, d.memory_capacity_bytes)
+        out.append(classes.setdefault(key, len(classes)))
+    return tuple(out)
+
+
+def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) -> tuple[SchedulingProblem, Reduction]:
+    """Turn a resolved spec into a scheduling problem and its inverse map.
+
+    Raises
+    ------
+    InfeasibleError
+        When a constraint can be seen to fail before solving (an op that may run on no
+        device, weights that fit no allowed device, a colocation group split by pins).
+    """
+    graph: Graph = spec.graph
+    hw: Hardware = spec.hardware
+    cycles = op_device_cycles(graph, hw) if cycles is None else cycles
+    ops = graph.topological_order()
+    op_index = {n: i for i, n in enumerate(ops)}
+    devices = hw.devices
+    dev_index = {d.name: i for i, d in enumerate(devices)}
+
+    durations = []
+    for name in ops:
+        allowed = spec.allowed_devices.get(name)
+        row = []
+        for dev in devices:
+            c = cycles[name, dev.kind]
+            ok = c is not None and (allowed is None or dev.name in allowed)
+            row.append(c if ok else FORBIDDEN)
+        if all(x == FORBIDDEN for x in row):
+            raise InfeasibleError(_no_device_message(spec, name, cycles))
+        durations.append(tuple(row))
+
+    edges = []
+    edge_meta = []
+    for src, dst, tensors in graph.op_edges():
+        size = graph.edge_bytes(src, dst)
+        edges.append((op_index[src], op_index[dst], size))
+        edge_meta.append((src, dst, tuple(tensors), size))
+    link_index = {l.name: i for i, l in enumerate(hw.links)}
+    link_of = [[FORBIDDEN] * len(devices) for _ in devices]
+    for a, da in enumerate(devices):
+        for b, db in enumerate(devices):
+            if a != b:
+                link = hw.link_between(da.name, db.name)
+                link_of[a][b] = link_index[link.name] if link else FORBIDDEN
+    # An edge without data (a control dependency) crosses for free: nothing is sent.
+    transfer = [tuple(l.transfer_cycles(size, hw.clock_hz) if size else 0 for l in hw.links)
+                for (_, _, size) in edges]
+
+    groups = tuple(tuple(op_index[n] for n in g) for g in spec.colocation_groups)
+    problem = SchedulingProblem(
+        durations_cycles=tuple(durations),
+        edges=tuple(edges),
+        device_streams=tuple(d.streams for d in devices),
+        link_of=tuple(tuple(r) for r in link_of),
+        transfer_cycles=tuple(transfer),
+        objective=Objective(spec.objective),
+        device_memory_bytes=tuple(d.memory_capacity_bytes for d in devices),
+        op_resident_bytes=tuple(graph.weight_bytes(n) for n in ops),
+        op_output_bytes=tuple(graph.output_bytes(n) for n in ops),
+        colocation_groups=groups,
+        device_class=_device_classes(spec, hw),
+        op_names=ops,
+    )
+    _precheck_memory(spec, problem)
+    reduction = Reduction(ops, tuple(d.name for d in devices), tuple(l.name for l in hw.links),
+                          tuple(edge_meta), hw.clock_hz, spec.objective)
+    return problem, reduction
+
+
+def _no_device_message(spec, name: str, cycles) -> str:
+    kinds = sorted({d.kind for d in spec.hardware.devices})
+    runnable = [k for k in kinds if cycles[name, k] is not None]
+    allowed = spec.allowed_devices.get(name)
+    if not runnable:
+        return (f"op {name!r} can run on no device: it gives cycles only for "
+                f"{sorted(spec.graph.ops[name].cycles) or 'no kind'}, and the hardware has kinds {kinds}")
+    return (f"op {name!r} is pinned to {list(allowed or [])}, but it can run only on kinds {runnable}")
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
+def _precheck_memory(spec, problem: SchedulingProblem) -> None:
+    """Explain the memory infeasibilities that need no solver, in the user's names."""
+    names = problem.op_names
+    devices = spec.hardware.devices
+    for i in range(problem.num_ops):
+        need = problem.resident_bytes(i) + problem.output_bytes(i)
+        fits = [d for d in problem.allowed_devices(i) if need <= problem.memory_bytes(d)]
+        if not fits:
+            best = max(problem.allowed_devices(i), key=problem.memory_bytes)
+            raise InfeasibleError(
+                f"memory: op {names[i]!r} needs {_fmt_bytes(need)} (weights and output) but the largest "
+                f"device it may use, {devices[best].name}, holds {_fmt_bytes(problem.memory_bytes(best))}")
+    total_weights = sum(problem.resident_bytes(i) for i in range(problem.num_ops))
+    total_memory = sum(problem.memory_bytes(d) for d in range(problem.num_devices))
+    if total_weights > total_memory:
+        raise InfeasibleError(
+            f"memory: the models' weights total {_fmt_bytes(total_weights)}, more than all devices "
+            f"together hold ({_fmt_bytes(total_memory)})")
+    for g in problem.colocation_groups:
+        common = set(problem.allowed_devices(g[0]))
+        for i in g[1:]:
+            common &= set(problem.allowed_devices(i))
+        if not common:
+            raise InfeasibleError(
+                f"colocation group {[names[i] for i in g]} has no device every member may use")
+        need = sum(problem.resident_bytes(i) for i in g)
+        if all(need > problem.memory_bytes(d) for d in common):
+            raise InfeasibleError(
+                f"memory: colocation group {[names[i] for i in g]} needs {_fmt_bytes(need)} of weights "
+                f"on one device; the largest it may use holds "
+                f"{_fmt_bytes(max(problem.memory_bytes(d) for d in common))}")
+
+
+def explain_infeasible(spec, problem: SchedulingProblem) -> str:
+    """A user-level explanation when the solver proves infeasibility after the prechecks."""
+    devices = spec.hardware.devices
+    parts = []
+    weights_by_dev = {}
+    for i in range(problem.num_ops):
+        allowed = problem.allowed_devices(i)
+        if len(allowed) == 1:
+            weights_by_dev[allowed[0]] = weights_by_dev.get(allowed[0], 0) + problem.resident_bytes(i)
+    for d, w in sorted(weights_by_dev.items()):
+        parts.append(f"{devices[d].name}: pinned weights {_fmt_bytes(w)} of {_fmt_bytes(problem.memory_bytes(d))}")
+    unreachable = [(devices[a].name, devices[b].name) for a in range(problem.num_devices)
+                   for b in range(a + 1, problem.num_devices) if problem.link_of[a][b] == FORBIDDEN]
+    msg = ("no plan satisfies the memory limits, pins, colocation groups and links together "
+           "(the solver proved it)")
+    if unreachable:
+        msg += f"; devices without a link between them: {unreachable[:5]}"
+    if parts:
+        msg += "; " + "; ".join(parts)
+    return msg
+
+
+def from_solution(result: SolveResult, reduction: Reduction, problem: SchedulingProblem,
+                  *, spec_name: str, heuristic_objective: int | None = None,
+                  solver_info: dict[str, Any] | None = None, resources: dict[str, Any] | None = None) -> Plan:
+    """Map a solver result back to the user's names."""
+    sol: SchedulingSolution = result.solution
+    ops = tuple(
+        PlacedOp(name, reduction.device_names[sol.op_device[i]], sol.op_stream[i], sol.op_start[i],
+                 sol.op_duration[i])
+        for i, name in enumerate(reduction.op_names))
+    transfers = []
+    for t in sol.transfers:
+        src, dst, tensors, size = reduction.edges[t.edge]
+        u, v, _ = problem.edges[t.edge]
+        transfers.append(PlacedTransfer(
+            src, dst, tensors, size, reduction.device_names[sol.op_device[u]],
+            reduction.device_names[sol.op_device[v]], reduction.link_names[t.link], t.start_cycle,
+            t.duration_cycles))
+    transfers.sort(key=lambda t: (t.start_cycle, t.link, t.src_op, t.dst_op))
+    bound = None if result.bound is None else int(result.bound)
+    return Plan(
+        spec_name=spec_name, objective_kind=reduction.objective_kind, status=result.status.value,
+        objective=int(result.objective), bound=bound, gap=result.gap, makespan_cycles=sol.makespan_cycles,
+        clock_hz=reduction.clock_hz, ops=ops, transfers=tuple(transfers),
+        heuristic_objective=heuristic_objective, wall_time_s=result.wall_time_s,
+        solver=dict(solver_info or {}), resources=dict(resources or {}))
+
+
+def verify(plan: Plan, simulation) -> None:
+    """Raise InternalError unless the simulator's replay agrees with the plan exactly."""
+    problems = list(getattr(simulation, "violations", []) or [])
+    if simulation.makespan_cycles != plan.makespan_cycles:
+        problems.append(f"simulated makespan {simulation.makespan_cycles} != planned {plan.makespan_cycles}")
+    replayed = simulation.ops
+    for op in plan.ops:
+        got = replayed.get(op.name)
+        want = (op.device, op.stream, op.start_cycle, op.end_cycle)
+        if got is None:
+            problems.append(f"op {op.name!r} is missing from the binaries")
+        elif tuple(got) != want:
+            problems.append(f"op {op.name!r}: replay {tuple(got)} != plan {want}")
+    if len(replayed) != len(plan.ops):
+        problems.append(f"the binaries hold {len(replayed)} ops, the plan {len(plan.ops)}")
+    if problems:
+        raise InternalError("the simulator's replay disagrees with the plan:\n  " + "\n  ".join(problems[:20]))
+
+
+def _solver_choice():
+    from solvers.scheduling import CpSatScheduler, HeftScheduler
+
+    return HeftScheduler(), CpSatScheduler()
+
+
+def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None = None,
+        seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
+        solver_log: Callable[[str], None] | None = None) -> Outcome:
+    """Plan a spec end to end and verify it by replaying the binaries.
+
+    Raises
+    ------
+    SpecError
+        Bad input.
+    InfeasibleError
+        A valid spec that no plan satisfies (the message says which constraint).
+    InternalError
+        A plan that fails its own checks (a bug).
+    """
+    from planner.spec import load_spec
+    from solvers.scheduling import validate_schedule
+
+    spec = load_spec(spec_or_path) if isinstance(spec_or_path, (str, Path, dict)) else spec_or_path
+    time_limit_s = spec.time_limit_s if time_limit_s is None else time_limit_s
+    workers = spec.workers if workers is None else workers
+    seed = spec.seed if seed is None else seed
+
+    start = time.perf_counter()
+    problem, reduction = to_problem(spec)
+    heuristic_solver, exact_solver = _solver_choice()
+    options = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed,
+                           progress=progress, log=solver_log)
+    heuristic = heuristic_solver.solve(problem, options)
+    if heuristic.status.has_solution:
+        _check_solution(problem, heuristic, validate_schedule)
+    result = exact_solver.solve(problem, replace(options, hint=heuristic.solution))
+    if result.status is Status.INFEASIBLE:
+        raise InfeasibleError(explain_infeasible(spec, problem))
+    if result.status is Status.MODEL_INVALID:
+        raise InternalError(f"the CP-SAT model is invalid: {result.stats}")
+    if not result.status.has_solution:
+        raise SolverError(
+            f"no plan found within {time_limit_s:g} s (status {result.status.value}); "
+            "raise --time-limit or relax the constraints")
+    _check_solution(problem, result, validate_schedule)
+
+    from planner.isa.resources import determine_resources
+
+    resources = determine_resources(spec.graph, spec.hardware)
+    plan = from_solution(
+        result, reduction, problem, spec_name=spec.name,
+        heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
+        solver_info={"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": workers,
+                     "seed": seed, "time_limit_s": time_limit_s},
+        resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
+    outcome = Outcome(plan, problem, reduction, result, heuristic)
+    _lower_and_replay(outcome, spec)
+    plan = replace(outcome.plan, wall_time_s=time.perf_counter() - start)
+    outcome.plan = plan
+    return outcome
+
+
+def _check_solution(problem, result, validate_schedule) -> None:
+    violations = validate_schedule(problem, result.solution)
+    if violations:
+        raise InternalError(f"{result.solver_name} returned an invalid schedule:\n  " + "\n  ".join(violations[:20]))
+
+
+def _lower_and_replay(outcome: Outcome, spec) -> None:
+    from planner.isa.binary import encode, listing
+    from planner.lowering import allocation, lower
+    from planner.simulator import simulate
+
+    programs = lower(outcome.plan, spec.graph, spec.hardware)
+    outcome.programs = programs
+    outcome.binaries = {name: encode(p) for name, p in sorted(programs.items())}
+    outcome.listings = {name: listing(p) for name, p in sorted(programs.items())}
+    outcome.simulation = simulate(outcome.binaries)
+    verify(outcome.plan, outcome.simulation)
+    outcome.allocation = allocation(outcome.plan, spec.graph, spec.hardware, programs)
