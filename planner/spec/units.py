@@ -1,0 +1,238 @@
+"""Quantities with units: ``"16 GiB"``, ``"900 GB/s"``, ``"940 MHz"``, ``"2 us"``.
+
+Every parser returns an exact integer in base units (bytes, bytes per second, hertz,
+reference cycles). The number is read as an exact decimal (``fractions.Fraction``) and
+the unit's factor comes from a lazily created pint ``UnitRegistry``, so ``"1.05 GHz"``
+is exactly ``1_050_000_000`` and ``"2 us"`` at 1 GHz is exactly 2000 cycles.
+
+Decimal prefixes are powers of ten (``KB``/``kB`` = 1000 B, ``GB`` = 10**9 B); binary
+prefixes are powers of two (``KiB`` = 1024 B, ``GiB`` = 2**30 B). Bits are accepted too
+(``Gbit/s``); ``b`` alone is not, to avoid confusing it with ``B``.
+
+Errors are ``ValueError`` with a message that shows an example of the expected form.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any
+
+__all__ = [
+    "SIZE_UNITS",
+    "FREQUENCY_UNITS",
+    "TIME_UNITS",
+    "parse_bytes",
+    "parse_bandwidth",
+    "parse_frequency",
+    "parse_duration_cycles",
+    "parse_seconds",
+]
+
+# Accepted spellings -> pint unit names. The whitelist keeps pint's wider vocabulary
+# (radians, percent... are dimensionless like bits) out of the spec.
+SIZE_UNITS: dict[str, str] = {
+    "B": "byte", "byte": "byte", "bytes": "byte",
+    "kB": "kilobyte", "KB": "kilobyte", "MB": "megabyte", "GB": "gigabyte", "TB": "terabyte",
+    "PB": "petabyte",
+    "KiB": "kibibyte", "MiB": "mebibyte", "GiB": "gibibyte", "TiB": "tebibyte", "PiB": "pebibyte",
+    "bit": "bit", "kbit": "kilobit", "Mbit": "megabit", "Gbit": "gigabit", "Tbit": "terabit",
+}
+FREQUENCY_UNITS: dict[str, str] = {"Hz": "hertz", "kHz": "kilohertz", "MHz": "megahertz",
+                                   "GHz": "gigahertz"}
+TIME_UNITS: dict[str, str] = {"ps": "picosecond", "ns": "nanosecond", "us": "microsecond",
+                              "µs": "microsecond", "ms": "millisecond", "s": "second"}
+_CYCLE_UNITS = ("cycle", "cycles")
+
+_QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(\S*?)\s*$")
+_registry: Any = None
+
+
+def _ureg() -> Any:
+    """The module's pint registry, created on first use (importing pint takes ~0.3 s)."""
+    global _registry
+    if _registry is None:
+        import pint
+
+        _registry = pint.UnitRegistry()
+    return _registry
+
+
+@lru_cache(maxsize=None)
+def _factor(unit: str, target: str) -> Fraction:
+    """Exact factor converting one ``unit`` to ``target`` (pint gives a float; the
+    shortest repr of that float is the decimal the unit definition means)."""
+    magnitude = _ureg().Quantity(1, unit).to(target).magnitude
+    return Fraction(repr(float(magnitude))) if not isinstance(magnitude, int) else Fraction(magnitude)
+
+
+def _show(value: Any) -> str:
+    return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def _split(value: Any, what: str, example: str) -> tuple[Fraction, str]:
+    """``"16 GiB"`` -> ``(Fraction(16), "GiB")``; a bare number gives unit ``""``."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)}')
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f'expected {what} such as "{example}", got {_show(value)}')
+        return Fraction(repr(value)) if isinstance(value, float) else Fraction(value), ""
+    m = _QUANTITY.match(value)
+    if not m:
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)}')
+    return Fraction(m.group(1)), m.group(2)
+
+
+def _unknown_unit(value: Any, what: str, example: str, unit: str, known: list[str],
+                  suffix: str = "") -> ValueError:
+    lowered = {k.lower(): k for k in known}
+    close = difflib.get_close_matches(unit.lower(), list(lowered), n=1, cutoff=0.5)
+    hint = (f'; did you mean "{lowered[close[0]]}{suffix}"?' if close
+            else f"; known units: {', '.join(k + suffix for k in known)}")
+    return ValueError(f'expected {what} such as "{example}", got {_show(value)} (unknown unit "{unit}"){hint}')
+
+
+def _to_int(amount: Fraction, value: Any, what: str, example: str, *, positive: bool,
+            ceil: bool = False, base: str = "bytes") -> int:
+    if amount < 0 or (positive and amount == 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f'{what.split(" ", 1)[1]} must be {bound}, got {_show(value)}')
+    if amount.denominator != 1:
+        if not ceil:
+            raise ValueError(f'expected {what} such as "{example}" that is a whole number of '
+                             f'{base}, got {_show(value)} (= {float(amount):g})')
+        return math.ceil(amount)
+    return int(amount)
+
+
+def parse_bytes(value: Any) -> int:
+    """A size in bytes (must be > 0).
+
+    Parameters
+    ----------
+    value : str
+        A number and a size unit: ``B``, ``KB``/``kB``, ``MB``, ``GB``, ``TB`` (powers of 10),
+        ``KiB``, ``MiB``, ``GiB``, ``TiB`` (powers of 2), or ``kbit``...``Tbit``.
+
+    Returns
+    -------
+    int
+        The size in bytes.
+
+    Raises
+    ------
+    ValueError
+        Missing or unknown unit, a non-positive size, or a fraction of a byte.
+
+    Examples
+    --------
+    >>> parse_bytes("16 GiB"), parse_bytes("16 GB"), parse_bytes("1.5KiB")
+    (17179869184, 16000000000, 1536)
+    >>> parse_bytes("16 GX")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a size such as "16 GiB", got "16 GX" (unknown unit "GX"); did you mean "GB"?
+    """
+    what, example = "a size", "16 GiB"
+    amount, unit = _split(value, what, example)
+    if unit == "":
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
+    if unit not in SIZE_UNITS:
+        raise _unknown_unit(value, what, example, unit, list(SIZE_UNITS))
+    return _to_int(amount * _factor(SIZE_UNITS[unit], "byte"), value, what, example, positive=True)
+
+
+def parse_bandwidth(value: Any) -> int:
+    """A bandwidth in bytes per second (must be > 0): a size unit over ``s``.
+
+    Examples
+    --------
+    >>> parse_bandwidth("900 GB/s"), parse_bandwidth("1 GiB/s"), parse_bandwidth("100 Gbit/s")
+    (900000000000, 1073741824, 12500000000)
+    >>> parse_bandwidth("900 GB")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a bandwidth such as "900 GB/s", got "900 GB" (missing "/s")
+    """
+    what, example = "a bandwidth", "900 GB/s"
+    amount, unit = _split(value, what, example)
+    if unit == "":
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
+    size, slash, per = unit.partition("/")
+    if not slash:
+        hint = '(missing "/s")' if size in SIZE_UNITS else f'(unknown unit "{unit}")'
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} {hint}')
+    if per.strip() not in ("s", "sec"):
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} '
+                         f'(a bandwidth is per second: "/s")')
+    size = size.strip()
+    if size not in SIZE_UNITS:
+        raise _unknown_unit(value, what, example, size, list(SIZE_UNITS), "/s")
+    return _to_int(amount * _factor(SIZE_UNITS[size], "byte"), value, what, example, positive=True)
+
+
+def parse_frequency(value: Any) -> int:
+    """A frequency in hertz (must be > 0).
+
+    Examples
+    --------
+    >>> parse_frequency("940 MHz"), parse_frequency("1.05 GHz"), parse_frequency("700MHz")
+    (940000000, 1050000000, 700000000)
+    """
+    what, example = "a frequency", "940 MHz"
+    amount, unit = _split(value, what, example)
+    if unit == "":
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
+    if unit not in FREQUENCY_UNITS:
+        raise _unknown_unit(value, what, example, unit, list(FREQUENCY_UNITS))
+    return _to_int(amount * _factor(FREQUENCY_UNITS[unit], "hertz"), value, what, example,
+                   positive=True, base="hertz")
+
+
+def parse_duration_cycles(value: Any, clock_hz: int) -> int:
+    """A duration (>= 0) in cycles of a clock of ``clock_hz``, rounded up.
+
+    A bare integer, or ``"N cycles"``, is already a number of cycles.
+
+    Examples
+    --------
+    >>> parse_duration_cycles("2 us", 1_000_000_000), parse_duration_cycles("1 ns", 1_050_000_000)
+    (2000, 2)
+    >>> parse_duration_cycles(300, 10**9), parse_duration_cycles("300 cycles", 10**9)
+    (300, 300)
+    """
+    what, example = "a duration", "2 us"
+    amount, unit = _split(value, what, example)
+    if unit == "" or unit in _CYCLE_UNITS:
+        if amount.denominator != 1:
+            raise ValueError(f'expected {what} such as "{example}" or a whole number of cycles, '
+                             f"got {_show(value)}")
+        return _to_int(amount, value, what, example, positive=False)
+    if unit not in TIME_UNITS:
+        raise _unknown_unit(value, what, example, unit, [*TIME_UNITS, "cycles"])
+    cycles = amount * _factor(TIME_UNITS[unit], "second") * clock_hz
+    return _to_int(cycles, value, what, example, positive=False, ceil=True)
+
+
+def parse_seconds(value: Any) -> float:
+    """A positive wall-clock duration in seconds (a unit is required).
+
+    Examples
+    --------
+    >>> parse_seconds("30 s"), parse_seconds("500 ms"), parse_seconds("2.5s")
+    (30.0, 0.5, 2.5)
+    """
+    what, example = "a duration", "30 s"
+    amount, unit = _split(value, what, example)
+    if unit == "":
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
+    if unit not in TIME_UNITS:
+        raise _unknown_unit(value, what, example, unit, list(TIME_UNITS))
+    seconds = amount * _factor(TIME_UNITS[unit], "second")
+    if seconds <= 0:
+        raise ValueError(f"duration must be > 0, got {_show(value)}")
+    return float(seconds)
