@@ -1,0 +1,296 @@
+"""The binary format of a program (``bin/<device>.bin``) and its listing (``.lst``).
+
+Little-endian, fixed-width records; a sha256 checksum in the header covers every byte
+of the file except the checksum itself, so a flipped bit anywhere is refused. The byte
+layout is in ``docs/isa.md``; :data:`HEADER` and :data:`RECORD` are the structs.
+
+Layout
+------
+header (128 bytes) | levels | links | strings | buffers | buffer lists | records
+"""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+from planner.errors import BinaryFormatError
+from planner.isa.instructions import (
+    ALLOC_PRELOADED,
+    TRANSFER_STREAM,
+    Instruction,
+    LevelInfo,
+    LinkInfo,
+    Opcode,
+    Program,
+    VectorOp,
+)
+
+__all__ = ["MAGIC", "FORMAT_VERSION", "HEADER", "RECORD", "encode", "decode", "listing"]
+
+MAGIC = b"PLANISA\x00"
+FORMAT_VERSION = 1
+NONE = 0xFFFFFFFF  # "no op" in a record's op field
+
+# magic, version, header size, record size, flags, device clock, reference clock,
+# mxu rows, mxu cols, vector lanes, dma latency, profile name, device name,
+# levels, main level, links, streams, records, strings, string bytes, buffers,
+# buffer-list entries, reserved, body bytes, sha256.
+HEADER = struct.Struct("<8sHHHHQQIIIIIIHHHHIIIIIIQ32s")
+_CHECKSUM_AT = HEADER.size - 32
+LEVEL = struct.Struct("<IIQQ")  # name, reserved, capacity bytes, bandwidth bytes/s
+LINK = struct.Struct("<IIQQ")  # link id, name, bandwidth bytes/s, latency cycles
+# opcode, subop, stream, op, start, duration, a, b, c, d, mem_bytes, list offset,
+# reads, writes.
+RECORD = struct.Struct("<BBHIQQQQQQQIHH")
+_U32 = struct.Struct("<I")
+_U16 = struct.Struct("<H")
+
+
+class _Strings:
+    def __init__(self) -> None:
+        self.items: list[str] = []
+        self.index: dict[str, int] = {}
+
+    def __call__(self, s: str) -> int:
+        if s not in self.index:
+            self.index[s] = len(self.items)
+            self.items.append(s)
+        return self.index[s]
+
+    def pack(self) -> bytes:
+        out = bytearray()
+        for s in self.items:
+            b = s.encode("utf-8")
+            if len(b) > 0xFFFF:
+                raise ValueError(f"string too long for the string table: {s[:40]!r}...")
+            out += _U16.pack(len(b)) + b
+        return bytes(out)
+
+
+def encode(program: Program) -> bytes:
+    """The bytes of ``program``: header, tables and fixed-width records.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import Instruction, LevelInfo, Opcode, Program
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),),
+    ...             0, (), 1, (), (Instruction(Opcode.TASK, 0, 0, 5, op="t", a=5),
+    ...                            Instruction(Opcode.HALT, 0, 5, 0)))
+    >>> data = encode(p)
+    >>> data[:8], len(data), decode(data) == p
+    (b'PLANISA\\x00', 317, True)
+    """
+    strings = _Strings()
+    profile_idx, device_idx = strings(program.profile), strings(program.device)
+    levels = b"".join(LEVEL.pack(strings(lv.name), 0, lv.capacity_bytes, lv.bandwidth_bytes_per_s)
+                      for lv in program.levels)
+    links = b"".join(LINK.pack(lk.id, strings(lk.name), lk.bandwidth_bytes_per_s, lk.latency_cycles)
+                     for lk in program.links)
+    buffers = b"".join(_U32.pack(strings(name)) for name in program.buffers)
+    lists: list[int] = []
+    records = bytearray()
+    for ins in program.instructions:
+        op_idx = strings(ins.op) if ins.op else NONE
+        d = ins.d
+        if ins.opcode in (Opcode.SEND, Opcode.RECV):
+            d = strings(ins.peer)
+        elif ins.peer:
+            raise ValueError(f"{ins.opcode.name} has a peer")
+        offset = len(lists)
+        lists.extend(ins.reads)
+        lists.extend(ins.writes)
+        if len(ins.reads) > 0xFFFF or len(ins.writes) > 0xFFFF:
+            raise ValueError("too many buffers on one instruction")
+        records += RECORD.pack(int(ins.opcode), ins.subop, ins.stream, op_idx, ins.start_cycle,
+                               ins.duration_cycles, ins.a, ins.b, ins.c, d, ins.mem_bytes,
+                               offset, len(ins.reads), len(ins.writes))
+    string_bytes = strings.pack()
+    body = (levels + links + string_bytes + buffers
+            + b"".join(_U32.pack(b) for b in lists) + bytes(records))
+    header = HEADER.pack(
+        MAGIC, FORMAT_VERSION, HEADER.size, RECORD.size, 0,
+        program.device_clock_hz, program.reference_clock_hz,
+        program.mxu_rows, program.mxu_cols, program.vector_lanes, program.dma_latency_cycles,
+        profile_idx, device_idx,
+        len(program.levels), program.main_level, len(program.links), program.num_streams,
+        len(program.instructions), len(strings.items), len(string_bytes), len(program.buffers),
+        len(lists), 0, len(body), bytes(32))
+    digest = hashlib.sha256(header[:_CHECKSUM_AT] + body).digest()
+    return header[:_CHECKSUM_AT] + digest + body
+
+
+def _fail(what: str, name: str) -> BinaryFormatError:
+    return BinaryFormatError(f"{name}: {what}")
+
+
+def decode(data: bytes, *, name: str = "binary") -> Program:
+    """Parse and verify a binary; ``name`` labels error messages (e.g. the file path).
+
+    Raises
+    ------
+    BinaryFormatError
+        Bad magic, unsupported version, truncated or oversized data, checksum mismatch,
+        or a table index out of range.
+
+    Examples
+    --------
+    >>> decode(b"ELF\\x7f" + bytes(200))
+    Traceback (most recent call last):
+    ...
+    planner.errors.BinaryFormatError: binary: bad magic b'ELF\\x7f\\x00\\x00\\x00\\x00' (expected b'PLANISA\\x00'): not a plan ISA binary
+    """
+    data = bytes(data)
+    if len(data) < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
+        raise _fail(f"bad magic {data[:len(MAGIC)]!r} (expected {MAGIC!r}): not a plan ISA binary", name)
+    if len(data) < HEADER.size:
+        raise _fail(f"truncated: {len(data)} bytes, the header alone needs {HEADER.size}", name)
+    (_, version, header_size, record_size, _flags, dev_clock, ref_clock, rows, cols, lanes, dma_lat,
+     profile_idx, device_idx, n_levels, main_level, n_links, n_streams, n_records, n_strings,
+     string_bytes, n_buffers, n_lists, _reserved, body_bytes, checksum) = HEADER.unpack_from(data)
+    if version != FORMAT_VERSION:
+        raise _fail(f"format version {version} is not supported (this planner reads version "
+                    f"{FORMAT_VERSION})", name)
+    if header_size != HEADER.size or record_size != RECORD.size:
+        raise _fail(f"header/record size {header_size}/{record_size} != {HEADER.size}/{RECORD.size}", name)
+    if len(data) < HEADER.size + body_bytes:
+        raise _fail(f"truncated: {len(data)} bytes, the header announces {HEADER.size + body_bytes}", name)
+    if len(data) > HEADER.size + body_bytes:
+        raise _fail(f"{len(data) - HEADER.size - body_bytes} trailing bytes after the announced end", name)
+    body = data[HEADER.size:]
+    if hashlib.sha256(data[:_CHECKSUM_AT] + body).digest() != checksum:
+        raise _fail("checksum mismatch: the file is corrupted or was modified after encoding", name)
+    expected = (n_levels * LEVEL.size + n_links * LINK.size + string_bytes + 4 * n_buffers
+                + 4 * n_lists + n_records * RECORD.size)
+    if expected != body_bytes:
+        raise _fail(f"section sizes add up to {expected} bytes, body has {body_bytes}", name)
+
+    pos = 0
+    raw_levels = []
+    for _ in range(n_levels):
+        raw_levels.append(LEVEL.unpack_from(body, pos))
+        pos += LEVEL.size
+    raw_links = []
+    for _ in range(n_links):
+        raw_links.append(LINK.unpack_from(body, pos))
+        pos += LINK.size
+    strings: list[str] = []
+    end = pos + string_bytes
+    try:
+        while pos < end:
+            (n,) = _U16.unpack_from(body, pos)
+            if pos + 2 + n > end:
+                raise _fail("string table overruns its section", name)
+            strings.append(body[pos + 2:pos + 2 + n].decode("utf-8"))
+            pos += 2 + n
+    except UnicodeDecodeError as e:
+        raise _fail(f"string table is not UTF-8 ({e})", name) from None
+    if len(strings) != n_strings:
+        raise _fail(f"string table holds {len(strings)} strings, header says {n_strings}", name)
+
+    def s(i: int, what: str) -> str:
+        if not 0 <= i < len(strings):
+            raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
+        return strings[i]
+
+    buffers = tuple(s(_U32.unpack_from(body, pos + 4 * i)[0], f"buffer {i}") for i in range(n_buffers))
+    pos += 4 * n_buffers
+    lists = [_U32.unpack_from(body, pos + 4 * i)[0] for i in range(n_lists)]
+    pos += 4 * n_lists
+    instructions = []
+    for r in range(n_records):
+        (opcode, subop, stream, op_idx, start, dur, a, b, c, d, mem, off, nr, nw) = RECORD.unpack_from(body, pos)
+        pos += RECORD.size
+        try:
+            code = Opcode(opcode)
+        except ValueError:
+            raise _fail(f"record {r}: unknown opcode {opcode}", name) from None
+        if code == Opcode.VECTOR and subop not in VectorOp._value2member_map_:
+            raise _fail(f"record {r}: unknown vector subop {subop}", name)
+        if off + nr + nw > len(lists):
+            raise _fail(f"record {r}: buffer list [{off}, {off + nr + nw}) out of range", name)
+        reads, writes = tuple(lists[off:off + nr]), tuple(lists[off + nr:off + nr + nw])
+        if any(bid >= n_buffers for bid in reads + writes):
+            raise _fail(f"record {r}: buffer id out of range ({n_buffers} buffers)", name)
+        if code in (Opcode.ALLOC, Opcode.FREE) and (a >= n_buffers or b >= n_levels):
+            raise _fail(f"record {r}: {code.name} names buffer {a} / level {b} out of range", name)
+        if code == Opcode.DMA and (a >= n_levels or b >= n_levels):
+            raise _fail(f"record {r}: DMA names a level out of range", name)
+        peer = ""
+        if code in (Opcode.SEND, Opcode.RECV):
+            peer, d = s(d, f"record {r} peer"), 0
+            if a not in {lk[0] for lk in raw_links}:
+                raise _fail(f"record {r}: {code.name} on link {a}, which the link table lacks", name)
+        instructions.append(Instruction(
+            code, stream, start, dur, op="" if op_idx == NONE else s(op_idx, f"record {r} op"),
+            subop=subop, a=a, b=b, c=c, d=d, mem_bytes=mem, reads=reads, writes=writes, peer=peer))
+    if not 0 <= main_level < n_levels:
+        raise _fail(f"main level {main_level} out of range ({n_levels} levels)", name)
+    return Program(
+        device=s(device_idx, "device name"), profile=s(profile_idx, "profile name"),
+        device_clock_hz=dev_clock, reference_clock_hz=ref_clock, mxu_rows=rows, mxu_cols=cols,
+        vector_lanes=lanes, dma_latency_cycles=dma_lat,
+        levels=tuple(LevelInfo(s(n, "level"), cap, bw) for n, _, cap, bw in raw_levels),
+        main_level=main_level,
+        links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
+        num_streams=n_streams, buffers=buffers, instructions=tuple(instructions))
+
+
+def _operands(ins: Instruction, program: Program) -> str:
+    op = ins.opcode
+    lv = program.levels
+    if op in (Opcode.MATMUL, Opcode.CONV):
+        return f"T={ins.a} K={ins.b} N={ins.c} sets={ins.d} mem={ins.mem_bytes}B"
+    if op == Opcode.VECTOR:
+        return f"{VectorOp(ins.subop).op_type} elements={ins.a} window={ins.b} mem={ins.mem_bytes}B"
+    if op == Opcode.DMA:
+        return f"{lv[ins.a].name}->{lv[ins.b].name} bytes={ins.c}"
+    if op in (Opcode.SEND, Opcode.RECV):
+        arrow = "to" if op == Opcode.SEND else "from"
+        return f"{arrow}={ins.peer} link={program.link(ins.a).name} bytes={ins.b} xfer={ins.c}"
+    if op in (Opcode.SIGNAL, Opcode.WAIT):
+        return f"sem={ins.a}"
+    if op in (Opcode.ALLOC, Opcode.FREE):
+        pre = " preloaded" if op == Opcode.ALLOC and ins.subop & ALLOC_PRELOADED else ""
+        return f"buf={ins.a}:{program.buffers[ins.a]} {lv[ins.b].name} bytes={ins.c}{pre}"
+    if op == Opcode.TASK:
+        return f"cycles={ins.a}"
+    return ""
+
+
+def listing(program: Program) -> str:
+    """A human-readable listing (``.lst``) of a program, one instruction per line.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import Instruction, LevelInfo, Opcode, Program
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),),
+    ...             0, (), 1, (), (Instruction(Opcode.TASK, 0, 0, 5, op="t", a=5),
+    ...                            Instruction(Opcode.HALT, 0, 5, 0)))
+    >>> print(listing(p).splitlines()[-1])
+             5          0      0  HALT
+    """
+    lines = [
+        f"; plan ISA v{FORMAT_VERSION} program for device {program.device} (profile {program.profile})",
+        f"; clocks: device {program.device_clock_hz} Hz, reference {program.reference_clock_hz} Hz; "
+        f"streams {program.num_streams}; mxu {program.mxu_rows}x{program.mxu_cols}, "
+        f"{program.vector_lanes} lanes, dma latency {program.dma_latency_cycles}",
+    ]
+    for i, lv in enumerate(program.levels):
+        main = " (main)" if i == program.main_level else ""
+        lines.append(f"; level {i} {lv.name}: {lv.capacity_bytes} B, {lv.bandwidth_bytes_per_s} B/s{main}")
+    for lk in program.links:
+        lines.append(f"; link {lk.id} {lk.name}: {lk.bandwidth_bytes_per_s} B/s, latency {lk.latency_cycles}")
+    lines.append(f"; {'start':>8} {'duration':>10} {'stream':>6}  {'opcode':<7} operands | op | reads -> writes")
+    for ins in program.instructions:
+        stream = "xfer" if ins.stream == TRANSFER_STREAM else str(ins.stream)
+        text = f"{ins.start_cycle:>10} {ins.duration_cycles:>10} {stream:>6}  {ins.opcode.name:<7}"
+        extra = _operands(ins, program)
+        if extra:
+            text += f" {extra}"
+        if ins.op:
+            text += f" | {ins.op}"
+        if ins.reads or ins.writes:
+            text += f" | {list(ins.reads)} -> {list(ins.writes)}"
+        lines.append(text.rstrip())
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,291 @@
+"""The instruction set: opcodes, timed instructions and per-device programs.
+
+Every instruction is timed on the plan's timeline (reference-clock cycles): it carries
+its stream, start cycle and duration, the op it belongs to (if any) and the buffer ids
+it reads and writes, so the simulator can check timing and dependencies from a binary
+alone. ``docs/isa.md`` is the reference.
+
+Glossary
+--------
+stream         an execution lane of the device (``0..num_streams-1``); SEND and RECV run
+               on the transfer engine, stream :data:`TRANSFER_STREAM`.
+buffer         a named block of one memory level, allocated by ALLOC and released by FREE;
+               ids are dense per program.
+operands       ``a, b, c, d``: meaning per opcode (see :class:`Opcode`).
+mem_bytes      bytes a MATMUL or VECTOR reads and writes in main memory (its roofline).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from planner.hardware import ceil_div
+from planner.isa.cost import VECTOR_OPS, dma_cycles, memory_cycles, systolic_cycles, vector_cycles
+
+__all__ = [
+    "Opcode",
+    "VectorOp",
+    "TRANSFER_STREAM",
+    "ALLOC_PRELOADED",
+    "COMPUTE_OPCODES",
+    "Instruction",
+    "LevelInfo",
+    "LinkInfo",
+    "Program",
+    "device_cycles",
+    "expected_duration_cycles",
+]
+
+TRANSFER_STREAM = 0xFFFF  # the stream id of SEND/RECV (the device's transfer engine)
+ALLOC_PRELOADED = 1  # ALLOC subop flag: the host fills the buffer before the run (weights, inputs)
+
+
+class Opcode(enum.IntEnum):
+    """Instruction opcodes and the meaning of their operands ``a, b, c, d``.
+
+    ========  =====================================================================
+    MATMUL    a=T (streamed rows), b=K, c=N, d=sets (weight matrices); + mem_bytes
+    CONV      reserved: conv2d is lowered to MATMUL with its im2col dimensions
+    VECTOR    subop=:class:`VectorOp`, a=elements, b=window; + mem_bytes
+    DMA       a=src level, b=dst level, c=bytes
+    SEND      a=link id, b=bytes, c=transfer id, peer=destination device
+    RECV      a=link id, b=bytes, c=transfer id, peer=source device
+    SIGNAL    a=semaphore id
+    WAIT      a=semaphore id
+    ALLOC     a=buffer id, b=level, c=bytes; subop=ALLOC_PRELOADED for host-filled data
+    FREE      a=buffer id, b=level, c=bytes
+    TASK      a=device cycles (an op with explicit cycles)
+    HALT      end of the program
+    ========  =====================================================================
+
+    Examples
+    --------
+    >>> Opcode.MATMUL.name, int(Opcode.HALT)
+    ('MATMUL', 12)
+    """
+
+    MATMUL = 1
+    CONV = 2
+    VECTOR = 3
+    DMA = 4
+    SEND = 5
+    RECV = 6
+    SIGNAL = 7
+    WAIT = 8
+    ALLOC = 9
+    FREE = 10
+    TASK = 11
+    HALT = 12
+
+
+class VectorOp(enum.IntEnum):
+    """VECTOR subops; their cycle factors are :data:`planner.isa.cost.VECTOR_OPS`.
+
+    Examples
+    --------
+    >>> VectorOp.from_op_type("softmax"), VectorOp.SOFTMAX.op_type
+    (<VectorOp.SOFTMAX: 5>, 'softmax')
+    """
+
+    ADD = 1
+    MUL = 2
+    RELU = 3
+    GELU = 4
+    SOFTMAX = 5
+    LAYERNORM = 6
+    MAXPOOL = 7
+    AVGPOOL = 8
+    GLOBAL_AVGPOOL = 9
+    SUB = 10
+    SIGMOID = 11
+    TANH = 12
+
+    @property
+    def op_type(self) -> str:
+        return self.name.lower()
+
+    @property
+    def factor(self) -> int:
+        return VECTOR_OPS[self.op_type][0]
+
+    @classmethod
+    def from_op_type(cls, op_type: str) -> "VectorOp":
+        return cls[op_type.upper()]
+
+
+# Opcodes that carry an op's work (exactly one per placed op).
+COMPUTE_OPCODES = frozenset({Opcode.MATMUL, Opcode.CONV, Opcode.VECTOR, Opcode.DMA, Opcode.TASK})
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One timed instruction (cycles of the plan's reference clock).
+
+    Examples
+    --------
+    >>> i = Instruction(Opcode.MATMUL, 0, 10, 1459, op="mm", a=256, b=256, c=256, d=1,
+    ...                 reads=(0, 1), writes=(2,))
+    >>> i.end_cycle
+    1469
+    """
+
+    opcode: Opcode
+    stream: int
+    start_cycle: int
+    duration_cycles: int
+    op: str = ""
+    subop: int = 0
+    a: int = 0
+    b: int = 0
+    c: int = 0
+    d: int = 0
+    mem_bytes: int = 0
+    reads: tuple[int, ...] = ()
+    writes: tuple[int, ...] = ()
+    peer: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "opcode", Opcode(self.opcode))
+        object.__setattr__(self, "reads", tuple(self.reads))
+        object.__setattr__(self, "writes", tuple(self.writes))
+        if min(self.start_cycle, self.duration_cycles, self.a, self.b, self.c, self.d,
+               self.mem_bytes, self.stream, self.subop) < 0:
+            raise ValueError(f"{self.opcode.name}: fields must be non-negative")
+
+    @property
+    def end_cycle(self) -> int:
+        return self.start_cycle + self.duration_cycles
+
+
+@dataclass(frozen=True, slots=True)
+class LevelInfo:
+    """A memory level as a binary's header records it (capacity after any spec cap)."""
+
+    name: str
+    capacity_bytes: int
+    bandwidth_bytes_per_s: int
+
+
+@dataclass(frozen=True, slots=True)
+class LinkInfo:
+    """A link a program uses: its global id (index in the hardware), bandwidth, latency."""
+
+    id: int
+    name: str
+    bandwidth_bytes_per_s: int
+    latency_cycles: int
+
+    def transfer_cycles(self, size_bytes: int, clock_hz: int) -> int:
+        """``latency + ceil(bytes * clock / bandwidth)`` reference cycles.
+
+        >>> LinkInfo(0, "l", 10**9, 10).transfer_cycles(100, 10**9)
+        110
+        """
+        return self.latency_cycles + ceil_div(size_bytes * clock_hz, self.bandwidth_bytes_per_s)
+
+
+@dataclass(frozen=True, slots=True)
+class Program:
+    """The instructions of one device, with everything needed to re-time them.
+
+    Examples
+    --------
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0,
+    ...             (LevelInfo("mem", 1 << 20, 10**12),), 0, (), 1, (),
+    ...             (Instruction(Opcode.TASK, 0, 0, 5, op="t", a=5), Instruction(Opcode.HALT, 0, 5, 0)))
+    >>> p.main.name, p.end_cycle
+    ('mem', 5)
+    """
+
+    device: str
+    profile: str
+    device_clock_hz: int
+    reference_clock_hz: int
+    mxu_rows: int
+    mxu_cols: int
+    vector_lanes: int
+    dma_latency_cycles: int
+    levels: tuple[LevelInfo, ...]
+    main_level: int
+    links: tuple[LinkInfo, ...]
+    num_streams: int
+    buffers: tuple[str, ...]  # buffer names, indexed by buffer id
+    instructions: tuple[Instruction, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "levels", tuple(self.levels))
+        object.__setattr__(self, "links", tuple(self.links))
+        object.__setattr__(self, "buffers", tuple(self.buffers))
+        object.__setattr__(self, "instructions", tuple(self.instructions))
+        if not 0 <= self.main_level < len(self.levels):
+            raise ValueError(f"main level {self.main_level} out of range")
+
+    @property
+    def main(self) -> LevelInfo:
+        return self.levels[self.main_level]
+
+    @property
+    def end_cycle(self) -> int:
+        return max((i.end_cycle for i in self.instructions), default=0)
+
+    def link(self, link_id: int) -> LinkInfo:
+        for link in self.links:
+            if link.id == link_id:
+                return link
+        raise KeyError(link_id)
+
+
+def device_cycles(instr: Instruction, program: Program) -> int:
+    """Device cycles of a compute instruction, recomputed from its operands.
+
+    Raises ``ValueError`` for an operand the ISA cannot time (unknown subop or level).
+
+    Examples
+    --------
+    >>> p = Program("d0", "tpu-v1", 700_000_000, 10**9, 256, 256, 256, 100,
+    ...             (LevelInfo("onchip", 1 << 20, 10**12), LevelInfo("ddr3", 1 << 30, 34 * 10**9)),
+    ...             1, (), 1, (), ())
+    >>> device_cycles(Instruction(Opcode.MATMUL, 0, 0, 0, a=256, b=256, c=256, d=1), p)
+    1022
+    """
+    op = instr.opcode
+    if op in (Opcode.MATMUL, Opcode.CONV):
+        compute = systolic_cycles(program.mxu_rows, program.mxu_cols, instr.a, instr.b, instr.c, instr.d)
+        return max(compute, memory_cycles(instr.mem_bytes, program.device_clock_hz,
+                                          program.main.bandwidth_bytes_per_s))
+    if op == Opcode.VECTOR:
+        sub = VectorOp(instr.subop)
+        compute = vector_cycles(instr.a, program.vector_lanes, sub.factor, instr.b)
+        return max(compute, memory_cycles(instr.mem_bytes, program.device_clock_hz,
+                                          program.main.bandwidth_bytes_per_s))
+    if op == Opcode.DMA:
+        src, dst = program.levels[instr.a], program.levels[instr.b]
+        return dma_cycles(instr.c, program.device_clock_hz, src.bandwidth_bytes_per_s,
+                          dst.bandwidth_bytes_per_s, program.dma_latency_cycles, instr.a == instr.b)
+    if op == Opcode.TASK:
+        return instr.a
+    return 0
+
+
+def expected_duration_cycles(instr: Instruction, program: Program) -> int:
+    """The duration an instruction must have on the timeline (reference cycles).
+
+    Compute instructions: their device cycles converted with ``ceil(c * ref / dev)``;
+    SEND/RECV: the link's transfer time; everything else: zero.
+
+    Examples
+    --------
+    >>> p = Program("d0", "g", 500_000_000, 10**9, 1, 1, 1, 0, (LevelInfo("m", 1, 1),), 0,
+    ...             (LinkInfo(3, "l", 10**9, 10),), 1, (), ())
+    >>> expected_duration_cycles(Instruction(Opcode.TASK, 0, 0, 0, a=3), p)  # 3 cycles at 500 MHz
+    6
+    >>> expected_duration_cycles(Instruction(Opcode.SEND, TRANSFER_STREAM, 0, 0, a=3, b=100, peer="d1"), p)
+    110
+    """
+    if instr.opcode in COMPUTE_OPCODES:
+        return ceil_div(device_cycles(instr, program) * program.reference_clock_hz,
+                        program.device_clock_hz)
+    if instr.opcode in (Opcode.SEND, Opcode.RECV):
+        return program.link(instr.a).transfer_cycles(instr.b, program.reference_clock_hz)
+    return 0
