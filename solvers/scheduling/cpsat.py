@@ -1,0 +1,994 @@
+"""CP-SAT formulation of joint placement and scheduling.
+
+Notes
+-----
+**Sets.** ops i, devices d (``A(i)`` = devices op i may use), edges e = (u, v), links l.
+
+**Variables.**
+
+* ``start_i``, ``end_i`` in ``[0, H]``; ``x[i, d]`` (op i on device d, the constant true
+  when ``|A(i)| = 1``) and an optional fixed-size interval ``op_iv[i, d]`` of length
+  ``dur[i][d]`` on ``start_i`` (a fixed interval when ``|A(i)| = 1``);
+  ``end_i = start_i + sum_d dur[i][d] x[i, d]``.
+* per edge that may cross devices: ``y[e, a, b] = x[u, a] and x[v, b]`` for linked pairs
+  ``a != b``; ``z[e, l] = sum_{link_of[a][b] = l} y[e, a, b]`` (the transfer uses link l);
+  one transfer start ``ts_e``; an optional interval of length ``transfer_cycles[e][l]`` on
+  ``ts_e`` per link, present iff ``z[e, l]``.
+* memory (only on devices where the bytes that could ever land there exceed the
+  capacity): ``bend_u`` (end of u's output buffer) and ``r[e, b]`` (edge e's copy is
+  received on b).
+
+**Constraints** (one ``add_<family>`` each).
+
+* placement: ``sum_d x[i, d] = 1``;
+* devices: NoOverlap of the device's intervals when it has one stream, Cumulative with
+  capacity = streams (unit demands) otherwise. Streams are assigned after solving by
+  interval-graph colouring (sorted by start, lowest free stream): with unit demands and at
+  most k intervals live at any instant, k colours always suffice. This keeps one optional
+  interval per (op, device) instead of one per (op, device, stream), and has no stream
+  symmetry to break;
+* precedence and transfers: ``start_v >= end_u`` always; ``ts_e >= end_u``;
+  ``z[e, l] => start_v >= ts_e + c[e][l]``; ``x[u, a] + x[v, b] <= 1`` when
+  ``link_of[a][b] = -1``;
+* links: NoOverlap of each link's transfer intervals (zero-length transfers are left out:
+  a half-open empty interval overlaps nothing);
+* colocation: ``x[i, d] = x[j, d]`` within a group;
+* memory: per device, a Cumulative over resident intervals ``[0, H)`` present iff
+  ``x[i, d]``, output buffers ``[start_u, bend_u)`` present iff ``x[u, d]`` with
+  ``bend_u >= end_u``, ``bend_u >= end_v`` when u and v share d, ``bend_u >= ts_e + c``
+  when the transfer uses l, and received copies ``[ts_e, end_v)`` present iff ``r[e, b]``.
+  ``bend_u`` is only bounded below, so a model solution's lifetimes contain the exact
+  ones (conservative); the exact lifetimes are representable, so nothing feasible is cut;
+* symmetry: devices of one ``device_class`` that are verified interchangeable (equal
+  durations, streams, memory, and a link relabelling that preserves ``link_of``'s -1
+  pattern and transfer costs) obey value precedence along the topological order: op t may
+  use the class's j-th device only if an earlier op uses its (j-1)-th. Any solution can be
+  relabelled to comply (order the class's devices by first use), the hint included;
+* load cuts (LATENCY): ``sum_i dur[i][d] x[i, d] <= streams[d] * makespan``: redundant,
+  but it gives the LP relaxation the fractional load bound;
+* bound: ``objective >= lower_bound(problem)``, and ``objective <= hint objective``.
+
+**Objective.** LATENCY: ``makespan >= end_i``. THROUGHPUT: ``maxload >=`` each device's
+``sum_i dur x`` and each link's ``sum_e c z``.
+
+**Horizon.** LATENCY: the hint's makespan (the optimum is no later). THROUGHPUT (and
+when there is no hint): ``sum_i max_d dur + sum_e max_l c``: left-shifting any feasible
+schedule while keeping the order of all its start/end events keeps every constraint
+(memory included) and leaves no idle instant, so some optimal schedule fits.
+
+**Large graphs (decomposition).** Above ``CpSatOptions.max_full_ops`` ops (default 400)
+the placement of the hint (HEFT's, or ``options.hint``) is fixed and CP-SAT solves only
+the sequencing (every ``x`` is constant, so the model is a job shop with transfers). Its
+solution is never worse than the hint (the hint is a feasible, hinted solution of the
+restricted model). Its proven bound is for the restricted model only, so the result
+reports only ``lower_bound(problem)`` as the bound.
+
+**Determinism.** The search budget is deterministic time, not wall time:
+``max_deterministic_time = dtime_per_second * remaining seconds`` and
+``max_time_in_seconds`` (the remaining wall budget) as a safety net only. One worker is
+CP-SAT's deterministic sequential search; with more workers ``interleave_search`` is set,
+which runs the portfolio in deterministic batches (OR-Tools' documented way to make
+parallel search reproducible; plain parallel search is not). When the wall-clock safety
+net fires first, ``stats["stopped_by"] == "wall_time"`` and the run may not repeat.
+
+References
+----------
+.. [1] L. Perron, F. Didier, "CP-SAT", Google OR-Tools, https://developers.google.com/optimization
+.. [2] D. Krupke, "The CP-SAT Primer", https://d-krupke.github.io/cpsat-primer/
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.scheduling.bounds import lower_bound, topological_order
+from solvers.scheduling.heft import heft_schedule
+from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
+                                        SchedulingSolution)
+from solvers.scheduling.validate import objective_value, validate_schedule
+
+__all__ = [
+    "CpSatScheduler",
+    "CpSatOptions",
+    "SchedulingVars",
+    "build",
+    "create_variables",
+    "add_placement",
+    "add_devices",
+    "add_precedence",
+    "add_links",
+    "add_colocation",
+    "add_memory",
+    "add_symmetry_breaking",
+    "add_load_cuts",
+    "add_objective",
+    "add_hint",
+    "interchangeable_classes",
+    "canonical_solution",
+    "assign_streams",
+]
+
+_log = logging.getLogger(__name__)
+
+_STATUS_MAP = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.UNKNOWN: Status.UNKNOWN,
+    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
+}
+
+TRUE = True  # a literal known to be true (single allowed device)
+
+
+@dataclass(frozen=True, slots=True)
+class CpSatOptions:
+    """Tunables of :class:`CpSatScheduler` beyond :class:`~solvers.core.SolveOptions`.
+
+    Examples
+    --------
+    >>> CpSatOptions().max_full_ops
+    400
+    """
+
+    # Above this many ops the hint's placement is fixed and only sequencing is solved.
+    max_full_ops: int = 400
+    # Deterministic-time units granted per second of remaining wall budget.
+    dtime_per_second: float = 0.5
+    # Break symmetry among interchangeable devices of equal device_class.
+    symmetry_breaking: bool = True
+
+
+# ----------------------------------------------------------------------------- variables
+
+
+@dataclass
+class SchedulingVars:
+    """Handles of the model's variables, with queries and :meth:`extract`.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> model, v = build(p, horizon=20)
+    >>> sorted(v.allowed[0]), v.horizon
+    ([0, 1], 20)
+    """
+
+    problem: SchedulingProblem
+    horizon: int
+    allowed: list[tuple[int, ...]]
+    start: list[Any] = field(default_factory=list)
+    end: list[Any] = field(default_factory=list)
+    x: dict[tuple[int, int], Any] = field(default_factory=dict)
+    op_iv: dict[tuple[int, int], Any] = field(default_factory=dict)
+    ts: dict[int, Any] = field(default_factory=dict)
+    y: dict[tuple[int, int, int], Any] = field(default_factory=dict)
+    z: dict[tuple[int, int], Any] = field(default_factory=dict)
+    t_iv: dict[tuple[int, int], Any] = field(default_factory=dict)
+    bend: dict[int, Any] = field(default_factory=dict)
+    recv: dict[tuple[int, int], Any] = field(default_factory=dict)
+    used: dict[tuple[int, int], Any] = field(default_factory=dict)
+    sym_classes: list[tuple[int, ...]] = field(default_factory=list)
+    objective: Any = None
+
+    def lit(self, i: int, d: int):
+        """The literal "op i on device d" (Python True/False when fixed)."""
+        if d not in self.allowed[i]:
+            return False
+        return self.x[i, d]
+
+    def value_of(self, solver: cp_model.CpSolver, lit) -> bool:
+        if isinstance(lit, bool):
+            return lit
+        return bool(solver.boolean_value(lit))
+
+    def device_of(self, solver: cp_model.CpSolver, i: int) -> int:
+        for d in self.allowed[i]:
+            if self.value_of(solver, self.x[i, d]):
+                return d
+        raise AssertionError(f"op {i} has no device in the solution")  # pragma: no cover
+
+    def extract(self, solver: cp_model.CpSolver) -> SchedulingSolution:
+        """The solver's solution as a :class:`SchedulingSolution` (streams by colouring)."""
+        p = self.problem
+        dev = tuple(self.device_of(solver, i) for i in range(p.num_ops))
+        start = tuple(int(solver.value(s)) for s in self.start)
+        dur = tuple(p.durations_cycles[i][dev[i]] for i in range(p.num_ops))
+        transfers = []
+        for (e, link), zl in sorted(self.z.items()):
+            if self.value_of(solver, zl):
+                transfers.append(ScheduledTransfer(e, link, int(solver.value(self.ts[e])),
+                                                   p.transfer_cycles[e][link]))
+        stream = assign_streams(p, dev, start, dur)
+        return SchedulingSolution(dev, stream, start, dur, tuple(transfers))
+
+
+def assign_streams(problem: SchedulingProblem, dev, start, dur) -> tuple[int, ...]:
+    """Streams by interval-graph colouring: by start time, the lowest free stream.
+
+    Valid whenever at most ``streams[d]`` ops overlap at any instant on device d.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((2,), (2,), (2,)), (), (2,), ((-1,),), ())
+    >>> assign_streams(p, (0, 0, 0), (0, 1, 2), (2, 2, 2))
+    (0, 1, 0)
+    """
+    stream = [0] * problem.num_ops
+    free: dict[int, list[int]] = {}
+    for i in sorted(range(problem.num_ops), key=lambda k: (start[k], start[k] + dur[k], k)):
+        if dur[i] == 0:
+            continue
+        lanes = free.setdefault(dev[i], [0] * problem.device_streams[dev[i]])
+        for s, t in enumerate(lanes):
+            if t <= start[i]:
+                stream[i] = s
+                lanes[s] = start[i] + dur[i]
+                break
+        else:  # more overlap than streams: the caller's bug; keep going, validation reports it
+            stream[i] = 0
+    return tuple(stream)
+
+
+def _literal_and(model: cp_model.CpModel, a, b, name: str):
+    """A literal equal to ``a and b`` (Python bools folded)."""
+    if a is False or b is False:
+        return False
+    if a is True:
+        return b
+    if b is True:
+        return a
+    y = model.new_bool_var(name)
+    model.add_bool_and([a, b]).only_enforce_if(y)
+    model.add_bool_or([a.Not(), b.Not(), y])
+    return y
+
+
+def _enforce(ct, *lits) -> None:
+    real = [lit for lit in lits if lit is not True]
+    if real:
+        ct.only_enforce_if(real)
+
+
+def _memory_devices(problem: SchedulingProblem, allowed) -> list[int]:
+    """Devices whose memory can overflow: the bytes that could ever land there exceed it."""
+    out = []
+    for d in range(problem.num_devices):
+        cap = problem.memory_bytes(d)
+        if cap <= 0:
+            continue
+        total = sum(problem.resident_bytes(i) + problem.output_bytes(i)
+                    for i in range(problem.num_ops) if d in allowed[i])
+        total += sum(b for (u, v, b) in problem.edges if d in allowed[v])
+        if total > cap:
+            out.append(d)
+    return out
+
+
+def create_variables(model: cp_model.CpModel, problem: SchedulingProblem, horizon: int,
+                     placement: tuple[int, ...] | None = None) -> SchedulingVars:
+    """Start/end, placement literals and op intervals (``placement`` fixes every op's device).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, -1), (3, 3)), (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> v = create_variables(cp_model.CpModel(), p, 10)
+    >>> v.lit(0, 0), v.lit(0, 1)
+    (True, False)
+    """
+    n = problem.num_ops
+    allowed = [((placement[i],) if placement is not None else problem.allowed_devices(i))
+               for i in range(n)]
+    v = SchedulingVars(problem, horizon, allowed)
+    for i in range(n):
+        s = model.new_int_var(0, horizon, f"start_{i}")
+        e = model.new_int_var(0, horizon, f"end_{i}")
+        v.start.append(s)
+        v.end.append(e)
+        if len(allowed[i]) == 1:
+            d = allowed[i][0]
+            v.x[i, d] = TRUE
+            v.op_iv[i, d] = model.new_fixed_size_interval_var(s, problem.durations_cycles[i][d],
+                                                              f"op_{i}_{d}")
+            model.add(e == s + problem.durations_cycles[i][d])
+            continue
+        for d in allowed[i]:
+            x = model.new_bool_var(f"x_{i}_{d}")
+            v.x[i, d] = x
+            v.op_iv[i, d] = model.new_optional_fixed_size_interval_var(
+                s, problem.durations_cycles[i][d], x, f"op_{i}_{d}")
+        model.add(e == s + sum(problem.durations_cycles[i][d] * v.x[i, d] for d in allowed[i]))
+    return v
+
+
+# ----------------------------------------------------------------------------- families
+
+
+def add_placement(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """Each op on exactly one of its allowed devices.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4),), (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 10)
+    >>> add_placement(m, p, v)
+    []
+    """
+    for i in range(problem.num_ops):
+        lits = [v.x[i, d] for d in v.allowed[i]]
+        if len(lits) > 1:
+            model.add_exactly_one(lits)
+    return []
+
+
+def add_devices(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """NoOverlap (one stream) or Cumulative with capacity = streams, per device.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4,), (4,)), (), (2,), ((-1,),), ())
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 10)
+    >>> add_devices(m, p, v)
+    []
+    """
+    for d in range(problem.num_devices):
+        ivs = [v.op_iv[i, d] for i in range(problem.num_ops)
+               if d in v.allowed[i] and problem.durations_cycles[i][d] > 0]
+        if len(ivs) < 2:
+            continue
+        k = problem.device_streams[d]
+        if k == 1:
+            model.add_no_overlap(ivs)
+        elif k < len(ivs):
+            model.add_cumulative(ivs, [1] * len(ivs), k)
+    return []
+
+
+def add_precedence(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """Precedence, transfer literals and intervals, and forbidden (-1) device pairs.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20)
+    >>> add_precedence(m, p, v); sorted(v.z)
+    []
+    [(0, 0)]
+    """
+    for e, (u, w, _b) in enumerate(problem.edges):
+        model.add(v.start[w] >= v.end[u])
+        per_link: dict[int, list] = {}
+        for a in v.allowed[u]:
+            for b in v.allowed[w]:
+                if a == b:
+                    continue
+                xa, xb = v.x[u, a], v.x[w, b]
+                link = problem.link_of[a][b]
+                if link < 0:
+                    lits = [lit.Not() for lit in (xa, xb) if lit is not True]
+                    model.add_bool_or(lits)  # empty => infeasible, as it must be
+                    continue
+                y = _literal_and(model, xa, xb, f"y_{e}_{a}_{b}")
+                v.y[e, a, b] = y
+                per_link.setdefault(link, []).append(y)
+        if not per_link:
+            continue
+        ts = model.new_int_var(0, v.horizon, f"tstart_{e}")
+        v.ts[e] = ts
+        model.add(ts >= v.end[u])
+        for link, ys in sorted(per_link.items()):
+            c = problem.transfer_cycles[e][link]
+            if len(ys) == 1:
+                zl = ys[0]
+            elif any(y is True for y in ys):  # pragma: no cover - at most one pair can be certain
+                zl = True
+            else:
+                zl = model.new_bool_var(f"z_{e}_{link}")
+                model.add(zl == sum(ys))
+            v.z[e, link] = zl
+            _enforce(model.add(v.start[w] >= ts + c), zl)
+            if c > 0:
+                if zl is True:
+                    v.t_iv[e, link] = model.new_fixed_size_interval_var(ts, c, f"xfer_{e}_{link}")
+                else:
+                    v.t_iv[e, link] = model.new_optional_fixed_size_interval_var(
+                        ts, c, zl, f"xfer_{e}_{link}")
+    return []
+
+
+def add_links(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """Transfers on one link do not overlap.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20); _ = add_precedence(m, p, v)
+    >>> add_links(m, p, v)
+    []
+    """
+    per_link: dict[int, list] = {}
+    for (e, link), iv in sorted(v.t_iv.items()):
+        per_link.setdefault(link, []).append(iv)
+    for link, ivs in sorted(per_link.items()):
+        if len(ivs) > 1:
+            model.add_no_overlap(ivs)
+    return []
+
+
+def add_colocation(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """Ops of one group share a device.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), (), (1, 1), ((-1, 0), (0, -1)), (),
+    ...                       colocation_groups=((0, 1),))
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20)
+    >>> add_colocation(m, p, v)
+    []
+    """
+    for g in problem.colocation_groups:
+        members = sorted(set(g))
+        devices = sorted({d for i in members for d in v.allowed[i]})
+        for d in devices:
+            lits = [v.lit(i, d) for i in members]
+            if any(lit is False for lit in lits):
+                for lit in lits:
+                    if lit is True:
+                        model.add_bool_or([])  # a fixed op cannot follow the group
+                    elif lit is not False:
+                        model.add(lit == 0)
+                continue
+            first = lits[0]
+            for lit in lits[1:]:
+                if first is True and lit is True:
+                    continue
+                if first is True or lit is True:
+                    other = lit if first is True else first
+                    model.add(other == 1)
+                else:
+                    model.add(lit == first)
+    return []
+
+
+def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """Resident bytes plus live buffers within each device's memory (see module Notes).
+
+    Skipped on devices where every byte that could land there fits anyway.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4),), (), (1, 1), ((-1, 0), (0, -1)), (),
+    ...                       device_memory_bytes=(10, 10), op_resident_bytes=(20,))
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20)
+    >>> add_memory(m, p, v)
+    []
+    """
+    devs = _memory_devices(problem, v.allowed)
+    if not devs:
+        return []
+    H = v.horizon
+    need_bend = sorted({u for u in range(problem.num_ops) if problem.output_bytes(u) > 0
+                        and any(d in devs for d in v.allowed[u])})
+    for u in need_bend:
+        v.bend[u] = model.new_int_var(0, H, f"bufend_{u}")
+        model.add(v.bend[u] >= v.end[u])
+    for e, (u, w, _b) in enumerate(problem.edges):
+        if u not in v.bend:
+            continue
+        for d in v.allowed[u]:
+            if d in v.allowed[w]:
+                _enforce(model.add(v.bend[u] >= v.end[w]), v.x[u, d], v.x[w, d])
+        for (e2, link), zl in v.z.items():
+            if e2 == e:
+                _enforce(model.add(v.bend[u] >= v.ts[e] + problem.transfer_cycles[e][link]), zl)
+    for d in devs:
+        cap = problem.memory_bytes(d)
+        ivs, demands = [], []
+        for i in range(problem.num_ops):
+            if d not in v.allowed[i]:
+                continue
+            xd = v.x[i, d]
+            r = problem.resident_bytes(i)
+            if r > 0:
+                if xd is True:
+                    ivs.append(model.new_fixed_size_interval_var(0, H, f"res_{i}_{d}"))
+                else:
+                    ivs.append(model.new_optional_fixed_size_interval_var(0, H, xd, f"res_{i}_{d}"))
+                demands.append(r)
+            ob = problem.output_bytes(i)
+            if ob > 0:
+                size = model.new_int_var(0, H, f"bufsize_{i}_{d}")
+                if xd is True:
+                    ivs.append(model.new_interval_var(v.start[i], size, v.bend[i], f"buf_{i}_{d}"))
+                else:
+                    ivs.append(model.new_optional_interval_var(v.start[i], size, v.bend[i], xd,
+                                                               f"buf_{i}_{d}"))
+                demands.append(ob)
+        for e, (u, w, b) in enumerate(problem.edges):
+            if b <= 0 or d not in v.allowed[w] or e not in v.ts:
+                continue
+            ys = [y for (e2, a, bb), y in v.y.items() if e2 == e and bb == d]
+            if not ys:
+                continue
+            if len(ys) == 1:
+                rl = ys[0]
+            else:
+                rl = model.new_bool_var(f"recv_{e}_{d}")
+                model.add(rl == sum(ys))
+            v.recv[e, d] = rl
+            size = model.new_int_var(0, H, f"copysize_{e}_{d}")
+            if rl is True:
+                ivs.append(model.new_interval_var(v.ts[e], size, v.end[w], f"copy_{e}_{d}"))
+            else:
+                ivs.append(model.new_optional_interval_var(v.ts[e], size, v.end[w], rl,
+                                                           f"copy_{e}_{d}"))
+            demands.append(b)
+        if ivs:
+            model.add_cumulative(ivs, demands, cap)
+    return []
+
+
+def interchangeable_classes(problem: SchedulingProblem,
+                            allowed: list[tuple[int, ...]] | None = None) -> list[tuple[int, ...]]:
+    """Groups of devices of equal ``device_class`` verified to be interchangeable.
+
+    A group is kept when every adjacent swap of its devices preserves durations, streams,
+    memory, the -1 pattern of ``link_of`` and the transfer cost of every edge under an
+    induced link relabelling (adjacent swaps generate every permutation).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4, 9),), (), (1, 1, 1), ((-1, 0, 0), (0, -1, 0), (0, 0, -1)),
+    ...                       (), device_class=(0, 0, 1))
+    >>> interchangeable_classes(p)
+    [(0, 1)]
+    """
+    if not problem.device_class:
+        return []
+    by_class: dict[int, list[int]] = {}
+    for d, c in enumerate(problem.device_class):
+        by_class.setdefault(c, []).append(d)
+    out = []
+    for c in sorted(by_class):
+        devs = by_class[c]
+        if len(devs) < 2:
+            continue
+        if all(_swap_ok(problem, a, b, allowed) for a, b in zip(devs, devs[1:])):
+            out.append(tuple(devs))
+    return out
+
+
+def _link_map(problem: SchedulingProblem, perm: dict[int, int]) -> dict[int, int] | None:
+    """The link relabelling induced by a device permutation, or None if there is none."""
+    nd = problem.num_devices
+    mp: dict[int, int] = {}
+    for a in range(nd):
+        for b in range(nd):
+            l0 = problem.link_of[a][b]
+            l1 = problem.link_of[perm.get(a, a)][perm.get(b, b)]
+            if (l0 < 0) != (l1 < 0):
+                return None
+            if l0 < 0:
+                continue
+            if mp.setdefault(l0, l1) != l1:
+                return None
+    if len(set(mp.values())) != len(mp):
+        return None
+    return mp
+
+
+def _swap_ok(problem: SchedulingProblem, a: int, b: int, allowed) -> bool:
+    if problem.device_streams[a] != problem.device_streams[b]:
+        return False
+    if problem.memory_bytes(a) != problem.memory_bytes(b):
+        return False
+    for i in range(problem.num_ops):
+        if problem.durations_cycles[i][a] != problem.durations_cycles[i][b]:
+            return False
+        if allowed is not None and ((a in allowed[i]) != (b in allowed[i])):
+            return False
+    mp = _link_map(problem, {a: b, b: a})
+    if mp is None:
+        return False
+    return all(row[l0] == row[l1] for row in problem.transfer_cycles for l0, l1 in mp.items())
+
+
+def canonical_solution(problem: SchedulingProblem, solution: SchedulingSolution,
+                       classes: list[tuple[int, ...]]) -> SchedulingSolution:
+    """Relabel interchangeable devices by first use along the topological order.
+
+    The result satisfies :func:`add_symmetry_breaking`'s value precedence.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (4, 4)), (), (1, 1), ((-1, 0), (0, -1)), (),
+    ...                       device_class=(0, 0))
+    >>> s = SchedulingSolution((1, 0), (0, 0), (0, 0), (4, 4), ())
+    >>> canonical_solution(p, s, [(0, 1)]).op_device
+    (0, 1)
+    """
+    perm: dict[int, int] = {}
+    order = topological_order(problem)
+    for devs in classes:
+        seen: list[int] = []
+        for i in order:
+            d = solution.op_device[i]
+            if d in devs and d not in seen:
+                seen.append(d)
+        seen += [d for d in devs if d not in seen]
+        for new, old in zip(devs, seen):
+            perm[old] = new
+    if all(k == w for k, w in perm.items()):
+        return solution
+    lmap = _link_map(problem, perm)
+    if lmap is None:
+        return solution
+    dev = tuple(perm.get(d, d) for d in solution.op_device)
+    transfers = tuple(ScheduledTransfer(t.edge, lmap[t.link], t.start_cycle, t.duration_cycles)
+                      for t in solution.transfers)
+    return SchedulingSolution(dev, solution.op_stream, solution.op_start, solution.op_duration,
+                              transfers)
+
+
+def add_symmetry_breaking(model: cp_model.CpModel, problem: SchedulingProblem,
+                          v: SchedulingVars) -> list:
+    """Value precedence along the topological order within each class in ``v.sym_classes``.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (4, 4)), (), (1, 1), ((-1, 0), (0, -1)), (),
+    ...                       device_class=(0, 0))
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20); v.sym_classes = [(0, 1)]
+    >>> add_symmetry_breaking(m, p, v)
+    []
+    """
+    order = topological_order(problem)
+    for devs in v.sym_classes:
+        prev_used: list[Any] = [False] * len(devs)  # used[j]: some earlier op uses devs[j]
+        for i in order:
+            lits = [v.lit(i, d) for d in devs]
+            if all(lit is False for lit in lits):
+                continue
+            for j in range(1, len(devs)):
+                if lits[j] is False:
+                    continue
+                if prev_used[j - 1] is False:
+                    if lits[j] is True:
+                        model.add_bool_or([])
+                    else:
+                        model.add(lits[j] == 0)
+                elif prev_used[j - 1] is not True:
+                    _enforce(model.add_bool_or([prev_used[j - 1]]), lits[j])
+            new_used = []
+            for j in range(len(devs)):
+                a, b = prev_used[j], lits[j]
+                if a is True or b is True:
+                    new_used.append(True)
+                elif a is False:
+                    new_used.append(b)
+                elif b is False:
+                    new_used.append(a)
+                else:
+                    u = model.new_bool_var(f"used_{devs[j]}_{i}")
+                    model.add_max_equality(u, [a, b])
+                    v.used[i, devs[j]] = u
+                    new_used.append(u)
+            prev_used = new_used
+    return []
+
+
+def add_load_cuts(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
+    """LATENCY only: ``sum_i dur x <= streams * makespan`` per device (redundant, LP-strong).
+
+    Call after :func:`add_objective`.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4),), (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20); _ = add_objective(m, p, v, 0)
+    >>> add_load_cuts(m, p, v)
+    []
+    """
+    if problem.objective is not Objective.LATENCY or v.objective is None:
+        return []
+    for d in range(problem.num_devices):
+        terms = [problem.durations_cycles[i][d] * v.lit(i, d) for i in range(problem.num_ops)
+                 if d in v.allowed[i] and v.lit(i, d) is not True]
+        fixed = sum(problem.durations_cycles[i][d] for i in range(problem.num_ops)
+                    if v.lit(i, d) is True)
+        if terms or fixed:
+            model.add(sum(terms) + fixed <= problem.device_streams[d] * v.objective)
+    return []
+
+
+def add_objective(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
+                  bound: int, upper: int | None = None) -> list:
+    """Makespan (LATENCY) or max load (THROUGHPUT) in ``[bound, upper]``; minimized.
+
+    Returns the objective variable in a list.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4),), (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> m = cp_model.CpModel(); v = create_variables(m, p, 20)
+    >>> [obj.name for obj in add_objective(m, p, v, 4)]
+    ['makespan']
+    """
+    if problem.objective is Objective.LATENCY:
+        hi = v.horizon if upper is None else min(upper, v.horizon)
+        obj = model.new_int_var(min(bound, hi), hi, "makespan")
+        for e in v.end:
+            model.add(obj >= e)
+    else:
+        cap = (sum(max(r) for r in problem.durations_cycles)
+               + sum(max(r, default=0) for r in problem.transfer_cycles))
+        hi = cap if upper is None else min(upper, cap)
+        obj = model.new_int_var(min(bound, hi), hi, "maxload")
+        for d in range(problem.num_devices):
+            terms = [problem.durations_cycles[i][d] * v.lit(i, d) for i in range(problem.num_ops)
+                     if d in v.allowed[i]]
+            if terms:
+                model.add(obj >= sum(terms))
+        per_link: dict[int, list] = {}
+        for (e, link), zl in sorted(v.z.items()):
+            per_link.setdefault(link, []).append(problem.transfer_cycles[e][link] * zl)
+        for link, terms in sorted(per_link.items()):
+            model.add(obj >= sum(terms))
+    model.minimize(obj)
+    v.objective = obj
+    return [obj]
+
+
+def build(problem: SchedulingProblem, horizon: int, *, bound: int = 0, upper: int | None = None,
+          placement: tuple[int, ...] | None = None,
+          symmetry_breaking: bool = True) -> tuple[cp_model.CpModel, SchedulingVars]:
+    """The full model (no solver here): variables, every family, objective.
+
+    Parameters
+    ----------
+    problem : SchedulingProblem
+    horizon : int
+        Latest cycle any op may end.
+    bound, upper : int
+        Proven lower bound and known upper bound on the objective.
+    placement : tuple of int, optional
+        Fix every op's device (sequencing only).
+    symmetry_breaking : bool
+        Add value precedence among interchangeable devices.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> model, v = build(p, horizon=20, bound=7)
+    >>> solver = cp_model.CpSolver(); solver.parameters.num_workers = 1
+    >>> solver.solve(model) == cp_model.OPTIMAL, v.extract(solver).makespan_cycles
+    (True, 7)
+    """
+    model = cp_model.CpModel()
+    v = create_variables(model, problem, horizon, placement)
+    if symmetry_breaking and placement is None:
+        v.sym_classes = interchangeable_classes(problem, v.allowed)
+    add_placement(model, problem, v)
+    add_devices(model, problem, v)
+    add_precedence(model, problem, v)
+    add_links(model, problem, v)
+    add_colocation(model, problem, v)
+    add_memory(model, problem, v)
+    add_symmetry_breaking(model, problem, v)
+    add_objective(model, problem, v, bound, upper)
+    add_load_cuts(model, problem, v)
+    return model, v
+
+
+def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
+             solution: SchedulingSolution) -> None:
+    """Hint every variable from a solution (complete, so fixing to it is feasible).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> model, v = build(p, horizon=20)
+    >>> add_hint(model, p, v, SchedulingSolution((0, 0), (0, 0), (0, 4), (4, 3), ()))
+    >>> model.has_hint() if hasattr(model, "has_hint") else True
+    True
+    """
+    def hint(var, value) -> None:
+        if var is not True and var is not False and var is not None:
+            model.add_hint(var, int(value))
+
+    dev = solution.op_device
+    end = [solution.op_end(i) for i in range(problem.num_ops)]
+    for i in range(problem.num_ops):
+        hint(v.start[i], solution.op_start[i])
+        hint(v.end[i], end[i])
+        for d in v.allowed[i]:
+            hint(v.x[i, d], dev[i] == d)
+    t_of = {t.edge: t for t in solution.transfers}
+    for e, ts in v.ts.items():
+        t = t_of.get(e)
+        hint(ts, t.start_cycle if t else end[problem.edges[e][0]])
+    for (e, a, b), y in v.y.items():
+        u, w, _ = problem.edges[e]
+        hint(y, dev[u] == a and dev[w] == b)
+    for (e, link), zl in v.z.items():
+        t = t_of.get(e)
+        hint(zl, t is not None and t.link == link)
+    for (e, d), rl in v.recv.items():
+        u, w, _ = problem.edges[e]
+        hint(rl, dev[w] == d and dev[u] != d)
+    if v.bend:
+        buf_end = list(end)
+        for e, (u, w, _) in enumerate(problem.edges):
+            if dev[u] == dev[w]:
+                buf_end[u] = max(buf_end[u], end[w])
+            elif e in t_of:
+                buf_end[u] = max(buf_end[u], t_of[e].end_cycle)
+        for u, var in v.bend.items():
+            hint(var, buf_end[u])
+    if v.used:
+        seen: set[int] = set()
+        for i in topological_order(problem):
+            seen.add(dev[i])
+            for devs in v.sym_classes:
+                for d in devs:
+                    if (i, d) in v.used:
+                        hint(v.used[i, d], d in seen)
+    hint(v.objective, objective_value(problem, solution))
+
+
+# ----------------------------------------------------------------------------- solver
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    """Records (time, objective, bound) of each improving solution; nothing else."""
+
+    def __init__(self, t0: float, progress) -> None:
+        super().__init__()
+        self._t0, self._progress, self.points = t0, progress, []
+
+    def on_solution_callback(self) -> None:
+        pt = ProgressPoint(time.perf_counter() - self._t0, self.objective_value,
+                           self.best_objective_bound)
+        self.points.append(pt)
+        if self._progress is not None:
+            self._progress(pt)
+
+
+def _serial_horizon(problem: SchedulingProblem) -> int:
+    return (sum(max(r) for r in problem.durations_cycles)
+            + sum(max(r, default=0) for r in problem.transfer_cycles))
+
+
+class CpSatScheduler:
+    """Joint placement and scheduling with CP-SAT (see the module Notes).
+
+    Parameters
+    ----------
+    config : CpSatOptions, optional
+
+    Examples
+    --------
+    Splitting a fork across two devices pays off when the transfer is cheap:
+
+    >>> p = SchedulingProblem(((1, 1), (5, 5), (5, 5)), ((0, 1, 8), (0, 2, 8)),
+    ...                       (1, 1), ((-1, 0), (0, -1)), ((1,), (1,)))
+    >>> r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=5))
+    >>> r.status.value, r.objective, r.bound
+    ('OPTIMAL', 7, 7)
+    """
+
+    name = "cpsat"
+
+    def __init__(self, config: CpSatOptions = CpSatOptions()) -> None:
+        self.config = config
+
+    def solve(self, problem: SchedulingProblem,
+              options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
+        t0 = time.perf_counter()
+        cfg = self.config
+        bound = lower_bound(problem)
+        hint = options.hint
+        hint_source = "options"
+        if hint is not None and validate_schedule(problem, hint):
+            _log.warning("ignoring an invalid hint")
+            hint = None
+        if hint is None:
+            hint, hint_source = heft_schedule(problem), "heft"
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        stats: dict[str, Any] = {"lower_bound": bound, "hint_source": hint_source if hint else None,
+                                 "hint_objective": hint_obj}
+        if hint is not None and hint_obj <= bound:
+            stats["proof"] = "hint meets the lower bound"
+            return SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint,
+                               time.perf_counter() - t0, self.name, stats)
+        decompose = hint is not None and problem.num_ops > cfg.max_full_ops
+        placement = hint.op_device if decompose else None
+        stats["mode"] = "sequencing (hint placement fixed)" if decompose else "full"
+        if hint is None:
+            horizon = _serial_horizon(problem)
+        elif problem.objective is Objective.LATENCY:
+            horizon = hint.makespan_cycles
+        else:
+            horizon = max(_serial_horizon(problem), hint.makespan_cycles)
+        sym = cfg.symmetry_breaking and placement is None
+        if sym and hint is not None:
+            classes = interchangeable_classes(problem, [problem.allowed_devices(i)
+                                                        for i in range(problem.num_ops)])
+            canon = canonical_solution(problem, hint, classes)
+            if validate_schedule(problem, canon):  # pragma: no cover - defensive
+                sym = False
+            else:
+                hint = canon
+        model, v = build(problem, horizon, bound=bound, upper=hint_obj, placement=placement,
+                         symmetry_breaking=sym)
+        if hint is not None:
+            add_hint(model, problem, v, hint)
+        remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
+        status, solver, points, run_stats = _run(model, options, remaining, cfg, t0)
+        stats.update(run_stats)
+        wall = time.perf_counter() - t0
+        found = None
+        if status.has_solution:
+            found = v.extract(solver)
+            errs = validate_schedule(problem, found)
+            if errs:
+                raise AssertionError("CP-SAT solution fails validation: " + "; ".join(errs[:5]))
+        cp_bound = bound
+        if not decompose and status is not Status.MODEL_INVALID and status.has_solution:
+            cp_bound = max(bound, math.ceil(solver.best_objective_bound - 1e-6))
+        if found is not None and (hint is None or objective_value(problem, found) <= hint_obj):
+            obj = objective_value(problem, found)
+            if status is Status.OPTIMAL and not decompose:
+                return SolveResult(Status.OPTIMAL, obj, obj, found, wall, self.name, stats,
+                                   tuple(points))
+            if obj <= bound:
+                return SolveResult(Status.OPTIMAL, obj, obj, found, wall, self.name, stats,
+                                   tuple(points))
+            return SolveResult(Status.FEASIBLE, obj, min(cp_bound, obj), found, wall, self.name,
+                               stats, tuple(points))
+        if hint is not None:
+            stats["returned"] = "hint (CP-SAT found nothing better in time)"
+            return SolveResult(Status.FEASIBLE, hint_obj, min(bound, hint_obj), hint, wall,
+                               self.name, stats, tuple(points))
+        if status is Status.INFEASIBLE:
+            return failure_result(Status.INFEASIBLE, self.name, wall, None, **stats)
+        return failure_result(status if not status.has_solution else Status.UNKNOWN,
+                              self.name, wall, bound, **stats)
+
+
+def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, cfg: CpSatOptions,
+         t0: float):
+    """Set parameters, run, map the status. Nothing is added to the model here."""
+    solver = cp_model.CpSolver()
+    prm = solver.parameters
+    prm.max_time_in_seconds = remaining_s
+    prm.max_deterministic_time = max(0.01, cfg.dtime_per_second * remaining_s)
+    prm.num_workers = options.num_workers
+    prm.random_seed = options.random_seed
+    if options.num_workers > 1:
+        prm.interleave_search = True
+    if options.log is not None:
+        prm.log_search_progress = True
+        prm.log_to_stdout = False
+        solver.log_callback = options.log
+    rec = _Recorder(t0, options.progress)
+    native = solver.solve(model, rec)
+    status = _STATUS_MAP[native]
+    det = solver.deterministic_time
+    stopped = "finished"
+    if status not in (Status.OPTIMAL, Status.INFEASIBLE):
+        stopped = ("deterministic_time" if det >= prm.max_deterministic_time * 0.999
+                   else "wall_time")
+    stats = {"cpsat_status": solver.status_name(native), "cpsat_wall_s": solver.wall_time,
+             "deterministic_time": det, "stopped_by": stopped,
+             "num_workers": options.num_workers, "random_seed": options.random_seed,
+             "interleave_search": options.num_workers > 1,
+             "cpsat_best_bound": solver.best_objective_bound if status.has_solution else None}
+    return status, solver, rec.points, stats

@@ -1,0 +1,254 @@
+"""HEFT list scheduling for :class:`SchedulingProblem` (the heuristic baseline and the hint).
+
+Notes
+-----
+Heterogeneous Earliest Finish Time [1]_, extended to this problem type:
+
+1. **Priority**: upward rank ``rank(i) = w_i + max_(i,j) (c_e + rank(j))`` with ``w_i`` the
+   mean duration over i's allowed devices and ``c_e`` the mean transfer cost of edge e over
+   the device pairs (a != b, linked) its ops may use. Ops are taken from the ready set
+   (all predecessors placed) by decreasing rank, ties by topological position, so the order
+   always respects precedence even with zero-cost ops.
+2. **Device choice**: for each candidate device d, each incoming edge from another device
+   gets a transfer inserted into the earliest gap of ``link_of[a][d]`` after its producer
+   ends (tentatively, in edge order, so transfers of one op on one link do not overlap);
+   the op is then inserted into the earliest gap of any of d's streams after its data is
+   ready. LATENCY picks the earliest finish time, ties by device index. THROUGHPUT picks the
+   smallest resulting max load (devices and links, as the objective counts them), then the
+   earliest finish time, then the device index: the schedule stays valid and the placement
+   balances load, which is what the throughput objective measures.
+3. **Candidates**: devices where the op may run; for a colocation group the first op
+   placed fixes the group's device and may choose only devices every member allows; a
+   device d is skipped when some placed predecessor sits on a device a with
+   ``link_of[a][d] == -1``, or when the memory estimate would overflow.
+4. **Memory estimate** (conservative): every byte that may ever be live on a device
+   (resident bytes, each op's output buffer, each received copy) is counted as live for the
+   whole run. A placement within that estimate satisfies the exact rule at every cycle;
+   the estimate may reject placements the exact rule allows.
+
+No candidate left for some op gives ``UNKNOWN`` (HEFT proves nothing). Every choice is a
+deterministic function of the problem.
+
+References
+----------
+.. [1] H. Topcuoglu, S. Hariri, M.-Y. Wu, "Performance-effective and low-complexity task
+   scheduling for heterogeneous computing", IEEE TPDS 13(3):260-274, 2002.
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import time
+
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.scheduling.bounds import topological_order
+from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
+                                        SchedulingSolution)
+
+__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks"]
+
+
+def _earliest_gap(busy: list[tuple[int, int]], ready: int, length: int) -> int:
+    """Earliest ``t >= ready`` with ``[t, t + length)`` free in the sorted, disjoint ``busy``."""
+    if length == 0:
+        return ready
+    t = ready
+    k = bisect.bisect_right(busy, (ready, 1 << 62)) - 1
+    if k < 0:
+        k = 0
+    for s, e in busy[k:]:
+        if e <= t:
+            continue
+        if s >= t + length:
+            break
+        t = max(t, e)
+    return t
+
+
+def _insert(busy: list[tuple[int, int]], start: int, length: int) -> None:
+    if length > 0:
+        bisect.insort(busy, (start, start + length))
+
+
+def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
+    """HEFT's upward rank of every op (mean durations and mean transfer costs).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> upward_ranks(p)  # rank(1) = 3, rank(0) = 4 + 5 + 3
+    (12.0, 3.0)
+    """
+    n = problem.num_ops
+    w = []
+    for i in range(n):
+        ds = problem.allowed_devices(i)
+        w.append(sum(problem.durations_cycles[i][d] for d in ds) / len(ds))
+    out_edges: list[list[tuple[int, float]]] = [[] for _ in range(n)]
+    for e, (u, v, _) in enumerate(problem.edges):
+        costs = [problem.transfer_cycles[e][problem.link_of[a][b]]
+                 for a in problem.allowed_devices(u) for b in problem.allowed_devices(v)
+                 if a != b and problem.link_of[a][b] >= 0]
+        out_edges[u].append((v, sum(costs) / len(costs) if costs else 0.0))
+    rank = [0.0] * n
+    for i in reversed(topological_order(problem)):
+        rank[i] = w[i] + max((c + rank[j] for j, c in out_edges[i]), default=0.0)
+    return tuple(rank)
+
+
+def heft_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
+    """Run HEFT (see the module Notes); None when some op has no admissible device.
+
+    Examples
+    --------
+    Two independent 4-cycle ops on two devices run side by side:
+
+    >>> p = SchedulingProblem(((4, 4), (4, 4)), (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> s = heft_schedule(p)
+    >>> s.op_device, s.op_start, s.makespan_cycles
+    ((0, 1), (0, 0), 4)
+    """
+    n, nd, nl = problem.num_ops, problem.num_devices, problem.num_links
+    throughput = problem.objective is Objective.THROUGHPUT
+    topo = topological_order(problem)
+    pos = {op: k for k, op in enumerate(topo)}
+    rank = upward_ranks(problem)
+    in_edges: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    indeg = [0] * n
+    for e, (u, v, _) in enumerate(problem.edges):
+        in_edges[v].append(e)
+        succs[u].append(v)
+        indeg[v] += 1
+    group_of: dict[int, int] = {}
+    for g, members in enumerate(problem.colocation_groups):
+        for i in members:
+            group_of.setdefault(i, g)
+    group_device: dict[int, int] = {}
+
+    dev = [-1] * n
+    stream = [0] * n
+    start = [0] * n
+    dur = [0] * n
+    transfers: list[ScheduledTransfer] = []
+    lanes = [[[] for _ in range(problem.device_streams[d])] for d in range(nd)]
+    links: list[list[tuple[int, int]]] = [[] for _ in range(nl)]
+    dev_load = [0] * nd
+    link_load = [0] * nl
+    mem = [0] * nd
+    reserved: set[int] = set()
+
+    def own_bytes(i: int) -> int:
+        return problem.resident_bytes(i) + problem.output_bytes(i)
+
+    ready = [(-rank[i], pos[i], i) for i in range(n) if indeg[i] == 0]
+    heapq.heapify(ready)
+    while ready:
+        _, _, i = heapq.heappop(ready)
+        g = group_of.get(i)
+        if g is not None and g in group_device:
+            cands = (group_device[g],)
+            group_bytes = 0 if i in reserved else own_bytes(i)
+        elif g is not None:
+            members = problem.colocation_groups[g]
+            cands = tuple(d for d in problem.allowed_devices(i)
+                          if all(problem.durations_cycles[j][d] >= 0 for j in members))
+            group_bytes = sum(own_bytes(j) for j in sorted(set(members)))
+        else:
+            cands = problem.allowed_devices(i)
+            group_bytes = own_bytes(i)
+        best = None
+        for d in cands:
+            if problem.durations_cycles[i][d] < 0:
+                continue
+            if any(dev[problem.edges[e][0]] != d and problem.link_of[dev[problem.edges[e][0]]][d] < 0
+                   for e in in_edges[i]):
+                continue
+            need = group_bytes + sum(problem.edges[e][2] for e in in_edges[i]
+                                     if dev[problem.edges[e][0]] != d)
+            cap = problem.memory_bytes(d)
+            if cap > 0 and mem[d] + need > cap:
+                continue
+            # tentative transfers, in edge order
+            tent: dict[int, list[tuple[int, int]]] = {}
+            moves = []
+            data_ready = 0
+            for e in in_edges[i]:
+                u = problem.edges[e][0]
+                end_u = start[u] + dur[u]
+                if dev[u] == d:
+                    data_ready = max(data_ready, end_u)
+                    continue
+                link = problem.link_of[dev[u]][d]
+                c = problem.transfer_cycles[e][link]
+                busy = tent.setdefault(link, list(links[link]))
+                t = _earliest_gap(busy, end_u, c)
+                _insert(busy, t, c)
+                moves.append((e, link, t, c))
+                data_ready = max(data_ready, t + c)
+            length = problem.durations_cycles[i][d]
+            s_best, t_best = 0, None
+            for s, lane in enumerate(lanes[d]):
+                t = _earliest_gap(lane, data_ready, length)
+                if t_best is None or t < t_best:
+                    s_best, t_best = s, t
+            finish = t_best + length
+            if throughput:
+                dl = list(dev_load)
+                dl[d] += length
+                ll = list(link_load)
+                for _, link, _, c in moves:
+                    ll[link] += c
+                key = (max(dl + ll), finish, d)
+            else:
+                key = (finish, d)
+            if best is None or key < best[0]:
+                best = (key, d, s_best, t_best, length, moves, need)
+        if best is None:
+            return None
+        _, d, s, t, length, moves, need = best
+        dev[i], stream[i], start[i], dur[i] = d, s, t, length
+        _insert(lanes[d][s], t, length)
+        dev_load[d] += length
+        mem[d] += need
+        for e, link, ts, c in moves:
+            _insert(links[link], ts, c)
+            link_load[link] += c
+            transfers.append(ScheduledTransfer(e, link, ts, c))
+        if g is not None and g not in group_device:
+            group_device[g] = d
+            reserved.update(problem.colocation_groups[g])
+        for j in succs[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, (-rank[j], pos[j], j))
+    transfers.sort(key=lambda tr: tr.edge)
+    return SchedulingSolution(tuple(dev), tuple(stream), tuple(start), tuple(dur), tuple(transfers))
+
+
+class HeftScheduler:
+    """HEFT as a :class:`~solvers.core.Solver`: FEASIBLE with ``bound=None``, or UNKNOWN.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> r = HeftScheduler().solve(p)
+    >>> r.status.value, r.objective, r.bound
+    ('FEASIBLE', 7, None)
+    """
+
+    name = "heft"
+
+    def solve(self, problem: SchedulingProblem,
+              options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
+        from solvers.scheduling.validate import objective_value
+
+        t0 = time.perf_counter()
+        sol = heft_schedule(problem)
+        wall = time.perf_counter() - t0
+        if sol is None:
+            return failure_result(Status.UNKNOWN, self.name, wall,
+                                  reason="some op has no admissible device")
+        return SolveResult(Status.FEASIBLE, objective_value(problem, sol), None, sol, wall,
+                           self.name)
