@@ -1,0 +1,72 @@
+"""Shared CP-SAT plumbing for the memory formulations: parameters, logging, progress.
+
+Private to :mod:`solvers.memory`; both formulations call :func:`run_cpsat` so that the
+solver settings (time limit, workers, seed, log callback, progress recording) are set in
+one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from ortools.sat.python import cp_model
+
+from solvers.core import ProgressPoint, SolveOptions, Status
+
+__all__ = ["STATUS_MAP", "run_cpsat"]
+
+_LOG = logging.getLogger(__name__)
+
+STATUS_MAP = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.UNKNOWN: Status.UNKNOWN,
+    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
+}
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    """Records (time, objective, bound) at each improving solution; nothing else."""
+
+    def __init__(self, t0: float, options: SolveOptions) -> None:
+        super().__init__()
+        self._t0 = t0
+        self._sink = options.progress
+        self.points: list[ProgressPoint] = []
+
+    def on_solution_callback(self) -> None:
+        p = ProgressPoint(time.perf_counter() - self._t0, self.objective_value, self.best_objective_bound)
+        self.points.append(p)
+        if self._sink is not None:
+            self._sink(p)
+
+
+def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: float | None = None,
+              **params: Any) -> tuple[Status, cp_model.CpSolver, tuple[ProgressPoint, ...]]:
+    """Solve ``model`` with the shared settings; return (status, solver, progress).
+
+    Examples
+    --------
+    >>> m = cp_model.CpModel(); x = m.new_int_var(0, 5, "x"); m.minimize(-x)
+    >>> status, solver, _ = run_cpsat(m, SolveOptions(time_limit_s=1))
+    >>> status.value, solver.value(x)
+    ('OPTIMAL', 5)
+    """
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = float(time_limit_s if time_limit_s is not None
+                                                  else options.time_limit_s)
+    solver.parameters.num_workers = options.num_workers
+    solver.parameters.random_seed = options.random_seed
+    for key, value in params.items():
+        setattr(solver.parameters, key, value)
+    if options.log is not None:
+        solver.parameters.log_search_progress = True
+        solver.log_callback = options.log
+    recorder = _Recorder(time.perf_counter(), options)
+    code = solver.solve(model, recorder)
+    status = STATUS_MAP.get(code, Status.UNKNOWN)
+    _LOG.debug("cp-sat %s in %.3fs", solver.status_name(code), solver.wall_time)
+    return status, solver, tuple(recorder.points)
