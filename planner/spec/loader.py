@@ -1,0 +1,344 @@
+"""Read a spec (YAML file or dict), validate it and resolve it into a :class:`Spec`.
+
+Every problem becomes exactly one :class:`~planner.errors.SpecError` naming the file,
+the line and the spec path (``hardware.devices[1].memory[0].capacity``). The YAML is
+composed into a node tree with the safe loader, so each value's start mark is known;
+pydantic's error locations and the resolver's paths are mapped back onto that tree.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Mapping, Sequence, Union
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from planner.errors import SpecError
+from planner.spec.models import SpecDocument
+from planner.spec.types import Spec
+
+__all__ = ["load_spec", "Locator", "format_path"]
+
+Loc = tuple[Union[str, int], ...]
+_TYPE_TAG = re.compile(r"^(str|int|float|bool|none|list\[.*\]|dict\[.*\]|function-\w+\[.*\]|"
+                       r"union\[.*\]|literal\[.*\]|tagged-union\[.*\])$")
+
+
+def format_path(loc: Sequence[str | int]) -> str:
+    """``("hardware", "devices", 1, "clock")`` -> ``"hardware.devices[1].clock"``.
+
+    Examples
+    --------
+    >>> format_path(("hardware", "devices", 1, "memory", 0, "capacity"))
+    'hardware.devices[1].memory[0].capacity'
+    >>> format_path(())
+    ''
+    """
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+class Locator:
+    """Maps spec paths to file lines, and builds SpecErrors.
+
+    Parameters
+    ----------
+    data : object
+        The spec as plain Python data.
+    node : yaml.Node or None
+        The composed YAML tree of the same document (None for a dict).
+    file : str or None
+        The file name shown in messages.
+
+    Examples
+    --------
+    >>> text = "hardware:\\n  devices:\\n    - name: a\\n      count: 0\\n"
+    >>> loc = Locator.from_yaml(text, "s.yaml")
+    >>> loc.line(("hardware", "devices", 0, "count"))
+    4
+    >>> str(loc.error("must be >= 1", ("hardware", "devices", 0, "count")))
+    's.yaml:4: hardware.devices[0].count: must be >= 1'
+    """
+
+    def __init__(self, data: Any, node: yaml.Node | None = None, file: str | None = None) -> None:
+        self.data, self.node, self.file = data, node, file
+
+    @classmethod
+    def from_yaml(cls, text: str, file: str | None = None) -> "Locator":
+        """Parse YAML text safely, keeping the node tree (raises SpecError when malformed)."""
+        try:
+            loader = yaml.SafeLoader(text)
+            try:
+                node = loader.get_single_node()
+                data = loader.construct_document(node) if node is not None else None
+            finally:
+                loader.dispose()
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            what = " ".join(p for p in (e.context, e.problem) if p)
+            raise SpecError(f"malformed YAML: {what}", file=file,
+                            line=mark.line + 1 if mark else None,
+                            column=mark.column + 1 if mark else None) from None
+        except yaml.YAMLError as e:
+            raise SpecError(f"malformed YAML: {e}", file=file) from None
+        locator = cls(data, node, file)
+        if node is not None:
+            locator._check_duplicates(node, ())
+        return locator
+
+    def _check_duplicates(self, node: yaml.Node, loc: Loc) -> None:
+        if isinstance(node, yaml.MappingNode):
+            seen: dict[Any, int] = {}
+            for key, value in node.value:
+                k = key.value if isinstance(key, yaml.ScalarNode) else None
+                if k is not None and k in seen:
+                    raise SpecError(f"duplicate key {k!r} (first given on line {seen[k]})", file=self.file,
+                                    line=key.start_mark.line + 1, path=format_path((*loc, k)) or None)
+                if k is not None:
+                    seen[k] = key.start_mark.line + 1
+                self._check_duplicates(value, (*loc, k if k is not None else "?"))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                self._check_duplicates(item, (*loc, i))
+
+    def clean(self, loc: Sequence[str | int]) -> Loc:
+        """Drop the parts of a pydantic location that are not keys of the document
+        (union member tags such as ``"transformer"`` or ``"list[str]"``)."""
+        out: list[str | int] = []
+        cur = self.data
+        for i, part in enumerate(loc):
+            last = i == len(loc) - 1
+            if isinstance(cur, Mapping) and isinstance(part, str):
+                if part in cur:
+                    out.append(part)
+                    cur = cur[part]
+                    continue
+                if last and not _TYPE_TAG.match(part):
+                    out.append(part)  # a missing or unknown key: keep it in the path
+                continue
+            if isinstance(cur, (list, tuple)) and isinstance(part, int) and 0 <= part < len(cur):
+                out.append(part)
+                cur = cur[part]
+                continue
+            if isinstance(part, str) and _TYPE_TAG.match(part):
+                continue
+            cur = None
+            if last or isinstance(part, int):
+                out.append(part)
+        return tuple(out)
+
+    def line(self, loc: Sequence[str | int], *, key: bool = False) -> int | None:
+        """1-based line of the value at ``loc`` (of its key when ``key``), or of its nearest
+        existing ancestor; None without a YAML tree."""
+        node = self.node
+        if node is None:
+            return None
+        best = node.start_mark.line + 1
+        for part in loc:
+            nxt = None
+            if isinstance(node, yaml.MappingNode):
+                for k, v in node.value:
+                    if isinstance(k, yaml.ScalarNode) and k.value == str(part):
+                        nxt, keynode = v, k
+                        break
+                if nxt is None:
+                    return best
+                best = (keynode if key and part == loc[-1] else nxt).start_mark.line + 1
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
+                nxt = node.value[part]
+                best = nxt.start_mark.line + 1
+            else:
+                return best
+            node = nxt
+        return best
+
+    def error(self, message: str, loc: Sequence[str | int] = (), *, key: bool = False) -> SpecError:
+        """A SpecError at ``loc`` (already clean)."""
+        return SpecError(message, file=self.file, line=self.line(loc, key=key),
+                         path=format_path(loc) or None)
+
+
+def _unwrap(tp: Any) -> Any:
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is typing.Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (Union, types.UnionType):
+            args = [a for a in typing.get_args(tp) if a is not type(None)]
+            if len(args) == 1:
+                tp = args[0]
+            else:
+                return tp
+        else:
+            return tp
+
+
+def _known_keys(raw_loc: Sequence[str | int]) -> list[str] | None:
+    """Field names of the model at a pydantic location (for did-you-mean), if known."""
+    cur: Any = SpecDocument
+    for part in raw_loc:
+        cur = _unwrap(cur)
+        origin = typing.get_origin(cur)
+        if isinstance(cur, type) and issubclass(cur, BaseModel) and isinstance(part, str):
+            if part not in cur.model_fields:
+                return None
+            cur = cur.model_fields[part].annotation
+        elif origin in (list, tuple) and isinstance(part, int):
+            cur = typing.get_args(cur)[0]
+        elif origin is dict and isinstance(part, str):
+            cur = typing.get_args(cur)[1]
+        elif origin in (Union, types.UnionType) and isinstance(part, str):
+            members = [m for m in map(_unwrap, typing.get_args(cur))
+                       if isinstance(m, type) and issubclass(m, BaseModel) and "kind" in m.model_fields
+                       and part in typing.get_args(m.model_fields["kind"].annotation)]
+            if not members:
+                return None
+            cur = members[0]
+        else:
+            return None
+    cur = _unwrap(cur)
+    if isinstance(cur, type) and issubclass(cur, BaseModel):
+        return list(cur.model_fields)
+    return None
+
+
+def did_you_mean(word: Any, choices: Sequence[str], *, quote: bool = True) -> str:
+    """``"; did you mean 'x'?"`` for the closest choice, or ``""``.
+
+    Examples
+    --------
+    >>> did_you_mean("capacty", ["name", "capacity", "bandwidth"])
+    "; did you mean 'capacity'?"
+    """
+    close = difflib.get_close_matches(str(word), list(choices), n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {close[0]!r}?" if quote else f"; did you mean {close[0]}?"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _expected_words(expected: str) -> list[str]:
+    return re.findall(r"'([^']*)'", expected)
+
+
+def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
+    """The one SpecError shown for a pydantic ValidationError: the earliest in the file."""
+    candidates = []
+    for index, err in enumerate(exc.errors(include_url=False)):
+        raw = tuple(err["loc"])
+        kind = err["type"]
+        loc = locator.clean(raw)
+        ctx = err.get("ctx") or {}
+        value = err.get("input")
+        key = False
+        if kind == "extra_forbidden":
+            known = _known_keys(raw[:-1]) or []
+            message = f"unknown key {raw[-1]!r}" + (did_you_mean(raw[-1], known)
+                                                     or (f"; expected one of: {', '.join(known)}" if known else ""))
+            key = True
+        elif kind == "missing":
+            message = f"missing required key {raw[-1]!r}"
+        elif kind == "literal_error" and raw == ("version",):
+            message = f"unsupported spec version {_short(value)}; this planner reads version 1"
+        elif kind == "literal_error":
+            words = _expected_words(ctx.get("expected", ""))
+            message = f"expected {ctx.get('expected')}, got {_short(value)}" + did_you_mean(value, words)
+        elif kind == "union_tag_invalid":
+            words = _expected_words(ctx.get("expected_tags", ""))
+            loc = (*loc, "kind")
+            message = (f"unknown kind {ctx.get('tag')!r}" + did_you_mean(ctx.get("tag"), words)
+                       + f" (expected one of {ctx.get('expected_tags')})")
+        elif kind == "union_tag_not_found":
+            message = f"missing required key 'kind' (one of the generator kinds)"
+        elif kind in ("value_error", "assertion_error"):
+            message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        else:
+            msg = str(err["msg"])
+            message = msg[:1].lower() + msg[1:]
+            if not isinstance(value, (Mapping, list)) or kind.endswith("_type"):
+                message += f", got {_short(value)}"
+        line = locator.line(loc, key=key)
+        candidates.append((line if line is not None else 1 << 30, index, message, loc, key))
+    _, _, message, loc, key = min(candidates)
+    return locator.error(message, loc, key=key)
+
+
+def load_spec(source: str | Path | Mapping[str, Any], *, base_dir: str | Path | None = None) -> Spec:
+    """Load, validate and resolve a spec.
+
+    Parameters
+    ----------
+    source : str, Path or mapping
+        A YAML file, or the spec as a dict (from the Python API or an importer).
+    base_dir : str or Path, optional
+        Where relative paths (``graph: {onnx: ...}``) are resolved: default the spec
+        file's directory, or the current directory for a dict.
+
+    Returns
+    -------
+    Spec
+        The resolved spec (hardware in base units, the merged graph, constraints).
+
+    Raises
+    ------
+    planner.errors.SpecError
+        Exactly one error, naming the file, line and spec path where known.
+
+    Examples
+    --------
+    >>> spec = load_spec({
+    ...     "version": 1,
+    ...     "hardware": {"devices": [{"name": "npu", "profile": "edge-npu", "count": 2}],
+    ...                  "topology": {"kind": "all-to-all", "bandwidth": "10 GB/s", "latency": "1 us"}},
+    ...     "models": [{"name": "m", "generator": {"kind": "mlp", "layers": 2, "width": 64}}],
+    ... })
+    >>> [(l.name, l.devices, l.latency_cycles) for l in spec.hardware.links]
+    [('link_npu0_npu1', ('npu0', 'npu1'), 1000)]
+    >>> load_spec({"version": 1, "hardware": {"devices": [{"name": "npu", "profile": "edge-npu",
+    ...            "memory": [{"name": "m", "capacity": "16 GX", "bandwidth": "1 GB/s"}]}]}, "models": []})
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: hardware.devices[0].memory[0].capacity: expected a size such as "16 GiB", got "16 GX" (unknown unit "GX"); did you mean "GB"?
+    """
+    from planner.spec.resolve import resolve
+
+    if isinstance(source, Mapping):
+        locator = Locator(dict(source), None, None)
+        path = None
+        root = Path(base_dir) if base_dir is not None else Path.cwd()
+    elif isinstance(source, (str, Path)):
+        path = Path(source)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise SpecError("no such spec file", file=str(path)) from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise SpecError(f"cannot read the spec: {e}", file=str(path)) from None
+        locator = Locator.from_yaml(text, str(path))
+        root = Path(base_dir) if base_dir is not None else path.parent
+    else:
+        raise SpecError(f"expected a spec file path or a mapping, got {type(source).__name__}")
+    if locator.data is None:
+        raise locator.error("the spec is empty")
+    if not isinstance(locator.data, Mapping):
+        raise locator.error(f"the spec must be a mapping of keys (version, hardware, models...), "
+                            f"got a {type(locator.data).__name__}")
+    try:
+        document = SpecDocument.model_validate(locator.data)
+    except ValidationError as exc:
+        raise _validation_error(exc, locator) from None
+    return resolve(document, locator, source=path, base_dir=root)

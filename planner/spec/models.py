@@ -1,0 +1,328 @@
+"""Typed models of the spec, version 1 (pydantic v2, unknown keys rejected).
+
+These models check the *form* of a spec: keys, types, enums and units. Quantities are
+converted to integers in base units as they are validated (``"16 GiB"`` becomes
+``17179869184``), except durations that depend on the reference clock (link latencies),
+which keep their text until :mod:`planner.spec.resolve` knows the clock. Cross-references
+(device names in pins, tensor names in ops, profiles...) are checked by the resolver.
+
+The JSON Schema (:func:`planner.spec.schema.spec_json_schema`) is generated from these
+same models, so the schema and the validator cannot drift.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    WithJsonSchema,
+    model_validator,
+)
+
+from planner.graph.ir import DTYPE_BYTES, TENSOR_KINDS
+from planner.spec.units import (
+    parse_bandwidth,
+    parse_bytes,
+    parse_duration_cycles,
+    parse_frequency,
+    parse_seconds,
+)
+
+__all__ = [
+    "OP_TYPES",
+    "SpecDocument",
+    "HardwareSpec",
+    "DeviceSpec",
+    "MemorySpec",
+    "LinkSpec",
+    "TopologySpec",
+    "ModelSpec",
+    "GraphSpec",
+    "TensorSpec",
+    "OpSpec",
+    "MlpGenerator",
+    "TransformerGenerator",
+    "ResnetGenerator",
+    "ConstraintsSpec",
+    "PinSpec",
+    "MemoryLimitSpec",
+    "SolverSpec",
+]
+
+# Op types of the contract between graphs and the cost model (see planner.graph.generators).
+OP_TYPES = ("matmul", "conv2d", "add", "mul", "relu", "gelu", "softmax", "layernorm", "maxpool",
+            "avgpool", "global_avgpool", "reshape", "transpose", "concat", "split", "task")
+
+_NUM = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
+_SIZE_RE = r"(B|bytes?|[kKMGTP]B|[KMGTP]iB|[kMGT]bit)"
+
+
+def _quantity(parser: Any, pattern: str, examples: list[str], description: str) -> Any:
+    """An int field given as a unit string; the JSON Schema shows the string form."""
+    return Annotated[
+        int,
+        BeforeValidator(parser),
+        WithJsonSchema({"type": "string", "pattern": pattern, "description": description,
+                        "examples": examples}),
+    ]
+
+
+def _check_duration(value: Any) -> Any:
+    parse_duration_cycles(value, 1_000_000_000)
+    return value
+
+
+def _check_seconds(value: Any) -> float:
+    return parse_seconds(value)
+
+
+Size = _quantity(parse_bytes, rf"^\s*{_NUM}\s*{_SIZE_RE}\s*$", ["16 GiB", "512 MB", "4 KiB"],
+                 "A size: B, KB/kB, MB, GB, TB (powers of 10) or KiB, MiB, GiB, TiB (powers of 2).")
+Bandwidth = _quantity(parse_bandwidth, rf"^\s*{_NUM}\s*{_SIZE_RE}\s*/\s*(s|sec)\s*$",
+                      ["900 GB/s", "50 GiB/s", "100 Gbit/s"], "A bandwidth: a size unit per second.")
+Frequency = _quantity(parse_frequency, rf"^\s*{_NUM}\s*(Hz|kHz|MHz|GHz)\s*$",
+                      ["1 GHz", "940 MHz"], "A frequency: Hz, kHz, MHz or GHz.")
+Latency = Annotated[
+    Union[int, str],
+    AfterValidator(_check_duration),
+    WithJsonSchema({
+        "anyOf": [
+            {"type": "integer", "minimum": 0, "description": "reference-clock cycles"},
+            {"type": "string",
+             "pattern": rf"^\s*{_NUM}\s*(ps|ns|us|µs|ms|s|cycles?)?\s*$"},
+        ],
+        "description": "A duration: ns, us, ms, s, or a whole number of reference cycles.",
+        "examples": ["2 us", "500 ns", 300],
+    }),
+]
+Seconds = Annotated[
+    float,
+    BeforeValidator(_check_seconds),
+    WithJsonSchema({"type": "string", "pattern": rf"^\s*{_NUM}\s*(ps|ns|us|µs|ms|s)\s*$",
+                    "description": "A wall-clock duration with a unit.", "examples": ["30 s", "500 ms"]}),
+]
+Count = Annotated[int, Field(strict=True, ge=1)]
+NonNegative = Annotated[int, Field(strict=True, ge=0)]
+Name = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")]
+OpName = Annotated[str, Field(min_length=1)]
+DType = Literal[tuple(DTYPE_BYTES)]  # type: ignore[valid-type]
+TensorKind = Literal[tuple(TENSOR_KINDS)]  # type: ignore[valid-type]
+OpType = Literal[OP_TYPES]  # type: ignore[valid-type]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+
+class MemorySpec(_Model):
+    """One memory level of a device (listed fastest first)."""
+
+    name: Name = Field(description="Level name, e.g. hbm, sram.", examples=["hbm"])
+    capacity: Size = Field(description="Capacity.")
+    bandwidth: Bandwidth = Field(description="Bandwidth to the compute units.")
+
+
+class DeviceSpec(_Model):
+    """A device kind and how many instances of it (named ``<name>0``, ``<name>1``...)."""
+
+    name: Name = Field(description="The device kind; instances are <name>0, <name>1, ...",
+                       examples=["big", "npu"])
+    profile: str = Field(description="Built-in ISA profile.",
+                         examples=["tpu-v4", "tpu-v1", "edge-npu", "generic"])
+    count: Count = Field(1, description="Number of instances.")
+    streams: Count = Field(1, description="Execution lanes per instance (ops that may overlap).")
+    clock: Optional[Frequency] = Field(None, description="Override of the profile's clock.")
+    memory: Optional[list[MemorySpec]] = Field(
+        None, min_length=1, description="Replaces the profile's memory levels (fastest first).")
+
+
+class LinkSpec(_Model):
+    """An explicit link; it carries one transfer at a time."""
+
+    name: Name = Field(description="Link name.", examples=["ici0"])
+    between: list[Name] = Field(min_length=2, description="Device instances it joins (two or more).",
+                                examples=[["big0", "big1"]])
+    bandwidth: Bandwidth = Field(description="Bandwidth.")
+    latency: Latency = Field(0, description="Fixed latency of each transfer.")
+
+
+class TopologySpec(_Model):
+    """Links generated for all device instances."""
+
+    kind: Literal["all-to-all", "ring", "bus"] = Field(
+        description="all-to-all: one link per pair; ring: neighbours i, i+1 (mod n); "
+                    "bus: one shared link joining all devices.")
+    bandwidth: Bandwidth = Field(description="Bandwidth of each link.")
+    latency: Latency = Field(0, description="Latency of each link.")
+
+
+class HardwareSpec(_Model):
+    """Devices, links and the plan's reference clock."""
+
+    clock: Frequency = Field(1_000_000_000, description="Reference clock of the plan's timeline "
+                             "(cycles in plan.json are of this clock).")
+    devices: list[DeviceSpec] = Field(min_length=1, description="Device kinds.")
+    links: Optional[list[LinkSpec]] = Field(None, description="Explicit links.")
+    topology: Optional[TopologySpec] = Field(None, description="Generated links.")
+
+
+class TensorSpec(_Model):
+    """A tensor of an inline graph."""
+
+    name: OpName = Field(description="Tensor name (prefixed with the model name).")
+    shape: list[Annotated[int, Field(strict=True, ge=1)]] = Field(
+        description="Dimensions.", examples=[[1, 512]])
+    dtype: DType = Field("fp32", description="Element type.")
+    kind: TensorKind = Field("activation", description="weight | input | activation | output.")
+
+
+class OpSpec(_Model):
+    """An op of an inline graph."""
+
+    name: OpName = Field(description="Op name (prefixed with the model name).")
+    type: OpType = Field(description="Op type; task is opaque and needs cycles.")
+    inputs: list[OpName] = Field(default_factory=list, description="Tensors read.")
+    outputs: list[OpName] = Field(default_factory=list, description="Tensors written.")
+    attrs: dict[str, Any] = Field(default_factory=dict, description="Op attributes (stride, axis...).")
+    cycles: dict[str, NonNegative] = Field(
+        default_factory=dict, description="Device cycles per device kind (overrides the cost model).",
+        examples=[{"big": 100, "small": 400}])
+    after: list[OpName] = Field(default_factory=list,
+                                description="Ops of the same model this one follows without data.")
+
+
+class GraphSpec(_Model):
+    """An inline graph (tensors and ops) or an ONNX file."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["ops"]},
+                                                           {"required": ["onnx"]}]})
+
+    tensors: Optional[list[TensorSpec]] = Field(None, description="Tensors of an inline graph.")
+    ops: Optional[list[OpSpec]] = Field(None, description="Ops of an inline graph.")
+    onnx: Optional[str] = Field(None, description="An ONNX file, relative to the spec file.",
+                                examples=["models/resnet18.onnx"])
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "GraphSpec":
+        if self.onnx is not None and (self.tensors is not None or self.ops is not None):
+            raise ValueError("a graph is either inline (tensors, ops) or onnx, not both")
+        if self.onnx is None and self.ops is None:
+            raise ValueError("a graph needs ops (and tensors), or onnx: <file>")
+        return self
+
+
+class MlpGenerator(_Model):
+    """Multilayer perceptron: matmuls with an activation between them (2·layers − 1 ops)."""
+
+    kind: Literal["mlp"]
+    layers: Count = Field(3, description="Linear layers.")
+    width: Count = Field(512, description="Hidden size.")
+    hidden: Optional[list[Count]] = Field(None, description="Hidden sizes (overrides layers/width).")
+    in_features: Optional[Count] = Field(None, description="Input size (default: first hidden).")
+    out_features: Optional[Count] = Field(None, description="Output size (default: last hidden).")
+    batch: Count = Field(1, description="Batch size.")
+    activation: Literal["relu", "gelu"] = Field("relu", description="Activation.")
+    dtype: DType = Field("fp32", description="Element type.")
+
+
+class TransformerGenerator(_Model):
+    """Decoder blocks with per-head attention (layers·(11 + 4·heads) + 1 ops)."""
+
+    kind: Literal["transformer"]
+    layers: Count = Field(2, description="Decoder blocks.")
+    d_model: Count = Field(512, description="Model width (divisible by heads).")
+    heads: Count = Field(8, description="Attention heads.")
+    seq: Count = Field(128, description="Sequence length.")
+    batch: Count = Field(1, description="Batch size.")
+    d_ff: Optional[Count] = Field(None, description="MLP width (default 4·d_model).")
+    dtype: DType = Field("fp16", description="Element type.")
+
+
+class ResnetGenerator(_Model):
+    """ResNet-style CNN with residual blocks (6 + 5·sum(blocks) + stages − 1 ops)."""
+
+    kind: Literal["resnet"]
+    blocks: list[Count] = Field([2, 2, 2, 2], min_length=1, description="Residual blocks per stage.")
+    width: Count = Field(64, description="Stem channels (doubled per stage).")
+    image: Count = Field(224, description="Input height and width.")
+    in_channels: Count = Field(3, description="Input channels.")
+    classes: Count = Field(1000, description="Classifier outputs.")
+    batch: Count = Field(1, description="Batch size.")
+    dtype: DType = Field("fp32", description="Element type.")
+
+
+Generator = Annotated[Union[MlpGenerator, TransformerGenerator, ResnetGenerator],
+                      Field(discriminator="kind")]
+
+
+class ModelSpec(_Model):
+    """One model: a built-in generator or a graph."""
+
+    model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["generator"]},
+                                                           {"required": ["graph"]}]})
+
+    name: Name = Field(description='Model name; its ops and tensors become "<name>/<op>".',
+                       examples=["gpt"])
+    generator: Optional[Generator] = Field(None, description="A built-in generator.")
+    graph: Optional[GraphSpec] = Field(None, description="An inline graph or an ONNX file.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> "ModelSpec":
+        if (self.generator is None) == (self.graph is None):
+            raise ValueError("a model needs exactly one of generator or graph")
+        return self
+
+
+class PinSpec(_Model):
+    """Restrict ops to a device instance or kind."""
+
+    ops: Union[OpName, list[OpName]] = Field(
+        description='Op names or fnmatch patterns on full names, e.g. "gpt/layer0/*".',
+        examples=["gpt/layer0/*"])
+    device: Name = Field(description="A device instance (big0) or kind (big).", examples=["big0"])
+
+
+class MemoryLimitSpec(_Model):
+    """Cap the main memory of an instance or of every instance of a kind."""
+
+    device: Name = Field(description="A device instance or kind.", examples=["big0"])
+    max: Size = Field(description="The cap.")
+
+
+class ConstraintsSpec(_Model):
+    """Placement constraints."""
+
+    pins: list[PinSpec] = Field(default_factory=list, description="Pins.")
+    colocate: list[Annotated[list[OpName], Field(min_length=2)]] = Field(
+        default_factory=list, description="Groups of ops (names or patterns) that share one device.",
+        examples=[[["gpt/layer0/attn_qkv", "gpt/layer0/attn_out"]]])
+    memory_limits: list[MemoryLimitSpec] = Field(default_factory=list, description="Memory caps.")
+
+
+class SolverSpec(_Model):
+    """Solver settings (the command line may override them)."""
+
+    time_limit: Seconds = Field(30.0, description="Wall-clock limit of the solve.")
+    workers: Count = Field(2, description="Parallel search workers.")
+    seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
+
+
+class SpecDocument(_Model):
+    """A planning spec, version 1: hardware, models, objective, constraints, solver."""
+
+    model_config = ConfigDict(title="plan spec (version 1)")
+
+    version: Literal[1] = Field(1, description="Spec format version.")
+    name: Optional[Name] = Field(None, description="Spec name (default: the file stem).")
+    hardware: HardwareSpec
+    models: list[ModelSpec] = Field(min_length=1, description="The models to place and schedule.")
+    objective: Literal["latency", "throughput"] = Field(
+        "latency", description="latency: minimise the makespan; throughput: minimise the busiest "
+                               "device's load (pipelined steady state).")
+    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
+    solver: SolverSpec = Field(default_factory=SolverSpec)

@@ -1,0 +1,375 @@
+"""Resolve a validated :class:`SpecDocument` into a :class:`Spec`.
+
+Here the cross-references are checked and every name is made concrete: device kinds
+become instances (``big0``, ``big1``...), topologies become links, models become one
+merged graph with ``"<model>/"`` prefixes, pins become per-op allowed device tuples.
+Each failure is a :class:`~planner.errors.SpecError` at the line of the offending value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from pathlib import Path
+from typing import Any, Sequence
+
+from planner.errors import PlannerError, SpecError
+from planner.graph.generators import generate
+from planner.graph.ir import Graph, GraphError, Op, Tensor
+from planner.hardware import Device, Hardware, Link, MemoryLevel
+from planner.isa.profiles import PROFILES, get_profile
+from planner.spec.loader import Locator, did_you_mean, format_path
+from planner.spec.models import ModelSpec, SpecDocument
+from planner.spec.types import Spec
+from planner.spec.units import parse_duration_cycles
+
+__all__ = ["resolve", "resolve_hardware"]
+
+_GLOB = set("*?[")
+
+
+def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
+    """Device instances, links (explicit, then from the topology) and memory limits.
+
+    Examples
+    --------
+    >>> from planner.spec.models import SpecDocument
+    >>> doc = SpecDocument.model_validate({"hardware": {
+    ...     "devices": [{"name": "n", "profile": "generic", "count": 3}],
+    ...     "topology": {"kind": "ring", "bandwidth": "1 GB/s", "latency": 5}},
+    ...     "models": [{"name": "m", "generator": {"kind": "mlp"}}]})
+    >>> [l.name for l in resolve_hardware(doc, Locator(doc.model_dump())).links]
+    ['link_n0_n1', 'link_n1_n2', 'link_n2_n0']
+    """
+    hw = document.hardware
+    clock = hw.clock
+    devices: list[Device] = []
+    kinds: dict[str, tuple[str, ...]] = {}
+    owner: dict[str, tuple] = {}  # every instance and kind name -> where it was declared
+    for i, dspec in enumerate(hw.devices):
+        where = ("hardware", "devices", i)
+        if dspec.name in kinds:
+            raise locator.error(f"device kind {dspec.name!r} is declared twice", (*where, "name"))
+        try:
+            profile = get_profile(dspec.profile)
+        except KeyError:
+            raise locator.error(f"unknown profile {dspec.profile!r}" + did_you_mean(dspec.profile, list(PROFILES))
+                                + f" (known: {', '.join(sorted(PROFILES))})", (*where, "profile")) from None
+        if dspec.clock is not None:
+            profile = dataclasses.replace(profile, clock_hz=dspec.clock)
+        if dspec.memory is not None:
+            names = [m.name for m in dspec.memory]
+            for j, m in enumerate(dspec.memory):
+                if names.index(m.name) != j:
+                    raise locator.error(f"memory level {m.name!r} is listed twice", (*where, "memory", j, "name"))
+            profile = dataclasses.replace(profile, memory=tuple(
+                MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory))
+        instances = tuple(f"{dspec.name}{k}" for k in range(dspec.count))
+        for name in (dspec.name, *instances):
+            if name in owner and owner[name] != where:
+                raise locator.error(
+                    f"name {name!r} is ambiguous: it is both a device kind and an instance "
+                    f"(declared at {format_path(owner[name])})", (*where, "name"))
+            owner[name] = where
+        kinds[dspec.name] = instances
+        devices.extend(Device(n, dspec.name, profile, dspec.streams) for n in instances)
+    names = [d.name for d in devices]
+
+    links: list[Link] = []
+    link_names: set[str] = set()
+    for j, lspec in enumerate(hw.links or []):
+        where = ("hardware", "links", j)
+        if lspec.name in link_names:
+            raise locator.error(f"link {lspec.name!r} is declared twice", (*where, "name"))
+        for k, dev in enumerate(lspec.between):
+            if dev not in names:
+                hint = (f"; {dev!r} is a device kind, name its instances ({', '.join(kinds[dev])})"
+                        if dev in kinds else did_you_mean(dev, names))
+                raise locator.error(f"unknown device instance {dev!r}{hint}", (*where, "between", k))
+            if lspec.between.index(dev) != k:
+                raise locator.error(f"device {dev!r} is listed twice", (*where, "between", k))
+        link_names.add(lspec.name)
+        links.append(Link(lspec.name, tuple(lspec.between), lspec.bandwidth,
+                          parse_duration_cycles(lspec.latency, clock)))
+    if hw.topology is not None and len(names) > 1:
+        topo = hw.topology
+        latency = parse_duration_cycles(topo.latency, clock)
+        n = len(names)
+        if topo.kind == "all-to-all":
+            pairs = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n)]
+        elif topo.kind == "ring":
+            pairs = [(names[i], names[(i + 1) % n]) for i in range(n if n > 2 else 1)]
+        else:
+            pairs = []
+        generated = ([(f"link_{a}_{b}", (a, b)) for a, b in pairs] if topo.kind != "bus"
+                     else [("bus", tuple(names))])
+        for lname, members in generated:
+            if lname in link_names:
+                raise locator.error(f"link {lname!r} of the topology has the name of an explicit link",
+                                    ("hardware", "topology"))
+            link_names.add(lname)
+            links.append(Link(lname, members, topo.bandwidth, latency))
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            if not any(names[a] in l.devices and names[b] in l.devices for l in links):
+                if not links:
+                    raise locator.error(f"devices {names[a]} and {names[b]} cannot exchange data: "
+                                        "add links or a topology", ("hardware",))
+                raise locator.error(f"devices {names[a]} and {names[b]} cannot exchange data: no link "
+                                    "joins them; add one or a topology", ("hardware", "links"))
+
+    limits: dict[str, int] = {}
+    for j, lim in enumerate(document.constraints.memory_limits):
+        targets = _device_targets(lim.device, kinds, names, locator,
+                                  ("constraints", "memory_limits", j, "device"))
+        for t in targets:
+            limits[t] = min(limits.get(t, lim.max), lim.max)
+    devices = [dataclasses.replace(d, memory_limit_bytes=limits[d.name]) if d.name in limits else d
+               for d in devices]
+    return Hardware(tuple(devices), tuple(links), clock)
+
+
+def _device_targets(name: str, kinds: dict[str, tuple[str, ...]], instances: Sequence[str],
+                    locator: Locator, loc: tuple) -> tuple[str, ...]:
+    if name in kinds:
+        return kinds[name]
+    if name in instances:
+        return (name,)
+    raise locator.error(f"unknown device {name!r}" + did_you_mean(name, [*instances, *kinds])
+                        + f" (instances: {', '.join(instances)}; kinds: {', '.join(kinds)})", loc)
+
+
+def _prefixed(model: str, tensors: list[Tensor], ops: list[Op]) -> tuple[list[Tensor], list[Op]]:
+    """Prefix names with ``model/`` unless they already are, and set each op's model."""
+    pre = f"{model}/"
+    if all(t.name.startswith(pre) for t in tensors) and all(o.name.startswith(pre) for o in ops):
+        return tensors, [dataclasses.replace(o, model=model) for o in ops]
+    p = lambda n: pre + n  # noqa: E731
+    return ([dataclasses.replace(t, name=p(t.name)) for t in tensors],
+            [dataclasses.replace(o, name=p(o.name), inputs=tuple(map(p, o.inputs)),
+                                 outputs=tuple(map(p, o.outputs)), after=tuple(map(p, o.after)),
+                                 model=model) for o in ops])
+
+
+def _inline_graph(m: ModelSpec, where: tuple, locator: Locator,
+                  op_loc: dict[str, tuple]) -> tuple[list[Tensor], list[Op]]:
+    g = m.graph
+    assert g is not None and g.ops is not None
+    pre = f"{m.name}/"
+    tensors: list[Tensor] = []
+    tnames: list[str] = []
+    for k, t in enumerate(g.tensors or []):
+        tloc = (*where, "graph", "tensors", k)
+        if t.name in tnames:
+            raise locator.error(f"tensor {t.name!r} is defined twice", (*tloc, "name"))
+        tnames.append(t.name)
+        try:
+            tensors.append(Tensor(pre + t.name, tuple(t.shape), t.dtype, t.kind))
+        except GraphError as e:
+            raise locator.error(str(e), tloc) from None
+    tset = set(tnames)
+    onames = [o.name for o in g.ops]
+    ops: list[Op] = []
+    seen: set[str] = set()
+    for k, o in enumerate(g.ops):
+        oloc = (*where, "graph", "ops", k)
+        if o.name in seen:
+            raise locator.error(f"op {o.name!r} is defined twice", (*oloc, "name"))
+        seen.add(o.name)
+        for field_name in ("inputs", "outputs"):
+            for j, t in enumerate(getattr(o, field_name)):
+                if t not in tset:
+                    raise locator.error(f"op {o.name!r} references unknown tensor {t!r}"
+                                        + did_you_mean(t, tnames), (*oloc, field_name, j))
+        for j, a in enumerate(o.after):
+            if a not in onames:
+                raise locator.error(f"op {o.name!r} comes after unknown op {a!r}" + did_you_mean(a, onames),
+                                    (*oloc, "after", j))
+        if o.type == "task" and not o.cycles:
+            raise locator.error(f"task op {o.name!r} needs cycles for at least one device kind, "
+                                "e.g. cycles: {big: 100}", oloc)
+        op_loc[pre + o.name] = oloc
+        ops.append(Op(pre + o.name, o.type, tuple(pre + t for t in o.inputs), tuple(pre + t for t in o.outputs),
+                      dict(o.attrs), dict(o.cycles), m.name, tuple(pre + a for a in o.after)))
+    return tensors, ops
+
+
+def _onnx_graph(m: ModelSpec, where: tuple, locator: Locator, base_dir: Path) -> tuple[list[Tensor], list[Op]]:
+    assert m.graph is not None and m.graph.onnx is not None
+    loc = (*where, "graph", "onnx")
+    path = Path(m.graph.onnx)
+    if not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise locator.error(f"ONNX file not found: {path}", loc)
+    try:
+        from planner.importers.onnx import load_onnx_graph
+    except ImportError as e:
+        raise locator.error(f"ONNX import is not available ({e})", loc) from None
+    try:
+        tensors, ops = load_onnx_graph(path, m.name)
+    except SpecError as e:
+        if e.file:
+            raise
+        raise locator.error(f"{path.name}: {e.message}", loc) from None
+    except (PlannerError, ValueError, OSError) as e:
+        raise locator.error(f"cannot import {path.name}: {e}", loc) from None
+    return _prefixed(m.name, list(tensors), list(ops))
+
+
+def _expand(pattern: str, op_names: Sequence[str], locator: Locator, loc: tuple) -> list[str]:
+    """Op names matching a name or fnmatch pattern (at least one, else a SpecError)."""
+    if not _GLOB & set(pattern):
+        if pattern in op_names:
+            return [pattern]
+        message = f"unknown op {pattern!r}"
+    else:
+        matched = [n for n in op_names if fnmatch.fnmatchcase(n, pattern)]
+        if matched:
+            return matched
+        message = f"pattern {pattern!r} matches no op"
+    hint = did_you_mean(pattern, op_names)
+    if not hint and "/" not in pattern:
+        models = sorted({n.split("/", 1)[0] for n in op_names})
+        hint = f" (op names start with their model's name: {', '.join(m + '/' for m in models)})"
+    raise locator.error(message + hint, loc)
+
+
+def _pins(document: SpecDocument, hw: Hardware, order: Sequence[str],
+          locator: Locator) -> dict[str, tuple[str, ...]]:
+    kinds: dict[str, tuple[str, ...]] = {}
+    for d in hw.devices:
+        kinds.setdefault(d.kind, ())
+        kinds[d.kind] += (d.name,)
+    instances = [d.name for d in hw.devices]
+    allowed: dict[str, set[str]] = {}
+    source: dict[str, int] = {}
+    pins = document.constraints.pins
+    for i, pin in enumerate(pins):
+        where = ("constraints", "pins", i)
+        devices = set(_device_targets(pin.device, kinds, instances, locator, (*where, "device")))
+        patterns = [pin.ops] if isinstance(pin.ops, str) else pin.ops
+        for j, pattern in enumerate(patterns):
+            ploc = (*where, "ops") if isinstance(pin.ops, str) else (*where, "ops", j)
+            for op in _expand(pattern, order, locator, ploc):
+                if op in allowed:
+                    both = allowed[op] & devices
+                    if not both:
+                        first = pins[source[op]]
+                        raise locator.error(
+                            f"pins conflict on op {op!r}: constraints.pins[{source[op]}] puts it on "
+                            f"{first.device} and constraints.pins[{i}] on {pin.device}", where)
+                    allowed[op] = both
+                else:
+                    allowed[op], source[op] = set(devices), i
+    return {op: tuple(n for n in instances if n in allowed[op]) for op in order if op in allowed}
+
+
+def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str, tuple[str, ...]],
+                locator: Locator) -> tuple[tuple[str, ...], ...]:
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    group_of: dict[str, int] = {}
+    for i, group in enumerate(document.constraints.colocate):
+        where = ("constraints", "colocate", i)
+        members: list[str] = []
+        for j, entry in enumerate(group):
+            members.extend(_expand(entry, order, locator, (*where, j)))
+        common = set(allowed.get(members[0], ())) if members[0] in allowed else None
+        for op in members:
+            if op in allowed:
+                common = set(allowed[op]) if common is None else common & set(allowed[op])
+        if common is not None and not common:
+            raise locator.error("these ops must share a device, but their pins leave none in common", where)
+        for op in members:
+            group_of.setdefault(op, i)
+            parent[find(op)] = find(members[0])
+    position = {n: k for k, n in enumerate(order)}
+    groups: dict[str, list[str]] = {}
+    for op in sorted(parent, key=position.__getitem__):
+        groups.setdefault(find(op), []).append(op)
+    out = tuple(tuple(g) for g in groups.values() if len(g) > 1)
+    for g in out:  # merged groups: check the pins again
+        pinned = [set(allowed[o]) for o in g if o in allowed]
+        if pinned and not set.intersection(*pinned):
+            raise locator.error("overlapping colocation groups must share a device, but their pins leave "
+                                "none in common", ("constraints", "colocate", group_of[g[0]]))
+    return tuple(sorted(out, key=lambda g: position[g[0]]))
+
+
+def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = None,
+            base_dir: Path | None = None) -> Spec:
+    """Check cross-references and build the :class:`Spec` (see module docstring).
+
+    Raises
+    ------
+    planner.errors.SpecError
+        At the line of the first offending value.
+    """
+    base_dir = base_dir if base_dir is not None else Path.cwd()
+    hw = resolve_hardware(document, locator)
+    kinds = sorted({d.kind for d in hw.devices})
+
+    tensors: list[Tensor] = []
+    ops: list[Op] = []
+    op_loc: dict[str, tuple] = {}
+    model_names: list[str] = []
+    for i, m in enumerate(document.models):
+        where = ("models", i)
+        if m.name in model_names:
+            raise locator.error(f"model {m.name!r} is declared twice", (*where, "name"))
+        model_names.append(m.name)
+        if m.generator is not None:
+            params = m.generator.model_dump(exclude={"kind"}, exclude_none=True)
+            try:
+                mt, mo = generate(m.generator.kind, params, m.name)
+            except (ValueError, GraphError) as e:
+                raise locator.error(str(e), (*where, "generator")) from None
+            for o in mo:
+                op_loc[o.name] = where
+        elif m.graph is not None and m.graph.onnx is not None:
+            mt, mo = _onnx_graph(m, where, locator, base_dir)
+            for o in mo:
+                op_loc[o.name] = (*where, "graph", "onnx")
+        else:
+            mt, mo = _inline_graph(m, where, locator, op_loc)
+        tensors.extend(mt)
+        ops.extend(mo)
+
+    for op in ops:
+        for kind in op.cycles:
+            if kind not in kinds:
+                loc = op_loc[op.name]
+                raise locator.error(f"op {op.name!r} gives cycles for unknown device kind {kind!r}"
+                                    + did_you_mean(kind, kinds) + f" (kinds: {', '.join(kinds)})",
+                                    (*loc, "cycles", kind) if loc[-2:-1] == ("ops",) else loc, key=True)
+    try:
+        graph = Graph(tensors, ops)
+    except GraphError as e:
+        loc = op_loc.get(e.op or "", ("models",))
+        raise locator.error(str(e), loc) from None
+
+    order = list(graph.ops)
+    allowed = _pins(document, hw, order, locator)
+    groups = _colocation(document, order, allowed, locator)
+    name = document.name or (source.stem if source is not None else "spec")
+    return Spec(
+        name=name,
+        source=source,
+        hardware=hw,
+        graph=graph,
+        objective=document.objective,
+        allowed_devices=allowed,
+        colocation_groups=groups,
+        time_limit_s=float(document.solver.time_limit),
+        workers=document.solver.workers,
+        seed=document.solver.seed,
+        models=tuple(model_names),
+        document=document,
+    )

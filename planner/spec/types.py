@@ -1,0 +1,67 @@
+"""The resolved spec: what :func:`planner.spec.load_spec` returns."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from planner.graph.ir import Graph
+from planner.hardware import Hardware
+
+__all__ = ["Spec"]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A validated, resolved spec: hardware, the merged graph and the constraints.
+
+    Attributes
+    ----------
+    name : str
+        The spec's name (its ``name:`` key, else the file stem, else ``"spec"``).
+    source : Path or None
+        The YAML file it came from (None for a dict).
+    hardware : planner.hardware.Hardware
+        Device instances (``<kind><i>``), links, the reference clock.
+    graph : planner.graph.ir.Graph
+        All models merged; op and tensor names are ``"<model>/<name>"``.
+    objective : str
+        ``"latency"`` or ``"throughput"``.
+    allowed_devices : dict of str to tuple of str
+        For pinned ops only: the device instances each may use (hardware order).
+    colocation_groups : tuple of tuple of str
+        Ops that must share one device (overlapping groups merged; topological order).
+    time_limit_s, workers, seed
+        Solver settings (defaults 30 s, 2 workers, seed 0).
+    models : tuple of str
+        Model names in spec order.
+    document : SpecDocument or None
+        The validated document (units already converted), for tools that echo the spec.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> spec = load_spec({"version": 1, "hardware": {"devices": [{"name": "cpu", "profile": "generic"}]},
+    ...                   "models": [{"name": "m", "generator": {"kind": "mlp", "layers": 2, "width": 8}}]})
+    >>> spec.name, [d.name for d in spec.hardware.devices], list(spec.graph.ops)
+    ('spec', ['cpu0'], ['m/fc0', 'm/act0', 'm/fc1'])
+    """
+
+    name: str
+    source: Path | None
+    hardware: Hardware
+    graph: Graph
+    objective: str = "latency"
+    allowed_devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    colocation_groups: tuple[tuple[str, ...], ...] = ()
+    time_limit_s: float = 30.0
+    workers: int = 2
+    seed: int = 0
+    models: tuple[str, ...] = ()
+    document: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def op_cycles(self) -> dict[str, dict[str, int]]:
+        """Explicit device cycles per op and kind (only ops that give ``cycles:``)."""
+        return {name: dict(op.cycles) for name, op in self.graph.ops.items() if op.cycles}
