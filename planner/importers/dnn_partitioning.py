@@ -17,7 +17,8 @@ Spec mapping (times are in the paper's unit, milliseconds):
   ``maxSizePerFPGA`` a memory limit on ``acc``;
 * each node with out-edges produces a tensor ``n<id>_out`` of ``round(cost * 1e6)``
   bytes, and links run all-to-all at 1 GB/s with zero latency, so moving it takes exactly
-  ``cost`` (in cycles = ns); consumers read that tensor;
+  ``cost`` (in cycles = ns); consumers read that tensor (a node whose cost rounds to 0
+  sends nothing: its consumers list it under ``after:``);
 * colour classes with two or more nodes become ``colocate`` constraints;
 * ``objective: throughput`` (or ``latency`` for the latency inputs).
 
@@ -263,11 +264,16 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         devices.append({"name": "acc", "profile": "generic", "count": w.max_fpgas})
     if w.max_cpus:
         devices.append({"name": "cpu", "profile": "generic", "count": w.max_cpus})
-    has_out = {u for u, _ in w.edges}
+    has_out = {u for u, _ in w.edges if _cycles(w.nodes[u].out_cost) > 0}
     tensors: list[dict[str, Any]] = []
     ops: list[dict[str, Any]] = []
     inputs: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
+    after: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
     for u, v in w.edges:
+        if _cycles(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
+            if f"n{w.nodes[u].id}" not in after[v]:
+                after[v].append(f"n{w.nodes[u].id}")
+            continue
         t = f"n{w.nodes[u].id}_out"
         if t not in inputs[v]:
             inputs[v].append(t)
@@ -280,12 +286,14 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         outs = []
         if i in has_out:
             outs = [f"n{n.id}_out"]
-            tensors.append({"name": outs[0], "shape": [max(1, _cycles(n.out_cost))], "dtype": "uint8",
+            tensors.append({"name": outs[0], "shape": [_cycles(n.out_cost)], "dtype": "uint8",
                             "kind": "activation"})
         cycles = {"acc": _cycles(n.fpga_latency)} if n.supported_on_fpga and w.max_fpgas else {}
         cycles["cpu"] = _cycles(n.cpu_latency)
         op: dict[str, Any] = {"name": f"n{n.id}", "type": "task", "inputs": ins, "outputs": outs,
                               "cycles": cycles}
+        if after[i]:
+            op["after"] = after[i]
         ops.append(op)
     constraints: dict[str, Any] = {}
     groups = [[f"{name}/n{w.nodes[i].id}" for i in g] for g in w.color_classes()]
