@@ -85,7 +85,12 @@ class Locator:
                 loader.dispose()
         except yaml.MarkedYAMLError as e:
             mark = e.problem_mark or e.context_mark
-            what = " ".join(p for p in (e.context, e.problem) if p)
+            what = e.problem or e.context or "cannot parse"
+            if e.context and e.problem:
+                where = (f" started on line {e.context_mark.line + 1}"
+                         if e.context_mark and e.problem_mark and e.context_mark.line != e.problem_mark.line
+                         else "")
+                what += f" ({e.context}{where})"
             raise SpecError(f"malformed YAML: {what}", file=file,
                             line=mark.line + 1 if mark else None,
                             column=mark.column + 1 if mark else None) from None
@@ -238,9 +243,14 @@ def _expected_words(expected: str) -> list[str]:
 def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
     """The one SpecError shown for a pydantic ValidationError: the earliest in the file."""
     candidates = []
-    for index, err in enumerate(exc.errors(include_url=False)):
+    errors = exc.errors(include_url=False)
+    # A misspelt key shows up twice: unknown 'capacty' and missing 'capacity'. Keep the first.
+    extra_parents = {tuple(e["loc"])[:-1] for e in errors if e["type"] == "extra_forbidden"}
+    for index, err in enumerate(errors):
         raw = tuple(err["loc"])
         kind = err["type"]
+        if kind == "missing" and raw[:-1] in extra_parents:
+            continue
         loc = locator.clean(raw)
         ctx = err.get("ctx") or {}
         value = err.get("input")

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from planner.graph.ir import DTYPE_BYTES, TENSOR_KINDS
+from planner.isa.cost import DATA_MOVEMENT_OPS, MATRIX_OPS, VECTOR_OPS
 from planner.spec.units import (
     parse_bandwidth,
     parse_bytes,
@@ -54,9 +55,8 @@ __all__ = [
     "SolverSpec",
 ]
 
-# Op types of the contract between graphs and the cost model (see planner.graph.generators).
-OP_TYPES = ("matmul", "conv2d", "add", "mul", "relu", "gelu", "softmax", "layernorm", "maxpool",
-            "avgpool", "global_avgpool", "reshape", "transpose", "concat", "split", "task")
+# Op types the cost model understands (the contract in planner.graph.generators), and task.
+OP_TYPES: tuple[str, ...] = (*MATRIX_OPS, *VECTOR_OPS, *DATA_MOVEMENT_OPS, "task")
 
 _NUM = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
 _SIZE_RE = r"(B|bytes?|[kKMGTP]B|[KMGTP]iB|[kMGT]bit)"

@@ -228,7 +228,22 @@ def _expand(pattern: str, op_names: Sequence[str], locator: Locator, loc: tuple)
         if matched:
             return matched
         message = f"pattern {pattern!r} matches no op"
-    hint = did_you_mean(pattern, op_names)
+    hint = did_you_mean(pattern, op_names) if message.startswith("unknown") else ""
+    if not hint and "/" in pattern:
+        prefix = pattern[:min((pattern.index(c) for c in _GLOB if c in pattern), default=len(pattern))]
+        prefix = prefix[:prefix.rfind("/") + 1]
+        while prefix and not any(n.startswith(prefix) for n in op_names):
+            prefix = prefix[:prefix[:-1].rfind("/") + 1]
+        if prefix:
+            below: list[str] = []
+            for n in op_names:
+                if n.startswith(prefix):
+                    rest = n[len(prefix):]
+                    entry = prefix + (rest[:rest.index("/") + 1] if "/" in rest else rest)
+                    if entry not in below:
+                        below.append(entry)
+            shown = ", ".join(below[:8]) + (", ..." if len(below) > 8 else "")
+            hint = f" (names under {prefix!r}: {shown})"
     if not hint and "/" not in pattern:
         models = sorted({n.split("/", 1)[0] for n in op_names})
         hint = f" (op names start with their model's name: {', '.join(m + '/' for m in models)})"

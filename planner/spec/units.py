@@ -87,8 +87,26 @@ def _split(value: Any, what: str, example: str) -> tuple[Fraction, str]:
     return Fraction(m.group(1)), m.group(2)
 
 
+def _dimension(unit: str) -> str | None:
+    """What a unit of another quantity measures (for "MHz is a frequency" hints)."""
+    if unit in FREQUENCY_UNITS:
+        return "a frequency"
+    if unit in TIME_UNITS or unit in _CYCLE_UNITS:
+        return "a duration"
+    if unit in SIZE_UNITS:
+        return "a size"
+    size, slash, per = unit.partition("/")
+    if slash and size.strip() in SIZE_UNITS:
+        return "a bandwidth"
+    return None
+
+
 def _unknown_unit(value: Any, what: str, example: str, unit: str, known: list[str],
                   suffix: str = "") -> ValueError:
+    other = _dimension(unit)
+    if other is not None and other != what:
+        return ValueError(f'expected {what} such as "{example}", got {_show(value)} '
+                          f'("{unit}" is {other}, not {what})')
     lowered = {k.lower(): k for k in known}
     close = difflib.get_close_matches(unit.lower(), list(lowered), n=1, cutoff=0.5)
     hint = (f'; did you mean "{lowered[close[0]]}{suffix}"?' if close
@@ -164,8 +182,9 @@ def parse_bandwidth(value: Any) -> int:
         raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
     size, slash, per = unit.partition("/")
     if not slash:
-        hint = '(missing "/s")' if size in SIZE_UNITS else f'(unknown unit "{unit}")'
-        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} {hint}')
+        if size in SIZE_UNITS:
+            raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing "/s")')
+        raise _unknown_unit(value, what, example, size, list(SIZE_UNITS), "/s")
     if per.strip() not in ("s", "sec"):
         raise ValueError(f'expected {what} such as "{example}", got {_show(value)} '
                          f'(a bandwidth is per second: "/s")')
