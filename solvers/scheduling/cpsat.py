@@ -33,7 +33,7 @@ Notes
 * links: NoOverlap of each link's transfer intervals (zero-length transfers are left out:
   a half-open empty interval overlaps nothing);
 * colocation: ``x[i, d] = x[j, d]`` within a group;
-* memory: per device, a Cumulative over resident intervals ``[0, H)`` present iff
+* memory: per device, a Cumulative over resident intervals ``[0, H + 1)`` present iff
   ``x[i, d]``, output buffers ``[start_u, bend_u)`` present iff ``x[u, d]`` with
   ``bend_u >= end_u``, ``bend_u >= end_v`` when u and v share d, ``bend_u >= ts_e + c``
   when the transfer uses l, and received copies ``[ts_e, end_v)`` present iff ``r[e, b]``.
@@ -496,11 +496,12 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
                 continue
             xd = v.x[i, d]
             r = problem.resident_bytes(i)
-            if r > 0:
+            if r > 0:  # [0, H + 1) covers every instant, even with H = 0
                 if xd is True:
-                    ivs.append(model.new_fixed_size_interval_var(0, H, f"res_{i}_{d}"))
+                    ivs.append(model.new_fixed_size_interval_var(0, H + 1, f"res_{i}_{d}"))
                 else:
-                    ivs.append(model.new_optional_fixed_size_interval_var(0, H, xd, f"res_{i}_{d}"))
+                    ivs.append(model.new_optional_fixed_size_interval_var(0, H + 1, xd,
+                                                                          f"res_{i}_{d}"))
                 demands.append(r)
             ob = problem.output_bytes(i)
             if ob > 0:
@@ -532,6 +533,10 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
             demands.append(b)
         if ivs:
             model.add_cumulative(ivs, demands, cap)
+        resident = [problem.resident_bytes(i) * v.x[i, d] for i in range(problem.num_ops)
+                    if d in v.allowed[i] and problem.resident_bytes(i) > 0]
+        if resident:  # redundant with the cumulative, but propagates on placement alone
+            model.add(sum(resident) <= cap)
     return []
 
 
@@ -799,9 +804,20 @@ def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingV
     >>> model.has_hint() if hasattr(model, "has_hint") else True
     True
     """
-    def hint(var, value) -> None:
-        if var is not True and var is not False and var is not None:
-            model.add_hint(var, int(value))
+    done: set[int] = set()
+
+    def hint(var, value) -> None:  # folded literals share variables: hint each once
+        if var is True or var is False or var is None:
+            return
+        value = int(value)
+        if isinstance(var, cp_model.IntVar):
+            key = var.index
+        else:  # a negated literal
+            key, value = var.Not().index, 1 - value
+            var = var.Not()
+        if key not in done:
+            done.add(key)
+            model.add_hint(var, value)
 
     dev = solution.op_device
     end = [solution.op_end(i) for i in range(problem.num_ops)]
@@ -934,6 +950,8 @@ class CpSatScheduler:
         status, solver, points, run_stats = _run(model, options, remaining, cfg, t0)
         stats.update(run_stats)
         wall = time.perf_counter() - t0
+        if status is Status.MODEL_INVALID:  # our bug: the bridge raises InternalError on it
+            return failure_result(Status.MODEL_INVALID, self.name, wall, None, **stats)
         found = None
         if status.has_solution:
             found = v.extract(solver)

@@ -1,0 +1,179 @@
+"""CP-SAT against an exhaustive search on random tiny DAGs (and on the hand instances).
+
+The brute force enumerates every placement and, for each, every order of the tasks (ops
+and transfers) consistent with precedence, starting each task as early as its
+predecessors and its resource allow (a device's stream that frees latest but in time, else
+the earliest; a link's tail). Listing the tasks of an optimal schedule by start time
+reproduces it with starts no later, so the minimum over all orders is the optimum.
+Memory is limited to resident bytes here (placement-only), so any order is admissible.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from solvers.core import SolveOptions, Status
+from solvers.scheduling import (CpSatScheduler, HeftScheduler, Objective, SchedulingProblem,
+                                lower_bound, objective_value, validate_schedule)
+from tests.solvers.scheduling_instances import INSTANCES
+
+
+def _placements(p: SchedulingProblem):
+    for pl in itertools.product(*(p.allowed_devices(i) for i in range(p.num_ops))):
+        if any(len({pl[i] for i in g}) > 1 for g in p.colocation_groups):
+            continue
+        if any(pl[u] != pl[v] and p.link_of[pl[u]][pl[v]] < 0 for u, v, _ in p.edges):
+            continue
+        ok = True
+        for d in range(p.num_devices):
+            cap = p.memory_bytes(d)
+            if cap > 0 and sum(p.resident_bytes(i) for i in range(p.num_ops) if pl[i] == d) > cap:
+                ok = False
+        if ok:
+            yield pl
+
+
+def _best_makespan(p: SchedulingProblem, pl, best: int) -> int:
+    n = p.num_ops
+    tasks = []  # (kind, resource, duration, preds)
+    preds_of_op = [[] for _ in range(n)]
+    for i in range(n):
+        tasks.append(("op", pl[i], p.durations_cycles[i][pl[i]], preds_of_op[i]))
+    for e, (u, v, _) in enumerate(p.edges):
+        if pl[u] == pl[v]:
+            preds_of_op[v].append(u)
+        else:
+            link = p.link_of[pl[u]][pl[v]]
+            tasks.append(("link", link, p.transfer_cycles[e][link], [u]))
+            preds_of_op[v].append(len(tasks) - 1)
+    m = len(tasks)
+    end = [None] * m
+    lanes = [[0] * p.device_streams[d] for d in range(p.num_devices)]
+    link_tail = [0] * p.num_links
+    result = [best]
+
+    def dfs(done: int, cur: int) -> None:
+        if cur >= result[0]:
+            return
+        if done == m:
+            result[0] = cur
+            return
+        for t in range(m):
+            if end[t] is not None or any(end[q] is None for q in tasks[t][3]):
+                continue
+            kind, res, dur, preds = tasks[t]
+            ready = max((end[q] for q in preds), default=0)
+            if kind == "op":
+                lane = lanes[res]
+                if dur == 0:
+                    s, k, old = ready, None, None
+                else:
+                    fits = [j for j in range(len(lane)) if lane[j] <= ready]
+                    k = max(fits, key=lambda j: lane[j]) if fits else min(range(len(lane)),
+                                                                          key=lambda j: lane[j])
+                    s, old = max(ready, lane[k]), lane[k]
+                    lane[k] = s + dur
+            else:
+                old = link_tail[res]
+                s = ready if dur == 0 else max(ready, old)
+                if dur:
+                    link_tail[res] = s + dur
+            end[t] = s + dur
+            dfs(done + 1, max(cur, end[t]))
+            end[t] = None
+            if kind == "op" and k is not None:
+                lanes[res][k] = old
+            elif kind == "link" and dur:
+                link_tail[res] = old
+
+    dfs(0, 0)
+    return result[0]
+
+
+def brute_force(p: SchedulingProblem) -> int | None:
+    """The optimum by exhaustive search, or None when infeasible."""
+    assert not any(p.output_bytes(i) for i in range(p.num_ops))
+    assert not p.device_memory_bytes or not any(b for *_, b in p.edges)
+    best = None
+    big = 1 << 40
+    for pl in _placements(p):
+        if p.objective is Objective.THROUGHPUT:
+            loads = [0] * (p.num_devices + p.num_links)
+            for i in range(p.num_ops):
+                loads[pl[i]] += p.durations_cycles[i][pl[i]]
+            for e, (u, v, _) in enumerate(p.edges):
+                if pl[u] != pl[v]:
+                    link = p.link_of[pl[u]][pl[v]]
+                    loads[p.num_devices + link] += p.transfer_cycles[e][link]
+            val = max(loads)
+        else:
+            val = _best_makespan(p, pl, big if best is None else best)
+        if val < big and (best is None or val < best):
+            best = val
+    return best
+
+
+def test_brute_force_agrees_with_hand_instances():
+    for inst in INSTANCES:
+        assert brute_force(inst.problem) == inst.optimum, inst.name
+
+
+@st.composite
+def problems(draw):
+    n = draw(st.integers(1, 5))
+    nd = draw(st.integers(1, 2 if n > 3 else 3))
+    streams = tuple(draw(st.integers(1, 2)) for _ in range(nd))
+    durations = []
+    for _ in range(n):
+        row = [draw(st.one_of(st.just(-1), st.integers(0, 6))) for _ in range(nd)]
+        if all(x < 0 for x in row):
+            row[draw(st.integers(0, nd - 1))] = draw(st.integers(0, 6))
+        durations.append(tuple(row))
+    edges = tuple((u, v, draw(st.integers(0, 3))) for u in range(n) for v in range(u + 1, n)
+                  if draw(st.booleans()) and draw(st.booleans()))
+    kind = draw(st.sampled_from(["pair", "bus", "none_between"]))
+    link_of = [[-1] * nd for _ in range(nd)]
+    k = 0
+    for a in range(nd):
+        for b in range(a + 1, nd):
+            if kind == "none_between" and (a, b) == (0, 1):
+                continue
+            link_of[a][b] = link_of[b][a] = 0 if kind == "bus" else k
+            k += 1
+    nl = 1 + max((x for row in link_of for x in row), default=-1)
+    transfer = tuple(tuple(draw(st.integers(0, 4)) for _ in range(nl)) for _ in edges)
+    kw = {}
+    if draw(st.booleans()):
+        kw["op_resident_bytes"] = tuple(draw(st.integers(0, 4)) for _ in range(n))
+        kw["device_memory_bytes"] = tuple(draw(st.integers(0, 10)) for _ in range(nd))
+        edges = tuple((u, v, 0) for u, v, _ in edges)
+    if n >= 2 and draw(st.booleans()):
+        kw["colocation_groups"] = ((0, n - 1),)
+    if draw(st.booleans()):
+        kw["objective"] = Objective.THROUGHPUT
+    if nd >= 2 and draw(st.booleans()) and len(set(streams)) == 1:
+        kw["device_class"] = (0,) * nd
+    return SchedulingProblem(tuple(durations), edges, streams, tuple(map(tuple, link_of)),
+                             transfer, **kw)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_cpsat_matches_brute_force(p):
+    opt = brute_force(p)
+    r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=5, num_workers=1, random_seed=0))
+    if opt is None:
+        assert r.status is Status.INFEASIBLE and r.solution is None
+        return
+    assert r.status is Status.OPTIMAL, r.stats
+    assert validate_schedule(p, r.solution) == []
+    assert r.objective == objective_value(p, r.solution) == opt
+    assert lower_bound(p) <= opt
+    h = HeftScheduler().solve(p)
+    if h.solution is not None:
+        assert validate_schedule(p, h.solution) == []
+        assert h.objective >= opt
