@@ -64,6 +64,7 @@ class _DeviceProgram:
         self.buffers: list[_Buffer] = []
         self.by_name: dict[str, _Buffer] = {}
         self.items: list[Instruction] = []
+        self.empty: set[int] = set()
 
     def buffer(self, name: str, size_bytes: int) -> int:
         buf = self.by_name.get(name)
@@ -79,14 +80,18 @@ class _DeviceProgram:
                                       subop=ALLOC_PRELOADED if preloaded else 0,
                                       a=buf, b=self.main, c=size))
         self.items.append(Instruction(Opcode.FREE, stream, end, 0, op=op, a=buf, b=self.main, c=size))
+        if end == start:
+            self.empty.add(buf)  # an empty lifetime: list its FREE after its ALLOC
 
     def add(self, ins: Instruction) -> None:
         self.items.append(ins)
 
 
-def _sort_key(ins: Instruction) -> tuple:
-    return (ins.opcode == Opcode.HALT, ins.start_cycle, ins.stream,
-            _RANK.get(ins.opcode, _COMPUTE_RANK), ins.op, ins.a, ins.c)
+def _sort_key(ins: Instruction, empty: set[int]) -> tuple:
+    rank = _RANK.get(ins.opcode, _COMPUTE_RANK)
+    if ins.opcode == Opcode.FREE and ins.a in empty:
+        rank = _RANK[Opcode.HALT]
+    return (ins.opcode == Opcode.HALT, ins.start_cycle, ins.stream, rank, ins.op, ins.a, ins.c)
 
 
 def transfer_order(plan: Plan) -> tuple[PlacedTransfer, ...]:
@@ -271,7 +276,7 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware) -> dict[str, Program]:
             mxu_rows=p.mxu_rows, mxu_cols=p.mxu_cols, vector_lanes=p.vector_lanes,
             dma_latency_cycles=p.dma_latency_cycles, levels=levels, main_level=b.main, links=links,
             num_streams=dev.streams, buffers=tuple(x.name for x in b.buffers),
-            instructions=tuple(sorted(b.items, key=_sort_key)))
+            instructions=tuple(sorted(b.items, key=lambda i: _sort_key(i, b.empty))))
     return programs
 
 

@@ -196,9 +196,10 @@ def _check_program(p: Program, v: list[str]) -> None:
             alloc[ins.a] = (ins.start_cycle, ins.b, ins.c, pre)
             if pre:
                 ready[ins.a] = ins.start_cycle
-        elif ins.opcode == Opcode.FREE:
+    for i, ins in enumerate(instrs):
+        if ins.opcode == Opcode.FREE:
             if ins.a not in alloc:
-                v.append(f"{_where(p, i, ins)}: frees buffer {ins.a}, which is not allocated before it")
+                v.append(f"{_where(p, i, ins)}: frees buffer {ins.a}, which is never allocated")
             elif ins.a in freed:
                 v.append(f"{_where(p, i, ins)}: buffer {ins.a} freed twice")
             else:
