@@ -22,7 +22,7 @@ from planner.errors import SpecError
 from planner.spec.models import SpecDocument
 from planner.spec.types import Spec
 
-__all__ = ["load_spec", "Locator", "format_path"]
+__all__ = ["load_spec", "Locator", "format_path", "did_you_mean"]
 
 Loc = tuple[Union[str, int], ...]
 _TYPE_TAG = re.compile(r"^(str|int|float|bool|none|list\[.*\]|dict\[.*\]|function-\w+\[.*\]|"
@@ -262,6 +262,7 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
             key = True
         elif kind == "missing":
             message = f"missing required key {raw[-1]!r}"
+            loc = loc[:-1] if loc and loc[-1] == raw[-1] else loc
         elif kind == "literal_error" and raw == ("version",):
             message = f"unsupported spec version {_short(value)}; this planner reads version 1"
         elif kind == "literal_error":

@@ -34,28 +34,12 @@ from planner.spec.units import (
     parse_seconds,
 )
 
-__all__ = [
-    "OP_TYPES",
-    "SpecDocument",
-    "HardwareSpec",
-    "DeviceSpec",
-    "MemorySpec",
-    "LinkSpec",
-    "TopologySpec",
-    "ModelSpec",
-    "GraphSpec",
-    "TensorSpec",
-    "OpSpec",
-    "MlpGenerator",
-    "TransformerGenerator",
-    "ResnetGenerator",
-    "ConstraintsSpec",
-    "PinSpec",
-    "MemoryLimitSpec",
-    "SolverSpec",
-]
+__all__ = ["OP_TYPES", "SpecDocument"]
 
-# Op types the cost model understands (the contract in planner.graph.generators), and task.
+#: Op types the cost model understands (the contract in planner.graph.generators), and task.
+#:
+#: >>> "matmul" in OP_TYPES and "task" in OP_TYPES
+#: True
 OP_TYPES: tuple[str, ...] = (*MATRIX_OPS, *VECTOR_OPS, *DATA_MOVEMENT_OPS, "task")
 
 _NUM = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
@@ -164,7 +148,7 @@ class TopologySpec(_Model):
 class HardwareSpec(_Model):
     """Devices, links and the plan's reference clock."""
 
-    clock: Frequency = Field(1_000_000_000, description="Reference clock of the plan's timeline "
+    clock: Frequency = Field("1 GHz", validate_default=True, description="Reference clock of the plan's timeline "
                              "(cycles in plan.json are of this clock).")
     devices: list[DeviceSpec] = Field(min_length=1, description="Device kinds.")
     links: Optional[list[LinkSpec]] = Field(None, description="Explicit links.")
@@ -297,32 +281,45 @@ class MemoryLimitSpec(_Model):
 class ConstraintsSpec(_Model):
     """Placement constraints."""
 
-    pins: list[PinSpec] = Field(default_factory=list, description="Pins.")
+    pins: list[PinSpec] = Field(default_factory=list, description="Restrict ops to devices; an op matched "
+                                "by several pins may use only the devices they all allow.")
     colocate: list[Annotated[list[OpName], Field(min_length=2)]] = Field(
         default_factory=list, description="Groups of ops (names or patterns) that share one device.",
         examples=[[["gpt/layer0/attn_qkv", "gpt/layer0/attn_out"]]])
-    memory_limits: list[MemoryLimitSpec] = Field(default_factory=list, description="Memory caps.")
+    memory_limits: list[MemoryLimitSpec] = Field(default_factory=list,
+                                                 description="Caps on main memory (the tightest applies).")
 
 
 class SolverSpec(_Model):
     """Solver settings (the command line may override them)."""
 
-    time_limit: Seconds = Field(30.0, description="Wall-clock limit of the solve.")
+    time_limit: Seconds = Field("30 s", validate_default=True, description="Wall-clock limit of the solve.")
     workers: Count = Field(2, description="Parallel search workers.")
     seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
 
 
 class SpecDocument(_Model):
-    """A planning spec, version 1: hardware, models, objective, constraints, solver."""
+    """A planning spec, version 1: hardware, models, objective, constraints, solver.
+
+    Examples
+    --------
+    >>> doc = SpecDocument.model_validate({
+    ...     "hardware": {"devices": [{"name": "npu", "profile": "edge-npu",
+    ...                  "memory": [{"name": "sram", "capacity": "4 MiB", "bandwidth": "128 GB/s"}]}]},
+    ...     "models": [{"name": "m", "generator": {"kind": "mlp"}}]})
+    >>> doc.hardware.clock, doc.hardware.devices[0].memory[0].capacity, doc.solver.time_limit
+    (1000000000, 4194304, 30.0)
+    """
 
     model_config = ConfigDict(title="plan spec (version 1)")
 
     version: Literal[1] = Field(1, description="Spec format version.")
     name: Optional[Name] = Field(None, description="Spec name (default: the file stem).")
-    hardware: HardwareSpec
+    hardware: HardwareSpec = Field(description="Devices, links and the reference clock.")
     models: list[ModelSpec] = Field(min_length=1, description="The models to place and schedule.")
     objective: Literal["latency", "throughput"] = Field(
         "latency", description="latency: minimise the makespan; throughput: minimise the busiest "
                                "device's load (pipelined steady state).")
-    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
-    solver: SolverSpec = Field(default_factory=SolverSpec)
+    constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec,
+                                         description="Pins, colocation groups and memory limits.")
+    solver: SolverSpec = Field(default_factory=SolverSpec, description="Solver settings.")

@@ -109,14 +109,25 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
                                     ("hardware", "topology"))
             link_names.add(lname)
             links.append(Link(lname, members, topo.bandwidth, latency))
-    for a in range(len(names)):
-        for b in range(a + 1, len(names)):
-            if not any(names[a] in l.devices and names[b] in l.devices for l in links):
-                if not links:
-                    raise locator.error(f"devices {names[a]} and {names[b]} cannot exchange data: "
-                                        "add links or a topology", ("hardware",))
-                raise locator.error(f"devices {names[a]} and {names[b]} cannot exchange data: no link "
-                                    "joins them; add one or a topology", ("hardware", "links"))
+    # Devices not joined directly (e.g. across a ring) simply never exchange data; devices
+    # in separate islands of links could never cooperate, which is a spec mistake.
+    if len(names) > 1 and not links:
+        raise locator.error(f"devices {names[0]} and {names[1]} cannot exchange data: "
+                            "add links or a topology", ("hardware",))
+    island = {n: n for n in names}
+
+    def root(x: str) -> str:
+        while island[x] != x:
+            x = island[x]
+        return x
+
+    for link in links:
+        for other in link.devices[1:]:
+            island[root(other)] = root(link.devices[0])
+    for b in names[1:]:
+        if root(b) != root(names[0]):
+            raise locator.error(f"devices {names[0]} and {b} cannot exchange data: no chain of links "
+                                "joins them; add links or a topology", ("hardware", "links"))
 
     limits: dict[str, int] = {}
     for j, lim in enumerate(document.constraints.memory_limits):
@@ -326,6 +337,15 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     ------
     planner.errors.SpecError
         At the line of the first offending value.
+
+    Examples
+    --------
+    >>> data = {"hardware": {"devices": [{"name": "c", "profile": "generic"}]},
+    ...         "models": [{"name": "m", "generator": {"kind": "mlp", "layers": 1, "width": 4}}],
+    ...         "constraints": {"pins": [{"ops": "m/*", "device": "c"}]}}
+    >>> spec = resolve(SpecDocument.model_validate(data), Locator(data))
+    >>> spec.allowed_devices
+    {'m/fc0': ('c0',)}
     """
     base_dir = base_dir if base_dir is not None else Path.cwd()
     hw = resolve_hardware(document, locator)

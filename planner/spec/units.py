@@ -47,7 +47,7 @@ TIME_UNITS: dict[str, str] = {"ps": "picosecond", "ns": "nanosecond", "us": "mic
                               "µs": "microsecond", "ms": "millisecond", "s": "second"}
 _CYCLE_UNITS = ("cycle", "cycles")
 
-_QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(\S*?)\s*$")
+_QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
 _registry: Any = None
 
 
@@ -84,7 +84,7 @@ def _split(value: Any, what: str, example: str) -> tuple[Fraction, str]:
     m = _QUANTITY.match(value)
     if not m:
         raise ValueError(f'expected {what} such as "{example}", got {_show(value)}')
-    return Fraction(m.group(1)), m.group(2)
+    return Fraction(m.group(1)), re.sub(r"\s*/\s*", "/", m.group(2))
 
 
 def _dimension(unit: str) -> str | None:
