@@ -160,7 +160,13 @@ class Instruction:
 
 @dataclass(frozen=True, slots=True)
 class LevelInfo:
-    """A memory level as a binary's header records it (capacity after any spec cap)."""
+    """A memory level as a binary's header records it (capacity after any spec cap).
+
+    Examples
+    --------
+    >>> LevelInfo("hbm", 32 << 30, 1200 * 10**9).capacity_bytes
+    34359738368
+    """
 
     name: str
     capacity_bytes: int
@@ -169,7 +175,13 @@ class LevelInfo:
 
 @dataclass(frozen=True, slots=True)
 class LinkInfo:
-    """A link a program uses: its global id (index in the hardware), bandwidth, latency."""
+    """A link a program uses: its global id (index in the hardware), bandwidth, latency.
+
+    Examples
+    --------
+    >>> LinkInfo(0, "ici0", 100 * 10**9, 2000).name
+    'ici0'
+    """
 
     id: int
     name: str

@@ -187,6 +187,9 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware) -> dict[str, Program]:
     by_edge: dict[tuple[str, str], tuple[int, PlacedTransfer]] = {}
     for tid, t in enumerate(transfers):
         by_edge[(t.src_op, t.dst_op)] = (tid, t)
+    outgoing: dict[str, list[PlacedTransfer]] = {}
+    for t in transfers:
+        outgoing.setdefault(t.src_op, []).append(t)
     link_ids = {link.name: i for i, link in enumerate(hardware.links)}
     builders = {d.name: _DeviceProgram(d) for d in hardware.devices}
 
@@ -198,9 +201,8 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware) -> dict[str, Program]:
         for succ in sorted(graph.dag.successors(name)):
             if placed[succ].device == o.device:
                 end = max(end, placed[succ].end_cycle)
-        for (src, _dst), (_tid, t) in by_edge.items():
-            if src == name:
-                end = max(end, t.end_cycle)
+        for t in outgoing.get(name, ()):
+            end = max(end, t.end_cycle)
         for tensor in graph.ops[name].outputs:
             buf = b.buffer(tensor, graph.tensors[tensor].size_bytes)
             b.alloc(buf, o.start_cycle, end, o.stream, name)

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from planner.errors import BinaryFormatError, InternalError
 from planner.isa.binary import decode
@@ -57,12 +57,23 @@ _BOOKKEEPING = frozenset({Opcode.ALLOC, Opcode.FREE, Opcode.SIGNAL, Opcode.WAIT,
 
 
 class SimulationError(InternalError):
-    """Strict mode: the binaries break a rule (a lowering or scheduling bug)."""
+    """Strict mode: the binaries break a rule (a lowering or scheduling bug).
+
+    Examples
+    --------
+    >>> issubclass(SimulationError, InternalError)
+    True
+    """
 
 
-@dataclass(frozen=True, slots=True)
-class OpTiming:
-    """Where and when the simulator saw an op run (reference cycles)."""
+class OpTiming(NamedTuple):
+    """Where and when the simulator saw an op run (reference cycles); a tuple.
+
+    Examples
+    --------
+    >>> tuple(OpTiming("d0", 0, 2, 5))
+    ('d0', 0, 2, 5)
+    """
 
     device: str
     stream: int
@@ -70,9 +81,14 @@ class OpTiming:
     end_cycle: int
 
 
-@dataclass(frozen=True, slots=True)
-class TransferTiming:
-    """One transfer as the SEND/RECV pair replayed it."""
+class TransferTiming(NamedTuple):
+    """One transfer as the SEND/RECV pair replayed it (reference cycles); a tuple.
+
+    Examples
+    --------
+    >>> TransferTiming(0, "d0", "d1", "l0", 1000, 4, 16).end_cycle
+    16
+    """
 
     id: int
     src_device: str
