@@ -1,0 +1,199 @@
+"""Shared plumbing of the public benchmark suite: data location, machine facts, tables,
+JSON results, and the adapter that solves an imported spec.
+
+Data: ``<repo>/../shared/benchmarks`` unless ``--data`` or ``PLAN_BENCHMARK_DATA`` says
+otherwise. Results: ``benchmarks/results/<family>-<date>.json`` (gitignored).
+
+Solving an imported spec (:func:`solve_spec`) goes importer → spec dict →
+``planner.spec.load_spec`` → ``planner.pipeline.to_problem`` (the planner's reduction)
+→ the project's HEFT → CP-SAT warm-started from HEFT. With ``full=True`` it calls
+``planner.pipeline.run`` instead (lowering, binaries and simulator replay included).
+
+ADAPTER NOTE: the default path stops before lowering/simulation because those stages are
+still being integrated (``planner.pipeline.run`` raised in ``verify`` when this was
+written); switch the default to ``full=True`` once ``run`` is stable. The reduction and
+the solvers are exactly the planner's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import fnmatch
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script: python benchmarks/stg.py
+    sys.path.insert(0, str(REPO))
+
+__all__ = ["REPO", "data_dir", "machine_facts", "add_common_args", "select", "write_results",
+           "print_table", "SpecRun", "solve_spec", "fmt"]
+
+
+def data_dir(flag: str | None = None) -> Path:
+    """The public benchmark data: ``--data``, else ``$PLAN_BENCHMARK_DATA``, else ``<repo>/../shared/benchmarks``.
+
+    Examples
+    --------
+    >>> data_dir("/tmp").as_posix()
+    '/tmp'
+    """
+    if flag:
+        return Path(flag)
+    env = os.environ.get("PLAN_BENCHMARK_DATA")
+    return Path(env) if env else REPO.parent / "shared" / "benchmarks"
+
+
+def machine_facts() -> dict[str, Any]:
+    """Cores, load, Python, OR-Tools version and the UTC date of this run.
+
+    Examples
+    --------
+    >>> sorted(machine_facts())[:3]
+    ['cores', 'date', 'load_average']
+    """
+    try:
+        import ortools
+        ortools_version = ortools.__version__
+    except Exception:  # pragma: no cover
+        ortools_version = None
+    try:
+        load = list(os.getloadavg())
+    except OSError:  # pragma: no cover
+        load = None
+    return {
+        "cores": os.cpu_count(),
+        "load_average": load,
+        "python": platform.python_version(),
+        "ortools": ortools_version,
+        "platform": platform.platform(),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def add_common_args(p: argparse.ArgumentParser, time_limit: float) -> None:
+    """``--data``, ``--time-limit``, ``--subset``, ``--workers``, ``--seed``, ``--out``, ``--full-pipeline``."""
+    p.add_argument("--data", help="benchmark data directory (default: <repo>/../shared/benchmarks "
+                                  "or $PLAN_BENCHMARK_DATA)")
+    p.add_argument("--time-limit", type=float, default=time_limit, help="seconds per instance")
+    p.add_argument("--subset", default=None,
+                   help="an integer N (N instances spread over each group) or a name pattern (fnmatch)")
+    p.add_argument("--workers", type=int, default=2, help="CP-SAT workers")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="results JSON path (default benchmarks/results/<family>-<date>.json)")
+    p.add_argument("--full-pipeline", action="store_true",
+                   help="solve through planner.pipeline.run (lowering and simulator replay included)")
+    p.add_argument("--quiet", action="store_true", help="print only the summary")
+
+
+def select(names: Sequence[str], subset: str | None, per_group: bool = True) -> list[str]:
+    """Apply ``--subset``: an integer N keeps N names spread evenly; otherwise an fnmatch pattern.
+
+    Examples
+    --------
+    >>> select([f"i{k}" for k in range(10)], "3")
+    ['i0', 'i3', 'i6']
+    >>> select(["ft06", "ft10", "la01"], "ft*")
+    ['ft06', 'ft10']
+    """
+    if subset is None:
+        return list(names)
+    if subset.isdigit():
+        n = int(subset)
+        if n >= len(names):
+            return list(names)
+        return [names[(i * len(names)) // n] for i in range(n)]
+    pats = subset.split(",")
+    return [x for x in names if any(fnmatch.fnmatch(x, p) for p in pats)]
+
+
+def write_results(family: str, rows: list[dict[str, Any]], summary: dict[str, Any],
+                  args: argparse.Namespace, out: str | None = None) -> Path:
+    """Write ``{"family", "machine", "settings", "summary", "instances"}`` as JSON."""
+    facts = machine_facts()
+    path = Path(out) if out else REPO / "benchmarks" / "results" / f"{family}-{facts['date'][:10]}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    settings = {k: v for k, v in sorted(vars(args).items()) if not k.startswith("_")}
+    payload = {"family": family, "machine": facts, "settings": settings, "summary": summary,
+               "instances": rows}
+    path.write_text(json.dumps(payload, indent=1, default=str))
+    return path
+
+
+def fmt(x: Any, digits: int = 3) -> str:
+    """Table cell text.
+
+    >>> fmt(None), fmt(0.12345), fmt(7), fmt(True)
+    ('-', '0.123', '7', 'yes')
+    """
+    if x is None:
+        return "-"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.{digits}f}"
+    return str(x)
+
+
+def print_table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> None:
+    """A plain fixed-width table on stdout (benchmarks may print)."""
+    rows = [[fmt(c) for c in r] for r in rows]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) if rows else len(c) for i, c in enumerate(columns)]
+    print(f"\n{title}")
+    print("  ".join(c.rjust(w) for c, w in zip(columns, widths)))
+    print("  ".join("-" * w for w in widths))
+    for r in rows:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
+    sys.stdout.flush()
+
+
+@dataclass
+class SpecRun:
+    """What one solve of an imported spec reports (objective and bound in timeline cycles)."""
+
+    status: str
+    objective: int | None
+    bound: int | None
+    heuristic: int | None
+    wall_time_s: float
+    stats: dict[str, Any]
+    solution: Any = None
+    problem: Any = None
+    reduction: Any = None
+
+
+def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, seed: int = 0,
+               full: bool = False, hint: Any = None) -> SpecRun:
+    """Solve an importer's spec dict the way the planner does (see the module notes)."""
+    t0 = time.perf_counter()
+    if full:
+        from planner.pipeline import run
+
+        out = run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed)
+        plan = out.plan
+        return SpecRun(plan.status, plan.objective, plan.bound, plan.heuristic_objective,
+                       time.perf_counter() - t0, dict(out.result.stats), out.result.solution,
+                       out.problem, out.reduction)
+    from planner.pipeline import to_problem
+    from planner.spec import load_spec
+    from solvers.core import SolveOptions
+    from solvers.scheduling import CpSatScheduler, HeftScheduler
+
+    problem, reduction = to_problem(load_spec(spec))
+    opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed)
+    heur = HeftScheduler().solve(problem, opts)
+    remaining = max(0.1, time_limit_s - (time.perf_counter() - t0))
+    start_hint = hint if hint is not None else (heur.solution if heur.status.has_solution else None)
+    res = CpSatScheduler().solve(problem, replace(opts, time_limit_s=remaining, hint=start_hint))
+    obj = None if res.objective is None else int(res.objective)
+    bound = None if res.bound is None else int(res.bound)
+    return SpecRun(res.status.value, obj, bound,
+                   int(heur.objective) if heur.status.has_solution else None,
+                   time.perf_counter() - t0, dict(res.stats), res.solution, problem, reduction)
