@@ -1,0 +1,39 @@
+"""Memory-level assignment over a fixed op order: residency, prefetch, eviction, splitting.
+
+Glossary
+--------
+fast / slow   the two levels (index 0 and 1), e.g. VMEM and HBM; fast has a capacity.
+access        a use of a tensor by an op (its producer write or a read); virtual accesses
+              mark "starts in slow" (inputs, weights) and "must end in slow" (live-out).
+kept          the fast copy stays across a gap between two accesses.
+prefetch      a slow -> fast DMA before a fast access that was not kept, started after a
+              chosen *trigger* op (a control dependency, a signal/wait in the binary).
+evict         a fast -> slow DMA of the producer's copy, waited for by a *release* op.
+point         the capacity time axis: ``2i+1`` during op i, ``2i`` the gap before it.
+split         run a group of ops k times on ``ceil(size/k)`` portions of split tensors.
+
+Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice),
+:class:`GreedyLevelSolver` (Belady-like), :class:`AllSlowLevelSolver` (everything in HBM).
+"""
+
+from solvers.memory.levels.cpsat import (
+    CpSatLevelSolver, LevelVars, add_durations, add_fast_capacity, add_makespan, add_residency, add_transfers,
+    build_level_model,
+)
+from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver, plan_all_slow, plan_greedy, retime
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div
+from solvers.memory.levels.split import SplitMap, expand_splits, split_factor_choices
+from solvers.memory.levels.validate import (
+    LevelMetrics, Replay, fast_occupancy, fast_pieces, level_metrics, makespan_lower_bound, op_durations,
+    replay_levels, required_transfers, resolve_problem, validate_levels,
+)
+
+__all__ = [
+    "LevelProblem", "LevelSolution", "SplitGroup", "Transfer", "TransferKind", "ceil_div",
+    "SplitMap", "expand_splits", "split_factor_choices",
+    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "validate_levels",
+    "Replay", "replay_levels", "LevelMetrics", "level_metrics", "makespan_lower_bound",
+    "retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver",
+    "CpSatLevelSolver", "LevelVars", "build_level_model", "add_residency", "add_durations", "add_transfers",
+    "add_fast_capacity", "add_makespan",
+]

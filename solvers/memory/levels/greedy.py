@@ -1,0 +1,235 @@
+"""Baselines for level assignment: everything in the slow level, and a Belady-like greedy.
+
+* :class:`AllSlowLevelSolver` ("all-in-hbm"): every op reads and writes the slow level;
+  no DMAs. Gives up (UNKNOWN) when an op is fast-only.
+* :class:`GreedyLevelSolver` ("greedy", in the manner of XLA's memory-space assignment
+  and TFLite's arena planner): walk the ops in order keeping every tensor in fast memory
+  while it fits; when an op's point or the gap before it would overflow, drop the
+  resident tensor whose next use is farthest (Belady), and failing that read the op's
+  largest operand from the slow level. Then schedule DMAs: each eviction's release is
+  pushed one op later when capacity allows (so it overlaps that op), and each prefetch
+  (earliest consumer first) is triggered as early as capacity allows. Times come from
+  :func:`~solvers.memory.levels.validate.replay_levels` with the DMA queue ordered by
+  release op. With split groups, every factor vector is tried and the best kept.
+
+Heuristics: FEASIBLE with ``bound=None``, or UNKNOWN when they find no plan.
+"""
+
+from __future__ import annotations
+
+import time
+
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
+from solvers.memory.levels.split import expand_splits, split_factor_choices
+from solvers.memory.levels.validate import level_metrics, replay_levels
+
+__all__ = ["retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver"]
+
+
+def retime(problem: LevelProblem, solution: LevelSolution) -> LevelSolution:
+    """The same decisions with the replayed (as-soon-as-possible) times.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> s = plan_greedy(p)
+    >>> retime(p, s) == s
+    True
+    """
+    r = replay_levels(problem, solution)
+    transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
+                      for tr, s in zip(solution.transfers, r.transfer_start))
+    return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,
+                         solution.split_factors)
+
+
+def _queue_order(tr: Transfer) -> tuple:
+    return (tr.release_op, tr.trigger_op, tr.kind is TransferKind.PREFETCH, tr.tensor, tr.gap)
+
+
+def plan_all_slow(problem: LevelProblem) -> LevelSolution | None:
+    """Every access in the slow level (None when an op is fast-only). Unsplit problems only.
+
+    Examples
+    --------
+    >>> p = LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1))
+    >>> plan_all_slow(p).makespan_cycles  # op 0: max(3, 8/1); op 1: max(1, 8/1)
+    16
+    """
+    if problem.fast_only_ops:
+        return None
+    rows = tuple(tuple(False for _ in problem.accesses(t)) for t in range(problem.num_tensors))
+    return retime(problem, LevelSolution(rows, rows, (), (0,) * problem.num_ops, (0,) * problem.num_ops))
+
+
+def plan_greedy(problem: LevelProblem) -> LevelSolution | None:
+    """The Belady-like greedy plan for an unsplit problem (None when it finds none).
+
+    Examples
+    --------
+    Weight 0 (8 bytes) prefetched at program start, then op 0 reads it from fast memory:
+
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> s = plan_greedy(p)
+    >>> s.in_fast, [(t.kind.value, t.trigger_op, t.start_cycle) for t in s.transfers], s.makespan_cycles
+    (((False, True),), [('prefetch', -1, 0)], 12)
+    """
+    n, nt = problem.num_ops, problem.num_tensors
+    cap = problem.capacity_bytes[0]
+    size = problem.tensor_bytes
+    acc = [problem.accesses(t) for t in range(nt)]
+    in_fast = [[False] * len(a) for a in acc]
+    kept = [[False] * len(a) for a in acc]
+    fast_only = set(problem.fast_only_ops)
+    carried: dict[int, int] = {}  # tensor -> index of its last fast access (copy held onward)
+    orig: set[int] = set()  # tensors whose fast copy is the producer's, not yet saved
+    evictions: dict[int, list[int]] = {}  # tensor -> [gap, release op]
+    prefetches: list[tuple[int, int]] = []  # (tensor, gap)
+
+    def cut(t: int) -> None:
+        jl = carried.pop(t)
+        if t in orig:
+            orig.discard(t)
+            evictions[t] = [jl + 1, acc[t][jl] + 1]
+
+    for i, row in enumerate(problem.op_accesses()):
+        touched = {t: j for t, j in row}
+        slow = {t for t, _ in row if size[t] == 0}
+        while True:
+            fast = [t for t, _ in row if t not in slow]
+            hits = [t for t in fast if t in carried]
+            idle = [t for t in carried if t not in touched]
+            fetch = [t for t in fast if t not in carried and touched[t] > 0]
+            evicting = sum(size[t] for t, (g, r) in evictions.items() if r == i)
+            at_op = sum(size[t] for t in fast) + sum(size[t] for t in idle)
+            at_gap = sum(size[t] for t in carried) + sum(size[t] for t in fetch) + evicting
+            if at_op <= cap and at_gap <= cap:
+                break
+            if idle:  # Belady: drop the resident tensor used farthest in the future
+                victim = max(idle, key=lambda t: (acc[t][carried[t] + 1], size[t], -t))
+                cut(victim)
+                continue
+            if i in fast_only:
+                return None
+            movable = fetch or [t for t in fast if touched[t] == 0] or hits
+            if not movable:
+                return None
+            victim = max(movable, key=lambda t: (size[t], -t))
+            if victim in carried:
+                cut(victim)
+            slow.add(victim)
+        for t, j in row:
+            f = t not in slow
+            in_fast[t][j] = f
+            if t in carried:
+                kept[t][j] = True
+                del carried[t]
+            elif f and j > 0:
+                prefetches.append((t, j))
+            if t in slow and t in carried:
+                cut(t)
+            if f:
+                if j == 0:
+                    orig.add(t)
+                if j + 1 < len(acc[t]) and problem.is_real(acc[t][j + 1]):
+                    carried[t] = j
+                elif j + 1 < len(acc[t]):  # next is the live-out end: save to slow
+                    if t in orig:
+                        orig.discard(t)
+                        evictions[t] = [j + 1, i + 1]
+                else:
+                    orig.discard(t)
+    # Phase B: DMA windows on the point axis, within the fast capacity.
+    occ = [0] * (2 * n + 1)
+
+    def add(t: int, lo: int, hi: int) -> None:
+        for p in range(lo, min(hi, len(occ))):
+            occ[p] += size[t]
+
+    for t in range(nt):
+        for j, a in enumerate(acc[t]):
+            if problem.is_real(a) and in_fast[t][j]:
+                add(t, 2 * a + 1, 2 * a + 2)
+            if j and kept[t][j]:
+                add(t, 2 * acc[t][j - 1] + 2, 2 * a + 1)
+    for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
+        g, r = evictions[t]
+        add(t, 2 * acc[t][g - 1] + 2, 2 * r + 1)
+        if r < acc[t][g] and all(occ[p] + size[t] <= cap for p in (2 * r + 1, 2 * r + 2) if p < len(occ)):
+            add(t, 2 * r + 1, 2 * r + 3)
+            evictions[t][1] = r + 1
+    triggers = {}
+    for t, j in sorted(prefetches, key=lambda x: (acc[x[0]][x[1]], x[0])):
+        hi = acc[t][j]
+        lo = acc[t][j - 1]
+        if t in evictions and evictions[t][0] == j:
+            lo = max(lo, evictions[t][1])
+        k = hi - 1
+        while k > lo and occ[2 * k] + size[t] <= cap and occ[2 * k + 1] + size[t] <= cap:
+            k -= 1
+        triggers[(t, j)] = k
+        add(t, 2 * k + 2, 2 * hi + 1)
+    transfers = [Transfer(TransferKind.EVICT, t, g, acc[t][g - 1], r, 0, problem.dma_cycles(t))
+                 for t, (g, r) in evictions.items()]
+    transfers += [Transfer(TransferKind.PREFETCH, t, j, k, acc[t][j], 0, problem.dma_cycles(t))
+                  for (t, j), k in triggers.items()]
+    transfers.sort(key=_queue_order)
+    draft = LevelSolution(tuple(map(tuple, in_fast)), tuple(map(tuple, kept)), tuple(transfers),
+                          (0,) * n, (0,) * n)
+    return retime(problem, draft)
+
+
+def _best_over_splits(problem: LevelProblem, plan, name: str, t0: float,
+                      choices=None) -> SolveResult[LevelSolution]:
+    best = None
+    for factors in (choices if choices is not None else (split_factor_choices(problem) if problem.splits else ((),))):
+        expanded = expand_splits(problem, factors)[0] if problem.splits else problem
+        s = plan(expanded)
+        if s is None:
+            continue
+        s = LevelSolution(s.in_fast, s.kept, s.transfers, s.op_start, s.op_duration, tuple(factors))
+        if best is None or s.makespan_cycles < best.makespan_cycles:
+            best = s
+    if best is None:
+        return failure_result(Status.UNKNOWN, name, time.perf_counter() - t0)
+    return SolveResult(Status.FEASIBLE, best.makespan_cycles, None, best, time.perf_counter() - t0, name,
+                       level_metrics(problem, best).as_dict())
+
+
+class AllSlowLevelSolver:
+    """Everything in the slow level (the everything-in-HBM baseline).
+
+    With split groups it uses the smallest factor of each group.
+
+    Examples
+    --------
+    >>> p = LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1))
+    >>> AllSlowLevelSolver().solve(p).objective
+    16
+    """
+
+    name = "all-in-hbm"
+
+    def solve(self, problem: LevelProblem, options: SolveOptions = SolveOptions()) -> SolveResult[LevelSolution]:
+        choice = (tuple(min(g.factors) for g in problem.splits),) if problem.splits else None
+        return _best_over_splits(problem, plan_all_slow, self.name, time.perf_counter(), choice)
+
+
+class GreedyLevelSolver:
+    """Belady-like residency with earliest-possible prefetch.
+
+    Examples
+    --------
+    Op 0 writes 8 bytes that op 1 reads; fast memory (8 bytes, 4 B/cycle) holds it, so
+    op 0 takes max(3, 8/4) = 3 and op 1 max(1, 8/4) = 2: 5 in all.
+
+    >>> p = LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1))
+    >>> GreedyLevelSolver().solve(p).objective
+    5
+    """
+
+    name = "greedy"
+
+    def solve(self, problem: LevelProblem, options: SolveOptions = SolveOptions()) -> SolveResult[LevelSolution]:
+        return _best_over_splits(problem, plan_greedy, self.name, time.perf_counter())

@@ -1,0 +1,285 @@
+"""Memory-level assignment with prefetch and eviction: problem and solution types.
+
+Glossary
+--------
+op        a step of a FIXED op order ``0..num_ops-1`` run on one compute stream.
+tensor    ``0..num_tensors-1``; written by at most one op (its producer), read by any
+          later ops. A tensor nobody writes (weight, graph input) starts in the slow level.
+access    one use of a tensor: ``accesses(t) = (a_0, a_1, ..., a_m)`` where ``a_0`` is the
+          producer (or the virtual ``-1`` for an input, always slow), then the readers in
+          order, then the virtual ``num_ops`` when ``t`` is live-out (must end up slow).
+gap j     between accesses ``j-1`` and ``j`` of one tensor.
+point     the discrete time axis for capacity: point ``2i+1`` is "during op i", point
+          ``2i`` the gap just before op i (``2*num_ops`` is after the last op).
+levels    exactly two: index 0 = fast (capacity enforced), 1 = slow (capacity checked as
+          the sum of every tensor that ever has a slow copy).
+
+Semantics (what :func:`~solvers.memory.levels.validate.validate_levels` checks)
+--------------------------------------------------------------------------------
+* every real access is *fast* (the op reads/writes the fast copy) or *slow*; virtual
+  accesses are slow; every access of a ``fast_only`` op is fast;
+* gap j is *kept* (the fast copy stays across it) only if accesses ``j-1`` and ``j`` are
+  both real and fast;
+* the producer's fast copy (access 0 fast) lives until the first gap that is not kept;
+  if there is such a gap the copy is *evicted* there (a DMA fast -> slow): trigger op
+  ``a_{j-1}`` (start >= its end), release op ``r`` in ``[a_{j-1}+1, a_j]`` (op r starts
+  after the DMA ends; ``r = num_ops`` means before the plan ends); it occupies fast
+  memory over points ``[2a_{j-1}+2, 2r+1)``;
+* a fast access j that is not kept is *prefetched* (a DMA slow -> fast) in gap j: trigger
+  op ``k`` in ``[a_{j-1}, a_j - 1]`` (``-1`` = program start; the "third op" when it is
+  neither producer nor consumer), release op ``a_j``; start >= end of the tensor's
+  eviction, if any; when an eviction sits in the same gap, ``k >= r``; the buffer occupies
+  points ``[2k+2, 2a_j+1)``;
+* a fast access occupies point ``2a_j+1``; a kept gap points ``[2a_{j-1}+2, 2a_j+1)``;
+  at every point the bytes of fast pieces are ``<= capacity_bytes[0]``. All allocation
+  and free events sit at op boundaries, so this discrete check is exact for any timing
+  (a DMA's buffer is counted from its trigger op's end to its release op's start);
+* op i takes ``max(compute_cycles[i], ceil(FB/bw[0]) + ceil(SB/bw[1]))`` cycles, where
+  FB/SB are the bytes of its fast/slow accesses (reads and writes); ops run in order,
+  each after the previous one ends and after every DMA it releases ends;
+* a DMA takes ``dma_latency_cycles + ceil(bytes / dma_bytes_per_cycle)``; one DMA engine
+  runs one transfer at a time; DMAs overlap compute;
+* objective: makespan = max end over ops and DMAs.
+
+Splitting: a :class:`SplitGroup` names a run of consecutive ops and the tensors split
+along one dimension; with factor k the group runs k times in series on portions of
+``ceil(size/k)`` bytes (see :mod:`solvers.memory.levels.split`).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+__all__ = ["SplitGroup", "LevelProblem", "TransferKind", "Transfer", "LevelSolution", "ceil_div"]
+
+
+def ceil_div(a: int, b: int) -> int:
+    """Integer ceiling of a / b (b > 0).
+
+    Examples
+    --------
+    >>> ceil_div(7, 2), ceil_div(0, 3)
+    (4, 0)
+    """
+    return -(-a // b)
+
+
+@dataclass(frozen=True, slots=True)
+class SplitGroup:
+    """Ops ``first_op..last_op`` may run in k portions over the ``tensors`` split along one dim.
+
+    Every tensor written inside the group must be split; tensors read but not split
+    (weights) are read whole by every portion.
+
+    Examples
+    --------
+    >>> SplitGroup(1, 2, (3, 4)).factors
+    (1, 2, 4)
+    """
+
+    first_op: int
+    last_op: int
+    tensors: tuple[int, ...]
+    factors: tuple[int, ...] = (1, 2, 4)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "tensors", tuple(sorted(int(t) for t in self.tensors)))
+        object.__setattr__(self, "factors", tuple(sorted({int(k) for k in self.factors})))
+        if not 0 <= self.first_op <= self.last_op:
+            raise ValueError(f"split group needs 0 <= first_op <= last_op, got {self.first_op}..{self.last_op}")
+        if not self.factors or min(self.factors) < 1:
+            raise ValueError("split factors must be >= 1")
+
+    @property
+    def ops(self) -> range:
+        return range(self.first_op, self.last_op + 1)
+
+
+def _t2(rows) -> tuple[tuple[int, ...], ...]:
+    return tuple(tuple(int(x) for x in row) for row in rows)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelProblem:
+    """Ops in a fixed order, the tensors they touch, two memory levels and one DMA engine.
+
+    Examples
+    --------
+    Op 0 writes tensor 1 from weight 0; op 1 reads tensor 1:
+
+    >>> p = LevelProblem(compute_cycles=(10, 10), reads=((0,), (1,)), writes=((1,), ()),
+    ...                  tensor_bytes=(40, 20), capacity_bytes=(64, 1 << 20),
+    ...                  bandwidth_bytes_per_cycle=(8, 2))
+    >>> p.accesses(0), p.accesses(1)
+    ((-1, 0), (0, 1))
+    >>> p.dma_cycles(1)  # 20 bytes at 2 bytes/cycle
+    10
+    """
+
+    compute_cycles: tuple[int, ...]
+    reads: tuple[tuple[int, ...], ...]
+    writes: tuple[tuple[int, ...], ...]
+    tensor_bytes: tuple[int, ...]
+    capacity_bytes: tuple[int, int]  # (fast, slow)
+    bandwidth_bytes_per_cycle: tuple[int, int]  # (fast, slow), as seen by the compute units
+    dma_bytes_per_cycle: int = 0  # 0 = the slow level's bandwidth
+    dma_latency_cycles: int = 0
+    live_out: tuple[int, ...] = ()  # tensors that must be in the slow level at the end
+    fast_only_ops: tuple[int, ...] = ()  # ops that can only touch fast memory (e.g. a TPU MXU)
+    splits: tuple[SplitGroup, ...] = ()
+    op_names: tuple[str, ...] = field(default=(), compare=False)
+    tensor_names: tuple[str, ...] = field(default=(), compare=False)
+    _accesses: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        for name in ("compute_cycles", "tensor_bytes", "capacity_bytes", "bandwidth_bytes_per_cycle",
+                     "live_out", "fast_only_ops"):
+            object.__setattr__(self, name, tuple(int(x) for x in getattr(self, name)))
+        object.__setattr__(self, "reads", _t2(self.reads))
+        object.__setattr__(self, "writes", _t2(self.writes))
+        object.__setattr__(self, "splits", tuple(self.splits))
+        n, nt = self.num_ops, self.num_tensors
+        if len(self.reads) != n or len(self.writes) != n:
+            raise ValueError(f"reads and writes need {n} rows each")
+        if len(self.capacity_bytes) != 2 or len(self.bandwidth_bytes_per_cycle) != 2:
+            raise ValueError("exactly two levels (fast, slow) are supported")
+        if min(self.capacity_bytes) <= 0 or min(self.bandwidth_bytes_per_cycle) <= 0:
+            raise ValueError("capacities and bandwidths must be > 0")
+        if self.dma_bytes_per_cycle < 0 or self.dma_latency_cycles < 0:
+            raise ValueError("DMA bandwidth and latency must be >= 0")
+        if any(c < 0 for c in self.compute_cycles) or any(b < 0 for b in self.tensor_bytes):
+            raise ValueError("compute cycles and tensor bytes must be >= 0")
+        producer = [-1] * nt
+        readers: list[list[int]] = [[] for _ in range(nt)]
+        for i in range(n):
+            rs, ws = self.reads[i], self.writes[i]
+            if len(set(rs)) != len(rs) or len(set(ws)) != len(ws):
+                raise ValueError(f"op {self.op_name(i)} lists a tensor twice")
+            if set(rs) & set(ws):
+                raise ValueError(f"op {self.op_name(i)} reads and writes the same tensor")
+            for t in (*rs, *ws):
+                if not 0 <= t < nt:
+                    raise ValueError(f"op {self.op_name(i)} names unknown tensor {t}")
+            for t in ws:
+                if producer[t] >= 0:
+                    raise ValueError(f"tensor {self.tensor_name(t)} is written by two ops")
+                producer[t] = i
+            for t in rs:
+                readers[t].append(i)
+        for t in range(nt):
+            if readers[t] and producer[t] >= 0 and readers[t][0] <= producer[t]:
+                raise ValueError(f"tensor {self.tensor_name(t)} is read before it is written")
+        if any(not 0 <= t < nt for t in self.live_out) or any(not 0 <= i < n for i in self.fast_only_ops):
+            raise ValueError("live_out / fast_only_ops name an unknown tensor / op")
+        seen_ops: set[int] = set()
+        seen_tensors: set[int] = set()
+        for g in self.splits:
+            if g.last_op >= n or seen_ops & set(g.ops):
+                raise ValueError(f"split group {g.first_op}..{g.last_op} is out of range or overlaps another")
+            seen_ops |= set(g.ops)
+            if seen_tensors & set(g.tensors) or any(not 0 <= t < nt for t in g.tensors):
+                raise ValueError("a tensor is split by two groups or is unknown")
+            seen_tensors |= set(g.tensors)
+            for i in g.ops:
+                unsplit = set(self.writes[i]) - set(g.tensors)
+                if unsplit:
+                    raise ValueError(f"op {self.op_name(i)} in a split group writes unsplit tensor(s) "
+                                     f"{sorted(unsplit)}")
+        live = set(self.live_out)
+        object.__setattr__(self, "_accesses", tuple(
+            (producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt)))
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.compute_cycles)
+
+    @property
+    def num_tensors(self) -> int:
+        return len(self.tensor_bytes)
+
+    def op_name(self, i: int) -> str:
+        return self.op_names[i] if i < len(self.op_names) else str(i)
+
+    def tensor_name(self, t: int) -> str:
+        return self.tensor_names[t] if t < len(self.tensor_names) else str(t)
+
+    def accesses(self, t: int) -> tuple[int, ...]:
+        """``(producer or -1, readers..., num_ops if live-out)``."""
+        return self._accesses[t]
+
+    def is_real(self, op: int) -> bool:
+        return 0 <= op < self.num_ops
+
+    def dma_cycles(self, t: int) -> int:
+        bw = self.dma_bytes_per_cycle or self.bandwidth_bytes_per_cycle[1]
+        return self.dma_latency_cycles + ceil_div(self.tensor_bytes[t], bw)
+
+    def op_accesses(self) -> tuple[tuple[tuple[int, int], ...], ...]:
+        """Per op, the ``(tensor, access index)`` pairs it touches, in tensor order."""
+        rows: list[list[tuple[int, int]]] = [[] for _ in range(self.num_ops)]
+        for t in range(self.num_tensors):
+            for j, a in enumerate(self.accesses(t)):
+                if self.is_real(a):
+                    rows[a].append((t, j))
+        return tuple(tuple(r) for r in rows)
+
+    def op_cycles(self, op: int, fast_bytes: int, slow_bytes: int) -> int:
+        """The roofline duration: ``max(compute, ceil(FB/bw_fast) + ceil(SB/bw_slow))``."""
+        bf, bs = self.bandwidth_bytes_per_cycle
+        return max(self.compute_cycles[op], ceil_div(fast_bytes, bf) + ceil_div(slow_bytes, bs))
+
+
+class TransferKind(enum.Enum):
+    """Direction of a DMA."""
+
+    PREFETCH = "prefetch"  # slow -> fast
+    EVICT = "evict"  # fast -> slow
+
+
+@dataclass(frozen=True, slots=True)
+class Transfer:
+    """One DMA: in gap ``gap`` of ``tensor``, started after ``trigger_op`` ends (-1: at once),
+    and waited for by ``release_op`` (``num_ops``: the end of the plan)."""
+
+    kind: TransferKind
+    tensor: int
+    gap: int
+    trigger_op: int
+    release_op: int
+    start_cycle: int
+    duration_cycles: int
+
+    @property
+    def end_cycle(self) -> int:
+        return self.start_cycle + self.duration_cycles
+
+
+@dataclass(frozen=True, slots=True)
+class LevelSolution:
+    """Where every access lives, which gaps keep the fast copy, the DMAs and the op times.
+
+    ``in_fast[t][j]`` / ``kept[t][j]`` follow ``accesses(t)`` (``kept[t][0]`` is False).
+    ``transfers`` are in DMA-queue order (non-decreasing start). With split groups, the
+    solution is over the expanded problem for ``split_factors``.
+
+    Examples
+    --------
+    >>> s = LevelSolution(in_fast=((False, True),), kept=((False, False),), transfers=(),
+    ...                   op_start=(0, 5), op_duration=(5, 3))
+    >>> s.makespan_cycles
+    8
+    """
+
+    in_fast: tuple[tuple[bool, ...], ...]
+    kept: tuple[tuple[bool, ...], ...]
+    transfers: tuple[Transfer, ...]
+    op_start: tuple[int, ...]
+    op_duration: tuple[int, ...]
+    split_factors: tuple[int, ...] = ()
+
+    @property
+    def makespan_cycles(self) -> int:
+        ends = [s + d for s, d in zip(self.op_start, self.op_duration)]
+        ends += [t.end_cycle for t in self.transfers]
+        return max(ends, default=0)

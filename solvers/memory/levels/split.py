@@ -1,0 +1,134 @@
+"""Splitting as a reduction: a factor per split group turns the problem into a larger one.
+
+With factor k, the ops of a :class:`~solvers.memory.levels.problem.SplitGroup` run k
+times in series (portion 0's ops, then portion 1's, ...). Every split tensor ``t``
+becomes k portion tensors of ``ceil(size_t / k)`` bytes; portion p's copy of an op reads
+and writes portion p of every split tensor and the whole of every unsplit one (weights
+are re-read by each portion, and may be kept in fast memory across portions). An op
+outside the group that touches a split tensor touches all k portions (a producer writes
+them, a consumer reads them; the total is ``k * ceil(size/k) >= size``). A portion op's
+compute is ``ceil(compute / k)``. Prefetches and evictions of split tensors are
+therefore made in k pieces, each scheduled on its own. Live-out and fast-only carry to
+every portion.
+
+The split decision is an outer enumeration: the optimum over split factors is the
+minimum over factor vectors of the optimum of the expanded problem, so solving every
+expansion exactly is exact (:class:`~solvers.memory.levels.cpsat.CpSatLevelSolver`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+from solvers.memory.levels.problem import LevelProblem, ceil_div
+
+__all__ = ["SplitMap", "expand_splits", "split_factor_choices"]
+
+
+@dataclass(frozen=True, slots=True)
+class SplitMap:
+    """How an expanded problem maps back: per new op ``(original op, portion)``, per new
+    tensor ``(original tensor, portion)`` (portion 0 for unsplit ones)."""
+
+    op_origin: tuple[tuple[int, int], ...]
+    tensor_origin: tuple[tuple[int, int], ...]
+    factors: tuple[int, ...]
+
+
+def split_factor_choices(problem: LevelProblem) -> tuple[tuple[int, ...], ...]:
+    """Every factor vector, one factor per split group, in lexicographic order.
+
+    Examples
+    --------
+    >>> from solvers.memory.levels.problem import SplitGroup
+    >>> p = LevelProblem((1, 1), ((0,), (1,)), ((1,), (2,)), (8, 8, 8), (16, 99), (4, 1),
+    ...                  splits=(SplitGroup(0, 0, (1,), (1, 2)), SplitGroup(1, 1, (2,), (1, 3))))
+    >>> split_factor_choices(p)
+    ((1, 1), (1, 3), (2, 1), (2, 3))
+    """
+    return tuple(itertools.product(*(g.factors for g in problem.splits)))
+
+
+def expand_splits(problem: LevelProblem, factors: tuple[int, ...]) -> tuple[LevelProblem, SplitMap]:
+    """The problem with every split group unrolled by its factor (no split groups left).
+
+    Examples
+    --------
+    Op 1 reads x (8 bytes, split) and weight w; split by 2 it becomes two ops of half the
+    compute reading 4-byte portions of x:
+
+    >>> from solvers.memory.levels.problem import SplitGroup
+    >>> p = LevelProblem(compute_cycles=(4, 10), reads=((), (0, 1)), writes=((0,), ()),
+    ...                  tensor_bytes=(8, 6), capacity_bytes=(16, 99), bandwidth_bytes_per_cycle=(4, 1),
+    ...                  splits=(SplitGroup(1, 1, (0,)),))
+    >>> q, m = expand_splits(p, (2,))
+    >>> q.compute_cycles, q.reads, q.writes, q.tensor_bytes
+    ((4, 5, 5), ((), (0, 2), (1, 2)), ((0, 1), (), ()), (4, 4, 6))
+    >>> m.op_origin
+    ((0, 0), (1, 0), (1, 1))
+    """
+    if len(factors) != len(problem.splits):
+        raise ValueError(f"need {len(problem.splits)} split factors, got {len(factors)}")
+    for g, k in zip(problem.splits, factors):
+        if k not in g.factors:
+            raise ValueError(f"factor {k} is not allowed for split group {g.first_op}..{g.last_op}")
+    factor_of_tensor = {t: k for g, k in zip(problem.splits, factors) for t in g.tensors}
+    group_at = {g.first_op: (g, k) for g, k in zip(problem.splits, factors)}
+    # New tensor ids: each original tensor in order, its portions consecutive.
+    new_ids: list[list[int]] = []
+    tensor_origin: list[tuple[int, int]] = []
+    sizes: list[int] = []
+    for t in range(problem.num_tensors):
+        k = factor_of_tensor.get(t, 1)
+        new_ids.append(list(range(len(sizes), len(sizes) + k)))
+        for p in range(k):
+            tensor_origin.append((t, p))
+            sizes.append(ceil_div(problem.tensor_bytes[t], k))
+
+    def all_portions(ts):
+        return tuple(x for t in ts for x in new_ids[t])
+
+    def portion(ts, p):
+        return tuple(new_ids[t][p] if len(new_ids[t]) > 1 else new_ids[t][0] for t in ts)
+
+    compute, reads, writes, origin = [], [], [], []
+    fast_only = set(problem.fast_only_ops)
+    new_fast_only: list[int] = []
+    i = 0
+    while i < problem.num_ops:
+        if i in group_at:
+            g, k = group_at[i]
+            for p in range(k):
+                for op in g.ops:
+                    if op in fast_only:
+                        new_fast_only.append(len(compute))
+                    compute.append(ceil_div(problem.compute_cycles[op], k))
+                    reads.append(portion(problem.reads[op], p))
+                    writes.append(portion(problem.writes[op], p))
+                    origin.append((op, p))
+            i = g.last_op + 1
+            continue
+        if i in fast_only:
+            new_fast_only.append(len(compute))
+        compute.append(problem.compute_cycles[i])
+        reads.append(all_portions(problem.reads[i]))
+        writes.append(all_portions(problem.writes[i]))
+        origin.append((i, 0))
+        i += 1
+    expanded = LevelProblem(
+        compute_cycles=tuple(compute), reads=tuple(reads), writes=tuple(writes), tensor_bytes=tuple(sizes),
+        capacity_bytes=problem.capacity_bytes, bandwidth_bytes_per_cycle=problem.bandwidth_bytes_per_cycle,
+        dma_bytes_per_cycle=problem.dma_bytes_per_cycle, dma_latency_cycles=problem.dma_latency_cycles,
+        live_out=all_portions(problem.live_out), fast_only_ops=tuple(new_fast_only), splits=(),
+        op_names=tuple(f"{problem.op_name(o)}#{p}" if factor_of_op > 1 else problem.op_name(o)
+                       for (o, p), factor_of_op in zip(origin, _op_factors(problem, factors, origin))),
+        tensor_names=tuple(f"{problem.tensor_name(t)}#{p}" if factor_of_tensor.get(t, 1) > 1
+                           else problem.tensor_name(t) for t, p in tensor_origin),
+    )
+    return expanded, SplitMap(tuple(origin), tuple(tensor_origin), tuple(factors))
+
+
+def _op_factors(problem: LevelProblem, factors, origin) -> list[int]:
+    k_of_op = {op: k for g, k in zip(problem.splits, factors) for op in g.ops}
+    return [k_of_op.get(o, 1) for o, _ in origin]

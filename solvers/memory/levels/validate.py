@@ -1,0 +1,394 @@
+"""Independent checker, replay, metrics and bounds for level assignment (no solver).
+
+:func:`validate_levels` checks a solution against the semantics in
+:mod:`solvers.memory.levels.problem`; :func:`replay_levels` recomputes the times the way a
+lowered program runs them (every op and DMA starts as soon as its waits are satisfied,
+DMAs in queue order); :func:`level_metrics` gives the report's figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, ceil_div
+from solvers.memory.levels.split import expand_splits
+
+__all__ = [
+    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy",
+    "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "makespan_lower_bound",
+]
+
+
+def resolve_problem(problem: LevelProblem, solution: LevelSolution) -> LevelProblem:
+    """The problem the solution is over: ``problem`` itself, or its split expansion.
+
+    Examples
+    --------
+    >>> p = LevelProblem((1,), ((),), ((0,),), (4,), (8, 99), (4, 1))
+    >>> resolve_problem(p, LevelSolution(((True,),), ((False,),), (), (0,), (1,))) is p
+    True
+    """
+    if not problem.splits:
+        if solution.split_factors:
+            raise ValueError("split_factors given for a problem without split groups")
+        return problem
+    return expand_splits(problem, solution.split_factors)[0]
+
+
+def required_transfers(problem: LevelProblem, in_fast, kept) -> list[tuple[TransferKind, int, int]]:
+    """The ``(kind, tensor, gap)`` of every DMA the residency decisions imply, sorted.
+
+    Examples
+    --------
+    Tensor 0 is produced fast by op 0, not kept, read fast by op 2: evict, then prefetch.
+
+    >>> p = LevelProblem((1, 1, 1), ((), (), (0,)), ((0,), (), ()), (4,), (8, 99), (4, 1))
+    >>> [(k.value, t, j) for k, t, j in required_transfers(p, ((True, True),), ((False, False),))]
+    [('evict', 0, 1), ('prefetch', 0, 1)]
+    """
+    out = []
+    for t in range(problem.num_tensors):
+        acc = problem.accesses(t)
+        orig = problem.is_real(acc[0]) and bool(in_fast[t][0])
+        for j in range(1, len(acc)):
+            if kept[t][j]:
+                continue
+            if orig:
+                out.append((TransferKind.EVICT, t, j))
+                orig = False
+            if in_fast[t][j]:
+                out.append((TransferKind.PREFETCH, t, j))
+    return sorted(out, key=lambda x: (x[1], x[2], x[0] is TransferKind.PREFETCH))
+
+
+def op_durations(problem: LevelProblem, in_fast) -> tuple[int, ...]:
+    """Each op's roofline duration given where its accesses live.
+
+    Examples
+    --------
+    Op 0 writes 8 bytes: fast (4 B/cycle) takes 2 cycles, slow (1 B/cycle) 8; compute is 3.
+
+    >>> p = LevelProblem((3,), ((),), ((0,),), (8,), (8, 99), (4, 1))
+    >>> op_durations(p, ((True,),)), op_durations(p, ((False,),))
+    ((3,), (8,))
+    """
+    fb = [0] * problem.num_ops
+    sb = [0] * problem.num_ops
+    for t in range(problem.num_tensors):
+        for j, a in enumerate(problem.accesses(t)):
+            if problem.is_real(a):
+                if in_fast[t][j]:
+                    fb[a] += problem.tensor_bytes[t]
+                else:
+                    sb[a] += problem.tensor_bytes[t]
+    return tuple(problem.op_cycles(i, fb[i], sb[i]) for i in range(problem.num_ops))
+
+
+def fast_pieces(problem: LevelProblem, solution: LevelSolution) -> list[tuple[int, int, int]]:
+    """Fast-memory buffers as ``(tensor, first point, end point)``, contiguous pieces merged.
+
+    Examples
+    --------
+    Produced fast at op 0 (point 1), kept to op 2 (points 2..4), read at op 2 (point 5):
+
+    >>> p = LevelProblem((1, 1, 1), ((), (), (0,)), ((0,), (), ()), (4,), (8, 99), (4, 1))
+    >>> fast_pieces(p, LevelSolution(((True, True),), ((False, True),), (), (0, 1, 2), (1, 1, 1)))
+    [(0, 1, 6)]
+    """
+    raw: list[tuple[int, int, int]] = []
+    for t in range(problem.num_tensors):
+        acc = problem.accesses(t)
+        for j, a in enumerate(acc):
+            if problem.is_real(a) and solution.in_fast[t][j]:
+                raw.append((t, 2 * a + 1, 2 * a + 2))
+            if j and solution.kept[t][j]:
+                raw.append((t, 2 * acc[j - 1] + 2, 2 * a + 1))
+    for tr in solution.transfers:
+        acc = problem.accesses(tr.tensor)
+        if tr.kind is TransferKind.PREFETCH:
+            raw.append((tr.tensor, 2 * tr.trigger_op + 2, 2 * acc[tr.gap] + 1))
+        else:
+            raw.append((tr.tensor, 2 * acc[tr.gap - 1] + 2, 2 * tr.release_op + 1))
+    raw.sort()
+    merged: list[tuple[int, int, int]] = []
+    for t, lo, hi in raw:
+        if merged and merged[-1][0] == t and merged[-1][2] == lo:
+            merged[-1] = (t, merged[-1][1], hi)
+        else:
+            merged.append((t, lo, hi))
+    return merged
+
+
+def fast_occupancy(problem: LevelProblem, solution: LevelSolution) -> list[int]:
+    """Fast bytes at every point ``0..2*num_ops``.
+
+    Examples
+    --------
+    >>> p = LevelProblem((1, 1, 1), ((), (), (0,)), ((0,), (), ()), (4,), (8, 99), (4, 1))
+    >>> fast_occupancy(p, LevelSolution(((True, True),), ((False, True),), (), (0, 1, 2), (1, 1, 1)))
+    [0, 4, 4, 4, 4, 4, 0]
+    """
+    occ = [0] * (2 * problem.num_ops + 1)
+    for t, lo, hi in fast_pieces(problem, solution):
+        for p in range(lo, min(hi, len(occ))):
+            occ[p] += problem.tensor_bytes[t]
+    return occ
+
+
+def _slow_bytes(problem: LevelProblem, solution: LevelSolution) -> int:
+    total = 0
+    evicted = {tr.tensor for tr in solution.transfers if tr.kind is TransferKind.EVICT}
+    for t in range(problem.num_tensors):
+        acc = problem.accesses(t)
+        if not problem.is_real(acc[0]) or not solution.in_fast[t][0] or t in evicted:
+            total += problem.tensor_bytes[t]
+    return total
+
+
+def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]:
+    """Every violated rule (empty when the solution is valid).
+
+    Examples
+    --------
+    Weight 0 (8 bytes) is read fast by op 0, so it must be prefetched before op 0 starts:
+
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> validate_levels(p, LevelSolution(((False, True),), ((False, False),), (pf,), (8,), (4,)))
+    []
+    >>> validate_levels(p, LevelSolution(((False, True),), ((False, False),), (pf,), (6,), (4,)))
+    ['prefetch of tensor 0 ends at 8 after op 0 starts at 6']
+    """
+    try:
+        problem = resolve_problem(problem, solution)
+    except ValueError as e:
+        return [str(e)]
+    n, nt = problem.num_ops, problem.num_tensors
+    errs: list[str] = []
+    if len(solution.in_fast) != nt or len(solution.kept) != nt:
+        return [f"expected residency rows for {nt} tensors"]
+    if len(solution.op_start) != n or len(solution.op_duration) != n:
+        return [f"expected times for {n} ops"]
+    fast_only = set(problem.fast_only_ops)
+    for t in range(nt):
+        acc = problem.accesses(t)
+        if len(solution.in_fast[t]) != len(acc) or len(solution.kept[t]) != len(acc):
+            return [f"tensor {problem.tensor_name(t)}: expected {len(acc)} accesses"]
+        for j, a in enumerate(acc):
+            f = solution.in_fast[t][j]
+            if not problem.is_real(a) and f:
+                errs.append(f"tensor {problem.tensor_name(t)}: virtual access {j} cannot be fast")
+            if a in fast_only and not f:
+                errs.append(f"tensor {problem.tensor_name(t)}: fast-only op {problem.op_name(a)} reads it slow")
+            if solution.kept[t][j] and (j == 0 or not (f and solution.in_fast[t][j - 1])):
+                errs.append(f"tensor {problem.tensor_name(t)}: gap {j} kept without fast accesses on both sides")
+    if errs:
+        return errs
+    need = required_transfers(problem, solution.in_fast, solution.kept)
+    have = sorted(((tr.kind, tr.tensor, tr.gap) for tr in solution.transfers),
+                  key=lambda x: (x[1], x[2], x[0] is TransferKind.PREFETCH))
+    if need != have:
+        missing = [f"{k.value} {t} gap {j}" for k, t, j in need if (k, t, j) not in have]
+        extra = [f"{k.value} {t} gap {j}" for k, t, j in have if (k, t, j) not in need]
+        return [f"transfers do not match the residency: missing {missing}, unexpected {extra}"]
+    durations = op_durations(problem, solution.in_fast)
+    for i in range(n):
+        if solution.op_duration[i] != durations[i]:
+            errs.append(f"op {problem.op_name(i)} lasts {solution.op_duration[i]}, expected {durations[i]}")
+    start = solution.op_start
+    end = [s + d for s, d in zip(start, durations)]
+    if n and start[0] < 0:
+        errs.append("op 0 starts before 0")
+    for i in range(1, n):
+        if start[i] < end[i - 1]:
+            errs.append(f"op {problem.op_name(i)} starts at {start[i]} before op {i - 1} ends at {end[i - 1]}")
+    evict_of = {tr.tensor: tr for tr in solution.transfers if tr.kind is TransferKind.EVICT}
+    for tr in solution.transfers:
+        t, acc = tr.tensor, problem.accesses(tr.tensor)
+        name = f"{tr.kind.value} of tensor {problem.tensor_name(t)}"
+        lo, hi = acc[tr.gap - 1], acc[tr.gap]
+        if tr.duration_cycles != problem.dma_cycles(t):
+            errs.append(f"{name} lasts {tr.duration_cycles}, expected {problem.dma_cycles(t)}")
+        if tr.kind is TransferKind.PREFETCH:
+            if not (lo <= tr.trigger_op <= hi - 1) or tr.release_op != hi:
+                errs.append(f"{name}: trigger {tr.trigger_op} / release {tr.release_op} outside [{lo}, {hi - 1}] / {hi}")
+                continue
+            ev = evict_of.get(t)
+            if ev is not None:
+                if tr.start_cycle < ev.end_cycle:
+                    errs.append(f"{name} starts at {tr.start_cycle} before its eviction ends at {ev.end_cycle}")
+                if ev.gap == tr.gap and tr.trigger_op < ev.release_op:
+                    errs.append(f"{name}: trigger {tr.trigger_op} before the eviction's release {ev.release_op}")
+        else:
+            if tr.trigger_op != lo or not (lo + 1 <= tr.release_op <= hi):
+                errs.append(f"{name}: trigger {tr.trigger_op} / release {tr.release_op} outside {lo} / [{lo + 1}, {hi}]")
+                continue
+        if tr.start_cycle < (end[tr.trigger_op] if tr.trigger_op >= 0 else 0):
+            errs.append(f"{name} starts at {tr.start_cycle} before its trigger op {tr.trigger_op} ends")
+        if tr.release_op < n and tr.end_cycle > start[tr.release_op]:
+            errs.append(f"{name} ends at {tr.end_cycle} after op {problem.op_name(tr.release_op)} starts "
+                        f"at {start[tr.release_op]}")
+    for a, b in zip(solution.transfers, solution.transfers[1:]):
+        if b.start_cycle < a.end_cycle:
+            errs.append(f"DMAs overlap: {a.kind.value} of {a.tensor} ends at {a.end_cycle}, "
+                        f"{b.kind.value} of {b.tensor} starts at {b.start_cycle}")
+    occ = fast_occupancy(problem, solution)
+    for p, b in enumerate(occ):
+        if b > problem.capacity_bytes[0]:
+            where = f"op {problem.op_name(p // 2)}" if p % 2 else f"the gap before op {p // 2}"
+            errs.append(f"fast memory holds {b} > {problem.capacity_bytes[0]} bytes during {where}")
+    if _slow_bytes(problem, solution) > problem.capacity_bytes[1]:
+        errs.append("slow memory capacity exceeded")
+    return errs
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """Times recomputed as a lowered program runs them (ASAP, DMAs in queue order)."""
+
+    op_start: tuple[int, ...]
+    op_duration: tuple[int, ...]
+    transfer_start: tuple[int, ...]
+    makespan_cycles: int
+
+
+def replay_levels(problem: LevelProblem, solution: LevelSolution) -> Replay:
+    """Re-time the solution's decisions: each op starts when the previous op and every DMA
+    it releases have ended; each DMA when the engine is free, its trigger op has ended and
+    (prefetch) its tensor's eviction has ended. Never later than the solution's own times.
+
+    Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
+
+    Examples
+    --------
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 3, 8)
+    >>> replay_levels(p, LevelSolution(((False, True),), ((False, False),), (pf,), (20,), (4,)))
+    Replay(op_start=(8,), op_duration=(4,), transfer_start=(0,), makespan_cycles=12)
+    """
+    problem = resolve_problem(problem, solution)
+    n = problem.num_ops
+    dur = op_durations(problem, solution.in_fast)
+    queue = solution.transfers
+    releases: list[list[int]] = [[] for _ in range(n + 1)]
+    for q, tr in enumerate(queue):
+        releases[min(tr.release_op, n)].append(q)
+    evict_q = {tr.tensor: q for q, tr in enumerate(queue) if tr.kind is TransferKind.EVICT}
+    op_start = [0] * n
+    op_end = [0] * n
+    tr_start = [0] * len(queue)
+    tr_end = [0] * len(queue)
+    oi = qi = 0
+    clock_op = clock_dma = 0
+    while oi < n or qi < len(queue):
+        progressed = False
+        if oi < n and all(q < qi for q in releases[oi]):
+            s = max([clock_op] + [tr_end[q] for q in releases[oi]])
+            op_start[oi], op_end[oi] = s, s + dur[oi]
+            clock_op = op_end[oi]
+            oi += 1
+            progressed = True
+        if qi < len(queue):
+            tr = queue[qi]
+            ev = evict_q.get(tr.tensor) if tr.kind is TransferKind.PREFETCH else None
+            if tr.trigger_op < oi and (ev is None or ev < qi):
+                s = max(clock_dma, op_end[tr.trigger_op] if tr.trigger_op >= 0 else 0,
+                        tr_end[ev] if ev is not None else 0)
+                tr_start[qi], tr_end[qi] = s, s + tr.duration_cycles
+                clock_dma = tr_end[qi]
+                qi += 1
+                progressed = True
+        if not progressed:
+            raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
+    makespan = max([*op_end, *tr_end], default=0)
+    return Replay(tuple(op_start), dur, tuple(tr_start), makespan)
+
+
+@dataclass(frozen=True, slots=True)
+class LevelMetrics:
+    """The report's figures for one solution.
+
+    ``fast_peak_bytes`` is the max over points of fast bytes; ``access_bytes`` the bytes
+    ops read/write in each level (index 0 fast, 1 slow); ``bytes_moved`` maps a
+    ``(from level, to level)`` pair to DMA bytes; DMA cycles are split into those that
+    overlap some op (hidden under compute) and the rest (exposed).
+    """
+
+    makespan_cycles: int
+    fast_peak_bytes: int
+    slow_bytes: int
+    access_bytes: tuple[int, int]
+    bytes_moved: dict[tuple[int, int], int]
+    dma_cycles: int
+    dma_hidden_cycles: int
+    dma_exposed_cycles: int
+    num_prefetches: int
+    num_evictions: int
+
+    def as_dict(self) -> dict:
+        return {
+            "makespan_cycles": self.makespan_cycles, "fast_peak_bytes": self.fast_peak_bytes,
+            "slow_bytes": self.slow_bytes, "access_bytes": list(self.access_bytes),
+            "bytes_moved": {f"{a}->{b}": v for (a, b), v in sorted(self.bytes_moved.items())},
+            "dma_cycles": self.dma_cycles, "dma_hidden_cycles": self.dma_hidden_cycles,
+            "dma_exposed_cycles": self.dma_exposed_cycles, "num_prefetches": self.num_prefetches,
+            "num_evictions": self.num_evictions,
+        }
+
+
+def level_metrics(problem: LevelProblem, solution: LevelSolution) -> LevelMetrics:
+    """Peak fast bytes, bytes per level and per level pair, DMA time hidden vs exposed.
+
+    Examples
+    --------
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> m = level_metrics(p, LevelSolution(((False, True),), ((False, False),), (pf,), (8,), (4,)))
+    >>> m.fast_peak_bytes, m.bytes_moved, m.dma_hidden_cycles, m.dma_exposed_cycles
+    (8, {(1, 0): 8, (0, 1): 0}, 0, 8)
+    """
+    problem = resolve_problem(problem, solution)
+    acc = [0, 0]
+    for t in range(problem.num_tensors):
+        for j, a in enumerate(problem.accesses(t)):
+            if problem.is_real(a):
+                acc[0 if solution.in_fast[t][j] else 1] += problem.tensor_bytes[t]
+    moved = {(1, 0): 0, (0, 1): 0}
+    ops = sorted(zip(solution.op_start, (s + d for s, d in zip(solution.op_start, solution.op_duration))))
+    hidden = total = 0
+    for tr in solution.transfers:
+        moved[(1, 0) if tr.kind is TransferKind.PREFETCH else (0, 1)] += problem.tensor_bytes[tr.tensor]
+        total += tr.duration_cycles
+        for s, e in ops:  # ops never overlap each other, so the overlaps add up
+            hidden += max(0, min(e, tr.end_cycle) - max(s, tr.start_cycle))
+    return LevelMetrics(
+        makespan_cycles=solution.makespan_cycles,
+        fast_peak_bytes=max(fast_occupancy(problem, solution), default=0),
+        slow_bytes=_slow_bytes(problem, solution),
+        access_bytes=(acc[0], acc[1]), bytes_moved=moved, dma_cycles=total,
+        dma_hidden_cycles=hidden, dma_exposed_cycles=total - hidden,
+        num_prefetches=sum(tr.kind is TransferKind.PREFETCH for tr in solution.transfers),
+        num_evictions=sum(tr.kind is TransferKind.EVICT for tr in solution.transfers),
+    )
+
+
+def makespan_lower_bound(problem: LevelProblem) -> int:
+    """``sum_i max(compute_i, ceil(bytes_i / fastest bandwidth))`` for an unsplit problem.
+
+    Whatever the levels, ``ceil(FB/bf) + ceil(SB/bs) >= (FB + SB) / max(bf, bs)``, and ops
+    run one at a time. (With split groups, take the minimum over expansions.)
+
+    Examples
+    --------
+    >>> p = LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1))
+    >>> makespan_lower_bound(p)  # op 0: max(3, 8/4) = 3; op 1: max(1, 2) = 2
+    5
+    """
+    bw = max(problem.bandwidth_bytes_per_cycle)
+    total = [0] * problem.num_ops
+    for i, row in enumerate(problem.op_accesses()):
+        total[i] = sum(problem.tensor_bytes[t] for t, _ in row)
+    return sum(max(problem.compute_cycles[i], ceil_div(total[i], bw)) for i in range(problem.num_ops))
