@@ -86,6 +86,9 @@ class ModelResources:
 
     Examples
     --------
+    ``timeline_cycles`` maps a device kind to the model's serial time on one device of
+    that kind (the sum of its ops' durations), for kinds that can run every op.
+
     >>> ModelResources("m", 1, 2, 4, 8, 16, 32).to_dict()["weight_bytes"]
     8
     """
@@ -97,6 +100,7 @@ class ModelResources:
     weight_bytes: int
     input_bytes: int
     output_bytes: int
+    timeline_cycles: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -216,5 +220,7 @@ def determine_resources(graph: Graph, hardware: Hardware,
         models[model] = ModelResources(
             model=model, ops=len(names), macs=sum(ops[n].macs for n in names),
             flops=sum(ops[n].flops for n in names), weight_bytes=kind_bytes("weight"),
-            input_bytes=kind_bytes("input"), output_bytes=kind_bytes("output"))
+            input_bytes=kind_bytes("input"), output_bytes=kind_bytes("output"),
+            timeline_cycles={k: sum(ops[n].timeline_cycles[k] for n in names) for k in _kinds(hardware)
+                             if all(k in ops[n].timeline_cycles for n in names)})
     return Resources(ops, devices, models)

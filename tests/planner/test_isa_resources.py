@@ -30,6 +30,9 @@ def test_resources_per_op_device_and_model():
     assert r.devices["t0"].weight_bytes == {"onchip": 0, "ddr3": 0}
     assert (r.devices["t0"].input_bytes, r.devices["t0"].output_bytes) == (64, 64)
     assert r.models["m1"].macs == 64 and r.models["m1"].weight_bytes == 64
+    assert r.models["m1"].timeline_cycles == {"g": 85}  # post cannot run on tpu
+    # m2 relu over 16 fp32: generic 16 cycles; tpu-v1 compute 1, memory ceil(128*0.7/34) = 3 -> ceil(3/0.7) = 5.
+    assert r.models["m2"].timeline_cycles == {"g": 16, "tpu": 5}
     assert (r.models["m2"].input_bytes, r.models["m2"].output_bytes, r.models["m2"].flops) == (64, 64, 16)
     d = r.to_dict()
     assert d["ops"]["m1/fc"]["units"] == {"g": "matrix", "tpu": "matrix"} and set(d) == {"ops", "devices", "models"}
