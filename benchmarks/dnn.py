@@ -1,0 +1,290 @@
+"""DNN placement benchmark on the dnn-partitioning workloads (Tarnawski et al., NeurIPS 2020).
+
+Throughput (``throughput-inputs/``): the paper's max-load objective (shared README),
+solved exactly by ``solvers.placement`` with CP-SAT, contiguous (the DP's restriction)
+and non-contiguous, beside: the greedy split, one accelerator, the project's HEFT (its
+placement scored by max-load), the human experts' splits, and the published DP optimum
+and PipeDream baseline (read from the shared README at run time). Values in the paper's
+unit (ms); the solver works in units of ``1 / --scale`` ms (default 1e5: 10 ns) and every
+reported max-load is recomputed exactly, in floating point, from the input file.
+
+Latency (``latency-inputs/``): single-input makespan in the planner's own scheduling
+model (the dnn-partitioning importer's spec: accelerators and CPU cores, transfers of
+``cost`` over zero-latency links): the planner (CP-SAT from HEFT), HEFT, the human
+experts' splits and one accelerator, each of the last two scheduled by CP-SAT with the
+placement fixed. (The paper's own latency model is a different, "calls"-based one, so no
+published latency numbers are compared.)
+
+Usage::
+
+    python benchmarks/dnn.py --objective throughput --time-limit 30
+    python benchmarks/dnn.py --subset 'LayerGraphs/*' --time-limit 10
+    python benchmarks/dnn.py --objective latency --time-limit 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
+
+__all__ = ["published_results", "to_placement_problem", "run_throughput", "run_latency", "main"]
+
+
+def published_results(root: Path) -> dict[str, dict[str, Any]]:
+    """The DP optimum, DP time and PipeDream value per throughput input, from the shared README.
+
+    Rows look like ``| LayerGraphs/bert24_inference | 17.790 | 0.2 s | 17.790 |``; a DP
+    cell without a number (``no answer in 300 s``) gives ``None``.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    text = (root / "README.md").read_text()
+    for line in text.splitlines():
+        m = re.match(r"^\|\s*((?:Layer|Operator)Graphs/[\w.-]+)\s*\|(.*)\|\s*$", line)
+        if not m:
+            continue
+        cells = [c.strip() for c in m.group(2).split("|")]
+        if len(cells) < 3:
+            continue
+
+        def num(c: str) -> float | None:
+            mm = re.match(r"^([0-9]+(?:\.[0-9]+)?)", c)
+            return float(mm.group(1)) if mm else None
+
+        out[m.group(1)] = {"dp": num(cells[0]), "dp_time_s": num(cells[1]), "pipedream": num(cells[2]),
+                           "dp_note": None if num(cells[0]) is not None else cells[0]}
+    return out
+
+
+def to_placement_problem(w, scale: float, contiguous: bool):
+    """A :class:`solvers.placement.PlacementProblem` from a parsed workload (times x ``scale``)."""
+    from solvers.placement import PlacementProblem
+
+    return PlacementProblem(
+        acc_time=tuple(round(n.fpga_latency * scale) if n.supported_on_fpga else -1 for n in w.nodes),
+        cpu_time=tuple(round(n.cpu_latency * scale) for n in w.nodes),
+        comm_time=tuple(round(n.out_cost * scale) for n in w.nodes),
+        edges=w.edges, num_accelerators=w.max_fpgas, num_cpus=w.max_cpus,
+        size_bytes=tuple(round(n.size) for n in w.nodes), memory_bytes=int(w.max_size_per_fpga),
+        color_classes=w.color_classes(), is_backward=tuple(n.is_backward for n in w.nodes),
+        contiguous=contiguous, node_names=tuple(n.name for n in w.nodes))
+
+
+def _expert_path(root: Path, rel: str) -> Path | None:
+    family, stem = rel.split("/", 1)
+    if family != "LayerGraphs":
+        return None
+    p = root / "dnn-partitioning" / "human-experts" / f"{stem}_expert.json"
+    return p if p.exists() else None
+
+
+def _heft_placement(spec: dict[str, Any], w) -> tuple[tuple[int, ...] | None, Any]:
+    """The project's HEFT on the planner's reduction of the spec; devices mapped to node order."""
+    from planner.pipeline import to_problem
+    from planner.spec import load_spec
+    from solvers.scheduling import HeftScheduler
+
+    problem, red = to_problem(load_spec(spec))
+    res = HeftScheduler().solve(problem)
+    if not res.status.has_solution:
+        return None, res
+    k = w.max_fpgas
+    by_name = {}
+    for i, name in enumerate(red.op_names):
+        dev = red.device_names[res.solution.op_device[i]]
+        idx = int(dev[3:]) if dev.startswith("acc") else k + int(dev[3:])
+        by_name[name.rsplit("/", 1)[-1]] = idx
+    return tuple(by_name[f"n{n.id}"] for n in w.nodes), res
+
+
+def run_throughput(root: Path, rel: str, args: argparse.Namespace, published: dict[str, Any]) -> dict[str, Any]:
+    from planner.importers.dnn_partitioning import dnn_to_spec, max_load, read_dnn_json, read_expert_split
+    from solvers.core import SolveOptions
+    from solvers.placement import CpSatPlacementSolver, PlacementSolution, greedy_placement, validate_placement
+
+    w = read_dnn_json(root / "dnn-partitioning" / "throughput-inputs" / f"{rel}.json")
+    row: dict[str, Any] = {"instance": rel, "nodes": len(w.nodes), "accelerators": w.max_fpgas, "cpus": w.max_cpus}
+    scale = args.scale
+    for contiguous in (True, False):
+        tag = "contig" if contiguous else "noncontig"
+        p = to_placement_problem(w, scale, contiguous)
+        t0 = time.perf_counter()
+        r = CpSatPlacementSolver().solve(p, SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers,
+                                                         random_seed=args.seed))
+        row[f"{tag}_time_s"] = round(time.perf_counter() - t0, 2)
+        row[f"{tag}_status"] = r.status.value
+        row[f"{tag}_max_load"] = max_load(w, r.solution.device_of) if r.solution else None
+        # The bound is proven for the scaled integer problem; rounding moves each time by
+        # at most 0.5 units, so subtract that slack to keep it a bound in ms.
+        slack = 0.5 * (len(w.nodes) + len(w.nodes)) / scale
+        row[f"{tag}_bound"] = max(0.0, r.bound / scale - slack) if r.bound is not None else None
+        if contiguous:
+            g = greedy_placement(p)
+            row["greedy_max_load"] = max_load(w, g.device_of) if g else None
+            row["greedy_contiguous"] = g is not None and not validate_placement(p, g)
+    one = tuple(0 if n.supported_on_fpga else w.max_fpgas for n in w.nodes)
+    p_nc = to_placement_problem(w, scale, False)
+    row["one_accelerator"] = max_load(w, one) if not validate_placement(p_nc, PlacementSolution(one)) else None
+    from planner.importers.dnn_partitioning import dnn_to_spec as _spec
+    heft, _ = _heft_placement(_spec(w, name=rel.split("/")[-1]), w)
+    row["heft_max_load"] = max_load(w, heft) if heft is not None else None
+    row["heft_valid"] = heft is not None and not validate_placement(p_nc, PlacementSolution(heft))
+    ep = _expert_path(root, rel)
+    if ep is not None:
+        split = read_expert_split(ep, w)
+        row["expert_max_load"] = max_load(w, split)
+        row["expert_valid"] = not validate_placement(p_nc, PlacementSolution(split))
+    else:
+        row["expert_max_load"] = None
+    pub = published.get(rel, {})
+    row.update(dp=pub.get("dp"), dp_time_s=pub.get("dp_time_s"), pipedream=pub.get("pipedream"))
+    best = min(x for x in (row["contig_max_load"], row["noncontig_max_load"]) if x is not None)
+    row["best_max_load"] = best
+    row["within_1pct_of_dp"] = None if row["dp"] is None else best <= row["dp"] * 1.01 + 1e-9
+    row["contig_within_1pct_of_dp"] = None if row["dp"] is None else row["contig_max_load"] <= row["dp"] * 1.01 + 1e-9
+    row["not_worse_than_pipedream"] = None if row["pipedream"] is None else best <= row["pipedream"] + 1e-9
+    row["not_worse_than_expert"] = None if row["expert_max_load"] is None else best <= row["expert_max_load"] + 1e-9
+    return row
+
+
+def _fixed(problem, device_of: tuple[int, ...]):
+    """The scheduling problem with every op pinned to one device."""
+    from dataclasses import replace
+
+    rows = tuple(tuple(c if d == device_of[i] else -1 for d, c in enumerate(r))
+                 for i, r in enumerate(problem.durations_cycles))
+    if any(all(x == -1 for x in r) for r in rows):
+        return None
+    return replace(problem, durations_cycles=rows, colocation_groups=(), device_class=())
+
+
+def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json, read_expert_split
+    from planner.pipeline import to_problem
+    from planner.spec import load_spec
+    from solvers.core import SolveOptions
+    from solvers.scheduling import CpSatScheduler, HeftScheduler
+
+    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
+    spec = dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")
+    problem, red = to_problem(load_spec(spec))
+    row: dict[str, Any] = {"instance": rel, "nodes": len(w.nodes), "accelerators": w.max_fpgas, "cpus": w.max_cpus}
+    opts = SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers, random_seed=args.seed)
+    t0 = time.perf_counter()
+    heft = HeftScheduler().solve(problem, opts)
+    row["heft_latency"] = heft.objective / CYCLES_PER_MS if heft.objective is not None else None
+    from dataclasses import replace
+    r = CpSatScheduler().solve(problem, replace(opts, hint=heft.solution))
+    row["planner_time_s"] = round(time.perf_counter() - t0, 2)
+    row["planner_status"] = r.status.value
+    row["planner_latency"] = r.objective / CYCLES_PER_MS if r.objective is not None else None
+    row["planner_bound"] = r.bound / CYCLES_PER_MS if r.bound is not None else None
+    name_to_op = {n.rsplit("/", 1)[-1]: i for i, n in enumerate(red.op_names)}
+    dev_index = {n: i for i, n in enumerate(red.device_names)}
+    k = w.max_fpgas
+
+    def schedule_fixed(split: tuple[int, ...]) -> tuple[float | None, str]:
+        dev = [0] * len(red.op_names)
+        for j, n in enumerate(w.nodes):
+            d = split[j]
+            dev[name_to_op[f"n{n.id}"]] = dev_index[f"acc{d}" if d < k else f"cpu{d - k}"]
+        fp = _fixed(problem, tuple(dev))
+        if fp is None:
+            return None, "split puts a node on a device it cannot use"
+        fr = CpSatScheduler().solve(fp, opts)
+        if not fr.status.has_solution:
+            return None, f"no schedule ({fr.status.value}; memory?)"
+        return fr.objective / CYCLES_PER_MS, fr.status.value
+
+    one = tuple(0 if n.supported_on_fpga else k for n in w.nodes)
+    row["one_accelerator_latency"], row["one_accelerator_note"] = schedule_fixed(one)
+    ep = _expert_path(root, rel)
+    row["expert_latency"], row["expert_note"] = None, "no expert split"
+    if ep is not None:
+        try:
+            split = read_expert_split(ep, w)
+            row["expert_latency"], row["expert_note"] = schedule_fixed(split)
+        except Exception as e:  # an expert split for another accelerator count
+            row["expert_note"] = str(e).split(": ", 1)[-1]
+    pl = row["planner_latency"]
+    row["not_worse_than_heft"] = None if pl is None or row["heft_latency"] is None else pl <= row["heft_latency"] + 1e-9
+    row["not_worse_than_expert"] = None if pl is None or row["expert_latency"] is None else pl <= row["expert_latency"] + 1e-9
+    return row
+
+
+def _inputs(root: Path, kind: str) -> list[str]:
+    base = root / "dnn-partitioning" / kind
+    return sorted(f"{p.parent.name}/{p.stem}" for p in base.glob("*/*.json"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(ap, time_limit=30.0)
+    ap.add_argument("--objective", choices=["throughput", "latency", "both"], default="both")
+    ap.add_argument("--scale", type=float, default=1e5, help="solver time units per ms (default 1e5)")
+    args = ap.parse_args(argv)
+    root = data_dir(args.data)
+    published = published_results(root / "dnn-partitioning" / "..")
+    rows_t, rows_l = [], []
+    if args.objective in ("throughput", "both"):
+        for rel in select(_inputs(root, "throughput-inputs"), args.subset):
+            row = run_throughput(root, rel, args, published)
+            rows_t.append(row)
+            if not args.quiet:
+                print(f"{rel}: contig {row['contig_max_load']:.3f} ({row['contig_status']}), noncontig "
+                      f"{row['noncontig_max_load']:.3f} ({row['noncontig_status']}), DP {row['dp']}", flush=True)
+        print_table(f"DNN placement, max-load in ms (time limit {args.time_limit:g} s per variant, "
+                    f"{args.workers} workers)",
+                    ["input", "nodes", "k", "contig", "c-bound", "noncontig", "nc-bound", "greedy", "1 acc",
+                     "HEFT", "expert", "DP", "PipeDream", "<=1.01 DP", "time s"],
+                    [[r["instance"], r["nodes"], r["accelerators"], r["contig_max_load"], r["contig_bound"],
+                      r["noncontig_max_load"], r["noncontig_bound"], r["greedy_max_load"], r["one_accelerator"],
+                      r["heft_max_load"], r["expert_max_load"], r["dp"], r["pipedream"], r["within_1pct_of_dp"],
+                      round(r["contig_time_s"] + r["noncontig_time_s"], 1)] for r in rows_t])
+    if args.objective in ("latency", "both"):
+        for rel in select(_inputs(root, "latency-inputs"), args.subset):
+            row = run_latency(root, rel, args)
+            rows_l.append(row)
+            if not args.quiet:
+                print(f"{rel}: planner {row['planner_latency']} ({row['planner_status']}), HEFT {row['heft_latency']}, "
+                      f"expert {row['expert_latency']} ({row['expert_note']})", flush=True)
+        print_table(f"DNN placement, latency in ms, planner's scheduling model (time limit {args.time_limit:g} s)",
+                    ["input", "nodes", "k", "cpus", "planner", "bound", "status", "HEFT", "1 acc", "expert",
+                     "time s"],
+                    [[r["instance"], r["nodes"], r["accelerators"], r["cpus"], r["planner_latency"],
+                      r["planner_bound"], r["planner_status"], r["heft_latency"], r["one_accelerator_latency"],
+                      r["expert_latency"], r["planner_time_s"]] for r in rows_l])
+    with_dp = [r for r in rows_t if r["dp"] is not None]
+    summary = {
+        "throughput_inputs": len(rows_t),
+        "within_1pct_of_dp": sum(bool(r["within_1pct_of_dp"]) for r in with_dp),
+        "contig_within_1pct_of_dp": sum(bool(r["contig_within_1pct_of_dp"]) for r in with_dp),
+        "inputs_with_dp": len(with_dp),
+        "never_worse_than_pipedream": all(r["not_worse_than_pipedream"] is not False for r in rows_t),
+        "never_worse_than_expert": all(r["not_worse_than_expert"] is not False for r in rows_t),
+        "latency_inputs": len(rows_l),
+        "latency_never_worse_than_heft": all(r["not_worse_than_heft"] is not False for r in rows_l),
+        "latency_never_worse_than_expert": all(r["not_worse_than_expert"] is not False for r in rows_l),
+    }
+    if rows_t:
+        print(f"max-load within 1% of DP: {summary['within_1pct_of_dp']}/{len(with_dp)} "
+              f"(contiguous alone: {summary['contig_within_1pct_of_dp']}); never worse than PipeDream: "
+              f"{summary['never_worse_than_pipedream']}; never worse than the experts: {summary['never_worse_than_expert']}")
+    if rows_l:
+        print(f"latency never worse than HEFT: {summary['latency_never_worse_than_heft']}; "
+              f"never worse than the experts: {summary['latency_never_worse_than_expert']}")
+    path = write_results("dnn", rows_t + rows_l, summary, args, args.out)
+    print(f"results: {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
