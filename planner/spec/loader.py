@@ -19,14 +19,15 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import SpecError
+from planner.graph.generators import GENERATOR_PARAMS
 from planner.spec.models import SpecDocument
 from planner.spec.types import Spec
 
 __all__ = ["load_spec", "Locator", "format_path", "did_you_mean"]
 
 Loc = tuple[Union[str, int], ...]
-_TYPE_TAG = re.compile(r"^(str|int|float|bool|none|list\[.*\]|dict\[.*\]|function-\w+\[.*\]|"
-                       r"union\[.*\]|literal\[.*\]|tagged-union\[.*\])$")
+# pydantic's names of union members and wrappers that appear in error locations
+_TYPE_TAG = re.compile(r"^(str|int|float|bool|none|[a-z]+(-[a-z]+)+|[a-z-]+\[.*\])$")
 
 
 def format_path(loc: Sequence[str | int]) -> str:
@@ -116,9 +117,10 @@ class Locator:
             for i, item in enumerate(node.value):
                 self._check_duplicates(item, (*loc, i))
 
-    def clean(self, loc: Sequence[str | int]) -> Loc:
+    def clean(self, loc: Sequence[str | int], *, keep_last: bool = False) -> Loc:
         """Drop the parts of a pydantic location that are not keys of the document
-        (union member tags such as ``"transformer"`` or ``"list[str]"``)."""
+        (union member tags such as ``"transformer"`` or ``"list[str]"``); a missing or
+        unknown last key is kept when ``keep_last``."""
         out: list[str | int] = []
         cur = self.data
         for i, part in enumerate(loc):
@@ -128,7 +130,7 @@ class Locator:
                     out.append(part)
                     cur = cur[part]
                     continue
-                if last and not _TYPE_TAG.match(part):
+                if last and keep_last:
                     out.append(part)  # a missing or unknown key: keep it in the path
                 continue
             if isinstance(cur, (list, tuple)) and isinstance(part, int) and 0 <= part < len(cur):
@@ -149,7 +151,7 @@ class Locator:
         if node is None:
             return None
         best = node.start_mark.line + 1
-        for part in loc:
+        for index, part in enumerate(loc):
             nxt = None
             if isinstance(node, yaml.MappingNode):
                 for k, v in node.value:
@@ -158,7 +160,7 @@ class Locator:
                         break
                 if nxt is None:
                     return best
-                best = (keynode if key and part == loc[-1] else nxt).start_mark.line + 1
+                best = (keynode if key and index == len(loc) - 1 else nxt).start_mark.line + 1
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
                 nxt = node.value[part]
                 best = nxt.start_mark.line + 1
@@ -251,7 +253,7 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
         kind = err["type"]
         if kind == "missing" and raw[:-1] in extra_parents:
             continue
-        loc = locator.clean(raw)
+        loc = locator.clean(raw, keep_last=kind in ("missing", "extra_forbidden"))
         ctx = err.get("ctx") or {}
         value = err.get("input")
         key = False
@@ -274,7 +276,13 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
             message = (f"unknown kind {ctx.get('tag')!r}" + did_you_mean(ctx.get("tag"), words)
                        + f" (expected one of {ctx.get('expected_tags')})")
         elif kind == "union_tag_not_found":
-            message = f"missing required key 'kind' (one of the generator kinds)"
+            message = f"missing required key 'kind' ({' | '.join(GENERATOR_PARAMS)})"
+        elif kind in ("model_type", "dict_type", "model_attributes_type"):
+            message = f"expected a mapping of keys, got {_short(value)}"
+        elif kind == "list_type":
+            message = f"expected a list, got {_short(value)}"
+        elif kind == "string_pattern_mismatch":
+            message = f"{_short(value)} is not a valid name: use letters, digits, '_', '.' and '-'"
         elif kind in ("value_error", "assertion_error"):
             message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
@@ -284,7 +292,12 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
                 message += f", got {_short(value)}"
         line = locator.line(loc, key=key)
         candidates.append((line if line is not None else 1 << 30, index, message, loc, key))
-    _, _, message, loc, key = min(candidates)
+    # Union members report at different depths (ops: "a string" vs "a list whose item 1
+    # is not a string"): the deeper report is the precise one.
+    locs = [c[3] for c in candidates]
+    precise = [c for c in candidates
+               if not any(len(o) > len(c[3]) and o[:len(c[3])] == c[3] for o in locs)]
+    _, _, message, loc, key = min(precise or candidates)
     return locator.error(message, loc, key=key)
 
 
