@@ -183,7 +183,7 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
         transfer_cycles=tuple(transfer),
         objective=Objective(spec.objective),
         device_memory_bytes=tuple(d.memory_capacity_bytes for d in devices),
-        op_resident_bytes=tuple(graph.weight_bytes(n) for n in ops),
+        op_resident_bytes=tuple(_resident_bytes(graph, n) for n in ops),
         op_output_bytes=tuple(graph.output_bytes(n) for n in ops),
         colocation_groups=groups,
         device_class=_device_classes(spec, hw),
@@ -193,6 +193,12 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
     reduction = Reduction(ops, tuple(d.name for d in devices), tuple(l.name for l in hw.links),
                           tuple(edge_meta), hw.clock_hz, spec.objective)
     return problem, reduction
+
+
+def _resident_bytes(graph: Graph, op: str) -> int:
+    """Weights and graph inputs an op reads: lowering keeps both in memory from cycle 0."""
+    return sum(graph.tensors[t].size_bytes for t in graph.ops[op].inputs
+               if graph.tensors[t].kind in ("weight", "input"))
 
 
 def _no_device_message(spec, name: str, cycles) -> str:
