@@ -236,10 +236,8 @@ def _resnet(model: str, p: dict[str, Any]) -> tuple[list[Tensor], list[Op]]:
     c_in = _positive_int("resnet", "in_channels", p["in_channels"])
     classes = _positive_int("resnet", "classes", p["classes"])
     n = _positive_int("resnet", "batch", p["batch"])
-    final = image
-    for _ in range(2 + len(blocks) - 1):  # stem conv, stem pool, one halving per later stage
-        final = conv_output_size(final, 3, 2, 1)
-    if conv_output_size(image, 7, 2, 3) < 1 or final < 1 or image < 2 ** (len(blocks) + 1):
+    # The stem conv, the stem pool and each stage after the first halve H and W.
+    if image < 2 ** (len(blocks) + 1):
         raise ValueError(f"resnet generator: image size {image} is too small for "
                          f"{len(blocks)} stages (need at least {2 ** (len(blocks) + 1)})")
     b = _Builder(model, p["dtype"])
