@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
