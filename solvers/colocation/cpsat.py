@@ -1,0 +1,322 @@
+"""Vector bin packing with CP-SAT: fewest (cheapest) processors or the lowest peak utilization.
+
+Notes
+-----
+Sets: item types ``T`` (with multiplicity ``m_t``), bins ``B`` (class ``c(b)``, position
+``k(b)`` inside its class), dimensions ``D``.
+
+Variables: ``x[t,b]`` in ``0..min(m_t, copies of t that fit an empty b)`` copies of type t
+on bin b (Boolean when ``m_t = 1``), only where the class allows t and one copy fits;
+``used[b]`` Boolean; ``U`` the peak utilization in basis points (balance objective).
+
+Constraints:
+
+* assignment: ``sum_b x[t,b] = m_t``;
+* capacity: ``sum_t dem[t,c(b),d] x[t,b] <= cap[c(b),d] used[b]``;
+* ``used[b] <= sum_t x[t,b]`` (an open bin holds something);
+* symmetry, within each class: ``used[b] => used[b-1]`` and, with types in decreasing
+  order occupying global item positions ``P_t .. P_t + m_t - 1``, ``x[t,b] = 0`` when
+  ``k(b) > P_t + m_t - 1`` (relabel the bins of a class by their first item: the k-th bin's
+  first item sits at position >= k);
+* conservation, for dimensions where a type's demand does not depend on the class:
+  ``sum_b load[b,d] = sum_t m_t dem[t,d]`` (a constant, which strengthens propagation);
+* the volume lower bound as a constraint: ``sum_b cost used[b] >= cost_lower_bound``;
+* balance: ``10 000 load[b,d] <= U cap[c(b),d]``, ``U >= max_utilization_lower_bound``;
+  an optional ``cost_budget`` caps ``sum_b cost used[b]``.
+
+Objective: ``min sum_b cost_{c(b)} used[b]`` or ``min U``.
+
+The first-fit-decreasing packing (relabelled to satisfy the symmetry rules) is the hint,
+and is returned instead whenever the search ends with nothing better, so the result is
+never worse than the baseline.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+
+from ortools.sat.python import cp_model
+
+from solvers.colocation.bounds import cost_lower_bound, max_utilization_lower_bound
+from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order
+from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
+from solvers.colocation.validate import colocation_objective, validate_colocation
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+
+__all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize"]
+
+log = logging.getLogger(__name__)
+
+_STATUS_MAP = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.UNKNOWN: Status.UNKNOWN,
+    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
+}
+
+
+def _positions(problem: ColocationProblem) -> tuple[list[int], dict[int, int]]:
+    """Types in decreasing order and the global position of each type's last copy."""
+    order = decreasing_order(problem)
+    last, pos = {}, 0
+    for t in order:
+        pos += problem.multiplicity[t]
+        last[t] = pos - 1
+    return order, last
+
+
+def canonicalize(problem: ColocationProblem, solution: ColocationSolution) -> ColocationSolution:
+    """Relabel the bins of each class in the order of their first item (decreasing item order).
+
+    The result packs the same groups, satisfies the model's symmetry rules, and has the
+    same objective.
+
+    Examples
+    --------
+    >>> from solvers.colocation.problem import ColocationProblem, ColocationSolution
+    >>> p = ColocationProblem(((10,),), (3,), (((6,),), ((5,),), ((4,),)))
+    >>> canonicalize(p, ColocationSolution((2, 0, 2))).bin_of_item
+    (0, 1, 0)
+    """
+    order, _ = _positions(problem)
+    items = [i for t in order for i in problem.type_items(t)]
+    mapping: dict[int, int] = {}
+    next_in_class = {c: 0 for c in range(problem.num_classes)}
+    for i in items:
+        b = solution.bin_of_item[i]
+        if b not in mapping:
+            c = problem.bin_class(b)
+            mapping[b] = problem.class_bins(c)[next_in_class[c]]
+            next_in_class[c] += 1
+    return ColocationSolution(tuple(mapping[b] for b in solution.bin_of_item))
+
+
+@dataclass
+class ColocationVars:
+    """Variable handles of the co-location model and the way back to a solution."""
+
+    problem: ColocationProblem
+    x: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
+    used: list[cp_model.IntVar] = field(default_factory=list)
+    peak_bp: cp_model.IntVar | None = None
+    slack_cuts: bool = True
+    objective_terms: list = field(default_factory=list)
+
+    def types_on(self, b: int) -> list[int]:
+        return [t for (t, bb) in self.x if bb == b]
+
+    def extract(self, solver: cp_model.CpSolver) -> ColocationSolution:
+        where = [-1] * self.problem.num_items
+        for t in range(self.problem.num_types):
+            items = iter(self.problem.type_items(t))
+            for b in range(self.problem.num_bins):
+                var = self.x.get((t, b))
+                if var is None:
+                    continue
+                for _ in range(int(solver.value(var))):
+                    where[next(items)] = b
+        return ColocationSolution(tuple(where))
+
+    def hint(self, model: cp_model.CpModel, solution: ColocationSolution) -> None:
+        counts: dict[tuple[int, int], int] = {}
+        for i, b in enumerate(solution.bin_of_item):
+            key = (self.problem.item_type(i), b)
+            counts[key] = counts.get(key, 0) + 1
+        for key, var in self.x.items():
+            model.add_hint(var, counts.get(key, 0))
+        used = set(solution.bin_of_item)
+        for b, var in enumerate(self.used):
+            model.add_hint(var, int(b in used))
+        if self.peak_bp is not None:
+            model.add_hint(self.peak_bp, colocation_objective(self.problem, solution)
+                           if self.problem.objective is ColocationObjective.MIN_MAX_UTILIZATION else BASIS_POINTS)
+
+
+def add_assignment(model: cp_model.CpModel, problem: ColocationProblem, v: ColocationVars) -> list:
+    """Create ``x`` and ``used``; every copy on one allowed bin; symmetry rules."""
+    _, last = _positions(problem)
+    for b in range(problem.num_bins):
+        v.used.append(model.new_bool_var(f"used_{b}"))
+    for t in range(problem.num_types):
+        m = problem.multiplicity[t]
+        for c in range(problem.num_classes):
+            dem = problem.demand[t][c]
+            if dem is None or not problem.fits_alone(t, c):
+                continue
+            fit = min([m] + [problem.capacity[c][d] // x for d, x in enumerate(dem) if x > 0])
+            for k, b in enumerate(problem.class_bins(c)):
+                if k > last[t]:
+                    break
+                v.x[t, b] = (model.new_bool_var(f"x_{t}_{b}") if fit == 1
+                             else model.new_int_var(0, fit, f"x_{t}_{b}"))
+        model.add(sum(v.x[t, b] for b in range(problem.num_bins) if (t, b) in v.x) == m)
+    for c in range(problem.num_classes):
+        bins = list(problem.class_bins(c))
+        for prev, b in zip(bins, bins[1:]):
+            model.add_implication(v.used[b], v.used[prev])
+    for b in range(problem.num_bins):
+        on_b = [v.x[t, b] for t in v.types_on(b)]
+        if not on_b:
+            model.add(v.used[b] == 0)
+            continue
+        model.add(sum(on_b) >= v.used[b])
+    return []
+
+
+def add_capacity(model: cp_model.CpModel, problem: ColocationProblem, v: ColocationVars) -> list:
+    """Per bin and dimension, summed demand within capacity (zero on unused bins)."""
+    by_bin = {b: v.types_on(b) for b in range(problem.num_bins)}
+    for d in range(problem.num_dims):
+        loads = []
+        for b in range(problem.num_bins):
+            c = problem.bin_class(b)
+            load = sum(problem.demand[t][c][d] * v.x[t, b] for t in by_bin[b])
+            if by_bin[b]:
+                model.add(load <= problem.capacity[c][d] * v.used[b])
+                if v.peak_bp is not None:
+                    model.add(BASIS_POINTS * load <= problem.capacity[c][d] * v.peak_bp)
+            loads.append(load)
+        if all(len({problem.demand[t][c][d] for c in range(problem.num_classes)
+                    if problem.demand[t][c] is not None}) == 1 for t in range(problem.num_types)):
+            total = sum(problem.multiplicity[t] * next(x[d] for x in problem.demand[t] if x is not None)
+                        for t in range(problem.num_types))
+            model.add(sum(loads) == total)
+            if v.slack_cuts:
+                # No used bin leaves more room than the whole fleet's spare capacity.
+                spare = sum(problem.capacity[problem.bin_class(b)][d] * v.used[b]
+                            for b in range(problem.num_bins)) - total
+                for b in range(problem.num_bins):
+                    if by_bin[b]:
+                        model.add(loads[b] >= problem.capacity[problem.bin_class(b)][d] * v.used[b] - spare)
+    return []
+
+
+def add_objective(model: cp_model.CpModel, problem: ColocationProblem, v: ColocationVars) -> list:
+    """Cost of used bins (with its lower bound and budget) and the peak utilization."""
+    cost = sum(problem.class_cost[problem.bin_class(b)] * v.used[b] for b in range(problem.num_bins))
+    if problem.objective is ColocationObjective.MIN_COST:
+        model.add(cost >= cost_lower_bound(problem))
+    if problem.cost_budget is not None:
+        model.add(cost <= problem.cost_budget)
+    if problem.objective is ColocationObjective.MIN_COST:
+        return [cost]
+    assert v.peak_bp is not None
+    return [v.peak_bp]
+
+
+def build_colocation_model(problem: ColocationProblem) -> tuple[cp_model.CpModel, ColocationVars]:
+    """The CP-SAT model of ``problem`` (see the module Notes) and its variables.
+
+    Examples
+    --------
+    >>> from solvers.colocation.problem import ColocationProblem
+    >>> model, v = build_colocation_model(ColocationProblem(((10,),), (3,), (((6,),), ((5,),), ((4,),))))
+    >>> sorted(v.x)   # the largest item may only open bin 0; the second, bins 0-1
+    [(0, 0), (1, 0), (1, 1), (2, 0), (2, 1), (2, 2)]
+    """
+    model = cp_model.CpModel()
+    v = ColocationVars(problem)
+    if problem.objective is ColocationObjective.MIN_MAX_UTILIZATION:
+        v.peak_bp = model.new_int_var(max_utilization_lower_bound(problem), BASIS_POINTS, "peak_bp")
+    add_assignment(model, problem, v)
+    add_capacity(model, problem, v)
+    v.objective_terms = add_objective(model, problem, v)
+    model.minimize(sum(v.objective_terms))
+    return model, v
+
+
+class _Recorder(cp_model.CpSolverSolutionCallback):
+    def __init__(self, t0: float, sink) -> None:
+        super().__init__()
+        self.t0, self.sink, self.points = t0, sink, []
+
+    def on_solution_callback(self) -> None:
+        p = ProgressPoint(time.perf_counter() - self.t0, self.objective_value, self.best_objective_bound)
+        self.points.append(p)
+        if self.sink is not None:
+            self.sink(p)
+
+
+@dataclass(frozen=True, slots=True)
+class CpSatColocationSolver:
+    """Exact vector bin packing (fewest/cheapest bins, or lowest peak utilization).
+
+    Examples
+    --------
+    The issue's example comes out co-located on one processor, proven optimal:
+
+    >>> from solvers.colocation.problem import ColocationProblem
+    >>> p = ColocationProblem(((100_000, 100),), (2,), (((20_000, 30),), ((80_000, 10),)))
+    >>> r = CpSatColocationSolver().solve(p)
+    >>> r.status.name, r.objective, r.bound, r.solution.bin_of_item
+    ('OPTIMAL', 1, 1, (0, 0))
+    """
+
+    name: str = "cpsat"
+    # Share of the time limit spent looking for a packing that meets the volume bound.
+    bin_completion_share: float = 0.3
+    # Bin completion runs on expanded items; above this many it is skipped.
+    bin_completion_max_items: int = 5000
+
+    def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
+        t0 = time.perf_counter()
+        greedy = FirstFitDecreasingSolver().solve(problem, options)
+        if greedy.status is Status.INFEASIBLE:
+            return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0)
+        hint = options.hint if options.hint is not None else greedy.solution
+        if hint is not None and validate_colocation(problem, hint):
+            hint = greedy.solution
+        lb = (cost_lower_bound(problem) if problem.objective is ColocationObjective.MIN_COST
+              else max_utilization_lower_bound(problem))
+        if greedy.solution is not None and greedy.objective is not None and greedy.objective <= lb:
+            # The baseline meets the lower bound: nothing left to search.
+            return SolveResult(Status.OPTIMAL, greedy.objective, greedy.objective, greedy.solution,
+                               time.perf_counter() - t0, self.name, {"proof": "greedy meets lower bound"})
+        if (problem.objective is ColocationObjective.MIN_COST and problem.num_classes == 1
+                and problem.class_cost[0] > 0 and problem.num_items <= self.bin_completion_max_items):
+            # A packing that meets the volume bound is optimal: look for one directly.
+            k = lb // problem.class_cost[0]
+            deadline = t0 + self.bin_completion_share * options.time_limit_s
+            found = bin_completion(problem, k, deadline_s=deadline)
+            if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
+                return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
+                                   {"proof": "bin completion meets lower bound", "lower_bound": lb,
+                                    "ffd_objective": greedy.objective})
+        model, v = build_colocation_model(problem)
+        if hint is not None:
+            v.hint(model, canonicalize(problem, hint))
+        solver = cp_model.CpSolver()
+        remaining = max(0.1, options.time_limit_s - (time.perf_counter() - t0))
+        solver.parameters.max_time_in_seconds = remaining
+        solver.parameters.num_workers = options.num_workers
+        solver.parameters.random_seed = options.random_seed
+        if options.log is not None:
+            solver.parameters.log_search_progress = True
+            solver.log_callback = options.log
+        recorder = _Recorder(t0, options.progress)
+        code = solver.solve(model, recorder)
+        status = _STATUS_MAP[code]
+        wall = time.perf_counter() - t0
+        stats = {"cpsat_status": solver.status_name(code), "branches": solver.num_branches,
+                 "conflicts": solver.num_conflicts, "num_x_vars": len(v.x), "lower_bound": lb,
+                 "ffd_objective": greedy.objective}
+        if status is Status.MODEL_INVALID:
+            raise RuntimeError(f"co-location model invalid: {model.validate()}")
+        if not status.has_solution:
+            if status is Status.UNKNOWN and greedy.solution is not None:
+                return SolveResult(Status.FEASIBLE, greedy.objective, lb, greedy.solution, wall, self.name,
+                                   {**stats, "fallback": "ffd"}, tuple(recorder.points))
+            return failure_result(status, self.name, wall, **stats)
+        sol = v.extract(solver)
+        objective = colocation_objective(problem, sol)
+        bound = max(lb, math.ceil(solver.best_objective_bound - 1e-6))
+        if greedy.solution is not None and greedy.objective is not None and greedy.objective < objective:
+            sol, objective = greedy.solution, greedy.objective
+            stats["fallback"] = "ffd"
+        bound = min(bound, objective)
+        final = Status.OPTIMAL if bound == objective else Status.FEASIBLE
+        return SolveResult(final, objective, bound, sol, wall, self.name, stats, tuple(recorder.points))

@@ -1,0 +1,456 @@
+"""Fewest (cheapest) processors by column generation over packing patterns.
+
+Notes
+-----
+A *pattern* of class ``c`` is a vector ``a`` of copies per item type that fits one bin of
+class ``c``. The master problem chooses how many bins run each pattern:
+
+    min  sum_p cost_c(p) y_p
+    s.t. sum_p a_tp y_p >= m_t        (every copy covered; dual pi_t >= 0)
+         sum_{p of class c} y_p <= N_c (pool size)
+         y_p >= 0 integer
+
+Its LP relaxation (Gilmore-Gomory) is solved by GLOP over a growing set of patterns; the
+pricing problem of each class is a multi-dimensional knapsack ``max pi . a`` solved by
+CP-SAT. Whatever the state of the column generation, the Lagrangian bound
+
+    L(pi) = pi . m + sum_c N_c min(0, cost_c - K_c(pi)),
+
+where ``K_c(pi)`` is an *upper bound* on the knapsack optimum (CP-SAT's proven bound), is a
+valid lower bound on the integer optimum; its ceiling is reported. The integer master
+over the generated patterns is then solved by CP-SAT (hinted with first-fit decreasing),
+and patterns are expanded to items (surplus copies dropped). This is the classical
+bound for cutting stock and vector packing, usually within one bin of the optimum.
+
+References: P. C. Gilmore, R. E. Gomory, Oper. Res. 9 (1961); F. Brandão, J. P. Pedroso,
+"Bin packing and related problems: general arc-flow formulation" (2016) for the bound.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass
+
+from ortools.linear_solver import pywraplp
+from ortools.sat.python import cp_model
+
+from solvers.colocation.bounds import cost_lower_bound
+from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
+from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
+from solvers.colocation.validate import solution_cost, validate_colocation
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+
+__all__ = ["ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound"]
+
+log = logging.getLogger(__name__)
+
+_STATUS_MAP = {
+    cp_model.OPTIMAL: Status.OPTIMAL,
+    cp_model.FEASIBLE: Status.FEASIBLE,
+    cp_model.INFEASIBLE: Status.INFEASIBLE,
+    cp_model.UNKNOWN: Status.UNKNOWN,
+    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
+}
+
+_DUAL_SCALE = 1_000_000  # duals are rounded down to multiples of 1e-6 before pricing
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """Copies per item type packed on one bin of class ``klass``.
+
+    >>> Pattern(0, ((0, 2), (3, 1))).copies
+    3
+    """
+
+    klass: int
+    counts: tuple[tuple[int, int], ...]  # (type, copies), copies > 0, sorted by type
+
+    @property
+    def copies(self) -> int:
+        return sum(n for _, n in self.counts)
+
+
+def _patterns_of(problem: ColocationProblem, solution: ColocationSolution) -> list[Pattern]:
+    out = []
+    for b in solution.used_bins():
+        counts: dict[int, int] = {}
+        for i in solution.items_on(b):
+            t = problem.item_type(i)
+            counts[t] = counts.get(t, 0) + 1
+        out.append(Pattern(problem.bin_class(b), tuple(sorted(counts.items()))))
+    return out
+
+
+def _price(problem: ColocationProblem, c: int, duals_int: list[int], time_limit_s: float
+           ) -> tuple[list[Pattern], int, int]:
+    """Max ``sum duals_int[t] a_t`` over patterns of class c.
+
+    Returns every pattern the search found (best last), the best value and a proven upper
+    bound on the optimum.
+    """
+    model = cp_model.CpModel()
+    a = {}
+    for t in range(problem.num_types):
+        v = problem.demand[t][c]
+        if v is None or duals_int[t] <= 0 or not problem.fits_alone(t, c):
+            continue
+        ub = min([problem.multiplicity[t]] + [problem.capacity[c][d] // x for d, x in enumerate(v) if x > 0])
+        a[t] = (model.new_int_var(0, ub, f"a_{t}"), ub)
+    if not a:
+        return [], 0, 0
+    for d in range(problem.num_dims):
+        model.add(sum(problem.demand[t][c][d] * var for t, (var, _) in a.items()) <= problem.capacity[c][d])
+    model.maximize(sum(duals_int[t] * var for t, (var, _) in a.items()))
+    found: list[Pattern] = []
+
+    class _Collect(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            found.append(Pattern(c, tuple(sorted((t, int(self.value(var))) for t, (var, _) in a.items()
+                                                 if self.value(var) > 0))))
+
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.05, time_limit_s)
+    solver.parameters.num_workers = 1
+    code = solver.solve(model, _Collect())
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return [], 0, sum(duals_int[t] * ub for t, (_, ub) in a.items())
+    value = int(round(solver.objective_value))
+    bound = int(math.floor(solver.best_objective_bound + 1e-6))
+    return found, value, max(value, bound)
+
+
+def _greedy_price(problem: ColocationProblem, c: int, duals: list[float]) -> list[Pattern]:
+    """Fast heuristic pricing: fill a bin of class c greedily under a few orderings."""
+    cap = problem.capacity[c]
+    cand = [t for t in range(problem.num_types)
+            if duals[t] > 0 and problem.demand[t][c] is not None and problem.fits_alone(t, c)]
+    if not cand:
+        return []
+    share = {t: [x / k for x, k in zip(problem.demand[t][c], cap)] for t in cand}
+    keys = (
+        lambda t: -duals[t] / max(1e-12, max(share[t])),
+        lambda t: -duals[t] / max(1e-12, sum(share[t])),
+        lambda t: -duals[t],
+    )
+    out = []
+    for key in keys:
+        load = [0] * problem.num_dims
+        counts = {}
+        for t in sorted(cand, key=lambda t: (key(t), t)):
+            v = problem.demand[t][c]
+            n = problem.multiplicity[t]
+            for d, x in enumerate(v):
+                if x > 0:
+                    n = min(n, (cap[d] - load[d]) // x)
+            if n > 0:
+                counts[t] = n
+                load = [a + n * x for a, x in zip(load, v)]
+        # Top up: one more copy of any type that still fits, best dual first.
+        out.append(Pattern(c, tuple(sorted(counts.items()))))
+    return out
+
+
+def pattern_lower_bound(problem: ColocationProblem, *, deadline_s: float, seed_patterns: list[Pattern] = (),
+                        max_iterations: int = 500) -> tuple[float, list[Pattern]]:
+    """Column generation for the LP relaxation of the pattern master problem.
+
+    Returns the best Lagrangian lower bound found (a float; any packing costs at least its
+    ceiling) and every pattern generated. Stops at ``deadline_s`` (``time.perf_counter``).
+
+    Examples
+    --------
+    Five items of 4/10: at most two share a bin, so the LP needs 2.5 bins:
+
+    >>> from solvers.colocation.problem import ColocationProblem
+    >>> p = ColocationProblem(((10,),), (5,), (((4,),),), multiplicity=(5,))
+    >>> bound, pats = pattern_lower_bound(p, deadline_s=time.perf_counter() + 5,
+    ...                                   seed_patterns=[Pattern(0, ((0, 1),))])
+    >>> round(bound, 6)   # five items, two per bin: 2.5 bins
+    2.5
+    """
+    return _column_generation(problem, deadline_s, seed_patterns, max_iterations)[:2]
+
+
+def _column_generation(problem: ColocationProblem, deadline_s: float, seed_patterns, max_iterations: int = 500
+                       ) -> tuple[float, list[Pattern], list[float]]:
+    """Column generation; also returns the LP values of the patterns (empty on failure)."""
+    nt, nc = problem.num_types, problem.num_classes
+    lp = pywraplp.Solver.CreateSolver("GLOP")
+    cover = [lp.Constraint(problem.multiplicity[t], lp.infinity(), f"cover_{t}") for t in range(nt)]
+    pool = [lp.Constraint(-lp.infinity(), problem.class_count[c], f"pool_{c}") for c in range(nc)]
+    objective = lp.Objective()
+    objective.SetMinimization()
+    patterns: list[Pattern] = []
+    seen: set[Pattern] = set()
+
+    def add(p: Pattern) -> None:
+        if p in seen or not p.counts:
+            return
+        seen.add(p)
+        patterns.append(p)
+        y = lp.NumVar(0, problem.class_count[p.klass], f"y_{len(patterns)}")
+        objective.SetCoefficient(y, problem.class_cost[p.klass])
+        pool[p.klass].SetCoefficient(y, 1)
+        for t, n in p.counts:
+            cover[t].SetCoefficient(y, n)
+
+    for p in seed_patterns:
+        add(p)
+    # One single-type pattern per type and class keeps the master feasible when pools allow.
+    for t in range(nt):
+        for c in range(nc):
+            if problem.fits_alone(t, c):
+                v = problem.demand[t][c]
+                n = min([problem.multiplicity[t]] + [problem.capacity[c][d] // x for d, x in enumerate(v) if x > 0])
+                add(Pattern(c, ((t, n),)))
+    best = -math.inf
+    center: list[float] | None = None  # the duals of the best Lagrangian bound (stability center)
+    for _ in range(max_iterations):
+        if time.perf_counter() > deadline_s:
+            break
+        if lp.Solve() != pywraplp.Solver.OPTIMAL:
+            break
+        lp_value = objective.Value()
+        if best > -math.inf and math.ceil(best - 1e-6) >= math.ceil(lp_value - 1e-6):
+            break  # the bound's ceiling cannot rise any further
+        duals = [max(0.0, cover[t].dual_value()) for t in range(nt)]
+        mu = [min(0.0, pool[c].dual_value()) for c in range(nc)]
+
+        def reduced(pat: Pattern) -> float:
+            return problem.class_cost[pat.klass] - sum(duals[t] * n for t, n in pat.counts) - mu[pat.klass]
+
+        cheap = False
+        for c in range(nc):
+            if problem.class_count[c] == 0:
+                continue
+            for pat in _greedy_price(problem, c, duals):
+                if reduced(pat) < -1e-7 and pat not in seen:
+                    add(pat)
+                    cheap = True
+        if cheap:
+            continue
+        # Exact pricing at smoothed duals (Wentges): between the center and the LP duals.
+        added = False
+        for alpha in (0.5, 0.0) if center is not None else (0.0,):
+            sep = duals if center is None else [alpha * a + (1 - alpha) * b for a, b in zip(center, duals)]
+            duals_int = [max(0, int(math.floor(d * _DUAL_SCALE))) for d in sep]
+            bound = sum(duals_int[t] * problem.multiplicity[t] for t in range(nt)) / _DUAL_SCALE
+            left = deadline_s - time.perf_counter()
+            for c in range(nc):
+                if problem.class_count[c] == 0:
+                    continue
+                pats, _, upper = _price(problem, c, duals_int, min(2.0, max(0.05, left / (2 * nc))))
+                bound += problem.class_count[c] * min(0.0, problem.class_cost[c] - upper / _DUAL_SCALE)
+                for pat in pats:
+                    if reduced(pat) < -1e-7 and pat not in seen:
+                        add(pat)
+                        added = True
+            if bound > best:
+                best, center = bound, [d / _DUAL_SCALE for d in duals_int]
+            if added:
+                break
+        if not added:
+            break
+    values = [var.solution_value() for var in lp.variables()] if lp.Solve() == pywraplp.Solver.OPTIMAL else []
+    return best, patterns, values
+
+
+def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[float], deadline_s: float
+          ) -> list[tuple[Pattern, int]] | None:
+    """Diving: fix the integer parts of the LP solution, re-run column generation on the
+    residual items and pools, repeat (fixing the largest fractional pattern when no part is
+    integral) until every copy is covered."""
+    rem = list(problem.multiplicity)
+    left = list(problem.class_count)
+    fixed: list[tuple[Pattern, int]] = []
+    while any(r > 0 for r in rem):
+        if not values or time.perf_counter() > deadline_s:
+            return None
+        take = [(p, int(math.floor(v + 1e-6))) for p, v in zip(patterns, values) if v >= 1 - 1e-6]
+        if not take:
+            # Round up the largest fractional patterns (those at or above 0.6, at least one).
+            ranked = sorted(range(len(values)), key=lambda k: (-values[k], k))
+            take = [(patterns[k], 1) for k in ranked if values[k] >= 0.6] or [(patterns[ranked[0]], 1)]
+        for p, n in take:
+            n = min(n, left[p.klass])
+            if n <= 0:
+                continue
+            useful = [(t, k) for t, k in p.counts if rem[t] > 0]
+            if not useful:
+                continue
+            fixed.append((p, n))
+            left[p.klass] -= n
+            for t, k in p.counts:
+                rem[t] -= n * k
+        keep = [t for t in range(problem.num_types) if rem[t] > 0]
+        if not keep:
+            break
+        if sum(left) == 0:
+            return None
+        index = {t: k for k, t in enumerate(keep)}
+        sub = ColocationProblem(problem.capacity, tuple(left), tuple(problem.demand[t] for t in keep),
+                                multiplicity=tuple(rem[t] for t in keep), class_cost=problem.class_cost) \
+            if sum(left) > 0 else None
+        seeds = []
+        for p in patterns:
+            counts = tuple((index[t], min(k, rem[t])) for t, k in p.counts if t in index)
+            if counts and left[p.klass] > 0:
+                seeds.append(Pattern(p.klass, counts))
+        budget = min(1.5, max(0.2, (deadline_s - time.perf_counter()) / 4))
+        _, sub_patterns, values = _column_generation(sub, min(deadline_s, time.perf_counter() + budget), seeds)
+        patterns = [Pattern(p.klass, tuple((keep[t], k) for t, k in p.counts)) for p in sub_patterns]
+    return fixed
+
+
+def _integer_master(problem: ColocationProblem, patterns: list[Pattern], hint: list[Pattern],
+                    options: SolveOptions, time_limit_s: float, t0: float, lower: int
+                    ) -> tuple[int, list[tuple[Pattern, int]] | None, list[ProgressPoint]]:
+    model = cp_model.CpModel()
+    y = [model.new_int_var(0, problem.class_count[p.klass], f"y_{k}") for k, p in enumerate(patterns)]
+    for t in range(problem.num_types):
+        model.add(sum(n * y[k] for k, p in enumerate(patterns) for tt, n in p.counts if tt == t)
+                  >= problem.multiplicity[t])
+    for c in range(problem.num_classes):
+        model.add(sum(y[k] for k, p in enumerate(patterns) if p.klass == c) <= problem.class_count[c])
+    cost = sum(problem.class_cost[p.klass] * y[k] for k, p in enumerate(patterns))
+    model.add(cost >= lower)
+    if problem.cost_budget is not None:
+        model.add(cost <= problem.cost_budget)
+    model.minimize(cost)
+    counts: dict[Pattern, int] = {}
+    for p in hint:
+        counts[p] = counts.get(p, 0) + 1
+    for k, p in enumerate(patterns):
+        model.add_hint(y[k], counts.get(p, 0))
+    solver = cp_model.CpSolver()
+    solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
+    solver.parameters.num_workers = options.num_workers
+    solver.parameters.random_seed = options.random_seed
+    if options.log is not None:
+        solver.parameters.log_search_progress = True
+        solver.log_callback = options.log
+    points: list[ProgressPoint] = []
+
+    class _Rec(cp_model.CpSolverSolutionCallback):
+        def on_solution_callback(self) -> None:
+            pt = ProgressPoint(time.perf_counter() - t0, self.objective_value, float(lower))
+            points.append(pt)
+            if options.progress is not None:
+                options.progress(pt)
+
+    code = solver.solve(model, _Rec())
+    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return code, None, points
+    chosen = [(p, int(solver.value(y[k]))) for k, p in enumerate(patterns) if solver.value(y[k]) > 0]
+    return code, chosen, points
+
+
+def _expand(problem: ColocationProblem, chosen: list[tuple[Pattern, int]]) -> ColocationSolution:
+    """Bins from chosen patterns (class by class, in pattern order); surplus copies dropped."""
+    free = {c: list(problem.class_bins(c)) for c in range(problem.num_classes)}
+    queues = {t: list(problem.type_items(t)) for t in range(problem.num_types)}
+    where = [-1] * problem.num_items
+    for p, n in chosen:
+        for _ in range(n):
+            b = free[p.klass].pop(0)
+            for t, k in p.counts:
+                for _ in range(k):
+                    if queues[t]:
+                        where[queues[t].pop(0)] = b
+    return ColocationSolution(tuple(where))
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnGenerationColocationSolver:
+    """Fewest (cheapest) processors: FFD, bin completion, column generation, integer master.
+
+    Only for ``MIN_COST`` (use :class:`~solvers.colocation.cpsat.CpSatColocationSolver` for
+    the balance objective). Never worse than first-fit decreasing; ``bound`` is the best of
+    the volume bound and the pattern (Lagrangian) bound.
+
+    Examples
+    --------
+    >>> from solvers.colocation.problem import ColocationProblem
+    >>> p = ColocationProblem(((100_000, 100),), (2,), (((20_000, 30),), ((80_000, 10),)))
+    >>> r = ColumnGenerationColocationSolver().solve(p)
+    >>> r.status.name, r.objective, r.bound
+    ('OPTIMAL', 1, 1)
+    """
+
+    name: str = "colgen"
+    # Share of the time limit for bin completion (one class only).
+    bin_completion_share: float = 0.25
+    # Share of the time limit for column generation; the integer master gets the rest.
+    column_generation_share: float = 0.3
+    # Share of the time left after column generation for diving; the integer master gets the rest.
+    dive_share: float = 0.8
+
+    def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
+        if problem.objective is not ColocationObjective.MIN_COST:
+            raise ValueError("column generation handles the min_cost objective only")
+        t0 = time.perf_counter()
+        greedy = FirstFitDecreasingSolver().solve(problem, options)
+        lb = cost_lower_bound(problem)
+        stats = {"ffd_objective": greedy.objective, "volume_bound": lb}
+        if greedy.status is Status.INFEASIBLE:
+            return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0, **stats)
+        if greedy.solution is not None and greedy.objective <= lb:
+            return SolveResult(Status.OPTIMAL, greedy.objective, lb, greedy.solution,
+                               time.perf_counter() - t0, self.name, {**stats, "proof": "ffd meets volume bound"})
+        if problem.num_classes == 1 and problem.class_cost[0] > 0 and problem.num_items <= 5000:
+            found = bin_completion(problem, lb // problem.class_cost[0],
+                                   deadline_s=t0 + self.bin_completion_share * options.time_limit_s)
+            if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
+                return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
+                                   {**stats, "proof": "bin completion meets volume bound"})
+        seed = _patterns_of(problem, greedy.solution) if greedy.solution is not None else []
+        cg_deadline = (t0 + (self.bin_completion_share if problem.num_classes == 1 else 0)
+                       * options.time_limit_s + self.column_generation_share * options.time_limit_s)
+        lagrangian, patterns, values = _column_generation(problem, cg_deadline, seed)
+        bound = max(lb, math.ceil(lagrangian - 1e-6)) if lagrangian > -math.inf else lb
+        stats.update({"pattern_bound": lagrangian, "patterns": len(patterns),
+                      "cg_time_s": round(time.perf_counter() - t0, 3)})
+        best, best_cost = greedy.solution, greedy.objective
+        points: list[ProgressPoint] = []
+        hint = seed
+        if best is None or best_cost > bound:
+            dive_deadline = time.perf_counter() + self.dive_share * (options.time_limit_s - (time.perf_counter() - t0))
+            dived = _dive(problem, patterns, values, dive_deadline)
+            if dived is not None:
+                sol = _expand(problem, dived)
+                if not validate_colocation(problem, sol):
+                    cost = solution_cost(problem, sol)
+                    stats["dive_objective"] = cost
+                    if best is None or cost < best_cost:
+                        best, best_cost, hint = sol, cost, _patterns_of(problem, sol)
+                        known = set(patterns)
+                        patterns = patterns + [p for p in dict.fromkeys(hint) if p not in known]
+                        points.append(ProgressPoint(time.perf_counter() - t0, float(cost), float(bound)))
+                        if options.progress is not None:
+                            options.progress(points[-1])
+        if best is None or best_cost > bound:
+            remaining = options.time_limit_s - (time.perf_counter() - t0)
+            code, chosen, more = _integer_master(problem, patterns, hint, options, remaining, t0, bound)
+            points.extend(more)
+            stats["master_status"] = cp_model.CpSolver().status_name(code) if chosen is None else \
+                ("OPTIMAL" if code == cp_model.OPTIMAL else "FEASIBLE")
+            if chosen is not None:
+                sol = _expand(problem, chosen)
+                errors = validate_colocation(problem, sol)
+                if errors:
+                    raise RuntimeError("pattern expansion produced an invalid packing: " + errors[0])
+                cost = solution_cost(problem, sol)
+                if best is None or cost < best_cost:
+                    best, best_cost = sol, cost
+            elif code == cp_model.INFEASIBLE and best is None:
+                # Infeasible over the generated patterns only: not a proof.
+                pass
+        wall = time.perf_counter() - t0
+        if best is None:
+            return failure_result(Status.UNKNOWN, self.name, wall, bound=bound, **stats)
+        bound = min(bound, best_cost)
+        status = Status.OPTIMAL if bound == best_cost else Status.FEASIBLE
+        return SolveResult(status, best_cost, bound, best, wall, self.name, stats, tuple(points))
