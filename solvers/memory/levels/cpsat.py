@@ -64,12 +64,14 @@ class LevelVars:
 
     problem: LevelProblem
     horizon: int
+    prefetch_window_ops: int | None = None
     fast: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0
     kept: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0
     orig: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0
     prefetch: dict = field(default_factory=dict)  # (t, j) -> BoolVar
     evict: dict = field(default_factory=dict)  # (t, j) -> BoolVar
-    trigger: dict = field(default_factory=dict)  # (t, j) -> IntVar (offset from a_{j-1})
+    trigger: dict = field(default_factory=dict)  # (t, j) -> IntVar (offset from trigger_base)
+    trigger_base: dict = field(default_factory=dict)  # (t, j) -> the earliest trigger op allowed
     release: dict = field(default_factory=dict)  # (t, j) -> IntVar (offset from a_{j-1}+1)
     dma_start: dict = field(default_factory=dict)  # (kind, t, j) -> IntVar
     start: list = field(default_factory=list)
@@ -95,7 +97,8 @@ class LevelVars:
         for (t, j), lit in self.prefetch.items():
             if solver.value(lit):
                 acc = p.accesses(t)
-                transfers.append(Transfer(TransferKind.PREFETCH, t, j, acc[j - 1] + solver.value(self.trigger[t, j]),
+                transfers.append(Transfer(TransferKind.PREFETCH, t, j,
+                                          self.trigger_base[t, j] + solver.value(self.trigger[t, j]),
                                           acc[j], solver.value(self.dma_start["p", t, j]), p.dma_cycles(t)))
         for (t, j), lit in self.evict.items():
             if solver.value(lit):
@@ -184,6 +187,9 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
     for (t, j), pf in v.prefetch.items():
         acc = problem.accesses(t)
         lo, hi, d = acc[j - 1], acc[j], problem.dma_cycles(t)
+        if v.prefetch_window_ops is not None:
+            lo = max(lo, hi - v.prefetch_window_ops)
+        v.trigger_base[t, j] = lo
         trig = v.trigger[t, j] = model.new_int_var(0, hi - 1 - lo, f"trigger_{t}_{j}")
         s = v.dma_start["p", t, j] = model.new_int_var(0, h, f"prefetch_start_{t}_{j}")
         intervals.append(model.new_optional_fixed_size_interval_var(s, d, pf, f"prefetch_{t}_{j}"))
@@ -205,7 +211,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
             if t2 == t and j2 >= j:
                 model.add(v.dma_start["p", t, j2] >= s + d).only_enforce_if([ev, pf])
                 if j2 == j:
-                    model.add(lo + v.trigger[t, j] >= lo + 1 + rel).only_enforce_if([ev, pf])
+                    model.add(v.trigger_base[t, j] + v.trigger[t, j] >= lo + 1 + rel).only_enforce_if([ev, pf])
     model.add_no_overlap(intervals)
 
 
@@ -230,7 +236,7 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
                 intervals.append(model.new_optional_fixed_size_interval_var(lo, 2 * a + 1 - lo, k, f"keep_{t}_{j}"))
                 demands.append(size)
             if (t, j) in v.prefetch:
-                begin = 2 * (acc[j - 1] + v.trigger[t, j]) + 2
+                begin = 2 * (v.trigger_base[t, j] + v.trigger[t, j]) + 2
                 intervals.append(model.new_optional_interval_var(begin, 2 * a + 1 - begin, 2 * a + 1,
                                                                  v.prefetch[t, j], f"pf_pts_{t}_{j}"))
                 demands.append(size)
@@ -251,8 +257,13 @@ def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -
 
 
 def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lower_cycles: int = 0,
-                      hint: LevelSolution | None = None) -> tuple[cp_model.CpModel, LevelVars]:
+                      hint: LevelSolution | None = None,
+                      prefetch_window_ops: int | None = None) -> tuple[cp_model.CpModel, LevelVars]:
     """The CP-SAT model of an unsplit problem, with ``lower <= makespan <= upper``.
+
+    ``prefetch_window_ops`` (None = unrestricted) limits a prefetch's trigger to the last
+    that many ops before its consumer (XLA's prefetch interval picker does the same);
+    the model is then a restriction and its bound is not a bound of the problem.
 
     Examples
     --------
@@ -266,7 +277,7 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
         raise ValueError("expand split groups first (solvers.memory.levels.split.expand_splits)")
     model = cp_model.CpModel()
     h = upper_cycles if upper_cycles is not None else _horizon(problem)
-    v = LevelVars(problem, h)
+    v = LevelVars(problem, h, prefetch_window_ops)
     bf, bs = problem.bandwidth_bytes_per_cycle
     for i, row in enumerate(problem.op_accesses()):
         b = sum(problem.tensor_bytes[t] for t, _ in row)
@@ -313,7 +324,7 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
     for tr in s.transfers:
         acc = problem.accesses(tr.tensor)
         if tr.kind is TransferKind.PREFETCH:
-            hint(v.trigger[tr.tensor, tr.gap], tr.trigger_op - acc[tr.gap - 1])
+            hint(v.trigger[tr.tensor, tr.gap], tr.trigger_op - v.trigger_base[tr.tensor, tr.gap])
             hint(v.dma_start["p", tr.tensor, tr.gap], tr.start_cycle)
         else:
             hint(v.release[tr.tensor, tr.gap], tr.release_op - acc[tr.gap - 1] - 1)
@@ -345,6 +356,21 @@ class CpSatLevelSolver:
     """
 
     name = "cpsat"
+
+    def __init__(self, prefetch_window_ops: int | None | str = "auto", auto_window_ops: int = 16,
+                 auto_above_ops: int = 64) -> None:
+        # Trigger window: None = exact (any earlier op may trigger a prefetch); an int limits
+        # it to that many ops before the consumer; "auto" = exact up to ``auto_above_ops``
+        # ops, else ``auto_window_ops``. A restricted run never claims OPTIMAL unless its
+        # makespan meets the problem's lower bound, and reports that bound.
+        self.prefetch_window_ops = prefetch_window_ops
+        self.auto_window_ops = auto_window_ops
+        self.auto_above_ops = auto_above_ops
+
+    def _window(self, problem: LevelProblem) -> int | None:
+        if self.prefetch_window_ops == "auto":
+            return self.auto_window_ops if problem.num_ops > self.auto_above_ops else None
+        return self.prefetch_window_ops
 
     def solve(self, problem: LevelProblem, options: SolveOptions = SolveOptions()) -> SolveResult[LevelSolution]:
         t0 = time.perf_counter()
@@ -385,15 +411,23 @@ class CpSatLevelSolver:
 
     def _solve_unsplit(self, problem: LevelProblem, options: SolveOptions, time_limit_s: float):
         lb = makespan_lower_bound(problem)
-        candidates = [s for s in (plan_greedy(problem), plan_all_slow(problem)) if s is not None]
+        window = self._window(problem)
+        candidates = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
         if isinstance(options.hint, LevelSolution) and not validate_levels(problem, options.hint):
             candidates.append(options.hint)
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
         if best is not None and best.makespan_cycles <= lb:
             return Status.OPTIMAL, best, lb, ()
         upper = None if best is None else best.makespan_cycles
-        model, v = build_level_model(problem, upper, lb, best)
+        hint = best if best is None or window is None or all(
+            tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers) else None
+        model, v = build_level_model(problem, upper, lb, hint, window)
         status, solver, progress = run_cpsat(model, options, time_limit_s)
+        if window is not None:  # a restriction: its proofs say nothing about the problem
+            if status is Status.INFEASIBLE:
+                return (Status.FEASIBLE, best, lb, progress) if best else (Status.UNKNOWN, None, lb, progress)
+            if status is Status.OPTIMAL:
+                status = Status.FEASIBLE
         if status is Status.MODEL_INVALID:
             return status, None, None, progress
         if status is Status.INFEASIBLE:
@@ -405,5 +439,5 @@ class CpSatLevelSolver:
         found = retime(problem, v.extract(solver))
         if best is None or found.makespan_cycles < best.makespan_cycles:
             best = found
-        bound = max(lb, int(solver.best_objective_bound))
+        bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress

@@ -63,8 +63,11 @@ def plan_all_slow(problem: LevelProblem) -> LevelSolution | None:
     return retime(problem, LevelSolution(rows, rows, (), (0,) * problem.num_ops, (0,) * problem.num_ops))
 
 
-def plan_greedy(problem: LevelProblem) -> LevelSolution | None:
+def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -> LevelSolution | None:
     """The Belady-like greedy plan for an unsplit problem (None when it finds none).
+
+    ``prefetch_window_ops`` limits how many ops before its consumer a prefetch may be
+    triggered (None: no limit).
 
     Examples
     --------
@@ -166,6 +169,8 @@ def plan_greedy(problem: LevelProblem) -> LevelSolution | None:
         if t in evictions and evictions[t][0] == j:
             lo = max(lo, evictions[t][1])
         k = hi - 1
+        if prefetch_window_ops is not None:
+            lo = max(lo, hi - prefetch_window_ops)
         while k > lo and occ[2 * k] + size[t] <= cap and occ[2 * k + 1] + size[t] <= cap:
             k -= 1
         triggers[(t, j)] = k
