@@ -12,7 +12,8 @@ cpsat       :class:`CpSatScheduler`: CP-SAT model (exact for small and mid-size 
 """
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import memory_profile, objective_value, validate_schedule
-from solvers.scheduling.bounds import (critical_path_bound, fractional_load_bound, lower_bound,
+from solvers.scheduling.bounds import (critical_path_bound, cut_vertices, fractional_load_bound, lower_bound,
+                                       segment_bound, segment_problems,
                                        max_op_bound, min_durations, min_transfer_cycles,
                                        topological_order, work_bound)
 from solvers.scheduling.heft import HeftScheduler, heft_schedule, upward_ranks
@@ -26,7 +27,8 @@ __all__ = [
     "Objective", "ScheduledTransfer", "SchedulingProblem", "SchedulingSolution",
     "validate_schedule", "objective_value", "memory_profile",
     "lower_bound", "critical_path_bound", "work_bound", "fractional_load_bound", "max_op_bound",
-    "min_durations", "min_transfer_cycles", "topological_order",
+    "min_durations", "min_transfer_cycles", "topological_order", "cut_vertices", "segment_problems",
+    "segment_bound",
     "HeftScheduler", "heft_schedule", "upward_ranks",
     "CpSatScheduler", "CpSatOptions", "SchedulingVars", "build", "create_variables",
     "add_placement", "add_devices", "add_precedence", "add_links", "add_colocation", "add_memory",

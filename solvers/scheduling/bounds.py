@@ -27,6 +27,19 @@ Write ``m_i = min_d dur[i][d]`` over the devices op i may use and ``S = sum_d st
 * **Largest op** (THROUGHPUT): ``max_i m_i``: op i adds at least ``m_i`` to one
   device's load, streams notwithstanding.
 
+* **Segments** (LATENCY, :func:`segment_problems`): a *cut op* c is one that every other
+  op precedes or follows (is an ancestor or a descendant of c) - layer boundaries and
+  residual adds in ML graphs. With cut ops ``c_1 < ... < c_k`` the makespan is
+  ``end(c_1) + sum_j (end(c_(j+1)) - end(c_j)) + (makespan - end(c_k))``. The ops between
+  ``c_j`` and ``c_(j+1)`` all run inside ``[end(c_j), end(c_(j+1))]`` (they descend from
+  ``c_j`` and precede ``c_(j+1)``), so restricting any schedule to them, with ``c_j``
+  turned into a zero-duration source, gives a feasible schedule of a smaller problem with
+  makespan ``end(c_(j+1)) - end(c_j)``; that smaller problem drops memory and every edge
+  leaving the segment (relaxations), so its optimum, or any proven bound on it, bounds
+  that term. The sum of the segment bounds is a lower bound on the makespan. It sees
+  what the critical path cannot: side branches of a segment must either queue on the
+  path's device or pay transfers.
+
 References
 ----------
 .. [1] Topcuoglu, Hariri, Wu, "Performance-effective and low-complexity task scheduling for
@@ -48,6 +61,9 @@ __all__ = [
     "min_durations",
     "min_transfer_cycles",
     "topological_order",
+    "cut_vertices",
+    "segment_problems",
+    "segment_bound",
 ]
 
 
@@ -209,12 +225,34 @@ def fractional_load_bound(problem: SchedulingProblem) -> int:
     return max(0, math.ceil(value - 1e-6 * max(1.0, value)))
 
 
-def lower_bound(problem: SchedulingProblem) -> int:
+def segment_bound(problem: SchedulingProblem) -> int:
+    """Sum over the segments (see :func:`segment_problems`) of each one's own lower bound.
+
+    LATENCY only (0 for THROUGHPUT or without cut ops).
+
+    Examples
+    --------
+    A fork a(1) -> {b(5), c(5)} -> d(1) on one single-stream device: the critical path says
+    7, the segment [a*, b, c, d] knows b and c share the stream: 1 + (5 + 5 + 1) = 12.
+
+    >>> p = SchedulingProblem(((1,), (5,), (5,), (1,)),
+    ...                       ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,), ((-1,),), ((),) * 4)
+    >>> critical_path_bound(p), segment_bound(p)
+    (7, 12)
+    """
+    if problem.objective is not Objective.LATENCY:
+        return 0
+    return sum(lower_bound(sub, segments=False) for sub, _ in segment_problems(problem))
+
+
+def lower_bound(problem: SchedulingProblem, segments: bool = True) -> int:
     """The best of the bounds that apply to the problem's objective.
 
     Parameters
     ----------
     problem : SchedulingProblem
+    segments : bool
+        Include :func:`segment_bound` (LATENCY); segments themselves are bounded without it.
 
     Returns
     -------
@@ -233,7 +271,102 @@ def lower_bound(problem: SchedulingProblem) -> int:
     if problem.num_ops == 0:
         return 0
     if problem.objective is Objective.LATENCY:
-        parts = (critical_path_bound(problem), work_bound(problem), fractional_load_bound(problem))
+        parts = (critical_path_bound(problem), work_bound(problem), fractional_load_bound(problem),
+                 segment_bound(problem) if segments else 0)
     else:
         parts = (max_op_bound(problem), fractional_load_bound(problem))
     return max(parts)
+
+
+def _reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:
+    """Ancestor and descendant sets of every op, as bitmasks."""
+    n = problem.num_ops
+    order = topological_order(problem)
+    preds: list[list[int]] = [[] for _ in range(n)]
+    succs: list[list[int]] = [[] for _ in range(n)]
+    for u, v, _ in problem.edges:
+        preds[v].append(u)
+        succs[u].append(v)
+    anc = [0] * n
+    for i in order:
+        for u in preds[i]:
+            anc[i] |= anc[u] | (1 << u)
+    desc = [0] * n
+    for i in reversed(order):
+        for v in succs[i]:
+            desc[i] |= desc[v] | (1 << v)
+    return anc, desc
+
+
+def cut_vertices(problem: SchedulingProblem) -> tuple[int, ...]:
+    """Ops that every other op precedes or follows, in topological order.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,),) * 4, ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,),
+    ...                       ((-1,),), ((),) * 4)
+    >>> cut_vertices(p)  # the fork and the join
+    (0, 3)
+    """
+    n = problem.num_ops
+    anc, desc = _reach_sets(problem)
+    full = (1 << n) - 1
+    cuts = [i for i in range(n) if (anc[i] | desc[i] | (1 << i)) == full]
+    pos = {op: k for k, op in enumerate(topological_order(problem))}
+    return tuple(sorted(cuts, key=pos.__getitem__))
+
+
+def _subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -> SchedulingProblem:
+    index = {op: k for k, op in enumerate(ops)}
+    durations = []
+    for op in ops:
+        row = problem.durations_cycles[op]
+        durations.append(tuple(0 if (op == source and x >= 0) else x for x in row))
+    edges, transfer = [], []
+    for e, (u, v, b) in enumerate(problem.edges):
+        if u in index and v in index:
+            edges.append((index[u], index[v], b))
+            transfer.append(problem.transfer_cycles[e])
+    groups = tuple(g2 for g2 in (tuple(index[i] for i in g if i in index)
+                                 for g in problem.colocation_groups) if len(g2) > 1)
+    names = tuple(problem._name(op) for op in ops)
+    return SchedulingProblem(tuple(durations), tuple(edges), problem.device_streams,
+                             problem.link_of, tuple(transfer), Objective.LATENCY,
+                             colocation_groups=groups, device_class=problem.device_class,
+                             op_names=names)
+
+
+def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+    """The segment subproblems of the decomposition bound (module Notes), with their ops.
+
+    The makespan of the problem is at least the sum of the segments' optimal makespans.
+    Empty when the problem has no cut op.
+
+    Examples
+    --------
+    A chain a(2) -> b(3) -> c(4): every op is a cut op; the segments are [a], [a*, b],
+    [b*, c] with * a zero-duration source, and 2 + 3 + 4 = 9.
+
+    >>> p = SchedulingProblem(((2,), (3,), (4,)), ((0, 1, 0), (1, 2, 0)), (1,), ((-1,),),
+    ...                       ((), ()))
+    >>> [(ops, critical_path_bound(sub)) for sub, ops in segment_problems(p)]
+    [((0,), 2), ((0, 1), 3), ((1, 2), 4)]
+    """
+    cuts = cut_vertices(problem)
+    if not cuts:
+        return []
+    anc, desc = _reach_sets(problem)
+    order = topological_order(problem)
+    out = []
+
+    def members(mask: int) -> list[int]:
+        return [op for op in order if mask >> op & 1]
+
+    first = cuts[0]
+    out.append((members(anc[first] | (1 << first)), None))
+    for a, b in zip(cuts, cuts[1:]):
+        out.append((members((desc[a] & anc[b]) | (1 << a) | (1 << b)), a))
+    last = cuts[-1]
+    if desc[last]:
+        out.append((members(desc[last] | (1 << last)), last))
+    return [(_subproblem(problem, ops, src), tuple(ops)) for ops, src in out]
