@@ -57,7 +57,14 @@ CYCLES_PER_MS = 1_000_000
 
 @dataclass(frozen=True, slots=True)
 class DnnNode:
-    """One node of a workload, in the paper's units (ms, bytes)."""
+    """One node of a workload, in the paper's units (ms, bytes).
+
+    Examples
+    --------
+    >>> n = parse_dnn_json(_TINY).nodes[1]
+    >>> n.id, n.fpga_latency, n.out_cost, n.color_class
+    (2, 2.0, 0.25, None)
+    """
 
     id: int
     name: str

@@ -98,6 +98,12 @@ class OnnxImport:
 
     ``fallback_ops`` counts unknown ONNX op types (each costed as a vector pass over its
     output); ``warnings`` lists every approximation made, in a stable order.
+
+    Examples
+    --------
+    >>> imp = OnnxImport([Tensor("w", (4, 4), kind="weight")], [])
+    >>> imp.weight_bytes, imp.warnings
+    (64, [])
     """
 
     tensors: list[Tensor]
