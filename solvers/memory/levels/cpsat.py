@@ -74,6 +74,8 @@ class LevelVars:
     trigger_base: dict = field(default_factory=dict)  # (t, j) -> the earliest trigger op allowed
     release: dict = field(default_factory=dict)  # (t, j) -> IntVar (offset from a_{j-1}+1)
     dma_start: dict = field(default_factory=dict)  # (kind, t, j) -> IntVar
+    trigger_end: dict = field(default_factory=dict)  # (t, j) -> IntVar, end of the trigger op
+    release_start: dict = field(default_factory=dict)  # (t, j) -> IntVar, start of the release op
     start: list = field(default_factory=list)
     dur: list = field(default_factory=list)
     cf: list = field(default_factory=list)
@@ -193,7 +195,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         trig = v.trigger[t, j] = model.new_int_var(0, hi - 1 - lo, f"trigger_{t}_{j}")
         s = v.dma_start["p", t, j] = model.new_int_var(0, h, f"prefetch_start_{t}_{j}")
         intervals.append(model.new_optional_fixed_size_interval_var(s, d, pf, f"prefetch_{t}_{j}"))
-        ready = model.new_int_var(0, h, f"trigger_end_{t}_{j}")
+        ready = v.trigger_end[t, j] = model.new_int_var(0, h, f"trigger_end_{t}_{j}")
         model.add_element(trig, [v.end(k) for k in range(lo, hi)], ready)
         model.add(s >= ready).only_enforce_if(pf)
         model.add(s + d <= v.start[hi]).only_enforce_if(pf)
@@ -203,7 +205,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         rel = v.release[t, j] = model.new_int_var(0, hi - lo - 1, f"release_{t}_{j}")
         s = v.dma_start["e", t, j] = model.new_int_var(0, h, f"evict_start_{t}_{j}")
         intervals.append(model.new_optional_fixed_size_interval_var(s, d, ev, f"evict_{t}_{j}"))
-        deadline = model.new_int_var(0, h, f"release_start_{t}_{j}")
+        deadline = v.release_start[t, j] = model.new_int_var(0, h, f"release_start_{t}_{j}")
         model.add_element(rel, starts_ext[lo + 1:hi + 1], deadline)
         model.add(s >= v.end(lo)).only_enforce_if(ev)
         model.add(s + d <= deadline).only_enforce_if(ev)
@@ -321,14 +323,22 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
                 if (t, j) in v.evict:
                     hint(v.evict[t, j], orig[t, j - 1] and not o)
                 orig[t, j] = o
-    for tr in s.transfers:
-        acc = problem.accesses(tr.tensor)
-        if tr.kind is TransferKind.PREFETCH:
-            hint(v.trigger[tr.tensor, tr.gap], tr.trigger_op - v.trigger_base[tr.tensor, tr.gap])
-            hint(v.dma_start["p", tr.tensor, tr.gap], tr.start_cycle)
-        else:
-            hint(v.release[tr.tensor, tr.gap], tr.release_op - acc[tr.gap - 1] - 1)
-            hint(v.dma_start["e", tr.tensor, tr.gap], tr.start_cycle)
+    ends = [st + d for st, d in zip(s.op_start, s.op_duration)]
+    starts_ext = [*s.op_start, s.makespan_cycles]
+    present = {(tr.kind, tr.tensor, tr.gap): tr for tr in s.transfers}
+    for (t, j) in v.prefetch:  # every DMA variable, present or not: a complete hint
+        tr = present.get((TransferKind.PREFETCH, t, j))
+        k = tr.trigger_op if tr else v.trigger_base[t, j]
+        hint(v.trigger[t, j], k - v.trigger_base[t, j])
+        hint(v.trigger_end[t, j], ends[k] if k >= 0 else 0)
+        hint(v.dma_start["p", t, j], tr.start_cycle if tr else 0)
+    for (t, j) in v.evict:
+        tr = present.get((TransferKind.EVICT, t, j))
+        lo = problem.accesses(t)[j - 1]
+        r = tr.release_op if tr else lo + 1
+        hint(v.release[t, j], r - lo - 1)
+        hint(v.release_start[t, j], starts_ext[r])
+        hint(v.dma_start["e", t, j], tr.start_cycle if tr else 0)
     bf, bs = problem.bandwidth_bytes_per_cycle
     for i, row in enumerate(problem.op_accesses()):
         fb = sum(problem.tensor_bytes[t] for t, j in row if s.in_fast[t][j])
@@ -422,7 +432,10 @@ class CpSatLevelSolver:
         hint = best if best is None or window is None or all(
             tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers) else None
         model, v = build_level_model(problem, upper, lb, hint, window)
-        status, solver, progress = run_cpsat(model, options, time_limit_s)
+        # Large chains: probing in presolve costs more than it gives; LNS from the hint wins.
+        big = problem.num_ops > self.auto_above_ops
+        status, solver, progress = run_cpsat(model, options, time_limit_s,
+                                             **({"cp_model_probing_level": 0, "symmetry_level": 0} if big else {}))
         if window is not None:  # a restriction: its proofs say nothing about the problem
             if status is Status.INFEASIBLE:
                 return (Status.FEASIBLE, best, lb, progress) if best else (Status.UNKNOWN, None, lb, progress)
