@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
-from solvers.scheduling import (CpSatScheduler, HeftScheduler, Objective, SchedulingProblem,
+from ortools.sat.python import cp_model
+
+from solvers.scheduling import (CpSatScheduler, HeftScheduler, Objective, SchedulingProblem, build,
                                 lower_bound, objective_value, validate_schedule)
 from tests.solvers.scheduling_instances import INSTANCES
 
@@ -177,3 +179,29 @@ def test_cpsat_matches_brute_force(p):
     if h.solution is not None:
         assert validate_schedule(p, h.solution) == []
         assert h.objective >= opt
+
+
+def _bare_model_optimum(p: SchedulingProblem) -> int | None:
+    """The model alone: no hint, no bound, horizon = serial sum (HEFT cannot short-cut it)."""
+    horizon = (sum(max(r) for r in p.durations_cycles)
+               + sum(max(r, default=0) for r in p.transfer_cycles))
+    model, v = build(p, horizon)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.random_seed = 0
+    solver.parameters.max_time_in_seconds = 5
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return None
+    assert status == cp_model.OPTIMAL
+    sol = v.extract(solver)
+    assert validate_schedule(p, sol) == []
+    assert objective_value(p, sol) == round(solver.objective_value)
+    return objective_value(p, sol)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(problems())
+def test_bare_model_matches_brute_force(p):
+    assert _bare_model_optimum(p) == brute_force(p)
