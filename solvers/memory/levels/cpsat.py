@@ -60,7 +60,16 @@ __all__ = [
 
 @dataclass
 class LevelVars:
-    """Variable handles of the level model; ``extract`` reads a solution back."""
+    """Variable handles of the level model; ``extract`` reads a solution back.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> model, v = build_level_model(p)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> v.extract(solver).op_duration
+    (8,)
+    """
 
     problem: LevelProblem
     horizon: int
@@ -126,7 +135,17 @@ def _horizon(problem: LevelProblem) -> int:
 
 
 def add_residency(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
-    """Where each access lives, kept gaps, and the prefetch/eviction each implies."""
+    """Where each access lives, kept gaps, and the prefetch/eviction each implies.
+
+    Examples
+    --------
+    Weight 0 has a virtual access (slow: the constant 0) and a read that may be prefetched:
+
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> model, v = build_level_model(p)
+    >>> sorted(v.fast), sorted(v.prefetch), v.fast[0, 0]
+    ([(0, 0), (0, 1)], [(0, 1)], 0)
+    """
     fast_only = set(problem.fast_only_ops)
     for t in range(problem.num_tensors):
         acc = problem.accesses(t)
@@ -166,7 +185,19 @@ def add_residency(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
 
 
 def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
-    """Roofline durations ``max(compute, ceil(FB/bw_f) + ceil(SB/bw_s))`` and the op order."""
+    """Roofline durations ``max(compute, ceil(FB/bw_f) + ceil(SB/bw_s))`` and the op order.
+
+    Examples
+    --------
+    Forcing op 0's read into the fast level: max(4, 8/4) = 4 cycles, after the 8-cycle prefetch.
+
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> model, v = build_level_model(p)
+    >>> _ = model.add(v.fast[0, 1] == 1)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> solver.value(v.dur[0]), solver.value(v.makespan)
+    (4, 12)
+    """
     bf, bs = problem.bandwidth_bytes_per_cycle
     for i, row in enumerate(problem.op_accesses()):
         total = sum(problem.tensor_bytes[t] for t, _ in row)
@@ -182,7 +213,15 @@ def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
 
 
 def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
-    """DMA intervals with their triggers and releases, on one engine."""
+    """DMA intervals with their triggers and releases, on one engine.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
+    >>> model, v = build_level_model(p)
+    >>> sorted(v.dma_start), v.trigger_base[0, 1]
+    ([('p', 0, 1)], -1)
+    """
     n, h = problem.num_ops, v.horizon
     starts_ext = [*v.start, v.makespan]
     intervals = []
@@ -218,7 +257,18 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
 
 
 def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
-    """Cumulative on the point axis: fast bytes at every point <= the fast capacity."""
+    """Cumulative on the point axis: fast bytes at every point <= the fast capacity.
+
+    Examples
+    --------
+    A 16-byte weight cannot be read fast from an 8-byte fast level:
+
+    >>> p = LevelProblem((4,), ((0,),), ((),), (16,), (8, 99), (4, 1))
+    >>> model, v = build_level_model(p)
+    >>> _ = model.add(v.fast[0, 1] == 1)
+    >>> cp_model.CpSolver().solve(model) == cp_model.INFEASIBLE
+    True
+    """
     intervals, demands = [], []
     for t in range(problem.num_tensors):
         size = problem.tensor_bytes[t]
@@ -252,7 +302,16 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
 
 
 def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> cp_model.IntVar:
-    """``makespan >= end of the last op``; returns the objective term."""
+    """``makespan >= end of the last op``; returns the objective term.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 5), ((), ()), ((), ()), (), (8, 99), (4, 1))
+    >>> model, v = build_level_model(p)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> solver.value(v.makespan)
+    9
+    """
     if problem.num_ops:
         model.add(v.makespan >= v.end(problem.num_ops - 1))
     return v.makespan

@@ -231,7 +231,13 @@ class LevelProblem:
 
 
 class TransferKind(enum.Enum):
-    """Direction of a DMA."""
+    """Direction of a DMA.
+
+    Examples
+    --------
+    >>> TransferKind("evict")
+    <TransferKind.EVICT: 'evict'>
+    """
 
     PREFETCH = "prefetch"  # slow -> fast
     EVICT = "evict"  # fast -> slow
@@ -240,7 +246,14 @@ class TransferKind(enum.Enum):
 @dataclass(frozen=True, slots=True)
 class Transfer:
     """One DMA: in gap ``gap`` of ``tensor``, started after ``trigger_op`` ends (-1: at once),
-    and waited for by ``release_op`` (``num_ops``: the end of the plan)."""
+    and waited for by ``release_op`` (``num_ops``: the end of the plan).
+
+    Examples
+    --------
+    >>> Transfer(TransferKind.PREFETCH, tensor=0, gap=1, trigger_op=-1, release_op=0,
+    ...          start_cycle=0, duration_cycles=8).end_cycle
+    8
+    """
 
     kind: TransferKind
     tensor: int

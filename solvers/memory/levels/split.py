@@ -29,7 +29,13 @@ __all__ = ["SplitMap", "expand_splits", "split_factor_choices"]
 @dataclass(frozen=True, slots=True)
 class SplitMap:
     """How an expanded problem maps back: per new op ``(original op, portion)``, per new
-    tensor ``(original tensor, portion)`` (portion 0 for unsplit ones)."""
+    tensor ``(original tensor, portion)`` (portion 0 for unsplit ones).
+
+    Examples
+    --------
+    >>> SplitMap(((0, 0), (0, 1)), ((0, 0),), (2,)).op_origin[1]
+    (0, 1)
+    """
 
     op_origin: tuple[tuple[int, int], ...]
     tensor_origin: tuple[tuple[int, int], ...]

@@ -230,7 +230,10 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
             errs.append(f"{name} ends at {tr.end_cycle} after op {problem.op_name(tr.release_op)} starts "
                         f"at {start[tr.release_op]}")
     for a, b in zip(solution.transfers, solution.transfers[1:]):
-        if b.start_cycle < a.end_cycle:
+        if b.start_cycle < a.start_cycle:
+            errs.append(f"transfers are not in queue (start) order: {a.kind.value} of {a.tensor} at "
+                        f"{a.start_cycle} before {b.kind.value} of {b.tensor} at {b.start_cycle}")
+        elif b.start_cycle < a.end_cycle:
             errs.append(f"DMAs overlap: {a.kind.value} of {a.tensor} ends at {a.end_cycle}, "
                         f"{b.kind.value} of {b.tensor} starts at {b.start_cycle}")
     occ = fast_occupancy(problem, solution)
@@ -245,7 +248,13 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
 
 @dataclass(frozen=True, slots=True)
 class Replay:
-    """Times recomputed as a lowered program runs them (ASAP, DMAs in queue order)."""
+    """Times recomputed as a lowered program runs them (ASAP, DMAs in queue order).
+
+    Examples
+    --------
+    >>> Replay((0,), (4,), (), 4).makespan_cycles
+    4
+    """
 
     op_start: tuple[int, ...]
     op_duration: tuple[int, ...]
@@ -314,6 +323,13 @@ class LevelMetrics:
     ops read/write in each level (index 0 fast, 1 slow); ``bytes_moved`` maps a
     ``(from level, to level)`` pair to DMA bytes; DMA cycles are split into those that
     overlap some op (hidden under compute) and the rest (exposed).
+
+    Examples
+    --------
+    >>> p = LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1))
+    >>> s = LevelSolution(((True, True),), ((False, True),), (), (0, 3), (3, 2))
+    >>> level_metrics(p, s).as_dict()["access_bytes"]
+    [16, 0]
     """
 
     makespan_cycles: int

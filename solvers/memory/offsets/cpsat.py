@@ -37,7 +37,17 @@ __all__ = ["OffsetVars", "build_offset_model", "add_no_overlap", "add_peak", "Cp
 
 @dataclass
 class OffsetVars:
-    """Variable handles of the offset model; ``extract`` reads a solution back."""
+    """Variable handles of the offset model; ``extract`` reads a solution back.
+
+    Examples
+    --------
+    >>> p = OffsetProblem(size_bytes=(4, 4), start=(0, 0), end=(1, 1), capacity_bytes=16,
+    ...                   alignment_bytes=(4, 4))
+    >>> model, v = build_offset_model(p, 16)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> sorted(v.extract(solver).offsets)
+    [0, 4]
+    """
 
     slots: dict[int, cp_model.IntVar]  # buffer -> k (offset / alignment), nonzero sizes only
     peak: cp_model.IntVar
@@ -53,7 +63,17 @@ class OffsetVars:
 
 
 def add_no_overlap(model: cp_model.CpModel, problem: OffsetProblem, v: OffsetVars) -> None:
-    """Rectangles (live interval x address range) of distinct buffers do not overlap."""
+    """Rectangles (live interval x address range) of distinct buffers do not overlap.
+
+    Examples
+    --------
+    Two 4-byte buffers live together cannot both fit below 7 bytes:
+
+    >>> p = OffsetProblem(size_bytes=(4, 4), start=(0, 0), end=(1, 1), capacity_bytes=16)
+    >>> model, v = build_offset_model(p, 7)
+    >>> cp_model.CpSolver().solve(model) == cp_model.INFEASIBLE
+    True
+    """
     xs, ys, demands, times = [], [], [], []
     for i in sorted(v.slots):
         s = problem.size_bytes[i]
@@ -68,7 +88,16 @@ def add_no_overlap(model: cp_model.CpModel, problem: OffsetProblem, v: OffsetVar
 
 
 def add_peak(model: cp_model.CpModel, problem: OffsetProblem, v: OffsetVars) -> cp_model.IntVar:
-    """``peak >= offset + size`` for every buffer; returns the objective term."""
+    """``peak >= offset + size`` for every buffer; returns the objective term.
+
+    Examples
+    --------
+    >>> p = OffsetProblem(size_bytes=(3,), start=(0,), end=(1,), capacity_bytes=16)
+    >>> model, v = build_offset_model(p, 16)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> solver.value(v.peak)
+    3
+    """
     for i in sorted(v.slots):
         model.add(v.peak >= v.offset(i) + problem.size_bytes[i])
     return v.peak
