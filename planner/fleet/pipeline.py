@@ -1,0 +1,493 @@
+"""Fleet bridge: tenants → co-location problem → solvers → allocation in the user's names.
+
+Steps (each a function, cvxpy-style reduction with an inverse):
+
+1. :func:`choose_variants` – for tenants with variants, the least-cost mix meeting the
+   precision and the deadline (CP-SAT, :mod:`solvers.colocation.variants`);
+2. :func:`expand_items` – tenants (replicas, variant instances) become *items* with an
+   exact demand vector per allowed pool; an item that fits no processor is a SpecError;
+3. :func:`to_problem` – demands and capacities quantised per dimension (demands rounded
+   up, capacities down, so a quantised packing is a packing), identical items grouped;
+4. solve in two modes side by side: **power** (fewest/cheapest processors by column
+   generation, then rebalanced among the processors used to the lowest peak) and **spread**
+   (lowest peak utilization over every processor), each beside its greedy baseline;
+5. :func:`from_solution` – item → processor, checked in exact units.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from planner.errors import InfeasibleError, InternalError, SpecError
+from planner.fleet.resolve import DIMENSIONS, FleetSpec, Need, Pool, Tenant
+from solvers.colocation import (
+    BASIS_POINTS,
+    ColocationObjective,
+    ColocationProblem,
+    ColocationSolution,
+    ColumnGenerationColocationSolver,
+    CpSatColocationSolver,
+    CpSatVariantSolver,
+    FirstFitDecreasingSolver,
+    VariantProblem,
+    explain_infeasibility,
+    validate_colocation,
+)
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+
+__all__ = ["Item", "VariantChoice", "ModeResult", "FleetResult", "choose_variants", "expand_items", "to_problem",
+           "solve_fleet"]
+
+log = logging.getLogger(__name__)
+
+_MAX_QUANTUM_CAPACITY = 10**9  # capacities are scaled to at most this many units per dimension
+_MILLI = 1000  # variant rates in milli-requests per second
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    """One instance to place: a tenant replica or a variant instance, with its exact demand per pool.
+
+    >>> Item("a", 0, None, 1.0, {"p": (1, 2, 3)}).label
+    'a'
+    >>> Item("a", 1, "int8", 1.0, {"p": (1, 2, 3)}).label
+    'a.int8#1'
+    """
+
+    tenant: str
+    index: int
+    variant: str | None
+    rate_rps: float
+    demand: dict[str, tuple[int, int, int]]  # pool -> (ops/s, io bytes/s, storage bytes)
+
+    @property
+    def label(self) -> str:
+        base = self.tenant + (f".{self.variant}" if self.variant else "")
+        return base if self.index == 0 and self.variant is None else f"{base}#{self.index}"
+
+
+@dataclass(frozen=True, slots=True)
+class VariantChoice:
+    """The mix chosen for one tenant: instances and requests/s per variant."""
+
+    tenant: str
+    instances: dict[str, int]
+    served_rps: dict[str, float]
+    mean_precision: float
+    cost_bp: int
+    status: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModeResult:
+    """One mode's allocation (power or spread) and its greedy baseline, in the user's names."""
+
+    mode: str
+    status: str
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    wall_time_s: float
+    solver: str
+    placement: dict[str, str]  # item label -> processor
+    processors_used: int
+    cost: int
+    peak_utilization: float  # fraction, exact units
+    baseline_objective: float | None
+    baseline_processors: int | None
+    baseline_cost: int | None
+    baseline_peak: float | None
+    objective_unit: str
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetResult:
+    """Everything ``plan solve`` reports for a fleet."""
+
+    spec: FleetSpec
+    items: tuple[Item, ...]
+    variants: tuple[VariantChoice, ...]
+    modes: dict[str, ModeResult]
+    chosen: str
+    quantum: tuple[int, int, int]
+    backfill: Any = None
+    wall_time_s: float = 0.0
+
+    @property
+    def allocation(self) -> ModeResult:
+        return self.modes[self.chosen]
+
+    def processor_loads(self, mode: str | None = None) -> dict[str, tuple[int, int, int]]:
+        """Exact summed demand per used processor."""
+        m = self.modes[mode or self.chosen]
+        by_label = {it.label: it for it in self.items}
+        loads: dict[str, list[int]] = {}
+        for label, proc in m.placement.items():
+            pool = _pool_of(self.spec, proc)
+            row = loads.setdefault(proc, [0, 0, 0])
+            for d, x in enumerate(by_label[label].demand[pool.name]):
+                row[d] += x
+        return {p: tuple(v) for p, v in sorted(loads.items(), key=lambda kv: _proc_key(self.spec, kv[0]))}
+
+
+def _pool_of(spec: FleetSpec, processor: str) -> Pool:
+    for p in sorted(spec.pools, key=lambda p: -len(p.name)):
+        suffix = processor[len(p.name):]
+        if processor.startswith(p.name) and suffix.isdigit():
+            return p
+    raise KeyError(processor)
+
+
+def _proc_key(spec: FleetSpec, processor: str) -> tuple[int, int]:
+    p = _pool_of(spec, processor)
+    return ([q.name for q in spec.pools].index(p.name), int(processor[len(p.name):]))
+
+
+# ---------------------------------------------------------------------------------------
+def _reference_pool(spec: FleetSpec, pools: list[str]) -> Pool:
+    return spec.pool(pools[0])
+
+
+def _service_s(need: Need, pool: Pool) -> float:
+    return need.ops_per_request / pool.ops_per_s
+
+
+def choose_variants(spec: FleetSpec, tenant: Tenant, options: SolveOptions) -> VariantChoice:
+    """The least-cost variant mix of one tenant (cost: basis points of a reference processor).
+
+    Examples
+    --------
+    See ``tests/planner/test_fleet.py::test_variant_choice``.
+    """
+    vs = tenant.variants
+    pools = [p.name for p in spec.pools if all(p.name in v.needs for v in vs)]
+    if not pools:
+        raise SpecError(f"tenant {tenant.name!r}: no pool can run every variant", path=_path(tenant))
+    ref = _reference_pool(spec, pools)
+    caps = ref.capacity
+    cost, latency = [], []
+    for v in vs:
+        need = v.needs[ref.name]
+        dem = need.demand(v.capacity_rps)
+        share = max(-(-BASIS_POINTS * x // c) for x, c in zip(dem, caps))
+        if share > BASIS_POINTS:
+            raise SpecError(f"tenant {tenant.name!r}: one instance of variant {v.name!r} at "
+                            f"{v.capacity_rps:g} requests/s needs {share / 100:.1f}% of a {ref.name} processor; "
+                            f"lower its capacity", path=_path(tenant))
+        cost.append(max(1, share))
+        latency.append(math.ceil(_service_s(need, ref) * 1e9))
+    problem = VariantProblem(
+        rate_rps=max(1, round(tenant.rate_rps * _MILLI)),
+        min_precision_bp=round((tenant.precision or 0.0) * BASIS_POINTS),
+        deadline_ns=None if tenant.deadline_s is None else math.floor(tenant.deadline_s * 1e9),
+        capacity_rps=tuple(max(1, math.floor(v.capacity_rps * _MILLI)) for v in vs),
+        precision_bp=tuple(round(v.precision * BASIS_POINTS) for v in vs),
+        latency_ns=tuple(latency), cost=tuple(cost), names=tuple(v.name for v in vs))
+    r = CpSatVariantSolver().solve(problem, options)
+    if r.solution is None:
+        fast = [v.name for v, lat in zip(vs, latency) if problem.deadline_ns is None or lat <= problem.deadline_ns]
+        best = max((v.precision for v in vs if v.name in fast), default=None)
+        why = (f"no variant meets the deadline of {tenant.deadline_s * 1e3:g} ms" if not fast else
+               f"the most precise variant within the deadline reaches {best:.4g} < required {tenant.precision:.4g}"
+               if tenant.precision is not None and best is not None and best < tenant.precision
+               else f"solver status {r.status.value}")
+        raise InfeasibleError(f"tenant {tenant.name!r}: no variant mix meets the requirements: {why}")
+    sol = r.solution
+    served = {v.name: s / _MILLI for v, s in zip(vs, sol.served_rps)}
+    mean = sum(v.precision * s for v, s in zip(vs, sol.served_rps)) / max(1, sum(sol.served_rps))
+    return VariantChoice(tenant.name, {v.name: n for v, n in zip(vs, sol.instances)}, served, mean,
+                         int(r.objective), r.status.value)
+
+
+def _path(tenant: Tenant) -> str | None:
+    from planner.spec.loader import format_path
+
+    return format_path(tenant.where) or None
+
+
+def _error_at(spec: FleetSpec, tenant: Tenant, message: str, key: str | None = None) -> SpecError:
+    if spec.locator is not None and tenant.where:
+        return spec.locator.error(message, (*tenant.where, key) if key else tenant.where)
+    return SpecError(message, path=_path(tenant))
+
+
+def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[Item, ...]:
+    """Tenants → items, each with its exact demand per pool it may use and fits.
+
+    Raises
+    ------
+    SpecError
+        A tenant whose instance fits no processor of any allowed pool (the message gives
+        the resource, the pool, the shortfall and how many replicas would fit), or whose
+        deadline no pool can meet.
+    """
+    items: list[Item] = []
+    for t in spec.tenants:
+        parts: list[tuple[str | None, float, dict[str, Need]]] = []
+        if t.variants:
+            choice = choices[t.name]
+            for v in t.variants:
+                n = choice.instances[v.name]
+                for k in range(n):
+                    parts.append((v.name, choice.served_rps[v.name] / n, v.needs))
+        else:
+            parts = [(None, t.rate_rps / t.replicas, t.needs)] * t.replicas
+        counter: dict[str | None, int] = {}
+        for variant, rate, needs in parts:
+            demand: dict[str, tuple[int, int, int]] = {}
+            worst: tuple[float, str, str, int, int] | None = None
+            too_slow = []
+            for pool in spec.pools:
+                need = needs.get(pool.name)
+                if need is None:
+                    continue
+                if t.deadline_s is not None and variant is None and _service_s(need, pool) > t.deadline_s:
+                    too_slow.append(f"{pool.name}: {_service_s(need, pool) * 1e3:.4g} ms")
+                    continue
+                dem = need.demand(rate)
+                over = [(x / c, DIMENSIONS[d], x, c) for d, (x, c) in enumerate(zip(dem, pool.capacity)) if x > c]
+                if over:
+                    ratio, dim, x, c = max(over)
+                    if worst is None or ratio < worst[0]:
+                        worst = (ratio, pool.name, dim, x, c)
+                    continue
+                demand[pool.name] = dem
+            if not demand:
+                if too_slow and worst is None:
+                    raise _error_at(spec, t, f"tenant {t.name!r}: no pool meets its deadline of "
+                                    f"{t.deadline_s * 1e3:g} ms (one request takes {', '.join(too_slow)})",
+                                    "deadline")
+                assert worst is not None
+                ratio, pool_name, dim, x, c = worst
+                hint = (f"; give it replicas: {math.ceil(ratio * t.replicas)} or more" if dim != "storage"
+                        else "; its resident bytes alone exceed the processor")
+                raise _error_at(spec, t, f"tenant {t.name!r} fits no processor: it needs {_fmt(dim, x)} of {dim} "
+                                f"on pool {pool_name!r}, which offers {_fmt(dim, c)} "
+                                f"(short by {_fmt(dim, x - c)}, {100 * (ratio - 1):.1f}%){hint}")
+            k = counter.get(variant, 0)
+            counter[variant] = k + 1
+            items.append(Item(t.name, k, variant, rate, demand))
+    return tuple(items)
+
+
+def _fmt(dim: str, x: float) -> str:
+    """Human figure of a quantity in a dimension.
+
+    >>> _fmt("ops", 2.5e12), _fmt("io", 3e10), _fmt("storage", 2**30)
+    ('2.5 Tops/s', '30 GB/s', '1.07 GB')
+    """
+    units = {"ops": "ops/s", "io": "B/s", "storage": "B"}[dim]
+    for scale, prefix in ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(x) >= scale:
+            return f"{x / scale:.3g} {prefix}{units}"
+    return f"{x:.3g} {units}"
+
+
+def _quantum(spec: FleetSpec) -> tuple[int, int, int]:
+    out = []
+    for d in range(3):
+        top = max(p.capacity[d] for p in spec.pools)
+        q = 1
+        while top // q > _MAX_QUANTUM_CAPACITY:
+            q *= 10
+        out.append(q)
+    return tuple(out)
+
+
+@dataclass(frozen=True, slots=True)
+class _Inverse:
+    """How solver indices map back to items and processors."""
+
+    type_items: tuple[tuple[int, ...], ...]  # type -> item indices (in order)
+    processors: tuple[str, ...]  # bin -> processor name
+
+
+def to_problem(spec: FleetSpec, items: tuple[Item, ...], objective: ColocationObjective,
+               cost_budget: int | None = None) -> tuple[ColocationProblem, _Inverse]:
+    """The co-location problem (quantised, identical items grouped) and its inverse.
+
+    Examples
+    --------
+    See ``tests/planner/test_fleet.py::test_to_problem_groups_identical_items``.
+    """
+    q = _quantum(spec)
+    caps = tuple(tuple(c // qd for c, qd in zip(p.capacity, q)) for p in spec.pools)
+    groups: dict[tuple, list[int]] = {}
+    for i, it in enumerate(items):
+        key = tuple(None if p.name not in it.demand else tuple(-(-x // qd) for x, qd in zip(it.demand[p.name], q))
+                    for p in spec.pools)
+        groups.setdefault(key, []).append(i)
+    keys = list(groups)
+    problem = ColocationProblem(
+        capacity=caps, class_count=tuple(p.count for p in spec.pools), demand=tuple(keys),
+        multiplicity=tuple(len(groups[k]) for k in keys), class_cost=tuple(p.cost for p in spec.pools),
+        objective=objective, cost_budget=cost_budget, dim_names=DIMENSIONS,
+        type_names=tuple(items[groups[k][0]].label for k in keys), class_names=tuple(p.name for p in spec.pools))
+    processors = tuple(p.processor(k) for p in spec.pools for k in range(p.count))
+    return problem, _Inverse(tuple(tuple(groups[k]) for k in keys), processors)
+
+
+def from_solution(problem: ColocationProblem, inverse: _Inverse, items: tuple[Item, ...],
+                  solution: ColocationSolution) -> dict[str, str]:
+    """Item label → processor name, in item order."""
+    where: dict[int, str] = {}
+    for t, members in enumerate(inverse.type_items):
+        for i, item_index in zip(problem.type_items(t), members):
+            where[item_index] = inverse.processors[solution.bin_of_item[i]]
+    return {items[i].label: where[i] for i in range(len(items))}
+
+
+def _check_exact(spec: FleetSpec, items: tuple[Item, ...], placement: dict[str, str]) -> tuple[int, int, float]:
+    """Validate in exact units; return (processors used, cost, peak utilization)."""
+    by_label = {it.label: it for it in items}
+    loads: dict[str, list[int]] = {}
+    for label, proc in placement.items():
+        pool = _pool_of(spec, proc)
+        dem = by_label[label].demand.get(pool.name)
+        if dem is None:
+            raise InternalError(f"{label} placed on {proc}, a pool it may not use")
+        row = loads.setdefault(proc, [0, 0, 0])
+        for d in range(3):
+            row[d] += dem[d]
+    peak = 0.0
+    cost = 0
+    for proc, row in loads.items():
+        pool = _pool_of(spec, proc)
+        cost += pool.cost
+        for d in range(3):
+            if row[d] > pool.capacity[d]:
+                raise InternalError(f"{proc}: {DIMENSIONS[d]} load {row[d]} > capacity {pool.capacity[d]}")
+            peak = max(peak, row[d] / pool.capacity[d])
+    return len(loads), cost, peak
+
+
+def explain(spec: FleetSpec, problem: ColocationProblem, quantum: tuple[int, int, int]) -> str:
+    """Which resource on which pool runs out, and by how much (a counting argument)."""
+    lines = []
+    for s in explain_infeasibility(problem)[:5]:
+        pools = "+".join(spec.pools[c].name for c in s.classes)
+        dim = DIMENSIONS[s.dim]
+        q = quantum[s.dim]
+        lines.append(f"{dim} on pool {pools} runs out: the tenants that can only use it need "
+                     f"{_fmt(dim, s.demand * q)}, it offers {_fmt(dim, s.capacity * q)} "
+                     f"(short by {_fmt(dim, s.missing * q)}, {100 * s.missing / s.capacity:.1f}%)")
+    if not lines:
+        lines.append("no single resource runs out in total, but the tenants cannot be packed onto the "
+                     "processors (add processors or replicas)")
+    return "; ".join(lines)
+
+
+def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget_share: float,
+                hint_power: tuple[ColocationProblem, _Inverse, ColocationSolution] | None = None
+                ) -> tuple[ModeResult, ColocationProblem, _Inverse, ColocationSolution | None]:
+    t0 = time.perf_counter()
+    quantum = _quantum(spec)
+    if mode == "power":
+        problem, inverse = to_problem(spec, items, ColocationObjective.MIN_COST)
+        solver = ColumnGenerationColocationSolver()
+    else:
+        problem, inverse = to_problem(spec, items, ColocationObjective.MIN_MAX_UTILIZATION)
+        solver = CpSatColocationSolver()
+    opts = SolveOptions(time_limit_s=max(0.2, options.time_limit_s * budget_share), num_workers=options.num_workers,
+                        random_seed=options.random_seed, progress=options.progress, log=options.log)
+    baseline = FirstFitDecreasingSolver().solve(problem, opts)
+    result: SolveResult = solver.solve(problem, opts)
+    if not result.status.has_solution:
+        if result.status is Status.INFEASIBLE or baseline.status is Status.INFEASIBLE or explain_infeasibility(problem):
+            raise InfeasibleError(f"the fleet does not fit: {explain(spec, problem, quantum)}")
+        raise InfeasibleError(f"no allocation found within the time limit ({result.status.value}); "
+                              f"{explain(spec, problem, quantum)}")
+    sol = result.solution
+    status, objective, bound = result.status, result.objective, result.bound
+    stats = dict(result.stats)
+    if mode == "power":
+        # Rebalance among the processors the fewest-processors packing uses.
+        bal_problem, _ = to_problem(spec, items, ColocationObjective.MIN_MAX_UTILIZATION, cost_budget=int(objective))
+        left = max(0.2, options.time_limit_s * budget_share * 0.35)
+        bal = CpSatColocationSolver().solve(bal_problem, SolveOptions(
+            time_limit_s=left, num_workers=options.num_workers, random_seed=options.random_seed,
+            hint=sol))
+        if bal.solution is not None and not validate_colocation(problem, bal.solution):
+            from solvers.colocation.validate import solution_cost
+
+            if solution_cost(problem, bal.solution) <= objective:
+                sol = bal.solution
+                stats["rebalance_status"] = bal.status.value
+                stats["rebalance_peak_bp"] = bal.objective
+    errors = validate_colocation(problem, sol)
+    if errors:
+        raise InternalError(f"{mode}: solver returned an invalid packing: {errors[0]}")
+    placement = from_solution(problem, inverse, items, sol)
+    used, cost, peak = _check_exact(spec, items, placement)
+    b_used = b_cost = b_peak = None
+    if baseline.solution is not None:
+        b_place = from_solution(problem, inverse, items, baseline.solution)
+        b_used, b_cost, b_peak = _check_exact(spec, items, b_place)
+    unit = "cost of processors used" if mode == "power" else "peak utilization (basis points)"
+    res = ModeResult(mode, status.value, objective, bound, result.gap, time.perf_counter() - t0, result.solver_name,
+                     placement, used, cost, peak, baseline.objective, b_used, b_cost, b_peak, unit, stats)
+    return res, problem, inverse, sol
+
+
+def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: int | None = None,
+                seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None) -> "FleetResult":
+    """Plan a fleet: variants, co-location in both modes, backfill simulation.
+
+    Parameters
+    ----------
+    spec : FleetSpec
+        From :func:`planner.fleet.load_fleet_spec`.
+    time_limit_s, workers, seed
+        Override the spec's solver settings.
+    progress
+        Receives each improving (time, objective, bound) of the exact solvers.
+
+    Raises
+    ------
+    SpecError
+        A tenant that fits no processor or no deadline.
+    InfeasibleError
+        The fleet does not fit (the message names the resource, the pool and the shortfall).
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec
+    >>> spec = load_fleet_spec({"version": 1, "fleet": {
+    ...     "pools": [{"name": "p", "profile": "generic", "count": 2,
+    ...                "capacity": {"ops": 100000, "io": "100 GB/s"}}],
+    ...     "tenants": [{"name": "a", "rate": 1, "requirements": {"ops": 20000, "io": "30 GB"}},
+    ...                 {"name": "b", "rate": 1, "requirements": {"ops": 80000, "io": "10 GB"}}]}})
+    >>> r = solve_fleet(spec, time_limit_s=5, workers=1)
+    >>> r.allocation.placement, r.allocation.processors_used, r.allocation.status
+    ({'a': 'p0', 'b': 'p0'}, 1, 'OPTIMAL')
+    """
+    t0 = time.perf_counter()
+    options = SolveOptions(time_limit_s=time_limit_s if time_limit_s is not None else spec.time_limit_s,
+                           num_workers=workers if workers is not None else spec.workers,
+                           random_seed=seed if seed is not None else spec.seed, progress=progress)
+    choices = {}
+    for t in spec.tenants:
+        if t.variants:
+            choices[t.name] = choose_variants(spec, t, SolveOptions(time_limit_s=max(0.5, options.time_limit_s * 0.05),
+                                                                    num_workers=options.num_workers,
+                                                                    random_seed=options.random_seed))
+    items = expand_items(spec, choices)
+    modes: dict[str, ModeResult] = {}
+    power, *_ = _solve_mode(spec, items, "power", options, 0.6)
+    modes["power"] = power
+    spread, *_ = _solve_mode(spec, items, "spread", options, 0.3)
+    modes["spread"] = spread
+    result = FleetResult(spec, items, tuple(choices[n] for n in sorted(choices)), modes, spec.objective,
+                         _quantum(spec))
+    if spec.document.fleet.backfill is not None:
+        from planner.fleet.backfill import simulate_fleet
+
+        result = FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen,
+                             result.quantum, simulate_fleet(result))
+    return FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen, result.quantum,
+                       result.backfill, time.perf_counter() - t0)
