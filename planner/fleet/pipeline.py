@@ -46,6 +46,7 @@ log = logging.getLogger(__name__)
 
 _MAX_QUANTUM_CAPACITY = 10**9  # capacities are scaled to at most this many units per dimension
 _MILLI = 1000  # variant rates in milli-requests per second
+_EXACT_ASSIGNMENT_MAX_ITEMS = 300  # power mode also runs the assignment model up to this many items
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +251,8 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
                     too_slow.append(f"{pool.name}: {_service_s(need, pool) * 1e3:.4g} ms")
                     continue
                 dem = need.demand(rate)
-                over = [(x / c, DIMENSIONS[d], x, c) for d, (x, c) in enumerate(zip(dem, pool.capacity)) if x > c]
+                cap = pool.allocatable(spec.max_utilization)
+                over = [(x / c, DIMENSIONS[d], x, c) for d, (x, c) in enumerate(zip(dem, cap)) if x > c]
                 if over:
                     ratio, dim, x, c = max(over)
                     if worst is None or ratio < worst[0]:
@@ -264,7 +266,9 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
                                     "deadline")
                 assert worst is not None
                 ratio, pool_name, dim, x, c = worst
-                hint = (f"; give it replicas: {math.ceil(ratio * t.replicas)} or more" if dim != "storage"
+                capped = (f" (at most {spec.max_utilization:.0%} of it may be allocated)"
+                          if spec.max_utilization < 1 and dim != "storage" else "")
+                hint = capped + (f"; give it replicas: {math.ceil(ratio * t.replicas)} or more" if dim != "storage"
                         else "; its resident bytes alone exceed the processor")
                 raise _error_at(spec, t, f"tenant {t.name!r} fits no processor: it needs {_fmt(dim, x)} of {dim} "
                                 f"on pool {pool_name!r}, which offers {_fmt(dim, c)} "
@@ -316,7 +320,7 @@ def to_problem(spec: FleetSpec, items: tuple[Item, ...], objective: ColocationOb
     See ``tests/planner/test_fleet.py::test_to_problem_groups_identical_items``.
     """
     q = _quantum(spec)
-    caps = tuple(tuple(c // qd for c, qd in zip(p.capacity, q)) for p in spec.pools)
+    caps = tuple(tuple(c // qd for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)
     groups: dict[tuple, list[int]] = {}
     for i, it in enumerate(items):
         key = tuple(None if p.name not in it.demand else tuple(-(-x // qd) for x, qd in zip(it.demand[p.name], q))
@@ -360,8 +364,9 @@ def _check_exact(spec: FleetSpec, items: tuple[Item, ...], placement: dict[str, 
         pool = _pool_of(spec, proc)
         cost += pool.cost
         for d in range(3):
-            if row[d] > pool.capacity[d]:
-                raise InternalError(f"{proc}: {DIMENSIONS[d]} load {row[d]} > capacity {pool.capacity[d]}")
+            cap = pool.allocatable(spec.max_utilization)[d]
+            if row[d] > cap:
+                raise InternalError(f"{proc}: {DIMENSIONS[d]} load {row[d]} > allocatable capacity {cap}")
             peak = max(peak, row[d] / pool.capacity[d])
     return len(loads), cost, peak
 
@@ -405,6 +410,20 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     sol = result.solution
     status, objective, bound = result.status, result.objective, result.bound
     stats = dict(result.stats)
+    spent = time.perf_counter() - t0
+    if (mode == "power" and status is not Status.OPTIMAL and problem.num_items <= _EXACT_ASSIGNMENT_MAX_ITEMS
+            and opts.time_limit_s - spent > 0.2):
+        # Small fleets: the assignment model can prove what the pattern bound cannot.
+        exact = CpSatColocationSolver().solve(problem, SolveOptions(
+            time_limit_s=opts.time_limit_s - spent, num_workers=options.num_workers,
+            random_seed=options.random_seed, hint=sol))
+        stats["assignment_status"] = exact.status.value
+        if exact.bound is not None:
+            bound = max(bound if bound is not None else exact.bound, exact.bound)
+        if exact.solution is not None and exact.objective is not None and exact.objective < objective:
+            sol, objective = exact.solution, exact.objective
+        if bound is not None and bound >= objective:
+            bound, status = objective, Status.OPTIMAL
     if mode == "power":
         # Rebalance among the processors the fewest-processors packing uses.
         bal_problem, _ = to_problem(spec, items, ColocationObjective.MIN_MAX_UTILIZATION, cost_budget=int(objective))
@@ -428,8 +447,12 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     if baseline.solution is not None:
         b_place = from_solution(problem, inverse, items, baseline.solution)
         b_used, b_cost, b_peak = _check_exact(spec, items, b_place)
-    unit = "cost of processors used" if mode == "power" else "peak utilization (basis points)"
-    res = ModeResult(mode, status.value, objective, bound, result.gap, time.perf_counter() - t0, result.solver_name,
+    unit = ("cost of processors used" if mode == "power"
+            else "peak share of allocatable capacity (basis points)")
+    from solvers.core import relative_gap
+
+    res = ModeResult(mode, status.value, objective, bound, relative_gap(objective, bound), time.perf_counter() - t0,
+                     result.solver_name + ("+cpsat" if "assignment_status" in stats else ""),
                      placement, used, cost, peak, baseline.objective, b_used, b_cost, b_peak, unit, stats)
     return res, problem, inverse, sol
 

@@ -119,7 +119,10 @@ def report_markdown(result: FleetResult) -> str:
         out += ["## Backfill", "", f"Mode {b.mode}, horizon {b.horizon_s * 1e3:g} ms, trace {b.trace_source}. "
                 f"Utilization {_pct(b.utilization_before)} → {_pct(b.utilization_after)} "
                 f"(gained {_pct(b.gained)}). Primary deadlines missed because of backfill: "
-                f"**{b.deadline_misses_caused}**.", "",
+                f"**{b.deadline_misses_caused}**."
+                + (f" Requests past their deadline even without backfill (queueing at this allocation; "
+                   f"lower fleet.max_utilization): {sum(p.misses_before for p in b.processors)}."
+                   if any(p.misses_before for p in b.processors) else ""), "",
                 "| processor | requests | borrower | before | after | overhead | misses (without / with) | note |",
                 "|---|---|---|---|---|---|---|---|"]
         for p in b.processors:

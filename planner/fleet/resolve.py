@@ -57,6 +57,15 @@ class Pool:
     def processor(self, k: int) -> str:
         return f"{self.name}{k}"
 
+    def allocatable(self, max_utilization: float) -> tuple[int, int, int]:
+        """Capacity that may be allocated: ops and io capped at ``max_utilization``, storage whole.
+
+        >>> Pool("p", "generic", 1, 1, 10**9, 1000, 500, 64).allocatable(0.8)
+        (800, 400, 64)
+        """
+        return (math.floor(self.ops_per_s * max_utilization + 1e-9),
+                math.floor(self.io_bytes_per_s * max_utilization + 1e-9), self.storage_bytes)
+
 
 @dataclass(frozen=True, slots=True)
 class Need:
@@ -112,6 +121,7 @@ class FleetSpec:
     pools: tuple[Pool, ...]
     tenants: tuple[Tenant, ...]
     objective: str
+    max_utilization: float
     time_limit_s: float
     workers: int
     seed: int
@@ -158,7 +168,10 @@ def _measured(name: str, pools: tuple[Pool, ...], allowed: list[str], generator,
         model["generator"] = generator.model_dump(exclude_none=True)
     else:
         model["graph"] = graph.model_dump(exclude_none=True)
-    data = {"version": 1, "hardware": {"devices": devices}, "models": [model]}
+    hardware: dict[str, Any] = {"devices": devices}
+    if len(devices) > 1:  # links are irrelevant here (each pool is measured on its own)
+        hardware["topology"] = {"kind": "all-to-all", "bandwidth": "1 GB/s", "latency": 0}
+    data = {"version": 1, "hardware": hardware, "models": [model]}
     try:
         doc = SpecDocument.model_validate(data)
         spec = resolve(doc, Locator(data), base_dir=base_dir)
@@ -276,7 +289,8 @@ def resolve_fleet(doc: FleetDocument, locator: Locator, *, source: Path | None =
                 raise locator.error(f"unknown tenant {e.tenant!r}" + did_you_mean(e.tenant, known),
                                     ("fleet", "backfill", "trace", j, "tenant"))
     name = doc.name or (source_stem(locator) or "fleet")
-    return FleetSpec(name, tuple(pools), tuple(tenants), f.objective, float(f.solver.time_limit), f.solver.workers,
+    return FleetSpec(name, tuple(pools), tuple(tenants), f.objective, f.max_utilization,
+                     float(f.solver.time_limit), f.solver.workers,
                      f.solver.seed, doc, locator, None)
 
 

@@ -226,6 +226,8 @@ class FleetSection(_Model):
     tenants: list[TenantSpec] = Field(min_length=1)
     objective: Literal["power", "spread"] = Field("power", description="power: fewest (cheapest) processors, "
                                                   "then balanced; spread: lowest peak utilization over all.")
+    max_utilization: Fraction = Field(1.0, description="Cap on the ops and io share any processor may be "
+                                      "allocated (headroom for bursts and latency), e.g. 0.8.")
     backfill: Optional[BackfillSpec] = None
     pricing: Optional[PricingSpec] = None
     solver: SolverSpec = Field(default_factory=SolverSpec)
