@@ -21,7 +21,8 @@ from solvers.scheduling.cpsat import (CpSatOptions, CpSatScheduler, SchedulingVa
                                       add_devices, add_hint, add_links, add_load_cuts, add_memory,
                                       add_objective, add_placement, add_precedence,
                                       add_symmetry_breaking, assign_streams, build,
-                                      canonical_solution, create_variables, interchangeable_classes)
+                                      canonical_solution, create_variables, interchangeable_classes,
+                                      segment_lower_bound)
 
 __all__ = [
     "Objective", "ScheduledTransfer", "SchedulingProblem", "SchedulingSolution",
@@ -33,5 +34,5 @@ __all__ = [
     "CpSatScheduler", "CpSatOptions", "SchedulingVars", "build", "create_variables",
     "add_placement", "add_devices", "add_precedence", "add_links", "add_colocation", "add_memory",
     "add_symmetry_breaking", "add_load_cuts", "add_objective", "add_hint",
-    "interchangeable_classes", "canonical_solution", "assign_streams",
+    "interchangeable_classes", "canonical_solution", "assign_streams", "segment_lower_bound",
 ]

@@ -113,6 +113,7 @@ __all__ = [
     "interchangeable_classes",
     "canonical_solution",
     "assign_streams",
+    "segment_lower_bound",
 ]
 
 _log = logging.getLogger(__name__)
@@ -147,6 +148,11 @@ class CpSatOptions:
     dtime_per_second: float = 0.05
     # Run CP-SAT's portfolio (LNS included) in deterministic batches, for any worker count.
     interleave_search: bool = True
+    # LATENCY: share of the time budget spent proving bounds on segments between cut ops
+    # (see segment_lower_bound); 0 turns it off.
+    segment_bound_share: float = 0.4
+    # Segments with fewer ops than this keep their cheap bound.
+    segment_min_ops: int = 4
     # Break symmetry among interchangeable devices of equal device_class.
     symmetry_breaking: bool = True
 
@@ -864,6 +870,83 @@ def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingV
     hint(v.objective, objective_value(problem, solution))
 
 
+# ----------------------------------------------------------------------------- bounds
+
+
+def _segment_signature(sub: SchedulingProblem):
+    return (sub.num_ops, sub.edges and tuple((u, v) for u, v, _ in sub.edges),
+            tuple(tuple(x >= 0 for x in row) for row in sub.durations_cycles),
+            sub.colocation_groups)
+
+
+def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
+                        time_budget_s: float, cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
+    """The segment bound of :func:`~solvers.scheduling.bounds.segment_bound`, with CP-SAT
+    proving bounds on the larger segments.
+
+    Segments with the same structure (ops, edges, allowed devices, colocation; repeated
+    layers) form a group. A group's *floor* problem takes, op by op and edge by edge, the
+    smallest duration and transfer over its members: shrinking durations keeps any
+    schedule feasible with starts unchanged, so the floor's optimum is at most each
+    member's, and one CP-SAT bound on the floor serves the whole group. Groups are proved
+    largest first (ops x members) within ``time_budget_s``; the rest keep their cheap bound.
+
+    Returns
+    -------
+    (bound, stats)
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,), (5,), (5,), (1,)),
+    ...                       ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,), ((-1,),), ((),) * 4)
+    >>> segment_lower_bound(p, SolveOptions(), 1.0)[0]
+    12
+    """
+    from solvers.scheduling.bounds import segment_problems
+
+    cfg = cfg or CpSatOptions()
+    if problem.objective is not Objective.LATENCY:
+        return 0, {}
+    segs = segment_problems(problem)
+    if not segs:
+        return 0, {}
+    bounds = [lower_bound(sub, segments=False) for sub, _ in segs]
+    groups: dict[Any, list[int]] = {}
+    for k, (sub, _) in enumerate(segs):
+        if sub.num_ops >= cfg.segment_min_ops and sub.num_ops < problem.num_ops:
+            groups.setdefault(_segment_signature(sub), []).append(k)
+    order = sorted(groups.values(), key=lambda ks: (-len(ks) * segs[ks[0]][0].num_ops, ks[0]))
+    t0 = time.perf_counter()
+    inner_cfg = CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
+                             symmetry_breaking=cfg.symmetry_breaking,
+                             interleave_search=cfg.interleave_search, segment_bound_share=0.0)
+    proved = 0
+    for gi, ks in enumerate(order):
+        left = time_budget_s - (time.perf_counter() - t0)
+        if left <= 0.1:
+            break
+        members = [segs[k][0] for k in ks]
+        base = members[0]
+        durations = tuple(tuple(min(m.durations_cycles[i][d] for m in members)
+                                for d in range(base.num_devices)) for i in range(base.num_ops))
+        transfer = tuple(tuple(min(m.transfer_cycles[e][link] for m in members)
+                               for link in range(base.num_links)) for e in range(len(base.edges)))
+        floor = SchedulingProblem(durations, base.edges, base.device_streams, base.link_of, transfer,
+                                  Objective.LATENCY, colocation_groups=base.colocation_groups,
+                                  device_class=base.device_class)
+        share = left / max(1, min(len(order) - gi, 3))  # spread over (up to) the next 3 groups
+        r = CpSatScheduler(inner_cfg).solve(floor, SolveOptions(
+            time_limit_s=max(0.1, share), num_workers=options.num_workers,
+            random_seed=options.random_seed))
+        if r.bound is not None:
+            proved += 1
+            for k in ks:
+                bounds[k] = max(bounds[k], int(r.bound))
+    return sum(bounds), {"segments": len(segs), "segment_groups": len(order),
+                         "segment_groups_proved": proved,
+                         "segment_bound_s": round(time.perf_counter() - t0, 3)}
+
+
 # ----------------------------------------------------------------------------- solver
 
 
@@ -925,6 +1008,12 @@ class CpSatScheduler:
         hint_obj = objective_value(problem, hint) if hint is not None else None
         stats: dict[str, Any] = {"lower_bound": bound, "hint_source": hint_source if hint else None,
                                  "hint_objective": hint_obj}
+        if (cfg.segment_bound_share > 0 and problem.objective is Objective.LATENCY
+                and not (hint is not None and hint_obj <= bound)):
+            seg, seg_stats = segment_lower_bound(
+                problem, options, cfg.segment_bound_share * options.time_limit_s, cfg)
+            bound = max(bound, seg)
+            stats.update(seg_stats, lower_bound=bound)
         if hint is not None and hint_obj <= bound:
             stats["proof"] = "hint meets the lower bound"
             return SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint,
