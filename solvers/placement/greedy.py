@@ -8,7 +8,8 @@ and whatever is left after the last accelerator, go to the least-loaded CPU. The
 L that works is found by bisection. A contiguous segment of a topological order is
 convex, so the split is contiguous whenever the colour groups and CPU-only nodes allow.
 The best of that split, everything on one accelerator and everything on the CPUs is
-returned.
+returned, after a local search (:func:`improve_placement`) that moves colour groups off
+the most loaded device while that lowers the max-load.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import time
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.placement.bounds import lower_bound, topological_order
 from solvers.placement.problem import FORBIDDEN, PlacementProblem, PlacementSolution
-from solvers.placement.validate import max_load, validate_placement
+from solvers.placement.validate import device_loads, max_load, validate_placement
 
-__all__ = ["GreedyPlacementSolver", "greedy_placement", "linear_split"]
+__all__ = ["GreedyPlacementSolver", "greedy_placement", "linear_split", "improve_placement"]
 
 
 def _group_order(problem: PlacementProblem) -> list[tuple[int, ...]]:
@@ -142,7 +143,7 @@ def linear_split(problem: PlacementProblem, target: int) -> tuple[int, ...] | No
     return tuple(dev)
 
 
-def greedy_placement(problem: PlacementProblem) -> PlacementSolution | None:
+def greedy_placement(problem: PlacementProblem, max_evaluations: int = 2000) -> PlacementSolution | None:
     """The best valid split of the greedy family (see the module notes), or None.
 
     Examples
@@ -173,7 +174,56 @@ def greedy_placement(problem: PlacementProblem) -> PlacementSolution | None:
             continue
         if best is None or max_load(problem, dev) < max_load(problem, best):
             best = dev
-    return PlacementSolution(best) if best is not None else None
+    if best is None:
+        return None
+    return PlacementSolution(improve_placement(problem, best, max_evaluations=max_evaluations))
+
+
+def improve_placement(problem: PlacementProblem, device_of: tuple[int, ...],
+                      max_evaluations: int = 2000) -> tuple[int, ...]:
+    """Hill climbing: move one colour group off the most loaded device while that helps.
+
+    A move is kept when it lowers ``(max-load, sum of squared loads)`` and the placement
+    stays valid (memory, CPU-only nodes, and contiguity when the problem asks for it).
+    At most ``max_evaluations`` candidate placements are scored (deterministic).
+
+    Examples
+    --------
+    >>> p = PlacementProblem((4, 4, 4), (40, 40, 40), (0, 0, 0), (), 2, 0)
+    >>> improve_placement(p, (0, 0, 0))  # loads 12 | 0 -> 8 | 4
+    (0, 0, 1)
+    """
+    dev = list(device_of)
+    groups = problem.groups()
+    loads = device_loads(problem, dev)
+    score = (max(loads), sum(x * x for x in loads))
+    evals = 0
+    while evals < max_evaluations:
+        worst = max(range(problem.num_devices), key=lambda d: (loads[d], -d))
+        improving = []
+        for g in groups:
+            if dev[g[0]] != worst:
+                continue
+            for d in range(problem.num_devices):
+                if d == worst or evals >= max_evaluations:
+                    continue
+                if d < problem.num_accelerators and any(problem.acc_time[i] == FORBIDDEN for i in g):
+                    continue
+                trial = list(dev)
+                for i in g:
+                    trial[i] = d
+                evals += 1
+                tl = device_loads(problem, trial)
+                ts = (max(tl), sum(x * x for x in tl))
+                if ts < score:
+                    improving.append((ts, trial, tl))
+        improving.sort(key=lambda m: (m[0], m[1]))
+        best_move = next((m for m in improving
+                          if not validate_placement(problem, PlacementSolution(tuple(m[1])))), None)
+        if best_move is None:
+            break
+        score, dev, loads = best_move
+    return tuple(dev)
 
 
 class GreedyPlacementSolver:
