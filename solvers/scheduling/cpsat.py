@@ -63,13 +63,38 @@ solution is never worse than the hint (the hint is a feasible, hinted solution o
 restricted model). Its proven bound is for the restricted model only, so the result
 reports only ``lower_bound(problem)`` as the bound.
 
+**Bounds.** ``lower_bound(problem)`` (critical path, total work, fractional load, cheap
+segment bound) is a constraint on the objective. For LATENCY, :func:`segment_lower_bound`
+then spends up to ``segment_bound_share`` of the budget proving bounds with CP-SAT on the
+segments between cut ops (layers), one proof per group of same-shape segments. The result's
+bound is ``max(that, CP-SAT's best bound)``; in the sequencing-only mode CP-SAT's own
+bound is for the restricted model and is not used.
+
+**Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
+hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
+returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
+
 **Determinism.** The search budget is deterministic time, not wall time:
-``max_deterministic_time = dtime_per_second * remaining seconds`` and
-``max_time_in_seconds`` (the remaining wall budget) as a safety net only. One worker is
-CP-SAT's deterministic sequential search; with more workers ``interleave_search`` is set,
-which runs the portfolio in deterministic batches (OR-Tools' documented way to make
-parallel search reproducible; plain parallel search is not). When the wall-clock safety
-net fires first, ``stats["stopped_by"] == "wall_time"`` and the run may not repeat.
+``max_deterministic_time = dtime_per_second * remaining seconds``, with
+``max_time_in_seconds`` (the remaining wall budget) only as a safety net.
+``interleave_search`` is always on: CP-SAT then runs its portfolio (LNS and LP workers
+included) in deterministic batches for any ``num_workers``, which OR-Tools documents as the
+way to make multi-worker search reproducible (plain parallel search is not: see
+google/or-tools issues #2159, #4783). It also helps with one worker: plain single-worker
+search is one strategy without LNS and found no improvement on a 218-op model where the
+interleaved portfolio did. ``dtime_per_second = 0.05`` is calibrated so the deterministic
+limit ends the search on a busy 2-core machine (0.04-0.1 dtime per wall second measured);
+when the wall clock fires first, ``stats["stopped_by"] == "wall_time"`` and the run may not
+repeat. Presolve probing is switched off (``cp_model_probing_level = 0``): it took 10 s of
+wall time for 0.9 dtime on a 218-op model.
+
+**Measured** (2 busy cores, OR-Tools 9.15): STG 50-task instances on 2/4/8 processors
+reach the published optimum in well under 1 s (bounds usually prove it at once); job shop
+(one device per machine, pinned ops, zero-cycle links) ft06 = 55 in 0.1 s, ft10 = 930
+proven in 35 s with one worker; a 1,000-op random DAG on 4 devices returns a valid plan
+within 60 s (sequencing mode) at ~2 % gap; a 218-op transformer-like DAG on 2+2 devices
+(3x speed ratio) stays at ~9 % gap after 30 s on 2 workers, limited by the bound (one
+layer's attention segment alone has optimum 26,477 vs. a cheap bound of 17,314).
 
 References
 ----------
