@@ -479,6 +479,7 @@ class CpSatLevelSolver:
                            self.name, stats, tuple(progress))
 
     def _solve_unsplit(self, problem: LevelProblem, options: SolveOptions, time_limit_s: float):
+        t0 = time.perf_counter()
         lb = makespan_lower_bound(problem)
         window = self._window(problem)
         candidates = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
@@ -493,7 +494,8 @@ class CpSatLevelSolver:
         model, v = build_level_model(problem, upper, lb, hint, window)
         # Large chains: probing in presolve costs more than it gives; LNS from the hint wins.
         big = problem.num_ops > self.auto_above_ops
-        status, solver, progress = run_cpsat(model, options, time_limit_s,
+        remaining = max(0.05, time_limit_s - (time.perf_counter() - t0))
+        status, solver, progress = run_cpsat(model, options, remaining,
                                              **({"cp_model_probing_level": 0, "symmetry_level": 0} if big else {}))
         if window is not None:  # a restriction: its proofs say nothing about the problem
             if status is Status.INFEASIBLE:
