@@ -291,3 +291,49 @@ def test_cpsat_equals_brute_force(p):
     g = GreedyLevelSolver().solve(p)
     if g.solution is not None:
         assert validate_levels(p, g.solution) == [] and g.objective >= expected
+
+
+# ------------------------------------------------------------ options and determinism ---
+
+def chain(n_layers: int, fast: int) -> LevelProblem:
+    """Layers reading a weight (24 B) and the previous activation (16 B); memory-bound."""
+    compute, reads, writes, sizes = [], [], [], [16]
+    x = 0
+    for _ in range(n_layers):
+        sizes += [24, 16]
+        w, y = len(sizes) - 2, len(sizes) - 1
+        compute.append(3)
+        reads.append((x, w))
+        writes.append((y,))
+        x = y
+    return LevelProblem(tuple(compute), tuple(reads), tuple(writes), tuple(sizes), (fast, BIG), (8, 2),
+                        dma_latency_cycles=1, live_out=(x,))
+
+
+def test_same_seed_same_plan():
+    p = chain(6, 64)
+    a = CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=5, random_seed=3))
+    b = CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=5, random_seed=3))
+    assert a.solution == b.solution and a.objective == b.objective
+
+
+def test_cpsat_never_worse_than_greedy_and_beats_all_in_hbm():
+    p = chain(6, 64)
+    r = CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=5))
+    g = GreedyLevelSolver().solve(p)
+    h = AllSlowLevelSolver().solve(p)
+    assert validate_levels(p, r.solution) == []
+    assert r.objective <= g.objective and r.objective < h.objective
+
+
+def test_window_restriction_never_claims_a_false_optimum():
+    # With a 1-op trigger window the model is a restriction: a result above the problem's
+    # lower bound must not be reported OPTIMAL, and the bound reported is that lower bound.
+    p = chain(6, 64)
+    exact = CpSatLevelSolver(prefetch_window_ops=None).solve(p, SolveOptions(time_limit_s=5))
+    narrow = CpSatLevelSolver(prefetch_window_ops=1).solve(p, SolveOptions(time_limit_s=5))
+    assert exact.status is Status.OPTIMAL
+    assert validate_levels(p, narrow.solution) == []
+    assert narrow.objective >= exact.objective
+    if narrow.objective > makespan_lower_bound(p):
+        assert narrow.status is Status.FEASIBLE and narrow.bound == makespan_lower_bound(p)
