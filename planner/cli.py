@@ -27,8 +27,8 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan ML models on accelerators: place, schedule, lower, verify.")
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 
 def _guarded(fn: Callable[[], int | None]) -> None:
