@@ -60,12 +60,14 @@ def cost_lower_bound(problem: ColocationProblem) -> int:
             n = sum(problem.multiplicity[t] for t in range(problem.num_types)
                     if 2 * problem.demand[t][0][d] > cap[d])
             big = max(big, n)
-        return max(volume, big) * problem.class_cost[0]
+        return max(volume, big, 1 if problem.num_items else 0) * problem.class_cost[0]
     # Several classes: a tiny integer program over the number of bins used per class.
     model = cp_model.CpModel()
     n = [model.new_int_var(0, problem.class_count[c], f"n_{c}") for c in range(problem.num_classes)]
     for d in range(nd):
         model.add(sum(n[c] * problem.capacity[c][d] for c in range(problem.num_classes)) >= totals[d])
+    if problem.num_items:
+        model.add(sum(n) >= 1)
     model.minimize(sum(n[c] * problem.class_cost[c] for c in range(problem.num_classes)))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = 2.0

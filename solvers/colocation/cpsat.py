@@ -153,6 +153,7 @@ def add_assignment(model: cp_model.CpModel, problem: ColocationProblem, v: Coloc
                     break
                 v.x[t, b] = (model.new_bool_var(f"x_{t}_{b}") if fit == 1
                              else model.new_int_var(0, fit, f"x_{t}_{b}"))
+                model.add(v.x[t, b] <= fit * v.used[b])  # even zero-demand items open their bin
         model.add(sum(v.x[t, b] for b in range(problem.num_bins) if (t, b) in v.x) == m)
     for c in range(problem.num_classes):
         bins = list(problem.class_bins(c))
