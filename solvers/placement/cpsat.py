@@ -371,7 +371,8 @@ class _Recorder(cp_model.CpSolverSolutionCallback):
 
 
 class CpSatPlacementSolver:
-    """Max-load partitioning with CP-SAT, warm-started from :func:`greedy_placement`.
+    """Max-load partitioning with CP-SAT, warm-started from the better of ``options.hint``
+    and :func:`greedy_placement`.
 
     Examples
     --------
@@ -395,9 +396,9 @@ class CpSatPlacementSolver:
         if hint is not None and validate_placement(problem, PlacementSolution(hint)):
             _log.warning("ignoring an invalid hint")
             hint = None
-        if hint is None:
-            g = greedy_placement(problem)
-            hint = g.device_of if g is not None else None
+        g = greedy_placement(problem)
+        if g is not None and (hint is None or max_load(problem, g.device_of) < max_load(problem, hint)):
+            hint = g.device_of  # the better of the given hint and the greedy split
         stats: dict[str, Any] = {"lower_bound": bound}
         hint_obj = max_load(problem, hint) if hint is not None else None
         stats["hint_objective"] = hint_obj
