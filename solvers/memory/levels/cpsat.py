@@ -494,7 +494,8 @@ class CpSatLevelSolver:
         model, v = build_level_model(problem, upper, lb, hint, window)
         # Large chains: probing in presolve costs more than it gives; LNS from the hint wins.
         big = problem.num_ops > self.auto_above_ops
-        remaining = max(0.05, time_limit_s - (time.perf_counter() - t0))
+        # Keep ~2% of the budget for extraction and the replay that re-times the result.
+        remaining = max(0.05, 0.98 * time_limit_s - (time.perf_counter() - t0))
         status, solver, progress = run_cpsat(model, options, remaining,
                                              **({"cp_model_probing_level": 0, "symmetry_level": 0} if big else {}))
         if window is not None:  # a restriction: its proofs say nothing about the problem
