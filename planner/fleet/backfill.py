@@ -42,7 +42,11 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class ProcessorTrace:
-    """What one processor did over the horizon (ns)."""
+    """What one processor did over the horizon (ns).
+
+    >>> simulate_processor([Request("a", 0, 5)], 10, lend=False).primary_busy_ns
+    5
+    """
 
     primary_busy_ns: int
     borrowed_useful_ns: int
@@ -166,7 +170,11 @@ class ProcessorBackfill:
 
 @dataclass(frozen=True, slots=True)
 class BackfillResult:
-    """Backfill over the chosen allocation: per processor and in total."""
+    """Backfill over the chosen allocation: per processor and in total.
+
+    >>> BackfillResult("preempt", 0.01, "spec", ()).to_dict()["gained"]
+    0.0
+    """
 
     mode: str
     horizon_s: float
@@ -205,7 +213,20 @@ class BackfillResult:
 
 
 def simulate_fleet(result) -> BackfillResult:
-    """Simulate every used processor of the chosen allocation over the spec's trace."""
+    """Simulate every used processor of the chosen allocation over the spec's trace.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> spec = load_fleet_spec({"fleet": {
+    ...     "pools": [{"name": "p", "profile": "generic", "capacity": {"ops": 1000000}}],
+    ...     "tenants": [{"name": "a", "rate": 100, "priority": 1, "requirements": {"ops": 2000}},
+    ...                 {"name": "b", "rate": 1, "batch": True, "requirements": {"ops": 1}}],
+    ...     "backfill": {"horizon": "10 ms", "chunk": "2 ms", "trace": [{"tenant": "a", "at": "5 ms"}]}}})
+    >>> p = simulate_fleet(solve_fleet(spec, time_limit_s=2, workers=1)).processors[0]
+    >>> p.borrower, round(p.utilization_before, 3), round(p.utilization_after, 3)
+    ('b', 0.2, 0.8)
+    """
     from planner.fleet.pipeline import _pool_of
 
     spec = result.spec

@@ -73,7 +73,11 @@ class Item:
 
 @dataclass(frozen=True, slots=True)
 class VariantChoice:
-    """The mix chosen for one tenant: instances and requests/s per variant."""
+    """The mix chosen for one tenant: instances and requests/s per variant.
+
+    >>> VariantChoice("t", {"big": 3, "small": 1}, {"big": 50.0, "small": 50.0}, 0.9, 3500, "OPTIMAL").instances
+    {'big': 3, 'small': 1}
+    """
 
     tenant: str
     instances: dict[str, int]
@@ -85,7 +89,17 @@ class VariantChoice:
 
 @dataclass(frozen=True, slots=True)
 class ModeResult:
-    """One mode's allocation (power or spread) and its greedy baseline, in the user's names."""
+    """One mode's allocation (power or spread) and its greedy baseline, in the user's names.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> m = solve_fleet(spec, time_limit_s=2, workers=1).modes["spread"]
+    >>> m.placement, m.objective, m.baseline_objective
+    ({'a': 'p1', 'b': 'p0'}, 8000, 8000)
+    """
 
     mode: str
     status: str
@@ -108,7 +122,17 @@ class ModeResult:
 
 @dataclass(frozen=True, slots=True)
 class FleetResult:
-    """Everything ``plan solve`` reports for a fleet."""
+    """Everything ``plan solve`` reports for a fleet.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> r = solve_fleet(spec, time_limit_s=2, workers=1)
+    >>> r.chosen, r.allocation.processors_used, r.processor_loads()
+    ('power', 1, {'p0': (100000, 40000000000, 0)})
+    """
 
     spec: FleetSpec
     items: tuple[Item, ...]
@@ -163,7 +187,15 @@ def choose_variants(spec: FleetSpec, tenant: Tenant, options: SolveOptions) -> V
 
     Examples
     --------
-    See ``tests/planner/test_fleet.py::test_variant_choice``.
+    >>> from planner.fleet import load_fleet_spec
+    >>> spec = load_fleet_spec({"fleet": {
+    ...     "pools": [{"name": "p", "profile": "generic", "capacity": {"ops": 1000000}}],
+    ...     "tenants": [{"name": "t", "rate": 100, "precision": 0.9, "variants": [
+    ...         {"name": "big", "precision": 0.95, "capacity": 20, "requirements": {"ops": 5000}},
+    ...         {"name": "small", "precision": 0.85, "capacity": 50, "requirements": {"ops": 1000}}]}]}})
+    >>> c = choose_variants(spec, spec.tenants[0], SolveOptions())
+    >>> c.instances, c.cost_bp   # 3 x 10% + 1 x 5% of a processor
+    ({'big': 3, 'small': 1}, 3500)
     """
     vs = tenant.variants
     pools = [p.name for p in spec.pools if all(p.name in v.needs for v in vs)]
@@ -226,6 +258,14 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
         A tenant whose instance fits no processor of any allowed pool (the message gives
         the resource, the pool, the shortfall and how many replicas would fit), or whose
         deadline no pool can meet.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> [(it.label, it.demand["p"]) for it in expand_items(spec, {})]
+    [('a', (20000, 30000000000, 0)), ('b', (80000, 10000000000, 0))]
     """
     items: list[Item] = []
     for t in spec.tenants:
@@ -317,7 +357,12 @@ def to_problem(spec: FleetSpec, items: tuple[Item, ...], objective: ColocationOb
 
     Examples
     --------
-    See ``tests/planner/test_fleet.py::test_to_problem_groups_identical_items``.
+    >>> from planner.fleet import load_fleet_spec
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> problem, inverse = to_problem(spec, expand_items(spec, {}), ColocationObjective.MIN_COST)
+    >>> problem.capacity, problem.demand, inverse.processors   # io in 100 B, storage in 10 kB quanta
+    (((100000, 1000000000, 109951162),), (((20000, 300000000, 0),), ((80000, 100000000, 0),)), ('p0', 'p1'))
     """
     q = _quantum(spec)
     caps = tuple(tuple(c // qd for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)

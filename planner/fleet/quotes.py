@@ -19,7 +19,11 @@ __all__ = ["QuoteLine", "QuoteResult", "quote"]
 
 @dataclass(frozen=True, slots=True)
 class QuoteLine:
-    """One priced tenant (or tenant variant)."""
+    """One priced tenant (or tenant variant).
+
+    >>> QuoteLine("a", 0, 10**9, False, 1.0, 0.5, 0.4, 1800.0).price_per_request_peak
+    0.5
+    """
 
     tenant: str
     priority: int
@@ -33,7 +37,12 @@ class QuoteLine:
 
 @dataclass(frozen=True, slots=True)
 class QuoteResult:
-    """Every line of a quote, its currency and its terms."""
+    """Every line of a quote, its currency and its terms.
+
+    >>> q = QuoteResult("s", "USD", 0.5, 0.2, {}, (QuoteLine("a", 0, 10**9, False, 1.0, 0.5, 0.4, 1800.0),))
+    >>> q.quote_rows[1]
+    ['a', '0', '1,000,000,000', '1', '0.5', '0.4', '1800']
+    """
 
     spec_name: str
     currency: str

@@ -26,6 +26,14 @@ def allocation_dict(result: FleetResult) -> dict[str, Any]:
     """The chosen allocation: tenant → processors with the share of each resource.
 
     Shares are exact demand over the processor's capacity.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> result = solve_fleet(load_fleet_spec(ISSUE_EXAMPLE), time_limit_s=2, workers=1)
+    >>> allocation_dict(result)["tenants"]["a"][0]["share"]
+    {'ops': 0.2, 'io': 0.3, 'storage': 0.0}
     """
     spec = result.spec
     m = result.allocation
@@ -71,7 +79,16 @@ def _mode_dict(m: ModeResult) -> dict[str, Any]:
 
 
 def report_markdown(result: FleetResult) -> str:
-    """The human report: modes side by side, utilization per processor and resource, backfill."""
+    """The human report: modes side by side, utilization per processor and resource, backfill.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> result = solve_fleet(load_fleet_spec(ISSUE_EXAMPLE), time_limit_s=2, workers=1)
+    >>> report_markdown(result).splitlines()[0]
+    '# Fleet plan: issue-example'
+    """
     spec = result.spec
     out = [f"# Fleet plan: {spec.name}", ""]
     out.append(f"{len(spec.tenants)} tenants ({len(result.items)} instances) on "
@@ -137,6 +154,16 @@ def write_fleet_outputs(result: FleetResult, out_dir: Path) -> list[Path]:
     """Write ``allocation.json`` and ``report.md`` into an existing directory.
 
     Returns the paths written.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> result = solve_fleet(load_fleet_spec(ISSUE_EXAMPLE), time_limit_s=2, workers=1)
+    >>> import tempfile
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     [p.name for p in write_fleet_outputs(result, Path(d))]
+    ['allocation.json', 'report.md']
     """
     out_dir = Path(out_dir)
     a = out_dir / "allocation.json"
@@ -147,7 +174,16 @@ def write_fleet_outputs(result: FleetResult, out_dir: Path) -> list[Path]:
 
 
 def fleet_summary_rows(result: FleetResult) -> list[list[str]]:
-    """Rows for a terminal table (header first): one per mode, with the FFD baseline."""
+    """Rows for a terminal table (header first): one per mode, with the FFD baseline.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> result = solve_fleet(load_fleet_spec(ISSUE_EXAMPLE), time_limit_s=2, workers=1)
+    >>> fleet_summary_rows(result)[1][:6]
+    ['power *', 'OPTIMAL', '1', '1', '0.0%', '1']
+    """
     rows = [["mode", "status", "objective", "bound", "gap", "processors", "peak util.", "FFD processors",
              "FFD peak", "time"]]
     for name, m in result.modes.items():

@@ -88,7 +88,11 @@ class Need:
 
 @dataclass(frozen=True, slots=True)
 class Variant:
-    """One model variant of a tenant's task."""
+    """One model variant of a tenant's task.
+
+    >>> Variant("int8", 0.9, 100.0, {"p": Need(10, 10, 0, 0)}).needs["p"].demand(100.0)
+    (1000, 0, 0)
+    """
 
     name: str
     precision: float
@@ -98,7 +102,17 @@ class Variant:
 
 @dataclass(frozen=True, slots=True)
 class Tenant:
-    """A resolved tenant: needs per allowed pool (or variants), rate and priority."""
+    """A resolved tenant: needs per allowed pool (or variants), rate and priority.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> t = spec.tenant("b")
+    >>> t.rate_rps, t.needs["p"].ops_per_request, t.source
+    (1.0, 80000, 'requirements')
+    """
 
     name: str
     rate_rps: float
@@ -115,7 +129,16 @@ class Tenant:
 
 @dataclass(frozen=True, slots=True)
 class FleetSpec:
-    """A resolved fleet spec."""
+    """A resolved fleet spec.
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec, solve_fleet
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> spec.name, [p.name for p in spec.pools], spec.pool("p").capacity
+    ('issue-example', ['p'], (100000, 100000000000, 1099511627776))
+    """
 
     name: str
     pools: tuple[Pool, ...]

@@ -31,7 +31,22 @@ from planner.errors import SpecError
 from planner.spec.loader import Locator, _validation_error, did_you_mean
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
 
-__all__ = ["FleetDocument", "parse_ops", "parse_rate", "read_fleet_document", "is_fleet_data"]
+__all__ = ["FleetDocument", "ISSUE_EXAMPLE", "parse_ops", "parse_rate", "read_fleet_document", "is_fleet_data"]
+
+#: The co-location example of issue 4 as a spec mapping (used by examples and tests):
+#: 20 000 + 80 000 ops and 30 + 10 GB per second on processors of 100 000 ops and 100 GB/s.
+#:
+#: >>> ISSUE_EXAMPLE["fleet"]["tenants"][1]["requirements"]
+#: {'ops': 80000, 'io': '10 GB'}
+ISSUE_EXAMPLE = {
+    "version": 1, "name": "issue-example",
+    "fleet": {
+        "pools": [{"name": "p", "profile": "generic", "count": 2, "capacity": {"ops": 100000, "io": "100 GB/s"}}],
+        "tenants": [{"name": "a", "rate": 1, "requirements": {"ops": 20000, "io": "30 GB"}},
+                    {"name": "b", "rate": 1, "requirements": {"ops": 80000, "io": "10 GB"}}],
+        "solver": {"time_limit": "5 s", "workers": 1, "seed": 0},
+    },
+}
 
 _NUMBER = r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?"
 _PREFIX = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15}

@@ -97,7 +97,13 @@ def canonicalize(problem: ColocationProblem, solution: ColocationSolution) -> Co
 
 @dataclass
 class ColocationVars:
-    """Variable handles of the co-location model and the way back to a solution."""
+    """Variable handles of the co-location model and the way back to a solution.
+
+    >>> from solvers.colocation.problem import ColocationProblem
+    >>> _, v = build_colocation_model(ColocationProblem(((10,),), (2,), (((6,),), ((5,),))))
+    >>> v.types_on(1)   # only the second item may open bin 1
+    [1]
+    """
 
     problem: ColocationProblem
     x: dict[tuple[int, int], cp_model.IntVar] = field(default_factory=dict)
@@ -278,6 +284,7 @@ class CpSatColocationSolver:
             return SolveResult(Status.OPTIMAL, greedy.objective, greedy.objective, greedy.solution,
                                time.perf_counter() - t0, self.name, {"proof": "greedy meets lower bound"})
         if (problem.objective is ColocationObjective.MIN_COST and problem.num_classes == 1
+                and self.bin_completion_share > 0
                 and problem.class_cost[0] > 0 and problem.num_items <= self.bin_completion_max_items):
             # A packing that meets the volume bound is optimal: look for one directly.
             k = lb // problem.class_cost[0]

@@ -1,0 +1,141 @@
+"""Fleet benchmark: vector bin packing with known optima, and a 1,000-model fleet.
+
+1. Triplet instances: items in triplets summing exactly to the capacity in each of three
+   dimensions, so the optimum is n/3 (known by construction). Solved by the planner's
+   fewest-processors solver (FFD, then bin completion, then column generation) and, beside
+   it, by the CP-SAT assignment model alone (no bin completion). Target: proven optimal
+   for n <= 300 within 10 s each.
+2. A fleet of 1,000 models (50 distinct model types, random demands in three dimensions)
+   on 200 processors in two pools (120 small, 80 twice as large): fewest processors with
+   the gap to the proven bound, beside first-fit decreasing. Target: gap <= 1% within
+   30 s, never worse than FFD. The same fleet in spread mode (lowest peak utilization).
+
+    python -m benchmarks.fleet                   # everything (about 2 minutes on 2 cores)
+    python -m benchmarks.fleet --quick           # small sizes only
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+from benchmarks._machine import machine_facts
+from solvers.colocation import (
+    ColocationObjective,
+    ColocationProblem,
+    ColumnGenerationColocationSolver,
+    CpSatColocationSolver,
+    FirstFitDecreasingSolver,
+    validate_colocation,
+)
+from solvers.core import SolveOptions
+
+ROOT = Path(__file__).resolve().parent.parent
+TRIPLET_TIME_S, FLEET_TIME_S, SPREAD_TIME_S = 10.0, 28.0, 10.0
+
+
+def triplets(n: int, seed: int, cap=(1000, 1000, 1000)) -> ColocationProblem:
+    """n items in n/3 triplets, each triplet summing exactly to ``cap`` in every dimension."""
+    rng = random.Random(seed)
+    items = []
+    for _ in range(n // 3):
+        trip = [[0] * len(cap) for _ in range(3)]
+        for d, c in enumerate(cap):
+            a = rng.randint(1, c - 2)
+            b = rng.randint(1, c - a - 1)
+            for k, x in enumerate((a, b, c - a - b)):
+                trip[k][d] = x
+        items += [tuple(t) for t in trip]
+    rng.shuffle(items)
+    return ColocationProblem((cap,), (n // 3 + n // 6,), tuple((it,) for it in items))
+
+
+def fleet(n_models: int = 1000, n_types: int = 50, seed: int = 0,
+          objective: ColocationObjective = ColocationObjective.MIN_COST) -> ColocationProblem:
+    """1,000 models of 50 types on 120 + 80 processors (ops/s, IO bytes/s, storage; scaled units)."""
+    rng = random.Random(seed)
+    caps = ((100_000, 100_000, 32_000), (200_000, 150_000, 64_000))
+    types = [(rng.randint(2_000, 30_000), rng.randint(1_000, 30_000), rng.randint(500, 12_000))
+             for _ in range(n_types)]
+    mult = [0] * n_types
+    for _ in range(n_models):
+        mult[rng.randrange(n_types)] += 1
+    keep = [t for t in range(n_types) if mult[t] > 0]
+    return ColocationProblem(caps, (120, 80), tuple((types[t], types[t]) for t in keep),
+                             multiplicity=tuple(mult[t] for t in keep), class_cost=(1, 1), objective=objective)
+
+
+def run(problem, solver, time_limit: float, workers: int) -> dict:
+    t0 = time.perf_counter()
+    r = solver.solve(problem, SolveOptions(time_limit_s=time_limit, num_workers=workers, random_seed=0))
+    wall = time.perf_counter() - t0
+    if r.solution is not None:
+        assert validate_colocation(problem, r.solution) == [], "invalid packing"
+    return {"status": r.status.value, "objective": r.objective, "bound": r.bound, "gap": r.gap,
+            "time_s": round(wall, 2), "proof": r.stats.get("proof", "")}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes only")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results")
+    args = ap.parse_args()
+    facts = machine_facts()
+    sizes = (30, 60) if args.quick else (30, 60, 120, 300)
+    rows = []
+    print("Triplet vector bin packing (3 dimensions, optimum n/3 by construction)")
+    header = (f"{'n':>5}{'seed':>5}{'opt':>5}{'FFD':>6}{'planner':>9}{'status':>10}{'time':>8}"
+              f"{'cpsat-only':>12}{'status':>10}{'time':>8}")
+    print(header)
+    print("-" * len(header))
+    for n in sizes:
+        for seed in range(3):
+            p = triplets(n, seed)
+            ffd = FirstFitDecreasingSolver().solve(p)
+            plan = run(p, ColumnGenerationColocationSolver(), TRIPLET_TIME_S, args.workers)
+            only = (run(p, CpSatColocationSolver(bin_completion_share=0.0), TRIPLET_TIME_S, args.workers)
+                    if seed == 0 else None)
+            row = {"n": n, "seed": seed, "optimum": n // 3, "ffd": ffd.objective, "planner": plan, "cpsat_only": only}
+            rows.append(row)
+            o = only or {}
+            print(f"{n:>5}{seed:>5}{n // 3:>5}{ffd.objective:>6}{plan['objective']:>9}{plan['status']:>10}"
+                  f"{plan['time_s']:>7.2f}s{o.get('objective', '-'):>12}{o.get('status', '-'):>10}"
+                  f"{(str(o['time_s']) + 's') if o else '-':>8}")
+    fleet_rows = {}
+    if not args.quick:
+        print("\nFleet: 1,000 models (50 types) on 200 processors (120 + 80, two sizes), fewest processors")
+        p = fleet()
+        ffd = FirstFitDecreasingSolver().solve(p)
+        power = run(p, ColumnGenerationColocationSolver(), FLEET_TIME_S, args.workers)
+        fleet_rows["power"] = {"ffd": ffd.objective, **power}
+        print(f"  FFD {ffd.objective}   planner {power['objective']} (bound {power['bound']}, "
+              f"gap {100 * power['gap']:.2f}%, {power['status']}) in {power['time_s']} s")
+        ps = fleet(objective=ColocationObjective.MIN_MAX_UTILIZATION)
+        ffd_s = FirstFitDecreasingSolver().solve(ps)
+        spread = run(ps, CpSatColocationSolver(), SPREAD_TIME_S, args.workers)
+        fleet_rows["spread"] = {"ffd": ffd_s.objective, **spread}
+        print(f"  spread (peak utilization, bp): FFD-balanced {ffd_s.objective}   planner {spread['objective']} "
+              f"(bound {spread['bound']}, gap {100 * (spread['gap'] or 0):.2f}%, {spread['status']}) "
+              f"in {spread['time_s']} s")
+    print()
+    ok_trip = all(r["planner"]["status"] == "OPTIMAL" and r["planner"]["objective"] == r["optimum"]
+                  and r["planner"]["time_s"] <= TRIPLET_TIME_S for r in rows)
+    print(f"{'PASS' if ok_trip else 'FAIL'}  triplets proven optimal (n/3) within {TRIPLET_TIME_S:g} s each")
+    if fleet_rows:
+        f = fleet_rows["power"]
+        ok = f["gap"] is not None and f["gap"] <= 0.01 and f["time_s"] <= 30 and f["objective"] <= f["ffd"]
+        print(f"{'PASS' if ok else 'FAIL'}  1,000-model fleet: gap <= 1% within 30 s, never worse than FFD")
+    args.out.mkdir(parents=True, exist_ok=True)
+    path = args.out / f"fleet-{facts['date'][:10]}.json"
+    path.write_text(json.dumps({"machine": facts, "triplets": rows, "fleet": fleet_rows}, indent=2) + "\n",
+                    encoding="utf-8")
+    print(f"\nmachine: {facts['cores']} cores, Python {facts['python']}, OR-Tools {facts['ortools']}, {facts['date']}")
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
