@@ -337,3 +337,11 @@ def test_window_restriction_never_claims_a_false_optimum():
     assert narrow.objective >= exact.objective
     if narrow.objective > makespan_lower_bound(p):
         assert narrow.status is Status.FEASIBLE and narrow.bound == makespan_lower_bound(p)
+
+
+def test_hint_is_used_and_never_lost(default_options):
+    # A valid hint (here the optimum itself) comes back at least as good, split or not.
+    for p in (SPILL, SPLIT):
+        best = CpSatLevelSolver().solve(p, default_options).solution
+        again = CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=0.05, hint=best))
+        assert again.solution is not None and again.objective <= best.makespan_cycles

@@ -41,7 +41,7 @@ so the split choice is exact when every expansion is.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
@@ -452,7 +452,12 @@ class CpSatLevelSolver:
         for n_left, factors in zip(range(len(choices), 0, -1), choices):
             expanded = expand_splits(problem, factors)[0] if problem.splits else problem
             remaining = options.time_limit_s - (time.perf_counter() - t0)
-            status, sol, b, prog = self._solve_unsplit(expanded, options, max(0.05, remaining / n_left))
+            opts = options
+            if isinstance(options.hint, LevelSolution) and problem.splits:  # a hint for this split choice only
+                h = options.hint
+                opts = replace(options, hint=replace(h, split_factors=()) if h.split_factors == tuple(factors)
+                               else None)
+            status, sol, b, prog = self._solve_unsplit(expanded, opts, max(0.05, remaining / n_left))
             progress.extend(prog)
             per_choice.append({"factors": list(factors), "status": status.value,
                                "objective": None if sol is None else sol.makespan_cycles, "bound": b})
