@@ -21,10 +21,10 @@ from planner.fleet.pipeline import FleetResult, solve_fleet
 from planner.fleet.quotes import QuoteResult, quote
 from planner.fleet.report import fleet_summary_rows, write_fleet_outputs
 from planner.fleet.resolve import FleetSpec, resolve_fleet
-from planner.fleet.spec import is_fleet_data, read_fleet_document
+from planner.fleet.spec import fleet_json_schema, is_fleet_data, read_fleet_document
 
 __all__ = ["FleetSpec", "FleetResult", "QuoteResult", "is_fleet_spec", "load_fleet_spec", "solve_fleet",
-           "write_fleet_outputs", "fleet_summary_rows", "quote"]
+           "write_fleet_outputs", "fleet_summary_rows", "quote", "fleet_json_schema"]
 
 
 def is_fleet_spec(data_or_path: Any) -> bool:

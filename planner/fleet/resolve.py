@@ -237,7 +237,8 @@ def _from_plan(name: str, pools, allowed, path: Path, where, locator) -> dict[st
     io = sum(int(m.get("input_bytes", 0)) + int(m.get("output_bytes", 0)) for m in models.values())
     storage = sum(int(m.get("weight_bytes", 0)) for m in models.values())
     if busy is None or busy == 0:
-        busy = sum(min(m.get("timeline_cycles", {}).values() or [0]) for m in models.values())
+        # Serial time on the slowest device kind of the plan (conservative: the pool may be that kind).
+        busy = sum(max(m.get("timeline_cycles", {}).values() or [0]) for m in models.values())
     cycles = {p.name: busy for p in pools}
     return _needs_from_totals(pools, allowed, cycles, clock, io, storage)
 

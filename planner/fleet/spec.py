@@ -31,7 +31,7 @@ from planner.errors import SpecError
 from planner.spec.loader import Locator, _validation_error, did_you_mean
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
 
-__all__ = ["FleetDocument", "ISSUE_EXAMPLE", "parse_ops", "parse_rate", "read_fleet_document", "is_fleet_data"]
+__all__ = ["FleetDocument", "ISSUE_EXAMPLE", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document", "is_fleet_data"]
 
 #: The co-location example of issue 4 as a spec mapping (used by examples and tests):
 #: 20 000 + 80 000 ops and 30 + 10 GB per second on processors of 100 000 ops and 100 GB/s.
@@ -346,3 +346,12 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
             raise first from None
         raise _validation_error(exc, locator) from None
     return doc, locator, base
+
+
+def fleet_json_schema() -> dict[str, Any]:
+    """The JSON Schema of fleet specs, generated from the same models as the validator.
+
+    >>> fleet_json_schema()["required"]
+    ['fleet']
+    """
+    return FleetDocument.model_json_schema()

@@ -341,3 +341,30 @@ def test_deterministic(tmp_path):
     a, b = solve(spec, time_limit_s=3.0), solve(spec, time_limit_s=3.0)
     assert a.allocation.placement == b.allocation.placement
     assert a.backfill.to_dict() == b.backfill.to_dict()
+
+
+def test_compiled_plan_tenant(tmp_path):
+    # A plan.json's determined resources (as written by `plan solve`): serial time on the
+    # slowest kind, 506 944 cycles at 1 GHz = 506.944 us per request; on a pool of 10^9
+    # ops/s that is 506 944 ops. IO = input + output bytes; storage = weights.
+    plan = {"clock_hz": 1_000_000_000, "resources": {"models": {"mlp": {
+        "weight_bytes": 8388608, "input_bytes": 16384, "output_bytes": 16384,
+        "timeline_cycles": {"tpu": 95172, "npu": 506944}}}, "devices": {}}}
+    (tmp_path / "plan.json").write_text(json.dumps(plan))
+    text = """
+    version: 1
+    fleet:
+      pools:
+        - {name: p, profile: generic, count: 2, capacity: {ops: 1 Gops/s}}
+      tenants:
+        - {name: compiled, rate: 1000/s, plan: plan.json}
+    """
+    spec = load_fleet_spec(write(tmp_path, text))
+    need = spec.tenants[0].needs["p"]
+    assert (need.ops_per_request, need.io_bytes_per_request, need.storage_bytes) == (506944, 32768, 8388608)
+    # 1000 req/s x 506 944 ops = 50.7% of a processor.
+    r = solve(spec)
+    assert r.allocation.peak_utilization == pytest.approx(0.506944)
+    (tmp_path / "plan.json").write_text(json.dumps({"clock_hz": 1}))
+    with pytest.raises(SpecError, match="has no determined resources"):
+        load_fleet_spec(tmp_path / "fleet.yaml")
