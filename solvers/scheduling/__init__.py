@@ -22,7 +22,7 @@ from solvers.scheduling.cpsat import (CpSatOptions, CpSatScheduler, SchedulingVa
                                       add_objective, add_placement, add_precedence,
                                       add_symmetry_breaking, assign_streams, build,
                                       canonical_solution, create_variables, interchangeable_classes,
-                                      segment_lower_bound)
+                                      segment_lower_bound, segment_schedule)
 
 __all__ = [
     "Objective", "ScheduledTransfer", "SchedulingProblem", "SchedulingSolution",
@@ -35,4 +35,5 @@ __all__ = [
     "add_placement", "add_devices", "add_precedence", "add_links", "add_colocation", "add_memory",
     "add_symmetry_breaking", "add_load_cuts", "add_objective", "add_hint",
     "interchangeable_classes", "canonical_solution", "assign_streams", "segment_lower_bound",
+    "segment_schedule",
 ]

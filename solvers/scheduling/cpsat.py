@@ -139,6 +139,7 @@ __all__ = [
     "canonical_solution",
     "assign_streams",
     "segment_lower_bound",
+    "segment_schedule",
 ]
 
 _log = logging.getLogger(__name__)
@@ -176,8 +177,13 @@ class CpSatOptions:
     # LATENCY: share of the time budget spent proving bounds on segments between cut ops
     # (see segment_lower_bound); 0 turns it off.
     segment_bound_share: float = 0.4
-    # Segments with fewer ops than this keep their cheap bound.
+    # LATENCY: share of the time budget spent building a hint from per-segment solutions
+    # (see segment_schedule); 0 turns it off.
+    segment_schedule_share: float = 0.3
+    # Segments with fewer ops than this keep their cheap bound and use HEFT.
     segment_min_ops: int = 4
+    # segment_schedule solves windows of consecutive segments with at least this many ops.
+    segment_window_ops: int = 24
     # Break symmetry among interchangeable devices of equal device_class.
     symmetry_breaking: bool = True
 
@@ -944,8 +950,9 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     t0 = time.perf_counter()
     inner_cfg = CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
                              symmetry_breaking=cfg.symmetry_breaking,
-                             interleave_search=cfg.interleave_search, segment_bound_share=0.0)
-    proved = 0
+                             interleave_search=cfg.interleave_search, segment_bound_share=0.0,
+                             segment_schedule_share=0.0)
+    proved = wall_stops = 0
     for gi, ks in enumerate(order):
         left = time_budget_s - (time.perf_counter() - t0)
         if left <= 0.1:
@@ -963,13 +970,186 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
         r = CpSatScheduler(inner_cfg).solve(floor, SolveOptions(
             time_limit_s=max(0.1, share), num_workers=options.num_workers,
             random_seed=options.random_seed))
+        if r.stats.get("stopped_by") == "wall_time":
+            wall_stops += 1
         if r.bound is not None:
             proved += 1
             for k in ks:
                 bounds[k] = max(bounds[k], int(r.bound))
     return sum(bounds), {"segments": len(segs), "segment_groups": len(order),
-                         "segment_groups_proved": proved,
+                         "segment_groups_proved": proved, "segment_wall_stops": wall_stops,
                          "segment_bound_s": round(time.perf_counter() - t0, 3)}
+
+
+def segment_schedule(problem: SchedulingProblem, options: SolveOptions, time_budget_s: float,
+                     cfg: "CpSatOptions | None" = None) -> SchedulingSolution | None:
+    """A schedule glued from per-segment CP-SAT solutions (LATENCY, graphs with cut ops).
+
+    Segments (see :func:`~solvers.scheduling.bounds.segment_problems`) are solved in
+    order, each with its source op pinned to the device the previous segment gave it;
+    segments are first merged into windows of at least ``segment_window_ops`` ops (so
+    residual edges mostly stay inside a window); windows with fewer than
+    ``segment_min_ops`` ops use HEFT. The window schedules are shifted to start when
+    their source ends, then re-timed together keeping every stream's and link's order
+    (edges between windows get their transfers there). None when that fails validation
+    (e.g. memory, which windows ignore).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1), (5, 5), (5, 5), (1, 1)),
+    ...                       ((0, 1, 8), (0, 2, 8), (1, 3, 8), (2, 3, 8)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((1,),) * 4)
+    >>> segment_schedule(p, SolveOptions(), 2.0, CpSatOptions(segment_min_ops=2)).makespan_cycles
+    8
+    """
+    from solvers.scheduling.bounds import _reach_sets, _subproblem, segment_problems
+
+    cfg = cfg or CpSatOptions()
+    segs = segment_problems(problem)
+    if problem.objective is not Objective.LATENCY or len(segs) < 2:
+        return None
+    # merge consecutive segments into windows of >= segment_window_ops ops, closed at a
+    # "clean" cut op (no edge jumps over it), so residual connections stay inside a window
+    anc, desc = _reach_sets(problem)
+
+    def clean(c: int) -> bool:
+        return not any(anc[c] >> u & 1 and desc[c] >> v & 1 for u, v, _ in problem.edges)
+
+    windows: list[tuple[SchedulingProblem, tuple[int, ...]]] = []
+    acc: list[int] = []
+    first_source: int | None = None
+    for k, (_sub, ops) in enumerate(segs):
+        if not acc:
+            first_source = ops[0] if k > 0 else None
+            acc = list(ops)
+        else:
+            acc += [op for op in ops if op != acc[-1]]
+        if (len(acc) >= cfg.segment_window_ops and clean(acc[-1])) or k == len(segs) - 1:
+            windows.append((_subproblem(problem, acc, first_source), tuple(acc)))
+            acc = []
+    segs = windows
+    inner_cfg = CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
+                             symmetry_breaking=cfg.symmetry_breaking,
+                             interleave_search=cfg.interleave_search, segment_bound_share=0.0,
+                             segment_schedule_share=0.0)
+    big_ops = sum(sub.num_ops for sub, _ in segs if sub.num_ops >= cfg.segment_min_ops)
+    t0 = time.perf_counter()
+    n = problem.num_ops
+    placement, stream = [-1] * n, [0] * n
+    key_op, key_tr = [0] * n, {}
+    end_of = [0] * n
+    for k, (sub, ops) in enumerate(segs):
+        source = k > 0
+        if source:  # pin the source (first op) where the previous window put it
+            d0 = placement[ops[0]]
+            rows = list(sub.durations_cycles)
+            rows[0] = tuple(0 if d == d0 else -1 for d in range(sub.num_devices))
+            sub = SchedulingProblem(tuple(rows), sub.edges, sub.device_streams, sub.link_of,
+                                    sub.transfer_cycles, Objective.LATENCY,
+                                    colocation_groups=sub.colocation_groups,
+                                    device_class=sub.device_class)
+        sol = None
+        left = time_budget_s - (time.perf_counter() - t0)
+        if sub.num_ops >= cfg.segment_min_ops and left > 0.1 and big_ops:
+            share = left * sub.num_ops / big_ops
+            big_ops -= sub.num_ops
+            r = CpSatScheduler(inner_cfg).solve(sub, SolveOptions(
+                time_limit_s=max(0.1, share), num_workers=options.num_workers,
+                random_seed=options.random_seed))
+            sol = r.solution
+        if sol is None:
+            sol = heft_schedule(sub)
+        if sol is None:
+            return None
+        shift = end_of[ops[0]] - sol.op_end(0) if source else 0
+        for local, op in enumerate(ops):
+            if source and local == 0:
+                continue
+            placement[op], stream[op] = sol.op_device[local], sol.op_stream[local]
+            key_op[op] = sol.op_start[local] + shift
+            end_of[op] = sol.op_end(local) + shift
+        inside = set(ops)
+        global_edges = [e for e, (u, v, _) in enumerate(problem.edges) if u in inside and v in inside]
+        for t in sol.transfers:
+            key_tr[global_edges[t.edge]] = t.start_cycle + shift
+    out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
+    if out is None or validate_schedule(problem, out):
+        return None
+    return out
+
+
+def _retime(problem: SchedulingProblem, placement, stream, key_op, key_tr) -> SchedulingSolution | None:
+    """Earliest start times keeping each stream's and link's order given by the keys.
+
+    Tasks (ops, and a transfer per cross-device edge) are taken, among those whose
+    predecessors are done, by smallest key; each starts when its inputs are ready and its
+    stream or link is free. Edges without a key (between windows) use the producer's end.
+    """
+    import heapq
+
+    n = problem.num_ops
+    for u, v, _ in problem.edges:
+        if placement[u] != placement[v] and problem.link_of[placement[u]][placement[v]] < 0:
+            return None
+    # task ids: ops 0..n-1, transfer of edge e is n + e
+    preds: dict[int, list[int]] = {i: [] for i in range(n)}
+    succs: dict[int, list[int]] = {}
+    links: dict[int, int] = {}
+    for e, (u, v, _) in enumerate(problem.edges):
+        if placement[u] == placement[v]:
+            preds[v].append(u)
+            succs.setdefault(u, []).append(v)
+        else:
+            t = n + e
+            links[t] = problem.link_of[placement[u]][placement[v]]
+            preds[t] = [u]
+            preds[v].append(t)
+            succs.setdefault(u, []).append(t)
+            succs.setdefault(t, []).append(v)
+    missing = {t: len(ps) for t, ps in preds.items()}
+    end: dict[int, int] = {}
+    lane_free: dict[tuple[int, int], int] = {}
+    link_free: dict[int, int] = {}
+    starts = [0] * n
+
+    def key(t: int) -> tuple[int, int, int]:
+        if t < n:
+            return (key_op[t], 1, t)
+        e = t - n
+        return (key_tr.get(e, end_key[problem.edges[e][0]]), 0, t)
+
+    end_key = [key_op[i] + problem.durations_cycles[i][placement[i]] for i in range(n)]
+    heap = [key(t) for t, m in missing.items() if m == 0]
+    heapq.heapify(heap)
+    transfers = []
+    while heap:
+        _, _, t = heapq.heappop(heap)
+        ready = max((end[q] for q in preds[t]), default=0)
+        if t < n:
+            dur = problem.durations_cycles[t][placement[t]]
+            lane = (placement[t], stream[t])
+            s0 = max(ready, lane_free.get(lane, 0)) if dur > 0 else ready
+            if dur > 0:
+                lane_free[lane] = s0 + dur
+            starts[t] = s0
+        else:
+            link = links[t]
+            dur = problem.transfer_cycles[t - n][link]
+            s0 = max(ready, link_free.get(link, 0)) if dur > 0 else ready
+            if dur > 0:
+                link_free[link] = s0 + dur
+            transfers.append(ScheduledTransfer(t - n, link, s0, dur))
+        end[t] = s0 + dur
+        for w in succs.get(t, ()):
+            missing[w] -= 1
+            if missing[w] == 0:
+                heapq.heappush(heap, key(w))
+    if len(end) != len(preds):
+        return None
+    transfers.sort(key=lambda tr: tr.edge)
+    durs = tuple(problem.durations_cycles[i][placement[i]] for i in range(n))
+    return SchedulingSolution(tuple(placement), tuple(stream), tuple(starts), durs,
+                              tuple(transfers))
 
 
 # ----------------------------------------------------------------------------- solver
@@ -1030,6 +1210,9 @@ class CpSatScheduler:
             hint = None
         if hint is None:
             hint, hint_source = heft_schedule(problem), "heft"
+            if hint is not None and validate_schedule(problem, hint):  # pragma: no cover
+                _log.error("HEFT produced an invalid schedule; solving without a hint")
+                hint = None
         hint_obj = objective_value(problem, hint) if hint is not None else None
         stats: dict[str, Any] = {"lower_bound": bound, "hint_source": hint_source if hint else None,
                                  "hint_objective": hint_obj}
@@ -1039,6 +1222,15 @@ class CpSatScheduler:
                 problem, options, cfg.segment_bound_share * options.time_limit_s, cfg)
             bound = max(bound, seg)
             stats.update(seg_stats, lower_bound=bound)
+        if (hint_source == "heft" and cfg.segment_schedule_share > 0
+                and problem.objective is Objective.LATENCY
+                and not (hint is not None and hint_obj <= bound)):
+            glued = segment_schedule(problem, options,
+                                     cfg.segment_schedule_share * options.time_limit_s, cfg)
+            if glued is not None and (hint is None or objective_value(problem, glued) < hint_obj):
+                hint, hint_source = glued, "segments"
+                hint_obj = objective_value(problem, hint)
+                stats.update(hint_source=hint_source, hint_objective=hint_obj)
         if hint is not None and hint_obj <= bound:
             stats["proof"] = "hint meets the lower bound"
             return SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint,

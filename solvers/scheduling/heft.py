@@ -71,6 +71,31 @@ def _insert(busy: list[tuple[int, int]], start: int, length: int) -> None:
         bisect.insort(busy, (start, start + length))
 
 
+def _merged_groups(problem: SchedulingProblem) -> list[tuple[int, ...]]:
+    """Colocation groups with shared ops merged (union-find), members sorted."""
+    parent = list(range(problem.num_ops))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for g in problem.colocation_groups:
+        for a, b in zip(g, g[1:]):
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    comps: dict[int, list[int]] = {}
+    for g in problem.colocation_groups:
+        for i in g:
+            comps.setdefault(find(i), [])
+    for i in range(problem.num_ops):
+        if find(i) in comps:
+            comps[find(i)].append(i)
+    return [tuple(m) for _, m in sorted(comps.items()) if len(m) > 1]
+
+
 def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
     """HEFT's upward rank of every op (mean durations and mean transfer costs).
 
@@ -97,8 +122,11 @@ def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
     return tuple(rank)
 
 
-def heft_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
+def heft_schedule(problem: SchedulingProblem,
+                  placement: tuple[int, ...] | None = None) -> SchedulingSolution | None:
     """Run HEFT (see the module Notes); None when some op has no admissible device.
+
+    With ``placement`` every op's device is given and HEFT only sequences (same rules).
 
     Examples
     --------
@@ -121,10 +149,8 @@ def heft_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
         in_edges[v].append(e)
         succs[u].append(v)
         indeg[v] += 1
-    group_of: dict[int, int] = {}
-    for g, members in enumerate(problem.colocation_groups):
-        for i in members:
-            group_of.setdefault(i, g)
+    groups = _merged_groups(problem)
+    group_of = {i: g for g, members in enumerate(groups) for i in members}
     group_device: dict[int, int] = {}
 
     dev = [-1] * n
@@ -151,13 +177,15 @@ def heft_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
             cands = (group_device[g],)
             group_bytes = 0 if i in reserved else own_bytes(i)
         elif g is not None:
-            members = problem.colocation_groups[g]
+            members = groups[g]
             cands = tuple(d for d in problem.allowed_devices(i)
                           if all(problem.durations_cycles[j][d] >= 0 for j in members))
-            group_bytes = sum(own_bytes(j) for j in sorted(set(members)))
+            group_bytes = sum(own_bytes(j) for j in members)
         else:
             cands = problem.allowed_devices(i)
             group_bytes = own_bytes(i)
+        if placement is not None:
+            cands = tuple(d for d in cands if d == placement[i])
         best = None
         for d in cands:
             if problem.durations_cycles[i][d] < 0:
@@ -218,7 +246,7 @@ def heft_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
             transfers.append(ScheduledTransfer(e, link, ts, c))
         if g is not None and g not in group_device:
             group_device[g] = d
-            reserved.update(problem.colocation_groups[g])
+            reserved.update(groups[g])
         for j in succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:

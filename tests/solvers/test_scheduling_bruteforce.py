@@ -153,7 +153,7 @@ def problems(draw):
         kw["device_memory_bytes"] = tuple(draw(st.integers(0, 10)) for _ in range(nd))
         edges = tuple((u, v, 0) for u, v, _ in edges)
     if n >= 2 and draw(st.booleans()):
-        kw["colocation_groups"] = ((0, n - 1),)
+        kw["colocation_groups"] = ((0, n - 1),) if n < 3 or draw(st.booleans()) else ((0, 1), (1, n - 1))
     if draw(st.booleans()):
         kw["objective"] = Objective.THROUGHPUT
     if nd >= 2 and draw(st.booleans()) and len(set(streams)) == 1:
