@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solvers.colocation.bounds import cost_lower_bound, max_utilization_lower_bound
-from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order
+from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import colocation_objective, validate_colocation
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
@@ -266,6 +266,8 @@ class CpSatColocationSolver:
     name: str = "cpsat"
     # Share of the time limit spent looking for a packing that meets the volume bound.
     bin_completion_share: float = 0.3
+    # Share of the time limit for the move/swap local search on the balance objective.
+    local_search_share: float = 0.7
     # Bin completion runs on expanded items; above this many it is skipped.
     bin_completion_max_items: int = 5000
 
@@ -279,6 +281,17 @@ class CpSatColocationSolver:
             hint = greedy.solution
         lb = (cost_lower_bound(problem) if problem.objective is ColocationObjective.MIN_COST
               else max_utilization_lower_bound(problem))
+        if (problem.objective is ColocationObjective.MIN_MAX_UTILIZATION and hint is not None
+                and colocation_objective(problem, hint) > lb and self.local_search_share > 0):
+            # Relieve the busiest processors by moves and swaps before the search.
+            bins = None if problem.cost_budget is None else list(hint.used_bins())
+            better = improve_balance(problem, hint, bins=bins,
+                                     deadline_s=t0 + self.local_search_share * options.time_limit_s)
+            if colocation_objective(problem, better) < colocation_objective(problem, hint):
+                hint = better
+                if greedy.solution is None or colocation_objective(problem, better) < greedy.objective:
+                    greedy = SolveResult(Status.FEASIBLE, colocation_objective(problem, better), None, better,
+                                         greedy.wall_time_s, "ffd+local-search")
         if greedy.solution is not None and greedy.objective is not None and greedy.objective <= lb:
             # The baseline meets the lower bound: nothing left to search.
             return SolveResult(Status.OPTIMAL, greedy.objective, greedy.objective, greedy.solution,
@@ -293,7 +306,7 @@ class CpSatColocationSolver:
             if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
                 return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
                                    {"proof": "bin completion meets lower bound", "lower_bound": lb,
-                                    "ffd_objective": greedy.objective})
+                                    "greedy_objective": greedy.objective})
         model, v = build_colocation_model(problem)
         if hint is not None:
             v.hint(model, canonicalize(problem, hint))
@@ -311,7 +324,7 @@ class CpSatColocationSolver:
         wall = time.perf_counter() - t0
         stats = {"cpsat_status": solver.status_name(code), "branches": solver.num_branches,
                  "conflicts": solver.num_conflicts, "num_x_vars": len(v.x), "lower_bound": lb,
-                 "ffd_objective": greedy.objective}
+                 "greedy_objective": greedy.objective}
         if status is Status.MODEL_INVALID:
             raise RuntimeError(f"co-location model invalid: {model.validate()}")
         if not status.has_solution:

@@ -14,7 +14,7 @@ from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, Coloca
 from solvers.colocation.validate import colocation_objective, solution_cost
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 
-__all__ = ["FirstFitDecreasingSolver", "bin_completion", "decreasing_order", "first_fit_decreasing"]
+__all__ = ["FirstFitDecreasingSolver", "bin_completion", "decreasing_order", "first_fit_decreasing", "improve_balance"]
 
 
 def _size(problem: ColocationProblem, t: int) -> tuple[float, float]:
@@ -267,3 +267,83 @@ def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: flo
     finally:
         sys.setrecursionlimit(old)
     return ColocationSolution(tuple(where)) if found else None
+
+
+def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *, deadline_s: float,
+                    bins: list[int] | None = None) -> ColocationSolution:
+    """Lower the peak utilization of a packing by moves and swaps out of the busiest bin.
+
+    Repeatedly takes the bin with the highest utilization (largest share over dimensions)
+    and applies the move of one of its items to another bin, or the swap with an item of
+    another bin, that leaves both bins below the current peak and lowest; stops when the
+    busiest bin cannot be relieved, or at ``deadline_s``. ``bins`` limits the bins items may
+    move to (default: every bin). The result is feasible whenever the input is.
+
+    Examples
+    --------
+    >>> from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
+    >>> from solvers.colocation.validate import colocation_objective
+    >>> p = ColocationProblem(((10,),), (2,), (((6,),), ((3,),), ((5,),), ((4,),)),
+    ...                       objective=ColocationObjective.MIN_MAX_UTILIZATION)
+    >>> s = ColocationSolution((0, 0, 1, 1))           # 9 | 9 -> already balanced
+    >>> colocation_objective(p, improve_balance(p, s, deadline_s=time.perf_counter() + 1))
+    9000
+    >>> s = ColocationSolution((0, 1, 1, 0))           # 6+4 = 10 | 3+5 = 8 -> swap 4 and 3: 9 | 9
+    >>> colocation_objective(p, improve_balance(p, s, deadline_s=time.perf_counter() + 1))
+    9000
+    """
+    allowed_bins = list(range(problem.num_bins)) if bins is None else list(bins)
+    where = list(solution.bin_of_item)
+    caps = [problem.capacity[problem.bin_class(b)] for b in range(problem.num_bins)]
+    dem = [[problem.demand[problem.item_type(i)][c] for c in range(problem.num_classes)]
+           for i in range(problem.num_items)]
+    cls = [problem.bin_class(b) for b in range(problem.num_bins)]
+    loads = [[0] * problem.num_dims for _ in range(problem.num_bins)]
+    members: list[list[int]] = [[] for _ in range(problem.num_bins)]
+    for i, b in enumerate(where):
+        members[b].append(i)
+        for d, x in enumerate(dem[i][cls[b]]):
+            loads[b][d] += x
+
+    def util(load, b) -> float:
+        return max(x / k for x, k in zip(load, caps[b]))
+
+    def fits(load, b) -> bool:
+        return all(x <= k for x, k in zip(load, caps[b]))
+
+    while time.perf_counter() < deadline_s:
+        worst = max(range(problem.num_bins), key=lambda b: (util(loads[b], b), -b))
+        peak = util(loads[worst], worst)
+        best = None  # (new peak of the pair, kind, i, j, target)
+        for i in members[worst]:
+            vi = dem[i][cls[worst]]
+            rest = [x - y for x, y in zip(loads[worst], vi)]
+            for b in allowed_bins:
+                if b == worst or dem[i][cls[b]] is None:
+                    continue
+                vb = dem[i][cls[b]]
+                moved = [x + y for x, y in zip(loads[b], vb)]
+                if fits(moved, b):
+                    key = max(util(rest, worst), util(moved, b))
+                    if key < peak - 1e-12 and (best is None or key < best[0]):
+                        best = (key, "move", i, -1, b)
+                for j in members[b]:
+                    if dem[j][cls[worst]] is None or problem.item_type(j) == problem.item_type(i):
+                        continue
+                    a = [x + y for x, y in zip(rest, dem[j][cls[worst]])]
+                    c = [x - y + z for x, y, z in zip(loads[b], dem[j][cls[b]], vb)]
+                    if fits(a, worst) and fits(c, b):
+                        key = max(util(a, worst), util(c, b))
+                        if key < peak - 1e-12 and (best is None or key < best[0]):
+                            best = (key, "swap", i, j, b)
+        if best is None:
+            break
+        _, kind, i, j, b = best
+        for item, src, dst in ((i, worst, b),) + (((j, b, worst),) if kind == "swap" else ()):
+            members[src].remove(item)
+            members[dst].append(item)
+            for d in range(problem.num_dims):
+                loads[src][d] -= dem[item][cls[src]][d]
+                loads[dst][d] += dem[item][cls[dst]][d]
+            where[item] = dst
+    return ColocationSolution(tuple(where))

@@ -294,3 +294,20 @@ def test_problem_validation():
     with pytest.raises(ValueError, match="rate_rps"):
         VariantProblem(0, 0, None, (1,), (1,), (1,), (1,))
     assert BASIS_POINTS == 10_000
+
+
+def test_improve_balance_keeps_feasibility_and_never_worsens():
+    from solvers.colocation.greedy import improve_balance
+
+    rng = random.Random(5)
+    p = ColocationProblem(((100, 100),), (6,), tuple(((rng.randint(5, 40), rng.randint(5, 40)),) for _ in range(18)),
+                          objective=BALANCE)
+    g = FirstFitDecreasingSolver().solve(p)
+    better = improve_balance(p, g.solution, deadline_s=time.perf_counter() + 5)
+    assert validate_colocation(p, better) == []
+    assert max_utilization_lower_bound(p) <= colocation_objective(p, better) <= g.objective
+    # Restricted to the bins already used (a cost budget), items never move elsewhere.
+    packed = FirstFitDecreasingSolver().solve(ColocationProblem(p.capacity, p.class_count, p.demand)).solution
+    tight = improve_balance(p, packed, deadline_s=time.perf_counter() + 5, bins=list(packed.used_bins()))
+    assert set(tight.used_bins()) <= set(packed.used_bins()) and validate_colocation(p, tight) == []
+    assert colocation_objective(p, tight) <= colocation_objective(p, packed)
