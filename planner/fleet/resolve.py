@@ -269,6 +269,11 @@ def resolve_fleet(doc: FleetDocument, locator: Locator, *, source: Path | None =
             raise locator.error(f"pool {p.name!r} is declared twice", ("fleet", "pools", i, "name"))
         pools.append(_pool(p, ("fleet", "pools", i), locator))
     names = [p.name for p in pools]
+    for i, p in enumerate(pools):
+        for q in pools:
+            if q is not p and p.name.startswith(q.name) and p.name[len(q.name):].isdigit():
+                raise locator.error(f"pool names {q.name!r} and {p.name!r} make processor names ambiguous "
+                                    f"({p.name}0 could be either); rename one", ("fleet", "pools", i, "name"))
     tenants: list[Tenant] = []
     for i, t in enumerate(f.tenants):
         where = ("fleet", "tenants", i)

@@ -368,3 +368,11 @@ def test_compiled_plan_tenant(tmp_path):
     (tmp_path / "plan.json").write_text(json.dumps({"clock_hz": 1}))
     with pytest.raises(SpecError, match="has no determined resources"):
         load_fleet_spec(tmp_path / "fleet.yaml")
+
+
+def test_ambiguous_pool_names(tmp_path):
+    text = ISSUE.replace("- {name: proc, profile: generic, count: 2",
+                         "- {name: proc1, profile: generic}\n    - {name: proc, profile: generic, count: 2")
+    with pytest.raises(SpecError, match="make processor names ambiguous") as e:
+        load_fleet_spec(write(tmp_path, text))
+    assert e.value.line == 4
