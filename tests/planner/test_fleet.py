@@ -376,3 +376,13 @@ def test_ambiguous_pool_names(tmp_path):
     with pytest.raises(SpecError, match="make processor names ambiguous") as e:
         load_fleet_spec(write(tmp_path, text))
     assert e.value.line == 4
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in SPECS.glob("fleet-*.yaml")))
+def test_shipped_fleet_specs_match_the_schema(name):
+    jsonschema = pytest.importorskip("jsonschema")
+    import yaml
+
+    from planner.fleet import fleet_json_schema
+
+    jsonschema.validate(yaml.safe_load((SPECS / name).read_text()), fleet_json_schema())
