@@ -148,25 +148,30 @@ def solve(
     _guarded(body)
 
 
+def _rows_table(title: str, rows: list[list[str]]) -> Table:
+    """A rich table from rows whose first row is the header."""
+    table = Table(title=title, title_justify="left")
+    for col in rows[0] if rows else []:
+        table.add_column(str(col))
+    for r in rows[1:]:
+        table.add_row(*[str(v) for v in r])
+    return table
+
+
 def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json) -> int:
     from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
     from planner.output import atomic_directory
 
     fleet = load_fleet_spec(spec)
-    result = solve_fleet(fleet, time_limit_s=time_limit or 30.0, workers=workers or 2, seed=seed or 0)
+    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed)
     target = output or Path("out") / Path(spec).stem
     with atomic_directory(target) as tmp:
         write_fleet_outputs(result, tmp)
     rows = fleet_summary_rows(result)
     if as_json:
-        print(json.dumps({"output": str(target), "rows": rows}, indent=2, default=str))
+        print(json.dumps({"output": str(target), "rows": [dict(zip(rows[0], r)) for r in rows[1:]]}, indent=2))
     elif not quiet:
-        table = Table(title=f"fleet {Path(spec).stem}", title_justify="left")
-        for col in rows[0] if rows else []:
-            table.add_column(str(col))
-        for r in rows:
-            table.add_row(*[str(v) for v in r.values()])
-        out.print(table)
+        out.print(_rows_table(f"fleet {Path(spec).stem}", rows))
         out.print(f"wrote {target}/", highlight=False)
     return 0
 
@@ -272,13 +277,7 @@ def quote(
         from planner.fleet import load_fleet_spec, quote as make_quote
 
         q = make_quote(load_fleet_spec(spec))
-        rows = q.quote_rows()
-        table = Table(title=f"quote {spec.stem}", title_justify="left")
-        for col in rows[0] if rows else []:
-            table.add_column(str(col))
-        for r in rows:
-            table.add_row(*[str(v) for v in r.values()])
-        out.print(table)
+        out.print(_rows_table(f"quote {spec.stem}", q.quote_rows))
         target = output or Path("out") / f"{spec.stem}-quote.json"
         target.parent.mkdir(parents=True, exist_ok=True)
         q.write_quote_json(target)

@@ -308,8 +308,14 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
                 ratio, pool_name, dim, x, c = worst
                 capped = (f" (at most {spec.max_utilization:.0%} of it may be allocated)"
                           if spec.max_utilization < 1 and dim != "storage" else "")
-                hint = capped + (f"; give it replicas: {math.ceil(ratio * t.replicas)} or more" if dim != "storage"
-                        else "; its resident bytes alone exceed the processor")
+                if dim == "storage":
+                    hint = capped + "; its resident bytes alone exceed the processor"
+                elif variant is not None:
+                    # Variant instances come from the variant choice, not from replicas.
+                    hint = capped + (f"; one instance of variant {variant!r} serves {rate:g} req/s: give the "
+                                     f"variant a capacity of at most {rate / ratio:.4g}/s so an instance fits")
+                else:
+                    hint = capped + f"; give it replicas: {math.ceil(ratio * t.replicas)} or more"
                 raise _error_at(spec, t, f"tenant {t.name!r} fits no processor: it needs {_fmt(dim, x)} of {dim} "
                                 f"on pool {pool_name!r}, which offers {_fmt(dim, c)} "
                                 f"(short by {_fmt(dim, x - c)}, {100 * (ratio - 1):.1f}%){hint}")
