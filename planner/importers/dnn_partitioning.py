@@ -15,10 +15,12 @@ Spec mapping (times are in the paper's unit, milliseconds):
   the nearest integer); ``supportedOnFpga: 0`` gives only ``cpu`` cycles;
 * ``size`` becomes a weight tensor ``n<id>_w`` of ``size`` bytes (``uint8``), and
   ``maxSizePerFPGA`` a memory limit on ``acc``;
-* each node with out-edges produces a tensor ``n<id>_out`` of ``round(cost * 1e6)``
-  bytes, and links run all-to-all at 1 GB/s with zero latency, so moving it takes exactly
-  ``cost`` (in cycles = ns); consumers read that tensor (a node whose cost rounds to 0
-  sends nothing: its consumers list it under ``after:``);
+* each node with out-edges produces a tensor ``n<id>_out`` of ``round(cost * 1000)``
+  bytes (the cost in microseconds), and links run all-to-all at 1 MB/s with zero
+  latency, so moving it takes ``cost`` rounded to the microsecond (1 byte = 1000 cycles);
+  consumers read that tensor (a node whose cost rounds to 0 sends nothing: its consumers
+  list it under ``after:``). The workloads give no activation sizes for every edge, so
+  these stand-in bytes are kept small (a few kB) to leave the memory limit to the weights;
 * colour classes with two or more nodes become ``colocate`` constraints;
 * ``objective: throughput`` (or ``latency`` for the latency inputs).
 
@@ -250,6 +252,10 @@ def _cycles(ms: float) -> int:
     return int(round(ms * CYCLES_PER_MS))
 
 
+def _transfer_bytes(ms: float) -> int:
+    return int(round(ms * 1000))  # microseconds; 1 byte takes 1 us at 1 MB/s
+
+
 def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput") -> dict[str, Any]:
     """The spec dict of a workload (see the module notes for the mapping).
 
@@ -271,13 +277,13 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         devices.append({"name": "acc", "profile": "generic", "count": w.max_fpgas})
     if w.max_cpus:
         devices.append({"name": "cpu", "profile": "generic", "count": w.max_cpus})
-    has_out = {u for u, _ in w.edges if _cycles(w.nodes[u].out_cost) > 0}
+    has_out = {u for u, _ in w.edges if _transfer_bytes(w.nodes[u].out_cost) > 0}
     tensors: list[dict[str, Any]] = []
     ops: list[dict[str, Any]] = []
     inputs: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
     after: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
     for u, v in w.edges:
-        if _cycles(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
+        if _transfer_bytes(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
             if f"n{w.nodes[u].id}" not in after[v]:
                 after[v].append(f"n{w.nodes[u].id}")
             continue
@@ -293,7 +299,7 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         outs = []
         if i in has_out:
             outs = [f"n{n.id}_out"]
-            tensors.append({"name": outs[0], "shape": [_cycles(n.out_cost)], "dtype": "uint8",
+            tensors.append({"name": outs[0], "shape": [_transfer_bytes(n.out_cost)], "dtype": "uint8",
                             "kind": "activation"})
         cycles = {"acc": _cycles(n.fpga_latency)} if n.supported_on_fpga and w.max_fpgas else {}
         cycles["cpu"] = _cycles(n.cpu_latency)
@@ -312,7 +318,7 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         "version": 1,
         "name": name,
         "hardware": {"devices": devices,
-                     "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s", "latency": 0}},
+                     "topology": {"kind": "all-to-all", "bandwidth": "1 MB/s", "latency": 0}},
         "models": [{"name": name, "graph": {"tensors": tensors, "ops": ops}}],
         "objective": objective,
     }

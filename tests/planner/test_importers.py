@@ -117,7 +117,8 @@ def test_dnn_parse_spec_and_max_load():
     assert spec["constraints"]["colocate"] == [["tiny/n2", "tiny/n3"]]
     tensors = {t["name"]: t for t in spec["models"][0]["graph"]["tensors"]}
     assert tensors["n1_w"]["shape"] == [60] and tensors["n1_w"]["kind"] == "weight"
-    assert tensors["n2_out"]["shape"] == [500_000]  # 0.5 ms at 1 GB/s = 500,000 bytes
+    assert tensors["n2_out"]["shape"] == [500]  # 0.5 ms = 500 us = 500 bytes at 1 MB/s
+    assert spec["hardware"]["topology"]["bandwidth"] == "1 MB/s"
     # acc0 {1}: 2 + 0.25 (out); acc1 {2, 3}: 2 + 1 + 0.25 (in) + 0.125 (3 -> cpu); cpu {4}: 0.5
     assert max_load(w, (0, 1, 1, 2)) == 3.375
     split = read_expert_split(DATA / "tiny_expert.json", w)
