@@ -88,13 +88,23 @@ when the wall clock fires first, ``stats["stopped_by"] == "wall_time"`` and the 
 repeat. Presolve probing is switched off (``cp_model_probing_level = 0``): it took 10 s of
 wall time for 0.9 dtime on a 218-op model.
 
-**Measured** (2 busy cores, OR-Tools 9.15): STG 50-task instances on 2/4/8 processors
-reach the published optimum in well under 1 s (bounds usually prove it at once); job shop
-(one device per machine, pinned ops, zero-cycle links) ft06 = 55 in 0.1 s, ft10 = 930
-proven in 35 s with one worker; a 1,000-op random DAG on 4 devices returns a valid plan
-within 60 s (sequencing mode) at ~2 % gap; a 218-op transformer-like DAG on 2+2 devices
-(3x speed ratio) stays at ~9 % gap after 30 s on 2 workers, limited by the bound (one
-layer's attention segment alone has optimum 26,477 vs. a cheap bound of 17,314).
+**Segments (layered graphs, LATENCY).** Before the main solve, two decompositions along
+the cut ops (see :mod:`solvers.scheduling.bounds`): :func:`segment_lower_bound` proves one
+bound per group of same-shape segments (a repeated layer is proved once, on its
+element-wise floor), and :func:`segment_schedule` solves windows of consecutive segments
+(closed at cut ops no edge jumps over) one after the other, each with its source pinned
+where the previous window put it, glues them in time and re-times the whole, giving the
+hint when it beats HEFT. Inner solves get a deterministic budget worth their share of the
+time, with everything left as the wall-clock safety net, so they stay reproducible.
+
+**Measured** (2 busy cores, OR-Tools 9.15, scripts not in the repo): STG 50-task
+instances (rand0000/1/2/5 on 2, 4, 8 processors, one device with p streams) all proven
+at the published optimum, in at most 1.1 s; job shop (one device per machine, pinned
+ops, zero-cycle links) ft06 = 55 proven at once, ft10 = 930 proven in 30 s with one
+worker; a 1,000-op random DAG on 4 devices returns a valid plan in 41 s of a 60-s budget
+(sequencing mode, 1.7 % gap to the bound); a 218-op transformer-like DAG on 2+2 devices
+(3x speed ratio, all-to-all links) reaches a gap of 1.3-2.1 % in 25-30 s on 2 workers
+(bound 949,290 from the segment proof; HEFT 980,614; the critical path alone is 847,916).
 
 References
 ----------
@@ -107,7 +117,7 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ortools.sat.python import cp_model
@@ -911,7 +921,7 @@ def _segment_signature(sub: SchedulingProblem):
 
 
 def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
-                        time_budget_s: float, cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
+                        dtime_budget: float, cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
     """The segment bound of :func:`~solvers.scheduling.bounds.segment_bound`, with CP-SAT
     proving bounds on the larger segments.
 
@@ -920,7 +930,8 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     smallest duration and transfer over its members: shrinking durations keeps any
     schedule feasible with starts unchanged, so the floor's optimum is at most each
     member's, and one CP-SAT bound on the floor serves the whole group. Groups are proved
-    largest first (ops x members) within ``time_budget_s``; the rest keep their cheap bound.
+    largest first (ops x members) within ``dtime_budget`` deterministic time (wall-clock
+    safety net: ``options.time_limit_s``); the rest keep their cheap bound.
 
     Returns
     -------
@@ -953,9 +964,10 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
                              interleave_search=cfg.interleave_search, segment_bound_share=0.0,
                              segment_schedule_share=0.0)
     proved = wall_stops = 0
+    used = 0.0
     for gi, ks in enumerate(order):
-        left = time_budget_s - (time.perf_counter() - t0)
-        if left <= 0.1:
+        left = options.time_limit_s - (time.perf_counter() - t0)
+        if left <= 0.1 or used >= dtime_budget:
             break
         members = [segs[k][0] for k in ks]
         base = members[0]
@@ -966,10 +978,9 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
         floor = SchedulingProblem(durations, base.edges, base.device_streams, base.link_of, transfer,
                                   Objective.LATENCY, colocation_groups=base.colocation_groups,
                                   device_class=base.device_class)
-        share = left / max(1, min(len(order) - gi, 3))  # spread over (up to) the next 3 groups
-        r = CpSatScheduler(inner_cfg).solve(floor, SolveOptions(
-            time_limit_s=max(0.1, share), num_workers=options.num_workers,
-            random_seed=options.random_seed))
+        share = (dtime_budget - used) / max(1, min(len(order) - gi, 3))  # next 3 groups
+        r = _inner_solve(inner_cfg, floor, options, share, left)
+        used += r.stats.get("dtime_used", 0.0)
         if r.stats.get("stopped_by") == "wall_time":
             wall_stops += 1
         if r.bound is not None:
@@ -978,11 +989,22 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
                 bounds[k] = max(bounds[k], int(r.bound))
     return sum(bounds), {"segments": len(segs), "segment_groups": len(order),
                          "segment_groups_proved": proved, "segment_wall_stops": wall_stops,
+                         "segment_bound_dtime": used,
                          "segment_bound_s": round(time.perf_counter() - t0, 3)}
 
 
-def segment_schedule(problem: SchedulingProblem, options: SolveOptions, time_budget_s: float,
-                     cfg: "CpSatOptions | None" = None) -> SchedulingSolution | None:
+def _inner_solve(cfg: "CpSatOptions", sub: SchedulingProblem, options: SolveOptions,
+                 dtime: float, left_s: float) -> SolveResult:
+    """Solve a subproblem within ``dtime`` deterministic time; the wall-clock safety net is
+    everything left (``left_s``), so the deterministic limit is what stops it."""
+    return CpSatScheduler(cfg)._solve(sub, SolveOptions(
+        time_limit_s=max(0.1, left_s), num_workers=options.num_workers,
+        random_seed=options.random_seed), dtime=max(0.001, dtime))
+
+
+def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_budget: float,
+                     cfg: "CpSatOptions | None" = None,
+                     stats: dict | None = None) -> SchedulingSolution | None:
     """A schedule glued from per-segment CP-SAT solutions (LATENCY, graphs with cut ops).
 
     Segments (see :func:`~solvers.scheduling.bounds.segment_problems`) are solved in
@@ -992,7 +1014,9 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, time_bud
     ``segment_min_ops`` ops use HEFT. The window schedules are shifted to start when
     their source ends, then re-timed together keeping every stream's and link's order
     (edges between windows get their transfers there). None when that fails validation
-    (e.g. memory, which windows ignore).
+    (e.g. memory, which windows ignore). The windows share ``dtime_budget`` deterministic
+    time in proportion to their ops (wall-clock safety net: ``options.time_limit_s``);
+    ``stats["dtime_used"]`` receives what they used.
 
     Examples
     --------
@@ -1034,6 +1058,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, time_bud
                              segment_schedule_share=0.0)
     big_ops = sum(sub.num_ops for sub, _ in segs if sub.num_ops >= cfg.segment_min_ops)
     t0 = time.perf_counter()
+    used = 0.0
     n = problem.num_ops
     placement, stream = [-1] * n, [0] * n
     key_op, key_tr = [0] * n, {}
@@ -1049,13 +1074,12 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, time_bud
                                     colocation_groups=sub.colocation_groups,
                                     device_class=sub.device_class)
         sol = None
-        left = time_budget_s - (time.perf_counter() - t0)
-        if sub.num_ops >= cfg.segment_min_ops and left > 0.1 and big_ops:
-            share = left * sub.num_ops / big_ops
+        left = options.time_limit_s - (time.perf_counter() - t0)
+        if sub.num_ops >= cfg.segment_min_ops and left > 0.1 and big_ops and used < dtime_budget:
+            share = (dtime_budget - used) * sub.num_ops / big_ops
             big_ops -= sub.num_ops
-            r = CpSatScheduler(inner_cfg).solve(sub, SolveOptions(
-                time_limit_s=max(0.1, share), num_workers=options.num_workers,
-                random_seed=options.random_seed))
+            r = _inner_solve(inner_cfg, sub, options, share, left)
+            used += r.stats.get("dtime_used", 0.0)
             sol = r.solution
         if sol is None:
             sol = heft_schedule(sub)
@@ -1072,6 +1096,8 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, time_bud
         global_edges = [e for e, (u, v, _) in enumerate(problem.edges) if u in inside and v in inside]
         for t in sol.transfers:
             key_tr[global_edges[t.edge]] = t.start_cycle + shift
+    if stats is not None:
+        stats["dtime_used"] = used
     out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
     if out is None or validate_schedule(problem, out):
         return None
@@ -1200,8 +1226,15 @@ class CpSatScheduler:
 
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
+        return self._solve(problem, options)
+
+    def _solve(self, problem: SchedulingProblem, options: SolveOptions,
+               dtime: float | None = None) -> SolveResult[SchedulingSolution]:
         t0 = time.perf_counter()
         cfg = self.config
+        # the deterministic budget is fixed up front (never derived from elapsed wall time)
+        total_dtime = cfg.dtime_per_second * options.time_limit_s if dtime is None else dtime
+        used_dtime = 0.0
         bound = lower_bound(problem)
         hint = options.hint
         hint_source = "options"
@@ -1219,14 +1252,21 @@ class CpSatScheduler:
         if (cfg.segment_bound_share > 0 and problem.objective is Objective.LATENCY
                 and not (hint is not None and hint_obj <= bound)):
             seg, seg_stats = segment_lower_bound(
-                problem, options, cfg.segment_bound_share * options.time_limit_s, cfg)
+                problem, replace(options, time_limit_s=max(0.1, options.time_limit_s
+                                                           - (time.perf_counter() - t0))),
+                cfg.segment_bound_share * total_dtime, cfg)
+            used_dtime += seg_stats.get("segment_bound_dtime", 0.0)
             bound = max(bound, seg)
             stats.update(seg_stats, lower_bound=bound)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY
                 and not (hint is not None and hint_obj <= bound)):
-            glued = segment_schedule(problem, options,
-                                     cfg.segment_schedule_share * options.time_limit_s, cfg)
+            glue_stats: dict[str, Any] = {}
+            glued = segment_schedule(
+                problem, replace(options, time_limit_s=max(0.1, options.time_limit_s
+                                                           - (time.perf_counter() - t0))),
+                cfg.segment_schedule_share * total_dtime, cfg, glue_stats)
+            used_dtime += glue_stats.get("dtime_used", 0.0)
             if glued is not None and (hint is None or objective_value(problem, glued) < hint_obj):
                 hint, hint_source = glued, "segments"
                 hint_obj = objective_value(problem, hint)
@@ -1258,7 +1298,10 @@ class CpSatScheduler:
         if hint is not None:
             add_hint(model, problem, v, hint)
         remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-        status, solver, points, run_stats = _run(model, options, remaining, cfg, t0)
+        main_dtime = max(0.2 * total_dtime, total_dtime - used_dtime)
+        status, solver, points, run_stats = _run(model, options, remaining, main_dtime, t0,
+                                                 cfg.interleave_search)
+        run_stats["dtime_used"] = used_dtime + run_stats["deterministic_time"]
         stats.update(run_stats)
         wall = time.perf_counter() - t0
         if status is Status.MODEL_INVALID:  # our bug: the bridge raises InternalError on it
@@ -1292,19 +1335,19 @@ class CpSatScheduler:
                               self.name, wall, bound, **stats)
 
 
-def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, cfg: CpSatOptions,
-         t0: float):
+def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, dtime: float,
+         t0: float, interleave: bool = True):
     """Set parameters, run, map the status. Nothing is added to the model here."""
     solver = cp_model.CpSolver()
     prm = solver.parameters
     prm.max_time_in_seconds = max(0.05, 0.97 * remaining_s - 0.05)  # leave time to extract
-    prm.max_deterministic_time = max(0.01, cfg.dtime_per_second * remaining_s)
+    prm.max_deterministic_time = max(0.001, dtime)
     prm.num_workers = options.num_workers
     prm.random_seed = options.random_seed
     # Presolve probing costs far more wall time than its deterministic-time estimate on
     # these models (10 s of wall time for 0.9 dtime at 218 ops, twice): switch it off.
     prm.cp_model_probing_level = 0
-    prm.interleave_search = cfg.interleave_search
+    prm.interleave_search = interleave
     if options.log is not None:
         prm.log_search_progress = True
         prm.log_to_stdout = False
@@ -1320,6 +1363,6 @@ def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, cfg
     stats = {"cpsat_status": solver.status_name(native), "cpsat_wall_s": solver.wall_time,
              "deterministic_time": det, "stopped_by": stopped,
              "num_workers": options.num_workers, "random_seed": options.random_seed,
-             "interleave_search": cfg.interleave_search,
+             "interleave_search": interleave,
              "cpsat_best_bound": solver.best_objective_bound if status.has_solution else None}
     return status, solver, rec.points, stats
