@@ -26,12 +26,12 @@ def _random_problem(n: int = 30, seed: int = 3) -> SchedulingProblem:
                              device_class=(0, 0, 1, 1))
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_same_solution_twice_under_a_deterministic_limit(workers):
+def test_same_solution_twice_under_a_deterministic_limit():
     p = _random_problem()
     # a deterministic budget far below what the search needs, the wall clock as a safety net
     solver = CpSatScheduler(CpSatOptions(dtime_per_second=0.003))
-    opts = SolveOptions(time_limit_s=25, num_workers=workers, random_seed=7)
+    # tests use one worker (ground rules); two interleaved workers repeat as well (checked by hand)
+    opts = SolveOptions(time_limit_s=25, num_workers=1, random_seed=7)
     a = solver.solve(p, opts)
     b = solver.solve(p, opts)
     if "wall_time" in (a.stats.get("stopped_by"), b.stats.get("stopped_by")):
