@@ -103,9 +103,9 @@ time, with everything left as the wall-clock safety net, so they stay reproducib
 **Measured** (2 busy cores, OR-Tools 9.15, scripts not in the repo): STG 50-task
 instances (rand0000/1/2/5 on 2, 4, 8 processors, one device with p streams) all proven
 at the published optimum, in at most 1.1 s; job shop (one device per machine, pinned
-ops, zero-cycle links) ft06 = 55 proven at once, ft10 = 930 proven in 30 s with one
-worker; a 1,000-op random DAG on 4 devices returns a valid plan in 41 s of a 60-s budget
-(sequencing mode, 1.7 % gap to the bound); a 218-op transformer-like DAG on 2+2 devices
+ops, zero-cycle links) ft06 = 55 proven at once, ft10 = 930 proven in 18-30 s with one
+worker; a 1,000-op random DAG on 4 devices returns a valid plan in 42-52 s of a 60-s
+budget (sequencing mode; HEFT's plan, 1.7 % above the bound, was not improved); a 218-op transformer-like DAG on 2+2 devices
 (3x speed ratio, all-to-all links) ends at 972,675 vs. a proven 949,290 (gap 2.4 %) in
 21-23 s of a 30-s budget on 2 workers, identically on repeated runs (HEFT: 980,614; the
 critical path alone: 847,916; without the segment bound the gap stayed at ~9 %).
