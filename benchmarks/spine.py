@@ -34,10 +34,10 @@ def large_spec(ops_target: int = 1000) -> dict:
                         {"name": "small", "profile": "edge-npu", "count": 2}],
             "topology": {"kind": "all-to-all", "bandwidth": "50 GB/s", "latency": "2 us"},
         },
-        "models": [{"name": "gpt", "generator": {"kind": "transformer", "layers": 30, "d_model": 512,
+        "models": [{"name": "gpt", "generator": {"kind": "transformer", "layers": 24, "d_model": 512,
                                                    "heads": 8, "seq": 128, "batch": 1, "dtype": "fp16"}}],
         "objective": "latency",
-        "solver": {"time_limit": "50 s", "workers": 2, "seed": 0},
+        "solver": {"time_limit": "45 s", "workers": 2, "seed": 0},
     }
 
 

@@ -30,8 +30,8 @@ checks exactly this)
   + the bytes of every live activation buffer on d must be ``<= device_memory_bytes[d]``.
   Op u's output buffer (``op_output_bytes[u]``) lives on u's device over
   ``[start[u], max(end[u], end of every consumer of u on that device, end of every
-  transfer out of u))``; the received copy of edge e=(u, v) lives on v's device over
-  ``[transfer start, end[v])``.
+  transfer out of u))``; the received copy of edge e=(u, v) (the edge's bytes) lives on
+  v's device over ``[transfer start, end[v])``.
 * objective LATENCY: makespan = max end over ops. THROUGHPUT: max load, where the load
   of a device is the sum of its ops' durations and the load of a link is the sum of its
   transfers' durations (a pipelined stream of inputs is limited by the busiest resource).
