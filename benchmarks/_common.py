@@ -91,6 +91,10 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float) -> None:
     p.add_argument("--full-pipeline", action="store_true",
                    help="solve through planner.pipeline.run (lowering and simulator replay included)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
+    p.add_argument("--dtime-per-second", type=float, default=8.0,
+                   help="CP-SAT deterministic-time budget per second of the time limit (the scheduler's "
+                        "own default, 0.5, stops early on an idle machine; 8 lets the wall-clock limit bind, "
+                        "at the cost of run-to-run reproducibility)")
 
 
 def select(names: Sequence[str], subset: str | None, per_group: bool = True) -> list[str]:
@@ -170,7 +174,7 @@ class SpecRun:
 
 
 def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, seed: int = 0,
-               full: bool = False, hint: Any = None) -> SpecRun:
+               full: bool = False, hint: Any = None, dtime_per_second: float | None = None) -> SpecRun:
     """Solve an importer's spec dict the way the planner does (see the module notes)."""
     t0 = time.perf_counter()
     if full:
@@ -184,14 +188,15 @@ def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, s
     from planner.pipeline import to_problem
     from planner.spec import load_spec
     from solvers.core import SolveOptions
-    from solvers.scheduling import CpSatScheduler, HeftScheduler
+    from solvers.scheduling import CpSatOptions, CpSatScheduler, HeftScheduler
 
     problem, reduction = to_problem(load_spec(spec))
     opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed)
     heur = HeftScheduler().solve(problem, opts)
     remaining = max(0.1, time_limit_s - (time.perf_counter() - t0))
     start_hint = hint if hint is not None else (heur.solution if heur.status.has_solution else None)
-    res = CpSatScheduler().solve(problem, replace(opts, time_limit_s=remaining, hint=start_hint))
+    cfg = CpSatOptions() if dtime_per_second is None else CpSatOptions(dtime_per_second=dtime_per_second)
+    res = CpSatScheduler(cfg).solve(problem, replace(opts, time_limit_s=remaining, hint=start_hint))
     obj = None if res.objective is None else int(res.objective)
     bound = None if res.bound is None else int(res.bound)
     return SpecRun(res.status.value, obj, bound,

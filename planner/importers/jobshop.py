@@ -4,7 +4,8 @@ Format: lines starting with ``#`` are comments; then ``n m`` (jobs, machines); t
 line per job of ``machine duration`` pairs in processing order, machines numbered from 0.
 
 Modelling: one device per machine, of kind ``m<k>`` (profile ``generic``, count 1, one
-stream). Operation ``o`` of job ``j`` is the op ``j<j>_o<o>`` of type ``task`` with
+stream; ``k`` zero-padded to the width of the largest machine number, so that a kind such
+as ``m10`` never collides with instance ``0`` of kind ``m1``). Operation ``o`` of job ``j`` is the op ``j<j>_o<o>`` of type ``task`` with
 ``cycles: {m<k>: d}`` for its own machine only (a ``task`` may run only on the kinds it
 names). A job's chain is a list of control dependencies (``after:``): zero-byte edges.
 The machines are joined all-to-all by zero-latency links, so a hop between machines
@@ -126,12 +127,16 @@ def jobshop_to_spec(js: JobShop, name: str = "jobshop") -> dict[str, Any]:
     {'kind': 'all-to-all', 'bandwidth': '1 TiB/s', 'latency': 0}
     >>> spec["models"][0]["graph"]["ops"][1]
     {'name': 'j0_o1', 'type': 'task', 'cycles': {'m1': 2}, 'after': ['j0_o0']}
+    >>> [d["name"] for d in jobshop_to_spec(parse_jobshop("1 11\n10 1\n"))["hardware"]["devices"]][9:]
+    ['m09', 'm10']
     """
-    devices = [{"name": f"m{k}", "profile": "generic", "count": 1} for k in range(js.num_machines)]
+    width = len(str(js.num_machines - 1))
+    kind = [f"m{k:0{width}d}" for k in range(js.num_machines)]
+    devices = [{"name": kind[k], "profile": "generic", "count": 1} for k in range(js.num_machines)]
     ops: list[dict[str, Any]] = []
     for j, job in enumerate(js.jobs):
         for o, (mach, dur) in enumerate(job):
-            op: dict[str, Any] = {"name": f"j{j}_o{o}", "type": "task", "cycles": {f"m{mach}": dur}}
+            op: dict[str, Any] = {"name": f"j{j}_o{o}", "type": "task", "cycles": {kind[mach]: dur}}
             if o:
                 op["after"] = [f"j{j}_o{o - 1}"]
             ops.append(op)

@@ -93,6 +93,16 @@ def test_jobshop_spec_reduces_to_pinned_ops_and_free_hops():
     assert all(all(c == 0 for c in row) for row in problem.transfer_cycles)
 
 
+def test_jobshop_with_eleven_machines_has_no_name_clash():
+    load_spec = pytest.importorskip("planner.spec").load_spec
+    from planner.importers.jobshop import parse_jobshop
+    from planner.pipeline import to_problem
+
+    js = parse_jobshop("1 11\n" + " ".join(f"{k} 1" for k in range(11)) + "\n")
+    problem, red = to_problem(load_spec(jobshop_to_spec(js, "wide")))
+    assert len(red.device_names) == 11 and len(set(red.device_names)) == 11
+
+
 @pytest.mark.parametrize("name, line, words", [
     ("bad_machine.jsp", 4, "machine 2 is out of range 0..1"),
     ("bad_odd.jsp", 3, "expected 'machine duration' pairs"),
