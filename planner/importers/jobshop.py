@@ -127,7 +127,7 @@ def jobshop_to_spec(js: JobShop, name: str = "jobshop") -> dict[str, Any]:
     {'kind': 'all-to-all', 'bandwidth': '1 TiB/s', 'latency': 0}
     >>> spec["models"][0]["graph"]["ops"][1]
     {'name': 'j0_o1', 'type': 'task', 'cycles': {'m1': 2}, 'after': ['j0_o0']}
-    >>> [d["name"] for d in jobshop_to_spec(parse_jobshop("1 11\n10 1\n"))["hardware"]["devices"]][9:]
+    >>> [d["name"] for d in jobshop_to_spec(parse_jobshop("1 11\\n10 1\\n"))["hardware"]["devices"]][9:]
     ['m09', 'm10']
     """
     width = len(str(js.num_machines - 1))
