@@ -44,19 +44,14 @@ from solvers.colocation.bounds import cost_lower_bound, max_utilization_lower_bo
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import colocation_objective, validate_colocation
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import STATUS_MAP, ProgressRecorder
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize"]
 
 log = logging.getLogger(__name__)
 
-_STATUS_MAP = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.UNKNOWN: Status.UNKNOWN,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-}
+_STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 
 
 def _positions(problem: ColocationProblem) -> tuple[list[int], dict[int, int]]:
@@ -236,17 +231,6 @@ def build_colocation_model(problem: ColocationProblem) -> tuple[cp_model.CpModel
     return model, v
 
 
-class _Recorder(cp_model.CpSolverSolutionCallback):
-    def __init__(self, t0: float, sink) -> None:
-        super().__init__()
-        self.t0, self.sink, self.points = t0, sink, []
-
-    def on_solution_callback(self) -> None:
-        p = ProgressPoint(time.perf_counter() - self.t0, self.objective_value, self.best_objective_bound)
-        self.points.append(p)
-        if self.sink is not None:
-            self.sink(p)
-
 
 @dataclass(frozen=True, slots=True)
 class CpSatColocationSolver:
@@ -318,7 +302,7 @@ class CpSatColocationSolver:
         if options.log is not None:
             solver.parameters.log_search_progress = True
             solver.log_callback = options.log
-        recorder = _Recorder(t0, options.progress)
+        recorder = ProgressRecorder(t0, options.progress)
         code = solver.solve(model, recorder)
         status = _STATUS_MAP[code]
         wall = time.perf_counter() - t0

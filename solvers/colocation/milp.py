@@ -40,19 +40,14 @@ from solvers.colocation.bounds import cost_lower_bound
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
 from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import solution_cost, validate_colocation
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound"]
 
 log = logging.getLogger(__name__)
 
-_STATUS_MAP = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.UNKNOWN: Status.UNKNOWN,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-}
+_STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 
 _DUAL_SCALE = 1_000_000  # duals are rounded down to multiples of 1e-6 before pricing
 

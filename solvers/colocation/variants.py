@@ -25,17 +25,12 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import STATUS_MAP
+from solvers.core import SolveOptions, SolveResult, failure_result
 
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
 
-_STATUS_MAP = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.UNKNOWN: Status.UNKNOWN,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-}
+_STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 
 
 @dataclass(frozen=True, slots=True)

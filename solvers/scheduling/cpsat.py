@@ -127,7 +127,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import STATUS_MAP, ProgressRecorder
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import lower_bound, topological_order
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
@@ -159,13 +160,7 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-_STATUS_MAP = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.UNKNOWN: Status.UNKNOWN,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-}
+_STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 
 TRUE = True  # a literal known to be true (single allowed device)
 
@@ -1189,20 +1184,6 @@ def _retime(problem: SchedulingProblem, placement, stream, key_op, key_tr) -> Sc
 # ----------------------------------------------------------------------------- solver
 
 
-class _Recorder(cp_model.CpSolverSolutionCallback):
-    """Records (time, objective, bound) of each improving solution; nothing else."""
-
-    def __init__(self, t0: float, progress) -> None:
-        super().__init__()
-        self._t0, self._progress, self.points = t0, progress, []
-
-    def on_solution_callback(self) -> None:
-        pt = ProgressPoint(time.perf_counter() - self._t0, self.objective_value,
-                           self.best_objective_bound)
-        self.points.append(pt)
-        if self._progress is not None:
-            self._progress(pt)
-
 
 def _serial_horizon(problem: SchedulingProblem) -> int:
     return (sum(max(r) for r in problem.durations_cycles)
@@ -1360,7 +1341,7 @@ def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, dti
         prm.log_search_progress = True
         prm.log_to_stdout = False
         solver.log_callback = options.log
-    rec = _Recorder(t0, options.progress)
+    rec = ProgressRecorder(t0, options.progress)
     native = solver.solve(model, rec)
     status = _STATUS_MAP[native]
     det = solver.deterministic_time

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field, replace
 from ortools.sat.python import cp_model
 
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.memory._cpsat import run_cpsat
+from solvers.cpsat_support import run_cpsat
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, ceil_div
 from solvers.memory.levels.split import expand_splits, split_factor_choices

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.memory._cpsat import run_cpsat
+from solvers.cpsat_support import run_cpsat
 from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffsetSolver
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes

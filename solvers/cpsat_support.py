@@ -1,8 +1,8 @@
-"""Shared CP-SAT plumbing for the memory formulations: parameters, logging, progress.
+"""CP-SAT plumbing shared by every formulation: status map, progress recording, a runner.
 
-Private to :mod:`solvers.memory`; both formulations call :func:`run_cpsat` so that the
-solver settings (time limit, workers, seed, log callback, progress recording) are set in
-one place.
+Each family's ``solve`` maps CP-SAT's status through :data:`STATUS_MAP`, records
+improvements with :class:`ProgressRecorder` (it only records: callbacks are slow), and
+may use :func:`run_cpsat` to set time limit, workers, seed and logging in one place.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ortools.sat.python import cp_model
 
 from solvers.core import ProgressPoint, SolveOptions, Status
 
-__all__ = ["STATUS_MAP", "run_cpsat"]
+__all__ = ["STATUS_MAP", "ProgressRecorder", "run_cpsat"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -28,13 +28,23 @@ STATUS_MAP = {
 }
 
 
-class _Recorder(cp_model.CpSolverSolutionCallback):
-    """Records (time, objective, bound) at each improving solution; nothing else."""
+class ProgressRecorder(cp_model.CpSolverSolutionCallback):
+    """Records (time, objective, bound) at each improving solution and forwards it; nothing else.
 
-    def __init__(self, t0: float, options: SolveOptions) -> None:
+    Examples
+    --------
+    >>> seen = []
+    >>> m = cp_model.CpModel(); x = m.new_int_var(0, 3, "x"); m.minimize(x)
+    >>> rec = ProgressRecorder(time.perf_counter(), seen.append)
+    >>> _ = cp_model.CpSolver().solve(m, rec)
+    >>> rec.points[-1].objective, len(seen) == len(rec.points)
+    (0.0, True)
+    """
+
+    def __init__(self, t0: float, progress=None) -> None:
         super().__init__()
         self._t0 = t0
-        self._sink = options.progress
+        self._sink = progress
         self.points: list[ProgressPoint] = []
 
     def on_solution_callback(self) -> None:
@@ -65,7 +75,7 @@ def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: floa
     if options.log is not None:
         solver.parameters.log_search_progress = True
         solver.log_callback = options.log
-    recorder = _Recorder(time.perf_counter(), options)
+    recorder = ProgressRecorder(time.perf_counter(), options.progress)
     code = solver.solve(model, recorder)
     status = STATUS_MAP.get(code, Status.UNKNOWN)
     _LOG.debug("cp-sat %s in %.3fs", solver.status_name(code), solver.wall_time)
