@@ -54,7 +54,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import run_cpsat
 from solvers.placement.bounds import lower_bound, topological_order
 from solvers.placement.greedy import greedy_placement
 from solvers.placement.problem import FORBIDDEN, PlacementProblem, PlacementSolution
@@ -64,15 +65,6 @@ __all__ = ["CpSatPlacementSolver", "PlacementVars", "build", "add_assignment", "
            "add_loads", "add_memory", "add_contiguity", "add_symmetry_breaking", "add_hint"]
 
 _log = logging.getLogger(__name__)
-
-_STATUS_MAP = {
-    cp_model.OPTIMAL: Status.OPTIMAL,
-    cp_model.FEASIBLE: Status.FEASIBLE,
-    cp_model.INFEASIBLE: Status.INFEASIBLE,
-    cp_model.UNKNOWN: Status.UNKNOWN,
-    cp_model.MODEL_INVALID: Status.MODEL_INVALID,
-}
-
 
 @dataclass
 class PlacementVars:
@@ -358,18 +350,6 @@ def build(problem: PlacementProblem, *, bound: int = 0, upper: int | None = None
     return model, v
 
 
-class _Recorder(cp_model.CpSolverSolutionCallback):
-    def __init__(self, t0: float, progress) -> None:
-        super().__init__()
-        self.t0, self.progress, self.points = t0, progress, []
-
-    def on_solution_callback(self) -> None:
-        pt = ProgressPoint(time.perf_counter() - self.t0, self.objective_value, self.best_objective_bound)
-        self.points.append(pt)
-        if self.progress is not None:
-            self.progress(pt)
-
-
 class CpSatPlacementSolver:
     """Max-load partitioning with CP-SAT, warm-started from the better of ``options.hint``
     and :func:`greedy_placement`.
@@ -409,20 +389,10 @@ class CpSatPlacementSolver:
         model, v = build(problem, bound=bound, upper=hint_obj)
         if hint is not None:
             add_hint(model, problem, v, canonical(problem, hint, v.groups))
-        solver = cp_model.CpSolver()
-        prm = solver.parameters
-        prm.max_time_in_seconds = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-        prm.num_workers = options.num_workers
-        prm.random_seed = options.random_seed
-        if options.log is not None:
-            prm.log_search_progress = True
-            prm.log_to_stdout = False
-            solver.log_callback = options.log
-        rec = _Recorder(t0, options.progress)
-        native = solver.solve(model, rec)
-        status = _STATUS_MAP[native]
+        remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
+        status, solver, points = run_cpsat(model, options, remaining)
         wall = time.perf_counter() - t0
-        stats.update(cpsat_status=solver.status_name(native), num_workers=options.num_workers,
+        stats.update(cpsat_status=status.value, num_workers=options.num_workers,
                      random_seed=options.random_seed, num_groups=len(v.groups))
         if status.has_solution:
             sol = v.extract(solver)
@@ -434,14 +404,13 @@ class CpSatPlacementSolver:
             if hint_obj is not None and hint_obj < obj:  # pragma: no cover - upper bound forbids it
                 sol, obj = PlacementSolution(hint), hint_obj
             if status is Status.OPTIMAL or obj <= cp_bound:
-                return SolveResult(Status.OPTIMAL, obj, obj, sol, wall, self.name, stats, tuple(rec.points))
+                return SolveResult(Status.OPTIMAL, obj, obj, sol, wall, self.name, stats, points)
             return SolveResult(Status.FEASIBLE, obj, min(cp_bound, obj), sol, wall, self.name, stats,
-                               tuple(rec.points))
+                               points)
         if hint is not None:
             stats["returned"] = "hint (CP-SAT found nothing in time)"
-            cp_bound = bound
             return SolveResult(Status.FEASIBLE, hint_obj, min(bound, hint_obj), PlacementSolution(hint), wall,
-                               self.name, stats, tuple(rec.points))
+                               self.name, stats, points)
         if status is Status.INFEASIBLE:
             return failure_result(Status.INFEASIBLE, self.name, wall, None, **stats)
         return failure_result(status, self.name, wall, bound, **stats)
