@@ -203,3 +203,16 @@ def test_shipped_specs_solve_and_verify(spec_path, tmp_path):
     assert plan["bound"] is not None and plan["bound"] <= plan["objective"]
     assert plan["objective"] <= plan["heuristic_objective"]
     assert runner.invoke(app, ["simulate", str(out)]).exit_code == 0
+
+
+def test_unmeetable_pin_exits_1_with_explanation(tmp_path):
+    # Task b gives cycles only for kind p, but is pinned to q0: it can run nowhere it may go.
+    spec = json.loads(json.dumps(FORK_JOIN))
+    spec["hardware"]["devices"].append({"name": "q", "profile": "generic"})
+    spec["hardware"]["links"].append({"name": "l1", "between": ["p0", "q0"], "bandwidth": "1 GB/s", "latency": "1 ns"})
+    spec["constraints"] = {"pins": [{"ops": "m/b", "device": "q0"}]}
+    out = tmp_path / "out"
+    res = solve_cli(write_spec(tmp_path, spec), out)
+    assert res.exit_code == 1, res.output
+    assert "'m/b' is pinned to ['q0']" in res.output and "['p']" in res.output
+    assert not out.exists()
