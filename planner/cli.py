@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 import traceback
 from pathlib import Path
@@ -49,14 +48,16 @@ def _guarded(fn: Callable[[], int | None]) -> None:
 
 
 class _LiveLine:
-    """A one-line live view of the incumbent, bound and gap, fed by the solver's callback."""
+    """A one-line live view of the incumbent, bound and gap, fed by the solver's callback.
+
+    The line is re-rendered on every refresh, so the elapsed time ticks even while the
+    solver finds nothing new.
+    """
 
     def __init__(self, console: Console) -> None:
-        self.console = console
         self.start = time.perf_counter()
-        self.text = Text("solving...")
-        self.live = Live(self.text, console=console, refresh_per_second=8, transient=True)
-        self.lock = threading.Lock()
+        self.point = None
+        self.live = Live(self, console=console, refresh_per_second=4, transient=True)
 
     def __enter__(self) -> "_LiveLine":
         self.live.__enter__()
@@ -66,12 +67,16 @@ class _LiveLine:
         self.live.__exit__(*exc)
 
     def __call__(self, point) -> None:
-        gap = "-" if point.bound is None else f"{100 * abs(point.objective - point.bound) / max(1, abs(point.objective)):.2f}%"
-        with self.lock:
-            self.live.update(Text(
-                f"solving  incumbent {point.objective:,.0f}  bound "
-                f"{'-' if point.bound is None else f'{point.bound:,.0f}'}  gap {gap}  "
-                f"{time.perf_counter() - self.start:.1f} s"))
+        self.point = point  # one reference swap: safe from the solver's thread
+
+    def __rich__(self) -> Text:
+        elapsed = f"{time.perf_counter() - self.start:.1f} s"
+        p = self.point
+        if p is None:
+            return Text(f"solving  {elapsed}")
+        bound = "-" if p.bound is None else f"{p.bound:,.0f}"
+        gap = "-" if p.bound is None else f"{100 * abs(p.objective - p.bound) / max(1, abs(p.objective)):.2f}%"
+        return Text(f"solving  incumbent {p.objective:,.0f}  bound {bound}  gap {gap}  {elapsed}")
 
 
 def _summary_table(plan, rows) -> Table:

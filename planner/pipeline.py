@@ -16,7 +16,6 @@ Examples
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import time
 from dataclasses import dataclass, field, replace
@@ -143,7 +142,6 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
     ops = graph.topological_order()
     op_index = {n: i for i, n in enumerate(ops)}
     devices = hw.devices
-    dev_index = {d.name: i for i, d in enumerate(devices)}
 
     durations = []
     for name in ops:
@@ -355,6 +353,11 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     heuristic = heuristic_solver.solve(problem, options)
     if heuristic.status.has_solution:
         _check_solution(problem, heuristic, validate_schedule)
+        if progress is not None:
+            from solvers.scheduling import lower_bound
+
+            progress(ProgressPoint(time.perf_counter() - start, heuristic.objective,
+                                   lower_bound(problem, segments=False)))
     result = exact_solver.solve(problem, replace(options, hint=heuristic.solution))
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(explain_infeasible(spec, problem))

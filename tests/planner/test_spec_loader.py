@@ -54,8 +54,10 @@ def test_demo():
         ("small0", "small", "edge-npu"), ("small1", "small", "edge-npu")]
     assert len(spec.hardware.links) == 6                     # 4 choose 2
     link = spec.hardware.link_between("big1", "small0")
-    assert link.name == "link_big1_small0"
+    assert link.name == "pcie_b1_s0"
     assert (link.bandwidth_bytes_per_s, link.latency_cycles) == (16 * 10**9, 1000)   # 1 us at 1 GHz
+    ici = spec.hardware.link_between("big0", "big1")
+    assert (ici.name, ici.bandwidth_bytes_per_s, ici.latency_cycles) == ("ici", 300 * 10**9, 200)
     assert (spec.objective, spec.time_limit_s, spec.workers, spec.seed) == ("latency", 30.0, 2, 0)
     assert spec.models == ("gpt",)
 
