@@ -91,9 +91,6 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float) -> None:
     p.add_argument("--full-pipeline", action="store_true",
                    help="solve through planner.pipeline.run (lowering and simulator replay included)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
-    p.add_argument("--lb-probe", action="store_true",
-                   help="EXPERIMENT, not the planner's path: first try makespan = lower bound as a "
-                        "feasibility model (a quarter of the budget), then the planner's solve")
     p.add_argument("--dtime-per-second", type=float, default=8.0,
                    help="CP-SAT deterministic-time budget per second of the time limit (the scheduler's "
                         "own default, 0.5, stops early on an idle machine; 8 lets the wall-clock limit bind, "
@@ -176,28 +173,8 @@ class SpecRun:
     reduction: Any = None
 
 
-def _lb_probe(problem, time_limit_s: float, workers: int, seed: int):
-    """EXPERIMENT: the scheduling model with horizon = makespan = the proven lower bound."""
-    from ortools.sat.python import cp_model
-
-    from solvers.scheduling import build, lower_bound, validate_schedule
-
-    lb = lower_bound(problem)
-    model, v = build(problem, lb, bound=lb, upper=lb)
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = time_limit_s
-    solver.parameters.num_workers = workers
-    solver.parameters.random_seed = seed
-    if solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        sol = v.extract(solver)
-        if not validate_schedule(problem, sol):
-            return lb, sol
-    return None, None
-
-
 def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, seed: int = 0,
-               full: bool = False, hint: Any = None, dtime_per_second: float | None = None,
-               lb_probe: bool = False) -> SpecRun:
+               full: bool = False, hint: Any = None, dtime_per_second: float | None = None) -> SpecRun:
     """Solve an importer's spec dict the way the planner does (see the module notes)."""
     t0 = time.perf_counter()
     if full:
@@ -216,11 +193,6 @@ def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, s
     problem, reduction = to_problem(load_spec(spec))
     opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed)
     heur = HeftScheduler().solve(problem, opts)
-    if lb_probe:
-        lb, sol = _lb_probe(problem, time_limit_s / 4, workers, seed)
-        if sol is not None:
-            return SpecRun("OPTIMAL", lb, lb, int(heur.objective) if heur.status.has_solution else None,
-                           time.perf_counter() - t0, {"proof": "lower-bound probe"}, sol, problem, reduction)
     remaining = max(0.1, time_limit_s - (time.perf_counter() - t0))
     start_hint = hint if hint is not None else (heur.solution if heur.status.has_solution else None)
     cfg = CpSatOptions() if dtime_per_second is None else CpSatOptions(dtime_per_second=dtime_per_second)
