@@ -18,16 +18,16 @@ the solvers are exactly the planner's.
 from __future__ import annotations
 
 import argparse
-import datetime as _dt
 import fnmatch
 import json
 import os
-import platform
 import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Sequence
+
+from benchmarks._machine import machine_facts
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: python benchmarks/stg.py
@@ -49,33 +49,6 @@ def data_dir(flag: str | None = None) -> Path:
         return Path(flag)
     env = os.environ.get("PLAN_BENCHMARK_DATA")
     return Path(env) if env else REPO.parent / "shared" / "benchmarks"
-
-
-def machine_facts() -> dict[str, Any]:
-    """Cores, load, Python, OR-Tools version and the UTC date of this run.
-
-    Examples
-    --------
-    >>> sorted(machine_facts())[:3]
-    ['cores', 'date', 'load_average']
-    """
-    try:
-        import ortools
-        ortools_version = ortools.__version__
-    except Exception:  # pragma: no cover
-        ortools_version = None
-    try:
-        load = list(os.getloadavg())
-    except OSError:  # pragma: no cover
-        load = None
-    return {
-        "cores": os.cpu_count(),
-        "load_average": load,
-        "python": platform.python_version(),
-        "ortools": ortools_version,
-        "platform": platform.platform(),
-        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-    }
 
 
 def add_common_args(p: argparse.ArgumentParser, time_limit: float) -> None:

@@ -10,10 +10,10 @@ __all__ = ["machine_facts"]
 
 
 def machine_facts() -> dict:
-    """Cores, Python, OR-Tools version, platform and UTC date.
+    """Cores, load average, Python, OR-Tools version, platform and UTC date of this run.
 
     >>> sorted(machine_facts())
-    ['cores', 'date', 'ortools', 'platform', 'python']
+    ['cores', 'date', 'load_average', 'ortools', 'platform', 'python']
     """
     try:
         import ortools
@@ -21,10 +21,15 @@ def machine_facts() -> dict:
         ortools_version = ortools.__version__
     except Exception:  # pragma: no cover - ortools is a hard dependency
         ortools_version = "?"
+    try:
+        load = [round(x, 2) for x in os.getloadavg()]  # a busy machine explains slow numbers
+    except OSError:  # pragma: no cover
+        load = None
     return {
         "cores": os.cpu_count(),
+        "load_average": load,
         "python": platform.python_version(),
         "ortools": ortools_version,
         "platform": platform.platform(),
-        "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
