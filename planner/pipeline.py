@@ -168,9 +168,9 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
             if a != b:
                 link = hw.link_between(da.name, db.name)
                 link_of[a][b] = link_index[link.name] if link else FORBIDDEN
-    # An edge without data (a control dependency) crosses for free: nothing is sent.
-    transfer = [tuple(l.transfer_cycles(size, hw.clock_hz) if size else 0 for l in hw.links)
-                for (_, _, size) in edges]
+    # A control dependency between devices is a zero-byte message: it costs the link's
+    # latency, exactly as the ISA charges the SEND/RECV the lowering emits for it.
+    transfer = [tuple(l.transfer_cycles(size, hw.clock_hz) for l in hw.links) for (_, _, size) in edges]
 
     groups = tuple(tuple(op_index[n] for n in g) for g in spec.colocation_groups)
     problem = SchedulingProblem(

@@ -216,3 +216,26 @@ def test_unmeetable_pin_exits_1_with_explanation(tmp_path):
     assert res.exit_code == 1, res.output
     assert "'m/b' is pinned to ['q0']" in res.output and "['p']" in res.output
     assert not out.exists()
+
+
+def test_control_dependency_across_devices_costs_the_link_latency():
+    # a and b (10 cycles each) run in parallel on p0 and p1; c comes after both. Whichever
+    # device c shares, the other predecessor's signal crosses the 5 ns link: 10 + 5 + 10 = 25.
+    # (On one device it would be 10 + 10 + 10 = 30.) The replay must agree.
+    from planner import solve
+
+    spec = {
+        "version": 1, "name": "ctl",
+        "hardware": {"devices": [{"name": "p", "profile": "generic", "count": 2}],
+                     "links": [{"name": "l0", "between": ["p0", "p1"], "bandwidth": "1 GB/s", "latency": "5 ns"}]},
+        "models": [{"name": "m", "graph": {"tensors": [], "ops": [
+            {"name": "a", "type": "task", "cycles": {"p": 10}},
+            {"name": "b", "type": "task", "cycles": {"p": 10}},
+            {"name": "c", "type": "task", "after": ["a", "b"], "cycles": {"p": 10}},
+        ]}}],
+        "solver": {"time_limit": "5 s", "workers": 1},
+    }
+    plan = solve(spec)
+    assert plan.status == "OPTIMAL" and plan.objective == 25
+    (t,) = plan.transfers
+    assert t.size_bytes == 0 and t.duration_cycles == 5
