@@ -37,6 +37,7 @@ from solvers.colocation import (
     explain_infeasibility,
     validate_colocation,
 )
+from solvers.colocation.budget import DTIME_PER_SECOND
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 
 __all__ = ["Item", "VariantChoice", "ModeResult", "FleetResult", "choose_variants", "expand_items", "to_problem",
@@ -463,13 +464,18 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     sol = result.solution
     status, objective, bound = result.status, result.objective, result.bound
     stats = dict(result.stats)
-    spent = time.perf_counter() - t0
+    # Budgets are split by the deterministic time each stage used (in seconds of time limit),
+    # never by elapsed wall time, so the same spec, seed and workers give the same plan.
+    spent = _spent_s(result)
+    stopped = [result.stats.get("stopped_by")]
     if (mode == "power" and status is not Status.OPTIMAL and problem.num_items <= _EXACT_ASSIGNMENT_MAX_ITEMS
             and opts.time_limit_s - spent > 0.2):
         # Small fleets: the assignment model can prove what the pattern bound cannot.
         exact = CpSatColocationSolver().solve(problem, SolveOptions(
             time_limit_s=opts.time_limit_s - spent, num_workers=options.num_workers,
             random_seed=options.random_seed, hint=sol))
+        spent += _spent_s(exact)
+        stopped.append(exact.stats.get("stopped_by"))
         stats["assignment_status"] = exact.status.value
         if exact.bound is not None:
             bound = max(bound if bound is not None else exact.bound, exact.bound)
@@ -480,10 +486,11 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     if mode == "power":
         # Rebalance among the processors the fewest-processors packing uses.
         bal_problem, _ = to_problem(spec, items, ColocationObjective.MIN_MAX_UTILIZATION, cost_budget=int(objective))
-        left = max(0.2, options.time_limit_s * budget_share - (time.perf_counter() - t0))
+        left = max(0.2, options.time_limit_s * budget_share - spent)
         bal = CpSatColocationSolver().solve(bal_problem, SolveOptions(
             time_limit_s=left, num_workers=options.num_workers, random_seed=options.random_seed,
             hint=sol))
+        stopped.append(bal.stats.get("stopped_by"))
         if bal.solution is not None and not validate_colocation(problem, bal.solution):
             from solvers.colocation.validate import solution_cost
 
@@ -491,6 +498,8 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
                 sol = bal.solution
                 stats["rebalance_status"] = bal.status.value
                 stats["rebalance_peak_bp"] = bal.objective
+    # The wall clock is a safety net only; when it ended a stage, the run may not repeat.
+    stats["stopped_by"] = "wall_time" if "wall_time" in stopped else "deterministic_budget"
     errors = validate_colocation(problem, sol)
     if errors:
         raise InternalError(f"{mode}: solver returned an invalid packing: {errors[0]}")
@@ -508,6 +517,11 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
                      result.solver_name + ("+cpsat" if "assignment_status" in stats else ""),
                      placement, used, cost, peak, baseline.objective, b_used, b_cost, b_peak, unit, stats)
     return res, problem, inverse, sol
+
+
+def _spent_s(result: SolveResult) -> float:
+    """The deterministic time a solve used, in seconds of time limit (0 when it used none)."""
+    return float(result.stats.get("dtime_used", 0.0)) / DTIME_PER_SECOND
 
 
 def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: int | None = None,

@@ -71,7 +71,7 @@ def allocation_dict(result: FleetResult) -> dict[str, Any]:
 
 def _mode_dict(m: ModeResult) -> dict[str, Any]:
     return {"status": m.status, "objective": m.objective, "objective_unit": m.objective_unit, "bound": m.bound,
-            "gap": m.gap, "wall_time_s": round(m.wall_time_s, 3), "solver": m.solver,
+            "gap": m.gap, "stopped_by": m.stats.get("stopped_by", "deterministic_budget"), "solver": m.solver,
             "processors_used": m.processors_used, "cost": m.cost, "peak_utilization": round(m.peak_utilization, 6),
             "baseline": {"name": "first-fit decreasing", "objective": m.baseline_objective,
                          "processors_used": m.baseline_processors, "cost": m.baseline_cost,

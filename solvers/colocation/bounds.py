@@ -70,7 +70,8 @@ def cost_lower_bound(problem: ColocationProblem) -> int:
         model.add(sum(n) >= 1)
     model.minimize(sum(n[c] * problem.class_cost[c] for c in range(problem.num_classes)))
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 2.0
+    solver.parameters.max_time_in_seconds = 10.0  # safety net; the deterministic limit ends it
+    solver.parameters.max_deterministic_time = 0.5
     solver.parameters.num_workers = 1
     status = solver.solve(model)
     if status == cp_model.INFEASIBLE:

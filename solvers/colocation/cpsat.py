@@ -41,10 +41,11 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solvers.colocation.bounds import cost_lower_bound, max_utilization_lower_bound
+from solvers.colocation.budget import DTIME_PER_SECOND, NODES_PER_DTIME, WORK_PER_DTIME, Budget
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import colocation_objective, validate_colocation
-from solvers.cpsat_support import STATUS_MAP, ProgressRecorder
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize"]
@@ -248,15 +249,18 @@ class CpSatColocationSolver:
     """
 
     name: str = "cpsat"
-    # Share of the time limit spent looking for a packing that meets the volume bound.
+    # Share of the deterministic budget spent looking for a packing that meets the volume bound.
     bin_completion_share: float = 0.3
-    # Share of the time limit for the move/swap local search on the balance objective.
+    # Share of the deterministic budget for the move/swap local search on the balance objective.
     local_search_share: float = 0.7
     # Bin completion runs on expanded items; above this many it is skipped.
     bin_completion_max_items: int = 5000
+    # Deterministic-time units per second of time limit (see solvers.colocation.budget).
+    dtime_per_second: float = DTIME_PER_SECOND
 
     def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
         t0 = time.perf_counter()
+        budget = Budget.start(options.time_limit_s, dtime_per_second=self.dtime_per_second, t0=t0)
         greedy = FirstFitDecreasingSolver().solve(problem, options)
         if greedy.status is Status.INFEASIBLE:
             return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0)
@@ -265,12 +269,18 @@ class CpSatColocationSolver:
             hint = greedy.solution
         lb = (cost_lower_bound(problem) if problem.objective is ColocationObjective.MIN_COST
               else max_utilization_lower_bound(problem))
+        stats: dict = {"lower_bound": lb, "greedy_objective": greedy.objective}
         if (problem.objective is ColocationObjective.MIN_MAX_UTILIZATION and hint is not None
                 and colocation_objective(problem, hint) > lb and self.local_search_share > 0):
             # Relieve the busiest processors by moves and swaps before the search.
             bins = None if problem.cost_budget is None else list(hint.used_bins())
-            better = improve_balance(problem, hint, bins=bins,
-                                     deadline_s=t0 + self.local_search_share * options.time_limit_s)
+            info: dict = {}
+            better = improve_balance(problem, hint, bins=bins, info=info, deadline_s=budget.wall_deadline,
+                                     max_work=int(budget.share(self.local_search_share) * WORK_PER_DTIME))
+            budget.note("local_search", info["work"] / WORK_PER_DTIME, steps=info["steps"],
+                        stopped_by=info["stopped_by"])
+            if info["stopped_by"] == "wall_time":
+                budget.stopped_by = "wall_time"
             if colocation_objective(problem, better) < colocation_objective(problem, hint):
                 hint = better
                 if greedy.solution is None or colocation_objective(problem, better) < greedy.objective:
@@ -279,49 +289,43 @@ class CpSatColocationSolver:
         if greedy.solution is not None and greedy.objective is not None and greedy.objective <= lb:
             # The baseline meets the lower bound: nothing left to search.
             return SolveResult(Status.OPTIMAL, greedy.objective, greedy.objective, greedy.solution,
-                               time.perf_counter() - t0, self.name, {"proof": "greedy meets lower bound"})
+                               time.perf_counter() - t0, self.name,
+                               {**stats, **budget.stats(), "proof": "greedy meets lower bound"})
         if (problem.objective is ColocationObjective.MIN_COST and problem.num_classes == 1
                 and self.bin_completion_share > 0
                 and problem.class_cost[0] > 0 and problem.num_items <= self.bin_completion_max_items):
             # A packing that meets the volume bound is optimal: look for one directly.
             k = lb // problem.class_cost[0]
-            deadline = t0 + self.bin_completion_share * options.time_limit_s
-            found = bin_completion(problem, k, deadline_s=deadline)
+            info = {}
+            found = bin_completion(problem, k, deadline_s=budget.wall_deadline, info=info,
+                                   max_nodes=int(budget.share(self.bin_completion_share) * NODES_PER_DTIME))
+            budget.note("bin_completion", info.get("nodes", 0) / NODES_PER_DTIME,
+                        stopped_by=info.get("stopped_by", "skipped"))
+            if info.get("stopped_by") == "wall_time":
+                budget.stopped_by = "wall_time"
             if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
                 return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
-                                   {"proof": "bin completion meets lower bound", "lower_bound": lb,
-                                    "greedy_objective": greedy.objective})
+                                   {**stats, **budget.stats(), "proof": "bin completion meets lower bound"})
         model, v = build_colocation_model(problem)
         if hint is not None:
             v.hint(model, canonicalize(problem, hint))
-        solver = cp_model.CpSolver()
-        remaining = max(0.1, options.time_limit_s - (time.perf_counter() - t0))
-        solver.parameters.max_time_in_seconds = remaining
-        solver.parameters.num_workers = options.num_workers
-        solver.parameters.random_seed = options.random_seed
-        if options.log is not None:
-            solver.parameters.log_search_progress = True
-            solver.log_callback = options.log
-        recorder = ProgressRecorder(t0, options.progress)
-        code = solver.solve(model, recorder)
-        status = _STATUS_MAP[code]
+        status, solver, points = budget.run_cpsat(model, options, budget.left, "cpsat")
         wall = time.perf_counter() - t0
-        stats = {"cpsat_status": solver.status_name(code), "branches": solver.num_branches,
-                 "conflicts": solver.num_conflicts, "num_x_vars": len(v.x), "lower_bound": lb,
-                 "greedy_objective": greedy.objective}
+        stats.update({"cpsat_status": status.value, "branches": solver.num_branches,
+                      "conflicts": solver.num_conflicts, "num_x_vars": len(v.x), **budget.stats()})
         if status is Status.MODEL_INVALID:
             raise RuntimeError(f"co-location model invalid: {model.validate()}")
         if not status.has_solution:
             if status is Status.UNKNOWN and greedy.solution is not None:
                 return SolveResult(Status.FEASIBLE, greedy.objective, lb, greedy.solution, wall, self.name,
-                                   {**stats, "fallback": "ffd"}, tuple(recorder.points))
+                                   {**stats, "fallback": greedy.solver_name}, points)
             return failure_result(status, self.name, wall, **stats)
         sol = v.extract(solver)
         objective = colocation_objective(problem, sol)
         bound = max(lb, math.ceil(solver.best_objective_bound - 1e-6))
         if greedy.solution is not None and greedy.objective is not None and greedy.objective < objective:
             sol, objective = greedy.solution, greedy.objective
-            stats["fallback"] = "ffd"
+            stats["fallback"] = greedy.solver_name
         bound = min(bound, objective)
         final = Status.OPTIMAL if bound == objective else Status.FEASIBLE
-        return SolveResult(final, objective, bound, sol, wall, self.name, stats, tuple(recorder.points))
+        return SolveResult(final, objective, bound, sol, wall, self.name, stats, points)

@@ -152,8 +152,8 @@ class FirstFitDecreasingSolver:
         return SolveResult(Status.FEASIBLE, colocation_objective(problem, sol), None, sol, wall, self.name)
 
 
-def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: float,
-                   max_nodes: int = 2_000_000) -> ColocationSolution | None:
+def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: float | None = None,
+                   max_nodes: int = 2_000_000, info: dict | None = None) -> ColocationSolution | None:
     """Look for a packing of a one-class problem into ``num_bins`` bins (bin completion).
 
     Every packing into K bins wastes, per dimension, exactly ``K cap - total``; so each bin
@@ -161,7 +161,9 @@ def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: flo
     unplaced item opens a bin, which is then completed with a subset of the other items
     whose waste fits the remaining budget; when the budget is zero, the subsets that fill
     the bin *exactly* are tried first, found by looking up the missing vector. Depth-first
-    with backtracking, stopped at ``deadline_s`` (``time.perf_counter``) or ``max_nodes``.
+    with backtracking, stopped after ``max_nodes`` nodes (deterministic) or, as a safety net,
+    at ``deadline_s`` (``time.perf_counter``). ``info``, when given, receives ``nodes`` and
+    ``stopped_by`` (``"finished"``, ``"nodes"`` or ``"wall_time"``).
     A returned packing is valid; None means "not found", never "impossible".
 
     References: R. E. Korf, "An improved algorithm for optimal bin packing", IJCAI 2003.
@@ -194,14 +196,19 @@ def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: flo
     placed = [False] * problem.num_items
     where = [-1] * problem.num_items
     nodes = 0
+    stopped = "finished"
 
     class _Stop(Exception):
         pass
 
     def tick() -> None:
-        nonlocal nodes
+        nonlocal nodes, stopped
         nodes += 1
-        if nodes > max_nodes or (nodes & 1023 == 0 and time.perf_counter() > deadline_s):
+        if nodes > max_nodes:
+            stopped = "nodes"
+            raise _Stop
+        if deadline_s is not None and nodes & 1023 == 0 and time.perf_counter() > deadline_s:
+            stopped = "wall_time"
             raise _Stop
 
     def completions(room: list[int], start: int, budget: list[int]):
@@ -266,18 +273,25 @@ def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: flo
         found = False
     finally:
         sys.setrecursionlimit(old)
+    if info is not None:
+        info.update(nodes=nodes, stopped_by=stopped)
     return ColocationSolution(tuple(where)) if found else None
 
 
-def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *, deadline_s: float,
-                    bins: list[int] | None = None) -> ColocationSolution:
+def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *, max_work: int = 10**10,
+                    deadline_s: float | None = None, bins: list[int] | None = None,
+                    info: dict | None = None) -> ColocationSolution:
     """Lower the peak utilization of a packing by moves and swaps out of the busiest bin.
 
-    Repeatedly takes the bin with the highest utilization (largest share over dimensions)
-    and applies the move of one of its items to another bin, or the swap with an item of
-    another bin, that leaves both bins below the current peak and lowest; stops when the
-    busiest bin cannot be relieved, or at ``deadline_s``. ``bins`` limits the bins items may
-    move to (default: every bin). The result is feasible whenever the input is.
+    Repeatedly takes the bin with the highest utilization (largest share over dimensions,
+    lowest index on ties) and applies the move of one of its items to another bin, or the
+    swap with an item of another bin, that leaves both bins below the current peak and
+    lowest (first item, then lowest bin or item index on ties); stops when the busiest bin
+    cannot be relieved, after ``max_work`` units of counted work (the deterministic budget;
+    one step costs ``(items in the busiest bin) x (items + bins)``) or, as a safety net, at
+    ``deadline_s``. ``bins`` limits the bins items may move to (default: every bin). The
+    result is feasible whenever the input is. ``info``, when given, receives ``steps``,
+    ``work`` and ``stopped_by`` (``"local_optimum"``, ``"work"``, ``"wall_time"``).
 
     Examples
     --------
@@ -286,64 +300,82 @@ def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *,
     >>> p = ColocationProblem(((10,),), (2,), (((6,),), ((3,),), ((5,),), ((4,),)),
     ...                       objective=ColocationObjective.MIN_MAX_UTILIZATION)
     >>> s = ColocationSolution((0, 0, 1, 1))           # 9 | 9 -> already balanced
-    >>> colocation_objective(p, improve_balance(p, s, deadline_s=time.perf_counter() + 1))
+    >>> colocation_objective(p, improve_balance(p, s))
     9000
     >>> s = ColocationSolution((0, 1, 1, 0))           # 6+4 = 10 | 3+5 = 8 -> swap 4 and 3: 9 | 9
-    >>> colocation_objective(p, improve_balance(p, s, deadline_s=time.perf_counter() + 1))
+    >>> colocation_objective(p, improve_balance(p, s))
     9000
     """
-    allowed_bins = list(range(problem.num_bins)) if bins is None else list(bins)
-    where = list(solution.bin_of_item)
-    caps = [problem.capacity[problem.bin_class(b)] for b in range(problem.num_bins)]
-    dem = [[problem.demand[problem.item_type(i)][c] for c in range(problem.num_classes)]
-           for i in range(problem.num_items)]
-    cls = [problem.bin_class(b) for b in range(problem.num_bins)]
-    loads = [[0] * problem.num_dims for _ in range(problem.num_bins)]
-    members: list[list[int]] = [[] for _ in range(problem.num_bins)]
-    for i, b in enumerate(where):
-        members[b].append(i)
-        for d, x in enumerate(dem[i][cls[b]]):
-            loads[b][d] += x
+    import numpy as np
 
-    def util(load, b) -> float:
-        return max(x / k for x, k in zip(load, caps[b]))
-
-    def fits(load, b) -> bool:
-        return all(x <= k for x, k in zip(load, caps[b]))
-
-    while time.perf_counter() < deadline_s:
-        worst = max(range(problem.num_bins), key=lambda b: (util(loads[b], b), -b))
-        peak = util(loads[worst], worst)
-        best = None  # (new peak of the pair, kind, i, j, target)
-        for i in members[worst]:
-            vi = dem[i][cls[worst]]
-            rest = [x - y for x, y in zip(loads[worst], vi)]
-            for b in allowed_bins:
-                if b == worst or dem[i][cls[b]] is None:
-                    continue
-                vb = dem[i][cls[b]]
-                moved = [x + y for x, y in zip(loads[b], vb)]
-                if fits(moved, b):
-                    key = max(util(rest, worst), util(moved, b))
-                    if key < peak - 1e-12 and (best is None or key < best[0]):
-                        best = (key, "move", i, -1, b)
-                for j in members[b]:
-                    if dem[j][cls[worst]] is None or problem.item_type(j) == problem.item_type(i):
-                        continue
-                    a = [x + y for x, y in zip(rest, dem[j][cls[worst]])]
-                    c = [x - y + z for x, y, z in zip(loads[b], dem[j][cls[b]], vb)]
-                    if fits(a, worst) and fits(c, b):
-                        key = max(util(a, worst), util(c, b))
-                        if key < peak - 1e-12 and (best is None or key < best[0]):
-                            best = (key, "swap", i, j, b)
+    nb, nd, nc, n = problem.num_bins, problem.num_dims, problem.num_classes, problem.num_items
+    cls = np.array([problem.bin_class(b) for b in range(nb)], dtype=np.int64)
+    capb = np.array([problem.capacity[c] for c in cls], dtype=np.int64)
+    inv = 1.0 / capb
+    typ = np.array([problem.item_type(i) for i in range(n)], dtype=np.int64)
+    tdem = np.zeros((problem.num_types, nc, nd), dtype=np.int64)
+    tok = np.zeros((problem.num_types, nc), dtype=bool)
+    for t in range(problem.num_types):
+        for c, v in enumerate(problem.demand[t]):
+            if v is not None:
+                tdem[t, c] = v
+                tok[t, c] = True
+    dem, ok_cls = tdem[typ], tok[typ]  # (n, nc, nd), (n, nc)
+    allowed = np.zeros(nb, dtype=bool)
+    allowed[list(range(nb)) if bins is None else list(bins)] = True
+    where = np.array(solution.bin_of_item, dtype=np.int64)
+    loads = np.zeros((nb, nd), dtype=np.int64)
+    np.add.at(loads, where, dem[np.arange(n), cls[where]])
+    idx = np.arange(n)
+    steps, work, stopped = 0, 0, "local_optimum"
+    while True:
+        if work >= max_work:
+            stopped = "work"
+            break
+        if deadline_s is not None and time.perf_counter() > deadline_s:
+            stopped = "wall_time"
+            break
+        steps += 1
+        util = (loads * inv).max(axis=1)
+        worst = int(np.argmax(util))
+        peak = util[worst] - 1e-12
+        cw = cls[worst]
+        members = np.flatnonzero(where == worst)
+        work += len(members) * (n + nb)
+        src_bin = where
+        src_cls = cls[src_bin]
+        dem_src = dem[idx, src_cls]  # every item's demand where it is
+        in_worst = dem[:, cw]  # every item's demand on the worst bin's class
+        can_enter_worst = ok_cls[:, cw] & (src_bin != worst) & allowed[src_bin]
+        best = None  # (key, kind, i, j, target)
+        for i in members:
+            rest = loads[worst] - dem[i, cw]
+            rest_u = (rest * inv[worst]).max()
+            if rest_u >= peak:
+                continue
+            moved = loads + dem[i, cls]
+            fit = allowed & ok_cls[i, cls] & (moved <= capb).all(axis=1)
+            fit[worst] = False
+            key = np.where(fit, np.maximum(rest_u, (moved * inv).max(axis=1)), np.inf)
+            b = int(np.argmin(key))
+            if key[b] < peak and (best is None or key[b] < best[0]):
+                best = (float(key[b]), "move", int(i), -1, b)
+            a = rest + in_worst  # the worst bin after the swap, per partner j
+            c = loads[src_bin] - dem_src + dem[i, src_cls]  # j's bin after the swap
+            fit = (can_enter_worst & ok_cls[i, src_cls] & (typ != typ[i])
+                   & (a <= capb[worst]).all(axis=1) & (c <= capb[src_bin]).all(axis=1))
+            key = np.where(fit, np.maximum((a * inv[worst]).max(axis=1), (c * inv[src_bin]).max(axis=1)), np.inf)
+            j = int(np.argmin(key))
+            if key[j] < peak and (best is None or key[j] < best[0]):
+                best = (float(key[j]), "swap", int(i), j, int(src_bin[j]))
         if best is None:
+            steps -= 1
             break
         _, kind, i, j, b = best
         for item, src, dst in ((i, worst, b),) + (((j, b, worst),) if kind == "swap" else ()):
-            members[src].remove(item)
-            members[dst].append(item)
-            for d in range(problem.num_dims):
-                loads[src][d] -= dem[item][cls[src]][d]
-                loads[dst][d] += dem[item][cls[dst]][d]
+            loads[src] -= dem[item, cls[src]]
+            loads[dst] += dem[item, cls[dst]]
             where[item] = dst
-    return ColocationSolution(tuple(where))
+    if info is not None:
+        info.update(steps=steps, work=work, stopped_by=stopped)
+    return ColocationSolution(tuple(int(b) for b in where))

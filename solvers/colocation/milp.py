@@ -37,6 +37,8 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from solvers.colocation.bounds import cost_lower_bound
+from solvers.colocation.budget import (DTIME_PER_SECOND, ITERATIONS_PER_DTIME, LP_SOLVE_DTIME, NODES_PER_DTIME,
+                                       Budget)
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
 from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import solution_cost, validate_colocation
@@ -50,6 +52,9 @@ log = logging.getLogger(__name__)
 _STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 
 _DUAL_SCALE = 1_000_000  # duals are rounded down to multiples of 1e-6 before pricing
+# Deterministic time of one exact pricing call, and of one column generation inside a dive.
+_PRICE_MIN_DTIME, _PRICE_MAX_DTIME = 0.01, 0.4
+_DIVE_STEP_MIN_DTIME, _DIVE_STEP_MAX_DTIME = 0.04, 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,9 +84,10 @@ def _patterns_of(problem: ColocationProblem, solution: ColocationSolution) -> li
     return out
 
 
-def _price(problem: ColocationProblem, c: int, duals_int: list[int], time_limit_s: float
+def _price(problem: ColocationProblem, c: int, duals_int: list[int], dtime: float, budget: Budget
            ) -> tuple[list[Pattern], int, int]:
-    """Max ``sum duals_int[t] a_t`` over patterns of class c.
+    """Max ``sum duals_int[t] a_t`` over patterns of class c (one CP-SAT worker, at most
+    ``dtime`` deterministic time, charged to ``budget``).
 
     Returns every pattern the search found (best last), the best value and a proven upper
     bound on the optimum.
@@ -107,9 +113,13 @@ def _price(problem: ColocationProblem, c: int, duals_int: list[int], time_limit_
                                                  if self.value(var) > 0))))
 
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, time_limit_s)
+    solver.parameters.max_time_in_seconds = max(0.05, budget.wall_left())
+    solver.parameters.max_deterministic_time = max(1e-3, dtime)
     solver.parameters.num_workers = 1
     code = solver.solve(model, _Collect())
+    budget.charge(solver.deterministic_time)
+    if code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and solver.deterministic_time < 0.999 * dtime:
+        budget.stopped_by = "wall_time"
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [], 0, sum(duals_int[t] * ub for t, (_, ub) in a.items())
     value = int(round(solver.objective_value))
@@ -148,12 +158,14 @@ def _greedy_price(problem: ColocationProblem, c: int, duals: list[float]) -> lis
     return out
 
 
-def pattern_lower_bound(problem: ColocationProblem, *, deadline_s: float, seed_patterns: list[Pattern] = (),
-                        max_iterations: int = 500) -> tuple[float, list[Pattern]]:
+def pattern_lower_bound(problem: ColocationProblem, *, dtime: float = 1.0, deadline_s: float | None = None,
+                        seed_patterns: list[Pattern] = (), max_iterations: int = 500) -> tuple[float, list[Pattern]]:
     """Column generation for the LP relaxation of the pattern master problem.
 
     Returns the best Lagrangian lower bound found (a float; any packing costs at least its
-    ceiling) and every pattern generated. Stops at ``deadline_s`` (``time.perf_counter``).
+    ceiling) and every pattern generated. Stops after ``dtime`` units of deterministic time
+    (see :mod:`solvers.colocation.budget`) or, as a safety net, at ``deadline_s``
+    (``time.perf_counter``).
 
     Examples
     --------
@@ -161,17 +173,29 @@ def pattern_lower_bound(problem: ColocationProblem, *, deadline_s: float, seed_p
 
     >>> from solvers.colocation.problem import ColocationProblem
     >>> p = ColocationProblem(((10,),), (5,), (((4,),),), multiplicity=(5,))
-    >>> bound, pats = pattern_lower_bound(p, deadline_s=time.perf_counter() + 5,
-    ...                                   seed_patterns=[Pattern(0, ((0, 1),))])
+    >>> bound, pats = pattern_lower_bound(p, seed_patterns=[Pattern(0, ((0, 1),))])
     >>> round(bound, 6)   # five items, two per bin: 2.5 bins
     2.5
     """
-    return _column_generation(problem, deadline_s, seed_patterns, max_iterations)[:2]
+    budget = Budget(dtime, time.perf_counter() + 3600 if deadline_s is None else deadline_s)
+    return _column_generation(problem, budget, dtime, seed_patterns, max_iterations)[:2]
 
 
-def _column_generation(problem: ColocationProblem, deadline_s: float, seed_patterns, max_iterations: int = 500
-                       ) -> tuple[float, list[Pattern], list[float]]:
-    """Column generation; also returns the LP values of the patterns (empty on failure)."""
+def _column_generation(problem: ColocationProblem, budget: Budget, dtime: float, seed_patterns,
+                       max_iterations: int = 500) -> tuple[float, list[Pattern], list[float]]:
+    """Column generation charging at most about ``dtime`` to ``budget`` (LP iterations and
+    pricing); also returns the LP values of the patterns (empty on failure)."""
+    start = budget.used
+
+    def spent() -> float:
+        return budget.used - start
+
+    def solve_lp() -> int:
+        code = lp.Solve()
+        its = lp.iterations() if code == pywraplp.Solver.OPTIMAL else 0  # simplex iterations of this solve
+        budget.charge(LP_SOLVE_DTIME + max(0, its) / ITERATIONS_PER_DTIME)
+        return code
+
     nt, nc = problem.num_types, problem.num_classes
     lp = pywraplp.Solver.CreateSolver("GLOP")
     cover = [lp.Constraint(problem.multiplicity[t], lp.infinity(), f"cover_{t}") for t in range(nt)]
@@ -204,9 +228,9 @@ def _column_generation(problem: ColocationProblem, deadline_s: float, seed_patte
     best = -math.inf
     center: list[float] | None = None  # the duals of the best Lagrangian bound (stability center)
     for _ in range(max_iterations):
-        if time.perf_counter() > deadline_s:
+        if spent() >= dtime or budget.wall_expired():
             break
-        if lp.Solve() != pywraplp.Solver.OPTIMAL:
+        if solve_lp() != pywraplp.Solver.OPTIMAL:
             break
         lp_value = objective.Value()
         if best > -math.inf and math.ceil(best - 1e-6) >= math.ceil(lp_value - 1e-6):
@@ -233,11 +257,12 @@ def _column_generation(problem: ColocationProblem, deadline_s: float, seed_patte
             sep = duals if center is None else [alpha * a + (1 - alpha) * b for a, b in zip(center, duals)]
             duals_int = [max(0, int(math.floor(d * _DUAL_SCALE))) for d in sep]
             bound = sum(duals_int[t] * problem.multiplicity[t] for t in range(nt)) / _DUAL_SCALE
-            left = deadline_s - time.perf_counter()
+            left = dtime - spent()
             for c in range(nc):
                 if problem.class_count[c] == 0:
                     continue
-                pats, _, upper = _price(problem, c, duals_int, min(2.0, max(0.05, left / (2 * nc))))
+                pats, _, upper = _price(problem, c, duals_int,
+                                        min(_PRICE_MAX_DTIME, max(_PRICE_MIN_DTIME, left / (2 * nc))), budget)
                 bound += problem.class_count[c] * min(0.0, problem.class_cost[c] - upper / _DUAL_SCALE)
                 for pat in pats:
                     if reduced(pat) < -1e-7 and pat not in seen:
@@ -249,11 +274,11 @@ def _column_generation(problem: ColocationProblem, deadline_s: float, seed_patte
                 break
         if not added:
             break
-    values = [var.solution_value() for var in lp.variables()] if lp.Solve() == pywraplp.Solver.OPTIMAL else []
+    values = [var.solution_value() for var in lp.variables()] if solve_lp() == pywraplp.Solver.OPTIMAL else []
     return best, patterns, values
 
 
-def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[float], deadline_s: float
+def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[float], budget: Budget, dtime: float
           ) -> list[tuple[Pattern, int]] | None:
     """Diving: fix the integer parts of the LP solution, re-run column generation on the
     residual items and pools, repeat (fixing the largest fractional pattern when no part is
@@ -261,8 +286,9 @@ def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[floa
     rem = list(problem.multiplicity)
     left = list(problem.class_count)
     fixed: list[tuple[Pattern, int]] = []
+    start = budget.used
     while any(r > 0 for r in rem):
-        if not values or time.perf_counter() > deadline_s:
+        if not values or budget.used - start >= dtime or budget.wall_expired():
             return None
         take = [(p, int(math.floor(v + 1e-6))) for p, v in zip(patterns, values) if v >= 1 - 1e-6]
         if not take:
@@ -294,15 +320,15 @@ def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[floa
             counts = tuple((index[t], min(k, rem[t])) for t, k in p.counts if t in index)
             if counts and left[p.klass] > 0:
                 seeds.append(Pattern(p.klass, counts))
-        budget = min(1.5, max(0.2, (deadline_s - time.perf_counter()) / 4))
-        _, sub_patterns, values = _column_generation(sub, min(deadline_s, time.perf_counter() + budget), seeds)
+        step = min(_DIVE_STEP_MAX_DTIME, max(_DIVE_STEP_MIN_DTIME, (dtime - (budget.used - start)) / 4))
+        _, sub_patterns, values = _column_generation(sub, budget, step, seeds)
         patterns = [Pattern(p.klass, tuple((keep[t], k) for t, k in p.counts)) for p in sub_patterns]
     return fixed
 
 
 def _integer_master(problem: ColocationProblem, patterns: list[Pattern], hint: list[Pattern],
-                    options: SolveOptions, time_limit_s: float, t0: float, lower: int
-                    ) -> tuple[int, list[tuple[Pattern, int]] | None, list[ProgressPoint]]:
+                    options: SolveOptions, budget: Budget, lower: int
+                    ) -> tuple[Status, list[tuple[Pattern, int]] | None, tuple[ProgressPoint, ...]]:
     model = cp_model.CpModel()
     y = [model.new_int_var(0, problem.class_count[p.klass], f"y_{k}") for k, p in enumerate(patterns)]
     for t in range(problem.num_types):
@@ -320,27 +346,11 @@ def _integer_master(problem: ColocationProblem, patterns: list[Pattern], hint: l
         counts[p] = counts.get(p, 0) + 1
     for k, p in enumerate(patterns):
         model.add_hint(y[k], counts.get(p, 0))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.1, time_limit_s)
-    solver.parameters.num_workers = options.num_workers
-    solver.parameters.random_seed = options.random_seed
-    if options.log is not None:
-        solver.parameters.log_search_progress = True
-        solver.log_callback = options.log
-    points: list[ProgressPoint] = []
-
-    class _Rec(cp_model.CpSolverSolutionCallback):
-        def on_solution_callback(self) -> None:
-            pt = ProgressPoint(time.perf_counter() - t0, self.objective_value, float(lower))
-            points.append(pt)
-            if options.progress is not None:
-                options.progress(pt)
-
-    code = solver.solve(model, _Rec())
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return code, None, points
+    status, solver, points = budget.run_cpsat(model, options, budget.left, "integer_master")
+    if not status.has_solution:
+        return status, None, points
     chosen = [(p, int(solver.value(y[k]))) for k, p in enumerate(patterns) if solver.value(y[k]) > 0]
-    return code, chosen, points
+    return status, chosen, points
 
 
 def _expand(problem: ColocationProblem, chosen: list[tuple[Pattern, int]]) -> ColocationSolution:
@@ -376,44 +386,54 @@ class ColumnGenerationColocationSolver:
     """
 
     name: str = "colgen"
-    # Share of the time limit for bin completion (one class only).
+    # Share of the deterministic budget for bin completion (one class only).
     bin_completion_share: float = 0.25
-    # Share of the time limit for column generation; the integer master gets the rest.
+    # Share of the deterministic budget for column generation; the integer master gets the rest.
     column_generation_share: float = 0.3
-    # Share of the time left after column generation for diving; the integer master gets the rest.
+    # Share of the budget left after column generation for diving; the integer master gets the rest.
     dive_share: float = 0.8
+    # Deterministic-time units per second of time limit (see solvers.colocation.budget).
+    dtime_per_second: float = DTIME_PER_SECOND
 
     def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
         if problem.objective is not ColocationObjective.MIN_COST:
             raise ValueError("column generation handles the min_cost objective only")
         t0 = time.perf_counter()
+        budget = Budget.start(options.time_limit_s, dtime_per_second=self.dtime_per_second, t0=t0)
         greedy = FirstFitDecreasingSolver().solve(problem, options)
         lb = cost_lower_bound(problem)
-        stats = {"ffd_objective": greedy.objective, "volume_bound": lb}
+        stats: dict = {"ffd_objective": greedy.objective, "volume_bound": lb}
         if greedy.status is Status.INFEASIBLE:
             return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0, **stats)
         if greedy.solution is not None and greedy.objective <= lb:
             return SolveResult(Status.OPTIMAL, greedy.objective, lb, greedy.solution,
                                time.perf_counter() - t0, self.name, {**stats, "proof": "ffd meets volume bound"})
-        if problem.num_classes == 1 and problem.class_cost[0] > 0 and problem.num_items <= 5000:
-            found = bin_completion(problem, lb // problem.class_cost[0],
-                                   deadline_s=t0 + self.bin_completion_share * options.time_limit_s)
+        one_class = problem.num_classes == 1 and problem.class_cost[0] > 0 and problem.num_items <= 5000
+        if one_class:
+            info: dict = {}
+            found = bin_completion(problem, lb // problem.class_cost[0], deadline_s=budget.wall_deadline, info=info,
+                                   max_nodes=int(self.bin_completion_share * budget.total * NODES_PER_DTIME))
+            budget.note("bin_completion", info.get("nodes", 0) / NODES_PER_DTIME,
+                        stopped_by=info.get("stopped_by", "skipped"))
+            if info.get("stopped_by") == "wall_time":
+                budget.stopped_by = "wall_time"
             if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
                 return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
-                                   {**stats, "proof": "bin completion meets volume bound"})
+                                   {**stats, **budget.stats(), "proof": "bin completion meets volume bound"})
         seed = _patterns_of(problem, greedy.solution) if greedy.solution is not None else []
-        cg_deadline = (t0 + (self.bin_completion_share if problem.num_classes == 1 else 0)
-                       * options.time_limit_s + self.column_generation_share * options.time_limit_s)
-        lagrangian, patterns, values = _column_generation(problem, cg_deadline, seed)
+        before = budget.used
+        lagrangian, patterns, values = _column_generation(
+            problem, budget, self.column_generation_share * budget.total, seed)
+        budget.log.append({"stage": "column_generation", "dtime": round(budget.used - before, 6)})
         bound = max(lb, math.ceil(lagrangian - 1e-6)) if lagrangian > -math.inf else lb
-        stats.update({"pattern_bound": lagrangian, "patterns": len(patterns),
-                      "cg_time_s": round(time.perf_counter() - t0, 3)})
+        stats.update({"pattern_bound": lagrangian, "patterns": len(patterns)})
         best, best_cost = greedy.solution, greedy.objective
         points: list[ProgressPoint] = []
         hint = seed
         if best is None or best_cost > bound:
-            dive_deadline = time.perf_counter() + self.dive_share * (options.time_limit_s - (time.perf_counter() - t0))
-            dived = _dive(problem, patterns, values, dive_deadline)
+            before = budget.used
+            dived = _dive(problem, patterns, values, budget, budget.share(self.dive_share))
+            budget.log.append({"stage": "dive", "dtime": round(budget.used - before, 6)})
             if dived is not None:
                 sol = _expand(problem, dived)
                 if not validate_colocation(problem, sol):
@@ -427,11 +447,9 @@ class ColumnGenerationColocationSolver:
                         if options.progress is not None:
                             options.progress(points[-1])
         if best is None or best_cost > bound:
-            remaining = options.time_limit_s - (time.perf_counter() - t0)
-            code, chosen, more = _integer_master(problem, patterns, hint, options, remaining, t0, bound)
+            status, chosen, more = _integer_master(problem, patterns, hint, options, budget, bound)
             points.extend(more)
-            stats["master_status"] = cp_model.CpSolver().status_name(code) if chosen is None else \
-                ("OPTIMAL" if code == cp_model.OPTIMAL else "FEASIBLE")
+            stats["master_status"] = status.value
             if chosen is not None:
                 sol = _expand(problem, chosen)
                 errors = validate_colocation(problem, sol)
@@ -440,10 +458,9 @@ class ColumnGenerationColocationSolver:
                 cost = solution_cost(problem, sol)
                 if best is None or cost < best_cost:
                     best, best_cost = sol, cost
-            elif code == cp_model.INFEASIBLE and best is None:
-                # Infeasible over the generated patterns only: not a proof.
-                pass
+            # Infeasible over the generated patterns only is not a proof: nothing to add.
         wall = time.perf_counter() - t0
+        stats.update(budget.stats())
         if best is None:
             return failure_result(Status.UNKNOWN, self.name, wall, bound=bound, **stats)
         bound = min(bound, best_cost)

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
+from solvers.colocation.budget import DTIME_PER_SECOND
 from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, failure_result
 
@@ -167,7 +168,9 @@ class CpSatVariantSolver:
         model.add(sum(p * x for p, x in zip(problem.precision_bp, s)) >= problem.min_precision_bp * problem.rate_rps)
         model.minimize(sum(c * x for c, x in zip(problem.cost, n)))
         solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = options.time_limit_s
+        solver.parameters.max_time_in_seconds = options.time_limit_s  # safety net
+        solver.parameters.max_deterministic_time = max(1e-3, DTIME_PER_SECOND * options.time_limit_s)
+        solver.parameters.interleave_search = True  # reproducible for any worker count
         solver.parameters.num_workers = options.num_workers
         solver.parameters.random_seed = options.random_seed
         code = solver.solve(model)
