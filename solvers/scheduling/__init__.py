@@ -8,6 +8,7 @@ solution    :class:`SchedulingSolution`: device, stream, start per op; transfers
 validate    :func:`validate_schedule` checks every rule; :func:`objective_value` scores.
 bounds      :func:`lower_bound`: critical path, total work, fractional load (proven).
 heft        :class:`HeftScheduler`: HEFT list scheduling (heuristic, hint for CP-SAT).
+fallback    :func:`fallback_schedule`: first-fit placement by memory when HEFT finds none.
 cpsat       :class:`CpSatScheduler`: CP-SAT model (exact for small and mid-size graphs).
 """
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
@@ -17,6 +18,7 @@ from solvers.scheduling.bounds import (critical_path_bound, cut_vertices, fracti
                                        max_op_bound, min_durations, min_transfer_cycles,
                                        topological_order, work_bound)
 from solvers.scheduling.heft import HeftScheduler, heft_schedule, upward_ranks
+from solvers.scheduling.fallback import fallback_schedule, first_fit_placement
 from solvers.scheduling.cpsat import (CpSatOptions, CpSatScheduler, SchedulingVars, add_colocation,
                                       add_devices, add_hint, add_links, add_load_cuts, add_memory,
                                       add_objective, add_placement, add_precedence,
@@ -30,7 +32,7 @@ __all__ = [
     "lower_bound", "critical_path_bound", "work_bound", "fractional_load_bound", "max_op_bound",
     "min_durations", "min_transfer_cycles", "topological_order", "cut_vertices", "segment_problems",
     "segment_bound",
-    "HeftScheduler", "heft_schedule", "upward_ranks",
+    "HeftScheduler", "heft_schedule", "upward_ranks", "first_fit_placement", "fallback_schedule",
     "CpSatScheduler", "CpSatOptions", "SchedulingVars", "build", "create_variables",
     "add_placement", "add_devices", "add_precedence", "add_links", "add_colocation", "add_memory",
     "add_symmetry_breaking", "add_load_cuts", "add_objective", "add_hint",

@@ -20,13 +20,29 @@ Heterogeneous Earliest Finish Time [1]_, extended to this problem type:
 3. **Candidates**: devices where the op may run; for a colocation group the first op
    placed fixes the group's device and may choose only devices every member allows; a
    device d is skipped when some placed predecessor sits on a device a with
-   ``link_of[a][d] == -1``, or when the memory estimate would overflow.
-4. **Memory estimate** (conservative): every byte that may ever be live on a device
-   (resident bytes, each op's output buffer, each received copy) is counted as live for the
-   whole run. A placement within that estimate satisfies the exact rule at every cycle;
-   the estimate may reject placements the exact rule allows.
+   ``link_of[a][d] == -1``, or when the placement would break the memory rule (4).
+4. **Memory** (exact rule, checked as the schedule grows): each device with a limit keeps
+   its resident bytes (weights; a colocation group reserves all its members' weights when
+   its first op is placed, and room for the buffers its unplaced members may open: each
+   one's output plus all its incoming edges' bytes, released as each is placed, so a
+   member forced onto the group's device always fits) and a profile of its activation
+   buffers over time. Placing op i on d at ``[s, f)`` opens i's output buffer at s and
+   each received copy at its transfer's start; a copy closes at f. The output buffer stays
+   open (live up to infinity) until every consumer of i is placed; then it closes at the
+   end of its last same-device consumer or outgoing transfer, exactly as the rule says.
+   A device is admissible for i only when ``resident + reserved + peak(profile with i's
+   new buffers) <= memory``. Placing i adds bytes only to d (the outputs it reads are
+   already open on their devices) and closing a buffer only shrinks a profile, so every
+   device stays within its limit after each placement, and the final profile is the
+   exact one: the schedule passes :func:`~solvers.scheduling.validate.validate_schedule`.
+   Open buffers count as live to the end of time, so the check can still reject a
+   placement that a later schedule of the consumers would have made fit (sound, not
+   complete).
 
-No candidate left for some op gives ``UNKNOWN`` (HEFT proves nothing). Every choice is a
+No candidate left for some op makes :func:`heft_schedule` return None;
+:class:`HeftScheduler` then tries the memory-aware first-fit placement of
+:mod:`solvers.scheduling.fallback` (sequenced by the same list scheduler) and reports
+``UNKNOWN`` only when that fails too (HEFT proves nothing). Every choice is a
 deterministic function of the problem.
 
 References
@@ -39,6 +55,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import logging
 import time
 
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
@@ -47,6 +64,8 @@ from solvers.scheduling.problem import (Objective, ScheduledTransfer, Scheduling
                                         SchedulingSolution)
 
 __all__ = ["HeftScheduler", "heft_schedule", "upward_ranks"]
+
+_log = logging.getLogger(__name__)
 
 
 def _earliest_gap(busy: list[tuple[int, int]], ready: int, length: int) -> int:
@@ -69,6 +88,60 @@ def _earliest_gap(busy: list[tuple[int, int]], ready: int, length: int) -> int:
 def _insert(busy: list[tuple[int, int]], start: int, length: int) -> None:
     if length > 0:
         bisect.insort(busy, (start, start + length))
+
+
+_OPEN = 1 << 62  # the end of an activation buffer whose consumers are not all placed
+
+
+class _Profile:
+    """Live activation bytes on one device over time, piecewise constant.
+
+    ``use[k]`` holds on ``[times[k], times[k + 1])``; the last entry holds to infinity.
+    """
+
+    __slots__ = ("times", "use", "peak")
+
+    def __init__(self) -> None:
+        self.times = [0]
+        self.use = [0]
+        self.peak = 0
+
+    def _split(self, t: int) -> int:
+        k = bisect.bisect_left(self.times, t)
+        if k == len(self.times) or self.times[k] != t:
+            self.times.insert(k, t)
+            self.use.insert(k, self.use[k - 1])
+        return k
+
+    def add(self, start: int, end: int, nbytes: int) -> None:
+        """Add ``nbytes`` over ``[start, end)`` (``end = _OPEN``: to infinity)."""
+        if nbytes == 0 or end <= start:
+            return
+        a = self._split(start)
+        b = len(self.times) if end >= _OPEN else self._split(end)
+        use = self.use
+        for k in range(a, b):
+            use[k] += nbytes
+        self.peak = max(use)
+
+    def peak_with(self, extra: list[tuple[int, int, int]]) -> int:
+        """The peak once the buffers ``extra`` (start, end, bytes) are added, exactly."""
+        extra = [x for x in extra if x[2] > 0 and x[1] > x[0]]
+        if not extra:
+            return self.peak
+        times, use = self.times, self.use
+        lo = min(s for s, _, _ in extra)
+        points = set(times[max(0, bisect.bisect_right(times, lo) - 1):])
+        points.update(s for s, _, _ in extra)
+        best = self.peak
+        for p in points:
+            if p < lo:
+                continue
+            live = use[bisect.bisect_right(times, p) - 1]
+            live += sum(b for s, e, b in extra if s <= p < e)
+            if live > best:
+                best = live
+        return best
 
 
 def _merged_groups(problem: SchedulingProblem) -> list[tuple[int, ...]]:
@@ -162,11 +235,21 @@ def heft_schedule(problem: SchedulingProblem,
     links: list[list[tuple[int, int]]] = [[] for _ in range(nl)]
     dev_load = [0] * nd
     link_load = [0] * nl
-    mem = [0] * nd
-    reserved: set[int] = set()
-
-    def own_bytes(i: int) -> int:
-        return problem.resident_bytes(i) + problem.output_bytes(i)
+    # memory (devices with a limit): resident bytes and the activation profile
+    caps = [problem.memory_bytes(d) for d in range(nd)]
+    resident = [0] * nd
+    profiles = [_Profile() for _ in range(nd)]
+    out_edges: list[list[int]] = [[] for _ in range(n)]
+    for e, (u, _, _) in enumerate(problem.edges):
+        out_edges[u].append(e)
+    pending = [len(out_edges[i]) for i in range(n)]  # consumers not yet placed
+    # A placed group reserves, on its device, room for the buffers its unplaced members
+    # may open (output plus every incoming edge's copy), so they always fit later.
+    share = [problem.output_bytes(i) for i in range(n)]
+    for u, v, b in problem.edges:
+        share[v] += b
+    reserve = [0] * nd
+    buf_end = [0] * n
 
     ready = [(-rank[i], pos[i], i) for i in range(n) if indeg[i] == 0]
     heapq.heapify(ready)
@@ -175,15 +258,17 @@ def heft_schedule(problem: SchedulingProblem,
         g = group_of.get(i)
         if g is not None and g in group_device:
             cands = (group_device[g],)
-            group_bytes = 0 if i in reserved else own_bytes(i)
+            new_resident = 0  # reserved when the group's first op was placed
+            new_reserve = -share[i]  # i's reserved room becomes its real buffers
         elif g is not None:
             members = groups[g]
             cands = tuple(d for d in problem.allowed_devices(i)
                           if all(problem.durations_cycles[j][d] >= 0 for j in members))
-            group_bytes = sum(own_bytes(j) for j in members)
+            new_resident = sum(problem.resident_bytes(j) for j in members)
+            new_reserve = sum(share[j] for j in members if j != i)
         else:
             cands = problem.allowed_devices(i)
-            group_bytes = own_bytes(i)
+            new_resident, new_reserve = problem.resident_bytes(i), 0
         if placement is not None:
             cands = tuple(d for d in cands if d == placement[i])
         best = None
@@ -193,10 +278,9 @@ def heft_schedule(problem: SchedulingProblem,
             if any(dev[problem.edges[e][0]] != d and problem.link_of[dev[problem.edges[e][0]]][d] < 0
                    for e in in_edges[i]):
                 continue
-            need = group_bytes + sum(problem.edges[e][2] for e in in_edges[i]
-                                     if dev[problem.edges[e][0]] != d)
-            cap = problem.memory_bytes(d)
-            if cap > 0 and mem[d] + need > cap:
+            cap = caps[d]
+            base = resident[d] + new_resident + reserve[d] + new_reserve
+            if cap > 0 and base + profiles[d].peak > cap:
                 continue
             # tentative transfers, in edge order
             tent: dict[int, list[tuple[int, int]]] = {}
@@ -222,6 +306,13 @@ def heft_schedule(problem: SchedulingProblem,
                 if t_best is None or t < t_best:
                     s_best, t_best = s, t
             finish = t_best + length
+            if cap > 0:
+                # i's output (open until its consumers are placed) and its received copies
+                extra = [(t_best, _OPEN if out_edges[i] else finish, problem.output_bytes(i))]
+                extra += [(ts, finish, problem.edges[e][2]) for e, _, ts, _ in moves]
+                if (base + profiles[d].peak + sum(x[2] for x in extra) > cap
+                        and base + profiles[d].peak_with(extra) > cap):
+                    continue
             if throughput:
                 dl = list(dev_load)
                 dl[d] += length
@@ -232,21 +323,35 @@ def heft_schedule(problem: SchedulingProblem,
             else:
                 key = (finish, d)
             if best is None or key < best[0]:
-                best = (key, d, s_best, t_best, length, moves, need)
+                best = (key, d, s_best, t_best, length, moves)
         if best is None:
             return None
-        _, d, s, t, length, moves, need = best
+        _, d, s, t, length, moves = best
         dev[i], stream[i], start[i], dur[i] = d, s, t, length
         _insert(lanes[d][s], t, length)
         dev_load[d] += length
-        mem[d] += need
+        finish = t + length
         for e, link, ts, c in moves:
             _insert(links[link], ts, c)
             link_load[link] += c
             transfers.append(ScheduledTransfer(e, link, ts, c))
         if g is not None and g not in group_device:
             group_device[g] = d
-            reserved.update(groups[g])
+        if caps[d] > 0:
+            resident[d] += new_resident
+            reserve[d] += new_reserve
+            profiles[d].add(t, _OPEN if out_edges[i] else finish, problem.output_bytes(i))
+            for e, _, ts, _ in moves:
+                profiles[d].add(ts, finish, problem.edges[e][2])
+        # i's producers: their buffers live until i ends (same device) or its transfer ends
+        buf_end[i] = finish
+        moved = {e: ts + c for e, _, ts, c in moves}
+        for e in in_edges[i]:
+            u = problem.edges[e][0]
+            buf_end[u] = max(buf_end[u], moved.get(e, finish))
+            pending[u] -= 1
+            if pending[u] == 0 and caps[dev[u]] > 0:
+                profiles[dev[u]].add(buf_end[u], _OPEN, -problem.output_bytes(u))
         for j in succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
@@ -257,6 +362,9 @@ def heft_schedule(problem: SchedulingProblem,
 
 class HeftScheduler:
     """HEFT as a :class:`~solvers.core.Solver`: FEASIBLE with ``bound=None``, or UNKNOWN.
+
+    When HEFT leaves an op without a device, the first-fit placement of
+    :mod:`solvers.scheduling.fallback` is tried (``stats["fallback"]`` says so).
 
     Examples
     --------
@@ -272,11 +380,18 @@ class HeftScheduler:
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
         from solvers.scheduling.validate import objective_value
 
+        from solvers.scheduling.fallback import fallback_schedule
+
         t0 = time.perf_counter()
         sol = heft_schedule(problem)
+        stats = {}
+        if sol is None:
+            _log.info("HEFT left some op without an admissible device; trying first fit")
+            sol = fallback_schedule(problem)
+            stats["fallback"] = "first-fit"
         wall = time.perf_counter() - t0
         if sol is None:
             return failure_result(Status.UNKNOWN, self.name, wall,
                                   reason="some op has no admissible device")
         return SolveResult(Status.FEASIBLE, objective_value(problem, sol), None, sol, wall,
-                           self.name)
+                           self.name, stats)
