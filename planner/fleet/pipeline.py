@@ -12,6 +12,13 @@ Steps (each a function, cvxpy-style reduction with an inverse):
    generation, then rebalanced among the processors used to the lowest peak) and **spread**
    (lowest peak utilization over every processor), each beside its greedy baseline;
 5. :func:`from_solution` – item → processor, checked in exact units.
+
+Determinism: every solver stage is limited by deterministic time
+(:mod:`solvers.colocation.budget`), and the stages of a mode (packing, the exact check on
+small fleets, rebalancing) split the mode's share of the time limit by the deterministic
+time the earlier ones used, never by elapsed wall time. Same spec, seed and workers give
+the same ``allocation.json`` bytes (it records ``stopped_by`` per mode, not wall time),
+unless the wall-clock safety net fired (``stopped_by: wall_time``).
 """
 
 from __future__ import annotations

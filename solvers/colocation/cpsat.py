@@ -28,7 +28,18 @@ Objective: ``min sum_b cost_{c(b)} used[b]`` or ``min U``.
 
 The first-fit-decreasing packing (relabelled to satisfy the symmetry rules) is the hint,
 and is returned instead whenever the search ends with nothing better, so the result is
-never worse than the baseline.
+never worse than the baseline. For the balance objective the hint is first improved by
+:func:`~solvers.colocation.greedy.improve_balance` (moves and swaps out of the busiest bin);
+on the benchmark's 1,000 models on 200 processors that alone ends 0.5% above the average
+bound, where CP-SAT on the full model finds nothing better in its budget.
+
+**Determinism.** The budget is deterministic time, ``dtime_per_second * time_limit_s``,
+fixed up front (:class:`~solvers.colocation.budget.Budget`): the local search and bin
+completion charge counted work (candidates examined, search nodes) and get a share of the
+budget; CP-SAT gets what the earlier stages left, as ``max_deterministic_time`` with
+``interleave_search`` on for any worker count (reproducible multi-worker search). The wall
+clock (``1.5 x time_limit_s + 1 s``) is only a safety net; when it fires,
+``stats["stopped_by"] == "wall_time"`` and the run may not repeat.
 """
 
 from __future__ import annotations

@@ -22,6 +22,14 @@ over the generated patterns is then solved by CP-SAT (hinted with first-fit decr
 and patterns are expanded to items (surplus copies dropped). This is the classical
 bound for cutting stock and vector packing, usually within one bin of the optimum.
 
+**Determinism.** Every stage is limited by deterministic time from one budget fixed up
+front (:class:`~solvers.colocation.budget.Budget`, ``dtime_per_second * time_limit_s``):
+bin completion by search nodes, column generation and diving by GLOP simplex iterations
+plus the pricing CP-SAT's own deterministic time, the integer master by
+``max_deterministic_time`` (``interleave_search`` on). Each stage's share is taken from what
+the earlier stages charged, never from elapsed wall time; the wall clock is a safety net
+recorded as ``stats["stopped_by"] == "wall_time"``.
+
 References: P. C. Gilmore, R. E. Gomory, Oper. Res. 9 (1961); F. Brandão, J. P. Pedroso,
 "Bin packing and related problems: general arc-flow formulation" (2016) for the bound.
 """
