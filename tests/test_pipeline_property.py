@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from planner.pipeline import run
@@ -42,8 +42,22 @@ def small_specs(draw):
     return spec
 
 
+# Found by this test: two control edges from one device into one consumer shared a receive buffer.
+TWO_CONTROL_EDGES_FROM_ONE_DEVICE = {
+    "version": 1, "name": "random",
+    "hardware": {"devices": [{"name": "p", "profile": "generic"}, {"name": "q", "profile": "generic"}],
+                 "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s", "latency": 0}},
+    "models": [{"name": "m", "graph": {"tensors": [], "ops": [
+        {"name": "o0", "type": "task", "cycles": {"p": 2, "q": 1}},
+        {"name": "o1", "type": "task", "cycles": {"q": 1}},
+        {"name": "o2", "type": "task", "after": ["o0", "o1"], "cycles": {"p": 1, "q": 1}}]}}],
+    "solver": {"time_limit": "2 s", "workers": 1, "seed": 0},
+}
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(small_specs())
+@example(TWO_CONTROL_EDGES_FROM_ONE_DEVICE)
 def test_random_specs_plan_and_replay_exactly(spec):
     outcome = run(spec)  # raises InternalError if the replay disagrees with the plan
     plan = outcome.plan

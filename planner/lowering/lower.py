@@ -217,7 +217,10 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware) -> dict[str, Program]:
         tensors = t.tensors or tuple(x for x in graph.ops[t.src_op].outputs
                                      if x in graph.ops[t.dst_op].inputs)
         sent = tuple(src.by_name[x].id for x in tensors if x in src.by_name)
-        recv = dst.buffer(f"{'+'.join(tensors)}@{t.src_device}->{t.dst_op}", t.size_bytes)
+        # Tensors name a data edge uniquely; a control edge (no tensors) is named by its source op,
+        # so two control edges from one device into one consumer get two buffers.
+        label = "+".join(tensors) or f"after:{t.src_op}"
+        recv = dst.buffer(f"{label}@{t.src_device}->{t.dst_op}", t.size_bytes)
         received[(t.src_op, t.dst_op)] = recv
         dst.alloc(recv, t.start_cycle, max(t.end_cycle, placed[t.dst_op].end_cycle), TRANSFER_STREAM, t.dst_op)
         link = link_ids[t.link]
