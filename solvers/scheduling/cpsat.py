@@ -137,7 +137,7 @@ from ortools.sat.python import cp_model
 from solvers.cpsat_support import STATUS_MAP, ProgressRecorder
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import lower_bound, topological_order
-from solvers.scheduling.heft import heft_schedule
+from solvers.scheduling.heft import HeftScheduler, heft_schedule
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
 from solvers.scheduling.validate import objective_value, validate_schedule
@@ -1244,7 +1244,9 @@ class CpSatScheduler:
             _log.warning("ignoring an invalid hint")
             hint = None
         if hint is None:
-            hint, hint_source = heft_schedule(problem), "heft"
+            # HeftScheduler, not bare HEFT: it falls back to a first-fit placement when memory
+            # leaves HEFT stuck, so large memory-tight graphs still get a warm start.
+            hint, hint_source = HeftScheduler().solve(problem, options).solution, "heft"
             if hint is not None and validate_schedule(problem, hint):  # pragma: no cover
                 _log.error("HEFT produced an invalid schedule; solving without a hint")
                 hint = None
