@@ -55,15 +55,16 @@ from solvers.colocation.bounds import cost_lower_bound, max_utilization_lower_bo
 from solvers.colocation.budget import DTIME_PER_SECOND, NODES_PER_DTIME, WORK_PER_DTIME, Budget
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
-from solvers.colocation.validate import colocation_objective, validate_colocation
+from solvers.colocation.validate import bin_loads, colocation_objective, validate_colocation
 from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 
-__all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize"]
+__all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize", "repack_busiest"]
 
 log = logging.getLogger(__name__)
 
 _STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
+_REPACK_STEP_DTIME = 0.005  # Python work of one re-pack step (loads, sub-model), in deterministic time
 
 
 def _positions(problem: ColocationProblem) -> tuple[list[int], dict[int, int]]:
@@ -244,6 +245,91 @@ def build_colocation_model(problem: ColocationProblem) -> tuple[cp_model.CpModel
 
 
 
+def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, budget: Budget, dtime: float,
+                   options: SolveOptions, *, bins: list[int] | None = None, neighbourhood: int = 6,
+                   step_dtime: float = 0.05) -> tuple[ColocationSolution, dict]:
+    """Large-neighbourhood search on the peak: re-pack the busiest bin with a few others exactly.
+
+    Each step takes the busiest bin (lowest index on ties) and ``neighbourhood - 1`` partners
+    among ``bins`` (default: all): the least utilized half, the rest drawn by a
+    :class:`random.Random` seeded with ``options.random_seed`` and the step number. CP-SAT
+    searches that sub-problem (hinted with the current packing, at most
+    ``step_dtime``) and stops at the first sub-packing below the current peak of the
+    busiest bin, which then replaces it.
+    Stops after ``dtime`` deterministic time charged to ``budget`` (or its wall safety net).
+    Returns the packing (feasible whenever the input is, never worse) and counters.
+
+    Examples
+    --------
+    >>> from solvers.colocation.problem import ColocationProblem, ColocationSolution
+    >>> p = ColocationProblem(((10,),), (2,), (((6,),), ((3,),), ((5,),), ((4,),)),
+    ...                       objective=ColocationObjective.MIN_MAX_UTILIZATION)
+    >>> b = Budget.start(5.0)
+    >>> sol, info = repack_busiest(p, ColocationSolution((0, 1, 1, 0)), b, 0.5, SolveOptions(num_workers=1))
+    >>> colocation_objective(p, sol), info["improved"]   # 6+4 | 3+5 -> 6+3 | 5+4
+    (9000, 1)
+    """
+    import random
+
+    allowed = list(range(problem.num_bins)) if bins is None else sorted(bins)
+    where = list(solution.bin_of_item)
+    caps = [problem.capacity[problem.bin_class(b)] for b in range(problem.num_bins)]
+    start, steps, improved, failures = budget.used, 0, 0, 0
+    sub_options = SolveOptions(num_workers=1, random_seed=options.random_seed)
+    while budget.used - start < dtime and not budget.wall_expired() and failures < 4 * len(allowed):
+        loads = bin_loads(problem, ColocationSolution(tuple(where)))
+        util = [max(-(-BASIS_POINTS * x // k) for x, k in zip(loads[b], caps[b])) for b in range(problem.num_bins)]
+        worst = max(allowed, key=lambda b: (util[b], -b))
+        peak = util[worst]
+        rng = random.Random(1_000_003 * options.random_seed + steps)
+        steps += 1
+        others = sorted((b for b in allowed if b != worst), key=lambda b: (util[b], b))
+        k = min(neighbourhood - 1, len(others))
+        calm = others[:k // 2]
+        rest = others[k // 2:]
+        chosen = sorted([worst] + calm + rng.sample(rest, k - len(calm)))
+        chosen.sort(key=lambda b: (problem.bin_class(b), b))
+        classes = sorted({problem.bin_class(b) for b in chosen})
+        items = [i for i, b in enumerate(where) if b in set(chosen)]
+        types = sorted({problem.item_type(i) for i in items})
+        if not items:
+            failures += 1
+            continue
+        by_type = {t: [i for i in items if problem.item_type(i) == t] for t in types}
+        sub = ColocationProblem(
+            capacity=tuple(problem.capacity[c] for c in classes),
+            class_count=tuple(sum(1 for b in chosen if problem.bin_class(b) == c) for c in classes),
+            demand=tuple(tuple(problem.demand[t][c] for c in classes) for t in types),
+            multiplicity=tuple(len(by_type[t]) for t in types),
+            class_cost=tuple(problem.class_cost[c] for c in classes),
+            objective=ColocationObjective.MIN_MAX_UTILIZATION)
+        local = {b: n for n, b in enumerate(chosen)}  # chosen is class by class, like sub's bins
+        order = [i for t in types for i in by_type[t]]
+        model, v = build_colocation_model(sub)
+        model.add(v.peak_bp <= peak - 1)
+        model.clear_objective()  # any sub-packing below the peak will do: stop at the first
+        v.hint(model, canonicalize(sub, ColocationSolution(tuple(local[where[i]] for i in order))))
+        solver = cp_model.CpSolver()
+        prm = solver.parameters
+        prm.max_deterministic_time = max(1e-3, min(step_dtime, dtime - (budget.used - start)))
+        prm.max_time_in_seconds = max(0.05, budget.wall_left())
+        prm.num_workers = 1
+        prm.random_seed = sub_options.random_seed
+        code = solver.solve(model)
+        budget.charge(solver.deterministic_time + _REPACK_STEP_DTIME)  # plus building the sub-model
+        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+            found = v.extract(solver)
+            for n, i in enumerate(order):
+                where[i] = chosen[found.bin_of_item[n]]
+            improved += 1
+            failures = 0
+        else:
+            failures += 1
+    budget.log.append({"stage": "repack", "dtime": round(budget.used - start, 6), "steps": steps,
+                       "improved": improved})
+    return ColocationSolution(tuple(where)), {"steps": steps, "improved": improved}
+
+
 @dataclass(frozen=True, slots=True)
 class CpSatColocationSolver:
     """Exact vector bin packing (fewest/cheapest bins, or lowest peak utilization).
@@ -264,6 +350,8 @@ class CpSatColocationSolver:
     bin_completion_share: float = 0.3
     # Share of the deterministic budget for the move/swap local search on the balance objective.
     local_search_share: float = 0.7
+    # Share of the budget left after the local search for re-packing the busiest bin (LNS).
+    repack_share: float = 0.6
     # Bin completion runs on expanded items; above this many it is skipped.
     bin_completion_max_items: int = 5000
     # Deterministic-time units per second of time limit (see solvers.colocation.budget).
@@ -292,6 +380,15 @@ class CpSatColocationSolver:
                         stopped_by=info["stopped_by"])
             if info["stopped_by"] == "wall_time":
                 budget.stopped_by = "wall_time"
+            if colocation_objective(problem, better) > lb and self.repack_share > 0 and budget.left > 0:
+                # Re-pack the busiest processor with a few others exactly, then polish again.
+                better, _ = repack_busiest(problem, better, budget, budget.share(self.repack_share), options,
+                                           bins=bins)
+                info = {}
+                better = improve_balance(problem, better, bins=bins, info=info, deadline_s=budget.wall_deadline,
+                                         max_work=int(budget.share(self.local_search_share) * WORK_PER_DTIME))
+                budget.note("local_search", info["work"] / WORK_PER_DTIME, steps=info["steps"],
+                            stopped_by=info["stopped_by"])
             if colocation_objective(problem, better) < colocation_objective(problem, hint):
                 hint = better
                 if greedy.solution is None or colocation_objective(problem, better) < greedy.objective:

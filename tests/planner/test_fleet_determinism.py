@@ -34,10 +34,11 @@ def test_generated_fleet_gives_the_same_allocation_twice():
     a, b = (json.dumps(allocation_dict(r), indent=2, sort_keys=True) for r in runs)
     assert a == b
     # Not trivial: the baselines miss the bounds, so every budgeted stage ran (column generation,
-    # diving and the integer master; local search and CP-SAT), and the budget, not the clock, ended them.
+    # diving and the integer master; local search, re-packing and CP-SAT), and the budget, not the clock,
+    # ended them.
     power, spread = runs[0].modes["power"], runs[0].modes["spread"]
     assert power.baseline_objective > power.bound and spread.baseline_objective > spread.bound
     assert [s["stage"] for s in power.stats["stages"]] == ["column_generation", "dive", "integer_master"]
-    assert [s["stage"] for s in spread.stats["stages"]] == ["local_search", "cpsat"]
+    assert [s["stage"] for s in spread.stats["stages"]] == ["local_search", "repack", "local_search", "cpsat"]
     assert all(m.stats["stopped_by"] == "deterministic_budget" for m in runs[0].modes.values())
     assert spread.objective < spread.baseline_objective
