@@ -23,54 +23,22 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import random
 import time
 from pathlib import Path
 
 from benchmarks._machine import machine_facts
 from solvers.colocation import (
     ColocationObjective,
-    ColocationProblem,
     ColumnGenerationColocationSolver,
     CpSatColocationSolver,
     FirstFitDecreasingSolver,
     validate_colocation,
 )
+from solvers.colocation.instances import random_fleet, triplet_instance
 from solvers.core import SolveOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 TRIPLET_TIME_S, FLEET_TIME_S, SPREAD_TIME_S = 10.0, 28.0, 10.0
-
-
-def triplets(n: int, seed: int, cap=(1000, 1000, 1000)) -> ColocationProblem:
-    """n items in n/3 triplets, each triplet summing exactly to ``cap`` in every dimension."""
-    rng = random.Random(seed)
-    items = []
-    for _ in range(n // 3):
-        trip = [[0] * len(cap) for _ in range(3)]
-        for d, c in enumerate(cap):
-            a = rng.randint(1, c - 2)
-            b = rng.randint(1, c - a - 1)
-            for k, x in enumerate((a, b, c - a - b)):
-                trip[k][d] = x
-        items += [tuple(t) for t in trip]
-    rng.shuffle(items)
-    return ColocationProblem((cap,), (n // 3 + n // 6,), tuple((it,) for it in items))
-
-
-def fleet(n_models: int = 1000, n_types: int = 50, seed: int = 0,
-          objective: ColocationObjective = ColocationObjective.MIN_COST) -> ColocationProblem:
-    """1,000 models of 50 types on 120 + 80 processors (ops/s, IO bytes/s, storage; scaled units)."""
-    rng = random.Random(seed)
-    caps = ((100_000, 100_000, 32_000), (200_000, 150_000, 64_000))
-    types = [(rng.randint(2_000, 30_000), rng.randint(1_000, 30_000), rng.randint(500, 12_000))
-             for _ in range(n_types)]
-    mult = [0] * n_types
-    for _ in range(n_models):
-        mult[rng.randrange(n_types)] += 1
-    keep = [t for t in range(n_types) if mult[t] > 0]
-    return ColocationProblem(caps, (120, 80), tuple((types[t], types[t]) for t in keep),
-                             multiplicity=tuple(mult[t] for t in keep), class_cost=(1, 1), objective=objective)
 
 
 def run(problem, solver, time_limit: float, workers: int) -> dict:
@@ -107,7 +75,7 @@ def main() -> None:
     print("-" * len(header))
     for n in sizes:
         for seed in range(3):
-            p = triplets(n, seed)
+            p = triplet_instance(n, seed=seed)
             ffd = FirstFitDecreasingSolver().solve(p)
             plan = run(p, ColumnGenerationColocationSolver(), TRIPLET_TIME_S, args.workers)
             only = (run(p, CpSatColocationSolver(bin_completion_share=0.0), TRIPLET_TIME_S, args.workers)
@@ -121,14 +89,14 @@ def main() -> None:
     fleet_rows = {}
     if not args.quick:
         print("\nFleet: 1,000 models (50 types) on 200 processors (120 + 80, two sizes), fewest processors")
-        p = fleet()
+        p = random_fleet()
         ffd = FirstFitDecreasingSolver().solve(p)
         power = run(p, ColumnGenerationColocationSolver(), FLEET_TIME_S, args.workers)
         fleet_rows["power"] = {"ffd": ffd.objective, **power}
         print(f"  FFD {ffd.objective}   planner {power['objective']} (bound {power['bound']}, "
               f"gap {100 * power['gap']:.2f}%, {power['status']}) in {power['time_s']} s, "
               f"stopped by {power['stopped_by']}")
-        ps = fleet(objective=ColocationObjective.MIN_MAX_UTILIZATION)
+        ps = random_fleet(objective=ColocationObjective.MIN_MAX_UTILIZATION)
         ffd_s = FirstFitDecreasingSolver().solve(ps)
         spread = run(ps, CpSatColocationSolver(), SPREAD_TIME_S, args.workers)
         fleet_rows["spread"] = {"ffd": ffd_s.objective, **spread}

@@ -11,6 +11,7 @@ variant     one model serving a task at some precision, latency, capacity and co
 from solvers.colocation.bounds import Shortfall, cost_lower_bound, explain_infeasibility, max_utilization_lower_bound
 from solvers.colocation.cpsat import CpSatColocationSolver, build_colocation_model, canonicalize
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, first_fit_decreasing
+from solvers.colocation.instances import random_fleet, triplet_instance
 from solvers.colocation.milp import ColumnGenerationColocationSolver, Pattern, pattern_lower_bound
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import bin_loads, colocation_objective, utilization_bp, validate_colocation
@@ -24,4 +25,5 @@ __all__ = [
     "max_utilization_lower_bound", "utilization_bp", "validate_colocation",
     "ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound", "bin_completion",
     "CpSatVariantSolver", "VariantProblem", "VariantSolution", "validate_variants", "variant_cost",
+    "random_fleet", "triplet_instance",
 ]

@@ -32,6 +32,7 @@ from solvers.colocation import (
     validate_colocation,
     validate_variants,
 )
+from solvers.colocation.instances import triplet_instance
 from solvers.core import SolveOptions, Status
 
 MIN_COST = ColocationObjective.MIN_COST
@@ -183,25 +184,9 @@ def test_symmetry_breaking_excludes_only_relabellings():
     assert solver.objective_value == 2  # 6+4 | 5
 
 
-def triplets(n: int, cap=(1000, 1000, 1000), seed: int = 0) -> ColocationProblem:
-    """Items in triplets summing exactly to the capacity in every dimension: optimum n/3."""
-    rng = random.Random(seed)
-    items = []
-    for _ in range(n // 3):
-        trip = [[0] * len(cap) for _ in range(3)]
-        for d, c in enumerate(cap):
-            a = rng.randint(1, c - 2)
-            b = rng.randint(1, c - a - 1)
-            for k, x in enumerate((a, b, c - a - b)):
-                trip[k][d] = x
-        items += [tuple(t) for t in trip]
-    rng.shuffle(items)
-    return ColocationProblem((cap,), (n // 3 + n // 6,), tuple((it,) for it in items))
-
-
 @pytest.mark.parametrize("solver", EXACT, ids=lambda s: s.name)
 def test_triplets_proven_optimal(solver):
-    p = triplets(30, seed=3)
+    p = triplet_instance(30, seed=3)
     r = solver.solve(p, opts())
     assert r.status is Status.OPTIMAL and r.objective == 10
     assert validate_colocation(p, r.solution) == []
@@ -209,13 +194,13 @@ def test_triplets_proven_optimal(solver):
 
 def test_triplets_cp_sat_model_alone():
     # Without bin completion the CP-SAT model itself proves n/3 on a small instance.
-    p = triplets(15, seed=1)
+    p = triplet_instance(15, seed=1)
     r = CpSatColocationSolver(bin_completion_share=0.0).solve(p, opts())
     assert r.status is Status.OPTIMAL and r.objective == 5
 
 
 def test_bin_completion_finds_exact_packings():
-    p = triplets(60, seed=2)
+    p = triplet_instance(60, seed=2)
     sol = bin_completion(p, 20, deadline_s=time.perf_counter() + 5)
     assert sol is not None and validate_colocation(p, sol) == [] and len(sol.used_bins()) == 20
 

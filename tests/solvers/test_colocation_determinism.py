@@ -3,33 +3,17 @@ mid-size fleet that the greedy baseline does not solve (so every budgeted stage 
 
 from __future__ import annotations
 
-import random
 
 import pytest
 
 from solvers.colocation import (
     ColocationObjective,
-    ColocationProblem,
     ColumnGenerationColocationSolver,
     CpSatColocationSolver,
     validate_colocation,
 )
+from solvers.colocation.instances import random_fleet
 from solvers.core import SolveOptions
-
-
-def fleet(n_models: int, n_types: int, small: int, large: int, seed: int,
-          objective: ColocationObjective) -> ColocationProblem:
-    """Like the benchmark's fleet: random 3-dimensional demands, two pool sizes."""
-    rng = random.Random(seed)
-    caps = ((100_000, 100_000, 32_000), (200_000, 150_000, 64_000))
-    types = [(rng.randint(2_000, 30_000), rng.randint(1_000, 30_000), rng.randint(500, 12_000))
-             for _ in range(n_types)]
-    mult = [0] * n_types
-    for _ in range(n_models):
-        mult[rng.randrange(n_types)] += 1
-    keep = [t for t in range(n_types) if mult[t] > 0]
-    return ColocationProblem(caps, (small, large), tuple((types[t], types[t]) for t in keep),
-                             multiplicity=tuple(mult[t] for t in keep), objective=objective)
 
 
 OPTIONS = SolveOptions(time_limit_s=1.0, num_workers=2, random_seed=3)
@@ -40,7 +24,7 @@ OPTIONS = SolveOptions(time_limit_s=1.0, num_workers=2, random_seed=3)
     (ColocationObjective.MIN_MAX_UTILIZATION, CpSatColocationSolver()),
 ])
 def test_mid_size_fleet_is_deterministic_with_two_workers(objective, solver):
-    problem = fleet(160, 16, 24, 16, seed=5, objective=objective)
+    problem = random_fleet(160, 16, small=24, large=16, seed=5, objective=objective)
     first = solver.solve(problem, OPTIONS)
     second = solver.solve(problem, OPTIONS)
     assert first.solution is not None and validate_colocation(problem, first.solution) == []
