@@ -26,6 +26,7 @@ from planner.errors import InfeasibleError, InternalError, SolverError, Unsuppor
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
+from planner.report.markdown import format_bytes
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.problem import FORBIDDEN
@@ -209,13 +210,6 @@ def _no_device_message(spec, name: str, cycles) -> str:
     return (f"op {name!r} is pinned to {list(allowed or [])}, but it can run only on kinds {runnable}")
 
 
-def _fmt_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
-
-
 def _precheck_memory(spec, problem: SchedulingProblem) -> None:
     """Explain the memory infeasibilities that need no solver, in the user's names."""
     names = problem.op_names
@@ -226,14 +220,14 @@ def _precheck_memory(spec, problem: SchedulingProblem) -> None:
         if not fits:
             best = max(problem.allowed_devices(i), key=problem.memory_bytes)
             raise InfeasibleError(
-                f"memory: op {names[i]!r} needs {_fmt_bytes(need)} (weights and output) but the largest "
-                f"device it may use, {devices[best].name}, holds {_fmt_bytes(problem.memory_bytes(best))}")
+                f"memory: op {names[i]!r} needs {format_bytes(need)} (weights and output) but the largest "
+                f"device it may use, {devices[best].name}, holds {format_bytes(problem.memory_bytes(best))}")
     total_weights = sum(problem.resident_bytes(i) for i in range(problem.num_ops))
     total_memory = sum(problem.memory_bytes(d) for d in range(problem.num_devices))
     if total_weights > total_memory:
         raise InfeasibleError(
-            f"memory: the models' weights total {_fmt_bytes(total_weights)}, more than all devices "
-            f"together hold ({_fmt_bytes(total_memory)})")
+            f"memory: the models' weights total {format_bytes(total_weights)}, more than all devices "
+            f"together hold ({format_bytes(total_memory)})")
     for g in problem.colocation_groups:
         common = set(problem.allowed_devices(g[0]))
         for i in g[1:]:
@@ -244,9 +238,9 @@ def _precheck_memory(spec, problem: SchedulingProblem) -> None:
         need = sum(problem.resident_bytes(i) for i in g)
         if all(need > problem.memory_bytes(d) for d in common):
             raise InfeasibleError(
-                f"memory: colocation group {[names[i] for i in g]} needs {_fmt_bytes(need)} of weights "
+                f"memory: colocation group {[names[i] for i in g]} needs {format_bytes(need)} of weights "
                 f"on one device; the largest it may use holds "
-                f"{_fmt_bytes(max(problem.memory_bytes(d) for d in common))}")
+                f"{format_bytes(max(problem.memory_bytes(d) for d in common))}")
 
 
 def explain_infeasible(spec, problem: SchedulingProblem) -> str:
@@ -259,7 +253,7 @@ def explain_infeasible(spec, problem: SchedulingProblem) -> str:
         if len(allowed) == 1:
             weights_by_dev[allowed[0]] = weights_by_dev.get(allowed[0], 0) + problem.resident_bytes(i)
     for d, w in sorted(weights_by_dev.items()):
-        parts.append(f"{devices[d].name}: pinned weights {_fmt_bytes(w)} of {_fmt_bytes(problem.memory_bytes(d))}")
+        parts.append(f"{devices[d].name}: pinned weights {format_bytes(w)} of {format_bytes(problem.memory_bytes(d))}")
     unreachable = [(devices[a].name, devices[b].name) for a in range(problem.num_devices)
                    for b in range(a + 1, problem.num_devices) if problem.link_of[a][b] == FORBIDDEN]
     msg = ("no plan satisfies the memory limits, pins, colocation groups and links together "
