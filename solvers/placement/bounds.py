@@ -5,6 +5,7 @@ Both ignore communication (which only adds load) and memory (which only restrict
 
 from __future__ import annotations
 
+from solvers.dag import kahn_order
 from solvers.placement.problem import FORBIDDEN, PlacementProblem
 
 __all__ = ["group_bound", "fractional_bound", "lower_bound", "topological_order"]
@@ -18,27 +19,7 @@ def topological_order(problem: PlacementProblem) -> tuple[int, ...]:
     >>> topological_order(PlacementProblem((1, 1, 1), (1, 1, 1), (0, 0, 0), ((2, 0), (0, 1)), 1, 0))
     (2, 0, 1)
     """
-    import heapq
-
-    n = problem.num_nodes
-    indeg = [0] * n
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for u, v in problem.edges:
-        succ[u].append(v)
-        indeg[v] += 1
-    ready = [i for i in range(n) if indeg[i] == 0]
-    heapq.heapify(ready)
-    out = []
-    while ready:
-        u = heapq.heappop(ready)
-        out.append(u)
-        for v in succ[u]:
-            indeg[v] -= 1
-            if indeg[v] == 0:
-                heapq.heappush(ready, v)
-    if len(out) != n:
-        raise ValueError("the graph has a cycle")
-    return tuple(out)
+    return kahn_order(problem.num_nodes, problem.edges)
 
 
 def _group_times(problem: PlacementProblem) -> list[tuple[int | None, int | None]]:

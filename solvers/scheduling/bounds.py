@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import math
 
+from solvers.dag import kahn_order
 from solvers.scheduling.problem import Objective, SchedulingProblem
 
 __all__ = [
@@ -117,27 +118,7 @@ def topological_order(problem: SchedulingProblem) -> tuple[int, ...]:
     >>> topological_order(p)
     (2, 0, 1)
     """
-    import heapq
-
-    n = problem.num_ops
-    indeg = [0] * n
-    succ: list[list[int]] = [[] for _ in range(n)]
-    for u, v, _ in problem.edges:
-        indeg[v] += 1
-        succ[u].append(v)
-    heap = [i for i in range(n) if indeg[i] == 0]
-    heapq.heapify(heap)
-    out = []
-    while heap:
-        i = heapq.heappop(heap)
-        out.append(i)
-        for j in succ[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                heapq.heappush(heap, j)
-    if len(out) != n:
-        raise ValueError("the edges contain a cycle")
-    return tuple(out)
+    return kahn_order(problem.num_ops, problem.edges)
 
 
 def critical_path_bound(problem: SchedulingProblem) -> int:
