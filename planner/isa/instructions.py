@@ -13,6 +13,13 @@ buffer         a named block of one memory level, allocated by ALLOC and release
                ids are dense per program.
 operands       ``a, b, c, d``: meaning per opcode (see :class:`Opcode`).
 mem_bytes      bytes a MATMUL or VECTOR reads and writes in main memory (its roofline).
+fast_bytes     bytes it reads and writes in the program's fast level (memory plans, issue 3);
+               the roofline is ``max(compute, ceil(fast_bytes·clk/bw_fast) + ceil(mem_bytes·clk/bw_main))``.
+address        ALLOC/FREE ``d``: the buffer's byte offset in its level; no two live buffers of
+               one level overlap in address (views excepted, see :data:`ALLOC_VIEW`).
+kernel         what a compute instruction computes, for the simulator's numeric mode: op type,
+               attributes and, per operand, shape, dtype and the buffers holding it
+               (:class:`Kernel`); docs/memory.md is the reference.
 """
 
 from __future__ import annotations
@@ -27,7 +34,11 @@ __all__ = [
     "Opcode",
     "VectorOp",
     "TRANSFER_STREAM",
+    "DMA_STREAM",
     "ALLOC_PRELOADED",
+    "ALLOC_VIEW",
+    "Operand",
+    "Kernel",
     "COMPUTE_OPCODES",
     "Instruction",
     "LevelInfo",
@@ -38,7 +49,9 @@ __all__ = [
 ]
 
 TRANSFER_STREAM = 0xFFFF  # the stream id of SEND/RECV (the device's transfer engine)
+DMA_STREAM = 0xFFFE  # the stream id of memory DMAs (prefetch/evict) on the device's DMA engine
 ALLOC_PRELOADED = 1  # ALLOC subop flag: the host fills the buffer before the run (weights, inputs)
+ALLOC_VIEW = 2  # ALLOC/FREE subop flag: a view inside a live allocation of the same level (no capacity)
 
 
 class Opcode(enum.IntEnum):
@@ -53,8 +66,8 @@ class Opcode(enum.IntEnum):
     RECV      a=link id, b=bytes, c=transfer id, peer=source device
     SIGNAL    a=semaphore id
     WAIT      a=semaphore id
-    ALLOC     a=buffer id, b=level, c=bytes; subop=ALLOC_PRELOADED for host-filled data
-    FREE      a=buffer id, b=level, c=bytes
+    ALLOC     a=buffer id, b=level, c=bytes, d=address; subop flags ALLOC_PRELOADED, ALLOC_VIEW
+    FREE      a=buffer id, b=level, c=bytes, d=address; subop flag ALLOC_VIEW
     TASK      a=device cycles (an op with explicit cycles)
     HALT      end of the program
     ========  =====================================================================
@@ -144,13 +157,14 @@ class Instruction:
     reads: tuple[int, ...] = ()
     writes: tuple[int, ...] = ()
     peer: str = ""
+    fast_bytes: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "opcode", Opcode(self.opcode))
         object.__setattr__(self, "reads", tuple(self.reads))
         object.__setattr__(self, "writes", tuple(self.writes))
         if min(self.start_cycle, self.duration_cycles, self.a, self.b, self.c, self.d,
-               self.mem_bytes, self.stream, self.subop) < 0:
+               self.mem_bytes, self.stream, self.subop, self.fast_bytes) < 0:
             raise ValueError(f"{self.opcode.name}: fields must be non-negative")
 
     @property
@@ -198,6 +212,64 @@ class LinkInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Operand:
+    """One input or output of a kernel: its full shape and dtype, and the buffers holding it.
+
+    ``buffers`` are buffer ids in order; when there are several, the value is their
+    contents concatenated along dimension 0 (the portions of a split tensor).
+
+    Examples
+    --------
+    >>> Operand((4, 8), "fp32", (3,)).size_bytes
+    128
+    """
+
+    shape: tuple[int, ...]
+    dtype: str
+    buffers: tuple[int, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shape", tuple(int(x) for x in self.shape))
+        object.__setattr__(self, "buffers", tuple(int(x) for x in self.buffers))
+
+    @property
+    def size_bytes(self) -> int:
+        from planner.graph.ir import DTYPE_BYTES
+
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n * DTYPE_BYTES[self.dtype]
+
+
+@dataclass(frozen=True, slots=True)
+class Kernel:
+    """What the compute instruction(s) of ``op`` compute: the graph op's type and attributes
+    applied to ``inputs`` giving ``outputs`` (in the graph op's input/output order).
+
+    ``attrs_json`` is the op's attributes as canonical JSON (sorted keys), so the binary
+    stays byte-deterministic. ``op`` is the instruction's op name (a split portion's
+    instance name, e.g. ``"fc#1"``, has its own kernel with portion shapes).
+
+    Examples
+    --------
+    >>> k = Kernel("r", "relu", "{}", (Operand((4,), "fp32", (0,)),), (Operand((4,), "fp32", (1,)),))
+    >>> k.type, k.outputs[0].buffers
+    ('relu', (1,))
+    """
+
+    op: str
+    type: str
+    attrs_json: str
+    inputs: tuple[Operand, ...]
+    outputs: tuple[Operand, ...]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "inputs", tuple(self.inputs))
+        object.__setattr__(self, "outputs", tuple(self.outputs))
+
+
+@dataclass(frozen=True, slots=True)
 class Program:
     """The instructions of one device, with everything needed to re-time them.
 
@@ -224,8 +296,13 @@ class Program:
     num_streams: int
     buffers: tuple[str, ...]  # buffer names, indexed by buffer id
     instructions: tuple[Instruction, ...]
+    fast_level: int = -1  # the level fast_bytes are counted in; -1: no memory plan (all in main)
+    kernels: tuple[Kernel, ...] = ()  # sorted by op name; empty when lowered without kernels
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "kernels", tuple(self.kernels))
+        if not -1 <= self.fast_level < len(self.levels):
+            raise ValueError(f"fast level {self.fast_level} out of range")
         object.__setattr__(self, "levels", tuple(self.levels))
         object.__setattr__(self, "links", tuple(self.links))
         object.__setattr__(self, "buffers", tuple(self.buffers))
@@ -241,11 +318,26 @@ class Program:
     def end_cycle(self) -> int:
         return max((i.end_cycle for i in self.instructions), default=0)
 
+    @property
+    def fast(self) -> LevelInfo | None:
+        return self.levels[self.fast_level] if self.fast_level >= 0 else None
+
     def link(self, link_id: int) -> LinkInfo:
         for link in self.links:
             if link.id == link_id:
                 return link
         raise KeyError(link_id)
+
+
+def _roofline_memory_cycles(instr: Instruction, program: Program) -> int:
+    """``ceil(fast_bytes·clk/bw_fast) + ceil(mem_bytes·clk/bw_main)`` (levels are read in series)."""
+    cycles = memory_cycles(instr.mem_bytes, program.device_clock_hz, program.main.bandwidth_bytes_per_s)
+    if instr.fast_bytes:
+        fast = program.fast
+        if fast is None:
+            raise ValueError(f"{instr.opcode.name} of {instr.op!r} moves fast_bytes, but the program has no fast level")
+        cycles += memory_cycles(instr.fast_bytes, program.device_clock_hz, fast.bandwidth_bytes_per_s)
+    return cycles
 
 
 def device_cycles(instr: Instruction, program: Program) -> int:
@@ -264,13 +356,11 @@ def device_cycles(instr: Instruction, program: Program) -> int:
     op = instr.opcode
     if op in (Opcode.MATMUL, Opcode.CONV):
         compute = systolic_cycles(program.mxu_rows, program.mxu_cols, instr.a, instr.b, instr.c, instr.d)
-        return max(compute, memory_cycles(instr.mem_bytes, program.device_clock_hz,
-                                          program.main.bandwidth_bytes_per_s))
+        return max(compute, _roofline_memory_cycles(instr, program))
     if op == Opcode.VECTOR:
         sub = VectorOp(instr.subop)
         compute = vector_cycles(instr.a, program.vector_lanes, sub.factor, instr.b)
-        return max(compute, memory_cycles(instr.mem_bytes, program.device_clock_hz,
-                                          program.main.bandwidth_bytes_per_s))
+        return max(compute, _roofline_memory_cycles(instr, program))
     if op == Opcode.DMA:
         src, dst = program.levels[instr.a], program.levels[instr.b]
         return dma_cycles(instr.c, program.device_clock_hz, src.bandwidth_bytes_per_s,
