@@ -362,6 +362,10 @@ def device_cycles(instr: Instruction, program: Program) -> int:
         compute = vector_cycles(instr.a, program.vector_lanes, sub.factor, instr.b)
         return max(compute, _roofline_memory_cycles(instr, program))
     if op == Opcode.DMA:
+        if instr.mem_bytes or instr.fast_bytes:
+            # A data-movement op of a memory-planned program (reshape, transpose, concat, split):
+            # a copy through the load/store path, timed by the roofline of the bytes it moves.
+            return _roofline_memory_cycles(instr, program)
         src, dst = program.levels[instr.a], program.levels[instr.b]
         return dma_cycles(instr.c, program.device_clock_hz, src.bandwidth_bytes_per_s,
                           dst.bandwidth_bytes_per_s, program.dma_latency_cycles, instr.a == instr.b)
