@@ -298,6 +298,7 @@ class Program:
     instructions: tuple[Instruction, ...]
     fast_level: int = -1  # the level fast_bytes are counted in; -1: no memory plan (all in main)
     kernels: tuple[Kernel, ...] = ()  # sorted by op name; empty when lowered without kernels
+    addressed: bool = False  # ALLOC/FREE d are real addresses (the simulator checks overlaps); False: d = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kernels", tuple(self.kernels))
