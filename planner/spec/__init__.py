@@ -6,7 +6,8 @@ SpecDocument
     The typed form of the YAML (pydantic, unknown keys rejected, units converted).
 Spec
     The resolved spec: :class:`~planner.hardware.Hardware`, the merged
-    :class:`~planner.graph.ir.Graph`, pins as allowed devices, colocation groups, solver settings.
+    :class:`~planner.graph.ir.Graph`, pins as allowed devices, colocation groups, solver settings,
+    and the ``memory:`` section as :class:`~planner.memory.options.MemoryOptions` (``spec.memory``).
 load_spec
     Read, validate and resolve; every problem is one SpecError with file, line and path.
 spec_json_schema

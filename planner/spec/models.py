@@ -34,7 +34,7 @@ from planner.spec.units import (
     parse_seconds,
 )
 
-__all__ = ["OP_TYPES", "SpecDocument"]
+__all__ = ["OP_TYPES", "DEFAULT_SPLIT_FACTORS", "MemoryPlanSpec", "SpecDocument"]
 
 #: Op types the cost model understands (the contract in planner.graph.generators), and task.
 #:
@@ -298,6 +298,64 @@ class SolverSpec(_Model):
     seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
 
 
+#: Split factors tried when the spec gives none (1, no split, is always tried).
+DEFAULT_SPLIT_FACTORS: tuple[int, ...] = (1, 2, 4)
+
+
+def _check_split_factor(value: int) -> int:
+    if value < 1:
+        raise ValueError(f"a split factor must be >= 1 (1 means the op is not split), got {value}")
+    return value
+
+
+def _check_alignment(value: int) -> int:
+    if value & (value - 1):
+        below = 1 << (value.bit_length() - 1)
+        raise ValueError(f"alignment must be a power of two number of bytes, got {value} B; "
+                         f"nearest: {below} B or {2 * below} B")
+    return value
+
+
+def _check_fast(value: Any) -> Any:
+    if value is not None and not isinstance(value, (str, dict)):
+        raise ValueError(f"expected a level name (fast: vmem) or a mapping of device kinds to level "
+                         f"names (fast: {{tpu: vmem, npu: sram}}), got {value!r}")
+    return value
+
+
+SplitFactor = Annotated[
+    int,
+    Field(strict=True),
+    AfterValidator(_check_split_factor),
+    WithJsonSchema({"type": "integer", "minimum": 1}),
+]
+
+
+class MemoryPlanSpec(_Model):
+    """Memory planning: which level is fast, whether ops may be split, buffer alignment.
+
+    Without ``plan: true`` every tensor lives in its device's main memory; the other keys
+    are still checked. See ``docs/memory.md``.
+    """
+
+    model_config = ConfigDict(title="MemoryPlanSpec")
+
+    plan: bool = Field(False, strict=True, description="Plan memory levels: keep tensors in a fast "
+                       "level, prefetch and evict them, split ops (default false: main memory only).")
+    fast: Annotated[Optional[Union[Name, dict[Name, Name]]], BeforeValidator(_check_fast)] = Field(
+        None, description="The fast level: one level name for every device kind, or a mapping "
+                          "{device kind: level name}; default: each profile's fastest level. "
+                          "The slow level is always the device's main memory.",
+        examples=["vmem", {"tpu": "vmem", "npu": "sram"}])
+    split: bool = Field(True, strict=True, description="May ops be split into portions along dim 0.")
+    split_factors: list[SplitFactor] = Field(
+        list(DEFAULT_SPLIT_FACTORS), description="Factors tried (1, no split, is always included); "
+        "a factor must divide dim 0 of every tensor it splits.", examples=[[1, 2, 4]])
+    alignment: Annotated[Size, AfterValidator(_check_alignment)] = Field(
+        "64 B", validate_default=True, description="Every buffer address is a multiple of this "
+        "(a power of two).", examples=["64 B", "4 KiB"])
+
+
 class SpecDocument(_Model):
     """A planning spec, version 1: hardware, models, objective, constraints, solver.
 
@@ -323,3 +381,5 @@ class SpecDocument(_Model):
     constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec,
                                          description="Pins, colocation groups and memory limits.")
     solver: SolverSpec = Field(default_factory=SolverSpec, description="Solver settings.")
+    memory: MemoryPlanSpec = Field(default_factory=MemoryPlanSpec,
+                                   description="Memory planning across each device's levels (optional).")

@@ -18,12 +18,13 @@ from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.isa.profiles import PROFILES, get_profile
+from planner.memory.options import MemoryOptions
 from planner.spec.loader import Locator, did_you_mean, format_path
 from planner.spec.models import ModelSpec, SpecDocument
 from planner.spec.types import Spec
 from planner.spec.units import parse_duration_cycles
 
-__all__ = ["resolve", "resolve_hardware"]
+__all__ = ["resolve", "resolve_hardware", "resolve_memory", "check_tensor_sizes"]
 
 _GLOB = set("*?[")
 
@@ -329,6 +330,153 @@ def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str,
     return tuple(sorted(out, key=lambda g: position[g[0]]))
 
 
+def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> MemoryOptions:
+    """The ``memory:`` section as :class:`~planner.memory.options.MemoryOptions`.
+
+    ``fast`` given as one level name becomes a mapping over every device kind (hardware
+    order); each named level must exist on that kind and must not be its main memory (the
+    largest level, where the slow copy of every tensor stays). ``split_factors`` become a
+    sorted tuple without repeats that always starts with 1.
+
+    Raises
+    ------
+    planner.errors.SpecError
+        At ``memory.fast`` (or ``memory.fast.<kind>``) for a kind no device has, a level the
+        kind lacks, or the main level.
+
+    Examples
+    --------
+    >>> from planner.spec.models import SpecDocument
+    >>> data = {"hardware": {"devices": [{"name": "tpu", "profile": "tpu-v4"},
+    ...                                  {"name": "npu", "profile": "edge-npu"}],
+    ...                      "topology": {"kind": "bus", "bandwidth": "1 GB/s"}},
+    ...         "models": [{"name": "m", "generator": {"kind": "mlp"}}],
+    ...         "memory": {"plan": True, "fast": {"npu": "sram"}, "split_factors": [4, 2]}}
+    >>> doc = SpecDocument.model_validate(data)
+    >>> resolve_memory(doc, resolve_hardware(doc, Locator(data)), Locator(data))
+    MemoryOptions(enabled=True, fast={'npu': 'sram'}, split=True, split_factors=(1, 2, 4), alignment_bytes=64)
+    >>> data["memory"]["fast"] = "vmem"
+    >>> resolve_memory(doc.model_validate(data), resolve_hardware(doc, Locator(data)), Locator(data))
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: memory.fast: device kind 'npu' (profile edge-npu) has no memory level 'vmem' (its levels: sram, lpddr); name a level per kind with a mapping, e.g. fast: {tpu: vmem, npu: sram}
+    """
+    mem = document.memory
+    profiles: dict[str, object] = {}
+    for d in hw.devices:
+        profiles.setdefault(d.kind, d.profile)
+    kinds = list(profiles)
+    fast: dict[str, str] = {}
+    if isinstance(mem.fast, str):
+        for kind in kinds:
+            fast[kind] = _fast_level(kind, mem.fast, profiles, ("memory", "fast"), locator, single=True)
+    elif mem.fast is not None:
+        for kind, level in mem.fast.items():
+            if kind not in profiles:
+                raise locator.error(f"no device has kind {kind!r}" + did_you_mean(kind, kinds)
+                                    + f" (kinds: {', '.join(kinds)})", ("memory", "fast", kind), key=True)
+        for kind in kinds:  # hardware order, so equal specs give equal options
+            if kind in mem.fast:
+                fast[kind] = _fast_level(kind, mem.fast[kind], profiles, ("memory", "fast", kind), locator)
+    factors = tuple(sorted({1, *mem.split_factors}))
+    return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
+                         alignment_bytes=mem.alignment)
+
+
+def _fast_level(kind: str, level: str, profiles: dict, loc: tuple, locator: Locator, *,
+                single: bool = False) -> str:
+    """Check that ``level`` is a level of ``kind`` other than its main memory."""
+    profile = profiles[kind]
+    levels = [m.name for m in profile.memory]
+    if level not in levels:
+        elsewhere = single and any(level in (m.name for m in p.memory) for p in profiles.values())
+        if elsewhere:  # right for another kind: the mapping form is the way out
+            example = ", ".join(f"{k}: {_fastest_other(p)}" for k, p in profiles.items()
+                                if _fastest_other(p) is not None)
+            hint = f"; name a level per kind with a mapping, e.g. fast: {{{example}}}"
+        else:
+            hint = did_you_mean(level, levels)
+        raise locator.error(f"device kind {kind!r} (profile {profile.name}) has no memory level {level!r} "
+                            f"(its levels: {', '.join(levels)})" + hint, loc)
+    main = profile.main_memory.name
+    if level == main:
+        others = [n for n in levels if n != main]
+        hint = (f" (its other levels: {', '.join(others)})" if others
+                else "; it has one level only, so it cannot be memory-planned")
+        raise locator.error(f"device kind {kind!r}: the fast level must differ from main memory {main}; "
+                            f"memory planning keeps the slow copy in main memory" + hint, loc)
+    return level
+
+
+def _fastest_other(profile) -> str | None:
+    """The first level of a profile that is not its main memory (for examples in messages)."""
+    main = profile.main_memory.name
+    return next((m.name for m in profile.memory if m.name != main), None)
+
+
+def _device_total_bytes(device: Device) -> int:
+    """All levels of a device together, main memory capped by its memory limit."""
+    main = device.profile.main_memory
+    return device.memory_capacity_bytes + sum(m.capacity_bytes for m in device.profile.memory if m is not main)
+
+
+def check_tensor_sizes(graph: Graph, hw: Hardware, allowed: dict[str, tuple[str, ...]],
+                       tensor_loc: dict[str, tuple], locator: Locator) -> None:
+    """Every tensor must fit, alone, in all the levels together of some device that could hold it.
+
+    The devices that could hold a tensor are those its producer and consumers may run on
+    (pins, and for ``task`` ops the kinds they give cycles for). A tensor larger than every
+    such device's memory (all levels together, main memory capped by memory limits) cannot
+    be placed by any plan, with or without memory planning.
+
+    Raises
+    ------
+    planner.errors.SpecError
+        Naming the tensor, its size and the devices' totals, at the tensor's spec path.
+
+    Examples
+    --------
+    >>> from planner.hardware import Device, MemoryLevel
+    >>> from planner.isa.profiles import get_profile
+    >>> import dataclasses
+    >>> small = dataclasses.replace(get_profile("edge-npu"), memory=(
+    ...     MemoryLevel("sram", 1024, 10**9), MemoryLevel("dram", 2048, 10**9)))
+    >>> hw = Hardware((Device("npu0", "npu", small),), ())
+    >>> g = Graph([Tensor("m/x", (1024,), "fp32", "input"), Tensor("m/y", (1024,), "fp32", "output")],
+    ...           [Op("m/r", "relu", ("m/x",), ("m/y",))])
+    >>> check_tensor_sizes(g, hw, {}, {}, Locator({}))
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: models: tensor 'm/x' is 4.00 KiB, larger than all memory levels together of every device that could hold it (npu0: 3.00 KiB)
+    """
+    from planner.report.markdown import format_bytes
+
+    devices = hw.devices
+    totals = {d.name: _device_total_bytes(d) for d in devices}
+    largest = max(totals.values())
+    for name, tensor in graph.tensors.items():
+        size = tensor.size_bytes
+        if size <= largest:
+            continue  # fits the biggest device: no need to find the holders
+        users = [o for o in (graph.producer(name), *graph.consumers(name)) if o is not None]
+        holders: list[str] = []
+        for d in devices:
+            for op_name in users:
+                op = graph.ops[op_name]
+                if (op_name not in allowed or d.name in allowed[op_name]) and (
+                        op.type != "task" or d.kind in op.cycles):
+                    holders.append(d.name)
+                    break
+        holders = holders or [d.name for d in devices]
+        if all(size > totals[h] for h in holders):
+            shown = ", ".join(f"{h}: {format_bytes(totals[h])}" for h in holders[:6])
+            if len(holders) > 6:
+                shown += f", ... ({len(holders)} devices)"
+            raise locator.error(f"tensor {name!r} is {format_bytes(size)}, larger than all memory levels "
+                                f"together of every device that could hold it ({shown})",
+                                tensor_loc.get(name, ("models",)))
+
+
 def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = None,
             base_dir: Path | None = None) -> Spec:
     """Check cross-references and build the :class:`Spec` (see module docstring).
@@ -354,6 +502,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     tensors: list[Tensor] = []
     ops: list[Op] = []
     op_loc: dict[str, tuple] = {}
+    tensor_loc: dict[str, tuple] = {}
     model_names: list[str] = []
     for i, m in enumerate(document.models):
         where = ("models", i)
@@ -374,6 +523,12 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
                 op_loc[o.name] = (*where, "graph", "onnx")
         else:
             mt, mo = _inline_graph(m, where, locator, op_loc)
+        if m.graph is not None and m.graph.tensors is not None:
+            tensor_loc.update({f"{m.name}/{t.name}": (*where, "graph", "tensors", k)
+                               for k, t in enumerate(m.graph.tensors)})
+        else:
+            source_loc = (*where, "generator") if m.generator is not None else (*where, "graph", "onnx")
+            tensor_loc.update({t.name: source_loc for t in mt})
         tensors.extend(mt)
         ops.extend(mo)
 
@@ -393,6 +548,11 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     order = list(graph.ops)
     allowed = _pins(document, hw, order, locator)
     groups = _colocation(document, order, allowed, locator)
+    memory = resolve_memory(document, hw, locator)
+    if memory.enabled:
+        # Without memory planning every tensor must fit main memory, which the pipeline's
+        # prechecks already explain (as an infeasible request, exit 1).
+        check_tensor_sizes(graph, hw, allowed, tensor_loc, locator)
     name = document.name or (source.stem if source is not None else "spec")
     return Spec(
         name=name,
@@ -407,4 +567,5 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         seed=document.solver.seed,
         models=tuple(model_names),
         document=document,
+        memory=memory,
     )

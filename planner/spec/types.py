@@ -8,6 +8,7 @@ from typing import Any, Mapping
 
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
+from planner.memory.options import MemoryOptions
 
 __all__ = ["Spec"]
 
@@ -38,6 +39,10 @@ class Spec:
         Model names in spec order.
     document : SpecDocument or None
         The validated document (units already converted), for tools that echo the spec.
+    memory : planner.memory.options.MemoryOptions
+        The ``memory:`` section: ``enabled`` (``plan``), the fast level per device kind
+        (``fast``; a single name is expanded to every kind), ``split``, ``split_factors``
+        (sorted, with 1) and ``alignment_bytes``. Default: memory planning off.
 
     Examples
     --------
@@ -46,6 +51,8 @@ class Spec:
     ...                   "models": [{"name": "m", "generator": {"kind": "mlp", "layers": 2, "width": 8}}]})
     >>> spec.name, [d.name for d in spec.hardware.devices], list(spec.graph.ops)
     ('spec', ['cpu0'], ['m/fc0', 'm/act0', 'm/fc1'])
+    >>> spec.memory.enabled, spec.memory.split_factors, spec.memory.alignment_bytes
+    (False, (1, 2, 4), 64)
     """
 
     name: str
@@ -60,6 +67,7 @@ class Spec:
     seed: int = 0
     models: tuple[str, ...] = ()
     document: Any = field(default=None, repr=False, compare=False)
+    memory: MemoryOptions = field(default_factory=MemoryOptions)
 
     @property
     def op_cycles(self) -> dict[str, dict[str, int]]:
