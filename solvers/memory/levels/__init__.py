@@ -18,22 +18,25 @@ Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice),
 
 from solvers.memory.levels.cpsat import (
     CpSatLevelSolver, LevelVars, add_durations, add_fast_capacity, add_makespan, add_residency, add_transfers,
-    build_level_model,
+    build_level_model, exact_model_fits,
 )
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver, plan_all_slow, plan_greedy, retime
-from solvers.memory.levels.problem import LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div
+from solvers.memory.levels.problem import (
+    LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
+)
 from solvers.memory.levels.split import SplitMap, expand_splits, split_factor_choices
 from solvers.memory.levels.validate import (
-    LevelMetrics, Replay, fast_occupancy, fast_pieces, level_metrics, makespan_lower_bound, op_durations,
-    replay_levels, required_transfers, resolve_problem, validate_levels,
+    LevelMetrics, Replay, fast_occupancy, fast_pieces, level_metrics, makespan_lower_bound, op_duration_lower_bounds,
+    op_durations, replay_levels, required_transfers, resolve_problem, validate_levels,
 )
 
 __all__ = [
-    "LevelProblem", "LevelSolution", "SplitGroup", "Transfer", "TransferKind", "ceil_div",
+    "LevelProblem", "LevelSolution", "SplitGroup", "Transfer", "TransferKind", "ceil_div", "cycles_for_bytes",
+    "to_rate",
     "SplitMap", "expand_splits", "split_factor_choices",
     "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "validate_levels",
-    "Replay", "replay_levels", "LevelMetrics", "level_metrics", "makespan_lower_bound",
+    "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds", "makespan_lower_bound",
     "retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver",
-    "CpSatLevelSolver", "LevelVars", "build_level_model", "add_residency", "add_durations", "add_transfers",
+    "CpSatLevelSolver", "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
     "add_fast_capacity", "add_makespan",
 ]

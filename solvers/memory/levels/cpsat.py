@@ -18,8 +18,8 @@ Variables (booleans unless noted):
 
 Constraints:
 
-* roofline: ``bw_f*cf >= FB``, ``bw_f*cf <= FB + bw_f - 1`` (cf = ceil(FB/bw_f)), same for
-  cs with SB = bytes - FB; ``dur = max(compute, cf + cs)``; ``start[i+1] >= start[i] + dur[i]``;
+* roofline, for ``bw_f = p/q`` in lowest terms: ``p*cf >= q*FB``, ``p*cf <= q*FB + p - 1``
+  (cf = ceil(FB/bw_f), exact for fractional bandwidths), same for cs with SB = bytes - FB; ``dur = max(compute, cf + cs)``; ``start[i+1] >= start[i] + dur[i]``;
 * prefetch (optional interval on ``prefetch``): start >= end of op ``trigger`` (an element
   constraint over the op ends), end <= ``start[a_j]``, start >= end of the tensor's
   eviction; ``trigger >= release`` when the eviction is in the same gap;
@@ -40,6 +40,7 @@ so the split choice is exact when every expansion is.
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field, replace
 
@@ -48,14 +49,16 @@ from ortools.sat.python import cp_model
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import run_cpsat
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
-from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, ceil_div
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
 from solvers.memory.levels.validate import level_metrics, makespan_lower_bound, validate_levels
 
 __all__ = [
-    "LevelVars", "build_level_model", "add_residency", "add_durations", "add_transfers",
+    "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
     "add_fast_capacity", "add_makespan", "CpSatLevelSolver",
 ]
+
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -128,10 +131,37 @@ def _horizon(problem: LevelProblem) -> int:
     h = 0
     for i, row in enumerate(problem.op_accesses()):
         b = sum(problem.tensor_bytes[t] for t, _ in row)
-        h += problem.compute_cycles[i] + ceil_div(b, bf) + ceil_div(b, bs)
+        h += problem.compute_cycles[i] + cycles_for_bytes(b, bf) + cycles_for_bytes(b, bs)
     for t in range(problem.num_tensors):
         h += 2 * len(problem.accesses(t)) * problem.dma_cycles(t)
     return h
+
+
+# Every linear constraint must stay far from int64 overflow (CP-SAT refuses the model).
+_MAX_TERM = 1 << 60
+
+
+def exact_model_fits(problem: LevelProblem) -> bool:
+    """Whether the exact roofline constraints of every op fit CP-SAT's 64-bit arithmetic.
+
+    For a bandwidth ``p/q`` the terms reach ``q*bytes + p``; with rates built as
+    ``Fraction(bytes_per_s, clock_hz)`` ``q`` divides the clock, so this only fails for
+    absurd inputs.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> exact_model_fits(LevelProblem((1,), ((0,),), ((),), (10**9,), (8, 10**10), (Fraction(8000, 7), 1)))
+    True
+    >>> exact_model_fits(LevelProblem((1,), ((0,),), ((),), (10**9,), (8, 10**10), (Fraction(1, 10**12), 1)))
+    False
+    """
+    for row in problem.op_accesses():
+        b = sum(problem.tensor_bytes[t] for t, _ in row)
+        for r in problem.bandwidth_bytes_per_cycle:
+            if r.denominator * b + r.numerator >= _MAX_TERM:
+                return False
+    return True
 
 
 def add_residency(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
@@ -198,15 +228,16 @@ def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
     >>> solver.value(v.dur[0]), solver.value(v.makespan)
     (4, 12)
     """
-    bf, bs = problem.bandwidth_bytes_per_cycle
+    (pf, qf), (ps, qs) = ((r.numerator, r.denominator) for r in problem.bandwidth_bytes_per_cycle)
     for i, row in enumerate(problem.op_accesses()):
         total = sum(problem.tensor_bytes[t] for t, _ in row)
         fb = sum(problem.tensor_bytes[t] * v.fast[t, j] for t, j in row)
         cf, cs = v.cf[i], v.cs[i]
-        model.add(bf * cf >= fb)
-        model.add(bf * cf <= fb + bf - 1)
-        model.add(bs * cs >= total - fb)
-        model.add(bs * cs <= total - fb + bs - 1)
+        # cf = ceil(FB / (pf/qf)) = ceil(qf*FB / pf); likewise cs for SB = total - FB.
+        model.add(pf * cf >= qf * fb)
+        model.add(pf * cf <= qf * fb + pf - 1)
+        model.add(ps * cs >= qs * (total - fb))
+        model.add(ps * cs <= qs * (total - fb) + ps - 1)
         model.add_max_equality(v.dur[i], [problem.compute_cycles[i], cf + cs])
         if i:
             model.add(v.start[i] >= v.end(i - 1))
@@ -336,6 +367,9 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     """
     if problem.splits:
         raise ValueError("expand split groups first (solvers.memory.levels.split.expand_splits)")
+    if not exact_model_fits(problem):
+        raise ValueError("bandwidth fractions too fine for an exact CP-SAT roofline (64-bit overflow); "
+                         "see exact_model_fits")
     model = cp_model.CpModel()
     h = upper_cycles if upper_cycles is not None else _horizon(problem)
     v = LevelVars(problem, h, prefetch_window_ops)
@@ -344,8 +378,8 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
         b = sum(problem.tensor_bytes[t] for t, _ in row)
         v.start.append(model.new_int_var(0, h, f"start_{i}"))
         v.dur.append(model.new_int_var(0, h, f"dur_{i}"))
-        v.cf.append(model.new_int_var(0, ceil_div(b, bf), f"cf_{i}"))
-        v.cs.append(model.new_int_var(0, ceil_div(b, bs), f"cs_{i}"))
+        v.cf.append(model.new_int_var(0, cycles_for_bytes(b, bf), f"cf_{i}"))
+        v.cs.append(model.new_int_var(0, cycles_for_bytes(b, bs), f"cs_{i}"))
         model.add(v.start[i] + v.dur[i] <= h)
     v.makespan = model.new_int_var(min(lower_cycles, h), h, "makespan")
     add_residency(model, problem, v)
@@ -404,8 +438,8 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
         sb = sum(problem.tensor_bytes[t] for t, j in row) - fb
         hint(v.start[i], s.op_start[i])
         hint(v.dur[i], s.op_duration[i])
-        hint(v.cf[i], ceil_div(fb, bf))
-        hint(v.cs[i], ceil_div(sb, bs))
+        hint(v.cf[i], cycles_for_bytes(fb, bf))
+        hint(v.cs[i], cycles_for_bytes(sb, bs))
     hint(v.makespan, s.makespan_cycles)
 
 
@@ -493,6 +527,9 @@ class CpSatLevelSolver:
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
         if best is not None and best.makespan_cycles <= lb:
             return Status.OPTIMAL, best, lb, ()
+        if not exact_model_fits(problem):
+            _LOG.warning("level model: bandwidth fractions too fine for CP-SAT; keeping the best baseline")
+            return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, ()
         upper = None if best is None else best.makespan_cycles
         hint = best if best is None or window is None or all(
             tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers) else None

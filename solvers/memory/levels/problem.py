@@ -39,19 +39,29 @@ Semantics (what :func:`~solvers.memory.levels.validate.validate_levels` checks)
   each after the previous one ends and after every DMA it releases ends;
 * a DMA takes ``dma_latency_cycles + ceil(bytes / dma_bytes_per_cycle)``; one DMA engine
   runs one transfer at a time; DMAs overlap compute;
+* bandwidths are exact rationals (bytes per device cycle, ints or
+  :class:`fractions.Fraction`, e.g. ``Fraction(bytes_per_s, clock_hz)``), so every
+  ``ceil`` above is exact: ``ceil(bytes / (p/q)) = ceil(bytes*q / p)`` in integers, the
+  ISA's ``ceil(bytes * clock_hz / bytes_per_s)`` to the cycle (:func:`cycles_for_bytes`);
 * objective: makespan = max end over ops and DMAs.
 
 Splitting: a :class:`SplitGroup` names a run of consecutive ops and the tensors split
 along one dimension; with factor k the group runs k times in series on portions of
-``ceil(size/k)`` bytes (see :mod:`solvers.memory.levels.split`).
+``ceil(size/k)`` bytes, each portion op taking the group's ``portion_compute`` cycles for
+k (default ``ceil(compute/k)``; see :mod:`solvers.memory.levels.split`).
 """
 
 from __future__ import annotations
 
 import enum
+import numbers
 from dataclasses import dataclass, field
+from fractions import Fraction
 
-__all__ = ["SplitGroup", "LevelProblem", "TransferKind", "Transfer", "LevelSolution", "ceil_div"]
+__all__ = [
+    "SplitGroup", "LevelProblem", "TransferKind", "Transfer", "LevelSolution", "ceil_div", "cycles_for_bytes",
+    "to_rate",
+]
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -65,6 +75,51 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def to_rate(x, what: str = "bandwidth") -> Fraction:
+    """A bytes-per-cycle rate as an exact :class:`~fractions.Fraction`.
+
+    Ints, Fractions (any :class:`numbers.Rational`) and integral floats are accepted; a
+    non-integral float is refused (it is not the exact rate: build it with
+    ``Fraction(bytes_per_s, clock_hz)`` instead).
+
+    Examples
+    --------
+    >>> to_rate(8), to_rate(Fraction(1200 * 10**9, 1050 * 10**6))
+    (Fraction(8, 1), Fraction(8000, 7))
+    >>> to_rate(1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: bandwidth must be an int or a fractions.Fraction (exact bytes per cycle), got 1.5
+    """
+    if isinstance(x, bool):
+        raise ValueError(f"{what} must be an int or a fractions.Fraction, got {x!r}")
+    if isinstance(x, numbers.Rational):
+        return Fraction(x.numerator, x.denominator)
+    if isinstance(x, float) and x.is_integer():
+        return Fraction(int(x))
+    raise ValueError(f"{what} must be an int or a fractions.Fraction (exact bytes per cycle), got {x!r}")
+
+
+def cycles_for_bytes(nbytes: int, bytes_per_cycle: Fraction | int) -> int:
+    """Cycles to move ``nbytes`` at ``bytes_per_cycle``: ``ceil(nbytes / rate)``, exactly.
+
+    With ``rate = p/q`` in lowest terms this is ``ceil(nbytes*q / p)`` in integers, the
+    ISA's ``ceil(bytes * clock_hz / bytes_per_s)`` for ``rate = bytes_per_s / clock_hz``.
+
+    Examples
+    --------
+    HBM at 1200 GB/s on a 1.05 GHz clock moves 8000/7 bytes per cycle:
+
+    >>> hbm = Fraction(1200 * 10**9, 1050 * 10**6)
+    >>> cycles_for_bytes(1000, hbm), cycles_for_bytes(8000, hbm), cycles_for_bytes(8001, hbm)
+    (1, 7, 8)
+    >>> cycles_for_bytes(7, 2)
+    4
+    """
+    r = bytes_per_cycle if isinstance(bytes_per_cycle, Fraction) else Fraction(bytes_per_cycle)
+    return -(-(nbytes * r.denominator) // r.numerator)
+
+
 @dataclass(frozen=True, slots=True)
 class SplitGroup:
     """Ops ``first_op..last_op`` may run in k portions over the ``tensors`` split along one dim.
@@ -72,28 +127,73 @@ class SplitGroup:
     Every tensor written inside the group must be split; tensors read but not split
     (weights) are read whole by every portion.
 
+    ``portion_compute`` (optional) gives, for each factor k of ``factors`` (a row per
+    factor, in the order given), the compute cycles of each op of the group (a column per
+    op, ``first_op`` first) when it runs on a ``1/k`` portion: the ISA's cost of the
+    portion, which is not ``ceil(compute/k)`` when a systolic array fills and drains per
+    portion. Empty: ``ceil(compute/k)``. Rows are stored sorted with ``factors``; the row
+    of factor 1, if any, must equal the ops' own compute (checked by
+    :class:`LevelProblem`).
+
     Examples
     --------
     >>> SplitGroup(1, 2, (3, 4)).factors
     (1, 2, 4)
+    >>> g = SplitGroup(1, 2, (3, 4), factors=(2, 1), portion_compute=((60, 30), (100, 50)))
+    >>> g.factors, g.portion_compute, g.compute_for(2)
+    ((1, 2), ((100, 50), (60, 30)), (60, 30))
+    >>> SplitGroup(1, 2, (3,), factors=(1, 2), portion_compute=((100, 50),))
+    Traceback (most recent call last):
+    ...
+    ValueError: split group 1..2: portion_compute needs one row per factor (2), got 1
     """
 
     first_op: int
     last_op: int
     tensors: tuple[int, ...]
     factors: tuple[int, ...] = (1, 2, 4)
+    portion_compute: tuple[tuple[int, ...], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "tensors", tuple(sorted(int(t) for t in self.tensors)))
-        object.__setattr__(self, "factors", tuple(sorted({int(k) for k in self.factors})))
         if not 0 <= self.first_op <= self.last_op:
             raise ValueError(f"split group needs 0 <= first_op <= last_op, got {self.first_op}..{self.last_op}")
-        if not self.factors or min(self.factors) < 1:
+        where = f"split group {self.first_op}..{self.last_op}"
+        given = tuple(int(k) for k in self.factors)
+        if not given or min(given) < 1:
             raise ValueError("split factors must be >= 1")
+        rows = tuple(self.portion_compute)
+        if not rows:
+            object.__setattr__(self, "factors", tuple(sorted(set(given))))
+            return
+        if len(rows) != len(given):
+            raise ValueError(f"{where}: portion_compute needs one row per factor ({len(given)}), got {len(rows)}")
+        width = self.last_op - self.first_op + 1
+        table: dict[int, tuple[int, ...]] = {}
+        for k, row in zip(given, rows):
+            row = tuple(row)
+            if len(row) != width:
+                raise ValueError(f"{where}: portion_compute row of factor {k} needs one entry per op "
+                                 f"({width}), got {len(row)}")
+            if any(isinstance(c, bool) or not isinstance(c, numbers.Integral) or c < 0 for c in row):
+                raise ValueError(f"{where}: portion_compute of factor {k} must be ints >= 0, got {row}")
+            row = tuple(int(c) for c in row)
+            if table.setdefault(k, row) != row:
+                raise ValueError(f"{where}: factor {k} is listed twice with different portion_compute")
+        object.__setattr__(self, "factors", tuple(sorted(table)))
+        object.__setattr__(self, "portion_compute", tuple(table[k] for k in sorted(table)))
 
     @property
     def ops(self) -> range:
         return range(self.first_op, self.last_op + 1)
+
+    def compute_for(self, k: int) -> tuple[int, ...] | None:
+        """The group's per-op portion compute for factor ``k`` (None: ``ceil(compute/k)``)."""
+        if k not in self.factors:
+            raise ValueError(f"factor {k} is not allowed for split group {self.first_op}..{self.last_op}")
+        if not self.portion_compute:
+            return None
+        return self.portion_compute[self.factors.index(k)]
 
 
 def _t2(rows) -> tuple[tuple[int, ...], ...]:
@@ -115,6 +215,15 @@ class LevelProblem:
     ((-1, 0), (0, 1))
     >>> p.dma_cycles(1)  # 20 bytes at 2 bytes/cycle
     10
+
+    Exact fractional rates: HBM 1200 GB/s at 1.05 GHz is 8000/7 B/cycle, so 8001 bytes
+    take ceil(7.00088) = 8 cycles; a DMA (latency 500) at min(HBM, VMEM) bandwidth likewise:
+
+    >>> hbm = Fraction(1200 * 10**9, 1050 * 10**6)
+    >>> q = LevelProblem((0,), ((),), ((0,),), (8001,), (1 << 20, 1 << 30), (Fraction(32000, 7), hbm),
+    ...                  dma_bytes_per_cycle=hbm, dma_latency_cycles=500)
+    >>> q.op_cycles(0, 0, 8001), q.dma_cycles(0), q.bandwidth_bytes_per_cycle
+    (8, 508, (Fraction(32000, 7), Fraction(8000, 7)))
     """
 
     compute_cycles: tuple[int, ...]
@@ -122,8 +231,10 @@ class LevelProblem:
     writes: tuple[tuple[int, ...], ...]
     tensor_bytes: tuple[int, ...]
     capacity_bytes: tuple[int, int]  # (fast, slow)
-    bandwidth_bytes_per_cycle: tuple[int, int]  # (fast, slow), as seen by the compute units
-    dma_bytes_per_cycle: int = 0  # 0 = the slow level's bandwidth
+    # (fast, slow) bytes per cycle as seen by the compute units: ints or exact Fractions
+    # (stored as Fractions), e.g. Fraction(bytes_per_s, clock_hz).
+    bandwidth_bytes_per_cycle: tuple[Fraction, Fraction]
+    dma_bytes_per_cycle: Fraction = Fraction(0)  # int or Fraction; 0 = the slow level's bandwidth
     dma_latency_cycles: int = 0
     live_out: tuple[int, ...] = ()  # tensors that must be in the slow level at the end
     fast_only_ops: tuple[int, ...] = ()  # ops that can only touch fast memory (e.g. a TPU MXU)
@@ -133,9 +244,12 @@ class LevelProblem:
     _accesses: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
-        for name in ("compute_cycles", "tensor_bytes", "capacity_bytes", "bandwidth_bytes_per_cycle",
-                     "live_out", "fast_only_ops"):
+        for name in ("compute_cycles", "tensor_bytes", "capacity_bytes", "live_out", "fast_only_ops"):
             object.__setattr__(self, name, tuple(int(x) for x in getattr(self, name)))
+        object.__setattr__(self, "bandwidth_bytes_per_cycle", tuple(
+            to_rate(x, "bandwidth_bytes_per_cycle") for x in self.bandwidth_bytes_per_cycle))
+        object.__setattr__(self, "dma_bytes_per_cycle", to_rate(self.dma_bytes_per_cycle, "dma_bytes_per_cycle"))
+        object.__setattr__(self, "dma_latency_cycles", int(self.dma_latency_cycles))
         object.__setattr__(self, "reads", _t2(self.reads))
         object.__setattr__(self, "writes", _t2(self.writes))
         object.__setattr__(self, "splits", tuple(self.splits))
@@ -186,6 +300,11 @@ class LevelProblem:
                 if unsplit:
                     raise ValueError(f"op {self.op_name(i)} in a split group writes unsplit tensor(s) "
                                      f"{sorted(unsplit)}")
+            whole = g.compute_for(1) if 1 in g.factors else None
+            if whole is not None and whole != self.compute_cycles[g.first_op:g.last_op + 1]:
+                raise ValueError(f"split group {g.first_op}..{g.last_op}: portion_compute for factor 1 {whole} "
+                                 f"differs from the ops' compute_cycles "
+                                 f"{self.compute_cycles[g.first_op:g.last_op + 1]}")
         live = set(self.live_out)
         object.__setattr__(self, "_accesses", tuple(
             (producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt)))
@@ -211,9 +330,14 @@ class LevelProblem:
     def is_real(self, op: int) -> bool:
         return 0 <= op < self.num_ops
 
+    @property
+    def dma_rate(self) -> Fraction:
+        """The DMA engine's bytes per cycle (``dma_bytes_per_cycle``, or the slow level's)."""
+        return self.dma_bytes_per_cycle or self.bandwidth_bytes_per_cycle[1]
+
     def dma_cycles(self, t: int) -> int:
-        bw = self.dma_bytes_per_cycle or self.bandwidth_bytes_per_cycle[1]
-        return self.dma_latency_cycles + ceil_div(self.tensor_bytes[t], bw)
+        """``dma_latency_cycles + ceil(bytes / dma_rate)`` for tensor ``t`` (exact)."""
+        return self.dma_latency_cycles + cycles_for_bytes(self.tensor_bytes[t], self.dma_rate)
 
     def op_accesses(self) -> tuple[tuple[tuple[int, int], ...], ...]:
         """Per op, the ``(tensor, access index)`` pairs it touches, in tensor order."""
@@ -225,9 +349,9 @@ class LevelProblem:
         return tuple(tuple(r) for r in rows)
 
     def op_cycles(self, op: int, fast_bytes: int, slow_bytes: int) -> int:
-        """The roofline duration: ``max(compute, ceil(FB/bw_fast) + ceil(SB/bw_slow))``."""
+        """The roofline duration: ``max(compute, ceil(FB/bw_fast) + ceil(SB/bw_slow))`` (exact)."""
         bf, bs = self.bandwidth_bytes_per_cycle
-        return max(self.compute_cycles[op], ceil_div(fast_bytes, bf) + ceil_div(slow_bytes, bs))
+        return max(self.compute_cycles[op], cycles_for_bytes(fast_bytes, bf) + cycles_for_bytes(slow_bytes, bs))
 
 
 class TransferKind(enum.Enum):

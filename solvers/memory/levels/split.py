@@ -7,7 +7,8 @@ and writes portion p of every split tensor and the whole of every unsplit one (w
 are re-read by each portion, and may be kept in fast memory across portions). An op
 outside the group that touches a split tensor touches all k portions (a producer writes
 them, a consumer reads them; the total is ``k * ceil(size/k) >= size``). A portion op's
-compute is ``ceil(compute / k)``. Prefetches and evictions of split tensors are
+compute is the group's ``portion_compute`` entry for k (the ISA's cost of the portion,
+fill and drain included), or ``ceil(compute / k)`` when the group gives none. Prefetches and evictions of split tensors are
 therefore made in k pieces, each scheduled on its own. Live-out and fast-only carry to
 every portion.
 
@@ -73,6 +74,13 @@ def expand_splits(problem: LevelProblem, factors: tuple[int, ...]) -> tuple[Leve
     ((4, 5, 5), ((), (0, 2), (1, 2)), ((0, 1), (), ()), (4, 4, 6))
     >>> m.op_origin
     ((0, 0), (1, 0), (1, 1))
+
+    With the ISA's portion costs (a half portion costs 7, not ceil(10/2) = 5: fill and drain):
+
+    >>> p2 = LevelProblem((4, 10), ((), (0, 1)), ((0,), ()), (8, 6), (16, 99), (4, 1),
+    ...                   splits=(SplitGroup(1, 1, (0,), (1, 2), portion_compute=((10,), (7,))),))
+    >>> expand_splits(p2, (2,))[0].compute_cycles
+    (4, 7, 7)
     """
     if len(factors) != len(problem.splits):
         raise ValueError(f"need {len(problem.splits)} split factors, got {len(factors)}")
@@ -105,11 +113,13 @@ def expand_splits(problem: LevelProblem, factors: tuple[int, ...]) -> tuple[Leve
     while i < problem.num_ops:
         if i in group_at:
             g, k = group_at[i]
+            table = g.compute_for(k)
+            per_op = table if table is not None else tuple(ceil_div(problem.compute_cycles[op], k) for op in g.ops)
             for p in range(k):
-                for op in g.ops:
+                for op, c in zip(g.ops, per_op):
                     if op in fast_only:
                         new_fast_only.append(len(compute))
-                    compute.append(ceil_div(problem.compute_cycles[op], k))
+                    compute.append(c)
                     reads.append(portion(problem.reads[op], p))
                     writes.append(portion(problem.writes[op], p))
                     origin.append((op, p))

@@ -8,14 +8,16 @@ DMAs in queue order); :func:`level_metrics` gives the report's figures.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, ceil_div
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
 __all__ = [
     "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy",
-    "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "makespan_lower_bound",
+    "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds",
+    "makespan_lower_bound",
 ]
 
 
@@ -391,20 +393,100 @@ def level_metrics(problem: LevelProblem, solution: LevelSolution) -> LevelMetric
     )
 
 
-def makespan_lower_bound(problem: LevelProblem) -> int:
-    """``sum_i max(compute_i, ceil(bytes_i / fastest bandwidth))`` for an unsplit problem.
+# Ops touching more tensors than this get the fractional (continuous) per-op bound.
+_MAX_EXACT_ACCESSES = 16
 
-    Whatever the levels, ``ceil(FB/bf) + ceil(SB/bs) >= (FB + SB) / max(bf, bs)``, and ops
-    run one at a time. (With split groups, take the minimum over expansions.)
+
+def op_duration_lower_bounds(problem: LevelProblem) -> tuple[int, ...]:
+    """A lower bound on each op's duration, whatever the plan, for an unsplit problem.
+
+    An op's fast accesses all sit in fast memory during it, so its fast bytes ``FB`` are
+    a sum of its tensors' sizes that is ``<= capacity_bytes[0]`` (all of them on a
+    fast-only op). The bound is ``max(compute, min over such sums of ceil(FB/bw_f) +
+    ceil(SB/bw_s))``, enumerated exactly over the achievable sums (at most
+    ``2**16`` subsets; above that, the continuous relaxation with ``FB <= capacity``).
+
+    Examples
+    --------
+    Op 0 touches 24 bytes, but fast memory holds 16: at least 8 bytes come from slow
+    (1 B/cycle), so 16/4 + 8/1 = 12 cycles, not 24/4 = 6:
+
+    >>> p = LevelProblem((3,), ((0, 1),), ((),), (16, 8), (16, 99), (4, 1))
+    >>> op_duration_lower_bounds(p)
+    (12,)
+    """
+    cap = problem.capacity_bytes[0]
+    bf, bs = problem.bandwidth_bytes_per_cycle
+    fast_only = set(problem.fast_only_ops)
+    out = []
+    for i, row in enumerate(problem.op_accesses()):
+        sizes = [problem.tensor_bytes[t] for t, _ in row if problem.tensor_bytes[t]]
+        total = sum(sizes)
+        if i in fast_only:
+            sums = {total}
+        elif len(sizes) <= _MAX_EXACT_ACCESSES:
+            sums = {0}
+            for b in sizes:
+                sums |= {x + b for x in sums if x + b <= cap}
+        else:  # continuous relaxation: FB anywhere in [0, min(cap, total)]
+            fb = min(cap, total) if bf >= bs else 0
+            out.append(max(problem.compute_cycles[i], math.ceil(fb / bf + (total - fb) / bs)))
+            continue
+        out.append(max(problem.compute_cycles[i],
+                       min(cycles_for_bytes(fb, bf) + cycles_for_bytes(total - fb, bs) for fb in sums)))
+    return tuple(out)
+
+
+def makespan_lower_bound(problem: LevelProblem) -> int:
+    """A lower bound on the makespan of an unsplit problem (ops run one at a time).
+
+    The sum of :func:`op_duration_lower_bounds`, plus, for the first op, the DMAs of the
+    inputs it would read fast (they end before it starts) and, for the last op, the
+    evictions of the live-out tensors it would write fast (they start after it ends),
+    minimised jointly with that op's duration. (With split groups, take the minimum
+    over expansions.)
 
     Examples
     --------
     >>> p = LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1))
-    >>> makespan_lower_bound(p)  # op 0: max(3, 8/4) = 3; op 1: max(1, 2) = 2
+    >>> makespan_lower_bound(p)  # op 0: max(3, 8/4) = 3; op 1: max(1, 8/4) = 2
     5
+
+    Fast memory (32 B) holds only one of op 0's two 24-byte inputs, so op 0 takes at least
+    24/4 + 24/1 = 30 cycles; but that fast input is first prefetched (24 cycles at the slow
+    rate, before op 0 starts): 54 in all, while both read slow cost 48/1 = 48:
+
+    >>> q = LevelProblem((2,), ((0, 1),), ((),), (24, 24), (32, 99), (4, 1))
+    >>> op_duration_lower_bounds(q), makespan_lower_bound(q)
+    ((30,), 48)
     """
-    bw = max(problem.bandwidth_bytes_per_cycle)
-    total = [0] * problem.num_ops
-    for i, row in enumerate(problem.op_accesses()):
-        total[i] = sum(problem.tensor_bytes[t] for t, _ in row)
-    return sum(max(problem.compute_cycles[i], ceil_div(total[i], bw)) for i in range(problem.num_ops))
+    n = problem.num_ops
+    if not n:
+        return 0
+    per_op = list(op_duration_lower_bounds(problem))
+    first_inputs = {t for t, j in problem.op_accesses()[0] if j > 0 and not problem.is_real(problem.accesses(t)[0])}
+    last_outputs = {t for t, j in problem.op_accesses()[n - 1]
+                    if j == 0 and problem.accesses(t)[-1] == n}
+    for i in {0, n - 1}:
+        row = [(t, problem.tensor_bytes[t]) for t, _ in problem.op_accesses()[i] if problem.tensor_bytes[t]]
+        if len(row) > _MAX_EXACT_ACCESSES:
+            continue
+        extra = {t: problem.dma_cycles(t) for t, _ in row
+                 if (i == 0 and t in first_inputs) or (i == n - 1 and t in last_outputs)}
+        if not extra:
+            continue
+        cap = problem.capacity_bytes[0]
+        total = sum(b for _, b in row)
+        best = None
+        fast_only = i in set(problem.fast_only_ops)
+        for mask in range(1 << len(row)):
+            if fast_only and mask != (1 << len(row)) - 1:
+                continue
+            fb = sum(b for k, (_, b) in enumerate(row) if mask >> k & 1)
+            if fb > cap and not fast_only:
+                continue
+            dma = sum(extra.get(t, 0) for k, (t, _) in enumerate(row) if mask >> k & 1)
+            cost = problem.op_cycles(i, fb, total - fb) + dma
+            best = cost if best is None else min(best, cost)
+        per_op[i] = max(per_op[i], best)
+    return sum(per_op)
