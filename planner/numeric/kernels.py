@@ -1,0 +1,423 @@
+"""The arithmetic of every op type: one numpy kernel per type the cost model knows.
+
+:func:`evaluate_op` is the single definition of what an op computes. The reference
+evaluation (:func:`planner.numeric.reference.evaluate`) and the simulator's numeric mode
+(``docs/memory.md``) both call it, so a plan's replay and the reference agree by
+construction wherever the plan moves the right bytes.
+
+Semantics (attrs are the names the generators and the ONNX importer emit)
+--------------------------------------------------------------------------
+matmul          ``A[..., M, K] @ B[K, N]`` or ``B[batch..., K, N]`` (numpy ``matmul``);
+                an optional third input (a bias) is added with broadcasting.
+conv2d          ``x[N, C, H, W] * w[F, C/groups, KH, KW] -> [N, F, OH, OW]``, a
+                cross-correlation (as in ONNX and PyTorch); attrs ``stride``,
+                ``padding`` (zeros, both sides) and ``groups``; an optional third input
+                ``b[F]`` is added per filter. ``OH = (H + 2*padding - KH) // stride + 1``.
+add, sub, mul   elementwise with numpy broadcasting.
+relu, sigmoid,  elementwise; ``gelu`` is the tanh form
+tanh, gelu      ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))`` (``docs/isa.md``).
+softmax         over attr ``axis`` (default -1), max-subtracted.
+layernorm       inputs ``x[, gamma[, beta]]``; normalises over the axes from attr
+                ``axis`` (default -1) to the last (ONNX ``LayerNormalization``), biased
+                variance, ``(x - mean) / sqrt(var + epsilon) * gamma + beta``, attr
+                ``epsilon`` (default ``1e-5``).
+maxpool,        ``x[N, C, H, W]``, attrs ``kernel``, ``stride`` (default 1), ``padding``
+avgpool         (default 0, must be ``< kernel``); padded cells never count: a max
+                ignores them and an average divides by the number of real cells
+                (``count_include_pad = False``, the ONNX default).
+global_avgpool  mean over every axis after the first two, kept as size-1 axes.
+reshape         to the output shape (attr ``shape`` is informational).
+transpose       attr ``perm`` (default: reversed axes).
+concat          along attr ``axis`` (default 0).
+split           along attr ``axis`` (default 0) into the output shapes (attr ``sizes``
+                must agree when given).
+
+``stride``, ``padding`` and ``kernel`` are an int or a list of one or two ints ``(h, w)``.
+
+Dtype policy
+------------
+Tensors of dtype ``fp32``, ``fp16`` and ``fp64`` are supported (:data:`NUMPY_DTYPES`);
+anything else (``bf16``, ``fp8``, integers, ``bool``) raises
+:class:`~planner.errors.UnsupportedError`. Every kernel computes in float64 and rounds
+once to the output dtype. Why not float32: a float32 matmul on a slice of the rows does
+not give the same bits as the whole matmul (BLAS picks other kernels and summation
+orders), and near-cancelling sums then differ by more than the ``rtol = 1e-5`` with which
+the simulator's numeric mode compares a split plan against the reference. With float64
+accumulation the differences sit ~1e-16 below the float32 rounding, so the rounded
+results are (almost always bit-) identical whatever the blocking. Results are fresh,
+C-contiguous arrays that share no memory with the inputs.
+
+Errors
+------
+``task`` ops, unknown op types, ops the ONNX importer only costed (``attrs["fallback"]``)
+and unsupported dtypes raise :class:`~planner.errors.UnsupportedError`; operands whose
+count or shapes contradict the op type raise :class:`~planner.graph.ir.GraphError`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from planner.errors import UnsupportedError
+from planner.graph.ir import GraphError
+
+__all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op"]
+
+#: IR dtype -> numpy dtype, for the dtypes numeric mode supports.
+NUMPY_DTYPES: Mapping[str, type] = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}
+
+_ACC = np.float64  # every kernel computes in this type (see the module's dtype policy)
+_GELU_C = math.sqrt(2.0 / math.pi)
+
+
+def numpy_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of an IR dtype, or :class:`UnsupportedError` naming it.
+
+    Examples
+    --------
+    >>> numpy_dtype("fp16")
+    dtype('float16')
+    >>> numpy_dtype("bf16")
+    Traceback (most recent call last):
+    ...
+    planner.errors.UnsupportedError: numeric mode cannot evaluate dtype 'bf16' (supported: fp16, fp32, fp64)
+    """
+    if dtype not in NUMPY_DTYPES:
+        raise UnsupportedError(f"numeric mode cannot evaluate dtype {dtype!r} "
+                               f"(supported: {', '.join(sorted(NUMPY_DTYPES))})")
+    return np.dtype(NUMPY_DTYPES[dtype])
+
+
+# --------------------------------------------------------------------------- helpers
+
+def _pair(attrs: Mapping[str, Any], key: str, default: int) -> tuple[int, int]:
+    """An int or a list of one or two ints ``(h, w)``, as in :mod:`planner.isa.cost`."""
+    v = attrs.get(key, default)
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            return int(v[0]), int(v[0])
+        if len(v) == 2:
+            return int(v[0]), int(v[1])
+        raise GraphError(f"attr {key!r} must be an int or a list of one or two ints, got {list(v)}")
+    return int(v), int(v)
+
+
+def _arity(op_type: str, inputs: Sequence[np.ndarray], low: int, high: int | None = None) -> None:
+    high = low if high is None else high
+    if not low <= len(inputs) <= high:
+        want = str(low) if low == high else f"{low} to {high}"
+        raise GraphError(f"{op_type} takes {want} inputs, got {len(inputs)}")
+
+
+def _check_shape(op_type: str, result: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    if result.shape != shape:
+        raise GraphError(f"{op_type} computes shape {result.shape} but the output is declared "
+                         f"{shape}")
+    return result
+
+
+def _axis(op_type: str, attrs: Mapping[str, Any], rank: int, default: int) -> int:
+    axis = int(attrs.get("axis", default))
+    if not -rank <= axis < max(rank, 1):
+        raise GraphError(f"{op_type}: axis {axis} is out of range for rank {rank}")
+    return axis % max(rank, 1)
+
+
+# --------------------------------------------------------------------------- kernels
+# Each kernel takes (attrs, float64 inputs, output shapes) and returns float64 results.
+
+Kernel = Callable[[Mapping[str, Any], list[np.ndarray], list[tuple[int, ...]]], list[np.ndarray]]
+
+
+def _matmul(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("matmul", xs, 2, 3)
+    a, b = xs[0], xs[1]
+    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
+        raise GraphError(f"matmul needs A[..., M, K] and B[..., K, N], got {a.shape} and {b.shape}")
+    if b.ndim > 2 and b.shape[:-2] != a.shape[:-2]:
+        raise GraphError(f"matmul: batch dimensions of {a.shape} and {b.shape} differ")
+    if b.ndim == 2:  # one weight matrix for every batch element: a single 2-D product
+        y = (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
+    else:
+        y = np.matmul(a, b)
+    if len(xs) == 3:
+        y = y + xs[2]
+    return [y]
+
+
+def _conv2d(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("conv2d", xs, 2, 3)
+    x, w = xs[0], xs[1]
+    if x.ndim != 4 or w.ndim != 4:
+        raise GraphError(f"conv2d needs x[N,C,H,W] and w[F,C/groups,KH,KW], got {x.shape} and {w.shape}")
+    groups = int(attrs.get("groups", 1))
+    n, c, h, wd = x.shape
+    f, cg, kh, kw = w.shape
+    if groups < 1 or c % groups or f % groups or cg != c // groups:
+        raise GraphError(f"conv2d: channels {c}, filters {f}, weight {w.shape} do not fit groups={groups}")
+    sh, sw = _pair(attrs, "stride", 1)
+    ph, pw = _pair(attrs, "padding", 0)
+    if min(sh, sw) < 1 or min(ph, pw) < 0:
+        raise GraphError(f"conv2d: stride {(sh, sw)} must be >= 1 and padding {(ph, pw)} >= 0")
+    oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+    if oh < 1 or ow < 1:
+        raise GraphError(f"conv2d: a {kh}x{kw} kernel does not fit the padded {h}x{wd} input")
+    xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    # im2col: windows [N, C, OH, OW, KH, KW] -> per group rows (N*OH*OW) x cols (C/g*KH*KW).
+    win = sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw][:, :, :oh, :ow]
+    cols = win.reshape(n, groups, cg, oh, ow, kh, kw).transpose(1, 0, 3, 4, 2, 5, 6)
+    cols = cols.reshape(groups, n * oh * ow, cg * kh * kw)
+    wm = w.reshape(groups, f // groups, cg * kh * kw)
+    # One 2-D BLAS product per group (numpy's batched matmul is far slower here).
+    y = np.stack([cols[g] @ wm[g].T for g in range(groups)])  # [g, N*OH*OW, F/g]
+    y = y.reshape(groups, n, oh, ow, f // groups).transpose(1, 0, 4, 2, 3).reshape(n, f, oh, ow)
+    if len(xs) == 3:
+        bias = xs[2]
+        if bias.size != f:
+            raise GraphError(f"conv2d: bias {bias.shape} must have one value per filter ({f})")
+        y = y + bias.reshape(1, f, 1, 1)
+    return [y]
+
+
+def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], name: str) -> Kernel:
+    def kernel(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+        _arity(name, xs, 2)
+        try:
+            return [fn(xs[0], xs[1])]
+        except ValueError:
+            raise GraphError(f"{name}: shapes {xs[0].shape} and {xs[1].shape} do not broadcast") from None
+    return kernel
+
+
+def _unary(fn: Callable[[np.ndarray], np.ndarray], name: str) -> Kernel:
+    def kernel(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+        _arity(name, xs, 1)
+        return [fn(xs[0])]
+    return kernel
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # exp of a non-positive argument only: no overflow warnings for large |x|.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def _softmax(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("softmax", xs, 1)
+    x = xs[0]
+    axis = _axis("softmax", attrs, x.ndim, -1)
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return [e / np.sum(e, axis=axis, keepdims=True)]
+
+
+def _layernorm(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("layernorm", xs, 1, 3)
+    x = xs[0]
+    axis = _axis("layernorm", attrs, x.ndim, -1)
+    eps = float(attrs.get("epsilon", 1e-5))
+    axes = tuple(range(axis, x.ndim))
+    mean = np.mean(x, axis=axes, keepdims=True)
+    centred = x - mean
+    var = np.mean(centred * centred, axis=axes, keepdims=True)
+    y = centred / np.sqrt(var + eps)
+    for name, p in zip(("gamma", "beta"), xs[1:]):
+        if p.ndim > len(axes) or p.shape != x.shape[x.ndim - p.ndim:]:
+            raise GraphError(f"layernorm: {name} {p.shape} must match the normalised axes "
+                             f"{x.shape[axis:]}")
+    if len(xs) > 1:
+        y = y * xs[1]
+    if len(xs) > 2:
+        y = y + xs[2]
+    return [y]
+
+
+def _pool(op_type: str) -> Kernel:
+    def kernel(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+        _arity(op_type, xs, 1)
+        x = xs[0]
+        if x.ndim != 4:
+            raise GraphError(f"{op_type} needs x[N,C,H,W], got {x.shape}")
+        kh, kw = _pair(attrs, "kernel", 1)
+        sh, sw = _pair(attrs, "stride", 1)
+        ph, pw = _pair(attrs, "padding", 0)
+        if min(kh, kw, sh, sw) < 1 or not (0 <= ph < kh and 0 <= pw < kw):
+            raise GraphError(f"{op_type}: kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1 "
+                             f"and 0 <= padding {(ph, pw)} < kernel")
+        h, wd = x.shape[2:]
+        oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+        if oh < 1 or ow < 1:
+            raise GraphError(f"{op_type}: a {kh}x{kw} window does not fit the padded {h}x{wd} input")
+        pad = ((0, 0), (0, 0), (ph, ph), (pw, pw))
+
+        def windows(a: np.ndarray) -> np.ndarray:
+            return sliding_window_view(a, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw][:, :, :oh, :ow]
+
+        if op_type == "maxpool":
+            return [windows(np.pad(x, pad, constant_values=-np.inf)).max(axis=(4, 5))]
+        total = windows(np.pad(x, pad)).sum(axis=(4, 5))
+        # count_include_pad=False: divide by the real cells of each window (padding < kernel,
+        # so every window holds at least one).
+        count = windows(np.pad(np.ones((1, 1, h, wd)), pad)).sum(axis=(4, 5))
+        return [total / count]
+    return kernel
+
+
+def _global_avgpool(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("global_avgpool", xs, 1)
+    x = xs[0]
+    if x.ndim < 3:
+        raise GraphError(f"global_avgpool needs x[N, C, spatial...], got {x.shape}")
+    return [np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)]
+
+
+def _reshape(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("reshape", xs, 1)
+    if xs[0].size != math.prod(outs[0]):
+        raise GraphError(f"reshape cannot turn {xs[0].shape} ({xs[0].size} elements) into {outs[0]}")
+    return [xs[0].reshape(outs[0])]
+
+
+def _transpose(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("transpose", xs, 1)
+    x = xs[0]
+    perm = [int(p) for p in attrs.get("perm", range(x.ndim - 1, -1, -1))]
+    if sorted(p % max(x.ndim, 1) for p in perm) != list(range(x.ndim)):
+        raise GraphError(f"transpose: perm {perm} is not a permutation of {x.ndim} axes")
+    return [np.transpose(x, perm)]
+
+
+def _concat(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    if not xs:
+        raise GraphError("concat takes at least one input, got 0")
+    axis = _axis("concat", attrs, xs[0].ndim, 0)
+    try:
+        return [np.concatenate(xs, axis=axis)]
+    except ValueError:
+        raise GraphError(f"concat along axis {axis}: shapes {[x.shape for x in xs]} do not fit") from None
+
+
+def _split(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
+    _arity("split", xs, 1)
+    x = xs[0]
+    axis = _axis("split", attrs, x.ndim, 0)
+    if any(len(s) != x.ndim for s in outs):
+        raise GraphError(f"split: outputs {outs} must have the rank of the input {x.shape}")
+    sizes = [s[axis] for s in outs]
+    given = attrs.get("sizes")
+    if given is not None and [int(v) for v in given] != sizes:
+        raise GraphError(f"split: attr sizes {list(given)} differ from the outputs' sizes {sizes}")
+    if sum(sizes) != x.shape[axis]:
+        raise GraphError(f"split: output sizes {sizes} do not add up to axis {axis} of {x.shape}")
+    return list(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
+
+
+_KERNELS: dict[str, Kernel] = {
+    "matmul": _matmul,
+    "conv2d": _conv2d,
+    "add": _binary(np.add, "add"),
+    "sub": _binary(np.subtract, "sub"),
+    "mul": _binary(np.multiply, "mul"),
+    "relu": _unary(lambda x: np.maximum(x, 0.0), "relu"),
+    "gelu": _unary(_gelu, "gelu"),
+    "sigmoid": _unary(_sigmoid, "sigmoid"),
+    "tanh": _unary(np.tanh, "tanh"),
+    "softmax": _softmax,
+    "layernorm": _layernorm,
+    "maxpool": _pool("maxpool"),
+    "avgpool": _pool("avgpool"),
+    "global_avgpool": _global_avgpool,
+    "reshape": _reshape,
+    "transpose": _transpose,
+    "concat": _concat,
+    "split": _split,
+}
+
+#: Op types :func:`evaluate_op` computes (every type of :mod:`planner.isa.cost` but ``task``).
+SUPPORTED_OP_TYPES: tuple[str, ...] = tuple(sorted(_KERNELS))
+
+
+def evaluate_op(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray],
+                output_shapes: Sequence[tuple[int, ...]], output_dtypes: Sequence[str]) -> list[np.ndarray]:
+    """The values one op computes from its input values.
+
+    Parameters
+    ----------
+    op_type : str
+        The op's type (``Op.type``); see the module docstring for each type's semantics.
+    attrs : mapping
+        The op's attributes (``Op.attrs``): ints or lists of ints as the IR holds them.
+    inputs : sequence of numpy.ndarray
+        The input values, in ``Op.inputs`` order (any float dtype; read as float64).
+    output_shapes : sequence of tuple of int
+        The declared shape of each output, in ``Op.outputs`` order.
+    output_dtypes : sequence of str
+        The IR dtype of each output (``"fp32"``, ``"fp16"`` or ``"fp64"``).
+
+    Returns
+    -------
+    list of numpy.ndarray
+        One fresh C-contiguous array per output, of its shape and dtype, computed in
+        float64 and rounded once.
+
+    Raises
+    ------
+    UnsupportedError
+        ``task`` and unknown op types, ops the ONNX importer only costed (attr
+        ``fallback``), and dtypes other than fp32/fp16/fp64 (inputs or outputs).
+    GraphError
+        Inputs or outputs whose number or shapes contradict the op type.
+
+    Examples
+    --------
+    A matmul with a bias, ``[[1, 2], [3, 4]] @ [[5, 6], [7, 8]] + [10, 20]``:
+
+    >>> import numpy as np
+    >>> a = np.array([[1, 2], [3, 4]], np.float32)
+    >>> b = np.array([[5, 6], [7, 8]], np.float32)
+    >>> evaluate_op("matmul", {}, [a, b, np.array([10, 20], np.float32)], [(2, 2)], ["fp32"])[0]
+    array([[29., 42.],
+           [53., 70.]], dtype=float32)
+    >>> evaluate_op("softmax", {"axis": -1}, [np.zeros((1, 4), np.float32)], [(1, 4)], ["fp32"])[0]
+    array([[0.25, 0.25, 0.25, 0.25]], dtype=float32)
+    >>> [y.tolist() for y in evaluate_op("split", {"axis": 0, "sizes": [1, 2]},
+    ...                                  [np.arange(3.0)], [(1,), (2,)], ["fp64", "fp64"])]
+    [[0.0], [1.0, 2.0]]
+    >>> evaluate_op("task", {}, [], [], [])
+    Traceback (most recent call last):
+    ...
+    planner.errors.UnsupportedError: numeric mode cannot evaluate op type 'task': it has no arithmetic meaning
+    """
+    if op_type == "task":
+        raise UnsupportedError("numeric mode cannot evaluate op type 'task': it has no arithmetic meaning")
+    kernel = _KERNELS.get(op_type)
+    if kernel is None:
+        raise UnsupportedError(f"numeric mode cannot evaluate op type {op_type!r}: unknown op type "
+                               f"(known: {', '.join(SUPPORTED_OP_TYPES)})")
+    if attrs.get("fallback"):
+        raise UnsupportedError(
+            f"numeric mode cannot evaluate op type {op_type!r} imported as a stand-in for ONNX op "
+            f"{attrs.get('onnx_op', '?')!r}: the importer only costs it, its arithmetic is unknown")
+    shapes = [tuple(int(d) for d in s) for s in output_shapes]
+    if len(shapes) != len(output_dtypes):
+        raise GraphError(f"{op_type}: {len(shapes)} output shapes but {len(output_dtypes)} output dtypes")
+    dtypes = [numpy_dtype(d) for d in output_dtypes]
+    xs = []
+    for x in inputs:
+        x = np.asarray(x)
+        if x.dtype not in (np.float16, np.float32, np.float64):
+            raise UnsupportedError(f"numeric mode cannot evaluate {op_type} on an input of numpy dtype "
+                                   f"{x.dtype} (supported: fp16, fp32, fp64)")
+        xs.append(x.astype(_ACC, copy=False))
+    with np.errstate(all="ignore"):  # inf/NaN propagate as values; the caller checks finiteness
+        results = kernel(attrs, xs, shapes)
+    if len(results) != len(shapes):
+        raise GraphError(f"{op_type} computes {len(results)} outputs but {len(shapes)} are declared")
+    return [np.ascontiguousarray(_check_shape(op_type, r, s).astype(d)) for r, s, d in zip(results, shapes, dtypes)]
