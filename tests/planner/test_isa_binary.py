@@ -54,20 +54,21 @@ def test_round_trip_every_opcode():
 def test_header_byte_offsets():
     p = every_opcode_program()
     data = encode(p)
-    assert HEADER.size == 128 and RECORD.size == 72
+    assert HEADER.size == 144 and RECORD.size == 80
     assert data[0:8] == MAGIC
-    assert struct.unpack_from("<HHH", data, 8) == (FORMAT_VERSION, 128, 72)
+    assert struct.unpack_from("<HHH", data, 8) == (FORMAT_VERSION, 144, 80)
     assert struct.unpack_from("<QQ", data, 16) == (1_050_000_000, 10**9)  # device, reference clock
     assert struct.unpack_from("<IIII", data, 32) == (128, 128, 1024, 500)  # mxu rows/cols, lanes, dma
     assert struct.unpack_from("<HHHH", data, 56) == (2, 1, 1, 2)  # levels, main level, links, streams
     assert struct.unpack_from("<I", data, 64) == (len(p.instructions),)
-    (body_bytes,) = struct.unpack_from("<Q", data, 88)
-    assert len(data) == 128 + body_bytes
-    assert data[96:128] == hashlib.sha256(data[:96] + data[128:]).digest()
+    assert struct.unpack_from("<h", data, 84) == (-1,)  # fast level: none
+    (body_bytes,) = struct.unpack_from("<Q", data, 104)
+    assert len(data) == 144 + body_bytes
+    assert data[112:144] == hashlib.sha256(data[:112] + data[144:]).digest()
     # The level table follows the header: name index, reserved, capacity, bandwidth.
-    assert struct.unpack_from("<IIQQ", data, 128)[2:] == (1 << 25, 4 * 10**12)
+    assert struct.unpack_from("<IIQQ", data, 144)[2:] == (1 << 25, 4 * 10**12)
     # The last record: HALT at cycle 30 on stream 0.
-    last = RECORD.unpack_from(data, len(data) - 72)
+    last = RECORD.unpack_from(data, len(data) - 80)
     assert (last[0], last[2], last[4]) == (int(Opcode.HALT), 0, 30)
 
 

@@ -159,8 +159,8 @@ def test_decode_errors_are_clear():
     data = binaries(two_stream_case())["d0"]
     with pytest.raises(BinaryFormatError, match="bad magic"):
         decode(b"XX" + data[2:])
-    with pytest.raises(BinaryFormatError, match="format version 2 is not supported"):
-        decode(data[:8] + (2).to_bytes(2, "little") + data[10:])
+    with pytest.raises(BinaryFormatError, match="format version 1 is not supported"):
+        decode(data[:8] + (1).to_bytes(2, "little") + data[10:])
     with pytest.raises(BinaryFormatError, match="truncated"):
         decode(data[:-1])
     with pytest.raises(BinaryFormatError, match="truncated"):
