@@ -1,0 +1,162 @@
+"""Memory-hierarchy planning (issue 3): levels, prefetch/evict, splits and offsets per device.
+
+A proven-sound iteration on the spine's schedule (``docs/memory.md``): the spine fixes
+placement and each device's op order with every tensor in main memory; then, per
+memory-planned device, CP-SAT chooses which level every access uses, the prefetch and
+eviction DMAs (each started after a chosen trigger op and waited for by a release op)
+and the split factors, jointly with the device's op timing; the fast buffers get
+addresses (CP-SAT ``NoOverlap2D``); the whole plan is re-timed with the ISA's exact
+durations. Greedy level assignment with greedy-by-size offsets, and everything in main
+memory, are computed in the same run as baselines.
+
+Modules: :mod:`~planner.memory.options` (what the spec asks), :mod:`~planner.memory.bridge`
+(schedule → level problems), :mod:`~planner.memory.retime` (list schedule),
+:mod:`~planner.memory.assemble` (solutions → buffers, DMAs, re-timed plan),
+:mod:`~planner.memory.plan` (the result types).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from planner.errors import UnsupportedError
+from planner.memory.options import MemoryOptions
+from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
+
+__all__ = ["MemoryOptions", "MemoryPlan", "DeviceMemoryPlan", "MemoryBuffer", "MemoryTransfer", "OpAccess",
+           "MemoryOutcome", "plan_memory"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class MemoryOutcome:
+    """The memory-planned plan, its memory plan, the greedy baseline's, and per-device notes."""
+
+    plan: Any  # planner.plan.Plan, re-timed, ops = instances on memory-planned devices
+    memory: MemoryPlan
+    greedy_plan: Any = None
+    greedy_memory: MemoryPlan | None = None
+    skipped: dict[str, str] = field(default_factory=dict)  # device -> why it is not memory-planned
+
+
+def _solve_device(bridge, options, time_limit_s: float, workers: int, seed: int):
+    from solvers.core import SolveOptions, Status
+    from solvers.memory.levels import AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver
+
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=workers, random_seed=seed)
+    greedy = GreedyLevelSolver().solve(bridge.problem, opts)
+    all_slow = AllSlowLevelSolver().solve(bridge.problem, opts)
+    hint = greedy.solution if greedy.status.has_solution else None
+    exact = CpSatLevelSolver().solve(bridge.problem, replace(opts, hint=hint))
+    if not exact.status.has_solution:
+        exact = greedy if greedy.status.has_solution else all_slow
+    if not exact.status.has_solution:
+        raise UnsupportedError(f"device {bridge.device.name}: no memory plan found ({exact.status.value})")
+    return exact, greedy, all_slow
+
+
+def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, workers: int, seed: int,
+             exact: bool):
+    from solvers.core import SolveOptions
+    from solvers.memory.arena import fast_offset_problem
+    from solvers.memory.levels import fast_pieces, resolve_problem
+    from solvers.memory.offsets import CpSatOffsetSolver, GreedyBySizeOffsetSolver
+
+    problem, _ = fast_offset_problem(bridge.problem, solution, alignment)
+    problem = replace(problem, capacity_bytes=capacity)
+    expanded = resolve_problem(bridge.problem, solution)
+    pieces = fast_pieces(expanded, solution)
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=workers, random_seed=seed)
+    greedy = GreedyBySizeOffsetSolver().solve(problem, opts)
+    result = CpSatOffsetSolver().solve(problem, opts) if exact else greedy
+    if not result.status.has_solution:
+        return None, result, greedy, problem
+    # fast_offset_problem drops zero-byte pieces; they sit at address 0.
+    it = iter(result.solution.offsets)
+    offsets = tuple(next(it) if expanded.tensor_bytes[t] > 0 else 0 for t, _, _ in pieces)
+    return offsets, result, greedy, problem
+
+
+def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, seed: int = 0) -> MemoryOutcome | None:
+    """Memory-plan ``plan`` (a spine plan of ``spec``) if the spec asks for it, else None.
+
+    Raises
+    ------
+    UnsupportedError
+        The spec's objective is not latency (the level solver minimizes a makespan).
+    InfeasibleError
+        No memory plan fits (the message names the device, level and sizes).
+    """
+    from planner.memory.assemble import assemble, expand
+    from planner.memory.bridge import build_device_problem, device_order, skip_reason
+
+    options: MemoryOptions | None = getattr(spec, "memory", None)
+    if options is None or not options.enabled:
+        return None
+    if plan.objective_kind != "latency":
+        raise UnsupportedError("memory planning needs `objective: latency`; "
+                               f"this spec asks for {plan.objective_kind}")
+    graph, hardware = spec.graph, spec.hardware
+    skipped: dict[str, str] = {}
+    bridges = {}
+    for dev in hardware.devices:
+        ops = device_order(plan, dev.name, graph)
+        reason = skip_reason(dev, ops, graph, options)
+        if reason:
+            skipped[dev.name] = reason
+            continue
+        bridges[dev.name] = build_device_problem(graph, hardware, plan, dev, options)
+    budget = time_limit_s / max(1, len(bridges))
+    chosen, baseline, stats = {}, {}, {}
+    for name, bridge in bridges.items():
+        exact, greedy, all_slow = _solve_device(bridge, options, 0.7 * budget, workers, seed)
+        fast = bridge.device.profile.level(bridge.fast_level)
+        offsets, off_result, off_greedy, off_problem = _offsets(
+            bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, 0.3 * budget, workers, seed, True)
+        solution = exact.solution
+        if offsets is None:  # alignment padding did not fit: fall back to the greedy levels
+            log.warning("device %s: fast offsets do not fit %s; using the greedy level plan", name, fast.name)
+            solution = greedy.solution
+            offsets, off_result, off_greedy, off_problem = _offsets(
+                bridge, solution, options.alignment_bytes, fast.capacity_bytes, 0.3 * budget, workers, seed, True)
+        g_offsets, g_result, _, g_problem = _offsets(
+            bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, workers, seed, False)
+        chosen[name] = expand(bridge, solution, offsets)
+        if g_offsets is not None:
+            baseline[name] = expand(bridge, greedy.solution, g_offsets)
+        stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
+                                    g_result, hardware)
+    new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats)
+    greedy_plan = greedy_memory = None
+    if len(baseline) == len(chosen):
+        greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
+    return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped)
+
+
+def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_offsets, hardware):
+    from solvers.memory.offsets import live_bytes_lower_bound
+
+    lb_bytes = live_bytes_lower_bound(off_problem)
+    return {
+        "level_solver": exact.solver_name,
+        "level_status": exact.status.value,
+        "level_makespan_device_cycles": exact.objective,
+        "level_bound_device_cycles": exact.bound,
+        "level_gap": exact.gap,
+        "greedy_makespan_device_cycles": greedy.objective,
+        "all_in_main_makespan_device_cycles": all_slow.objective,
+        "fast_capacity_bytes": off_problem.capacity_bytes,
+        "fast_peak_bytes": off_result.objective,
+        "fast_peak_bound_bytes": off_result.bound if off_result.bound is not None else lb_bytes,
+        "fast_live_lower_bound_bytes": lb_bytes,
+        "fast_offsets_status": off_result.status.value,
+        "fast_peak_greedy_by_size_bytes": off_greedy.objective,
+        "greedy_baseline_fast_peak_bytes": (g_offsets.objective if g_offsets.objective is not None
+                                            else g_offsets.stats.get("peak_bytes")),
+        "greedy_baseline_fits": g_offsets.status.has_solution,
+        "split_factors": list(exact.solution.split_factors),
+        "reserve_bytes": bridge.reserve_bytes,
+    }

@@ -1,0 +1,422 @@
+"""Level solutions back to the user's world: op instances, buffers, DMAs, a re-timed plan.
+
+Given each memory-planned device's :class:`~planner.memory.bridge.DeviceBridge` and a
+:class:`~solvers.memory.levels.LevelSolution` (with fast-level offsets), this builds the
+:class:`~planner.memory.plan.MemoryPlan` and the re-timed :class:`~planner.plan.Plan`
+whose ops are the instances the binaries run. Durations are the ISA's, to the cycle:
+an instance takes the level solver's roofline of the bytes it moves per level, converted
+to the plan's timeline; a DMA the ISA's DMA time.
+
+Capacity time ("points") to cycles: point ``2i+1`` is op i, point ``2i`` the gap before
+it. A fast buffer over points ``[lo, hi)`` is allocated at the start of op i when
+``lo = 2i+1`` and at the end of op ``i-1`` when ``lo = 2i`` (cycle 0 for ``i = 0``), and
+freed at the start of op i when ``hi = 2i+1`` (the device's end for ``i = n``) and at the
+end of op ``i-1`` when ``hi = 2i``. The map is monotone, so buffers disjoint in points
+are disjoint in cycles and the offsets found over points stay valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Mapping
+
+from planner.errors import InfeasibleError
+from planner.graph.ir import Graph
+from planner.hardware import Hardware
+from planner.memory.bridge import DeviceBridge
+from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
+from planner.memory.retime import Activity, list_schedule
+from planner.plan import PlacedOp, PlacedTransfer, Plan
+from planner.report.markdown import format_bytes
+from solvers.core import SolveOptions
+from solvers.memory.levels import LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, op_durations
+from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem
+
+__all__ = ["DeviceLevels", "expand", "assemble"]
+
+
+@dataclass(frozen=True)
+class DeviceLevels:
+    """A device's level solution, its expanded problem and fast-buffer offsets.
+
+    ``fast_offsets[n]`` is the address of the n-th fast piece
+    (:func:`solvers.memory.levels.fast_pieces` order, zero-byte pieces included).
+    """
+
+    bridge: DeviceBridge
+    solution: LevelSolution
+    expanded: LevelProblem
+    op_origin: tuple[tuple[int, int], ...]  # expanded op -> (bridge op, portion)
+    tensor_origin: tuple[tuple[int, int], ...]  # expanded tensor -> (bridge tensor, portion)
+    factors_of_tensor: tuple[int, ...]  # per bridge tensor: its split factor (1 = whole)
+    factors_of_op: tuple[int, ...]  # per bridge op
+    fast_offsets: tuple[int, ...]
+
+
+def expand(bridge: DeviceBridge, solution: LevelSolution, fast_offsets: tuple[int, ...]) -> DeviceLevels:
+    """Resolve the split expansion the solution is over.
+
+    Examples
+    --------
+    See :func:`planner.memory.plan_memory`.
+    """
+    problem = bridge.problem
+    if problem.splits:
+        expanded, smap = expand_splits(problem, solution.split_factors)
+        op_origin, tensor_origin = smap.op_origin, smap.tensor_origin
+    else:
+        expanded = problem
+        op_origin = tuple((i, 0) for i in range(problem.num_ops))
+        tensor_origin = tuple((t, 0) for t in range(problem.num_tensors))
+    ft = [1] * problem.num_tensors
+    fo = [1] * problem.num_ops
+    for g, k in zip(problem.splits, solution.split_factors):
+        for t in g.tensors:
+            ft[t] = k
+        for i in g.ops:
+            fo[i] = k
+    return DeviceLevels(bridge, solution, expanded, tuple(op_origin), tuple(tensor_origin), tuple(ft), tuple(fo),
+                        tuple(fast_offsets))
+
+
+class _Names:
+    """Instance and buffer names of one device's expanded problem."""
+
+    def __init__(self, lv: DeviceLevels) -> None:
+        b = lv.bridge
+        self.lv = lv
+        self.instances = []
+        for orig, p in lv.op_origin:
+            name = b.ops[orig]
+            self.instances.append(f"{name}#{p}" if lv.factors_of_op[orig] > 1 else name)
+        self.slow = []  # expanded tensor -> its slow buffer name
+        self.new_ids: dict[int, list[int]] = {}
+        for t, (orig, p) in enumerate(lv.tensor_origin):
+            base = b.tensors[orig].name
+            self.slow.append(f"{base}#{p}" if lv.factors_of_tensor[orig] > 1 else base)
+            self.new_ids.setdefault(orig, []).append(t)
+        pieces = fast_pieces(lv.expanded, lv.solution)
+        if len(pieces) != len(lv.fast_offsets):
+            raise ValueError(f"{len(lv.fast_offsets)} fast offsets for {len(pieces)} fast buffers")
+        self.pieces = []  # (tensor, lo, hi, name, address)
+        count: dict[int, int] = {}
+        for (t, lo, hi), address in zip(pieces, lv.fast_offsets):
+            n = count.get(t, 0)
+            count[t] = n + 1
+            self.pieces.append((t, lo, hi, f"{self.slow[t]}@{b.fast_level}.{n}", address))
+        self.by_tensor: dict[int, list[tuple[int, int, str]]] = {}
+        for t, lo, hi, name, _ in self.pieces:
+            self.by_tensor.setdefault(t, []).append((lo, hi, name))
+
+    def fast_at(self, t: int, point: int) -> str:
+        for lo, hi, name in self.by_tensor.get(t, ()):
+            if lo <= point < hi:
+                return name
+        raise ValueError(f"tensor {self.lv.expanded.tensor_name(t)} has no fast buffer at point {point}")
+
+    def access_buffer(self, t: int, j: int) -> str:
+        a = self.lv.expanded.accesses(t)[j]
+        return self.fast_at(t, 2 * a + 1) if self.lv.solution.in_fast[t][j] else self.slow[t]
+
+
+def _op_accesses(lv: DeviceLevels, names: _Names) -> dict[str, OpAccess]:
+    e, b, s = lv.expanded, lv.bridge, lv.solution
+    where: dict[tuple[int, int], int] = {}  # (expanded op, expanded tensor) -> access index
+    for t in range(e.num_tensors):
+        for j, a in enumerate(e.accesses(t)):
+            if e.is_real(a):
+                where[(a, t)] = j
+    out: dict[str, OpAccess] = {}
+    for i, (orig, p) in enumerate(lv.op_origin):
+        in_group = lv.factors_of_op[orig] > 1
+
+        def buffers(bridge_tensor: int) -> tuple[str, ...]:
+            ids = names.new_ids[bridge_tensor]
+            if len(ids) > 1 and in_group:
+                ids = [ids[p]]
+            return tuple(names.access_buffer(t, where[(i, t)]) for t in ids)
+
+        fast = slow = 0
+        for t in sorted({*e.reads[i], *e.writes[i]}):
+            if s.in_fast[t][where[(i, t)]]:
+                fast += e.tensor_bytes[t]
+            else:
+                slow += e.tensor_bytes[t]
+        inst = names.instances[i]
+        out[inst] = OpAccess(inst, b.ops[orig], p if lv.factors_of_op[orig] > 1 else -1, lv.factors_of_op[orig],
+                             tuple(buffers(t) for t in b.op_inputs[orig]),
+                             tuple(buffers(t) for t in b.op_outputs[orig]), fast, slow)
+    return out
+
+
+def _transfers(lv: DeviceLevels, names: _Names) -> list[tuple[str, int, int, str, str, int, str, str, int]]:
+    """(kind, tensor, portion, src, dst, bytes, trigger, release, dma device cycles) in queue order."""
+    e = lv.expanded
+    rows = []
+    for tr in lv.solution.transfers:
+        acc = e.accesses(tr.tensor)
+        if tr.kind is TransferKind.PREFETCH:
+            src, dst = names.slow[tr.tensor], names.fast_at(tr.tensor, 2 * acc[tr.gap] + 1)
+        else:
+            src, dst = names.fast_at(tr.tensor, 2 * acc[tr.gap - 1] + 1), names.slow[tr.tensor]
+        orig, p = lv.tensor_origin[tr.tensor]
+        trigger = names.instances[tr.trigger_op] if 0 <= tr.trigger_op < e.num_ops else ""
+        release = names.instances[tr.release_op] if 0 <= tr.release_op < e.num_ops else ""
+        rows.append((tr.kind.value, orig, p if lv.factors_of_tensor[orig] > 1 else -1, src, dst,
+                     e.tensor_bytes[tr.tensor], trigger, release, e.dma_cycles(tr.tensor)))
+    return rows
+
+
+def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, DeviceLevels],
+             alignment_bytes: int, stats: Mapping[str, Mapping] | None = None) -> tuple[Plan, MemoryPlan]:
+    """The re-timed plan (instances on memory-planned devices) and its memory plan.
+
+    Raises
+    ------
+    InfeasibleError
+        The slow copies do not fit the main memory (the message names the level and size).
+    """
+    devices = {d.name: d for d in hardware.devices}
+    names = {d: _Names(lv) for d, lv in levels.items()}
+    accesses = {d: _op_accesses(levels[d], names[d]) for d in levels}
+    dmas = {d: _transfers(levels[d], names[d]) for d in levels}
+    placed = {o.name: o for o in plan.ops}
+
+    # ---- activities -------------------------------------------------------------------
+    acts: list[Activity] = []
+    sequences: dict[str, tuple[str, ...]] = {}
+    last_instance: dict[str, str] = {}  # op -> activity of its last instance
+    instances_of: dict[str, list[str]] = {}
+    for d, lv in levels.items():
+        dev = devices[d]
+        cycles = op_durations(lv.expanded, lv.solution.in_fast)
+        seq = []
+        for i, inst in enumerate(names[d].instances):
+            seq.append(f"op:{inst}")
+            op = lv.bridge.ops[lv.op_origin[i][0]]
+            instances_of.setdefault(op, []).append(f"op:{inst}")
+            last_instance[op] = f"op:{inst}"
+        sequences[f"compute:{d}"] = tuple(seq)
+    for o in sorted(plan.ops, key=lambda o: (o.device, o.stream, o.start_cycle, o.name)):
+        if o.device not in levels:
+            instances_of[o.name] = [f"op:{o.name}"]
+            last_instance[o.name] = f"op:{o.name}"
+            sequences.setdefault(f"stream:{o.device}:{o.stream}", ())
+            sequences[f"stream:{o.device}:{o.stream}"] += (f"op:{o.name}",)
+
+    transfers = sorted(plan.transfers, key=lambda t: (t.start_cycle, t.src_op, t.dst_op, t.link))
+    into: dict[str, list[str]] = {}
+    for k, t in enumerate(transfers):
+        into.setdefault(t.dst_op, []).append(f"xfer:{k}")
+
+    # Slow readiness of a sent tensor on a planned device: its producer (written slow) or its eviction.
+    slow_ready: dict[tuple[str, str], list[str]] = {}
+    evict_of: dict[tuple[str, int], str] = {}
+    for d, lv in levels.items():
+        e = lv.expanded
+        for q, row in enumerate(dmas[d]):
+            kind, orig, p = row[0], row[1], row[2]
+            if kind == "evict":
+                evict_of[(d, _expanded_id(names[d], orig, p))] = f"dma:{d}:{q}"
+        for orig_t in lv.bridge.sent:
+            ready = []
+            for t in names[d].new_ids[orig_t]:
+                producer = e.accesses(t)[0]
+                key = (d, t)
+                if key in evict_of:
+                    ready.append(evict_of[key])
+                elif e.is_real(producer):
+                    ready.append(f"op:{names[d].instances[producer]}")
+            slow_ready[(d, lv.bridge.tensors[orig_t].tensor)] = ready
+
+    for d, lv in levels.items():
+        dev = devices[d]
+        e = lv.expanded
+        cycles = op_durations(e, lv.solution.in_fast)
+        released: dict[int, list[str]] = {}
+        prefetch_after_evict: dict[int, str] = {}
+        for q, row in enumerate(dmas[d]):
+            kind, orig, p, src, dst, size, trigger, release, dev_cycles = row
+            t = _expanded_id(names[d], orig, p)
+            deps = []
+            if trigger:
+                deps.append(f"op:{trigger}")
+            if kind == "prefetch":
+                if (d, t) in evict_of:
+                    deps.append(evict_of[(d, t)])
+                lt = lv.bridge.tensors[orig]
+                if lt.role == "received":
+                    deps += [f"xfer:{k}" for k, x in enumerate(transfers)
+                             if (x.src_op, x.dst_op) == lt.transfer]
+            acts.append(Activity(f"dma:{d}:{q}", f"dma:{d}", hardware.to_timeline_cycles(dev_cycles, dev),
+                                 tuple(deps), priority=q))
+            if release:
+                released.setdefault(names[d].instances.index(release), []).append(f"dma:{d}:{q}")
+        for i, inst in enumerate(names[d].instances):
+            op = lv.bridge.ops[lv.op_origin[i][0]]
+            deps = released.get(i, []) + into.get(op, [])
+            acts.append(Activity(f"op:{inst}", f"compute:{d}", hardware.to_timeline_cycles(cycles[i], dev),
+                                 tuple(deps)))
+    for o in plan.ops:
+        if o.device in levels:
+            continue
+        deps = [last_instance[p] for p in graph.dag.predecessors(o.name)
+                if placed[p].device == o.device] + into.get(o.name, [])
+        acts.append(Activity(f"op:{o.name}", f"stream:{o.device}:{o.stream}", o.duration_cycles, tuple(deps)))
+    for k, t in enumerate(transfers):
+        deps = [last_instance[t.src_op]]
+        if t.src_device in levels:
+            for x in t.tensors:
+                deps += slow_ready.get((t.src_device, x), [])
+        acts.append(Activity(f"xfer:{k}", f"link:{t.link}", t.duration_cycles, tuple(dict.fromkeys(deps)),
+                             priority=k))
+
+    start = list_schedule(acts, sequences)
+    duration = {a.name: a.duration for a in acts}
+
+    def end(name: str) -> int:
+        return start[name] + duration[name]
+
+    # ---- the re-timed plan ---------------------------------------------------------------
+    new_ops: list[PlacedOp] = []
+    for o in plan.ops:
+        if o.device not in levels:
+            new_ops.append(replace(o, start_cycle=start[f"op:{o.name}"]))
+    for d in levels:
+        for inst in names[d].instances:
+            new_ops.append(PlacedOp(inst, d, 0, start[f"op:{inst}"], duration[f"op:{inst}"]))
+    new_transfers = tuple(replace(t, start_cycle=start[f"xfer:{k}"]) for k, t in enumerate(transfers))
+    makespan = max([end(a.name) for a in acts], default=0)
+
+    # ---- buffers and DMAs ---------------------------------------------------------------
+    device_plans: dict[str, DeviceMemoryPlan] = {}
+    for d, lv in levels.items():
+        device_plans[d] = _device_plan(d, lv, names[d], accesses[d], dmas[d], start, end, transfers, graph,
+                                       hardware, alignment_bytes, (stats or {}).get(d, {}))
+    new_plan = replace(plan, ops=tuple(sorted(new_ops, key=lambda o: (o.start_cycle, o.device, o.stream, o.name))),
+                       transfers=new_transfers, makespan_cycles=makespan, objective=makespan)
+    return new_plan, MemoryPlan(device_plans)
+
+
+def _expanded_id(names: _Names, orig: int, portion: int) -> int:
+    ids = names.new_ids[orig]
+    return ids[portion] if portion >= 0 else ids[0]
+
+
+def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, end, transfers, graph: Graph,
+                 hardware: Hardware, alignment: int, stats) -> DeviceMemoryPlan:
+    e, b = lv.expanded, lv.bridge
+    n = e.num_ops
+    inst_start = [start[f"op:{x}"] for x in names.instances]
+    inst_end = [end(f"op:{x}") for x in names.instances]
+    dma_names = [f"dma:{d}:{q}" for q in range(len(dma_rows))]
+    sends = [k for k, t in enumerate(transfers) if t.src_device == d]
+    recvs = [k for k, t in enumerate(transfers) if t.dst_device == d]
+    device_end = max([*inst_end, *(end(x) for x in dma_names), *(end(f"xfer:{k}") for k in sends + recvs), 0])
+
+    def point_start(p: int) -> int:
+        i = p // 2
+        if p % 2:
+            return inst_start[i]
+        return inst_end[i - 1] if i > 0 else 0
+
+    def point_end(p: int) -> int:
+        i = p // 2
+        if p % 2:
+            return inst_start[i] if i < n else device_end
+        return inst_end[i - 1]
+
+    buffers: list[MemoryBuffer] = []
+    for t, lo, hi, name, address in names.pieces:
+        orig, p = lv.tensor_origin[t]
+        buffers.append(MemoryBuffer(name, b.tensors[orig].tensor, p if lv.factors_of_tensor[orig] > 1 else -1,
+                                    b.fast_level, address, e.tensor_bytes[t], point_start(lo), point_end(hi)))
+
+    # Slow copies: one whole buffer per bridge tensor that ever lives slow, portions as views.
+    uses: dict[str, list[int]] = {}  # slow buffer name -> cycles it must cover
+    for inst, acc in accesses.items():
+        i = names.instances.index(inst)
+        for group in (*acc.inputs, *acc.outputs):
+            for name in group:
+                if "@" not in name:
+                    uses.setdefault(name, []).extend((inst_start[i], inst_end[i]))
+    for q, row in enumerate(dma_rows):
+        slow_name = row[3] if row[0] == "prefetch" else row[4]
+        uses.setdefault(slow_name, []).extend((start[dma_names[q]], end(dma_names[q])))
+    sent_by_tensor: dict[str, list[int]] = {}
+    for k in sends:
+        for x in transfers[k].tensors:
+            sent_by_tensor.setdefault(x, []).extend((start[f"xfer:{k}"], end(f"xfer:{k}")))
+    slow: list[MemoryBuffer] = []
+    views: list[tuple[str, str, int, int, int]] = []  # name, parent, tensor index, portion, offset
+    for orig, lt in enumerate(b.tensors):
+        k = lv.factors_of_tensor[orig]
+        members = [lt.name] if k == 1 else [f"{lt.name}#{p}" for p in range(k)]
+        cycles = [c for m in members for c in uses.get(m, [])]
+        if lt.role == "activation":
+            cycles += sent_by_tensor.get(lt.tensor, [])
+            if graph.tensors[lt.tensor].kind == "output":
+                cycles.append(device_end)  # the host reads graph outputs after the run
+        if lt.role == "received":
+            k_x = [x for x, tr in enumerate(transfers) if (tr.src_op, tr.dst_op) == lt.transfer]
+            cycles += [start[f"xfer:{x}"] for x in k_x] + [end(f"xfer:{x}") for x in k_x]
+        if lt.preloaded:
+            lo, hi = 0, device_end
+        elif not cycles:
+            continue
+        else:
+            lo, hi = min(cycles), max(cycles)
+        slow.append(MemoryBuffer(lt.name, lt.tensor, -1, b.slow_level, 0, lt.size_bytes, lo, hi,
+                                 preloaded=lt.preloaded))
+        if k > 1:
+            part = lt.size_bytes // k
+            for p in range(k):
+                views.append((f"{lt.name}#{p}", lt.name, orig, p, p * part))
+    for k in recvs:
+        t = transfers[k]
+        if not t.tensors:
+            slow.append(MemoryBuffer(f"after:{t.src_op}@{t.src_device}->{t.dst_op}", "", -1, b.slow_level, 0, 0,
+                                     start[f"xfer:{k}"], max(end(f"xfer:{k}"), *(
+                                         inst_end[i] for i, o in enumerate(lv.op_origin)
+                                         if b.ops[o[0]] == t.dst_op))))
+    slow = _place_slow(slow, hardware, d, alignment, b)
+    by_name = {x.name: x for x in slow}
+    for name, parent, orig, p, offset in views:
+        par = by_name[parent]
+        buffers.append(MemoryBuffer(name, par.tensor, p, b.slow_level, par.address + offset,
+                                    par.size_bytes // lv.factors_of_tensor[orig], par.start_cycle, par.end_cycle,
+                                    view_of=parent))
+    buffers = slow + buffers
+    buffers.sort(key=lambda x: (x.start_cycle, x.level, x.address, x.name))
+
+    mem_transfers = tuple(
+        MemoryTransfer(row[0], b.tensors[row[1]].tensor, row[2], row[3], row[4], row[5], row[6], row[7],
+                       start[dma_names[q]], end(dma_names[q]) - start[dma_names[q]])
+        for q, row in enumerate(dma_rows))
+    factors = {label: k for label, k in zip(b.group_labels, lv.solution.split_factors)}
+    return DeviceMemoryPlan(d, b.fast_level, b.slow_level, tuple(names.instances), accesses, tuple(buffers),
+                            mem_transfers, factors, dict(stats))
+
+
+def _place_slow(buffers: list[MemoryBuffer], hardware: Hardware, device: str, alignment: int,
+                bridge: DeviceBridge) -> list[MemoryBuffer]:
+    """Addresses for the slow copies: greedy-by-size over their cycle lifetimes."""
+    sized = [x for x in buffers if x.size_bytes > 0]
+    if not sized:
+        return buffers
+    edges = sorted({c for x in sized for c in (x.start_cycle, x.end_cycle)})
+    rank = {c: i for i, c in enumerate(edges)}
+    capacity = hardware.device(device).memory_capacity_bytes
+    problem = OffsetProblem(
+        size_bytes=tuple(x.size_bytes for x in sized),
+        start=tuple(rank[x.start_cycle] for x in sized),
+        end=tuple(max(rank[x.end_cycle], rank[x.start_cycle] + 1) for x in sized),
+        capacity_bytes=capacity, alignment_bytes=(alignment,) * len(sized), names=tuple(x.name for x in sized))
+    result = GreedyBySizeOffsetSolver().solve(problem, SolveOptions(time_limit_s=10))
+    if not result.status.has_solution:
+        total = sum(x.size_bytes for x in sized)
+        raise InfeasibleError(
+            f"device {device}: the slow copies do not fit {bridge.slow_level} "
+            f"({format_bytes(capacity)}); they need up to {format_bytes(total)} at once")
+    address = dict(zip((x.name for x in sized), result.solution.offsets))
+    return [replace(x, address=address.get(x.name, 0)) for x in buffers]

@@ -1,0 +1,329 @@
+"""From a schedule to one level-assignment problem per memory-planned device.
+
+The spine's schedule fixes each device's op order (start cycle, then stream, then name);
+the ops a device runs, in that order, become a
+:class:`~solvers.memory.levels.LevelProblem` over the device's fast level and its main
+(slow) level, costed by the ISA so that the solver's roofline is the binary's to the
+cycle: compute cycles are the ISA's ``compute_cycles`` (device cycles), bandwidths are
+exact fractions ``bytes_per_s / clock_hz`` and a DMA takes the ISA's ``latency +
+ceil(bytes / min(bandwidths))``.
+
+Tensors: weights and graph inputs start slow (preloaded); a tensor produced on another
+device arrives as a *received copy* in the slow level (one per transfer, as lowering
+does); graph outputs and tensors sent to other devices are live-out (they end slow).
+
+Split groups: maximal runs of consecutive *row-separable* ops (their output rows depend
+only on the same rows of their non-weight inputs, along dimension 0), offered only where
+some op touches more bytes than the fast level holds; every non-weight tensor a group
+touches is split, and a factor is offered only when it divides dimension 0 of every one.
+
+Examples
+--------
+>>> from planner.spec import load_spec
+>>> spec = load_spec("specs/memory-mlp.yaml")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Mapping
+
+from planner.graph.ir import Graph, Tensor
+from planner.hardware import Device, Hardware
+from planner.isa.cost import DATA_MOVEMENT_OPS, op_cost
+from planner.memory.options import MemoryOptions
+from planner.plan import Plan
+from solvers.memory.levels import LevelProblem, SplitGroup
+
+__all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
+           "build_device_problem", "portion_graph", "row_separable", "MAX_SPLIT_GROUPS"]
+
+MAX_SPLIT_GROUPS = 3  # split factors are enumerated: 3 groups of 3 factors = 27 solves
+_ELEMENTWISE = ("add", "sub", "mul", "relu", "gelu", "sigmoid", "tanh")
+_BATCHED = ("conv2d", "maxpool", "avgpool", "global_avgpool")
+
+
+@dataclass(frozen=True, slots=True)
+class LevelTensor:
+    """A tensor of a device's level problem.
+
+    ``name`` is its buffer base name (the graph tensor's name, or for a received copy
+    ``"<tensor>@<src device>-><consumer op>"``); ``role`` is ``weight``, ``input`` (a
+    graph input), ``activation`` (produced on this device) or ``received``.
+
+    Examples
+    --------
+    >>> LevelTensor("x", "x", "input", 64).preloaded
+    True
+    """
+
+    name: str
+    tensor: str
+    role: str
+    size_bytes: int
+    transfer: tuple[str, str] | None = None  # (src op, dst op) of a received copy
+
+    @property
+    def preloaded(self) -> bool:
+        return self.role in ("weight", "input")
+
+
+@dataclass(frozen=True)
+class DeviceBridge:
+    """One device's level problem and the names to map its solution back."""
+
+    device: Device
+    fast_level: str
+    slow_level: str
+    ops: tuple[str, ...]  # level-problem op index -> graph op
+    tensors: tuple[LevelTensor, ...]  # level-problem tensor index -> tensor
+    op_inputs: tuple[tuple[int, ...], ...]  # per op, per graph input (in order) -> tensor index
+    op_outputs: tuple[tuple[int, ...], ...]
+    problem: LevelProblem
+    sent: frozenset[int]  # tensor indices read by transfers to other devices
+    group_labels: tuple[str, ...]  # per split group, "first..last"
+    reserve_bytes: int  # fast capacity held back for address alignment
+
+
+def device_order(plan: Plan, device: str, graph: Graph | None = None) -> tuple[str, ...]:
+    """The ops ``device`` runs, in the schedule's order: start, end, then the graph's
+    topological order (a zero-cycle op and its consumer may start at the same cycle).
+
+    Examples
+    --------
+    >>> from planner.plan import PlacedOp
+    >>> p = Plan("s", "latency", "OPTIMAL", 5, 5, 0.0, 5, 10**9,
+    ...          (PlacedOp("b", "d", 1, 0, 5), PlacedOp("a", "d", 0, 0, 2), PlacedOp("c", "e", 0, 0, 1)), ())
+    >>> device_order(p, "d")
+    ('a', 'b')
+    """
+    rank = {n: i for i, n in enumerate(graph.topological_order())} if graph is not None else {}
+    return tuple(o.name for o in sorted((o for o in plan.ops if o.device == device),
+                                        key=lambda o: (o.start_cycle, o.end_cycle, rank.get(o.name, 0),
+                                                       o.stream, o.name)))
+
+
+def fast_level_name(device: Device, options: MemoryOptions) -> str:
+    """The fast level of ``device``: the one the options name for its kind, else its fastest.
+
+    Examples
+    --------
+    >>> from planner.isa.profiles import get_profile
+    >>> fast_level_name(Device("t", "tpu", get_profile("tpu-v4")), MemoryOptions(enabled=True))
+    'vmem'
+    """
+    return options.fast_level(device.kind) or device.profile.memory[0].name
+
+
+def skip_reason(device: Device, ops: tuple[str, ...], graph: Graph, options: MemoryOptions) -> str | None:
+    """Why ``device`` is not memory-planned, or None when it is.
+
+    Examples
+    --------
+    >>> from planner.isa.profiles import get_profile
+    >>> skip_reason(Device("g", "g", get_profile("generic")), ("a",), None, MemoryOptions(enabled=True))
+    'its profile has one memory level'
+    """
+    if len(device.profile.memory) < 2:
+        return "its profile has one memory level"
+    if fast_level_name(device, options) == device.profile.main_memory.name:
+        return f"its fast level is its main memory {device.profile.main_memory.name}"
+    if not ops:
+        return "it runs no ops"
+    explicit = [n for n in ops if device.kind in graph.ops[n].cycles or graph.ops[n].type == "task"]
+    if explicit:
+        return f"op {explicit[0]!r} has explicit cycles, which do not depend on where its data lives"
+    return None
+
+
+def _is_weight(graph: Graph, tensor: str) -> bool:
+    return graph.tensors[tensor].kind == "weight"
+
+
+def row_separable(graph: Graph, op_name: str) -> bool:
+    """Whether rows (dimension 0) of the op's outputs depend only on the same rows of its
+    non-weight inputs, so the op can run on portions along dimension 0.
+
+    Examples
+    --------
+    >>> from planner.graph.ir import Op
+    >>> g = Graph([Tensor("x", (8, 4), kind="input"), Tensor("w", (4, 2), kind="weight"),
+    ...            Tensor("y", (8, 2), kind="output")], [Op("fc", "matmul", ("x", "w"), ("y",))])
+    >>> row_separable(g, "fc")
+    True
+    """
+    op = graph.ops[op_name]
+    shape = graph.tensors
+    data = [t for t in op.inputs if not _is_weight(graph, t)]
+    if not op.outputs or not data:
+        return False
+    d0 = shape[op.outputs[0]].shape[0]
+    if any(shape[t].shape[0] != d0 for t in (*data, *op.outputs)):
+        return False
+    rank = len(shape[op.outputs[0]].shape)
+    if op.type in _ELEMENTWISE:
+        out = shape[op.outputs[0]].shape
+        weights_ok = all(len(shape[t].shape) < rank or shape[t].shape[0] == 1
+                         for t in op.inputs if _is_weight(graph, t))
+        return all(shape[t].shape == out for t in data) and weights_ok
+    if op.type == "matmul":
+        return (len(op.inputs) >= 2 and not _is_weight(graph, op.inputs[0]) and _is_weight(graph, op.inputs[1])
+                and len(shape[op.inputs[1]].shape) == 2 and rank >= 2)
+    if op.type == "softmax":
+        axis = int(op.attrs.get("axis", -1))
+        return rank >= 2 and axis % rank != 0
+    if op.type == "layernorm":
+        return rank >= 2
+    if op.type in _BATCHED:
+        return rank == 4 and len(data) == 1 and data[0] == op.inputs[0]
+    if op.type == "transpose":
+        perm = tuple(op.attrs.get("perm", ()))
+        return bool(perm) and perm[0] == 0
+    if op.type in ("concat", "split"):
+        return rank >= 2 and int(op.attrs.get("axis", 0)) % rank != 0
+    if op.type == "reshape":
+        return len(data) == 1
+    return False
+
+
+def portion_graph(graph: Graph, split_tensors: frozenset[str] | set[str], factor: int) -> Graph:
+    """``graph`` with every tensor of ``split_tensors`` cut to ``1/factor`` along dimension 0.
+
+    Examples
+    --------
+    >>> from planner.graph.ir import Op
+    >>> g = Graph([Tensor("x", (8, 4), kind="input"), Tensor("y", (8, 4), kind="output")],
+    ...           [Op("r", "relu", ("x",), ("y",))])
+    >>> portion_graph(g, {"x", "y"}, 4).tensors["y"].shape
+    (2, 4)
+    """
+    tensors = []
+    for t in graph.tensors.values():
+        if t.name in split_tensors:
+            tensors.append(Tensor(t.name, (t.shape[0] // factor, *t.shape[1:]), t.dtype, t.kind))
+        else:
+            tensors.append(t)
+    return Graph(tensors, graph.ops.values())
+
+
+def _fraction(bytes_per_s: int, clock_hz: int) -> Fraction:
+    return Fraction(int(bytes_per_s), int(clock_hz))
+
+
+def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: Device,
+                         options: MemoryOptions) -> DeviceBridge:
+    """The level problem of ``device`` for the order ``plan`` gives it.
+
+    Call :func:`skip_reason` first; this assumes the device can be memory-planned.
+    """
+    profile = device.profile
+    ops = device_order(plan, device.name, graph)
+    placed = {o.name: o.device for o in plan.ops}
+    fast = profile.level(fast_level_name(device, options))
+    slow = profile.main_memory
+
+    tensors: list[LevelTensor] = []
+    index: dict[str, int] = {}
+
+    def tensor_id(name: str, tensor: str, role: str, transfer=None) -> int:
+        if name not in index:
+            index[name] = len(tensors)
+            tensors.append(LevelTensor(name, tensor, role, graph.tensors[tensor].size_bytes, transfer))
+        return index[name]
+
+    op_inputs: list[tuple[int, ...]] = []
+    op_outputs: list[tuple[int, ...]] = []
+    for name in ops:
+        op = graph.ops[name]
+        ins = []
+        for t in op.inputs:
+            producer = graph.producer(t)
+            if producer is None:
+                ins.append(tensor_id(t, t, "weight" if _is_weight(graph, t) else "input"))
+            elif placed[producer] == device.name:
+                ins.append(tensor_id(t, t, "activation"))
+            else:
+                ins.append(tensor_id(f"{t}@{placed[producer]}->{name}", t, "received", (producer, name)))
+        op_inputs.append(tuple(ins))
+        op_outputs.append(tuple(tensor_id(t, t, "activation") for t in op.outputs))
+
+    sent: set[int] = set()
+    for t in plan.transfers:
+        if t.src_device == device.name:
+            for x in t.tensors:
+                if x in index:
+                    sent.add(index[x])
+    live_out = sorted(sent | {i for i, lt in enumerate(tensors)
+                              if lt.role == "activation" and graph.tensors[lt.tensor].kind == "output"})
+
+    reads = [tuple(sorted(set(ins))) for ins in op_inputs]
+    writes = [tuple(sorted(set(outs))) for outs in op_outputs]
+    compute = [op_cost(graph.ops[n], graph, profile, device.kind).compute_cycles for n in ops]
+
+    reserve = min(fast.capacity_bytes // 8, 32 * options.alignment_bytes)
+    capacity_fast = max(1, fast.capacity_bytes - reserve)
+    groups, labels = _split_groups(graph, ops, tensors, op_inputs, op_outputs, capacity_fast, options,
+                                   profile, device.kind) if options.split else ((), ())
+    problem = LevelProblem(
+        compute_cycles=tuple(compute), reads=tuple(reads), writes=tuple(writes),
+        tensor_bytes=tuple(lt.size_bytes for lt in tensors),
+        capacity_bytes=(capacity_fast, device.memory_capacity_bytes),
+        bandwidth_bytes_per_cycle=(_fraction(fast.bandwidth_bytes_per_s, profile.clock_hz),
+                                   _fraction(slow.bandwidth_bytes_per_s, profile.clock_hz)),
+        dma_bytes_per_cycle=_fraction(min(fast.bandwidth_bytes_per_s, slow.bandwidth_bytes_per_s), profile.clock_hz),
+        dma_latency_cycles=profile.dma_latency_cycles,
+        live_out=tuple(live_out), splits=groups, op_names=ops, tensor_names=tuple(lt.name for lt in tensors))
+    return DeviceBridge(device, fast.name, slow.name, ops, tuple(tensors), tuple(op_inputs), tuple(op_outputs),
+                        problem, frozenset(sent), labels, reserve)
+
+
+def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fast: int,
+                  options: MemoryOptions, profile, kind) -> tuple[tuple[SplitGroup, ...], tuple[str, ...]]:
+    def touched(i: int) -> set[int]:
+        return {t for t in (*op_inputs[i], *op_outputs[i]) if tensors[t].role != "weight"}
+
+    runs: list[tuple[int, int, set[int]]] = []
+    used: set[int] = set()
+    current: list[int] = []
+    current_tensors: set[int] = set()
+
+    def close() -> None:
+        nonlocal current, current_tensors
+        if current:
+            runs.append((current[0], current[-1], current_tensors))
+            used.update(current_tensors)
+        current, current_tensors = [], set()
+
+    for i, name in enumerate(ops):
+        mine = touched(i)
+        if not row_separable(graph, name) or mine & used:
+            close()
+            continue
+        current.append(i)
+        current_tensors |= mine
+    close()
+
+    candidates = []
+    for first, last, split in runs:
+        biggest = max(sum(tensors[t].size_bytes for t in {*op_inputs[i], *op_outputs[i]})
+                      for i in range(first, last + 1))
+        if biggest <= capacity_fast:
+            continue
+        dims = {graph.tensors[tensors[t].tensor].shape[0] for t in split}
+        factors = tuple(k for k in sorted({1, *options.split_factors}) if all(d % k == 0 for d in dims))
+        if len(factors) < 2:
+            continue
+        candidates.append((biggest, first, last, split, factors))
+    chosen = sorted(sorted(candidates, key=lambda c: (-c[0], c[1]))[:MAX_SPLIT_GROUPS], key=lambda c: c[1])
+    groups, labels = [], []
+    for _, first, last, split, factors in chosen:
+        names = {tensors[t].tensor for t in split}
+        portion_compute = []
+        for k in factors:
+            pg = portion_graph(graph, names, k) if k > 1 else graph
+            portion_compute.append(tuple(op_cost(pg.ops[ops[i]], pg, profile, kind).compute_cycles
+                                         for i in range(first, last + 1)))
+        groups.append(SplitGroup(first, last, tuple(sorted(split)), factors, portion_compute=tuple(portion_compute)))
+        labels.append(f"{ops[first]}..{ops[last]}")
+    return tuple(groups), tuple(labels)
