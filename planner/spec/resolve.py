@@ -453,11 +453,11 @@ def check_tensor_sizes(graph: Graph, hw: Hardware, allowed: dict[str, tuple[str,
 
     devices = hw.devices
     totals = {d.name: _device_total_bytes(d) for d in devices}
-    largest = max(totals.values())
+    smallest = min(totals.values())
     for name, tensor in graph.tensors.items():
         size = tensor.size_bytes
-        if size <= largest:
-            continue  # fits the biggest device: no need to find the holders
+        if size <= smallest:
+            continue  # fits every device: no need to find the holders
         users = [o for o in (graph.producer(name), *graph.consumers(name)) if o is not None]
         holders: list[str] = []
         for d in devices:
