@@ -124,7 +124,9 @@ def random_inputs(graph: Graph, seed: int = 0) -> dict[str, np.ndarray]:
         offset, scale = _role_scale(graph, t)
         rng = np.random.default_rng(_seed_words(int(seed), name))
         z = rng.standard_normal(t.shape, dtype=np.float32)
-        out[name] = (np.float32(offset) + np.float32(scale) * z).astype(dtype)
+        z *= np.float32(scale)
+        z += np.float32(offset)
+        out[name] = z.astype(dtype, copy=False)
     return out
 
 
