@@ -1,0 +1,210 @@
+"""Addresses for the buffers of one memory level when no memory plan gives them.
+
+Every buffer lives over a half-open cycle interval ``[start, end)``; two buffers live at
+the same time must not share an address. The cycle axis is compressed to event indices
+(the distinct start and end cycles), which :class:`solvers.memory.offsets.OffsetProblem`
+needs as steps, and sizes are rounded up to the alignment, so every address is a multiple
+of it. Greedy-by-size (TFLite's arena planner) packs the buffers; when its arena exceeds the
+level, CP-SAT searches for a packing under a small deterministic budget; when that fails
+too, :class:`~planner.errors.InfeasibleError` says how many bytes are live, when, and which
+buffers are the biggest there.
+
+Time axis
+---------
+Cycle ``t`` of rank ``r`` (among the distinct event cycles) is step ``2r``. A lifetime
+``[s, e)`` with ``s < e`` becomes ``[2r(s), 2r(e))``; an empty lifetime ``[t, t)`` (a buffer
+allocated and freed at one cycle) becomes ``[2r(t), 2r(t) + 1)``, so it conflicts with every
+buffer live at ``t`` (including those allocated at ``t`` and other empty ones there) and
+with none freed at ``t``: the simulator's rule, FREE first at equal cycles.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Sequence
+
+from planner.errors import InfeasibleError, InternalError
+from solvers.core import SolveOptions, Status
+from solvers.cpsat_support import run_cpsat
+from solvers.memory.offsets import (
+    GreedyBySizeOffsetSolver,
+    OffsetProblem,
+    build_offset_model,
+    peak_bytes,
+    validate_offsets,
+)
+
+__all__ = ["Lifetime", "assign_addresses", "OFFSET_CPSAT_DETERMINISTIC_TIME", "round_up"]
+
+_LOG = logging.getLogger(__name__)
+
+# CP-SAT budget when greedy-by-size cannot pack a level: deterministic time (CP-SAT's
+# work units, about a second each) with one worker and seed 0, so the outcome repeats;
+# the wall-clock limit is only a safety net far above it.
+OFFSET_CPSAT_DETERMINISTIC_TIME = 2.0
+_OFFSET_CPSAT_WALL_S = 120.0
+
+
+def round_up(size_bytes: int, alignment_bytes: int) -> int:
+    """``size_bytes`` rounded up to a multiple of ``alignment_bytes``.
+
+    Examples
+    --------
+    >>> round_up(1000, 64), round_up(0, 64), round_up(64, 64)
+    (1024, 0, 64)
+    """
+    return -(-size_bytes // alignment_bytes) * alignment_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Lifetime:
+    """A buffer to place: ``size_bytes`` live over cycles ``[start_cycle, end_cycle)``.
+
+    Examples
+    --------
+    >>> Lifetime("y", 1000, 4, 36).end_cycle
+    36
+    """
+
+    name: str
+    size_bytes: int
+    start_cycle: int
+    end_cycle: int
+
+    def __post_init__(self) -> None:
+        if self.size_bytes < 0 or not 0 <= self.start_cycle <= self.end_cycle:
+            raise ValueError(f"buffer {self.name!r}: needs size >= 0 and 0 <= start <= end, got "
+                             f"{self.size_bytes} B over [{self.start_cycle}, {self.end_cycle})")
+
+
+def _to_problem(buffers: Sequence[Lifetime], capacity_bytes: int, alignment_bytes: int) -> OffsetProblem:
+    cycles = sorted({b.start_cycle for b in buffers} | {b.end_cycle for b in buffers})
+    rank = {c: i for i, c in enumerate(cycles)}
+    start = [2 * rank[b.start_cycle] for b in buffers]
+    end = [2 * rank[b.end_cycle] if b.end_cycle > b.start_cycle else 2 * rank[b.start_cycle] + 1
+           for b in buffers]
+    return OffsetProblem(size_bytes=tuple(round_up(b.size_bytes, alignment_bytes) for b in buffers),
+                         start=tuple(start), end=tuple(end), capacity_bytes=capacity_bytes,
+                         alignment_bytes=(alignment_bytes,) * len(buffers),
+                         names=tuple(b.name for b in buffers))
+
+
+def _busiest_step(problem: OffsetProblem) -> tuple[int, int]:
+    """(step, live bytes) where the most (alignment-rounded) bytes are live; earliest on ties."""
+    events = sorted([(problem.start[i], 1, problem.size_bytes[i]) for i in range(problem.num_buffers)]
+                    + [(problem.end[i], 0, -problem.size_bytes[i]) for i in range(problem.num_buffers)])
+    live, best, best_step = 0, 0, 0
+    for step, _, delta in events:  # frees (0) before allocations (1) at one step
+        live += delta
+        if live > best:
+            best, best_step = live, step
+    return best_step, best
+
+
+def _format_bytes(n: int) -> str:
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.2f} {unit} ({n} B)"
+    return f"{n} B"
+
+
+def _explain(buffers: Sequence[Lifetime], problem: OffsetProblem, *, device: str, level: str,
+             alignment_bytes: int, packed_bytes: int | None, proven: bool) -> str:
+    step, live = _busiest_step(problem)
+    cycles = sorted({b.start_cycle for b in buffers} | {b.end_cycle for b in buffers})
+    cycle = cycles[step // 2]
+    there = sorted((i for i in range(problem.num_buffers)
+                    if problem.start[i] <= step < problem.end[i] and problem.size_bytes[i]),
+                   key=lambda i: (-buffers[i].size_bytes, buffers[i].name))
+    unrounded = sum(buffers[i].size_bytes for i in there)
+    biggest = ", ".join(f"{buffers[i].name} {_format_bytes(buffers[i].size_bytes)} "
+                        f"[{buffers[i].start_cycle}, {buffers[i].end_cycle})" for i in there[:3])
+    head = (f"device {device}: the buffers of memory level {level!r} (capacity "
+            f"{_format_bytes(problem.capacity_bytes)}) do not fit at {alignment_bytes}-byte-aligned addresses")
+    where = (f"at cycle {cycle}, {len(there)} buffers hold {_format_bytes(live)} after rounding each up to "
+             f"{alignment_bytes} B ({_format_bytes(unrounded)} unrounded); the biggest: {biggest}")
+    if live > problem.capacity_bytes:
+        return (f"{head}: {where}, which alone exceeds the capacity. Lower the memory use at that "
+                f"cycle, raise the device's memory limit, or use a smaller alignment.")
+    found = ("" if packed_bytes is None else
+             f"; the best packing found needs {_format_bytes(packed_bytes)}")
+    why = ("no placement at aligned addresses fits (proven)" if proven else
+           "no placement at aligned addresses was found within the search budget")
+    return (f"{head}: at most {_format_bytes(live)} are live at once ({where}), but buffers live at the "
+            f"same time cannot share addresses and the free space is fragmented between buffers that "
+            f"live at different times: {why}{found}. Raise the device's memory limit to leave room for "
+            f"fragmentation, or lower the memory use.")
+
+
+def assign_addresses(buffers: Sequence[Lifetime], capacity_bytes: int, alignment_bytes: int = 64, *,
+                     device: str = "", level: str = "") -> tuple[int, ...]:
+    """One address per buffer, a multiple of ``alignment_bytes``, packed into the capacity.
+
+    Parameters
+    ----------
+    buffers
+        The buffers of one memory level with their lifetimes (cycles of the plan).
+    capacity_bytes
+        The level's capacity: every buffer's rounded size ends at or below it.
+    alignment_bytes
+        Every address is a multiple of it; sizes are rounded up to it.
+    device, level
+        Names for the error message.
+
+    Returns
+    -------
+    tuple[int, ...]
+        The addresses, in the order of ``buffers``. Deterministic.
+
+    Raises
+    ------
+    InfeasibleError
+        Neither greedy-by-size nor CP-SAT (deterministic budget) packs the buffers into the
+        capacity; the message gives the busiest cycle and its biggest buffers.
+
+    Examples
+    --------
+    ``x`` and ``z`` live at different times and share address 0; ``y`` overlaps both:
+
+    >>> assign_addresses([Lifetime("x", 100, 0, 5), Lifetime("y", 64, 0, 10), Lifetime("z", 10, 5, 10)], 1024)
+    (0, 128, 0)
+
+    Three 64-byte buffers live together cannot fit in 128 bytes:
+
+    >>> assign_addresses([Lifetime(n, 64, 0, 1) for n in "abc"], 128, device="d0", level="mem")
+    Traceback (most recent call last):
+    ...
+    planner.errors.InfeasibleError: device d0: the buffers of memory level 'mem' (capacity 128 B) do not fit \
+at 64-byte-aligned addresses: at cycle 0, 3 buffers hold 192 B after rounding each up to 64 B (192 B unrounded); \
+the biggest: a 64 B [0, 1), b 64 B [0, 1), c 64 B [0, 1), which alone exceeds the capacity. Lower the memory \
+use at that cycle, raise the device's memory limit, or use a smaller alignment.
+    """
+    if alignment_bytes < 1:
+        raise ValueError(f"alignment_bytes must be >= 1, got {alignment_bytes}")
+    if not buffers:
+        return ()
+    problem = _to_problem(buffers, capacity_bytes, alignment_bytes)
+    greedy = GreedyBySizeOffsetSolver().solve(problem)
+    if greedy.solution is not None:
+        return greedy.solution.offsets
+    greedy_peak = greedy.stats.get("peak_bytes")
+    _, live = _busiest_step(problem)
+    context = dict(device=device, level=level, alignment_bytes=alignment_bytes)
+    if live > capacity_bytes:
+        raise InfeasibleError(_explain(buffers, problem, packed_bytes=greedy_peak, proven=True, **context))
+    _LOG.info("device %s, level %s: greedy-by-size needs %s B > %s B; trying CP-SAT", device, level,
+              greedy_peak, capacity_bytes)
+    model, variables = build_offset_model(problem, capacity_bytes, live)
+    status, solver, _ = run_cpsat(model, SolveOptions(time_limit_s=_OFFSET_CPSAT_WALL_S, num_workers=1,
+                                                      random_seed=0),
+                                  max_deterministic_time=OFFSET_CPSAT_DETERMINISTIC_TIME)
+    if status.has_solution:
+        solution = variables.extract(solver)
+        errors = validate_offsets(problem, solution)
+        if errors:
+            raise InternalError(f"CP-SAT offsets for level {level!r} of {device}: " + "; ".join(errors[:5]))
+        _LOG.info("CP-SAT packs level %s of %s into %d B", level, device, peak_bytes(problem, solution))
+        return solution.offsets
+    raise InfeasibleError(_explain(buffers, problem, packed_bytes=greedy_peak,
+                                   proven=status is Status.INFEASIBLE, **context))
