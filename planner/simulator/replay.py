@@ -9,22 +9,41 @@ Checks
 ------
 * program shape: records sorted by start cycle, exactly one HALT, last, at or after
   every other instruction's end; compute on a valid stream, SEND/RECV on the transfer
-  engine, bookkeeping (ALLOC, FREE, SIGNAL, WAIT, HALT) of zero duration;
-* timing: each compute instruction's duration equals its recomputed cycles converted to
-  the reference clock; each SEND/RECV's equals the link's latency + bytes / bandwidth;
-* streams: compute instructions of one stream do not overlap; each op runs once;
-* dependencies: every buffer read starts at or after the buffer is ready (its writer's
-  end, a RECV's end, or its ALLOC when preloaded), and reads and writes happen while
-  the buffer is allocated; a buffer has one writer;
+  engine, only DMAs (and bookkeeping) on the DMA engine, bookkeeping (ALLOC, FREE,
+  SIGNAL, WAIT, HALT) of zero duration;
+* timing: each compute instruction's and memory DMA's duration equals its recomputed
+  cycles (roofline with ``fast_bytes``) converted to the reference clock; each
+  SEND/RECV's equals the link's latency + bytes / bandwidth;
+* streams: compute instructions of one stream do not overlap, nor DMAs on the DMA
+  engine (one at a time); each op runs once (memory DMAs are not ops);
+* dependencies: reads and writes happen while the buffer is allocated; every byte a read
+  covers was written by a write that ended at or before the read starts (a write to the
+  buffer, to a view inside it or to the allocation it is a view of; a preloaded ALLOC
+  writes at its cycle); no write overlaps in time a read or another write of the same
+  bytes (buffers may be written several times: a prefetched copy by its DMA, a slow copy
+  by an eviction after its producer);
+* memory DMAs (``DMA`` on the DMA engine): one source and one destination buffer, the
+  levels they name are the buffers' levels, and the bytes equal the smaller of the two
+  buffers (equal sizes for a whole copy; a portion copied into or out of a view);
+* kernels: one per op name, naming a compute instruction whose reads and writes are
+  exactly the kernel's operand buffers, each buffer large enough for its portion (an
+  operand held in k buffers is split in k equal parts along dimension 0); with a memory
+  plan (``fast_level >= 0``) a MATMUL/VECTOR's ``fast_bytes`` and ``mem_bytes`` equal the
+  summed sizes of its kernel operand buffers in the fast and in the main level, and no
+  operand lives in a third level;
 * transfers: every RECV matches one SEND (same id, bytes and link, crossed peers) and
   starts no earlier than it; a link carries one transfer at a time across all binaries;
-* semaphores: each WAIT is at or after its SIGNAL;
-* memory: live ALLOC'd bytes never exceed the header's capacity per level (FREE before
-  ALLOC at equal cycles: lifetimes are half-open).
+* semaphores: each WAIT (any stream, DMA engine included) is at or after its SIGNAL;
+* memory: live non-view bytes never exceed the header's capacity per level (FREE before
+  ALLOC at equal cycles: lifetimes are half-open; views take no capacity); in an
+  addressed program (``Program.addressed``), live non-view buffers of a level never
+  overlap in ``[address, address + bytes)`` and end within the level's capacity, and a
+  view lies inside one live non-view buffer of its level for its whole life.
 """
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +53,9 @@ from planner.errors import BinaryFormatError, InternalError
 from planner.isa.binary import decode
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
+    ALLOC_VIEW,
     COMPUTE_OPCODES,
+    DMA_STREAM,
     TRANSFER_STREAM,
     Instruction,
     Opcode,
@@ -45,6 +66,7 @@ from planner.isa.instructions import (
 __all__ = [
     "OpTiming",
     "TransferTiming",
+    "DmaTiming",
     "SimulationResult",
     "SimulationError",
     "simulate",
@@ -54,6 +76,8 @@ __all__ = [
 ]
 
 _BOOKKEEPING = frozenset({Opcode.ALLOC, Opcode.FREE, Opcode.SIGNAL, Opcode.WAIT, Opcode.HALT})
+_ROOFLINE = frozenset({Opcode.MATMUL, Opcode.CONV, Opcode.VECTOR})
+_NEVER = 1 << 62  # "never freed": the buffer lives until the program ends
 
 
 class SimulationError(InternalError):
@@ -99,15 +123,42 @@ class TransferTiming(NamedTuple):
     end_cycle: int
 
 
+class DmaTiming(NamedTuple):
+    """One memory DMA on a device's DMA engine (not an op of the plan); a tuple.
+
+    ``kind`` is the part of the instruction's op before ``":"`` (``"prefetch"``,
+    ``"evict"``), buffers and levels are names.
+
+    Examples
+    --------
+    >>> DmaTiming("d0", "prefetch:x@vmem.0", "prefetch", "x", "x@vmem.0", "hbm", "vmem", 64, 0, 9).end_cycle
+    9
+    """
+
+    device: str
+    op: str
+    kind: str
+    src_buffer: str
+    dst_buffer: str
+    src_level: str
+    dst_level: str
+    size_bytes: int
+    start_cycle: int
+    end_cycle: int
+
+
 @dataclass(frozen=True, slots=True)
 class SimulationResult:
     """What the replay found. ``violations`` is empty when the binaries are valid.
 
+    ``dmas`` lists the memory DMAs (sorted by device, start cycle, op); they are not in
+    ``ops``. ``peak_bytes`` counts non-view allocations.
+
     Examples
     --------
     >>> r = SimulationResult(0, {}, {}, {}, 0, ("x",))
-    >>> r.valid
-    False
+    >>> r.valid, r.dmas
+    (False, ())
     """
 
     makespan_cycles: int
@@ -117,6 +168,7 @@ class SimulationResult:
     instruction_count: int
     violations: tuple[str, ...] = ()
     devices: tuple[str, ...] = field(default=())
+    dmas: tuple[DmaTiming, ...] = ()
 
     @property
     def valid(self) -> bool:
@@ -141,6 +193,7 @@ class SimulationResult:
             "transfers": [{"id": t.id, "src_device": t.src_device, "dst_device": t.dst_device,
                            "link": t.link, "size_bytes": t.size_bytes, "start_cycle": t.start_cycle,
                            "end_cycle": t.end_cycle} for t in self.transfers.values()],
+            "dmas": [d._asdict() for d in self.dmas],
         }
 
 
@@ -149,8 +202,32 @@ def _where(p: Program, idx: int, ins: Instruction) -> str:
     return f"{p.device}#{idx} {ins.opcode.name}{op}"
 
 
-def _check_program(p: Program, v: list[str]) -> None:
-    """Shape, timing, streams, buffers, semaphores and memory of one program."""
+def _stream_name(stream: int) -> str:
+    if stream == DMA_STREAM:
+        return "DMA engine"
+    if stream == TRANSFER_STREAM:
+        return "transfer engine"
+    return f"stream {stream}"
+
+
+def _is_memory_dma(ins: Instruction) -> bool:
+    return ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM
+
+
+class _Buf(NamedTuple):
+    """One buffer's allocation, as its ALLOC and FREE give it."""
+
+    alloc_cycle: int
+    level: int
+    size: int
+    preloaded: bool
+    view: bool
+    address: int
+    free_cycle: int  # _NEVER when not freed
+
+
+def _check_shape(p: Program, v: list[str]) -> None:
+    """HALT, record order, streams, bookkeeping durations and recomputed durations."""
     instrs = p.instructions
     halts = [i for i, ins in enumerate(instrs) if ins.opcode == Opcode.HALT]
     if not instrs or instrs[-1].opcode != Opcode.HALT:
@@ -166,18 +243,19 @@ def _check_program(p: Program, v: list[str]) -> None:
         if instrs[i].start_cycle < instrs[i - 1].start_cycle:
             v.append(f"{_where(p, i, instrs[i])} starts at {instrs[i].start_cycle}, before the previous "
                      f"record's {instrs[i - 1].start_cycle}: records out of order")
-
-    # Timing and streams.
     for i, ins in enumerate(instrs):
         if ins.opcode in _BOOKKEEPING:
             if ins.duration_cycles != 0:
                 v.append(f"{_where(p, i, ins)} has duration {ins.duration_cycles}, expected 0")
-            if ins.stream >= p.num_streams and ins.stream != TRANSFER_STREAM:
+            if ins.stream >= p.num_streams and ins.stream not in (TRANSFER_STREAM, DMA_STREAM):
                 v.append(f"{_where(p, i, ins)} on stream {ins.stream}; the device has {p.num_streams}")
             continue
         if ins.opcode in (Opcode.SEND, Opcode.RECV):
             if ins.stream != TRANSFER_STREAM:
                 v.append(f"{_where(p, i, ins)} must run on the transfer engine, not stream {ins.stream}")
+        elif ins.stream == DMA_STREAM:
+            if ins.opcode != Opcode.DMA:
+                v.append(f"{_where(p, i, ins)}: only DMAs run on the DMA engine")
         elif ins.stream >= p.num_streams:
             v.append(f"{_where(p, i, ins)} on stream {ins.stream}; the device has {p.num_streams}")
         try:
@@ -196,62 +274,267 @@ def _check_program(p: Program, v: list[str]) -> None:
         spans = sorted(by_stream[stream])
         for (s0, e0, i0), (s1, _e1, i1) in zip(spans, spans[1:]):
             if s1 < e0:
-                v.append(f"{p.device} stream {stream}: {_where(p, i1, instrs[i1])} starts at {s1}, "
+                v.append(f"{p.device} {_stream_name(stream)}: {_where(p, i1, instrs[i1])} starts at {s1}, "
                          f"while {_where(p, i0, instrs[i0])} runs until {e0}")
 
-    # Buffers: allocation windows, readiness, one writer.
-    alloc: dict[int, tuple[int, int, int, bool]] = {}  # buffer -> (cycle, level, bytes, preloaded)
-    freed: dict[int, int] = {}
-    ready: dict[int, int] = {}
+
+def _allocations(p: Program, v: list[str]) -> dict[int, _Buf]:
+    """Each buffer's ALLOC and FREE (allocated and freed at most once, FREE matching)."""
+    instrs = p.instructions
+    alloc: dict[int, _Buf] = {}
     for i, ins in enumerate(instrs):
         if ins.opcode == Opcode.ALLOC:
             if ins.a in alloc:
                 v.append(f"{_where(p, i, ins)}: buffer {ins.a} allocated twice")
                 continue
-            pre = bool(ins.subop & ALLOC_PRELOADED)
-            alloc[ins.a] = (ins.start_cycle, ins.b, ins.c, pre)
-            if pre:
-                ready[ins.a] = ins.start_cycle
+            alloc[ins.a] = _Buf(ins.start_cycle, ins.b, ins.c, bool(ins.subop & ALLOC_PRELOADED),
+                                bool(ins.subop & ALLOC_VIEW), ins.d, _NEVER)
     for i, ins in enumerate(instrs):
-        if ins.opcode == Opcode.FREE:
-            if ins.a not in alloc:
-                v.append(f"{_where(p, i, ins)}: frees buffer {ins.a}, which is never allocated")
-            elif ins.a in freed:
-                v.append(f"{_where(p, i, ins)}: buffer {ins.a} freed twice")
-            else:
-                cyc, level, size, _ = alloc[ins.a]
-                if (level, size) != (ins.b, ins.c):
-                    v.append(f"{_where(p, i, ins)}: frees {ins.c} bytes of level {ins.b}, "
-                             f"allocated {size} bytes of level {level}")
-                if ins.start_cycle < cyc:
-                    v.append(f"{_where(p, i, ins)}: freed at {ins.start_cycle} before its ALLOC at {cyc}")
-                freed[ins.a] = ins.start_cycle
-    for i, ins in enumerate(instrs):
-        for b in ins.writes:
-            if b in ready:
-                v.append(f"{_where(p, i, ins)}: writes buffer {b} ({p.buffers[b]}), which already has a writer")
-            ready[b] = ins.end_cycle
+        if ins.opcode != Opcode.FREE:
+            continue
+        buf = alloc.get(ins.a)
+        if buf is None:
+            v.append(f"{_where(p, i, ins)}: frees buffer {ins.a}, which is never allocated")
+        elif buf.free_cycle != _NEVER:
+            v.append(f"{_where(p, i, ins)}: buffer {ins.a} freed twice")
+        else:
+            if (buf.level, buf.size) != (ins.b, ins.c):
+                v.append(f"{_where(p, i, ins)}: frees {ins.c} bytes of level {ins.b}, "
+                         f"allocated {buf.size} bytes of level {buf.level}")
+            if buf.address != ins.d or buf.view != bool(ins.subop & ALLOC_VIEW):
+                v.append(f"{_where(p, i, ins)}: frees address {ins.d} (view {bool(ins.subop & ALLOC_VIEW)}), "
+                         f"allocated at {buf.address} (view {buf.view})")
+            if ins.start_cycle < buf.alloc_cycle:
+                v.append(f"{_where(p, i, ins)}: freed at {ins.start_cycle} before its ALLOC at {buf.alloc_cycle}")
+            alloc[ins.a] = buf._replace(free_cycle=ins.start_cycle)
+    return alloc
+
+
+def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dict[str, int], dict[int, int]]:
+    """Peak live bytes per level; in an addressed program, address overlaps, capacity ends and
+    the parent of every view. Returns ``(peaks by level name, view -> parent buffer)``."""
+    events = []  # (cycle, rank, buffer): FREE (0) before ALLOC (1), ALLOC of a view (2) last
+    for b, buf in alloc.items():
+        events.append((buf.alloc_cycle, 2 if buf.view else 1, b))
+        if buf.free_cycle != _NEVER:
+            events.append((buf.free_cycle, 0, b))
+    events.sort()
+    n = len(p.levels)
+    live_bytes, peak = [0] * n, [0] * n
+    over = set()
+    live: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # per level: (address, end, buffer)
+    parents: dict[int, int] = {}
+    names = p.buffers
+    for cycle, rank, b in events:
+        buf = alloc[b]
+        level = buf.level
+        if buf.alloc_cycle == buf.free_cycle:
+            continue  # an empty lifetime holds nothing
+        key = (buf.address, buf.address + buf.size, b)
+        if rank == 0:
+            if not buf.view:
+                live_bytes[level] -= buf.size
+                if p.addressed and buf.size:
+                    spans = live[level]
+                    j = bisect.bisect_left(spans, key)
+                    if j < len(spans) and spans[j] == key:
+                        del spans[j]
+            continue
+        lv = p.levels[level]
+        if p.addressed and key[1] > lv.capacity_bytes:
+            v.append(f"{p.device}: buffer {b} ({names[b]}) at [{key[0]}, {key[1]}) ends beyond level "
+                     f"{lv.name}'s capacity of {lv.capacity_bytes} bytes")
+        if buf.view:
+            if not p.addressed:
+                continue
+            spans = live[level]
+            j = bisect.bisect_right(spans, (buf.address, _NEVER, _NEVER)) - 1
+            parent = spans[j] if j >= 0 else None
+            if parent is None or parent[1] < key[1] or parent[0] > key[0]:
+                v.append(f"{p.device}: view {b} ({names[b]}) at [{key[0]}, {key[1]}) of level {lv.name} lies "
+                         f"outside every live allocation at cycle {cycle}")
+                continue
+            parents[b] = parent[2]
+            owner = alloc[parent[2]]
+            if buf.free_cycle > owner.free_cycle:
+                end = "the end" if buf.free_cycle == _NEVER else f"cycle {buf.free_cycle}"
+                v.append(f"{p.device}: view {b} ({names[b]}) lives until {end}, but its parent "
+                         f"{parent[2]} ({names[parent[2]]}) is freed at {owner.free_cycle}")
+            continue
+        live_bytes[level] += buf.size
+        peak[level] = max(peak[level], live_bytes[level])
+        if live_bytes[level] > lv.capacity_bytes and level not in over:
+            over.add(level)
+            v.append(f"{p.device}: memory level {lv.name} holds {live_bytes[level]} bytes at cycle "
+                     f"{cycle}, over its capacity of {lv.capacity_bytes}")
+        if p.addressed and buf.size:
+            spans = live[level]
+            j = bisect.bisect_left(spans, key)
+            for other in (spans[j - 1] if j > 0 else None, spans[j] if j < len(spans) else None):
+                if other is not None and other[0] < key[1] and key[0] < other[1]:
+                    v.append(f"{p.device}: buffers {other[2]} ({names[other[2]]}) at [{other[0]}, {other[1]}) "
+                             f"and {b} ({names[b]}) at [{key[0]}, {key[1]}) of level {lv.name} overlap at "
+                             f"cycle {cycle}")
+            spans.insert(j, key)
+    return {lv.name: peak[i] for i, lv in enumerate(p.levels)}, parents
+
+
+def _coverage_end(lo: int, hi: int, writes: list[tuple[int, int, int]]) -> int | None:
+    """The earliest cycle by which ``writes`` ((end, lo, hi), sorted by end) cover ``[lo, hi)``."""
+    if lo >= hi:
+        return writes[0][0] if writes else None
+    got: list[tuple[int, int]] = []
+    for end, wlo, whi in writes:
+        got.append((max(lo, wlo), min(hi, whi)))
+        got.sort()
+        reach = lo
+        for a, b in got:
+            if a > reach:
+                break
+            reach = max(reach, b)
+        if reach >= hi:
+            return end
+    return None
+
+
+def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], v: list[str]) -> None:
+    """Allocation windows, readiness (every byte read was written before), and races."""
+    instrs = p.instructions
+    names = p.buffers
 
     def live(b: int, i: int, ins: Instruction, how: str) -> None:
-        if b not in alloc or alloc[b][0] > ins.start_cycle:
-            v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({p.buffers[b]}) at {ins.start_cycle} "
+        buf = alloc.get(b)
+        if buf is None or buf.alloc_cycle > ins.start_cycle:
+            v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({names[b]}) at {ins.start_cycle} "
                      f"before it is allocated")
-        elif b in freed and freed[b] < ins.end_cycle:
-            v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({p.buffers[b]}) until {ins.end_cycle}, "
-                     f"but it is freed at {freed[b]}")
+        elif buf.free_cycle < ins.end_cycle:
+            v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({names[b]}) until {ins.end_cycle}, "
+                     f"but it is freed at {buf.free_cycle}")
 
+    def span(b: int) -> tuple[int, int, int]:
+        """(root buffer, lo, hi): the bytes of ``b`` in its root allocation's address space."""
+        buf = alloc.get(b)
+        if buf is None:
+            return b, 0, 0
+        if p.addressed:
+            return parents.get(b, b), buf.address, buf.address + buf.size
+        return b, 0, buf.size
+
+    writes: dict[int, list[tuple[int, int, int, int, int]]] = defaultdict(list)  # root -> (start, end, lo, hi, i)
+    reads: dict[int, list[tuple[int, int, int, int, int, int]]] = defaultdict(list)  # + buffer
+    for b, buf in alloc.items():
+        if buf.preloaded:
+            root, lo, hi = span(b)
+            writes[root].append((buf.alloc_cycle, buf.alloc_cycle, lo, hi, -1))
     for i, ins in enumerate(instrs):
-        for b in ins.reads:
-            live(b, i, ins, "reads")
-            if b not in ready:
-                v.append(f"{_where(p, i, ins)}: reads buffer {b} ({p.buffers[b]}), which nothing writes")
-            elif ready[b] > ins.start_cycle:
-                v.append(f"{_where(p, i, ins)}: dependency violation: reads buffer {b} ({p.buffers[b]}) "
-                         f"at {ins.start_cycle}, before it is ready at {ready[b]}")
         for b in ins.writes:
             live(b, i, ins, "writes")
+            root, lo, hi = span(b)
+            writes[root].append((ins.start_cycle, ins.end_cycle, lo, hi, i))
+        for b in ins.reads:
+            live(b, i, ins, "reads")
+            root, lo, hi = span(b)
+            reads[root].append((ins.start_cycle, ins.end_cycle, lo, hi, i, b))
 
-    # Semaphores.
+    for root in sorted(reads):
+        ws = writes.get(root, [])
+        for start, end, lo, hi, i, b in reads[root]:
+            ins = instrs[i]
+            touching = sorted((we, wlo, whi) for ws_, we, wlo, whi, wi in ws
+                              if wlo < hi and lo < whi or (lo == hi and wlo <= lo <= whi))
+            before = [w for w in touching if w[0] <= start]
+            if _coverage_end(lo, hi, before) is not None:
+                continue
+            ready = _coverage_end(lo, hi, touching)
+            if not touching:
+                v.append(f"{_where(p, i, ins)}: reads buffer {b} ({names[b]}), which nothing writes")
+            elif ready is None:
+                v.append(f"{_where(p, i, ins)}: reads buffer {b} ({names[b]}), which is only partly written")
+            else:
+                v.append(f"{_where(p, i, ins)}: dependency violation: reads buffer {b} ({names[b]}) "
+                         f"at {start}, before it is ready at {ready}")
+    # Races: a write overlapping in time and bytes a read or another write of another instruction.
+    for root in sorted(writes):
+        ws = [w for w in writes[root] if w[1] > w[0]]
+        rs = reads.get(root, [])
+        for x, (ws0, we0, lo0, hi0, i0) in enumerate(ws):
+            others = [(s1, e1, lo1, hi1, i1, "writes") for s1, e1, lo1, hi1, i1 in ws[x + 1:]]
+            others += [(s1, e1, lo1, hi1, i1, "reads") for s1, e1, lo1, hi1, i1, _b in rs]
+            for s1, e1, lo1, hi1, i1, how in others:
+                if i1 != i0 and s1 < we0 and ws0 < e1 and lo1 < hi0 and lo0 < hi1:
+                    v.append(f"{_where(p, i0, instrs[i0])} writes {names[root]} [{lo0}, {hi0}) during "
+                             f"[{ws0}, {we0}) while {_where(p, i1, instrs[i1])} {how} [{lo1}, {hi1}) during "
+                             f"[{s1}, {e1})")
+
+
+def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) -> None:
+    """Kernels against their instructions (buffers, portion sizes, roofline bytes); memory DMAs."""
+    instrs = p.instructions
+    names = p.buffers
+    compute = {ins.op: (i, ins) for i, ins in enumerate(instrs)
+               if ins.opcode in COMPUTE_OPCODES and not _is_memory_dma(ins) and ins.op}
+    seen: set[str] = set()
+    for k in p.kernels:
+        if k.op in seen:
+            v.append(f"{p.device}: two kernels for op {k.op!r}")
+            continue
+        seen.add(k.op)
+        if k.op not in compute:
+            v.append(f"{p.device}: kernel {k.op!r} names no compute instruction of the program")
+            continue
+        i, ins = compute[k.op]
+        where = _where(p, i, ins)
+        ins_bufs = {b for o in k.inputs for b in o.buffers}
+        out_bufs = {b for o in k.outputs for b in o.buffers}
+        if ins_bufs != set(ins.reads) or out_bufs != set(ins.writes):
+            v.append(f"{where}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
+                     f"operands are in {sorted(ins_bufs)} and {sorted(out_bufs)}")
+        fast = main = 0
+        for o in k.inputs + k.outputs:
+            if not o.buffers:
+                continue
+            parts = len(o.buffers)
+            if o.shape and parts > 1 and o.shape[0] % parts:
+                v.append(f"{where}: an operand of shape {o.shape} cannot be split in {parts} buffers along dim 0")
+            need = o.size_bytes // parts
+            for b in o.buffers:
+                buf = alloc.get(b)
+                if buf is None:
+                    continue  # reported as a read or write of an unallocated buffer
+                if buf.size < need:
+                    v.append(f"{where}: buffer {b} ({names[b]}) holds {buf.size} bytes, its part of a "
+                             f"{o.dtype}{list(o.shape)} operand needs {need}")
+                if buf.level == p.fast_level:
+                    fast += buf.size
+                elif buf.level == p.main_level:
+                    main += buf.size
+                elif p.fast_level >= 0 and ins.opcode in _ROOFLINE:
+                    v.append(f"{where}: operand buffer {b} ({names[b]}) is in level "
+                             f"{p.levels[buf.level].name}, neither the fast nor the main level")
+        if p.fast_level >= 0 and ins.opcode in _ROOFLINE and (ins.fast_bytes, ins.mem_bytes) != (fast, main):
+            v.append(f"{where}: roofline bytes fast={ins.fast_bytes} main={ins.mem_bytes}, but its operand "
+                     f"buffers hold fast={fast} main={main}")
+    for i, ins in enumerate(instrs):
+        if not _is_memory_dma(ins):
+            continue
+        where = _where(p, i, ins)
+        if len(ins.reads) != 1 or len(ins.writes) != 1:
+            v.append(f"{where}: a memory DMA reads one buffer and writes one (got {len(ins.reads)} and "
+                     f"{len(ins.writes)})")
+            continue
+        src, dst = alloc.get(ins.reads[0]), alloc.get(ins.writes[0])
+        if src is None or dst is None:
+            continue  # reported by the buffer checks
+        if (ins.a, ins.b) != (src.level, dst.level):
+            v.append(f"{where}: copies level {ins.a} -> {ins.b}, but its buffers are in levels "
+                     f"{src.level} -> {dst.level}")
+        if ins.c != min(src.size, dst.size):
+            v.append(f"{where}: moves {ins.c} bytes; its buffers hold {src.size} and {dst.size}")
+
+
+def _check_semaphores(p: Program, v: list[str]) -> None:
+    """Each WAIT (on any stream or engine) is at or after its one SIGNAL."""
+    instrs = p.instructions
     signals: dict[int, int] = {}
     for i, ins in enumerate(instrs):
         if ins.opcode == Opcode.SIGNAL:
@@ -267,21 +550,15 @@ def _check_program(p: Program, v: list[str]) -> None:
                          f"semaphore {ins.a}, signalled only at {signals[ins.a]}")
 
 
-def _peaks(p: Program, v: list[str]) -> dict[str, int]:
-    events = sorted((ins.start_cycle, 0 if ins.opcode == Opcode.FREE else 1, ins.b, ins.c)
-                    for ins in p.instructions if ins.opcode in (Opcode.ALLOC, Opcode.FREE))
-    live = [0] * len(p.levels)
-    peak = [0] * len(p.levels)
-    reported = set()
-    for cycle, is_alloc, level, size in events:
-        live[level] += size if is_alloc else -size
-        peak[level] = max(peak[level], live[level])
-        cap = p.levels[level].capacity_bytes
-        if live[level] > cap and level not in reported:
-            reported.add(level)
-            v.append(f"{p.device}: memory level {p.levels[level].name} holds {live[level]} bytes at cycle "
-                     f"{cycle}, over its capacity of {cap}")
-    return {lv.name: peak[i] for i, lv in enumerate(p.levels)}
+def _check_program(p: Program, v: list[str]) -> dict[str, int]:
+    """Every per-program check; returns the peak live bytes per level."""
+    _check_shape(p, v)
+    alloc = _allocations(p, v)
+    peaks, parents = _sweep_memory(p, alloc, v)
+    _check_buffers(p, alloc, parents, v)
+    _check_kernels_and_dmas(p, alloc, v)
+    _check_semaphores(p, v)
+    return peaks
 
 
 def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) -> SimulationResult:
@@ -302,17 +579,25 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
     peaks: dict[str, dict[str, int]] = {}
     sends: dict[int, list[tuple[Program, Instruction]]] = defaultdict(list)
     recvs: dict[int, list[tuple[Program, Instruction]]] = defaultdict(list)
+    dmas: list[DmaTiming] = []
     count = 0
     names = sorted(programs)
     for key in names:
         p = programs[key]
         if p.device != key:
             v.append(f"binary {key!r} is for device {p.device!r}")
-        _check_program(p, v)
-        peaks[p.device] = _peaks(p, v)
+        peaks[p.device] = _check_program(p, v)
         count += len(p.instructions)
         for i, ins in enumerate(p.instructions):
-            if ins.opcode in COMPUTE_OPCODES and ins.op:
+            if _is_memory_dma(ins):
+                src = p.buffers[ins.reads[0]] if ins.reads else ""
+                dst = p.buffers[ins.writes[0]] if ins.writes else ""
+                lv = p.levels
+                dmas.append(DmaTiming(p.device, ins.op, ins.op.split(":", 1)[0], src, dst,
+                                      lv[ins.a].name if ins.a < len(lv) else "?",
+                                      lv[ins.b].name if ins.b < len(lv) else "?", ins.c,
+                                      ins.start_cycle, ins.end_cycle))
+            elif ins.opcode in COMPUTE_OPCODES and ins.op:
                 if ins.op in ops:
                     v.append(f"{_where(p, i, ins)}: op {ins.op!r} runs twice (also on {ops[ins.op].device})")
                     continue
@@ -361,7 +646,7 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
 
     makespan = max((p.end_cycle for p in programs.values()), default=0)
     result = SimulationResult(makespan, ops, dict(sorted(transfers.items())), peaks, count, tuple(v),
-                              tuple(names))
+                              tuple(names), tuple(sorted(dmas, key=lambda d: (d.device, d.start_cycle, d.op))))
     if strict:
         result.raise_if_invalid()
     return result
