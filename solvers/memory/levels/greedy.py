@@ -156,10 +156,13 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
                 add(t, 2 * a + 1, 2 * a + 2)
             if j and kept[t][j]:
                 add(t, 2 * acc[t][j - 1] + 2, 2 * a + 1)
+    refetched = set(prefetches)
     for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
         g, r = evictions[t]
         add(t, 2 * acc[t][g - 1] + 2, 2 * r + 1)
-        if r < acc[t][g] and all(occ[p] + size[t] <= cap for p in (2 * r + 1, 2 * r + 2) if p < len(occ)):
+        # A prefetch in the same gap is triggered at or after the release: keep one op for it.
+        last = acc[t][g] - 1 if (t, g) in refetched else acc[t][g]
+        if r < last and all(occ[p] + size[t] <= cap for p in (2 * r + 1, 2 * r + 2) if p < len(occ)):
             add(t, 2 * r + 1, 2 * r + 3)
             evictions[t][1] = r + 1
     triggers = {}
