@@ -66,6 +66,42 @@ def test_matmul_row_portions_give_the_same_bits():
     assert np.array_equal(whole, rows) and np.array_equal(whole, halves)
 
 
+@pytest.mark.parametrize("op_type, attrs, shapes, out", [
+    ("conv2d", {"stride": 2, "padding": 1}, [(4, 8, 9, 9), (16, 8, 3, 3)], (4, 16, 5, 5)),
+    ("conv2d", {"padding": 1, "groups": 4}, [(4, 8, 5, 5), (8, 2, 3, 3)], (4, 8, 5, 5)),
+    ("matmul", {}, [(4, 6, 256), (256, 32), (32,)], (4, 6, 32)),
+    ("matmul", {}, [(4, 6, 64), (4, 64, 6)], (4, 6, 6)),
+    ("softmax", {"axis": -1}, [(4, 3, 300)], (4, 3, 300)),
+    ("layernorm", {"axis": -1}, [(4, 3, 300), (300,), (300,)], (4, 3, 300)),
+    ("gelu", {}, [(4, 1000)], (4, 1000)),
+    ("avgpool", {"kernel": 3, "stride": 2, "padding": 1}, [(4, 3, 9, 9)], (4, 3, 5, 5)),
+    ("global_avgpool", {}, [(4, 64, 7, 7)], (4, 64, 1, 1)),
+])
+def test_dim0_portions_give_the_same_bits(op_type, attrs, shapes, out):
+    # Memory plans split row-separable ops along dim 0 (docs/memory.md); every portion
+    # must round to exactly the values of the whole.
+    xs = [rnd(s, i) for i, s in enumerate(shapes)]
+    whole = run(op_type, xs, out, attrs)
+
+    def portion(a, b):  # the input rows a:b (and a batched matmul B's), weights whole
+        split = [True, op_type == "matmul" and len(shapes[1]) == 3] + [False] * (len(xs) - 2)
+        return [x[a:b] if s else x for x, s in zip(xs, split)]
+
+    for cut in ([0, 1, 2, 3, 4], [0, 2, 4]):
+        parts = [run(op_type, portion(a, b), (b - a, *out[1:]), attrs) for a, b in zip(cut, cut[1:])]
+        assert np.array_equal(np.concatenate(parts), whole)
+
+
+def test_read_only_inputs_are_not_written():
+    x = np.frombuffer(rnd((1, 2, 4, 4)).tobytes(), np.float32).reshape(1, 2, 4, 4)
+    w = np.frombuffer(rnd((2, 2, 3, 3), 1).tobytes(), np.float32).reshape(2, 2, 3, 3)
+    assert not x.flags.writeable
+    y = run("conv2d", [x, w], (1, 2, 4, 4), {"padding": 1})
+    assert y.flags.writeable and y.flags.c_contiguous
+    run("layernorm", [x], (1, 2, 4, 4), {"axis": 1})
+    run("maxpool", [x], (1, 2, 2, 2), {"kernel": 2, "stride": 2})
+
+
 def test_matmul_shape_errors():
     with pytest.raises(GraphError, match="K, N"):
         run("matmul", [rnd((2, 3)), rnd((4, 5))], (2, 5))
