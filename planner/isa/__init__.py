@@ -32,6 +32,10 @@ from planner.isa.cost import (
 )
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
+    ALLOC_VIEW,
+    DMA_STREAM,
+    Kernel,
+    Operand,
     COMPUTE_OPCODES,
     TRANSFER_STREAM,
     Instruction,
@@ -57,7 +61,7 @@ __all__ = [
     "OpCost", "op_cost", "op_duration_cycles", "systolic_cycles", "vector_cycles",
     "memory_cycles", "dma_cycles", "VECTOR_OPS", "MATRIX_OPS", "DATA_MOVEMENT_OPS", "UNITS",
     "Opcode", "VectorOp", "Instruction", "LevelInfo", "LinkInfo", "Program", "device_cycles",
-    "expected_duration_cycles", "TRANSFER_STREAM", "ALLOC_PRELOADED", "COMPUTE_OPCODES",
+    "expected_duration_cycles", "TRANSFER_STREAM", "ALLOC_PRELOADED", "ALLOC_VIEW", "DMA_STREAM", "Kernel", "Operand", "COMPUTE_OPCODES",
     "MAGIC", "FORMAT_VERSION", "encode", "decode", "listing",
     "OpResources", "DeviceResources", "ModelResources", "Resources", "determine_resources",
 ]
