@@ -118,23 +118,23 @@ def _explain(buffers: Sequence[Lifetime], problem: OffsetProblem, *, device: str
                     if problem.start[i] <= step < problem.end[i] and problem.size_bytes[i]),
                    key=lambda i: (-buffers[i].size_bytes, buffers[i].name))
     unrounded = sum(buffers[i].size_bytes for i in there)
-    biggest = ", ".join(f"{buffers[i].name} {_format_bytes(buffers[i].size_bytes)} "
+    biggest = ", ".join(f"{buffers[i].name} {_format_bytes(buffers[i].size_bytes)} live "
                         f"[{buffers[i].start_cycle}, {buffers[i].end_cycle})" for i in there[:3])
     head = (f"device {device}: the buffers of memory level {level!r} (capacity "
             f"{_format_bytes(problem.capacity_bytes)}) do not fit at {alignment_bytes}-byte-aligned addresses")
-    where = (f"at cycle {cycle}, {len(there)} buffers hold {_format_bytes(live)} after rounding each up to "
-             f"{alignment_bytes} B ({_format_bytes(unrounded)} unrounded); the biggest: {biggest}")
     if live > problem.capacity_bytes:
-        return (f"{head}: {where}, which alone exceeds the capacity. Lower the memory use at that "
-                f"cycle, raise the device's memory limit, or use a smaller alignment.")
+        return (f"{head}: at cycle {cycle}, {len(there)} buffers are live, holding {_format_bytes(live)} once "
+                f"each is rounded up to {alignment_bytes} B ({_format_bytes(unrounded)} as allocated), more "
+                f"than the capacity; the biggest: {biggest}. Lower the memory use at that cycle, raise the "
+                f"device's memory limit, or use a smaller alignment.")
+    why = ("no placement fits (proven by CP-SAT)" if proven else
+           "no placement was found within the search budget")
     found = ("" if packed_bytes is None else
-             f"; the best packing found needs {_format_bytes(packed_bytes)}")
-    why = ("no placement at aligned addresses fits (proven)" if proven else
-           "no placement at aligned addresses was found within the search budget")
-    return (f"{head}: at most {_format_bytes(live)} are live at once ({where}), but buffers live at the "
-            f"same time cannot share addresses and the free space is fragmented between buffers that "
-            f"live at different times: {why}{found}. Raise the device's memory limit to leave room for "
-            f"fragmentation, or lower the memory use.")
+             f"; the best packing found (greedy-by-size) needs {_format_bytes(packed_bytes)}")
+    return (f"{head}, although at most {_format_bytes(live)} are live at once (cycle {cycle}: {len(there)} "
+            f"buffers; the biggest: {biggest}): buffers live at the same time cannot share addresses, and "
+            f"the free space is fragmented between buffers that live at different times; {why}{found}. "
+            f"Raise the device's memory limit to leave room for fragmentation, or lower the memory use.")
 
 
 def assign_addresses(buffers: Sequence[Lifetime], capacity_bytes: int, alignment_bytes: int = 64, *,
@@ -176,9 +176,9 @@ def assign_addresses(buffers: Sequence[Lifetime], capacity_bytes: int, alignment
     Traceback (most recent call last):
     ...
     planner.errors.InfeasibleError: device d0: the buffers of memory level 'mem' (capacity 128 B) do not fit \
-at 64-byte-aligned addresses: at cycle 0, 3 buffers hold 192 B after rounding each up to 64 B (192 B unrounded); \
-the biggest: a 64 B [0, 1), b 64 B [0, 1), c 64 B [0, 1), which alone exceeds the capacity. Lower the memory \
-use at that cycle, raise the device's memory limit, or use a smaller alignment.
+at 64-byte-aligned addresses: at cycle 0, 3 buffers are live, holding 192 B once each is rounded up to 64 B \
+(192 B as allocated), more than the capacity; the biggest: a 64 B live [0, 1), b 64 B live [0, 1), c 64 B \
+live [0, 1). Lower the memory use at that cycle, raise the device's memory limit, or use a smaller alignment.
     """
     if alignment_bytes < 1:
         raise ValueError(f"alignment_bytes must be >= 1, got {alignment_bytes}")

@@ -268,7 +268,7 @@ def _check_memory_plan(name: str, mp: DeviceMemoryPlan, graph: Graph, devices: M
         if b.level not in levels:
             raise ValueError(f"{where}: buffer {b.name!r} is in unknown level {b.level!r} "
                              f"(levels: {', '.join(levels)})")
-        if b.tensor not in graph.tensors:
+        if b.tensor not in graph.tensors and (b.tensor or b.size_bytes):  # "": a control edge's 0-byte copy
             raise ValueError(f"{where}: buffer {b.name!r} holds unknown tensor {b.tensor!r}")
         if b.address < 0 or b.size_bytes < 0 or not 0 <= b.start_cycle <= b.end_cycle:
             raise ValueError(f"{where}: buffer {b.name!r} needs address, size >= 0 and 0 <= start <= end")
