@@ -208,7 +208,9 @@ def validate(spec: Path = typer.Argument(..., help="The YAML spec to check.")) -
 @app.command()
 def simulate(
     plan_dir: Path = typer.Argument(..., help="A directory written by `plan solve`."),
-    numeric: bool = typer.Option(False, "--numeric", help="Also execute the arithmetic (not available yet)."),
+    numeric: bool = typer.Option(False, "--numeric", help="Also execute the arithmetic on random inputs and "
+                                 "compare every tensor with a plain numpy evaluation of graph.json (fp32, rtol 1e-5)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric."),
 ) -> None:
     """Replay the binaries in PLAN_DIR independently and check them against plan.json."""
 
@@ -218,8 +220,6 @@ def simulate(
         from planner.plan import Plan
         from planner.simulator import simulate_dir
 
-        if numeric:
-            raise UnsupportedError("numeric replay is not implemented yet (see the memory-hierarchy issue)")
         plan_file = plan_dir / "plan.json"
         if not plan_file.is_file():
             raise BinaryFormatError(f"{plan_file}: no plan.json here; is {plan_dir} a `plan solve` output?")
@@ -234,6 +234,14 @@ def simulate(
             raise BinaryFormatError(f"{plan_dir}: the binaries do not match plan.json: {e}") from None
         out.print(f"verified: makespan {sim.makespan_cycles:,} cycles "
                   f"({getattr(sim, 'instruction_count', '?')} instructions replayed)", highlight=False)
+        if numeric:
+            from planner.numeric.compare import compare_plan_dir
+
+            report = compare_plan_dir(plan_dir, seed=seed)
+            out.print(f"numeric: {report.summary()}", highlight=False)
+            if not report.ok:
+                raise InternalError("the numeric replay disagrees with the reference evaluation:\n  "
+                                    + "\n  ".join(report.failures()[:10]))
         return 0
 
     _guarded(body)

@@ -52,7 +52,8 @@ def write_json(path: Path, data: Any) -> None:
 
 
 def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
-    """Write plan.json, report.md, allocation.json, bin/*.bin, bin/*.lst and trace.json."""
+    """Write plan.json, report.md, allocation.json, graph.json, bin/*.bin, bin/*.lst, trace.json
+    and, with memory planning, memory.json."""
     from planner.report import render_report, trace_document
 
     plan = outcome.plan
@@ -68,15 +69,37 @@ def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
         devices = [d.name for d in spec.hardware.devices]
         links = [l.name for l in spec.hardware.links]
         write_json(tmp / "trace.json", trace_document(plan, devices, links))
+        from planner.graph.serialize import graph_to_dict
+
+        write_json(tmp / "graph.json", graph_to_dict(spec.graph))
+        sections = []
+        memory = getattr(outcome, "memory", None)
+        if memory is not None:
+            from planner.report.memory import render_memory_section
+
+            write_json(tmp / "memory.json", {"format_version": 1, **memory.memory.to_dict(),
+                                             "skipped": dict(sorted(memory.skipped.items())),
+                                             "baselines": dict(outcome.memory_baselines)})
+            sections.append(render_memory_section(memory.memory, plan, outcome.memory_baselines, memory.skipped))
         (tmp / "report.md").write_text(render_report(
             plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),
-            replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)}))
+            replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)},
+            sections=sections))
     return Path(out_dir)
 
 
 def baseline_rows(outcome) -> list[dict[str, Any]]:
     """The planner's result, its heuristic baseline and the lower bound, for the report and terminal."""
     r, h = outcome.result, outcome.heuristic
+    memory = getattr(outcome, "memory", None)
+    if memory is not None:
+        plan = outcome.plan
+        rows = [{"solver": "memory plan (cpsat)", "status": plan.status, "objective": plan.objective,
+                 "bound": plan.bound}]
+        rows += [{"solver": name, "status": "FEASIBLE", "objective": value, "bound": None}
+                 for name, value in outcome.memory_baselines.items()]
+        rows.append({"solver": "lower bound", "status": "-", "objective": None, "bound": plan.bound})
+        return rows
     return [
         {"solver": r.solver_name, "status": r.status.value, "objective": r.objective, "bound": r.bound},
         {"solver": h.solver_name, "status": h.status.value, "objective": h.objective, "bound": h.bound},

@@ -40,6 +40,7 @@ __all__ = [
     "explain_infeasible",
     "run",
     "verify",
+    "memory_bound",
 ]
 
 log = logging.getLogger(__name__)
@@ -71,6 +72,10 @@ class Outcome:
     listings: dict[str, str] = field(default_factory=dict)
     allocation: dict[str, Any] = field(default_factory=dict)
     simulation: Any = None
+    # Memory planning (issue 3): the planner.memory.MemoryOutcome, and the all-in-main
+    # (spine) plan and greedy memory plan replayed as baselines: name -> simulated makespan.
+    memory: Any = None
+    memory_baselines: dict[str, Any] = field(default_factory=dict)
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
@@ -373,6 +378,9 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
                      "seed": seed, "time_limit_s": time_limit_s},
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     outcome = Outcome(plan, problem, reduction, result, heuristic)
+    options = getattr(spec, "memory", None)
+    if options is not None and options.enabled:
+        _plan_memory(outcome, spec, time_limit_s, workers, seed)
     _lower_and_replay(outcome, spec)
     plan = replace(outcome.plan, wall_time_s=time.perf_counter() - start)
     outcome.plan = plan
@@ -385,12 +393,80 @@ def _check_solution(problem, result, validate_schedule) -> None:
         raise InternalError(f"{result.solver_name} returned an invalid schedule:\n  " + "\n  ".join(violations[:20]))
 
 
+def memory_bound(spec, problem: SchedulingProblem, reduction: Reduction, planned: set[str]) -> int:
+    """A lower bound on the makespan with memory planning on the ``planned`` devices.
+
+    Each op on a planned device is charged its best case: its compute, or its distinct
+    operand bytes at the faster of its two levels (the roofline's memory term cannot be
+    less); splitting never lowers compute in this ISA (a systolic array fills and drains
+    per portion; vector passes round up per portion). Memory capacity is dropped.
+    """
+    from planner.isa.cost import memory_cycles, op_cost
+    from solvers.scheduling import lower_bound
+
+    graph, hardware = spec.graph, spec.hardware
+    names = reduction.op_names
+    devices = [hardware.device(d) for d in reduction.device_names]
+    rows = []
+    for i, name in enumerate(names):
+        op = graph.ops[name]
+        row = list(problem.durations_cycles[i])
+        distinct = sum(graph.tensors[t].size_bytes for t in {*op.inputs, *op.outputs})
+        for j, dev in enumerate(devices):
+            if dev.name not in planned or row[j] == FORBIDDEN:
+                continue
+            prof = dev.profile
+            fastest = max(level.bandwidth_bytes_per_s for level in prof.memory)
+            compute = op_cost(op, graph, prof, dev.kind).compute_cycles
+            best = max(compute, memory_cycles(distinct, prof.clock_hz, fastest))
+            row[j] = min(row[j], hardware.to_timeline_cycles(best, dev))
+        rows.append(tuple(row))
+    relaxed = replace(problem, durations_cycles=tuple(rows), device_memory_bytes=())
+    return lower_bound(relaxed)
+
+
+def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed: int) -> None:
+    """Memory-plan the spine's plan; keep the spine's (all in main memory) as a baseline."""
+    from planner.memory import plan_memory
+
+    spine = outcome.plan
+    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, workers=workers, seed=seed)
+    outcome.memory = memory
+    spine_replay = _replay(spine, spec, None)
+    outcome.memory_baselines = {"all in main memory": spine_replay.makespan_cycles}
+    if memory.greedy_plan is not None:
+        greedy = _replay(memory.greedy_plan, spec, memory.greedy_memory)
+        outcome.memory_baselines["greedy prefetch + greedy-by-size"] = greedy.makespan_cycles
+    planned = set(memory.memory.devices)
+    bound = memory_bound(spec, outcome.problem, outcome.reduction, planned)
+    makespan = memory.plan.makespan_cycles
+    bound = min(bound, makespan)
+    status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
+    outcome.plan = replace(memory.plan, status=status, objective=makespan, bound=bound,
+                           gap=(makespan - bound) / makespan if makespan else 0.0,
+                           solver={**spine.solver, "memory": "cpsat levels + cpsat offsets"})
+
+
+def _replay(plan: Plan, spec, memory_plan):
+    from planner.isa.binary import encode
+    from planner.lowering import lower
+    from planner.simulator import simulate
+
+    programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
+                     alignment_bytes=spec.memory.alignment_bytes)
+    sim = simulate({name: encode(p) for name, p in sorted(programs.items())})
+    verify(plan, sim)
+    return sim
+
+
 def _lower_and_replay(outcome: Outcome, spec) -> None:
     from planner.isa.binary import encode, listing
     from planner.lowering import allocation, lower
     from planner.simulator import simulate
 
-    programs = lower(outcome.plan, spec.graph, spec.hardware)
+    memory_plan = outcome.memory.memory if outcome.memory is not None else None
+    alignment = spec.memory.alignment_bytes if getattr(spec, "memory", None) is not None else 64
+    programs = lower(outcome.plan, spec.graph, spec.hardware, memory_plan=memory_plan, alignment_bytes=alignment)
     outcome.programs = programs
     outcome.binaries = {name: encode(p) for name, p in sorted(programs.items())}
     outcome.listings = {name: listing(p) for name, p in sorted(programs.items())}

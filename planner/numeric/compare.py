@@ -101,7 +101,7 @@ def compare_numeric(binaries: Mapping[str, bytes], graph: Graph, seed: int = 0) 
     checks = [_check(name, result.values[name], want[name], name in outputs)
               for name in sorted(result.values, key=lambda n: (n not in outputs, n)) if name in want]
     missing = tuple(sorted(outputs - set(result.values)))
-    return NumericComparison(checks, result.instructions, result.wall_s, missing)
+    return NumericComparison(checks, result.instructions, result.wall_seconds, missing)
 
 
 def compare_plan_dir(plan_dir: Path | str, seed: int = 0) -> NumericComparison:
@@ -116,6 +116,8 @@ def compare_plan_dir(plan_dir: Path | str, seed: int = 0) -> NumericComparison:
                                 "(re-run `plan solve` to write it)")
     try:
         graph = graph_from_dict(json.loads(graph_file.read_text()))
+    except BinaryFormatError as e:
+        raise BinaryFormatError(f"{graph_file}: {e}") from None
     except (ValueError, KeyError, TypeError) as e:
         raise BinaryFormatError(f"{graph_file}: not a valid graph ({e})") from None
     binaries = {p.stem: p.read_bytes() for p in sorted((plan_dir / "bin").glob("*.bin"))}

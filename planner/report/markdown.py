@@ -67,7 +67,8 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
-                  peak_bytes: dict[str, int] | None = None, replay: dict[str, Any] | None = None) -> str:
+                  peak_bytes: dict[str, int] | None = None, replay: dict[str, Any] | None = None,
+                  sections: list[str] | None = None) -> str:
     """The whole report as Markdown.
 
     ``baselines`` rows have ``solver``, ``status``, ``objective``, ``bound`` (the planner's own
@@ -110,6 +111,8 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         out.append(_table(["link", "devices", "transfers", "bytes", "busy cycles"], [
             [r["link"], " ".join(r["devices"]), r["transfers"], format_bytes(r["bytes"]), r["busy_cycles"]]
             for r in links]))
+    for section in sections or ():
+        out += ["", section.rstrip()]
     models = plan.resources.get("models") if isinstance(plan.resources, dict) else None
     if models:
         out += ["", "## Resources determined before running", ""]
