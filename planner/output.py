@@ -77,10 +77,13 @@ def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
         if memory is not None:
             from planner.report.memory import render_memory_section
 
-            write_json(tmp / "memory.json", {"format_version": 1, **memory.memory.to_dict(),
-                                             "skipped": dict(sorted(memory.skipped.items())),
-                                             "baselines": dict(outcome.memory_baselines)})
-            sections.append(render_memory_section(memory.memory, plan, outcome.memory_baselines, memory.skipped))
+            used = outcome.memory_plan
+            write_json(tmp / "memory.json", {
+                "format_version": 1, "choice": outcome.memory_choice,
+                **(used.to_dict() if used is not None else {"devices": {}}),
+                "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
+            sections.append(render_memory_section(memory.memory, memory.plan, outcome.memory_baselines,
+                                                  memory.skipped, outcome.memory_choice))
         (tmp / "report.md").write_text(render_report(
             plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),
             replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)},
@@ -94,10 +97,10 @@ def baseline_rows(outcome) -> list[dict[str, Any]]:
     memory = getattr(outcome, "memory", None)
     if memory is not None:
         plan = outcome.plan
-        rows = [{"solver": "memory plan (cpsat)", "status": plan.status, "objective": plan.objective,
-                 "bound": plan.bound}]
+        rows = [{"solver": f"planner ({outcome.memory_choice})", "status": plan.status,
+                 "objective": plan.objective, "bound": plan.bound}]
         rows += [{"solver": name, "status": "FEASIBLE", "objective": value, "bound": None}
-                 for name, value in outcome.memory_baselines.items()]
+                 for name, value in outcome.memory_baselines.items() if name != outcome.memory_choice]
         rows.append({"solver": "lower bound", "status": "-", "objective": None, "bound": plan.bound})
         return rows
     return [

@@ -76,6 +76,8 @@ class Outcome:
     # (spine) plan and greedy memory plan replayed as baselines: name -> simulated makespan.
     memory: Any = None
     memory_baselines: dict[str, Any] = field(default_factory=dict)
+    memory_choice: str = ""  # which memory plan the outcome's plan uses (the fastest replayed)
+    memory_plan: Any = None  # its MemoryPlan (None: everything in main memory)
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
@@ -426,25 +428,36 @@ def memory_bound(spec, problem: SchedulingProblem, reduction: Reduction, planned
 
 
 def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed: int) -> None:
-    """Memory-plan the spine's plan; keep the spine's (all in main memory) as a baseline."""
+    """Memory-plan the spine's plan, replay it and its baselines, and keep the fastest.
+
+    Everything in main memory is itself a valid memory plan (the spine's), so the result is
+    never slower than it: when the memory plan loses (the level solver sees one device's
+    order, not the cross-device critical path), the spine's plan is kept and the report says so.
+    """
     from planner.memory import plan_memory
 
     spine = outcome.plan
     memory = plan_memory(spec, spine, time_limit_s=time_limit_s, workers=workers, seed=seed)
     outcome.memory = memory
     spine_replay = _replay(spine, spec, None)
+    planned_replay = _replay(memory.plan, spec, memory.memory)
     outcome.memory_baselines = {"all in main memory": spine_replay.makespan_cycles}
+    candidates = [(planned_replay.makespan_cycles, 0, "memory plan", memory.plan, memory.memory)]
     if memory.greedy_plan is not None:
         greedy = _replay(memory.greedy_plan, spec, memory.greedy_memory)
         outcome.memory_baselines["greedy prefetch + greedy-by-size"] = greedy.makespan_cycles
-    planned = set(memory.memory.devices)
-    bound = memory_bound(spec, outcome.problem, outcome.reduction, planned)
-    makespan = memory.plan.makespan_cycles
-    bound = min(bound, makespan)
+        candidates.append((greedy.makespan_cycles, 1, "greedy prefetch + greedy-by-size", memory.greedy_plan,
+                           memory.greedy_memory))
+    candidates.append((spine_replay.makespan_cycles, 2, "all in main memory", spine, None))
+    makespan, _, choice, plan, memory_plan = min(candidates, key=lambda c: (c[0], c[1]))
+    outcome.memory_choice = choice
+    outcome.memory_plan = memory_plan
+    planned = set(memory_plan.devices) if memory_plan is not None else set(memory.memory.devices)
+    bound = min(memory_bound(spec, outcome.problem, outcome.reduction, planned), makespan)
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
-    outcome.plan = replace(memory.plan, status=status, objective=makespan, bound=bound,
+    outcome.plan = replace(plan, status=status, objective=makespan, bound=bound,
                            gap=(makespan - bound) / makespan if makespan else 0.0,
-                           solver={**spine.solver, "memory": "cpsat levels + cpsat offsets"})
+                           solver={**spine.solver, "memory": choice})
 
 
 def _replay(plan: Plan, spec, memory_plan):
@@ -464,7 +477,7 @@ def _lower_and_replay(outcome: Outcome, spec) -> None:
     from planner.lowering import allocation, lower
     from planner.simulator import simulate
 
-    memory_plan = outcome.memory.memory if outcome.memory is not None else None
+    memory_plan = outcome.memory_plan
     alignment = spec.memory.alignment_bytes if getattr(spec, "memory", None) is not None else 64
     programs = lower(outcome.plan, spec.graph, spec.hardware, memory_plan=memory_plan, alignment_bytes=alignment)
     outcome.programs = programs

@@ -334,11 +334,12 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
 
     # Slow copies: one whole buffer per bridge tensor that ever lives slow, portions as views.
     uses: dict[str, list[int]] = {}  # slow buffer name -> cycles it must cover
+    slow_names = set(names.slow)
     for inst, acc in accesses.items():
         i = names.instances.index(inst)
         for group in (*acc.inputs, *acc.outputs):
             for name in group:
-                if "@" not in name:
+                if name in slow_names:
                     uses.setdefault(name, []).extend((inst_start[i], inst_end[i]))
     for q, row in enumerate(dma_rows):
         slow_name = row[3] if row[0] == "prefetch" else row[4]

@@ -27,9 +27,13 @@ def _ratio(peak: int | None, bound: int | None) -> str:
     return f"{peak / bound:.3f}x"
 
 
-def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: Mapping[str, str]) -> str:
+def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: Mapping[str, str],
+                          choice: str = "memory plan") -> str:
     """Markdown: per device, level peaks against their bounds, bytes moved, hidden DMA time,
-    split factors, the level solver's figures, and the baselines' simulated makespans."""
+    split factors, the level solver's figures, and the baselines' simulated makespans.
+
+    ``plan`` is the memory plan's schedule (CP-SAT levels); ``choice`` names the plan the
+    binaries use (the fastest of it and the baselines)."""
     from planner.memory.figures import device_figures
 
     out = ["## Memory hierarchy", ""]
@@ -40,7 +44,8 @@ def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: M
     if skipped:
         out.append("")
     if baselines:
-        out += ["Simulated makespans, same run (every plan lowered and replayed):", ""]
+        out += [f"The binaries use: **{choice}** (the fastest replayed plan below).", "",
+                "Simulated makespans, same run (every plan lowered and replayed):", ""]
         rows = [["memory plan (CP-SAT levels + CP-SAT offsets)", plan.makespan_cycles, "-"]]
         for name, value in baselines.items():
             rows.append([name, value, f"{100 * (value - plan.makespan_cycles) / max(value, 1):+.1f}% slower"
