@@ -268,31 +268,37 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
                               tuple(operands[first + n_in:first + n_in + n_out])))
 
     link_ids = {lk[0] for lk in raw_links}
+    codes = Opcode._value2member_map_
+    n_str, n_list = len(strings), len(lists)
+    alloc_free = (int(Opcode.ALLOC), int(Opcode.FREE))
+    vector, dma, send_recv = int(Opcode.VECTOR), int(Opcode.DMA), (int(Opcode.SEND), int(Opcode.RECV))
     instructions = []
+    append = instructions.append
     for r, (opcode, subop, stream, op_idx, start, dur, a, b, c, d, mem, fast, off, nr, nw) in enumerate(
             RECORD.iter_unpack(body[pos:])):
-        try:
-            code = Opcode(opcode)
-        except ValueError:
-            raise _fail(f"record {r}: unknown opcode {opcode}", name) from None
-        if code == Opcode.VECTOR and subop not in VectorOp._value2member_map_:
-            raise _fail(f"record {r}: unknown vector subop {subop}", name)
-        if off + nr + nw > len(lists):
+        code = codes.get(opcode)
+        if code is None:
+            raise _fail(f"record {r}: unknown opcode {opcode}", name)
+        if off + nr + nw > n_list:
             raise _fail(f"record {r}: buffer list [{off}, {off + nr + nw}) out of range", name)
-        reads, writes = tuple(lists[off:off + nr]), tuple(lists[off + nr:off + nr + nw])
-        if code in (Opcode.ALLOC, Opcode.FREE) and (a >= n_buffers or b >= n_levels):
-            raise _fail(f"record {r}: {code.name} names buffer {a} / level {b} out of range", name)
-        if code == Opcode.DMA and (a >= n_levels or b >= n_levels):
-            raise _fail(f"record {r}: DMA names a level out of range", name)
+        reads = tuple(lists[off:off + nr]) if nr else ()
+        writes = tuple(lists[off + nr:off + nr + nw]) if nw else ()
         peer = ""
-        if code in (Opcode.SEND, Opcode.RECV):
+        if opcode in alloc_free:
+            if a >= n_buffers or b >= n_levels:
+                raise _fail(f"record {r}: {code.name} names buffer {a} / level {b} out of range", name)
+        elif opcode == vector:
+            if subop not in VectorOp._value2member_map_:
+                raise _fail(f"record {r}: unknown vector subop {subop}", name)
+        elif opcode == dma:
+            if a >= n_levels or b >= n_levels:
+                raise _fail(f"record {r}: DMA names a level out of range", name)
+        elif opcode in send_recv:
             peer, d = s(d, f"record {r} peer"), 0
             if a not in link_ids:
                 raise _fail(f"record {r}: {code.name} on link {a}, which the link table lacks", name)
-        instructions.append(Instruction(
-            code, stream, start, dur, op="" if op_idx == NONE else s(op_idx, f"record {r} op"),
-            subop=subop, a=a, b=b, c=c, d=d, mem_bytes=mem, reads=reads, writes=writes, peer=peer,
-            fast_bytes=fast))
+        op = "" if op_idx == NONE else strings[op_idx] if op_idx < n_str else s(op_idx, f"record {r} op")
+        append(Instruction(code, stream, start, dur, op, subop, a, b, c, d, mem, reads, writes, peer, fast))
     if not 0 <= main_level < n_levels:
         raise _fail(f"main level {main_level} out of range ({n_levels} levels)", name)
     if not -1 <= fast_level < n_levels:

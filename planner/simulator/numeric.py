@@ -1,0 +1,554 @@
+"""Numeric mode: replay the binaries' bytes and compute every kernel with numpy.
+
+Where :func:`planner.simulator.replay.simulate` checks *when* things happen, this module
+checks *what* the binaries compute: it gives every (device, memory level) one byte array
+and executes the instructions of all devices in timeline order on it. A plan that moves
+the wrong bytes (a prefetch too late, an eviction to the wrong place, a portion written
+at the wrong address) shows up as wrong values or as NaN. ``docs/memory.md`` is the
+reference.
+
+Semantics
+---------
+memory          one ``uint8`` array per (device, level), sized by the level's used extent
+                (the largest ``address + bytes`` of its buffers, not the capacity). In a
+                program that is not ``addressed`` (every ``d = 0``), buffers get disjoint
+                synthetic addresses in buffer-id order (no reuse, no views).
+ALLOC           of a non-preloaded, non-view buffer fills it with poison bytes ``0xFF``
+                (a NaN in every float format, -1 in integers), so reading unwritten data
+                shows; a preloaded non-view buffer gets ``inputs[name]`` (missing or of the
+                wrong size: :class:`~planner.errors.SpecError` naming the buffer); a view
+                aliases its parent's bytes (it is an address range) and is left as is.
+order           start cycle, end cycle, device (sorted names), program order; each
+                instruction acts at once, at its place in that order.
+compute         runs its kernel (:func:`planner.numeric.kernels.evaluate_op`): an operand
+                held in ``k`` buffers is the first ``size/k`` bytes of each, concatenated
+                along dimension 0; outputs are split the same way. A compute instruction
+                without a kernel raises :class:`~planner.errors.UnsupportedError` naming
+                the op, before anything runs.
+DMA             (memory DMA on the DMA engine) copies its ``c`` bytes from the start of
+                its source buffer to the start of its destination.
+SEND / RECV     the RECV writes the bytes its SEND read (the SEND's buffers concatenated)
+                into its buffers, in order, as one byte stream (up to the shorter length).
+capture         the value of every main-level, non-view buffer whose name has neither
+                ``@`` nor ``#`` (a whole tensor) is copied when it is freed, or at HALT.
+                Its dtype and shape come from the kernels that use it, else through the
+                DMAs and transfers that copy it, else from its views (portions in address
+                order), else from ``inputs``; a buffer none of these describe is captured
+                as raw ``uint8`` bytes.
+
+Numeric mode assumes binaries that the replay accepts; run :func:`~planner.simulator.simulate`
+first (for a valid program, acting at the start in this order equals any interleaving the
+replay allows: no write overlaps a read of the same bytes). An instruction naming a buffer
+that is never allocated, or an operand that does not fit its buffers, raises
+:class:`~planner.simulator.SimulationError`.
+
+Speed: every view, copy and kernel call is prepared once; the loop then calls one
+prepared step per effective instruction (numbers in the module's tests and the report).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass
+from functools import partial
+from operator import itemgetter
+from typing import Any, Callable, Mapping
+
+import numpy as np
+
+from planner.errors import SpecError, UnsupportedError
+from planner.isa.binary import decode
+from planner.isa.instructions import (
+    ALLOC_PRELOADED,
+    ALLOC_VIEW,
+    COMPUTE_OPCODES,
+    DMA_STREAM,
+    Opcode,
+    Program,
+)
+from planner.simulator.replay import SimulationError, _allocations, _sweep_memory
+
+__all__ = ["POISON_BYTE", "NumericResult", "simulate_numeric", "simulate_numeric_programs"]
+
+logger = logging.getLogger(__name__)
+
+POISON_BYTE = 0xFF  # what an ALLOC writes: NaN in fp16/fp32/fp64/bf16, -1 in integers
+
+_Layout = tuple[str, tuple[int, ...]]  # (IR dtype, shape)
+_Key = tuple[str, int]  # (device, buffer id)
+
+
+@dataclass(frozen=True)
+class NumericResult:
+    """What numeric mode computed: the captured whole-tensor values and how fast it ran.
+
+    ``values`` maps a buffer name (a tensor name) to its value when freed (or at HALT);
+    ``instructions`` counts every instruction of every binary; ``wall_seconds`` covers
+    decoding, preparing and executing.
+
+    Examples
+    --------
+    >>> r = NumericResult({}, 200, 0.001)
+    >>> round(r.instructions_per_second)
+    200000
+    """
+
+    values: dict[str, np.ndarray]
+    instructions: int
+    wall_seconds: float
+
+    @property
+    def instructions_per_second(self) -> float:
+        return self.instructions / self.wall_seconds if self.wall_seconds > 0 else math.inf
+
+
+class _Buffer:
+    """A buffer of one program as numeric mode sees it."""
+
+    __slots__ = ("device", "id", "name", "level", "size", "address", "preloaded", "view", "bytes")
+
+    def __init__(self, device: str, bid: int, name: str, level: int, size: int, address: int,
+                 preloaded: bool, view: bool) -> None:
+        self.device, self.id, self.name = device, bid, name
+        self.level, self.size, self.address = level, size, address
+        self.preloaded, self.view = preloaded, view
+        self.bytes: np.ndarray = np.empty(0, np.uint8)  # its uint8 slice of the arena
+
+
+_DTYPES: dict[str, np.dtype] = {}
+
+
+def _np_dtype(dtype: str) -> np.dtype:
+    """The numpy dtype of an IR dtype (:func:`planner.numeric.kernels.numpy_dtype`, cached)."""
+    dt = _DTYPES.get(dtype)
+    if dt is None:
+        from planner.numeric.kernels import numpy_dtype
+
+        dt = _DTYPES[dtype] = numpy_dtype(dtype)
+    return dt
+
+
+def _typed(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
+    """``raw`` (uint8, at least the value's bytes) viewed as ``dtype[shape]``."""
+    dt = _np_dtype(dtype)
+    n = math.prod(shape) * dt.itemsize
+    return raw[:n].view(dt).reshape(shape)
+
+
+def _buffers(p: Program) -> dict[int, _Buffer]:
+    """Every allocated buffer of ``p`` with its address (synthetic when not addressed)."""
+    out: dict[int, _Buffer] = {}
+    next_free = [0] * len(p.levels)
+    for ins in p.instructions:
+        if ins.opcode != Opcode.ALLOC or ins.a in out:
+            continue
+        view = bool(ins.subop & ALLOC_VIEW)
+        address = ins.d
+        if not p.addressed:
+            if view:
+                raise UnsupportedError(f"numeric mode: view {p.buffers[ins.a]!r} on {p.device} needs an "
+                                       f"addressed program (its address says where it lies)")
+            address = next_free[ins.b]
+            next_free[ins.b] += ins.c
+        out[ins.a] = _Buffer(p.device, ins.a, p.buffers[ins.a], ins.b, ins.c, address,
+                             bool(ins.subop & ALLOC_PRELOADED), view)
+    return out
+
+
+def _infer_layouts(programs: Mapping[str, Program], buffers: Mapping[_Key, _Buffer],
+                   parents: Mapping[_Key, _Key], inputs: Mapping[str, np.ndarray]) -> dict[_Key, _Layout]:
+    """(dtype, shape) of each buffer: kernel operands, then copies (DMAs, single-buffer
+    transfers), then a parent from its portion views, then ``inputs``."""
+    layouts: dict[_Key, _Layout] = {}
+    edges: dict[_Key, list[_Key]] = {}
+    sends: dict[int, tuple[str, tuple[int, ...]]] = {}
+    recvs: dict[int, tuple[str, tuple[int, ...]]] = {}
+    for dev, p in programs.items():
+        for k in p.kernels:
+            for o in k.inputs + k.outputs:
+                parts = len(o.buffers)
+                if not parts or (parts > 1 and (not o.shape or o.shape[0] % parts)):
+                    continue
+                shape = o.shape if parts == 1 else (o.shape[0] // parts,) + o.shape[1:]
+                for b in o.buffers:
+                    layouts.setdefault((dev, b), (o.dtype, shape))
+        for ins in p.instructions:
+            if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM and len(ins.reads) == len(ins.writes) == 1:
+                src, dst = (dev, ins.reads[0]), (dev, ins.writes[0])
+                edges.setdefault(src, []).append(dst)
+                edges.setdefault(dst, []).append(src)
+            elif ins.opcode == Opcode.SEND:
+                sends[ins.c] = (dev, ins.reads)
+            elif ins.opcode == Opcode.RECV:
+                recvs[ins.c] = (dev, ins.writes)
+    for tid in sorted(set(sends) & set(recvs)):
+        (sd, sb), (rd, rb) = sends[tid], recvs[tid]
+        if len(sb) == len(rb) == 1:
+            edges.setdefault((sd, sb[0]), []).append((rd, rb[0]))
+            edges.setdefault((rd, rb[0]), []).append((sd, sb[0]))
+
+    def spread() -> None:
+        todo = sorted(k for k in layouts if k in edges)
+        while todo:
+            key = todo.pop()
+            for other in edges.get(key, ()):
+                if other not in layouts and other in buffers:
+                    layouts[other] = layouts[key]
+                    todo.append(other)
+
+    spread()
+    views: dict[_Key, list[_Key]] = {}
+    for view, parent in sorted(parents.items()):
+        views.setdefault(parent, []).append(view)
+    for parent in sorted(views):
+        if parent in layouts:
+            continue
+        parts = sorted(views[parent], key=lambda k: buffers[k].address)
+        if any(v not in layouts for v in parts):
+            continue
+        dtypes = {layouts[v][0] for v in parts}
+        tails = {layouts[v][1][1:] for v in parts}
+        if len(dtypes) != 1 or len(tails) != 1 or any(not layouts[v][1] for v in parts):
+            continue
+        dtype, tail = dtypes.pop(), tails.pop()
+        try:
+            item = _np_dtype(dtype).itemsize
+        except UnsupportedError:
+            continue
+        at = buffers[parent].address
+        for v in parts:
+            if buffers[v].address != at:
+                break
+            at += math.prod(layouts[v][1]) * item
+        else:
+            layouts[parent] = (dtype, (sum(layouts[v][1][0] for v in parts),) + tail)
+    spread()
+    for key, buf in buffers.items():
+        if key not in layouts and buf.preloaded and buf.name in inputs:
+            value = np.asarray(inputs[buf.name])
+            for dtype in ("fp32", "fp16", "fp64"):
+                if value.dtype == _np_dtype(dtype):
+                    layouts[key] = (dtype, tuple(value.shape))
+    return layouts
+
+
+class _Views:
+    """Typed numpy views of buffers, made once per (buffer, dtype, shape, read-only)."""
+
+    def __init__(self) -> None:
+        from planner.numeric.kernels import evaluate_op  # lazily: numeric mode only
+
+        self.evaluate_op = evaluate_op
+        self.cache: dict[tuple[int, str, tuple[int, ...], bool], np.ndarray] = {}
+        self.attrs: dict[str, Any] = {}
+
+    def of(self, buf: _Buffer, dtype: str, shape: tuple[int, ...], readonly: bool) -> np.ndarray:
+        """``buf``'s first bytes as ``dtype[shape]`` (the caller checked that they fit)."""
+        key = (id(buf), dtype, shape, readonly)
+        view = self.cache.get(key)
+        if view is None:
+            view = self.cache[key] = _typed(buf.bytes, dtype, shape)
+            view.flags.writeable = not readonly
+        return view
+
+    def operand(self, o: Any, buffers: Mapping[int, _Buffer], where: str, readonly: bool) -> list[np.ndarray]:
+        """The views of the buffers holding one operand (one per portion, equal rows each)."""
+        parts = len(o.buffers)
+        if parts == 0:
+            raise SimulationError(f"numeric mode: {where} has an operand in no buffer")
+        if parts > 1 and (not o.shape or o.shape[0] % parts):
+            raise SimulationError(f"numeric mode: {where}: shape {o.shape} does not split in {parts} portions")
+        shape = o.shape if parts == 1 else (o.shape[0] // parts,) + o.shape[1:]
+        out = []
+        for b in o.buffers:
+            buf = buffers.get(b)
+            if buf is None:
+                raise SimulationError(f"numeric mode: {where} uses buffer {b}, which is never allocated")
+            need = math.prod(shape) * _np_dtype(o.dtype).itemsize
+            if need > buf.size:
+                raise SimulationError(f"numeric mode: {where}: buffer {buf.name!r} holds {buf.size} bytes, "
+                                      f"its part of the operand needs {need}")
+            view = self.of(buf, o.dtype, shape, readonly)
+            out.append(view)
+        return out
+
+    def kernel_step(self, kernel: Any, buffers: Mapping[int, _Buffer], where: str) -> Callable[[], None]:
+        """The step that runs ``kernel`` on its buffers' current bytes."""
+        evaluate_op = self.evaluate_op
+        attrs = self.attrs.get(kernel.attrs_json)
+        if attrs is None:
+            attrs = self.attrs[kernel.attrs_json] = json.loads(kernel.attrs_json) if kernel.attrs_json else {}
+        op_type = kernel.type
+        ins = [self.operand(o, buffers, where, True) for o in kernel.inputs]
+        outs = [self.operand(o, buffers, where, False) for o in kernel.outputs]
+        shapes = [o.shape for o in kernel.outputs]
+        dtypes = [o.dtype for o in kernel.outputs]
+        if all(len(v) == 1 for v in ins) and len(outs) == 1 and len(outs[0]) == 1:
+            xs, target = [v[0] for v in ins], outs[0][0]
+
+            def run_simple() -> None:  # the common case: whole operands, one output
+                target[...] = evaluate_op(op_type, attrs, xs, shapes, dtypes)[0]
+
+            return run_simple
+
+        def run() -> None:
+            values = [v[0] if len(v) == 1 else np.concatenate(v) for v in ins]
+            for views, r in zip(outs, evaluate_op(op_type, attrs, values, shapes, dtypes)):
+                if len(views) == 1:
+                    views[0][...] = r
+                else:
+                    for t, part in zip(views, np.split(r, len(views))):
+                        t[...] = part
+
+        return run
+
+
+def _store(values: dict[str, np.ndarray], name: str, view: np.ndarray) -> None:
+    values[name] = view.copy()
+
+
+def _stream_into(targets: list[np.ndarray], payload: np.ndarray) -> None:
+    at = 0
+    for t in targets:
+        n = min(t.size, payload.size - at)
+        if n <= 0:
+            break
+        t[:n] = payload[at:at + n]
+        at += n
+
+
+def simulate_numeric_programs(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray]) -> NumericResult:
+    """Numeric mode on decoded programs (see :func:`simulate_numeric`; ``wall_seconds``
+    then excludes decoding).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from planner.isa.instructions import (ALLOC_PRELOADED, Instruction, Kernel, LevelInfo, Opcode,
+    ...                                       Operand, Program)
+    >>> ins = (Instruction(Opcode.ALLOC, 0, 0, 0, subop=ALLOC_PRELOADED, a=0, c=16, d=0),
+    ...        Instruction(Opcode.ALLOC, 0, 0, 0, a=1, c=16, d=64),
+    ...        Instruction(Opcode.VECTOR, 0, 0, 1, op="r", subop=3, a=4, b=1, mem_bytes=32,
+    ...                    reads=(0,), writes=(1,)),
+    ...        Instruction(Opcode.FREE, 0, 1, 0, a=1, c=16, d=64), Instruction(Opcode.HALT, 0, 1, 0))
+    >>> k = Kernel("r", "relu", "{}", (Operand((4,), "fp32", (0,)),), (Operand((4,), "fp32", (1,)),))
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),), 0,
+    ...             (), 1, ("x", "y"), ins, kernels=(k,), addressed=True)
+    >>> r = simulate_numeric_programs({"d0": p}, {"x": np.array([-1, 2, -3, 4], np.float32)})
+    >>> r.values["y"], r.instructions
+    (array([0., 2., 0., 4.], dtype=float32), 5)
+    """
+    return _run(programs, inputs, time.perf_counter())
+
+
+def _run(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray], t0: float) -> NumericResult:
+    devices = sorted(programs)
+    buffers: dict[_Key, _Buffer] = {}
+    per_device: dict[str, dict[int, _Buffer]] = {}
+    parents: dict[_Key, _Key] = {}
+    for dev in devices:
+        p = programs[dev]
+        bufs = _buffers(p)
+        per_device[dev] = bufs
+        for bid, buf in bufs.items():
+            buffers[(dev, bid)] = buf
+        if p.addressed and any(b.view for b in bufs.values()):
+            found: list[str] = []
+            _, view_parents = _sweep_memory(p, _allocations(p, found), found)
+            parents.update({(dev, v): (dev, par) for v, par in view_parents.items()})
+    layouts = _infer_layouts(programs, buffers, parents, inputs)
+
+    # One arena per (device, level), sized by its used extent, poisoned.
+    for dev in devices:
+        p = programs[dev]
+        extent = [0] * len(p.levels)
+        for buf in per_device[dev].values():
+            extent[buf.level] = max(extent[buf.level], buf.address + buf.size)
+        arenas = [np.full(n, POISON_BYTE, np.uint8) for n in extent]
+        for buf in per_device[dev].values():
+            buf.bytes = arenas[buf.level][buf.address:buf.address + buf.size]
+
+    # Host-filled buffers: validated before anything runs.
+    preload: dict[_Key, np.ndarray] = {}
+    for key in sorted(buffers):
+        buf = buffers[key]
+        if not buf.preloaded or buf.view:
+            continue
+        if buf.name not in inputs:
+            raise SpecError(f"numeric mode: no input value for preloaded buffer {buf.name!r} on {buf.device}")
+        value = np.asarray(inputs[buf.name])
+        layout = layouts.get(key)
+        if layout is not None:
+            dtype, shape = layout
+            value = value.astype(_np_dtype(dtype), copy=False)
+            if value.size != math.prod(shape):
+                raise SpecError(f"numeric mode: input {buf.name!r} has shape {tuple(value.shape)}, buffer "
+                                f"{buf.name!r} on {buf.device} holds {dtype}{list(shape)}")
+        raw = np.ascontiguousarray(value).reshape(-1).view(np.uint8)
+        if raw.size > buf.size:
+            raise SpecError(f"numeric mode: input {buf.name!r} has {raw.size} bytes, buffer {buf.name!r} on "
+                            f"{buf.device} holds {buf.size}")
+        preload[key] = raw
+
+    values: dict[str, np.ndarray] = {}
+    views = _Views()
+
+    def capturer(buf: _Buffer, layout: _Layout | None) -> Callable[[], None]:
+        view = buf.bytes
+        if layout is not None:
+            try:
+                if math.prod(layout[1]) * _np_dtype(layout[0]).itemsize <= view.size:
+                    view = views.of(buf, layout[0], layout[1], False)
+            except UnsupportedError:
+                pass  # a dtype numpy cannot hold: keep the raw bytes
+        return partial(_store, values, buf.name, view)
+
+    def captured(p: Program, buf: _Buffer) -> bool:
+        return (buf.level == p.main_level and not buf.view and "@" not in buf.name and "#" not in buf.name)
+
+    # Steps in timeline order; instructions without an effect (SIGNAL, WAIT, ALLOC of a view,
+    # FREE of an uncaptured buffer) are counted, not stepped.
+    pending: dict[int, np.ndarray] = {}
+    send_parts: dict[int, list[np.ndarray]] = {}
+    for dev in devices:
+        bufs = per_device[dev]
+        for ins in programs[dev].instructions:
+            if ins.opcode == Opcode.SEND:
+                send_parts[ins.c] = [bufs[b].bytes for b in ins.reads if b in bufs]  # else: the replay reports it
+
+    def payload_of(tid: int) -> np.ndarray:
+        parts = send_parts.get(tid, [])
+        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
+
+    def buffer(bufs: Mapping[int, _Buffer], bid: int, dev: str, ins: Any) -> _Buffer:
+        buf = bufs.get(bid)
+        if buf is None:
+            raise SimulationError(f"numeric mode: {ins.opcode.name} {ins.op!r} on {dev} uses buffer {bid}, "
+                                  f"which is never allocated")
+        return buf
+
+    keyed: list[tuple[int, int, int, int, Callable[[], None]]] = []
+    count = 0
+    # Plain ints: comparing with Opcode members looked up on the enum class costs more.
+    alloc_, free_, halt_, dma_, send_, recv_ = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.HALT),
+                                                int(Opcode.DMA), int(Opcode.SEND), int(Opcode.RECV))
+    bookkeeping = (int(Opcode.SIGNAL), int(Opcode.WAIT))
+    compute = frozenset(int(c) for c in COMPUTE_OPCODES)
+    for d, dev in enumerate(devices):
+        p = programs[dev]
+        bufs = per_device[dev]
+        kernels = {k.op: k for k in p.kernels}
+        count += len(p.instructions)
+        for i, ins in enumerate(p.instructions):
+            code = ins.opcode
+            if code in bookkeeping:
+                continue
+            step: Callable[[], None] | None = None
+            if code == alloc_:
+                buf = bufs[ins.a]
+                if buf.view:
+                    continue
+                raw = buf.bytes
+                if buf.preloaded:
+                    def load(raw: np.ndarray = raw, data: np.ndarray = preload[(dev, ins.a)]) -> None:
+                        raw.fill(POISON_BYTE)
+                        raw[:data.size] = data
+
+                    step = load
+                else:
+                    step = partial(raw.fill, POISON_BYTE)
+            elif code == free_:
+                buf = bufs.get(ins.a)
+                if buf is None or not captured(p, buf):
+                    continue
+                step = capturer(buf, layouts.get((dev, ins.a)))
+            elif code == halt_:
+                freed = {x.a for x in p.instructions if x.opcode == Opcode.FREE}
+                halt = [capturer(bufs[b], layouts.get((dev, b))) for b in sorted(bufs)
+                        if b not in freed and captured(p, bufs[b])]
+
+                def step() -> None:
+                    for capture in halt:
+                        capture()
+            elif code == dma_ and ins.stream == DMA_STREAM:
+                if len(ins.reads) != 1 or len(ins.writes) != 1:
+                    raise SimulationError(f"numeric mode: DMA {ins.op!r} on {dev} must read one buffer and "
+                                          f"write one")
+                src = buffer(bufs, ins.reads[0], dev, ins).bytes[:ins.c]
+                dst = buffer(bufs, ins.writes[0], dev, ins).bytes[:ins.c]
+                n = min(src.size, dst.size)
+                step = partial(np.copyto, dst[:n], src[:n])
+            elif code == send_:
+                def step(tid: int = ins.c) -> None:
+                    pending[tid] = payload_of(tid)
+            elif code == recv_:
+                def step(tid: int = ins.c,
+                         targets: list[np.ndarray] = [buffer(bufs, b, dev, ins).bytes for b in ins.writes]) -> None:
+                    payload = pending.pop(tid, None)
+                    # None: the SEND sorts later at the same cycles, so its buffers hold the bytes now.
+                    _stream_into(targets, payload_of(tid) if payload is None else payload)
+            elif code in compute:
+                kernel = kernels.get(ins.op)
+                if kernel is None:
+                    raise UnsupportedError(f"numeric mode cannot run op {ins.op!r} ({code.name} on {dev}): its "
+                                           f"binary has no kernel for it (task ops have no arithmetic meaning)")
+                step = views.kernel_step(kernel, bufs, f"op {ins.op!r} on {dev}")
+            else:
+                continue
+            keyed.append((ins.start_cycle, ins.end_cycle, d, i, step))
+    keyed.sort(key=itemgetter(0, 1, 2, 3))
+    steps = [k[4] for k in keyed]
+
+    t1 = time.perf_counter()
+    with np.errstate(all="ignore"):
+        for step in steps:
+            step()
+    wall = time.perf_counter() - t0
+    logger.info("numeric mode: %d instructions (%d steps) in %.3f s (%.3f s executing)", count, len(steps),
+                wall, wall - (t1 - t0))
+    return NumericResult(dict(sorted(values.items())), count, wall)
+
+
+def simulate_numeric(binaries: Mapping[str, bytes], inputs: Mapping[str, np.ndarray]) -> NumericResult:
+    """Decode one binary per device and replay their numbers (see the module docstring).
+
+    Parameters
+    ----------
+    binaries
+        The ``.bin`` contents keyed by device name.
+    inputs
+        A value for every preloaded buffer (weights and graph inputs, by tensor name),
+        e.g. :func:`planner.numeric.reference.random_inputs`.
+
+    Returns
+    -------
+    NumericResult
+        ``values``: every whole-tensor buffer of a main level, by name.
+
+    Raises
+    ------
+    BinaryFormatError
+        A malformed binary.
+    UnsupportedError
+        A compute instruction without a kernel, or a dtype numeric mode cannot compute.
+    SpecError
+        A preloaded buffer without a value in ``inputs``, or with one of the wrong size.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from planner.isa.binary import encode
+    >>> from planner.isa.instructions import Instruction, LevelInfo, Opcode, Program
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),), 0,
+    ...             (), 1, (), (Instruction(Opcode.TASK, 0, 0, 5, op="t", a=5), Instruction(Opcode.HALT, 0, 5, 0)))
+    >>> simulate_numeric({"d0": encode(p)}, {})
+    Traceback (most recent call last):
+    ...
+    planner.errors.UnsupportedError: numeric mode cannot run op 't' (TASK on d0): its binary has no kernel for it (task ops have no arithmetic meaning)
+    """
+    t0 = time.perf_counter()
+    programs = {name: decode(data, name=name) for name, data in sorted(binaries.items())}
+    return _run(programs, inputs, t0)
