@@ -342,9 +342,18 @@ def _convert(ctx: _Ctx, node: Any, name: str, ins: list[str], outs: list[str],
     a = _attrs(node)
     out = outs[0] if outs else None
 
+    def per_channel(weight: str, x: str) -> None:
+        # A [C] vector applied to [N, C, H, W] is declared [C, 1, 1] so it broadcasts over the
+        # channel axis (numpy aligns trailing axes: [C] would meet W).
+        shape, xshape = ctx.shapes.get(weight), ctx.shapes.get(x)
+        if (shape is not None and len(shape) == 1 and xshape is not None and len(xshape) == 4
+                and ctx.kinds.get(weight) == "weight" and ctx.n(weight) not in ctx.tensors):
+            ctx.shapes[weight] = (shape[0], 1, 1)
+
     def add_bias(src_out: str, bias: str | None, final: str) -> None:
         if bias is None:
             return
+        per_channel(bias, final)
         ctx.op(name + "_bias", "add", [src_out, bias], [final])
 
     if t == "Conv":
@@ -394,6 +403,8 @@ def _convert(ctx: _Ctx, node: Any, name: str, ins: list[str], outs: list[str],
         add_bias(mid, bias, out)
     elif t == "BatchNormalization":
         x, scale, bias = ins[0], ins[1], ins[2]
+        per_channel(scale, x)
+        per_channel(bias, x)
         mid = ctx.fresh(out)
         ctx.shapes[mid], ctx.dtypes[mid] = ctx.shapes.get(out), ctx.dtypes.get(out, "fp32")
         ctx.op(name, "mul", [x, scale], [mid])
