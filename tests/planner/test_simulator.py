@@ -131,10 +131,16 @@ def test_transfer_duration_is_checked_against_the_link():
 
 
 def test_memory_over_capacity():
-    # d0 peaks at 2400 B (see test_lowering); cap it at 2000.
-    plan, graph, hw = two_device_case(memory_limit=2000)
-    result = simulate_programs(lower(plan, graph, hw))
-    assert result.violations == ("d0: memory level mem holds 2400 bytes at cycle 4, over its capacity of 2000",)
+    # d0 peaks at 2400 B (see test_lowering); cap it at 2000 in the binary's header (lowering
+    # itself refuses buffers that do not fit). The addressed buffers also end beyond 2000.
+    plan, graph, hw = two_device_case()
+    programs = lower(plan, graph, hw)
+    d0 = programs["d0"]
+    capped = dataclasses.replace(d0, levels=tuple(dataclasses.replace(lv, capacity_bytes=2000)
+                                                  for lv in d0.levels))
+    result = simulate_programs(dict(programs, d0=capped))
+    assert "d0: memory level mem holds 2400 bytes at cycle 4, over its capacity of 2000" in result.violations
+    assert any("ends beyond level mem's capacity of 2000 bytes" in v for v in result.violations)
 
 
 def test_missing_halt_and_missing_peer():
