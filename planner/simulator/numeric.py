@@ -30,7 +30,8 @@ DMA             (memory DMA on the DMA engine) copies its ``c`` bytes from the s
 SEND / RECV     the RECV writes the bytes its SEND read (the SEND's buffers concatenated)
                 into its buffers, in order, as one byte stream (up to the shorter length).
 capture         the value of every main-level, non-view buffer whose name has neither
-                ``@`` nor ``#`` (a whole tensor) is copied when it is freed, or at HALT.
+                ``@`` nor ``#`` (a whole tensor) is copied when it is freed; one still
+                live at HALT is returned as a read-only view of the final memory.
                 Its dtype and shape come from the kernels that use it, else through the
                 DMAs and transfers that copy it, else from its views (portions in address
                 order), else from ``inputs``; a buffer none of these describe is captured
@@ -396,7 +397,7 @@ def _run(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray], t0: 
     values: dict[str, np.ndarray] = {}
     views = _Views()
 
-    def capturer(buf: _Buffer, layout: _Layout | None) -> Callable[[], None]:
+    def capturer(buf: _Buffer, layout: _Layout | None, *, at_halt: bool = False) -> Callable[[], None]:
         view = buf.bytes
         if layout is not None:
             try:
@@ -404,6 +405,10 @@ def _run(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray], t0: 
                     view = views.of(buf, layout[0], layout[1], False)
             except UnsupportedError:
                 pass  # a dtype numpy cannot hold: keep the raw bytes
+        if at_halt:  # nothing writes this device's memory after its HALT: a read-only view will do
+            view = view.view()
+            view.flags.writeable = False
+            return partial(values.__setitem__, buf.name, view)
         return partial(_store, values, buf.name, view)
 
     def captured(p: Program, buf: _Buffer) -> bool:
@@ -454,8 +459,8 @@ def _run(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray], t0: 
                 raw = buf.bytes
                 if buf.preloaded:
                     def load(raw: np.ndarray = raw, data: np.ndarray = preload[(dev, ins.a)]) -> None:
-                        raw.fill(POISON_BYTE)
                         raw[:data.size] = data
+                        raw[data.size:] = POISON_BYTE
 
                     step = load
                 else:
@@ -467,7 +472,7 @@ def _run(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray], t0: 
                 step = capturer(buf, layouts.get((dev, ins.a)))
             elif code == halt_:
                 freed = {x.a for x in p.instructions if x.opcode == Opcode.FREE}
-                halt = [capturer(bufs[b], layouts.get((dev, b))) for b in sorted(bufs)
+                halt = [capturer(bufs[b], layouts.get((dev, b)), at_halt=True) for b in sorted(bufs)
                         if b not in freed and captured(p, bufs[b])]
 
                 def step() -> None:
