@@ -153,7 +153,8 @@ def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_p
         "fast_peak_bound_bytes": off_result.bound if off_result.bound is not None else lb_bytes,
         "fast_live_lower_bound_bytes": lb_bytes,
         "fast_offsets_status": off_result.status.value,
-        "fast_peak_greedy_by_size_bytes": off_greedy.objective,
+        "fast_peak_greedy_by_size_bytes": (off_greedy.objective if off_greedy.objective is not None
+                                           else off_greedy.stats.get("peak_bytes")),  # may exceed capacity
         "greedy_baseline_fast_peak_bytes": (g_offsets.objective if g_offsets.objective is not None
                                             else g_offsets.stats.get("peak_bytes")),
         "greedy_baseline_fits": g_offsets.status.has_solution,

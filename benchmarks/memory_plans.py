@@ -1,0 +1,144 @@
+"""Memory-hierarchy benchmark (issue 3) through the whole planner: plan, lower, replay, numbers.
+
+Instances: the shipped memory specs, the CNNs shipped inside the ``onnx`` package (imported,
+memory-planned on one TPU v4 with VMEM as the fast level), and a transformer with more than
+500 tensors. Per instance: ops, tensors, the simulated makespan of the memory plan and of the
+two baselines (everything in main memory; greedy prefetch + greedy-by-size offsets), the fast
+level's peak against its live-bytes lower bound and against greedy-by-size on the same
+buffers, the numeric replay's verdict and speed, and the wall time.
+
+Targets (issue 3): fast peak <= 1.02 x the live bound or proven optimal, and never above
+greedy-by-size; on memory-bound specs the makespan below everything-in-main; a 500-tensor
+graph planned within 60 s; numeric replay >= 1e5 instructions/s.
+
+    python -m benchmarks.memory_plans                  # everything
+    python -m benchmarks.memory_plans --only memory-   # name filter (substring)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from benchmarks._machine import machine_facts
+
+ROOT = Path(__file__).resolve().parent.parent
+ONNX_CNNS = ("resnet50", "squeezenet", "inception_v1", "bvlc_alexnet", "shufflenet")
+PEAK_TARGET, TENSORS_TIME_TARGET_S, NUMERIC_TARGET = 1.02, 60.0, 1e5
+
+
+def onnx_spec(model: str) -> dict | None:
+    """One TPU v4 (VMEM fast) running an ONNX CNN shipped in the onnx package, memory-planned."""
+    import onnx
+
+    path = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light" / f"light_{model}.onnx"
+    if not path.exists():
+        return None
+    return {"version": 1, "name": f"onnx-{model}",
+            "hardware": {"devices": [{"name": "tpu", "profile": "tpu-v4"}]},
+            "models": [{"name": model, "graph": {"onnx": str(path)}}],
+            "objective": "latency", "memory": {"plan": True, "fast": "vmem"},
+            "solver": {"time_limit": "20 s", "workers": 2, "seed": 0}}
+
+
+def large_spec() -> dict:
+    """A transformer on one edge NPU (4 MiB SRAM, LPDDR at 17 GB/s): 298 ops, 510 tensors."""
+    return {"version": 1, "name": "transformer-500-tensors",
+            "hardware": {"devices": [{"name": "npu", "profile": "edge-npu"}]},
+            "models": [{"name": "gpt", "generator": {"kind": "transformer", "layers": 11, "d_model": 256,
+                                                       "heads": 4, "seq": 64, "batch": 4, "dtype": "fp32"}}],
+            "objective": "latency", "memory": {"plan": True, "split_factors": [1, 2, 4]},
+            "solver": {"time_limit": "40 s", "workers": 2, "seed": 0}}
+
+
+def instances() -> list[tuple[str, object]]:
+    out: list[tuple[str, object]] = [(p.stem, p) for p in sorted((ROOT / "specs").glob("memory-*.yaml"))]
+    for model in ONNX_CNNS:
+        spec = onnx_spec(model)
+        if spec is not None:
+            out.append((spec["name"], spec))
+    out.append(("transformer-500-tensors", large_spec()))
+    return out
+
+
+def run_one(name: str, source, time_limit: float | None, numeric: bool) -> dict:
+    from planner.errors import UnsupportedError
+    from planner.numeric.compare import compare_numeric
+    from planner.pipeline import run
+    from planner.spec import load_spec
+
+    spec = load_spec(source)
+    t0 = time.perf_counter()
+    outcome = run(spec, time_limit_s=time_limit or spec.time_limit_s, workers=spec.workers, seed=spec.seed)
+    wall = time.perf_counter() - t0
+    plan = outcome.plan
+    row = {"instance": name, "ops": len(spec.graph.ops), "tensors": len(spec.graph.tensors),
+           "choice": outcome.memory_choice, "makespan": plan.makespan_cycles, "bound": plan.bound,
+           "gap": plan.gap, "status": plan.status, "wall_s": round(wall, 2), **{
+               f"baseline:{k}": v for k, v in outcome.memory_baselines.items()}}
+    memory = outcome.memory.memory if outcome.memory is not None else None
+    for dev, dp in sorted((memory.devices if memory else {}).items()):
+        st = dp.stats
+        row.update({"device": dev, "fast_level": dp.fast_level, "fast_peak": st["fast_peak_bytes"],
+                    "fast_live_lb": st["fast_live_lower_bound_bytes"],
+                    "fast_greedy_by_size": st["fast_peak_greedy_by_size_bytes"],
+                    "offsets_status": st["fast_offsets_status"], "level_status": st["level_status"],
+                    "level_gap": st["level_gap"], "splits": dict(dp.split_factors)})
+    if numeric:
+        try:
+            report = compare_numeric(outcome.binaries, spec.graph)
+            row.update(numeric_ok=report.ok, instructions=report.instructions,
+                       instructions_per_s=round(report.instructions_per_s))
+        except UnsupportedError as e:
+            row.update(numeric_ok=None, numeric_note=str(e))
+    return row
+
+
+def _targets(row: dict) -> dict:
+    peak, lb, greedy = row.get("fast_peak"), row.get("fast_live_lb"), row.get("fast_greedy_by_size")
+    out = {}
+    if peak is not None:
+        out["peak_target"] = bool((peak <= PEAK_TARGET * lb or row["offsets_status"] == "OPTIMAL")
+                                  and peak <= greedy)
+    main = row.get("baseline:all in main memory")
+    if main is not None:
+        out["faster_than_main"] = row["makespan"] < main
+    if row["tensors"] >= 500:
+        out["500_tensors_in_60s"] = row["wall_s"] <= TENSORS_TIME_TARGET_S
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--only", default=None, help="substring of the instance names to run")
+    p.add_argument("--time-limit", type=float, default=None, help="seconds per instance (default: the spec's)")
+    p.add_argument("--no-numeric", action="store_true", help="skip the numeric replay")
+    p.add_argument("--out", default=None, help="JSON results path")
+    args = p.parse_args(argv)
+    rows = []
+    for name, source in instances():
+        if args.only and args.only not in name:
+            continue
+        row = run_one(name, source, args.time_limit, not args.no_numeric)
+        row.update(_targets(row))
+        rows.append(row)
+        peak = row.get("fast_peak")
+        print(f"{name:26} ops {row['ops']:4} tensors {row['tensors']:4} | plan {row['makespan']:>10,} "
+              f"main {row.get('baseline:all in main memory', 0):>10,} "
+              f"greedy {row.get('baseline:greedy prefetch + greedy-by-size') or 0:>10,} | "
+              f"peak {peak or 0:>10,} lb {row.get('fast_live_lb') or 0:>10,} "
+              f"gbs {row.get('fast_greedy_by_size') or 0:>10,} | numeric {row.get('numeric_ok')} "
+              f"{row.get('instructions_per_s', '-')}/s | {row['wall_s']:.1f} s | {row['choice']}",
+              flush=True)
+    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"memory-plans-{time.strftime('%Y-%m-%d')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"machine": machine_facts(), "rows": rows}, indent=2, default=str) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
