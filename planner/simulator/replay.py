@@ -420,17 +420,18 @@ def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], 
             return parents.get(b, b), buf.address, buf.address + buf.size
         return b, 0, buf.size
 
-    writes: dict[int, list[tuple[int, int, int, int, int]]] = defaultdict(list)  # root -> (start, end, lo, hi, i)
-    reads: dict[int, list[tuple[int, int, int, int, int, int]]] = defaultdict(list)  # + buffer
+    # root -> (start, end, lo, hi, instruction (-1: a preloaded ALLOC), buffer)
+    writes: dict[int, list[tuple[int, int, int, int, int, int]]] = defaultdict(list)
+    reads: dict[int, list[tuple[int, int, int, int, int, int]]] = defaultdict(list)
     for b, buf in alloc.items():
         if buf.preloaded:
             root, lo, hi = span(b)
-            writes[root].append((buf.alloc_cycle, buf.alloc_cycle, lo, hi, -1))
+            writes[root].append((buf.alloc_cycle, buf.alloc_cycle, lo, hi, -1, b))
     for i, ins in enumerate(instrs):
         for b in ins.writes:
             live(b, i, ins, "writes")
             root, lo, hi = span(b)
-            writes[root].append((ins.start_cycle, ins.end_cycle, lo, hi, i))
+            writes[root].append((ins.start_cycle, ins.end_cycle, lo, hi, i, b))
         for b in ins.reads:
             live(b, i, ins, "reads")
             root, lo, hi = span(b)
@@ -440,7 +441,7 @@ def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], 
         ws = writes.get(root, [])
         for start, end, lo, hi, i, b in reads[root]:
             ins = instrs[i]
-            touching = sorted((we, wlo, whi) for ws_, we, wlo, whi, wi in ws
+            touching = sorted((we, wlo, whi) for _ws, we, wlo, whi, _wi, _wb in ws
                               if wlo < hi and lo < whi or (lo == hi and wlo <= lo <= whi))
             before = [w for w in touching if w[0] <= start]
             if _coverage_end(lo, hi, before) is not None:
@@ -457,14 +458,14 @@ def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], 
     for root in sorted(writes):
         ws = [w for w in writes[root] if w[1] > w[0]]
         rs = reads.get(root, [])
-        for x, (ws0, we0, lo0, hi0, i0) in enumerate(ws):
-            others = [(s1, e1, lo1, hi1, i1, "writes") for s1, e1, lo1, hi1, i1 in ws[x + 1:]]
-            others += [(s1, e1, lo1, hi1, i1, "reads") for s1, e1, lo1, hi1, i1, _b in rs]
-            for s1, e1, lo1, hi1, i1, how in others:
+        for x, (ws0, we0, lo0, hi0, i0, b0) in enumerate(ws):
+            others = [(s1, e1, lo1, hi1, i1, b1, "writes") for s1, e1, lo1, hi1, i1, b1 in ws[x + 1:]]
+            others += [(s1, e1, lo1, hi1, i1, b1, "reads") for s1, e1, lo1, hi1, i1, b1 in rs]
+            for s1, e1, lo1, hi1, i1, b1, how in others:
                 if i1 != i0 and s1 < we0 and ws0 < e1 and lo1 < hi0 and lo0 < hi1:
-                    v.append(f"{_where(p, i0, instrs[i0])} writes {names[root]} [{lo0}, {hi0}) during "
-                             f"[{ws0}, {we0}) while {_where(p, i1, instrs[i1])} {how} [{lo1}, {hi1}) during "
-                             f"[{s1}, {e1})")
+                    v.append(f"{_where(p, i0, instrs[i0])} writes {names[b0]} [{lo0}, {hi0}) during "
+                             f"[{ws0}, {we0}) while {_where(p, i1, instrs[i1])} {how} {names[b1]} "
+                             f"[{lo1}, {hi1}) during [{s1}, {e1})")
 
 
 def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) -> None:

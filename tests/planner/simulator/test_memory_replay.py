@@ -89,8 +89,8 @@ def test_a_parent_is_ready_when_every_portion_is_written():
     v = simulate_programs({"d0": split_portions(mm1_start=100)}).violations
     assert "d0#10 VECTOR (r): dependency violation: reads buffer 2 (y) at 160, before it is ready at 180" in v
     # It also overlaps (in time and bytes) the relu's read of y: a race.
-    assert any("MATMUL (mm#1) writes y [448, 576) during [100, 180) while" in x and "(r) reads [320, 576)" in x
-               for x in v)
+    assert any("MATMUL (mm#1) writes y#1 [448, 576) during [100, 180) while" in x
+               and "(r) reads y [320, 576)" in x for x in v)
 
 
 def test_dma_engine_timing_bytes_levels_and_exclusivity():
@@ -126,7 +126,7 @@ def test_eviction_racing_a_read_and_written_twice():
     v = simulate_programs({"d0": prefetch_compute_evict(evict_start=90)}).violations
     assert any("dependency violation: reads buffer 3 (y@sram.0) at 90, before it is ready at 106" in x for x in v)
     assert any("MATMUL (mm) writes y@sram.0 [256, 512) during [74, 106) while d0#" in x
-               and "DMA (evict:y) reads [256, 512) during [90, 164)" in x for x in v)
+               and "DMA (evict:y) reads y@sram.0 [256, 512) during [90, 164)" in x for x in v)
     # A buffer written twice (the mm, then a refresh DMA from x into y@sram.0 after the mm) is fine:
     # the evict reads the latest completed write.
     p = prefetch_compute_evict()
