@@ -43,7 +43,7 @@ class MemoryOutcome:
 
 
 def _solve_device(bridge, options, time_limit_s: float, workers: int, seed: int):
-    from solvers.core import SolveOptions, Status
+    from solvers.core import SolveOptions
     from solvers.memory.levels import AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver
 
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=workers, random_seed=seed)

@@ -20,17 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from planner.errors import InfeasibleError
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
 from planner.memory.bridge import DeviceBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
-from planner.plan import PlacedOp, PlacedTransfer, Plan
-from planner.report.markdown import format_bytes
-from solvers.core import SolveOptions
+from planner.plan import PlacedOp, Plan
 from solvers.memory.levels import LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, op_durations
-from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem
 
 __all__ = ["DeviceLevels", "expand", "assemble"]
 
@@ -174,7 +170,8 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
     Raises
     ------
     InfeasibleError
-        The slow copies do not fit the main memory (the message names the level and size).
+        The slow copies do not fit the main memory (the message names the level, the
+        busiest cycle and its biggest buffers).
     """
     devices = {d.name: d for d in hardware.devices}
     names = {d: _Names(lv) for d, lv in levels.items()}
@@ -188,8 +185,6 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
     last_instance: dict[str, str] = {}  # op -> activity of its last instance
     instances_of: dict[str, list[str]] = {}
     for d, lv in levels.items():
-        dev = devices[d]
-        cycles = op_durations(lv.expanded, lv.solution.in_fast)
         seq = []
         for i, inst in enumerate(names[d].instances):
             seq.append(f"op:{inst}")
@@ -234,7 +229,6 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
         e = lv.expanded
         cycles = op_durations(e, lv.solution.in_fast)
         released: dict[int, list[str]] = {}
-        prefetch_after_evict: dict[int, str] = {}
         for q, row in enumerate(dmas[d]):
             kind, orig, p, src, dst, size, trigger, release, dev_cycles = row
             t = _expanded_id(names[d], orig, p)
@@ -401,23 +395,13 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
 
 def _place_slow(buffers: list[MemoryBuffer], hardware: Hardware, device: str, alignment: int,
                 bridge: DeviceBridge) -> list[MemoryBuffer]:
-    """Addresses for the slow copies: greedy-by-size over their cycle lifetimes."""
+    """Addresses for the slow copies over their cycle lifetimes (lowering's packer: greedy-by-size,
+    then CP-SAT; an InfeasibleError names the busiest cycle and its biggest buffers)."""
+    from planner.lowering.addresses import Lifetime, assign_addresses
+
     sized = [x for x in buffers if x.size_bytes > 0]
-    if not sized:
-        return buffers
-    edges = sorted({c for x in sized for c in (x.start_cycle, x.end_cycle)})
-    rank = {c: i for i, c in enumerate(edges)}
-    capacity = hardware.device(device).memory_capacity_bytes
-    problem = OffsetProblem(
-        size_bytes=tuple(x.size_bytes for x in sized),
-        start=tuple(rank[x.start_cycle] for x in sized),
-        end=tuple(max(rank[x.end_cycle], rank[x.start_cycle] + 1) for x in sized),
-        capacity_bytes=capacity, alignment_bytes=(alignment,) * len(sized), names=tuple(x.name for x in sized))
-    result = GreedyBySizeOffsetSolver().solve(problem, SolveOptions(time_limit_s=10))
-    if not result.status.has_solution:
-        total = sum(x.size_bytes for x in sized)
-        raise InfeasibleError(
-            f"device {device}: the slow copies do not fit {bridge.slow_level} "
-            f"({format_bytes(capacity)}); they need up to {format_bytes(total)} at once")
-    address = dict(zip((x.name for x in sized), result.solution.offsets))
+    addresses = assign_addresses([Lifetime(x.name, x.size_bytes, x.start_cycle, x.end_cycle) for x in sized],
+                                 hardware.device(device).memory_capacity_bytes, alignment,
+                                 device=device, level=bridge.slow_level)
+    address = dict(zip((x.name for x in sized), addresses))
     return [replace(x, address=address.get(x.name, 0)) for x in buffers]

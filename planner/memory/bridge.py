@@ -27,11 +27,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Mapping
 
 from planner.graph.ir import Graph, Tensor
 from planner.hardware import Device, Hardware
-from planner.isa.cost import DATA_MOVEMENT_OPS, op_cost
+from planner.isa.cost import op_cost
 from planner.memory.options import MemoryOptions
 from planner.plan import Plan
 from solvers.memory.levels import LevelProblem, SplitGroup
