@@ -427,6 +427,27 @@ def memory_bound(spec, problem: SchedulingProblem, reduction: Reduction, planned
     return lower_bound(relaxed)
 
 
+def _forced_order_bound(spec, memory) -> int:
+    """The level solver's bound, when it bounds every plan: one device with one stream whose
+    op order is forced (each op feeds the next), so the solver's fixed order is the only one.
+
+    Its bound is in device cycles; any plan on the timeline, scaled back by clock/reference,
+    is a schedule of the level problem with durations at least the required ones, so
+    ``ceil(bound * reference / clock)`` bounds the timeline makespan.
+    """
+    hardware, graph = spec.hardware, spec.graph
+    if len(hardware.devices) != 1 or hardware.devices[0].streams != 1:
+        return 0
+    dev = hardware.devices[0]
+    dp = memory.memory.devices.get(dev.name)
+    if dp is None or dp.stats.get("level_bound_device_cycles") is None:
+        return 0
+    order = memory.bridges_order.get(dev.name, ())
+    if not order or any(not graph.dag.has_edge(a, b) for a, b in zip(order, order[1:])):
+        return 0
+    return -(-int(dp.stats["level_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
+
+
 def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed: int) -> None:
     """Memory-plan the spine's plan, replay it and its baselines, and keep the fastest.
 
@@ -453,7 +474,8 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     outcome.memory_choice = choice
     outcome.memory_plan = memory_plan
     planned = set(memory_plan.devices) if memory_plan is not None else set(memory.memory.devices)
-    bound = min(memory_bound(spec, outcome.problem, outcome.reduction, planned), makespan)
+    bound = max(memory_bound(spec, outcome.problem, outcome.reduction, planned), _forced_order_bound(spec, memory))
+    bound = min(bound, makespan)
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
     outcome.plan = replace(plan, status=status, objective=makespan, bound=bound,
                            gap=(makespan - bound) / makespan if makespan else 0.0,

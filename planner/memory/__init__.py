@@ -40,6 +40,7 @@ class MemoryOutcome:
     greedy_plan: Any = None
     greedy_memory: MemoryPlan | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # device -> why it is not memory-planned
+    bridges_order: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> its ops' fixed order
 
 
 def _solve_device(bridge, options, time_limit_s: float, workers: int, seed: int):
@@ -133,7 +134,8 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, see
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
         greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
-    return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped)
+    return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
+                         {name: b.ops for name, b in bridges.items()})
 
 
 def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_offsets, hardware):
