@@ -9,6 +9,8 @@ validate    :func:`validate_schedule` checks every rule; :func:`objective_value`
 bounds      :func:`lower_bound`: critical path, total work, fractional load (proven).
 heft        :class:`HeftScheduler`: HEFT list scheduling (heuristic, hint for CP-SAT).
 fallback    :func:`fallback_schedule`: first-fit placement by memory when HEFT finds none.
+listsearch  :func:`list_search`: serial SGS + double justification local search when the
+            placement is fixed and transfers are free (P|prec|Cmax, job shops).
 cpsat       :class:`CpSatScheduler`: CP-SAT model (exact for small and mid-size graphs).
 """
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
@@ -19,6 +21,8 @@ from solvers.scheduling.bounds import (critical_path_bound, cut_vertices, fracti
                                        topological_order, work_bound)
 from solvers.scheduling.heft import HeftScheduler, heft_schedule, upward_ranks
 from solvers.scheduling.fallback import fallback_schedule, first_fit_placement
+from solvers.scheduling.listsearch import (ListSearchOptions, ListSearchScheduler, fixed_placement,
+                                           list_search)
 from solvers.scheduling.cpsat import (CpSatOptions, CpSatScheduler, SchedulingVars, add_colocation,
                                       add_devices, add_hint, add_links, add_load_cuts, add_memory,
                                       add_objective, add_placement, add_precedence,
@@ -33,6 +37,7 @@ __all__ = [
     "min_durations", "min_transfer_cycles", "topological_order", "cut_vertices", "segment_problems",
     "segment_bound",
     "HeftScheduler", "heft_schedule", "upward_ranks", "first_fit_placement", "fallback_schedule",
+    "ListSearchOptions", "ListSearchScheduler", "fixed_placement", "list_search",
     "CpSatScheduler", "CpSatOptions", "SchedulingVars", "build", "create_variables",
     "add_placement", "add_devices", "add_precedence", "add_links", "add_colocation", "add_memory",
     "add_symmetry_breaking", "add_load_cuts", "add_objective", "add_hint",
