@@ -160,11 +160,16 @@ class Instruction:
     fast_bytes: int = 0
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "opcode", Opcode(self.opcode))
-        object.__setattr__(self, "reads", tuple(self.reads))
-        object.__setattr__(self, "writes", tuple(self.writes))
-        if min(self.start_cycle, self.duration_cycles, self.a, self.b, self.c, self.d,
-               self.mem_bytes, self.stream, self.subop, self.fast_bytes) < 0:
+        # Decoding builds one per record: skip conversions that are already done.
+        if type(self.opcode) is not Opcode:
+            object.__setattr__(self, "opcode", Opcode(self.opcode))
+        if type(self.reads) is not tuple:
+            object.__setattr__(self, "reads", tuple(self.reads))
+        if type(self.writes) is not tuple:
+            object.__setattr__(self, "writes", tuple(self.writes))
+        # A bitwise OR of integers is negative exactly when one of them is.
+        if (self.start_cycle | self.duration_cycles | self.a | self.b | self.c | self.d
+                | self.mem_bytes | self.stream | self.subop | self.fast_bytes) < 0:
             raise ValueError(f"{self.opcode.name}: fields must be non-negative")
 
     @property
