@@ -34,7 +34,8 @@ from planner.spec.units import (
     parse_seconds,
 )
 
-__all__ = ["OP_TYPES", "DEFAULT_SPLIT_FACTORS", "MemoryPlanSpec", "SpecDocument"]
+__all__ = ["OP_TYPES", "OBJECTIVE_KINDS", "DEFAULT_SPLIT_FACTORS", "MemoryPlanSpec", "ObjectiveSpec",
+           "SpecDocument", "normalize_objective"]
 
 #: Op types the cost model understands (the contract in planner.graph.generators), and task.
 #:
@@ -298,6 +299,87 @@ class SolverSpec(_Model):
     seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
 
 
+#: Objective kinds, and the spellings accepted for them.
+#:
+#: >>> OBJECTIVE_KINDS
+#: ('latency', 'throughput', 'max-load')
+OBJECTIVE_KINDS: tuple[str, ...] = ("latency", "throughput", "max-load")
+_OBJECTIVE_ALIASES = {"max_load": "max-load"}
+
+
+class ObjectiveSpec(_Model):
+    """What to minimise; the mapping form carries the max-load options.
+
+    ``objective: max-load`` is short for ``objective: {kind: max-load}``. In the max-load
+    objective (Tarnawski et al., NeurIPS 2020) devices of one kind are the accelerators and
+    devices of the CPU kind (``cpu``; default: a kind named ``cpu``, if any) are the CPUs:
+    an accelerator's load is its ops' cycles plus the transfer of every output crossing
+    to or from it, a CPU's load its ops' cycles; the largest load is minimised.
+    """
+
+    model_config = ConfigDict(title="ObjectiveSpec")
+
+    kind: Literal["latency", "throughput", "max-load", "max_load"] = Field(
+        description="latency: minimise the makespan; throughput: minimise the busiest device's or "
+                    "link's load (pipelined steady state); max-load: the paper's max-load partitioning "
+                    "(max_load is accepted too).")
+    contiguous: bool = Field(False, strict=True, description="max-load only: every device's ops form a "
+                             "contiguous (convex) piece of the forward graph, as in the paper's DP.")
+    cpu: Optional[Name] = Field(None, description="max-load only: the device kind in the CPU role (pays "
+                                "no communication); default: the kind named cpu, if there is one.",
+                                examples=["cpu"])
+
+    @model_validator(mode="after")
+    def _options_need_max_load(self) -> "ObjectiveSpec":
+        if normalize_objective(self.kind) != "max-load":
+            given = [k for k in ("contiguous", "cpu") if k in self.model_fields_set]
+            if given:
+                raise ValueError(f"{given[0]!r} applies to objective max-load only, not {self.kind}")
+        return self
+
+
+def normalize_objective(kind: str) -> str:
+    """The canonical spelling of an objective kind.
+
+    Examples
+    --------
+    >>> normalize_objective("max_load"), normalize_objective("latency")
+    ('max-load', 'latency')
+    """
+    return _OBJECTIVE_ALIASES.get(kind, kind)
+
+
+def _objective_form(value: Any) -> Any:
+    """``objective: <kind>`` becomes ``{kind: <kind>}``; an unknown kind gets a did-you-mean."""
+    if isinstance(value, str):
+        if normalize_objective(value) not in OBJECTIVE_KINDS:
+            import difflib
+
+            close = difflib.get_close_matches(value, [*OBJECTIVE_KINDS, *_OBJECTIVE_ALIASES], n=1, cutoff=0.6)
+            hint = f"; did you mean {normalize_objective(close[0])!r}?" if close else ""
+            raise ValueError(f"expected 'latency', 'throughput' or 'max-load', got {value!r}{hint} "
+                             "(or a mapping such as {kind: max-load, contiguous: true})")
+        return {"kind": value}
+    if value is not None and not isinstance(value, dict) and not isinstance(value, ObjectiveSpec):
+        raise ValueError(f"expected an objective name (latency, throughput, max-load) or a mapping "
+                         f"{{kind: max-load, contiguous: true}}, got {value!r}")
+    return value
+
+
+Objective = Annotated[
+    ObjectiveSpec,
+    BeforeValidator(_objective_form),
+    WithJsonSchema({
+        "anyOf": [{"type": "string", "enum": [*OBJECTIVE_KINDS, *_OBJECTIVE_ALIASES]},
+                  ObjectiveSpec.model_json_schema()],
+        "description": "latency | throughput | max-load, or a mapping {kind: max-load, contiguous: "
+                       "true|false, cpu: <device kind>}.",
+        "examples": ["latency", "max-load", {"kind": "max-load", "contiguous": True}],
+        "default": "latency",
+    }),
+]
+
+
 #: Split factors tried when the spec gives none (1, no split, is always tried).
 DEFAULT_SPLIT_FACTORS: tuple[int, ...] = (1, 2, 4)
 
@@ -367,6 +449,8 @@ class SpecDocument(_Model):
     ...     "models": [{"name": "m", "generator": {"kind": "mlp"}}]})
     >>> doc.hardware.clock, doc.hardware.devices[0].memory[0].capacity, doc.solver.time_limit
     (1000000000, 4194304, 30.0)
+    >>> doc.objective
+    ObjectiveSpec(kind='latency', contiguous=False, cpu=None)
     """
 
     model_config = ConfigDict(title="plan spec (version 1)")
@@ -375,9 +459,11 @@ class SpecDocument(_Model):
     name: Optional[Name] = Field(None, description="Spec name (default: the file stem).")
     hardware: HardwareSpec = Field(description="Devices, links and the reference clock.")
     models: list[ModelSpec] = Field(min_length=1, description="The models to place and schedule.")
-    objective: Literal["latency", "throughput"] = Field(
-        "latency", description="latency: minimise the makespan; throughput: minimise the busiest "
-                               "device's load (pipelined steady state).")
+    objective: Objective = Field(
+        "latency", validate_default=True,
+        description="latency: minimise the makespan; throughput: minimise the busiest device's load "
+                    "(pipelined steady state); max-load: the max-load partitioning of Tarnawski et al. "
+                    "(NeurIPS 2020), optionally {kind: max-load, contiguous: true, cpu: <kind>}.")
     constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec,
                                          description="Pins, colocation groups and memory limits.")
     solver: SolverSpec = Field(default_factory=SolverSpec, description="Solver settings.")

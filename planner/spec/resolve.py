@@ -20,11 +20,11 @@ from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.isa.profiles import PROFILES, get_profile
 from planner.memory.options import MemoryOptions
 from planner.spec.loader import Locator, did_you_mean, format_path
-from planner.spec.models import ModelSpec, SpecDocument
-from planner.spec.types import Spec
+from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
+from planner.spec.types import MaxLoadOptions, Spec
 from planner.spec.units import parse_duration_cycles
 
-__all__ = ["resolve", "resolve_hardware", "resolve_memory", "check_tensor_sizes"]
+__all__ = ["resolve", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
 
 _GLOB = set("*?[")
 
@@ -414,6 +414,94 @@ def _fastest_other(profile) -> str | None:
     return next((m.name for m in profile.memory if m.name != main), None)
 
 
+def resolve_objective(document: SpecDocument, hw: Hardware,
+                      locator: Locator) -> tuple[str, MaxLoadOptions | None]:
+    """The objective's canonical name and, for max-load, its resolved options.
+
+    Max-load (Tarnawski et al., NeurIPS 2020) knows identical accelerators and identical
+    CPUs: the hardware must have one accelerator kind and at most one CPU kind (named by
+    ``objective.cpu``, else the kind named ``cpu`` when there are two kinds), every
+    accelerator the same main memory, a link between every two devices (the model moves
+    any output between any two devices), no memory planning, and pins only to CPUs (the
+    model has no other per-op restriction).
+
+    Raises
+    ------
+    planner.errors.SpecError
+        At the offending key (``objective``, ``objective.cpu``, a pin, ``memory.plan``...).
+
+    Examples
+    --------
+    >>> data = {"hardware": {"devices": [{"name": "acc", "profile": "generic", "count": 2},
+    ...                                  {"name": "cpu", "profile": "generic"}],
+    ...                      "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s"}},
+    ...         "models": [{"name": "m", "generator": {"kind": "mlp"}}],
+    ...         "objective": {"kind": "max_load", "contiguous": True}}
+    >>> doc = SpecDocument.model_validate(data)
+    >>> resolve_objective(doc, resolve_hardware(doc, Locator(data)), Locator(data))
+    ('max-load', MaxLoadOptions(contiguous=True, accelerator_kind='acc', cpu_kind='cpu'))
+    >>> data["hardware"]["devices"][1]["name"] = "host"
+    >>> doc = SpecDocument.model_validate(data)
+    >>> resolve_objective(doc, resolve_hardware(doc, Locator(data)), Locator(data))
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: objective: max-load has one accelerator kind and at most one CPU kind, but the hardware has kinds acc, host and none is named cpu; say which is the CPU, e.g. objective: {kind: max-load, cpu: host}
+    """
+    obj = document.objective
+    kind = normalize_objective(obj.kind)
+    if kind != "max-load":
+        return kind, None
+    kinds: dict[str, list[Device]] = {}
+    for d in hw.devices:
+        kinds.setdefault(d.kind, []).append(d)
+    names = list(kinds)
+    if obj.cpu is not None:
+        if obj.cpu not in kinds:
+            raise locator.error(f"no device has kind {obj.cpu!r}" + did_you_mean(obj.cpu, names)
+                                + f" (kinds: {', '.join(names)})", ("objective", "cpu"))
+        cpu: str | None = obj.cpu
+    else:
+        cpu = "cpu" if "cpu" in kinds and len(kinds) > 1 else None
+    accelerators = [k for k in names if k != cpu]
+    if len(accelerators) > 1:
+        if cpu is None and len(names) == 2:
+            hint = (f" and none is named cpu; say which is the CPU, e.g. objective: "
+                    f"{{kind: max-load, cpu: {names[-1]}}}")
+        else:
+            hint = (f"; the accelerators would be {', '.join(accelerators)}"
+                    + ("" if cpu else " (name the CPU kind with objective.cpu)"))
+        raise locator.error(f"max-load has one accelerator kind and at most one CPU kind, but the hardware "
+                            f"has kinds {', '.join(names)}" + hint, ("objective",))
+    acc = accelerators[0] if accelerators else None
+    if acc is not None:
+        caps = {d.name: d.memory_capacity_bytes for d in kinds[acc]}
+        if len(set(caps.values())) > 1:
+            from planner.report.markdown import format_bytes
+
+            shown = ", ".join(f"{n}: {format_bytes(c)}" for n, c in caps.items())
+            raise locator.error(f"max-load needs identical accelerators, but the {acc} instances have different "
+                                f"main memory ({shown}); give the memory limit to the kind {acc!r}",
+                                ("constraints", "memory_limits"))
+    devs = [d.name for d in hw.devices]
+    for i, a in enumerate(devs):
+        for b in devs[i + 1:]:
+            if hw.link_between(a, b) is None:
+                where = ("hardware", "topology") if document.hardware.topology is not None else ("hardware", "links")
+                raise locator.error(f"max-load may move any op's output between any two devices, but {a} and {b} "
+                                    "have no link; use topology all-to-all or bus, or add the link", where)
+    if document.memory.plan:
+        raise locator.error("memory planning is not available with objective max-load (its memory model is "
+                            "each accelerator's weights against its main memory)", ("memory", "plan"))
+    cpus = tuple(d.name for d in kinds[cpu]) if cpu else ()
+    for i, pin in enumerate(document.constraints.pins):
+        targets = kinds[pin.device] if pin.device in kinds else [hw.device(pin.device)]
+        if pin.device != cpu and (cpu is None or tuple(d.name for d in targets) != cpus):
+            raise locator.error(f"with objective max-load a pin may name only the CPU kind"
+                                f"{f' ({cpu})' if cpu else ', and there is none'}: the model has no other per-op "
+                                f"device restriction", ("constraints", "pins", i, "device"))
+    return kind, MaxLoadOptions(obj.contiguous, acc, cpu)
+
+
 def _device_total_bytes(device: Device) -> int:
     """All levels of a device together, main memory capped by its memory limit."""
     main = device.profile.main_memory
@@ -549,6 +637,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     allowed = _pins(document, hw, order, locator)
     groups = _colocation(document, order, allowed, locator)
     memory = resolve_memory(document, hw, locator)
+    objective, max_load = resolve_objective(document, hw, locator)
     if memory.enabled:
         # Without memory planning every tensor must fit main memory, which the pipeline's
         # prechecks already explain (as an infeasible request, exit 1).
@@ -559,7 +648,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         source=source,
         hardware=hw,
         graph=graph,
-        objective=document.objective,
+        objective=objective,
         allowed_devices=allowed,
         colocation_groups=groups,
         time_limit_s=float(document.solver.time_limit),
@@ -568,4 +657,5 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         models=tuple(model_names),
         document=document,
         memory=memory,
+        max_load=max_load,
     )

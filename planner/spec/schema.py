@@ -23,8 +23,10 @@ def spec_json_schema() -> dict[str, Any]:
     >>> schema = spec_json_schema()
     >>> schema["$schema"], sorted(schema["required"])
     ('https://json-schema.org/draft/2020-12/schema', ['hardware', 'models'])
-    >>> schema["properties"]["objective"]["enum"]
-    ['latency', 'throughput']
+    >>> schema["properties"]["objective"]["anyOf"][0]["enum"]
+    ['latency', 'throughput', 'max-load', 'max_load']
+    >>> sorted(schema["properties"]["objective"]["anyOf"][1]["properties"])
+    ['contiguous', 'cpu', 'kind']
     """
     schema = SpecDocument.model_json_schema(mode="validation")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": SCHEMA_ID, **schema}

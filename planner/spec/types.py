@@ -10,7 +10,32 @@ from planner.graph.ir import Graph
 from planner.hardware import Hardware
 from planner.memory.options import MemoryOptions
 
-__all__ = ["Spec"]
+__all__ = ["Spec", "MaxLoadOptions"]
+
+
+@dataclass(frozen=True, slots=True)
+class MaxLoadOptions:
+    """The resolved ``objective: {kind: max-load, ...}`` options.
+
+    Attributes
+    ----------
+    contiguous : bool
+        Every device's forward ops must form a convex piece of the graph (the paper's DP).
+    accelerator_kind : str or None
+        The device kind whose instances are the accelerators (pay communication, memory capped),
+        or None: CPUs only.
+    cpu_kind : str or None
+        The device kind whose instances are the CPUs (no communication), or None: no CPUs.
+
+    Examples
+    --------
+    >>> MaxLoadOptions(False, "acc", "cpu")
+    MaxLoadOptions(contiguous=False, accelerator_kind='acc', cpu_kind='cpu')
+    """
+
+    contiguous: bool
+    accelerator_kind: str | None
+    cpu_kind: str | None = None
 
 
 @dataclass(frozen=True)
@@ -28,7 +53,10 @@ class Spec:
     graph : planner.graph.ir.Graph
         All models merged; op and tensor names are ``"<model>/<name>"``.
     objective : str
-        ``"latency"`` or ``"throughput"``.
+        ``"latency"``, ``"throughput"`` or ``"max-load"`` (``max_load`` is normalised).
+    max_load : MaxLoadOptions or None
+        With ``objective == "max-load"``: contiguity and which device kinds are the
+        accelerators and the CPUs. None for the other objectives.
     allowed_devices : dict of str to tuple of str
         For pinned ops only: the device instances each may use (hardware order).
     colocation_groups : tuple of tuple of str
@@ -68,6 +96,7 @@ class Spec:
     models: tuple[str, ...] = ()
     document: Any = field(default=None, repr=False, compare=False)
     memory: MemoryOptions = field(default_factory=MemoryOptions)
+    max_load: MaxLoadOptions | None = None
 
     @property
     def op_cycles(self) -> dict[str, dict[str, int]]:

@@ -71,7 +71,7 @@ models:
 """
 INLINE = [
     (BASE + "objective: latncy\n", 9, "objective",
-     "expected 'latency' or 'throughput', got 'latncy'; did you mean 'latency'?"),
+     "expected 'latency', 'throughput' or 'max-load', got 'latncy'; did you mean 'latency'?"),
     (BASE.replace("version: 1", "version: 2"), 1, "version", "unsupported spec version 2"),
     (BASE.replace("kind: mlp,", "kind: mpl,"), 8, "models[0].generator.kind",
      "unknown kind 'mpl'; did you mean 'mlp'?"),

@@ -31,7 +31,7 @@ def test_schema_is_useful_for_editors():
     schema = spec_json_schema()
     json.dumps(schema)   # serialisable
     defs = schema["$defs"]
-    assert schema["properties"]["objective"]["enum"] == ["latency", "throughput"]
+    assert schema["properties"]["objective"]["anyOf"][0]["enum"] == ["latency", "throughput", "max-load", "max_load"]
     assert defs["TopologySpec"]["properties"]["kind"]["enum"] == ["all-to-all", "ring", "bus"]
     cap = defs["MemorySpec"]["properties"]["capacity"]
     assert cap["type"] == "string" and "16 GiB" in cap["examples"] and cap["description"]
