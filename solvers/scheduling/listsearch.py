@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import heapq
 import random
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,8 +154,11 @@ class _Sgs:
         self.preds = [tuple(x) for x in preds]
         self.succs = [tuple(x) for x in succs]
         self.device = placement
-        # capacity as a byte; devices with at least as many streams as ops never fill up
+        # capacity as a byte (devices with at least as many streams as ops never fill up)
+        # and a pattern matching any cycle with a free stream
         self.full = [bytes([s]) if s < min(n, 255) else None for s in problem.device_streams]
+        self.free = [re.compile(b"[\\x00-" + re.escape(bytes([s - 1])) + b"]")
+                     if s < min(n, 255) else None for s in problem.device_streams]
         self.length = sum(self.dur) + 1
         self.pos = [0] * n
         for k, i in enumerate(topological_order(problem)):
@@ -164,7 +168,7 @@ class _Sgs:
     def place(self, order, preds) -> tuple[list[int], int]:
         """Ends of every op when placed in ``order`` (``preds``: the direction's predecessors)."""
         self.work += self.n
-        dur, device, full = self.dur, self.device, self.full
+        dur, device, full, free = self.dur, self.device, self.full, self.free
         usage = [bytearray(self.length) if f is not None else None for f in full]
         end = [0] * self.n
         makespan = 0
@@ -178,8 +182,8 @@ class _Sgs:
             if d and use is not None:
                 f = full[device[i]]
                 j = use.find(f, t, t + d)
-                while j >= 0:
-                    t = j + 1
+                while j >= 0:  # a full cycle at j: retry from the next cycle with a free stream
+                    t = free[device[i]].search(use, j + 1).start()
                     j = use.find(f, t, t + d)
                 use[t:t + d] = use[t:t + d].translate(_INC)
             t += d
