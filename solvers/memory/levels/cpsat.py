@@ -46,12 +46,14 @@ from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import run_cpsat
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
-from solvers.memory.levels.validate import level_metrics, makespan_lower_bound, validate_levels
+from solvers.memory.levels.validate import (
+    level_metrics, makespan_lower_bound, op_duration_lower_bounds, op_durations, validate_levels,
+)
 
 __all__ = [
     "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
@@ -65,6 +67,10 @@ _LOG = logging.getLogger(__name__)
 class LevelVars:
     """Variable handles of the level model; ``extract`` reads a solution back.
 
+    Decisions are BoolVars / IntVars, or plain ints where they are fixed (virtual
+    accesses; everything outside ``free_ops`` when the model is built around a ``fixed``
+    solution, see :func:`build_level_model`). DMA dicts hold only the DMAs that may exist.
+
     Examples
     --------
     >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1))
@@ -77,11 +83,17 @@ class LevelVars:
     problem: LevelProblem
     horizon: int
     prefetch_window_ops: int | None = None
-    fast: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0
-    kept: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0
-    orig: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0
-    prefetch: dict = field(default_factory=dict)  # (t, j) -> BoolVar
-    evict: dict = field(default_factory=dict)  # (t, j) -> BoolVar
+    fixed: LevelSolution | None = None  # decisions outside free_ops come from this solution
+    free_ops: range | None = None  # ops whose accesses (and the gaps next to them) are free
+    fixed_transfers: dict = field(default_factory=dict)  # (kind, t, j) -> Transfer of ``fixed``
+    # Around a fixed solution, ops before free_ops keep their times (constants) and ops
+    # after it keep theirs shifted by ``shift`` (<= 0; None when free_ops reaches the end).
+    shift: cp_model.IntVar | None = None
+    fast: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0 | 1
+    kept: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0 | 1
+    orig: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 0 | 1
+    prefetch: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 1 (absent DMAs are left out)
+    evict: dict = field(default_factory=dict)  # (t, j) -> BoolVar | 1
     trigger: dict = field(default_factory=dict)  # (t, j) -> IntVar (offset from trigger_base)
     trigger_base: dict = field(default_factory=dict)  # (t, j) -> the earliest trigger op allowed
     release: dict = field(default_factory=dict)  # (t, j) -> IntVar (offset from a_{j-1}+1)
@@ -90,12 +102,49 @@ class LevelVars:
     release_start: dict = field(default_factory=dict)  # (t, j) -> IntVar, start of the release op
     start: list = field(default_factory=list)
     dur: list = field(default_factory=list)
-    cf: list = field(default_factory=list)
+    cf: list = field(default_factory=list)  # None for an op whose accesses are all fixed
     cs: list = field(default_factory=list)
     makespan: cp_model.IntVar | None = None
+    # Time windows from the per-op duration bounds and the makespan's upper bound:
+    # op i starts in [earliest[i], latest[i]]; index num_ops is the makespan.
+    earliest: list = field(default_factory=list)
+    latest: list = field(default_factory=list)
+    shortest: list = field(default_factory=list)  # a lower bound on each op's duration
 
     def end(self, op: int):
         return 0 if op < 0 else self.start[op] + self.dur[op]
+
+    def end_window(self, op: int) -> tuple[int, int]:
+        """Earliest and latest end of ``op`` (``(0, 0)`` for the program start ``-1``)."""
+        if op < 0:
+            return 0, 0
+        return self.earliest[op] + self.shortest[op], self.latest[op + 1]
+
+    def op_is_free(self, op: int) -> bool:
+        """Whether op ``op``'s accesses are decided by the model (always, without ``fixed``)."""
+        return self.fixed is None or (self.problem.is_real(op) and op in self.free_ops)
+
+    def gap_is_free(self, t: int, j: int) -> bool:
+        """Gap j of tensor t is free when an access next to it is free."""
+        acc = self.problem.accesses(t)
+        return self.op_is_free(acc[j - 1]) or self.op_is_free(acc[j])
+
+    def preset_dma_start(self, tr: Transfer | None):
+        """A fixed DMA's start when it is frozen before free_ops (its time) or after it
+        (its time + shift); None when the model decides it."""
+        if tr is None:
+            return None
+        if tr.release_op < self.free_ops.start:
+            return tr.start_cycle
+        if self.shift is not None and tr.trigger_op >= self.free_ops.stop:
+            return tr.start_cycle + self.shift
+        return None
+
+    def fixed_transfer(self, kind: TransferKind, t: int, j: int) -> Transfer | None:
+        """The fixed solution's DMA in a fixed gap (None in a free gap or when it has none)."""
+        if self.fixed is None or self.gap_is_free(t, j):
+            return None
+        return self.fixed_transfers.get((kind, t, j))
 
     def extract(self, solver: cp_model.CpSolver) -> LevelSolution:
         p = self.problem
@@ -109,21 +158,21 @@ class LevelVars:
                      for t in range(p.num_tensors))
         transfers = []
         for (t, j), lit in self.prefetch.items():
-            if solver.value(lit):
+            if val(lit):
                 acc = p.accesses(t)
                 transfers.append(Transfer(TransferKind.PREFETCH, t, j,
                                           self.trigger_base[t, j] + solver.value(self.trigger[t, j]),
-                                          acc[j], solver.value(self.dma_start["p", t, j]), p.dma_cycles(t)))
+                                          acc[j], val(self.dma_start["p", t, j]), p.dma_cycles(t)))
         for (t, j), lit in self.evict.items():
-            if solver.value(lit):
+            if val(lit):
                 acc = p.accesses(t)
                 transfers.append(Transfer(TransferKind.EVICT, t, j, acc[j - 1],
                                           acc[j - 1] + 1 + solver.value(self.release[t, j]),
-                                          solver.value(self.dma_start["e", t, j]), p.dma_cycles(t)))
+                                          val(self.dma_start["e", t, j]), p.dma_cycles(t)))
         transfers.sort(key=lambda tr: (tr.start_cycle, tr.release_op, tr.kind is TransferKind.PREFETCH,
                                        tr.tensor, tr.gap))
-        return LevelSolution(in_fast, kept, tuple(transfers), tuple(solver.value(s) for s in self.start),
-                             tuple(solver.value(d) for d in self.dur))
+        return LevelSolution(in_fast, kept, tuple(transfers), tuple(val(s) for s in self.start),
+                             tuple(val(d) for d in self.dur))
 
 
 def _horizon(problem: LevelProblem) -> int:
@@ -164,6 +213,31 @@ def exact_model_fits(problem: LevelProblem) -> bool:
     return True
 
 
+def _is_zero(x) -> bool:
+    return isinstance(x, int) and x == 0
+
+
+def _lits(*xs) -> list:
+    """The non-constant literals among ``xs`` (constants here are always 1: present)."""
+    return [x for x in xs if not isinstance(x, int)]
+
+
+def _enforce(ct, *lits) -> None:
+    ls = _lits(*lits)
+    if ls:
+        ct.only_enforce_if(ls)
+
+
+def _add(model: cp_model.CpModel, relation, *lits) -> None:
+    """``model.add(relation)`` enforced by ``lits``; a relation between constants (a
+    Python bool) is checked here instead."""
+    if isinstance(relation, bool):
+        if not relation:
+            model.add_bool_or([_lit.Not() for _lit in _lits(*lits)])
+        return
+    _enforce(model.add(relation), *lits)
+
+
 def add_residency(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
     """Where each access lives, kept gaps, and the prefetch/eviction each implies.
 
@@ -177,34 +251,54 @@ def add_residency(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
     ([(0, 0), (0, 1)], [(0, 1)], 0)
     """
     fast_only = set(problem.fast_only_ops)
+    fx = v.fixed
     for t in range(problem.num_tensors):
         acc = problem.accesses(t)
         for j, a in enumerate(acc):
-            if problem.is_real(a):
+            if not problem.is_real(a):
+                v.fast[t, j] = 0
+            elif v.op_is_free(a):
                 v.fast[t, j] = model.new_bool_var(f"fast_{t}_{j}")
                 if a in fast_only:
                     model.add(v.fast[t, j] == 1)
             else:
-                v.fast[t, j] = 0
+                v.fast[t, j] = int(fx.in_fast[t][j])
         v.orig[t, 0] = v.fast[t, 0]
         for j in range(1, len(acc)):
             x_prev, x = v.fast[t, j - 1], v.fast[t, j]
-            if problem.is_real(acc[j - 1]) and problem.is_real(acc[j]):
-                k = v.kept[t, j] = model.new_bool_var(f"kept_{t}_{j}")
-                model.add_implication(k, x_prev)
-                model.add_implication(k, x)
+            if not v.gap_is_free(t, j):
+                k = int(fx.kept[t][j])
+            elif problem.is_real(acc[j - 1]) and problem.is_real(acc[j]) and not _is_zero(x_prev) \
+                    and not _is_zero(x):
+                k = model.new_bool_var(f"kept_{t}_{j}")
+                for y in _lits(x_prev, x):
+                    model.add_implication(k, y)
             else:
-                k = v.kept[t, j] = 0
+                k = 0
+            v.kept[t, j] = k
             if problem.is_real(acc[j]):
-                pf = v.prefetch[t, j] = model.new_bool_var(f"prefetch_{t}_{j}")
-                model.add(pf == x - k)
+                if isinstance(x, int) and isinstance(k, int):
+                    pf = x - k
+                elif isinstance(k, int) and k == 0:
+                    pf = x
+                else:
+                    pf = model.new_bool_var(f"prefetch_{t}_{j}")
+                    model.add(pf == x - k)
+                if not (isinstance(pf, int) and pf == 0):
+                    v.prefetch[t, j] = pf
             o_prev = v.orig[t, j - 1]
-            if isinstance(o_prev, int):
+            if isinstance(o_prev, int) and o_prev == 0:
                 v.orig[t, j] = 0
                 continue
             if isinstance(k, int):
-                v.orig[t, j] = 0
-                v.evict[t, j] = o_prev
+                v.orig[t, j] = o_prev if k else 0
+                if not k:
+                    v.evict[t, j] = o_prev
+                continue
+            if isinstance(o_prev, int):  # the producer's copy is surely in fast memory
+                v.orig[t, j] = k
+                ev = v.evict[t, j] = model.new_bool_var(f"evict_{t}_{j}")
+                model.add(ev + k == 1)
                 continue
             o = v.orig[t, j] = model.new_bool_var(f"orig_{t}_{j}")
             model.add(o <= o_prev)
@@ -230,17 +324,31 @@ def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
     """
     (pf, qf), (ps, qs) = ((r.numerator, r.denominator) for r in problem.bandwidth_bytes_per_cycle)
     for i, row in enumerate(problem.op_accesses()):
+        if i and (v.op_is_free(i) or v.op_is_free(i - 1)):
+            _add(model, v.start[i] >= v.end(i - 1))
+        cf, cs = v.cf[i], v.cs[i]
+        if cf is None:  # every access fixed: the duration is a constant (set by the builder)
+            continue
         total = sum(problem.tensor_bytes[t] for t, _ in row)
         fb = sum(problem.tensor_bytes[t] * v.fast[t, j] for t, j in row)
-        cf, cs = v.cf[i], v.cs[i]
         # cf = ceil(FB / (pf/qf)) = ceil(qf*FB / pf); likewise cs for SB = total - FB.
         model.add(pf * cf >= qf * fb)
         model.add(pf * cf <= qf * fb + pf - 1)
         model.add(ps * cs >= qs * (total - fb))
         model.add(ps * cs <= qs * (total - fb) + ps - 1)
         model.add_max_equality(v.dur[i], [problem.compute_cycles[i], cf + cs])
-        if i:
-            model.add(v.start[i] >= v.end(i - 1))
+
+
+def _interval(model: cp_model.CpModel, start, size, end, present, name: str):
+    """An interval that is optional unless ``present`` is the constant 1."""
+    fixed_size = isinstance(size, int)
+    if isinstance(present, int):
+        if fixed_size:
+            return model.new_fixed_size_interval_var(start, size, name)
+        return model.new_interval_var(start, size, end, name)
+    if fixed_size:
+        return model.new_optional_fixed_size_interval_var(start, size, present, name)
+    return model.new_optional_interval_var(start, size, end, present, name)
 
 
 def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
@@ -253,42 +361,71 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
     >>> sorted(v.dma_start), v.trigger_base[0, 1]
     ([('p', 0, 1)], -1)
     """
-    n, h = problem.num_ops, v.horizon
     starts_ext = [*v.start, v.makespan]
     intervals = []
+    prefetch_gaps: dict[int, list[int]] = {}
     for (t, j), pf in v.prefetch.items():
+        prefetch_gaps.setdefault(t, []).append(j)
         acc = problem.accesses(t)
         lo, hi, d = acc[j - 1], acc[j], problem.dma_cycles(t)
-        if v.prefetch_window_ops is not None:
-            lo = max(lo, hi - v.prefetch_window_ops)
+        tr = v.fixed_transfer(TransferKind.PREFETCH, t, j)
+        if tr is not None:
+            lo = hi_trig = tr.trigger_op
+        else:
+            if v.prefetch_window_ops is not None:
+                lo = max(lo, hi - v.prefetch_window_ops)
+            hi_trig = hi - 1
         v.trigger_base[t, j] = lo
-        trig = v.trigger[t, j] = model.new_int_var(0, hi - 1 - lo, f"trigger_{t}_{j}")
-        s = v.dma_start["p", t, j] = model.new_int_var(0, h, f"prefetch_start_{t}_{j}")
-        intervals.append(model.new_optional_fixed_size_interval_var(s, d, pf, f"prefetch_{t}_{j}"))
-        ready = v.trigger_end[t, j] = model.new_int_var(0, h, f"trigger_end_{t}_{j}")
-        model.add_element(trig, [v.end(k) for k in range(lo, hi)], ready)
-        model.add(s >= ready).only_enforce_if(pf)
-        model.add(s + d <= v.start[hi]).only_enforce_if(pf)
+        trig = v.trigger[t, j] = model.new_int_var(0, hi_trig - lo, f"trigger_{t}_{j}")
+        first, last = v.end_window(lo)[0], v.latest[hi] - d
+        if last < first:  # no room for this DMA before its consumer within the makespan bound
+            model.add_bool_or([]) if isinstance(pf, int) else model.add(pf == 0)
+            last = first
+        s = v.preset_dma_start(tr)
+        if s is None:
+            s = model.new_int_var(first, last, f"prefetch_start_{t}_{j}")
+        v.dma_start["p", t, j] = s
+        intervals.append(_interval(model, s, d, s + d, pf, f"prefetch_{t}_{j}"))
+        ready = v.trigger_end[t, j] = model.new_int_var(first, v.end_window(hi_trig)[1], f"trigger_end_{t}_{j}")
+        model.add_element(trig, [v.end(k) for k in range(lo, hi_trig + 1)], ready)
+        _add(model, s >= ready, pf)
+        _add(model, s + d <= v.start[hi], pf)
     for (t, j), ev in v.evict.items():
         acc = problem.accesses(t)
         lo, hi, d = acc[j - 1], acc[j], problem.dma_cycles(t)
-        rel = v.release[t, j] = model.new_int_var(0, hi - lo - 1, f"release_{t}_{j}")
-        s = v.dma_start["e", t, j] = model.new_int_var(0, h, f"evict_start_{t}_{j}")
-        intervals.append(model.new_optional_fixed_size_interval_var(s, d, ev, f"evict_{t}_{j}"))
-        deadline = v.release_start[t, j] = model.new_int_var(0, h, f"release_start_{t}_{j}")
+        rel_lo, rel_hi = lo + 1, hi
+        tr = v.fixed_transfer(TransferKind.EVICT, t, j)
+        if tr is not None:  # (an eviction that may move here from a free gap keeps a free release)
+            rel_lo = rel_hi = tr.release_op
+        rel = v.release[t, j] = model.new_int_var(rel_lo - lo - 1, rel_hi - lo - 1, f"release_{t}_{j}")
+        first, last = v.end_window(lo)[0], v.latest[rel_hi] - d
+        if last < first:
+            model.add_bool_or([]) if isinstance(ev, int) else model.add(ev == 0)
+            last = first
+        s = v.preset_dma_start(tr)
+        if s is None:
+            s = model.new_int_var(first, last, f"evict_start_{t}_{j}")
+        v.dma_start["e", t, j] = s
+        intervals.append(_interval(model, s, d, s + d, ev, f"evict_{t}_{j}"))
+        deadline = v.release_start[t, j] = model.new_int_var(v.earliest[rel_lo], v.latest[rel_hi],
+                                                             f"release_start_{t}_{j}")
         model.add_element(rel, starts_ext[lo + 1:hi + 1], deadline)
-        model.add(s >= v.end(lo)).only_enforce_if(ev)
-        model.add(s + d <= deadline).only_enforce_if(ev)
-        for (t2, j2), pf in v.prefetch.items():
-            if t2 == t and j2 >= j:
-                model.add(v.dma_start["p", t, j2] >= s + d).only_enforce_if([ev, pf])
+        _add(model, s >= v.end(lo), ev)
+        _add(model, s + d <= deadline, ev)
+        for j2 in prefetch_gaps.get(t, ()):
+            if j2 >= j:
+                pf = v.prefetch[t, j2]
+                _add(model, v.dma_start["p", t, j2] >= s + d, ev, pf)
                 if j2 == j:
-                    model.add(v.trigger_base[t, j] + v.trigger[t, j] >= lo + 1 + rel).only_enforce_if([ev, pf])
+                    _add(model, v.trigger_base[t, j] + v.trigger[t, j] >= lo + 1 + rel, ev, pf)
     model.add_no_overlap(intervals)
 
 
 def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
     """Cumulative on the point axis: fast bytes at every point <= the fast capacity.
+
+    Pieces fixed in place (around a ``fixed`` solution) are summed into a constant
+    profile; only the points some free piece may cover are checked.
 
     Examples
     --------
@@ -300,7 +437,23 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
     >>> cp_model.CpSolver().solve(model) == cp_model.INFEASIBLE
     True
     """
+    n_points = 2 * problem.num_ops + 1
+    profile = [0] * (n_points + 1)  # difference array of the constant pieces
     intervals, demands = [], []
+    region = [n_points, 0]
+
+    def piece(start, size, end, present, lo: int, hi: int, demand: int, name: str) -> None:
+        """A piece over ``[start, end)``, somewhere within ``[lo, hi)``."""
+        if lo >= hi:
+            return
+        if isinstance(present, int) and isinstance(start, int) and isinstance(size, int):
+            profile[start] += demand
+            profile[start + size] -= demand
+            return
+        region[0], region[1] = min(region[0], lo), max(region[1], hi)
+        intervals.append(_interval(model, start, size, end, present, name))
+        demands.append(demand)
+
     for t in range(problem.num_tensors):
         size = problem.tensor_bytes[t]
         if not size:
@@ -308,28 +461,61 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
         acc = problem.accesses(t)
         for j, a in enumerate(acc):
             x = v.fast[t, j]
-            if not isinstance(x, int):
-                intervals.append(model.new_optional_fixed_size_interval_var(2 * a + 1, 1, x, f"at_{t}_{j}"))
-                demands.append(size)
+            if not (isinstance(x, int) and x == 0):
+                piece(2 * a + 1, 1, 2 * a + 2, x, 2 * a + 1, 2 * a + 2, size, f"at_{t}_{j}")
             if j == 0:
                 continue
             k = v.kept.get((t, j), 0)
-            if not isinstance(k, int):
+            if not (isinstance(k, int) and k == 0):
                 lo = 2 * acc[j - 1] + 2
-                intervals.append(model.new_optional_fixed_size_interval_var(lo, 2 * a + 1 - lo, k, f"keep_{t}_{j}"))
-                demands.append(size)
+                piece(lo, 2 * a + 1 - lo, 2 * a + 1, k, lo, 2 * a + 1, size, f"keep_{t}_{j}")
             if (t, j) in v.prefetch:
-                begin = 2 * (v.trigger_base[t, j] + v.trigger[t, j]) + 2
-                intervals.append(model.new_optional_interval_var(begin, 2 * a + 1 - begin, 2 * a + 1,
-                                                                 v.prefetch[t, j], f"pf_pts_{t}_{j}"))
-                demands.append(size)
+                base = v.trigger_base[t, j]
+                trig = v.trigger[t, j]
+                width = _domain_max(model, trig)
+                if width == 0:
+                    begin = 2 * base + 2
+                    piece(begin, 2 * a + 1 - begin, 2 * a + 1, v.prefetch[t, j], begin, 2 * a + 1, size,
+                          f"pf_pts_{t}_{j}")
+                else:
+                    begin = 2 * (base + trig) + 2
+                    piece(begin, 2 * a + 1 - begin, 2 * a + 1, v.prefetch[t, j], 2 * base + 2, 2 * a + 1, size,
+                          f"pf_pts_{t}_{j}")
             if (t, j) in v.evict:
                 lo = 2 * acc[j - 1] + 2
-                finish = 2 * (acc[j - 1] + 1 + v.release[t, j]) + 1
-                intervals.append(model.new_optional_interval_var(lo, finish - lo, finish, v.evict[t, j],
-                                                                 f"ev_pts_{t}_{j}"))
-                demands.append(size)
-    model.add_cumulative(intervals, demands, problem.capacity_bytes[0])
+                rel = v.release[t, j]
+                r_lo, r_hi = _domain_min(model, rel), _domain_max(model, rel)
+                if r_lo == r_hi:
+                    finish = 2 * (acc[j - 1] + 1 + r_lo) + 1
+                    piece(lo, finish - lo, finish, v.evict[t, j], lo, finish, size, f"ev_pts_{t}_{j}")
+                else:
+                    finish = 2 * (acc[j - 1] + 1 + rel) + 1
+                    piece(lo, finish - lo, finish, v.evict[t, j], lo, 2 * (acc[j - 1] + 1 + r_hi) + 1, size,
+                          f"ev_pts_{t}_{j}")
+    levels, level = [], 0
+    for p in range(n_points):
+        level += profile[p]
+        levels.append(level)
+    p, hi = region
+    while p < hi:  # the constant load over the free region, as runs of equal level
+        q = p
+        while q < hi and levels[q] == levels[p]:
+            q += 1
+        if levels[p]:
+            intervals.append(model.new_fixed_size_interval_var(p, q - p, f"fixed_{p}"))
+            demands.append(levels[p])
+        p = q
+    if intervals:
+        model.add_cumulative(intervals, demands, problem.capacity_bytes[0])
+
+
+def _domain_min(model: cp_model.CpModel, var) -> int:
+    return model.proto.variables[var.index].domain[0]
+
+
+def _domain_max(model: cp_model.CpModel, var) -> int:
+    domain = model.proto.variables[var.index].domain  # (its wrapper reads [-1] as 0)
+    return domain[len(domain) - 1]
 
 
 def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> cp_model.IntVar:
@@ -343,19 +529,25 @@ def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -
     >>> solver.value(v.makespan)
     9
     """
-    if problem.num_ops:
+    if problem.num_ops and v.shift is None:
         model.add(v.makespan >= v.end(problem.num_ops - 1))
     return v.makespan
 
 
 def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lower_cycles: int = 0,
-                      hint: LevelSolution | None = None,
-                      prefetch_window_ops: int | None = None) -> tuple[cp_model.CpModel, LevelVars]:
+                      hint: LevelSolution | None = None, prefetch_window_ops: int | None = None,
+                      fixed: LevelSolution | None = None,
+                      free_ops: range | None = None) -> tuple[cp_model.CpModel, LevelVars]:
     """The CP-SAT model of an unsplit problem, with ``lower <= makespan <= upper``.
 
     ``prefetch_window_ops`` (None = unrestricted) limits a prefetch's trigger to the last
     that many ops before its consumer (XLA's prefetch interval picker does the same);
     the model is then a restriction and its bound is not a bound of the problem.
+
+    ``fixed`` and ``free_ops`` (a neighbourhood, for window search): every decision
+    except those of the accesses of ``free_ops`` and the gaps next to them is taken from
+    the valid solution ``fixed`` (residency, kept gaps, DMA triggers and releases); all
+    times stay free, so any solution of the model is a solution of the problem.
 
     Examples
     --------
@@ -364,24 +556,82 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
     >>> solver.value(v.makespan)  # read 8 bytes from slow: max(4, 8/1) = 8
     8
+
+    Op 1 fixed as in a plan that reads the weight slow; op 0 free (it touches nothing):
+
+    >>> q = LevelProblem((8, 2), ((), (0,)), ((), ()), (8,), (8, 99), (4, 1))
+    >>> slow = LevelSolution(((False, False),), ((False, False),), (), (0, 8), (8, 8))
+    >>> model, v = build_level_model(q, fixed=slow, free_ops=range(0, 1))
+    >>> v.fast[0, 1], sorted(v.prefetch)
+    (0, [])
     """
     if problem.splits:
         raise ValueError("expand split groups first (solvers.memory.levels.split.expand_splits)")
     if not exact_model_fits(problem):
         raise ValueError("bandwidth fractions too fine for an exact CP-SAT roofline (64-bit overflow); "
                          "see exact_model_fits")
+    if (fixed is None) != (free_ops is None):
+        raise ValueError("fixed and free_ops go together")
     model = cp_model.CpModel()
     h = upper_cycles if upper_cycles is not None else _horizon(problem)
-    v = LevelVars(problem, h, prefetch_window_ops)
+    v = LevelVars(problem, h, prefetch_window_ops, fixed, free_ops)
     bf, bs = problem.bandwidth_bytes_per_cycle
+    n = problem.num_ops
+    # Ops run one after another: op i starts after the shortest durations of ops 0..i-1,
+    # and early enough for the shortest durations of ops i..n-1 to end by the horizon.
+    # (Redundant windows, but presolve otherwise walks the chain one op per loop.)
+    shortest = list(op_duration_lower_bounds(problem))
+    v.earliest = [0] * (n + 1)
+    v.latest = [h] * (n + 1)
+    if fixed is None:
+        lo_op, hi_op = 0, n
+    else:
+        v.fixed_transfers = {(tr.kind, tr.tensor, tr.gap): tr for tr in fixed.transfers}
+        lo_op, hi_op = max(0, free_ops.start), min(n, free_ops.stop)
+        for i in range(n):
+            if not v.op_is_free(i):
+                shortest[i] = fixed.op_duration[i]
+        h = v.horizon = min(h, fixed.makespan_cycles)
+        ends = [st + du for st, du in zip(fixed.op_start, fixed.op_duration)]
+        for i in range(lo_op):  # frozen before the free ops
+            v.earliest[i] = v.latest[i] = fixed.op_start[i]
+        v.earliest[lo_op] = ends[lo_op - 1] if lo_op else 0
+        v.latest[hi_op] = fixed.op_start[hi_op] if hi_op < n else h
+    for i in range(lo_op, hi_op):
+        v.earliest[i + 1] = v.earliest[i] + shortest[i]
+    for i in range(hi_op - 1, lo_op - 1, -1):
+        v.latest[i] = v.latest[i + 1] - shortest[i]
+    if fixed is not None and hi_op < n:  # shifted after the free ops, by shift in [least, 0]
+        least = min(0, v.earliest[hi_op] - fixed.op_start[hi_op])
+        v.shift = model.new_int_var(least, 0, "shift")
+        for i in range(hi_op, n):
+            v.earliest[i], v.latest[i] = fixed.op_start[i] + least, fixed.op_start[i]
+        v.earliest[n], v.latest[n] = fixed.makespan_cycles + least, fixed.makespan_cycles
+    v.shortest = shortest
+    if v.latest[lo_op] < v.earliest[lo_op]:  # no plan fits under the horizon: well-formed, infeasible
+        v.latest = [max(x, e) for x, e in zip(v.latest, v.earliest)]
+        model.add_bool_or([])
     for i, row in enumerate(problem.op_accesses()):
+        if not v.op_is_free(i):
+            if i < lo_op:
+                v.start.append(fixed.op_start[i])
+            else:
+                v.start.append(fixed.op_start[i] + v.shift)
+            v.dur.append(shortest[i])
+            v.cf.append(None)
+            v.cs.append(None)
+            continue
+        v.start.append(model.new_int_var(v.earliest[i], v.latest[i], f"start_{i}"))
         b = sum(problem.tensor_bytes[t] for t, _ in row)
-        v.start.append(model.new_int_var(0, h, f"start_{i}"))
-        v.dur.append(model.new_int_var(0, h, f"dur_{i}"))
+        longest = max(problem.compute_cycles[i], cycles_for_bytes(b, min(bf, bs)) + 1)
+        v.dur.append(model.new_int_var(shortest[i], max(shortest[i], longest), f"dur_{i}"))
         v.cf.append(model.new_int_var(0, cycles_for_bytes(b, bf), f"cf_{i}"))
         v.cs.append(model.new_int_var(0, cycles_for_bytes(b, bs), f"cs_{i}"))
         model.add(v.start[i] + v.dur[i] <= h)
-    v.makespan = model.new_int_var(min(lower_cycles, h), h, "makespan")
+    if v.shift is not None:
+        v.makespan = fixed.makespan_cycles + v.shift
+    else:
+        v.makespan = model.new_int_var(min(max(lower_cycles, v.earliest[n]), h), h, "makespan")
     add_residency(model, problem, v)
     add_durations(model, problem, v)
     add_transfers(model, problem, v)
@@ -396,7 +646,7 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
     seen: set[int] = set()
 
     def hint(var, value) -> None:
-        if not isinstance(var, int) and var.index not in seen:
+        if isinstance(var, cp_model.IntVar) and var.index not in seen:
             seen.add(var.index)
             model.add_hint(var, int(value))
 
@@ -424,14 +674,18 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
         k = tr.trigger_op if tr else v.trigger_base[t, j]
         hint(v.trigger[t, j], k - v.trigger_base[t, j])
         hint(v.trigger_end[t, j], ends[k] if k >= 0 else 0)
-        hint(v.dma_start["p", t, j], tr.start_cycle if tr else 0)
+        start = v.dma_start["p", t, j]
+        if isinstance(start, cp_model.IntVar):
+            hint(start, tr.start_cycle if tr else _domain_min(model, start))
     for (t, j) in v.evict:
         tr = present.get((TransferKind.EVICT, t, j))
         lo = problem.accesses(t)[j - 1]
-        r = tr.release_op if tr else lo + 1
+        r = tr.release_op if tr else _domain_min(model, v.release[t, j]) + lo + 1
         hint(v.release[t, j], r - lo - 1)
         hint(v.release_start[t, j], starts_ext[r])
-        hint(v.dma_start["e", t, j], tr.start_cycle if tr else 0)
+        start = v.dma_start["e", t, j]
+        if isinstance(start, cp_model.IntVar):
+            hint(start, tr.start_cycle if tr else _domain_min(model, start))
     bf, bs = problem.bandwidth_bytes_per_cycle
     for i, row in enumerate(problem.op_accesses()):
         fb = sum(problem.tensor_bytes[t] for t, j in row if s.in_fast[t][j])
@@ -441,6 +695,7 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
         hint(v.cf[i], cycles_for_bytes(fb, bf))
         hint(v.cs[i], cycles_for_bytes(sb, bs))
     hint(v.makespan, s.makespan_cycles)
+    hint(v.shift, s.makespan_cycles - v.fixed.makespan_cycles if v.fixed is not None else 0)
 
 
 class CpSatLevelSolver:
@@ -461,7 +716,9 @@ class CpSatLevelSolver:
     name = "cpsat"
 
     def __init__(self, prefetch_window_ops: int | None | str = "auto", auto_window_ops: int = 16,
-                 auto_above_ops: int = 64) -> None:
+                 auto_above_ops: int = 64, dtime_per_second: float = 0.05, window_above_ops: int = 64,
+                 window_ops: int = 24, window_dtime: float = 0.2, window_units_per_second: float = 1.0,
+                 max_window_ops: int = 48, window_workers: int | None = 1) -> None:
         # Trigger window: None = exact (any earlier op may trigger a prefetch); an int limits
         # it to that many ops before the consumer; "auto" = exact up to ``auto_above_ops``
         # ops, else ``auto_window_ops``. A restricted run never claims OPTIMAL unless its
@@ -469,6 +726,24 @@ class CpSatLevelSolver:
         self.prefetch_window_ops = prefetch_window_ops
         self.auto_window_ops = auto_window_ops
         self.auto_above_ops = auto_above_ops
+        # CP-SAT's deterministic time granted per second of ``time_limit_s`` (the budget that
+        # ends the search, so runs repeat; the wall clock is only a safety net). 0.05 is the
+        # scheduling family's calibration: a 40-op exact model uses 0.07 per wall second.
+        self.dtime_per_second = dtime_per_second
+        # Above this many ops, window search replaces the one big model: ``window_ops``
+        # consecutive ops at a time are re-optimised exactly (everything else as in the
+        # incumbent), each solve capped at ``window_dtime``; windows grow (x2, up to
+        # ``max_window_ops``) when a sweep finds nothing. Counted work: a window of k ops
+        # costs (k / window_ops)**2 units, ``window_units_per_second`` units per second of
+        # budget (measured on 250 ops, 2 busy cores: 0.05-1.3 s per 24-op window, 0.5-3 s
+        # per 48-op one). Window solves use ``window_workers`` CP-SAT workers (None:
+        # options.num_workers, in batches; measured worse: each window is small).
+        self.window_above_ops = window_above_ops
+        self.window_ops = window_ops
+        self.window_dtime = window_dtime
+        self.window_units_per_second = window_units_per_second
+        self.max_window_ops = max_window_ops
+        self.window_workers = window_workers
 
     def _window(self, problem: LevelProblem) -> int | None:
         if self.prefetch_window_ops == "auto":
@@ -483,6 +758,8 @@ class CpSatLevelSolver:
         all_proven = True
         progress = []
         per_choice = []
+        dtime_left = self.dtime_per_second * options.time_limit_s
+        windows_left = max(4.0, self.window_units_per_second * options.time_limit_s)
         for n_left, factors in zip(range(len(choices), 0, -1), choices):
             expanded = expand_splits(problem, factors)[0] if problem.splits else problem
             remaining = options.time_limit_s - (time.perf_counter() - t0)
@@ -491,10 +768,14 @@ class CpSatLevelSolver:
                 h = options.hint
                 opts = replace(options, hint=replace(h, split_factors=()) if h.split_factors == tuple(factors)
                                else None)
-            status, sol, b, prog = self._solve_unsplit(expanded, opts, max(0.05, remaining / n_left))
+            budget = _Budget(dtime=dtime_left / n_left, windows=windows_left / n_left,
+                             wall_s=max(0.05, remaining / n_left), t0=t0)
+            status, sol, b, prog, info = self._solve_unsplit(expanded, opts, budget)
+            dtime_left -= info["dtime"]
+            windows_left -= info.get("window_units", 0.0)
             progress.extend(prog)
             per_choice.append({"factors": list(factors), "status": status.value,
-                               "objective": None if sol is None else sol.makespan_cycles, "bound": b})
+                               "objective": None if sol is None else sol.makespan_cycles, "bound": b, **info})
             if status is Status.MODEL_INVALID:
                 return failure_result(status, self.name, time.perf_counter() - t0, per_split=per_choice)
             if status is Status.INFEASIBLE:
@@ -514,47 +795,144 @@ class CpSatLevelSolver:
         status = Status.OPTIMAL if all_proven and bound is not None and bound >= objective else Status.FEASIBLE
         stats = level_metrics(problem, best).as_dict()
         stats["per_split"] = per_choice
+        stats["stopped_by"] = ("wall_time" if any(x.get("stopped_by") == "wall_time" for x in per_choice)
+                               else "deterministic_budget")
         return SolveResult(status, objective, min(bound, objective) if bound is not None else None, best, wall,
                            self.name, stats, tuple(progress))
 
-    def _solve_unsplit(self, problem: LevelProblem, options: SolveOptions, time_limit_s: float):
-        t0 = time.perf_counter()
+    def _solve_unsplit(self, problem: LevelProblem, options: SolveOptions, budget: "_Budget"):
         lb = makespan_lower_bound(problem)
         window = self._window(problem)
+        info: dict = {"dtime": 0.0, "lower_bound": lb}
         candidates = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
         if isinstance(options.hint, LevelSolution) and not validate_levels(problem, options.hint):
-            candidates.append(options.hint)
+            candidates.append(retime(problem, options.hint))
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
         if best is not None and best.makespan_cycles <= lb:
-            return Status.OPTIMAL, best, lb, ()
+            return Status.OPTIMAL, best, lb, (), info
         if not exact_model_fits(problem):
             _LOG.warning("level model: bandwidth fractions too fine for CP-SAT; keeping the best baseline")
-            return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, ()
+            return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, (), info
+        if best is not None and problem.num_ops > self.window_above_ops:
+            best, progress = self._window_search(problem, best, lb, window, options, budget, info)
+            return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, progress, info
         upper = None if best is None else best.makespan_cycles
         hint = best if best is None or window is None or all(
             tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers) else None
         model, v = build_level_model(problem, upper, lb, hint, window)
         # Large chains: probing in presolve costs more than it gives; LNS from the hint wins.
         big = problem.num_ops > self.auto_above_ops
+        params = {"max_deterministic_time": max(0.001, budget.dtime),
+                  "interleave_search": options.num_workers > 1}  # batches: multi-worker runs repeat
+        if big:
+            params.update(cp_model_probing_level=0, symmetry_level=0)
         # Keep ~2% of the budget for extraction and the replay that re-times the result.
-        remaining = max(0.05, 0.98 * time_limit_s - (time.perf_counter() - t0))
-        status, solver, progress = run_cpsat(model, options, remaining,
-                                             **({"cp_model_probing_level": 0, "symmetry_level": 0} if big else {}))
+        status, solver, progress = run_cpsat(model, options, budget.wall_left(0.98), **params)
+        info["dtime"] = solver.deterministic_time
+        info["stopped_by"] = _stopped_by(status, solver, params["max_deterministic_time"])
         if window is not None:  # a restriction: its proofs say nothing about the problem
             if status is Status.INFEASIBLE:
-                return (Status.FEASIBLE, best, lb, progress) if best else (Status.UNKNOWN, None, lb, progress)
+                return ((Status.FEASIBLE, best, lb, progress, info) if best
+                        else (Status.UNKNOWN, None, lb, progress, info))
             if status is Status.OPTIMAL:
                 status = Status.FEASIBLE
         if status is Status.MODEL_INVALID:
-            return status, None, None, progress
+            return status, None, None, progress, info
         if status is Status.INFEASIBLE:
             if best is None:
-                return Status.INFEASIBLE, None, None, progress
-            return Status.OPTIMAL, best, best.makespan_cycles, progress
+                return Status.INFEASIBLE, None, None, progress, info
+            return Status.OPTIMAL, best, best.makespan_cycles, progress, info
         if not status.has_solution:
-            return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, progress
+            return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, progress, info
         found = retime(problem, v.extract(solver))
         if best is None or found.makespan_cycles < best.makespan_cycles:
             best = found
         bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
-        return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress
+        return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
+
+    def _window_search(self, problem: LevelProblem, best: LevelSolution, lb: int, window: int | None,
+                       options: SolveOptions, budget: "_Budget", info: dict):
+        """Re-optimise windows of consecutive ops exactly, everything else as in the incumbent.
+
+        Each window model (:func:`build_level_model` with ``fixed``/``free_ops``) keeps the
+        ops before the window at their times and shifts those after it rigidly, so its
+        solutions are valid plans; the replay re-times the result, which is kept when it is
+        shorter. Sweeps go left to right with windows overlapping by half; a sweep that
+        finds nothing doubles the window, up to ``max_window_ops``, and the search stops
+        when the largest finds nothing, or the budget (deterministic time, window count)
+        runs out.
+        """
+        n = problem.num_ops
+        size = min(self.window_ops, n)
+        solved = improved = 0
+        dtime = units = 0.0
+        workers = self.window_workers or options.num_workers
+        progress = []
+        stopped = "converged"
+        while True:
+            stride = max(1, size // 2)
+            sweep_improved = False
+            for a in range(0, max(1, n - stride), stride):
+                cost = (size / self.window_ops) ** 2
+                if units + cost > budget.windows + 1e-9 or dtime >= budget.dtime:
+                    stopped = "deterministic_budget"
+                    break
+                if budget.wall_left() <= 0.05:
+                    stopped = "wall_time"
+                    break
+                free = range(a, min(n, a + size))
+                model, v = build_level_model(problem, best.makespan_cycles, lb, best, window, fixed=best,
+                                             free_ops=free)
+                limit = min(self.window_dtime, budget.dtime - dtime)
+                status, solver, _ = run_cpsat(model, replace(options, num_workers=workers, progress=None),
+                                              budget.wall_left(0.98), max_deterministic_time=max(0.001, limit),
+                                              cp_model_probing_level=0, interleave_search=workers > 1)
+                solved += 1
+                units += cost
+                dtime += solver.deterministic_time
+                _LOG.debug("window %d..%d (%d ops): %s in %.2fs, %.3f dtime, best %d", a, free.stop - 1, size,
+                           status.value, solver.wall_time, solver.deterministic_time, best.makespan_cycles)
+                if status.has_solution:
+                    found = retime(problem, v.extract(solver))
+                    if found.makespan_cycles < best.makespan_cycles:
+                        best = found
+                        improved += 1
+                        sweep_improved = True
+                        point = ProgressPoint(time.perf_counter() - budget.t0, best.makespan_cycles, lb)
+                        progress.append(point)
+                        if options.progress is not None:
+                            options.progress(point)
+                if best.makespan_cycles <= lb:
+                    stopped = "optimal"
+                    break
+            else:
+                if sweep_improved:
+                    continue
+                if size < min(n, self.max_window_ops):
+                    size = min(n, 2 * size, self.max_window_ops)
+                    continue
+            break
+        info.update(dtime=dtime, windows=solved, window_units=units, windows_improved=improved, window_ops=size,
+                    stopped_by=stopped)
+        return best, tuple(progress)
+
+
+@dataclass
+class _Budget:
+    """What one split choice may spend: CP-SAT deterministic time, window solves, and the
+    wall-clock safety net (``wall_s`` from ``t0``)."""
+
+    dtime: float
+    windows: float  # window units (a window of k ops costs (k / window_ops)**2)
+    wall_s: float
+    t0: float
+    start: float = field(default_factory=time.perf_counter)
+
+    def wall_left(self, share: float = 1.0) -> float:
+        return max(0.05, share * self.wall_s - (time.perf_counter() - self.start))
+
+
+def _stopped_by(status: Status, solver: cp_model.CpSolver, dtime_limit: float) -> str:
+    if status in (Status.OPTIMAL, Status.INFEASIBLE):
+        return "finished"
+    return "deterministic_time" if solver.deterministic_time >= 0.999 * dtime_limit else "wall_time"
