@@ -84,6 +84,7 @@ def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
                 "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
             sections.append(render_memory_section(memory.memory, memory.plan, outcome.memory_baselines,
                                                   memory.skipped, outcome.memory_choice))
+        sections += list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
         (tmp / "report.md").write_text(render_report(
             plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),
             replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)},
@@ -106,6 +107,7 @@ def baseline_rows(outcome) -> list[dict[str, Any]]:
     return [
         {"solver": r.solver_name, "status": r.status.value, "objective": r.objective, "bound": r.bound},
         {"solver": h.solver_name, "status": h.status.value, "objective": h.objective, "bound": h.bound},
+        *getattr(outcome, "extra_baselines", ()),  # e.g. planner.max_load: linear split, one accelerator
         {"solver": "lower bound", "status": "-", "objective": None,
          "bound": outcome.result.stats.get("lower_bound")},
     ]

@@ -342,6 +342,9 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     from solvers.scheduling import validate_schedule
 
     spec = load_spec(spec_or_path) if isinstance(spec_or_path, (str, Path, dict)) else spec_or_path
+    if spec.objective == "max-load":  # the paper's partitioning objective: planner/max_load.py
+        from planner.max_load import run_max_load
+        return run_max_load(spec, time_limit_s, workers, seed, progress, solver_log)
     time_limit_s = spec.time_limit_s if time_limit_s is None else time_limit_s
     workers = spec.workers if workers is None else workers
     seed = spec.seed if seed is None else seed

@@ -22,12 +22,22 @@ Spec mapping (times are in the paper's unit, milliseconds):
   list it under ``after:``). The workloads give no activation sizes for every edge, so
   these stand-in bytes are kept small (a few kB) to leave the memory limit to the weights;
 * colour classes with two or more nodes become ``colocate`` constraints;
-* ``objective: throughput`` (or ``latency`` for the latency inputs).
+* ``isBackwardNode: 1`` becomes ``attrs: {backward: true}`` (the forward/backward split
+  that contiguity is defined on);
+* the objective: ``max-load`` for the throughput inputs (the paper's objective),
+  ``latency`` for the latency inputs, or as asked.
 
-The planner's generic throughput objective charges transfers on links; the paper's
-"max-load" objective (communication charged to the accelerators at both ends) is solved
-exactly by :mod:`solvers.placement`; :func:`max_load` evaluates it here, in the paper's
-units, for any split (e.g. the human experts').
+``objective: max-load`` (``{kind: max-load, contiguous: true|false}``) is the paper's own
+objective, planned by :mod:`planner.max_load` through the whole pipeline. Its spec keeps
+every cost to the nanosecond, like the latencies: links run at 1 GB/s and each output
+tensor has ``round(cost * 1e6)`` bytes, so moving it takes exactly the cost's rounded
+nanoseconds, and the planner's max-load equals :func:`max_load` × :data:`CYCLES_PER_MS` up
+to that rounding of each time (exactly the max-load of the workload with every time
+rounded to the ns). The other objectives keep the microsecond stand-in bytes above.
+
+The planner's generic throughput objective charges transfers on links instead;
+:func:`max_load` evaluates the paper's objective here, in the paper's units, for any split
+(e.g. the human experts').
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ from planner.importers._spec import format_error
 
 __all__ = [
     "CYCLES_PER_MS",
+    "OBJECTIVES",
     "DnnNode",
     "DnnWorkload",
     "parse_dnn_json",
@@ -55,6 +66,9 @@ __all__ = [
 
 #: Spec cycles (ns at 1 GHz) per millisecond of the paper's latencies.
 CYCLES_PER_MS = 1_000_000
+
+#: Objectives :func:`dnn_to_spec` can emit (``max_load`` is accepted for ``max-load``).
+OBJECTIVES = ("max-load", "throughput", "latency")
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,8 +270,15 @@ def _transfer_bytes(ms: float) -> int:
     return int(round(ms * 1000))  # microseconds; 1 byte takes 1 us at 1 MB/s
 
 
-def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput") -> dict[str, Any]:
+def _transfer_bytes_ns(ms: float) -> int:
+    return _cycles(ms)  # nanoseconds; 1 byte takes 1 ns at 1 GB/s
+
+
+def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput", *,
+                contiguous: bool = False) -> dict[str, Any]:
     """The spec dict of a workload (see the module notes for the mapping).
+
+    ``objective`` is one of :data:`OBJECTIVES`; ``contiguous`` applies to ``max-load``.
 
     Examples
     --------
@@ -269,21 +290,33 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
     ({'acc': 1000000, 'cpu': 10000000}, {'cpu': 3000000})
     >>> spec["constraints"]["colocate"], spec["constraints"]["memory_limits"]
     ([['tiny/n1', 'tiny/n3']], [{'device': 'acc', 'max': '100 B'}])
+    >>> ml = dnn_to_spec(parse_dnn_json(_TINY), "tiny", "max-load", contiguous=True)
+    >>> ml["objective"], ml["hardware"]["topology"]["bandwidth"]
+    ({'kind': 'max-load', 'contiguous': True}, '1 GB/s')
+    >>> [t["shape"] for t in ml["models"][0]["graph"]["tensors"] if t["name"].endswith("_out")]
+    [[500000], [250000]]
+    >>> ml["models"][0]["graph"]["ops"][2]["attrs"]
+    {'backward': True}
     """
-    if objective not in ("throughput", "latency"):
-        raise ValueError(f"objective must be throughput or latency, got {objective!r}")
+    objective = "max-load" if objective == "max_load" else objective
+    if objective not in OBJECTIVES:
+        raise ValueError(f"objective must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if contiguous and objective != "max-load":
+        raise ValueError("contiguous applies to the max-load objective only")
+    exact = objective == "max-load"
+    _bytes = _transfer_bytes_ns if exact else _transfer_bytes
     devices = []
     if w.max_fpgas:
         devices.append({"name": "acc", "profile": "generic", "count": w.max_fpgas})
     if w.max_cpus:
         devices.append({"name": "cpu", "profile": "generic", "count": w.max_cpus})
-    has_out = {u for u, _ in w.edges if _transfer_bytes(w.nodes[u].out_cost) > 0}
+    has_out = {u for u, _ in w.edges if _bytes(w.nodes[u].out_cost) > 0}
     tensors: list[dict[str, Any]] = []
     ops: list[dict[str, Any]] = []
     inputs: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
     after: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
     for u, v in w.edges:
-        if _transfer_bytes(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
+        if _bytes(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
             if f"n{w.nodes[u].id}" not in after[v]:
                 after[v].append(f"n{w.nodes[u].id}")
             continue
@@ -299,7 +332,7 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         outs = []
         if i in has_out:
             outs = [f"n{n.id}_out"]
-            tensors.append({"name": outs[0], "shape": [_transfer_bytes(n.out_cost)], "dtype": "uint8",
+            tensors.append({"name": outs[0], "shape": [_bytes(n.out_cost)], "dtype": "uint8",
                             "kind": "activation"})
         cycles = {"acc": _cycles(n.fpga_latency)} if n.supported_on_fpga and w.max_fpgas else {}
         cycles["cpu"] = _cycles(n.cpu_latency)
@@ -307,6 +340,8 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
                               "cycles": cycles}
         if after[i]:
             op["after"] = after[i]
+        if n.is_backward:
+            op["attrs"] = {"backward": True}
         ops.append(op)
     constraints: dict[str, Any] = {}
     groups = [[f"{name}/n{w.nodes[i].id}" for i in g] for g in w.color_classes()]
@@ -318,33 +353,39 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         "version": 1,
         "name": name,
         "hardware": {"devices": devices,
-                     "topology": {"kind": "all-to-all", "bandwidth": "1 MB/s", "latency": 0}},
+                     "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s" if exact else "1 MB/s",
+                                  "latency": 0}},
         "models": [{"name": name, "graph": {"tensors": tensors, "ops": ops}}],
-        "objective": objective,
+        "objective": {"kind": "max-load", "contiguous": contiguous} if exact else objective,
     }
     if constraints:
         spec["constraints"] = constraints
     return spec
 
 
-def import_dnn(path: Path | str, objective: str | None = None) -> dict[str, Any]:
+def import_dnn(path: Path | str, objective: str | None = None, contiguous: bool = False) -> dict[str, Any]:
     """Read a workload file and return its spec dict.
 
-    The objective defaults to ``latency`` for files under a ``latency-inputs`` directory
-    and ``throughput`` otherwise.
+    The objective defaults to ``latency`` for files under a ``latency-inputs`` directory,
+    ``max-load`` (the paper's objective) under ``throughput-inputs``, and ``throughput``
+    otherwise; ``contiguous`` applies to ``max-load``.
 
     Examples
     --------
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     p = Path(d) / "w.json"; _ = p.write_text(_TINY)
-    ...     import_dnn(p)["objective"]
-    'throughput'
+    ...     import_dnn(p)["objective"], import_dnn(p, "max-load", contiguous=True)["objective"]
+    ...     (Path(d) / "throughput-inputs").mkdir(); _ = (Path(d) / "throughput-inputs" / "w.json").write_text(_TINY)
+    ...     import_dnn(Path(d) / "throughput-inputs" / "w.json")["objective"]
+    ('throughput', {'kind': 'max-load', 'contiguous': True})
+    {'kind': 'max-load', 'contiguous': False}
     """
     path = Path(path)
     if objective is None:
-        objective = "latency" if "latency-inputs" in path.parts else "throughput"
-    return dnn_to_spec(read_dnn_json(path), name=path.stem, objective=objective)
+        objective = ("latency" if "latency-inputs" in path.parts
+                     else "max-load" if "throughput-inputs" in path.parts else "throughput")
+    return dnn_to_spec(read_dnn_json(path), name=path.stem, objective=objective, contiguous=contiguous)
 
 
 def read_expert_split(path: Path | str, w: DnnWorkload) -> tuple[int, ...]:
