@@ -1,8 +1,11 @@
 """Memory-planning benchmark: offsets (CP-SAT vs greedy-by-size vs first-fit vs the live
 lower bound) and level assignment (CP-SAT vs greedy vs everything-in-HBM).
 
-Run: ``python benchmarks/memory.py [--quick] [--time-limit S] [--workers N]``.
-Prints a table and writes JSON (machine facts, date) to ``benchmarks/results/``.
+Run: ``python benchmarks/memory.py [--quick] [--time-limit S] [--workers N] [--levels-only]
+[--case NAME ...]``. Prints a table and writes JSON (machine facts, date) to
+``benchmarks/results/``. The level table gives the lower bound (for split problems, the
+minimum over the expansions), each solver's makespan, CP-SAT's gap to its bound and what
+stopped it (deterministic budget or the wall clock).
 """
 
 from __future__ import annotations
@@ -21,15 +24,16 @@ from benchmarks._machine import machine_facts  # noqa: E402
 from solvers.core import SolveOptions  # noqa: E402
 from solvers.memory import fast_offset_problem  # noqa: E402
 from solvers.memory.levels import (  # noqa: E402
-    AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver, LevelProblem, SplitGroup, level_metrics,
-    makespan_lower_bound, validate_levels,
+    AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver, LevelProblem, SplitGroup, expand_splits, level_metrics,
+    makespan_lower_bound, split_factor_choices, validate_levels,
 )
 from solvers.memory.offsets import (  # noqa: E402
     CpSatOffsetSolver, FirstFitOffsetSolver, GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound,
     validate_offsets,
 )
 
-__all__ = ["random_offsets", "cnn_offsets", "transformer_offsets", "transformer_levels", "cnn_levels", "main"]
+__all__ = ["random_offsets", "cnn_offsets", "transformer_offsets", "transformer_levels", "cnn_levels",
+           "level_lower_bound", "main"]
 
 KiB = 1024
 
@@ -213,7 +217,9 @@ def run_levels(cases, time_limit: float, workers: int) -> list[dict]:
         for solver in (AllSlowLevelSolver(), GreedyLevelSolver(), CpSatLevelSolver()):
             r = solver.solve(p, SolveOptions(time_limit_s=time_limit, num_workers=workers))
             entry = {"status": r.status.value, "time_s": r.wall_time_s,
-                     "makespan": None if r.objective is None else int(r.objective), "bound": r.bound}
+                     "makespan": None if r.objective is None else int(r.objective), "bound": r.bound,
+                     "gap": r.gap, "stopped_by": r.stats.get("stopped_by"),
+                     "per_split": r.stats.get("per_split")}
             if r.solution is not None:
                 errs = validate_levels(p, r.solution)
                 assert not errs, (solver.name, errs[:3])
@@ -228,11 +234,30 @@ def run_levels(cases, time_limit: float, workers: int) -> list[dict]:
     return rows
 
 
+def level_lower_bound(p: LevelProblem) -> int:
+    """:func:`makespan_lower_bound`, minimised over the split expansions.
+
+    Examples
+    --------
+    >>> level_lower_bound(transformer_levels(2, 48)), level_lower_bound(cnn_levels(4, 96))
+    (56320, 184684)
+    """
+    if not p.splits:
+        return makespan_lower_bound(p)
+    return min(makespan_lower_bound(expand_splits(p, k)[0]) for k in split_factor_choices(p))
+
+
 def _fmt(x) -> str:
     return "-" if x is None else (f"{x:.3f}" if isinstance(x, float) else str(x))
 
 
 def print_tables(off_rows, lvl_rows) -> None:
+    if off_rows:
+        print_offsets(off_rows)
+    print_levels(lvl_rows)
+
+
+def print_offsets(off_rows) -> None:
     print("\nOffsets (peak bytes; LB = max live bytes, alignment 64)")
     print(f"{'instance':<18}{'n':>5}{'LB':>12}{'greedy-size':>13}{'first-fit':>12}{'cp-sat':>12}"
           f"{'cp/LB':>8}{'gs/LB':>8}{'status':>10}{'t cp (s)':>10}")
@@ -240,14 +265,21 @@ def print_tables(off_rows, lvl_rows) -> None:
         print(f"{r['instance']:<18}{r['buffers']:>5}{r['lower_bound']:>12}{r['greedy-by-size']['peak']:>13}"
               f"{r['first-fit']['peak']:>12}{r['cpsat']['peak']:>12}{r['cpsat_over_lb']:>8.4f}"
               f"{r['greedy_over_lb']:>8.4f}{r['cpsat']['status']:>10}{r['cpsat']['time_s']:>10.2f}")
+
+
+def print_levels(lvl_rows) -> None:
     print("\nLevel assignment (makespan cycles; DMA hidden/total; fast peak vs arena)")
     print(f"{'instance':<22}{'ops':>5}{'tens':>6}{'LB':>9}{'all-HBM':>10}{'greedy':>10}{'cp-sat':>10}"
-          f"{'status':>10}{'t (s)':>8}{'hidden/dma':>14}{'peak':>9}{'arena':>9}{'k':>6}")
+          f"{'bound':>10}{'gap':>7}{'status':>10}{'t (s)':>8}{'stop':>8}{'hidden/dma':>14}{'peak':>9}{'arena':>9}"
+          f"{'k':>6}")
     for r in lvl_rows:
         c = r["cpsat"]
+        gap = "-" if c.get("gap") is None else f"{100 * c['gap']:.2f}%"
+        stop = {"deterministic_budget": "budget", "wall_time": "WALL", "finished": "done"}.get(
+            c.get("stopped_by"), "-")
         print(f"{r['instance']:<22}{r['ops']:>5}{r['tensors']:>6}{_fmt(r.get('lower_bound')):>9}"
               f"{_fmt(r['all-in-hbm']['makespan']):>10}{_fmt(r['greedy']['makespan']):>10}{_fmt(c['makespan']):>10}"
-              f"{c['status']:>10}{c['time_s']:>8.2f}"
+              f"{_fmt(c.get('bound')):>10}{gap:>7}{c['status']:>10}{c['time_s']:>8.2f}{stop:>8}"
               f"{_fmt(c.get('dma_hidden_cycles')) + '/' + _fmt(c.get('dma_cycles')):>14}"
               f"{_fmt(c.get('fast_peak_bytes')):>9}{_fmt(c.get('fast_arena_peak')):>9}"
               f"{','.join(map(str, c.get('split_factors', []))) or '-':>6}")
@@ -258,22 +290,30 @@ def main(argv=None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes only")
     ap.add_argument("--time-limit", type=float, default=60.0, help="per-solve CP-SAT limit (s)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--levels-only", action="store_true", help="skip the offset instances")
+    ap.add_argument("--case", action="append", default=[], help="level instance(s) to run (default: all)")
     args = ap.parse_args(argv)
     sizes = (50,) if args.quick else (50, 200, 500)
     cases = [("transformer-2L-48K", transformer_levels(2, 48)), ("cnn-4b-96K", cnn_levels(4, 96))]
     if not args.quick:
         cases += [("transformer-8L-64K", transformer_levels(8, 64)), ("cnn-12b-96K", cnn_levels(12, 96)),
                   ("transformer-50L-64K", transformer_levels(50, 64))]
+    if args.case:
+        unknown = set(args.case) - {name for name, _ in cases}
+        if unknown:
+            ap.error(f"unknown case(s) {sorted(unknown)}; known: {[name for name, _ in cases]}")
+        cases = [(name, p) for name, p in cases if name in args.case]
     t0 = time.perf_counter()
-    off_rows = run_offsets(sizes, args.time_limit, args.workers)
+    off_rows = [] if args.levels_only else run_offsets(sizes, args.time_limit, args.workers)
     lvl_rows = run_levels(cases, args.time_limit, args.workers)
     for (name, p), r in zip(cases, lvl_rows):
-        r["lower_bound"] = makespan_lower_bound(p) if not p.splits else None
+        r["lower_bound"] = level_lower_bound(p)
     print_tables(off_rows, lvl_rows)
     out = {
         "benchmark": "memory", "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": machine_facts(),
-        "settings": {"time_limit_s": args.time_limit, "workers": args.workers, "quick": args.quick},
+        "settings": {"time_limit_s": args.time_limit, "workers": args.workers, "quick": args.quick,
+                     "levels_only": args.levels_only, "cases": args.case},
         "total_time_s": time.perf_counter() - t0, "offsets": off_rows, "levels": lvl_rows,
     }
     results = Path(__file__).resolve().parent / "results"
