@@ -52,7 +52,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
 from planner.pipeline import Outcome, from_solution, op_device_cycles, to_problem
@@ -304,6 +304,24 @@ def _fixed_schedule_problem(sproblem, sred, placement: dict[str, str]):
     return replace(sproblem, durations_cycles=tuple(rows), colocation_groups=(), device_class=())
 
 
+def _precheck_schedule_memory(fixed, sred) -> None:
+    """Explain, in names, an op whose weights, received inputs and output cannot be live at once."""
+    received = [0] * fixed.num_ops
+    dev = [fixed.allowed_devices(i)[0] for i in range(fixed.num_ops)]
+    for u, v, size in fixed.edges:
+        if dev[u] != dev[v]:
+            received[v] += size
+    for i in range(fixed.num_ops):
+        cap = fixed.memory_bytes(dev[i])
+        need = fixed.resident_bytes(i) + fixed.output_bytes(i) + received[i]
+        if cap and need > cap:
+            raise InfeasibleError(
+                f"memory: the max-load placement puts op {sred.op_names[i]!r} on {sred.device_names[dev[i]]}, which "
+                f"holds {format_bytes(cap)}, but running it needs {format_bytes(need)} at once (weights, inputs "
+                "received and output); the max-load model counts only weights, a concrete schedule also holds "
+                "the activations: raise the memory limit")
+
+
 def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, workers: int, seed: int,
                        settings: MaxLoadSettings = MaxLoadSettings()):
     """A single-sample schedule (latency) of a fixed placement by the spine's scheduler.
@@ -325,6 +343,7 @@ def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, 
 
     sproblem, sred = to_problem(replace(spec, objective="latency"))
     fixed = _fixed_schedule_problem(sproblem, sred, placement)
+    _precheck_schedule_memory(fixed, sred)
     options = SolveOptions(time_limit_s=max(0.05, time_limit_s), num_workers=workers, random_seed=seed)
     best = HeftScheduler().solve(fixed, options)
     if fixed.num_ops <= settings.schedule_cpsat_max_ops or not best.status.has_solution:
@@ -336,7 +355,7 @@ def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, 
         raise InfeasibleError(
             "the max-load placement fits the accelerators' weights, but no single-sample schedule of it fits "
             "the devices' memory together with the activations in flight (status "
-            f"{best.status.value}); raise the memory limits or give the schedule more time")
+            f"{best.status.value} within {time_limit_s:.2g} s); raise the memory limits or --time-limit")
     violations = validate_schedule(fixed, best.solution)
     if violations:
         raise InternalError(f"{best.solver_name} returned an invalid schedule:\n  " + "\n  ".join(violations[:20]))
