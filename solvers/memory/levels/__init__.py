@@ -11,9 +11,13 @@ prefetch      a slow -> fast DMA before a fast access that was not kept, started
 evict         a fast -> slow DMA of the producer's copy, waited for by a *release* op.
 point         the capacity time axis: ``2i+1`` during op i, ``2i`` the gap before it.
 split         run a group of ops k times on ``ceil(size/k)`` portions of split tensors.
+rate          a bandwidth in exact bytes per cycle (int or Fraction, e.g.
+              ``Fraction(bytes_per_s, clock_hz)``); every ceil is exact (:func:`cycles_for_bytes`).
+window        a run of consecutive ops re-optimised exactly with every other decision fixed.
 
-Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice),
-:class:`GreedyLevelSolver` (Belady-like), :class:`AllSlowLevelSolver` (everything in HBM).
+Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice, up to 64 ops;
+window search around the best plan above), :class:`GreedyLevelSolver` (Belady-like),
+:class:`AllSlowLevelSolver` (everything in HBM).
 """
 
 from solvers.memory.levels.cpsat import (
