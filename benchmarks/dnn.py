@@ -16,11 +16,19 @@ experts' splits and one accelerator, each of the last two scheduled by CP-SAT wi
 placement fixed. (The paper's own latency model is a different, "calls"-based one, so no
 published latency numbers are compared.)
 
+With ``--full-pipeline`` each throughput input is also planned as a spec with
+``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
+``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
+simulator replay — and compared with ``solvers.placement`` run directly on the workload at
+the same scale (1 ns) and time limit: the objectives must be equal when both are proven
+optimal, and the planner's split is rescored by the paper's formula in ms.
+
 Usage::
 
     python benchmarks/dnn.py --objective throughput --time-limit 30
     python benchmarks/dnn.py --subset 'LayerGraphs/*' --time-limit 10
     python benchmarks/dnn.py --objective latency --time-limit 20
+    python benchmarks/dnn.py --objective throughput --full-pipeline --subset 'LayerGraphs/bert24*,LayerGraphs/resnet50_inference'
 """
 
 from __future__ import annotations
@@ -37,7 +45,8 @@ if __package__ in (None, ""):
 
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
 
-__all__ = ["published_results", "to_placement_problem", "run_throughput", "run_latency", "main"]
+__all__ = ["published_results", "to_placement_problem", "run_max_load_pipeline", "run_throughput", "run_latency",
+           "main"]
 
 
 def published_results(root: Path) -> dict[str, dict[str, Any]]:
@@ -106,6 +115,56 @@ def _heft_placement(spec: dict[str, Any], w) -> tuple[tuple[int, ...] | None, An
     return tuple(by_name[f"n{n.id}"] for n in w.nodes), res
 
 
+def _split_of_plan(plan, w) -> tuple[int, ...]:
+    """A plan's device per workload node (accelerators ``0..k-1``, then CPUs)."""
+    k = w.max_fpgas
+    dev = {o.name.rsplit("/", 1)[-1]: o.device for o in plan.ops}
+    return tuple(int(dev[f"n{n.id}"][3:]) + (0 if dev[f"n{n.id}"].startswith("acc") else k) for n in w.nodes)
+
+
+def run_max_load_pipeline(rel: str, w, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The max-load objective through ``planner.pipeline.run`` beside ``solvers.placement`` directly.
+
+    Both work in ns (the importer's :data:`CYCLES_PER_MS`) with the same time limit; the
+    planner's limit covers its placement and its single-sample schedule.
+    """
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, max_load
+    from planner.pipeline import run
+    from solvers.core import SolveOptions
+    from solvers.placement import CpSatPlacementSolver, PlacementSolution, validate_placement
+    from solvers.placement import max_load as placement_max_load
+
+    rows = []
+    for contiguous in (True, False):
+        spec = dnn_to_spec(w, name=rel.split("/")[-1], objective="max-load", contiguous=contiguous)
+        t0 = time.perf_counter()
+        outcome = run(spec, time_limit_s=args.time_limit, workers=args.workers, seed=args.seed)
+        planner_s = time.perf_counter() - t0
+        plan = outcome.plan
+        p = to_placement_problem(w, CYCLES_PER_MS, contiguous)
+        t0 = time.perf_counter()
+        direct = CpSatPlacementSolver().solve(p, SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers,
+                                                              random_seed=args.seed))
+        direct_s = time.perf_counter() - t0
+        split = _split_of_plan(plan, w)
+        both_optimal = plan.status == "OPTIMAL" and direct.status.value == "OPTIMAL"
+        rows.append({
+            "instance": rel, "variant": "contig" if contiguous else "noncontig",
+            "planner_status": plan.status, "planner_objective_ns": plan.objective, "planner_bound_ns": plan.bound,
+            "planner_gap": plan.gap, "planner_time_s": round(planner_s, 2),
+            "planner_makespan_ns": plan.makespan_cycles, "replayed": outcome.simulation.makespan_cycles == plan.makespan_cycles,
+            "direct_status": direct.status.value, "direct_objective_ns": direct.objective, "direct_bound_ns": direct.bound,
+            "direct_gap": direct.gap, "direct_time_s": round(direct_s, 2),
+            # the planner's split, valid for the direct problem and scored by it and by the paper (ms)
+            "planner_split_valid": not validate_placement(p, PlacementSolution(split)),
+            "planner_split_direct_ns": placement_max_load(p, split),
+            "planner_split_paper_ms": max_load(w, split),
+            "equal": plan.objective == direct.objective,
+            "equal_when_both_optimal": (plan.objective == direct.objective) if both_optimal else None,
+        })
+    return rows
+
+
 def run_throughput(root: Path, rel: str, args: argparse.Namespace, published: dict[str, Any]) -> dict[str, Any]:
     from planner.importers.dnn_partitioning import dnn_to_spec, max_load, read_dnn_json, read_expert_split
     from solvers.core import SolveOptions
@@ -158,6 +217,8 @@ def run_throughput(root: Path, rel: str, args: argparse.Namespace, published: di
     row["contig_within_1pct_of_dp"] = None if row["dp"] is None else row["contig_max_load"] <= row["dp"] * 1.01 + 1e-9
     row["not_worse_than_pipedream"] = None if row["pipedream"] is None else best <= row["pipedream"] + 1e-9
     row["not_worse_than_expert"] = None if row["expert_max_load"] is None else best <= row["expert_max_load"] + 1e-9
+    if getattr(args, "full_pipeline", False):
+        row["pipeline"] = run_max_load_pipeline(rel, w, args)
     return row
 
 
@@ -277,6 +338,17 @@ def main(argv: list[str] | None = None) -> int:
                       r["noncontig_max_load"], r["noncontig_bound"], r["greedy_max_load"], r["one_accelerator"],
                       r["heft_max_load"], r["expert_max_load"], r["dp"], r["pipedream"], r["within_1pct_of_dp"],
                       round(r["contig_time_s"] + r["noncontig_time_s"], 1)] for r in rows_t])
+    pipeline_rows = [p for r in rows_t for p in r.get("pipeline", ())]
+    if pipeline_rows:
+        ms = 1e-6
+        print_table(f"Max-load through planner.pipeline.run vs solvers.placement directly, ms (time limit "
+                    f"{args.time_limit:g} s each, {args.workers} workers)",
+                    ["input", "variant", "planner", "bound", "gap %", "status", "time s", "direct", "d-bound",
+                     "d-status", "d-time s", "equal", "paper ms", "replayed"],
+                    [[r["instance"], r["variant"], r["planner_objective_ns"] * ms, r["planner_bound_ns"] * ms,
+                      round(100 * r["planner_gap"], 2), r["planner_status"], r["planner_time_s"],
+                      r["direct_objective_ns"] * ms, r["direct_bound_ns"] * ms, r["direct_status"], r["direct_time_s"],
+                      r["equal"], r["planner_split_paper_ms"], r["replayed"]] for r in pipeline_rows])
     if args.objective in ("latency", "both"):
         for rel in select(_inputs(root, "latency-inputs"), args.subset):
             row = run_latency(root, rel, args)
@@ -303,10 +375,24 @@ def main(argv: list[str] | None = None) -> int:
         "latency_never_worse_than_heft": all(r["not_worse_than_heft"] is not False for r in rows_l),
         "latency_never_worse_than_expert": all(r["not_worse_than_expert"] is not False for r in rows_l),
     }
+    if pipeline_rows:
+        summary["pipeline_runs"] = len(pipeline_rows)
+        summary["pipeline_equal_to_direct"] = sum(bool(r["equal"]) for r in pipeline_rows)
+        summary["pipeline_both_optimal"] = sum(r["equal_when_both_optimal"] is not None for r in pipeline_rows)
+        summary["pipeline_equal_when_both_optimal"] = all(r["equal_when_both_optimal"] is not False
+                                                          for r in pipeline_rows)
+        summary["pipeline_split_scores_match"] = all(r["planner_split_valid"] and
+                                                     r["planner_split_direct_ns"] == r["planner_objective_ns"]
+                                                     for r in pipeline_rows)
     if rows_t:
         print(f"max-load within 1% of DP: {summary['within_1pct_of_dp']}/{len(with_dp)} "
               f"(contiguous alone: {summary['contig_within_1pct_of_dp']}); never worse than PipeDream: "
               f"{summary['never_worse_than_pipedream']}; never worse than the experts: {summary['never_worse_than_expert']}")
+    if pipeline_rows:
+        print(f"max-load through the whole pipeline: equal to solvers.placement directly on "
+              f"{summary['pipeline_equal_to_direct']}/{len(pipeline_rows)} runs; equal whenever both proved optimality "
+              f"({summary['pipeline_both_optimal']} runs): {summary['pipeline_equal_when_both_optimal']}; "
+              f"the planner's objective is its split's direct score on every run: {summary['pipeline_split_scores_match']}")
     if rows_l:
         print(f"latency never worse than HEFT: {summary['latency_never_worse_than_heft']}; "
               f"never worse than the experts: {summary['latency_never_worse_than_expert']}")
