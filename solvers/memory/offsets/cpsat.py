@@ -152,6 +152,11 @@ class CpSatOffsetSolver:
 
     name = "cpsat"
 
+    def __init__(self, dtime_per_second: float = 0.05) -> None:
+        # CP-SAT stops on deterministic time (dtime_per_second x time_limit_s), so the same
+        # problem, seed and workers give the same offsets; the wall clock is only a safety net.
+        self.dtime_per_second = dtime_per_second
+
     def solve(self, problem: OffsetProblem, options: SolveOptions = SolveOptions()) -> SolveResult[OffsetSolution]:
         t0 = time.perf_counter()
         lb = live_bytes_lower_bound(problem)
@@ -176,7 +181,15 @@ class CpSatOffsetSolver:
             return done(Status.OPTIMAL, int(best.objective), lb, best.solution)
         model, v = build_offset_model(problem, upper, lb, None if best is None else best.solution)
         remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-        status, solver, progress = run_cpsat(model, options, remaining)
+        dtime = max(0.001, self.dtime_per_second * options.time_limit_s)
+        params = {"max_deterministic_time": dtime}
+        if options.num_workers > 1:
+            params["interleave_search"] = True
+        status, solver, progress = run_cpsat(model, options, 4 * remaining + 1, **params)
+        stats["dtime"] = solver.deterministic_time
+        stats["stopped_by"] = ("finished" if status in (Status.OPTIMAL, Status.INFEASIBLE)
+                               else "deterministic_budget" if solver.deterministic_time >= 0.99 * dtime
+                               else "wall_time")
         stats["cpsat_status"] = status.value
         if status is Status.INFEASIBLE:
             # Nothing fits below min(capacity, greedy peak): the greedy plan is optimal or
