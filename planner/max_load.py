@@ -30,15 +30,11 @@ recomputed from the plan alone by :func:`plan_loads` (an independent check, as
 
 Examples
 --------
+Two 30-cycle ops in a chain on two accelerators; the 10-byte output costs 10 cycles at
+1 GB/s: apart, each accelerator carries 30 + 10 = 40 < 60 together.
+
 >>> from planner.spec import load_spec
->>> spec = load_spec({"version": 1, "name": "chain",
-...     "hardware": {"devices": [{"name": "acc", "profile": "generic", "count": 2}],
-...                  "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s"}},
-...     "models": [{"name": "m", "graph": {
-...         "tensors": [{"name": "a", "shape": [10], "dtype": "uint8"}],
-...         "ops": [{"name": "x", "type": "task", "outputs": ["a"], "cycles": {"acc": 30}},
-...                 {"name": "y", "type": "task", "inputs": ["a"], "cycles": {"acc": 30}}]}}],
-...     "objective": "max-load", "solver": {"time_limit": "5 s", "workers": 1}})
+>>> spec = load_spec(_EXAMPLE)
 >>> problem, red = to_placement_problem(spec)
 >>> problem.acc_time, problem.comm_time, red.device_names
 ((30, 30), (10, 0), ('acc0', 'acc1'))
@@ -86,6 +82,17 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+# The spec of the Examples: two chained 30-cycle tasks, a 10-byte tensor between them.
+_EXAMPLE: dict[str, Any] = {
+    "version": 1, "name": "chain",
+    "hardware": {"devices": [{"name": "acc", "profile": "generic", "count": 2}],
+                 "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s"}},
+    "models": [{"name": "m", "graph": {
+        "tensors": [{"name": "a", "shape": [10], "dtype": "uint8"}],
+        "ops": [{"name": "x", "type": "task", "outputs": ["a"], "cycles": {"acc": 30}},
+                {"name": "y", "type": "task", "inputs": ["a"], "cycles": {"acc": 30}}]}}],
+    "objective": "max-load", "solver": {"time_limit": "5 s", "workers": 1}}
+
 
 @dataclass(frozen=True, slots=True)
 class MaxLoadSettings:
@@ -113,6 +120,13 @@ class MaxLoadReduction:
     """The inverse map of :func:`to_placement_problem`: placement indices back to names.
 
     ``device_names`` lists the accelerators (placement devices ``0..k-1``), then the CPUs.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> _, red = to_placement_problem(load_spec(_EXAMPLE))
+    >>> red.op_names, red.num_accelerators, red.cpu_kind
+    (('m/x', 'm/y'), 2, None)
     """
 
     op_names: tuple[str, ...]
@@ -141,6 +155,14 @@ class MaxLoadOutcome(Outcome):
     ``problem``/``reduction`` are the single-sample scheduling problem (placement fixed) and
     its inverse; ``schedule`` is that schedule's solver result. ``extra_baselines`` and
     ``report_sections`` are shown by :mod:`planner.output` (baseline rows and report.md).
+
+    Examples
+    --------
+    >>> from planner.output import baseline_rows
+    >>> from planner.spec import load_spec
+    >>> outcome = run_max_load(load_spec(_EXAMPLE))
+    >>> [(r["solver"], r["objective"]) for r in baseline_rows(outcome)]
+    [('cpsat-placement', 40), ('greedy', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
     """
 
     placement_problem: PlacementProblem | None = None
@@ -338,6 +360,14 @@ def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, 
     ------
     InfeasibleError
         No schedule of the placement fits the devices' memory with its activations.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> result, fixed, _ = schedule_placement(load_spec(_EXAMPLE), {"m/x": "acc0", "m/y": "acc1"},
+    ...                                       time_limit_s=1, workers=1, seed=0)
+    >>> result.objective, fixed.allowed_devices(1)  # 30 + 10 (transfer) + 30
+    (70, (1,))
     """
     from solvers.scheduling import CpSatScheduler, HeftScheduler, validate_schedule
 
@@ -415,7 +445,15 @@ def _role(reduction: MaxLoadReduction, name: str) -> str:
 
 
 def render_max_load_section(outcome: "MaxLoadOutcome") -> str:
-    """The report.md section: the model, per-device loads and the baselines' max-loads."""
+    """The report.md section: the model, per-device loads and the baselines' max-loads.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> text = render_max_load_section(run_max_load(load_spec(_EXAMPLE)))
+    >>> [line for line in text.splitlines() if line.startswith("| acc")]
+    ['| acc0 | accelerator | 1 | 30 | 10 | 40 | 100.0% |', '| acc1 | accelerator | 1 | 30 | 10 | 40 | 100.0% |']
+    """
     red, p, plan = outcome.placement_reduction, outcome.placement_problem, outcome.plan
     lines = ["## Max-load (Tarnawski et al., NeurIPS 2020)", "",
              f"Accelerators: kind `{red.accelerator_kind}` ({red.num_accelerators}); CPUs: "
@@ -484,7 +522,10 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
 
     Examples
     --------
-    See the module docstring.
+    >>> from planner.spec import load_spec
+    >>> outcome = run_max_load(load_spec(_EXAMPLE), time_limit_s=2, workers=1)
+    >>> outcome.plan.bound, outcome.plan.makespan_cycles, outcome.simulation.makespan_cycles
+    (40, 70, 70)
     """
     from planner.isa.resources import determine_resources
     from planner.pipeline import _lower_and_replay
