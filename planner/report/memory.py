@@ -27,6 +27,12 @@ def _ratio(peak: int | None, bound: int | None) -> str:
     return f"{peak / bound:.3f}x"
 
 
+def _fragmentation(peak: int | None, bound: int | None) -> str:
+    if not peak or bound is None:
+        return "-"
+    return f"{100 * (peak - bound) / peak:.2f}%"
+
+
 def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: Mapping[str, str],
                           choice: str = "memory plan") -> str:
     """Markdown: per device, level peaks against their bounds, bytes moved, hidden DMA time,
@@ -57,15 +63,16 @@ def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: M
         fig = device_figures(dp, plan)
         st = dp.stats
         out += [f"### {name}: fast level {dp.fast_level}, slow level {dp.slow_level}", ""]
-        out.append(_table(["level", "peak", "lower bound", "peak / bound", "greedy-by-size, same buffers",
-                           "greedy baseline", "capacity"], [
+        out.append(_table(["level", "peak", "lower bound", "peak / bound", "fragmentation",
+                           "greedy-by-size, same buffers", "greedy baseline", "capacity"], [
             [dp.fast_level, format_bytes(st.get("fast_peak_bytes")), format_bytes(st.get("fast_live_lower_bound_bytes")),
              _ratio(st.get("fast_peak_bytes"), st.get("fast_live_lower_bound_bytes")),
+             _fragmentation(st.get("fast_peak_bytes"), st.get("fast_live_lower_bound_bytes")),
              format_bytes(st.get("fast_peak_greedy_by_size_bytes")),
              format_bytes(st.get("greedy_baseline_fast_peak_bytes"))
              + ("" if st.get("greedy_baseline_fits", True) else " (does not fit)"),
              format_bytes(st.get("fast_capacity_bytes"))],
-            [dp.slow_level, format_bytes(fig["peak_bytes"].get(dp.slow_level)), "-", "-", "-", "-", "-"],
+            [dp.slow_level, format_bytes(fig["peak_bytes"].get(dp.slow_level)), "-", "-", "-", "-", "-", "-"],
         ]))
         out += ["", _table(["moved", "bytes"], [
             *[[f"DMA {k}", format_bytes(v)] for k, v in fig["dma_bytes"].items()],

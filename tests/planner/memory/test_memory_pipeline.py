@@ -112,6 +112,10 @@ def test_cnn_splits_the_batch_into_repeated_instruction_sequences():
     assert [f"cnn/stem#{p}" for p in range(factor)] == [n for n in names if n.startswith("cnn/stem#")]
     listing = outcome.listings["npu0"]
     assert all(f"cnn/stem#{p}" in listing for p in range(factor))
+    # Prefetches and evictions are both in play here, and the numbers still match.
+    kinds = {t.kind for t in outcome.memory_plan.devices["npu0"].transfers}
+    assert kinds == {"prefetch", "evict"}
+    assert compare_numeric(outcome.binaries, spec.graph, seed=1).ok
 
 
 def test_the_same_spec_gives_the_same_bytes():
