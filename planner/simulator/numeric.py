@@ -346,6 +346,16 @@ def simulate_numeric_programs(programs: Mapping[str, Program], inputs: Mapping[s
 
 
 def _run(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray], t0: float) -> NumericResult:
+    # Kernels are small: a multi-threaded BLAS spends more on waking threads than on the
+    # arithmetic (100x slower on a busy 2-core machine), so replay on one BLAS thread.
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        return _run_single_threaded(programs, inputs, t0)
+
+
+def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray],
+                         t0: float) -> NumericResult:
     devices = sorted(programs)
     buffers: dict[_Key, _Buffer] = {}
     per_device: dict[str, dict[int, _Buffer]] = {}
