@@ -265,13 +265,24 @@ def import_(
     source: Path = typer.Argument(..., help="An ONNX model, an STG task graph, a jsplib job shop or a "
                                             "dnn-partitioning JSON."),
     output: Path = typer.Option(..., "-o", "--output", help="Where to write the spec YAML."),
+    objective: Optional[str] = typer.Option(None, "--objective", help="dnn-partitioning only: latency, "
+                                            "throughput or max-load (default: from the file's directory)."),
+    contiguous: bool = typer.Option(False, "--contiguous", help="dnn-partitioning max-load: contiguous splits."),
 ) -> None:
     """Import a model or a public benchmark instance as a spec."""
 
     def body() -> int:
+        from planner.errors import SpecError
         from planner.importers import import_model, write_spec_yaml
 
-        spec_dict = import_model(source)
+        options = {}
+        if objective is not None or contiguous:
+            if source.suffix.lower() != ".json":
+                raise SpecError(f"{source}: --objective and --contiguous apply to dnn-partitioning JSON files only")
+            if objective is not None and objective not in ("latency", "throughput", "max-load", "max_load"):
+                raise SpecError(f"--objective: expected latency, throughput or max-load, got {objective!r}")
+            options = {"objective": objective, "contiguous": contiguous}
+        spec_dict = import_model(source, **options)
         write_spec_yaml(spec_dict, output)
         out.print(f"wrote {output}", highlight=False)
         return 0
