@@ -166,7 +166,7 @@ def run_max_load_pipeline(rel: str, w, args: argparse.Namespace) -> list[dict[st
 
 
 def run_throughput(root: Path, rel: str, args: argparse.Namespace, published: dict[str, Any]) -> dict[str, Any]:
-    from planner.importers.dnn_partitioning import dnn_to_spec, max_load, read_dnn_json, read_expert_split
+    from planner.importers.dnn_partitioning import max_load, read_dnn_json, read_expert_split
     from solvers.core import SolveOptions
     from solvers.placement import CpSatPlacementSolver, PlacementSolution, greedy_placement, validate_placement
 

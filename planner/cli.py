@@ -215,7 +215,7 @@ def simulate(
     """Replay the binaries in PLAN_DIR independently and check them against plan.json."""
 
     def body() -> int:
-        from planner.errors import BinaryFormatError, UnsupportedError
+        from planner.errors import BinaryFormatError
         from planner.pipeline import verify
         from planner.plan import Plan
         from planner.simulator import simulate_dir
