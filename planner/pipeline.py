@@ -465,7 +465,8 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     outcome.memory = memory
     spine_replay = _replay(spine, spec, None)
     planned_replay = _replay(memory.plan, spec, memory.memory)
-    outcome.memory_baselines = {"all in main memory": spine_replay.makespan_cycles}
+    outcome.memory_baselines = {"memory plan": planned_replay.makespan_cycles,
+                                "all in main memory": spine_replay.makespan_cycles}
     candidates = [(planned_replay.makespan_cycles, 0, "memory plan", memory.plan, memory.memory)]
     if memory.greedy_plan is not None:
         greedy = _replay(memory.greedy_plan, spec, memory.greedy_memory)

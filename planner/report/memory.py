@@ -54,6 +54,8 @@ def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: M
                 "Simulated makespans, same run (every plan lowered and replayed):", ""]
         rows = [["memory plan (CP-SAT levels + CP-SAT offsets)", plan.makespan_cycles, "-"]]
         for name, value in baselines.items():
+            if name == "memory plan":
+                continue
             rows.append([name, value, f"{100 * (value - plan.makespan_cycles) / max(value, 1):+.1f}% slower"
                          if value >= plan.makespan_cycles else
                          f"{100 * (plan.makespan_cycles - value) / max(value, 1):.1f}% faster"])
