@@ -211,9 +211,12 @@ def _fraction(bytes_per_s: int, clock_hz: int) -> Fraction:
 
 
 def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: Device,
-                         options: MemoryOptions) -> DeviceBridge:
+                         options: MemoryOptions, reserve_factor: int = 0) -> DeviceBridge:
     """The level problem of ``device`` for the order ``plan`` gives it.
 
+    The fast capacity the solver sees is the level's minus a reserve: ``32`` alignments
+    (``reserve_factor`` 0), else ``reserve_factor`` percent of the capacity, and at most an
+    eighth of it: room for rounding buffer addresses up and for fragmentation.
     Call :func:`skip_reason` first; this assumes the device can be memory-planned.
     """
     profile = device.profile
@@ -260,7 +263,9 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
     writes = [tuple(sorted(set(outs))) for outs in op_outputs]
     compute = [op_cost(graph.ops[n], graph, profile, device.kind).compute_cycles for n in ops]
 
-    reserve = min(fast.capacity_bytes // 8, 32 * options.alignment_bytes)
+    reserve = (32 * options.alignment_bytes if reserve_factor == 0
+               else fast.capacity_bytes * reserve_factor // 100)
+    reserve = min(fast.capacity_bytes // 8, reserve)
     capacity_fast = max(1, fast.capacity_bytes - reserve)
     groups, labels = _split_groups(graph, ops, tensors, op_inputs, op_outputs, capacity_fast, options,
                                    profile, device.kind) if options.split else ((), ())
