@@ -51,7 +51,7 @@ def large_spec() -> dict:
             "models": [{"name": "gpt", "generator": {"kind": "transformer", "layers": 11, "d_model": 256,
                                                        "heads": 4, "seq": 64, "batch": 4, "dtype": "fp32"}}],
             "objective": "latency", "memory": {"plan": True, "split_factors": [1, 2, 4]},
-            "solver": {"time_limit": "40 s", "workers": 2, "seed": 0}}
+            "solver": {"time_limit": "20 s", "workers": 2, "seed": 0}}
 
 
 def instances() -> list[tuple[str, object]]:

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 # of the level (a tight level plan may not pack at aligned addresses; greedy-by-size packs a
 # plan with some slack).
 RESERVE_FACTORS = (0, 4, 12)
+ATTEMPT_SHARES = ((0.5, 0.3), (0.2, 0.2), (0.1, 0.2))  # (level solver, offsets) x the device's budget
 
 
 @dataclass
@@ -77,7 +78,10 @@ def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: floa
     pieces = fast_pieces(expanded, solution)
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=workers, random_seed=seed)
     greedy = GreedyBySizeOffsetSolver().solve(problem, opts)
-    result = CpSatOffsetSolver().solve(problem, opts) if exact else greedy
+    # 0.0125 dtime per second of the share: ResNet-50's 387 buffers need 0.061 dtime to reach
+    # the live bound (about 1 s); a busy machine runs 0.02-0.05 dtime per second, so the
+    # deterministic budget, not the wall clock, ends the search.
+    result = CpSatOffsetSolver(dtime_per_second=0.0125).solve(problem, opts) if exact else greedy
     if not result.status.has_solution:
         return None, result, greedy, problem
     # fast_offset_problem drops zero-byte pieces; they sit at address 0.
@@ -88,6 +92,11 @@ def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: floa
 
 def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, seed: int = 0) -> MemoryOutcome | None:
     """Memory-plan ``plan`` (a spine plan of ``spec``) if the spec asks for it, else None.
+
+    The memory stage has its own budget, ``time_limit_s`` split over the planned devices:
+    per device 50% for the level solver and 30% for the offsets (both stop on deterministic
+    time, usually well before), and when the offsets do not pack, re-solves holding back
+    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all.
 
     Raises
     ------
@@ -125,12 +134,12 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, see
             # the alignment and must pack. If they do not fit, hold back more and solve again.
             bridge = bridges[name] if attempt == 0 else build_device_problem(
                 graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
-            share = budget / len(RESERVE_FACTORS) if attempt else 0.7 * budget
+            level_share, offsets_share = ATTEMPT_SHARES[attempt]
             # One worker: on these models the interleaved two-worker search reaches less
             # within the same deterministic budget (measured on memory-transformer).
-            exact, greedy, all_slow = _solve_device(bridge, options, share, 1, seed)
+            exact, greedy, all_slow = _solve_device(bridge, options, level_share * budget, 1, seed)
             offsets, off_result, off_greedy, off_problem = _offsets(
-                bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, 0.3 * budget, workers,
+                bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget, workers,
                 seed, True)
             solution = exact.solution
             if offsets is None:
