@@ -65,7 +65,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from planner.errors import UnsupportedError
 from planner.graph.ir import GraphError
 
-__all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op"]
+__all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op", "prepare_op"]
 
 #: IR dtype -> numpy dtype, for the dtypes numeric mode supports.
 NUMPY_DTYPES: Mapping[str, type] = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}
@@ -395,6 +395,25 @@ def evaluate_op(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndar
     ...
     planner.errors.UnsupportedError: numeric mode cannot evaluate op type 'task': it has no arithmetic meaning
     """
+    run = prepare_op(op_type, attrs, output_shapes, output_dtypes)
+    with np.errstate(all="ignore"):  # inf/NaN propagate as values; the caller checks finiteness
+        return run(inputs)
+
+
+def prepare_op(op_type: str, attrs: Mapping[str, Any], output_shapes: Sequence[tuple[int, ...]],
+               output_dtypes: Sequence[str]) -> Callable[[Sequence[np.ndarray]], list[np.ndarray]]:
+    """:func:`evaluate_op` with the op fixed: checks the op once, returns ``inputs -> outputs``.
+
+    For callers that run one op many times (the simulator's numeric mode). The returned
+    function does not set ``np.errstate``; wrap the calls in it to silence inf/NaN warnings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> relu = prepare_op("relu", {}, [(3,)], ["fp32"])
+    >>> relu([np.array([-1, 0, 2], np.float32)])[0]
+    array([0., 0., 2.], dtype=float32)
+    """
     if op_type == "task":
         raise UnsupportedError("numeric mode cannot evaluate op type 'task': it has no arithmetic meaning")
     kernel = _KERNELS.get(op_type)
@@ -409,15 +428,21 @@ def evaluate_op(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndar
     if len(shapes) != len(output_dtypes):
         raise GraphError(f"{op_type}: {len(shapes)} output shapes but {len(output_dtypes)} output dtypes")
     dtypes = [numpy_dtype(d) for d in output_dtypes]
-    xs = []
-    for x in inputs:
-        x = np.asarray(x)
-        if x.dtype not in (np.float16, np.float32, np.float64):
-            raise UnsupportedError(f"numeric mode cannot evaluate {op_type} on an input of numpy dtype "
-                                   f"{x.dtype} (supported: fp16, fp32, fp64)")
-        xs.append(x.astype(_ACC, copy=False))
-    with np.errstate(all="ignore"):  # inf/NaN propagate as values; the caller checks finiteness
+    pairs = list(zip(shapes, dtypes))
+    supported = (np.float16, np.float32, np.float64)
+
+    def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        xs = []
+        for x in inputs:
+            x = np.asarray(x)
+            if x.dtype not in supported:
+                raise UnsupportedError(f"numeric mode cannot evaluate {op_type} on an input of numpy dtype "
+                                       f"{x.dtype} (supported: fp16, fp32, fp64)")
+            xs.append(x.astype(_ACC, copy=False))
         results = kernel(attrs, xs, shapes)
-    if len(results) != len(shapes):
-        raise GraphError(f"{op_type} computes {len(results)} outputs but {len(shapes)} are declared")
-    return [np.ascontiguousarray(_check_shape(op_type, r, s).astype(d)) for r, s, d in zip(results, shapes, dtypes)]
+        if len(results) != len(pairs):
+            raise GraphError(f"{op_type} computes {len(results)} outputs but {len(pairs)} are declared")
+        return [np.ascontiguousarray(_check_shape(op_type, r, shape).astype(d))
+                for r, (shape, d) in zip(results, pairs)]
+
+    return run

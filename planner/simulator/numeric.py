@@ -240,11 +240,9 @@ class _Views:
     """Typed numpy views of buffers, made once per (buffer, dtype, shape, read-only)."""
 
     def __init__(self) -> None:
-        from planner.numeric.kernels import evaluate_op  # lazily: numeric mode only
-
-        self.evaluate_op = evaluate_op
         self.cache: dict[tuple[int, str, tuple[int, ...], bool], np.ndarray] = {}
         self.attrs: dict[str, Any] = {}
+        self.prepared: dict[tuple, Callable[[Any], list[np.ndarray]]] = {}
 
     def of(self, buf: _Buffer, dtype: str, shape: tuple[int, ...], readonly: bool) -> np.ndarray:
         """``buf``'s first bytes as ``dtype[shape]`` (the caller checked that they fit)."""
@@ -257,6 +255,12 @@ class _Views:
 
     def operand(self, o: Any, buffers: Mapping[int, _Buffer], where: str, readonly: bool) -> list[np.ndarray]:
         """The views of the buffers holding one operand (one per portion, equal rows each)."""
+        if len(o.buffers) == 1:  # fast path: a whole operand whose view was checked and made before
+            buf = buffers.get(o.buffers[0])
+            if buf is not None:
+                view = self.cache.get((id(buf), o.dtype, o.shape, readonly))
+                if view is not None:
+                    return [view]
         parts = len(o.buffers)
         if parts == 0:
             raise SimulationError(f"numeric mode: {where} has an operand in no buffer")
@@ -277,27 +281,30 @@ class _Views:
         return out
 
     def kernel_step(self, kernel: Any, buffers: Mapping[int, _Buffer], where: str) -> Callable[[], None]:
-        """The step that runs ``kernel`` on its buffers' current bytes."""
-        evaluate_op = self.evaluate_op
+        """The step that runs ``kernel`` on its buffers' current bytes (the op checked once here)."""
+        from planner.numeric.kernels import prepare_op
+
         attrs = self.attrs.get(kernel.attrs_json)
         if attrs is None:
             attrs = self.attrs[kernel.attrs_json] = json.loads(kernel.attrs_json) if kernel.attrs_json else {}
-        op_type = kernel.type
         ins = [self.operand(o, buffers, where, True) for o in kernel.inputs]
         outs = [self.operand(o, buffers, where, False) for o in kernel.outputs]
-        shapes = [o.shape for o in kernel.outputs]
-        dtypes = [o.dtype for o in kernel.outputs]
+        key = (kernel.type, kernel.attrs_json, tuple((o.shape, o.dtype) for o in kernel.outputs))
+        compute = self.prepared.get(key)
+        if compute is None:  # ops of one type, attributes and output shapes share one checked kernel
+            compute = self.prepared[key] = prepare_op(kernel.type, attrs, [o.shape for o in kernel.outputs],
+                                                      [o.dtype for o in kernel.outputs])
         if all(len(v) == 1 for v in ins) and len(outs) == 1 and len(outs[0]) == 1:
             xs, target = [v[0] for v in ins], outs[0][0]
 
             def run_simple() -> None:  # the common case: whole operands, one output
-                target[...] = evaluate_op(op_type, attrs, xs, shapes, dtypes)[0]
+                target[...] = compute(xs)[0]
 
             return run_simple
 
         def run() -> None:
             values = [v[0] if len(v) == 1 else np.concatenate(v) for v in ins]
-            for views, r in zip(outs, evaluate_op(op_type, attrs, values, shapes, dtypes)):
+            for views, r in zip(outs, compute(values)):
                 if len(views) == 1:
                     views[0][...] = r
                 else:
