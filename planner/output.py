@@ -83,7 +83,9 @@ def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
                 **(used.to_dict() if used is not None else {"devices": {}}),
                 "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
             sections.append(render_memory_section(memory.memory, memory.plan, outcome.memory_baselines,
-                                                  memory.skipped, outcome.memory_choice))
+                                                  memory.skipped, outcome.memory_choice,
+                                                  greedy=(memory.greedy_memory, memory.greedy_plan),
+                                                  peaks=outcome.memory_peaks, graph=spec.graph))
         sections += list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
         (tmp / "report.md").write_text(render_report(
             plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),

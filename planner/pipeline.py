@@ -78,6 +78,7 @@ class Outcome:
     memory_baselines: dict[str, Any] = field(default_factory=dict)
     memory_choice: str = ""  # which memory plan the outcome's plan uses (the fastest replayed)
     memory_plan: Any = None  # its MemoryPlan (None: everything in main memory)
+    memory_peaks: dict[str, Any] = field(default_factory=dict)  # plan name -> replayed device -> level -> peak
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
@@ -467,10 +468,13 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     planned_replay = _replay(memory.plan, spec, memory.memory)
     outcome.memory_baselines = {"memory plan": planned_replay.makespan_cycles,
                                 "all in main memory": spine_replay.makespan_cycles}
+    outcome.memory_peaks = {"memory plan": planned_replay.peak_bytes,
+                            "all in main memory": spine_replay.peak_bytes}
     candidates = [(planned_replay.makespan_cycles, 0, "memory plan", memory.plan, memory.memory)]
     if memory.greedy_plan is not None:
         greedy = _replay(memory.greedy_plan, spec, memory.greedy_memory)
         outcome.memory_baselines["greedy prefetch + greedy-by-size"] = greedy.makespan_cycles
+        outcome.memory_peaks["greedy prefetch + greedy-by-size"] = greedy.peak_bytes
         candidates.append((greedy.makespan_cycles, 1, "greedy prefetch + greedy-by-size", memory.greedy_plan,
                            memory.greedy_memory))
     candidates.append((spine_replay.makespan_cycles, 2, "all in main memory", spine, None))
