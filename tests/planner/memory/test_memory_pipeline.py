@@ -133,7 +133,11 @@ def test_cli_writes_memory_json_and_checks_the_numbers(tmp_path):
     assert result.exit_code == 0, result.output
     memory = json.loads((out / "memory.json").read_text())
     assert memory["choice"] == "memory plan" and "tpu0" in memory["devices"]
-    assert "## Memory hierarchy" in (out / "report.md").read_text()
+    report = (out / "report.md").read_text()
+    assert "## Memory hierarchy" in report
+    # The baselines' figures come from the same run, side by side with the memory plan's.
+    assert "| figure | memory plan | greedy prefetch + greedy-by-size | all in main memory |" in report
+    assert "| peak onchip | 18.19 MiB |" in report  # the live bound: 2 x 9 MiB weights + activations
     result = runner.invoke(app, ["simulate", str(out), "--numeric"])
     assert result.exit_code == 0, result.output
     assert "equal the reference" in result.output
