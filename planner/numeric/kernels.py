@@ -71,6 +71,9 @@ __all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op", "
 NUMPY_DTYPES: Mapping[str, type] = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}
 
 _ACC = np.float64  # every kernel computes in this type (see the module's dtype policy)
+# Ops whose every output element is one IEEE operation (add, sub, mul) or an exact selection
+# or copy of an input (relu, max pooling, data movement): float32 in, float32 out is exact.
+_EXACT_IN_FP32 = frozenset({"add", "sub", "mul", "relu", "maxpool", "reshape", "transpose", "concat", "split"})
 _GELU_C = math.sqrt(2.0 / math.pi)
 
 
@@ -429,16 +432,24 @@ def prepare_op(op_type: str, attrs: Mapping[str, Any], output_shapes: Sequence[t
         raise GraphError(f"{op_type}: {len(shapes)} output shapes but {len(output_dtypes)} output dtypes")
     dtypes = [numpy_dtype(d) for d in output_dtypes]
     pairs = list(zip(shapes, dtypes))
-    supported = (np.float16, np.float32, np.float64)
+    supported = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+    fp32 = np.dtype(np.float32)
+    # One correctly rounded operation (or none) per element: computing in float32 gives the
+    # same bits as float64 rounded once, so fp32-only operands skip the widening.
+    exact_in_fp32 = op_type in _EXACT_IN_FP32 and all(d == fp32 for d in dtypes)
 
     def run(inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         xs = []
+        narrow = exact_in_fp32
         for x in inputs:
             x = np.asarray(x)
             if x.dtype not in supported:
                 raise UnsupportedError(f"numeric mode cannot evaluate {op_type} on an input of numpy dtype "
                                        f"{x.dtype} (supported: fp16, fp32, fp64)")
-            xs.append(x.astype(_ACC, copy=False))
+            narrow = narrow and x.dtype == fp32
+            xs.append(x)
+        if not narrow:
+            xs = [x.astype(_ACC, copy=False) for x in xs]
         results = kernel(attrs, xs, shapes)
         if len(results) != len(pairs):
             raise GraphError(f"{op_type} computes {len(results)} outputs but {len(pairs)} are declared")
