@@ -65,7 +65,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 from planner.errors import UnsupportedError
 from planner.graph.ir import GraphError
 
-__all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op", "prepare_op"]
+__all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op", "prepare_op", "prepare_into"]
 
 #: IR dtype -> numpy dtype, for the dtypes numeric mode supports.
 NUMPY_DTYPES: Mapping[str, type] = {"fp32": np.float32, "fp16": np.float16, "fp64": np.float64}
@@ -457,3 +457,128 @@ def prepare_op(op_type: str, attrs: Mapping[str, Any], output_shapes: Sequence[t
                 for r, (shape, d) in zip(results, pairs)]
 
     return run
+
+
+_FP32 = np.dtype(np.float32)
+_SUPPORTED = frozenset(np.dtype(t) for t in NUMPY_DTYPES.values())
+
+
+def _fast_into(op_type: str, attrs: Mapping[str, Any], xs: Sequence[np.ndarray],
+               ts: Sequence[np.ndarray]) -> Callable[[], None] | None:
+    """A cheaper step for the common tiny kernels on fp32 operands, or None.
+
+    Only where the shapes were checked here and the result has the bits the general path
+    gives: the same numpy operations in the same order (float64 where it widens), written
+    through a cast-on-assignment (the same rounding as ``astype``).
+    """
+    if len(ts) != 1 or any(x.dtype != _FP32 for x in xs) or ts[0].dtype != _FP32:
+        return None
+    t = ts[0]
+    if op_type in ("add", "sub", "mul") and len(xs) == 2:
+        try:
+            if np.broadcast_shapes(xs[0].shape, xs[1].shape) != t.shape:
+                return None
+        except ValueError:
+            return None
+        fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply}[op_type]
+        a, b = xs
+        def binary() -> None:  # fp32 in, fp32 out: one IEEE operation per element (exact)
+            fn(a, b, out=t)
+        return binary
+    if op_type == "relu" and len(xs) == 1 and xs[0].shape == t.shape:
+        x = xs[0]
+        def relu() -> None:
+            np.maximum(x, 0.0, out=t)
+        return relu
+    if op_type == "matmul" and len(xs) in (2, 3):
+        a, b = xs[0], xs[1]
+        if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2] or t.shape != a.shape[:-1] + b.shape[-1:]:
+            return None
+        if len(xs) == 3 and xs[2].ndim > 1:
+            return None
+        acc = _ACC
+        if b.ndim == 2:  # as _matmul: one 2-D product
+            a2, t2 = a.reshape(-1, a.shape[-1]), t.reshape(-1, b.shape[-1])
+            if len(xs) == 2:
+                def mm() -> None:
+                    t2[...] = a2.astype(acc) @ b.astype(acc)
+                return mm
+            c = xs[2]
+            if c.ndim == 1 and c.shape[0] != b.shape[-1]:
+                return None
+
+            def mm_bias() -> None:
+                t2[...] = a2.astype(acc) @ b.astype(acc) + c.astype(acc)
+            return mm_bias
+        if b.shape[:-2] != a.shape[:-2] or len(xs) == 3:
+            return None
+
+        def bmm() -> None:
+            t[...] = np.matmul(a.astype(acc), b.astype(acc))
+        return bmm
+    if op_type == "transpose" and len(xs) == 1:
+        x = xs[0]
+        perm = [int(p) for p in attrs.get("perm", range(x.ndim - 1, -1, -1))]
+        if sorted(perm) != list(range(x.ndim)) or tuple(x.shape[p] for p in perm) != t.shape:
+            return None
+        xt = np.transpose(x, perm)  # a fixed strided view of the input's bytes
+        return lambda: t.__setitem__(Ellipsis, xt)
+    if op_type == "reshape" and len(xs) == 1 and xs[0].size == t.size:
+        xr = xs[0].reshape(t.shape)
+        return lambda: t.__setitem__(Ellipsis, xr)
+    return None
+
+
+def prepare_into(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray],
+                 outputs: Sequence[np.ndarray],
+                 compute: Callable[[Sequence[np.ndarray]], list[np.ndarray]] | None = None) -> Callable[[], None]:
+    """:func:`prepare_op` with the operands fixed too: a no-argument function that evaluates
+    the op on the current values of ``inputs`` and writes the results into ``outputs``.
+
+    ``inputs`` and ``outputs`` are arrays whose shapes and dtypes never change (views of a
+    simulated memory); each call writes exactly what :func:`evaluate_op` returns (same bits).
+    ``compute`` is ``prepare_op`` for this op and these outputs when the caller has it
+    (cached); errors (:func:`evaluate_op`'s) are raised by the first call, or here.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x, y = np.array([[1.0, -2.0]], np.float32), np.zeros((1, 2), np.float32)
+    >>> step = prepare_into("relu", {}, [x], [y])
+    >>> step(); y
+    array([[1., 0.]], dtype=float32)
+    >>> x[0, 1] = 5.0; step(); y
+    array([[1., 5.]], dtype=float32)
+    """
+    if compute is None:
+        compute = prepare_op(op_type, attrs, [t.shape for t in outputs], [_ir_dtype(t.dtype) for t in outputs])
+    xs, ts = list(inputs), list(outputs)
+    if all(x.dtype in _SUPPORTED for x in xs) and not attrs.get("fallback"):
+        fast = _fast_into(op_type, attrs, xs, ts)
+        if fast is not None:
+            return fast
+    kernel = _KERNELS.get(op_type)
+    shapes = [t.shape for t in ts]
+    widen = not (op_type in _EXACT_IN_FP32 and all(x.dtype == _FP32 for x in xs + ts))
+    acc = _ACC
+    checked = [False]
+
+    def run() -> None:
+        if not checked[0]:  # the first call checks dtypes, shapes and counts (they never change)
+            results = compute(xs)
+            checked[0] = True
+        elif widen:
+            results = kernel(attrs, [x.astype(acc, copy=False) for x in xs], shapes)
+        else:
+            results = kernel(attrs, xs, shapes)
+        for t, r in zip(ts, results):
+            t[...] = r
+
+    return run
+
+
+def _ir_dtype(dt: np.dtype) -> str:
+    for name, t in NUMPY_DTYPES.items():
+        if np.dtype(t) == dt:
+            return name
+    raise UnsupportedError(f"numeric mode cannot evaluate numpy dtype {dt} (supported: fp16, fp32, fp64)")

@@ -238,28 +238,27 @@ def _infer_layouts(programs: Mapping[str, Program], buffers: Mapping[_Key, _Buff
 
 
 class _Views:
-    """Typed numpy views of buffers, made once per (buffer, dtype, shape, read-only)."""
+    """Typed numpy views of buffers, made once per (buffer, dtype, shape)."""
 
     def __init__(self) -> None:
-        self.cache: dict[tuple[int, str, tuple[int, ...], bool], np.ndarray] = {}
+        self.cache: dict[tuple[int, str, tuple[int, ...]], np.ndarray] = {}
         self.attrs: dict[str, Any] = {}
         self.prepared: dict[tuple, Callable[[Any], list[np.ndarray]]] = {}
 
-    def of(self, buf: _Buffer, dtype: str, shape: tuple[int, ...], readonly: bool) -> np.ndarray:
+    def of(self, buf: _Buffer, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
         """``buf``'s first bytes as ``dtype[shape]`` (the caller checked that they fit)."""
-        key = (id(buf), dtype, shape, readonly)
+        key = (id(buf), dtype, shape)
         view = self.cache.get(key)
         if view is None:
-            view = self.cache[key] = _typed(buf.bytes, dtype, shape)
-            view.flags.writeable = not readonly
+            view = self.cache[key] = np.ndarray(shape, _np_dtype(dtype), buf.bytes)
         return view
 
-    def operand(self, o: Any, buffers: Mapping[int, _Buffer], where: str, readonly: bool) -> list[np.ndarray]:
+    def operand(self, o: Any, buffers: Mapping[int, _Buffer], where: str) -> list[np.ndarray]:
         """The views of the buffers holding one operand (one per portion, equal rows each)."""
         if len(o.buffers) == 1:  # fast path: a whole operand whose view was checked and made before
             buf = buffers.get(o.buffers[0])
             if buf is not None:
-                view = self.cache.get((id(buf), o.dtype, o.shape, readonly))
+                view = self.cache.get((id(buf), o.dtype, o.shape))
                 if view is not None:
                     return [view]
         parts = len(o.buffers)
@@ -277,31 +276,26 @@ class _Views:
             if need > buf.size:
                 raise SimulationError(f"numeric mode: {where}: buffer {buf.name!r} holds {buf.size} bytes, "
                                       f"its part of the operand needs {need}")
-            view = self.of(buf, o.dtype, shape, readonly)
-            out.append(view)
+            out.append(self.of(buf, o.dtype, shape))
         return out
 
     def kernel_step(self, kernel: Any, buffers: Mapping[int, _Buffer], where: str) -> Callable[[], None]:
         """The step that runs ``kernel`` on its buffers' current bytes (the op checked once here)."""
-        from planner.numeric.kernels import prepare_op
+        from planner.numeric.kernels import prepare_into, prepare_op
 
         attrs = self.attrs.get(kernel.attrs_json)
         if attrs is None:
             attrs = self.attrs[kernel.attrs_json] = json.loads(kernel.attrs_json) if kernel.attrs_json else {}
-        ins = [self.operand(o, buffers, where, True) for o in kernel.inputs]
-        outs = [self.operand(o, buffers, where, False) for o in kernel.outputs]
+        ins = [self.operand(o, buffers, where) for o in kernel.inputs]
+        outs = [self.operand(o, buffers, where) for o in kernel.outputs]
         key = (kernel.type, kernel.attrs_json, tuple((o.shape, o.dtype) for o in kernel.outputs))
         compute = self.prepared.get(key)
         if compute is None:  # ops of one type, attributes and output shapes share one checked kernel
             compute = self.prepared[key] = prepare_op(kernel.type, attrs, [o.shape for o in kernel.outputs],
                                                       [o.dtype for o in kernel.outputs])
-        if all(len(v) == 1 for v in ins) and len(outs) == 1 and len(outs[0]) == 1:
-            xs, target = [v[0] for v in ins], outs[0][0]
-
-            def run_simple() -> None:  # the common case: whole operands, one output
-                target[...] = compute(xs)[0]
-
-            return run_simple
+        if all(len(v) == 1 for v in ins) and all(len(v) == 1 for v in outs):
+            # The common case, whole operands: the kernel writes straight into the output views.
+            return prepare_into(kernel.type, attrs, [v[0] for v in ins], [v[0] for v in outs], compute)
 
         def run() -> None:
             values = [v[0] if len(v) == 1 else np.concatenate(v) for v in ins]
@@ -438,7 +432,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
         if layout is not None:
             try:
                 if math.prod(layout[1]) * _np_dtype(layout[0]).itemsize <= view.size:
-                    view = views.of(buf, layout[0], layout[1], False)
+                    view = views.of(buf, layout[0], layout[1])
             except UnsupportedError:
                 pass  # a dtype numpy cannot hold: keep the raw bytes
         if at_halt:  # nothing writes this device's memory after its HALT: a read-only view will do
