@@ -550,28 +550,31 @@ def prepare_into(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.nda
     >>> x[0, 1] = 5.0; step(); y
     array([[1., 5.]], dtype=float32)
     """
-    if compute is None:
-        compute = prepare_op(op_type, attrs, [t.shape for t in outputs], [_ir_dtype(t.dtype) for t in outputs])
     xs, ts = list(inputs), list(outputs)
-    if all(x.dtype in _SUPPORTED for x in xs) and not attrs.get("fallback"):
-        fast = _fast_into(op_type, attrs, xs, ts)
-        if fast is not None:
-            return fast
     kernel = _KERNELS.get(op_type)
+    if (kernel is None or attrs.get("fallback") or any(x.dtype not in _SUPPORTED for x in xs)
+            or any(t.dtype not in _SUPPORTED for t in ts)):
+        if compute is None:  # raises what evaluate_op raises (here, before anything runs), else below
+            compute = prepare_op(op_type, attrs, [t.shape for t in ts], [_ir_dtype(t.dtype) for t in ts])
+        checking = compute
+
+        def checked() -> None:
+            for t, r in zip(ts, checking(xs)):
+                t[...] = r
+        return checked
+    fast = _fast_into(op_type, attrs, xs, ts)
+    if fast is not None:
+        return fast
     shapes = [t.shape for t in ts]
     widen = not (op_type in _EXACT_IN_FP32 and all(x.dtype == _FP32 for x in xs + ts))
     acc = _ACC
-    checked = [False]
-
-    def run() -> None:
-        if not checked[0]:  # the first call checks dtypes, shapes and counts (they never change)
-            results = compute(xs)
-            checked[0] = True
-        elif widen:
-            results = kernel(attrs, [x.astype(acc, copy=False) for x in xs], shapes)
-        else:
-            results = kernel(attrs, xs, shapes)
+    def run() -> None:  # prepare_op's run with the input dtype checks done above
+        results = kernel(attrs, [x.astype(acc, copy=False) for x in xs] if widen else xs, shapes)
+        if len(results) != len(ts):
+            raise GraphError(f"{op_type} computes {len(results)} outputs but {len(ts)} are declared")
         for t, r in zip(ts, results):
+            if r.shape != t.shape:
+                raise GraphError(f"{op_type} computes shape {r.shape} but the output is declared {t.shape}")
             t[...] = r
 
     return run

@@ -144,8 +144,9 @@ def _buffers(p: Program) -> dict[int, _Buffer]:
     """Every allocated buffer of ``p`` with its address (synthetic when not addressed)."""
     out: dict[int, _Buffer] = {}
     next_free = [0] * len(p.levels)
+    alloc_ = int(Opcode.ALLOC)  # a plain int: comparing with an enum member looked up per instruction costs more
     for ins in p.instructions:
-        if ins.opcode != Opcode.ALLOC or ins.a in out:
+        if ins.opcode != alloc_ or ins.a in out:
             continue
         view = bool(ins.subop & ALLOC_VIEW)
         address = ins.d
@@ -168,6 +169,7 @@ def _infer_layouts(programs: Mapping[str, Program], buffers: Mapping[_Key, _Buff
     edges: dict[_Key, list[_Key]] = {}
     sends: dict[int, tuple[str, tuple[int, ...]]] = {}
     recvs: dict[int, tuple[str, tuple[int, ...]]] = {}
+    dma_, send_, recv_ = int(Opcode.DMA), int(Opcode.SEND), int(Opcode.RECV)
     for dev, p in programs.items():
         for k in p.kernels:
             for o in k.inputs + k.outputs:
@@ -178,13 +180,14 @@ def _infer_layouts(programs: Mapping[str, Program], buffers: Mapping[_Key, _Buff
                 for b in o.buffers:
                     layouts.setdefault((dev, b), (o.dtype, shape))
         for ins in p.instructions:
-            if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM and len(ins.reads) == len(ins.writes) == 1:
+            code = ins.opcode
+            if code == dma_ and ins.stream == DMA_STREAM and len(ins.reads) == len(ins.writes) == 1:
                 src, dst = (dev, ins.reads[0]), (dev, ins.writes[0])
                 edges.setdefault(src, []).append(dst)
                 edges.setdefault(dst, []).append(src)
-            elif ins.opcode == Opcode.SEND:
+            elif code == send_:
                 sends[ins.c] = (dev, ins.reads)
-            elif ins.opcode == Opcode.RECV:
+            elif code == recv_:
                 recvs[ins.c] = (dev, ins.writes)
     for tid in sorted(set(sends) & set(recvs)):
         (sd, sb), (rd, rb) = sends[tid], recvs[tid]
@@ -288,14 +291,14 @@ class _Views:
             attrs = self.attrs[kernel.attrs_json] = json.loads(kernel.attrs_json) if kernel.attrs_json else {}
         ins = [self.operand(o, buffers, where) for o in kernel.inputs]
         outs = [self.operand(o, buffers, where) for o in kernel.outputs]
+        if all(len(v) == 1 for v in ins) and all(len(v) == 1 for v in outs):
+            # The common case, whole operands: the kernel writes straight into the output views.
+            return prepare_into(kernel.type, attrs, [v[0] for v in ins], [v[0] for v in outs])
         key = (kernel.type, kernel.attrs_json, tuple((o.shape, o.dtype) for o in kernel.outputs))
         compute = self.prepared.get(key)
         if compute is None:  # ops of one type, attributes and output shapes share one checked kernel
             compute = self.prepared[key] = prepare_op(kernel.type, attrs, [o.shape for o in kernel.outputs],
                                                       [o.dtype for o in kernel.outputs])
-        if all(len(v) == 1 for v in ins) and all(len(v) == 1 for v in outs):
-            # The common case, whole operands: the kernel writes straight into the output views.
-            return prepare_into(kernel.type, attrs, [v[0] for v in ins], [v[0] for v in outs], compute)
 
         def run() -> None:
             values = [v[0] if len(v) == 1 else np.concatenate(v) for v in ins]
@@ -501,7 +504,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
                     continue
                 step = capturer(buf, layouts.get((dev, ins.a)))
             elif code == halt_:
-                freed = {x.a for x in p.instructions if x.opcode == Opcode.FREE}
+                freed = {x.a for x in p.instructions if x.opcode == free_}
                 halt = [capturer(bufs[b], layouts.get((dev, b)), at_halt=True) for b in sorted(bufs)
                         if b not in freed and captured(p, bufs[b])]
 
