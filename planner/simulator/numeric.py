@@ -56,7 +56,6 @@ import math
 import time
 from dataclasses import dataclass
 from functools import partial
-from operator import itemgetter
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -537,7 +536,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
             else:
                 continue
             keyed.append((ins.start_cycle, ins.end_cycle, d, i, step))
-    keyed.sort(key=itemgetter(0, 1, 2, 3))
+    keyed.sort()  # (start, end, device, index) is unique: the steps themselves are never compared
     steps = [k[4] for k in keyed]
 
     t1 = time.perf_counter()
