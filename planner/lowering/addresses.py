@@ -103,10 +103,11 @@ def _busiest_step(problem: OffsetProblem) -> tuple[int, int]:
 
 
 def _format_bytes(n: int) -> str:
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.2f} {unit} ({n} B)"
-    return f"{n} B"
+    """The report's byte format, with the exact count when it is rounded (1.95 KiB (2000 B))."""
+    from planner.report.markdown import format_bytes
+
+    text = format_bytes(n)
+    return text if text.endswith(" B") and text[:-2].isdigit() else f"{text} ({n} B)"
 
 
 def _explain(buffers: Sequence[Lifetime], problem: OffsetProblem, *, device: str, level: str,
