@@ -526,7 +526,155 @@ def _fast_into(op_type: str, attrs: Mapping[str, Any], xs: Sequence[np.ndarray],
     if op_type == "reshape" and len(xs) == 1 and xs[0].size == t.size:
         xr = xs[0].reshape(t.shape)
         return lambda: t.__setitem__(Ellipsis, xr)
+    if op_type == "concat" and xs and all(x.ndim == t.ndim >= 1 for x in xs):
+        axis = int(attrs.get("axis", 0))
+        if not -t.ndim <= axis < t.ndim:
+            return None
+        axis %= t.ndim
+        if any(x.shape[:axis] + x.shape[axis + 1:] != t.shape[:axis] + t.shape[axis + 1:] for x in xs) \
+                or sum(x.shape[axis] for x in xs) != t.shape[axis]:
+            return None
+        parts = _pieces(t, [x.shape[axis] for x in xs], axis)  # fixed views of the output's bytes
+        pairs = list(zip(parts, xs))
+        def concat() -> None:  # an exact copy
+            for part, x in pairs:
+                part[...] = x
+        return concat
+    if op_type == "softmax" and len(xs) == 1 and xs[0].shape == t.shape:
+        return _softmax_into(attrs, xs[0], t)
+    if op_type == "gelu" and len(xs) == 1 and xs[0].shape == t.shape:
+        return _gelu_into(xs[0], t)
+    if op_type == "layernorm" and 1 <= len(xs) <= 3 and xs[0].shape == t.shape:
+        return _layernorm_into(attrs, xs, t)
     return None
+
+
+def _pieces(a: np.ndarray, sizes: Sequence[int], axis: int) -> list[np.ndarray]:
+    """Views of ``a`` cut along ``axis`` into consecutive pieces of ``sizes``."""
+    out, at = [], 0
+    for n in sizes:
+        index = [slice(None)] * a.ndim
+        index[axis] = slice(at, at + n)
+        out.append(a[tuple(index)])
+        at += n
+    return out
+
+
+def _split_into(attrs: Mapping[str, Any], xs: Sequence[np.ndarray],
+                ts: Sequence[np.ndarray]) -> Callable[[], None] | None:
+    """split of one fp32 input into fp32 outputs whose shapes were checked here: exact copies."""
+    if len(xs) != 1 or xs[0].dtype != _FP32 or any(t.dtype != _FP32 for t in ts) or not ts:
+        return None
+    x = xs[0]
+    if x.ndim == 0 or any(t.ndim != x.ndim for t in ts):
+        return None
+    axis = int(attrs.get("axis", 0))
+    if not -x.ndim <= axis < x.ndim:
+        return None
+    axis %= x.ndim
+    sizes = [t.shape[axis] for t in ts]
+    given = attrs.get("sizes")
+    if (given is not None and [int(v) for v in given] != sizes) or sum(sizes) != x.shape[axis]:
+        return None
+    rest = x.shape[:axis] + x.shape[axis + 1:]
+    if any(t.shape[:axis] + t.shape[axis + 1:] != rest for t in ts):
+        return None
+    pairs = list(zip(ts, _pieces(x, sizes, axis)))  # fixed views of the input's bytes
+    def split() -> None:
+        for t, part in pairs:
+            t[...] = part
+    return split
+
+
+def _reduced(shape: tuple[int, ...], axes: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _softmax_into(attrs: Mapping[str, Any], x: np.ndarray, t: np.ndarray) -> Callable[[], None] | None:
+    """_softmax in float64 scratch arrays: the same numpy operations in the same order."""
+    if x.ndim == 0:
+        return None
+    axis = int(attrs.get("axis", -1))
+    if not -x.ndim <= axis < x.ndim:
+        return None
+    axis %= x.ndim
+    e = np.empty(x.shape, _ACC)
+    m = np.empty(_reduced(x.shape, (axis,)), _ACC)
+    maximum, add, subtract, exp, divide, copyto = (np.maximum.reduce, np.add.reduce, np.subtract, np.exp,
+                                                   np.divide, np.copyto)
+
+    def softmax() -> None:
+        copyto(e, x)  # widen (exact)
+        maximum(e, axis=axis, keepdims=True, out=m)
+        subtract(e, m, out=e)
+        exp(e, out=e)
+        add(e, axis=axis, keepdims=True, out=m)
+        divide(e, m, out=t)  # the float64 quotient, rounded once on the way out
+    return softmax
+
+
+def _gelu_into(x: np.ndarray, t: np.ndarray) -> Callable[[], None]:
+    """_gelu in float64 scratch arrays: ``0.5 x (1 + tanh(c (x + 0.044715 x**3)))``, same order."""
+    a, b = np.empty(x.shape, _ACC), np.empty(x.shape, _ACC)
+    c = _GELU_C
+    power, multiply, add, tanh, copyto = np.power, np.multiply, np.add, np.tanh, np.copyto
+
+    def gelu() -> None:
+        copyto(a, x)  # widen (exact)
+        power(a, 3, out=b)
+        multiply(0.044715, b, out=b)
+        add(a, b, out=b)
+        multiply(c, b, out=b)
+        tanh(b, out=b)
+        add(1.0, b, out=b)
+        multiply(0.5, a, out=a)
+        multiply(a, b, out=t)
+    return gelu
+
+
+def _layernorm_into(attrs: Mapping[str, Any], xs: Sequence[np.ndarray],
+                    t: np.ndarray) -> Callable[[], None] | None:
+    """_layernorm in float64 scratch arrays: the same numpy operations in the same order."""
+    x = xs[0]
+    if x.ndim == 0:
+        return None
+    axis = int(attrs.get("axis", -1))
+    if not -x.ndim <= axis < x.ndim:
+        return None
+    axis %= x.ndim
+    axes = tuple(range(axis, x.ndim))
+    for p in xs[1:]:
+        if p.ndim > len(axes) or p.shape != x.shape[x.ndim - p.ndim:]:
+            return None  # the general path raises
+    eps = float(attrs.get("epsilon", 1e-5))
+    count = math.prod(x.shape[axis:])  # what np.mean divides by
+    a, centred = np.empty(x.shape, _ACC), np.empty(x.shape, _ACC)
+    m = np.empty(_reduced(x.shape, axes), _ACC)
+    gamma = xs[1] if len(xs) > 1 else None
+    beta = xs[2] if len(xs) > 2 else None
+    total, subtract, multiply, divide, add, sqrt, copyto = (np.add.reduce, np.subtract, np.multiply,
+                                                            np.divide, np.add, np.sqrt, np.copyto)
+
+    def layernorm() -> None:
+        copyto(a, x)  # widen (exact)
+        total(a, axis=axes, keepdims=True, out=m)  # np.mean: the sum, then / count
+        divide(m, count, out=m)
+        subtract(a, m, out=centred)
+        multiply(centred, centred, out=a)
+        total(a, axis=axes, keepdims=True, out=m)
+        divide(m, count, out=m)
+        add(m, eps, out=m)
+        sqrt(m, out=m)
+        if gamma is None and beta is None:
+            divide(centred, m, out=t)
+            return
+        divide(centred, m, out=centred)
+        if beta is None:
+            multiply(centred, gamma, out=t)  # gamma widens inside the ufunc (exact)
+            return
+        multiply(centred, gamma, out=centred)
+        add(centred, beta, out=t)
+    return layernorm
 
 
 def prepare_into(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.ndarray],
@@ -562,7 +710,7 @@ def prepare_into(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.nda
             for t, r in zip(ts, checking(xs)):
                 t[...] = r
         return checked
-    fast = _fast_into(op_type, attrs, xs, ts)
+    fast = _split_into(attrs, xs, ts) if op_type == "split" else _fast_into(op_type, attrs, xs, ts)
     if fast is not None:
         return fast
     shapes = [t.shape for t in ts]
