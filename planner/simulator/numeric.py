@@ -139,36 +139,75 @@ def _typed(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     return raw[:n].view(dt).reshape(shape)
 
 
-def _buffers(p: Program) -> dict[int, _Buffer]:
-    """Every allocated buffer of ``p`` with its address (synthetic when not addressed)."""
-    out: dict[int, _Buffer] = {}
+class _Scan:
+    """What one pass over a program's instructions collects for numeric mode."""
+
+    __slots__ = ("buffers", "effective", "freed", "edges", "sends", "recvs")
+
+    def __init__(self) -> None:
+        self.buffers: dict[int, _Buffer] = {}  # every allocated buffer, with its address
+        self.effective: list[tuple[int, Any]] = []  # (program index, instruction) of those that act
+        self.freed: set[int] = set()
+        self.edges: list[tuple[int, int]] = []  # (source, destination) of the memory DMAs
+        self.sends: dict[int, tuple[int, ...]] = {}  # transfer id -> buffers sent
+        self.recvs: dict[int, tuple[int, ...]] = {}  # transfer id -> buffers received into
+
+
+def _scan(p: Program) -> _Scan:
+    """One pass over ``p``: its buffers (synthetic addresses when not addressed), the
+    instructions that act, and what :func:`_infer_layouts` needs."""
+    out = _Scan()
+    bufs, effective, freed, edges = out.buffers, out.effective, out.freed, out.edges
     next_free = [0] * len(p.levels)
-    alloc_ = int(Opcode.ALLOC)  # a plain int: comparing with an enum member looked up per instruction costs more
-    for ins in p.instructions:
-        if ins.opcode != alloc_ or ins.a in out:
+    # Plain ints: comparing with an enum member looked up per instruction costs more.
+    alloc_, free_, dma_, send_, recv_ = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.DMA), int(Opcode.SEND),
+                                         int(Opcode.RECV))
+    bookkeeping = (int(Opcode.SIGNAL), int(Opcode.WAIT))
+    addressed, names = p.addressed, p.buffers
+    for i, ins in enumerate(p.instructions):
+        code = ins.opcode
+        if code in bookkeeping:
             continue
-        view = bool(ins.subop & ALLOC_VIEW)
-        address = ins.d
-        if not p.addressed:
-            if view:
-                raise UnsupportedError(f"numeric mode: view {p.buffers[ins.a]!r} on {p.device} needs an "
-                                       f"addressed program (its address says where it lies)")
-            address = next_free[ins.b]
-            next_free[ins.b] += ins.c
-        out[ins.a] = _Buffer(p.device, ins.a, p.buffers[ins.a], ins.b, ins.c, address,
-                             bool(ins.subop & ALLOC_PRELOADED), view)
+        effective.append((i, ins))
+        if code == alloc_:
+            if ins.a in bufs:
+                continue
+            view = bool(ins.subop & ALLOC_VIEW)
+            address = ins.d
+            if not addressed:
+                if view:
+                    raise UnsupportedError(f"numeric mode: view {names[ins.a]!r} on {p.device} needs an "
+                                           f"addressed program (its address says where it lies)")
+                address = next_free[ins.b]
+                next_free[ins.b] += ins.c
+            bufs[ins.a] = _Buffer(p.device, ins.a, names[ins.a], ins.b, ins.c, address,
+                                  bool(ins.subop & ALLOC_PRELOADED), view)
+        elif code == free_:
+            freed.add(ins.a)
+        elif code == dma_:
+            if ins.stream == DMA_STREAM and len(ins.reads) == len(ins.writes) == 1:
+                edges.append((ins.reads[0], ins.writes[0]))
+        elif code == send_:
+            out.sends[ins.c] = ins.reads
+        elif code == recv_:
+            out.recvs[ins.c] = ins.writes
     return out
 
 
+def _buffers(p: Program) -> dict[int, _Buffer]:
+    """Every allocated buffer of ``p`` with its address (synthetic when not addressed)."""
+    return _scan(p).buffers
+
+
 def _infer_layouts(programs: Mapping[str, Program], buffers: Mapping[_Key, _Buffer],
-                   parents: Mapping[_Key, _Key], inputs: Mapping[str, np.ndarray]) -> dict[_Key, _Layout]:
+                   parents: Mapping[_Key, _Key], inputs: Mapping[str, np.ndarray],
+                   scans: Mapping[str, _Scan] | None = None) -> dict[_Key, _Layout]:
     """(dtype, shape) of each buffer: kernel operands, then copies (DMAs, single-buffer
     transfers), then a parent from its portion views, then ``inputs``."""
     layouts: dict[_Key, _Layout] = {}
     edges: dict[_Key, list[_Key]] = {}
     sends: dict[int, tuple[str, tuple[int, ...]]] = {}
     recvs: dict[int, tuple[str, tuple[int, ...]]] = {}
-    dma_, send_, recv_ = int(Opcode.DMA), int(Opcode.SEND), int(Opcode.RECV)
     for dev, p in programs.items():
         for k in p.kernels:
             for o in k.inputs + k.outputs:
@@ -178,16 +217,15 @@ def _infer_layouts(programs: Mapping[str, Program], buffers: Mapping[_Key, _Buff
                 shape = o.shape if parts == 1 else (o.shape[0] // parts,) + o.shape[1:]
                 for b in o.buffers:
                     layouts.setdefault((dev, b), (o.dtype, shape))
-        for ins in p.instructions:
-            code = ins.opcode
-            if code == dma_ and ins.stream == DMA_STREAM and len(ins.reads) == len(ins.writes) == 1:
-                src, dst = (dev, ins.reads[0]), (dev, ins.writes[0])
-                edges.setdefault(src, []).append(dst)
-                edges.setdefault(dst, []).append(src)
-            elif code == send_:
-                sends[ins.c] = (dev, ins.reads)
-            elif code == recv_:
-                recvs[ins.c] = (dev, ins.writes)
+        scan = scans[dev] if scans is not None else _scan(p)
+        for a, b in scan.edges:
+            src, dst = (dev, a), (dev, b)
+            edges.setdefault(src, []).append(dst)
+            edges.setdefault(dst, []).append(src)
+        for tid, reads in scan.sends.items():
+            sends[tid] = (dev, reads)
+        for tid, writes in scan.recvs.items():
+            recvs[tid] = (dev, writes)
     for tid in sorted(set(sends) & set(recvs)):
         (sd, sb), (rd, rb) = sends[tid], recvs[tid]
         if len(sb) == len(rb) == 1:
@@ -255,6 +293,31 @@ class _Views:
             view = self.cache[key] = np.ndarray(shape, _np_dtype(dtype), buf.bytes)
         return view
 
+    def whole(self, operands: Any, buffers: Mapping[int, _Buffer]) -> list[np.ndarray] | None:
+        """The views of operands that are each one whole buffer that holds them, else None
+        (then :meth:`operand` makes the views or reports what is wrong)."""
+        out = []
+        cache = self.cache
+        for o in operands:
+            bids = o.buffers
+            if len(bids) != 1:
+                return None
+            buf = buffers.get(bids[0])
+            if buf is None:
+                return None
+            shape = o.shape
+            key = (id(buf), o.dtype, shape)
+            view = cache.get(key)
+            if view is None:
+                dt = _DTYPES.get(o.dtype)
+                if dt is None:
+                    return None
+                if math.prod(shape) * dt.itemsize > buf.size:
+                    return None
+                view = cache[key] = np.ndarray(shape, dt, buf.bytes)
+            out.append(view)
+        return out
+
     def operand(self, o: Any, buffers: Mapping[int, _Buffer], where: str) -> list[np.ndarray]:
         """The views of the buffers holding one operand (one per portion, equal rows each)."""
         if len(o.buffers) == 1:  # fast path: a whole operand whose view was checked and made before
@@ -288,11 +351,14 @@ class _Views:
         attrs = self.attrs.get(kernel.attrs_json)
         if attrs is None:
             attrs = self.attrs[kernel.attrs_json] = json.loads(kernel.attrs_json) if kernel.attrs_json else {}
+        whole = self.whole(kernel.inputs, buffers)
+        if whole is not None:
+            outputs = self.whole(kernel.outputs, buffers)
+            if outputs is not None:
+                # The common case, whole operands: the kernel writes straight into the output views.
+                return prepare_into(kernel.type, attrs, whole, outputs)
         ins = [self.operand(o, buffers, where) for o in kernel.inputs]
         outs = [self.operand(o, buffers, where) for o in kernel.outputs]
-        if all(len(v) == 1 for v in ins) and all(len(v) == 1 for v in outs):
-            # The common case, whole operands: the kernel writes straight into the output views.
-            return prepare_into(kernel.type, attrs, [v[0] for v in ins], [v[0] for v in outs])
         key = (kernel.type, kernel.attrs_json, tuple((o.shape, o.dtype) for o in kernel.outputs))
         compute = self.prepared.get(key)
         if compute is None:  # ops of one type, attributes and output shapes share one checked kernel
@@ -382,9 +448,11 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
     buffers: dict[_Key, _Buffer] = {}
     per_device: dict[str, dict[int, _Buffer]] = {}
     parents: dict[_Key, _Key] = {}
+    scans: dict[str, _Scan] = {}
     for dev in devices:
         p = programs[dev]
-        bufs = _buffers(p)
+        scan = scans[dev] = _scan(p)
+        bufs = scan.buffers
         per_device[dev] = bufs
         for bid, buf in bufs.items():
             buffers[(dev, bid)] = buf
@@ -392,7 +460,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
             found: list[str] = []
             _, view_parents = _sweep_memory(p, _allocations(p, found), found)
             parents.update({(dev, v): (dev, par) for v, par in view_parents.items()})
-    layouts = _infer_layouts(programs, buffers, parents, inputs)
+    layouts = _infer_layouts(programs, buffers, parents, inputs, scans)
 
     # One arena per (device, level), sized by its used extent, poisoned.
     for dev in devices:
@@ -452,9 +520,8 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
     send_parts: dict[int, list[np.ndarray]] = {}
     for dev in devices:
         bufs = per_device[dev]
-        for ins in programs[dev].instructions:
-            if ins.opcode == Opcode.SEND:
-                send_parts[ins.c] = [bufs[b].bytes for b in ins.reads if b in bufs]  # else: the replay reports it
+        for tid, reads in scans[dev].sends.items():
+            send_parts[tid] = [bufs[b].bytes for b in reads if b in bufs]  # else: the replay reports it
 
     def payload_of(tid: int) -> np.ndarray:
         parts = send_parts.get(tid, [])
@@ -472,17 +539,14 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
     # Plain ints: comparing with Opcode members looked up on the enum class costs more.
     alloc_, free_, halt_, dma_, send_, recv_ = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.HALT),
                                                 int(Opcode.DMA), int(Opcode.SEND), int(Opcode.RECV))
-    bookkeeping = (int(Opcode.SIGNAL), int(Opcode.WAIT))
     compute = frozenset(int(c) for c in COMPUTE_OPCODES)
     for d, dev in enumerate(devices):
         p = programs[dev]
         bufs = per_device[dev]
         kernels = {k.op: k for k in p.kernels}
         count += len(p.instructions)
-        for i, ins in enumerate(p.instructions):
+        for i, ins in scans[dev].effective:  # SIGNAL and WAIT have no effect here
             code = ins.opcode
-            if code in bookkeeping:
-                continue
             step: Callable[[], None] | None = None
             if code == alloc_:
                 buf = bufs[ins.a]
@@ -503,7 +567,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
                     continue
                 step = capturer(buf, layouts.get((dev, ins.a)))
             elif code == halt_:
-                freed = {x.a for x in p.instructions if x.opcode == free_}
+                freed = scans[dev].freed
                 halt = [capturer(bufs[b], layouts.get((dev, b)), at_halt=True) for b in sorted(bufs)
                         if b not in freed and captured(p, bufs[b])]
 
