@@ -49,6 +49,7 @@ prepared step per effective instruction (numbers in the module's tests and the r
 
 from __future__ import annotations
 
+import bisect
 import gc
 import json
 import logging
@@ -191,6 +192,39 @@ def _scan(p: Program) -> _Scan:
             out.sends[ins.c] = ins.reads
         elif code == recv_:
             out.recvs[ins.c] = ins.writes
+    return out
+
+
+def _pristine_allocs(scan: _Scan) -> set[int]:
+    """Program indices of the ALLOCs whose bytes no earlier ALLOC (in timeline order) covered:
+    nothing can have written them since the arena was made poisoned, so their fill is a no-op.
+
+    Every write goes to an allocated buffer after its ALLOC (the replay checks that), so a
+    range that no earlier ALLOC of any buffer or view of the level overlaps is untouched.
+    """
+    alloc_ = int(Opcode.ALLOC)
+    bufs = scan.buffers
+    events = sorted((ins.start_cycle, ins.end_cycle, i, ins.a) for i, ins in scan.effective if ins.opcode == alloc_)
+    starts: dict[int, list[int]] = {}
+    ends: dict[int, list[int]] = {}
+    out: set[int] = set()
+    for _, _, i, bid in events:
+        buf = bufs[bid]
+        lo, hi = buf.address, buf.address + buf.size
+        if hi <= lo:
+            continue
+        ss, es = starts.setdefault(buf.level, []), ends.setdefault(buf.level, [])
+        # ss/es: the sorted, disjoint, non-adjacent ranges that earlier ALLOCs covered.
+        k = bisect.bisect_right(ss, lo) - 1
+        if not ((k >= 0 and es[k] > lo) or (k + 1 < len(ss) and ss[k + 1] < hi)):
+            out.add(i)
+        # Merge [lo, hi) into the covered ranges.
+        first = k if k >= 0 and es[k] >= lo else k + 1
+        last = bisect.bisect_left(ss, hi + 1) - 1  # the last range starting at or before hi
+        if first <= last:
+            lo, hi = min(lo, ss[first]), max(hi, es[last])
+        ss[first:last + 1] = [lo]
+        es[first:last + 1] = [hi]
     return out
 
 
@@ -534,6 +568,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
                                   f"which is never allocated")
         return buf
 
+    pristine = {(d, i) for d, dev in enumerate(devices) for i in _pristine_allocs(scans[dev])}
     keyed: list[tuple[int, int, int, int, Callable[[], None]]] = []
     count = 0
     # Plain ints: comparing with Opcode members looked up on the enum class costs more.
@@ -559,6 +594,8 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
                         raw[data.size:] = POISON_BYTE
 
                     step = load
+                elif (d, i) in pristine:  # the arena starts poisoned and nothing wrote here yet
+                    continue
                 else:
                     step = partial(raw.fill, POISON_BYTE)
             elif code == free_:
