@@ -43,8 +43,10 @@ replay allows: no write overlaps a read of the same bytes). An instruction namin
 that is never allocated, or an operand that does not fit its buffers, raises
 :class:`~planner.simulator.SimulationError`.
 
-Speed: every view, copy and kernel call is prepared once; the loop then calls one
-prepared step per effective instruction (numbers in the module's tests and the report).
+Speed: every view, copy and kernel call is prepared once (one pass over each program
+collects what the preparation needs); the loop then calls one prepared step per effective
+instruction. An ALLOC whose bytes no earlier ALLOC covered gets no step: the arena starts
+poisoned, so its fill would change nothing.
 """
 
 from __future__ import annotations
