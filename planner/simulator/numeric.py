@@ -145,11 +145,12 @@ def _typed(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
 class _Scan:
     """What one pass over a program's instructions collects for numeric mode."""
 
-    __slots__ = ("buffers", "effective", "freed", "edges", "sends", "recvs")
+    __slots__ = ("buffers", "effective", "allocs", "freed", "edges", "sends", "recvs")
 
     def __init__(self) -> None:
         self.buffers: dict[int, _Buffer] = {}  # every allocated buffer, with its address
         self.effective: list[tuple[int, Any]] = []  # (program index, instruction) of those that act
+        self.allocs: list[tuple[int, int, int, int]] = []  # (start, duration, program index, buffer) of ALLOCs
         self.freed: set[int] = set()
         self.edges: list[tuple[int, int]] = []  # (source, destination) of the memory DMAs
         self.sends: dict[int, tuple[int, ...]] = {}  # transfer id -> buffers sent
@@ -160,7 +161,7 @@ def _scan(p: Program) -> _Scan:
     """One pass over ``p``: its buffers (synthetic addresses when not addressed), the
     instructions that act, and what :func:`_infer_layouts` needs."""
     out = _Scan()
-    bufs, effective, freed, edges = out.buffers, out.effective, out.freed, out.edges
+    bufs, effective, freed, edges, allocs = out.buffers, out.effective, out.freed, out.edges, out.allocs
     next_free = [0] * len(p.levels)
     # Plain ints: comparing with an enum member looked up per instruction costs more.
     alloc_, free_, dma_, send_, recv_ = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.DMA), int(Opcode.SEND),
@@ -173,6 +174,7 @@ def _scan(p: Program) -> _Scan:
             continue
         effective.append((i, ins))
         if code == alloc_:
+            allocs.append((ins.start_cycle, ins.duration_cycles, i, ins.a))
             if ins.a in bufs:
                 continue
             view = bool(ins.subop & ALLOC_VIEW)
@@ -204,9 +206,8 @@ def _pristine_allocs(scan: _Scan) -> set[int]:
     Every write goes to an allocated buffer after its ALLOC (the replay checks that), so a
     range that no earlier ALLOC of any buffer or view of the level overlaps is untouched.
     """
-    alloc_ = int(Opcode.ALLOC)
     bufs = scan.buffers
-    events = sorted((ins.start_cycle, ins.end_cycle, i, ins.a) for i, ins in scan.effective if ins.opcode == alloc_)
+    events = sorted(scan.allocs)  # (start, duration, index): the timeline's (start, end, index) order
     starts: dict[int, list[int]] = {}
     ends: dict[int, list[int]] = {}
     out: set[int] = set()
@@ -218,6 +219,8 @@ def _pristine_allocs(scan: _Scan) -> set[int]:
         ss, es = starts.setdefault(buf.level, []), ends.setdefault(buf.level, [])
         # ss/es: the sorted, disjoint, non-adjacent ranges that earlier ALLOCs covered.
         k = bisect.bisect_right(ss, lo) - 1
+        if k >= 0 and es[k] >= hi:  # inside one covered range (the common case once memory is reused)
+            continue
         if not ((k >= 0 and es[k] > lo) or (k + 1 < len(ss) and ss[k + 1] < hi)):
             out.add(i)
         # Merge [lo, hi) into the covered ranges.
