@@ -10,7 +10,7 @@ Examples
 --------
 >>> r = NumericComparison([TensorCheck("y", (2,), 0.0, 0.0, True, True)], 10, 0.001)
 >>> r.ok, r.summary()
-(True, '1 tensors (1 graph outputs) equal the reference within rtol 1e-05; 10 instructions at 10,000 instructions/s')
+(True, '1 tensors (1 graph outputs) equal the reference within rtol 1e-05; 10 instructions replayed at 10,000 instructions/s')
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ class NumericComparison:
 
     checks: list[TensorCheck]
     instructions: int
-    wall_s: float
+    wall_s: float  # the numeric replay: preparing and executing the decoded programs
     missing_outputs: tuple[str, ...] = ()
+    decode_s: float = 0.0  # decoding and verifying the binaries (shared with the timing replay)
 
     @property
     def ok(self) -> bool:
@@ -63,7 +64,8 @@ class NumericComparison:
         verdict = ("equal the reference" if self.ok else
                    f"{sum(not c.ok for c in self.checks)} differ from the reference")
         return (f"{len(self.checks)} tensors ({outputs} graph outputs) {verdict} within rtol {RTOL:g}; "
-                f"{self.instructions:,} instructions at {self.instructions_per_s:,.0f} instructions/s")
+                f"{self.instructions:,} instructions replayed at {self.instructions_per_s:,.0f} instructions/s"
+                + (f" (decoding the binaries took {self.decode_s:.3f} s)" if self.decode_s else ""))
 
     def failures(self) -> list[str]:
         out = [f"graph output {t!r} was never held whole in main memory" for t in self.missing_outputs]
@@ -91,20 +93,26 @@ def compare_numeric(binaries: Mapping[str, bytes], graph: Graph, seed: int = 0) 
     UnsupportedError
         An op or dtype without numeric semantics (e.g. ``task`` graphs).
     """
+    import time
+
+    from planner.isa.binary import decode
     from planner.numeric.reference import evaluate, random_inputs
-    from planner.simulator.numeric import simulate_numeric
+    from planner.simulator.numeric import simulate_numeric_programs
 
     from threadpoolctl import threadpool_limits
 
     inputs = random_inputs(graph, seed)
     with threadpool_limits(limits=1, user_api="blas"):  # small ops: threads cost more than they give
         want = evaluate(graph, inputs)
-    result = simulate_numeric(binaries, inputs)
+    t0 = time.perf_counter()
+    programs = {name: decode(data, name=name) for name, data in sorted(binaries.items())}
+    decode_s = time.perf_counter() - t0
+    result = simulate_numeric_programs(programs, inputs)
     outputs = {t for t, x in graph.tensors.items() if x.kind == "output"}
     checks = [_check(name, result.values[name], want[name], name in outputs)
               for name in sorted(result.values, key=lambda n: (n not in outputs, n)) if name in want]
     missing = tuple(sorted(outputs - set(result.values)))
-    return NumericComparison(checks, result.instructions, result.wall_seconds, missing)
+    return NumericComparison(checks, result.instructions, result.wall_seconds, missing, decode_s)
 
 
 def compare_plan_dir(plan_dir: Path | str, seed: int = 0) -> NumericComparison:
