@@ -79,6 +79,7 @@ class Outcome:
     memory_choice: str = ""  # which memory plan the outcome's plan uses (the fastest replayed)
     memory_plan: Any = None  # its MemoryPlan (None: everything in main memory)
     memory_peaks: dict[str, Any] = field(default_factory=dict)  # plan name -> replayed device -> level -> peak
+    memory_replay: Any = None  # the chosen plan's (programs, binaries, simulation), reused when writing
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
@@ -464,23 +465,26 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     spine = outcome.plan
     memory = plan_memory(spec, spine, time_limit_s=time_limit_s, workers=workers, seed=seed)
     outcome.memory = memory
-    spine_replay = _replay(spine, spec, None)
-    planned_replay = _replay(memory.plan, spec, memory.memory)
+    spine_replayed = _replay(spine, spec, None)
+    planned_replayed = _replay(memory.plan, spec, memory.memory)
+    spine_replay, planned_replay = spine_replayed[2], planned_replayed[2]
     outcome.memory_baselines = {"memory plan": planned_replay.makespan_cycles,
                                 "all in main memory": spine_replay.makespan_cycles}
     outcome.memory_peaks = {"memory plan": planned_replay.peak_bytes,
                             "all in main memory": spine_replay.peak_bytes}
-    candidates = [(planned_replay.makespan_cycles, 0, "memory plan", memory.plan, memory.memory)]
+    candidates = [(planned_replay.makespan_cycles, 0, "memory plan", memory.plan, memory.memory, planned_replayed)]
     if memory.greedy_plan is not None:
-        greedy = _replay(memory.greedy_plan, spec, memory.greedy_memory)
+        greedy_replayed = _replay(memory.greedy_plan, spec, memory.greedy_memory)
+        greedy = greedy_replayed[2]
         outcome.memory_baselines["greedy prefetch + greedy-by-size"] = greedy.makespan_cycles
         outcome.memory_peaks["greedy prefetch + greedy-by-size"] = greedy.peak_bytes
         candidates.append((greedy.makespan_cycles, 1, "greedy prefetch + greedy-by-size", memory.greedy_plan,
-                           memory.greedy_memory))
-    candidates.append((spine_replay.makespan_cycles, 2, "all in main memory", spine, None))
-    makespan, _, choice, plan, memory_plan = min(candidates, key=lambda c: (c[0], c[1]))
+                           memory.greedy_memory, greedy_replayed))
+    candidates.append((spine_replay.makespan_cycles, 2, "all in main memory", spine, None, spine_replayed))
+    makespan, _, choice, plan, memory_plan, replayed = min(candidates, key=lambda c: (c[0], c[1]))
     outcome.memory_choice = choice
     outcome.memory_plan = memory_plan
+    outcome.memory_replay = replayed
     planned = set(memory_plan.devices) if memory_plan is not None else set(memory.memory.devices)
     bound = max(memory_bound(spec, outcome.problem, outcome.reduction, planned), _forced_order_bound(spec, memory))
     bound = min(bound, makespan)
@@ -490,29 +494,32 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
                            solver={**spine.solver, "memory": choice})
 
 
-def _replay(plan: Plan, spec, memory_plan):
+def _replay(plan: Plan, spec, memory_plan) -> tuple[dict, dict, Any]:
+    """Lower ``plan`` (with ``memory_plan`` on its devices), encode and replay it; verify the replay.
+
+    Returns (programs, binaries, simulation).
+    """
     from planner.isa.binary import encode
     from planner.lowering import lower
     from planner.simulator import simulate
 
+    options = getattr(spec, "memory", None)
     programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
-                     alignment_bytes=spec.memory.alignment_bytes)
-    sim = simulate({name: encode(p) for name, p in sorted(programs.items())})
-    verify(plan, sim)
-    return sim
+                     alignment_bytes=options.alignment_bytes if options is not None else 64)
+    binaries = {name: encode(p) for name, p in sorted(programs.items())}
+    simulation = simulate(binaries)
+    verify(plan, simulation)
+    return programs, binaries, simulation
 
 
 def _lower_and_replay(outcome: Outcome, spec) -> None:
-    from planner.isa.binary import encode, listing
-    from planner.lowering import allocation, lower
-    from planner.simulator import simulate
+    from planner.isa.binary import listing
+    from planner.lowering import allocation
 
-    memory_plan = outcome.memory_plan
-    alignment = spec.memory.alignment_bytes if getattr(spec, "memory", None) is not None else 64
-    programs = lower(outcome.plan, spec.graph, spec.hardware, memory_plan=memory_plan, alignment_bytes=alignment)
-    outcome.programs = programs
-    outcome.binaries = {name: encode(p) for name, p in sorted(programs.items())}
-    outcome.listings = {name: listing(p) for name, p in sorted(programs.items())}
-    outcome.simulation = simulate(outcome.binaries)
+    # Memory planning already lowered and replayed the plan it chose; lowering ignores the
+    # status and bound it set afterwards, so those binaries are this plan's.
+    replayed = outcome.memory_replay or _replay(outcome.plan, spec, outcome.memory_plan)
+    outcome.programs, outcome.binaries, outcome.simulation = replayed
     verify(outcome.plan, outcome.simulation)
-    outcome.allocation = allocation(outcome.plan, spec.graph, spec.hardware, programs)
+    outcome.listings = {name: listing(p) for name, p in sorted(outcome.programs.items())}
+    outcome.allocation = allocation(outcome.plan, spec.graph, spec.hardware, outcome.programs)
