@@ -463,7 +463,7 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     from planner.memory import plan_memory
 
     spine = outcome.plan
-    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, workers=workers, seed=seed)
+    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, seed=seed)
     outcome.memory = memory
     spine_replayed = _replay(spine, spec, None)
     planned_replayed = _replay(memory.plan, spec, memory.memory)

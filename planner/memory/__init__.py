@@ -49,11 +49,16 @@ class MemoryOutcome:
     bridges_order: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> its ops' fixed order
 
 
-def _solve_device(bridge, options, time_limit_s: float, workers: int, seed: int):
+def _solve_device(bridge, time_limit_s: float, seed: int):
+    """Level assignment: CP-SAT from the greedy plan, with the greedy and all-in-main baselines.
+
+    One worker: on these models the interleaved two-worker search reaches less within the
+    same deterministic budget (measured on memory-transformer).
+    """
     from solvers.core import SolveOptions
     from solvers.memory.levels import AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver
 
-    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=workers, random_seed=seed)
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed)
     greedy = GreedyLevelSolver().solve(bridge.problem, opts)
     all_slow = AllSlowLevelSolver().solve(bridge.problem, opts)
     hint = greedy.solution if greedy.status.has_solution else None
@@ -65,8 +70,7 @@ def _solve_device(bridge, options, time_limit_s: float, workers: int, seed: int)
     return exact, greedy, all_slow
 
 
-def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, workers: int, seed: int,
-             exact: bool):
+def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool):
     from solvers.core import SolveOptions
     from solvers.memory.arena import fast_offset_problem
     from solvers.memory.levels import fast_pieces, resolve_problem
@@ -92,13 +96,14 @@ def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: floa
     return offsets, result, greedy, problem
 
 
-def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, seed: int = 0) -> MemoryOutcome | None:
+def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0) -> MemoryOutcome | None:
     """Memory-plan ``plan`` (a spine plan of ``spec``) if the spec asks for it, else None.
 
     The memory stage has its own budget, ``time_limit_s`` split over the planned devices:
     per device 50% for the level solver and 30% for the offsets (both stop on deterministic
     time, usually well before), and when the offsets do not pack, re-solves holding back
-    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all.
+    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all. The solves use
+    one CP-SAT worker whatever the spec's worker count (see :func:`_solve_device`).
 
     Raises
     ------
@@ -137,11 +142,9 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, see
             bridge = bridges[name] if attempt == 0 else build_device_problem(
                 graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
             level_share, offsets_share = ATTEMPT_SHARES[attempt]
-            # One worker: on these models the interleaved two-worker search reaches less
-            # within the same deterministic budget (measured on memory-transformer).
-            exact, greedy, all_slow = _solve_device(bridge, options, level_share * budget, 1, seed)
+            exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed)
             offsets, off_result, off_greedy, off_problem = _offsets(
-                bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget, workers,
+                bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget,
                 seed, True)
             solution = exact.solution
             if offsets is None:
@@ -152,10 +155,10 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, workers: int = 1, see
         else:  # nothing fits with padding: every tensor in main memory (no fast buffers at all)
             solution = all_slow.solution
             offsets, off_result, off_greedy, off_problem = _offsets(
-                bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, workers, seed, False)
+                bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
         bridges[name] = bridge
-        g_offsets, g_result, _, g_problem = _offsets(
-            bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, workers, seed, False)
+        g_offsets, g_result, _, _ = _offsets(
+            bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
         chosen[name] = expand(bridge, solution, offsets)
         if g_offsets is not None:
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
