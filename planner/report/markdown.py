@@ -7,7 +7,7 @@ from typing import Any
 from planner.hardware import Hardware
 from planner.plan import Plan
 
-__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap"]
+__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "markdown_table"]
 
 
 def format_bytes(n: int | None) -> str:
@@ -60,10 +60,18 @@ def link_rows(plan: Plan, hardware: Hardware) -> list[dict[str, Any]]:
     return rows
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
+def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
+    """A Markdown table; None cells print as "-".
+
+    >>> print(markdown_table(["a", "b"], [[1, None]]))
+    | a | b |
+    |---|---|
+    | 1 | - |
+    """
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    lines += ["| " + " | ".join("-" if c is None else str(c) for c in r) + " |" for r in rows]
     return "\n".join(lines)
+
 
 
 def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
@@ -77,7 +85,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
     us = plan.makespan_cycles * 1e6 / plan.clock_hz
     unit = "cycles (makespan)" if plan.objective_kind == "latency" else "cycles (max load)"
     out = [f"# Plan report: {plan.spec_name}", ""]
-    out.append(_table(["", ""], [
+    out.append(markdown_table(["", ""], [
         ["status", plan.status],
         ["objective", f"{plan.objective_kind}: {plan.objective} {unit}"],
         ["best bound", plan.bound if plan.bound is not None else "-"],
@@ -89,7 +97,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
     ]))
     out += ["", "## Baselines, same run", ""]
     best = plan.objective
-    out.append(_table(["solver", "status", "objective", "bound", "vs planner"], [
+    out.append(markdown_table(["solver", "status", "objective", "bound", "vs planner"], [
         [b["solver"], b["status"], b["objective"] if b["objective"] is not None else "-",
          b["bound"] if b.get("bound") is not None else "-",
          "-" if b["objective"] is None else f"{100 * (b['objective'] - best) / max(best, 1):+.2f}%"]
@@ -100,7 +108,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
                 f"replayed {replay.get('instructions', '?')} instructions: makespan {replay['makespan_cycles']} "
                 f"cycles, identical to the plan, with no dependency, stream, link or memory violation."]
     out += ["", "## Devices", ""]
-    out.append(_table(["device", "kind", "profile", "streams", "ops", "busy cycles", "utilization",
+    out.append(markdown_table(["device", "kind", "profile", "streams", "ops", "busy cycles", "utilization",
                        "peak memory", "capacity"], [
         [r["device"], r["kind"], r["profile"], r["streams"], r["ops"], r["busy_cycles"],
          f"{100 * r['utilization']:.1f}%", format_bytes(r["peak_memory_bytes"]),
@@ -108,7 +116,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
     links = link_rows(plan, hardware)
     if links:
         out += ["", "## Links", ""]
-        out.append(_table(["link", "devices", "transfers", "bytes", "busy cycles"], [
+        out.append(markdown_table(["link", "devices", "transfers", "bytes", "busy cycles"], [
             [r["link"], " ".join(r["devices"]), r["transfers"], format_bytes(r["bytes"]), r["busy_cycles"]]
             for r in links]))
     for section in sections or ():
@@ -117,7 +125,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
     if models:
         out += ["", "## Resources determined before running", ""]
         keys = [k for k in ("ops", "macs", "flops", "weight_bytes", "io_bytes") if k in next(iter(models.values()))]
-        out.append(_table(["model", *keys], [[m, *[v.get(k) for k in keys]] for m, v in sorted(models.items())]))
+        out.append(markdown_table(["model", *keys], [[m, *[v.get(k) for k in keys]] for m, v in sorted(models.items())]))
     out += ["", "## How to read this", "",
             "- **status** OPTIMAL means the solver proved no plan is better; FEASIBLE means the plan is valid and "
             "the optimum lies between **best bound** and the objective; **gap** = (objective - bound) / objective.",

@@ -11,14 +11,11 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from planner.report.markdown import format_bytes, format_gap
+from planner.report.markdown import markdown_table as _table
 
 __all__ = ["render_memory_section"]
 
 
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join("-" if c is None else str(c) for c in r) + " |" for r in rows]
-    return "\n".join(lines)
 
 
 def _ratio(peak: int | None, bound: int | None) -> str:
