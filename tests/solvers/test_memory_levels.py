@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
 from ortools.sat.python import cp_model
 
 from solvers.core import SolveOptions, Status
@@ -16,6 +16,7 @@ from solvers.memory.levels import (
     replay_levels, required_transfers, retime, validate_levels,
 )
 from solvers.memory.offsets import CpSatOffsetSolver, live_bytes_lower_bound, validate_offsets
+from tests.solvers.memory.strategies import level_problems
 
 BIG = 10**6
 
@@ -257,24 +258,8 @@ def brute_force(p: LevelProblem) -> int | None:
     return best
 
 
-@st.composite
-def tiny_problems(draw):
-    n = draw(st.integers(1, 3))
-    nt = draw(st.integers(1, 3))
-    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
-    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
-    reads = []
-    for i in range(n):
-        cand = [t for t in range(nt) if producer[t] < i]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
-    return LevelProblem(
-        compute_cycles=tuple(draw(st.integers(0, 12)) for _ in range(n)), reads=tuple(reads), writes=tuple(writes),
-        tensor_bytes=tuple(draw(st.integers(1, 8)) for _ in range(nt)),
-        capacity_bytes=(draw(st.integers(4, 14)), BIG), bandwidth_bytes_per_cycle=(4, 1),
-        dma_bytes_per_cycle=draw(st.sampled_from([1, 2])),
-        live_out=tuple(t for t in range(nt) if producer[t] >= 0 and draw(st.booleans())),
-        fast_only_ops=tuple(i for i in range(n) if draw(st.integers(0, 4)) == 0),
-    )
+def tiny_problems():
+    return level_problems(slow_capacity=BIG)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

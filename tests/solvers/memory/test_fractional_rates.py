@@ -10,7 +10,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
 from ortools.sat.python import cp_model
 
 from solvers.core import SolveOptions, Status
@@ -20,6 +20,7 @@ from solvers.memory.levels import (
     op_durations, plan_greedy, replay_levels, retime, validate_levels,
 )
 from tests.solvers.test_memory_levels import brute_force
+from tests.solvers.memory.strategies import level_problems
 
 BIG = 10**9
 CLOCK_HZ = 1_050_000_000
@@ -190,25 +191,9 @@ SLOW_RATES = [Fraction(1), Fraction(2, 3), Fraction(3, 2)]
 DMA_RATES = [Fraction(0), Fraction(1), Fraction(3, 4), Fraction(5, 3)]
 
 
-@st.composite
-def tiny_fractional_problems(draw):
-    n = draw(st.integers(1, 3))
-    nt = draw(st.integers(1, 3))
-    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
-    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
-    reads = []
-    for i in range(n):
-        cand = [t for t in range(nt) if producer[t] < i]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
-    return LevelProblem(
-        compute_cycles=tuple(draw(st.integers(0, 12)) for _ in range(n)), reads=tuple(reads), writes=tuple(writes),
-        tensor_bytes=tuple(draw(st.integers(1, 8)) for _ in range(nt)),
-        capacity_bytes=(draw(st.integers(4, 14)), BIG),
-        bandwidth_bytes_per_cycle=(draw(st.sampled_from(RATES)), draw(st.sampled_from(SLOW_RATES))),
-        dma_bytes_per_cycle=draw(st.sampled_from(DMA_RATES)), dma_latency_cycles=draw(st.integers(0, 2)),
-        live_out=tuple(t for t in range(nt) if producer[t] >= 0 and draw(st.booleans())),
-        fast_only_ops=tuple(i for i in range(n) if draw(st.integers(0, 4)) == 0),
-    )
+def tiny_fractional_problems():
+    return level_problems(fast_rates=RATES, slow_rates=SLOW_RATES, dma_rates=DMA_RATES, max_latency=2,
+                          slow_capacity=BIG)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])

@@ -5,15 +5,16 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
 from ortools.sat.python import cp_model
 
 from benchmarks.memory import transformer_levels
 from solvers.core import SolveOptions, Status
 from solvers.memory.levels import (
-    CpSatLevelSolver, GreedyLevelSolver, LevelProblem, build_level_model, plan_all_slow, plan_greedy, retime,
+    CpSatLevelSolver, GreedyLevelSolver, build_level_model, plan_all_slow, plan_greedy, retime,
     validate_levels,
 )
+from tests.solvers.memory.strategies import level_problems
 
 BIG = 10**6
 
@@ -27,25 +28,10 @@ def _solve(model: cp_model.CpModel, fix_to_hint: bool = False) -> tuple[int, cp_
     return solver.solve(model), solver
 
 
-@st.composite
-def small_problems(draw):
-    n = draw(st.integers(2, 5))
-    nt = draw(st.integers(1, 4))
-    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
-    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
-    reads = []
-    for i in range(n):
-        cand = [t for t in range(nt) if producer[t] < i]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
-    return LevelProblem(
-        compute_cycles=tuple(draw(st.integers(0, 12)) for _ in range(n)), reads=tuple(reads), writes=tuple(writes),
-        tensor_bytes=tuple(draw(st.integers(1, 8)) for _ in range(nt)),
-        capacity_bytes=(draw(st.integers(4, 14)), BIG),
-        bandwidth_bytes_per_cycle=(draw(st.sampled_from([4, Fraction(7, 2)])), draw(st.sampled_from([1, Fraction(2, 3)]))),
-        dma_bytes_per_cycle=draw(st.sampled_from([0, 1, Fraction(3, 4)])), dma_latency_cycles=draw(st.integers(0, 2)),
-        live_out=tuple(t for t in range(nt) if producer[t] >= 0 and draw(st.booleans())),
-        fast_only_ops=tuple(i for i in range(n) if draw(st.integers(0, 5)) == 0),
-    )
+def small_problems():
+    return level_problems(min_ops=2, max_ops=5, max_tensors=4, fast_rates=(4, Fraction(7, 2)),
+                          slow_rates=(1, Fraction(2, 3)), dma_rates=(0, 1, Fraction(3, 4)), max_latency=2,
+                          fast_only_one_in=6, slow_capacity=BIG)
 
 
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
