@@ -19,7 +19,7 @@ import math
 import re
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = [
     "SIZE_UNITS",
@@ -127,6 +127,16 @@ def _to_int(amount: Fraction, value: Any, what: str, example: str, *, positive: 
     return int(amount)
 
 
+def _split_known(value: Any, what: str, example: str, table: Mapping[str, Any]) -> tuple[Fraction, Any]:
+    """The amount and the ``table`` entry of the value's unit, which is required and must be known."""
+    amount, unit = _split(value, what, example)
+    if unit == "":
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
+    if unit not in table:
+        raise _unknown_unit(value, what, example, unit, list(table))
+    return amount, table[unit]
+
+
 def parse_bytes(value: Any) -> int:
     """A size in bytes (must be > 0).
 
@@ -156,12 +166,8 @@ def parse_bytes(value: Any) -> int:
     ValueError: expected a size such as "16 GiB", got "16 GX" (unknown unit "GX"); did you mean "GB"?
     """
     what, example = "a size", "16 GiB"
-    amount, unit = _split(value, what, example)
-    if unit == "":
-        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
-    if unit not in SIZE_UNITS:
-        raise _unknown_unit(value, what, example, unit, list(SIZE_UNITS))
-    return _to_int(amount * _factor(SIZE_UNITS[unit], "byte"), value, what, example, positive=True)
+    amount, unit = _split_known(value, what, example, SIZE_UNITS)
+    return _to_int(amount * _factor(unit, "byte"), value, what, example, positive=True)
 
 
 def parse_bandwidth(value: Any) -> int:
@@ -203,13 +209,8 @@ def parse_frequency(value: Any) -> int:
     (940000000, 1050000000, 700000000)
     """
     what, example = "a frequency", "940 MHz"
-    amount, unit = _split(value, what, example)
-    if unit == "":
-        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
-    if unit not in FREQUENCY_UNITS:
-        raise _unknown_unit(value, what, example, unit, list(FREQUENCY_UNITS))
-    return _to_int(amount * _factor(FREQUENCY_UNITS[unit], "hertz"), value, what, example,
-                   positive=True, base="hertz")
+    amount, unit = _split_known(value, what, example, FREQUENCY_UNITS)
+    return _to_int(amount * _factor(unit, "hertz"), value, what, example, positive=True, base="hertz")
 
 
 def parse_duration_cycles(value: Any, clock_hz: int) -> int:
@@ -246,12 +247,8 @@ def parse_seconds(value: Any) -> float:
     (30.0, 0.5, 2.5)
     """
     what, example = "a duration", "30 s"
-    amount, unit = _split(value, what, example)
-    if unit == "":
-        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (missing unit)')
-    if unit not in TIME_UNITS:
-        raise _unknown_unit(value, what, example, unit, list(TIME_UNITS))
-    seconds = amount * _factor(TIME_UNITS[unit], "second")
+    amount, unit = _split_known(value, what, example, TIME_UNITS)
+    seconds = amount * _factor(unit, "second")
     if seconds <= 0:
         raise ValueError(f"duration must be > 0, got {_show(value)}")
     return float(seconds)
