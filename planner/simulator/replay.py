@@ -29,7 +29,7 @@ Checks
   exactly the kernel's operand buffers, each buffer large enough for its portion (an
   operand held in k buffers is split in k equal parts along dimension 0); with a memory
   plan (``fast_level >= 0``) a MATMUL/VECTOR's ``fast_bytes`` and ``mem_bytes`` equal the
-  summed sizes of its kernel operand buffers in the fast and in the main level, and no
+  summed sizes of its distinct kernel operand buffers in the fast and in the main level, and no
   operand lives in a third level;
 * transfers: every RECV matches one SEND (same id, bytes and link, crossed peers) and
   starts no earlier than it; a link carries one transfer at a time across all binaries;
@@ -491,6 +491,7 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
             v.append(f"{where}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
                      f"operands are in {sorted(ins_bufs)} and {sorted(out_bufs)}")
         fast = main = 0
+        counted: set[int] = set()  # the roofline moves each buffer once, however many operands name it
         for o in k.inputs + k.outputs:
             if not o.buffers:
                 continue
@@ -505,6 +506,9 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
                 if buf.size < need:
                     v.append(f"{where}: buffer {b} ({names[b]}) holds {buf.size} bytes, its part of a "
                              f"{o.dtype}{list(o.shape)} operand needs {need}")
+                if b in counted:
+                    continue
+                counted.add(b)
                 if buf.level == p.fast_level:
                     fast += buf.size
                 elif buf.level == p.main_level:
