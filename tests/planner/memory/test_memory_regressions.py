@@ -5,6 +5,10 @@
   ("roofline bytes ... but its operand buffers hold ..."); and the graph listed the op twice
   among the tensor's consumers, so a transfer into it carried the tensor twice. Now every
   stage counts each distinct tensor once (docs/memory.md, "Roofline bytes").
+* A small ResNet and a second model with a ``cycles:`` override on one device: the device is
+  not memory-planned (explicit cycles), and retiming ordered its ops that start on one cycle
+  by name, so ``fc`` waited in the stream's sequence behind the zero-cycle ``flatten`` it
+  depends on ("retiming deadlocked").
 """
 
 from __future__ import annotations
@@ -82,3 +86,29 @@ def test_an_op_reading_one_tensor_twice_is_memory_planned_and_computes_the_refer
         sq = next(i for i in outcome.programs[sq_device].instructions if i.op.startswith("m/sq")
                   and i.opcode == Opcode.VECTOR)
         assert len(sq.reads) == 1  # one received copy of h, read by both operands
+
+
+RESNET_AND_TASK = {
+    "version": 1, "name": "resnet-and-cycles",
+    "hardware": {"devices": [{"name": "npu", "profile": "edge-npu"}]},
+    "models": [
+        {"name": "r", "generator": {"kind": "resnet", "blocks": [1, 1], "width": 8, "image": 32, "classes": 10}},
+        {"name": "t", "graph": {
+            "tensors": [{"name": "a", "shape": [4, 16], "dtype": "fp32", "kind": "input"},
+                        {"name": "b", "shape": [4, 16], "dtype": "fp32"},
+                        {"name": "c", "shape": [4, 16], "dtype": "fp32", "kind": "output"}],
+            "ops": [{"name": "t1", "type": "relu", "inputs": ["a"], "outputs": ["b"], "cycles": {"npu": 500}},
+                    {"name": "t2", "type": "relu", "inputs": ["b"], "outputs": ["c"], "cycles": {"npu": 300}}]}}],
+    "memory": {"plan": True},
+    "solver": {"time_limit": "5 s", "workers": 1, "seed": 0},
+}
+
+
+def test_a_resnet_beside_a_model_with_explicit_cycles_is_retimed_and_replayed():
+    spec = load_spec(RESNET_AND_TASK)
+    outcome = run(spec)  # raised InternalError ("retiming deadlocked") before
+    assert "npu0" in outcome.memory.skipped  # explicit cycles: not memory-planned, only retimed
+    flatten, fc = (next(o for o in outcome.memory.plan.ops if o.name == n) for n in ("r/flatten", "r/fc"))
+    assert flatten.duration_cycles == 0 and flatten.end_cycle <= fc.start_cycle
+    for name, binaries, simulation in _every_plan(spec, outcome):
+        assert simulation.valid, (name, simulation.violations)
