@@ -112,3 +112,5 @@ def test_a_resnet_beside_a_model_with_explicit_cycles_is_retimed_and_replayed():
     assert flatten.duration_cycles == 0 and flatten.end_cycle <= fc.start_cycle
     for name, binaries, simulation in _every_plan(spec, outcome):
         assert simulation.valid, (name, simulation.violations)
+        report = compare_numeric(binaries, spec.graph, seed=5)
+        assert report.ok, (name, report.failures())
