@@ -584,18 +584,20 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
 
 def _check_semaphores(p: Program, v: list[str]) -> None:
     """Each WAIT (on any stream or engine) comes after its one SIGNAL; a SIGNAL naming an op
-    comes after that op's instruction ends, a WAIT naming one before it starts (event keys:
-    at one cycle, the record order decides)."""
+    comes after the record running it ends, a WAIT naming one before it starts (event keys:
+    at one cycle, the record order decides). Memory DMAs may share a name (a buffer
+    prefetched twice): a SIGNAL follows the last such record before it, a WAIT precedes the
+    first one after it."""
     instrs = p.instructions
     signals: dict[int, _Key] = {}
-    runs: dict[str, int] = {}  # op -> the record running it (compute, memory DMA)
+    runs: dict[str, list[int]] = defaultdict(list)  # op -> the records running it (compute, memory DMA)
     for i, ins in enumerate(instrs):
         if ins.opcode == Opcode.SIGNAL:
             if ins.a in signals:
                 v.append(f"{_where(p, i, ins)}: semaphore {ins.a} signalled twice")
             signals[ins.a] = _start_key(i, ins)
         elif ins.opcode in COMPUTE_OPCODES and ins.op:
-            runs.setdefault(ins.op, i)
+            runs[ins.op].append(i)  # record order is start-key order
     for i, ins in enumerate(instrs):
         if ins.opcode not in (Opcode.SIGNAL, Opcode.WAIT):
             continue
@@ -608,19 +610,32 @@ def _check_semaphores(p: Program, v: list[str]) -> None:
                          f"by record #{signals[ins.a][2]}, later in the record order")
                 v.append(f"{_where(p, i, ins)}: dependency violation: waits at {ins.start_cycle} on "
                          f"semaphore {ins.a}, signalled only {later}")
-        if not ins.op:
-            continue
-        r = runs.get(ins.op)
-        if r is None:
-            v.append(f"{_where(p, i, ins)}: names op {ins.op!r}, which does not run on {p.device}")
-        elif ins.opcode == Opcode.SIGNAL and _end_key(r, instrs[r]) > key:
+        if ins.op:
+            _check_anchor(p, i, ins, runs.get(ins.op, []), v)
+
+
+def _check_anchor(p: Program, i: int, ins: Instruction, runs: list[int], v: list[str]) -> None:
+    """A SIGNAL after the end of the record running its op; a WAIT before the start of one."""
+    instrs = p.instructions
+    if not runs:
+        v.append(f"{_where(p, i, ins)}: names op {ins.op!r}, which does not run on {p.device}")
+        return
+    j = bisect.bisect_left(runs, i)
+    if ins.opcode == Opcode.SIGNAL:
+        if j == 0:
+            v.append(f"{_where(p, i, ins)}: dependency violation: signals at {ins.start_cycle}, before its op "
+                     f"{ins.op!r} ({_where(p, runs[0], instrs[runs[0]])}) starts")
+            return
+        r = runs[j - 1]
+        if _end_key(r, instrs[r]) > _start_key(i, ins):
             v.append(f"{_where(p, i, ins)}: dependency violation: signals at {ins.start_cycle}, before its op "
                      f"{ins.op!r} ({_where(p, r, instrs[r])}) ends at {instrs[r].end_cycle}"
                      + (" (later in the record order)" if instrs[r].end_cycle == ins.start_cycle else ""))
-        elif ins.opcode == Opcode.WAIT and _start_key(r, instrs[r]) < key:
-            v.append(f"{_where(p, i, ins)}: dependency violation: waits at {ins.start_cycle}, after its op "
-                     f"{ins.op!r} ({_where(p, r, instrs[r])}) starts at {instrs[r].start_cycle}"
-                     + (" (earlier in the record order)" if instrs[r].start_cycle == ins.start_cycle else ""))
+    elif j == len(runs):
+        r = runs[-1]
+        v.append(f"{_where(p, i, ins)}: dependency violation: waits at {ins.start_cycle}, after its op "
+                 f"{ins.op!r} ({_where(p, r, instrs[r])}) starts at {instrs[r].start_cycle}"
+                 + (" (earlier in the record order)" if instrs[r].start_cycle == ins.start_cycle else ""))
 
 
 def _check_program(p: Program, v: list[str]) -> dict[str, int]:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from planner.isa import Opcode, decode, encode
@@ -245,3 +245,99 @@ def test_random_graphs_with_zero_duration_ops_replay_valid_and_compute_the_refer
         assert simulation.valid, (name, simulation.violations)
         report = compare_numeric(binaries, loaded.graph, seed=1)
         assert report.ok, (name, report.failures())
+
+
+# --- Reordering the records of one cycle ---------------------------------------------------
+
+
+def _touches(program) -> list[tuple[set, set]]:
+    """Per record: (what it changes, what it only reads), as tokens an independent reading of
+    the ISA gives: the bytes of each buffer ((level, byte) ranges from the ALLOCs, so a view
+    and its parent, or two buffers sharing an address, meet), the buffer itself (zero-byte
+    buffers have no bytes), semaphores, and the op a SIGNAL or WAIT names."""
+    where = {i.a: (i.b, i.d, i.d + i.c) for i in program.instructions if i.opcode == Opcode.ALLOC}
+
+    def tokens(buf: int) -> set:
+        level, lo, hi = where.get(buf, (-1, 0, 0))
+        return {("buffer", buf)} | {("byte", level, x) for x in range(lo, hi)}
+
+    out = []
+    for ins in program.instructions:
+        changes, reads = set(), set()
+        if ins.opcode in (Opcode.ALLOC, Opcode.FREE):
+            changes |= tokens(ins.a)
+        elif ins.opcode == Opcode.SIGNAL:
+            changes.add(("semaphore", ins.a))
+        elif ins.opcode == Opcode.WAIT:
+            reads.add(("semaphore", ins.a))
+        elif ins.op and ins.opcode not in (Opcode.SEND, Opcode.RECV, Opcode.HALT):
+            changes.add(("op", ins.op))  # the record that runs the op
+        if ins.opcode in (Opcode.SIGNAL, Opcode.WAIT) and ins.op:
+            reads.add(("op", ins.op))
+        for b in ins.writes:
+            changes |= tokens(b)
+        for b in ins.reads:
+            reads |= tokens(b)
+        out.append((changes, reads))
+    return out
+
+
+def _conflicting(touch, i: int, j: int) -> bool:
+    (ci, ri), (cj, rj) = touch[i], touch[j]
+    return bool(ci & (cj | rj) or cj & ri)
+
+
+def _groups(program) -> list[list[int]]:
+    """Record indices of each cycle with at least two records (HALT stays last)."""
+    by_cycle: dict[int, list[int]] = {}
+    for k, ins in enumerate(program.instructions):
+        if ins.opcode != Opcode.HALT:
+            by_cycle.setdefault(ins.start_cycle, []).append(k)
+    return [g for _, g in sorted(by_cycle.items()) if len(g) > 1]
+
+
+def _keeps_every_conflict(touch, group: list[int], order: list[int]) -> bool:
+    position = {k: n for n, k in enumerate(order)}
+    return all(position[a] < position[b] for x, a in enumerate(group) for b in group[x + 1:]
+               if _conflicting(touch, a, b))
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(zero_duration_specs(), st.data())
+def test_a_reordered_cycle_is_rejected_exactly_when_it_breaks_a_dependency(spec, data):
+    """The timing replay accepts a reordering of one cycle's records exactly when every pair
+    of conflicting records (one changes what the other touches) keeps its order; an accepted
+    reordering computes the reference numbers too."""
+    from planner.pipeline import _replay
+
+    loaded = load_spec(spec)
+    outcome = run(loaded)
+    programs = outcome.programs
+    if outcome.memory is not None and data.draw(st.booleans(), label="memory plan's binaries"):
+        programs = _replay(outcome.memory.plan, loaded, outcome.memory.memory)[0]
+    candidates = [(d, g) for d in sorted(programs) for g in _groups(programs[d])]
+    if not candidates:
+        return
+    for _ in range(3):
+        device, group = data.draw(st.sampled_from(candidates), label="cycle")
+        program = programs[device]
+        touch = _touches(program)
+        if data.draw(st.booleans(), label="keep the conflicts"):
+            order, left = [], list(group)  # a random linear extension of the conflict order
+            while left:
+                free = [k for k in left if not any(_conflicting(touch, j, k) for j in left if j < k)]
+                order.append(free[data.draw(st.integers(0, len(free) - 1))])
+                left.remove(order[-1])
+        else:
+            order = data.draw(st.permutations(group), label="order")
+        instructions = list(program.instructions)
+        instructions[group[0]:group[-1] + 1] = [program.instructions[k] for k in order]
+        reordered = {**programs, device: dataclasses.replace(program, instructions=tuple(instructions))}
+        expected = _keeps_every_conflict(touch, group, order)
+        event("order keeps every conflict" if expected else "order breaks a conflict")
+        result = simulate_programs(reordered)
+        assert result.valid == expected, (device, [(program.instructions[k].opcode.name, k) for k in order],
+                                          result.violations)
+        if expected:
+            report = compare_numeric({d: encode(p) for d, p in reordered.items()}, loaded.graph, seed=1)
+            assert report.ok, report.failures()
