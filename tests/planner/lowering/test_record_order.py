@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from planner.isa import Opcode, decode, encode
+from planner.isa import Opcode, encode
 from planner.numeric.compare import compare_numeric
 from planner.pipeline import run
 from planner.simulator import simulate, simulate_programs
