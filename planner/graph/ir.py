@@ -144,7 +144,7 @@ class Graph:
                         f"tensor {t!r} is produced by both {self._producer[t]!r} and {op.name!r}",
                         op=op.name, tensor=t)
                 self._producer[t] = op.name
-            for t in op.inputs:
+            for t in dict.fromkeys(op.inputs):  # an op that reads a tensor twice consumes it once
                 if t in op.outputs:
                     raise GraphError(f"op {op.name!r} reads its own output {t!r}", op=op.name, tensor=t)
                 self._consumers[t].append(op.name)

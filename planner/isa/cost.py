@@ -277,8 +277,10 @@ def op_cost(op: Op, graph: Graph, profile: Profile, kind: str | None = None) -> 
     >>> c.compute_cycles, c.memory_cycles, c.cycles, c.macs  # 1022 vs ceil(196608*0.7e9/34e9)
     (1022, 4048, 4048, 16777216)
     """
-    bytes_read = sum(graph.tensors[t].size_bytes for t in op.inputs)
-    bytes_written = sum(graph.tensors[t].size_bytes for t in op.outputs)
+    # Each distinct tensor moves once: an op that reads a tensor twice (mul(x, x)) loads it once
+    # (docs/isa.md, "Roofline"; the memory level solver and the simulator count the same way).
+    bytes_read = sum(graph.tensors[t].size_bytes for t in dict.fromkeys(op.inputs))
+    bytes_written = sum(graph.tensors[t].size_bytes for t in dict.fromkeys(op.outputs))
     moved = bytes_read + bytes_written
     main = profile.main_memory
     explicit = kind is not None and kind in op.cycles

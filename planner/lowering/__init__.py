@@ -14,6 +14,8 @@ instance       an op of a memory-planned device, or one portion ``"<op>#<p>"`` o
 kernel         what a compute instruction computes (op type, attributes, operand shapes and
                buffers), for the simulator's numeric mode; ops with arithmetic meaning only.
 transfer id    a transfer's index in :func:`transfer_order`; SEND and RECV share it.
+record order   the order of the records that start on one cycle: their execution order
+               (docs/isa.md); :func:`order_records` makes it follow their dependencies.
 allocation     ``allocation.json``: devices, reserved (peak) memory per level, every buffer
                with its address and lifetime, op placement, transfers and the determined
                resources.
@@ -29,9 +31,11 @@ from planner.lowering.lower import (
     peak_memory,
     transfer_order,
 )
+from planner.lowering.order import BufferSpan, order_records
 from planner.lowering.outputs import write_allocation, write_binaries
 
 __all__ = ["lower", "allocation", "peak_memory", "transfer_order", "base_op", "write_binaries",
            "write_allocation", "ALLOCATION_FORMAT_VERSION",
            "Lifetime", "assign_addresses", "round_up", "OFFSET_CPSAT_DETERMINISTIC_TIME",
-           "attrs_json", "has_kernel", "make_kernel", "portion_shape", "portion_cost"]
+           "attrs_json", "has_kernel", "make_kernel", "portion_shape", "portion_cost",
+           "order_records", "BufferSpan"]

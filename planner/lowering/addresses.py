@@ -1,21 +1,26 @@
 """Addresses for the buffers of one memory level when no memory plan gives them.
 
-Every buffer lives over a half-open cycle interval ``[start, end)``; two buffers live at
-the same time must not share an address. The cycle axis is compressed to event indices
-(the distinct start and end cycles), which :class:`solvers.memory.offsets.OffsetProblem`
-needs as steps, and sizes are rounded up to the alignment, so every address is a multiple
-of it. Greedy-by-size (TFLite's arena planner) packs the buffers; when its arena exceeds the
-level, CP-SAT searches for a packing under a small deterministic budget; when that fails
-too, :class:`~planner.errors.InfeasibleError` says how many bytes are live, when, and which
+Every buffer lives over a half-open interval ``[start, end)`` of the program's time: a
+cycle, refined within the cycle by the position of its ALLOC and FREE records (the record
+order ``docs/isa.md`` defines); two buffers live at the same time must not share an
+address. The time axis is compressed to event indices (the distinct start and end points),
+which :class:`solvers.memory.offsets.OffsetProblem` needs as steps, and sizes are rounded up
+to the alignment, so every address is a multiple of it. Greedy-by-size (TFLite's arena
+planner) packs the buffers; when its arena exceeds the level, CP-SAT searches for a packing
+under a small deterministic budget; when that fails too,
+:class:`~planner.errors.InfeasibleError` says how many bytes are live, when, and which
 buffers are the biggest there.
 
 Time axis
 ---------
-Cycle ``t`` of rank ``r`` (among the distinct event cycles) is step ``2r``. A lifetime
-``[s, e)`` with ``s < e`` becomes ``[2r(s), 2r(e))``; an empty lifetime ``[t, t)`` (a buffer
-allocated and freed at one cycle) becomes ``[2r(t), 2r(t) + 1)``, so it conflicts with every
-buffer live at ``t`` (including those allocated at ``t`` and other empty ones there) and
-with none freed at ``t``: the simulator's rule, FREE first at equal cycles.
+A point is ``(cycle, order)``: ``order`` is the record position of the buffer's ALLOC
+(start) or FREE (end), 0 when not given. Point ``p`` of rank ``r`` (among the distinct
+points) is step ``2r``. A lifetime from ``s`` to ``e > s`` becomes ``[2r(s), 2r(e))``: a
+buffer freed at a cycle shares bytes with one allocated at the same cycle only when the FREE
+comes first in the record order. An empty lifetime (``e == s``: a buffer allocated and freed
+at one point, only without orders) becomes ``[2r(s), 2r(s) + 1)``, so it conflicts with every
+buffer live there (including those allocated there and other empty ones) and with none freed
+there.
 """
 
 from __future__ import annotations
@@ -61,29 +66,46 @@ def round_up(size_bytes: int, alignment_bytes: int) -> int:
 class Lifetime:
     """A buffer to place: ``size_bytes`` live over cycles ``[start_cycle, end_cycle)``.
 
+    ``start_order`` and ``end_order`` place its ALLOC and FREE within their cycles (record
+    positions; 0 when not known): ``(start_cycle, start_order) < (end_cycle, end_order)``
+    unless both are equal.
+
     Examples
     --------
     >>> Lifetime("y", 1000, 4, 36).end_cycle
     36
+    >>> Lifetime("r", 64, 7, 7, start_order=3, end_order=5).end
+    (7, 5)
     """
 
     name: str
     size_bytes: int
     start_cycle: int
     end_cycle: int
+    start_order: int = 0
+    end_order: int = 0
 
     def __post_init__(self) -> None:
-        if self.size_bytes < 0 or not 0 <= self.start_cycle <= self.end_cycle:
+        if self.size_bytes < 0 or not 0 <= self.start_cycle <= self.end_cycle or self.end < self.start:
             raise ValueError(f"buffer {self.name!r}: needs size >= 0 and 0 <= start <= end, got "
-                             f"{self.size_bytes} B over [{self.start_cycle}, {self.end_cycle})")
+                             f"{self.size_bytes} B over [{self.start}, {self.end})")
+
+    @property
+    def start(self) -> tuple[int, int]:
+        """The ALLOC's point in time: (cycle, record order)."""
+        return (self.start_cycle, self.start_order)
+
+    @property
+    def end(self) -> tuple[int, int]:
+        """The FREE's point in time: (cycle, record order)."""
+        return (self.end_cycle, self.end_order)
 
 
 def _to_problem(buffers: Sequence[Lifetime], capacity_bytes: int, alignment_bytes: int) -> OffsetProblem:
-    cycles = sorted({b.start_cycle for b in buffers} | {b.end_cycle for b in buffers})
-    rank = {c: i for i, c in enumerate(cycles)}
-    start = [2 * rank[b.start_cycle] for b in buffers]
-    end = [2 * rank[b.end_cycle] if b.end_cycle > b.start_cycle else 2 * rank[b.start_cycle] + 1
-           for b in buffers]
+    points = sorted({b.start for b in buffers} | {b.end for b in buffers})
+    rank = {c: i for i, c in enumerate(points)}
+    start = [2 * rank[b.start] for b in buffers]
+    end = [2 * rank[b.end] if b.end > b.start else 2 * rank[b.start] + 1 for b in buffers]
     return OffsetProblem(size_bytes=tuple(round_up(b.size_bytes, alignment_bytes) for b in buffers),
                          start=tuple(start), end=tuple(end), capacity_bytes=capacity_bytes,
                          alignment_bytes=(alignment_bytes,) * len(buffers),
@@ -113,8 +135,8 @@ def _format_bytes(n: int) -> str:
 def _explain(buffers: Sequence[Lifetime], problem: OffsetProblem, *, device: str, level: str,
              alignment_bytes: int, packed_bytes: int | None, proven: bool) -> str:
     step, live = _busiest_step(problem)
-    cycles = sorted({b.start_cycle for b in buffers} | {b.end_cycle for b in buffers})
-    cycle = cycles[step // 2]
+    points = sorted({b.start for b in buffers} | {b.end for b in buffers})
+    cycle = points[step // 2][0]
     there = sorted((i for i in range(problem.num_buffers)
                     if problem.start[i] <= step < problem.end[i] and problem.size_bytes[i]),
                    key=lambda i: (-buffers[i].size_bytes, buffers[i].name))

@@ -28,15 +28,17 @@ reads, writes and fast/main bytes of their :class:`~planner.memory.plan.OpAccess
 runs the plan's DMAs on the DMA engine (:data:`~planner.isa.instructions.DMA_STREAM`),
 synchronised with their trigger and release ops by semaphores.
 
-Instructions are ordered by start cycle, then stream, then kind (FREE, SIGNAL, WAIT,
-ALLOC, RECV, compute, SEND), then op name (parents allocated before, and freed after,
-their views); HALT is last, at the device's last cycle.
+Instructions are ordered by start cycle and, within a cycle, in dependency order
+(:func:`planner.lowering.order.order_records`: the record order ``docs/isa.md`` defines);
+HALT is last, at the device's last cycle. Devices without a memory plan get their addresses
+after that order is known, so a buffer freed at cycle ``t`` shares bytes only with buffers
+allocated after its FREE in the record order.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
 from planner.graph.ir import Graph
@@ -59,16 +61,13 @@ from planner.isa.instructions import (
 from planner.isa.resources import determine_resources
 from planner.lowering.addresses import Lifetime, assign_addresses
 from planner.lowering.kernels import has_kernel, make_kernel, portion_cost, portion_shape
+from planner.lowering.order import BufferSpan, order_records
 from planner.memory.plan import DeviceMemoryPlan, MemoryPlan, OpAccess
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 
 __all__ = ["lower", "allocation", "transfer_order", "peak_memory", "base_op", "ALLOCATION_FORMAT_VERSION"]
 
 ALLOCATION_FORMAT_VERSION = 2  # 2: per-device "buffers" (address, level, lifetime) and "fast_level"
-
-_RANK = {Opcode.FREE: 0, Opcode.SIGNAL: 1, Opcode.WAIT: 2, Opcode.ALLOC: 3, Opcode.RECV: 4,
-         Opcode.SEND: 6, Opcode.HALT: 9}
-_COMPUTE_RANK = 5
 
 
 @dataclass
@@ -86,6 +85,7 @@ class _Buffer:
     op: str = ""
     tensor: str = ""  # memory-plan buffers: the tensor held, and its portion (-1: whole)
     portion: int = -1
+    parent: int = -1  # a view's parent buffer
 
 
 class _DeviceProgram:
@@ -136,46 +136,46 @@ class _DeviceProgram:
     def end_cycle(self) -> int:
         return max([i.end_cycle for i in self.items] + [b.end for b in self.buffers], default=0)
 
-    def place(self, alignment_bytes: int) -> None:
-        """Addresses for the buffers that have none yet, level by level."""
+    def emit_allocations(self) -> None:
+        """ALLOC/FREE for every buffer (address 0 until :meth:`place` gives one)."""
+        for b in self.buffers:
+            if b.start < 0:
+                raise AssertionError(f"buffer {b.name!r} was never allocated")  # pragma: no cover
+            flags = (ALLOC_PRELOADED if b.preloaded else 0) | (ALLOC_VIEW if b.view else 0)
+            common = dict(op=b.op, a=b.id, b=b.level, c=b.size_bytes, d=b.address or 0)
+            self.items.append(Instruction(Opcode.ALLOC, b.stream, b.start, 0, subop=flags, **common))
+            self.items.append(Instruction(Opcode.FREE, b.stream, b.end, 0,
+                                          subop=ALLOC_VIEW if b.view else 0, **common))
+
+    def spans(self, addressed: bool) -> dict[int, BufferSpan]:
+        """Each buffer's bytes for the record order: real addresses and views, or each its own."""
+        if not addressed:
+            return {b.id: BufferSpan(b.id, 0, b.size_bytes, b.level) for b in self.buffers}
+        return {b.id: BufferSpan(b.parent if b.view else b.id, b.address or 0, (b.address or 0) + b.size_bytes,
+                                 b.level, b.view) for b in self.buffers}
+
+    def place(self, ordered: list[Instruction], alignment_bytes: int) -> list[Instruction]:
+        """Addresses for the buffers that have none yet, level by level, over the record
+        order (a FREE and an ALLOC of one cycle share bytes only in that order); returns
+        ``ordered`` with those addresses in its ALLOC/FREE records."""
+        position: dict[tuple[Opcode, int], int] = {}
+        for i, ins in enumerate(ordered):
+            if ins.opcode in (Opcode.ALLOC, Opcode.FREE):
+                position[(ins.opcode, ins.a)] = i
         levels: dict[int, list[_Buffer]] = defaultdict(list)
         for b in self.buffers:
             if b.address is None:
                 levels[b.level].append(b)
         for level in sorted(levels):
             bufs = levels[level]
-            addresses = assign_addresses(
-                [Lifetime(b.name, b.size_bytes, b.start, b.end) for b in bufs], self.capacity(level),
-                alignment_bytes, device=self.device.name, level=self.device.profile.memory[level].name)
+            lifetimes = [Lifetime(b.name, b.size_bytes, b.start, b.end, position[(Opcode.ALLOC, b.id)],
+                                  position[(Opcode.FREE, b.id)]) for b in bufs]
+            addresses = assign_addresses(lifetimes, self.capacity(level), alignment_bytes,
+                                         device=self.device.name, level=self.device.profile.memory[level].name)
             for b, address in zip(bufs, addresses):
                 b.address = address
-
-    def emit_allocations(self) -> set[int]:
-        """ALLOC/FREE for every buffer; returns the ids with an empty lifetime."""
-        empty = set()
-        for b in self.buffers:
-            if b.start < 0:
-                raise AssertionError(f"buffer {b.name!r} was never allocated")  # pragma: no cover
-            flags = (ALLOC_PRELOADED if b.preloaded else 0) | (ALLOC_VIEW if b.view else 0)
-            common = dict(op=b.op, a=b.id, b=b.level, c=b.size_bytes, d=b.address)
-            self.items.append(Instruction(Opcode.ALLOC, b.stream, b.start, 0, subop=flags, **common))
-            self.items.append(Instruction(Opcode.FREE, b.stream, b.end, 0,
-                                          subop=ALLOC_VIEW if b.view else 0, **common))
-            if b.end == b.start:
-                empty.add(b.id)  # an empty lifetime: list its FREE after its ALLOC
-        return empty
-
-
-def _sort_key(ins: Instruction, empty: set[int]) -> tuple:
-    rank = _RANK.get(ins.opcode, _COMPUTE_RANK)
-    view_rank = 0
-    if ins.opcode == Opcode.FREE:
-        if ins.a in empty:
-            rank = _RANK[Opcode.HALT]
-        view_rank = 0 if ins.subop & ALLOC_VIEW else 1  # views freed before their parents
-    elif ins.opcode == Opcode.ALLOC:
-        view_rank = 1 if ins.subop & ALLOC_VIEW else 0  # and allocated after them
-    return (ins.opcode == Opcode.HALT, ins.start_cycle, ins.stream, rank, view_rank, ins.op, ins.a, ins.c)
+        return [replace(i, d=self.buffers[i.a].address) if i.opcode in (Opcode.ALLOC, Opcode.FREE) else i
+                for i in ordered]
 
 
 def transfer_order(plan: Plan) -> tuple[PlacedTransfer, ...]:
@@ -477,6 +477,9 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
             buf.start, buf.end, buf.address = mb.start_cycle, mb.end_cycle, mb.address
             buf.preloaded, buf.view = mb.preloaded, bool(mb.view_of)
             buf.tensor, buf.portion = mb.tensor, mb.portion
+        for mb in mp.buffers:
+            if mb.view_of:
+                b.by_name[mb.name].parent = b.by_name[mb.view_of].id
 
     # Other devices: output buffers (one per tensor, living as long as the op's output buffer).
     for name in graph.topological_order():
@@ -549,17 +552,22 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
     for name, mp in memory.items():
         _lower_dmas(mp, builders[name], where)
 
+    preds = _op_predecessors(graph, where)
     programs: dict[str, Program] = {}
     for dev in hardware.devices:
         b = builders[dev.name]
-        if dev.name not in memory:
+        planned = dev.name in memory
+        if not planned:
             end = b.end_cycle()
             for buf in b.buffers:
                 if buf.start < 0:  # weights and graph inputs, resident for the whole run
                     b.alloc(buf.id, 0, end, 0, "", preloaded=True)
-            b.place(alignment_bytes)
-        empty = b.emit_allocations()
-        b.add(Instruction(Opcode.HALT, 0, b.end_cycle(), 0))
+        b.emit_allocations()
+        ordered = order_records(b.items, b.spans(planned), preds[dev.name], addressed=planned, device=dev.name)
+        if not planned:
+            ordered = b.place(ordered, alignment_bytes)
+        ordered.append(Instruction(Opcode.HALT, 0, b.end_cycle(), 0))
+        b.items = ordered
         used_links = {i.a for i in b.items if i.opcode in (Opcode.SEND, Opcode.RECV)}
         links = tuple(LinkInfo(i, lk.name, lk.bandwidth_bytes_per_s, lk.latency_cycles)
                       for i, lk in enumerate(hardware.links) if i in used_links or dev.name in lk.devices)
@@ -571,10 +579,23 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
             mxu_rows=p.mxu_rows, mxu_cols=p.mxu_cols, vector_lanes=p.vector_lanes,
             dma_latency_cycles=p.dma_latency_cycles, levels=levels, main_level=b.main, links=links,
             num_streams=dev.streams, buffers=tuple(x.name for x in b.buffers),
-            instructions=tuple(sorted(b.items, key=lambda i: _sort_key(i, empty))),
+            instructions=tuple(ordered),
             fast_level=b.level_index[memory[dev.name].fast_level] if dev.name in memory else -1,
             kernels=tuple(sorted(b.kernels, key=lambda k: k.op)), addressed=True)
     return programs
+
+
+def _op_predecessors(graph: Graph, where: _Placement) -> dict[str, dict[str, list[str]]]:
+    """Per device: instance name -> the instances of its graph predecessors (data and
+    control edges) on the same device, for the record order within a cycle."""
+    preds: dict[str, dict[str, list[str]]] = defaultdict(dict)
+    for name in graph.topological_order():
+        dev = where.device_of[name]
+        before = [p.name for pred in sorted(graph.dag.predecessors(name)) if where.device_of[pred] == dev
+                  for p in where.instances[pred]]
+        for o in where.instances[name]:
+            preds[dev][o.name] = before
+    return preds
 
 
 def _lower_op(name: str, graph: Graph, b: _DeviceProgram, where: _Placement,
@@ -679,7 +700,7 @@ def _lower_dmas(mp: DeviceMemoryPlan, b: _DeviceProgram, where: _Placement) -> N
 
 
 def peak_memory(program: Program) -> dict[str, int]:
-    """Peak live bytes per memory level, replaying ALLOC/FREE (FREE first at equal cycles).
+    """Peak live bytes per memory level, replaying ALLOC/FREE in record order (as the simulator does).
 
     Views (``ALLOC_VIEW``) occupy no capacity and are not counted.
 
@@ -691,13 +712,13 @@ def peak_memory(program: Program) -> dict[str, int]:
     >>> peak_memory(Program("d", "g", 1, 1, 1, 1, 1, 0, (LevelInfo("m", 9, 1),), 0, (), 1, ("x", "y"), ins))
     {'m': 8}
     """
-    events = sorted((i.start_cycle, 0 if i.opcode == Opcode.FREE else 1, i.b, i.c)
-                    for i in program.instructions
-                    if i.opcode in (Opcode.ALLOC, Opcode.FREE) and not i.subop & ALLOC_VIEW)
     live = [0] * len(program.levels)
     peak = [0] * len(program.levels)
-    for _, is_alloc, level, size in events:
-        live[level] += size if is_alloc else -size
+    for i in program.instructions:
+        if i.opcode not in (Opcode.ALLOC, Opcode.FREE) or i.subop & ALLOC_VIEW:
+            continue
+        level = i.b
+        live[level] += i.c if i.opcode == Opcode.ALLOC else -i.c
         peak[level] = max(peak[level], live[level])
     return {lv.name: peak[i] for i, lv in enumerate(program.levels)}
 

@@ -192,7 +192,11 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
             instances_of.setdefault(op, []).append(f"op:{inst}")
             last_instance[op] = f"op:{inst}"
         sequences[f"compute:{d}"] = tuple(seq)
-    for o in sorted(plan.ops, key=lambda o: (o.device, o.stream, o.start_cycle, o.name)):
+    # A stream's fixed order is the schedule's: start, end, then the graph's topological order,
+    # since a zero-cycle op (a reshape, an op with explicit zero cycles) and its consumer may
+    # start on the same cycle (by name, "fc" would come before the "flatten" it waits for).
+    rank = {n: i for i, n in enumerate(graph.topological_order())}
+    for o in sorted(plan.ops, key=lambda o: (o.device, o.stream, o.start_cycle, o.end_cycle, rank[o.name])):
         if o.device not in levels:
             instances_of[o.name] = [f"op:{o.name}"]
             last_instance[o.name] = f"op:{o.name}"

@@ -2,7 +2,7 @@
 
 Where :func:`planner.simulator.replay.simulate` checks *when* things happen, this module
 checks *what* the binaries compute: it gives every (device, memory level) one byte array
-and executes the instructions of all devices in timeline order on it. A plan that moves
+and executes the instructions of all devices in the record order's points on it. A plan that moves
 the wrong bytes (a prefetch too late, an eviction to the wrong place, a portion written
 at the wrong address) shows up as wrong values or as NaN. ``docs/memory.md`` is the
 reference.
@@ -18,8 +18,10 @@ ALLOC           of a non-preloaded, non-view buffer fills it with poison bytes `
                 shows; a preloaded non-view buffer gets ``inputs[name]`` (missing or of the
                 wrong size: :class:`~planner.errors.SpecError` naming the buffer); a view
                 aliases its parent's bytes (it is an address range) and is left as is.
-order           start cycle, end cycle, device (sorted names), program order; each
-                instruction acts at once, at its place in that order.
+order           the record order of ``docs/isa.md``: (cycle, phase, device (sorted
+                names), record index); a RECV of positive duration acts at its end cycle
+                in phase 0 (before the records that start at that cycle), every other
+                instruction at its start cycle in phase 1. Each acts at once there.
 compute         runs its kernel (:func:`planner.numeric.kernels.evaluate_op`): an operand
                 held in ``k`` buffers is the first ``size/k`` bytes of each, concatenated
                 along dimension 0; outputs are split the same way. A compute instruction
@@ -200,7 +202,7 @@ def _scan(p: Program) -> _Scan:
 
 
 def _pristine_allocs(scan: _Scan) -> set[int]:
-    """Program indices of the ALLOCs whose bytes no earlier ALLOC (in timeline order) covered:
+    """Program indices of the ALLOCs whose bytes no earlier ALLOC (in record order) covered:
     nothing can have written them since the arena was made poisoned, so their fill is a no-op.
 
     Every write goes to an allocated buffer after its ALLOC (the replay checks that), so a
@@ -553,7 +555,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
     def captured(p: Program, buf: _Buffer) -> bool:
         return (buf.level == p.main_level and not buf.view and "@" not in buf.name and "#" not in buf.name)
 
-    # Steps in timeline order; instructions without an effect (SIGNAL, WAIT, ALLOC of a view,
+    # Steps in record order; instructions without an effect (SIGNAL, WAIT, ALLOC of a view,
     # FREE of an uncaptured buffer) are counted, not stepped.
     pending: dict[int, np.ndarray] = {}
     send_parts: dict[int, list[np.ndarray]] = {}
@@ -631,7 +633,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
                 def step(tid: int = ins.c,
                          targets: list[np.ndarray] = [buffer(bufs, b, dev, ins).bytes for b in ins.writes]) -> None:
                     payload = pending.pop(tid, None)
-                    # None: the SEND sorts later at the same cycles, so its buffers hold the bytes now.
+                    # None: a zero-duration transfer (no bytes) whose SEND's device sorts later.
                     _stream_into(targets, payload_of(tid) if payload is None else payload)
             elif code in compute:
                 kernel = kernels.get(ins.op)
@@ -641,8 +643,11 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
                 step = views.kernel_step(kernel, bufs, f"op {ins.op!r} on {dev}")
             else:
                 continue
-            keyed.append((ins.start_cycle, ins.end_cycle, d, i, step))
-    keyed.sort()  # (start, end, device, index) is unique: the steps themselves are never compared
+            if code == recv_ and ins.duration_cycles > 0:  # its bytes arrive at its end, before that cycle's records
+                keyed.append((ins.end_cycle, 0, d, i, step))
+            else:  # everything else acts at its place in the record order of its start cycle
+                keyed.append((ins.start_cycle, 1, d, i, step))
+    keyed.sort()  # (cycle, phase, device, index) is unique: the steps themselves are never compared
     steps = [k[4] for k in keyed]
 
     t1 = time.perf_counter()

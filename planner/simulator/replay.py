@@ -16,12 +16,14 @@ Checks
   SEND/RECV's equals the link's latency + bytes / bandwidth;
 * streams: compute instructions of one stream do not overlap, nor DMAs on the DMA
   engine (one at a time); each op runs once (memory DMAs are not ops);
-* dependencies: reads and writes happen while the buffer is allocated; every byte a read
-  covers was written by a write that ended at or before the read starts (a write to the
-  buffer, to a view inside it or to the allocation it is a view of; a preloaded ALLOC
-  writes at its cycle); no write overlaps in time a read or another write of the same
-  bytes (buffers may be written several times: a prefetched copy by its DMA, a slow copy
-  by an eviction after its producer);
+* dependencies, in the points of the record order (``docs/isa.md``: at a cycle, what ends
+  there first, then the records that start there in record order), so a zero-duration op
+  listed before what it depends on is caught: reads and writes happen while the buffer is
+  allocated; every byte a read covers was written by a write that ended before the read
+  starts (a write to the buffer, to a view inside it or to the allocation it is a view of;
+  a preloaded ALLOC writes at its point); no write overlaps in time a read or another
+  write of the same bytes (buffers may be written several times: a prefetched copy by its
+  DMA, a slow copy by an eviction after its producer);
 * memory DMAs (``DMA`` on the DMA engine): one source and one destination buffer, the
   levels they name are the buffers' levels, and the bytes equal the smaller of the two
   buffers (equal sizes for a whole copy; a portion copied into or out of a view);
@@ -29,13 +31,14 @@ Checks
   exactly the kernel's operand buffers, each buffer large enough for its portion (an
   operand held in k buffers is split in k equal parts along dimension 0); with a memory
   plan (``fast_level >= 0``) a MATMUL/VECTOR's ``fast_bytes`` and ``mem_bytes`` equal the
-  summed sizes of its kernel operand buffers in the fast and in the main level, and no
+  summed sizes of its distinct kernel operand buffers in the fast and in the main level, and no
   operand lives in a third level;
 * transfers: every RECV matches one SEND (same id, bytes and link, crossed peers) and
   starts no earlier than it; a link carries one transfer at a time across all binaries;
-* semaphores: each WAIT (any stream, DMA engine included) is at or after its SIGNAL;
-* memory: live non-view bytes never exceed the header's capacity per level (FREE before
-  ALLOC at equal cycles: lifetimes are half-open; views take no capacity); in an
+* semaphores: each WAIT (any stream, DMA engine included) comes after its SIGNAL; a
+  SIGNAL naming an op after that op's record ends, a WAIT naming one before it starts;
+* memory: live non-view bytes never exceed the header's capacity per level (ALLOC and
+  FREE replayed in record order; views take no capacity); in an
   addressed program (``Program.addressed``), live non-view buffers of a level never
   overlap in ``[address, address + bytes)`` and end within the level's capacity, and a
   view lies inside one live non-view buffer of its level for its whole life.
@@ -214,8 +217,25 @@ def _is_memory_dma(ins: Instruction) -> bool:
     return ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM
 
 
+# Event keys: the record order within a cycle (docs/isa.md, "Record order"). Record ``i``
+# starts at ``(start, 1, i)``; one of positive duration ends at ``(end, 0, i)``, before
+# anything that starts at that cycle; one of zero duration ends where it starts.
+_Key = tuple[int, int, int]
+_AT = 1  # the phase of the records that start at a cycle, in record order
+_ENDS = 0  # the phase of the positive-duration records that end at a cycle, before them
+_NEVER_KEY: _Key = (_NEVER, _AT, 0)
+
+
+def _start_key(i: int, ins: Instruction) -> _Key:
+    return (ins.start_cycle, _AT, i)
+
+
+def _end_key(i: int, ins: Instruction) -> _Key:
+    return (ins.end_cycle, _ENDS, i) if ins.duration_cycles > 0 else (ins.start_cycle, _AT, i)
+
+
 class _Buf(NamedTuple):
-    """One buffer's allocation, as its ALLOC and FREE give it."""
+    """One buffer's allocation, as its ALLOC and FREE give it (keys: record positions)."""
 
     alloc_cycle: int
     level: int
@@ -224,6 +244,8 @@ class _Buf(NamedTuple):
     view: bool
     address: int
     free_cycle: int  # _NEVER when not freed
+    alloc_key: _Key = _NEVER_KEY
+    free_key: _Key = _NEVER_KEY  # _NEVER_KEY when not freed
 
 
 def _check_shape(p: Program, v: list[str]) -> None:
@@ -288,7 +310,7 @@ def _allocations(p: Program, v: list[str]) -> dict[int, _Buf]:
                 v.append(f"{_where(p, i, ins)}: buffer {ins.a} allocated twice")
                 continue
             alloc[ins.a] = _Buf(ins.start_cycle, ins.b, ins.c, bool(ins.subop & ALLOC_PRELOADED),
-                                bool(ins.subop & ALLOC_VIEW), ins.d, _NEVER)
+                                bool(ins.subop & ALLOC_VIEW), ins.d, _NEVER, _start_key(i, ins))
     for i, ins in enumerate(instrs):
         if ins.opcode != Opcode.FREE:
             continue
@@ -306,18 +328,23 @@ def _allocations(p: Program, v: list[str]) -> dict[int, _Buf]:
                          f"allocated at {buf.address} (view {buf.view})")
             if ins.start_cycle < buf.alloc_cycle:
                 v.append(f"{_where(p, i, ins)}: freed at {ins.start_cycle} before its ALLOC at {buf.alloc_cycle}")
-            alloc[ins.a] = buf._replace(free_cycle=ins.start_cycle)
+            elif i < buf.alloc_key[2]:
+                v.append(f"{_where(p, i, ins)}: freed at cycle {ins.start_cycle} before its ALLOC "
+                         f"(record #{buf.alloc_key[2]}), later in the record order")
+            alloc[ins.a] = buf._replace(free_cycle=ins.start_cycle, free_key=_start_key(i, ins))
     return alloc
 
 
 def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dict[str, int], dict[int, int]]:
     """Peak live bytes per level; in an addressed program, address overlaps, capacity ends and
     the parent of every view. Returns ``(peaks by level name, view -> parent buffer)``."""
-    events = []  # (cycle, rank, buffer): FREE (0) before ALLOC (1), ALLOC of a view (2) last
+    events = []  # (key, is ALLOC, buffer): ALLOC and FREE in record order
     for b, buf in alloc.items():
-        events.append((buf.alloc_cycle, 2 if buf.view else 1, b))
+        if buf.free_key < buf.alloc_key:
+            continue  # freed before allocated: reported by _allocations
+        events.append((buf.alloc_key, 1, b))
         if buf.free_cycle != _NEVER:
-            events.append((buf.free_cycle, 0, b))
+            events.append((buf.free_key, 0, b))
     events.sort()
     n = len(p.levels)
     live_bytes, peak = [0] * n, [0] * n
@@ -325,13 +352,11 @@ def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dic
     live: list[list[tuple[int, int, int]]] = [[] for _ in range(n)]  # per level: (address, end, buffer)
     parents: dict[int, int] = {}
     names = p.buffers
-    for cycle, rank, b in events:
+    for (cycle, _, _), is_alloc, b in events:
         buf = alloc[b]
         level = buf.level
-        if buf.alloc_cycle == buf.free_cycle:
-            continue  # an empty lifetime holds nothing
         key = (buf.address, buf.address + buf.size, b)
-        if rank == 0:
+        if not is_alloc:
             if not buf.view:
                 live_bytes[level] -= buf.size
                 if p.addressed and buf.size:
@@ -356,9 +381,10 @@ def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dic
                 continue
             parents[b] = parent[2]
             owner = alloc[parent[2]]
-            if buf.free_cycle > owner.free_cycle:
+            if buf.free_key > owner.free_key:
                 end = "the end" if buf.free_cycle == _NEVER else f"cycle {buf.free_cycle}"
-                v.append(f"{p.device}: view {b} ({names[b]}) lives until {end}, but its parent "
+                order = " (later in the record order)" if buf.free_cycle == owner.free_cycle else ""
+                v.append(f"{p.device}: view {b} ({names[b]}) lives until {end}{order}, but its parent "
                          f"{parent[2]} ({names[parent[2]]}) is freed at {owner.free_cycle}")
             continue
         live_bytes[level] += buf.size
@@ -404,12 +430,15 @@ def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], 
 
     def live(b: int, i: int, ins: Instruction, how: str) -> None:
         buf = alloc.get(b)
-        if buf is None or buf.alloc_cycle > ins.start_cycle:
+        if buf is None or buf.alloc_key > _start_key(i, ins):
+            when = "" if buf is None or buf.alloc_cycle < ins.start_cycle else " (later in the record order)"
             v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({names[b]}) at {ins.start_cycle} "
-                     f"before it is allocated")
-        elif buf.free_cycle < ins.end_cycle:
+                     f"before it is allocated{when}")
+        elif buf.free_key < _end_key(i, ins):
+            when = (f"at {buf.free_cycle}" if buf.free_cycle < ins.end_cycle else
+                    f"at {buf.free_cycle} by record #{buf.free_key[2]}, earlier in the record order")
             v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({names[b]}) until {ins.end_cycle}, "
-                     f"but it is freed at {buf.free_cycle}")
+                     f"but it is freed {when}")
 
     def span(b: int) -> tuple[int, int, int]:
         """(root buffer, lo, hi): the bytes of ``b`` in its root allocation's address space."""
@@ -420,52 +449,68 @@ def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], 
             return parents.get(b, b), buf.address, buf.address + buf.size
         return b, 0, buf.size
 
-    # root -> (start, end, lo, hi, instruction (-1: a preloaded ALLOC), buffer)
-    writes: dict[int, list[tuple[int, int, int, int, int, int]]] = defaultdict(list)
-    reads: dict[int, list[tuple[int, int, int, int, int, int]]] = defaultdict(list)
+    # root -> (start key, end key, lo, hi, instruction (-1: a preloaded ALLOC), buffer)
+    writes: dict[int, list[tuple[_Key, _Key, int, int, int, int]]] = defaultdict(list)
+    reads: dict[int, list[tuple[_Key, _Key, int, int, int, int]]] = defaultdict(list)
     for b, buf in alloc.items():
         if buf.preloaded:
             root, lo, hi = span(b)
-            writes[root].append((buf.alloc_cycle, buf.alloc_cycle, lo, hi, -1, b))
+            writes[root].append((buf.alloc_key, buf.alloc_key, lo, hi, -1, b))
     for i, ins in enumerate(instrs):
+        start, end = _start_key(i, ins), _end_key(i, ins)
         for b in ins.writes:
             live(b, i, ins, "writes")
             root, lo, hi = span(b)
-            writes[root].append((ins.start_cycle, ins.end_cycle, lo, hi, i, b))
+            writes[root].append((start, end, lo, hi, i, b))
         for b in ins.reads:
             live(b, i, ins, "reads")
             root, lo, hi = span(b)
-            reads[root].append((ins.start_cycle, ins.end_cycle, lo, hi, i, b))
+            reads[root].append((start, end, lo, hi, i, b))
 
     for root in sorted(reads):
         ws = writes.get(root, [])
-        for start, end, lo, hi, i, b in reads[root]:
-            ins = instrs[i]
-            touching = sorted((we, wlo, whi) for _ws, we, wlo, whi, _wi, _wb in ws
-                              if wlo < hi and lo < whi or (lo == hi and wlo <= lo <= whi))
-            before = [w for w in touching if w[0] <= start]
-            if _coverage_end(lo, hi, before) is not None:
-                continue
-            ready = _coverage_end(lo, hi, touching)
-            if not touching:
-                v.append(f"{_where(p, i, ins)}: reads buffer {b} ({names[b]}), which nothing writes")
-            elif ready is None:
-                v.append(f"{_where(p, i, ins)}: reads buffer {b} ({names[b]}), which is only partly written")
-            else:
-                v.append(f"{_where(p, i, ins)}: dependency violation: reads buffer {b} ({names[b]}) "
-                         f"at {start}, before it is ready at {ready}")
-    # Races: a write overlapping in time and bytes a read or another write of another instruction.
+        for start, _end, lo, hi, i, b in reads[root]:
+            _check_ready(p, i, b, start, lo, hi, ws, v)
+    # Races: a write overlapping in time (event keys) and bytes a read or another write of another
+    # instruction; a zero-duration write races a positive-duration access it falls inside.
     for root in sorted(writes):
-        ws = [w for w in writes[root] if w[1] > w[0]]
+        ws = [w for w in writes[root] if w[4] >= 0]
         rs = reads.get(root, [])
         for x, (ws0, we0, lo0, hi0, i0, b0) in enumerate(ws):
             others = [(s1, e1, lo1, hi1, i1, b1, "writes") for s1, e1, lo1, hi1, i1, b1 in ws[x + 1:]]
             others += [(s1, e1, lo1, hi1, i1, b1, "reads") for s1, e1, lo1, hi1, i1, b1 in rs]
             for s1, e1, lo1, hi1, i1, b1, how in others:
                 if i1 != i0 and s1 < we0 and ws0 < e1 and lo1 < hi0 and lo0 < hi1:
-                    v.append(f"{_where(p, i0, instrs[i0])} writes {names[b0]} [{lo0}, {hi0}) during "
-                             f"[{ws0}, {we0}) while {_where(p, i1, instrs[i1])} {how} {names[b1]} "
-                             f"[{lo1}, {hi1}) during [{s1}, {e1})")
+                    v.append(f"{_where(p, i0, instrs[i0])} writes {names[b0]} [{lo0}, {hi0}) {_when(ws0, we0)} "
+                             f"while {_where(p, i1, instrs[i1])} {how} {names[b1]} [{lo1}, {hi1}) "
+                             f"{_when(s1, e1)}")
+
+
+def _when(start: _Key, end: _Key) -> str:
+    return f"at {start[0]}" if start == end else f"during [{start[0]}, {end[0]})"
+
+
+def _check_ready(p: Program, i: int, b: int, start: _Key, lo: int, hi: int,
+                 ws: list[tuple[_Key, _Key, int, int, int, int]], v: list[str]) -> None:
+    """Every byte of ``[lo, hi)`` that record ``i`` reads was written before its start key."""
+    touching = sorted((we, wlo, whi) for _ws, we, wlo, whi, _wi, _wb in ws
+                      if wlo < hi and lo < whi or (lo == hi and wlo <= lo <= whi))
+    before = [w for w in touching if w[0] < start]
+    if _coverage_end(lo, hi, before) is not None:
+        return
+    ready = _coverage_end(lo, hi, touching)
+    where, name = _where(p, i, p.instructions[i]), p.buffers[b]
+    if not touching:
+        v.append(f"{where}: reads buffer {b} ({name}), which nothing writes")
+    elif ready is None:
+        v.append(f"{where}: reads buffer {b} ({name}), which is only partly written")
+    elif ready[0] > start[0]:
+        v.append(f"{where}: dependency violation: reads buffer {b} ({name}) at {start[0]}, before it is "
+                 f"ready at {ready[0]}")
+    else:
+        writer = _where(p, ready[2], p.instructions[ready[2]]) if 0 <= ready[2] < len(p.instructions) else "?"
+        v.append(f"{where}: dependency violation: reads buffer {b} ({name}) at {start[0]} before {writer} "
+                 f"writes it, later in the record order of that cycle")
 
 
 def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) -> None:
@@ -491,6 +536,7 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
             v.append(f"{where}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
                      f"operands are in {sorted(ins_bufs)} and {sorted(out_bufs)}")
         fast = main = 0
+        counted: set[int] = set()  # the roofline moves each buffer once, however many operands name it
         for o in k.inputs + k.outputs:
             if not o.buffers:
                 continue
@@ -505,6 +551,9 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
                 if buf.size < need:
                     v.append(f"{where}: buffer {b} ({names[b]}) holds {buf.size} bytes, its part of a "
                              f"{o.dtype}{list(o.shape)} operand needs {need}")
+                if b in counted:
+                    continue
+                counted.add(b)
                 if buf.level == p.fast_level:
                     fast += buf.size
                 elif buf.level == p.main_level:
@@ -534,21 +583,59 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
 
 
 def _check_semaphores(p: Program, v: list[str]) -> None:
-    """Each WAIT (on any stream or engine) is at or after its one SIGNAL."""
+    """Each WAIT (on any stream or engine) comes after its one SIGNAL; a SIGNAL naming an op
+    comes after the record running it ends, a WAIT naming one before it starts (event keys:
+    at one cycle, the record order decides). Memory DMAs may share a name (a buffer
+    prefetched twice): a SIGNAL follows the last such record before it, a WAIT precedes the
+    first one after it."""
     instrs = p.instructions
-    signals: dict[int, int] = {}
+    signals: dict[int, _Key] = {}
+    runs: dict[str, list[int]] = defaultdict(list)  # op -> the records running it (compute, memory DMA)
     for i, ins in enumerate(instrs):
         if ins.opcode == Opcode.SIGNAL:
             if ins.a in signals:
                 v.append(f"{_where(p, i, ins)}: semaphore {ins.a} signalled twice")
-            signals[ins.a] = ins.start_cycle
+            signals[ins.a] = _start_key(i, ins)
+        elif ins.opcode in COMPUTE_OPCODES and ins.op:
+            runs[ins.op].append(i)  # record order is start-key order
     for i, ins in enumerate(instrs):
+        if ins.opcode not in (Opcode.SIGNAL, Opcode.WAIT):
+            continue
+        key = _start_key(i, ins)
         if ins.opcode == Opcode.WAIT:
             if ins.a not in signals:
                 v.append(f"{_where(p, i, ins)}: waits on semaphore {ins.a}, which is never signalled")
-            elif signals[ins.a] > ins.start_cycle:
+            elif signals[ins.a] > key:
+                later = (f"at {signals[ins.a][0]}" if signals[ins.a][0] > ins.start_cycle else
+                         f"by record #{signals[ins.a][2]}, later in the record order")
                 v.append(f"{_where(p, i, ins)}: dependency violation: waits at {ins.start_cycle} on "
-                         f"semaphore {ins.a}, signalled only at {signals[ins.a]}")
+                         f"semaphore {ins.a}, signalled only {later}")
+        if ins.op:
+            _check_anchor(p, i, ins, runs.get(ins.op, []), v)
+
+
+def _check_anchor(p: Program, i: int, ins: Instruction, runs: list[int], v: list[str]) -> None:
+    """A SIGNAL after the end of the record running its op; a WAIT before the start of one."""
+    instrs = p.instructions
+    if not runs:
+        v.append(f"{_where(p, i, ins)}: names op {ins.op!r}, which does not run on {p.device}")
+        return
+    j = bisect.bisect_left(runs, i)
+    if ins.opcode == Opcode.SIGNAL:
+        if j == 0:
+            v.append(f"{_where(p, i, ins)}: dependency violation: signals at {ins.start_cycle}, before its op "
+                     f"{ins.op!r} ({_where(p, runs[0], instrs[runs[0]])}) starts")
+            return
+        r = runs[j - 1]
+        if _end_key(r, instrs[r]) > _start_key(i, ins):
+            v.append(f"{_where(p, i, ins)}: dependency violation: signals at {ins.start_cycle}, before its op "
+                     f"{ins.op!r} ({_where(p, r, instrs[r])}) ends at {instrs[r].end_cycle}"
+                     + (" (later in the record order)" if instrs[r].end_cycle == ins.start_cycle else ""))
+    elif j == len(runs):
+        r = runs[-1]
+        v.append(f"{_where(p, i, ins)}: dependency violation: waits at {ins.start_cycle}, after its op "
+                 f"{ins.op!r} ({_where(p, r, instrs[r])}) starts at {instrs[r].start_cycle}"
+                 + (" (earlier in the record order)" if instrs[r].start_cycle == ins.start_cycle else ""))
 
 
 def _check_program(p: Program, v: list[str]) -> dict[str, int]:

@@ -83,7 +83,7 @@ def test_same_stream_overlap():
     bins = binaries(two_stream_case())
     # c (stream 0, [4, 8)) moved to stream 1 where b runs [4, 10).
     bins["d0"] = reencode(bins["d0"], lambda ins: replace_op(ins, "c", stream=1))
-    assert simulate(bins).violations == ("d0 stream 1: d0#7 TASK (b) starts at 4, while d0#4 TASK (c) runs until 8",)
+    assert simulate(bins).violations == ("d0 stream 1: d0#7 TASK (b) starts at 4, while d0#6 TASK (c) runs until 8",)
 
 
 def test_wait_before_signal():

@@ -2,52 +2,42 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 from planner.isa import ALLOC_VIEW, Opcode, Program
 
 
 def address_violations(program: Program, alignment_bytes: int = 64) -> list[str]:
     """Every broken address rule: unaligned, beyond the level, or overlapping a live buffer.
 
-    Replays ALLOC/FREE by cycle: buffers freed at a cycle leave before those allocated at
-    it arrive (half-open lifetimes); a buffer allocated and freed at one cycle is live at
-    that instant, with everything else live then. Views are checked against their level's
-    capacity only.
+    Replays ALLOC/FREE in record order (``docs/isa.md``): a buffer freed at a cycle leaves at
+    its FREE's place, so it shares bytes with one allocated at that cycle only when its FREE
+    comes first. Views are checked against their level's capacity only.
     """
-    allocs: dict[int, tuple[int, int, int, int, bool]] = {}  # id -> (cycle, level, address, size, view)
-    frees: dict[int, int] = {}
-    for i in program.instructions:
-        if i.opcode == Opcode.ALLOC:
-            allocs[i.a] = (i.start_cycle, i.b, i.d, i.c, bool(i.subop & ALLOC_VIEW))
-        elif i.opcode == Opcode.FREE:
-            frees[i.a] = i.start_cycle
     errors = []
-    by_cycle: dict[int, list[int]] = defaultdict(list)
-    for buf, (cycle, level, address, size, view) in allocs.items():
+    live: dict[int, tuple[int, int, int]] = {}  # id -> (level, address, size), non-view
+    allocated: set[int] = set()
+    freed: set[int] = set()
+    for i in program.instructions:
+        if i.opcode == Opcode.FREE:
+            if i.a not in allocated:
+                errors.append(f"{program.buffers[i.a]} is freed before it is allocated")
+            live.pop(i.a, None)
+            freed.add(i.a)
+            continue
+        if i.opcode != Opcode.ALLOC:
+            continue
+        buf, level, address, size, view = i.a, i.b, i.d, i.c, bool(i.subop & ALLOC_VIEW)
         name = program.buffers[buf]
+        allocated.add(buf)
         if address % alignment_bytes:
             errors.append(f"{name} at {address} is not {alignment_bytes}-aligned")
         if address + size > program.levels[level].capacity_bytes:
             errors.append(f"{name} [{address}, {address + size}) exceeds level {program.levels[level].name}")
-        if buf not in frees:
-            errors.append(f"{name} is never freed")
-        by_cycle[cycle].append(buf)
-    free_at: dict[int, list[int]] = defaultdict(list)
-    for buf, cycle in frees.items():
-        free_at[cycle].append(buf)
-    live: set[int] = set()
-    for cycle in sorted(set(by_cycle) | set(free_at)):
-        live -= {b for b in free_at[cycle] if allocs[b][0] < cycle}
-        for buf in sorted(by_cycle[cycle]):
-            _, level, address, size, view = allocs[buf]
-            if view or not size:
-                continue
-            for other in sorted(live):
-                _, lv2, a2, s2, v2 = allocs[other]
-                if lv2 == level and not v2 and s2 and address < a2 + s2 and a2 < address + size:
-                    errors.append(f"cycle {cycle}: {program.buffers[buf]} [{address}, {address + size}) overlaps "
-                                  f"{program.buffers[other]} [{a2}, {a2 + s2})")
-            live.add(buf)
-        live -= {b for b in free_at[cycle] if allocs[b][0] == cycle}
+        if view or not size:
+            continue
+        for other, (lv2, a2, s2) in sorted(live.items()):
+            if lv2 == level and address < a2 + s2 and a2 < address + size:
+                errors.append(f"cycle {i.start_cycle}: {name} [{address}, {address + size}) overlaps "
+                              f"{program.buffers[other]} [{a2}, {a2 + s2})")
+        live[buf] = (level, address, size)
+    errors += [f"{program.buffers[b]} is never freed" for b in sorted(allocated - freed)]
     return errors

@@ -124,21 +124,22 @@ EXPECTED = [
     "0 s0 ALLOC h#1 dram@320+64 view",
     "0 s0 MATMUL mm1 320 T=8 K=4 N=4 sets=1 main=320 fast=0 x,w1 -> h",
     # mm1 ends: it triggers the prefetch of w2 (semaphore 0); act#0 writes its portion on chip
+    # (record order: semaphores first, ALLOCs as late as the instructions that need them allow)
     "320 s0 SIGNAL 0 mm1",
+    "320 dma WAIT 0 prefetch:w2@sram.0",
     "320 s0 ALLOC w2@sram.0 sram@0+64",
     "320 s0 ALLOC g#0@sram.0 sram@64+64",
     "320 s0 VECTOR act#0 80 sub=3 n=16 window=1 main=64 fast=64 h#0 -> g#0@sram.0",
-    "320 dma WAIT 0 prefetch:w2@sram.0",
     "320 dma DMA prefetch:w2@sram.0 74 dram->sram 64 w2 -> w2@sram.0",
     "394 dma SIGNAL 1 prefetch:w2@sram.0",
     # act#0 ends: it triggers the eviction of its portion (semaphore 2) into g's first row view
     "400 s0 SIGNAL 2 act#0",
+    "400 dma WAIT 2 evict:g#0",
     "400 s0 ALLOC g dram@384+128",
     "400 s0 ALLOC g#1@sram.0 sram@128+64",
     "400 s0 ALLOC g#0 dram@384+64 view",
     "400 s0 ALLOC g#1 dram@448+64 view",
     "400 s0 VECTOR act#1 80 sub=3 n=16 window=1 main=64 fast=64 h#1 -> g#1@sram.0",
-    "400 dma WAIT 2 evict:g#0",
     "400 dma DMA evict:g#0 74 sram->dram 64 g#0@sram.0 -> g#0",
     "474 s0 FREE g#0@sram.0 sram@64+64",
     "474 dma SIGNAL 3 evict:g#0",
@@ -149,14 +150,15 @@ EXPECTED = [
     "480 s0 SIGNAL 4 act#1",
     "480 dma WAIT 4 evict:g#1",
     "480 dma DMA evict:g#1 74 sram->dram 64 g#1@sram.0 -> g#1",
-    # the last DMA ends: mm2 waits for all three (semaphores 1, 3, 5) and reads both row views
+    # the last DMA ends: mm2 waits for all three (semaphores 1, 3, 5; 5 signalled at this cycle,
+    # so before its WAIT in the record order) and reads both row views
     "554 s0 FREE g#1@sram.0 sram@128+64",
     "554 s0 WAIT 1 mm2",
     "554 s0 WAIT 3 mm2",
+    "554 dma SIGNAL 5 evict:g#1",
     "554 s0 WAIT 5 mm2",
     "554 s0 ALLOC y dram@512+128",
     "554 s0 MATMUL mm2 272 T=8 K=4 N=4 sets=1 main=256 fast=64 g#0,g#1,w2@sram.0 -> y",
-    "554 dma SIGNAL 5 evict:g#1",
     # the end: views freed before their parents
     "826 s0 FREE g#0 dram@384+64 view",
     "826 s0 FREE g#1 dram@448+64 view",
