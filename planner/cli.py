@@ -75,9 +75,10 @@ def _mapped(fn: Callable[[], int | None]) -> int:
 
 def _stop_running_solvers() -> None:
     """Stop every CP-SAT search in progress (called from the interrupt watcher thread)."""
-    support = sys.modules.get("solvers.cpsat_support")  # not loaded: nothing can be running
-    if support is not None:
-        support.stop_running_solvers()
+    support = sys.modules.get("solvers.cpsat_support")  # not (yet fully) loaded: nothing can be running
+    stop = getattr(support, "stop_running_solvers", None)
+    if stop is not None:
+        stop()
 
 
 def _watch_solves_for_tests() -> None:
@@ -90,8 +91,8 @@ def _watch_solves_for_tests() -> None:
     def watch() -> None:
         seen = None
         while True:
-            support = sys.modules.get("solvers.cpsat_support")
-            counts = support.solve_counts() if support is not None else (0, 0)
+            counts_now = getattr(sys.modules.get("solvers.cpsat_support"), "solve_counts", None)
+            counts = counts_now() if counts_now is not None else (0, 0)
             if counts != seen:
                 Path(path + ".part").write_text(f"{counts[0]} {counts[1]}")
                 os.replace(path + ".part", path)

@@ -32,7 +32,7 @@ Temporaries
     left alone.
 
 Test-only hook: ``PLAN_TEST_PAUSE_WRITE=STAGE:READY_FILE`` makes the writer create
-``READY_FILE`` and wait (up to 60 s, or until a signal) at ``STAGE``: ``before-commit``
+``READY_FILE`` and wait (up to 300 s, or until a signal) at ``STAGE``: ``before-commit``
 (all files written into the temporary) or ``mid-commit`` (the previous directory moved
 aside, the new one not yet renamed into place). The interrupt tests use it to send a
 signal at a known moment; it has no other use.
@@ -74,7 +74,7 @@ _RESERVED_PREFIX = ".plan-"
 _TEMPORARY = re.compile(r"\.plan-(tmp|old)-[0-9a-f]{16}")
 _LONGEST_TEMPORARY = len(".plan-tmp-") + 16
 _TEST_PAUSE_ENV = "PLAN_TEST_PAUSE_WRITE"
-_TEST_PAUSE_MAX_S = 60.0
+_TEST_PAUSE_MAX_S = 300.0
 
 PathArg = Union[str, "os.PathLike[str]"]
 
@@ -96,10 +96,10 @@ def output_name(name: str, what: str) -> str:
     --------
     >>> output_name("demo", "the spec name")
     'demo'
-    >>> output_name("a/b", "the spec name")
+    >>> output_name("a/b", "the spec name")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    planner.safe_output.OutputTargetError: the spec name 'a/b' cannot be used as a file name (it contains '/'); pass -o PATH
+    planner.safe_output.OutputTargetError: the spec name 'a/b' cannot be used as a file name (it contains '/')...
     """
     reason = _bad_name(name)
     if reason is None and "/" in name:
@@ -199,7 +199,7 @@ def check_directory_target(target: PathArg, *, force: bool = False, inputs: Iter
     >>> check_directory_target(root / "mine")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    planner.safe_output.OutputTargetError: ...mine holds files plan did not write (notes.txt); choose another path, or pass --force to replace the whole directory
+    planner.safe_output.OutputTargetError: ...mine holds files plan did not write (notes.txt); choose ...
     """
     raw = os.fspath(target)
     resolved = _resolve(target)
@@ -310,15 +310,22 @@ def _foreign_entries(directory: Path) -> list[str]:
     marker = _read_marker(directory)
     files = marker.get("files") if marker is not None else None
     if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
-        return sorted(e.name for e in _scandir(directory))[:6]
+        try:
+            return sorted(e.name for e in _scandir(directory))[:6]
+        except OSError as e:
+            return [f"an unreadable directory ({e.strerror})"]
     known = set(files) | {MARKER}
-    dirs = {str(Path(f).parent) for f in files} | {"."}
-    dirs |= {str(p) for f in files for p in Path(f).parents}
+    dirs = {p.as_posix() for f in files for p in Path(f).parents}  # "." included
     foreign: list[str] = []
     pending = [Path(".")]
     while pending and len(foreign) < 6:
         rel = pending.pop()
-        for entry in sorted(_scandir(directory / rel), key=lambda e: e.name):
+        try:
+            entries = _scandir(directory / rel)
+        except OSError as e:
+            foreign.append(f"{rel.as_posix()} (unreadable: {e.strerror})")
+            continue
+        for entry in sorted(entries, key=lambda e: e.name):
             name = (rel / entry.name).as_posix()
             if entry.is_dir(follow_symlinks=False) and name in dirs:
                 pending.append(rel / entry.name)
@@ -372,7 +379,13 @@ def _new_temporary_dir(parent: Path, kind: str) -> tuple[Path, int]:
             break
         except FileExistsError:
             continue
-    fd = os.open(path / MARKER, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+        except OSError as e:
+            raise OutputTargetError(f"cannot create a directory in {parent}: {e.strerror}") from None
+    try:
+        fd = os.open(path / MARKER, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
+    except OSError as e:
+        os.rmdir(path)
+        raise OutputTargetError(f"cannot write in {parent}: {e.strerror}") from None
     if fcntl is not None:
         fcntl.flock(fd, fcntl.LOCK_EX)
     os.write(fd, _marker_text())
@@ -473,34 +486,33 @@ def atomic_directory(target: PathArg, *, force: bool = False, inputs: Iterable[P
     """
     inputs = tuple(inputs)
     resolved = check_directory_target(target, force=force, inputs=inputs)
-    created = _make_parents(resolved.parent)
-    committed = False
-    try:
+    created: list[Path] = []
+    tmp, lock, committed = None, -1, False
+    try:  # every step that creates something is a critical section inside this try
+        with deferred_interrupts():
+            created += _make_parents(resolved.parent)
         remove_stale_temporaries(resolved.parent)
         with deferred_interrupts():
             tmp, lock = _new_temporary_dir(resolved.parent, "tmp")
         try:
-            try:
-                yield tmp
-            except OSError as e:
-                raise _write_error(target, e) from None
-            _pause_for_tests("before-commit")
-            with deferred_interrupts():
-                old = _commit_directory(tmp, lock, target, force, inputs)
-                committed = True
-                note_output(Path(target))
-                if old is not None:
-                    _remove_previous(old)
-        finally:
-            if not committed:
-                with deferred_interrupts():
-                    _discard(tmp, lock)
-                    lock = -1
-            if lock >= 0:
-                os.close(lock)
+            yield tmp
+        except OSError as e:
+            raise _write_error(target, e) from None
+        _pause_for_tests("before-commit")
+        with deferred_interrupts():
+            old = _commit_directory(tmp, lock, target, force, inputs)
+            committed = True
+            note_output(Path(target))
+            if old is not None:
+                _remove_previous(old)
     finally:
-        if not committed:
-            _remove_empty(created)
+        with deferred_interrupts():
+            if not committed and tmp is not None:
+                _discard(tmp, lock)
+            elif lock >= 0:
+                os.close(lock)
+            if not committed:
+                _remove_empty(created)
 
 
 def _commit_directory(tmp: Path, lock: int, target: PathArg, force: bool, inputs: tuple) -> Path | None:
@@ -555,10 +567,11 @@ def atomic_file(target: PathArg, *, force: bool = False, inputs: Iterable[PathAr
     """
     inputs = tuple(inputs)
     resolved = check_file_target(target, force=force, inputs=inputs)
-    created = _make_parents(resolved.parent)
-    tmp = None
-    committed = False
-    try:
+    created: list[Path] = []
+    tmp, committed = None, False
+    try:  # as in atomic_directory
+        with deferred_interrupts():
+            created += _make_parents(resolved.parent)
         with deferred_interrupts():
             tmp = _new_temporary_file(resolved.parent)
         try:
@@ -587,6 +600,8 @@ def _new_temporary_file(parent: Path) -> Path:
             return path
         except FileExistsError:
             continue
+        except OSError as e:
+            raise OutputTargetError(f"cannot create a file in {parent}: {e.strerror}") from None
 
 
 def _link_into_place(tmp: Path, resolved: Path, target: PathArg, force: bool) -> None:

@@ -32,10 +32,28 @@ def plan(*args: str, cwd: Path, umask: int | None = None, **env: str) -> subproc
                           timeout=TIMEOUT_S)
 
 
+_STARTED: list[subprocess.Popen] = []
+
+
 def start_plan(*args: str, cwd: Path, **env: str) -> subprocess.Popen:
-    """Start ``plan ARGS`` in ``cwd`` without waiting."""
-    return subprocess.Popen([*PLAN, *args], cwd=cwd, env=child_env(**env), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    """Start ``plan ARGS`` in ``cwd`` without waiting (see :func:`kill_leftovers`)."""
+    return start([*PLAN, *args], cwd=cwd, **env)
+
+
+def start(command: list[str], cwd: Path, **env: str) -> subprocess.Popen:
+    child = subprocess.Popen(command, cwd=cwd, env=child_env(**env), stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    _STARTED.append(child)
+    return child
+
+
+def kill_leftovers() -> None:
+    """Kill the children a failed test left running (a paused writer waits for minutes)."""
+    while _STARTED:
+        child = _STARTED.pop()
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
 
 
 def wait_for(condition: Callable[[], bool], child: subprocess.Popen, what: str) -> None:

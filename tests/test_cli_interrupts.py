@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import SPECS, TIMEOUT_S, child_env, plan, snapshot, start_plan, temporaries, wait_for
+from tests.cli_process import SPECS, TIMEOUT_S, kill_leftovers, plan, snapshot, start, start_plan, temporaries, wait_for
 
 MESSAGE = "interrupted; nothing was written"
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -29,7 +29,8 @@ def work(tmp_path: Path) -> Path:
     (tmp_path / "specs").mkdir()
     for name in ("mlp.yaml", "demo.yaml"):
         shutil.copy(SPECS / name, tmp_path / "specs" / name)
-    return tmp_path
+    yield tmp_path
+    kill_leftovers()
 
 
 def solves(path: Path) -> tuple[int, int]:
@@ -74,8 +75,7 @@ def test_sigint_during_a_later_search_in_the_same_process(work):
               f"except SystemExit as e:\n    assert e.code == 0, e.code\n"
               f"pathlib.Path({str(done)!r}).write_text('ok')\n"
               f"main(['solve', 'specs/demo.yaml', '-o', 'second', '--time-limit', '60', '-q'])\n")
-    child = subprocess.Popen([sys.executable, "-c", driver], cwd=work, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True, env=child_env(PLAN_TEST_SOLVES_FILE=str(report)))
+    child = start([sys.executable, "-c", driver], cwd=work, PLAN_TEST_SOLVES_FILE=str(report))
     wait_for(lambda: done.exists(), child, "the first run")
     first_started = solves(report)[0]
     wait_for(lambda: solves(report)[0] > first_started and solves(report)[1] >= 1, child, "the second search")
