@@ -5,12 +5,12 @@ Why Python's default is not enough
 Python runs a signal handler only when the main thread executes bytecode. During a CP-SAT
 search the main thread sits in C++ for up to the whole time limit, so a Ctrl-C would be
 acted on only once the search had ended. CP-SAT can catch SIGINT itself (its parameter
-``catch_sigint_signal``, on by default); OR-Tools 9.15 then installs its own C handler for
-the duration of the solve, which stops the search at the first Ctrl-C (the solve returns
-normally with the best solution so far: the interrupt is swallowed, the caller writes its
-output and exits 0), exits the process at the third, and on return resets SIGINT to the
+``catch_sigint_signal``, on by default). Observed with OR-Tools 9.15: it then installs its
+own C handler for SIGINT for the duration of the solve, which stops the search at the first
+Ctrl-C (the solve returns normally with the best solution so far: the interrupt is
+swallowed, the caller writes its output and exits 0), and on return resets SIGINT to the
 system default instead of restoring the previous handler, so the next Ctrl-C kills the
-process with no message and no clean-up. It does nothing for SIGTERM. Every CP-SAT solve
+process with no message and no clean-up. SIGTERM it leaves alone. Every CP-SAT solve
 therefore runs with that parameter off (:func:`solvers.cpsat_support.solve_stoppable`).
 
 How it works
@@ -35,13 +35,17 @@ under :func:`deferred_interrupts`: a signal there is noted and raised as soon as
 section ends, so none of these steps is cut in half.
 
 A second signal while the first is being handled is ignored (the clean-up takes
-milliseconds); a third ends the process at once with ``os._exit`` (the same rule as
-CP-SAT's own handler), which may leave a marked temporary that the next run writing into
-the same directory removes (``planner.safe_output``). Outputs committed before the
-interrupt are listed in :attr:`InterruptGuard.outputs`, so the CLI can say so.
+milliseconds); a third ends the process at once with ``os._exit``, which may leave a
+marked temporary that the next run writing into the same directory removes
+(``planner.safe_output``). Outputs committed before the interrupt are listed in
+:attr:`InterruptGuard.outputs`, so the CLI can say so.
 
-Signal handlers can only be installed from the main thread: elsewhere
-:func:`handle_interrupts` changes nothing and Python's defaults apply.
+With one worker CP-SAT runs the search, and so the solution callback, in the calling
+thread: the handler may then raise inside the callback, and OR-Tools ends the search and
+re-raises it from ``solve`` (observed with 9.15), which is just as good. Signal handlers can
+only be installed from the main thread: elsewhere :func:`handle_interrupts` changes nothing
+and Python's defaults apply. Before the CLI enters it (interpreter start-up and imports,
+a fraction of a second, before anything is written) Python's defaults apply as well.
 """
 
 from __future__ import annotations
