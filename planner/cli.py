@@ -1,14 +1,25 @@
 """The ``plan`` command.
 
 Exit codes: 0 solved (optimal, or feasible at the time limit) / verified; 1 infeasible
-(the message says which constraint); 2 bad input (spec, flags, tampered output);
-3 internal error (a bug: the only case that prints a traceback).
+(the message says which constraint); 2 bad input (spec, flags, tampered output, an output
+path that would replace something plan did not write); 3 internal error (a bug: the only
+case that prints a traceback); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.
+
+Every command body runs under :func:`planner.interrupts.handle_interrupts`, which stops
+running CP-SAT searches at once on a signal; where outputs may go is
+:mod:`planner.safe_output`'s job.
+
+Test-only: with ``PLAN_TEST_SOLVES_FILE=PATH`` set, PATH holds "STARTED RUNNING", the
+CP-SAT solves started and running so far, so the interrupt tests can signal during a
+search (see also ``PLAN_TEST_PAUSE_WRITE`` in :mod:`planner.safe_output`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -32,19 +43,66 @@ err = Console(stderr=True, soft_wrap=True)
 
 def _guarded(fn: Callable[[], int | None]) -> None:
     """Run a command body, mapping errors to messages and stable exit codes."""
+    from planner.interrupts import handle_interrupts
+
+    _watch_solves_for_tests()
+    with handle_interrupts(stop=_stop_running_solvers) as guard:
+        try:
+            code = _mapped(fn)
+        except KeyboardInterrupt as e:  # planner.interrupts.Interrupted, or Python's own
+            written = guard.outputs if guard is not None else []
+            if written:
+                err.print(f"interrupted; {', '.join(map(str, written))} had been written in full before it",
+                          highlight=False, markup=False)
+            else:
+                err.print("interrupted; nothing was written", highlight=False, markup=False)
+            code = getattr(e, "exit_code", 130)
+    raise typer.Exit(code)
+
+
+def _mapped(fn: Callable[[], int | None]) -> int:
+    """The body's exit code; user and internal errors printed and mapped to theirs."""
     try:
-        code = fn() or 0
+        return fn() or 0
     except PlannerError as e:
         err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
-        raise typer.Exit(e.exit_code)
+        return e.exit_code
     except InternalError as e:
         err.print(traceback.format_exc(), highlight=False, markup=False)
         err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {e}", highlight=False)
-        raise typer.Exit(EXIT_INTERNAL)
-    except KeyboardInterrupt:
-        err.print("interrupted; nothing was written")
-        raise typer.Exit(130)
-    raise typer.Exit(code)
+        return EXIT_INTERNAL
+
+
+def _stop_running_solvers() -> None:
+    """Stop every CP-SAT search in progress (called from the interrupt watcher thread)."""
+    support = sys.modules.get("solvers.cpsat_support")  # not (yet fully) loaded: nothing can be running
+    stop = getattr(support, "stop_running_solvers", None)
+    if stop is not None:
+        stop()
+
+
+def _watch_solves_for_tests() -> None:
+    """The test-only ``PLAN_TEST_SOLVES_FILE`` of the module docstring (one watcher per process)."""
+    path = os.environ.get("PLAN_TEST_SOLVES_FILE")
+    if not path or _SOLVES_WATCHED:
+        return
+    _SOLVES_WATCHED.append(path)
+
+    def watch() -> None:
+        seen = None
+        while True:
+            counts_now = getattr(sys.modules.get("solvers.cpsat_support"), "solve_counts", None)
+            counts = counts_now() if counts_now is not None else (0, 0)
+            if counts != seen:
+                Path(path + ".part").write_text(f"{counts[0]} {counts[1]}")
+                os.replace(path + ".part", path)
+                seen = counts
+            time.sleep(0.005)
+
+    threading.Thread(target=watch, name="plan-test-solves", daemon=True).start()
+
+
+_SOLVES_WATCHED: list[str] = []
 
 
 class _LiveLine:
@@ -107,10 +165,18 @@ def _device_table(plan, hardware, peaks) -> Table:
     return table
 
 
+_OUTPUT_DIR_HELP = ("Output directory (default: out/<spec name>): a new or empty directory, or one that plan "
+                    "wrote before (it is replaced whole); anything else needs --force.")
+_FORCE_DIR_HELP = ("Replace an existing directory that plan did not write. Never a file, the spec's own "
+                   "directory or its ancestors, the current directory or its ancestors, / or your home.")
+_FORCE_FILE_HELP = "Replace an existing file (never a directory, a link or this command's input)."
+
+
 @app.command()
 def solve(
     spec: Path = typer.Argument(..., help="The YAML spec to plan."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Output directory (default: out/<spec name>)."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="DIR", help=_OUTPUT_DIR_HELP),
+    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the solver (overrides the spec)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
@@ -120,23 +186,28 @@ def solve(
     """Solve a spec, lower it to binaries, replay them, and write the plan directory."""
 
     def body() -> int:
+        from planner.safe_output import check_directory_target, output_name
+
+        if output is not None:  # refuse a bad -o before any slow import or solve
+            check_directory_target(output, force=force, inputs=[spec])
         from planner.fleet import is_fleet_spec
 
         if is_fleet_spec(spec):
-            return _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json)
+            return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
         from planner.pipeline import run
         from planner.spec import load_spec
 
         loaded = load_spec(spec)
-        target = output or Path("out") / loaded.name
+        target = Path("out") / output_name(loaded.name, "the spec name") if output is None else Path(output)
+        check_directory_target(output if output is not None else target, force=force, inputs=[spec])
         live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
         if live:
             with live:
                 outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live)
         else:
             outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed)
-        write_plan_dir(outcome, loaded, target)
+        write_plan_dir(outcome, loaded, target, force=force, inputs=[spec])
         plan = outcome.plan
         if as_json:
             summary = {k: v for k, v in plan.to_dict().items() if k not in ("ops", "transfers", "resources")}
@@ -163,14 +234,17 @@ def _rows_table(title: str, rows: list[list[str]]) -> Table:
     return table
 
 
-def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json) -> int:
+def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json) -> int:
     from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
-    from planner.output import atomic_directory
+    from planner.safe_output import atomic_directory, check_directory_target, output_name
 
     fleet = load_fleet_spec(spec)
+    target = (Path("out") / output_name(Path(spec).stem, "the spec file's name") if output is None
+              else Path(output))
+    inputs = [spec, *(Path(spec).parent / t.plan for t in fleet.document.fleet.tenants if t.plan)]
+    check_directory_target(output if output is not None else target, force=force, inputs=inputs)
     result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed)
-    target = output or Path("out") / Path(spec).stem
-    with atomic_directory(target) as tmp:
+    with atomic_directory(target, force=force, inputs=inputs) as tmp:
         write_fleet_outputs(result, tmp)
     rows = fleet_summary_rows(result)
     if as_json:
@@ -264,7 +338,9 @@ def schema() -> None:
 def import_(
     source: Path = typer.Argument(..., help="An ONNX model, an STG task graph, a jsplib job shop or a "
                                             "dnn-partitioning JSON."),
-    output: Path = typer.Option(..., "-o", "--output", help="Where to write the spec YAML."),
+    output: str = typer.Option(..., "-o", "--output", metavar="SPEC.yaml",
+                               help="Where to write the spec YAML (a new file; see --force)."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_FILE_HELP),
     objective: Optional[str] = typer.Option(None, "--objective", help="dnn-partitioning only: latency, "
                                             "throughput or max-load (default: from the file's directory)."),
     contiguous: bool = typer.Option(False, "--contiguous", help="dnn-partitioning max-load: contiguous splits."),
@@ -274,7 +350,9 @@ def import_(
     def body() -> int:
         from planner.errors import SpecError
         from planner.importers import import_model, write_spec_yaml
+        from planner.safe_output import check_file_target
 
+        check_file_target(output, force=force, inputs=[source])
         options = {}
         if objective is not None or contiguous:
             if source.suffix.lower() != ".json":
@@ -283,7 +361,7 @@ def import_(
                 raise SpecError(f"--objective: expected latency, throughput or max-load, got {objective!r}")
             options = {"objective": objective, "contiguous": contiguous}
         spec_dict = import_model(source, **options)
-        write_spec_yaml(spec_dict, output)
+        write_spec_yaml(spec_dict, output, force=force, inputs=[source])
         out.print(f"wrote {output}", highlight=False)
         return 0
 
@@ -293,18 +371,22 @@ def import_(
 @app.command()
 def quote(
     spec: Path = typer.Argument(..., help="A fleet spec."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="JSON file for the quote."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="FILE",
+                                         help="JSON file for the quote (default: out/<spec file name>-quote.json; "
+                                              "a new file, see --force)."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_FILE_HELP),
 ) -> None:
-    """Price each tenant per operation from the determined counts."""
+    """Price each tenant per operation from the determined counts; write them as JSON."""
 
     def body() -> int:
         from planner.fleet import load_fleet_spec, quote as make_quote
+        from planner.safe_output import output_name
 
         q = make_quote(load_fleet_spec(spec))
+        target = (Path("out") / output_name(f"{spec.stem}-quote.json", "the spec file's name")
+                  if output is None else output)
+        q.write_quote_json(target, force=force, inputs=[spec])
         out.print(_rows_table(f"quote {spec.stem}", q.quote_rows))
-        target = output or Path("out") / f"{spec.stem}-quote.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        q.write_quote_json(target)
         out.print(f"wrote {target}", highlight=False)
         return 0
 

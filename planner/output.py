@@ -1,64 +1,34 @@
 """Write a verified plan's directory atomically.
 
 Everything goes into a temporary directory beside the target, which is renamed into
-place only when complete: a failure or Ctrl-C leaves no partial output.
+place only when complete: a failure or Ctrl-C leaves no partial output. Which targets
+may be written or replaced, and how, is :mod:`planner.safe_output`'s job.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterable
+
+from planner.safe_output import atomic_directory
 
 __all__ = ["atomic_directory", "baseline_rows", "peak_memory_by_device", "write_json", "write_plan_dir"]
-
-
-@contextmanager
-def atomic_directory(target: Path) -> Iterator[Path]:
-    """Yield a fresh temporary directory that replaces ``target`` on success.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> root = pathlib.Path(tempfile.mkdtemp())
-    >>> with atomic_directory(root / "out") as tmp:
-    ...     _ = (tmp / "a.txt").write_text("x")
-    >>> sorted(p.name for p in (root / "out").iterdir())
-    ['a.txt']
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if target.exists():
-        old = target.with_name(f".{target.name}.old-{os.getpid()}")
-        os.replace(target, old)
-    os.replace(tmp, target)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
+def write_plan_dir(outcome, spec, out_dir: Path, *, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
     """Write plan.json, report.md, allocation.json, graph.json, bin/*.bin, bin/*.lst, trace.json
-    and, with memory planning, memory.json."""
+    and, with memory planning, memory.json; ``force`` and ``inputs`` as in
+    :func:`planner.safe_output.atomic_directory`."""
     from planner.report import render_report, trace_document
 
     plan = outcome.plan
     sim = outcome.simulation
-    with atomic_directory(Path(out_dir)) as tmp:
+    with atomic_directory(Path(out_dir), force=force, inputs=inputs) as tmp:
         (tmp / "plan.json").write_text(plan.to_json())
         write_json(tmp / "allocation.json", outcome.allocation)
         bin_dir = tmp / "bin"

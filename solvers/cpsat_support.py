@@ -1,13 +1,25 @@
-"""CP-SAT plumbing shared by every formulation: status map, progress recording, a runner.
+"""CP-SAT plumbing shared by every formulation: status map, progress recording, a runner,
+and the registry of running solves that Ctrl-C stops.
 
 Each family's ``solve`` maps CP-SAT's status through :data:`STATUS_MAP`, records
 improvements with :class:`ProgressRecorder` (it only records: callbacks are slow), and
 may use :func:`run_cpsat` to set time limit, workers, seed and logging in one place.
+
+Every CP-SAT solve in ``solvers/`` and ``planner/`` runs through :func:`solve_stoppable`
+(a test checks it). It switches off CP-SAT's own SIGINT catching
+(``catch_sigint_signal``): left on, OR-Tools replaces the process's SIGINT handler for
+the duration of the solve, turns the first Ctrl-C into a normal, early return (so the
+caller goes on and writes its output) and afterwards resets SIGINT to the system default
+instead of restoring the previous handler, so the next Ctrl-C kills the process without
+any clean-up. Instead, the solve is registered while it runs, and
+:func:`stop_running_solvers` (called by ``planner.interrupts`` from a thread as soon as a
+signal arrives) calls ``stop_search()`` on every registered solver.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -15,7 +27,8 @@ from ortools.sat.python import cp_model
 
 from solvers.core import ProgressPoint, SolveOptions, Status
 
-__all__ = ["STATUS_MAP", "ProgressRecorder", "run_cpsat"]
+__all__ = ["STATUS_MAP", "ProgressRecorder", "run_cpsat", "solve_stoppable", "stop_running_solvers",
+           "solve_counts"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -76,7 +89,68 @@ def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: floa
         solver.parameters.log_search_progress = True
         solver.log_callback = options.log
     recorder = ProgressRecorder(time.perf_counter(), options.progress)
-    code = solver.solve(model, recorder)
+    code = solve_stoppable(solver, model, recorder)
     status = STATUS_MAP.get(code, Status.UNKNOWN)
     _LOG.debug("cp-sat %s in %.3fs", solver.status_name(code), solver.wall_time)
     return status, solver, tuple(recorder.points)
+
+
+_RUNNING: set[cp_model.CpSolver] = set()  # solves in progress, for stop_running_solvers
+_RUNNING_LOCK = threading.Lock()
+_STARTED = [0]  # solves started in this process (a list: updated under the lock)
+
+
+def solve_stoppable(solver: cp_model.CpSolver, model: cp_model.CpModel,
+                    callback: cp_model.CpSolverSolutionCallback | None = None) -> Any:
+    """``solver.solve(model, callback)`` with CP-SAT's own SIGINT catching off, registered
+    while it runs so that :func:`stop_running_solvers` can stop it.
+
+    Examples
+    --------
+    >>> m = cp_model.CpModel(); x = m.new_int_var(0, 5, "x"); m.maximize(x)
+    >>> solver = cp_model.CpSolver()
+    >>> solve_stoppable(solver, m) == cp_model.OPTIMAL, solver.parameters.catch_sigint_signal
+    (True, False)
+    """
+    solver.parameters.catch_sigint_signal = False
+    with _RUNNING_LOCK:
+        _RUNNING.add(solver)
+        _STARTED[0] += 1
+    try:
+        return solver.solve(model, callback)
+    finally:
+        with _RUNNING_LOCK:
+            _RUNNING.discard(solver)
+
+
+def stop_running_solvers() -> int:
+    """Ask every solve now running in :func:`solve_stoppable` to stop; return how many.
+
+    Safe from any thread: ``CpSolver.stop_search`` is asynchronous and the solve returns
+    its best solution so far within milliseconds.
+
+    Examples
+    --------
+    >>> stop_running_solvers()   # nothing is running
+    0
+    """
+    with _RUNNING_LOCK:
+        running = list(_RUNNING)
+    for solver in running:
+        solver.stop_search()
+    return len(running)
+
+
+def solve_counts() -> tuple[int, int]:
+    """(solves started in this process, solves running now) through :func:`solve_stoppable`.
+
+    Examples
+    --------
+    >>> started, running = solve_counts()
+    >>> m = cp_model.CpModel(); _ = m.new_int_var(0, 1, "x")
+    >>> _ = solve_stoppable(cp_model.CpSolver(), m)
+    >>> solve_counts() == (started + 1, running)
+    True
+    """
+    with _RUNNING_LOCK:
+        return _STARTED[0], len(_RUNNING)

@@ -22,7 +22,7 @@ def test_objective_and_contiguous_flags(tmp_path):
                                       "--contiguous"])
     assert result.exit_code == 0, result.output
     assert yaml.safe_load(out.read_text())["objective"] == {"kind": "max-load", "contiguous": True}
-    result = CliRunner().invoke(app, ["import", str(files[0]), "-o", str(out), "--objective", "latency"])
+    result = CliRunner().invoke(app, ["import", str(files[0]), "-o", str(out), "--objective", "latency", "--force"])
     assert result.exit_code == 0 and yaml.safe_load(out.read_text())["objective"] == "latency"
 
 

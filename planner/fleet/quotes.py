@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Iterable
 
 from planner.errors import SpecError
 from planner.fleet.resolve import FleetSpec
+from planner.safe_output import atomic_file
 
 __all__ = ["QuoteLine", "QuoteResult", "quote"]
 
@@ -69,9 +71,11 @@ class QuoteResult:
                 "priority_discounts": {str(k): v for k, v in sorted(self.priority_discounts.items())},
                 "lines": [asdict(q) for q in self.lines]}
 
-    def write_quote_json(self, path: str | Path) -> None:
-        """Write the quote as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+    def write_quote_json(self, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()) -> None:
+        """Write the quote as JSON, whole or not at all; an existing file is replaced only with
+        ``force`` (never one of ``inputs``): :func:`planner.safe_output.atomic_file`."""
+        with atomic_file(path, force=force, inputs=inputs) as tmp:
+            tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
 
 
 def quote(spec: FleetSpec) -> QuoteResult:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
 from planner.errors import SpecError
+from planner.safe_output import atomic_file
 
 __all__ = ["write_spec_yaml", "format_error"]
 
@@ -36,11 +37,14 @@ _Dumper.add_representer(list, _represent_list)
 _Dumper.add_representer(tuple, _represent_list)
 
 
-def write_spec_yaml(spec: dict[str, Any], path: Path | str) -> Path:
+def write_spec_yaml(spec: dict[str, Any], path: Path | str, *, force: bool = False,
+                    inputs: Iterable[Path | str] = ()) -> Path:
     """Write an importer's spec dict as a YAML file that ``plan`` reads back unchanged.
 
     Keys keep their insertion order (``version`` first), short scalar lists are written
-    inline. Returns the path written.
+    inline. The file is written whole or not at all, and an existing file is replaced only
+    with ``force`` (never one of ``inputs``): :func:`planner.safe_output.atomic_file`.
+    Returns the path written.
 
     Examples
     --------
@@ -53,5 +57,6 @@ def write_spec_yaml(spec: dict[str, Any], path: Path | str) -> Path:
     """
     path = Path(path)
     text = yaml.dump(spec, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=100)
-    path.write_text(text)
+    with atomic_file(path, force=force, inputs=inputs) as tmp:
+        tmp.write_text(text)
     return path

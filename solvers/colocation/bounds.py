@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from solvers.colocation.problem import BASIS_POINTS, ColocationProblem
+from solvers.cpsat_support import solve_stoppable
 
 __all__ = ["Shortfall", "cost_lower_bound", "max_utilization_lower_bound", "explain_infeasibility",
            "min_demand"]
@@ -73,7 +74,7 @@ def cost_lower_bound(problem: ColocationProblem) -> int:
     solver.parameters.max_time_in_seconds = 10.0  # safety net; the deterministic limit ends it
     solver.parameters.max_deterministic_time = 0.5
     solver.parameters.num_workers = 1
-    status = solver.solve(model)
+    status = solve_stoppable(solver, model)
     if status == cp_model.INFEASIBLE:
         return sum(problem.class_count[c] * problem.class_cost[c] for c in range(problem.num_classes)) + 1
     return int(round(solver.best_objective_bound))

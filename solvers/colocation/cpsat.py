@@ -56,7 +56,7 @@ from solvers.colocation.budget import DTIME_PER_SECOND, NODES_PER_DTIME, WORK_PE
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import bin_loads, colocation_objective, validate_colocation
-from solvers.cpsat_support import STATUS_MAP
+from solvers.cpsat_support import STATUS_MAP, solve_stoppable
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize", "repack_busiest"]
@@ -315,7 +315,7 @@ def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, bud
         prm.max_time_in_seconds = max(0.05, budget.wall_left())
         prm.num_workers = 1
         prm.random_seed = sub_options.random_seed
-        code = solver.solve(model)
+        code = solve_stoppable(solver, model)
         budget.charge(solver.deterministic_time + _REPACK_STEP_DTIME)  # plus building the sub-model
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             found = v.extract(solver)

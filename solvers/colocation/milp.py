@@ -50,7 +50,7 @@ from solvers.colocation.budget import (DTIME_PER_SECOND, ITERATIONS_PER_DTIME, L
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
 from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import solution_cost, validate_colocation
-from solvers.cpsat_support import STATUS_MAP
+from solvers.cpsat_support import STATUS_MAP, solve_stoppable
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound"]
@@ -124,7 +124,7 @@ def _price(problem: ColocationProblem, c: int, duals_int: list[int], dtime: floa
     solver.parameters.max_time_in_seconds = max(0.05, budget.wall_left())
     solver.parameters.max_deterministic_time = max(1e-3, dtime)
     solver.parameters.num_workers = 1
-    code = solver.solve(model, _Collect())
+    code = solve_stoppable(solver, model, _Collect())
     budget.charge(solver.deterministic_time)
     if code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and solver.deterministic_time < 0.999 * dtime:
         budget.stopped_by = "wall_time"

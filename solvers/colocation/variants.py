@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solvers.colocation.budget import DTIME_PER_SECOND
-from solvers.cpsat_support import STATUS_MAP
+from solvers.cpsat_support import STATUS_MAP, solve_stoppable
 from solvers.core import SolveOptions, SolveResult, failure_result
 
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
@@ -173,7 +173,7 @@ class CpSatVariantSolver:
         solver.parameters.interleave_search = True  # reproducible for any worker count
         solver.parameters.num_workers = options.num_workers
         solver.parameters.random_seed = options.random_seed
-        code = solver.solve(model)
+        code = solve_stoppable(solver, model)
         status = _STATUS_MAP[code]
         wall = time.perf_counter() - t0
         if not status.has_solution:

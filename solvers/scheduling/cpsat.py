@@ -152,7 +152,7 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from solvers.cpsat_support import STATUS_MAP, ProgressRecorder
+from solvers.cpsat_support import STATUS_MAP, ProgressRecorder, solve_stoppable
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import lower_bound, topological_order
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
@@ -1436,7 +1436,7 @@ def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, dti
         prm.log_to_stdout = False
         solver.log_callback = options.log
     rec = ProgressRecorder(t0, options.progress)
-    native = solver.solve(model, rec)
+    native = solve_stoppable(solver, model, rec)
     status = _STATUS_MAP[native]
     det = solver.deterministic_time
     stopped = "finished"
