@@ -8,6 +8,7 @@ and for a model measured on several pools the largest count over the pools it ma
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -69,9 +70,17 @@ class QuoteResult:
                 "priority_discounts": {str(k): v for k, v in sorted(self.priority_discounts.items())},
                 "lines": [asdict(q) for q in self.lines]}
 
+    def to_json(self) -> str:
+        """The quote as JSON text; never ``NaN`` or ``Infinity`` (every price is checked finite).
+
+        >>> QuoteResult("s", "USD", 0.5, 0.2, {}, ()).to_json().splitlines()[1]
+        '  "spec": "s",'
+        """
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
     def write_quote_json(self, path: str | Path) -> None:
         """Write the quote as JSON."""
-        Path(path).write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+        Path(path).write_text(self.to_json(), encoding="utf-8")
 
 
 def quote(spec: FleetSpec) -> QuoteResult:
@@ -103,6 +112,10 @@ def quote(spec: FleetSpec) -> QuoteResult:
             factor = 1.0 - pricing.priority_discounts.get(t.priority, 0.0)
             peak = round(pricing.per_gop * ops / 1e9 * factor, 12)
             off = round(peak * (1.0 - pricing.off_peak_discount), 12)
-            lines.append(QuoteLine(label, t.priority, ops, worst, rate, peak, off, round(peak * rate * 3600, 9)))
+            hour = round(peak * rate * 3600, 9)
+            if not all(math.isfinite(x) for x in (peak, off, hour)):  # unreachable within the spec's limits
+                raise SpecError(f"tenant {label!r}: the price is not a finite number (per_gop {pricing.per_gop!r}, "
+                                f"{ops:,} operations per request)", path="fleet.pricing.per_gop")
+            lines.append(QuoteLine(label, t.priority, ops, worst, rate, peak, off, hour))
     return QuoteResult(spec.name, pricing.currency, pricing.per_gop, pricing.off_peak_discount,
                        dict(pricing.priority_discounts), tuple(lines))
