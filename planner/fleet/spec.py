@@ -34,7 +34,7 @@ from planner.spec.loader import Locator, _validation_error, did_you_mean
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
 
 __all__ = ["FleetDocument", "ISSUE_EXAMPLE", "LIMITS", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document",
-           "is_fleet_data", "has_top_level_fleet_key"]
+           "is_fleet_data", "has_top_level_fleet_key", "check_yaml_size"]
 
 # Documented limits (README, "Fleet limits"): every number of a fleet spec is finite and in range.
 MAX_OPS = 10**18  # operations per request or per second of a processor
@@ -53,6 +53,8 @@ MAX_HORIZON_S = 3600.0  # backfill simulation
 MAX_TRACE = 100_000  # explicit backfill arrivals
 MAX_PRICE = 1e12  # per 10^9 operations
 MAX_SPEC_BYTES = 2**20  # a fleet spec file: PyYAML builds ~350 MB of nodes from 1 MiB of dense YAML
+MAX_YAML_DEPTH = 64  # nesting of a fleet spec's YAML
+MAX_YAML_NODES = 200_000  # values of a fleet spec's YAML, with every alias expanded
 
 #: Every limit of a fleet spec: what -> (value, why).
 LIMITS: dict[str, tuple[float, str]] = {
@@ -72,6 +74,8 @@ LIMITS: dict[str, tuple[float, str]] = {
     "backfill trace entries": (MAX_TRACE, "the simulation steps through every request"),
     "price per Gop": (MAX_PRICE, "finite prices"),
     "fleet spec file bytes": (MAX_SPEC_BYTES, "the YAML parser needs ~350 bytes of memory per byte of dense input"),
+    "YAML nesting depth": (MAX_YAML_DEPTH, "the YAML composer recurses once per level"),
+    "YAML values, aliases expanded": (MAX_YAML_NODES, "validation visits every expanded value"),
 }
 
 #: The co-location example of issue 4 as a spec mapping (used by examples and tests):
@@ -403,6 +407,60 @@ def _fields_at(raw: tuple) -> list[str]:
     return list(cur.model_fields) if isinstance(cur, type) and issubclass(cur, BaseModel) else []
 
 
+def check_yaml_size(text: str, file: str | None = None) -> None:
+    """Refuse YAML nested deeper than :data:`MAX_YAML_DEPTH` or with more than
+    :data:`MAX_YAML_NODES` values once aliases are expanded (a "billion laughs").
+
+    Reads parser events only (no document is built, nothing recurses), counting each
+    anchored value's size so that an alias adds what it would expand to.
+
+    Examples
+    --------
+    >>> check_yaml_size("a: [1, 2]\\nb: {c: 3}\\n")
+    >>> bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\\n" + "".join(
+    ...     f"{k}: &{k} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\\n" for p, k in zip("abcdef", "bcdefg"))
+    >>> check_yaml_size(bomb, "f.yaml")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: f.yaml:6: the YAML expands to more than 200,000 values (aliases expanded); a fleet spec has fewer
+    >>> check_yaml_size("a: " + "[" * 100 + "]" * 100, "f.yaml")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: f.yaml:1: the YAML is nested deeper than 64 levels
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth, values = 0, 0
+    sizes: dict[str, int] = {}
+    open_anchors: list[tuple[str | None, int]] = []
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            line = event.start_mark.line + 1 if event.start_mark else None
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                values += 1
+                open_anchors.append((event.anchor, values))
+                if depth > MAX_YAML_DEPTH:
+                    raise SpecError(f"the YAML is nested deeper than {MAX_YAML_DEPTH} levels", file=file, line=line)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                anchor, start = open_anchors.pop()
+                if anchor is not None:
+                    sizes[anchor] = values - start + 1
+            elif isinstance(event, yaml.ScalarEvent):
+                values += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                values += sizes.get(event.anchor, 1)
+            if values > MAX_YAML_NODES:
+                raise SpecError(f"the YAML expands to more than {MAX_YAML_NODES:,} values (aliases expanded); "
+                                "a fleet spec has fewer", file=file, line=line)
+    except yaml.YAMLError:
+        return  # malformed: the loader reports it with its line
+
+
 def has_top_level_fleet_key(text: str) -> bool:
     """Whether YAML text is a mapping whose keys include ``fleet``, read as parser events.
 
@@ -471,6 +529,7 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
 
         path = Path(source)
         text = read_input_text(path, MAX_SPEC_BYTES)
+        check_yaml_size(text, str(path))
         locator, base = Locator.from_yaml(text, str(path)), path.parent
     if not isinstance(locator.data, Mapping):
         raise locator.error("the spec must be a mapping with a 'fleet' key")

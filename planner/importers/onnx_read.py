@@ -157,6 +157,34 @@ def _cycle_text(nodes: list, preds: list[list[int]], indegree: list[int]) -> str
     return " -> ".join(_node_label(nodes[i], i) for i in cycle)
 
 
+def _check_text(model: Any, path: Path) -> None:
+    """Names must be text: protobuf hands strings that are not UTF-8 back as bytes."""
+    g = model.graph
+
+    def strings():
+        for o in model.opset_import:
+            yield "an opset domain", o.domain
+        for k, node in enumerate(g.node):
+            where = f"node #{k}"
+            yield f"{where}'s name", node.name
+            yield f"{where}'s op type", node.op_type
+            yield f"{where}'s domain", node.domain
+            for x in (*node.input, *node.output):
+                yield f"a tensor name of {where}", x
+            for a in node.attribute:
+                yield f"an attribute name of {where}", a.name
+        for v in (*g.input, *g.output, *g.value_info, *g.initializer):
+            yield "a tensor name", v.name
+        for v in (*g.input, *g.output, *g.value_info):
+            if v.type.HasField("tensor_type") and v.type.tensor_type.HasField("shape"):
+                for d in v.type.tensor_type.shape.dim:
+                    yield f"a dimension name of {v.name!r}", d.dim_param
+
+    for what, text in strings():
+        if not isinstance(text, str):
+            raise _error(path, f"not an ONNX model: {what} is not UTF-8 text ({bytes(text)[:40]!r})")
+
+
 def _apply_dims(graph: Any, dims: Mapping[str, int], path: Path) -> None:
     """Give symbolic dimensions (``dim_param``) the values in ``dims``."""
     found: set[str] = set()
@@ -235,6 +263,7 @@ def read_onnx_model(path: Path | str, dims: Mapping[str, int] | None = None) -> 
     del data
     if not model.HasField("graph") or not model.graph.node:
         raise _error(path, "not an ONNX model: it has no graph nodes")
+    _check_text(model, path)
     if len(model.graph.node) > MAX_ONNX_NODES:
         raise _error(path, f"the graph has {len(model.graph.node):,} nodes; at most {MAX_ONNX_NODES:,} are imported")
     if not model.graph.output:

@@ -191,3 +191,11 @@ def test_light_cnns_import_to_specs_that_validate_with_their_approximations_name
     assert r.notes == _LIGHT_NOTES[name]
     approximated = [o for o in r.spec["models"][0]["graph"]["ops"] if "approximation" in o.get("attrs", {})]
     assert len(approximated) == sum(int(n.rsplit("(", 1)[1].split()[0]) for n in r.notes if "costed only" not in n)
+
+
+def test_names_that_are_not_utf8_are_refused(tmp_path):
+    # protobuf returns a proto2 string that is not UTF-8 as bytes; the importer must not take it.
+    p = _save(tmp_path, [helper.make_node("Relu", ["x"], ["y"], name="relu")], [_vi("x", [4])], [_vi("y", [4])])
+    data = p.read_bytes()
+    p.write_bytes(data.replace(b"relu", b"r\xffl\xfe", 1))
+    assert _import_error(p) == "not an ONNX model: node #0's name is not UTF-8 text (b'r\\xffl\\xfe')"
