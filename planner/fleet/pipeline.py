@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.errors import InfeasibleError, InternalError, SpecError
-from planner.fleet.resolve import DIMENSIONS, MAX_ITEMS, FleetSpec, Need, Pool, Tenant
+from planner.fleet.resolve import DIMENSIONS, MAX_ITEMS, MAX_PLACEMENT_PAIRS, FleetSpec, Need, Pool, Tenant
 from solvers.colocation import (
     BASIS_POINTS,
     ColocationObjective,
@@ -276,10 +276,12 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
     [('a', (20000, 30000000000, 0)), ('b', (80000, 10000000000, 0))]
     """
     total = sum(sum(choices[t.name].instances.values()) if t.variants else t.replicas for t in spec.tenants)
-    if total > MAX_ITEMS:
+    processors = sum(p.count for p in spec.pools)
+    if total > MAX_ITEMS or total * processors > MAX_PLACEMENT_PAIRS:
         mixes = ", ".join(f"{c.tenant}: {sum(c.instances.values()):,}" for c in choices.values())
-        raise SpecError(f"the fleet needs {total:,} instances to place (variant mixes {mixes}); at most "
-                        f"{MAX_ITEMS:,}: raise the variants' capacities or lower the rates", path="fleet.tenants")
+        raise SpecError(f"the fleet needs {total:,} instances to place (variant mixes {mixes}) on {processors:,} "
+                        f"processors; at most {MAX_ITEMS:,} instances and {MAX_PLACEMENT_PAIRS:,} instance-processor "
+                        "pairs: raise the variants' capacities or lower the rates", path="fleet.tenants")
     items: list[Item] = []
     for t in spec.tenants:
         parts: list[tuple[str | None, float, dict[str, Need]]] = []

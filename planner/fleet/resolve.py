@@ -29,13 +29,16 @@ from planner.fleet.spec import MAX_OPS, MAX_POOL_PROCESSORS, FleetDocument, Requ
 
 #: All instances of a fleet (tenant replicas and the fewest variant instances the rates need).
 MAX_ITEMS = 10_000
-#: Item kinds (tenants and variants) x processors: the assignment models have one variable per pair.
-MAX_ASSIGNMENT_PAIRS = 2_000_000
+#: Item kinds (tenants and variants) x processors: the assignment models have one variable per pair
+#: (1,000 tenants on 250 processors plan in ~20 s with --time-limit 2 on a busy 2-core machine).
+MAX_ASSIGNMENT_PAIRS = 250_000
+#: Instances x processors: the greedy baselines try every instance on every processor.
+MAX_PLACEMENT_PAIRS = 1_000_000
 #: Requests the backfill simulation steps through (rates x horizon, over all tenants).
-MAX_BACKFILL_REQUESTS = 1_000_000
+MAX_BACKFILL_REQUESTS = 200_000  # 100,000 take ~4 s with the solve on a busy machine
 _MAX_PLAN_BYTES = 64 * 2**20
 
-__all__ = ["DIMENSIONS", "MAX_ITEMS", "MAX_ASSIGNMENT_PAIRS", "MAX_BACKFILL_REQUESTS", "Pool", "Need", "Variant",
+__all__ = ["DIMENSIONS", "MAX_ITEMS", "MAX_ASSIGNMENT_PAIRS", "MAX_PLACEMENT_PAIRS", "MAX_BACKFILL_REQUESTS", "Pool", "Need", "Variant",
            "Tenant", "FleetSpec", "resolve_fleet"]
 
 DIMENSIONS = ("ops", "io", "storage")
@@ -372,6 +375,9 @@ def _check_size(doc: FleetDocument, pools: list[Pool], tenants: list[Tenant], lo
                                 f"up to tenant {t.name!r}; at most {MAX_ITEMS:,} are placed", t.where)
     kinds = sum(max(1, len(t.variants)) for t in tenants)
     processors = sum(p.count for p in pools)
+    if items * processors > MAX_PLACEMENT_PAIRS:
+        raise locator.error(f"at least {items:,} instances on {processors:,} processors make {items * processors:,} "
+                            f"pairs; at most {MAX_PLACEMENT_PAIRS:,} (fewer processors or replicas)", ("fleet",))
     if kinds * processors > MAX_ASSIGNMENT_PAIRS:
         raise locator.error(f"{kinds:,} tenants and variants on {processors:,} processors make "
                             f"{kinds * processors:,} pairs; at most {MAX_ASSIGNMENT_PAIRS:,} (fewer processors, or "

@@ -128,9 +128,11 @@ def fleet_documents(plan_files: list[str]) -> st.SearchStrategy:
                                                  "workers": either(st.integers(1, 2)), "seed": either(st.integers(0, 3))})
     fleet = st.fixed_dictionaries(
         {"pools": st.lists(_pool(), min_size=1, max_size=3, unique_by=lambda p: p["name"]),
-         "tenants": st.lists(_tenant(plan_files), min_size=1, max_size=4, unique_by=lambda t: t["name"])},
+         "tenants": st.lists(_tenant(plan_files), min_size=1, max_size=4, unique_by=lambda t: t["name"]),
+         "pricing": either(pricing, 2, st.none())},  # present about half the time: quotes need it
         optional={"objective": st.sampled_from(["power", "spread", "cheapest"]),
-                  "max_utilization": either(_FRACTION), "backfill": backfill, "pricing": pricing, "solver": solver})
+                  "max_utilization": either(_FRACTION), "backfill": backfill, "solver": solver})
+    fleet = fleet.map(lambda f: {k: v for k, v in f.items() if v is not None})
     return st.fixed_dictionaries({"version": either(st.just(1), 16), "fleet": fleet},
                                  optional={"name": either(st.sampled_from(["f", "fleet-x"]), 20,
                                                           st.sampled_from(["..", "a b", "n" * 300]))})

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from tests.fuzz.cli_check import Run, Tally, run_plan
 
-__all__ = ["SHARED", "onnx_models", "mutate_onnx", "mutate_text", "mutate_dnn", "text_sources", "check_import"]
+__all__ = ["SHARED", "light_models", "onnx_models", "mutate_onnx", "mutate_text", "mutate_dnn", "text_sources", "check_import"]
 
 SHARED = Path(__file__).resolve().parents[3] / "shared" / "benchmarks"
 _TEST_DATA = Path(__file__).resolve().parents[1] / "data" / "importers"
@@ -114,11 +114,24 @@ def _tensor(name: str, dims: list[int]) -> Any:
     return helper.make_tensor(name, TensorProto.FLOAT, dims, [0.5] * size)
 
 
+def light_models() -> list[Path]:
+    """The small CNNs shipped with the onnx package (weights given as shapes), to mutate too."""
+    import onnx
+
+    light = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"
+    return [light / f"light_{n}.onnx" for n in ("bvlc_alexnet", "zfnet512", "squeezenet", "vgg19")
+            if (light / f"light_{n}.onnx").is_file()]
+
+
 @st.composite
 def onnx_models(draw: Callable) -> Any:
-    """A small valid ONNX model from one of the templates."""
+    """A small valid ONNX model from one of the templates, or one of :func:`light_models`."""
+    import onnx
     from onnx import TensorProto, helper
 
+    light = light_models()
+    if light and draw(st.integers(0, 3)) == 2:
+        return onnx.load(str(draw(st.sampled_from(light))))
     nodes, ins, outs, inits, vi = draw(st.sampled_from([_cnn, _mlp, _movement]))(draw)
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in ins],
                           [helper.make_tensor_value_info(n, TensorProto.FLOAT, d) for n, d in outs], inits, value_info=vi)

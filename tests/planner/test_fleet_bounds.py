@@ -107,10 +107,13 @@ def test_a_plan_that_is_a_device_or_not_a_plan_is_refused(tmp_path):
 
 
 def test_sizes_are_bounded_before_anything_is_built(tmp_path):
-    many = BASE.replace("count: 2", "count: 10000") + "".join(
+    many = BASE.replace("count: 2", "count: 1000") + "".join(
         f"    - {{name: t{k}, rate: 1, requirements: {{ops: 1}}}}\n" for k in range(250))
     e = _load_error(tmp_path, many)
-    assert e.path == "fleet" and "251 tenants and variants on 10,000 processors make 2,510,000 pairs" in e.message
+    assert e.path == "fleet" and "251 tenants and variants on 1,000 processors make 251,000 pairs" in e.message
+    replicas = BASE.replace("count: 2", "count: 2000").replace("rate: 1,", "rate: 1, replicas: 600,")
+    e = _load_error(tmp_path, replicas)
+    assert e.path == "fleet" and "at least 600 instances on 2,000 processors make 1,200,000 pairs" in e.message
     # 1e9 requests/s at 0.001 requests/s per instance would be 1e12 instances to place.
     huge = BASE.replace("    - {name: a, rate: 1, requirements: {ops: 1000}}\n", """    - name: t
       rate: 1e+9
