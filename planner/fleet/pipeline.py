@@ -275,13 +275,7 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
     >>> [(it.label, it.demand["p"]) for it in expand_items(spec, {})]
     [('a', (20000, 30000000000, 0)), ('b', (80000, 10000000000, 0))]
     """
-    total = sum(sum(choices[t.name].instances.values()) if t.variants else t.replicas for t in spec.tenants)
-    processors = sum(p.count for p in spec.pools)
-    if total > MAX_ITEMS or total * processors > MAX_PLACEMENT_PAIRS:
-        mixes = ", ".join(f"{c.tenant}: {sum(c.instances.values()):,}" for c in choices.values())
-        raise SpecError(f"the fleet needs {total:,} instances to place (variant mixes {mixes}) on {processors:,} "
-                        f"processors; at most {MAX_ITEMS:,} instances and {MAX_PLACEMENT_PAIRS:,} instance-processor "
-                        "pairs: raise the variants' capacities or lower the rates", path="fleet.tenants")
+    _check_instances(spec, choices)
     items: list[Item] = []
     for t in spec.tenants:
         parts: list[tuple[str | None, float, dict[str, Need]]] = []
@@ -338,6 +332,17 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
             counter[variant] = k + 1
             items.append(Item(t.name, k, variant, rate, demand))
     return tuple(items)
+
+
+def _check_instances(spec: FleetSpec, choices: dict[str, VariantChoice]) -> None:
+    """Refuse a fleet whose variant mixes need more instances than are placed (before building them)."""
+    total = sum(sum(choices[t.name].instances.values()) if t.variants else t.replicas for t in spec.tenants)
+    processors = sum(p.count for p in spec.pools)
+    if total > MAX_ITEMS or total * processors > MAX_PLACEMENT_PAIRS:
+        mixes = ", ".join(f"{c.tenant}: {sum(c.instances.values()):,}" for c in choices.values())
+        raise SpecError(f"the fleet needs {total:,} instances to place (variant mixes {mixes}) on {processors:,} "
+                        f"processors; at most {MAX_ITEMS:,} instances and {MAX_PLACEMENT_PAIRS:,} instance-processor "
+                        "pairs: raise the variants' capacities or lower the rates", path="fleet.tenants")
 
 
 def _fmt(dim: str, x: float) -> str:

@@ -125,7 +125,7 @@ def parse_ops(value: Any) -> int:
         if not m:
             raise ValueError(f'expected a number of operations such as "20 Gops", got {value!r}')
         amount = float(m.group(1)) * _PREFIX[m.group(5)]
-    if not math.isfinite(amount) or not 0 <= amount <= MAX_OPS:
+    if (isinstance(amount, float) and not math.isfinite(amount)) or not 0 <= amount <= MAX_OPS:
         raise ValueError(f"a number of operations must be in 0..{MAX_OPS:.0e}, got {value!r}")
     return int(round(amount))
 
@@ -148,7 +148,9 @@ def parse_rate(value: Any) -> float:
     """
     if isinstance(value, bool):
         raise ValueError(f'expected a rate such as "50/s", got {value!r}')
-    if isinstance(value, (int, float)):
+    if isinstance(value, int) and abs(value) > 10**300:  # float() of it would overflow
+        rate = math.inf if value > 0 else -math.inf
+    elif isinstance(value, (int, float)):
         rate = float(value)
     else:
         m = re.fullmatch(rf"\s*({_NUMBER})\s*(/\s*(s|sec|min|h)|rps|req/s)?\s*", str(value))
@@ -181,7 +183,7 @@ def _fraction(value: Any) -> float:
             raise ValueError(f'expected a fraction such as 0.9 or "90%", got {shown!r}') from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise ValueError(f'expected a fraction such as 0.9 or "90%", got {shown!r}')
-    if not 0 <= float(value) <= 1:  # NaN fails this too
+    if not 0 <= value <= 1:  # NaN fails this too
         raise ValueError(f"expected a fraction in 0..1, got {shown!r}")
     return float(value)
 
@@ -189,7 +191,8 @@ def _fraction(value: Any) -> float:
 def _bounded(low: float, high: float, what: str, *, low_open: bool = False) -> AfterValidator:
     """An after-validator: a finite value in ``low..high`` (``low`` excluded when ``low_open``)."""
     def check(value: Any) -> Any:
-        ok = value is None or (math.isfinite(value) and (value > low if low_open else value >= low) and value <= high)
+        finite = isinstance(value, int) or math.isfinite(value)  # exact unit values are ints of any size
+        ok = value is None or (finite and (value > low if low_open else value >= low) and value <= high)
         if not ok:
             bound = f"> {low:g}" if low_open else f">= {low:g}"
             raise ValueError(f"{what} must be {bound} and <= {high:g}, got {value!r}")

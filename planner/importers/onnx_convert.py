@@ -232,7 +232,7 @@ class _Attrs:
 
     def float(self, key: str, default: float) -> float:
         v = self.values.get(key, default)
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not abs(v) < 1e300:  # NaN and inf fail too
             raise self._bad(key, "a finite number")
         return float(v)
 

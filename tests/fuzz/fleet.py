@@ -30,7 +30,7 @@ from tests.fuzz.cli_check import Tally, run_plan
 
 __all__ = ["fleet_documents", "mutations", "text_mutations", "make_plan_files", "check_fleet_spec"]
 
-HOSTILE = [0, -1, -0.5, 1e-300, 1e300, float("inf"), float("-inf"), float("nan"), 2**63, 10**30, "1e999",
+HOSTILE = [0, -1, -0.5, 1e-300, 1e300, float("inf"), float("-inf"), float("nan"), 2**63, 10**30, 10**400, "1e999",
            "-1e999", "x", "", True, None, [], {}, [1, 2], "0 B", "1e999 GB", "1e999 s", "-5 s", "0 s", "5"]
 POOL_NAMES = ["p", "q", "v4", "npu"]
 TENANT_NAMES = ["a", "b", "t", "c", "d"]

@@ -39,6 +39,9 @@ def _load_error(tmp_path: Path, text: str) -> SpecError:
 
 
 @pytest.mark.parametrize("old, new, line, where, words", [
+    ("rate: 1,", "rate: 1" + "0" * 400 + ",", 5, "fleet.tenants[0].rate", "rate must be in 1e-06..1e+09"),
+    ("{ops: 1000}", "{ops: 1" + "0" * 400 + "}", 5, "fleet.tenants[0].requirements.ops", "must be in 0..1e+18"),
+    ("rate: 1,", "rate: 1, priority: 1" + "0" * 400 + ",", 5, "fleet.tenants[0].priority", "less than or equal"),
     ("rate: 1,", "rate: .inf,", 5, "fleet.tenants[0].rate", "rate must be in 1e-06..1e+09 requests per second"),
     ("rate: 1,", "rate: 0,", 5, "fleet.tenants[0].rate", "rate must be > 0"),
     ("rate: 1,", "rate: -1,", 5, "fleet.tenants[0].rate", "rate must be > 0"),
@@ -52,6 +55,8 @@ def _load_error(tmp_path: Path, text: str) -> SpecError:
     ("rate: 1,", "rate: 1, deadline: 1e999 s,", 5, "fleet.tenants[0].deadline", "'1e999 s' is too large"),
     ("rate: 1,", "rate: 1, deadline: 1e300 s,", 5, "fleet.tenants[0].deadline", "must be > 0 and <= 1e+06"),
     ("count: 2,", "count: 2, cost: .inf,", 3, "fleet.pools[0].cost", "valid integer"),
+    ("{ops: 1000}", "{ops: 1000, io: 1e999 GB}", 5, "fleet.tenants[0].requirements.io", "must be >= 0 and <= 1.15"),
+    ("{ops: 100000}", "{ops: 100000, storage: 1e999 TB}", 3, "fleet.pools[0].capacity.storage", "<= 1.15"),
 ])
 def test_numbers_out_of_range_name_the_line_and_path(tmp_path, old, new, line, where, words):
     e = _load_error(tmp_path, BASE.replace(old, new))
@@ -176,3 +181,17 @@ def test_is_fleet_spec_reads_only_a_bounded_head(tmp_path):
     assert is_fleet_spec(tmp_path / "laughs.yaml")  # decided at the key: nothing is expanded
     (tmp_path / "spine.yaml").write_text("version: 1\nhardware: {fleet: 1}\nmodels: []\n")
     assert not is_fleet_spec(tmp_path / "spine.yaml")
+
+
+def test_a_variant_mix_needing_too_many_instances_is_refused_before_they_are_built():
+    # 1,000 req/s at a mean precision of 0.9 from big (0.5, 1,000 req/s per instance) and small
+    # (0.99, 0.01 req/s per instance): at least (0.9 - 0.5) / (0.99 - 0.5) = 82% of the requests go to
+    # small, i.e. >= 81,633 small instances, far above the 10,000 instances a fleet may place.
+    spec = load_fleet_spec({"fleet": {
+        "pools": [{"name": "p", "profile": "generic", "count": 4, "capacity": {"ops": 10**9}}],
+        "tenants": [{"name": "t", "rate": 1000, "precision": 0.9, "variants": [
+            {"name": "big", "precision": 0.5, "capacity": 1000, "requirements": {"ops": 10**5}},
+            {"name": "small", "precision": 0.99, "capacity": 0.01, "requirements": {"ops": 1}}]}]}})
+    with pytest.raises(SpecError) as e:
+        solve_fleet(spec, time_limit_s=1, workers=1)
+    assert e.value.path == "fleet.tenants" and "at most 10,000 instances" in e.value.message
