@@ -301,6 +301,12 @@ def _resolve_pools(doc: FleetDocument, locator: Locator) -> list[Pool]:
             if q is not p and p.name.startswith(q.name) and p.name[len(q.name):].isdigit():
                 raise locator.error(f"pool names {q.name!r} and {p.name!r} make processor names ambiguous "
                                     f"({p.name}0 could be either); rename one", ("fleet", "pools", i, "name"))
+    for i, p in enumerate(pools):
+        for dim, cap in zip(DIMENSIONS, p.allocatable(doc.fleet.max_utilization)):
+            if cap < 1:
+                raise locator.error(f"pool {p.name!r}: max_utilization {doc.fleet.max_utilization:g} of its {dim} "
+                                    f"capacity {p.capacity[DIMENSIONS.index(dim)]:,} leaves nothing to allocate",
+                                    ("fleet", "pools", i, "capacity"))
     total = sum(p.count for p in pools)
     if total > MAX_POOL_PROCESSORS:
         raise locator.error(f"the pools hold {total:,} processors; at most {MAX_POOL_PROCESSORS:,} in all",

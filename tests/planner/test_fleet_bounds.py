@@ -81,6 +81,10 @@ def test_pricing_must_be_finite_and_non_negative(tmp_path):
 def test_max_utilization_zero_is_refused(tmp_path):
     e = _load_error(tmp_path, BASE + "  max_utilization: 0\n")
     assert e.path == "fleet.max_utilization" and "must be > 0" in e.message
+    # Found by the fuzzer: 50% of 1 op/s rounds down to nothing (a ZeroDivisionError when placing).
+    e = _load_error(tmp_path, BASE.replace("{ops: 100000}", "{ops: 1}") + "  max_utilization: 0.5\n")
+    assert (e.line, e.path) == (3, "fleet.pools[0].capacity")
+    assert e.message == "pool 'p': max_utilization 0.5 of its ops capacity 1 leaves nothing to allocate"
 
 
 def test_duplicate_names_are_refused(tmp_path):
