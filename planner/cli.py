@@ -344,24 +344,34 @@ def import_(
     objective: Optional[str] = typer.Option(None, "--objective", help="dnn-partitioning only: latency, "
                                             "throughput or max-load (default: from the file's directory)."),
     contiguous: bool = typer.Option(False, "--contiguous", help="dnn-partitioning max-load: contiguous splits."),
+    dim: Optional[list[str]] = typer.Option(None, "--dim", help="ONNX only: NAME=VALUE gives a symbolic "
+                                            "dimension a value (repeatable), e.g. --dim N=1."),
 ) -> None:
     """Import a model or a public benchmark instance as a spec."""
 
     def body() -> int:
         from planner.errors import SpecError
-        from planner.importers import import_model, write_spec_yaml
+        from planner.importers import import_file, write_spec_yaml
+        from planner.importers.onnx_read import parse_dim_options
         from planner.safe_output import check_file_target
 
         check_file_target(output, force=force, inputs=[source])
-        options = {}
+        options: dict[str, Any] = {}
         if objective is not None or contiguous:
             if source.suffix.lower() != ".json":
                 raise SpecError(f"{source}: --objective and --contiguous apply to dnn-partitioning JSON files only")
             if objective is not None and objective not in ("latency", "throughput", "max-load", "max_load"):
                 raise SpecError(f"--objective: expected latency, throughput or max-load, got {objective!r}")
             options = {"objective": objective, "contiguous": contiguous}
-        spec_dict = import_model(source, **options)
-        write_spec_yaml(spec_dict, output, force=force, inputs=[source])
+        if dim:
+            options["dims"] = parse_dim_options(dim)
+        result = import_file(source, **options)
+        header = [f"imported from {source.name} by plan import ({result.format})"]
+        if result.notes:
+            header += ["imported with approximations:", *(f"- {n}" for n in result.notes)]
+        write_spec_yaml(result.spec, output, header=header, force=force, inputs=[source])
+        if result.notes:
+            out.print("imported with approximations:\n" + "\n".join(f"  {n}" for n in result.notes), highlight=False)
         out.print(f"wrote {output}", highlight=False)
         return 0
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.errors import InfeasibleError, InternalError, SpecError
-from planner.fleet.resolve import DIMENSIONS, FleetSpec, Need, Pool, Tenant
+from planner.fleet.resolve import DIMENSIONS, MAX_ITEMS, MAX_PLACEMENT_PAIRS, FleetSpec, Need, Pool, Tenant
 from solvers.colocation import (
     BASIS_POINTS,
     ColocationObjective,
@@ -275,6 +275,7 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
     >>> [(it.label, it.demand["p"]) for it in expand_items(spec, {})]
     [('a', (20000, 30000000000, 0)), ('b', (80000, 10000000000, 0))]
     """
+    _check_instances(spec, choices)
     items: list[Item] = []
     for t in spec.tenants:
         parts: list[tuple[str | None, float, dict[str, Need]]] = []
@@ -333,6 +334,17 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
     return tuple(items)
 
 
+def _check_instances(spec: FleetSpec, choices: dict[str, VariantChoice]) -> None:
+    """Refuse a fleet whose variant mixes need more instances than are placed (before building them)."""
+    total = sum(sum(choices[t.name].instances.values()) if t.variants else t.replicas for t in spec.tenants)
+    processors = sum(p.count for p in spec.pools)
+    if total > MAX_ITEMS or total * processors > MAX_PLACEMENT_PAIRS:
+        mixes = ", ".join(f"{c.tenant}: {sum(c.instances.values()):,}" for c in choices.values())
+        raise SpecError(f"the fleet needs {total:,} instances to place (variant mixes {mixes}) on {processors:,} "
+                        f"processors; at most {MAX_ITEMS:,} instances and {MAX_PLACEMENT_PAIRS:,} instance-processor "
+                        "pairs: raise the variants' capacities or lower the rates", path="fleet.tenants")
+
+
 def _fmt(dim: str, x: float) -> str:
     """Human figure of a quantity in a dimension.
 
@@ -379,7 +391,9 @@ def to_problem(spec: FleetSpec, items: tuple[Item, ...], objective: ColocationOb
     (((100000, 1000000000, 109951162),), (((20000, 300000000, 0),), ((80000, 100000000, 0),)), ('p0', 'p1'))
     """
     q = _quantum(spec)
-    caps = tuple(tuple(c // qd for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)
+    # A capacity below one quantum still holds an item that fits it exactly (expand_items
+    # checked each item against the exact capacity), so it is one quantum, never zero.
+    caps = tuple(tuple(max(1, c // qd) for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)
     groups: dict[tuple, list[int]] = {}
     for i, it in enumerate(items):
         key = tuple(None if p.name not in it.demand else tuple(-(-x // qd) for x, qd in zip(it.demand[p.name], q))

@@ -32,6 +32,7 @@ from solvers.core import SolveOptions, SolveResult, failure_result
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
 
 _STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
+_INT64_SAFE = 2**62
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +74,12 @@ class VariantProblem:
             raise ValueError("cost must be >= 0")
         if not all(0 <= p <= 10_000 for p in (*self.precision_bp, self.min_precision_bp)):
             raise ValueError("precisions are basis points in 0..10000")
+        # CP-SAT works on int64: every bound and sum of the model must fit, with room to spare.
+        sums = (10_000 * self.rate_rps * n, sum(c * -(-self.rate_rps // k) for c, k in zip(self.cost, self.capacity_rps)),
+                self.rate_rps + max(self.capacity_rps))
+        if max(sums) > _INT64_SAFE:
+            raise ValueError(f"rate_rps, capacity_rps and cost are too large for exact int64 arithmetic "
+                             f"(a sum reaches {max(sums):.3g} > 2^62)")
 
     @property
     def num_variants(self) -> int:
