@@ -51,47 +51,102 @@ def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def write_plan_dir(outcome, spec, out_dir: Path) -> Path:
-    """Write plan.json, report.md, allocation.json, graph.json, bin/*.bin, bin/*.lst, trace.json
-    and, with memory planning, memory.json."""
-    from planner.report import render_report, trace_document
+def _hardware_entries(hardware) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """plan.json's ``devices`` and ``links``: what the verifier checks the binaries' headers against."""
+    devices = [{"name": d.name, "kind": d.kind, "profile": d.profile.name, "streams": d.streams}
+               for d in hardware.devices]
+    links = [{"name": l.name, "devices": list(l.devices), "bandwidth_bytes_per_s": l.bandwidth_bytes_per_s,
+              "latency_cycles": l.latency_cycles} for l in hardware.links]
+    return devices, links
+
+
+def _write_replayed_files(outcome, spec, tmp: Path) -> None:
+    """Everything but report.md and plan.json: binaries, listings, graph, allocation, trace, memory."""
+    from planner.graph.serialize import graph_to_dict
+    from planner.report.trace import trace_json
 
     plan = outcome.plan
-    sim = outcome.simulation
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for name, data in sorted(outcome.binaries.items()):
+        (bin_dir / f"{name}.bin").write_bytes(data)
+        (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
+    write_json(tmp / "allocation.json", outcome.allocation)
+    write_json(tmp / "graph.json", graph_to_dict(spec.graph))
+    (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
+                                               [l.name for l in spec.hardware.links]))
+    if getattr(outcome, "memory", None) is not None:
+        used = outcome.memory_plan
+        write_json(tmp / "memory.json", {
+            "format_version": 1, "choice": outcome.memory_choice,
+            **(used.to_dict() if used is not None else {"devices": {}}),
+            "skipped": dict(sorted(outcome.memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
+
+
+def _memory_sections(outcome, spec) -> list[str]:
+    memory = getattr(outcome, "memory", None)
+    sections = []
+    if memory is not None:
+        from planner.report.markdown import level_capacities
+        from planner.report.memory import render_memory_section
+
+        capacities = {d.name: level_capacities(d) for d in spec.hardware.devices}
+        sections.append(render_memory_section(memory, outcome.memory_baselines, memory.skipped,
+                                              outcome.memory_choice, peaks=outcome.memory_peaks, graph=spec.graph,
+                                              capacities=capacities))
+    return sections + list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
+
+
+def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default"):
+    """Write the plan directory, verify it with the independent verifier, and only then put it in place.
+
+    Everything is written into a temporary directory: the binaries, listings, graph.json,
+    allocation.json, trace.json and memory.json; the numeric replay runs on them
+    (``numeric``: ``"default"`` when cheap, ``"on"``, ``"off"``); report.md says what it
+    found; plan.json records the sha256 of every other file and its own seal. Then
+    :func:`planner.verify.verify_plan_dir` checks the temporary directory as ``plan simulate``
+    would; the directory is renamed into place only when it passes.
+
+    Returns
+    -------
+    planner.verify.Verdict
+        The verifier's verdict, with the numeric replay's outcome.
+
+    Raises
+    ------
+    InternalError
+        The directory fails its own verification, or the numeric replay differs from the
+        reference (a bug; nothing is written).
+    """
+    from dataclasses import replace
+
+    from planner.errors import InternalError, PlannerError
+    from planner.plan import plan_document
+    from planner.report import render_report
+    from planner.verify import numeric_replay_dir, verify_plan_dir
+    from planner.verify.manifest import expected_files, sha256_hex
+
+    plan, sim = outcome.plan, outcome.simulation
+    devices, links = _hardware_entries(spec.hardware)
     with atomic_directory(Path(out_dir)) as tmp:
-        (tmp / "plan.json").write_text(plan.to_json())
-        write_json(tmp / "allocation.json", outcome.allocation)
-        bin_dir = tmp / "bin"
-        bin_dir.mkdir()
-        for name, data in sorted(outcome.binaries.items()):
-            (bin_dir / f"{name}.bin").write_bytes(data)
-            (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
-        devices = [d.name for d in spec.hardware.devices]
-        links = [l.name for l in spec.hardware.links]
-        write_json(tmp / "trace.json", trace_document(plan, devices, links))
-        from planner.graph.serialize import graph_to_dict
-
-        write_json(tmp / "graph.json", graph_to_dict(spec.graph))
-        sections = []
-        memory = getattr(outcome, "memory", None)
-        if memory is not None:
-            from planner.report.memory import render_memory_section
-
-            used = outcome.memory_plan
-            write_json(tmp / "memory.json", {
-                "format_version": 1, "choice": outcome.memory_choice,
-                **(used.to_dict() if used is not None else {"devices": {}}),
-                "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
-            sections.append(render_memory_section(memory.memory, memory.plan, outcome.memory_baselines,
-                                                  memory.skipped, outcome.memory_choice,
-                                                  greedy=(memory.greedy_memory, memory.greedy_plan),
-                                                  peaks=outcome.memory_peaks, graph=spec.graph))
-        sections += list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
+        _write_replayed_files(outcome, spec, tmp)
+        checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
+        memory_planning = getattr(outcome, "memory", None) is not None
         (tmp / "report.md").write_text(render_report(
-            plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),
-            replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)},
-            sections=sections))
-    return Path(out_dir)
+            plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
+            replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
+                    "memory": memory_planning, "numeric": checked.summary()},
+            sections=_memory_sections(outcome, spec), graph=spec.graph))
+        files = {name: sha256_hex((tmp / name).read_bytes())
+                 for name in expected_files([d["name"] for d in devices], memory_planning=memory_planning)}
+        document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
+                                 numeric=checked.claim, files=files)
+        (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+        try:
+            verdict = verify_plan_dir(tmp)
+        except PlannerError as e:
+            raise InternalError(f"the plan directory `plan solve` wrote fails its own verification: {e}") from e
+    return replace(verdict, plan_dir=Path(out_dir), numeric=checked)
 
 
 def baseline_rows(outcome) -> list[dict[str, Any]]:
@@ -115,11 +170,15 @@ def baseline_rows(outcome) -> list[dict[str, Any]]:
     ]
 
 
-def peak_memory_by_device(sim) -> dict[str, int]:
-    """The simulator's peak live bytes per device (summed over levels)."""
-    peaks = getattr(sim, "peak_bytes", {}) or {}
-    out: dict[str, int] = {}
-    for key, value in peaks.items():
-        device = key[0] if isinstance(key, tuple) else key
-        out[device] = out.get(device, 0) + (sum(value.values()) if isinstance(value, dict) else value)
-    return out
+def peak_memory_by_device(sim) -> dict[str, dict[str, int]]:
+    """The simulator's peak live bytes per device and level (``device -> level -> bytes``).
+
+    Levels are never summed: each is compared with its own capacity.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> peak_memory_by_device(SimpleNamespace(peak_bytes={"d0": {"sram": 5, "lpddr": 7}}))
+    {'d0': {'sram': 5, 'lpddr': 7}}
+    """
+    return {device: dict(levels) for device, levels in (getattr(sim, "peak_bytes", {}) or {}).items()}

@@ -108,7 +108,8 @@ def test_simulate_verifies_and_rejects_tampering(tmp_path):
     (out / "plan.json").write_text(json.dumps(plan))
     bad = runner.invoke(app, ["simulate", str(out)])
     assert bad.exit_code == 2
-    assert "do not match" in bad.output
+    name = plan["ops"][-1]["name"]
+    assert f"plan.json: ops[{len(plan['ops']) - 1}] {name!r}: expected" in bad.output
 
 
 def test_same_seed_and_workers_give_identical_bytes(tmp_path):

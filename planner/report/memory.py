@@ -1,8 +1,15 @@
 """The report's memory-hierarchy section (issue 3).
 
+Every plan is named as ``memory.json`` ``baselines`` names it (``memory plan``, ``greedy
+prefetch + greedy-by-size``, ``all in main memory``) and given one number, its replayed
+makespan. Per device, the figures of each plan side by side: the replayed peak of live
+bytes per level, the fast level's footprint (highest address + size in use), the bytes the
+DMAs and the ops move, and the DMA time hidden under compute. A level's figures are set
+against that level's capacity only.
+
 Examples
 --------
->>> render_memory_section(None, None, {}, {"g0": "its profile has one memory level"}).splitlines()[0]
+>>> render_memory_section(None, {}, {"g0": "its profile has one memory level"}).splitlines()[0]
 '## Memory hierarchy'
 """
 
@@ -13,21 +20,29 @@ from typing import Any, Mapping
 from planner.report.markdown import format_bytes, format_gap
 from planner.report.markdown import markdown_table as _table
 
-__all__ = ["render_memory_section"]
+__all__ = ["render_memory_section", "fast_footprint"]
+
+MEMORY_PLAN = "memory plan"
+GREEDY = "greedy prefetch + greedy-by-size"
+ALL_IN_MAIN = "all in main memory"
 
 
+def fast_footprint(dp) -> int:
+    """The fast level's footprint: the highest ``address + size`` of a (non-view) buffer in it.
+
+    Examples
+    --------
+    >>> from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer
+    >>> dp = DeviceMemoryPlan("d", "sram", "dram", (), {}, (MemoryBuffer("a", "a", -1, "sram", 64, 32, 0, 5),), ())
+    >>> fast_footprint(dp)
+    96
+    """
+    return max((b.address + b.size_bytes for b in dp.buffers if b.level == dp.fast_level and not b.view_of),
+               default=0)
 
 
 def _ratio(peak: int | None, bound: int | None) -> str:
-    if peak is None or not bound:
-        return "-"
-    return f"{peak / bound:.3f}x"
-
-
-def _fragmentation(peak: int | None, bound: int | None) -> str:
-    if not peak or bound is None:
-        return "-"
-    return f"{100 * (peak - bound) / peak:.2f}%"
+    return "-" if peak is None or not bound else f"{peak / bound:.3f}x"
 
 
 def _main_only_bytes(graph, dp) -> int:
@@ -39,33 +54,30 @@ def _main_only_bytes(graph, dp) -> int:
     return total
 
 
-def _comparison(dp, plan, greedy, peaks: Mapping[str, Any], graph, baselines: Mapping[str, int]) -> str:
-    """The same figures for the memory plan and both baselines, side by side."""
+def _comparison(device: str, columns: list[tuple[str, Any, Any]], peaks: Mapping[str, Any], graph,
+                baselines: Mapping[str, int], fast: str, slow: str) -> str:
+    """The figures of every plan for one device, side by side (``columns``: name, device plan, schedule)."""
     from planner.memory.figures import device_figures
 
-    fast, slow = dp.fast_level, dp.slow_level
-    columns = [("memory plan", dp, plan)]
-    gmem, gplan = greedy if greedy else (None, None)
-    if gmem is not None and dp.device in gmem.devices:
-        columns.append(("greedy prefetch + greedy-by-size", gmem.devices[dp.device], gplan))
-    figures = {name: device_figures(d, p) for name, d, p in columns}
-    names = [name for name, _, _ in columns] + ["all in main memory"]
+    figures = {name: device_figures(dp, plan) for name, dp, plan in columns}
+    names = [name for name, _, _ in columns] + [ALL_IN_MAIN]
 
     def peak(name: str, level: str) -> str:
-        return format_bytes(((peaks.get(name) or {}).get(dp.device) or {}).get(level))
+        return format_bytes(((peaks.get(name) or {}).get(device) or {}).get(level))
 
-    main_bytes = _main_only_bytes(graph, dp) if graph is not None else None
+    def each(key, level=None, last=format_bytes(0)):
+        return [format_bytes(figures[n][key][level]) for n in names[:-1]] + [last]
+
+    main_bytes = _main_only_bytes(graph, columns[0][1]) if graph is not None else None
     rows = [
-        [f"peak {fast}", *[peak(n, fast) for n in names[:-1]], format_bytes(0)],
-        [f"peak {slow}", *[peak(n, slow) for n in names]],
-        [f"DMA {slow}->{fast}", *[format_bytes(figures[n]["dma_bytes"][f"{slow}->{fast}"]) for n in names[:-1]],
+        [f"peak live bytes, {fast}", *[peak(n, fast) for n in names]],
+        [f"peak live bytes, {slow}", *[peak(n, slow) for n in names]],
+        [f"footprint of {fast} (highest address + size)", *[format_bytes(fast_footprint(dp)) for _, dp, _ in columns],
          format_bytes(0)],
-        [f"DMA {fast}->{slow}", *[format_bytes(figures[n]["dma_bytes"][f"{fast}->{slow}"]) for n in names[:-1]],
-         format_bytes(0)],
-        [f"ops read/write in {fast}", *[format_bytes(figures[n]["op_bytes"][fast]) for n in names[:-1]],
-         format_bytes(0)],
-        [f"ops read/write in {slow}", *[format_bytes(figures[n]["op_bytes"][slow]) for n in names[:-1]],
-         format_bytes(main_bytes)],
+        [f"DMA {slow}->{fast}", *each("dma_bytes", f"{slow}->{fast}")],
+        [f"DMA {fast}->{slow}", *each("dma_bytes", f"{fast}->{slow}")],
+        [f"ops read/write in {fast}", *each("op_bytes", fast)],
+        [f"ops read/write in {slow}", *each("op_bytes", slow, format_bytes(main_bytes))],
         ["DMA time hidden under compute", *[f"{100 * figures[n]['dma_hidden_fraction']:.1f}% of "
                                             f"{figures[n]['dma_cycles']} cycles" for n in names[:-1]], "-"],
         ["simulated makespan", *[baselines.get(n) for n in names]],
@@ -73,67 +85,61 @@ def _comparison(dp, plan, greedy, peaks: Mapping[str, Any], graph, baselines: Ma
     return _table(["figure", *names], rows)
 
 
-def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: Mapping[str, str],
-                          choice: str = "memory plan", *, greedy=None, peaks: Mapping[str, Any] | None = None,
-                          graph=None) -> str:
-    """Markdown: per device, level peaks against their bounds, bytes moved, hidden DMA time,
-    split factors, the level solver's figures, and the baselines' simulated makespans.
-
-    ``plan`` is the memory plan's schedule (CP-SAT levels); ``choice`` names the plan the
-    binaries use (the fastest of it and the baselines)."""
+def _device_notes(dp, st: Mapping[str, Any], schedule) -> list[str]:
     from planner.memory.figures import device_figures
 
+    fig = device_figures(dp, schedule)
+    footprint, bound = fast_footprint(dp), st.get("fast_live_lower_bound_bytes")
+    out = [f"- Memory plan's {dp.fast_level}: footprint {format_bytes(footprint)} against a live-bytes lower bound "
+           f"of {format_bytes(bound)} ({_ratio(footprint, bound)}); greedy-by-size offsets on the same buffers "
+           f"need {format_bytes(st.get('fast_peak_greedy_by_size_bytes'))}.",
+           f"- {fig['dma_count']} DMAs, {fig['dma_cycles']} cycles, of which {fig['dma_hidden_cycles']} "
+           f"({100 * fig['dma_hidden_fraction']:.1f}%) overlap compute."]
+    if dp.split_factors:
+        out.append("- Splits: " + ", ".join(f"`{g}` in {k} portions" for g, k in sorted(dp.split_factors.items()))
+                   + " (the portions run in series; each is its own instruction sequence in the binary).")
+    out.append(f"- Level assignment ({st.get('level_solver')}, this device's op order fixed): "
+               f"{st.get('level_status')}, makespan in its model {st.get('level_makespan_device_cycles')} device "
+               f"cycles, bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))} "
+               f"(the replayed makespans of every plan are in the table above).")
+    out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; "
+               f"{format_bytes(st.get('reserve_bytes'))} of {dp.fast_level} held back for alignment padding.")
+    return out
+
+
+def render_memory_section(memory, baselines: Mapping[str, int], skipped: Mapping[str, str],
+                          choice: str = MEMORY_PLAN, *, peaks: Mapping[str, Any] | None = None,
+                          graph=None, capacities: Mapping[str, Mapping[str, int]] | None = None) -> str:
+    """Markdown: which plan the binaries use, every plan's replayed makespan, and per device
+    the figures of every plan side by side, with the memory plan's solver figures.
+
+    ``memory`` is the :class:`planner.memory.MemoryOutcome` (the CP-SAT memory plan and its
+    schedule, the greedy baseline's); ``baselines`` the replayed makespan of each plan by
+    name; ``choice`` the plan the binaries (and memory.json) hold; ``peaks`` the replayed
+    peak live bytes by plan, device and level; ``capacities`` each device's level capacities.
+    """
     out = ["## Memory hierarchy", ""]
     for device, reason in sorted(skipped.items()):
         out.append(f"- {device}: not memory-planned ({reason}); its tensors live in main memory.")
-    if memory is None or not memory.devices:
+    if memory is None or not memory.memory.devices:
         return "\n".join(out)
     if skipped:
         out.append("")
-    if baselines:
-        out += [f"The binaries use: **{choice}** (the fastest replayed plan below).", "",
-                "Simulated makespans, same run (every plan lowered and replayed):", ""]
-        rows = [["memory plan (CP-SAT levels + CP-SAT offsets)", plan.makespan_cycles, "-"]]
-        for name, value in baselines.items():
-            if name == "memory plan":
-                continue
-            rows.append([name, value, f"{value / max(plan.makespan_cycles, 1):.3f}x"])
-        out += [_table(["plan", "makespan (cycles)", "makespan / memory plan's"], rows), ""]
-    for name in sorted(memory.devices):
-        dp = memory.devices[name]
-        fig = device_figures(dp, plan)
-        st = dp.stats
-        out += [f"### {name}: fast level {dp.fast_level}, slow level {dp.slow_level}", ""]
-        out.append(_table(["level", "peak", "lower bound", "peak / bound", "fragmentation",
-                           "greedy-by-size, same buffers", "greedy baseline", "capacity"], [
-            [dp.fast_level, format_bytes(st.get("fast_peak_bytes")), format_bytes(st.get("fast_live_lower_bound_bytes")),
-             _ratio(st.get("fast_peak_bytes"), st.get("fast_live_lower_bound_bytes")),
-             _fragmentation(st.get("fast_peak_bytes"), st.get("fast_live_lower_bound_bytes")),
-             format_bytes(st.get("fast_peak_greedy_by_size_bytes")),
-             format_bytes(st.get("greedy_baseline_fast_peak_bytes"))
-             + ("" if st.get("greedy_baseline_fits", True) else " (does not fit)"),
-             format_bytes(st.get("fast_capacity_bytes"))],
-            [dp.slow_level, format_bytes(fig["peak_bytes"].get(dp.slow_level)), "-", "-", "-", "-", "-", "-"],
-        ]))
-        out += ["", _table(["moved", "bytes"], [
-            *[[f"DMA {k}", format_bytes(v)] for k, v in fig["dma_bytes"].items()],
-            *[[f"ops read/write in {k}", format_bytes(v)] for k, v in fig["op_bytes"].items()],
-        ]), ""]
-        if peaks:
-            out += ["Same figures, same run, for the baselines (peaks as the simulator replayed them):", "",
-                    _comparison(dp, plan, greedy, peaks, graph, baselines), ""]
-        hidden = fig["dma_hidden_fraction"]
-        out.append(f"- {fig['dma_count']} DMAs, {fig['dma_cycles']} cycles, of which {fig['dma_hidden_cycles']} "
-                   f"({100 * hidden:.1f}%) overlap compute.")
-        if dp.split_factors:
-            out.append("- Splits: " + ", ".join(f"`{g}` in {k} portions" for g, k in sorted(dp.split_factors.items()))
-                       + " (the portions run in series; each is its own instruction sequence in the binary).")
-        out.append(f"- Level assignment ({st.get('level_solver')}, this device's op order fixed): "
-                   f"{st.get('level_status')}, makespan {st.get('level_makespan_device_cycles')} device cycles, "
-                   f"bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))}; "
-                   f"greedy {st.get('greedy_makespan_device_cycles')}, "
-                   f"all in {dp.slow_level} {st.get('all_in_main_makespan_device_cycles')}.")
-        out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; "
-                   f"{format_bytes(st.get('reserve_bytes'))} of {dp.fast_level} held back for alignment padding.")
+    chosen = baselines.get(choice)
+    out += [f"The binaries (and memory.json) use: **{choice}**, the fastest of these plans, each lowered and "
+            "replayed in the same run:", "",
+            _table(["plan", "simulated makespan (cycles)", f"vs {choice}"],
+                   [[name, value, "-" if name == choice or not chosen else f"{value / chosen:.3f}x"]
+                    for name, value in baselines.items()]), ""]
+    for name in sorted(memory.memory.devices):
+        dp = memory.memory.devices[name]
+        caps = (capacities or {}).get(name, {})
+        out += [f"### {name}: fast level {dp.fast_level} (capacity {format_bytes(caps.get(dp.fast_level))}), "
+                f"slow level {dp.slow_level} (capacity {format_bytes(caps.get(dp.slow_level))})", ""]
+        columns = [(MEMORY_PLAN, dp, memory.plan)]
+        if memory.greedy_memory is not None and name in memory.greedy_memory.devices:
+            columns.append((GREEDY, memory.greedy_memory.devices[name], memory.greedy_plan))
+        out += [_comparison(name, columns, peaks or {}, graph, baselines, dp.fast_level, dp.slow_level), ""]
+        out += _device_notes(dp, dp.stats, memory.plan)
         out.append("")
     return "\n".join(out)
