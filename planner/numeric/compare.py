@@ -100,24 +100,27 @@ def ops_without_numeric_semantics(graph: Graph) -> dict[str, list[str]]:
     {'task': ['t']}
     """
     from planner.errors import UnsupportedError
-    from planner.numeric.kernels import numpy_dtype, prepare_op
+    from planner.numeric.kernels import SUPPORTED_OP_TYPES, numpy_dtype, prepare_op
 
     out: dict[str, list[str]] = {}
     for name in graph.topological_order():
         op = graph.ops[name]
         outputs = [graph.tensors[t] for t in op.outputs]
         kind = None
+        if op.attrs.get("fallback"):
+            kind = str(op.attrs.get("onnx_op", op.type))
+        elif op.type not in SUPPORTED_OP_TYPES:
+            kind = op.type
         for t in (*op.inputs, *op.outputs):
             try:
                 numpy_dtype(graph.tensors[t].dtype)
             except UnsupportedError:
-                kind = f"dtype {graph.tensors[t].dtype}"
-                break
+                kind = kind or f"dtype {graph.tensors[t].dtype}"
         if kind is None:
             try:
                 prepare_op(op.type, op.attrs, [t.shape for t in outputs], [t.dtype for t in outputs])
             except UnsupportedError:
-                kind = str(op.attrs.get("onnx_op", op.type)) if op.attrs.get("fallback") else op.type
+                kind = op.type
         if kind is not None:
             out.setdefault(kind, []).append(name)
     return dict(sorted(out.items()))

@@ -8,7 +8,8 @@ order. Per graph op: its device, the stream of its first instance, the start of 
 first and the end of its last instance as replayed, and the instances when it ran as
 several or under another name. The transfers: the replay's, in transfer-id order. The
 resources: the ones ``plan.json`` gives for the models and ops (both are determined from
-the graph and the hardware before anything runs).
+the graph and the hardware before anything runs), and per device the totals of the ops
+placed there (:mod:`planner.verify.resources`).
 
 Examples
 --------
@@ -21,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from planner.errors import VerificationError
+from planner.verify.resources import check_resources
 
 __all__ = ["check_allocation_document"]
 
@@ -94,7 +96,7 @@ def _check_transfers(alloc: Any, simulation: Any) -> None:
 
 
 def check_allocation_document(alloc: Any, doc: Any, programs: Mapping[str, Any], facts: Mapping[str, Any],
-                              simulation: Any, base: Mapping[str, str]) -> None:
+                              simulation: Any, graph: Any, base: Mapping[str, str]) -> None:
     """Refuse the first claim of ``allocation.json`` the binaries and the replay do not bear out.
 
     Parameters are the validated :class:`~planner.verify.documents.AllocationDocument`, the
@@ -114,3 +116,6 @@ def check_allocation_document(alloc: Any, doc: Any, programs: Mapping[str, Any],
     for key in ("models", "ops"):
         if alloc.resources.get(key) != doc.resources.get(key):
             raise _fail(f"resources.{key}", "the resources plan.json gives", "different figures")
+    device_of = {op: t.device for name, t in simulation.ops.items() for op in [base[name]]}
+    levels = {name: ([lv.name for lv in p.levels], p.main.name) for name, p in programs.items()}
+    check_resources(alloc.resources, graph, _FILE, device_of=device_of, devices=list(doc.devices), levels=levels)

@@ -199,12 +199,13 @@ def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], prog
                                 found="false")
     alloc = validate_document(AllocationDocument, parse_json(files["allocation.json"], "allocation.json"),
                               "allocation.json")
-    check_allocation_document(alloc, doc, programs, facts, simulation, base)
+    check_allocation_document(alloc, doc, programs, facts, simulation, graph, base)
     _check_renderings(files, plan, doc, programs)
 
 
 def _check_claims(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any], simulation: Any, graph: Any,
                   base: Mapping[str, str]) -> None:
+    from planner.verify.resources import check_resources
     from planner.verify.claims import (check_bound_and_gap, check_kernels_against_graph, check_transfers_against_graph,
                                        recompute_objective)
 
@@ -216,6 +217,7 @@ def _check_claims(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any], si
         raise VerificationError("plan.json", "objective", expected=f"{objective} ({doc.objective_kind} recomputed "
                                 "from the replay)", found=str(doc.objective))
     check_bound_and_gap(doc.status, doc.objective, doc.bound, doc.gap)
+    check_resources(doc.resources, graph, "plan.json")
 
 
 def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -> Verdict:
