@@ -14,7 +14,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-__all__ = ["atomic_directory", "baseline_rows", "peak_memory_by_device", "write_json", "write_plan_dir"]
+__all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "write_json",
+           "write_plan_dir"]
 
 
 @contextmanager
@@ -76,24 +77,66 @@ def _write_replayed_files(outcome, spec, tmp: Path) -> None:
     (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
                                                [l.name for l in spec.hardware.links]))
     if getattr(outcome, "memory", None) is not None:
-        used = outcome.memory_plan
-        write_json(tmp / "memory.json", {
-            "format_version": 1, "choice": outcome.memory_choice,
+        write_json(tmp / "memory.json", memory_document(outcome, spec.graph))
+
+
+def _plan_figures(name: str, dp, schedule, peaks: dict[str, Any]) -> dict[str, Any]:
+    """One memory plan's figures on one device (memory.json ``figures``)."""
+    from planner.memory.figures import device_figures
+    from planner.report.memory import fast_footprint
+
+    fig = device_figures(dp, schedule)
+    return {"peak_live_bytes": dict(((peaks.get(name) or {}).get(dp.device) or {})),
+            "fast_footprint_bytes": fast_footprint(dp), "dma_bytes": fig["dma_bytes"], "op_bytes": fig["op_bytes"],
+            "dma_count": fig["dma_count"], "dma_cycles": fig["dma_cycles"],
+            "dma_hidden_cycles": fig["dma_hidden_cycles"]}
+
+
+def _main_only_bytes(graph, dp) -> int:
+    """Bytes the device's ops read and write when every tensor lives in main memory."""
+    return sum(graph.tensors[t].size_bytes for name in sorted({a.op for a in dp.accesses.values()})
+               for t in {*graph.ops[name].inputs, *graph.ops[name].outputs})
+
+
+def memory_document(outcome, graph) -> dict[str, Any]:
+    """``memory.json`` (format version 2): the plan the binaries use, every plan's replayed makespan,
+    and per memory-planned device the figures of every plan, as the report shows them.
+
+    ``devices`` holds the chosen plan (``choice``; empty when everything stays in main
+    memory), ``baselines`` each plan's replayed makespan, ``figures`` per plan and device the
+    replayed peak of live bytes per level, the fast level's footprint, the bytes moved by the
+    DMAs and by the ops per level, and the DMA time (and the part of it overlapping compute).
+    """
+    memory, used = outcome.memory, outcome.memory_plan
+    figures: dict[str, dict[str, Any]] = {}
+    for name in sorted(memory.memory.devices):
+        dp = memory.memory.devices[name]
+        columns = [("memory plan", dp, memory.plan)]
+        if memory.greedy_memory is not None and name in memory.greedy_memory.devices:
+            columns.append(("greedy prefetch + greedy-by-size", memory.greedy_memory.devices[name], memory.greedy_plan))
+        for plan_name, device_plan, schedule in columns:
+            figures.setdefault(plan_name, {})[name] = _plan_figures(plan_name, device_plan, schedule,
+                                                                    outcome.memory_peaks)
+        main = (outcome.memory_peaks.get("all in main memory") or {}).get(name) or {}
+        figures.setdefault("all in main memory", {})[name] = {
+            "peak_live_bytes": dict(main), "fast_footprint_bytes": 0,
+            "dma_bytes": {f"{dp.slow_level}->{dp.fast_level}": 0, f"{dp.fast_level}->{dp.slow_level}": 0},
+            "op_bytes": {dp.fast_level: 0, dp.slow_level: _main_only_bytes(graph, dp)},
+            "dma_count": 0, "dma_cycles": 0, "dma_hidden_cycles": 0}
+    return {"format_version": 2, "choice": outcome.memory_choice,
             **(used.to_dict() if used is not None else {"devices": {}}),
-            "skipped": dict(sorted(outcome.memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
+            "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines),
+            "figures": {name: figures[name] for name in outcome.memory_baselines if name in figures}}
 
 
-def _memory_sections(outcome, spec) -> list[str]:
-    memory = getattr(outcome, "memory", None)
+def _memory_sections(outcome, spec, memory_doc) -> list[str]:
     sections = []
-    if memory is not None:
+    if memory_doc is not None:
         from planner.report.markdown import level_capacities
         from planner.report.memory import render_memory_section
 
         capacities = {d.name: level_capacities(d) for d in spec.hardware.devices}
-        sections.append(render_memory_section(memory, outcome.memory_baselines, memory.skipped,
-                                              outcome.memory_choice, peaks=outcome.memory_peaks, graph=spec.graph,
-                                              capacities=capacities))
+        sections.append(render_memory_section(memory_doc, capacities))
     return sections + list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
 
 
@@ -136,11 +179,12 @@ def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default"):
             plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
             replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
                     "memory": memory_planning, "numeric": checked.summary()},
-            sections=_memory_sections(outcome, spec), graph=spec.graph))
+            sections=_memory_sections(outcome, spec, json.loads((tmp / "memory.json").read_text())
+                                      if memory_planning else None), graph=spec.graph))
         files = {name: sha256_hex((tmp / name).read_bytes())
                  for name in expected_files([d["name"] for d in devices], memory_planning=memory_planning)}
         document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
-                                 numeric=checked.claim, files=files)
+                                 numeric=checked.claim, files=files, baselines=baseline_rows(outcome))
         (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
         try:
             verdict = verify_plan_dir(tmp)
@@ -149,24 +193,34 @@ def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default"):
     return replace(verdict, plan_dir=Path(out_dir), numeric=checked)
 
 
+def _whole(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
 def baseline_rows(outcome) -> list[dict[str, Any]]:
-    """The planner's result, its heuristic baseline and the lower bound, for the report and terminal."""
-    r, h = outcome.result, outcome.heuristic
+    """The planner's result, its baselines and the lower bound, for the report, the terminal and plan.json.
+
+    The first row is the plan's own status, objective and bound; with memory planning the
+    others are the other memory plans by their memory.json names and replayed makespans.
+    """
+    plan = outcome.plan
     memory = getattr(outcome, "memory", None)
     if memory is not None:
-        plan = outcome.plan
         rows = [{"solver": f"planner ({outcome.memory_choice})", "status": plan.status,
                  "objective": plan.objective, "bound": plan.bound}]
-        rows += [{"solver": name, "status": "FEASIBLE", "objective": value, "bound": None}
+        rows += [{"solver": name, "status": "FEASIBLE", "objective": int(value), "bound": None}
                  for name, value in outcome.memory_baselines.items() if name != outcome.memory_choice]
         rows.append({"solver": "lower bound", "status": "-", "objective": None, "bound": plan.bound})
         return rows
+    r, h = outcome.result, outcome.heuristic
     return [
-        {"solver": r.solver_name, "status": r.status.value, "objective": r.objective, "bound": r.bound},
-        {"solver": h.solver_name, "status": h.status.value, "objective": h.objective, "bound": h.bound},
-        *getattr(outcome, "extra_baselines", ()),  # e.g. planner.max_load: linear split, one accelerator
+        {"solver": r.solver_name, "status": plan.status, "objective": plan.objective, "bound": plan.bound},
+        {"solver": h.solver_name, "status": h.status.value, "objective": _whole(h.objective),
+         "bound": _whole(h.bound)},
+        *({**row, "objective": _whole(row["objective"]), "bound": _whole(row["bound"])}
+          for row in getattr(outcome, "extra_baselines", ())),  # e.g. planner.max_load: linear split
         {"solver": "lower bound", "status": "-", "objective": None,
-         "bound": outcome.result.stats.get("lower_bound")},
+         "bound": _whole(outcome.result.stats.get("lower_bound"))},
     ]
 
 

@@ -164,7 +164,8 @@ class Plan:
 
 
 def plan_document(plan: Plan, *, devices: list[dict[str, Any]], links: list[dict[str, Any]],
-                  memory_planning: bool, numeric: Mapping[str, Any], files: Mapping[str, str]) -> dict[str, Any]:
+                  memory_planning: bool, numeric: Mapping[str, Any], files: Mapping[str, str],
+                  baselines: list[Mapping[str, Any]] = ()) -> dict[str, Any]:
     """The sealed ``plan.json`` document of a plan directory (format version 2).
 
     Parameters
@@ -182,6 +183,9 @@ def plan_document(plan: Plan, *, devices: list[dict[str, Any]], links: list[dict
         The numeric replay's result as the report shows it (``status`` and its figures).
     files
         Relative path -> sha256 hex digest of every other file of the directory.
+    baselines
+        The report's baseline rows (``solver``, ``status``, ``objective``, ``bound``), the
+        planner's own result first.
 
     Examples
     --------
@@ -193,6 +197,6 @@ def plan_document(plan: Plan, *, devices: list[dict[str, Any]], links: list[dict
     """
     doc = plan.to_dict()
     doc.update(devices=list(devices), links=list(links), memory_planning=bool(memory_planning),
-               numeric=dict(numeric), files=dict(sorted(files.items())))
+               numeric=dict(numeric), baselines=[dict(row) for row in baselines], files=dict(sorted(files.items())))
     doc["seal"] = seal_of(doc)
     return doc

@@ -117,7 +117,8 @@ def test_same_seed_and_workers_give_identical_bytes(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert solve_cli(spec_path, a).exit_code == 0
     assert solve_cli(spec_path, b).exit_code == 0
-    for name in ("plan.json", "bin/p0.bin", "bin/p1.bin", "bin/p0.lst", "trace.json", "allocation.json"):
+    for name in ("plan.json", "bin/p0.bin", "bin/p1.bin", "bin/p0.lst", "trace.json", "allocation.json", "report.md",
+                 "graph.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 

@@ -17,6 +17,10 @@ Each is recomputed from the replay of the binaries and ``graph.json``, never rea
   exactly when the bound is); ``OPTIMAL`` only with ``bound == objective``;
 * every transfer joins two ops of a graph edge whose ends sit on different devices, carries
   that edge's tensors and their bytes, and every such edge has its transfer;
+* the report's baseline rows (``baselines``): the first is the plan's own status, objective
+  and bound; the heuristic's objective is ``heuristic_objective``; with memory planning,
+  every other memory plan's row is its replayed makespan in memory.json; the lower bound
+  is at most the objective;
 * every kernel of the binaries computes its graph op: the op's type and attributes, one
   operand per input and output of the op's dtype and shape (a split op's portion: dimension
   0 divided by its number of instances); every op with arithmetic meaning has one.
@@ -38,7 +42,7 @@ from planner.errors import VerificationError
 from planner.plan import relative_gap
 
 __all__ = ["check_bound_and_gap", "recompute_objective", "max_load_loads", "check_transfers_against_graph",
-           "check_kernels_against_graph"]
+           "check_kernels_against_graph", "check_baselines"]
 
 
 def check_bound_and_gap(status: str, objective: int, bound: int | None, gap: float | None) -> None:
@@ -219,3 +223,40 @@ def check_kernels_against_graph(programs: Mapping[str, Any], graph: Any, base: M
     if missing:
         raise VerificationError("bin", f"kernel {missing[0]!r}", detail=f"no binary computes this "
                                 f"{graph.ops[base[missing[0]]].type} op")
+
+
+def check_baselines(doc: Any, memory: Any | None) -> None:
+    """The baseline rows against the plan's own figures and memory.json's (see the module notes).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> doc = NS(status="OPTIMAL", objective=5, bound=5, heuristic_objective=7, solver={"heuristic": "heft"},
+    ...          baselines=[NS(solver="cpsat", status="OPTIMAL", objective=5, bound=5),
+    ...                     NS(solver="heft", status="FEASIBLE", objective=6, bound=None)])
+    >>> check_baselines(doc, None)
+    Traceback (most recent call last):
+    ...
+    planner.errors.VerificationError: plan.json: baselines[1] 'heft': expected objective 7 (heuristic_objective), found 6
+    """
+    rows = doc.baselines
+    if not rows or (rows[0].status, rows[0].objective, rows[0].bound) != (doc.status, doc.objective, doc.bound):
+        raise VerificationError("plan.json", "baselines[0]", expected=f"the plan's own {doc.status} {doc.objective} "
+                                f"bound {doc.bound}", found=str(rows[0].model_dump() if rows else None))
+    want: dict[str, int | None] = {}
+    if memory is not None:
+        want = {name: value for name, value in memory.baselines.items() if name != memory.choice}
+        names = [r.solver for r in rows[1:] if r.solver != "lower bound"]
+        if rows[0].solver != f"planner ({memory.choice})" or sorted(names) != sorted(want):
+            raise VerificationError("plan.json", "baselines", expected=f"the planner ({memory.choice}) and "
+                                    f"{sorted(want)} (memory.json)", found=str([r.solver for r in rows]))
+    elif isinstance(doc.solver.get("heuristic"), str):
+        want = {doc.solver["heuristic"]: doc.heuristic_objective}
+    for i, row in enumerate(rows):
+        if row.solver in want and i > 0 and row.objective != want[row.solver]:
+            source = "memory.json baselines" if memory is not None else "heuristic_objective"
+            raise VerificationError("plan.json", f"baselines[{i}] {row.solver!r}",
+                                    expected=f"objective {want[row.solver]} ({source})", found=str(row.objective))
+        if row.solver == "lower bound" and row.bound is not None and row.bound > doc.objective:
+            raise VerificationError("plan.json", f"baselines[{i}] 'lower bound'",
+                                    expected=f"at most the objective {doc.objective}", found=str(row.bound))

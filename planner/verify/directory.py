@@ -188,15 +188,18 @@ def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], prog
     """memory.json, allocation.json, the listings and trace.json."""
     from planner.verify.allocation import check_allocation_document
     from planner.verify.binaries import program_facts
+    from planner.verify.claims import check_baselines
     from planner.verify.memory import check_memory_document
 
     facts = {name: program_facts(p, f"bin/{name}.bin") for name, p in programs.items()}
+    memory = None
     if doc.memory_planning:
         memory = validate_document(MemoryDocument, parse_json(files["memory.json"], "memory.json"), "memory.json")
         check_memory_document(memory, doc, programs, facts, simulation, graph, base)
     elif any(p.fast_level >= 0 for p in programs.values()):
         raise VerificationError("plan.json", "memory_planning", expected="true (a binary has a fast level)",
                                 found="false")
+    check_baselines(doc, memory)
     alloc = validate_document(AllocationDocument, parse_json(files["allocation.json"], "allocation.json"),
                               "allocation.json")
     check_allocation_document(alloc, doc, programs, facts, simulation, graph, base)

@@ -35,6 +35,8 @@ __all__ = [
     "MemoryBuffer",
     "MemoryDma",
     "MemoryAccess",
+    "MemoryFigures",
+    "BaselineRow",
     "AllocationDocument",
     "MaxLoadClaims",
     "validate_document",
@@ -113,6 +115,15 @@ class NumericClaim(_Strict):
     dtypes: list[Name] = []
 
 
+class BaselineRow(_Strict):
+    """``plan.json`` ``baselines[i]``: a row of the report's baselines table (the planner's first)."""
+
+    solver: Name
+    status: Text
+    objective: Optional[Count]
+    bound: Optional[Count]
+
+
 class PlanDocument(_Strict):
     """``plan.json``, format version 2 (see :func:`planner.plan.plan_document`)."""
 
@@ -134,6 +145,7 @@ class PlanDocument(_Strict):
     links: list[LinkEntry]
     memory_planning: bool
     numeric: NumericClaim
+    baselines: list[BaselineRow]
     files: dict[Name, Sha256]
     seal: Sha256
 
@@ -205,14 +217,27 @@ class DeviceMemoryEntry(_Strict):
     stats: dict[Name, Any]
 
 
-class MemoryDocument(_Strict):
-    """``memory.json``, format version 1."""
+class MemoryFigures(_Strict):
+    """``memory.json`` ``figures[plan][device]``: one plan's figures on one device, as the report shows them."""
 
-    format_version: Literal[1]
+    peak_live_bytes: dict[Name, Count]
+    fast_footprint_bytes: Count
+    dma_bytes: dict[Name, Count]
+    op_bytes: dict[Name, Count]
+    dma_count: Count
+    dma_cycles: Count
+    dma_hidden_cycles: Count
+
+
+class MemoryDocument(_Strict):
+    """``memory.json``, format version 2."""
+
+    format_version: Literal[2]
     choice: Name
     devices: dict[Name, DeviceMemoryEntry]
     skipped: dict[Name, Text]
     baselines: dict[Name, Count]
+    figures: dict[Name, dict[Name, MemoryFigures]]
 
 
 class _AllocLevel(_Strict):

@@ -21,7 +21,9 @@ fast level has none) must say what its binary does:
 * ``stats``: the fast level's capacity and footprint (highest address + size in use);
 
 and the top level: ``choice`` is the baseline whose replayed makespan the plan has, the
-smallest of them.
+smallest of them; ``figures`` of the chosen plan are the replay's: per device the peak of
+live bytes per level, the fast footprint, the bytes and cycles of the DMAs (and how many
+overlap the device's compute), the bytes the ops move per level.
 
 Examples
 --------
@@ -35,7 +37,7 @@ from typing import Any, Mapping
 
 from planner.errors import VerificationError
 
-__all__ = ["instance_portion", "check_memory_document"]
+__all__ = ["instance_portion", "check_memory_document", "replayed_figures"]
 
 _FILE = "memory.json"
 
@@ -182,6 +184,40 @@ def _check_device(name: str, entry: Any, program: Any, facts: Any, simulation: A
             raise _fail(f"devices.{name}.stats.{key}", f"{want} (the binary)", stats[key])
 
 
+def replayed_figures(name: str, program: Any, facts: Any, simulation: Any) -> dict[str, Any]:
+    """One device's memory figures as the binaries and the replay give them (memory.json ``figures``)."""
+    fast = program.fast.name if program.fast is not None else None
+    main = program.main.name
+    dmas = [d for d in simulation.dmas if d.device == name]
+    compute = sorted((t.start_cycle, t.end_cycle) for t in simulation.ops.values() if t.device == name)
+    hidden = sum(max(0, min(end, d.end_cycle) - max(start, d.start_cycle)) for d in dmas for start, end in compute)
+    op_fast = sum(ins.fast_bytes for ins in facts.compute.values())
+    op_main = sum(ins.mem_bytes for ins in facts.compute.values())
+    return {"peak_live_bytes": dict(simulation.peak_bytes.get(name, {})),
+            "fast_footprint_bytes": max((b.address + b.size_bytes for b in facts.buffers.values()
+                                         if b.level == fast and not b.view), default=0),
+            "dma_bytes": {f"{main}->{fast}": sum(d.size_bytes for d in dmas if (d.src_level, d.dst_level) == (main, fast)),
+                          f"{fast}->{main}": sum(d.size_bytes for d in dmas if (d.src_level, d.dst_level) == (fast, main))},
+            "op_bytes": {fast: op_fast, main: op_main} if fast is not None else {main: op_main},
+            "dma_count": len(dmas), "dma_cycles": sum(d.end_cycle - d.start_cycle for d in dmas),
+            "dma_hidden_cycles": hidden}
+
+
+def _check_figures(memory: Any, programs: Mapping[str, Any], facts: Mapping[str, Any], simulation: Any) -> None:
+    unknown = sorted(set(memory.figures) - set(memory.baselines))
+    if unknown:
+        raise VerificationError(_FILE, f"figures.{unknown[0]}", detail="not a plan of baselines")
+    for name, fig in (memory.figures.get(memory.choice) or {}).items():
+        if name not in programs:
+            raise VerificationError(_FILE, f"figures.{memory.choice}.{name}", detail="not a device of the plan")
+        want = replayed_figures(name, programs[name], facts[name], simulation)
+        claim = fig.model_dump()
+        # All in main memory: the binary has no fast level, only the peaks describe it.
+        for key in want if name in memory.devices else ["peak_live_bytes"]:
+            if claim[key] != want[key]:
+                raise _fail(f"figures.{memory.choice}.{name}.{key}", f"{want[key]} (the replay)", claim[key])
+
+
 def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], facts: Mapping[str, Any],
                           simulation: Any, graph: Any, base: Mapping[str, str]) -> None:
     """Refuse the first claim of ``memory.json`` the binaries and the replay do not bear out.
@@ -206,3 +242,4 @@ def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], fa
         raise VerificationError(_FILE, f"skipped.{stray[0]}", detail="not a device that skipped memory planning")
     for name in planned:
         _check_device(name, memory.devices[name], programs[name], facts[name], simulation, graph, base)
+    _check_figures(memory, programs, facts, simulation)
