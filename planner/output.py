@@ -213,9 +213,12 @@ def baseline_rows(outcome) -> list[dict[str, Any]]:
         rows.append({"solver": "lower bound", "status": "-", "objective": None, "bound": plan.bound})
         return rows
     r, h = outcome.result, outcome.heuristic
+    # One name per baseline: the heuristic as the run's own baseline list names it, if it does.
+    heuristic = next((k for k in getattr(outcome, "baselines", None) or {} if k.startswith(h.solver_name)),
+                     h.solver_name)
     return [
         {"solver": r.solver_name, "status": plan.status, "objective": plan.objective, "bound": plan.bound},
-        {"solver": h.solver_name, "status": h.status.value, "objective": _whole(h.objective),
+        {"solver": heuristic, "status": h.status.value, "objective": _whole(h.objective),
          "bound": _whole(h.bound)},
         *({**row, "objective": _whole(row["objective"]), "bound": _whole(row["bound"])}
           for row in getattr(outcome, "extra_baselines", ())),  # e.g. planner.max_load: linear split

@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
+from tests.planner.verify.report_figures import check_report
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -205,6 +206,7 @@ def test_shipped_specs_solve_and_verify(spec_path, tmp_path):
     assert plan["bound"] is not None and plan["bound"] <= plan["objective"]
     assert plan["objective"] <= plan["heuristic_objective"]
     assert runner.invoke(app, ["simulate", str(out)]).exit_code == 0
+    check_report(out)  # every figure of report.md is the files' (issue 9)
 
 
 def test_unmeetable_pin_exits_1_with_explanation(tmp_path):

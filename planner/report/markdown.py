@@ -46,8 +46,8 @@ def op_count(names: list[str], graph=None) -> str:
 
     Examples
     --------
-    >>> op_count(["a", "b"]), op_count(["fc#0", "fc#1", "relu"], None)
-    ('2 ops', '3 ops')
+    >>> op_count(["a", "b"]), op_count(["fc#0", "fc#1", "relu"], None), op_count(["a"])
+    ('2 ops', '3 ops', '1 op')
     >>> from planner.graph.ir import Graph, Op
     >>> op_count(["fc#0", "fc#1", "relu"], Graph([], [Op("fc", "task"), Op("relu", "task")]))
     '2 ops (3 instances)'
@@ -57,7 +57,8 @@ def op_count(names: list[str], graph=None) -> str:
         head, sep, tail = name.rpartition("#")
         in_graph = graph is not None and name not in graph.ops and head in graph.ops
         bases.add(head if sep and tail.isdigit() and in_graph else name)
-    return f"{len(bases)} ops" + (f" ({len(names)} instances)" if len(bases) != len(names) else "")
+    ops = f"{len(bases)} op" + ("" if len(bases) == 1 else "s")
+    return ops + (f" ({len(names)} instances)" if len(bases) != len(names) else "")
 
 
 def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, dict[str, int]] | None = None,

@@ -250,8 +250,11 @@ def check_baselines(doc: Any, memory: Any | None) -> None:
         if rows[0].solver != f"planner ({memory.choice})" or sorted(names) != sorted(want):
             raise VerificationError("plan.json", "baselines", expected=f"the planner ({memory.choice}) and "
                                     f"{sorted(want)} (memory.json)", found=str([r.solver for r in rows]))
-    elif isinstance(doc.solver.get("heuristic"), str):
-        want = {doc.solver["heuristic"]: doc.heuristic_objective}
+    elif isinstance(doc.solver.get("heuristic"), str):  # the second row, under the heuristic's name
+        if len(rows) < 2 or not rows[1].solver.startswith(doc.solver["heuristic"]):
+            raise VerificationError("plan.json", "baselines[1]", expected=f"the heuristic {doc.solver['heuristic']!r}",
+                                    found=str(rows[1].solver if len(rows) > 1 else None))
+        want = {rows[1].solver: doc.heuristic_objective}
     for i, row in enumerate(rows):
         if row.solver in want and i > 0 and row.objective != want[row.solver]:
             source = "memory.json baselines" if memory is not None else "heuristic_objective"
