@@ -85,22 +85,27 @@ def _float_dtypes(graph: Any) -> list[str]:
 
 
 def run_numeric(programs: Mapping[str, Any], graph: Any, *, mode: str, seed: int = 0,
-                limit: int = NUMERIC_DEFAULT_MAX_INSTRUCTIONS) -> NumericOutcome:
+                limit: int | None = None) -> NumericOutcome:
     """Run (or skip) the numeric replay of decoded ``programs`` against ``graph``.
 
     Parameters
     ----------
     mode
-        ``"default"`` (run when at most ``limit`` instructions), ``"on"`` (always) or
-        ``"off"``.
+        ``"default"`` (run when at most ``limit`` instructions, :data:`NUMERIC_DEFAULT_MAX_INSTRUCTIONS`
+        unless given), ``"on"`` (always) or ``"off"``.
 
     Raises
     ------
     InternalError
         The replay's numbers differ from the reference.
+    VerificationError
+        graph.json declares an output shape its op does not compute (the reference cannot
+        evaluate it).
     """
+    from planner.graph.ir import GraphError
     from planner.numeric.compare import RTOL, compare_numeric_programs, ops_without_numeric_semantics
 
+    limit = NUMERIC_DEFAULT_MAX_INSTRUCTIONS if limit is None else limit
     instructions = sum(len(p.instructions) for p in programs.values())
     if mode == "off":
         return NumericOutcome({"status": "off", "instructions": instructions})
@@ -110,7 +115,12 @@ def run_numeric(programs: Mapping[str, Any], graph: Any, *, mode: str, seed: int
                                "ops_without_semantics": unsupported})
     if mode == "default" and instructions > limit:
         return NumericOutcome({"status": "too-large", "instructions": instructions, "limit": limit})
-    comparison = compare_numeric_programs(programs, graph, seed)
+    try:
+        comparison = compare_numeric_programs(programs, graph, seed)
+    except GraphError as e:  # shapes the cost model accepted but the op does not compute
+        raise VerificationError("graph.json", "", detail=(
+            f"{e}: the graph declares shapes its ops do not compute, so the numeric replay cannot check the "
+            "plan (`plan solve --no-numeric` plans it without)")) from None
     if not comparison.ok:
         raise InternalError("the numeric replay of the binaries disagrees with the reference evaluation of "
                             "graph.json:\n  " + "\n  ".join(comparison.failures()[:10]))
