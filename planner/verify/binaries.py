@@ -38,7 +38,7 @@ from planner.isa.instructions import (
     Program,
 )
 
-__all__ = ["BufferFact", "ProgramFacts", "program_facts"]
+__all__ = ["BufferFact", "ProgramFacts", "program_facts", "check_unused_fields"]
 
 
 class BufferFact(NamedTuple):
@@ -92,6 +92,42 @@ def _syncs(p: Program) -> dict[str, list[str]]:
         if ins.opcode == Opcode.WAIT and ins.a in signal_op:
             out.setdefault(ins.op, []).append(signal_op[ins.a])
     return out
+
+
+_ROOFLINE = ("mem_bytes", "fast_bytes", "op", "reads", "writes")
+# The fields each opcode gives a meaning (docs/isa.md); every other one is zero in a binary the
+# lowering wrote, so a non-zero one is a binary edited after it was written.
+_MEANINGFUL = {
+    Opcode.MATMUL: ("a", "b", "c", "d", *_ROOFLINE), Opcode.CONV: ("a", "b", "c", "d", *_ROOFLINE),
+    Opcode.VECTOR: ("subop", "a", "b", *_ROOFLINE), Opcode.DMA: ("a", "b", "c", *_ROOFLINE),
+    Opcode.SEND: ("a", "b", "c", "op", "peer", "reads"), Opcode.RECV: ("a", "b", "c", "op", "peer", "writes"),
+    Opcode.SIGNAL: ("a", "op"), Opcode.WAIT: ("a", "op"), Opcode.ALLOC: ("subop", "a", "b", "c", "d", "op"),
+    Opcode.FREE: ("subop", "a", "b", "c", "d", "op"), Opcode.TASK: ("a", "op", "reads", "writes"), Opcode.HALT: (),
+}
+_FIELDS = ("subop", "a", "b", "c", "d", "mem_bytes", "fast_bytes", "op", "reads", "writes", "peer")
+
+
+def check_unused_fields(p: Program, label: str) -> None:
+    """Refuse an instruction with a value in a field its opcode does not use.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import LevelInfo
+    >>> p = Program("d0", "generic", 1, 1, 1, 1, 1, 0, (LevelInfo("m", 8, 1),), 0, (), 1, (),
+    ...             (Instruction(Opcode.HALT, 0, 0, 0, mem_bytes=3),))
+    >>> check_unused_fields(p, "bin/d0.bin")
+    Traceback (most recent call last):
+    ...
+    planner.errors.VerificationError: bin/d0.bin: instruction 0 (HALT).mem_bytes: expected 0 (unused by HALT), found 3
+    """
+    for i, ins in enumerate(p.instructions):
+        meaningful = _MEANINGFUL.get(ins.opcode, _FIELDS)
+        for field in _FIELDS:
+            value = getattr(ins, field)
+            if field not in meaningful and value not in (0, "", ()):
+                raise VerificationError(label, f"instruction {i} ({ins.opcode.name}).{field}",
+                                        expected=f"{'0' if isinstance(value, int) else 'empty'} (unused by "
+                                                 f"{ins.opcode.name})", found=repr(value))
 
 
 def program_facts(p: Program, label: str = "bin") -> ProgramFacts:

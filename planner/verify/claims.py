@@ -233,7 +233,8 @@ def check_baselines(doc: Any, memory: Any | None) -> None:
     >>> from types import SimpleNamespace as NS
     >>> doc = NS(status="OPTIMAL", objective=5, bound=5, heuristic_objective=7, solver={"heuristic": "heft"},
     ...          baselines=[NS(solver="cpsat", status="OPTIMAL", objective=5, bound=5),
-    ...                     NS(solver="heft", status="FEASIBLE", objective=6, bound=None)])
+    ...                     NS(solver="heft", status="FEASIBLE", objective=6, bound=None),
+    ...                     NS(solver="lower bound", status="-", objective=None, bound=4)])
     >>> check_baselines(doc, None)
     Traceback (most recent call last):
     ...
@@ -243,7 +244,17 @@ def check_baselines(doc: Any, memory: Any | None) -> None:
     if not rows or (rows[0].status, rows[0].objective, rows[0].bound) != (doc.status, doc.objective, doc.bound):
         raise VerificationError("plan.json", "baselines[0]", expected=f"the plan's own {doc.status} {doc.objective} "
                                 f"bound {doc.bound}", found=str(rows[0].model_dump() if rows else None))
+    names = [r.solver for r in rows]
+    if len(set(names)) != len(names) or names[-1] != "lower bound":
+        raise VerificationError("plan.json", "baselines", expected="one row per solver, the lower bound last",
+                                found=str(names))
     want: dict[str, int | None] = {}
+    extra = doc.solver.get("baselines")  # max-load: the other placements' max-loads by name
+    if memory is None and isinstance(extra, dict):
+        for i, row in enumerate(rows[2:-1], start=2):
+            if row.solver not in extra or extra[row.solver] != row.objective:
+                raise VerificationError("plan.json", f"baselines[{i}] {row.solver!r}", expected=f"a baseline of "
+                                        f"solver.baselines {sorted(extra)} with its max-load", found=str(row.objective))
     if memory is not None:
         want = {name: value for name, value in memory.baselines.items() if name != memory.choice}
         names = [r.solver for r in rows[1:] if r.solver != "lower bound"]

@@ -46,7 +46,7 @@ from planner.plan import Plan, seal_of
 from planner.verify.agreement import compare_with_plan
 from planner.verify.documents import AllocationDocument, MemoryDocument, PlanDocument, validate_document
 from planner.verify.jsonfile import MAX_JSON_BYTES, parse_json, read_bytes
-from planner.verify.manifest import read_manifest_files
+from planner.verify.manifest import MAX_FILE_BYTES, read_manifest_files
 from planner.verify.numeric import NumericOutcome, check_numeric_claim, run_numeric
 
 __all__ = ["Verdict", "verify_plan_dir", "numeric_replay_dir"]
@@ -92,6 +92,7 @@ def _read_plan_json(plan_dir: Path) -> dict[str, Any]:
 
 def _decode(files: Mapping[str, bytes], devices: list[str]) -> dict[str, Any]:
     from planner.isa.binary import decode
+    from planner.verify.binaries import check_unused_fields
 
     programs = {}
     for name in devices:
@@ -102,6 +103,7 @@ def _decode(files: Mapping[str, bytes], devices: list[str]) -> dict[str, Any]:
             raise VerificationError(label, "", detail=f"malformed binary ({e})") from None
         if program.device != name:
             raise VerificationError(label, "device", expected=repr(name), found=repr(program.device))
+        check_unused_fields(program, label)
         programs[name] = program
     return programs
 
@@ -163,7 +165,10 @@ def _base_ops(plan: Plan, graph: Any, memory_planning: bool) -> dict[str, str]:
 def _check_plan_against_replay(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any]) -> Any:
     from planner.simulator import simulate_programs
 
-    simulation = simulate_programs(programs)
+    try:
+        simulation = simulate_programs(programs)
+    except (IndexError, KeyError, ValueError) as e:  # a well-formed binary naming a table entry it lacks
+        raise VerificationError("bin", "", detail=f"the binaries cannot be replayed ({type(e).__name__}: {e})") from None
     problems = compare_with_plan(simulation, plan)
     if problems:
         raise problems[0].error()
@@ -287,6 +292,6 @@ def numeric_replay_dir(path: str | Path, devices: list[str], *, mode: str, seed:
 
     plan_dir = Path(path)
     graph = _read_graph(read_bytes(plan_dir / "graph.json", "graph.json", max_bytes=MAX_JSON_BYTES))
-    programs = {d: decode(read_bytes(plan_dir / "bin" / f"{d}.bin", f"bin/{d}.bin", max_bytes=1 << 30),
+    programs = {d: decode(read_bytes(plan_dir / "bin" / f"{d}.bin", f"bin/{d}.bin", max_bytes=MAX_FILE_BYTES),
                           name=f"bin/{d}.bin") for d in devices}
     return run_numeric(programs, graph, mode=mode, seed=seed)

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from planner.errors import VerificationError
 
 __all__ = [
+    "StrictModel",
     "PlanDocument",
     "PlacedOpEntry",
     "TransferEntry",
@@ -50,11 +51,21 @@ Text = Annotated[str, Field(max_length=4096)]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A model of a plan file's object: every key known, every type exact, floats finite, frozen.
+
+    Examples
+    --------
+    >>> class Pair(StrictModel):
+    ...     a: int
+    >>> Pair.model_validate({"a": 1}).a
+    1
+    """
+
     model_config = ConfigDict(strict=True, extra="forbid", allow_inf_nan=False, frozen=True)
 
 
-class PlacedOpEntry(_Strict):
+class PlacedOpEntry(StrictModel):
     """``plan.json`` ``ops[i]``."""
 
     name: Name
@@ -64,7 +75,7 @@ class PlacedOpEntry(_Strict):
     duration_cycles: Count
 
 
-class TransferEntry(_Strict):
+class TransferEntry(StrictModel):
     """``plan.json`` ``transfers[i]``."""
 
     src_op: Name
@@ -78,7 +89,7 @@ class TransferEntry(_Strict):
     duration_cycles: Count
 
 
-class DeviceEntry(_Strict):
+class DeviceEntry(StrictModel):
     """``plan.json`` ``devices[i]``: a device of the hardware (a binary each)."""
 
     name: Name
@@ -87,7 +98,7 @@ class DeviceEntry(_Strict):
     streams: Positive
 
 
-class LinkEntry(_Strict):
+class LinkEntry(StrictModel):
     """``plan.json`` ``links[i]``; ``i`` is the link's id in the binaries."""
 
     name: Name
@@ -96,7 +107,7 @@ class LinkEntry(_Strict):
     latency_cycles: Count
 
 
-class NumericClaim(_Strict):
+class NumericClaim(StrictModel):
     """``plan.json`` ``numeric``: what the numeric replay found when ``plan solve`` wrote the plan.
 
     ``status``: ``equal`` (``tensors`` tensors, ``graph_outputs`` of them outputs, equal to
@@ -115,7 +126,7 @@ class NumericClaim(_Strict):
     dtypes: list[Name] = []
 
 
-class BaselineRow(_Strict):
+class BaselineRow(StrictModel):
     """``plan.json`` ``baselines[i]``: a row of the report's baselines table (the planner's first)."""
 
     solver: Name
@@ -124,7 +135,7 @@ class BaselineRow(_Strict):
     bound: Optional[Count]
 
 
-class PlanDocument(_Strict):
+class PlanDocument(StrictModel):
     """``plan.json``, format version 2 (see :func:`planner.plan.plan_document`)."""
 
     format_version: Literal[2]
@@ -160,7 +171,7 @@ class MaxLoadClaims(BaseModel):
     loads: dict[Name, Count]
 
 
-class MemoryBuffer(_Strict):
+class MemoryBuffer(StrictModel):
     """``memory.json`` ``devices[d].buffers[i]``."""
 
     name: Name
@@ -175,7 +186,7 @@ class MemoryBuffer(_Strict):
     view_of: Text
 
 
-class MemoryDma(_Strict):
+class MemoryDma(StrictModel):
     """``memory.json`` ``devices[d].transfers[i]``: a DMA between levels."""
 
     kind: Literal["prefetch", "evict"]
@@ -190,7 +201,7 @@ class MemoryDma(_Strict):
     end_cycle: Count
 
 
-class MemoryAccess(_Strict):
+class MemoryAccess(StrictModel):
     """``memory.json`` ``devices[d].accesses[i]``: the buffers one op instance reads and writes."""
 
     instance: Name
@@ -203,7 +214,7 @@ class MemoryAccess(_Strict):
     slow_bytes: Count
 
 
-class DeviceMemoryEntry(_Strict):
+class DeviceMemoryEntry(StrictModel):
     """``memory.json`` ``devices[d]``."""
 
     device: Name
@@ -217,7 +228,7 @@ class DeviceMemoryEntry(_Strict):
     stats: dict[Name, Any]
 
 
-class MemoryFigures(_Strict):
+class MemoryFigures(StrictModel):
     """``memory.json`` ``figures[plan][device]``: one plan's figures on one device, as the report shows them."""
 
     peak_live_bytes: dict[Name, Count]
@@ -229,7 +240,7 @@ class MemoryFigures(_Strict):
     dma_hidden_cycles: Count
 
 
-class MemoryDocument(_Strict):
+class MemoryDocument(StrictModel):
     """``memory.json``, format version 2."""
 
     format_version: Literal[2]
@@ -240,12 +251,12 @@ class MemoryDocument(_Strict):
     figures: dict[Name, dict[Name, MemoryFigures]]
 
 
-class _AllocLevel(_Strict):
+class _AllocLevel(StrictModel):
     capacity_bytes: Count
     reserved_bytes: Count
 
 
-class _AllocBuffer(_Strict):
+class _AllocBuffer(StrictModel):
     name: Name
     level: Name
     address: Count
@@ -256,7 +267,7 @@ class _AllocBuffer(_Strict):
     view: bool
 
 
-class _AllocDevice(_Strict):
+class _AllocDevice(StrictModel):
     kind: Name
     profile: Name
     clock_hz: Positive
@@ -270,7 +281,7 @@ class _AllocDevice(_Strict):
     buffers: list[_AllocBuffer]
 
 
-class _AllocOp(_Strict):
+class _AllocOp(StrictModel):
     device: Name
     stream: Count
     start_cycle: Count
@@ -278,7 +289,7 @@ class _AllocOp(_Strict):
     instances: Optional[list[Name]] = None
 
 
-class _AllocTransfer(_Strict):
+class _AllocTransfer(StrictModel):
     id: Count
     src_op: Name
     dst_op: Name
@@ -290,7 +301,7 @@ class _AllocTransfer(_Strict):
     end_cycle: Count
 
 
-class AllocationDocument(_Strict):
+class AllocationDocument(StrictModel):
     """``allocation.json``, format version 2 (:func:`planner.lowering.allocation`)."""
 
     format_version: Literal[2]

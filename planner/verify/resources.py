@@ -23,14 +23,14 @@ from typing import Annotated, Any, Mapping, Optional
 from pydantic import Field
 
 from planner.errors import VerificationError
-from planner.verify.documents import _Strict, validate_document
+from planner.verify.documents import StrictModel, validate_document
 
 __all__ = ["check_resources"]
 
 _Count = Annotated[int, Field(ge=0, lt=1 << 63)]
 
 
-class _OpRes(_Strict):
+class _OpRes(StrictModel):
     op: str
     model: str
     macs: _Count
@@ -45,7 +45,7 @@ class _OpRes(_Strict):
     units: dict[str, str]
 
 
-class _DevRes(_Strict):
+class _DevRes(StrictModel):
     device: str
     kind: str
     profile: str
@@ -58,7 +58,7 @@ class _DevRes(_Strict):
     output_bytes: _Count
 
 
-class _ModelRes(_Strict):
+class _ModelRes(StrictModel):
     model: str
     ops: _Count
     macs: _Count
@@ -69,7 +69,7 @@ class _ModelRes(_Strict):
     timeline_cycles: dict[str, _Count]
 
 
-class _Resources(_Strict):
+class _Resources(StrictModel):
     ops: dict[str, _OpRes]
     devices: dict[str, _DevRes]
     models: dict[str, _ModelRes]

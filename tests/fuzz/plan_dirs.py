@@ -3,9 +3,10 @@
 Each example copies a directory `plan solve` wrote and changes it one way: a field of
 plan.json, memory.json, allocation.json or graph.json deleted, duplicated, retyped or
 replaced (null, strings, huge numbers, deep nesting, another field's value); bytes of any
-file truncated, flipped or made non-UTF-8; a file deleted, added, replaced by a directory,
+file truncated, flipped or made non-UTF-8; an instruction of a binary changed and the binary
+re-encoded (a well-formed binary that says something else); a file deleted, added, replaced by a directory,
 a symbolic link or a FIFO, or swapped in from another plan; plan.json re-serialized (key
-order, indentation: the same document). Half the JSON edits are *resealed*: the
+order, indentation: the same document). Half the JSON edits, and every binary edit, are *resealed*: the
 adversary also recomputes the sha256 of every file and plan.json's seal, so only the
 semantic checks can catch them.
 
@@ -334,10 +335,43 @@ def _file_op(data: st.DataObject, plan_dir: Path, other: Path) -> Case:
     return Case(f"file-{op}", name)
 
 
+def _binary_edit(data: st.DataObject, plan_dir: Path) -> Case:
+    """A binary decoded, one instruction field changed, re-encoded and resealed: a well-formed file
+    that says something else (only the replay and the semantic checks can refuse it)."""
+    import dataclasses
+
+    from planner.isa.binary import decode, encode
+
+    path = data.draw(st.sampled_from(sorted((plan_dir / "bin").glob("*.bin"))), label="binary")
+    program = decode(path.read_bytes())
+    i = data.draw(st.integers(0, len(program.instructions) - 1), label="instruction")
+    ins = program.instructions[i]
+    field = data.draw(st.sampled_from(["start_cycle", "duration_cycles", "stream", "a", "b", "c", "d", "op",
+                                       "reads", "writes", "mem_bytes", "fast_bytes", "peer"]), label="field")
+    old = getattr(ins, field)
+    if isinstance(old, str):
+        new = data.draw(st.sampled_from(["", "x", old + "#9", "bogus"]), label="value")
+    elif isinstance(old, tuple):
+        new = data.draw(st.sampled_from([(), old + (0,), old + (10**6,), old[:-1]]), label="value")
+    else:
+        new = data.draw(st.sampled_from([old + 1, max(0, old - 1), 0, 2**31, 65535, 2**40]), label="value")
+    try:
+        edited = dataclasses.replace(program, instructions=(*program.instructions[:i],
+                                                            dataclasses.replace(ins, **{field: new}),
+                                                            *program.instructions[i + 1:]))
+        path.write_bytes(encode(edited))
+    except (ValueError, OverflowError, TypeError, KeyError, IndexError, Exception) as e:  # not encodable
+        return Case("binary-unencodable", f"{path.name} #{i} {field}={new!r}: {type(e).__name__}")
+    reseal(plan_dir)
+    return Case("binary-resealed", f"{path.name} #{i} {ins.opcode.name}.{field}={new!r}")
+
+
 def mutate(data: st.DataObject, plan_dir: Path, other: Path) -> Case:
     """Apply one drawn tampering to ``plan_dir`` (``other``: a plan to swap files from)."""
-    family = data.draw(st.sampled_from(["json", "json", "json-resealed", "json-resealed", "bytes", "file"]),
-                       label="family")
+    family = data.draw(st.sampled_from(["json", "json", "json-resealed", "json-resealed", "bytes", "file",
+                                        "binary"]), label="family")
+    if family == "binary":
+        return _binary_edit(data, plan_dir)
     if family.startswith("json"):
         present = [n for n in _JSON_FILES if (plan_dir / n).is_file()]
         return _json_edit(data, plan_dir, data.draw(st.sampled_from(present), label="file"), family != "json")
