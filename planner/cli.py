@@ -116,7 +116,8 @@ def solve(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay (by default it runs "
-                                    "whenever the binaries hold at most 10^5 instructions)."),
+                                    "whenever the binaries hold at most 10^5 instructions and 10^10 "
+                                    "multiply-accumulates)."),
 ) -> None:
     """Solve a spec, lower it to binaries, replay them, verify the directory, and only then write it."""
 

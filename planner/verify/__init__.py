@@ -28,7 +28,8 @@ Examples
 from planner.verify.agreement import Disagreement, compare_with_plan
 from planner.verify.directory import Verdict, numeric_replay_dir, verify_plan_dir
 from planner.verify.jsonfile import parse_json, read_json
-from planner.verify.numeric import NUMERIC_DEFAULT_MAX_INSTRUCTIONS, NumericOutcome, describe, run_numeric
+from planner.verify.numeric import (NUMERIC_DEFAULT_MAX_INSTRUCTIONS, NUMERIC_DEFAULT_MAX_MACS, NumericOutcome,
+                                    describe, run_numeric)
 
 __all__ = ["Disagreement", "compare_with_plan", "Verdict", "verify_plan_dir", "numeric_replay_dir", "parse_json", "read_json",
-           "NUMERIC_DEFAULT_MAX_INSTRUCTIONS", "NumericOutcome", "describe", "run_numeric"]
+           "NUMERIC_DEFAULT_MAX_INSTRUCTIONS", "NUMERIC_DEFAULT_MAX_MACS", "NumericOutcome", "describe", "run_numeric"]

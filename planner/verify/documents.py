@@ -111,7 +111,8 @@ class NumericClaim(StrictModel):
     """``plan.json`` ``numeric``: what the numeric replay found when ``plan solve`` wrote the plan.
 
     ``status``: ``equal`` (``tensors`` tensors, ``graph_outputs`` of them outputs, equal to
-    the reference within ``rtol``), ``too-large`` (``instructions`` above the default limit),
+    the reference within ``rtol``), ``too-large`` (``instructions`` above ``limit`` or ``macs``
+    above ``mac_limit``),
     ``no-semantics`` (ops that have no numeric semantics, by type in ``ops_without_semantics``),
     or ``off`` (``--no-numeric``).
     """
@@ -122,6 +123,8 @@ class NumericClaim(StrictModel):
     graph_outputs: Count = 0
     rtol: Annotated[float, Field(gt=0, lt=1)] = 1e-5
     limit: Count = 0
+    macs: Count = 0
+    mac_limit: Count = 0
     ops_without_semantics: dict[Name, list[Name]] = {}
     dtypes: list[Name] = []
 

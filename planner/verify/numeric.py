@@ -2,12 +2,13 @@
 
 ``plan solve`` runs the numeric replay (:mod:`planner.numeric.compare`: the binaries'
 arithmetic on random inputs against a numpy evaluation of graph.json) by default whenever
-it is cheap: at most :data:`NUMERIC_DEFAULT_MAX_INSTRUCTIONS` instructions in all binaries.
+it is cheap: at most :data:`NUMERIC_DEFAULT_MAX_INSTRUCTIONS` instructions and
+:data:`NUMERIC_DEFAULT_MAX_MACS` multiply-accumulates (the MATMULs' ``a·b·c·d``) in all binaries.
 Its outcome is one of
 
 ``equal``         every compared tensor equals the reference within ``rtol``;
-``too-large``     skipped by default: more instructions than the limit
-                  (``plan simulate --numeric`` runs it anyway);
+``too-large``     skipped by default: more instructions or multiply-accumulates than the
+                  limits (``plan simulate --numeric`` runs it anyway);
 ``no-semantics``  the graph has ops numeric mode cannot evaluate (``task``, the ONNX
                   importer's stand-ins such as ``LRN``); the plan is verified by timing only;
 ``off``           ``--no-numeric``.
@@ -32,11 +33,16 @@ from typing import Any, Mapping
 
 from planner.errors import InternalError, VerificationError
 
-__all__ = ["NUMERIC_DEFAULT_MAX_INSTRUCTIONS", "NumericOutcome", "run_numeric", "describe", "check_numeric_claim"]
+__all__ = ["NUMERIC_DEFAULT_MAX_INSTRUCTIONS", "NUMERIC_DEFAULT_MAX_MACS", "NumericOutcome", "binary_macs",
+           "run_numeric", "describe", "check_numeric_claim"]
 
 # The numeric replay runs at about 5e4 instructions per second end to end (README,
-# Performance): the default check costs at most a few seconds.
+# Performance): the default check costs at most a few seconds of per-instruction overhead...
 NUMERIC_DEFAULT_MAX_INSTRUCTIONS = 100_000
+# ...and its arithmetic (the binaries' and the reference's, in float64 on one BLAS thread) about
+# 3e8 multiply-accumulates per second on a busy 2-core machine (benchmarks/verify.py: the demo's
+# 2.5e9 in 7.6 s, a 1,979-op transformer's 1.9e10 in 48 s at load 7): at most ~30 s there.
+NUMERIC_DEFAULT_MAX_MACS = 10**10
 
 
 def _power_of_ten(n: int) -> str:
@@ -58,9 +64,13 @@ def describe(claim: Mapping[str, Any]) -> str:
         return (f"numeric replay: {claim['tensors']} tensors equal to the reference "
                 f"({dtypes}, rtol {claim.get('rtol', 1e-5):g})")
     if status == "too-large":
-        return (f"numeric replay: skipped: {claim['instructions']:,} instructions > "
-                f"{_power_of_ten(claim.get('limit') or NUMERIC_DEFAULT_MAX_INSTRUCTIONS)}; "
-                "run `plan simulate --numeric` on the directory")
+        limit = claim.get("limit") or NUMERIC_DEFAULT_MAX_INSTRUCTIONS
+        if claim["instructions"] > limit:
+            size = f"{claim['instructions']:,} instructions > {_power_of_ten(limit)}"
+        else:
+            size = (f"{claim.get('macs', 0):.2e} multiply-accumulates > "
+                    f"{_power_of_ten(claim.get('mac_limit') or NUMERIC_DEFAULT_MAX_MACS)}")
+        return f"numeric replay: skipped: {size}; run `plan simulate --numeric` on the directory"
     if status == "no-semantics":
         kinds = claim.get("ops_without_semantics") or {}
         parts = [f"{kind} ({len(ops)}: {', '.join(ops[:3])}{', ...' if len(ops) > 3 else ''})"
@@ -84,15 +94,33 @@ def _float_dtypes(graph: Any) -> list[str]:
     return sorted({t.dtype for t in graph.tensors.values()})
 
 
+def binary_macs(programs: Mapping[str, Any]) -> int:
+    """Multiply-accumulates of the binaries' MATMULs (``a·b·c·d``: rows, K, N, weight sets).
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import Instruction, LevelInfo, Opcode, Program
+    >>> p = Program("d0", "g", 1, 1, 1, 1, 1, 0, (LevelInfo("m", 8, 1),), 0, (), 1, (),
+    ...             (Instruction(Opcode.MATMUL, 0, 0, 9, op="mm", a=2, b=3, c=4, d=1),))
+    >>> binary_macs({"d0": p})
+    24
+    """
+    from planner.isa.instructions import Opcode
+
+    return sum(ins.a * ins.b * ins.c * ins.d for p in programs.values() for ins in p.instructions
+               if ins.opcode in (Opcode.MATMUL, Opcode.CONV))
+
+
 def run_numeric(programs: Mapping[str, Any], graph: Any, *, mode: str, seed: int = 0,
-                limit: int | None = None) -> NumericOutcome:
+                limit: int | None = None, mac_limit: int | None = None) -> NumericOutcome:
     """Run (or skip) the numeric replay of decoded ``programs`` against ``graph``.
 
     Parameters
     ----------
     mode
-        ``"default"`` (run when at most ``limit`` instructions, :data:`NUMERIC_DEFAULT_MAX_INSTRUCTIONS`
-        unless given), ``"on"`` (always) or ``"off"``.
+        ``"default"`` (run when at most ``limit`` instructions and ``mac_limit``
+        multiply-accumulates: :data:`NUMERIC_DEFAULT_MAX_INSTRUCTIONS` and
+        :data:`NUMERIC_DEFAULT_MAX_MACS` unless given), ``"on"`` (always) or ``"off"``.
 
     Raises
     ------
@@ -106,15 +134,18 @@ def run_numeric(programs: Mapping[str, Any], graph: Any, *, mode: str, seed: int
     from planner.numeric.compare import RTOL, compare_numeric_programs, ops_without_numeric_semantics
 
     limit = NUMERIC_DEFAULT_MAX_INSTRUCTIONS if limit is None else limit
+    mac_limit = NUMERIC_DEFAULT_MAX_MACS if mac_limit is None else mac_limit
     instructions = sum(len(p.instructions) for p in programs.values())
+    macs = binary_macs(programs)
     if mode == "off":
         return NumericOutcome({"status": "off", "instructions": instructions})
     unsupported = ops_without_numeric_semantics(graph)
     if unsupported:
         return NumericOutcome({"status": "no-semantics", "instructions": instructions,
                                "ops_without_semantics": unsupported})
-    if mode == "default" and instructions > limit:
-        return NumericOutcome({"status": "too-large", "instructions": instructions, "limit": limit})
+    if mode == "default" and (instructions > limit or macs > mac_limit):
+        return NumericOutcome({"status": "too-large", "instructions": instructions, "limit": limit, "macs": macs,
+                               "mac_limit": mac_limit})
     try:
         comparison = compare_numeric_programs(programs, graph, seed)
     except GraphError as e:  # shapes the cost model accepted but the op does not compute
@@ -150,9 +181,15 @@ def check_numeric_claim(claim: Any, programs: Mapping[str, Any], graph: Any, ran
     if claim.status == "no-semantics" and claim.ops_without_semantics != unsupported:
         raise VerificationError("plan.json", "numeric.ops_without_semantics", expected=str(unsupported),
                                 found=str(claim.ops_without_semantics))
-    if claim.status == "too-large" and not instructions > claim.limit:
-        raise VerificationError("plan.json", "numeric.limit", expected=f"below the {instructions} instructions",
-                                found=str(claim.limit))
+    if claim.status == "too-large":
+        macs = binary_macs(programs)
+        if claim.macs != macs:
+            raise VerificationError("plan.json", "numeric.macs", expected=f"{macs} (the binaries' MATMULs)",
+                                    found=str(claim.macs))
+        if not (instructions > claim.limit or macs > claim.mac_limit):
+            raise VerificationError("plan.json", "numeric.limit", expected=f"a limit below the {instructions} "
+                                    f"instructions or the {macs} multiply-accumulates",
+                                    found=f"{claim.limit} and {claim.mac_limit}")
     if ran is not None and claim.status == "equal" and ran.claim.get("status") == "equal":
         for key in ("tensors", "graph_outputs"):
             if getattr(claim, key) != ran.claim[key]:

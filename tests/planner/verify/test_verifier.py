@@ -90,6 +90,18 @@ def test_a_large_plan_skips_the_numeric_replay_and_names_the_command(tmp_path, m
     assert NUMERIC_DEFAULT_MAX_INSTRUCTIONS == 100_000
 
 
+def test_a_plan_of_much_arithmetic_skips_the_numeric_replay(tmp_path, monkeypatch):
+    import planner.verify.numeric as numeric
+
+    monkeypatch.setattr(numeric, "NUMERIC_DEFAULT_MAX_MACS", 1000)
+    result, out = _solve(tmp_path, _spec_dict("mlp"))
+    assert result.exit_code == 0, result.output
+    claim = json.loads((out / "plan.json").read_text())["numeric"]
+    assert claim["status"] == "too-large" and claim["macs"] == 33554432 and claim["mac_limit"] == 1000
+    assert ("numeric replay: skipped: 3.36e+07 multiply-accumulates > 10^3; run `plan simulate --numeric`"
+            in result.output)
+
+
 def test_ops_without_numeric_semantics_are_named(tmp_path):
     result, out = _solve(tmp_path, _spec_dict("taskgraph"))
     assert result.exit_code == 0, result.output
