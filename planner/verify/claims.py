@@ -249,8 +249,11 @@ def check_baselines(doc: Any, memory: Any | None) -> None:
         raise VerificationError("plan.json", "baselines", expected="one row per solver, the lower bound last",
                                 found=str(names))
     want: dict[str, int | None] = {}
-    extra = doc.solver.get("baselines")  # max-load: the other placements' max-loads by name
+    extra = doc.solver.get("baselines")  # max-load: every baseline placement's max-load by name
     if memory is None and isinstance(extra, dict):
+        if sorted(names[1:-1]) != sorted(extra):
+            raise VerificationError("plan.json", "baselines", expected=f"a row for each of solver.baselines "
+                                    f"{sorted(extra)}", found=str(names[1:-1]))
         for i, row in enumerate(rows[2:-1], start=2):
             if row.solver not in extra or extra[row.solver] != row.objective:
                 raise VerificationError("plan.json", f"baselines[{i}] {row.solver!r}", expected=f"a baseline of "
@@ -262,7 +265,8 @@ def check_baselines(doc: Any, memory: Any | None) -> None:
             raise VerificationError("plan.json", "baselines", expected=f"the planner ({memory.choice}) and "
                                     f"{sorted(want)} (memory.json)", found=str([r.solver for r in rows]))
     elif isinstance(doc.solver.get("heuristic"), str):  # the second row, under the heuristic's name
-        if len(rows) < 2 or not rows[1].solver.startswith(doc.solver["heuristic"]):
+        if len(rows) < 2 or not rows[1].solver.startswith(doc.solver["heuristic"]) or (
+                not isinstance(extra, dict) and len(rows) != 3):
             raise VerificationError("plan.json", "baselines[1]", expected=f"the heuristic {doc.solver['heuristic']!r}",
                                     found=str(rows[1].solver if len(rows) > 1 else None))
         want = {rows[1].solver: doc.heuristic_objective}

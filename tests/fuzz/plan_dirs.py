@@ -131,10 +131,15 @@ def _files(folder: Path) -> dict[str, Path]:
 
 
 def equivalent(original: Path, tampered: Path) -> bool:
-    """Whether ``tampered`` holds the plan `plan solve` wrote in ``original`` (see the module notes)."""
+    """Whether ``tampered`` holds the plan `plan solve` wrote in ``original`` (see the module notes).
+
+    The plan's files are plan.json and the files it lists; others (a user's notes, an output
+    marker) are not the plan's, except that nothing may be added under ``bin/``.
+    """
     old, new = _files(original), _files(tampered)
-    for name, path in old.items():
-        other = new.get(name)
+    plan_files = {"plan.json", *json.loads((original / "plan.json").read_text())["files"]}
+    for name in plan_files:
+        path, other = old[name], new.get(name)
         if other is None or other.is_symlink() or not other.is_file():
             return False
         if name == "plan.json":
@@ -434,6 +439,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     counts: collections.Counter = collections.Counter()
     kinds: collections.Counter = collections.Counter()
+    unverifiable: collections.Counter = collections.Counter()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="plan-fuzz-bases-") as root:
         bases = build_bases(Path(root))
@@ -441,6 +447,8 @@ def main(argv: list[str] | None = None) -> int:
         def record(base: str, case: Case, outcome: str) -> None:
             counts[outcome] += 1
             kinds[(case.kind.split(":")[0], outcome)] += 1
+            if outcome.startswith("resealed"):
+                unverifiable[case.resealed_field or "?"] += 1
 
         fuzz(bases, args.examples, on_result=record)
     total = sum(counts.values())
@@ -448,6 +456,9 @@ def main(argv: list[str] | None = None) -> int:
           + ", ".join(f"{n} {k}" for k, n in counts.most_common()) + "; 0 tracebacks, 0 hangs, 0 exits 3")
     for (kind, outcome), n in sorted(kinds.items()):
         print(f"  {kind:28s} {outcome:40s} {n}")
+    if unverifiable:
+        print("resealed edits accepted (figures only the seal protects): "
+              + ", ".join(f"{f} ({n})" for f, n in sorted(unverifiable.items())))
     return 0
 
 
