@@ -191,7 +191,7 @@ def check_numeric_claim(claim: Any, programs: Mapping[str, Any], graph: Any, ran
                                     f"instructions or the {macs} multiply-accumulates",
                                     found=f"{claim.limit} and {claim.mac_limit}")
     if ran is not None and claim.status == "equal" and ran.claim.get("status") == "equal":
-        for key in ("tensors", "graph_outputs"):
+        for key in ("tensors", "graph_outputs", "rtol", "dtypes"):
             if getattr(claim, key) != ran.claim[key]:
                 raise VerificationError("plan.json", f"numeric.{key}", expected=f"{ran.claim[key]} (the numeric "
                                         "replay)", found=str(getattr(claim, key)))

@@ -59,6 +59,7 @@ UNVERIFIABLE = (
     "plan.json:bound", "plan.json:gap",  # a proof no replay redoes: bound <= objective and the gap formula are checked
     "plan.json:resources.devices*",  # determined before running; the graph-derived parts are checked
     "plan.json:wall_time_s",
+    "plan.json:numeric.*",  # what the numeric replay found: `plan simulate --numeric` checks it, not the default
     "memory.json:devices.*.stats.*",  # the solvers' figures (level model, bounds); capacity and footprint checked
     "memory.json:skipped.*",  # why a device was not memory-planned (prose)
     "memory.json:baselines.*",  # other plans' replayed makespans (the chosen one is checked)
