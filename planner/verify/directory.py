@@ -126,11 +126,11 @@ def _check_headers(doc: PlanDocument, programs: Mapping[str, Any]) -> None:
                 raise VerificationError(label, f"link {link.id}", found=str(got), expected=str(
                     None if want is None else (want.name, want.bandwidth_bytes_per_s, want.latency_cycles))
                     + " (plan.json links)")
-    for i, link in enumerate(doc.links):
-        for dev in link.devices:
-            if dev not in programs or all(l.id != i for l in programs[dev].links):
-                raise VerificationError("plan.json", f"links[{i}].devices", detail=f"{dev!r} has no binary "
-                                        f"that knows link {link.name!r}")
+    for i, link in enumerate(doc.links):  # a binary lists exactly the links its device is an end of
+        knowing = sorted(name for name, p in programs.items() if any(l.id == i for l in p.links))
+        if sorted(link.devices) != knowing or len(set(link.devices)) != len(link.devices):
+            raise VerificationError("plan.json", f"links[{i}].devices", expected=f"{knowing} (the binaries that "
+                                    f"know link {link.name!r})", found=str(list(link.devices)))
 
 
 def _read_graph(data: bytes) -> Any:
