@@ -271,6 +271,16 @@ def check_baselines(doc: Any, memory: Any | None) -> None:
                                     found=str(rows[1].solver if len(rows) > 1 else None))
         want = {rows[1].solver: doc.heuristic_objective}
     for i, row in enumerate(rows):
+        solved = row.status in ("OPTIMAL", "FEASIBLE")
+        if (row.solver == "lower bound") != (row.status == "-") or (
+                row.solver != "lower bound" and solved != (row.objective is not None)) or (
+                row.status not in ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "INVALID", "-")):
+            raise VerificationError("plan.json", f"baselines[{i}] {row.solver!r}.status", expected="OPTIMAL or "
+                                    "FEASIBLE with an objective, INVALID, INFEASIBLE or UNKNOWN without one, '-' for "
+                                    "the lower bound", found=f"{row.status!r} with objective {row.objective}")
+        if row.bound is not None and row.objective is not None and row.bound > row.objective:
+            raise VerificationError("plan.json", f"baselines[{i}] {row.solver!r}.bound",
+                                    expected=f"at most its objective {row.objective}", found=str(row.bound))
         if row.solver in want and i > 0 and row.objective != want[row.solver]:
             source = "memory.json baselines" if memory is not None else "heuristic_objective"
             raise VerificationError("plan.json", f"baselines[{i}] {row.solver!r}",

@@ -55,6 +55,7 @@ UNVERIFIABLE = (
     "plan.json:spec", "allocation.json:spec",  # the spec's name (allocation.json must agree with plan.json)
     "plan.json:solver", "plan.json:solver.*",  # settings and the solver's own figures
     "plan.json:heuristic_objective",  # the baseline's objective: another plan's, not in the directory
+    "plan.json:baselines.N.status", "plan.json:baselines.N.bound",  # other runs' (kept consistent, not redone)
     "plan.json:status",  # OPTIMAL needs bound == objective; FEASIBLE with a closed gap is weaker but true
     "plan.json:bound", "plan.json:gap",  # a proof no replay redoes: bound <= objective and the gap formula are checked
     "plan.json:resources.devices*",  # determined before running; the graph-derived parts are checked
