@@ -15,6 +15,7 @@ __all__ = [
     "InfeasibleError",
     "SolverError",
     "BinaryFormatError",
+    "VerificationError",
     "InternalError",
     "EXIT_OK",
     "EXIT_INFEASIBLE",
@@ -76,6 +77,32 @@ class SolverError(PlannerError):
 
 class BinaryFormatError(PlannerError):
     """A binary or plan on disk is malformed or was tampered with."""
+
+
+class VerificationError(BinaryFormatError):
+    """A plan directory whose files disagree with each other or with the replay of its binaries.
+
+    Names the first disagreement: the file, the field, what the binaries (or the file that
+    is checked against) say, and what the file says.
+
+    Examples
+    --------
+    >>> e = VerificationError("plan.json", "transfers[0].link", expected="'l0'", found="'bogus'")
+    >>> str(e)
+    "plan.json: transfers[0].link: expected 'l0', found 'bogus'"
+    >>> e.exit_code
+    2
+    """
+
+    def __init__(self, file: str, field: str, *, expected: str | None = None, found: str | None = None,
+                 detail: str | None = None) -> None:
+        self.file, self.field, self.expected, self.found, self.detail = file, field, expected, found, detail
+        parts = [f"{file}: {field}" if field else file]
+        if expected is not None or found is not None:
+            parts.append(f"expected {expected}, found {found}")
+        if detail:
+            parts.append(detail)
+        super().__init__(": ".join(parts))
 
 
 class InternalError(Exception):

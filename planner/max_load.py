@@ -162,7 +162,7 @@ class MaxLoadOutcome(Outcome):
     >>> from planner.spec import load_spec
     >>> outcome = run_max_load(load_spec(_EXAMPLE))
     >>> [(r["solver"], r["objective"]) for r in baseline_rows(outcome)]
-    [('cpsat-placement', 40), ('greedy', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
+    [('cpsat-placement', 40), ('greedy (linear split + local search)', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
     """
 
     placement_problem: PlacementProblem | None = None

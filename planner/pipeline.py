@@ -302,22 +302,17 @@ def from_solution(result: SolveResult, reduction: Reduction, problem: Scheduling
 
 
 def verify(plan: Plan, simulation) -> None:
-    """Raise InternalError unless the simulator's replay agrees with the plan exactly."""
-    problems = list(getattr(simulation, "violations", []) or [])
-    if simulation.makespan_cycles != plan.makespan_cycles:
-        problems.append(f"simulated makespan {simulation.makespan_cycles} != planned {plan.makespan_cycles}")
-    replayed = simulation.ops
-    for op in plan.ops:
-        got = replayed.get(op.name)
-        want = (op.device, op.stream, op.start_cycle, op.end_cycle)
-        if got is None:
-            problems.append(f"op {op.name!r} is missing from the binaries")
-        elif tuple(got) != want:
-            problems.append(f"op {op.name!r}: replay {tuple(got)} != plan {want}")
-    if len(replayed) != len(plan.ops):
-        problems.append(f"the binaries hold {len(replayed)} ops, the plan {len(plan.ops)}")
+    """Raise InternalError unless the simulator's replay agrees with the plan exactly.
+
+    The check is :func:`planner.verify.compare_with_plan`, the one the directory verifier
+    runs on plan.json: here a difference is a bug of ours, there a tampered directory.
+    """
+    from planner.verify import compare_with_plan
+
+    problems = compare_with_plan(simulation, plan)
     if problems:
-        raise InternalError("the simulator's replay disagrees with the plan:\n  " + "\n  ".join(problems[:20]))
+        raise InternalError("the simulator's replay disagrees with the plan:\n  "
+                            + "\n  ".join(str(p) for p in problems[:20]))
 
 
 def _solver_choice():

@@ -7,7 +7,8 @@ from typing import Any
 from planner.hardware import Hardware
 from planner.plan import Plan
 
-__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "markdown_table"]
+__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "format_levels", "level_capacities",
+           "markdown_table", "op_count"]
 
 
 def format_bytes(n: int | None) -> str:
@@ -33,21 +34,65 @@ def format_gap(gap: float | None) -> str:
     return "-" if gap is None else f"{100 * gap:.2f}%"
 
 
-def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    """Per device: ops, busy cycles, utilization over the makespan, peak and capacity of memory."""
+def level_capacities(device) -> dict[str, int]:
+    """Capacity per memory level of a device (its main level capped as the spec says), as its binary's header has it."""
+    main = device.profile.main_memory.name
+    return {lv.name: device.memory_capacity_bytes if lv.name == main else lv.capacity_bytes
+            for lv in device.profile.memory}
+
+
+def op_count(names: list[str], graph=None) -> str:
+    """``"17 ops"``, or ``"17 ops (68 instances)"`` when split ops run as several instances.
+
+    Examples
+    --------
+    >>> op_count(["a", "b"]), op_count(["fc#0", "fc#1", "relu"], None), op_count(["a"])
+    ('2 ops', '3 ops', '1 op')
+    >>> from planner.graph.ir import Graph, Op
+    >>> op_count(["fc#0", "fc#1", "relu"], Graph([], [Op("fc", "task"), Op("relu", "task")]))
+    '2 ops (3 instances)'
+    """
+    bases = set()
+    for name in names:
+        head, sep, tail = name.rpartition("#")
+        in_graph = graph is not None and name not in graph.ops and head in graph.ops
+        bases.add(head if sep and tail.isdigit() and in_graph else name)
+    ops = f"{len(bases)} op" + ("" if len(bases) == 1 else "s")
+    return ops + (f" ({len(names)} instances)" if len(bases) != len(names) else "")
+
+
+def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, dict[str, int]] | None = None,
+                graph=None) -> list[dict[str, Any]]:
+    """Per device: ops (and op instances), busy cycles, utilization, and per memory level the
+    replayed peak against that level's capacity (``levels``: level -> (peak, capacity)).
+
+    A level's peak is compared with its own capacity only: the peaks of several levels are
+    never summed. Levels the binaries never use are left out, except the main level.
+    """
     rows = []
     span = max(plan.makespan_cycles, 1)
     for dev in hardware.devices:
         ops = [o for o in plan.ops if o.device == dev.name]
         busy = sum(o.duration_cycles for o in ops)
+        peaks = (peak_bytes or {}).get(dev.name) or {}
+        main = dev.profile.main_memory.name
+        levels = {name: (peaks.get(name, 0), cap) for name, cap in level_capacities(dev).items()
+                  if peaks.get(name) or name == main}
         rows.append({
             "device": dev.name, "kind": dev.kind, "profile": dev.profile.name, "streams": dev.streams,
-            "ops": len(ops), "busy_cycles": busy,
-            "utilization": busy / (span * dev.streams),
-            "peak_memory_bytes": (peak_bytes or {}).get(dev.name),
-            "memory_capacity_bytes": dev.memory_capacity_bytes,
+            "ops": op_count([o.name for o in ops], graph), "instances": len(ops), "busy_cycles": busy,
+            "utilization": busy / (span * dev.streams), "levels": levels,
         })
     return rows
+
+
+def format_levels(levels: dict[str, tuple[int, int]]) -> str:
+    """``"sram 3.36 MiB of 4.00 MiB; lpddr 1.06 MiB of 4.00 GiB"``.
+
+    >>> format_levels({"hbm": (1024, 2048)})
+    'hbm 1.00 KiB of 2.00 KiB'
+    """
+    return "; ".join(f"{name} {format_bytes(peak)} of {format_bytes(cap)}" for name, (peak, cap) in levels.items())
 
 
 def link_rows(plan: Plan, hardware: Hardware) -> list[dict[str, Any]]:
@@ -75,12 +120,18 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
-                  peak_bytes: dict[str, int] | None = None, replay: dict[str, Any] | None = None,
-                  sections: list[str] | None = None) -> str:
+                  peak_bytes: dict[str, dict[str, int]] | None = None, replay: dict[str, Any] | None = None,
+                  sections: list[str] | None = None, graph=None) -> str:
     """The whole report as Markdown.
 
     ``baselines`` rows have ``solver``, ``status``, ``objective``, ``bound`` (the planner's own
-    result first); ``replay`` carries the simulator's figures (makespan, instructions).
+    result first); ``peak_bytes`` the replayed peak per device and level; ``replay`` the
+    simulator's figures (``makespan_cycles``, ``instructions``), whether memory.json was
+    verified (``memory``) and the numeric replay's line (``numeric``); ``graph`` lets the
+    device table count split ops once.
+
+    The report holds no wall-clock time (the terminal prints it): the same spec, seed and
+    workers give the same bytes, and plan.json records the report's sha256.
     """
     us = plan.makespan_cycles * 1e6 / plan.clock_hz
     unit = "cycles (makespan)" if plan.objective_kind == "latency" else "cycles (max load)"
@@ -93,7 +144,6 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         ["makespan", f"{plan.makespan_cycles} cycles = {us:.3f} us at {plan.clock_hz / 1e9:g} GHz"],
         ["solver", f"{plan.solver.get('name', '?')} (workers {plan.solver.get('workers')}, "
                    f"seed {plan.solver.get('seed')}, limit {plan.solver.get('time_limit_s')} s)"],
-        ["wall time", f"{plan.wall_time_s:.2f} s"],
     ]))
     out += ["", "## Baselines, same run", ""]
     best = plan.objective
@@ -106,13 +156,17 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         out += ["", "## Replay", "",
                 f"The simulator decoded the binaries, recomputed every instruction's cycles from the ISA and "
                 f"replayed {replay.get('instructions', '?')} instructions: makespan {replay['makespan_cycles']} "
-                f"cycles, identical to the plan, with no dependency, stream, link or memory violation."]
+                f"cycles, identical to the plan, with no dependency, stream, link or memory violation. "
+                f"The independent verifier (`plan simulate` runs it again) checked every figure of plan.json"
+                f"{', memory.json' if replay.get('memory') else ''} and allocation.json against that replay."]
+        if replay.get("numeric"):
+            out += ["", f"- {replay['numeric']}"]
     out += ["", "## Devices", ""]
     out.append(markdown_table(["device", "kind", "profile", "streams", "ops", "busy cycles", "utilization",
-                       "peak memory", "capacity"], [
+                               "memory: peak of capacity, per level"], [
         [r["device"], r["kind"], r["profile"], r["streams"], r["ops"], r["busy_cycles"],
-         f"{100 * r['utilization']:.1f}%", format_bytes(r["peak_memory_bytes"]),
-         format_bytes(r["memory_capacity_bytes"])] for r in device_rows(plan, hardware, peak_bytes)]))
+         f"{100 * r['utilization']:.1f}%", format_levels(r["levels"])]
+        for r in device_rows(plan, hardware, peak_bytes, graph)]))
     links = link_rows(plan, hardware)
     if links:
         out += ["", "## Links", ""]
