@@ -7,6 +7,7 @@ Exit codes: 0 solved (optimal, or feasible at the time limit) / verified; 1 infe
 
 from __future__ import annotations
 
+import enum
 import json
 import sys
 import time
@@ -28,6 +29,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan ML models on accelerators: place, schedule, lower, verify.")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+class _Search(str, enum.Enum):
+    """``plan solve --search`` (see solvers.budget)."""
+
+    deterministic = "deterministic"
+    until_limit = "until-limit"
 
 
 def _guarded(fn: Callable[[], int | None]) -> None:
@@ -114,16 +122,20 @@ def solve(
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the solver (overrides the spec)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    search: Optional[_Search] = typer.Option(
+        None, "--search", help="deterministic (default): the same spec, seed and workers give the same files; "
+                               "until-limit: search until the time limit (never reproducible). Overrides the spec."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
 ) -> None:
     """Solve a spec, lower it to binaries, replay them, and write the plan directory."""
+    search_mode = search.value if search is not None else None
 
     def body() -> int:
         from planner.fleet import is_fleet_spec
 
         if is_fleet_spec(spec):
-            return _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json)
+            return _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json, search_mode)
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
         from planner.pipeline import run
         from planner.spec import load_spec
@@ -133,9 +145,10 @@ def solve(
         live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
         if live:
             with live:
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live)
+                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
+                              search=search_mode)
         else:
-            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed)
+            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, search=search_mode)
         write_plan_dir(outcome, loaded, target)
         plan = outcome.plan
         if as_json:
@@ -148,6 +161,7 @@ def solve(
             out.print(_device_table(plan, loaded.hardware, peak_memory_by_device(outcome.simulation)))
             out.print(f"verified by replay: makespan {outcome.simulation.makespan_cycles:,} cycles; "
                       f"wrote {target}/ in {plan.wall_time_s:.1f} s", highlight=False)
+        _warn_unless_reproducible(plan.solver)
         return 0
 
     _guarded(body)
@@ -163,12 +177,25 @@ def _rows_table(title: str, rows: list[list[str]]) -> Table:
     return table
 
 
-def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json) -> int:
+def _warn_unless_reproducible(solver: dict) -> None:
+    """A warning on stderr when the run would not repeat byte for byte (even with --quiet)."""
+    if solver.get("reproducible", True):
+        return
+    if solver.get("search") == "until-limit":
+        why = "--search until-limit searched until the wall clock"
+    else:
+        why = ("the wall-clock safety net stopped the search before its deterministic budget was spent "
+               "(the machine was more than 3x slower than calibrated, or busy)")
+    err.print(f"[yellow]warning:[/yellow] this plan is not reproducible: {why}; "
+              "plan.json says solver.reproducible: false", highlight=False)
+
+
+def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json, search=None) -> int:
     from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
     from planner.output import atomic_directory
 
     fleet = load_fleet_spec(spec)
-    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed)
+    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed, search=search)
     target = output or Path("out") / Path(spec).stem
     with atomic_directory(target) as tmp:
         write_fleet_outputs(result, tmp)
@@ -178,6 +205,7 @@ def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json) -> int
     elif not quiet:
         out.print(_rows_table(f"fleet {Path(spec).stem}", rows))
         out.print(f"wrote {target}/", highlight=False)
+    _warn_unless_reproducible(result.solver_summary)
     return 0
 
 
