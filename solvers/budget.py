@@ -6,8 +6,9 @@ that limit is turned, once and up front, into a budget of **deterministic work**
 simplex iterations, op placements) for Python stages, converted at each family's fixed rate.
 Stages take shares of what the earlier stages *charged*, never of elapsed wall time, so the
 same problem, seed and workers give the same result on a busy or an idle machine, on a fast
-or a slow one. The family's :class:`Calibration` makes the budget last about 70-85% of the
-limit on the calibration machine (2 idle cores), so the user's time is used.
+or a slow one. The family's :class:`Calibration` aims the budget at most of the limit on the
+calibration machine (2 idle cores), so the user's time is used (what was measured is in each
+constant's docstring; models differ, so some end earlier than others).
 
 The wall clock stays as a **safety net** only, at ``NET_SLOWDOWN x time_limit_s +
 NET_CONSTANT_S`` from the start: room for a machine three times slower than the calibration
@@ -87,8 +88,8 @@ class Calibration:
     """Deterministic units a solver family is granted per second of the time limit.
 
     The measurement behind each constant is in its docstring: the family's typical models
-    spend the budget in about 70-85% of the limit on the calibration machine (2 idle cores,
-    OR-Tools 9.15), so the deterministic default uses the user's time, and a machine up to
+    spend the budget in most of the limit on the calibration machine (2 idle cores, OR-Tools
+    9.15), so the deterministic default uses the user's time, and a machine up to
     :data:`NET_SLOWDOWN` times slower still ends on the budget, not the net. With
     ``per_worker``, ``units_per_second`` is for one CP-SAT worker and several workers get
     :data:`PARALLEL_SPEEDUP` times as much (they do that much more work per wall second).
@@ -112,23 +113,43 @@ class Calibration:
 
 SCHEDULING = Calibration("scheduling", 0.05, per_worker=True)
 """Placement + scheduling (``solvers.scheduling.cpsat``): CP-SAT deterministic time per second
-of limit for one worker."""
+of limit for one worker (two or more: x1.6, so 0.08 at the spec's default of two).
+
+Measured 2026-11-23 (OR-Tools 9.15; the machine was shared, load 3-9, so CPU seconds, not wall
+seconds): CP-SAT runs 0.13-0.17 units per CPU-second on the spine's 200-260-op models (the demo's
+main model: 1.0 in 6.2 CPU-s on one worker, 1.71 in 11.3 on two; inception_v1 on the demo's
+hardware: 2.9 in ~20), about 0.3 on 40-op segment floors, about 0.1 on the 1,033-op transformer's
+sequencing model. Anchored on near-idle runs of the previous default (0.05 per second whatever
+the workers): 20 s of a 30-s limit on the demo (README spine table, load 0.7), 27 s of 45 s on the
+1,033-op transformer, 9-10 s of 30 s on inception_v1 (issue 11). Two workers now get 1.6x that,
+which puts those at roughly 75%, 85-90% and 55% of the limit on an idle machine: one constant
+cannot fit all (units per CPU-second differ by 2-3x between models); README has the table.
+"""
 
 PLACEMENT = Calibration("placement", 0.8, per_worker=True)
-"""Max-load partitioning (``solvers.placement.cpsat``): CP-SAT deterministic time per second
-of limit for one worker."""
+"""Max-load partitioning (``solvers.placement.cpsat``): CP-SAT deterministic time per second of
+limit for one worker. Measured 2026-11-23 on the dnn-partitioning inputs, one worker: 0.9-1.7
+units per CPU-second (bert24 non-contiguous 22.3 in 13.2 CPU-s, resnet50 contiguous 9.9 in 9.2,
+gnmt non-contiguous 18.8 in 16.2, bert24 contiguous proven with 0.51 in 0.5): 0.8 is about 75%
+of the placement's share of the limit at ~1.1 units per second."""
 
 MEMORY_LEVELS = Calibration("memory-levels", 0.05)
 """Memory-level assignment (``solvers.memory.levels.cpsat``, one worker): CP-SAT deterministic
-time."""
+time. Kept from 2026-11-22: a 40-op exact model runs 0.07 units per wall second, a 250-op chain
+0.01 (hence window search, which also counts window solves); the memory stage has its own share
+of the limit and usually stops well before it."""
 
 MEMORY_OFFSETS = Calibration("memory-offsets", 0.01)
 """Buffer offsets (``solvers.memory.offsets.cpsat``, NoOverlap2D, one worker): CP-SAT
-deterministic time."""
+deterministic time. Kept from 2026-11-22: NoOverlap2D propagation runs 0.02-0.03 units per wall
+second on 200-500 random buffers (busy machine); ResNet-50's 387 buffers reach the live bound
+with 0.061 (the planner grants 0.0125 per second of the offsets' share)."""
 
 COLOCATION = Calibration("colocation", 0.2)
 """Co-location (``solvers.colocation``): CP-SAT deterministic time and counted Python work
-converted at ``solvers.colocation.budget``'s rates (one rate for any worker count)."""
+converted at ``solvers.colocation.budget``'s rates, one rate for any worker count. Kept from
+2026-11-22: CP-SAT spends 0.1-0.3 units per wall second on the co-location models (busy 2-core
+machine); the benchmark's fleets end on the budget."""
 
 
 def combine_stops(stops) -> str:

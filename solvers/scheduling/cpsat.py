@@ -74,22 +74,25 @@ bound is for the restricted model and is not used.
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
 
-**Determinism.** The search budget is deterministic time, not wall time:
-``dtime_per_second * time_limit_s`` in total, fixed up front and split between segment
-proofs, segment windows and the main solve by the deterministic time each actually used
-(never by elapsed wall time), with ``max_time_in_seconds`` (the remaining wall budget)
-only as a safety net. Interleaved search checks the limit between batches, so a solve
-may overshoot its share; the overshoot is deterministic too.
-``interleave_search`` is always on: CP-SAT then runs its portfolio (LNS and LP workers
-included) in deterministic batches for any ``num_workers``, which OR-Tools documents as the
-way to make multi-worker search reproducible (plain parallel search is not: see
-google/or-tools issues #2159, #4783). It also helps with one worker: plain single-worker
-search is one strategy without LNS and found no improvement on a 218-op model where the
-interleaved portfolio did. ``dtime_per_second = 0.05`` is calibrated so the deterministic
-limit ends the search on a busy 2-core machine (0.04-0.1 dtime per wall second measured);
-when the wall clock fires first, ``stats["stopped_by"] == "wall_time"`` and the run may not
-repeat. Presolve probing is switched off (``cp_model_probing_level = 0``): it took 10 s of
-wall time for 0.9 dtime on a 218-op model.
+**Determinism.** The search budget is deterministic time, not wall time: one
+:class:`solvers.budget.Budget` of :data:`solvers.budget.SCHEDULING` x ``time_limit_s`` (x
+:data:`~solvers.budget.PARALLEL_SPEEDUP` for several workers), fixed up front and split
+between segment proofs, segment windows, the bound probe and the main solve by the
+deterministic time each actually charged (never by elapsed wall time; nested solves get child
+budgets). The wall clock is only a safety net (3 x the limit + 5 s, a timer that stops the
+search, so ``stats["stopped_by"] == "wall_clock"`` says exactly when it fired and the run may
+not repeat). Interleaved search checks the limit between batches, so a solve may overshoot
+its share (the demo's repeated-layer proof used 4.3 units of a 0.6 share); the overshoot is
+deterministic too, and the main solve always gets at least a fifth of the budget.
+``interleave_search`` is always on in deterministic search: CP-SAT then runs its portfolio
+(LNS and LP workers included) in deterministic batches for any ``num_workers``, which
+OR-Tools documents as the way to make multi-worker search reproducible (plain parallel
+search is not: see google/or-tools issues #2159, #4783). It also helps with one worker:
+plain single-worker search is one strategy without LNS and found no improvement on a 218-op
+model where the interleaved portfolio did. ``options.search == "until-limit"`` gives every
+stage its share of the wall clock instead (several workers then run CP-SAT's plain parallel
+portfolio); never reproducible. Presolve probing is switched off
+(``cp_model_probing_level = 0``): it took 10 s of wall time for 0.9 dtime on a 218-op model.
 
 **Bound probe (LATENCY).** When the hint is within ``bound_probe_max_gap`` of the lower
 bound, the model is first solved with ``makespan == bound`` for ``bound_probe_share`` of
@@ -122,8 +125,8 @@ bound per group of same-shape segments (a repeated layer is proved once, on its
 element-wise floor), and :func:`segment_schedule` solves windows of consecutive segments
 (closed at cut ops no edge jumps over) one after the other, each with its source pinned
 where the previous window put it, glues them in time and re-times the whole, giving the
-hint when it beats HEFT. Inner solves get a deterministic budget worth their share of the
-time, with everything left as the wall-clock safety net, so they stay reproducible.
+hint when it beats HEFT. Inner solves get child budgets (their share of what is left, the
+same net), so they stay reproducible.
 
 **Measured** (2 busy cores, OR-Tools 9.15, scripts not in the repo): STG 50-task
 instances (rand0000/1/2/5 on 2, 4, 8 processors, one device with p streams) all proven
