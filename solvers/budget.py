@@ -63,7 +63,7 @@ SEARCH_MODES = (DETERMINISTIC, UNTIL_LIMIT)
 # The net leaves room for a machine this many times slower than the calibration machine...
 NET_SLOWDOWN = 3.0
 # ...plus this many seconds (model building, presolve, and interleaved CP-SAT overshooting a
-# small deterministic budget by a whole batch: 0.077 asked, 0.20 used on a co-location model).
+# small deterministic budget by a batch: 0.077 asked, 0.20 used on a co-location model).
 NET_CONSTANT_S = 5.0
 
 # Stop words, most to least serious (combine_stops keeps the first present).
@@ -111,19 +111,20 @@ class Calibration:
         return self.units_per_second * time_limit_s * factor
 
 
-SCHEDULING = Calibration("scheduling", 0.05, per_worker=True)
+SCHEDULING = Calibration("scheduling", 0.07, per_worker=True)
 """Placement + scheduling (``solvers.scheduling.cpsat``): CP-SAT deterministic time per second
-of limit for one worker (two or more: x1.6, so 0.08 at the spec's default of two).
+of limit for one worker (two or more: x1.6, so 0.112 at the spec's default of two).
 
-Measured 2026-11-23 (OR-Tools 9.15; the machine was shared, load 3-9, so CPU seconds, not wall
-seconds): CP-SAT runs 0.13-0.17 units per CPU-second on the spine's 200-260-op models (the demo's
-main model: 1.0 in 6.2 CPU-s on one worker, 1.71 in 11.3 on two; inception_v1 on the demo's
-hardware: 2.9 in ~20), about 0.3 on 40-op segment floors, about 0.1 on the 1,033-op transformer's
-sequencing model. Anchored on near-idle runs of the previous default (0.05 per second whatever
-the workers): 20 s of a 30-s limit on the demo (README spine table, load 0.7), 27 s of 45 s on the
-1,033-op transformer, 9-10 s of 30 s on inception_v1 (issue 11). Two workers now get 1.6x that,
-which puts those at roughly 75%, 85-90% and 55% of the limit on an idle machine: one constant
-cannot fit all (units per CPU-second differ by 2-3x between models); README has the table.
+Measured 2026-11-23 with two workers at 0.05 (OR-Tools 9.15; the machine was shared, load ~4,
+so the idle wall time is estimated from per-thread CPU: the main thread's CPU plus the CP-SAT
+threads' CPU / 1.6), whole ``plan solve`` at a 30-s limit: the demo 10.2 s, inception_v1 on the
+demo's hardware 14.9 s (issue 11 measured 9-10 s idle for the previous default, which granted
+1.6x less), the 1,033-op transformer 9.2 s, resnet50 on the README's hardware 20.5 s. CP-SAT's
+CPU cost per unit differs 2.8x between these models (4.2 CPU-s on the transformer's sequencing
+model, 4.6 on the demo's, 8.3 on inception's, 11.8 on resnet50's), so no constant puts all of
+them at 70-85%: 0.07 puts resnet50 at about 90% of the limit on an idle machine (so a machine
+three times slower still ends within the 3 x limit + 5 s net), inception at about 65%, the
+demo and the transformer at about 40%. The README has the measured table.
 """
 
 PLACEMENT = Calibration("placement", 0.8, per_worker=True)
@@ -339,8 +340,11 @@ class Budget:
         Deterministic: ``max_deterministic_time = amount`` and ``interleave_search`` whenever
         several workers run (CP-SAT's multi-worker search is deterministic only in interleaved
         batches) or ``interleave`` asks for it (one worker: the interleaved portfolio includes
-        LNS); the net is a :class:`~solvers.cpsat_support.WallNet` (see :meth:`net`), CP-SAT's
-        own wall limit only a far backstop. Until-limit: ``amount`` wall seconds (within the
+        LNS), in batches of one task per worker: CP-SAT checks the deterministic limit between
+        batches, and its default batch of three tasks per worker overshot a 0.96-unit limit to
+        4.3 units on the demo's 34-op segment floor (19.5 CPU-s; batches of two: 0.98 units,
+        2.9 CPU-s, a bound one cycle lower). The net is a :class:`~solvers.cpsat_support.WallNet`
+        (see :meth:`net`), CP-SAT's own wall limit only a far backstop. Until-limit: ``amount`` wall seconds (within the
         deadline), no deterministic limit, CP-SAT's plain parallel portfolio for several workers.
 
         Examples
@@ -350,8 +354,11 @@ class Budget:
         (0.3, True)
         """
         if self.deterministic:
-            return {"max_deterministic_time": max(1e-3, amount),
-                    "interleave_search": bool(interleave or options.num_workers > 1),
+            interleaved = bool(interleave or options.num_workers > 1)
+            return {"max_deterministic_time": max(1e-3, amount), "interleave_search": interleaved,
+                    # batches of one task per worker (CP-SAT's default is three): a solve stops
+                    # at most one small batch after its limit
+                    **({"interleave_batch_size": options.num_workers} if interleaved else {}),
                     "max_time_in_seconds": 2 * max(0.0, self.wall_left()) + 60.0}
         return {"max_time_in_seconds": max(0.05, min(amount, self.wall_left())),
                 "interleave_search": bool(interleave and options.num_workers == 1)}
