@@ -391,9 +391,10 @@ class Budget:
                 stage: str | None, **facts: Any) -> str:
         """Charge what a CP-SAT stage used, log it (unless ``stage`` is None: the caller logs a
         summary of many small solves), and return how it stopped: ``"wall_clock"`` exactly
-        when the net fired, ``"deterministic_budget"`` when the deterministic limit was reached
-        (CP-SAT may overshoot it by a batch), ``"time_limit"`` for an until-limit stage that
-        did not finish, else ``"finished"``."""
+        when the net fired, ``"deterministic_budget"`` for any other stop without a proof (the
+        deterministic limit, which CP-SAT may overshoot by a batch, or CP-SAT running out of
+        work to schedule: both repeat), ``"time_limit"`` for an until-limit stage that did not
+        finish, else ``"finished"`` (proved optimal or infeasible)."""
         used = solver.deterministic_time if self.deterministic else solver.wall_time
         stopped = "finished"
         if status not in (Status.OPTIMAL, Status.INFEASIBLE):
@@ -401,7 +402,7 @@ class Budget:
                 stopped = "time_limit"
             elif net is not None and net.fired:
                 stopped = "wall_clock"
-            elif solver.deterministic_time >= 0.999 * amount:
+            else:
                 stopped = "deterministic_budget"
         elif net is not None and net.fired:
             stopped = "wall_clock"  # proved, but perhaps only because the net cut a batch short
