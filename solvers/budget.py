@@ -115,16 +115,17 @@ SCHEDULING = Calibration("scheduling", 0.07, per_worker=True)
 """Placement + scheduling (``solvers.scheduling.cpsat``): CP-SAT deterministic time per second
 of limit for one worker (two or more: x1.6, so 0.112 at the spec's default of two).
 
-Measured 2026-11-23 with two workers at 0.05 (OR-Tools 9.15; the machine was shared, load ~4,
-so the idle wall time is estimated from per-thread CPU: the main thread's CPU plus the CP-SAT
-threads' CPU / 1.6), whole ``plan solve`` at a 30-s limit: the demo 10.2 s, inception_v1 on the
+Measured 2026-11-23, whole ``plan solve`` at a 30-s limit with two workers (OR-Tools 9.15; the
+machine was shared, load ~4-5, so the idle wall time is estimated from per-thread CPU: the main
+thread's CPU plus the CP-SAT threads' CPU / 1.6). At 0.05: the demo 10.2 s, inception_v1 on the
 demo's hardware 14.9 s (issue 11 measured 9-10 s idle for the previous default, which granted
 1.6x less), the 1,033-op transformer 9.2 s, resnet50 on the README's hardware 20.5 s. CP-SAT's
-CPU cost per unit differs 2.8x between these models (4.2 CPU-s on the transformer's sequencing
-model, 4.6 on the demo's, 8.3 on inception's, 11.8 on resnet50's), so no constant puts all of
-them at 70-85%: 0.07 puts resnet50 at about 90% of the limit on an idle machine (so a machine
-three times slower still ends within the 3 x limit + 5 s net), inception at about 65%, the
-demo and the transformer at about 40%. The README has the measured table.
+CPU cost per unit differs 2.8x between them (4.2 CPU-s on the transformer's sequencing model,
+4.6 on the demo's, 8.3 on inception's, 11.8 on resnet50's), so no constant puts all of them at
+70-85%. At 0.07: the demo 14.6 s (49%), inception_v1 21.0 s (70%), resnet50 24.0 s (80%, proven
+optimal), the transformer 9.5 s (32%: its main solve ends after one interleaved batch, past its
+budget, at either rate). 0.07 keeps the most expensive (resnet50) near 80% of an idle machine's
+limit, so a machine three times slower still ends within the net (3 x limit + 5 s).
 """
 
 PLACEMENT = Calibration("placement", 0.8, per_worker=True)
