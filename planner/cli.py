@@ -177,7 +177,7 @@ def _rows_table(title: str, rows: list[list[str]]) -> Table:
     return table
 
 
-def _warn_unless_reproducible(solver: dict) -> None:
+def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
     """A warning on stderr when the run would not repeat byte for byte (even with --quiet)."""
     if solver.get("reproducible", True):
         return
@@ -187,7 +187,7 @@ def _warn_unless_reproducible(solver: dict) -> None:
         why = ("the wall-clock safety net stopped the search before its deterministic budget was spent "
                "(the machine was more than 3x slower than calibrated, or busy)")
     err.print(f"[yellow]warning:[/yellow] this plan is not reproducible: {why}; "
-              "plan.json says solver.reproducible: false", highlight=False)
+              f"{where} says solver.reproducible: false", highlight=False)
 
 
 def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json, search=None) -> int:
@@ -205,7 +205,7 @@ def _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json, search
     elif not quiet:
         out.print(_rows_table(f"fleet {Path(spec).stem}", rows))
         out.print(f"wrote {target}/", highlight=False)
-    _warn_unless_reproducible(result.solver_summary)
+    _warn_unless_reproducible(result.solver_summary, "allocation.json")
     return 0
 
 
