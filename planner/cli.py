@@ -16,6 +16,7 @@ search (see also ``PLAN_TEST_PAUSE_WRITE`` in :mod:`planner.safe_output`).
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import sys
@@ -39,6 +40,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan ML models on accelerators: place, schedule, lower, verify.")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+class _Search(str, enum.Enum):
+    """``plan solve --search`` (see solvers.budget)."""
+
+    deterministic = "deterministic"
+    until_limit = "until-limit"
 
 
 def _guarded(fn: Callable[[], int | None]) -> None:
@@ -179,6 +187,9 @@ def solve(
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the solver (overrides the spec)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    search: Optional[_Search] = typer.Option(
+        None, "--search", help="deterministic (default): the same spec, seed and workers give the same files; "
+                               "until-limit: search until the time limit (never reproducible). Overrides the spec."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay (by default it runs "
@@ -186,6 +197,7 @@ def solve(
                                     "multiply-accumulates)."),
 ) -> None:
     """Solve a spec, lower it to binaries, replay them, verify the directory, and only then write it."""
+    search_mode = search.value if search is not None else None
 
     def body() -> int:
         from planner.safe_output import check_directory_target, output_name
@@ -195,7 +207,7 @@ def solve(
         from planner.fleet import is_fleet_spec
 
         if is_fleet_spec(spec):
-            return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
+            return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search_mode)
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
         from planner.pipeline import run
         from planner.spec import load_spec
@@ -206,9 +218,10 @@ def solve(
         live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
         if live:
             with live:
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live)
+                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
+                              search=search_mode)
         else:
-            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed)
+            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, search=search_mode)
         verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
                                  force=force, inputs=[spec])
         plan = outcome.plan
@@ -225,6 +238,7 @@ def solve(
                       f"the directory checked by the independent verifier in {verdict.seconds:.2f} s", highlight=False)
             out.print(verdict.numeric.summary(), highlight=False)
             out.print(f"wrote {target}/ in {plan.wall_time_s:.1f} s", highlight=False)
+        _warn_unless_reproducible(plan.solver)
         return 0
 
     _guarded(body)
@@ -240,7 +254,20 @@ def _rows_table(title: str, rows: list[list[str]]) -> Table:
     return table
 
 
-def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json) -> int:
+def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
+    """A warning on stderr when the run would not repeat byte for byte (even with --quiet)."""
+    if solver.get("reproducible", True):
+        return
+    if solver.get("search") == "until-limit":
+        why = "--search until-limit searched until the wall clock"
+    else:
+        why = ("the wall-clock safety net stopped the search before its deterministic budget was spent "
+               "(the machine was more than 3x slower than calibrated, or busy)")
+    err.print(f"[yellow]warning:[/yellow] this plan is not reproducible: {why}; "
+              f"{where} says solver.reproducible: false", highlight=False)
+
+
+def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search=None) -> int:
     from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
     from planner.safe_output import atomic_directory, check_directory_target, output_name
 
@@ -249,7 +276,7 @@ def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
               else Path(output))
     inputs = [spec, *(Path(spec).parent / t.plan for t in fleet.document.fleet.tenants if t.plan)]
     check_directory_target(output if output is not None else target, force=force, inputs=inputs)
-    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed)
+    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed, search=search)
     with atomic_directory(target, force=force, inputs=inputs) as tmp:
         write_fleet_outputs(result, tmp)
     rows = fleet_summary_rows(result)
@@ -258,6 +285,7 @@ def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
     elif not quiet:
         out.print(_rows_table(f"fleet {Path(spec).stem}", rows))
         out.print(f"wrote {target}/", highlight=False)
+    _warn_unless_reproducible(result.solver_summary, "allocation.json")
     return 0
 
 

@@ -27,6 +27,7 @@ from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.report.markdown import format_bytes
+from solvers.budget import run_summary
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.problem import FORBIDDEN
@@ -323,8 +324,15 @@ def _solver_choice():
 
 def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None = None,
         seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
-        solver_log: Callable[[str], None] | None = None) -> Outcome:
+        solver_log: Callable[[str], None] | None = None, search: str | None = None) -> Outcome:
     """Plan a spec end to end and verify it by replaying the binaries.
+
+    ``time_limit_s``, ``workers``, ``seed`` and ``search`` override the spec's ``solver:``
+    settings. With ``search="deterministic"`` (the default) every solve stops on a budget of
+    deterministic work calibrated from the time limit (:mod:`solvers.budget`), so the same
+    spec, seed and workers give the same plan; ``plan.solver`` records ``search``,
+    ``stopped_by`` and ``reproducible`` (False when the wall-clock safety net stopped a solve
+    first, or with ``search="until-limit"``, which searches until the wall clock).
 
     Raises
     ------
@@ -341,16 +349,17 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     spec = load_spec(spec_or_path) if isinstance(spec_or_path, (str, Path, dict)) else spec_or_path
     if spec.objective == "max-load":  # the paper's partitioning objective: planner/max_load.py
         from planner.max_load import run_max_load
-        return run_max_load(spec, time_limit_s, workers, seed, progress, solver_log)
+        return run_max_load(spec, time_limit_s, workers, seed, progress, solver_log, search=search)
     time_limit_s = spec.time_limit_s if time_limit_s is None else time_limit_s
     workers = spec.workers if workers is None else workers
     seed = spec.seed if seed is None else seed
+    search = spec.search if search is None else search
 
     start = time.perf_counter()
     problem, reduction = to_problem(spec)
     heuristic_solver, exact_solver = _solver_choice()
     options = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed,
-                           progress=progress, log=solver_log)
+                           progress=progress, log=solver_log, search=search)
     heuristic = heuristic_solver.solve(problem, options)
     if heuristic.status.has_solution:
         _check_solution(problem, heuristic, validate_schedule)
@@ -377,12 +386,13 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         result, reduction, problem, spec_name=spec.name,
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
         solver_info={"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": workers,
-                     "seed": seed, "time_limit_s": time_limit_s},
+                     "seed": seed, "time_limit_s": time_limit_s,
+                     **run_summary(search, [result.stats.get("stopped_by")])},
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     outcome = Outcome(plan, problem, reduction, result, heuristic)
     options = getattr(spec, "memory", None)
     if options is not None and options.enabled:
-        _plan_memory(outcome, spec, time_limit_s, workers, seed)
+        _plan_memory(outcome, spec, time_limit_s, seed, search)
     _lower_and_replay(outcome, spec)
     plan = replace(outcome.plan, wall_time_s=time.perf_counter() - start)
     outcome.plan = plan
@@ -448,7 +458,7 @@ def _forced_order_bound(spec, memory) -> int:
     return -(-int(dp.stats["level_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
 
 
-def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed: int) -> None:
+def _plan_memory(outcome: Outcome, spec, time_limit_s: float, seed: int, search: str) -> None:
     """Memory-plan the spine's plan, replay it and its baselines, and keep the fastest.
 
     Everything in main memory is itself a valid memory plan (the spine's), so the result is
@@ -458,7 +468,7 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     from planner.memory import plan_memory
 
     spine = outcome.plan
-    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, seed=seed)
+    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, seed=seed, search=search)
     outcome.memory = memory
     spine_replayed = _replay(spine, spec, None)
     planned_replayed = _replay(memory.plan, spec, memory.memory)
@@ -486,7 +496,8 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
     outcome.plan = replace(plan, status=status, objective=makespan, bound=bound,
                            gap=(makespan - bound) / makespan if makespan else 0.0,
-                           solver={**spine.solver, "memory": choice})
+                           solver={**spine.solver, "memory": choice,
+                                   **run_summary(search, [spine.solver.get("stopped_by"), memory.stopped_by])})
 
 
 def _replay(plan: Plan, spec, memory_plan) -> tuple[dict, dict, Any]:

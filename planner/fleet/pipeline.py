@@ -13,12 +13,12 @@ Steps (each a function, cvxpy-style reduction with an inverse):
    (lowest peak utilization over every processor), each beside its greedy baseline;
 5. :func:`from_solution` – item → processor, checked in exact units.
 
-Determinism: every solver stage is limited by deterministic time
-(:mod:`solvers.colocation.budget`), and the stages of a mode (packing, the exact check on
-small fleets, rebalancing) split the mode's share of the time limit by the deterministic
-time the earlier ones used, never by elapsed wall time. Same spec, seed and workers give
-the same ``allocation.json`` bytes (it records ``stopped_by`` per mode, not wall time),
-unless the wall-clock safety net fired (``stopped_by: wall_time``).
+Determinism: every solver stage is limited by deterministic time (:mod:`solvers.budget`),
+and the stages of a mode (packing, the exact check on small fleets, rebalancing) split the
+mode's share of the time limit by the deterministic time the earlier ones used, never by
+elapsed wall time. Same spec, seed and workers give the same ``allocation.json`` bytes (it
+records ``stopped_by`` per mode, not wall time), unless the wall-clock safety net fired
+(``stopped_by: wall_clock``) or the spec asks for ``search: until-limit``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from solvers.colocation import (
     explain_infeasibility,
     validate_colocation,
 )
+from solvers.budget import UNTIL_LIMIT, combine_stops, run_summary
 from solvers.colocation.budget import DTIME_PER_SECOND
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 
@@ -150,10 +151,16 @@ class FleetResult:
     quantum: tuple[int, int, int]
     backfill: Any = None
     wall_time_s: float = 0.0
+    search: str = "deterministic"
 
     @property
     def allocation(self) -> ModeResult:
         return self.modes[self.chosen]
+
+    @property
+    def solver_summary(self) -> dict[str, Any]:
+        """``search``, ``stopped_by`` over every mode, and ``reproducible`` (see :mod:`solvers.budget`)."""
+        return run_summary(self.search, [m.stats.get("stopped_by") for m in self.modes.values()])
 
     def processor_loads(self, mode: str | None = None) -> dict[str, tuple[int, int, int]]:
         """Exact summed demand per used processor."""
@@ -474,7 +481,8 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     # Power: 70% of its share packs, 30% rebalances among the processors used.
     pack_share = budget_share * (0.7 if mode == "power" else 1.0)
     opts = SolveOptions(time_limit_s=max(0.2, options.time_limit_s * pack_share), num_workers=options.num_workers,
-                        random_seed=options.random_seed, progress=options.progress, log=options.log)
+                        random_seed=options.random_seed, progress=options.progress, log=options.log,
+                        search=options.search)
     baseline = FirstFitDecreasingSolver().solve(problem, opts)
     result: SolveResult = solver.solve(problem, opts)
     if not result.status.has_solution:
@@ -494,7 +502,7 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
         # Small fleets: the assignment model can prove what the pattern bound cannot.
         exact = CpSatColocationSolver().solve(problem, SolveOptions(
             time_limit_s=opts.time_limit_s - spent, num_workers=options.num_workers,
-            random_seed=options.random_seed, hint=sol))
+            random_seed=options.random_seed, hint=sol, search=options.search))
         spent += _spent_s(exact)
         stopped.append(exact.stats.get("stopped_by"))
         stats["assignment_status"] = exact.status.value
@@ -510,7 +518,7 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
         left = max(0.2, options.time_limit_s * budget_share - spent)
         bal = CpSatColocationSolver().solve(bal_problem, SolveOptions(
             time_limit_s=left, num_workers=options.num_workers, random_seed=options.random_seed,
-            hint=sol))
+            hint=sol, search=options.search))
         stopped.append(bal.stats.get("stopped_by"))
         if bal.solution is not None and not validate_colocation(problem, bal.solution):
             from solvers.colocation.validate import solution_cost
@@ -520,7 +528,7 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
                 stats["rebalance_status"] = bal.status.value
                 stats["rebalance_peak_bp"] = bal.objective
     # The wall clock is a safety net only; when it ended a stage, the run may not repeat.
-    stats["stopped_by"] = "wall_time" if "wall_time" in stopped else "deterministic_budget"
+    stats["stopped_by"] = combine_stops(stopped)
     errors = validate_colocation(problem, sol)
     if errors:
         raise InternalError(f"{mode}: solver returned an invalid packing: {errors[0]}")
@@ -541,20 +549,23 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
 
 
 def _spent_s(result: SolveResult) -> float:
-    """The deterministic time a solve used, in seconds of time limit (0 when it used none)."""
-    return float(result.stats.get("dtime_used", 0.0)) / DTIME_PER_SECOND
+    """The budget a solve used, in seconds of time limit (0 when it used none): its
+    deterministic time at the family's rate (until-limit search: the seconds it took)."""
+    used = float(result.stats.get("dtime_used", 0.0))
+    return used if result.stats.get("search") == UNTIL_LIMIT else used / DTIME_PER_SECOND
 
 
 def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: int | None = None,
-                seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None) -> "FleetResult":
+                seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
+                search: str | None = None) -> "FleetResult":
     """Plan a fleet: variants, co-location in both modes, backfill simulation.
 
     Parameters
     ----------
     spec : FleetSpec
         From :func:`planner.fleet.load_fleet_spec`.
-    time_limit_s, workers, seed
-        Override the spec's solver settings.
+    time_limit_s, workers, seed, search
+        Override the spec's solver settings (``search``: ``"deterministic"`` or ``"until-limit"``).
     progress
         Receives each improving (time, objective, bound) of the exact solvers.
 
@@ -580,13 +591,15 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
     t0 = time.perf_counter()
     options = SolveOptions(time_limit_s=time_limit_s if time_limit_s is not None else spec.time_limit_s,
                            num_workers=workers if workers is not None else spec.workers,
-                           random_seed=seed if seed is not None else spec.seed, progress=progress)
+                           random_seed=seed if seed is not None else spec.seed, progress=progress,
+                           search=search if search is not None else spec.search)
     choices = {}
     for t in spec.tenants:
         if t.variants:
             choices[t.name] = choose_variants(spec, t, SolveOptions(time_limit_s=max(0.5, options.time_limit_s * 0.05),
                                                                     num_workers=options.num_workers,
-                                                                    random_seed=options.random_seed))
+                                                                    random_seed=options.random_seed,
+                                                                    search=options.search))
     items = expand_items(spec, choices)
     modes: dict[str, ModeResult] = {}
     power, *_ = _solve_mode(spec, items, "power", options, 0.6)  # variants took at most 5%
@@ -601,4 +614,4 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
         result = FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen,
                              result.quantum, simulate_fleet(result))
     return FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen, result.quantum,
-                       result.backfill, time.perf_counter() - t0)
+                       result.backfill, time.perf_counter() - t0, options.search)

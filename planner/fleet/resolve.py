@@ -162,6 +162,7 @@ class FleetSpec:
     document: FleetDocument
     locator: Any = field(default=None, compare=False)
     source: Path | None = None
+    search: str = "deterministic"
 
     def pool(self, name: str) -> Pool:
         return next(p for p in self.pools if p.name == name)
@@ -437,7 +438,7 @@ def resolve_fleet(doc: FleetDocument, locator: Locator, *, source: Path | None =
     name = doc.name or (source_stem(locator) or "fleet")
     return FleetSpec(name, tuple(pools), tuple(tenants), f.objective, f.max_utilization,
                      float(f.solver.time_limit), f.solver.workers,
-                     f.solver.seed, doc, locator, None)
+                     f.solver.seed, doc, locator, None, f.solver.search)
 
 
 def source_stem(locator: Locator) -> str | None:

@@ -8,7 +8,7 @@ from planner.hardware import Hardware
 from planner.plan import Plan
 
 __all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "format_levels", "level_capacities",
-           "markdown_table", "op_count"]
+           "markdown_table", "op_count", "search_cell", "search_line"]
 
 
 def format_bytes(n: int | None) -> str:
@@ -32,6 +32,46 @@ def format_gap(gap: float | None) -> str:
     ('1.23%', '-')
     """
     return "-" if gap is None else f"{100 * gap:.2f}%"
+
+
+def search_cell(solver: dict[str, Any]) -> str:
+    """The report's short word on the search: deterministic and reproducible, or why not.
+
+    >>> search_cell({"search": "deterministic", "stopped_by": "deterministic_budget", "reproducible": True})
+    'deterministic (reproducible)'
+    >>> search_cell({"search": "deterministic", "stopped_by": "wall_clock", "reproducible": False})
+    'deterministic, stopped by the wall-clock safety net: NOT reproducible'
+    >>> search_cell({"search": "until-limit", "stopped_by": "time_limit", "reproducible": False})
+    'until-limit: NOT reproducible'
+    """
+    search = solver.get("search", "deterministic")
+    if solver.get("reproducible", True):
+        return f"{search} (reproducible)"
+    if search == "deterministic":
+        return "deterministic, stopped by the wall-clock safety net: NOT reproducible"
+    return f"{search}: NOT reproducible"
+
+
+def search_line(solver: dict[str, Any]) -> str:
+    """The report's sentence on how the search ended and whether the same inputs repeat it.
+
+    >>> search_line({"search": "until-limit", "stopped_by": "time_limit", "reproducible": False})[:44]
+    '**Search: until-limit.** It searched until t'
+    """
+    search = solver.get("search", "deterministic")
+    if search == "until-limit":
+        return ("**Search: until-limit.** It searched until the wall clock, so this run is **not reproducible**: "
+                "another run of the same spec may give a different plan. `search: deterministic` (the default) "
+                "gives the same files for the same spec, seed and workers.")
+    if not solver.get("reproducible", True):
+        return ("**Search: deterministic, but NOT reproducible.** The wall-clock safety net (3 x the time limit "
+                "+ 5 s) stopped a solve before its deterministic budget was spent: the machine was more than "
+                "three times slower than the calibration machine, or very busy. Another run may give a different "
+                "plan; run again on a less busy machine for the reproducible result.")
+    how = ("its deterministic budget" if solver.get("stopped_by") == "deterministic_budget"
+           else "finishing (every stage proved or converged)")
+    return (f"**Search: deterministic**, ended by {how}: the same spec, seed and workers give the same "
+            "files on any machine, busy or idle.")
 
 
 def level_capacities(device) -> dict[str, int]:
@@ -144,7 +184,10 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         ["makespan", f"{plan.makespan_cycles} cycles = {us:.3f} us at {plan.clock_hz / 1e9:g} GHz"],
         ["solver", f"{plan.solver.get('name', '?')} (workers {plan.solver.get('workers')}, "
                    f"seed {plan.solver.get('seed')}, limit {plan.solver.get('time_limit_s')} s)"],
+        ["search", search_cell(plan.solver)],
     ]))
+    if plan.solver.get("search") is not None:
+        out += ["", search_line(plan.solver)]
     out += ["", "## Baselines, same run", ""]
     best = plan.objective
     out.append(markdown_table(["solver", "status", "objective", "bound", "vs planner"], [

@@ -294,9 +294,16 @@ class ConstraintsSpec(_Model):
 class SolverSpec(_Model):
     """Solver settings (the command line may override them)."""
 
-    time_limit: Seconds = Field("30 s", validate_default=True, description="Wall-clock limit of the solve.")
+    time_limit: Seconds = Field("30 s", validate_default=True,
+                                description="Time for the search (see `search`; lowering and replay come on top).")
     workers: Count = Field(2, description="Parallel search workers.")
     seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
+    search: Literal["deterministic", "until-limit"] = Field(
+        "deterministic",
+        description="deterministic: the time limit becomes a fixed budget of deterministic work, so the same "
+                    "spec, seed and workers give the same bytes on any machine (the wall clock is only a "
+                    "safety net, at 3 x the limit + 5 s, and the result says when it fired); until-limit: "
+                    "search until the wall clock (uses the whole limit, never byte-reproducible).")
 
 
 #: Objective kinds, and the spellings accepted for them.

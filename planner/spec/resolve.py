@@ -654,6 +654,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         time_limit_s=float(document.solver.time_limit),
         workers=document.solver.workers,
         seed=document.solver.seed,
+        search=document.solver.search,
         models=tuple(model_names),
         document=document,
         memory=memory,

@@ -61,8 +61,8 @@ class Spec:
         For pinned ops only: the device instances each may use (hardware order).
     colocation_groups : tuple of tuple of str
         Ops that must share one device (overlapping groups merged; topological order).
-    time_limit_s, workers, seed
-        Solver settings (defaults 30 s, 2 workers, seed 0).
+    time_limit_s, workers, seed, search
+        Solver settings (defaults 30 s, 2 workers, seed 0, ``"deterministic"`` search).
     models : tuple of str
         Model names in spec order.
     document : SpecDocument or None
@@ -93,6 +93,7 @@ class Spec:
     time_limit_s: float = 30.0
     workers: int = 2
     seed: int = 0
+    search: str = "deterministic"
     models: tuple[str, ...] = ()
     document: Any = field(default=None, repr=False, compare=False)
     memory: MemoryOptions = field(default_factory=MemoryOptions)

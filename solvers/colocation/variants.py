@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solvers.colocation.budget import DTIME_PER_SECOND
-from solvers.cpsat_support import STATUS_MAP, solve_stoppable
+from solvers.budget import COLOCATION, Budget
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, failure_result
 
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
@@ -174,18 +174,13 @@ class CpSatVariantSolver:
         model.add(sum(s) == problem.rate_rps)
         model.add(sum(p * x for p, x in zip(problem.precision_bp, s)) >= problem.min_precision_bp * problem.rate_rps)
         model.minimize(sum(c * x for c, x in zip(problem.cost, n)))
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = options.time_limit_s  # safety net
-        solver.parameters.max_deterministic_time = max(1e-3, DTIME_PER_SECOND * options.time_limit_s)
-        solver.parameters.interleave_search = True  # reproducible for any worker count
-        solver.parameters.num_workers = options.num_workers
-        solver.parameters.random_seed = options.random_seed
-        code = solve_stoppable(solver, model)
-        status = _STATUS_MAP[code]
+        budget = Budget.of(options, COLOCATION, t0)  # deterministic time; the wall clock a net only
+        status, solver, _ = budget.run_cpsat(model, options, budget.total, "cpsat")
         wall = time.perf_counter() - t0
         if not status.has_solution:
-            return failure_result(status, self.name, wall)
+            return failure_result(status, self.name, wall, **budget.stats())
         sol = VariantSolution(tuple(int(solver.value(x)) for x in n), tuple(int(solver.value(x)) for x in s))
         # Drop instances that serve nothing (zero-cost variants could keep idle ones).
         sol = VariantSolution(tuple(k if r else 0 for k, r in zip(sol.instances, sol.served_rps)), sol.served_rps)
-        return SolveResult(status, variant_cost(problem, sol), solver.best_objective_bound, sol, wall, self.name)
+        return SolveResult(status, variant_cost(problem, sol), solver.best_objective_bound, sol, wall, self.name,
+                           budget.stats())
