@@ -39,13 +39,13 @@ def is_fleet_spec(data_or_path: Any) -> bool:
     """
     if isinstance(data_or_path, Mapping):
         return is_fleet_data(data_or_path)
-    try:
-        import yaml
+    from planner.errors import SpecError
+    from planner.spec.reader import find_lines, read_text_file
 
-        data = yaml.safe_load(Path(data_or_path).read_text(encoding="utf-8"))
-    except Exception:
+    try:  # a bounded read, and no data built: the spec's own loader reads it again
+        return ("fleet",) in find_lines(read_text_file(data_or_path), [("fleet",)])
+    except SpecError:
         return False
-    return is_fleet_data(data)
 
 
 def load_fleet_spec(path: str | Path | Mapping[str, Any]) -> FleetSpec:
