@@ -83,31 +83,11 @@ class Outcome:
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
-    """Timeline cycles of every op on every device kind (None where it cannot run).
+    """Timeline cycles of every op on every device kind (None where it cannot run):
+    :func:`planner.isa.cost.cycles_table`."""
+    from planner.isa.cost import cycles_table
 
-    Costed once per (op, kind): instances of one kind share a profile.
-    """
-    from planner.isa.cost import op_cost
-
-    kinds: dict[str, Device] = {}
-    for dev in hardware.devices:
-        kinds.setdefault(dev.kind, dev)
-    table: dict[tuple[str, str], int | None] = {}
-    for name in graph.topological_order():
-        op = graph.ops[name]
-        for kind, dev in kinds.items():
-            if op.type == "task" and kind not in op.cycles:
-                table[name, kind] = None
-                continue
-            try:
-                cycles = op_cost(op, graph, dev.profile, kind).cycles
-            except UnsupportedError:
-                if op.cycles:
-                    table[name, kind] = None
-                    continue
-                raise
-            table[name, kind] = hardware.to_timeline_cycles(cycles, dev)
-    return table
+    return cycles_table(graph, hardware)
 
 
 def _device_classes(spec, hardware: Hardware) -> tuple[int, ...]:
@@ -148,7 +128,8 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
     """
     graph: Graph = spec.graph
     hw: Hardware = spec.hardware
-    cycles = op_device_cycles(graph, hw) if cycles is None else cycles
+    if cycles is None:  # the spec loader costed every op already (and checked the magnitudes)
+        cycles = getattr(spec, "device_cycles", None) or op_device_cycles(graph, hw)
     ops = graph.topological_order()
     op_index = {n: i for i, n in enumerate(ops)}
     devices = hw.devices
