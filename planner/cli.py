@@ -2,12 +2,15 @@
 
 Exit codes: 0 solved (optimal, or feasible at the time limit) / verified; 1 infeasible
 (the message says which constraint); 2 bad input (spec, flags, tampered output);
-3 internal error (a bug: the only case that prints a traceback).
+3 internal error (a bug: the only case that prints a traceback); 4 no plan found within
+the time limit (neither a bug nor a proof of infeasibility: a longer limit may find one);
+130 interrupted. ``planner.errors`` defines them.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 import traceback
@@ -17,10 +20,11 @@ from typing import Any, Callable, Optional
 import typer
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from planner.errors import EXIT_INTERNAL, InternalError, PlannerError
+from planner.errors import EXIT_INTERNAL, InternalError, PlannerError, SpecError
 
 __all__ = ["app", "main"]
 
@@ -35,16 +39,33 @@ def _guarded(fn: Callable[[], int | None]) -> None:
     try:
         code = fn() or 0
     except PlannerError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        # The message may quote the user's text ("[/]" in a name): never read it as markup.
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         raise typer.Exit(e.exit_code)
-    except InternalError as e:
-        err.print(traceback.format_exc(), highlight=False, markup=False)
-        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {e}", highlight=False)
-        raise typer.Exit(EXIT_INTERNAL)
     except KeyboardInterrupt:
         err.print("interrupted; nothing was written")
         raise typer.Exit(130)
+    except Exception as e:  # InternalError, or any exception nobody anticipated: a bug (exit 3)
+        err.print(traceback.format_exc(), highlight=False, markup=False)
+        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {type(e).__name__}: "
+                  f"{escape(str(e))}", highlight=False, markup=True)
+        raise typer.Exit(EXIT_INTERNAL)
     raise typer.Exit(code)
+
+
+def _check_flags(time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
+                 *, max_seed: int | None = None) -> None:
+    """Refuse flag values outside the spec's own limits (exit 2) before any work starts."""
+    from planner.spec.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
+
+    if time_limit is not None and not (math.isfinite(time_limit) and 0 < time_limit <= MAX_TIME_LIMIT_S):
+        raise SpecError(f"--time-limit: expected seconds, more than 0 and at most {MAX_TIME_LIMIT_S:,}, "
+                        f"got {time_limit!r}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise SpecError(f"--workers: expected an integer from 1 to {MAX_WORKERS}, got {workers}")
+    top = MAX_SEED if max_seed is None else max_seed
+    if seed is not None and not 0 <= seed <= top:
+        raise SpecError(f"--seed: expected an integer from 0 to {top:,}, got {seed}")
 
 
 class _LiveLine:
@@ -122,6 +143,7 @@ def solve(
     def body() -> int:
         from planner.fleet import is_fleet_spec
 
+        _check_flags(time_limit, workers, seed)
         if is_fleet_spec(spec):
             return _solve_fleet(spec, output, time_limit, workers, seed, quiet, as_json)
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
@@ -217,6 +239,8 @@ def simulate(
     def body() -> int:
         from planner.errors import BinaryFormatError
         from planner.pipeline import verify
+
+        _check_flags(seed=seed, max_seed=2**63 - 1)
         from planner.plan import Plan
         from planner.simulator import simulate_dir
 

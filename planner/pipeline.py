@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
+from planner.errors import InfeasibleError, InternalError, TimeLimitError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
@@ -318,6 +318,8 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         Bad input.
     InfeasibleError
         A valid spec that no plan satisfies (the message says which constraint).
+    TimeLimitError
+        No plan found within the time limit.
     InternalError
         A plan that fails its own checks (a bug).
     """
@@ -351,7 +353,7 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     if result.status is Status.MODEL_INVALID:
         raise InternalError(f"the CP-SAT model is invalid: {result.stats}")
     if not result.status.has_solution:
-        raise SolverError(
+        raise TimeLimitError(
             f"no plan found within {time_limit_s:g} s (status {result.status.value}); "
             "raise --time-limit or relax the constraints")
     _check_solution(problem, result, validate_schedule)
