@@ -21,7 +21,8 @@ from planner.spec.reader import DEFAULT_READ_LIMITS
 
 __all__ = [
     "Limit", "LIMITS", "limits_table",
-    "MAX_NAME_LENGTH", "MAX_OP_NAME_LENGTH", "MAX_OPS", "MAX_TENSORS", "MAX_OP_REFERENCES", "MAX_DEVICES",
+    "MAX_NAME_LENGTH", "MAX_OP_NAME_LENGTH", "MAX_OPS", "MAX_TENSORS", "MAX_OP_REFERENCES", "MAX_OP_IO",
+    "MAX_ATTRS_BYTES", "MAX_DEVICES",
     "MAX_STREAMS", "MAX_LINKS", "MAX_MEMORY_LEVELS", "MAX_RANK", "MAX_DIM", "MAX_TENSOR_ELEMENTS", "MAX_BYTES",
     "MAX_BANDWIDTH", "MAX_FREQUENCY", "MAX_CYCLES", "MAX_TIME_LIMIT_S", "MAX_WORKERS", "MAX_SEED",
     "MAX_DURATION_TABLE", "MAX_COST_TABLE", "MAX_TRANSFER_TABLE", "MAX_PATTERN_WORK", "MAX_SPLIT_FACTOR", "MAX_LIST",
@@ -32,6 +33,8 @@ MAX_OP_NAME_LENGTH = 256        # op and tensor names, before the "<model>/" pre
 MAX_OPS = 2**18                 # ops of all models together (262,144)
 MAX_TENSORS = 2**19             # tensors of all models together
 MAX_OP_REFERENCES = 2**20       # op inputs + outputs + after entries, all ops together
+MAX_OP_IO = 4096                # inputs, outputs or after entries of one op (the binary counts them in 16 bits)
+MAX_ATTRS_BYTES = 32 * 2**10    # one op's attributes as JSON (a string of the binary's string table)
 MAX_DEVICES = 256               # device instances (count summed over kinds)
 MAX_STREAMS = 64                # streams of one device
 MAX_LINKS = 4096                # links, explicit and from the topology
@@ -77,10 +80,12 @@ LIMITS: tuple[Limit, ...] = (
           "scalars, mappings and sequences, every YAML alias counted at its expanded size"),
     Limit("name length", f"{MAX_NAME_LENGTH}", "spec, model, device, level and link names: letters, digits, "
           "'_', '.', '-', starting with a letter, digit or '_' (they become file names)"),
-    Limit("op and tensor name length", f"{MAX_OP_NAME_LENGTH}", "printable characters, no spaces"),
+    Limit("op and tensor name length", f"{MAX_OP_NAME_LENGTH}", "before the model prefix; no control characters"),
     Limit("ops", f"{MAX_OPS:,}", "all models together; about 2 KB each in the graph IR"),
     Limit("tensors", f"{MAX_TENSORS:,}", "all models together"),
     Limit("op references", f"{MAX_OP_REFERENCES:,}", "inputs + outputs + after, all ops together"),
+    Limit("inputs, outputs or after of one op", f"{MAX_OP_IO:,}", "each list"),
+    Limit("one op's attributes", "32 KiB", "as JSON; each a finite number, a string, a boolean or a flat list"),
     Limit("device instances", f"{MAX_DEVICES}", "count summed over device kinds"),
     Limit("streams per device", f"{MAX_STREAMS}", ""),
     Limit("links", f"{MAX_LINKS:,}", "explicit and from the topology (all-to-all over n devices: n(n-1)/2)"),

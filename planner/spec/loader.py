@@ -225,8 +225,11 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
             message = f"expected a mapping of keys, got {_short(value)}"
         elif kind == "list_type":
             message = f"expected a list, got {_short(value)}"
+        elif kind == "string_pattern_mismatch" and "x00" in str(ctx.get("pattern", "")):
+            message = f"{_short(value)} is not a valid op or tensor name: no control characters"
         elif kind == "string_pattern_mismatch":
-            message = f"{_short(value)} is not a valid name: use letters, digits, '_', '.' and '-'"
+            message = (f"{_short(value)} is not a valid name: use letters, digits, '_', '.' and '-', "
+                       "starting with a letter, a digit or '_'")
         elif kind in ("value_error", "assertion_error"):
             message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:

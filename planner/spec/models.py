@@ -12,6 +12,7 @@ same models, so the schema and the validator cannot drift.
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Annotated, Any, Literal, Optional, Union
 
@@ -35,8 +36,9 @@ from planner.spec.limits import (
     MAX_LIST,
     MAX_MEMORY_LEVELS,
     MAX_NAME_LENGTH,
+    MAX_ATTRS_BYTES,
+    MAX_OP_IO,
     MAX_OP_NAME_LENGTH,
-    MAX_OP_REFERENCES,
     MAX_OPS,
     MAX_RANK,
     MAX_SEED,
@@ -124,8 +126,8 @@ _ATTR_SCALARS = (bool, int, float, str)
 def _check_attr_value(value: Any) -> Any:
     """An op attribute: a finite number, a string, a boolean, or a flat list of them."""
     items = value if isinstance(value, list) else [value]
-    if isinstance(value, list) and len(value) > MAX_OP_REFERENCES:
-        raise ValueError(f"an attribute list may hold at most {MAX_OP_REFERENCES:,} values")
+    if isinstance(value, list) and len(value) > MAX_OP_IO:
+        raise ValueError(f"an attribute list may hold at most {MAX_OP_IO:,} values")
     for item in items:
         if not isinstance(item, _ATTR_SCALARS):
             raise ValueError(f"an attribute is a number, a string, a boolean or a list of them, got {item!r:.60}")
@@ -136,6 +138,14 @@ def _check_attr_value(value: Any) -> Any:
         if isinstance(item, str) and len(item) > MAX_OP_NAME_LENGTH:
             raise ValueError(f"an attribute string may hold at most {MAX_OP_NAME_LENGTH} characters")
     return value
+
+
+def _check_attrs_size(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An op's attributes travel in the binary as one JSON string: at most 32 KiB."""
+    size = len(json.dumps(attrs, sort_keys=True, separators=(",", ":")))
+    if size > MAX_ATTRS_BYTES:
+        raise ValueError(f"the op's attributes take {size:,} bytes as JSON; the limit is {MAX_ATTRS_BYTES:,}")
+    return attrs
 
 
 _ATTR_SCALAR_SCHEMAS = [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]
@@ -221,16 +231,15 @@ class OpSpec(_Model):
 
     name: OpName = Field(description="Op name (prefixed with the model name).")
     type: OpType = Field(description="Op type; task is opaque and needs cycles.")
-    inputs: list[OpName] = Field(default_factory=list, max_length=MAX_OP_REFERENCES, description="Tensors read.")
-    outputs: list[OpName] = Field(default_factory=list, max_length=MAX_OP_REFERENCES,
-                                  description="Tensors written.")
-    attrs: Annotated[dict[str, AttrValue], Field(max_length=64)] = Field(
+    inputs: list[OpName] = Field(default_factory=list, max_length=MAX_OP_IO, description="Tensors read.")
+    outputs: list[OpName] = Field(default_factory=list, max_length=MAX_OP_IO, description="Tensors written.")
+    attrs: Annotated[dict[str, AttrValue], Field(max_length=64), AfterValidator(_check_attrs_size)] = Field(
         default_factory=dict, description="Op attributes (stride, axis...): numbers, strings, booleans or "
         "lists of them.")
     cycles: dict[str, Cycles] = Field(
         default_factory=dict, description="Device cycles per device kind (overrides the cost model).",
         examples=[{"big": 100, "small": 400}])
-    after: list[OpName] = Field(default_factory=list, max_length=MAX_OP_REFERENCES,
+    after: list[OpName] = Field(default_factory=list, max_length=MAX_OP_IO,
                                 description="Ops of the same model this one follows without data.")
 
 

@@ -179,12 +179,15 @@ def _events(text: str, file: str | None) -> Iterator[Any]:
         loader.dispose()
 
 
-def find_lines(text: str, locs: Iterable[tuple]) -> dict[tuple, tuple[int, int]]:
+def find_lines(text: str, locs: Iterable[tuple],
+               limits: ReadLimits = DEFAULT_READ_LIMITS) -> dict[tuple, tuple[int, int]]:
     """``(value line, key line)`` of every existing prefix of each path in ``locs`` (1-based).
 
     One pass over the event stream that descends only into the subtrees on the way to a
     requested path, so it keeps no tree and costs little beyond parsing. Mapping keys
-    match by their text; a path through an alias stops at the alias (its line).
+    match by their text; a path through an alias stops at the alias (its line). Nesting
+    deeper than ``limits.max_depth`` raises SpecError, as :func:`read_yaml` would (libyaml
+    spends time quadratic in the depth of flow collections).
 
     Examples
     --------
@@ -230,6 +233,8 @@ def find_lines(text: str, locs: Iterable[tuple]) -> dict[tuple, tuple[int, int]]
         if kind in (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentStartEvent, yaml.DocumentEndEvent):
             continue
         line = event.start_mark.line + 1
+        if kind in (yaml.MappingStartEvent, yaml.SequenceStartEvent) and len(stack) + skip >= limits.max_depth:
+            raise SpecError(f"values are nested more than {limits.max_depth} levels deep", line=line)
         if skip:
             if kind in (yaml.MappingStartEvent, yaml.SequenceStartEvent):
                 skip += 1
@@ -281,7 +286,8 @@ class _Reader:
                 loc.append(str(key if inner and key is not None else frame.key))
             elif not frame.is_map:
                 loc.append(len(frame.value))
-        return SpecError(message, file=self.file, line=line, path=format_path(loc) or None)
+        shown = format_path(loc) if len(loc) <= 16 else f"{format_path(loc[:8])}... ({len(loc)} levels)"
+        return SpecError(message, file=self.file, line=line, path=shown or None)
 
     def run(self) -> Any:
         if len(self.text) > self.limits.max_bytes:

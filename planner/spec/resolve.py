@@ -644,7 +644,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         tensors.extend(mt)
         ops.extend(mo)
 
-    check_counts(ops, tensors, locator)
+    check_counts(ops, tensors, locator, op_loc)
     for op in ops:
         for kind in op.cycles:
             if kind not in kinds:

@@ -8,6 +8,7 @@ Every failure is a :class:`~planner.errors.SpecError` at the offending value's l
 
 from __future__ import annotations
 
+import json
 from typing import Any, Mapping, Sequence
 
 from planner.errors import UnsupportedError
@@ -22,6 +23,8 @@ from planner.spec.limits import (
     MAX_DIM,
     MAX_DURATION_TABLE,
     MAX_LINKS,
+    MAX_ATTRS_BYTES,
+    MAX_OP_IO,
     MAX_OP_REFERENCES,
     MAX_OPS,
     MAX_PATTERN_WORK,
@@ -103,12 +106,21 @@ def check_pattern_work(patterns: int, ops: int, locator: Any) -> None:
                             "fewer patterns", ("constraints",))
 
 
-def check_counts(ops: Sequence[Op], tensors: Sequence[Tensor], locator: Any) -> None:
+def check_counts(ops: Sequence[Op], tensors: Sequence[Tensor], locator: Any,
+                 op_loc: Mapping[str, tuple] | None = None) -> None:
     """Ops, tensors and op references of all models within the limits, before the graph is built."""
     if len(ops) > MAX_OPS:
         raise locator.error(f"the models have {len(ops):,} ops; the limit is {MAX_OPS:,}", ("models",))
     if len(tensors) > MAX_TENSORS:
         raise locator.error(f"the models have {len(tensors):,} tensors; the limit is {MAX_TENSORS:,}", ("models",))
+    for o in ops:  # generators and imported models are not checked by the typed models
+        longest = max(len(o.inputs), len(o.outputs), len(o.after))
+        if longest > MAX_OP_IO:
+            raise locator.error(f"op {o.name!r} has {longest:,} inputs, outputs or after entries; one op may have "
+                                f"at most {MAX_OP_IO:,} of each", (op_loc or {}).get(o.name, ("models",)))
+        if o.attrs and len(json.dumps(o.attrs, sort_keys=True, separators=(",", ":"), default=str)) > MAX_ATTRS_BYTES:
+            raise locator.error(f"op {o.name!r} has attributes larger than {MAX_ATTRS_BYTES:,} bytes as JSON",
+                                (op_loc or {}).get(o.name, ("models",)))
     refs = sum(len(o.inputs) + len(o.outputs) + len(o.after) for o in ops)
     if refs > MAX_OP_REFERENCES:
         raise locator.error(f"the ops have {refs:,} inputs, outputs and after entries together; the limit is "
