@@ -667,6 +667,9 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     groups = _colocation(document, order, allowed, locator)
     memory = resolve_memory(document, hw, locator)
     objective, max_load = resolve_objective(document, hw, locator)
+    if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
+        raise locator.error("memory planning needs objective latency (its level solver minimizes a makespan); "
+                            "this spec asks for throughput", ("memory", "plan"))
     if memory.enabled:
         # Without memory planning every tensor must fit main memory, which the pipeline's
         # prechecks already explain (as an infeasible request, exit 1).

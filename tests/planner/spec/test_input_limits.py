@@ -231,6 +231,13 @@ def test_durations_beyond_the_timeline_limit_are_spec_errors():
     assert "would take" in err.message and err.path in ("hardware.topology", "models[0].graph.ops[0]")
 
 
+def test_validate_refuses_what_solve_would():
+    # The memory stage refused this only once the spine plan was solved (exit 2 from solve
+    # after `plan validate` said valid).
+    err = error_of({**BASE, "objective": "throughput", "memory": {"plan": True}})
+    assert err.path == "memory.plan" and "memory planning needs objective latency" in err.message
+
+
 def test_load_time_costs_are_the_pipelines():
     from planner.isa.cost import cycles_table
 
