@@ -553,9 +553,12 @@ class CaseResult:
                 if v.violations]
 
 
+_KNOWN_SYMPTOMS = ("exit 3", "traceback", "printed to stdout", "the plan solve wrote")
+
+
 def _known(run: Run, verdict: Verdict) -> Verdict:
-    """A verdict for a run that hit one of :data:`KNOWN_BUGS` (exit 3 and only that)."""
-    if run.code == 3 and set(verdict.violations) <= {"exit 3 (a bug)", "traceback"}:
+    """A verdict for a run that hit one of :data:`KNOWN_BUGS` (an exit 3 and its symptoms only)."""
+    if run.code == 3 and all(v.startswith(_KNOWN_SYMPTOMS) for v in verdict.violations):
         for name, pattern in KNOWN_BUGS.items():
             if pattern.search(run.stderr):
                 return Verdict(f"known: {name}", verdict.detail)
@@ -584,7 +587,10 @@ def run_case(case: Case, root: Path, timeout_s: float = 60.0) -> CaseResult:
         run = run_many([(("solve", "spec.yaml", "-o", "out", "--time-limit", "2", "--workers", "1", "--quiet"),
                          cwd)], timeout_s=timeout_s)[0]
         written = [] if run.code == 0 else written_files(cwd, ["spec.yaml"])
-        result.runs.append((run, _known(run, judge(run, written=written))))
+        verdict = _known(run, judge(run, written=written))
+        if run.code == 2:  # bad input that validate accepted: an invalid spec let through
+            verdict.violations.append("`plan validate` accepted a spec `plan solve` refuses as bad input")
+        result.runs.append((run, verdict))
         if run.code == 0:
             run = run_many([(("simulate", "out", "--numeric"), cwd)], timeout_s=timeout_s)[0]
             result.runs.append((run, _known(run, _numeric_verdict(run))))
@@ -654,6 +660,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("cases by outcome:")
     for outcome, n in outcomes.most_common():
         print(f"  {outcome:60} {n:6}")
+    print("messages (up to 3 distinct per kind of run):")
+    seen: dict[str, list[str]] = {}
+    for r in results:
+        for run, verdict in r.runs:
+            shown = seen.setdefault(f"{run.argv[0]}:{verdict.kind}", [])
+            if verdict.detail and verdict.detail not in shown and len(shown) < 3:
+                shown.append(verdict.detail)
+    for kind, details in sorted(seen.items()):
+        for detail in details:
+            print(f"  {kind:24} {detail[:150]}")
     peak = max((run.peak_rss_bytes for r in results for run, _ in r.runs), default=0)
     slowest = max((run.wall_s for r in results for run, _ in r.runs), default=0.0)
     print(f"peak RSS of any run {peak / 2**20:.0f} MiB; slowest run {slowest:.1f} s")
