@@ -49,7 +49,7 @@ def cases() -> list[tuple[str, str, bool]]:
          HEADER + f"models: [{{name: g, generator: {{kind: transformer, layers: {layers}, heads: 1, d_model: 8, "
                   "seq: 4, dtype: fp32}}]\n", True),
         ("inline chain, 10^5 ops (~11 MiB)", _chain(100_000), True),
-        ("inline chain, 140,000 ops (~15.6 MiB)", _chain(140_000), True),
+        ("inline chain, 131,072 ops (the op limit, ~14.5 MiB)", _chain(131_072), True),
         ("generator, layers 10^9", HEADER + "models: [{name: g, generator: {kind: transformer, layers: 1000000000}}]\n",
          False),
         ("all-to-all over 256 devices", "version: 1\nhardware:\n  devices: [{name: c, profile: generic, count: 256}]\n"
@@ -57,6 +57,7 @@ def cases() -> list[tuple[str, str, bool]]:
         ("billion laughs (10^10 values, 1 KB)", _bomb(), False),
         ("10^5 nested '['", "a: " + "[" * 100_000 + "]" * 100_000 + "\n", False),
         ("16 MiB + 1 byte", "#" * (16 * 2**20) + "\n", False),
+        ("inline chain, 140,000 ops (over the op limit)", _chain(140_000), False),
         ("inline chain, 150,000 ops (over 16 MiB)", _chain(150_000), False),
     ]
 

@@ -3,10 +3,12 @@
 A limit exists so that a spec is refused with a message *before* it costs minutes or
 gigabytes, and so that every integer the later stages compute fits where it goes
 (CP-SAT's 64-bit arithmetic, the binary format's 64-bit fields). Each limit is chosen
-so that a spec at the limit still loads within seconds and a few hundred MB, while real
-models fit with room to spare: the graph IR costs about 2 KB per op, so 2^18 ops load in
-about 0.5 GB; the largest public DNN graphs the planner reads (BERT-L training, 2,012
-ops) and the Placement issue's target (10^5 ops) are well inside.
+so that a spec at the limit still loads within a few hundred MB, while real models fit:
+the graph IR costs about 2 KB per op (Tensor and Op objects, networkx's adjacency), and a
+spec's validated document about as much again, so 10^6 ops would need several GB before
+any solver ran; 2^17 ops hold the Placement issue's target (10^5 ops) and the largest
+public DNN graphs the planner reads (BERT-L training, 2,012 ops) with room to spare.
+``benchmarks/spec_limits.py`` measures specs at the limits.
 
 :data:`LIMITS` is the table ``docs/architecture.md`` shows ("Input limits"); a test
 keeps the two equal. The reading limits (file size, nesting, values) are in
@@ -30,9 +32,9 @@ __all__ = [
 
 MAX_NAME_LENGTH = 64            # spec, model, device, level and link names (they become file names)
 MAX_OP_NAME_LENGTH = 256        # op and tensor names, before the "<model>/" prefix
-MAX_OPS = 2**18                 # ops of all models together (262,144)
-MAX_TENSORS = 2**19             # tensors of all models together
-MAX_OP_REFERENCES = 2**20       # op inputs + outputs + after entries, all ops together
+MAX_OPS = 2**17                 # ops of all models together (131,072)
+MAX_TENSORS = 2**18             # tensors of all models together
+MAX_OP_REFERENCES = 2**19       # op inputs + outputs + after entries, all ops together
 MAX_OP_IO = 4096                # inputs, outputs or after entries of one op (the binary counts them in 16 bits)
 MAX_ATTRS_BYTES = 32 * 2**10    # one op's attributes as JSON (a string of the binary's string table)
 MAX_DEVICES = 256               # device instances (count summed over kinds)

@@ -248,6 +248,23 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
     return locator.error(message, loc, key=key)
 
 
+def _check_inline_sizes(locator: Locator) -> None:
+    """Inline ops and tensors of all models within the limits, counted in the raw data before
+    the typed models are built for them (which costs as much memory again)."""
+    from planner.spec.limits import MAX_OPS, MAX_TENSORS
+
+    models = locator.data.get("models")
+    totals = {"ops": 0, "tensors": 0}
+    for i, model in enumerate(models if isinstance(models, list) else []):
+        graph = model.get("graph") if isinstance(model, Mapping) else None
+        for key, limit in (("ops", MAX_OPS), ("tensors", MAX_TENSORS)):
+            entries = graph.get(key) if isinstance(graph, Mapping) else None
+            totals[key] += len(entries) if isinstance(entries, list) else 0
+            if totals[key] > limit:
+                raise locator.error(f"the models declare {totals[key]:,} inline {key} up to here; all models "
+                                    f"together may have at most {limit:,}", ("models", i, "graph", key))
+
+
 def load_spec(source: str | Path | Mapping[str, Any], *, base_dir: str | Path | None = None) -> Spec:
     """Load, validate and resolve a spec.
 
@@ -302,8 +319,12 @@ def load_spec(source: str | Path | Mapping[str, Any], *, base_dir: str | Path | 
     if not isinstance(locator.data, Mapping):
         raise locator.error(f"the spec must be a mapping of keys (version, hardware, models...), "
                             f"got a {type(locator.data).__name__}")
+    _check_inline_sizes(locator)
     try:
         document = SpecDocument.model_validate(locator.data)
     except ValidationError as exc:
         raise _validation_error(exc, locator) from None
+    # The resolver reports errors by path and finds lines in the text: the raw data (as large
+    # as the document) is not needed any more; let it go before the graph is built.
+    locator.data = None
     return resolve(document, locator, source=path, base_dir=root)

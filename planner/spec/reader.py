@@ -153,6 +153,20 @@ class _Frame:
         self.merges: list[Any] = []
 
 
+def _syntax_error(e: yaml.YAMLError, file: str | None) -> SpecError:
+    """A parser error as a SpecError with its line and column."""
+    if not isinstance(e, yaml.MarkedYAMLError):
+        return SpecError(f"malformed YAML: {e}", file=file)
+    mark = e.problem_mark or e.context_mark
+    what = e.problem or e.context or "cannot parse"
+    if e.context and e.problem:
+        where = (f" started on line {e.context_mark.line + 1}"
+                 if e.context_mark and e.problem_mark and e.context_mark.line != e.problem_mark.line else "")
+        what += f" ({e.context}{where})"
+    return SpecError(f"malformed YAML: {what}", file=file, line=mark.line + 1 if mark else None,
+                     column=mark.column + 1 if mark else None)
+
+
 def _events(text: str, file: str | None) -> Iterator[Any]:
     """The parser's events; a syntax error becomes a SpecError with its line and column."""
     loader = _Parser(text)
@@ -163,18 +177,8 @@ def _events(text: str, file: str | None) -> Iterator[Any]:
             if event is None or type(event) is end:
                 return
             yield event
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        what = e.problem or e.context or "cannot parse"
-        if e.context and e.problem:
-            where = (f" started on line {e.context_mark.line + 1}"
-                     if e.context_mark and e.problem_mark and e.context_mark.line != e.problem_mark.line
-                     else "")
-            what += f" ({e.context}{where})"
-        raise SpecError(f"malformed YAML: {what}", file=file, line=mark.line + 1 if mark else None,
-                        column=mark.column + 1 if mark else None) from None
     except yaml.YAMLError as e:
-        raise SpecError(f"malformed YAML: {e}", file=file) from None
+        raise _syntax_error(e, file) from None
     finally:
         loader.dispose()
 
@@ -293,21 +297,48 @@ class _Reader:
         if len(self.text) > self.limits.max_bytes:
             raise self.fail(f"the input is larger than {_mib(self.limits.max_bytes)}, the limit for one input "
                             "file", None)
+        loader = _Parser(self.text)
+        try:
+            self.consume(loader.get_event)
+        except yaml.YAMLError as e:
+            raise _syntax_error(e, self.file) from None
+        finally:
+            loader.dispose()
+        return self.result[0] if self.result else None
+
+    def consume(self, get_event: Any) -> None:
+        """Build the document from the events (the hot loop: a plain scalar inside a
+        collection, the most common event by far, is handled inline)."""
         documents = 0
-        scalar, alias = yaml.ScalarEvent, yaml.AliasEvent
+        scalar, alias, end = yaml.ScalarEvent, yaml.AliasEvent, yaml.StreamEndEvent
         starts, ends = (yaml.MappingStartEvent, yaml.SequenceStartEvent), (yaml.MappingEndEvent,
                                                                          yaml.SequenceEndEvent)
-        for event in _events(self.text, self.file):
+        stack, max_values = self.stack, self.limits.max_values
+        while True:
+            event = get_event()
             kind = type(event)
             if kind is scalar:
-                line = event.start_mark.line + 1
-                value = self.scalar(event, line)
-                self.count(1, line)
-                self.add(value, 1, 0, line, event.anchor)
+                value = self.scalar(event)
+                self.total += 1
+                if self.total > max_values:
+                    self.count(0, event.start_mark.line + 1)
+                parent = stack[-1] if stack else None
+                if parent is None or event.anchor is not None or (parent.is_map and not parent.has_key):
+                    self.add(value, 1, 0, event.start_mark.line + 1, event.anchor)
+                    continue
+                parent.size += 1
+                if not parent.is_map:
+                    parent.value.append(value)
+                else:
+                    parent.has_key = False
+                    if parent.key is _MERGE:
+                        parent.merges.append(value)
+                    else:
+                        parent.value[parent.key] = value
             elif kind in starts:
                 self.open(event, kind is yaml.MappingStartEvent)
             elif kind in ends:
-                frame = self.stack.pop()
+                frame = stack.pop()
                 if frame.anchor is not None:
                     self.open_anchors.discard(frame.anchor)
                 value = self.merged(frame) if frame.merges else frame.value
@@ -319,7 +350,8 @@ class _Reader:
                 if documents > 1:
                     raise self.fail("expected a single YAML document, found a second one",
                                     event.start_mark.line + 1)
-        return self.result[0] if self.result else None
+            elif event is None or kind is end:
+                return
 
     def open(self, event: Any, is_map: bool) -> None:
         line = event.start_mark.line + 1
@@ -349,12 +381,14 @@ class _Reader:
             raise self.fail(f"the document holds more than {self.limits.max_values:,} values (aliases "
                             "counted at their expanded size)", line)
 
-    def scalar(self, event: Any, line: int) -> Any:
+    def scalar(self, event: Any) -> Any:
         """The scalar's value with PyYAML's safe types (YAML 1.1 implicit resolution)."""
         tag, value = event.tag, event.value
         if tag is None or tag == "!":
             if not event.implicit[0]:
                 return value  # quoted: a string
+            if value.isdigit() and value.isascii() and (value[0] != "0" or len(value) == 1) and len(value) < 4000:
+                return int(value)  # a plain decimal integer (a leading 0 would be YAML 1.1 octal)
             for tag, regexp in self.resolvers.get(value[:1], ()):
                 if regexp.match(value):
                     break
@@ -365,6 +399,7 @@ class _Reader:
         if tag == "tag:yaml.org,2002:str":
             return value
         build = SafeConstructor.yaml_constructors.get(tag)
+        line = event.start_mark.line + 1
         if build is None or tag in ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"):
             raise self.fail(f"YAML tag {tag} is not supported in a spec", line)
         try:

@@ -365,7 +365,8 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     ------
     planner.errors.SpecError
         At ``memory.fast`` (or ``memory.fast.<kind>``) for a kind no device has, a level the
-        kind lacks, or the main level.
+        kind lacks, or the main level; at ``memory.alignment`` for an alignment larger than a
+        memory level.
 
     Examples
     --------
@@ -401,6 +402,14 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
         for kind in kinds:  # hardware order, so equal specs give equal options
             if kind in mem.fast:
                 fast[kind] = _fast_level(kind, mem.fast[kind], profiles, ("memory", "fast", kind), locator)
+    level, owner = min(((m, kind) for kind, p in profiles.items() for m in p.memory),
+                       key=lambda lk: lk[0].capacity_bytes)
+    if mem.alignment > level.capacity_bytes:
+        from planner.report.markdown import format_bytes
+
+        raise locator.error(f"alignment {format_bytes(mem.alignment)} is larger than memory level {level.name} of "
+                            f"device kind {owner} ({format_bytes(level.capacity_bytes)}): no second buffer could "
+                            "start in it", ("memory", "alignment"))
     factors = tuple(sorted({1, *mem.split_factors}))
     return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
                          alignment_bytes=mem.alignment)

@@ -85,7 +85,7 @@ def check_generator_size(kind: str, params: Mapping[str, Any], ops_before: int, 
     >>> check_generator_size("transformer", {"layers": 10**10}, 0, ("models", 0, "generator"), Locator({}))
     Traceback (most recent call last):
     ...
-    planner.errors.SpecError: models[0].generator: transformer generator would make 430,000,000,001 ops; all models together may have at most 262,144
+    planner.errors.SpecError: models[0].generator: transformer generator would make 430,000,000,001 ops; all models together may have at most 131,072
     """
     try:
         ops, _ = generator_size(kind, params)

@@ -238,6 +238,15 @@ def test_validate_refuses_what_solve_would():
     assert err.path == "memory.plan" and "memory planning needs objective latency" in err.message
 
 
+def test_an_alignment_larger_than_a_memory_level_is_refused():
+    spec = {**BASE, "hardware": {"devices": [{"name": "npu", "profile": "edge-npu"}]},
+            "memory": {"plan": True, "alignment": "1 PiB"}}
+    err = error_of(spec)
+    assert err.path == "memory.alignment"
+    assert "alignment 1024.00 TiB is larger than memory level sram of device kind npu (4.00 MiB)" in err.message
+    assert load_spec({**spec, "memory": {"plan": True, "alignment": "4 MiB"}}).memory.alignment_bytes == 4 * 2**20
+
+
 def test_load_time_costs_are_the_pipelines():
     from planner.isa.cost import cycles_table
 
