@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -19,6 +20,7 @@ from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.isa.profiles import PROFILES, get_profile
 from planner.memory.options import MemoryOptions
+from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.loader import Locator, did_you_mean, format_path
 from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
 from planner.spec.sizes import (
@@ -34,7 +36,7 @@ from planner.spec.sizes import (
 from planner.spec.types import MaxLoadOptions, Spec
 from planner.spec.units import parse_duration_cycles
 
-__all__ = ["resolve", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
+__all__ = ["resolve", "name_from_stem", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
 
 _GLOB = set("*?[")
 
@@ -597,6 +599,22 @@ def check_tensor_sizes(graph: Graph, hw: Hardware, allowed: dict[str, tuple[str,
                                 tensor_loc.get(name, ("models",)))
 
 
+def name_from_stem(stem: str) -> str:
+    """A spec's default name from its file name, within the rules of ``name:`` (it names the
+    default output directory): other characters become ``_``, at most 64 characters, and a
+    name that would start with ``.`` or ``-`` gets a ``spec`` prefix.
+
+    Examples
+    --------
+    >>> name_from_stem("demo"), name_from_stem("my spec (v2)"), name_from_stem(".."), name_from_stem("")
+    ('demo', 'my_spec__v2_', 'spec..', 'spec')
+    """
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", stem)
+    if not name or not re.match(r"[A-Za-z0-9_]", name):
+        name = "spec" + name
+    return name[:MAX_NAME_LENGTH]
+
+
 def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = None,
             base_dir: Path | None = None) -> Spec:
     """Check cross-references and build the :class:`Spec` (see module docstring).
@@ -683,7 +701,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         # Without memory planning every tensor must fit main memory, which the pipeline's
         # prechecks already explain (as an infeasible request, exit 1).
         check_tensor_sizes(graph, hw, allowed, tensor_loc, locator)
-    name = document.name or (source.stem if source is not None else "spec")
+    name = document.name or (name_from_stem(source.stem) if source is not None else "spec")
     return Spec(
         name=name,
         source=source,

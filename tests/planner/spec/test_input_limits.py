@@ -147,6 +147,15 @@ def test_typed_limits(path, value, fragment):
     assert fragment in err.message, err.message
 
 
+def test_the_default_name_from_the_file_name_is_a_valid_name(tmp_path):
+    text = "version: 1\nhardware: {devices: [{name: c, profile: generic}]}\nmodels: [{name: m, generator: {kind: mlp}}]\n"
+    assert load_spec(write(tmp_path, text, "my spec (v2).yaml")).name == "my_spec__v2_"
+    assert load_spec(write(tmp_path, text, "..yaml")).name == "spec."        # never "." or ".."
+    assert load_spec(write(tmp_path, text, "x" * 200 + ".yaml")).name == "x" * 64
+    err = error_of({**BASE, "hardware": {"devices": [{"name": "d" * 300, "profile": "generic"}]}})
+    assert "at most 64 characters" in err.message   # it would name bin/<device>.bin
+
+
 def test_units_refuse_out_of_range_numbers_before_expanding_them():
     t0 = time.process_time()
     for field, value, fragment in (
