@@ -366,6 +366,11 @@ HOSTILE = (None, True, False, 0, -1, 1.5, 2**31, 2**63, 10**30, -(10**30), float
            "9" * 50, [], {}, [[[]]], [0], [-1], [2**40, 2**40], list(range(300)), {"kind": "x"}, {"a": {"b": {}}})
 
 
+# A fresh copy each time: a mutation that later edits a drawn list or mapping in place
+# must not change HOSTILE itself (hypothesis would see a strategy whose draws drift).
+_hostile = st.sampled_from(HOSTILE).map(copy.deepcopy)
+
+
 def _paths(data: Any, prefix: tuple = ()) -> list[tuple]:
     out = [prefix]
     if isinstance(data, dict):
@@ -411,13 +416,13 @@ def mutate(draw: st.DrawFn, spec: dict) -> dict:
             return _set(data, path, draw(schema_value(tp)))
         kind = "hostile"
     if kind == "hostile":
-        return _set(data, path, draw(st.sampled_from(HOSTILE)))
+        return _set(data, path, draw(_hostile))
     if kind == "delete" and isinstance(parent, (dict, list)):
         del parent[path[-1]]
         return data
     if kind == "unknown-key" and isinstance(value, dict):
         key = draw(st.sampled_from([*(k[:-1] + k[-1] * 2 for k in value if isinstance(k, str) and k), "bogus", "1"]))
-        value[key] = draw(st.sampled_from(HOSTILE))
+        value[key] = draw(_hostile)
         return data
     if kind == "duplicate" and isinstance(value, list) and value:
         value.append(copy.deepcopy(value[draw(st.integers(0, len(value) - 1))]))
@@ -445,7 +450,7 @@ def mutate(draw: st.DrawFn, spec: dict) -> dict:
         for _ in range(depth):
             value = [value]
         return _set(data, path, value)
-    return _set(data, path, draw(st.sampled_from(HOSTILE)))
+    return _set(data, path, draw(_hostile))
 
 
 # ------------------------------------------------------------------ text
