@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{row['peak_rss_mib']:5} MiB  {row['message'][:90]}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"spec-limits-{time.strftime('%Y-%m-%d')}.json"
+    default = ROOT / "benchmarks" / "results" / f"spec-limits-{time.strftime('%Y-%m-%d')}.json"
+    out = Path(args.out) if args.out else default
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"machine": machine_facts(), "rows": rows}, indent=2) + "\n")
     print(f"wrote {out}")

@@ -183,14 +183,16 @@ class DeviceSpec(_Model):
         1, description="Execution lanes per instance (ops that may overlap).")
     clock: Optional[Frequency] = Field(None, description="Override of the profile's clock.")
     memory: Optional[list[MemorySpec]] = Field(
-        None, min_length=1, max_length=MAX_MEMORY_LEVELS, description="Replaces the profile's memory levels (fastest first).")
+        None, min_length=1, max_length=MAX_MEMORY_LEVELS,
+        description="Replaces the profile's memory levels (fastest first).")
 
 
 class LinkSpec(_Model):
     """An explicit link; it carries one transfer at a time."""
 
     name: Name = Field(description="Link name.", examples=["ici0"])
-    between: list[Name] = Field(min_length=2, max_length=MAX_DEVICES, description="Device instances it joins (two or more).",
+    between: list[Name] = Field(min_length=2, max_length=MAX_DEVICES,
+                                description="Device instances it joins (two or more).",
                                 examples=[["big0", "big1"]])
     bandwidth: Bandwidth = Field(description="Bandwidth.")
     latency: Latency = Field(0, description="Fixed latency of each transfer.")
@@ -498,7 +500,8 @@ class MemoryPlanSpec(_Model):
         examples=["vmem", {"tpu": "vmem", "npu": "sram"}])
     split: bool = Field(True, strict=True, description="May ops be split into portions along dim 0.")
     split_factors: list[SplitFactor] = Field(
-        list(DEFAULT_SPLIT_FACTORS), max_length=MAX_LIST, description="Factors tried (1, no split, is always included); "
+        list(DEFAULT_SPLIT_FACTORS), max_length=MAX_LIST,
+        description="Factors tried (1, no split, is always included); "
         "a factor must divide dim 0 of every tensor it splits.", examples=[[1, 2, 4]])
     alignment: Annotated[Size, AfterValidator(_check_alignment)] = Field(
         "64 B", validate_default=True, description="Every buffer address is a multiple of this "

@@ -37,7 +37,8 @@ from yaml.resolver import Resolver
 
 from planner.errors import SpecError
 
-__all__ = ["ReadLimits", "DEFAULT_READ_LIMITS", "find_lines", "format_path", "read_yaml", "read_json", "read_text_file"]
+__all__ = ["ReadLimits", "DEFAULT_READ_LIMITS", "find_lines", "format_path", "read_yaml", "read_json",
+           "read_text_file"]
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")

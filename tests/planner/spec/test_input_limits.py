@@ -148,7 +148,8 @@ def test_typed_limits(path, value, fragment):
 
 
 def test_the_default_name_from_the_file_name_is_a_valid_name(tmp_path):
-    text = "version: 1\nhardware: {devices: [{name: c, profile: generic}]}\nmodels: [{name: m, generator: {kind: mlp}}]\n"
+    text = ("version: 1\nhardware: {devices: [{name: c, profile: generic}]}\n"
+            "models: [{name: m, generator: {kind: mlp}}]\n")
     assert load_spec(write(tmp_path, text, "my spec (v2).yaml")).name == "my_spec__v2_"
     assert load_spec(write(tmp_path, text, "..yaml")).name == "spec."        # never "." or ".."
     assert load_spec(write(tmp_path, text, "x" * 200 + ".yaml")).name == "x" * 64
@@ -199,7 +200,8 @@ def test_an_op_whose_declared_output_differs_from_the_computed_one_is_a_spec_err
     text = ("version: 1\nhardware:\n  devices: [{name: c, profile: generic}]\nmodels:\n  - name: m\n    graph:\n"
             "      tensors:\n        - {name: x, shape: [1, 4, 8, 8], kind: input}\n"
             "        - {name: y, shape: [1, 4, 3, 3], kind: output}\n"
-            "      ops:\n        - {name: p, type: avgpool, inputs: [x], outputs: [y], attrs: {kernel: 3, stride: 3}}\n")
+            "      ops:\n"
+            "        - {name: p, type: avgpool, inputs: [x], outputs: [y], attrs: {kernel: 3, stride: 3}}\n")
     err = error_of(write(tmp_path, text))
     assert (err.line, err.path) == (11, "models[0].graph.ops[0]")
     assert err.message == "op 'm/p': avgpool computes shape (1, 4, 2, 2) but the output is declared (1, 4, 3, 3)"
