@@ -112,8 +112,11 @@ Seconds = Annotated[
     WithJsonSchema({"type": "string", "pattern": rf"^\s*{_NUM}\s*(ps|ns|us|µs|ms|s)\s*$",
                     "description": "A wall-clock duration with a unit.", "examples": ["30 s", "500 ms"]}),
 ]
-Count = Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
-NonNegative = Annotated[int, Field(strict=True, ge=0, le=2**62)]
+# Count and NonNegative are shared with the fleet models, whose fields set their own upper
+# bounds; the spine's fields use the bounded types below (an Annotated bound here would
+# override a field's own, tighter one).
+Count = Annotated[int, Field(strict=True, ge=1)]
+NonNegative = Annotated[int, Field(strict=True, ge=0)]
 Cycles = Annotated[int, Field(strict=True, ge=0, le=MAX_CYCLES)]
 #: Names that may become file names (spec, model, device, level, link): no ".", "..", "-x".
 Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")]
@@ -270,12 +273,12 @@ class MlpGenerator(_Model):
     """Multilayer perceptron: matmuls with an activation between them (2·layers − 1 ops)."""
 
     kind: Literal["mlp"]
-    layers: Count = Field(3, description="Linear layers.")
-    width: Count = Field(512, description="Hidden size.")
-    hidden: Optional[list[Count]] = Field(None, description="Hidden sizes (overrides layers/width).")
-    in_features: Optional[Count] = Field(None, description="Input size (default: first hidden).")
-    out_features: Optional[Count] = Field(None, description="Output size (default: last hidden).")
-    batch: Count = Field(1, description="Batch size.")
+    layers: Dim = Field(3, description="Linear layers.")
+    width: Dim = Field(512, description="Hidden size.")
+    hidden: Optional[list[Dim]] = Field(None, description="Hidden sizes (overrides layers/width).")
+    in_features: Optional[Dim] = Field(None, description="Input size (default: first hidden).")
+    out_features: Optional[Dim] = Field(None, description="Output size (default: last hidden).")
+    batch: Dim = Field(1, description="Batch size.")
     activation: Literal["relu", "gelu"] = Field("relu", description="Activation.")
     dtype: DType = Field("fp32", description="Element type.")
 
@@ -284,12 +287,12 @@ class TransformerGenerator(_Model):
     """Decoder blocks with per-head attention (layers·(11 + 4·heads) + 1 ops)."""
 
     kind: Literal["transformer"]
-    layers: Count = Field(2, description="Decoder blocks.")
-    d_model: Count = Field(512, description="Model width (divisible by heads).")
-    heads: Count = Field(8, description="Attention heads.")
-    seq: Count = Field(128, description="Sequence length.")
-    batch: Count = Field(1, description="Batch size.")
-    d_ff: Optional[Count] = Field(None, description="MLP width (default 4·d_model).")
+    layers: Dim = Field(2, description="Decoder blocks.")
+    d_model: Dim = Field(512, description="Model width (divisible by heads).")
+    heads: Dim = Field(8, description="Attention heads.")
+    seq: Dim = Field(128, description="Sequence length.")
+    batch: Dim = Field(1, description="Batch size.")
+    d_ff: Optional[Dim] = Field(None, description="MLP width (default 4·d_model).")
     dtype: DType = Field("fp16", description="Element type.")
 
 
@@ -297,12 +300,12 @@ class ResnetGenerator(_Model):
     """ResNet-style CNN with residual blocks (6 + 5·sum(blocks) + stages − 1 ops)."""
 
     kind: Literal["resnet"]
-    blocks: list[Count] = Field([2, 2, 2, 2], min_length=1, description="Residual blocks per stage.")
-    width: Count = Field(64, description="Stem channels (doubled per stage).")
-    image: Count = Field(224, description="Input height and width.")
-    in_channels: Count = Field(3, description="Input channels.")
-    classes: Count = Field(1000, description="Classifier outputs.")
-    batch: Count = Field(1, description="Batch size.")
+    blocks: list[Dim] = Field([2, 2, 2, 2], min_length=1, description="Residual blocks per stage.")
+    width: Dim = Field(64, description="Stem channels (doubled per stage).")
+    image: Dim = Field(224, description="Input height and width.")
+    in_channels: Dim = Field(3, description="Input channels.")
+    classes: Dim = Field(1000, description="Classifier outputs.")
+    batch: Dim = Field(1, description="Batch size.")
     dtype: DType = Field("fp32", description="Element type.")
 
 
