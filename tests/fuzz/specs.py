@@ -625,15 +625,25 @@ def collect_cases(count: int, seed: int, solve_rate: float = 0.5) -> list[Case]:
     return cases[:count]
 
 
+def _run_case_args(args: tuple[Case, Path, float]) -> CaseResult:
+    return run_case(*args)
+
+
 def _run_parallel(cases: list[Case], root: Path, jobs: int, timeout_s: float) -> list[CaseResult]:
-    """Each case's runs in sequence; up to ``jobs`` cases at once (one process per worker)."""
-    if jobs <= 1:
-        return [run_case(c, root, timeout_s=timeout_s) for c in cases]
+    """Each case's runs in sequence; up to ``jobs`` cases at once (one process per worker);
+    a progress line every 500 cases."""
     import multiprocessing
 
+    start, results = time.perf_counter(), []
+    args = [(c, root, timeout_s) for c in cases]
     ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(jobs, maxtasksperchild=200) as pool:
-        return pool.starmap(run_case, [(c, root, timeout_s) for c in cases], chunksize=1)
+    with ctx.Pool(max(1, jobs), maxtasksperchild=200) as pool:
+        for result in pool.imap(_run_case_args, args, chunksize=1):
+            results.append(result)
+            if len(results) % 500 == 0:
+                bad = sum(1 for r in results if r.violations)
+                print(f"  {len(results):6} cases, {bad} failing, {time.perf_counter() - start:.0f} s", flush=True)
+    return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
