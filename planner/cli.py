@@ -3,7 +3,9 @@
 Exit codes: 0 solved (optimal, or feasible at the time limit) / verified; 1 infeasible
 (the message says which constraint); 2 bad input (spec, flags, tampered output, an output
 path that would replace something plan did not write); 3 internal error (a bug: the only
-case that prints a traceback); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.
+case that prints a traceback); 4 no plan found within the time limit (neither a bug nor a
+proof of infeasibility: a longer limit may find one); 130 interrupted by Ctrl-C (SIGINT),
+143 by SIGTERM. ``planner.errors`` defines them.
 
 Every command body runs under :func:`planner.interrupts.handle_interrupts`, which stops
 running CP-SAT searches at once on a signal; where outputs may go is
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import os
 import sys
 import threading
@@ -29,10 +32,11 @@ from typing import Any, Callable, Optional
 import typer
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from planner.errors import EXIT_INTERNAL, InternalError, PlannerError
+from planner.errors import EXIT_INTERNAL, PlannerError, SpecError
 
 __all__ = ["app", "main"]
 
@@ -73,11 +77,13 @@ def _mapped(fn: Callable[[], int | None]) -> int:
     try:
         return fn() or 0
     except PlannerError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        # The message may quote the user's text ("[/]" in a name): never read it as markup.
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         return e.exit_code
-    except InternalError as e:
+    except Exception as e:  # InternalError, or any exception nobody anticipated: a bug (exit 3)
         err.print(traceback.format_exc(), highlight=False, markup=False)
-        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {e}", highlight=False)
+        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {type(e).__name__}: "
+                  f"{escape(str(e))}", highlight=False, markup=True)
         return EXIT_INTERNAL
 
 
@@ -111,6 +117,21 @@ def _watch_solves_for_tests() -> None:
 
 
 _SOLVES_WATCHED: list[str] = []
+
+
+def _check_flags(time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
+                 *, max_seed: int | None = None) -> None:
+    """Refuse flag values outside the spec's own limits (exit 2) before any work starts."""
+    from planner.spec.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
+
+    if time_limit is not None and not (math.isfinite(time_limit) and 0 < time_limit <= MAX_TIME_LIMIT_S):
+        raise SpecError(f"--time-limit: expected seconds, more than 0 and at most {MAX_TIME_LIMIT_S:,}, "
+                        f"got {time_limit!r}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise SpecError(f"--workers: expected an integer from 1 to {MAX_WORKERS}, got {workers}")
+    top = MAX_SEED if max_seed is None else max_seed
+    if seed is not None and not 0 <= seed <= top:
+        raise SpecError(f"--seed: expected an integer from 0 to {top:,}, got {seed}")
 
 
 class _LiveLine:
@@ -206,6 +227,7 @@ def solve(
             check_directory_target(output, force=force, inputs=[spec])
         from planner.fleet import is_fleet_spec
 
+        _check_flags(time_limit, workers, seed)
         if is_fleet_spec(spec):
             return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search_mode)
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
@@ -328,6 +350,7 @@ def simulate(
     """
 
     def body() -> int:
+        _check_flags(seed=seed, max_seed=2**63 - 1)
         from planner.verify import verify_plan_dir
 
         verdict = verify_plan_dir(plan_dir, numeric=numeric, seed=seed)

@@ -1,9 +1,24 @@
 """One error hierarchy for the planner.
 
 ``PlannerError`` and its subclasses are the user's problem (bad spec, infeasible
-request, unsupported op); the CLI turns them into a short message and an exit code.
-``InternalError`` is ours (a solver result that fails validation, a simulator that
-disagrees with the plan): it is not a ``PlannerError`` and library code never catches it.
+request, unsupported op, no plan within the time limit); the CLI turns them into a short
+message and an exit code. ``InternalError`` is ours (a solver result that fails
+validation, a simulator that disagrees with the plan): it is not a ``PlannerError`` and
+library code never catches it.
+
+Exit codes (stable; the CLI's and the README's):
+
+====  =====================  =============================================================
+code  constant               meaning
+====  =====================  =============================================================
+0     ``EXIT_OK``            solved (optimal, or feasible at the time limit) or verified
+1     ``EXIT_INFEASIBLE``    the spec is valid but no plan satisfies it (:class:`InfeasibleError`)
+2     ``EXIT_BAD_INPUT``     bad input: spec, flags, a tampered plan directory (:class:`SpecError`...)
+3     ``EXIT_INTERNAL``      a bug in the planner (:class:`InternalError`, any unexpected exception)
+4     ``EXIT_NO_SOLUTION``   no plan found within the time limit (:class:`TimeLimitError`): neither
+                             a bug nor a proof of infeasibility; a longer limit may find one
+130   (SIGINT)               interrupted
+====  =====================  =============================================================
 """
 
 from __future__ import annotations
@@ -14,6 +29,7 @@ __all__ = [
     "UnsupportedError",
     "InfeasibleError",
     "SolverError",
+    "TimeLimitError",
     "BinaryFormatError",
     "VerificationError",
     "InternalError",
@@ -21,12 +37,14 @@ __all__ = [
     "EXIT_INFEASIBLE",
     "EXIT_BAD_INPUT",
     "EXIT_INTERNAL",
+    "EXIT_NO_SOLUTION",
 ]
 
 EXIT_OK = 0
 EXIT_INFEASIBLE = 1
 EXIT_BAD_INPUT = 2
 EXIT_INTERNAL = 3
+EXIT_NO_SOLUTION = 4
 
 
 class PlannerError(Exception):
@@ -73,6 +91,18 @@ class SolverError(PlannerError):
     """The optimization backend failed (crashed or returned nothing usable)."""
 
     exit_code = EXIT_INTERNAL
+
+
+class TimeLimitError(PlannerError):
+    """No plan was found within the time limit: not infeasible (nothing was proved), not a bug.
+
+    Examples
+    --------
+    >>> TimeLimitError("no plan found within 0.01 s").exit_code
+    4
+    """
+
+    exit_code = EXIT_NO_SOLUTION
 
 
 class BinaryFormatError(PlannerError):

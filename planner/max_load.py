@@ -50,7 +50,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
+from planner.errors import InfeasibleError, InternalError, TimeLimitError, UnsupportedError
 from planner.pipeline import Outcome, from_solution, op_device_cycles, to_problem
 from planner.plan import Plan
 from planner.report.markdown import format_bytes
@@ -518,7 +518,7 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
     ------
     InfeasibleError
         No placement satisfies the constraints, or no schedule of it fits memory.
-    SolverError
+    TimeLimitError
         No placement found within the time limit.
     InternalError
         The recomputed max-load, a schedule or the replay disagrees with the plan (a bug).
@@ -553,7 +553,7 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
     if result.status is Status.MODEL_INVALID:
         raise InternalError(f"the placement CP-SAT model is invalid: {result.stats}")
     if not result.status.has_solution:
-        raise SolverError(f"no max-load placement found within {placement_s:g} s (status {result.status.value}); "
+        raise TimeLimitError(f"no max-load placement found within {placement_s:g} s (status {result.status.value}); "
                           "raise --time-limit")
     errors = validate_placement(problem, result.solution)
     if errors:

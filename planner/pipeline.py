@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
+from planner.errors import InfeasibleError, InternalError, TimeLimitError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
@@ -84,31 +84,11 @@ class Outcome:
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
-    """Timeline cycles of every op on every device kind (None where it cannot run).
+    """Timeline cycles of every op on every device kind (None where it cannot run):
+    :func:`planner.isa.cost.cycles_table`."""
+    from planner.isa.cost import cycles_table
 
-    Costed once per (op, kind): instances of one kind share a profile.
-    """
-    from planner.isa.cost import op_cost
-
-    kinds: dict[str, Device] = {}
-    for dev in hardware.devices:
-        kinds.setdefault(dev.kind, dev)
-    table: dict[tuple[str, str], int | None] = {}
-    for name in graph.topological_order():
-        op = graph.ops[name]
-        for kind, dev in kinds.items():
-            if op.type == "task" and kind not in op.cycles:
-                table[name, kind] = None
-                continue
-            try:
-                cycles = op_cost(op, graph, dev.profile, kind).cycles
-            except UnsupportedError:
-                if op.cycles:
-                    table[name, kind] = None
-                    continue
-                raise
-            table[name, kind] = hardware.to_timeline_cycles(cycles, dev)
-    return table
+    return cycles_table(graph, hardware)
 
 
 def _device_classes(spec, hardware: Hardware) -> tuple[int, ...]:
@@ -149,7 +129,8 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
     """
     graph: Graph = spec.graph
     hw: Hardware = spec.hardware
-    cycles = op_device_cycles(graph, hw) if cycles is None else cycles
+    if cycles is None:  # the spec loader costed every op already (and checked the magnitudes)
+        cycles = getattr(spec, "device_cycles", None) or op_device_cycles(graph, hw)
     ops = graph.topological_order()
     op_index = {n: i for i, n in enumerate(ops)}
     devices = hw.devices
@@ -340,6 +321,8 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         Bad input.
     InfeasibleError
         A valid spec that no plan satisfies (the message says which constraint).
+    TimeLimitError
+        No plan found within the time limit.
     InternalError
         A plan that fails its own checks (a bug).
     """
@@ -374,7 +357,7 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     if result.status is Status.MODEL_INVALID:
         raise InternalError(f"the CP-SAT model is invalid: {result.stats}")
     if not result.status.has_solution:
-        raise SolverError(
+        raise TimeLimitError(
             f"no plan found within {time_limit_s:g} s (status {result.status.value}); "
             "raise --time-limit or relax the constraints")
     _check_solution(problem, result, validate_schedule)

@@ -229,13 +229,17 @@ def choose_variants(spec: FleetSpec, tenant: Tenant, options: SolveOptions) -> V
                             f"lower its capacity", path=_path(tenant))
         cost.append(max(1, share))
         latency.append(math.ceil(_service_s(need, ref) * 1e9))
-    problem = VariantProblem(
-        rate_rps=max(1, round(tenant.rate_rps * _MILLI)),
-        min_precision_bp=round((tenant.precision or 0.0) * BASIS_POINTS),
-        deadline_ns=None if tenant.deadline_s is None else math.floor(tenant.deadline_s * 1e9),
-        capacity_rps=tuple(max(1, math.floor(v.capacity_rps * _MILLI)) for v in vs),
-        precision_bp=tuple(round(v.precision * BASIS_POINTS) for v in vs),
-        latency_ns=tuple(latency), cost=tuple(cost), names=tuple(v.name for v in vs))
+    try:  # the problem refuses magnitudes its 64-bit model cannot hold (a rate of 10^15/s)
+        problem = VariantProblem(
+            rate_rps=max(1, round(tenant.rate_rps * _MILLI)),
+            min_precision_bp=round((tenant.precision or 0.0) * BASIS_POINTS),
+            deadline_ns=None if tenant.deadline_s is None else math.floor(tenant.deadline_s * 1e9),
+            capacity_rps=tuple(max(1, math.floor(v.capacity_rps * _MILLI)) for v in vs),
+            precision_bp=tuple(round(v.precision * BASIS_POINTS) for v in vs),
+            latency_ns=tuple(latency), cost=tuple(cost), names=tuple(v.name for v in vs))
+    except ValueError as e:
+        raise SpecError(f"tenant {tenant.name!r}: its rate, capacities or deadline are out of range: {e}",
+                        path=_path(tenant)) from None
     r = CpSatVariantSolver().solve(problem, options)
     if r.solution is None:
         fast = [v.name for v, lat in zip(vs, latency) if problem.deadline_ns is None or lat <= problem.deadline_ns]

@@ -9,7 +9,7 @@ addresses (CP-SAT ``NoOverlap2D``); the whole plan is re-timed with the ISA's ex
 durations. Greedy level assignment with greedy-by-size offsets, and everything in main
 memory, are computed in the same run as baselines.
 
-Modules: :mod:`~planner.memory.options` (what the spec asks), :mod:`~planner.memory.bridge`
+Modules: the spec's :mod:`~planner.spec.memory_options` (what the spec asks), :mod:`~planner.memory.bridge`
 (schedule → level problems), :mod:`~planner.memory.retime` (list schedule),
 :mod:`~planner.memory.assemble` (solutions → buffers, DMAs, re-timed plan),
 :mod:`~planner.memory.plan` (the result types).
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.errors import UnsupportedError
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from solvers.budget import combine_stops
 

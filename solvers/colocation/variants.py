@@ -32,7 +32,7 @@ from solvers.core import SolveOptions, SolveResult, failure_result
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
 
 _STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
-_INT64_SAFE = 2**62
+_MAX_MAGNITUDE = 2**62  # CP-SAT refuses linear expressions whose bounds may overflow int64
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +45,10 @@ class VariantProblem:
     ...                    latency_ns=(10, 5), cost=(10, 3))
     >>> p.num_variants, p.allowed(0)
     (2, True)
+    >>> VariantProblem(10**18, 9000, None, (20,), (9500,), (10,), (10,))
+    Traceback (most recent call last):
+    ...
+    ValueError: the precision constraint (rate x precision, summed over variants) reaches 1e+22, beyond the 2^62 the variant model's 64-bit integer arithmetic holds
     """
 
     rate_rps: int
@@ -74,12 +78,29 @@ class VariantProblem:
             raise ValueError("cost must be >= 0")
         if not all(0 <= p <= 10_000 for p in (*self.precision_bp, self.min_precision_bp)):
             raise ValueError("precisions are basis points in 0..10000")
-        # CP-SAT works on int64: every bound and sum of the model must fit, with room to spare.
-        sums = (10_000 * self.rate_rps * n, sum(c * -(-self.rate_rps // k) for c, k in zip(self.cost, self.capacity_rps)),
-                self.rate_rps + max(self.capacity_rps))
-        if max(sums) > _INT64_SAFE:
-            raise ValueError(f"rate_rps, capacity_rps and cost are too large for exact int64 arithmetic "
-                             f"(a sum reaches {max(sums):.3g} > 2^62)")
+        self._check_magnitudes()
+
+    def _check_magnitudes(self) -> None:
+        """Every linear expression of the CP-SAT model must fit its 64-bit arithmetic.
+
+        A rate of 10^15 requests per second (10^18 in the integer units of the fleet bridge)
+        times a precision in basis points is 9e21: the model could not even be built (the
+        OR-Tools wrapper raised a TypeError). Refused here, with the terms that overflow.
+        """
+        n = self.num_variants
+        terms = {
+            "the precision constraint (rate x precision, summed over variants)":
+                n * 10_000 * self.rate_rps,
+            "the capacity constraints (capacity x instances)":
+                max(c * self.instance_limit(v) for v, c in enumerate(self.capacity_rps)),
+            "the cost (cost x instances, summed over variants)":
+                sum(c * self.instance_limit(v) for v, c in enumerate(self.cost)),
+            "the latencies and deadline": max((*self.latency_ns, self.deadline_ns or 0)),
+        }
+        for what, value in terms.items():
+            if value > _MAX_MAGNITUDE:
+                raise ValueError(f"{what} reaches {value:.3g}, beyond the 2^62 the variant model's 64-bit "
+                                 "integer arithmetic holds")
 
     @property
     def num_variants(self) -> int:

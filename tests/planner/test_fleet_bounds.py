@@ -52,11 +52,11 @@ def _load_error(tmp_path: Path, text: str) -> SpecError:
     ("count: 2", "count: 100000000", 3, "fleet.pools[0].count", "less than or equal to 10000"),
     ("rate: 1,", "rate: 1, replicas: 20000,", 5, "fleet.tenants[0].replicas", "less than or equal to 10000"),
     ("rate: 1,", "rate: 1, priority: 10000000,", 5, "fleet.tenants[0].priority", "less than or equal to 1000000"),
-    ("rate: 1,", "rate: 1, deadline: 1e999 s,", 5, "fleet.tenants[0].deadline", "'1e999 s' is too large"),
-    ("rate: 1,", "rate: 1, deadline: 1e300 s,", 5, "fleet.tenants[0].deadline", "must be > 0 and <= 1e+06"),
+    ("rate: 1,", "rate: 1, deadline: 1e999 s,", 5, "fleet.tenants[0].deadline", "got \"1e999 s\" (the number is out of range)"),
+    ("rate: 1,", "rate: 1, deadline: 1e300 s,", 5, "fleet.tenants[0].deadline", "got \"1e300 s\" (the number is out of range)"),
     ("count: 2,", "count: 2, cost: .inf,", 3, "fleet.pools[0].cost", "valid integer"),
-    ("{ops: 1000}", "{ops: 1000, io: 1e999 GB}", 5, "fleet.tenants[0].requirements.io", "must be >= 0 and <= 1.15"),
-    ("{ops: 100000}", "{ops: 100000, storage: 1e999 TB}", 3, "fleet.pools[0].capacity.storage", "<= 1.15"),
+    ("{ops: 1000}", "{ops: 1000, io: 1e999 GB}", 5, "fleet.tenants[0].requirements.io", "got \"1e999 GB\" (the number is out of range)"),
+    ("{ops: 100000}", "{ops: 100000, storage: 1e999 TB}", 3, "fleet.pools[0].capacity.storage", "got \"1e999 TB\" (the number is out of range)"),
 ])
 def test_numbers_out_of_range_name_the_line_and_path(tmp_path, old, new, line, where, words):
     e = _load_error(tmp_path, BASE.replace(old, new))
@@ -65,7 +65,7 @@ def test_numbers_out_of_range_name_the_line_and_path(tmp_path, old, new, line, w
 
 def test_solver_time_limit_that_overflows_is_refused(tmp_path):
     e = _load_error(tmp_path, BASE + "  solver: {time_limit: 1e999 s}\n")
-    assert e.path == "fleet.solver" and "'1e999 s' is too large" in e.message
+    assert e.path == "fleet.solver.time_limit" and "got \"1e999 s\" (the number is out of range)" in e.message
 
 
 def test_pricing_must_be_finite_and_non_negative(tmp_path):
@@ -141,7 +141,7 @@ def test_backfill_requests_are_bounded(tmp_path):
 
 
 def test_variant_problem_refuses_values_beyond_int64():
-    with pytest.raises(ValueError, match="too large for exact int64 arithmetic"):
+    with pytest.raises(ValueError, match="beyond the 2\\^62"):
         VariantProblem(10**30, 9000, None, (10**30,), (9500,), (10,), (10,))
 
 

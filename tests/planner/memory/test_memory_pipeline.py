@@ -170,11 +170,12 @@ def test_cli_numeric_mismatch_exits_3_unless_a_file_was_edited(tmp_path, monkeyp
 
 
 def test_memory_planning_needs_a_latency_objective():
-    from planner.errors import UnsupportedError
+    from planner.errors import SpecError
 
     doc = {"version": 1, "name": "t", "hardware": {"devices": [{"name": "npu", "profile": "edge-npu"}]},
            "models": [{"name": "m", "generator": {"kind": "mlp", "layers": 2, "width": 64, "batch": 4,
                                                    "dtype": "fp32"}}],
            "objective": "throughput", "memory": {"plan": True}}
-    with pytest.raises(UnsupportedError, match="latency"):
-        run(load_spec(doc), time_limit_s=2, workers=1)
+    with pytest.raises(SpecError, match="latency") as info:  # refused when the spec loads (plan validate)
+        load_spec(doc)
+    assert info.value.path == "memory.plan"

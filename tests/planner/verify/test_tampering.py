@@ -227,7 +227,7 @@ def test_edited_graph_json(plans, tmp_path, resealed):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda doc: doc["tensors"][0].update(shape=[1, 2, 3]), "graph.json: ops "),
+    (lambda doc: doc["tensors"][0].update(shape=[1, 2, 3]), "graph.json: not a valid graph (graph data: op "),
     (lambda doc: doc["ops"].pop(), "plan.json: ops["),
     (lambda doc: doc.update(version=9), "graph.json: not a valid graph (graph data: unsupported version 9"),
     (lambda doc: doc["ops"][1].update(inputs=["nope"]), "graph.json: not a valid graph"),
