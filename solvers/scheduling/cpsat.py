@@ -157,7 +157,7 @@ from ortools.sat.python import cp_model
 
 from solvers.budget import Budget, Calibration, SCHEDULING
 from solvers.cpsat_support import STATUS_MAP
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import lower_bound, topological_order
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
 from solvers.scheduling.listsearch import fixed_placement, list_search
@@ -1247,7 +1247,7 @@ def _serial_horizon(problem: SchedulingProblem) -> int:
             + sum(max(r, default=0) for r in problem.transfer_cycles))
 
 
-class CpSatScheduler:
+class CpSatScheduler(Accepting):
     """Joint placement and scheduling with CP-SAT (see the module Notes).
 
     Parameters
@@ -1266,6 +1266,7 @@ class CpSatScheduler:
     """
 
     name = "cpsat"
+    problem_type = SchedulingProblem
 
     def __init__(self, config: CpSatOptions = CpSatOptions()) -> None:
         self.config = config
