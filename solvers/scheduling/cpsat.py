@@ -154,7 +154,8 @@ from ortools.sat.python import cp_model
 
 from solvers.cpsat_support import STATUS_MAP, ProgressRecorder, solve_stoppable
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.scheduling.bounds import lower_bound, topological_order
+from solvers.scheduling.bounds import bound_segments, lower_bound, topological_order
+from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
 from solvers.scheduling.listsearch import fixed_placement, list_search
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
@@ -966,7 +967,9 @@ def _segment_signature(sub: SchedulingProblem):
 def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
                         dtime_budget: float, cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
     """The segment bound of :func:`~solvers.scheduling.bounds.segment_bound`, with CP-SAT
-    proving bounds on the larger segments.
+    proving bounds on the larger segments (the segments of
+    :func:`~solvers.scheduling.bounds.bound_segments`, joined by
+    :func:`~solvers.scheduling.decomposition.chain_segment_bound`).
 
     Segments with the same structure (ops, edges, allowed devices, colocation; repeated
     layers) form a group. A group's *floor* problem takes, op by op and edge by edge, the
@@ -987,12 +990,10 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     >>> segment_lower_bound(p, SolveOptions(), 1.0)[0]
     12
     """
-    from solvers.scheduling.bounds import segment_problems
-
     cfg = cfg or CpSatOptions()
     if problem.objective is not Objective.LATENCY:
         return 0, {}
-    segs = segment_problems(problem)
+    pruned, segs = bound_segments(problem)
     if not segs:
         return 0, {}
     bounds = [lower_bound(sub, segments=False) for sub, _ in segs]
@@ -1030,7 +1031,7 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
             proved += 1
             for k in ks:
                 bounds[k] = max(bounds[k], int(r.bound))
-    return sum(bounds), {"segments": len(segs), "segment_groups": len(order),
+    return chain_segment_bound(pruned, segs, bounds), {"segments": len(segs), "segment_groups": len(order),
                          "segment_groups_proved": proved, "segment_wall_stops": wall_stops,
                          "segment_bound_dtime": used,
                          "segment_bound_s": round(time.perf_counter() - t0, 3)}
