@@ -60,10 +60,12 @@ from ortools.linear_solver import pywraplp
 
 from solvers.scheduling.structure import cut_vertices, topological_order
 from solvers.scheduling.forced import colocation_closure
-from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,  # noqa: F401
+                                        SchedulingSolution)
+from solvers.scheduling.validate import objective_value
 
 __all__ = ["LpBoundOptions", "LpBoundResult", "LinearProgram", "device_classes", "solve_certified",
-           "fractional_load_bound", "lp_relaxation", "lp_bound"]
+           "fractional_load_bound", "lp_relaxation", "lp_bound", "lp_violations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,7 @@ class LinearProgram:
         self.cost: list[float] = []
         self.row_lo: list[float] = []
         self.row_hi: list[float] = []
+        self.names: list[str] = []  # for messages
         self.r: list[int] = []
         self.c: list[int] = []
         self.v: list[float] = []
@@ -137,8 +140,9 @@ class LinearProgram:
         self.cost.append(cost)
         return len(self.lo) - 1
 
-    def row(self, terms: dict[int, float], lo: float, hi: float) -> None:
+    def row(self, terms: dict[int, float], lo: float, hi: float, name: str = "") -> None:
         k = len(self.row_lo)
+        self.names.append(name)
         self.row_lo.append(lo)
         self.row_hi.append(hi)
         for col, coef in terms.items():
@@ -171,17 +175,17 @@ def _var(col: int, coef: float = 1.0) -> _Expr:
     return _Expr(0.0, {col: coef})
 
 
-def _geq(lp: LinearProgram, expr: _Expr) -> None:
+def _geq(lp: LinearProgram, expr: _Expr, name: str) -> None:
     """``expr >= 0`` (constants moved to the right; constant rows are dropped: they hold by
     construction wherever they are added)."""
     if expr.terms:
-        lp.row(expr.terms, -expr.const, math.inf)
+        lp.row(expr.terms, -expr.const, math.inf, name)
 
 
-def _leq(lp: LinearProgram, expr: _Expr) -> None:
+def _leq(lp: LinearProgram, expr: _Expr, name: str) -> None:
     """``expr <= 0``."""
     if expr.terms:
-        lp.row(expr.terms, -math.inf, -expr.const)
+        lp.row(expr.terms, -math.inf, -expr.const, name)
 
 
 def _class_costs(problem: SchedulingProblem, e: int, classes, cls_of, side: str) -> dict[int, float | None]:
@@ -237,7 +241,7 @@ class _Model:
             self.share.append({k: _Expr(1.0) for k in row})
             return
         cols = {k: self.lp.var(0.0, 1.0) for k in row}
-        self.lp.row({c: 1.0 for c in cols.values()}, 1.0, 1.0)
+        self.lp.row({c: 1.0 for c in cols.values()}, 1.0, 1.0, f"placement of op {i}")
         self.share.append({k: _var(c) for k, c in cols.items()})
 
     def busy(self, i: int) -> _Expr:
@@ -268,17 +272,17 @@ class _Model:
             for k in set(self.dur[i]) | set(self.dur[j]):
                 diff = self.share[i].get(k, _Expr()).copy().add(self.share[j].get(k, _Expr()), -1.0)
                 if diff.terms:
-                    self.lp.row(diff.terms, -diff.const, -diff.const)
+                    self.lp.row(diff.terms, -diff.const, -diff.const, f"colocation of ops {i}, {j}")
 
     def add_work_and_memory(self) -> None:
         p, n = self.problem, self.problem.num_ops
         for k, devs in enumerate(self.classes):
             work = self.load(range(n), k, lambda i: self.dur[i][k])
-            _geq(self.lp, _var(self.t, self.class_streams(k)).add(work, -1.0))
+            _geq(self.lp, _var(self.t, self.class_streams(k)).add(work, -1.0), f"work of class {k}")
             mem = [p.memory_bytes(d) for d in devs]
             if all(m > 0 for m in mem):
                 held = self.load(range(n), k, lambda i: float(p.resident_bytes(i)))
-                _leq(self.lp, held.add(_Expr(float(-sum(mem)))))
+                _leq(self.lp, held.add(_Expr(float(-sum(mem)))), f"memory of class {k}")
 
     def add_times(self) -> None:
         p, lp = self.problem, self.lp
@@ -290,9 +294,9 @@ class _Model:
             self._add_edge(e)
         for i in range(n):
             if not has_pred[i]:
-                _geq(lp, _var(self.end[i]).add(self.busy(i), -1.0))
+                _geq(lp, _var(self.end[i]).add(self.busy(i), -1.0), f"start of op {i}")
             if not has_succ[i]:
-                lp.row({self.t: 1.0, self.end[i]: -1.0}, 0.0, math.inf)
+                lp.row({self.t: 1.0, self.end[i]: -1.0}, 0.0, math.inf, f"makespan after op {i}")
 
     def _together(self, e: int, u: int, v: int) -> dict[int, _Expr]:
         """``y[e, K]``: both ends of the edge in class K."""
@@ -306,8 +310,8 @@ class _Model:
             else:
                 y = self.lp.var(0.0, 1.0)
                 self.together_col[e, k] = y
-                self.lp.row({y: 1.0, next(iter(fu.terms)): -1.0}, -math.inf, 0.0)
-                self.lp.row({y: 1.0, next(iter(fv.terms)): -1.0}, -math.inf, 0.0)
+                self.lp.row({y: 1.0, next(iter(fu.terms)): -1.0}, -math.inf, 0.0, f"edge {e} in class {k}")
+                self.lp.row({y: 1.0, next(iter(fv.terms)): -1.0}, -math.inf, 0.0, f"edge {e} in class {k}")
                 out[k] = _var(y)
         return out
 
@@ -316,7 +320,7 @@ class _Model:
         u, v, _ = p.edges[e]
         prec = _Expr(0.0, {self.end[v]: 1.0, self.end[u]: -1.0}).add(self.busy(v), -1.0)
         if len(self.dur[u]) == 1 and self.dur[u].keys() == self.dur[v].keys():
-            _geq(lp, prec)  # one class for both: no transfer the LP can see
+            _geq(lp, prec, f"precedence of edge {e}")  # one class for both: no transfer the LP sees
             return
         together = self._together(e, u, v)
         sides = []
@@ -326,21 +330,21 @@ class _Model:
             for k in self.dur[op]:
                 apart = self.share[op][k].copy().add(together.get(k, _Expr()), -1.0)
                 if costs[k] is None:
-                    _leq(lp, apart)  # nothing leaves (enters) K: the other op is in K too
+                    _leq(lp, apart, f"edge {e} kept in class {k}")  # nothing leaves (enters) K
                 else:
                     expr.add(apart, float(costs[k]))
             sides.append(expr)
         if not sides[0].terms and not sides[1].terms:
-            _geq(lp, prec.add(_Expr(max(sides[0].const, sides[1].const)), -1.0))
+            _geq(lp, prec.add(_Expr(max(sides[0].const, sides[1].const)), -1.0), f"precedence of edge {e}")
             return
         if sides[0].terms == sides[1].terms and sides[0].const == sides[1].const:
-            _geq(lp, prec.add(sides[0], -1.0))
+            _geq(lp, prec.add(sides[0], -1.0), f"precedence of edge {e}")
             return
         comm = lp.var(0.0, float(max(p.transfer_cycles[e], default=0)))
         self.comm_col[e] = comm
         for expr in sides:
-            _geq(lp, _var(comm).add(expr, -1.0))
-        _geq(lp, prec.add(_var(comm), -1.0))
+            _geq(lp, _var(comm).add(expr, -1.0), f"transfer of edge {e}")
+        _geq(lp, prec.add(_var(comm), -1.0), f"precedence of edge {e}")
 
     def add_segment_cuts(self) -> None:
         cuts = cut_vertices(self.problem)
@@ -364,7 +368,8 @@ class _Model:
                 span = _var(finish)
                 if begin is not None:
                     span.add(_var(begin), -1.0)
-                _geq(self.lp, _Expr().add(span, self.class_streams(k)).add(work, -1.0))
+                _geq(self.lp, _Expr().add(span, self.class_streams(k)).add(work, -1.0),
+                     f"segment ending at position {hi} in class {k}")
 
 
     def point_of(self, solution) -> np.ndarray:
@@ -527,6 +532,46 @@ def lp_relaxation(problem: SchedulingProblem, options: LpBoundOptions = LpBoundO
              "classes": len(model.classes)}
     status, value, bound = solve_certified(lp, options.max_iterations)
     return LpBoundResult(bound, value, status, stats)
+
+
+def lp_violations(problem: SchedulingProblem, solution: SchedulingSolution,
+                  options: LpBoundOptions = LpBoundOptions(), tolerance: float = 1e-6) -> list[str]:
+    """The LP's rows and column bounds that the point of a schedule breaks (module Notes,
+    Soundness): always empty for a valid schedule, which is what makes the LP a relaxation.
+
+    ``T`` is set to the schedule's objective (makespan, or max load for THROUGHPUT).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((2, 8), (8, 8)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((4,),))
+    >>> s = SchedulingSolution((0, 1), (0, 0), (0, 6), (2, 8), (ScheduledTransfer(0, 0, 2, 4),))
+    >>> lp_violations(p, s)
+    []
+    >>> lp_violations(p, SchedulingSolution((0, 1), (0, 0), (0, 2), (2, 8), ()))[:1]  # no transfer
+    ['transfer of edge 0: short by 4']
+    """
+    model = _Model(problem, options)
+    model.add_colocation()
+    model.add_work_and_memory()
+    if problem.objective is Objective.LATENCY:
+        model.add_times()
+        if options.segment_cuts:
+            model.add_segment_cuts()
+    lp = model.lp
+    x = model.point_of(solution)
+    x[model.t] = objective_value(problem, solution)
+    ax = np.zeros(len(lp.row_lo))
+    if lp.r:
+        np.add.at(ax, np.asarray(lp.r), np.asarray(lp.v) * x[np.asarray(lp.c)])
+    out = []
+    for k, value in enumerate(ax.tolist()):
+        if value < lp.row_lo[k] - tolerance:
+            out.append(f"{lp.names[k]}: short by {lp.row_lo[k] - value:g}")
+        elif value > lp.row_hi[k] + tolerance:
+            out.append(f"{lp.names[k]}: over by {value - lp.row_hi[k]:g}")
+    out += [f"column {j}: {x[j]} outside [{lp.lo[j]}, {lp.hi[j]}]" for j in range(len(x))
+            if not lp.lo[j] - tolerance <= x[j] <= lp.hi[j] + tolerance]
+    return out
 
 
 def lp_bound(problem: SchedulingProblem, options: LpBoundOptions = LpBoundOptions()) -> int:

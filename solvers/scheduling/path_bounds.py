@@ -264,7 +264,7 @@ def chain_bound(first: np.ndarray, steps: Callable[[int], np.ndarray], last: np.
         Lower bound on the first chain op's end on each device (``inf`` = not allowed).
     steps : callable
         ``steps(j)`` is the ``(num_devices, num_devices)`` array ``step_j(a, b)`` between chain
-        ops j and j+1; its diagonal is ``inf`` exactly where op j+1 may not use the device.
+        ops j and j+1 (``inf`` where that pair of devices is impossible).
     last : array (num_devices,)
         Lower bound on ``makespan - end`` of the last chain op on each device.
     resident : sequence of int
@@ -307,11 +307,12 @@ def chain_bound(first: np.ndarray, steps: Callable[[int], np.ndarray], last: np.
         value = np.full(nd, np.inf)
         for b in range(nd):
             q = queues[b]
-            if not math.isfinite(diag[b]) or resident[j] > cap[b] or (j == 0 and not math.isfinite(enter[b])):
+            if resident[j] > cap[b] or not (math.isfinite(diag[b]) or math.isfinite(enter[b])):
                 q.clear()  # no run on b contains op j
                 reset[b] = True
                 continue
-            if reset[b]:
+            if reset[b] or not math.isfinite(diag[b]):  # a run on b can only start at op j
+                q.clear()
                 reset[b], prefix[b], low[b], held[b] = False, 0.0, j, 0
             else:
                 prefix[b] += diag[b]
