@@ -12,7 +12,7 @@ structure   topological order, cut ops and segments (linear time).
 forced      :func:`restrict_placements`: op-device pairs memory, colocation or links rule out.
 path_bounds :func:`placement_path_bound`, :func:`memory_path_bound`: paths that pay their
             devices' durations and transfers, and cross devices where memory forces it.
-lp_bound    :func:`lp_bound`: fractional placement, times, communication, work and memory
+linear_relaxation :func:`lp_bound`: fractional placement, times, communication, work and memory
             per device class; certified from the LP duals.
 decomposition :func:`chain_segment_bound`: segment bounds joined at cut ops on one device.
 heft        :class:`HeftScheduler`: HEFT list scheduling (heuristic, hint for CP-SAT).
@@ -29,7 +29,7 @@ from solvers.scheduling.bounds import (bound_segments, critical_path_bound, cut_
                                        topological_order, work_bound)
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.path_bounds import memory_path_bound, placement_path_bound
-from solvers.scheduling.lp_bound import LpBoundOptions, lp_bound, lp_relaxation
+from solvers.scheduling.linear_relaxation import LpBoundOptions, lp_bound, lp_relaxation
 from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
 from solvers.scheduling.heft import HeftScheduler, heft_schedule, upward_ranks
 from solvers.scheduling.fallback import fallback_schedule, first_fit_placement

@@ -21,7 +21,7 @@ Write ``m_i = min_d dur[i][d]`` over the devices op i may use and ``S = sum_d st
   whatever its streams). Any integer placement is a feasible f, so the LP optimum is
   ``<=`` the objective. This is what makes the bound sound on heterogeneous devices: a
   fast device is credited only with the work it can do at its own speed. The value is
-  certified from the solver's duals (weak duality, :mod:`~solvers.scheduling.lp_bound`),
+  certified from the solver's duals (weak duality, :mod:`~solvers.scheduling.linear_relaxation`),
   so solver round-off cannot make it unsound. It dominates the total-work bound and
   ``ceil(sum_i m_i / num_devices)`` for THROUGHPUT.
 * **Largest op** (THROUGHPUT): ``max_i m_i``: op i adds at least ``m_i`` to one
@@ -52,8 +52,8 @@ import math
 
 from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
 from solvers.scheduling.forced import restrict_placements
-from solvers.scheduling.lp_bound import fractional_load_bound, lp_relaxation
-from solvers.scheduling.path_bounds import memory_path_bound, placement_path_bound
+from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
+from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import (cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
                                           topological_order)
@@ -72,6 +72,7 @@ __all__ = [
     "segment_problems",
     "segment_bound",
     "bound_segments",
+    "segment_floor",
 ]
 
 
@@ -137,15 +138,36 @@ def segment_bound(problem: SchedulingProblem) -> int:
     """
     if problem.objective is not Objective.LATENCY:
         return 0
-    pruned, segs = bound_segments(problem)
-    floors = [lower_bound(sub, segments=False) for sub, _ in segs]
-    return chain_segment_bound(pruned, segs, floors)
+    pruned, segs = bound_segments(problem, restrict=False)  # lower_bounds restricted it
+    return chain_segment_bound(pruned, segs, [_restricted_floor(sub) for sub, _ in segs])
 
 
-def bound_segments(problem: SchedulingProblem) -> tuple[SchedulingProblem, list[tuple[SchedulingProblem, tuple[int, ...]]]]:
+def segment_floor(segment: SchedulingProblem) -> int:
+    """The bound of one segment that the chain builds on: :func:`lower_bound` without
+    segments, with the LP for segments of 8 ops or more (smaller ones gain nothing from it,
+    and a graph of thousands of them would pay one LP each).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((0,), (5,), (5,), (1,)),
+    ...                       ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,), ((-1,),), ((),) * 4)
+    >>> segment_floor(p)
+    11
+    """
+    return lower_bound(segment, segments=False, lp=_SEGMENT_LP_MIN_OPS <= segment.num_ops)
+
+
+def _restricted_floor(segment: SchedulingProblem) -> int:
+    """:func:`segment_floor` of a segment of an already restricted problem."""
+    return lower_bound(segment, segments=False, lp=_SEGMENT_LP_MIN_OPS <= segment.num_ops, restrict=False)
+
+
+def bound_segments(problem: SchedulingProblem, restrict: bool = True,
+                   ) -> tuple[SchedulingProblem, list[tuple[SchedulingProblem, tuple[int, ...]]]]:
     """The problem the segment bounds work on (placements restricted by
     :func:`~solvers.scheduling.forced.restrict_placements`, free ends pruned by
-    :func:`~solvers.scheduling.decomposition.prune_free_ends`) and its segments.
+    :func:`~solvers.scheduling.decomposition.prune_free_ends`) and its segments;
+    ``restrict=False`` for a problem restricted already.
 
     Ops of the segments are indices of that problem, not of ``problem``.
 
@@ -156,12 +178,19 @@ def bound_segments(problem: SchedulingProblem) -> tuple[SchedulingProblem, list[
     >>> pruned.num_ops, [ops for _, ops in segs]
     (2, [(0,), (0, 1)])
     """
-    pruned = prune_free_ends(restrict_placements(problem))
+    pruned = prune_free_ends(restrict_placements(problem) if restrict else problem)
     return pruned, segment_problems(pruned)
 
 
-def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | None = None) -> dict[str, int]:
+_SEGMENT_LP_MIN_OPS = 8
+
+
+def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | None = None,
+                 restrict: bool = True) -> dict[str, int]:
     """Every bound that applies to the problem's objective, by name (see :func:`lower_bound`).
+
+    ``restrict=False`` skips :func:`~solvers.scheduling.forced.restrict_placements` (for a
+    problem already restricted, such as a segment of one).
 
     A bound that cannot beat the others is skipped: the fractional load when placing each
     op on its fastest device already gives no more (its LP optimum is no larger), the memory
@@ -176,13 +205,14 @@ def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | N
     if problem.num_ops == 0:
         return {}
     lp = segments if lp is None else lp
-    r = restrict_placements(problem)
+    r = restrict_placements(problem) if restrict else problem
     latency = problem.objective is Objective.LATENCY
     if latency:
-        parts = {"critical_path": critical_path_bound(r), "work": work_bound(r),
-                 "placement_path": placement_path_bound(r)}
-        if any(r.memory_bytes(d) > 0 for d in range(r.num_devices)):
-            parts["memory_path"] = memory_path_bound(r)
+        capped = any(r.memory_bytes(d) > 0 for d in range(r.num_devices))
+        placement, memory = path_bounds(r, memory=capped)
+        parts = {"critical_path": critical_path_bound(r), "work": work_bound(r), "placement_path": placement}
+        if capped:
+            parts["memory_path"] = memory
     else:
         parts = {"largest_op": max_op_bound(r)}
     if _fastest_device_load(r) > max(parts.values()):
@@ -207,7 +237,8 @@ def _fastest_device_load(problem: SchedulingProblem) -> float:
     return max(load[d] / (problem.device_streams[d] if latency else 1) for d in range(problem.num_devices))
 
 
-def lower_bound(problem: SchedulingProblem, segments: bool = True, lp: bool | None = None) -> int:
+def lower_bound(problem: SchedulingProblem, segments: bool = True, lp: bool | None = None,
+                restrict: bool = True) -> int:
     """The best of the bounds that apply to the problem's objective.
 
     Every bound is computed on :func:`~solvers.scheduling.forced.restrict_placements` of
@@ -220,8 +251,9 @@ def lower_bound(problem: SchedulingProblem, segments: bool = True, lp: bool | No
     segments : bool
         Include :func:`segment_bound` (LATENCY); segments themselves are bounded without it.
     lp : bool, optional
-        Include :func:`~solvers.scheduling.lp_bound.lp_bound`; default: as ``segments`` (the
-        segments' own bounds skip it, one LP per segment would cost more than it proves).
+        Include :func:`~solvers.scheduling.linear_relaxation.lp_bound`; default: as ``segments``.
+    restrict : bool
+        Restrict placements first (see :func:`lower_bounds`).
 
     Returns
     -------
@@ -237,7 +269,7 @@ def lower_bound(problem: SchedulingProblem, segments: bool = True, lp: bool | No
     >>> lower_bound(replace(p, objective=Objective.THROUGHPUT))  # LP: loads 3.5 and 3.5
     4
     """
-    return max(lower_bounds(problem, segments, lp).values(), default=0)
+    return max(lower_bounds(problem, segments, lp, restrict).values(), default=0)
 
 
 def _reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:

@@ -154,7 +154,7 @@ from ortools.sat.python import cp_model
 
 from solvers.cpsat_support import STATUS_MAP, ProgressRecorder, solve_stoppable
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.scheduling.bounds import bound_segments, lower_bound, topological_order
+from solvers.scheduling.bounds import bound_segments, lower_bound, segment_floor, topological_order
 from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
 from solvers.scheduling.listsearch import fixed_placement, list_search
@@ -996,7 +996,7 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     pruned, segs = bound_segments(problem)
     if not segs:
         return 0, {}
-    bounds = [lower_bound(sub, segments=False) for sub, _ in segs]
+    bounds = [segment_floor(sub) for sub, _ in segs]
     groups: dict[Any, list[int]] = {}
     for k, (sub, _) in enumerate(segs):
         if sub.num_ops >= cfg.segment_min_ops and sub.num_ops < problem.num_ops:

@@ -15,7 +15,7 @@ segment, each free to put the shared cut op wherever suits it. Here each term is
 where ``floor_j`` is any lower bound on the segment alone (the caller's: the cheap bounds,
 or CP-SAT's proven ones) and ``D_j(a, b)`` is the placement-aware earliest finish of
 ``c_(j+1)`` on b in the segment with ``c_j`` a zero-duration source on a
-(:func:`~solvers.scheduling.path_bounds.finish_from_source`; edges from outside the
+(:func:`~solvers.scheduling.path_bounds.pool_finish_from_source`; edges from outside the
 segment are dropped, a relaxation). The head term is ``max(floor_0, F[c_1][b])``, the tail
 ``max(floor_tail, max_v min_d F_a[v][d])`` over the ops after ``c_k`` with ``c_k`` on a.
 :func:`~solvers.scheduling.path_bounds.chain_bound` then minimises over the cut ops'
@@ -42,7 +42,7 @@ from typing import Sequence
 import numpy as np
 
 from solvers.scheduling.forced import held_weights
-from solvers.scheduling.path_bounds import chain_bound, earliest_finish, finish_from_source
+from solvers.scheduling.path_bounds import DevicePools, chain_bound, pool_finish, pool_finish_from_source
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import segment_ranges
 
@@ -98,22 +98,24 @@ def chain_segment_bound(problem: SchedulingProblem,
     if len(ranges) != len(segments) or len(floors) != len(segments):
         raise ValueError("segments and floors must follow segment_problems(problem)")
     plain = sum(int(f) for f in floors)
-    nd = problem.num_devices
+    pools = DevicePools(problem)
     head, _ = segments[0]
-    first = _floored(earliest_finish(head)[head.num_ops - 1], float(floors[0]))
+    first = _floored(pool_finish(head, DevicePools(head, pools.pools))[head.num_ops - 1], float(floors[0]))
     cuts = [sink for _, _, _, sink in ranges if sink is not None]
     steps = []
     for j, ((sub, _), (_, _, source, sink)) in enumerate(zip(segments, ranges)):
         if source is not None and sink is not None:
-            reach = finish_from_source(sub, 0)[:, sub.num_ops - 1, :]
-            steps.append(_floored(reach, float(floors[j])))
-    last = np.zeros(nd)
+            reach = _floored(pool_finish_from_source(sub, 0, DevicePools(sub, pools.pools))[:, sub.num_ops - 1, :],
+                             float(floors[j]))
+            # one device for both cut ops: the diagonal; two devices (of one pool or not): the
+            # pool table is a bound for them too (it lets the segment move for free inside a pool)
+            steps.append((np.diagonal(reach).copy(), reach))
+    last = np.zeros(pools.size)
     if ranges[-1][3] is None:  # a tail after the last cut op
         sub, _ = segments[-1]
-        tail = finish_from_source(sub, 0)[:, 1:, :].min(axis=2).max(axis=1)
+        tail = pool_finish_from_source(sub, 0, DevicePools(sub, pools.pools))[:, 1:, :].min(axis=2).max(axis=1)
         last = np.maximum(np.where(np.isfinite(tail), tail, 0.0), float(floors[-1]))
-    caps = [problem.memory_bytes(d) for d in range(nd)]
-    value = chain_bound(first, lambda j: steps[j], last, held_weights(problem, cuts), caps)
+    value = chain_bound(first, lambda j: steps[j], last, held_weights(problem, cuts), pools.capacity)
     if not math.isfinite(value):
         return plain
     return max(plain, int(value))

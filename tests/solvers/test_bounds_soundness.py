@@ -16,7 +16,7 @@ from solvers.scheduling import (CpSatScheduler, HeftScheduler, Objective, Schedu
                                 lower_bounds, validate_schedule)
 from solvers.scheduling.decomposition import prune_free_ends
 from solvers.scheduling.forced import forced_allowed_devices, restrict_placements
-from solvers.scheduling.lp_bound import LpBoundOptions, lp_relaxation, lp_violations
+from solvers.scheduling.linear_relaxation import LpBoundOptions, lp_relaxation, lp_violations
 from solvers.scheduling.path_bounds import (earliest_finish, memory_path_bound, placement_path_bound,
                                             tail_times)
 from tests.solvers.test_scheduling_bruteforce import brute_force

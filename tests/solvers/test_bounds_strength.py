@@ -14,7 +14,7 @@ from solvers.scheduling import (Objective, SchedulingProblem, critical_path_boun
                                 lower_bound, lower_bounds, memory_path_bound, placement_path_bound,
                                 restrict_placements, segment_problems, work_bound)
 from solvers.scheduling.decomposition import chain_segment_bound
-from solvers.scheduling.lp_bound import lp_bound
+from solvers.scheduling.linear_relaxation import lp_bound
 from tests.solvers.test_scheduling_bruteforce import brute_force
 
 TWO = ((-1, 0), (0, -1))  # two devices, one link

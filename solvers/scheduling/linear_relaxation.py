@@ -45,7 +45,13 @@ computed in floating point, lowered by a margin covering the summation error, an
 up to an integer (objectives are integers). A solver that stops early or returns slightly
 infeasible duals thus costs tightness, never soundness.
 
-**Cost.** GLOP (dual simplex), one thread, an iteration limit (never a time limit, so the
+**Size.** With two classes (the usual fast/slow split) ``f[i, 1] = 1 - f[i, 0]`` and, as
+``y[e, K] = min(f[u, K], f[v, K])`` at the optimum, the transfer rows reduce to
+``comm_e >= c+ (f[u, 0] - f[v, 0])`` and ``comm_e >= c- (f[v, 0] - f[u, 0])``
+(``c+ = max(out_e(0), in_e(1))``, ``c- = max(out_e(1), in_e(0))``), folded into two
+precedence rows: one column per op plus its end, two rows per edge.
+
+**Cost.** GLOP (primal simplex), one thread, an iteration limit (never a time limit, so the
 result is reproducible). Problems above ``max_ops`` ops, or with one class and no memory
 limit (then the LP equals the critical path and fractional load), are skipped (0).
 """
@@ -75,11 +81,13 @@ class LpBoundOptions:
     Examples
     --------
     >>> LpBoundOptions(segment_cuts=False).max_ops
-    20000
+    2000
     """
 
-    # Skip the LP above this many ops (the combinatorial bounds still apply).
-    max_ops: int = 20_000
+    # Skip the LP above this many ops: GLOP's simplex grows about quadratically on these
+    # path-like LPs (0.4 s at 1,000 ops, 80-100 s at 10,000 on the 2-core machine); larger
+    # graphs get the LP per segment instead (bounds.segment_floor).
+    max_ops: int = 2_000
     # GLOP's simplex iteration limit; an LP stopped by it gives no bound (0).
     max_iterations: int = 200_000
     # Add the per-segment work rows at cut ops.
@@ -240,6 +248,11 @@ class _Model:
         if len(row) == 1:
             self.share.append({k: _Expr(1.0) for k in row})
             return
+        if len(row) == 2:  # f and 1 - f: no placement row
+            k0, k1 = sorted(row)
+            f = self.lp.var(0.0, 1.0)
+            self.share.append({k0: _var(f), k1: _Expr(1.0, {f: -1.0})})
+            return
         cols = {k: self.lp.var(0.0, 1.0) for k in row}
         self.lp.row({c: 1.0 for c in cols.values()}, 1.0, 1.0, f"placement of op {i}")
         self.share.append({k: _var(c) for k, c in cols.items()})
@@ -322,6 +335,9 @@ class _Model:
         if len(self.dur[u]) == 1 and self.dur[u].keys() == self.dur[v].keys():
             _geq(lp, prec, f"precedence of edge {e}")  # one class for both: no transfer the LP sees
             return
+        if len(self.classes) == 2:
+            self._add_edge_two_classes(e, prec)
+            return
         together = self._together(e, u, v)
         sides = []
         for side, op in (("out", u), ("in", v)):
@@ -345,6 +361,27 @@ class _Model:
         for expr in sides:
             _geq(lp, _var(comm).add(expr, -1.0), f"transfer of edge {e}")
         _geq(lp, prec.add(_var(comm), -1.0), f"precedence of edge {e}")
+
+    def _add_edge_two_classes(self, e: int, prec: _Expr) -> None:
+        """With two classes, ``y[e, K] = min(f[u, K], f[v, K])`` at the optimum, so the two
+        transfer rows reduce to ``comm >= c+ D`` and ``comm >= -c- D`` with ``D = f[u, 0] -
+        f[v, 0]`` (u alone in class 0 when D > 0): two precedence rows, no extra column."""
+        p, lp = self.problem, self.lp
+        u, v, _ = p.edges[e]
+        diff = self.share[u].get(0, _Expr()).copy().add(self.share[v].get(0, _Expr()), -1.0)
+        out = _class_costs(p, e, self.classes, self.cls_of, "out")
+        into = _class_costs(p, e, self.classes, self.cls_of, "in")
+        slopes = []
+        for sign, (ku, kv) in ((1.0, (0, 1)), (-1.0, (1, 0))):  # u in ku, v in kv
+            if ku not in self.dur[u] or kv not in self.dur[v]:
+                continue  # that split cannot happen: D keeps its sign by the shares' ranges
+            if out[ku] is None or into[kv] is None:
+                # u in ku forces v into ku (or v in kv forces u into kv): no split this way
+                (_leq if sign > 0 else _geq)(lp, diff.copy(), f"edge {e} kept in one class")
+                continue
+            slopes.append(sign * float(max(out[ku], into[kv])))
+        for slope in slopes or [0.0]:
+            _geq(lp, prec.copy().add(diff, -slope), f"precedence of edge {e}")
 
     def add_segment_cuts(self) -> None:
         cuts = cut_vertices(self.problem)
@@ -380,7 +417,7 @@ class _Model:
         x[self.t] = solution.makespan_cycles
         for i in range(p.num_ops):
             for k, expr in self.share[i].items():
-                if expr.terms:
+                if expr.const == 0.0 and len(expr.terms) == 1:  # a share column (not 1 - f)
                     x[next(iter(expr.terms))] = 1.0 if cls[i] == k else 0.0
             if self.end:
                 x[self.end[i]] = solution.op_end(i)
@@ -466,8 +503,16 @@ def solve_certified(lp: LinearProgram, max_iterations: int = 200_000) -> tuple[s
 
 
 def fractional_load_bound(problem: SchedulingProblem) -> int:
-    """The fractional placement LP of :mod:`~solvers.scheduling.bounds` (Fractional load),
-    per device, certified like the LP bound.
+    """The fractional placement LP of :mod:`~solvers.scheduling.bounds` (Fractional load).
+
+    Devices with equal durations (and streams, for LATENCY) are pooled: by symmetry the
+    per-device LP has a symmetric optimum, so the pooled LP has the same value. Its
+    Lagrangian dual is ``max sum_i min_K l_K p[i][K]`` over ``l >= 0`` with ``sum_K l_K c_K
+    = 1`` (``c_K``: the pool's capacity, streams for LATENCY, devices for THROUGHPUT): for
+    any such l and any fractional placement, ``T >= sum_K l_K sum_i f[i][K] p[i][K] / 1 >=
+    sum_i min_K l_K p[i][K]``. With one pool that is the work bound; with two it is a
+    concave piecewise-linear function of one variable, maximised exactly at a breakpoint
+    (sorting, O(n log n), no solver); with more the pooled LP is solved and certified.
 
     Examples
     --------
@@ -478,23 +523,66 @@ def fractional_load_bound(problem: SchedulingProblem) -> int:
     >>> fractional_load_bound(p)
     3
     """
-    n, nd = problem.num_ops, problem.num_devices
-    if n == 0:
+    if problem.num_ops == 0:
         return 0
     latency = problem.objective is Objective.LATENCY
+    pools: dict[tuple, list[int]] = {}
+    for d in range(problem.num_devices):
+        key = (tuple(row[d] for row in problem.durations_cycles), problem.device_streams[d] if latency else 1)
+        pools.setdefault(key, []).append(d)
+    caps = [float(sum(problem.device_streams[d] if latency else 1 for d in devs)) for devs in pools.values()]
+    dur = np.asarray(problem.durations_cycles, dtype=np.float64).reshape(problem.num_ops, problem.num_devices)
+    dur[dur < 0] = np.inf
+    p = np.stack([dur[:, devs[0]] for devs in pools.values()], axis=1)
+    if len(caps) == 1:
+        return -(-int(p[:, 0].sum()) // int(caps[0]))
+    if len(caps) == 2:
+        return _two_pool_bound(p[:, 0], p[:, 1], caps[0], caps[1])
     lp = LinearProgram()
-    t = lp.var(0.0, float(sum(max(r) for r in problem.durations_cycles)), 1.0)
-    load: list[dict[int, float]] = [{t: float(problem.device_streams[d] if latency else 1)} for d in range(nd)]
-    for i in range(n):
+    t = lp.var(0.0, float(np.where(np.isfinite(p), p, 0).max(axis=1).sum()), 1.0)
+    load = [{t: c} for c in caps]
+    for i in range(problem.num_ops):
         cols = {}
-        for d in problem.allowed_devices(i):
-            cols[d] = lp.var(0.0, 1.0)
-            load[d][cols[d]] = -float(problem.durations_cycles[i][d])
-        lp.row({c: 1.0 for c in cols.values()}, 1.0, 1.0)
-    for d in range(nd):
-        if len(load[d]) > 1:
-            lp.row(load[d], 0.0, math.inf)
+        for k in range(len(caps)):
+            if np.isfinite(p[i, k]):
+                cols[k] = lp.var(0.0, 1.0)
+                load[k][cols[k]] = -float(p[i, k])
+        lp.row({c: 1.0 for c in cols.values()}, 1.0, 1.0, f"placement of op {i}")
+    for k, row in enumerate(load):
+        if len(row) > 1:
+            lp.row(row, 0.0, math.inf, f"load of pool {k}")
     return solve_certified(lp)[2]
+
+
+def _two_pool_bound(a: np.ndarray, b: np.ndarray, ca: float, cb: float) -> int:
+    """``max over t in [0, 1/ca] of sum_i min(t a_i, (1 - t ca) b_i / cb)``, rounded up soundly."""
+    fin_a, fin_b = np.where(np.isfinite(a), a, 0.0), np.where(np.isfinite(b), b, 0.0)
+
+    def value(t: float) -> tuple[float, float]:
+        up, down = t * fin_a, (1.0 - t * ca) * fin_b / cb  # an op one pool cannot run uses the other
+        terms = np.where(~np.isfinite(b), up, np.where(~np.isfinite(a), down, np.minimum(up, down)))
+        return float(terms.sum()), float(np.abs(terms).sum())
+
+    both = np.isfinite(a) & np.isfinite(b)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        breaks = np.where(both & (a + b > 0), b / (cb * a + ca * b), 0.0)
+    candidates = np.concatenate([[0.0, 1.0 / ca], breaks[both]])
+    candidates = np.clip(candidates, 0.0, 1.0 / ca)
+    # g is concave and piecewise linear in t: evaluate it at every breakpoint at once
+    order = np.sort(candidates)
+    inc = fin_a  # slope contributions while t a_i is the smaller
+    dec = fin_b / cb
+    key = np.where(both, breaks, np.where(np.isfinite(a), np.inf, -np.inf))
+    idx = np.argsort(key)
+    ks, inc_s, dec_s = key[idx], inc[idx], dec[idx]
+    inc_suffix = np.concatenate([np.cumsum(inc_s[::-1])[::-1], [0.0]])
+    dec_prefix = np.concatenate([[0.0], np.cumsum(dec_s)])
+    pos = np.searchsorted(ks, order, side="left")  # terms with key >= t still use t a_i
+    g = order * inc_suffix[pos] + (1.0 - order * ca) * dec_prefix[pos]
+    best_t = float(order[int(np.argmax(g))])
+    total, scale = value(best_t)
+    margin = 4 * np.finfo(np.float64).eps * (scale + 1.0) * (len(a) + 1)
+    return max(0, math.ceil(total - margin - 1e-9 * max(1.0, abs(total))))
 
 
 def lp_relaxation(problem: SchedulingProblem, options: LpBoundOptions = LpBoundOptions()) -> LpBoundResult:
@@ -548,7 +636,7 @@ def lp_violations(problem: SchedulingProblem, solution: SchedulingSolution,
     >>> lp_violations(p, s)
     []
     >>> lp_violations(p, SchedulingSolution((0, 1), (0, 0), (0, 2), (2, 8), ()))[:1]  # no transfer
-    ['transfer of edge 0: short by 4']
+    ['precedence of edge 0: short by 4']
     """
     model = _Model(problem, options)
     model.add_colocation()
