@@ -63,12 +63,14 @@ solution is never worse than the hint (the hint is a feasible, hinted solution o
 restricted model). Its proven bound is for the restricted model only, so the result
 reports only ``lower_bound(problem)`` as the bound.
 
-**Bounds.** ``lower_bound(problem)`` (critical path, total work, fractional load, cheap
-segment bound) is a constraint on the objective. For LATENCY, :func:`segment_lower_bound`
-then spends up to ``segment_bound_share`` of the budget proving bounds with CP-SAT on the
-segments between cut ops (layers), one proof per group of same-shape segments. The result's
-bound is ``max(that, CP-SAT's best bound)``; in the sequencing-only mode CP-SAT's own
-bound is for the restricted model and is not used.
+**Bounds.** ``lower_bound(problem)`` (critical path, total work, fractional load,
+placement- and memory-aware paths, the LP relaxation, the segment chain: see
+:mod:`solvers.scheduling.bounds`) is a constraint on the objective. For LATENCY,
+:func:`segment_lower_bound` then spends up to ``segment_bound_share`` of the budget proving
+bounds with CP-SAT on the segments between cut ops (layers), one proof per group of
+same-shape segments, joined by the segment chain. The result's bound is ``max(that, CP-SAT's
+best bound)``; in the sequencing-only mode CP-SAT's own bound is for the restricted model
+and is not used.
 
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
