@@ -20,10 +20,16 @@ Per instance (times are medians of ``--repeats`` runs in this process):
   and the planner's reported bound. ``--known FILE`` (JSON ``{instance: objective}``) adds
   better objectives found elsewhere; the best one is used for every gap.
 
+``--scale 1000,10000,100000`` instead times every bound on synthetic layered graphs of
+those sizes (:func:`synthetic_problem`: 8 devices of two kinds, 4 fast and 4 three times
+slower with 1/4 of the memory, all pairs linked, weights on every op), with the process's
+peak memory.
+
 Usage::
 
     python benchmarks/bounds.py --time-limit 60
     python benchmarks/bounds.py --subset 'dnn/*' --no-solve
+    python benchmarks/bounds.py --scale 1000,10000,100000
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ if __package__ in (None, ""):
 
 from benchmarks._common import REPO, add_common_args, data_dir, print_table, select, solve_spec, write_results
 
-__all__ = ["previous_lower_bound", "instances", "measure", "main"]
+__all__ = ["previous_lower_bound", "instances", "measure", "synthetic_problem", "measure_scale", "main"]
 
 
 def previous_lower_bound(problem) -> int:
@@ -148,6 +154,65 @@ def measure(name: str, spec: dict[str, Any], args: argparse.Namespace, known: di
     return row
 
 
+def synthetic_problem(num_ops: int, seed: int = 0, window: int = 8):
+    """A layered random DAG on 8 devices (module docstring), deterministic in ``seed``.
+
+    Each op depends on one or two of the ``window`` ops before it; transfers cost 200 cycles
+    plus one per 16 bytes.
+
+    Examples
+    --------
+    >>> p = synthetic_problem(50)
+    >>> p.num_ops, p.num_devices, p.num_links
+    (50, 8, 28)
+    """
+    import random
+
+    from solvers.scheduling import SchedulingProblem
+
+    rnd = random.Random(seed)
+    durations, edges = [], []
+    for i in range(num_ops):
+        base = rnd.randint(100, 2000)
+        durations.append((base,) * 4 + (3 * base,) * 4)
+        if i:
+            for u in sorted({rnd.randint(max(0, i - window), i - 1) for _ in range(rnd.choice((1, 1, 2)))}):
+                edges.append((u, i, rnd.randint(1_000, 100_000)))
+    link_of = [[-1] * 8 for _ in range(8)]
+    links = 0
+    for a in range(8):
+        for b in range(a + 1, 8):
+            link_of[a][b] = link_of[b][a] = links
+            links += 1
+    transfer = tuple((200 + b // 16,) * links for _, _, b in edges)
+    return SchedulingProblem(tuple(durations), tuple(edges), (1,) * 8, tuple(map(tuple, link_of)), transfer,
+                             device_memory_bytes=(1 << 30,) * 4 + (1 << 28,) * 4,
+                             op_resident_bytes=tuple(rnd.randint(0, 1 << 20) for _ in range(num_ops)),
+                             device_class=(0,) * 4 + (1,) * 4)
+
+
+def measure_scale(num_ops: int, repeats: int) -> dict[str, Any]:
+    """Time each bound (median of ``repeats``) on :func:`synthetic_problem` of ``num_ops`` ops."""
+    import resource
+
+    from solvers.scheduling import (critical_path_bound, fractional_load_bound, lower_bound, lp_relaxation,
+                                    restrict_placements, segment_bound)
+    from solvers.scheduling.path_bounds import path_bounds
+
+    p = synthetic_problem(num_ops)
+    r = restrict_placements(p)
+    row: dict[str, Any] = {"ops": num_ops, "edges": len(p.edges)}
+    for name, fn in (("restrict", lambda: restrict_placements(p)), ("critical_path", lambda: critical_path_bound(r)),
+                     ("paths", lambda: path_bounds(r)), ("fractional_load", lambda: fractional_load_bound(r)),
+                     ("lp", lambda: lp_relaxation(r).bound), ("segment_chain", lambda: segment_bound(r)),
+                     ("lower_bound", lambda: lower_bound(p))):
+        value, seconds = _timed(fn, repeats)
+        row[name] = value
+        row[f"{name}_s"] = round(seconds, 3)
+    row["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return row
+
+
 def _pct(x: float | None) -> str | None:
     return None if x is None else f"{100 * x:.2f}%"
 
@@ -159,7 +224,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=3, help="bound timings: median of this many runs")
     ap.add_argument("--no-solve", action="store_true", help="bounds only (no planner run, no gaps unless --known)")
     ap.add_argument("--known", default=None, help="JSON {instance: objective} of better known objectives")
+    ap.add_argument("--scale", default=None, help="comma-separated op counts: time the bounds on synthetic graphs")
     args = ap.parse_args(argv)
+    if args.scale:
+        rows = [measure_scale(int(x), args.repeats) for x in args.scale.split(",")]
+        names = ["restrict", "critical_path", "paths", "fractional_load", "lp", "segment_chain", "lower_bound"]
+        print_table(f"Bound times in seconds on synthetic graphs (median of {args.repeats})",
+                    ["ops", *names, "bound", "peak MiB"],
+                    [[r["ops"], *(r[f"{k}_s"] for k in names), r["lower_bound"], r["peak_rss_mib"]] for r in rows])
+        print(f"results: {write_results('bounds-scale', rows, {}, args, args.out)}")
+        return 0
     root = data_dir(args.data)
     known = json.loads(Path(args.known).read_text()) if args.known else {}
     chosen = dict(instances(root))

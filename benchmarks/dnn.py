@@ -58,7 +58,7 @@ if __package__ in (None, ""):
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
 
 __all__ = ["published_results", "to_placement_problem", "run_max_load_pipeline", "run_throughput", "run_latency",
-           "main"]
+           "expert_misfit", "main"]
 
 
 def published_results(root: Path) -> dict[str, dict[str, Any]]:
@@ -245,7 +245,7 @@ def _fixed(problem, device_of: tuple[int, ...]):
     return replace(problem, durations_cycles=rows, colocation_groups=(), device_class=())
 
 
-def _expert_misfit(w, split: tuple[int, ...]) -> str | None:
+def expert_misfit(w, split: tuple[int, ...]) -> str | None:
     """Why a split breaks the workload's own memory limit (the paper's: the ``size`` of an
     accelerator's nodes at most ``maxSizePerFPGA``), or None when it fits.
 
@@ -331,7 +331,7 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     if ep is not None:
         try:
             expert = read_expert_split(ep, w)
-            misfit = _expert_misfit(w, expert)
+            misfit = expert_misfit(w, expert)
             if misfit:
                 row["expert_note"] = misfit
             else:

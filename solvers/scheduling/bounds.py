@@ -1,8 +1,19 @@
 """Proven lower bounds on the optimum of a :class:`SchedulingProblem`.
 
 Every function returns an integer that is ``<=`` the objective of *every* feasible
-solution, hence ``<=`` the optimum. They ignore memory, colocation, stream and link
-exclusivity (relaxations can only lower a bound, never make it unsound).
+solution, hence ``<=`` the optimum. Each is a relaxation (dropping a constraint can only
+lower a bound, never make it unsound); :func:`lower_bound` takes the best of them:
+
+* here: critical path, total work, fractional load, largest op, and the segments;
+* :mod:`~solvers.scheduling.forced`: op-device pairs memory, colocation or links rule out,
+  removed before any bound is computed (same feasible solutions, stronger bounds);
+* :mod:`~solvers.scheduling.path_bounds`: paths whose ops pay their device's duration and
+  whose edges pay a transfer between devices; chains whose runs on one device must hold
+  their weights (memory forces crossings);
+* :mod:`~solvers.scheduling.linear_relaxation`: the LP with fractional placement, times,
+  communication, work and memory per device class, certified from its duals;
+* :mod:`~solvers.scheduling.decomposition`: segment bounds joined at the cut ops, each cut
+  op on one device for both of its segments.
 
 Notes
 -----
@@ -38,7 +49,9 @@ Write ``m_i = min_d dur[i][d]`` over the devices op i may use and ``S = sum_d st
   leaving the segment (relaxations), so its optimum, or any proven bound on it, bounds
   that term. The sum of the segment bounds is a lower bound on the makespan. It sees
   what the critical path cannot: side branches of a segment must either queue on the
-  path's device or pay transfers.
+  path's device or pay transfers. :func:`segment_bound` joins the segments' bounds with
+  :func:`~solvers.scheduling.decomposition.chain_segment_bound`, which is never below their
+  sum.
 
 References
 ----------

@@ -961,9 +961,10 @@ def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingV
 
 
 def _segment_signature(sub: SchedulingProblem):
+    # exact repeats only: one proof on the element-wise floor of segments that merely share a
+    # shape (inception modules of different widths) proved little more than the critical path
     return (sub.num_ops, sub.edges and tuple((u, v) for u, v, _ in sub.edges),
-            tuple(tuple(x >= 0 for x in row) for row in sub.durations_cycles),
-            sub.colocation_groups)
+            sub.durations_cycles, sub.transfer_cycles, sub.colocation_groups)
 
 
 def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
@@ -973,11 +974,12 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     :func:`~solvers.scheduling.bounds.bound_segments`, joined by
     :func:`~solvers.scheduling.decomposition.chain_segment_bound`).
 
-    Segments with the same structure (ops, edges, allowed devices, colocation; repeated
-    layers) form a group. A group's *floor* problem takes, op by op and edge by edge, the
-    smallest duration and transfer over its members: shrinking durations keeps any
-    schedule feasible with starts unchanged, so the floor's optimum is at most each
-    member's, and one CP-SAT bound on the floor serves the whole group. Groups are proved
+    Segments that repeat exactly (ops, edges, durations, transfers, colocation; repeated
+    layers) form a group, and one CP-SAT bound serves the whole group. (Its *floor* problem
+    takes, op by op and edge by edge, the smallest duration and transfer over its members:
+    shrinking durations keeps any schedule feasible with starts unchanged, so the floor's
+    optimum is at most each member's. Grouping by shape alone, with one floor for inception
+    modules of different widths, proved no more than the critical path.) Groups are proved
     largest first (ops x members) within ``dtime_budget`` deterministic time (wall-clock
     safety net: ``options.time_limit_s``); the rest keep their cheap bound.
 
