@@ -61,8 +61,6 @@ References
 
 from __future__ import annotations
 
-import math
-
 from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation

@@ -41,7 +41,7 @@ from typing import Sequence
 
 import numpy as np
 
-from solvers.scheduling.forced import held_weights
+from solvers.scheduling.forced import colocation_closure, held_weights
 from solvers.scheduling.path_bounds import DevicePools, chain_bound, pool_finish, pool_finish_from_source
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import segment_ranges
@@ -174,8 +174,6 @@ def prune_free_ends(problem: SchedulingProblem) -> SchedulingProblem:
 
 
 def _keep(problem: SchedulingProblem, kept: list[int]) -> SchedulingProblem:
-    from solvers.scheduling.forced import colocation_closure
-
     index = {op: k for k, op in enumerate(kept)}
     resident = [problem.resident_bytes(i) for i in kept]
     for i, group in enumerate(colocation_closure(problem)):

@@ -66,8 +66,7 @@ from ortools.linear_solver import pywraplp
 
 from solvers.scheduling.structure import cut_vertices, topological_order
 from solvers.scheduling.forced import colocation_closure
-from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,  # noqa: F401
-                                        SchedulingSolution)
+from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value
 
 __all__ = ["LpBoundOptions", "LpBoundResult", "LinearProgram", "device_classes", "solve_certified",
@@ -388,9 +387,8 @@ class _Model:
         if not cuts:
             return
         order = topological_order(self.problem)
-        pos = [order.index(c) for c in cuts] if len(cuts) < 8 else None
-        where = {op: k for k, op in enumerate(order)} if pos is None else None
-        pos = pos if pos is not None else [where[c] for c in cuts]
+        where = {op: k for k, op in enumerate(order)}
+        pos = [where[c] for c in cuts]
         windows = [(0, pos[0], None, self.end[cuts[0]])]
         windows += [(pos[j] + 1, pos[j + 1], self.end[cuts[j]], self.end[cuts[j + 1]])
                     for j in range(len(cuts) - 1)]
@@ -590,15 +588,16 @@ def lp_relaxation(problem: SchedulingProblem, options: LpBoundOptions = LpBoundO
 
     Examples
     --------
-    Two ops a -> b; a takes 2 cycles on the big device 0 or 8 on the small device 1, b
-    takes 8 on either; a transfer costs 4, and only device 0 holds a's weights (memory).
-    The LP cannot run b beside a on one device for free of load: with everything on device
-    0, ``T >= 2 + 8 = 10``; moving b away costs the transfer and the same 8. So 10.
+    Two independent ops: a takes 3 cycles on device 0 or 2 on device 1, b 4 or 1. The
+    fractional load alone is 1.8 (b on device 1, a split 3/5 : 2/5), but each op also ends
+    no earlier than its own share-weighted duration: with f = a's share on device 0 and
+    g = b's, ``T >= 2 + f``, ``T >= 1 + 3g``, ``T >= 3f + 4g`` and ``T >= 3 - 2f - g``;
+    the LP optimum is 2.2 (f = 0.2, g = 0.4), so 3, the optimum.
 
-    >>> p = SchedulingProblem(((2, 8), (8, 8)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((4,),))
+    >>> p = SchedulingProblem(((3, 2), (4, 1)), (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> r = lp_relaxation(p)
-    >>> r.status, r.bound
-    ('OPTIMAL', 10)
+    >>> r.status, round(r.lp_value, 6), r.bound
+    ('OPTIMAL', 2.2, 3)
     """
     n = problem.num_ops
     if n == 0:
@@ -631,6 +630,7 @@ def lp_violations(problem: SchedulingProblem, solution: SchedulingSolution,
 
     Examples
     --------
+    >>> from solvers.scheduling.problem import ScheduledTransfer
     >>> p = SchedulingProblem(((2, 8), (8, 8)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((4,),))
     >>> s = SchedulingSolution((0, 1), (0, 0), (0, 6), (2, 8), (ScheduledTransfer(0, 0, 2, 4),))
     >>> lp_violations(p, s)
@@ -667,8 +667,8 @@ def lp_bound(problem: SchedulingProblem, options: LpBoundOptions = LpBoundOption
 
     Examples
     --------
-    >>> p = SchedulingProblem(((2, 8), (8, 8)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((4,),))
+    >>> p = SchedulingProblem(((3, 2), (4, 1)), (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> lp_bound(p)
-    10
+    3
     """
     return lp_relaxation(problem, options).bound
