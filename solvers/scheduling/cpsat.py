@@ -159,7 +159,7 @@ from ortools.sat.python import cp_model
 
 from solvers.budget import Budget, Calibration, SCHEDULING
 from solvers.cpsat_support import STATUS_MAP
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import bound_segments, lower_bound, segment_floor, topological_order
 from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
@@ -1252,7 +1252,7 @@ def _serial_horizon(problem: SchedulingProblem) -> int:
             + sum(max(r, default=0) for r in problem.transfer_cycles))
 
 
-class CpSatScheduler:
+class CpSatScheduler(Accepting):
     """Joint placement and scheduling with CP-SAT (see the module Notes).
 
     Parameters
@@ -1271,6 +1271,7 @@ class CpSatScheduler:
     """
 
     name = "cpsat"
+    problem_type = SchedulingProblem
 
     def __init__(self, config: CpSatOptions = CpSatOptions()) -> None:
         self.config = config
