@@ -25,9 +25,13 @@ those sizes (:func:`synthetic_problem`: 8 devices of two kinds, 4 fast and 4 thr
 slower with 1/4 of the memory, all pairs linked, weights on every op), with the process's
 peak memory.
 
+The last measurement (2026-11-23, deterministic search, load 11-17) is the "Lower bounds and
+gaps" table in the README's Performance section: ONNX CNNs within 2% on 7 of 9 (inception_v2
+3.2%, shufflenet 3.5%), the demo 0.65% (target 0.3%), the dnn latency inputs 0-68%.
+
 Usage::
 
-    python benchmarks/bounds.py --time-limit 60
+    python benchmarks/bounds.py --search deterministic --time-limit 60
     python benchmarks/bounds.py --subset 'dnn/*' --no-solve
     python benchmarks/bounds.py --scale 1000,10000,100000
 """

@@ -35,6 +35,12 @@ inputs is the paper's rule. The earlier "no schedule (memory?)" was the fixed-pl
 solve failing for exactly this reason, unexplained; the splits are feasible in the paper's
 model only for the inputs they were made for.
 
+Latency, last measured (2026-11-23, ``--search deterministic --time-limit 60``, load 11-17; the
+README's "Lower bounds and gaps" table): never worse than HEFT on all 8 inputs (better on the 4
+operator graphs, from the max-load split's warm start); gap at most 5% on 2 of 8 (BERT-24 0%,
+GNMT 2.95%), 10-11% on the BERT operator graphs, 47-68% on Inception-V3, ResNet-50 layers and
+ResNet-50 operators.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
