@@ -13,7 +13,7 @@ from typing import Sequence
 
 import numpy as np
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes
 
@@ -72,8 +72,9 @@ def _lowest_fit(off: np.ndarray, top: np.ndarray, idx: np.ndarray, size: int, al
     return int(aligned[fits[0]] if len(fits) else aligned[-1])
 
 
-class _OrderedGreedy:
+class _OrderedGreedy(Accepting):
     name = "greedy"
+    problem_type = OffsetProblem
 
     def _order(self, problem: OffsetProblem) -> list[int]:
         raise NotImplementedError
