@@ -18,6 +18,6 @@ device-placement-with-reinforcement-learning papers. It is a baseline for
 ``benchmarks/learned.py``, not part of ``plan solve``: it proves nothing beyond the lower
 bound it reports and needs many schedules to learn what HEFT finds in one.
 """
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Solver, Status, failure_result, relative_gap
+from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Solver, Status, failure_result, relative_gap
 
-__all__ = ["ProgressPoint", "SolveOptions", "SolveResult", "Solver", "Status", "failure_result", "relative_gap"]
+__all__ = ["Accepting", "ProgressPoint", "SolveOptions", "SolveResult", "Solver", "Status", "failure_result", "relative_gap"]
