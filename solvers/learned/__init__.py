@@ -15,7 +15,7 @@ policy      :class:`GroupPlacePolicy`: grouper network (op -> group) + placer ta
 decode      :class:`PlacementDecoder`: a decision -> a device per op within the rules.
 optimizer   :class:`Adam`: the ascent step.
 reinforce   :func:`train_policy` (episodes of sample -> schedule -> reward -> update) and
-            :class:`ReinforceScheduler`, the solver ``"scheduling.reinforce"``.
+            :class:`ReinforceScheduler`, the solver ``"reinforce"`` (``learned.reinforce`` in the registry).
 """
 from solvers.learned.decode import PlacementDecoder
 from solvers.learned.features import POSITION_FREQUENCIES, feature_count, op_features

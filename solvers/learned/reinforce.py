@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.learned.decode import PlacementDecoder
 from solvers.learned.features import op_features
 from solvers.learned.optimizer import Adam
@@ -248,8 +248,11 @@ def train_policy(problem: SchedulingProblem, options: ReinforceOptions = Reinfor
     return run
 
 
-class ReinforceScheduler:
+class ReinforceScheduler(Accepting):
     """The REINFORCE grouper + placer baseline as a :class:`~solvers.core.Solver`.
+
+    Short name ``"reinforce"``, ``"learned.reinforce"`` in :mod:`solvers.registry` (it takes
+    every :class:`~solvers.scheduling.SchedulingProblem`).
 
     FEASIBLE (OPTIMAL when the schedule meets the bound) with the proven
     :func:`~solvers.scheduling.lower_bound` as ``bound``; deterministic given
@@ -264,9 +267,12 @@ class ReinforceScheduler:
     >>> r = ReinforceScheduler(ReinforceOptions(episodes=32, batch_size=8)).solve(p)
     >>> r.status.value, r.objective, r.bound, r.stats["fallback"]
     ('OPTIMAL', 7, 7, None)
+    >>> ReinforceScheduler().accepts(p), ReinforceScheduler().refusal("a graph")
+    (True, 'reinforce takes a SchedulingProblem, not a str')
     """
 
-    name = "scheduling.reinforce"
+    name = "reinforce"
+    problem_type = SchedulingProblem
 
     def __init__(self, options: ReinforceOptions = ReinforceOptions()) -> None:
         self.options = options

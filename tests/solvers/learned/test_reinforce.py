@@ -82,7 +82,7 @@ def test_result_validates_and_respects_the_optimum(inst):
     assert r.status in (Status.FEASIBLE, Status.OPTIMAL)
     assert validate_schedule(inst.problem, r.solution) == []
     assert r.bound <= inst.optimum <= r.objective
-    assert r.solver_name == "scheduling.reinforce"
+    assert r.solver_name == "reinforce"
 
 
 def test_memory_split_never_worse_than_the_fallback():
