@@ -22,8 +22,7 @@ import numpy as np
 
 from solvers.learned.policy import Decision
 from solvers.scheduling.bounds import topological_order
-from solvers.scheduling.heft import _merged_groups
-from solvers.scheduling.problem import SchedulingProblem
+from solvers.scheduling.problem import SchedulingProblem, merged_colocation_groups
 
 __all__ = ["PlacementDecoder"]
 
@@ -46,7 +45,7 @@ class PlacementDecoder:
         self.allowed = np.asarray(problem.durations_cycles) >= 0
         position = {op: k for k, op in enumerate(topological_order(problem))}
         self.colocated: list[tuple[np.ndarray, int, np.ndarray]] = []
-        for members in _merged_groups(problem):
+        for members in merged_colocation_groups(problem):
             leader = min(members, key=position.__getitem__)
             common = self.allowed[list(members)].all(axis=0)
             self.colocated.append((np.array(members), leader, common))
