@@ -21,7 +21,7 @@ Examples
 >>> from solvers.scheduling import SchedulingProblem
 >>> two_devices = SchedulingProblem(((3, 3),), (), (1, 1), ((-1, 0), (0, -1)), ())
 >>> accepting(two_devices)
-('scheduling.cpsat', 'scheduling.heft', 'scheduling.portfolio')
+('learned.reinforce', 'scheduling.cpsat', 'scheduling.heft', 'scheduling.portfolio')
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from solvers.colocation.greedy import FirstFitDecreasingSolver
 from solvers.colocation.milp import ColumnGenerationColocationSolver
 from solvers.colocation.variants import CpSatVariantSolver
 from solvers.core import Solver
+from solvers.learned.reinforce import ReinforceScheduler
 from solvers.memory.levels.cpsat import CpSatLevelSolver
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver
 from solvers.memory.offsets.cpsat import CpSatOffsetSolver
@@ -59,6 +60,7 @@ SOLVERS: dict[str, Callable[..., Solver]] = {
     "scheduling.listsearch": ListSearchScheduler,
     "scheduling.cpsat": CpSatScheduler,
     "scheduling.portfolio": partial(_portfolio, HeftScheduler, CpSatScheduler),
+    "learned.reinforce": ReinforceScheduler,  # the REINFORCE baseline (a benchmark column, not a default)
     "placement.greedy": GreedyPlacementSolver,
     "placement.cpsat": CpSatPlacementSolver,
     "placement.portfolio": partial(_portfolio, GreedyPlacementSolver, CpSatPlacementSolver),

@@ -111,7 +111,9 @@ def test_accepts_agrees_with_solve(name, sample):
 
 
 def test_accepting_lists_the_solvers_of_the_problem_family():
-    assert registry.accepting(_SCHED_ONE_DEVICE) == registry.names("scheduling")
-    assert registry.accepting(_SCHED_TWO_DEVICES) == ("scheduling.cpsat", "scheduling.heft", "scheduling.portfolio")
+    learned = registry.names("learned")  # the REINFORCE baseline also takes scheduling problems
+    assert registry.accepting(_SCHED_ONE_DEVICE) == learned + registry.names("scheduling")
+    assert registry.accepting(_SCHED_TWO_DEVICES) == learned + ("scheduling.cpsat", "scheduling.heft",
+                                                                "scheduling.portfolio")
     assert registry.accepting(_COLOC_BALANCE) == ("colocation.cpsat", "colocation.ffd")
     assert registry.accepting(object()) == ()
