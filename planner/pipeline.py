@@ -320,10 +320,24 @@ def verify(plan: Plan, simulation) -> None:
         raise InternalError("the simulator's replay disagrees with the plan:\n  " + "\n  ".join(problems[:20]))
 
 
-def _solver_choice():
-    from solvers.scheduling import CpSatScheduler, HeftScheduler
+def _solver_choice(spec):
+    """The heuristic baseline and the scheduler that runs: the spec's ``solver.strategy``."""
+    from solvers.hierarchical import StrategyOptions, StrategyScheduler
+    from solvers.scheduling import HeftScheduler
 
-    return HeftScheduler(), CpSatScheduler()
+    strategy = StrategyOptions(strategy=getattr(spec, "strategy", "auto"), groups=getattr(spec, "groups", None))
+    return HeftScheduler(), StrategyScheduler(strategy)
+
+
+def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
+    """What plan.json's solver dict says about the strategy that ran (when one did)."""
+    if "strategy" not in stats:
+        return {}
+    info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
+    groups = stats.get("stages", {}).get("placer", {}).get("groups")
+    if groups is not None:
+        info["groups"] = groups
+    return info
 
 
 def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None = None,
@@ -353,7 +367,7 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
 
     start = time.perf_counter()
     problem, reduction = to_problem(spec)
-    heuristic_solver, exact_solver = _solver_choice()
+    heuristic_solver, exact_solver = _solver_choice(spec)
     options = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed,
                            progress=progress, log=solver_log)
     heuristic = heuristic_solver.solve(problem, options)
@@ -382,7 +396,8 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         result, reduction, problem, spec_name=spec.name,
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
         solver_info={"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": workers,
-                     "seed": seed, "time_limit_s": time_limit_s},
+                     "seed": seed, "time_limit_s": time_limit_s,
+                     **_strategy_info(result.stats)},
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     outcome = Outcome(plan, problem, reduction, result, heuristic)
     options = getattr(spec, "memory", None)

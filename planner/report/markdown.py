@@ -74,6 +74,23 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 
+def _strategy_line(solver: dict[str, Any]) -> str:
+    """Which scheduler path ran, and why.
+
+    >>> _strategy_line({"name": "hierarchical+lns", "strategy": "hierarchical",
+    ...                 "strategy_requested": "auto", "groups": 160})
+    'hierarchical (chosen by auto from the graph size): 160 groups placed by CP-SAT, then LNS'
+    >>> _strategy_line({"name": "lns+cpsat", "strategy": "flat", "strategy_requested": "flat"})
+    'flat: LNS, then CP-SAT over the whole graph'
+    """
+    why = " (chosen by auto from the graph size)" if solver.get("strategy_requested") == "auto" else ""
+    groups = solver.get("groups", "?")
+    how = {"lns+cpsat": "LNS, then CP-SAT over the whole graph", "cpsat": "CP-SAT over the whole graph",
+           "hierarchical+lns": f"{groups} groups placed by CP-SAT, then LNS",
+           "hierarchical": f"{groups} groups placed by CP-SAT"}.get(solver.get("name"), solver.get("name"))
+    return f"{solver['strategy']}{why}: {how}"
+
+
 def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
                   peak_bytes: dict[str, int] | None = None, replay: dict[str, Any] | None = None,
                   sections: list[str] | None = None) -> str:
@@ -93,6 +110,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         ["makespan", f"{plan.makespan_cycles} cycles = {us:.3f} us at {plan.clock_hz / 1e9:g} GHz"],
         ["solver", f"{plan.solver.get('name', '?')} (workers {plan.solver.get('workers')}, "
                    f"seed {plan.solver.get('seed')}, limit {plan.solver.get('time_limit_s')} s)"],
+        *([["strategy", _strategy_line(plan.solver)]] if "strategy" in plan.solver else []),
         ["wall time", f"{plan.wall_time_s:.2f} s"],
     ]))
     out += ["", "## Baselines, same run", ""]

@@ -297,6 +297,11 @@ class SolverSpec(_Model):
     time_limit: Seconds = Field("30 s", validate_default=True, description="Wall-clock limit of the solve.")
     workers: Count = Field(2, description="Parallel search workers.")
     seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
+    strategy: Literal["auto", "flat", "hierarchical"] = Field(
+        "auto", description="auto: flat CP-SAT (with LNS) on small graphs, hierarchical grouping + "
+        "placement + LNS on large ones; flat or hierarchical: always that one.")
+    groups: Optional[Count] = Field(None, description="Groups the hierarchical strategy coarsens the "
+                                    "graph into (default: about ops / 8, between 8 per device and 160).")
 
 
 #: Objective kinds, and the spellings accepted for them.
