@@ -74,7 +74,7 @@ class StrategyOptions:
     flat_max_ops: int = 400
     # flat path: share of the time limit LNS gets before CP-SAT, on graphs of at least
     # flat_lns_min_ops ops (smaller ones are left to CP-SAT whole).
-    flat_lns_share: float = 0.4
+    flat_lns_share: float = 0.6
     flat_lns_min_ops: int = 80
     # hierarchical path: shares of the time limit for the placer, LNS and the bound proofs.
     placer_share: float = 0.3
