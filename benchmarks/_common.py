@@ -64,10 +64,12 @@ def add_common_args(p: argparse.ArgumentParser, time_limit: float) -> None:
     p.add_argument("--full-pipeline", action="store_true",
                    help="solve through planner.pipeline.run (lowering and simulator replay included)")
     p.add_argument("--quiet", action="store_true", help="print only the summary")
-    p.add_argument("--dtime-per-second", type=float, default=8.0,
-                   help="CP-SAT deterministic-time budget per second of the time limit (the scheduler's "
-                        "own default, 0.5, stops early on an idle machine; 8 lets the wall-clock limit bind, "
-                        "at the cost of run-to-run reproducibility)")
+    p.add_argument("--search", choices=("deterministic", "until-limit"), default="until-limit",
+                   help="until-limit (default here): search until each instance's time limit, as published "
+                        "results do (not reproducible); deterministic: the planner's default budget")
+    p.add_argument("--dtime-per-second", type=float, default=None,
+                   help="with --search deterministic: CP-SAT deterministic time per second of the limit and "
+                        "worker (default: the scheduling family's calibration, solvers.budget.SCHEDULING)")
 
 
 def select(names: Sequence[str], subset: str | None, per_group: bool = True) -> list[str]:
@@ -147,13 +149,14 @@ class SpecRun:
 
 
 def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, seed: int = 0,
-               full: bool = False, hint: Any = None, dtime_per_second: float | None = None) -> SpecRun:
+               full: bool = False, hint: Any = None, dtime_per_second: float | None = None,
+               search: str = "deterministic") -> SpecRun:
     """Solve an importer's spec dict the way the planner does (see the module notes)."""
     t0 = time.perf_counter()
     if full:
         from planner.pipeline import run
 
-        out = run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed)
+        out = run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, search=search)
         plan = out.plan
         return SpecRun(plan.status, plan.objective, plan.bound, plan.heuristic_objective,
                        time.perf_counter() - t0, dict(out.result.stats), out.result.solution,
@@ -164,12 +167,11 @@ def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, s
     from solvers.scheduling import CpSatOptions, CpSatScheduler, HeftScheduler
 
     problem, reduction = to_problem(load_spec(spec))
-    opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed)
+    opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed, search=search)
     heur = HeftScheduler().solve(problem, opts)
-    remaining = max(0.1, time_limit_s - (time.perf_counter() - t0))
     start_hint = hint if hint is not None else (heur.solution if heur.status.has_solution else None)
     cfg = CpSatOptions() if dtime_per_second is None else CpSatOptions(dtime_per_second=dtime_per_second)
-    res = CpSatScheduler(cfg).solve(problem, replace(opts, time_limit_s=remaining, hint=start_hint))
+    res = CpSatScheduler(cfg).solve(problem, replace(opts, hint=start_hint))
     obj = None if res.objective is None else int(res.objective)
     bound = None if res.bound is None else int(res.bound)
     return SpecRun(res.status.value, obj, bound,

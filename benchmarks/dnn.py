@@ -138,13 +138,13 @@ def run_max_load_pipeline(rel: str, w, args: argparse.Namespace) -> list[dict[st
     for contiguous in (True, False):
         spec = dnn_to_spec(w, name=rel.split("/")[-1], objective="max-load", contiguous=contiguous)
         t0 = time.perf_counter()
-        outcome = run(spec, time_limit_s=args.time_limit, workers=args.workers, seed=args.seed)
+        outcome = run(spec, time_limit_s=args.time_limit, workers=args.workers, seed=args.seed, search=args.search)
         planner_s = time.perf_counter() - t0
         plan = outcome.plan
         p = to_placement_problem(w, CYCLES_PER_MS, contiguous)
         t0 = time.perf_counter()
         direct = CpSatPlacementSolver().solve(p, SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers,
-                                                              random_seed=args.seed))
+                                                              random_seed=args.seed, search=args.search))
         direct_s = time.perf_counter() - t0
         split = _split_of_plan(plan, w)
         both_optimal = plan.status == "OPTIMAL" and direct.status.value == "OPTIMAL"
@@ -181,7 +181,8 @@ def run_throughput(root: Path, rel: str, args: argparse.Namespace, published: di
         # A contiguous split is a non-contiguous one too: it warm-starts the second solve
         # (CP-SAT also gets the greedy split when the hint is worse).
         r = CpSatPlacementSolver().solve(p, SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers,
-                                                         random_seed=args.seed, hint=contig_solution))
+                                                         random_seed=args.seed, hint=contig_solution,
+                                                         search=args.search))
         if contiguous:
             contig_solution = r.solution
         row[f"{tag}_time_s"] = round(time.perf_counter() - t0, 2)
@@ -244,7 +245,7 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     spec = dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")
     problem, red = to_problem(load_spec(spec))
     row: dict[str, Any] = {"instance": rel, "nodes": len(w.nodes), "accelerators": w.max_fpgas, "cpus": w.max_cpus}
-    opts = SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers, random_seed=args.seed)
+    opts = SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers, random_seed=args.seed, search=args.search)
     from dataclasses import replace
 
     from solvers.placement import CpSatPlacementSolver
@@ -278,7 +279,7 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
         pp = replace(pp, num_cpus=0)
     split = CpSatPlacementSolver().solve(
         pp,
-        SolveOptions(time_limit_s=quarter, num_workers=args.workers, random_seed=args.seed))
+        SolveOptions(time_limit_s=quarter, num_workers=args.workers, random_seed=args.seed, search=args.search))
     row["split_latency"], split_sched = None, None
     if split.solution is not None:
         row["split_latency"], row["split_note"], split_sched = schedule_fixed(split.solution.device_of, quarter)

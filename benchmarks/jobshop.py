@@ -37,14 +37,15 @@ def load_catalog(root: Path) -> dict[str, dict[str, Any]]:
 
 
 def run_instance(root: Path, entry: dict[str, Any], *, time_limit_s: float, workers: int, seed: int,
-                 full: bool = False, dtime_per_second: float | None = None) -> dict[str, Any]:
+                 full: bool = False, dtime_per_second: float | None = None,
+                 search: str = "deterministic") -> dict[str, Any]:
     """Import, solve and score one instance."""
     from planner.importers.jobshop import jobshop_to_spec, read_jobshop
 
     js = read_jobshop(root / "jsplib" / entry["path"])
     spec = jobshop_to_spec(js, name=entry["name"])
     r = solve_spec(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, full=full,
-                   dtime_per_second=dtime_per_second)
+                   dtime_per_second=dtime_per_second, search=search)
     bound = max(js.lower_bound(), r.bound or 0)
     obj = r.objective
     opt = entry.get("optimum")
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         row = run_instance(root, catalog[name], time_limit_s=args.time_limit, workers=args.workers,
                            seed=args.seed, full=args.full_pipeline,
-                                   dtime_per_second=args.dtime_per_second)
+                                   dtime_per_second=args.dtime_per_second, search=args.search)
         rows.append(row)
         if not args.quiet:
             print(f"{name:>6}  {row['jobs']}x{row['machines']}  obj {row['objective']}  bound {row['bound']}  "

@@ -275,7 +275,7 @@ def print_levels(lvl_rows) -> None:
     for r in lvl_rows:
         c = r["cpsat"]
         gap = "-" if c.get("gap") is None else f"{100 * c['gap']:.2f}%"
-        stop = {"deterministic_budget": "budget", "wall_time": "WALL", "finished": "done"}.get(
+        stop = {"deterministic_budget": "budget", "wall_time": "WALL", "wall_clock": "WALL", "time_limit": "limit", "finished": "done"}.get(
             c.get("stopped_by"), "-")
         print(f"{r['instance']:<22}{r['ops']:>5}{r['tensors']:>6}{_fmt(r.get('lower_bound')):>9}"
               f"{_fmt(r['all-in-hbm']['makespan']):>10}{_fmt(r['greedy']['makespan']):>10}{_fmt(c['makespan']):>10}"

@@ -47,14 +47,15 @@ def load_known(root: Path, size: int, procs: int) -> dict[str, tuple[int, int]]:
 
 
 def run_instance(root: Path, name: str, procs: int, known: tuple[int, int] | None, *,
-                 time_limit_s: float, workers: int, seed: int, full: bool = False, dtime_per_second: float | None = None) -> dict[str, Any]:
+                 time_limit_s: float, workers: int, seed: int, full: bool = False, dtime_per_second: float | None = None,
+                 search: str = "deterministic") -> dict[str, Any]:
     """Import, solve and score one instance (``name`` like ``50/rand0000.stg``)."""
     from planner.importers.stg import read_stg, stg_to_spec
 
     g = read_stg(root / "stg" / name)
     spec = stg_to_spec(g, procs, name=Path(name).stem)
     r = solve_spec(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, full=full,
-                   dtime_per_second=dtime_per_second)
+                   dtime_per_second=dtime_per_second, search=search)
     lb = g.lower_bound(procs)
     bound = max(lb, r.bound or 0)
     obj = r.objective
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
             for name in chosen:
                 row = run_instance(root, name, procs, known.get(name), time_limit_s=args.time_limit,
                                    workers=args.workers, seed=args.seed, full=args.full_pipeline,
-                                   dtime_per_second=args.dtime_per_second)
+                                   dtime_per_second=args.dtime_per_second, search=args.search)
                 rows.append(row)
                 if not args.quiet:
                     print(f"{row['instance']:>22}  obj {row['objective']}  bound {row['bound']}  "

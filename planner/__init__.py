@@ -31,14 +31,19 @@ def load_spec(source: Any):
 
 
 def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None = None,
-          seed: int | None = None):
+          seed: int | None = None, search: str | None = None):
     """Plan a spec (path, dict or loaded spec) and return the verified :class:`Plan`.
 
     The plan is returned only after the simulator replayed its binaries and agreed with it.
+    ``search="deterministic"`` (the spec's default) gives the same plan for the same spec,
+    seed and workers; ``"until-limit"`` searches until the wall clock (never reproducible).
+    ``plan.solver["reproducible"]`` says which one you got.
     """
     from planner.pipeline import run
 
-    return run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed).plan
+    if search is not None and search not in ("deterministic", "until-limit"):
+        raise ValueError(f"search must be 'deterministic' or 'until-limit', got {search!r}")
+    return run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, search=search).plan
 
 
 def __getattr__(name: str):

@@ -3,7 +3,9 @@
 Exit codes: 0 solved (optimal, or feasible at the time limit) / verified; 1 infeasible
 (the message says which constraint); 2 bad input (spec, flags, tampered output, an output
 path that would replace something plan did not write); 3 internal error (a bug: the only
-case that prints a traceback); 130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM.
+case that prints a traceback); 4 no plan found within the time limit (neither a bug nor a
+proof of infeasibility: a longer limit may find one); 130 interrupted by Ctrl-C (SIGINT),
+143 by SIGTERM. ``planner.errors`` defines them.
 
 Every command body runs under :func:`planner.interrupts.handle_interrupts`, which stops
 running CP-SAT searches at once on a signal; where outputs may go is
@@ -16,7 +18,9 @@ search (see also ``PLAN_TEST_PAUSE_WRITE`` in :mod:`planner.safe_output`).
 
 from __future__ import annotations
 
+import enum
 import json
+import math
 import os
 import sys
 import threading
@@ -28,10 +32,11 @@ from typing import Any, Callable, Optional
 import typer
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from planner.errors import EXIT_INTERNAL, InternalError, PlannerError
+from planner.errors import EXIT_INTERNAL, PlannerError, SpecError
 
 __all__ = ["app", "main"]
 
@@ -39,6 +44,13 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan ML models on accelerators: place, schedule, lower, verify.")
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)
+
+
+class _Search(str, enum.Enum):
+    """``plan solve --search`` (see solvers.budget)."""
+
+    deterministic = "deterministic"
+    until_limit = "until-limit"
 
 
 def _guarded(fn: Callable[[], int | None]) -> None:
@@ -65,11 +77,13 @@ def _mapped(fn: Callable[[], int | None]) -> int:
     try:
         return fn() or 0
     except PlannerError as e:
-        err.print(f"[bold red]error:[/] {e}", highlight=False, markup=True, soft_wrap=True)
+        # The message may quote the user's text ("[/]" in a name): never read it as markup.
+        err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
         return e.exit_code
-    except InternalError as e:
+    except Exception as e:  # InternalError, or any exception nobody anticipated: a bug (exit 3)
         err.print(traceback.format_exc(), highlight=False, markup=False)
-        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {e}", highlight=False)
+        err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {type(e).__name__}: "
+                  f"{escape(str(e))}", highlight=False, markup=True)
         return EXIT_INTERNAL
 
 
@@ -103,6 +117,21 @@ def _watch_solves_for_tests() -> None:
 
 
 _SOLVES_WATCHED: list[str] = []
+
+
+def _check_flags(time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
+                 *, max_seed: int | None = None) -> None:
+    """Refuse flag values outside the spec's own limits (exit 2) before any work starts."""
+    from planner.spec.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
+
+    if time_limit is not None and not (math.isfinite(time_limit) and 0 < time_limit <= MAX_TIME_LIMIT_S):
+        raise SpecError(f"--time-limit: expected seconds, more than 0 and at most {MAX_TIME_LIMIT_S:,}, "
+                        f"got {time_limit!r}")
+    if workers is not None and not 1 <= workers <= MAX_WORKERS:
+        raise SpecError(f"--workers: expected an integer from 1 to {MAX_WORKERS}, got {workers}")
+    top = MAX_SEED if max_seed is None else max_seed
+    if seed is not None and not 0 <= seed <= top:
+        raise SpecError(f"--seed: expected an integer from 0 to {top:,}, got {seed}")
 
 
 class _LiveLine:
@@ -141,8 +170,8 @@ def _summary_table(plan, rows) -> Table:
     table = Table(title=f"plan {plan.spec_name}: {plan.status}", title_justify="left")
     for col in ("solver", "status", "objective", "bound", "gap"):
         table.add_column(col, justify="right" if col not in ("solver", "status") else "left")
+    from planner.plan import relative_gap
     from planner.report import format_gap
-    from solvers.core import relative_gap
 
     for r in rows:
         table.add_row(str(r["solver"]), str(r["status"]),
@@ -152,16 +181,15 @@ def _summary_table(plan, rows) -> Table:
     return table
 
 
-def _device_table(plan, hardware, peaks) -> Table:
-    from planner.report import device_rows, format_bytes
+def _device_table(plan, hardware, peaks, graph) -> Table:
+    from planner.report import device_rows, format_levels
 
     table = Table(title="devices", title_justify="left")
-    for col in ("device", "profile", "streams", "ops", "busy cycles", "util", "peak mem", "capacity"):
-        table.add_column(col, justify="left" if col in ("device", "profile") else "right")
-    for r in device_rows(plan, hardware, peaks):
-        table.add_row(r["device"], r["profile"], str(r["streams"]), str(r["ops"]), f"{r['busy_cycles']:,}",
-                      f"{100 * r['utilization']:.1f}%", format_bytes(r["peak_memory_bytes"]),
-                      format_bytes(r["memory_capacity_bytes"]))
+    for col in ("device", "profile", "streams", "ops", "busy cycles", "util", "memory: peak of capacity"):
+        table.add_column(col, justify="left" if col in ("device", "profile", "memory: peak of capacity") else "right")
+    for r in device_rows(plan, hardware, peaks, graph):
+        table.add_row(r["device"], r["profile"], str(r["streams"]), r["ops"], f"{r['busy_cycles']:,}",
+                      f"{100 * r['utilization']:.1f}%", format_levels(r["levels"]))
     return table
 
 
@@ -180,10 +208,17 @@ def solve(
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the solver (overrides the spec)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    search: Optional[_Search] = typer.Option(
+        None, "--search", help="deterministic (default): the same spec, seed and workers give the same files; "
+                               "until-limit: search until the time limit (never reproducible). Overrides the spec."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
+    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay (by default it runs "
+                                    "whenever the binaries hold at most 10^5 instructions and 10^10 "
+                                    "multiply-accumulates)."),
 ) -> None:
-    """Solve a spec, lower it to binaries, replay them, and write the plan directory."""
+    """Solve a spec, lower it to binaries, replay them, verify the directory, and only then write it."""
+    search_mode = search.value if search is not None else None
 
     def body() -> int:
         from planner.safe_output import check_directory_target, output_name
@@ -192,8 +227,9 @@ def solve(
             check_directory_target(output, force=force, inputs=[spec])
         from planner.fleet import is_fleet_spec
 
+        _check_flags(time_limit, workers, seed)
         if is_fleet_spec(spec):
-            return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
+            return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search_mode)
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
         from planner.pipeline import run
         from planner.spec import load_spec
@@ -204,21 +240,27 @@ def solve(
         live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
         if live:
             with live:
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live)
+                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
+                              search=search_mode)
         else:
-            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed)
-        write_plan_dir(outcome, loaded, target, force=force, inputs=[spec])
+            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, search=search_mode)
+        verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
+                                 force=force, inputs=[spec])
         plan = outcome.plan
         if as_json:
             summary = {k: v for k, v in plan.to_dict().items() if k not in ("ops", "transfers", "resources")}
             summary.update(output=str(target), wall_time_s=round(plan.wall_time_s, 3),
-                           simulated_makespan_cycles=outcome.simulation.makespan_cycles)
+                           simulated_makespan_cycles=verdict.simulation.makespan_cycles,
+                           numeric=verdict.numeric.claim)
             print(json.dumps(summary, indent=2))
         elif not quiet:
             out.print(_summary_table(plan, baseline_rows(outcome)))
-            out.print(_device_table(plan, loaded.hardware, peak_memory_by_device(outcome.simulation)))
-            out.print(f"verified by replay: makespan {outcome.simulation.makespan_cycles:,} cycles; "
-                      f"wrote {target}/ in {plan.wall_time_s:.1f} s", highlight=False)
+            out.print(_device_table(plan, loaded.hardware, peak_memory_by_device(verdict.simulation), loaded.graph))
+            out.print(f"verified by replay: makespan {verdict.simulation.makespan_cycles:,} cycles; every figure of "
+                      f"the directory checked by the independent verifier in {verdict.seconds:.2f} s", highlight=False)
+            out.print(verdict.numeric.summary(), highlight=False)
+            out.print(f"wrote {target}/ in {plan.wall_time_s:.1f} s", highlight=False)
+        _warn_unless_reproducible(plan.solver)
         return 0
 
     _guarded(body)
@@ -234,7 +276,20 @@ def _rows_table(title: str, rows: list[list[str]]) -> Table:
     return table
 
 
-def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json) -> int:
+def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
+    """A warning on stderr when the run would not repeat byte for byte (even with --quiet)."""
+    if solver.get("reproducible", True):
+        return
+    if solver.get("search") == "until-limit":
+        why = "--search until-limit searched until the wall clock"
+    else:
+        why = ("the wall-clock safety net stopped the search before its deterministic budget was spent "
+               "(the machine was more than 3x slower than calibrated, or busy)")
+    err.print(f"[yellow]warning:[/yellow] this plan is not reproducible: {why}; "
+              f"{where} says solver.reproducible: false", highlight=False)
+
+
+def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search=None) -> int:
     from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
     from planner.safe_output import atomic_directory, check_directory_target, output_name
 
@@ -243,7 +298,7 @@ def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
               else Path(output))
     inputs = [spec, *(Path(spec).parent / t.plan for t in fleet.document.fleet.tenants if t.plan)]
     check_directory_target(output if output is not None else target, force=force, inputs=inputs)
-    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed)
+    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed, search=search)
     with atomic_directory(target, force=force, inputs=inputs) as tmp:
         write_fleet_outputs(result, tmp)
     rows = fleet_summary_rows(result)
@@ -252,6 +307,7 @@ def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json)
     elif not quiet:
         out.print(_rows_table(f"fleet {Path(spec).stem}", rows))
         out.print(f"wrote {target}/", highlight=False)
+    _warn_unless_reproducible(result.solver_summary, "allocation.json")
     return 0
 
 
@@ -283,39 +339,27 @@ def validate(spec: Path = typer.Argument(..., help="The YAML spec to check.")) -
 def simulate(
     plan_dir: Path = typer.Argument(..., help="A directory written by `plan solve`."),
     numeric: bool = typer.Option(False, "--numeric", help="Also execute the arithmetic on random inputs and "
-                                 "compare every tensor with a plain numpy evaluation of graph.json (fp32, rtol 1e-5)."),
+                                 "compare every tensor with a plain numpy evaluation of graph.json (rtol 1e-5), "
+                                 "whatever the number of instructions."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric."),
 ) -> None:
-    """Replay the binaries in PLAN_DIR independently and check them against plan.json."""
+    """Verify PLAN_DIR: replay its binaries and check every figure of its files against the replay.
+
+    Exit 2 names the first disagreement (a tampered or malformed directory); with --numeric,
+    numbers that differ from the reference although every file is as written exit 3 (a bug).
+    """
 
     def body() -> int:
-        from planner.errors import BinaryFormatError
-        from planner.pipeline import verify
-        from planner.plan import Plan
-        from planner.simulator import simulate_dir
+        _check_flags(seed=seed, max_seed=2**63 - 1)
+        from planner.verify import verify_plan_dir
 
-        plan_file = plan_dir / "plan.json"
-        if not plan_file.is_file():
-            raise BinaryFormatError(f"{plan_file}: no plan.json here; is {plan_dir} a `plan solve` output?")
-        try:
-            plan = Plan.from_dict(json.loads(plan_file.read_text()))
-        except (ValueError, KeyError, TypeError) as e:
-            raise BinaryFormatError(f"{plan_file}: not a valid plan ({e})") from None
-        sim = simulate_dir(plan_dir)
-        try:
-            verify(plan, sim)
-        except InternalError as e:
-            raise BinaryFormatError(f"{plan_dir}: the binaries do not match plan.json: {e}") from None
-        out.print(f"verified: makespan {sim.makespan_cycles:,} cycles "
-                  f"({getattr(sim, 'instruction_count', '?')} instructions replayed)", highlight=False)
-        if numeric:
-            from planner.numeric.compare import compare_plan_dir
-
-            report = compare_plan_dir(plan_dir, seed=seed)
-            out.print(f"numeric: {report.summary()}", highlight=False)
-            if not report.ok:
-                raise InternalError("the numeric replay disagrees with the reference evaluation:\n  "
-                                    + "\n  ".join(report.failures()[:10]))
+        verdict = verify_plan_dir(plan_dir, numeric=numeric, seed=seed)
+        out.print(verdict.summary(), highlight=False)
+        if verdict.numeric is not None:
+            comparison = verdict.numeric.comparison
+            out.print(verdict.numeric.summary() + ("" if comparison is None else
+                      f"; {comparison.instructions:,} instructions at {comparison.instructions_per_s:,.0f}/s"),
+                      highlight=False)
         return 0
 
     _guarded(body)
@@ -344,24 +388,34 @@ def import_(
     objective: Optional[str] = typer.Option(None, "--objective", help="dnn-partitioning only: latency, "
                                             "throughput or max-load (default: from the file's directory)."),
     contiguous: bool = typer.Option(False, "--contiguous", help="dnn-partitioning max-load: contiguous splits."),
+    dim: Optional[list[str]] = typer.Option(None, "--dim", help="ONNX only: NAME=VALUE gives a symbolic "
+                                            "dimension a value (repeatable), e.g. --dim N=1."),
 ) -> None:
     """Import a model or a public benchmark instance as a spec."""
 
     def body() -> int:
         from planner.errors import SpecError
-        from planner.importers import import_model, write_spec_yaml
+        from planner.importers import import_file, write_spec_yaml
+        from planner.importers.onnx_read import parse_dim_options
         from planner.safe_output import check_file_target
 
         check_file_target(output, force=force, inputs=[source])
-        options = {}
+        options: dict[str, Any] = {}
         if objective is not None or contiguous:
             if source.suffix.lower() != ".json":
                 raise SpecError(f"{source}: --objective and --contiguous apply to dnn-partitioning JSON files only")
             if objective is not None and objective not in ("latency", "throughput", "max-load", "max_load"):
                 raise SpecError(f"--objective: expected latency, throughput or max-load, got {objective!r}")
             options = {"objective": objective, "contiguous": contiguous}
-        spec_dict = import_model(source, **options)
-        write_spec_yaml(spec_dict, output, force=force, inputs=[source])
+        if dim:
+            options["dims"] = parse_dim_options(dim)
+        result = import_file(source, **options)
+        header = [f"imported from {source.name} by plan import ({result.format})"]
+        if result.notes:
+            header += ["imported with approximations:", *(f"- {n}" for n in result.notes)]
+        write_spec_yaml(result.spec, output, header=header, force=force, inputs=[source])
+        if result.notes:
+            out.print("imported with approximations:\n" + "\n".join(f"  {n}" for n in result.notes), highlight=False)
         out.print(f"wrote {output}", highlight=False)
         return 0
 

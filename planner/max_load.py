@@ -50,10 +50,11 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
-from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
+from planner.errors import InfeasibleError, InternalError, TimeLimitError, UnsupportedError
 from planner.pipeline import Outcome, from_solution, op_device_cycles, to_problem
 from planner.plan import Plan
 from planner.report.markdown import format_bytes
+from solvers.budget import run_summary
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 from solvers.placement import (
     FORBIDDEN,
@@ -162,7 +163,7 @@ class MaxLoadOutcome(Outcome):
     >>> from planner.spec import load_spec
     >>> outcome = run_max_load(load_spec(_EXAMPLE))
     >>> [(r["solver"], r["objective"]) for r in baseline_rows(outcome)]
-    [('cpsat-placement', 40), ('greedy', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
+    [('cpsat-placement', 40), ('greedy (linear split + local search)', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
     """
 
     placement_problem: PlacementProblem | None = None
@@ -345,7 +346,7 @@ def _precheck_schedule_memory(fixed, sred) -> None:
 
 
 def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, workers: int, seed: int,
-                       settings: MaxLoadSettings = MaxLoadSettings()):
+                       settings: MaxLoadSettings = MaxLoadSettings(), search: str = "deterministic"):
     """A single-sample schedule (latency) of a fixed placement by the spine's scheduler.
 
     HEFT, then CP-SAT warm-started from it for at most ``time_limit_s`` (graphs up to
@@ -374,7 +375,8 @@ def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, 
     sproblem, sred = to_problem(replace(spec, objective="latency"))
     fixed = _fixed_schedule_problem(sproblem, sred, placement)
     _precheck_schedule_memory(fixed, sred)
-    options = SolveOptions(time_limit_s=max(0.05, time_limit_s), num_workers=workers, random_seed=seed)
+    options = SolveOptions(time_limit_s=max(0.05, time_limit_s), num_workers=workers, random_seed=seed,
+                           search=search)
     best = HeftScheduler().solve(fixed, options)
     if fixed.num_ops <= settings.schedule_cpsat_max_ops or not best.status.has_solution:
         hint = best.solution if best.status.has_solution else None
@@ -504,18 +506,19 @@ def _explain_infeasible(spec, problem: PlacementProblem, reduction: MaxLoadReduc
 def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = None,
                  seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
                  solver_log: Callable[[str], None] | None = None, *,
-                 settings: MaxLoadSettings = MaxLoadSettings()) -> MaxLoadOutcome:
+                 settings: MaxLoadSettings = MaxLoadSettings(), search: str | None = None) -> MaxLoadOutcome:
     """Plan a max-load spec end to end: place, schedule one sample, lower, replay, verify.
 
     Parameters are those of :func:`planner.pipeline.run` (which calls this for
     ``objective: max-load``); the time limit is shared between the placement and the
-    single-sample schedule (``settings.schedule_share``).
+    single-sample schedule (``settings.schedule_share``), a split fixed up front so that both
+    stop on deterministic budgets (never on the wall time the placement happened to take).
 
     Raises
     ------
     InfeasibleError
         No placement satisfies the constraints, or no schedule of it fits memory.
-    SolverError
+    TimeLimitError
         No placement found within the time limit.
     InternalError
         The recomputed max-load, a schedule or the replay disagrees with the plan (a bug).
@@ -533,25 +536,24 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
     time_limit_s = spec.time_limit_s if time_limit_s is None else time_limit_s
     workers = spec.workers if workers is None else workers
     seed = spec.seed if seed is None else seed
+    search = spec.search if search is None else search
     start = time.perf_counter()
     schedule_s = min(settings.schedule_max_s, max(settings.schedule_min_s, settings.schedule_share * time_limit_s))
     placement_s = max(0.1, time_limit_s - schedule_s)
 
     problem, reduction = to_placement_problem(spec)
     options = SolveOptions(time_limit_s=placement_s, num_workers=workers, random_seed=seed,
-                           progress=progress, log=solver_log)
+                           progress=progress, log=solver_log, search=search)
     greedy = GreedyPlacementSolver().solve(problem, options)
     if progress is not None and greedy.status.has_solution:
         progress(ProgressPoint(time.perf_counter() - start, greedy.objective, lower_bound(problem)))
-    result = CpSatPlacementSolver().solve(
-        problem, replace(options, time_limit_s=max(0.1, placement_s - (time.perf_counter() - start)),
-                         hint=greedy.solution))
+    result = CpSatPlacementSolver().solve(problem, replace(options, hint=greedy.solution))
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(_explain_infeasible(spec, problem, reduction))
     if result.status is Status.MODEL_INVALID:
         raise InternalError(f"the placement CP-SAT model is invalid: {result.stats}")
     if not result.status.has_solution:
-        raise SolverError(f"no max-load placement found within {placement_s:g} s (status {result.status.value}); "
+        raise TimeLimitError(f"no max-load placement found within {placement_s:g} s (status {result.status.value}); "
                           "raise --time-limit")
     errors = validate_placement(problem, result.solution)
     if errors:
@@ -563,8 +565,7 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
 
     placement = reduction.device_of(result.solution)
     schedule, fixed, sred = schedule_placement(
-        spec, placement, time_limit_s=max(0.05, time_limit_s - (time.perf_counter() - start)),
-        workers=workers, seed=seed, settings=settings)
+        spec, placement, time_limit_s=schedule_s, workers=workers, seed=seed, settings=settings, search=search)
     resources = determine_resources(spec.graph, spec.hardware)
     device_load = dict(zip(reduction.device_names, device_loads(problem, result.solution.device_of)))
     baselines: dict[str, Any] = {}
@@ -580,6 +581,7 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
         "loads": device_load, "baselines": baselines,
         "schedule": {"name": schedule.solver_name, "status": schedule.status.value,
                      "makespan_cycles": int(schedule.objective)},
+        **run_summary(search, [result.stats.get("stopped_by"), schedule.stats.get("stopped_by")]),
     }
     spine_plan = from_solution(schedule, replace(sred, objective_kind="max-load"), fixed, spec_name=spec.name,
                                resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))

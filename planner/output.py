@@ -13,83 +13,199 @@ from typing import Any, Iterable
 
 from planner.safe_output import atomic_directory
 
-__all__ = ["atomic_directory", "baseline_rows", "peak_memory_by_device", "write_json", "write_plan_dir"]
+__all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "write_json",
+           "write_plan_dir"]
 
 
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2) + "\n")
 
 
-def write_plan_dir(outcome, spec, out_dir: Path, *, force: bool = False, inputs: Iterable[Path] = ()) -> Path:
-    """Write plan.json, report.md, allocation.json, graph.json, bin/*.bin, bin/*.lst, trace.json
-    and, with memory planning, memory.json; ``force`` and ``inputs`` as in
-    :func:`planner.safe_output.atomic_directory`."""
-    from planner.report import render_report, trace_document
+def _hardware_entries(hardware) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """plan.json's ``devices`` and ``links``: what the verifier checks the binaries' headers against."""
+    devices = [{"name": d.name, "kind": d.kind, "profile": d.profile.name, "streams": d.streams}
+               for d in hardware.devices]
+    links = [{"name": l.name, "devices": list(l.devices), "bandwidth_bytes_per_s": l.bandwidth_bytes_per_s,
+              "latency_cycles": l.latency_cycles} for l in hardware.links]
+    return devices, links
+
+
+def _write_replayed_files(outcome, spec, tmp: Path) -> None:
+    """Everything but report.md and plan.json: binaries, listings, graph, allocation, trace, memory."""
+    from planner.graph.serialize import graph_to_dict
+    from planner.report.trace import trace_json
 
     plan = outcome.plan
-    sim = outcome.simulation
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    for name, data in sorted(outcome.binaries.items()):
+        (bin_dir / f"{name}.bin").write_bytes(data)
+        (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
+    write_json(tmp / "allocation.json", outcome.allocation)
+    write_json(tmp / "graph.json", graph_to_dict(spec.graph))
+    (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
+                                               [l.name for l in spec.hardware.links]))
+    if getattr(outcome, "memory", None) is not None:
+        write_json(tmp / "memory.json", memory_document(outcome, spec.graph))
+
+
+def _plan_figures(name: str, dp, schedule, peaks: dict[str, Any]) -> dict[str, Any]:
+    """One memory plan's figures on one device (memory.json ``figures``)."""
+    from planner.memory.figures import device_figures
+    from planner.report.memory import fast_footprint
+
+    fig = device_figures(dp, schedule)
+    return {"peak_live_bytes": dict(((peaks.get(name) or {}).get(dp.device) or {})),
+            "fast_footprint_bytes": fast_footprint(dp), "dma_bytes": fig["dma_bytes"], "op_bytes": fig["op_bytes"],
+            "dma_count": fig["dma_count"], "dma_cycles": fig["dma_cycles"],
+            "dma_hidden_cycles": fig["dma_hidden_cycles"]}
+
+
+def _main_only_bytes(graph, dp) -> int:
+    """Bytes the device's ops read and write when every tensor lives in main memory."""
+    return sum(graph.tensors[t].size_bytes for name in sorted({a.op for a in dp.accesses.values()})
+               for t in {*graph.ops[name].inputs, *graph.ops[name].outputs})
+
+
+def memory_document(outcome, graph) -> dict[str, Any]:
+    """``memory.json`` (format version 2): the plan the binaries use, every plan's replayed makespan,
+    and per memory-planned device the figures of every plan, as the report shows them.
+
+    ``devices`` holds the chosen plan (``choice``; empty when everything stays in main
+    memory), ``baselines`` each plan's replayed makespan, ``figures`` per plan and device the
+    replayed peak of live bytes per level, the fast level's footprint, the bytes moved by the
+    DMAs and by the ops per level, and the DMA time (and the part of it overlapping compute).
+    """
+    memory, used = outcome.memory, outcome.memory_plan
+    figures: dict[str, dict[str, Any]] = {}
+    for name in sorted(memory.memory.devices):
+        dp = memory.memory.devices[name]
+        columns = [("memory plan", dp, memory.plan)]
+        if memory.greedy_memory is not None and name in memory.greedy_memory.devices:
+            columns.append(("greedy prefetch + greedy-by-size", memory.greedy_memory.devices[name], memory.greedy_plan))
+        for plan_name, device_plan, schedule in columns:
+            figures.setdefault(plan_name, {})[name] = _plan_figures(plan_name, device_plan, schedule,
+                                                                    outcome.memory_peaks)
+        main = (outcome.memory_peaks.get("all in main memory") or {}).get(name) or {}
+        figures.setdefault("all in main memory", {})[name] = {
+            "peak_live_bytes": dict(main), "fast_footprint_bytes": 0,
+            "dma_bytes": {f"{dp.slow_level}->{dp.fast_level}": 0, f"{dp.fast_level}->{dp.slow_level}": 0},
+            "op_bytes": {dp.fast_level: 0, dp.slow_level: _main_only_bytes(graph, dp)},
+            "dma_count": 0, "dma_cycles": 0, "dma_hidden_cycles": 0}
+    return {"format_version": 2, "choice": outcome.memory_choice,
+            **(used.to_dict() if used is not None else {"devices": {}}),
+            "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines),
+            "figures": {name: figures[name] for name in outcome.memory_baselines if name in figures}}
+
+
+def _memory_sections(outcome, spec, memory_doc) -> list[str]:
+    sections = []
+    if memory_doc is not None:
+        from planner.report.markdown import level_capacities
+        from planner.report.memory import render_memory_section
+
+        capacities = {d.name: level_capacities(d) for d in spec.hardware.devices}
+        sections.append(render_memory_section(memory_doc, capacities))
+    return sections + list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
+
+
+def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default", force: bool = False,
+                   inputs: Iterable[Path] = ()):
+    """Write the plan directory, verify it with the independent verifier, and only then put it in place.
+
+    Everything is written into a temporary directory: the binaries, listings, graph.json,
+    allocation.json, trace.json and memory.json; the numeric replay runs on them
+    (``numeric``: ``"default"`` when cheap, ``"on"``, ``"off"``); report.md says what it
+    found; plan.json records the sha256 of every other file and its own seal. Then
+    :func:`planner.verify.verify_plan_dir` checks the temporary directory as ``plan simulate``
+    would; the directory is renamed into place only when it passes.
+
+    Returns
+    -------
+    planner.verify.Verdict
+        The verifier's verdict, with the numeric replay's outcome.
+
+    Raises
+    ------
+    InternalError
+        The directory fails its own verification, or the numeric replay differs from the
+        reference (a bug; nothing is written).
+    """
+    from dataclasses import replace
+
+    from planner.errors import InternalError, PlannerError
+    from planner.plan import plan_document
+    from planner.report import render_report
+    from planner.verify import numeric_replay_dir, verify_plan_dir
+    from planner.verify.manifest import expected_files, sha256_hex
+
+    plan, sim = outcome.plan, outcome.simulation
+    devices, links = _hardware_entries(spec.hardware)
     with atomic_directory(Path(out_dir), force=force, inputs=inputs) as tmp:
-        (tmp / "plan.json").write_text(plan.to_json())
-        write_json(tmp / "allocation.json", outcome.allocation)
-        bin_dir = tmp / "bin"
-        bin_dir.mkdir()
-        for name, data in sorted(outcome.binaries.items()):
-            (bin_dir / f"{name}.bin").write_bytes(data)
-            (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
-        devices = [d.name for d in spec.hardware.devices]
-        links = [l.name for l in spec.hardware.links]
-        write_json(tmp / "trace.json", trace_document(plan, devices, links))
-        from planner.graph.serialize import graph_to_dict
-
-        write_json(tmp / "graph.json", graph_to_dict(spec.graph))
-        sections = []
-        memory = getattr(outcome, "memory", None)
-        if memory is not None:
-            from planner.report.memory import render_memory_section
-
-            used = outcome.memory_plan
-            write_json(tmp / "memory.json", {
-                "format_version": 1, "choice": outcome.memory_choice,
-                **(used.to_dict() if used is not None else {"devices": {}}),
-                "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines)})
-            sections.append(render_memory_section(memory.memory, memory.plan, outcome.memory_baselines,
-                                                  memory.skipped, outcome.memory_choice,
-                                                  greedy=(memory.greedy_memory, memory.greedy_plan),
-                                                  peaks=outcome.memory_peaks, graph=spec.graph))
-        sections += list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
+        _write_replayed_files(outcome, spec, tmp)
+        checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
+        memory_planning = getattr(outcome, "memory", None) is not None
         (tmp / "report.md").write_text(render_report(
-            plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=peak_memory_by_device(sim),
-            replay={"makespan_cycles": sim.makespan_cycles, "instructions": getattr(sim, "instruction_count", None)},
-            sections=sections))
-    return Path(out_dir)
+            plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
+            replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
+                    "memory": memory_planning, "numeric": checked.summary()},
+            sections=_memory_sections(outcome, spec, json.loads((tmp / "memory.json").read_text())
+                                      if memory_planning else None), graph=spec.graph))
+        files = {name: sha256_hex((tmp / name).read_bytes())
+                 for name in expected_files([d["name"] for d in devices], memory_planning=memory_planning)}
+        document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
+                                 numeric=checked.claim, files=files, baselines=baseline_rows(outcome))
+        (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+        try:
+            verdict = verify_plan_dir(tmp)
+        except PlannerError as e:
+            raise InternalError(f"the plan directory `plan solve` wrote fails its own verification: {e}") from e
+    return replace(verdict, plan_dir=Path(out_dir), numeric=checked)
+
+
+def _whole(value: Any) -> int | None:
+    return None if value is None else int(value)
 
 
 def baseline_rows(outcome) -> list[dict[str, Any]]:
-    """The planner's result, its heuristic baseline and the lower bound, for the report and terminal."""
-    r, h = outcome.result, outcome.heuristic
+    """The planner's result, its baselines and the lower bound, for the report, the terminal and plan.json.
+
+    The first row is the plan's own status, objective and bound; with memory planning the
+    others are the other memory plans by their memory.json names and replayed makespans.
+    """
+    plan = outcome.plan
     memory = getattr(outcome, "memory", None)
     if memory is not None:
-        plan = outcome.plan
         rows = [{"solver": f"planner ({outcome.memory_choice})", "status": plan.status,
                  "objective": plan.objective, "bound": plan.bound}]
-        rows += [{"solver": name, "status": "FEASIBLE", "objective": value, "bound": None}
+        rows += [{"solver": name, "status": "FEASIBLE", "objective": int(value), "bound": None}
                  for name, value in outcome.memory_baselines.items() if name != outcome.memory_choice]
         rows.append({"solver": "lower bound", "status": "-", "objective": None, "bound": plan.bound})
         return rows
+    r, h = outcome.result, outcome.heuristic
+    # One name per baseline: the heuristic as the run's own baseline list names it, if it does.
+    heuristic = next((k for k in getattr(outcome, "baselines", None) or {} if k.startswith(h.solver_name)),
+                     h.solver_name)
     return [
-        {"solver": r.solver_name, "status": r.status.value, "objective": r.objective, "bound": r.bound},
-        {"solver": h.solver_name, "status": h.status.value, "objective": h.objective, "bound": h.bound},
-        *getattr(outcome, "extra_baselines", ()),  # e.g. planner.max_load: linear split, one accelerator
+        {"solver": r.solver_name, "status": plan.status, "objective": plan.objective, "bound": plan.bound},
+        {"solver": heuristic, "status": h.status.value, "objective": _whole(h.objective),
+         "bound": _whole(h.bound)},
+        *({**row, "objective": _whole(row["objective"]), "bound": _whole(row["bound"])}
+          for row in getattr(outcome, "extra_baselines", ())),  # e.g. planner.max_load: linear split
         {"solver": "lower bound", "status": "-", "objective": None,
-         "bound": outcome.result.stats.get("lower_bound")},
+         "bound": _whole(outcome.result.stats.get("lower_bound"))},
     ]
 
 
-def peak_memory_by_device(sim) -> dict[str, int]:
-    """The simulator's peak live bytes per device (summed over levels)."""
-    peaks = getattr(sim, "peak_bytes", {}) or {}
-    out: dict[str, int] = {}
-    for key, value in peaks.items():
-        device = key[0] if isinstance(key, tuple) else key
-        out[device] = out.get(device, 0) + (sum(value.values()) if isinstance(value, dict) else value)
-    return out
+def peak_memory_by_device(sim) -> dict[str, dict[str, int]]:
+    """The simulator's peak live bytes per device and level (``device -> level -> bytes``).
+
+    Levels are never summed: each is compared with its own capacity.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> peak_memory_by_device(SimpleNamespace(peak_bytes={"d0": {"sram": 5, "lpddr": 7}}))
+    {'d0': {'sram': 5, 'lpddr': 7}}
+    """
+    return {device: dict(levels) for device, levels in (getattr(sim, "peak_bytes", {}) or {}).items()}

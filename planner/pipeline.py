@@ -22,11 +22,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
-from planner.errors import InfeasibleError, InternalError, SolverError, UnsupportedError
+from planner.errors import InfeasibleError, InternalError, TimeLimitError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.report.markdown import format_bytes
+from solvers.budget import run_summary
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.problem import FORBIDDEN
@@ -83,31 +84,11 @@ class Outcome:
 
 
 def op_device_cycles(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
-    """Timeline cycles of every op on every device kind (None where it cannot run).
+    """Timeline cycles of every op on every device kind (None where it cannot run):
+    :func:`planner.isa.cost.cycles_table`."""
+    from planner.isa.cost import cycles_table
 
-    Costed once per (op, kind): instances of one kind share a profile.
-    """
-    from planner.isa.cost import op_cost
-
-    kinds: dict[str, Device] = {}
-    for dev in hardware.devices:
-        kinds.setdefault(dev.kind, dev)
-    table: dict[tuple[str, str], int | None] = {}
-    for name in graph.topological_order():
-        op = graph.ops[name]
-        for kind, dev in kinds.items():
-            if op.type == "task" and kind not in op.cycles:
-                table[name, kind] = None
-                continue
-            try:
-                cycles = op_cost(op, graph, dev.profile, kind).cycles
-            except UnsupportedError:
-                if op.cycles:
-                    table[name, kind] = None
-                    continue
-                raise
-            table[name, kind] = hardware.to_timeline_cycles(cycles, dev)
-    return table
+    return cycles_table(graph, hardware)
 
 
 def _device_classes(spec, hardware: Hardware) -> tuple[int, ...]:
@@ -148,7 +129,8 @@ def to_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None) ->
     """
     graph: Graph = spec.graph
     hw: Hardware = spec.hardware
-    cycles = op_device_cycles(graph, hw) if cycles is None else cycles
+    if cycles is None:  # the spec loader costed every op already (and checked the magnitudes)
+        cycles = getattr(spec, "device_cycles", None) or op_device_cycles(graph, hw)
     ops = graph.topological_order()
     op_index = {n: i for i, n in enumerate(ops)}
     devices = hw.devices
@@ -302,22 +284,17 @@ def from_solution(result: SolveResult, reduction: Reduction, problem: Scheduling
 
 
 def verify(plan: Plan, simulation) -> None:
-    """Raise InternalError unless the simulator's replay agrees with the plan exactly."""
-    problems = list(getattr(simulation, "violations", []) or [])
-    if simulation.makespan_cycles != plan.makespan_cycles:
-        problems.append(f"simulated makespan {simulation.makespan_cycles} != planned {plan.makespan_cycles}")
-    replayed = simulation.ops
-    for op in plan.ops:
-        got = replayed.get(op.name)
-        want = (op.device, op.stream, op.start_cycle, op.end_cycle)
-        if got is None:
-            problems.append(f"op {op.name!r} is missing from the binaries")
-        elif tuple(got) != want:
-            problems.append(f"op {op.name!r}: replay {tuple(got)} != plan {want}")
-    if len(replayed) != len(plan.ops):
-        problems.append(f"the binaries hold {len(replayed)} ops, the plan {len(plan.ops)}")
+    """Raise InternalError unless the simulator's replay agrees with the plan exactly.
+
+    The check is :func:`planner.verify.compare_with_plan`, the one the directory verifier
+    runs on plan.json: here a difference is a bug of ours, there a tampered directory.
+    """
+    from planner.verify import compare_with_plan
+
+    problems = compare_with_plan(simulation, plan)
     if problems:
-        raise InternalError("the simulator's replay disagrees with the plan:\n  " + "\n  ".join(problems[:20]))
+        raise InternalError("the simulator's replay disagrees with the plan:\n  "
+                            + "\n  ".join(str(p) for p in problems[:20]))
 
 
 def _solver_choice(spec):
@@ -334,7 +311,7 @@ def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
     if "strategy" not in stats:
         return {}
     info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
-    groups = stats.get("stages", {}).get("placer", {}).get("groups")
+    groups = stats.get("strategy_stages", {}).get("placer", {}).get("groups")
     if groups is not None:
         info["groups"] = groups
     return info
@@ -342,8 +319,15 @@ def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
 
 def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None = None,
         seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
-        solver_log: Callable[[str], None] | None = None) -> Outcome:
+        solver_log: Callable[[str], None] | None = None, search: str | None = None) -> Outcome:
     """Plan a spec end to end and verify it by replaying the binaries.
+
+    ``time_limit_s``, ``workers``, ``seed`` and ``search`` override the spec's ``solver:``
+    settings. With ``search="deterministic"`` (the default) every solve stops on a budget of
+    deterministic work calibrated from the time limit (:mod:`solvers.budget`), so the same
+    spec, seed and workers give the same plan; ``plan.solver`` records ``search``,
+    ``stopped_by`` and ``reproducible`` (False when the wall-clock safety net stopped a solve
+    first, or with ``search="until-limit"``, which searches until the wall clock).
 
     Raises
     ------
@@ -351,6 +335,8 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         Bad input.
     InfeasibleError
         A valid spec that no plan satisfies (the message says which constraint).
+    TimeLimitError
+        No plan found within the time limit.
     InternalError
         A plan that fails its own checks (a bug).
     """
@@ -360,16 +346,17 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     spec = load_spec(spec_or_path) if isinstance(spec_or_path, (str, Path, dict)) else spec_or_path
     if spec.objective == "max-load":  # the paper's partitioning objective: planner/max_load.py
         from planner.max_load import run_max_load
-        return run_max_load(spec, time_limit_s, workers, seed, progress, solver_log)
+        return run_max_load(spec, time_limit_s, workers, seed, progress, solver_log, search=search)
     time_limit_s = spec.time_limit_s if time_limit_s is None else time_limit_s
     workers = spec.workers if workers is None else workers
     seed = spec.seed if seed is None else seed
+    search = spec.search if search is None else search
 
     start = time.perf_counter()
     problem, reduction = to_problem(spec)
     heuristic_solver, exact_solver = _solver_choice(spec)
     options = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed,
-                           progress=progress, log=solver_log)
+                           progress=progress, log=solver_log, search=search)
     heuristic = heuristic_solver.solve(problem, options)
     if heuristic.status.has_solution:
         _check_solution(problem, heuristic, validate_schedule)
@@ -384,7 +371,7 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     if result.status is Status.MODEL_INVALID:
         raise InternalError(f"the CP-SAT model is invalid: {result.stats}")
     if not result.status.has_solution:
-        raise SolverError(
+        raise TimeLimitError(
             f"no plan found within {time_limit_s:g} s (status {result.status.value}); "
             "raise --time-limit or relax the constraints")
     _check_solution(problem, result, validate_schedule)
@@ -397,12 +384,13 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
         solver_info={"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": workers,
                      "seed": seed, "time_limit_s": time_limit_s,
+                     **run_summary(search, [result.stats.get("stopped_by")]),
                      **_strategy_info(result.stats)},
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     outcome = Outcome(plan, problem, reduction, result, heuristic)
     options = getattr(spec, "memory", None)
     if options is not None and options.enabled:
-        _plan_memory(outcome, spec, time_limit_s, workers, seed)
+        _plan_memory(outcome, spec, time_limit_s, seed, search)
     _lower_and_replay(outcome, spec)
     plan = replace(outcome.plan, wall_time_s=time.perf_counter() - start)
     outcome.plan = plan
@@ -468,7 +456,7 @@ def _forced_order_bound(spec, memory) -> int:
     return -(-int(dp.stats["level_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
 
 
-def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed: int) -> None:
+def _plan_memory(outcome: Outcome, spec, time_limit_s: float, seed: int, search: str) -> None:
     """Memory-plan the spine's plan, replay it and its baselines, and keep the fastest.
 
     Everything in main memory is itself a valid memory plan (the spine's), so the result is
@@ -478,7 +466,7 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     from planner.memory import plan_memory
 
     spine = outcome.plan
-    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, seed=seed)
+    memory = plan_memory(spec, spine, time_limit_s=time_limit_s, seed=seed, search=search)
     outcome.memory = memory
     spine_replayed = _replay(spine, spec, None)
     planned_replayed = _replay(memory.plan, spec, memory.memory)
@@ -506,7 +494,8 @@ def _plan_memory(outcome: Outcome, spec, time_limit_s: float, workers: int, seed
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
     outcome.plan = replace(plan, status=status, objective=makespan, bound=bound,
                            gap=(makespan - bound) / makespan if makespan else 0.0,
-                           solver={**spine.solver, "memory": choice})
+                           solver={**spine.solver, "memory": choice,
+                                   **run_summary(search, [spine.solver.get("stopped_by"), memory.stopped_by])})
 
 
 def _replay(plan: Plan, spec, memory_plan) -> tuple[dict, dict, Any]:

@@ -3,17 +3,63 @@
 A :class:`Plan` is what the Python API returns and what ``plan.json`` holds. It is built
 by the bridge (:mod:`planner.pipeline`) from a solver result and consumed by lowering,
 the report and the CLI.
+
+``plan.json`` (format version 2) is :meth:`Plan.to_dict` plus what a verifier needs to check
+the directory without the spec (:func:`plan_document`): the devices and links, whether
+memory planning ran, the numeric replay's result, the sha256 of every other file the
+directory holds, and a ``seal``: the sha256 of the document itself in canonical form, so an
+edit to a figure no replay can recompute (a seed, a baseline) is refused too.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
-__all__ = ["PlacedOp", "PlacedTransfer", "Plan", "PLAN_FORMAT_VERSION"]
+__all__ = ["PlacedOp", "PlacedTransfer", "Plan", "PLAN_FORMAT_VERSION", "PLAN_STATUSES", "relative_gap",
+           "plan_document", "seal_of"]
 
-PLAN_FORMAT_VERSION = 1
+PLAN_FORMAT_VERSION = 2
+# A written plan has a solution: the solver proved it optimal, or it is feasible with a bound.
+PLAN_STATUSES = ("OPTIMAL", "FEASIBLE")
+
+
+def relative_gap(objective: float | None, bound: float | None) -> float | None:
+    """``|objective - bound| / max(1, |objective|)``, or None when either is unknown.
+
+    The one definition of a plan's gap: the same formula as ``solvers.core.relative_gap``
+    (a test holds them equal), restated here so that the verifier needs nothing from
+    ``solvers``. For a positive objective it is ``(objective - bound) / objective``.
+
+    Examples
+    --------
+    >>> relative_gap(110, 100)
+    0.09090909090909091
+    >>> relative_gap(0, 0), relative_gap(100, None)
+    (0.0, None)
+    """
+    if objective is None or bound is None:
+        return None
+    return abs(objective - bound) / max(1.0, abs(objective))
+
+
+def seal_of(document: Mapping[str, Any]) -> str:
+    """The sha256 of a plan document in canonical JSON (sorted keys, no spaces), ``seal`` left out.
+
+    Key order and whitespace do not change it; any value does.
+
+    Examples
+    --------
+    >>> seal_of({"a": 1, "b": [2]}) == seal_of({"b": [2], "a": 1, "seal": "x"})
+    True
+    >>> seal_of({"a": 1}) == seal_of({"a": 2})
+    False
+    """
+    body = {k: v for k, v in document.items() if k != "seal"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +150,8 @@ class Plan:
         return json.dumps(self.to_dict(), indent=2, sort_keys=False) + "\n"
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Plan":
+    def from_dict(cls, d: Mapping[str, Any]) -> "Plan":
+        """The plan of a ``plan.json`` document (the fields of :meth:`to_dict`; others ignored)."""
         return cls(
             spec_name=d["spec"], objective_kind=d["objective_kind"], status=d["status"],
             objective=d["objective"], bound=d["bound"], gap=d["gap"],
@@ -114,3 +161,42 @@ class Plan:
             heuristic_objective=d.get("heuristic_objective"), solver=d.get("solver", {}),
             resources=d.get("resources", {}),
         )
+
+
+def plan_document(plan: Plan, *, devices: list[dict[str, Any]], links: list[dict[str, Any]],
+                  memory_planning: bool, numeric: Mapping[str, Any], files: Mapping[str, str],
+                  baselines: list[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """The sealed ``plan.json`` document of a plan directory (format version 2).
+
+    Parameters
+    ----------
+    plan
+        The verified plan (:meth:`Plan.to_dict` gives the schedule and the claims).
+    devices
+        Every device of the hardware, in its order: ``name``, ``kind``, ``profile``, ``streams``.
+    links
+        Every link, in its order (a link's id in the binaries is its index): ``name``,
+        ``devices``, ``bandwidth_bytes_per_s``, ``latency_cycles``.
+    memory_planning
+        Whether memory planning ran (then ``memory.json`` must be present and match).
+    numeric
+        The numeric replay's result as the report shows it (``status`` and its figures).
+    files
+        Relative path -> sha256 hex digest of every other file of the directory.
+    baselines
+        The report's baseline rows (``solver``, ``status``, ``objective``, ``bound``), the
+        planner's own result first.
+
+    Examples
+    --------
+    >>> p = Plan("s", "latency", "OPTIMAL", 5, 5, 0.0, 5, 10**9, (PlacedOp("t", "d0", 0, 0, 5),), ())
+    >>> doc = plan_document(p, devices=[{"name": "d0", "kind": "d", "profile": "generic", "streams": 1}],
+    ...                     links=[], memory_planning=False, numeric={"status": "off"}, files={})
+    >>> doc["format_version"], doc["seal"] == seal_of(doc)
+    (2, True)
+    """
+    doc = plan.to_dict()
+    doc.update(devices=list(devices), links=list(links), memory_planning=bool(memory_planning),
+               numeric=dict(numeric), baselines=[dict(row) for row in baselines], files=dict(sorted(files.items())))
+    doc["seal"] = seal_of(doc)
+    return doc

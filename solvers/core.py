@@ -74,7 +74,8 @@ class SolveOptions:
     ValueError: time_limit_s must be > 0, got 0
     """
 
-    # Wall-clock budget for the whole solve, hint included.
+    # The solve's time limit, hint included: calibrated into a deterministic budget by default
+    # (see ``search``).
     time_limit_s: float = 10.0
     # CP-SAT search workers; 1 gives a deterministic single-strategy search.
     num_workers: int = 1
@@ -86,12 +87,18 @@ class SolveOptions:
     progress: Callable[[ProgressPoint], None] | None = None
     # Receives solver log lines when set (the backend's search log is enabled).
     log: Callable[[str], None] | None = None
+    # "deterministic": the time limit becomes a fixed budget of deterministic work (see
+    # solvers.budget), the wall clock only a safety net, so runs repeat byte for byte;
+    # "until-limit": search until the wall clock (uses the whole limit, never reproducible).
+    search: str = "deterministic"
 
     def __post_init__(self) -> None:
         if not self.time_limit_s > 0:
             raise ValueError(f"time_limit_s must be > 0, got {self.time_limit_s}")
         if self.num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {self.num_workers}")
+        if self.search not in ("deterministic", "until-limit"):
+            raise ValueError(f"search must be 'deterministic' or 'until-limit', got {self.search!r}")
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:

@@ -14,6 +14,8 @@ instead of restoring the previous handler, so the next Ctrl-C kills the process 
 any clean-up. Instead, the solve is registered while it runs, and
 :func:`stop_running_solvers` (called by ``planner.interrupts`` from a thread as soon as a
 signal arrives) calls ``stop_search()`` on every registered solver.
+
+:class:`WallNet` is the wall-clock safety net of deterministic budgets (``solvers.budget``).
 """
 
 from __future__ import annotations
@@ -21,13 +23,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from contextlib import contextmanager
+from typing import Any, Iterator
 
 from ortools.sat.python import cp_model
 
 from solvers.core import ProgressPoint, SolveOptions, Status
 
-__all__ = ["STATUS_MAP", "ProgressRecorder", "run_cpsat", "solve_stoppable", "stop_running_solvers",
+__all__ = ["STATUS_MAP", "ProgressRecorder", "WallNet", "run_cpsat", "solve_stoppable", "stop_running_solvers",
            "solve_counts"]
 
 _LOG = logging.getLogger(__name__)
@@ -67,9 +70,50 @@ class ProgressRecorder(cp_model.CpSolverSolutionCallback):
             self._sink(p)
 
 
+class WallNet:
+    """A wall-clock safety net: stops a CP-SAT search from a timer after ``seconds``.
+
+    CP-SAT's own ``max_time_in_seconds`` cannot serve: it stops early by the longest gap it
+    measured between two checks of the limit, which a busy machine stretches to seconds, and
+    nothing in the response says which limit stopped the search. A timer that calls
+    ``stop_search`` knows: :attr:`fired` is True exactly when the net stopped a search.
+
+    Examples
+    --------
+    >>> m = cp_model.CpModel(); x = m.new_int_var(0, 5, "x"); m.minimize(x)
+    >>> net = WallNet(60.0); solver = cp_model.CpSolver()
+    >>> with net.watch(solver):
+    ...     _ = solver.solve(m)
+    >>> net.fired, solver.value(x)
+    (False, 0)
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = max(0.0, seconds)
+        self.fired = False
+
+    @contextmanager
+    def watch(self, solver: cp_model.CpSolver) -> Iterator[None]:
+        """Arm the net for the solve run inside the ``with`` block."""
+        def stop() -> None:
+            self.fired = True
+            solver.stop_search()
+
+        timer = threading.Timer(self.seconds, stop)
+        timer.daemon = True
+        timer.start()
+        try:
+            yield
+        finally:
+            timer.cancel()
+
+
 def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: float | None = None,
+              *, net: WallNet | None = None,
               **params: Any) -> tuple[Status, cp_model.CpSolver, tuple[ProgressPoint, ...]]:
     """Solve ``model`` with the shared settings; return (status, solver, progress).
+
+    ``net``, when given, stops the search after its seconds of wall time (see :class:`WallNet`).
 
     Examples
     --------
@@ -89,7 +133,11 @@ def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: floa
         solver.parameters.log_search_progress = True
         solver.log_callback = options.log
     recorder = ProgressRecorder(time.perf_counter(), options.progress)
-    code = solve_stoppable(solver, model, recorder)
+    if net is None:
+        code = solve_stoppable(solver, model, recorder)
+    else:
+        with net.watch(solver):
+            code = solve_stoppable(solver, model, recorder)
     status = STATUS_MAP.get(code, Status.UNKNOWN)
     _LOG.debug("cp-sat %s in %.3fs", solver.status_name(code), solver.wall_time)
     return status, solver, tuple(recorder.points)

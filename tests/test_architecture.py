@@ -51,3 +51,40 @@ def test_only_the_bridge_imports_both_packages():
             if "solvers" in imported_modules(p)]
     allowed = {"pipeline.py", "max_load.py", "cli.py", "addresses.py"}  # addresses.py: lowering packs buffers
     assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "memory") for p in both), both
+
+
+_SOLVE_STAGE = ("solvers", "ortools", "planner.pipeline", "planner.memory", "planner.max_load", "planner.lowering")
+
+
+@pytest.fixture(scope="module")
+def memory_plan_dir(tmp_path_factory):
+    """A memory-planned plan directory (memory.json too), written by `plan solve`."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    out = tmp_path_factory.mktemp("arch") / "plan"
+    result = CliRunner().invoke(app, ["solve", str(ROOT / "specs" / "memory-mlp.yaml"), "-o", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_the_verifier_imports_nothing_from_the_solve_stage(memory_plan_dir):
+    # `plan simulate --numeric` end to end in a fresh interpreter: every module it loaded,
+    # lazily imported ones included, must come from outside the solve stage.
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from planner.cli import main\n"
+            "try:\n"
+            f"    main(['simulate', {str(memory_plan_dir)!r}, '--numeric'])\n"
+            "except SystemExit as e:\n"
+            "    assert e.code == 0, e.code\n"
+            "print(' '.join(sorted(sys.modules)))\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert run.returncode == 0, run.stderr
+    loaded = run.stdout.splitlines()[-1].split()
+    assert "planner.verify.directory" in loaded and "planner.numeric.compare" in loaded
+    forbidden = sorted(m for m in loaded if m.startswith(_SOLVE_STAGE))
+    assert not forbidden, forbidden

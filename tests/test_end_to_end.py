@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
+from tests.planner.verify.report_figures import check_report
 
 ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
@@ -108,7 +109,8 @@ def test_simulate_verifies_and_rejects_tampering(tmp_path):
     (out / "plan.json").write_text(json.dumps(plan))
     bad = runner.invoke(app, ["simulate", str(out)])
     assert bad.exit_code == 2
-    assert "do not match" in bad.output
+    name = plan["ops"][-1]["name"]
+    assert f"plan.json: ops[{len(plan['ops']) - 1}] {name!r}: expected" in bad.output
 
 
 def test_same_seed_and_workers_give_identical_bytes(tmp_path):
@@ -116,7 +118,8 @@ def test_same_seed_and_workers_give_identical_bytes(tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     assert solve_cli(spec_path, a).exit_code == 0
     assert solve_cli(spec_path, b).exit_code == 0
-    for name in ("plan.json", "bin/p0.bin", "bin/p1.bin", "bin/p0.lst", "trace.json", "allocation.json"):
+    for name in ("plan.json", "bin/p0.bin", "bin/p1.bin", "bin/p0.lst", "trace.json", "allocation.json", "report.md",
+                 "graph.json"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
@@ -203,6 +206,7 @@ def test_shipped_specs_solve_and_verify(spec_path, tmp_path):
     assert plan["bound"] is not None and plan["bound"] <= plan["objective"]
     assert plan["objective"] <= plan["heuristic_objective"]
     assert runner.invoke(app, ["simulate", str(out)]).exit_code == 0
+    check_report(out)  # every figure of report.md is the files' (issue 9)
 
 
 def test_unmeetable_pin_exits_1_with_explanation(tmp_path):

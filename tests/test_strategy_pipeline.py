@@ -45,9 +45,12 @@ def test_a_strategy_plans_replays_and_says_so(tmp_path, strategy, groups, name):
     assert plan.solver["name"] == name
     if groups:
         assert plan.solver["groups"] == groups
-    out = write_plan_dir(outcome, load_spec(_spec(**solver)), tmp_path / "out")
+    out = tmp_path / "out"
+    write_plan_dir(outcome, load_spec(_spec(**solver)), out)  # verified by the independent verifier
     written = json.loads((out / "plan.json").read_text())
     assert written["solver"]["strategy"] == strategy
+    assert (written["solver"]["search"], written["solver"]["reproducible"]) == ("deterministic", True)
+    assert written["solver"]["stopped_by"] in ("deterministic_budget", "finished")
     report = (out / "report.md").read_text()
     assert f"| strategy | {strategy}:" in report
 
@@ -68,3 +71,13 @@ def test_a_bad_strategy_is_a_spec_error(tmp_path, solver, path, fragment):
         load_spec(file)
     assert info.value.path == path and fragment in info.value.message, str(info.value)
     assert info.value.line is not None
+
+
+@pytest.mark.parametrize("strategy", ["hierarchical", "flat"])
+def test_until_limit_search_uses_the_limit_and_says_how_it_stopped(strategy):
+    plan = run(load_spec(_spec(strategy=strategy, time_limit="3 s", search="until-limit"))).plan
+    assert plan.solver["strategy"] == strategy
+    assert (plan.solver["search"], plan.solver["reproducible"]) == ("until-limit", False)
+    # every stage searches until its share of the wall clock (or proves / converges first):
+    # none ends on a deterministic budget
+    assert plan.solver["stopped_by"] in ("time_limit", "finished")

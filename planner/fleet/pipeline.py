@@ -13,12 +13,12 @@ Steps (each a function, cvxpy-style reduction with an inverse):
    (lowest peak utilization over every processor), each beside its greedy baseline;
 5. :func:`from_solution` – item → processor, checked in exact units.
 
-Determinism: every solver stage is limited by deterministic time
-(:mod:`solvers.colocation.budget`), and the stages of a mode (packing, the exact check on
-small fleets, rebalancing) split the mode's share of the time limit by the deterministic
-time the earlier ones used, never by elapsed wall time. Same spec, seed and workers give
-the same ``allocation.json`` bytes (it records ``stopped_by`` per mode, not wall time),
-unless the wall-clock safety net fired (``stopped_by: wall_time``).
+Determinism: every solver stage is limited by deterministic time (:mod:`solvers.budget`),
+and the stages of a mode (packing, the exact check on small fleets, rebalancing) split the
+mode's share of the time limit by the deterministic time the earlier ones used, never by
+elapsed wall time. Same spec, seed and workers give the same ``allocation.json`` bytes (it
+records ``stopped_by`` per mode, not wall time), unless the wall-clock safety net fired
+(``stopped_by: wall_clock``) or the spec asks for ``search: until-limit``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.errors import InfeasibleError, InternalError, SpecError
-from planner.fleet.resolve import DIMENSIONS, FleetSpec, Need, Pool, Tenant
+from planner.fleet.resolve import DIMENSIONS, MAX_ITEMS, MAX_PLACEMENT_PAIRS, FleetSpec, Need, Pool, Tenant
 from solvers.colocation import (
     BASIS_POINTS,
     ColocationObjective,
@@ -44,6 +44,7 @@ from solvers.colocation import (
     explain_infeasibility,
     validate_colocation,
 )
+from solvers.budget import UNTIL_LIMIT, combine_stops, run_summary
 from solvers.colocation.budget import DTIME_PER_SECOND
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
 
@@ -150,10 +151,16 @@ class FleetResult:
     quantum: tuple[int, int, int]
     backfill: Any = None
     wall_time_s: float = 0.0
+    search: str = "deterministic"
 
     @property
     def allocation(self) -> ModeResult:
         return self.modes[self.chosen]
+
+    @property
+    def solver_summary(self) -> dict[str, Any]:
+        """``search``, ``stopped_by`` over every mode, and ``reproducible`` (see :mod:`solvers.budget`)."""
+        return run_summary(self.search, [m.stats.get("stopped_by") for m in self.modes.values()])
 
     def processor_loads(self, mode: str | None = None) -> dict[str, tuple[int, int, int]]:
         """Exact summed demand per used processor."""
@@ -222,13 +229,17 @@ def choose_variants(spec: FleetSpec, tenant: Tenant, options: SolveOptions) -> V
                             f"lower its capacity", path=_path(tenant))
         cost.append(max(1, share))
         latency.append(math.ceil(_service_s(need, ref) * 1e9))
-    problem = VariantProblem(
-        rate_rps=max(1, round(tenant.rate_rps * _MILLI)),
-        min_precision_bp=round((tenant.precision or 0.0) * BASIS_POINTS),
-        deadline_ns=None if tenant.deadline_s is None else math.floor(tenant.deadline_s * 1e9),
-        capacity_rps=tuple(max(1, math.floor(v.capacity_rps * _MILLI)) for v in vs),
-        precision_bp=tuple(round(v.precision * BASIS_POINTS) for v in vs),
-        latency_ns=tuple(latency), cost=tuple(cost), names=tuple(v.name for v in vs))
+    try:  # the problem refuses magnitudes its 64-bit model cannot hold (a rate of 10^15/s)
+        problem = VariantProblem(
+            rate_rps=max(1, round(tenant.rate_rps * _MILLI)),
+            min_precision_bp=round((tenant.precision or 0.0) * BASIS_POINTS),
+            deadline_ns=None if tenant.deadline_s is None else math.floor(tenant.deadline_s * 1e9),
+            capacity_rps=tuple(max(1, math.floor(v.capacity_rps * _MILLI)) for v in vs),
+            precision_bp=tuple(round(v.precision * BASIS_POINTS) for v in vs),
+            latency_ns=tuple(latency), cost=tuple(cost), names=tuple(v.name for v in vs))
+    except ValueError as e:
+        raise SpecError(f"tenant {tenant.name!r}: its rate, capacities or deadline are out of range: {e}",
+                        path=_path(tenant)) from None
     r = CpSatVariantSolver().solve(problem, options)
     if r.solution is None:
         fast = [v.name for v, lat in zip(vs, latency) if problem.deadline_ns is None or lat <= problem.deadline_ns]
@@ -275,6 +286,7 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
     >>> [(it.label, it.demand["p"]) for it in expand_items(spec, {})]
     [('a', (20000, 30000000000, 0)), ('b', (80000, 10000000000, 0))]
     """
+    _check_instances(spec, choices)
     items: list[Item] = []
     for t in spec.tenants:
         parts: list[tuple[str | None, float, dict[str, Need]]] = []
@@ -333,6 +345,17 @@ def expand_items(spec: FleetSpec, choices: dict[str, VariantChoice]) -> tuple[It
     return tuple(items)
 
 
+def _check_instances(spec: FleetSpec, choices: dict[str, VariantChoice]) -> None:
+    """Refuse a fleet whose variant mixes need more instances than are placed (before building them)."""
+    total = sum(sum(choices[t.name].instances.values()) if t.variants else t.replicas for t in spec.tenants)
+    processors = sum(p.count for p in spec.pools)
+    if total > MAX_ITEMS or total * processors > MAX_PLACEMENT_PAIRS:
+        mixes = ", ".join(f"{c.tenant}: {sum(c.instances.values()):,}" for c in choices.values())
+        raise SpecError(f"the fleet needs {total:,} instances to place (variant mixes {mixes}) on {processors:,} "
+                        f"processors; at most {MAX_ITEMS:,} instances and {MAX_PLACEMENT_PAIRS:,} instance-processor "
+                        "pairs: raise the variants' capacities or lower the rates", path="fleet.tenants")
+
+
 def _fmt(dim: str, x: float) -> str:
     """Human figure of a quantity in a dimension.
 
@@ -379,7 +402,9 @@ def to_problem(spec: FleetSpec, items: tuple[Item, ...], objective: ColocationOb
     (((100000, 1000000000, 109951162),), (((20000, 300000000, 0),), ((80000, 100000000, 0),)), ('p0', 'p1'))
     """
     q = _quantum(spec)
-    caps = tuple(tuple(c // qd for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)
+    # A capacity below one quantum still holds an item that fits it exactly (expand_items
+    # checked each item against the exact capacity), so it is one quantum, never zero.
+    caps = tuple(tuple(max(1, c // qd) for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)
     groups: dict[tuple, list[int]] = {}
     for i, it in enumerate(items):
         key = tuple(None if p.name not in it.demand else tuple(-(-x // qd) for x, qd in zip(it.demand[p.name], q))
@@ -460,7 +485,8 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     # Power: 70% of its share packs, 30% rebalances among the processors used.
     pack_share = budget_share * (0.7 if mode == "power" else 1.0)
     opts = SolveOptions(time_limit_s=max(0.2, options.time_limit_s * pack_share), num_workers=options.num_workers,
-                        random_seed=options.random_seed, progress=options.progress, log=options.log)
+                        random_seed=options.random_seed, progress=options.progress, log=options.log,
+                        search=options.search)
     baseline = FirstFitDecreasingSolver().solve(problem, opts)
     result: SolveResult = solver.solve(problem, opts)
     if not result.status.has_solution:
@@ -480,7 +506,7 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
         # Small fleets: the assignment model can prove what the pattern bound cannot.
         exact = CpSatColocationSolver().solve(problem, SolveOptions(
             time_limit_s=opts.time_limit_s - spent, num_workers=options.num_workers,
-            random_seed=options.random_seed, hint=sol))
+            random_seed=options.random_seed, hint=sol, search=options.search))
         spent += _spent_s(exact)
         stopped.append(exact.stats.get("stopped_by"))
         stats["assignment_status"] = exact.status.value
@@ -496,7 +522,7 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
         left = max(0.2, options.time_limit_s * budget_share - spent)
         bal = CpSatColocationSolver().solve(bal_problem, SolveOptions(
             time_limit_s=left, num_workers=options.num_workers, random_seed=options.random_seed,
-            hint=sol))
+            hint=sol, search=options.search))
         stopped.append(bal.stats.get("stopped_by"))
         if bal.solution is not None and not validate_colocation(problem, bal.solution):
             from solvers.colocation.validate import solution_cost
@@ -506,7 +532,7 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
                 stats["rebalance_status"] = bal.status.value
                 stats["rebalance_peak_bp"] = bal.objective
     # The wall clock is a safety net only; when it ended a stage, the run may not repeat.
-    stats["stopped_by"] = "wall_time" if "wall_time" in stopped else "deterministic_budget"
+    stats["stopped_by"] = combine_stops(stopped)
     errors = validate_colocation(problem, sol)
     if errors:
         raise InternalError(f"{mode}: solver returned an invalid packing: {errors[0]}")
@@ -527,20 +553,23 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
 
 
 def _spent_s(result: SolveResult) -> float:
-    """The deterministic time a solve used, in seconds of time limit (0 when it used none)."""
-    return float(result.stats.get("dtime_used", 0.0)) / DTIME_PER_SECOND
+    """The budget a solve used, in seconds of time limit (0 when it used none): its
+    deterministic time at the family's rate (until-limit search: the seconds it took)."""
+    used = float(result.stats.get("dtime_used", 0.0))
+    return used if result.stats.get("search") == UNTIL_LIMIT else used / DTIME_PER_SECOND
 
 
 def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: int | None = None,
-                seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None) -> "FleetResult":
+                seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
+                search: str | None = None) -> "FleetResult":
     """Plan a fleet: variants, co-location in both modes, backfill simulation.
 
     Parameters
     ----------
     spec : FleetSpec
         From :func:`planner.fleet.load_fleet_spec`.
-    time_limit_s, workers, seed
-        Override the spec's solver settings.
+    time_limit_s, workers, seed, search
+        Override the spec's solver settings (``search``: ``"deterministic"`` or ``"until-limit"``).
     progress
         Receives each improving (time, objective, bound) of the exact solvers.
 
@@ -566,13 +595,15 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
     t0 = time.perf_counter()
     options = SolveOptions(time_limit_s=time_limit_s if time_limit_s is not None else spec.time_limit_s,
                            num_workers=workers if workers is not None else spec.workers,
-                           random_seed=seed if seed is not None else spec.seed, progress=progress)
+                           random_seed=seed if seed is not None else spec.seed, progress=progress,
+                           search=search if search is not None else spec.search)
     choices = {}
     for t in spec.tenants:
         if t.variants:
             choices[t.name] = choose_variants(spec, t, SolveOptions(time_limit_s=max(0.5, options.time_limit_s * 0.05),
                                                                     num_workers=options.num_workers,
-                                                                    random_seed=options.random_seed))
+                                                                    random_seed=options.random_seed,
+                                                                    search=options.search))
     items = expand_items(spec, choices)
     modes: dict[str, ModeResult] = {}
     power, *_ = _solve_mode(spec, items, "power", options, 0.6)  # variants took at most 5%
@@ -587,4 +618,4 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
         result = FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen,
                              result.quantum, simulate_fleet(result))
     return FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen, result.quantum,
-                       result.backfill, time.perf_counter() - t0)
+                       result.backfill, time.perf_counter() - t0, options.search)

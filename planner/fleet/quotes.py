@@ -8,6 +8,7 @@ and for a model measured on several pools the largest count over the pools it ma
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterable
@@ -71,11 +72,19 @@ class QuoteResult:
                 "priority_discounts": {str(k): v for k, v in sorted(self.priority_discounts.items())},
                 "lines": [asdict(q) for q in self.lines]}
 
+    def to_json(self) -> str:
+        """The quote as JSON text; never ``NaN`` or ``Infinity`` (every price is checked finite).
+
+        >>> QuoteResult("s", "USD", 0.5, 0.2, {}, ()).to_json().splitlines()[1]
+        '  "spec": "s",'
+        """
+        return json.dumps(self.to_dict(), indent=2, allow_nan=False) + "\n"
+
     def write_quote_json(self, path: str | Path, *, force: bool = False, inputs: Iterable[str | Path] = ()) -> None:
         """Write the quote as JSON, whole or not at all; an existing file is replaced only with
         ``force`` (never one of ``inputs``): :func:`planner.safe_output.atomic_file`."""
         with atomic_file(path, force=force, inputs=inputs) as tmp:
-            tmp.write_text(json.dumps(self.to_dict(), indent=2) + "\n", encoding="utf-8")
+            tmp.write_text(self.to_json(), encoding="utf-8")
 
 
 def quote(spec: FleetSpec) -> QuoteResult:
@@ -107,6 +116,10 @@ def quote(spec: FleetSpec) -> QuoteResult:
             factor = 1.0 - pricing.priority_discounts.get(t.priority, 0.0)
             peak = round(pricing.per_gop * ops / 1e9 * factor, 12)
             off = round(peak * (1.0 - pricing.off_peak_discount), 12)
-            lines.append(QuoteLine(label, t.priority, ops, worst, rate, peak, off, round(peak * rate * 3600, 9)))
+            hour = round(peak * rate * 3600, 9)
+            if not all(math.isfinite(x) for x in (peak, off, hour)):  # unreachable within the spec's limits
+                raise SpecError(f"tenant {label!r}: the price is not a finite number (per_gop {pricing.per_gop!r}, "
+                                f"{ops:,} operations per request)", path="fleet.pricing.per_gop")
+            lines.append(QuoteLine(label, t.priority, ops, worst, rate, peak, off, hour))
     return QuoteResult(spec.name, pricing.currency, pricing.per_gop, pricing.off_peak_discount,
                        dict(pricing.priority_discounts), tuple(lines))

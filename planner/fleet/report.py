@@ -8,6 +8,7 @@ from typing import Any
 
 from planner.fleet.pipeline import FleetResult, ModeResult, _pool_of
 from planner.fleet.resolve import DIMENSIONS
+from planner.report.markdown import search_line
 
 __all__ = ["allocation_dict", "write_fleet_outputs", "fleet_summary_rows", "report_markdown"]
 
@@ -66,6 +67,7 @@ def allocation_dict(result: FleetResult) -> dict[str, Any]:
                                 "mean_precision": round(v.mean_precision, 6)} for v in result.variants},
         "modes": {name: _mode_dict(mr) for name, mr in result.modes.items()},
         "backfill": result.backfill.to_dict() if result.backfill is not None else None,
+        "solver": result.solver_summary,
     }
 
 
@@ -93,14 +95,15 @@ def report_markdown(result: FleetResult) -> str:
     out = [f"# Fleet plan: {spec.name}", ""]
     out.append(f"{len(spec.tenants)} tenants ({len(result.items)} instances) on "
                + ", ".join(f"{p.name}: {p.count} x {p.profile}" for p in spec.pools)
-               + f". Chosen mode: **{result.chosen}**. Wall time {result.wall_time_s:.2f} s.")
+               + f". Chosen mode: **{result.chosen}**.")
+    out += ["", search_line(result.solver_summary)]
     out += ["", "## Modes (exact solver beside first-fit decreasing, same run)", "",
-            "| mode | status | objective | bound | gap | processors | cost | peak util. | FFD processors | FFD cost | FFD peak | time |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+            "| mode | status | objective | bound | gap | processors | cost | peak util. | FFD processors | FFD cost | FFD peak |",
+            "|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, m in result.modes.items():
         out.append(f"| {name} | {m.status} | {_num(m.objective)} | {_num(m.bound)} | {_pct(m.gap)} | "
                    f"{m.processors_used} | {m.cost} | {_pct(m.peak_utilization)} | {_num(m.baseline_processors)} | "
-                   f"{_num(m.baseline_cost)} | {_pct(m.baseline_peak)} | {m.wall_time_s:.2f} s |")
+                   f"{_num(m.baseline_cost)} | {_pct(m.baseline_peak)} |")
     out += ["", "power: fewest (cheapest) processors, then rebalanced among them to the lowest peak; "
             "spread: lowest peak utilization over every processor (latency headroom). Objectives: "
             + "; ".join(f"{n}: {m.objective_unit}" for n, m in result.modes.items()) + ".", ""]

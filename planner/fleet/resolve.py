@@ -16,19 +16,30 @@ storage its weight bytes.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from planner.errors import SpecError
+from planner.errors import PlannerError, SpecError
 from planner.hardware import Hardware
 from planner.isa.profiles import PROFILES, get_profile
 from planner.spec.loader import Locator, did_you_mean
-from planner.fleet.spec import FleetDocument, RequirementsSpec
+from planner.fleet.spec import MAX_OPS, MAX_POOL_PROCESSORS, FleetDocument, RequirementsSpec
 
-__all__ = ["DIMENSIONS", "Pool", "Need", "Variant", "Tenant", "FleetSpec", "resolve_fleet"]
+#: All instances of a fleet (tenant replicas and the fewest variant instances the rates need).
+MAX_ITEMS = 10_000
+#: Item kinds (tenants and variants) x processors: the assignment models have one variable per pair
+#: (1,000 tenants on 250 processors plan in ~20 s with --time-limit 2 on a busy 2-core machine).
+MAX_ASSIGNMENT_PAIRS = 250_000
+#: Instances x processors: the greedy baselines try every instance on every processor.
+MAX_PLACEMENT_PAIRS = 1_000_000
+#: Requests the backfill simulation steps through (rates x horizon, over all tenants).
+MAX_BACKFILL_REQUESTS = 200_000  # 100,000 take ~4 s with the solve on a busy machine
+_MAX_PLAN_BYTES = 64 * 2**20
+
+__all__ = ["DIMENSIONS", "MAX_ITEMS", "MAX_ASSIGNMENT_PAIRS", "MAX_PLACEMENT_PAIRS", "MAX_BACKFILL_REQUESTS", "Pool", "Need", "Variant",
+           "Tenant", "FleetSpec", "resolve_fleet"]
 
 DIMENSIONS = ("ops", "io", "storage")
 
@@ -151,6 +162,7 @@ class FleetSpec:
     document: FleetDocument
     locator: Any = field(default=None, compare=False)
     source: Path | None = None
+    search: str = "deterministic"
 
     def pool(self, name: str) -> Pool:
         return next(p for p in self.pools if p.name == name)
@@ -202,55 +214,202 @@ def _measured(name: str, pools: tuple[Pool, ...], allowed: list[str], generator,
         raise locator.error(f"model of tenant {name!r}: {e.message}", where) from None
     except Exception as e:  # pydantic ValidationError of the inner document
         raise locator.error(f"model of tenant {name!r}: {e}", where) from None
-    res = determine_resources(spec.graph, spec.hardware).models[name]
-    return _needs_from_totals(pools, allowed, res.timeline_cycles, spec.hardware.clock_hz,
-                              res.input_bytes + res.output_bytes, res.weight_bytes)
+    try:
+        res = determine_resources(spec.graph, spec.hardware).models[name]
+    except (PlannerError, ValueError) as e:  # GraphError: a model the cost model cannot measure
+        raise locator.error(f"model of tenant {name!r}: {e}", where) from None
+    return _needs_from_totals(name, pools, allowed, res.timeline_cycles, spec.hardware.clock_hz,
+                              res.input_bytes + res.output_bytes, res.weight_bytes, where, locator)
 
 
-def _needs_from_totals(pools, allowed, cycles_by_kind: dict[str, int], clock_hz: int, io: int, storage: int
-                       ) -> dict[str, Need]:
+def _needs_from_totals(name: str, pools, allowed, cycles_by_kind: dict[str, int], clock_hz: int, io: int,
+                       storage: int, where: tuple, locator: Locator) -> dict[str, Need]:
     out = {}
     for p in pools:
         if p.name not in allowed or p.name not in cycles_by_kind:
             continue
         # Busy seconds per request x peak ops/s, as an exact integer (rounded up).
         ops = -(-cycles_by_kind[p.name] * p.ops_per_s // clock_hz)
+        if max(ops, io, storage) > MAX_OPS:
+            raise locator.error(f"tenant {name!r} measures {ops:,} operations, {io:,} IO bytes and {storage:,} "
+                                f"storage bytes per request on pool {p.name!r}; each must be at most {MAX_OPS:.0e}",
+                                where)
         out[p.name] = Need(ops, ops, io, storage)
     return out
 
 
+def _plan_int(value: Any, what: str, path: Path, where: tuple, locator: Locator) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_OPS:
+        raise locator.error(f"plan {str(path)!r}: {what} must be an integer in 0..{MAX_OPS:.0e}, got {value!r:.40}",
+                            where)
+    return value
+
+
+def _read_plan(path: Path, where: tuple, locator: Locator) -> dict:
+    """plan.json as a dict, read with a size and depth limit (a SpecError at the tenant otherwise)."""
+    from planner.importers._read import parse_json_bounded, read_input_text
+
+    try:
+        data = parse_json_bounded(read_input_text(path, _MAX_PLAN_BYTES), path)
+    except SpecError as e:
+        raise locator.error(f"cannot read plan {str(path)!r}: {e}", where) from None
+    if not isinstance(data, dict):
+        raise locator.error(f"plan {str(path)!r} is not a plan.json (expected a JSON object)", where)
+    return data
+
+
 def _from_plan(name: str, pools, allowed, path: Path, where, locator) -> dict[str, Need]:
     """Needs of a compiled plan: its busy cycles and determined bytes (plan.json ``resources``)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise locator.error(f"no such plan file {str(path)!r}", where) from None
-    except (OSError, ValueError) as e:
-        raise locator.error(f"cannot read plan {str(path)!r}: {e}", where) from None
+    data = _read_plan(path, where, locator)
     res = data.get("resources") or {}
-    models = res.get("models") or {}
-    devices = res.get("devices") or {}
-    clock = int(data.get("clock_hz") or 1_000_000_000)
+    models = res.get("models") if isinstance(res, dict) else None
+    devices = (res.get("devices") or {}) if isinstance(res, dict) else None
     if not models:
         raise locator.error(f"plan {str(path)!r} has no determined resources (resources.models)", where)
-    busy = sum(int(d.get("busy_cycles", 0)) for d in devices.values()) if devices else None
-    io = sum(int(m.get("input_bytes", 0)) + int(m.get("output_bytes", 0)) for m in models.values())
-    storage = sum(int(m.get("weight_bytes", 0)) for m in models.values())
-    if busy is None or busy == 0:
+    if (not isinstance(models, dict) or not isinstance(devices, dict)
+            or not all(isinstance(m, dict) for m in (*models.values(), *devices.values()))):
+        raise locator.error(f"plan {str(path)!r}: resources.models and resources.devices must map names to "
+                            "objects", where)
+    clock = _plan_int(data.get("clock_hz", 1_000_000_000), "clock_hz", path, where, locator)
+    if clock < 1:
+        raise locator.error(f"plan {str(path)!r}: clock_hz must be >= 1", where)
+
+    def total(items, key: str) -> int:
+        return sum(_plan_int(x.get(key, 0), f"{key}", path, where, locator) for x in items)
+
+    busy = total(devices.values(), "busy_cycles") if devices else 0
+    io = total(models.values(), "input_bytes") + total(models.values(), "output_bytes")
+    storage = total(models.values(), "weight_bytes")
+    if busy == 0:
         # Serial time on the slowest device kind of the plan (conservative: the pool may be that kind).
-        busy = sum(max(m.get("timeline_cycles", {}).values() or [0]) for m in models.values())
+        for m in models.values():
+            cycles = m.get("timeline_cycles") or {}
+            if not isinstance(cycles, dict):
+                raise locator.error(f"plan {str(path)!r}: timeline_cycles must map device kinds to cycles", where)
+            busy += max((_plan_int(c, "timeline_cycles", path, where, locator) for c in cycles.values()), default=0)
     cycles = {p.name: busy for p in pools}
-    return _needs_from_totals(pools, allowed, cycles, clock, io, storage)
+    return _needs_from_totals(name, pools, allowed, cycles, clock, io, storage, where, locator)
+
+
+def _resolve_pools(doc: FleetDocument, locator: Locator) -> list[Pool]:
+    pools: list[Pool] = []
+    for i, p in enumerate(doc.fleet.pools):
+        if any(q.name == p.name for q in pools):
+            raise locator.error(f"pool {p.name!r} is declared twice", ("fleet", "pools", i, "name"))
+        pools.append(_pool(p, ("fleet", "pools", i), locator))
+    for i, p in enumerate(pools):
+        for q in pools:
+            if q is not p and p.name.startswith(q.name) and p.name[len(q.name):].isdigit():
+                raise locator.error(f"pool names {q.name!r} and {p.name!r} make processor names ambiguous "
+                                    f"({p.name}0 could be either); rename one", ("fleet", "pools", i, "name"))
+    for i, p in enumerate(pools):
+        for dim, cap in zip(DIMENSIONS, p.allocatable(doc.fleet.max_utilization)):
+            if cap < 1:
+                raise locator.error(f"pool {p.name!r}: max_utilization {doc.fleet.max_utilization:g} of its {dim} "
+                                    f"capacity {p.capacity[DIMENSIONS.index(dim)]:,} leaves nothing to allocate",
+                                    ("fleet", "pools", i, "capacity"))
+    total = sum(p.count for p in pools)
+    if total > MAX_POOL_PROCESSORS:
+        raise locator.error(f"the pools hold {total:,} processors; at most {MAX_POOL_PROCESSORS:,} in all",
+                            ("fleet", "pools"))
+    return pools
+
+
+def _allowed_pools(t, names: list[str], where: tuple, locator: Locator) -> list[str]:
+    if t.pools is None:
+        return names
+    for j, pn in enumerate(t.pools):
+        if pn not in names:
+            raise locator.error(f"unknown pool {pn!r}" + did_you_mean(pn, names)
+                                + f" (pools: {', '.join(names)})", (*where, "pools", j))
+        if pn in t.pools[:j]:
+            raise locator.error(f"pool {pn!r} is listed twice", (*where, "pools", j))
+    return [n for n in names if n in t.pools]
+
+
+def _variants(t, pools: tuple[Pool, ...], allowed: list[str], where: tuple, locator: Locator,
+              base_dir: Path) -> list[Variant]:
+    if t.rate < 1e-3:
+        raise locator.error(f"tenant {t.name!r} with variants needs a rate of at least 0.001 requests/s "
+                            f"(variant mixes are chosen in milli-requests per second), got {t.rate:g}", (*where, "rate"))
+    variants: list[Variant] = []
+    for j, v in enumerate(t.variants or ()):
+        vw = (*where, "variants", j)
+        if any(x.name == v.name for x in variants):
+            raise locator.error(f"variant {v.name!r} of tenant {t.name!r} is declared twice", (*vw, "name"))
+        if v.capacity < 1e-3:
+            raise locator.error(f"variant {v.name!r}: capacity must be at least 0.001 requests/s, got {v.capacity:g}",
+                                (*vw, "capacity"))
+        if v.requirements is not None:
+            vn = {n: _explicit(v.requirements) for n in allowed}
+        else:
+            vn = _measured(f"{t.name}.{v.name}", pools, allowed, v.generator, v.graph, vw, locator, base_dir)
+        if not vn:
+            raise locator.error(f"variant {v.name!r} of tenant {t.name!r} can run on none of the pools {allowed}", vw)
+        variants.append(Variant(v.name, v.precision, v.capacity, vn))
+    return variants
+
+
+def _resolve_tenant(t, i: int, pools: tuple[Pool, ...], locator: Locator, base_dir: Path) -> Tenant:
+    where = ("fleet", "tenants", i)
+    allowed = _allowed_pools(t, [p.name for p in pools], where, locator)
+    needs: dict[str, Need] = {}
+    variants: list[Variant] = []
+    if t.requirements is not None:
+        source, needs = "requirements", {n: _explicit(t.requirements) for n in allowed}
+    elif t.generator is not None or t.graph is not None:
+        source, needs = "graph", _measured(t.name, pools, allowed, t.generator, t.graph, where, locator, base_dir)
+    elif t.plan is not None:
+        source, needs = "plan", _from_plan(t.name, pools, allowed, base_dir / t.plan, (*where, "plan"), locator)
+    else:
+        source, variants = "variants", _variants(t, pools, allowed, where, locator, base_dir)
+    if source != "variants" and not needs:
+        raise locator.error(f"tenant {t.name!r} can run on none of the pools {allowed}", where)
+    return Tenant(t.name, t.rate, t.priority, t.replicas, t.deadline, t.precision, t.batch, needs,
+                  tuple(variants), source, where)
+
+
+def _check_size(doc: FleetDocument, pools: list[Pool], tenants: list[Tenant], locator: Locator) -> None:
+    """Bound what the solvers and the simulation will build, before they build it."""
+    items = 0
+    for t in tenants:
+        if t.variants:  # at least the instances the rate needs at the largest capacity
+            items += math.ceil(t.rate_rps / max(v.capacity_rps for v in t.variants) - 1e-9)
+        else:
+            items += t.replicas
+        if items > MAX_ITEMS:
+            raise locator.error(f"the tenants need at least {items:,} instances (replicas and variant instances) "
+                                f"up to tenant {t.name!r}; at most {MAX_ITEMS:,} are placed", t.where)
+    kinds = sum(max(1, len(t.variants)) for t in tenants)
+    processors = sum(p.count for p in pools)
+    if items * processors > MAX_PLACEMENT_PAIRS:
+        raise locator.error(f"at least {items:,} instances on {processors:,} processors make {items * processors:,} "
+                            f"pairs; at most {MAX_PLACEMENT_PAIRS:,} (fewer processors or replicas)", ("fleet",))
+    if kinds * processors > MAX_ASSIGNMENT_PAIRS:
+        raise locator.error(f"{kinds:,} tenants and variants on {processors:,} processors make "
+                            f"{kinds * processors:,} pairs; at most {MAX_ASSIGNMENT_PAIRS:,} (fewer processors, or "
+                            "tenants grouped into replicas)", ("fleet",))
+    bf = doc.fleet.backfill
+    if bf is not None:
+        rates = 0.0 if bf.trace else sum(t.rate_rps for t in tenants if not t.batch)
+        requests = rates * bf.horizon + len(bf.trace or ())
+        if requests > MAX_BACKFILL_REQUESTS:
+            raise locator.error(f"the backfill simulation would step through about {requests:,.0f} requests "
+                                f"(rates x horizon); at most {MAX_BACKFILL_REQUESTS:,}: shorten the horizon",
+                                ("fleet", "backfill", "horizon"))
+    if not math.isfinite(doc.fleet.solver.time_limit):
+        raise locator.error("the time limit must be finite", ("fleet", "solver", "time_limit"))
 
 
 def resolve_fleet(doc: FleetDocument, locator: Locator, *, source: Path | None = None,
                   base_dir: Path | None = None) -> FleetSpec:
-    """Check names and profiles, and measure every tenant on every pool it may use.
+    """Check names, profiles and sizes, and measure every tenant on every pool it may use.
 
     Raises
     ------
     SpecError
-        Unknown profile or pool, duplicate names, a model the cost model cannot measure.
+        Unknown profile or pool, duplicate names (pools, tenants, variants), a model the
+        cost model cannot measure, a fleet beyond the documented limits.
 
     Examples
     --------
@@ -263,64 +422,23 @@ def resolve_fleet(doc: FleetDocument, locator: Locator, *, source: Path | None =
     """
     base_dir = base_dir if base_dir is not None else Path.cwd()
     f = doc.fleet
-    pools: list[Pool] = []
-    for i, p in enumerate(f.pools):
-        if any(q.name == p.name for q in pools):
-            raise locator.error(f"pool {p.name!r} is declared twice", ("fleet", "pools", i, "name"))
-        pools.append(_pool(p, ("fleet", "pools", i), locator))
-    names = [p.name for p in pools]
-    for i, p in enumerate(pools):
-        for q in pools:
-            if q is not p and p.name.startswith(q.name) and p.name[len(q.name):].isdigit():
-                raise locator.error(f"pool names {q.name!r} and {p.name!r} make processor names ambiguous "
-                                    f"({p.name}0 could be either); rename one", ("fleet", "pools", i, "name"))
+    pools = _resolve_pools(doc, locator)
     tenants: list[Tenant] = []
     for i, t in enumerate(f.tenants):
-        where = ("fleet", "tenants", i)
         if any(x.name == t.name for x in tenants):
-            raise locator.error(f"tenant {t.name!r} is declared twice", (*where, "name"))
-        allowed = names
-        if t.pools is not None:
-            for j, pn in enumerate(t.pools):
-                if pn not in names:
-                    raise locator.error(f"unknown pool {pn!r}" + did_you_mean(pn, names)
-                                        + f" (pools: {', '.join(names)})", (*where, "pools", j))
-            allowed = [n for n in names if n in t.pools]
-        needs: dict[str, Need] = {}
-        variants: list[Variant] = []
-        source = "requirements"
-        if t.requirements is not None:
-            needs = {n: _explicit(t.requirements) for n in allowed}
-        elif t.generator is not None or t.graph is not None:
-            source = "graph"
-            needs = _measured(t.name, tuple(pools), allowed, t.generator, t.graph, where, locator, base_dir)
-        elif t.plan is not None:
-            source = "plan"
-            needs = _from_plan(t.name, tuple(pools), allowed, base_dir / t.plan, (*where, "plan"), locator)
-        else:
-            source = "variants"
-            for j, v in enumerate(t.variants or ()):
-                vw = (*where, "variants", j)
-                if v.requirements is not None:
-                    vn = {n: _explicit(v.requirements) for n in allowed}
-                else:
-                    vn = _measured(f"{t.name}.{v.name}", tuple(pools), allowed, v.generator, v.graph, vw,
-                                   locator, base_dir)
-                variants.append(Variant(v.name, v.precision, v.capacity, vn))
-        if source != "variants" and not needs:
-            raise locator.error(f"tenant {t.name!r} can run on none of the pools {allowed}", where)
-        tenants.append(Tenant(t.name, t.rate, t.priority, t.replicas, t.deadline, t.precision, t.batch, needs,
-                              tuple(variants), source, where))
+            raise locator.error(f"tenant {t.name!r} is declared twice", ("fleet", "tenants", i, "name"))
+        tenants.append(_resolve_tenant(t, i, tuple(pools), locator, base_dir))
     if f.backfill is not None and f.backfill.trace:
         known = [t.name for t in tenants]
         for j, e in enumerate(f.backfill.trace):
             if e.tenant not in known:
                 raise locator.error(f"unknown tenant {e.tenant!r}" + did_you_mean(e.tenant, known),
                                     ("fleet", "backfill", "trace", j, "tenant"))
+    _check_size(doc, pools, tenants, locator)
     name = doc.name or (source_stem(locator) or "fleet")
     return FleetSpec(name, tuple(pools), tuple(tenants), f.objective, f.max_utilization,
                      float(f.solver.time_limit), f.solver.workers,
-                     f.solver.seed, doc, locator, None)
+                     f.solver.seed, doc, locator, None, f.solver.search)
 
 
 def source_stem(locator: Locator) -> str | None:

@@ -21,17 +21,62 @@ Line numbers, spec paths and did-you-mean come from :mod:`planner.spec.loader`.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Optional, Union
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema,
+                      model_validator)
 
 from planner.errors import SpecError
 from planner.spec.loader import Locator, _validation_error, did_you_mean
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
 
-__all__ = ["FleetDocument", "ISSUE_EXAMPLE", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document", "is_fleet_data"]
+__all__ = ["FleetDocument", "ISSUE_EXAMPLE", "LIMITS", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document",
+           "is_fleet_data", "has_top_level_fleet_key", "check_yaml_size"]
+
+# Documented limits (README, "Fleet limits"): every number of a fleet spec is finite and in range.
+MAX_OPS = 10**18  # operations per request or per second of a processor
+MAX_BYTES = 2**60  # IO bytes (per request or per second) and storage bytes
+MAX_CLOCK_HZ = 10**13
+MIN_RATE_RPS, MAX_RATE_RPS = 1e-6, 1e9  # requests per second
+MAX_POOL_PROCESSORS = 10_000  # per pool, and over all pools (see resolve)
+MAX_POOLS = 1_000
+MAX_TENANTS = 10_000
+MAX_REPLICAS = 10_000  # per tenant; all instances of a fleet together are bounded in resolve
+MAX_VARIANTS = 64  # per tenant
+MAX_COST = 10**9  # cost of one processor
+MAX_PRIORITY = 10**6  # |priority|
+MAX_SECONDS = 10**6  # deadlines and trace times
+MAX_HORIZON_S = 3600.0  # backfill simulation
+MAX_TRACE = 100_000  # explicit backfill arrivals
+MAX_PRICE = 1e12  # per 10^9 operations
+MAX_SPEC_BYTES = 2**20  # a fleet spec file: PyYAML builds ~350 MB of nodes from 1 MiB of dense YAML
+MAX_YAML_DEPTH = 64  # nesting of a fleet spec's YAML
+MAX_YAML_NODES = 200_000  # values of a fleet spec's YAML, with every alias expanded
+
+#: Every limit of a fleet spec: what -> (value, why).
+LIMITS: dict[str, tuple[float, str]] = {
+    "operations (per request, per second)": (MAX_OPS, "exact integer arithmetic in the solvers"),
+    "bytes (IO, storage)": (MAX_BYTES, "exact integer arithmetic in the solvers"),
+    "processor clock (Hz)": (MAX_CLOCK_HZ, "a plausible processor"),
+    "request rate (requests/s)": (MAX_RATE_RPS, "variant mixes are solved in milli-requests/s on int64"),
+    "processors per pool and in all": (MAX_POOL_PROCESSORS, "the co-location models grow with processors"),
+    "pools": (MAX_POOLS, "the co-location models grow with pools"),
+    "tenants": (MAX_TENANTS, "each is at least one item to place"),
+    "replicas per tenant": (MAX_REPLICAS, "each is an item to place"),
+    "variants per tenant": (MAX_VARIANTS, "the variant model stays within int64"),
+    "processor cost": (MAX_COST, "exact integer arithmetic in the solvers"),
+    "|priority|": (MAX_PRIORITY, "a plausible priority"),
+    "deadline, trace time (s)": (MAX_SECONDS, "nanosecond integers stay exact"),
+    "backfill horizon (s)": (MAX_HORIZON_S, "the simulation steps through every request"),
+    "backfill trace entries": (MAX_TRACE, "the simulation steps through every request"),
+    "price per Gop": (MAX_PRICE, "finite prices"),
+    "fleet spec file bytes": (MAX_SPEC_BYTES, "the YAML parser needs ~350 bytes of memory per byte of dense input"),
+    "YAML nesting depth": (MAX_YAML_DEPTH, "the YAML composer recurses once per level"),
+    "YAML values, aliases expanded": (MAX_YAML_NODES, "validation visits every expanded value"),
+}
 
 #: The co-location example of issue 4 as a spec mapping (used by examples and tests):
 #: 20 000 + 80 000 ops and 30 + 10 GB per second on processors of 100 000 ops and 100 GB/s.
@@ -66,6 +111,10 @@ def parse_ops(value: Any) -> int:
     Traceback (most recent call last):
     ...
     ValueError: expected a number of operations such as "20 Gops", got '12 flurbs'
+    >>> parse_ops("1e999")
+    Traceback (most recent call last):
+    ...
+    ValueError: a number of operations must be in 0..1e+18, got '1e999'
     """
     if isinstance(value, bool):
         raise ValueError(f'expected a number of operations such as "20 Gops", got {value!r}')
@@ -76,8 +125,8 @@ def parse_ops(value: Any) -> int:
         if not m:
             raise ValueError(f'expected a number of operations such as "20 Gops", got {value!r}')
         amount = float(m.group(1)) * _PREFIX[m.group(5)]
-    if amount < 0:
-        raise ValueError(f"a number of operations must be >= 0, got {value!r}")
+    if (isinstance(amount, float) and not math.isfinite(amount)) or not 0 <= amount <= MAX_OPS:
+        raise ValueError(f"a number of operations must be in 0..{MAX_OPS:.0e}, got {value!r}")
     return int(round(amount))
 
 
@@ -92,10 +141,16 @@ def parse_rate(value: Any) -> float:
     Traceback (most recent call last):
     ...
     ValueError: rate must be > 0 requests per second, got 0
+    >>> parse_rate(float("inf"))
+    Traceback (most recent call last):
+    ...
+    ValueError: rate must be in 1e-06..1e+09 requests per second, got inf
     """
     if isinstance(value, bool):
         raise ValueError(f'expected a rate such as "50/s", got {value!r}')
-    if isinstance(value, (int, float)):
+    if isinstance(value, int) and abs(value) > 10**300:  # float() of it would overflow
+        rate = math.inf if value > 0 else -math.inf
+    elif isinstance(value, (int, float)):
         rate = float(value)
     else:
         m = re.fullmatch(rf"\s*({_NUMBER})\s*(/\s*(s|sec|min|h)|rps|req/s)?\s*", str(value))
@@ -105,17 +160,44 @@ def parse_rate(value: Any) -> float:
         rate = float(m.group(1)) / _PER[per]
     if not rate > 0:
         raise ValueError(f"rate must be > 0 requests per second, got {value!r}")
+    if not MIN_RATE_RPS <= rate <= MAX_RATE_RPS:
+        raise ValueError(f"rate must be in {MIN_RATE_RPS:g}..{MAX_RATE_RPS:g} requests per second, got {value!r}")
     return rate
 
 
 def _fraction(value: Any) -> float:
+    """A fraction in 0..1: a number or a percentage.
+
+    >>> _fraction("90%"), _fraction(0.25)
+    (0.9, 0.25)
+    >>> _fraction("x%")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a fraction such as 0.9 or "90%", got 'x%'
+    """
+    shown = value
     if isinstance(value, str) and value.strip().endswith("%"):
-        value = float(value.strip()[:-1]) / 100
+        try:
+            value = float(value.strip()[:-1]) / 100
+        except ValueError:
+            raise ValueError(f'expected a fraction such as 0.9 or "90%", got {shown!r}') from None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f'expected a fraction such as 0.9 or "90%", got {value!r}')
-    if not 0 <= float(value) <= 1:
-        raise ValueError(f"expected a fraction in 0..1, got {value!r}")
+        raise ValueError(f'expected a fraction such as 0.9 or "90%", got {shown!r}')
+    if not 0 <= value <= 1:  # NaN fails this too
+        raise ValueError(f"expected a fraction in 0..1, got {shown!r}")
     return float(value)
+
+
+def _bounded(low: float, high: float, what: str, *, low_open: bool = False) -> AfterValidator:
+    """An after-validator: a finite value in ``low..high`` (``low`` excluded when ``low_open``)."""
+    def check(value: Any) -> Any:
+        finite = isinstance(value, int) or math.isfinite(value)  # exact unit values are ints of any size
+        ok = value is None or (finite and (value > low if low_open else value >= low) and value <= high)
+        if not ok:
+            bound = f"> {low:g}" if low_open else f">= {low:g}"
+            raise ValueError(f"{what} must be {bound} and <= {high:g}, got {value!r}")
+        return value
+    return AfterValidator(check)
 
 
 Ops = Annotated[int, BeforeValidator(parse_ops),
@@ -126,6 +208,34 @@ Rate = Annotated[float, BeforeValidator(parse_rate),
                  WithJsonSchema({"anyOf": [{"type": "number", "exclusiveMinimum": 0}, {"type": "string"}],
                                  "description": "Requests per second: a number or \"50/s\", \"300/min\".",
                                  "examples": ["50/s"]})]
+def _seconds_overflow_guard(value: Any) -> Any:
+    """Refuse durations whose number overflows (``1e999 s``) before the unit parser sees them."""
+    from planner.spec.units import parse_seconds
+
+    try:
+        parse_seconds(value)
+    except OverflowError:
+        raise ValueError(f"the duration {value!r:.40} is too large") from None
+    except ValueError:
+        pass  # the parser itself says what is wrong
+    return value
+
+
+def _solver_guard(value: Any) -> Any:
+    if isinstance(value, Mapping) and "time_limit" in value:
+        _seconds_overflow_guard(value["time_limit"])
+    return value
+
+
+_SECONDS_GUARD = BeforeValidator(_seconds_overflow_guard)
+PositiveOps = Annotated[Ops, _bounded(0, MAX_OPS, "a processor's operations per second", low_open=True)]
+CapacityBytes = Annotated[Size, _bounded(1, MAX_BYTES, "a capacity in bytes")]
+CapacityBandwidth = Annotated[Bandwidth, _bounded(1, MAX_BYTES, "a bandwidth in bytes per second")]
+Bytes = Annotated[Size, _bounded(0, MAX_BYTES, "a number of bytes")]
+Clock = Annotated[Frequency, _bounded(1, MAX_CLOCK_HZ, "a clock in Hz")]
+Deadline = Annotated[Seconds, _bounded(0, MAX_SECONDS, "a duration in seconds", low_open=True), _SECONDS_GUARD]
+HorizonSeconds = Annotated[Seconds, _bounded(0, MAX_HORIZON_S, "a backfill duration in seconds", low_open=True),
+                           _SECONDS_GUARD]
 Fraction = Annotated[float, BeforeValidator(_fraction),
                      WithJsonSchema({"anyOf": [{"type": "number", "minimum": 0, "maximum": 1},
                                                {"type": "string", "pattern": r"^\s*[\d.]+\s*%\s*$"}]})]
@@ -138,9 +248,9 @@ class _Model(BaseModel):
 class CapacitySpec(_Model):
     """What one processor of a pool offers (overrides the profile's figures)."""
 
-    ops: Optional[Ops] = Field(None, description="Operations per second (default: clock x MXU size).")
-    io: Optional[Bandwidth] = Field(None, description="IO bytes per second (default: main-memory bandwidth).")
-    storage: Optional[Size] = Field(None, description="Storage bytes (default: main-memory capacity).")
+    ops: Optional[PositiveOps] = Field(None, description="Operations per second (default: clock x MXU size).")
+    io: Optional[CapacityBandwidth] = Field(None, description="IO bytes per second (default: main-memory bandwidth).")
+    storage: Optional[CapacityBytes] = Field(None, description="Storage bytes (default: main-memory capacity).")
 
 
 class PoolSpec(_Model):
@@ -148,9 +258,10 @@ class PoolSpec(_Model):
 
     name: Name = Field(description="Pool name; processors are <name>0, <name>1, ...")
     profile: str = Field(description="Built-in ISA profile.", examples=["tpu-v4"])
-    count: Count = Field(1, description="Processors in the pool.")
-    cost: NonNegative = Field(1, description="Cost of one used processor (power) for the fewest-processors mode.")
-    clock: Optional[Frequency] = Field(None, description="Override of the profile's clock.")
+    count: Count = Field(1, le=MAX_POOL_PROCESSORS, description="Processors in the pool.")
+    cost: NonNegative = Field(1, le=MAX_COST, description="Cost of one used processor (power) for the "
+                              "fewest-processors mode.")
+    clock: Optional[Clock] = Field(None, description="Override of the profile's clock.")
     capacity: CapacitySpec = Field(default_factory=CapacitySpec, description="Per-processor capacity.")
 
 
@@ -159,8 +270,8 @@ class RequirementsSpec(_Model):
 
     ops: Ops = Field(description="Operations per request.")
     ops_max: Optional[Ops] = Field(None, description="Worst case when the count depends on the data.")
-    io: Optional[Size] = Field(None, description="IO bytes per request.")
-    storage: Optional[Size] = Field(None, description="Resident bytes (weights) per instance.")
+    io: Optional[Bytes] = Field(None, description="IO bytes per request.")
+    storage: Optional[Bytes] = Field(None, description="Resident bytes (weights) per instance.")
 
 
 class VariantSpec(_Model):
@@ -185,9 +296,10 @@ class TenantSpec(_Model):
 
     name: Name
     rate: Rate = Field(description="Requests per second.")
-    priority: int = Field(0, description="Higher is more important; lower tenants borrow idle capacity.")
-    replicas: Count = Field(1, description="Instances sharing the rate equally.")
-    deadline: Optional[Seconds] = Field(None, description="Latency bound of one request.")
+    priority: int = Field(0, ge=-MAX_PRIORITY, le=MAX_PRIORITY,
+                          description="Higher is more important; lower tenants borrow idle capacity.")
+    replicas: Count = Field(1, le=MAX_REPLICAS, description="Instances sharing the rate equally.")
+    deadline: Optional[Deadline] = Field(None, description="Latency bound of one request.")
     precision: Optional[Fraction] = Field(None, description="Required mean precision (with variants).")
     batch: bool = Field(False, description="Best effort: also runs on capacity lent by higher priorities.")
     pools: Optional[list[Name]] = Field(None, description="Pools the tenant may use (default: all that fit).")
@@ -195,7 +307,7 @@ class TenantSpec(_Model):
     generator: Optional[Generator] = None
     graph: Optional[GraphSpec] = None
     plan: Optional[str] = Field(None, description="A compiled plan.json (its determined resources).")
-    variants: Optional[list[VariantSpec]] = Field(None, min_length=1)
+    variants: Optional[list[VariantSpec]] = Field(None, min_length=1, max_length=MAX_VARIANTS)
 
     @model_validator(mode="after")
     def _one_source(self) -> "TenantSpec":
@@ -210,42 +322,48 @@ class TenantSpec(_Model):
 
 class TraceEntry(_Model):
     tenant: Name
-    at: Seconds = Field(description="Arrival time from the start of the trace.")
+    at: Annotated[Seconds, _bounded(0, MAX_SECONDS, "a trace time in seconds"), _SECONDS_GUARD] = Field(
+        description="Arrival time from the start of the trace.")
 
 
 class BackfillSpec(_Model):
     """Lend idle allocated capacity to lower-priority batch tenants (simulated)."""
 
-    horizon: Seconds = Field("100 ms", validate_default=True, description="Simulated time.")
+    horizon: HorizonSeconds = Field("100 ms", validate_default=True, description="Simulated time.")
     mode: Literal["preempt", "checkpoint"] = Field("preempt", description="preempt: the borrower's unfinished "
                                                    "chunk is lost; checkpoint: saved, at a delay to the primary.")
-    chunk: Seconds = Field("1 ms", validate_default=True, description="Borrower work unit (lost when preempted).")
-    checkpoint: Seconds = Field("100 us", validate_default=True, description="Time to save a borrower's state.")
-    resume: Seconds = Field("50 us", validate_default=True, description="Time to restore it.")
-    trace: Optional[list[TraceEntry]] = Field(None, description="Request arrivals (default: from the rates).")
-    seed: NonNegative = Field(0, description="Seed of the generated trace.")
+    chunk: HorizonSeconds = Field("1 ms", validate_default=True,
+                                  description="Borrower work unit (lost when preempted).")
+    checkpoint: HorizonSeconds = Field("100 us", validate_default=True, description="Time to save a borrower's state.")
+    resume: HorizonSeconds = Field("50 us", validate_default=True, description="Time to restore it.")
+    trace: Optional[list[TraceEntry]] = Field(None, max_length=MAX_TRACE,
+                                              description="Request arrivals (default: from the rates).")
+    seed: NonNegative = Field(0, le=2**63 - 1, description="Seed of the generated trace.")
 
 
 class PricingSpec(_Model):
     """Prices per operation with discounts."""
 
-    per_gop: float = Field(gt=0, description="Price of 10^9 operations at peak, full priority.")
-    currency: str = Field("USD")
-    priority_discounts: dict[int, Fraction] = Field(default_factory=dict,
+    per_gop: float = Field(ge=0, le=MAX_PRICE, allow_inf_nan=False,
+                           description="Price of 10^9 operations at peak, full priority (finite, >= 0).")
+    currency: str = Field("USD", min_length=1, max_length=16)
+    priority_discounts: dict[Annotated[int, Field(ge=-MAX_PRIORITY, le=MAX_PRIORITY)], Fraction] = Field(
+        default_factory=dict,
                                                     description="Discount by priority (lower priority, cheaper).")
     off_peak_discount: Fraction = Field(0.0, description="Discount off peak.")
 
 
 class FleetSection(_Model):
-    pools: list[PoolSpec] = Field(min_length=1)
-    tenants: list[TenantSpec] = Field(min_length=1)
+    pools: list[PoolSpec] = Field(min_length=1, max_length=MAX_POOLS)
+    tenants: list[TenantSpec] = Field(min_length=1, max_length=MAX_TENANTS)
     objective: Literal["power", "spread"] = Field("power", description="power: fewest (cheapest) processors, "
                                                   "then balanced; spread: lowest peak utilization over all.")
-    max_utilization: Fraction = Field(1.0, description="Cap on the ops and io share any processor may be "
-                                      "allocated (headroom for bursts and latency), e.g. 0.8.")
+    max_utilization: Annotated[Fraction, _bounded(0, 1, "max_utilization", low_open=True)] = Field(
+        1.0, description="Cap on the ops and io share any processor may be allocated (headroom for bursts and "
+                         "latency), e.g. 0.8; > 0.")
     backfill: Optional[BackfillSpec] = None
     pricing: Optional[PricingSpec] = None
-    solver: SolverSpec = Field(default_factory=SolverSpec)
+    solver: Annotated[SolverSpec, BeforeValidator(_solver_guard)] = Field(default_factory=SolverSpec)
 
 
 class FleetDocument(_Model):
@@ -292,6 +410,96 @@ def _fields_at(raw: tuple) -> list[str]:
     return list(cur.model_fields) if isinstance(cur, type) and issubclass(cur, BaseModel) else []
 
 
+def check_yaml_size(text: str, file: str | None = None) -> None:
+    """Refuse YAML nested deeper than :data:`MAX_YAML_DEPTH` or with more than
+    :data:`MAX_YAML_NODES` values once aliases are expanded (a "billion laughs").
+
+    Reads parser events only (no document is built, nothing recurses), counting each
+    anchored value's size so that an alias adds what it would expand to.
+
+    Examples
+    --------
+    >>> check_yaml_size("a: [1, 2]\\nb: {c: 3}\\n")
+    >>> bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\\n" + "".join(
+    ...     f"{k}: &{k} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\\n" for p, k in zip("abcdef", "bcdefg"))
+    >>> check_yaml_size(bomb, "f.yaml")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: f.yaml:6: the YAML expands to more than 200,000 values (aliases expanded); a fleet spec has fewer
+    >>> check_yaml_size("a: " + "[" * 100 + "]" * 100, "f.yaml")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: f.yaml:1: the YAML is nested deeper than 64 levels
+    """
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    depth, values = 0, 0
+    sizes: dict[str, int] = {}
+    open_anchors: list[tuple[str | None, int]] = []
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            line = event.start_mark.line + 1 if event.start_mark else None
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                values += 1
+                open_anchors.append((event.anchor, values))
+                if depth > MAX_YAML_DEPTH:
+                    raise SpecError(f"the YAML is nested deeper than {MAX_YAML_DEPTH} levels", file=file, line=line)
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                anchor, start = open_anchors.pop()
+                if anchor is not None:
+                    sizes[anchor] = values - start + 1
+            elif isinstance(event, yaml.ScalarEvent):
+                values += 1
+                if event.anchor is not None:
+                    sizes[event.anchor] = 1
+            elif isinstance(event, yaml.AliasEvent):
+                values += sizes.get(event.anchor, 1)
+            if values > MAX_YAML_NODES:
+                raise SpecError(f"the YAML expands to more than {MAX_YAML_NODES:,} values (aliases expanded); "
+                                "a fleet spec has fewer", file=file, line=line)
+    except yaml.YAMLError:
+        return  # malformed: the loader reports it with its line
+
+
+def has_top_level_fleet_key(text: str) -> bool:
+    """Whether YAML text is a mapping whose keys include ``fleet``, read as parser events.
+
+    Events are produced without building the document, so aliases are never expanded,
+    nesting costs no recursion, and the scan stops at the key; text the parser rejects
+    (e.g. a document cut short) counts only up to the error.
+
+    >>> has_top_level_fleet_key("version: 1\\nfleet:\\n  pools: [")
+    True
+    >>> has_top_level_fleet_key("hardware: {fleet: 1}\\n"), has_top_level_fleet_key("[fleet]")
+    (False, False)
+    """
+    import yaml
+
+    depth, expect_key = 0, False
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+                if depth == 1 and not isinstance(event, yaml.MappingStartEvent):
+                    return False
+                expect_key = depth == 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+                if depth <= 0:
+                    return False
+                expect_key = depth == 1
+            elif depth == 1 and isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
+                if expect_key and isinstance(event, yaml.ScalarEvent) and event.value == "fleet":
+                    return True
+                expect_key = not expect_key
+    except yaml.YAMLError:
+        return False
+    return False
+
+
 def is_fleet_data(data: Any) -> bool:
     """A fleet spec has a top-level ``fleet:`` key.
 
@@ -320,13 +528,11 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
     if isinstance(source, Mapping):
         locator, base = Locator(dict(source), None, None), Path.cwd()
     else:
+        from planner.importers._read import read_input_text
+
         path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SpecError("no such spec file", file=str(path)) from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise SpecError(f"cannot read the spec: {e}", file=str(path)) from None
+        text = read_input_text(path, MAX_SPEC_BYTES)
+        check_yaml_size(text, str(path))
         locator, base = Locator.from_yaml(text, str(path)), path.parent
     if not isinstance(locator.data, Mapping):
         raise locator.error("the spec must be a mapping with a 'fleet' key")

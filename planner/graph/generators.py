@@ -27,7 +27,8 @@ from typing import Any, Callable, Mapping
 
 from planner.graph.ir import DTYPE_BYTES, Op, Tensor
 
-__all__ = ["GENERATORS", "GENERATOR_PARAMS", "generate", "conv_output_size", "inception_graph"]
+__all__ = ["GENERATORS", "GENERATOR_PARAMS", "generate", "generator_size", "conv_output_size",
+           "inception_graph"]
 
 # kind -> {param: default}; ``None`` marks an optional parameter with a computed default.
 GENERATOR_PARAMS: dict[str, dict[str, Any]] = {
@@ -355,6 +356,48 @@ def _unary(b: _Builder, local: str, type_: str, x: str) -> str:
 GENERATORS: dict[str, Callable[[str, dict[str, Any]], tuple[list[Tensor], list[Op]]]] = {
     "mlp": _mlp, "transformer": _transformer, "resnet": _resnet,
 }
+
+
+def generator_size(kind: str, params: Mapping[str, Any] | None = None) -> tuple[int, int]:
+    """``(ops, tensors)`` a generator would make, computed from its parameters alone.
+
+    For checking a size limit before anything is built (``layers: 10**10`` must not spin).
+
+    Raises
+    ------
+    ValueError
+        Unknown kind or parameter, or a count that is not a positive integer.
+
+    Examples
+    --------
+    >>> generator_size("transformer", {"layers": 2, "heads": 4})  # 2 * (11 + 4 * 4) + 1 ops
+    (55, 96)
+    >>> generator_size("resnet", {"blocks": [2, 2, 2, 2]}), generator_size("mlp", {"layers": 3})
+    ((49, 71), (5, 9))
+    """
+    if kind not in GENERATORS:
+        raise ValueError(f"unknown generator {kind!r} (known: {', '.join(GENERATORS)})")
+    p = _check_params(kind, dict(params or {}))
+    if kind == "mlp":
+        if p["hidden"] is not None:
+            if not isinstance(p["hidden"], (list, tuple)):
+                raise ValueError(f"mlp generator: hidden must be a list of sizes, got {p['hidden']!r}")
+            linear = len(p["hidden"]) + 1
+        else:
+            linear = _positive_int("mlp", "layers", p["layers"])
+        return 2 * linear - 1, 3 * linear
+    if kind == "transformer":
+        layers = _positive_int("transformer", "layers", p["layers"])
+        heads = _positive_int("transformer", "heads", p["heads"])
+        return layers * (11 + 4 * heads) + 1, layers * (18 + 7 * heads) + 4
+    blocks = p["blocks"]
+    if isinstance(blocks, int) and not isinstance(blocks, bool):
+        blocks = [blocks] * 4
+    if not isinstance(blocks, (list, tuple)) or not blocks:
+        raise ValueError(f"resnet generator: blocks must be a non-empty list of per-stage block counts, got "
+                         f"{blocks!r:.60}")
+    total = sum(_positive_int("resnet", "blocks[]", n) for n in blocks)
+    return 6 + 5 * total + len(blocks) - 1, 9 + 7 * total + 2 * (len(blocks) - 1)
 
 
 def generate(kind: str, params: Mapping[str, Any] | None = None,

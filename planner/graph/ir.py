@@ -167,16 +167,15 @@ class Graph:
                     self.dag[p][c]["tensors"].append(t)
                 else:
                     self.dag.add_edge(p, c, tensors=[t])
-        try:
-            cycle = nx.find_cycle(self.dag)
-        except nx.NetworkXNoCycle:
-            cycle = None
-        if cycle:
-            names = [u for u, _ in cycle] + [cycle[0][0]]
-            raise GraphError("the graph has a cycle: " + " -> ".join(names), op=names[0])
-        # Deterministic order: topological, ties broken by declaration order.
+        # Deterministic order: topological, ties broken by declaration order. A cycle is
+        # looked for (and named) only when there is one: the search costs more than the sort.
         index = {name: i for i, name in enumerate(self.ops)}
-        self._topo = tuple(nx.lexicographical_topological_sort(self.dag, key=index.__getitem__))
+        try:
+            self._topo = tuple(nx.lexicographical_topological_sort(self.dag, key=index.__getitem__))
+        except (nx.NetworkXUnfeasible, RuntimeError):
+            cycle = nx.find_cycle(self.dag)
+            names = [u for u, _ in cycle] + [cycle[0][0]]
+            raise GraphError("the graph has a cycle: " + " -> ".join(names), op=names[0]) from None
 
     def producer(self, tensor: str) -> str | None:
         return self._producer.get(tensor)

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from planner.errors import BinaryFormatError
-from planner.graph.ir import Graph, Op, Tensor
+from planner.graph.ir import Graph, GraphError, Op, Tensor
+from planner.graph.shapes import check_graph_op
 
 __all__ = ["GRAPH_FORMAT", "GRAPH_FORMAT_VERSION", "graph_to_dict", "graph_from_dict",
            "write_graph_json", "read_graph_json"]
@@ -179,7 +180,10 @@ def graph_from_dict(data: Mapping[str, Any]) -> Graph:
             raise _bad(f"{where}.shape must be a list of ints, got {shape!r}")
         if not all(isinstance(e[k], str) for k in ("name", "dtype", "kind")):
             raise _bad(f"{where}: name, dtype and kind must be strings")
-        tensors.append(Tensor(e["name"], tuple(shape), e["dtype"], e["kind"]))
+        try:
+            tensors.append(Tensor(e["name"], tuple(shape), e["dtype"], e["kind"]))
+        except GraphError as err:
+            raise _bad(f"{where}: {err}") from None
     ops = []
     for i, entry in enumerate(data["ops"]):
         where = f"ops[{i}]"
@@ -195,7 +199,13 @@ def graph_from_dict(data: Mapping[str, Any]) -> Graph:
         ops.append(Op(e["name"], e["type"], _strings(e["inputs"], f"{where}.inputs"),
                       _strings(e["outputs"], f"{where}.outputs"), dict(attrs), dict(cycles),
                       e["model"], _strings(e["after"], f"{where}.after")))
-    return Graph(tensors, ops)
+    try:  # structure, then every op against its shape contract (what the numeric replay relies on)
+        graph = Graph(tensors, ops)
+        for op in graph.ops.values():
+            check_graph_op(op, graph)
+    except GraphError as err:
+        raise _bad(str(err)) from None
+    return graph
 
 
 def write_graph_json(graph: Graph, path: Path | str) -> Path:
@@ -235,13 +245,16 @@ def read_graph_json(path: Path | str) -> Graph:
     ...     read_graph_json(p)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    planner.errors.BinaryFormatError: .../graph.json: not JSON: ...
+    planner.errors.BinaryFormatError: .../graph.json:1: not JSON: ...
     """
+    from planner.errors import SpecError
+    from planner.spec.reader import read_json, read_text_file
+
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as e:
-        raise BinaryFormatError(f"{path}: not JSON: {e}") from None
+    try:  # bounded: size, nesting, no NaN or infinities
+        data = read_json(read_text_file(path, what="graph"), str(path))
+    except SpecError as e:
+        raise BinaryFormatError(str(e)) from None
     try:
         return graph_from_dict(data)
     except BinaryFormatError as e:

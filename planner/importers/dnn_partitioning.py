@@ -48,10 +48,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from planner.importers._spec import format_error
+from planner.errors import SpecError
+from planner.importers._read import parse_json_bounded, read_input_text
+from planner.importers._spec import format_error, spec_name
 
 __all__ = [
     "CYCLES_PER_MS",
+    "MAX_NODES",
+    "MAX_EDGES",
+    "MAX_DEVICES",
+    "MAX_MS",
+    "MAX_BYTES",
     "OBJECTIVES",
     "DnnNode",
     "DnnWorkload",
@@ -137,13 +144,28 @@ _TINY = json.dumps({
 }, indent=1)
 
 
+#: Limits on a workload (the published ones have up to 2,012 nodes, 3 accelerators, 1 CPU).
+MAX_NODES = 100_000
+MAX_EDGES = 1_000_000
+MAX_DEVICES = 1024  # accelerators plus CPUs: each is a device of the spec
+MAX_MS = 1e6  # a latency or transfer cost, in ms (1e12 cycles at 1 GHz)
+MAX_BYTES = 2**40  # a node's size and an accelerator's memory
+_MAX_ID = 2**53
+
+
 def _line_of(text: str, pattern: str) -> int | None:
     m = re.search(pattern, text)
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
+def _id_anchor(node_id: Any) -> str:
+    """A regex finding ``"id": <node_id>`` (the id escaped: it comes from the file)."""
+    return rf'"id"\s*:\s*{re.escape(str(node_id))}\b'
+
+
 def _number(obj: Mapping[str, Any], key: str, what: str, text: str, anchor: str,
-            path: Path | str | None, default: Any = None) -> Any:
+            path: Path | str | None, default: Any = None, high: float = MAX_MS) -> Any:
+    """A finite number in ``0..high`` (JSON's parse already refused NaN and infinities)."""
     if key not in obj:
         if default is not None:
             return default
@@ -152,9 +174,49 @@ def _number(obj: Mapping[str, Any], key: str, what: str, text: str, anchor: str,
     if isinstance(v, bool):
         return int(v)
     if not isinstance(v, (int, float)):
-        raise format_error(f"{what}: {key!r} must be a number, got {v!r}", path,
+        raise format_error(f"{what}: {key!r} must be a number, got {v!r:.60}", path, _line_of(text, anchor))
+    if not 0 <= v <= high:
+        raise format_error(f"{what}: {key!r} is {v!r:.30}; expected a number in 0..{high:g}", path,
                            _line_of(text, anchor))
     return v
+
+
+def _integer(obj: Mapping[str, Any], key: str, what: str, text: str, anchor: str, path: Path | str | None,
+             low: int = 0, high: int = _MAX_ID) -> int:
+    v = obj.get(key)
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        raise format_error(f"{what}: {key!r} must be an integer in {low:,}..{high:,}, got {v!r:.60}", path,
+                           _line_of(text, anchor))
+    return v
+
+
+def _check_acyclic(edges: list[tuple[int, int]], ids: list[int], path: Path | str | None, text: str) -> None:
+    """Raise naming a cycle of node ids when the edges have one."""
+    succ: dict[int, list[int]] = {}
+    for u, v in edges:
+        succ.setdefault(u, []).append(v)
+    state = [0] * len(ids)  # 0 new, 1 on the stack, 2 done
+    for root in range(len(ids)):
+        if state[root]:
+            continue
+        stack = [(root, iter(succ.get(root, ())))]
+        state[root] = 1
+        trail = [root]
+        while stack:
+            u, it = stack[-1]
+            v = next(it, None)
+            if v is None:
+                stack.pop()
+                trail.pop()
+                state[u] = 2
+            elif state[v] == 1:
+                cycle = trail[trail.index(v):] + [v]
+                raise format_error("the edges form a cycle: " + " -> ".join(f"node {ids[i]}" for i in cycle),
+                                   path, _line_of(text, rf'"sourceId"\s*:\s*{ids[cycle[0]]}\b'))
+            elif state[v] == 0:
+                state[v] = 1
+                trail.append(v)
+                stack.append((v, iter(succ.get(v, ()))))
 
 
 def parse_dnn_json(text: str, path: Path | str | None = None) -> DnnWorkload:
@@ -171,42 +233,56 @@ def parse_dnn_json(text: str, path: Path | str | None = None) -> DnnWorkload:
     Traceback (most recent call last):
     ...
     planner.errors.SpecError: line 2: node 4: missing key 'supportedOnFpga'
+    >>> parse_dnn_json('{"maxSizePerFPGA": 1, "maxFPGAs": 1, "maxCPUs": 1, "nodes": [],\\n'
+    ...                '"edges": [{"sourceId": 1, "destId": 2, "cost": Infinity}]}')
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: line 2: Infinity is not a number JSON allows; give a finite number
     """
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise format_error(f"invalid JSON: {e.msg} (column {e.colno})", path, e.lineno) from None
-    if not isinstance(data, dict):
-        raise format_error("expected a JSON object with 'nodes' and 'edges'", path, 1)
+    data = parse_json_bounded(text, path)
+    if not isinstance(data, dict) or "nodes" not in data or "maxFPGAs" not in data:
+        raise format_error("JSON file is not a dnn-partitioning workload (needs 'nodes' and 'maxFPGAs')", path, 1)
     for key in ("maxSizePerFPGA", "maxFPGAs", "maxCPUs", "nodes", "edges"):
         if key not in data:
             raise format_error(f"missing top-level key {key!r}", path, 1)
-    max_size = _number(data, "maxSizePerFPGA", "top level", text, '"maxSizePerFPGA"', path)
-    k = _number(data, "maxFPGAs", "top level", text, '"maxFPGAs"', path)
-    c = _number(data, "maxCPUs", "top level", text, '"maxCPUs"', path)
-    if k < 0 or c < 0 or int(k) != k or int(c) != c:
-        raise format_error("maxFPGAs and maxCPUs must be non-negative integers", path,
+    max_size = _number(data, "maxSizePerFPGA", "top level", text, '"maxSizePerFPGA"', path, high=MAX_BYTES)
+    k = _integer(data, "maxFPGAs", "top level", text, '"maxFPGAs"', path, high=MAX_DEVICES)
+    c = _integer(data, "maxCPUs", "top level", text, '"maxCPUs"', path, high=MAX_DEVICES)
+    if not 1 <= k + c <= MAX_DEVICES:
+        raise format_error(f"maxFPGAs + maxCPUs is {k + c}; expected 1..{MAX_DEVICES}", path,
                            _line_of(text, '"maxFPGAs"'))
     raw_nodes, raw_edges = data["nodes"], data["edges"]
     if not isinstance(raw_nodes, list) or not isinstance(raw_edges, list):
         raise format_error("'nodes' and 'edges' must be lists", path, _line_of(text, '"nodes"'))
-    out_cost: dict[int, float] = {}
+    if len(raw_nodes) > MAX_NODES or len(raw_edges) > MAX_EDGES:
+        raise format_error(f"{len(raw_nodes):,} nodes and {len(raw_edges):,} edges; at most {MAX_NODES:,} and "
+                           f"{MAX_EDGES:,} are imported", path, _line_of(text, '"nodes"'))
     ids: dict[int, int] = {}
     for i, nd in enumerate(raw_nodes):
         if not isinstance(nd, dict) or "id" not in nd:
             raise format_error(f"nodes[{i}] must be an object with an 'id'", path, _line_of(text, '"nodes"'))
-        if nd["id"] in ids:
-            raise format_error(f"node id {nd['id']} appears twice", path,
-                               _line_of(text, rf'"id"\s*:\s*{nd["id"]}\b'))
-        ids[nd["id"]] = i
+        nid = _integer(nd, "id", f"nodes[{i}]", text, '"nodes"', path, low=-_MAX_ID)
+        if nid in ids:
+            raise format_error(f"node id {nid} appears twice", path, _line_of(text, _id_anchor(nid)))
+        ids[nid] = i
+    out_cost, edges = _parse_edges(raw_edges, ids, text, path)
+    _check_acyclic(edges, list(ids), path, text)
+    nodes = [_parse_node(nd, out_cost, k, c, text, path) for nd in raw_nodes]
+    return DnnWorkload(tuple(nodes), tuple(edges), float(max_size), k, c)
+
+
+def _parse_edges(raw_edges: list, ids: dict[int, int], text: str, path: Path | str | None
+                 ) -> tuple[dict[int, float], list[tuple[int, int]]]:
+    out_cost: dict[int, float] = {}
     edges: list[tuple[int, int]] = []
     for e_i, ed in enumerate(raw_edges):
-        anchor = rf'"sourceId"\s*:\s*{ed.get("sourceId") if isinstance(ed, dict) else "x"}\b'
         what = f"edges[{e_i}]"
         if not isinstance(ed, dict):
             raise format_error(f"{what} must be an object", path, _line_of(text, '"edges"'))
-        u = _number(ed, "sourceId", what, text, anchor, path)
-        v = _number(ed, "destId", what, text, anchor, path)
+        src = ed.get("sourceId")
+        anchor = rf'"sourceId"\s*:\s*{re.escape(str(src))}\b' if isinstance(src, int) else '"edges"'
+        u = _integer(ed, "sourceId", what, text, anchor, path, low=-_MAX_ID)
+        v = _integer(ed, "destId", what, text, anchor, path, low=-_MAX_ID)
         cost = _number(ed, "cost", what, text, anchor, path)
         for end in (u, v):
             if end not in ids:
@@ -216,22 +292,26 @@ def parse_dnn_json(text: str, path: Path | str | None = None) -> DnnWorkload:
                                "the model needs one cost per source node", path, _line_of(text, anchor))
         out_cost[u] = cost
         edges.append((ids[u], ids[v]))
-    nodes = []
-    for nd in raw_nodes:
-        nid = nd["id"]
-        anchor, what = rf'"id"\s*:\s*{nid}\b', f"node {nid}"
-        sup = _number(nd, "supportedOnFpga", what, text, anchor, path)
-        cpu = _number(nd, "cpuLatency", what, text, anchor, path)
-        fpga = _number(nd, "fpgaLatency", what, text, anchor, path, default=0.0)
-        bwd = _number(nd, "isBackwardNode", what, text, anchor, path, default=0)
-        size = _number(nd, "size", what, text, anchor, path, default=0.0)
-        if min(cpu, fpga, size) < 0:
-            raise format_error(f"{what}: latencies and size must be >= 0", path, _line_of(text, anchor))
-        cc = nd.get("colorClass")
-        nodes.append(DnnNode(nid, str(nd.get("name", f"n{nid}")), bool(sup), float(cpu), float(fpga),
-                             bool(bwd), None if cc is None else int(cc), float(size),
-                             float(out_cost.get(nid, 0.0))))
-    return DnnWorkload(tuple(nodes), tuple(edges), float(max_size), int(k), int(c))
+    return out_cost, edges
+
+
+def _parse_node(nd: dict, out_cost: dict[int, float], k: int, c: int, text: str, path: Path | str | None
+                ) -> DnnNode:
+    nid = nd["id"]
+    anchor, what = _id_anchor(nid), f"node {nid}"
+    sup = _number(nd, "supportedOnFpga", what, text, anchor, path, high=1)
+    cpu = _number(nd, "cpuLatency", what, text, anchor, path)
+    fpga = _number(nd, "fpgaLatency", what, text, anchor, path, default=0.0)
+    bwd = _number(nd, "isBackwardNode", what, text, anchor, path, default=0, high=1)
+    size = _number(nd, "size", what, text, anchor, path, default=0.0, high=MAX_BYTES)
+    cc = nd.get("colorClass")
+    if cc is not None and (isinstance(cc, bool) or not isinstance(cc, int)):
+        raise format_error(f"{what}: 'colorClass' must be an integer, got {cc!r:.60}", path, _line_of(text, anchor))
+    if not (sup and k) and not c:
+        raise format_error(f"{what} can run on no device: it is {'not ' if not sup else ''}supported on "
+                           f"accelerators and maxCPUs is 0", path, _line_of(text, anchor))
+    return DnnNode(nid, str(nd.get("name", f"n{nid}"))[:200], bool(sup), float(cpu), float(fpga), bool(bwd), cc,
+                   float(size), float(out_cost.get(nid, 0.0)))
 
 
 def read_dnn_json(path: Path | str) -> DnnWorkload:
@@ -246,7 +326,7 @@ def read_dnn_json(path: Path | str) -> DnnWorkload:
     100.0
     """
     path = Path(path)
-    return parse_dnn_json(path.read_text(), path)
+    return parse_dnn_json(read_input_text(path), path)
 
 
 def is_dnn_json(text: str) -> bool:
@@ -256,8 +336,8 @@ def is_dnn_json(text: str) -> bool:
     (True, False)
     """
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError:
+        data = parse_json_bounded(text)
+    except SpecError:
         return False
     return isinstance(data, dict) and "nodes" in data and "maxFPGAs" in data
 
@@ -385,7 +465,7 @@ def import_dnn(path: Path | str, objective: str | None = None, contiguous: bool 
     if objective is None:
         objective = ("latency" if "latency-inputs" in path.parts
                      else "max-load" if "throughput-inputs" in path.parts else "throughput")
-    return dnn_to_spec(read_dnn_json(path), name=path.stem, objective=objective, contiguous=contiguous)
+    return dnn_to_spec(read_dnn_json(path), name=spec_name(path), objective=objective, contiguous=contiguous)
 
 
 def read_expert_split(path: Path | str, w: DnnWorkload) -> tuple[int, ...]:
@@ -405,23 +485,28 @@ def read_expert_split(path: Path | str, w: DnnWorkload) -> tuple[int, ...]:
     (0, 0, 2)
     """
     path = Path(path)
-    text = path.read_text()
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise format_error(f"invalid JSON: {e.msg} (column {e.colno})", path, e.lineno) from None
+    text = read_input_text(path)
+    data = parse_json_bounded(text, path)
+    if not isinstance(data, dict):
+        raise format_error("expected a JSON object with 'fpgas' and 'cpus'", path, 1)
     index = w.index_of()
     k = w.max_fpgas
     dev = [k] * len(w.nodes) if w.max_cpus else [-1] * len(w.nodes)
     fpgas = data.get("fpgas", [])
-    if len(fpgas) > k:
+    if isinstance(data.get("cpus", []), list) and len(data.get("cpus", [])) > w.max_cpus:
+        raise format_error(f"the split uses {len(data['cpus'])} CPUs, the workload allows {w.max_cpus}", path, 1)
+    if isinstance(fpgas, list) and len(fpgas) > k:
         raise format_error(f"the split uses {len(fpgas)} accelerators, the workload allows {k}", path, 1)
     for kind, offset in (("fpgas", 0), ("cpus", k)):
-        for d, entry in enumerate(data.get(kind, [])):
+        entries = data.get(kind, [])
+        if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("nodes", []), list)
+                                                    for e in entries):
+            raise format_error(f"{kind!r} must be a list of objects with a list of 'nodes'", path, 1)
+        for d, entry in enumerate(entries):
             for nid in entry.get("nodes", []):
-                if nid not in index:
-                    raise format_error(f"{kind}[{d}] names unknown node {nid}", path,
-                                       _line_of(text, rf"\b{nid}\b"))
+                if isinstance(nid, bool) or not isinstance(nid, int) or nid not in index:
+                    raise format_error(f"{kind}[{d}] names unknown node {nid!r:.40}", path,
+                                       _line_of(text, rf"\b{re.escape(str(nid))}\b"))
                 dev[index[nid]] = offset + d
     return tuple(dev)
 

@@ -19,9 +19,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.importers._spec import format_error
+from planner.importers._read import read_input_text
+from planner.importers._spec import format_error, spec_name
+from planner.importers.stg import MAX_TASK_CYCLES, parse_int_line
 
-__all__ = ["JobShop", "parse_jobshop", "read_jobshop", "jobshop_to_spec", "import_jobshop"]
+__all__ = ["MAX_MACHINES", "MAX_OPERATIONS", "JobShop", "parse_jobshop", "read_jobshop", "jobshop_to_spec",
+           "import_jobshop"]
+
+#: At most this many machines (each is a device of the spec; the public instances have 20).
+MAX_MACHINES = 1024
+#: At most this many operations over all jobs (the public instances have up to 2,000).
+MAX_OPERATIONS = 100_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,22 +78,28 @@ def parse_jobshop(text: str, path: Path | str | None = None) -> JobShop:
         s = raw.strip()
         if not s or s.startswith("#"):
             continue
-        try:
-            rows.append((k, [int(x) for x in s.split()], s))
-        except ValueError:
-            raise format_error(f"expected integers, got {s!r}", path, k) from None
+        rows.append((k, parse_int_line(s, "'jobs machines' or 'machine duration' pairs", path, k), s))
+        if len(rows) > MAX_OPERATIONS + 1:
+            raise format_error(f"more than {MAX_OPERATIONS:,} jobs; at most that many are imported", path, k)
     if not rows:
         raise format_error("empty file: expected 'n m' (jobs, machines)", path, 1)
     k0, head, raw0 = rows[0]
     if len(head) != 2 or head[0] < 1 or head[1] < 1:
-        raise format_error(f"expected 'n m' (positive numbers of jobs and machines), got {raw0!r}", path, k0)
+        raise format_error(f"expected 'n m' (positive numbers of jobs and machines), got {raw0[:80]!r}", path, k0)
     n, m = head
+    if m > MAX_MACHINES or n > MAX_OPERATIONS:
+        raise format_error(f"{n:,} jobs on {m:,} machines; at most {MAX_OPERATIONS:,} jobs and "
+                           f"{MAX_MACHINES:,} machines are imported", path, k0)
     body = rows[1:]
     if len(body) != n:
         last = body[-1][0] if body else k0
         raise format_error(f"expected {n} job lines after 'n m', found {len(body)}", path, last)
     jobs = []
+    operations = 0
     for k, nums, raw in body:
+        operations += len(nums) // 2
+        if operations > MAX_OPERATIONS:
+            raise format_error(f"more than {MAX_OPERATIONS:,} operations; at most that many are imported", path, k)
         if len(nums) % 2 or not nums:
             raise format_error(f"expected 'machine duration' pairs, got {len(nums)} numbers", path, k)
         job = []
@@ -95,6 +109,8 @@ def parse_jobshop(text: str, path: Path | str | None = None) -> JobShop:
                 raise format_error(f"machine {mach} is out of range 0..{m - 1}", path, k)
             if dur < 0:
                 raise format_error(f"negative duration {dur}", path, k)
+            if dur > MAX_TASK_CYCLES:
+                raise format_error(f"duration {dur:,} is above the limit of {MAX_TASK_CYCLES:,} cycles", path, k)
             job.append((mach, dur))
         jobs.append(tuple(job))
     return JobShop(n, m, tuple(jobs))
@@ -112,7 +128,7 @@ def read_jobshop(path: Path | str) -> JobShop:
     (((0, 5),),)
     """
     path = Path(path)
-    return parse_jobshop(path.read_text(), path)
+    return parse_jobshop(read_input_text(path), path)
 
 
 def jobshop_to_spec(js: JobShop, name: str = "jobshop") -> dict[str, Any]:
@@ -165,4 +181,4 @@ def import_jobshop(path: Path | str) -> dict[str, Any]:
     'ft00'
     """
     path = Path(path)
-    return jobshop_to_spec(read_jobshop(path), name=path.stem)
+    return jobshop_to_spec(read_jobshop(path), name=spec_name(path))

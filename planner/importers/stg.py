@@ -20,13 +20,22 @@ with ``cycles: {proc: 0}`` (its precedence may matter).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.importers._spec import format_error
+from planner.importers._read import read_input_text
+from planner.importers._spec import format_error, spec_name
 
-__all__ = ["StgGraph", "parse_stg", "read_stg", "stg_to_spec", "import_stg"]
+__all__ = ["MAX_TASKS", "MAX_TASK_CYCLES", "StgGraph", "parse_stg", "read_stg", "stg_to_spec", "import_stg",
+           "parse_int_line"]
+
+#: At most this many tasks (the public set goes to 5,000; the planner's solvers are measured to 1,000).
+MAX_TASKS = 100_000
+#: A task costs at most this many cycles (1,000 s at the 1 GHz reference clock).
+MAX_TASK_CYCLES = 10**12
+_INT = re.compile(r"[+-]?\d+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,20 +89,18 @@ def parse_stg(text: str, path: Path | str | None = None) -> StgGraph:
     ...
     planner.errors.SpecError: line 3: expected integers 'id cost n_pred pred...', got '1 x 1 0'
     """
-    lines = text.splitlines()
     rows: list[tuple[int, list[int], str]] = []  # (line number, integers, raw)
     notes: list[str] = []
-    for k, raw in enumerate(lines, start=1):
+    for k, raw in enumerate(text.splitlines(), start=1):
         s = raw.strip()
         if not s:
             continue
         if s.startswith("#"):
             notes.append(s.lstrip("#").strip())
             continue
-        try:
-            rows.append((k, [int(x) for x in s.split()], s))
-        except ValueError:
-            raise format_error(f"expected integers 'id cost n_pred pred...', got {s!r}", path, k) from None
+        rows.append((k, parse_int_line(s, "'id cost n_pred pred...'", path, k), s))
+        if len(rows) > MAX_TASKS + 3:
+            raise format_error(f"more than {MAX_TASKS:,} tasks; at most that many are imported", path, k)
     if not rows:
         raise format_error("empty file: expected the number of tasks on the first line", path, 1)
     first_line, first, _ = rows[0]
@@ -101,6 +108,8 @@ def parse_stg(text: str, path: Path | str | None = None) -> StgGraph:
         raise format_error("the first line must hold one non-negative integer, the number of tasks",
                            path, first_line)
     n = first[0]
+    if n > MAX_TASKS:
+        raise format_error(f"{n:,} tasks; at most {MAX_TASKS:,} are imported", path, first_line)
     body = rows[1:]
     if len(body) != n + 2:
         last = body[-1][0] if body else first_line
@@ -110,14 +119,18 @@ def parse_stg(text: str, path: Path | str | None = None) -> StgGraph:
     preds: list[tuple[int, ...]] = []
     for expected_id, (k, nums, raw) in enumerate(body):
         if len(nums) < 3:
-            raise format_error(f"expected 'id cost n_pred pred...', got {raw!r}", path, k)
+            raise format_error(f"expected 'id cost n_pred pred...', got {raw[:80]!r}", path, k)
         tid, cost, npred, plist = nums[0], nums[1], nums[2], nums[3:]
         if tid != expected_id:
             raise format_error(f"expected task id {expected_id}, got {tid}", path, k)
         if cost < 0:
             raise format_error(f"task {tid} has a negative cost {cost}", path, k)
+        if cost > MAX_TASK_CYCLES:
+            raise format_error(f"task {tid} costs {cost:,}; at most {MAX_TASK_CYCLES:,} cycles", path, k)
         if npred != len(plist):
             raise format_error(f"task {tid} declares {npred} predecessors but lists {len(plist)}", path, k)
+        if len(set(plist)) != len(plist):
+            raise format_error(f"task {tid} lists a predecessor twice: {plist}", path, k)
         for p in plist:
             if not 0 <= p < tid:
                 raise format_error(f"task {tid}: predecessor {p} is not an earlier task id "
@@ -125,6 +138,31 @@ def parse_stg(text: str, path: Path | str | None = None) -> StgGraph:
         costs.append(cost)
         preds.append(tuple(plist))
     return StgGraph(n, tuple(costs), tuple(preds), tuple(notes))
+
+
+def parse_int_line(s: str, what: str, path: Path | str | None, line: int) -> list[int]:
+    """The integers of one line of a text format; anything else (or a number of more than
+    18 digits) names the line.
+
+    Examples
+    --------
+    >>> parse_int_line("1 5 1 0", "'id cost'", None, 3)
+    [1, 5, 1, 0]
+    >>> parse_int_line("1 " + "9" * 30, "'id cost'", "a.stg", 3)
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: a.stg:3: the number 999999999999999999999999999999 is too large (more than 18 digits)
+    """
+    out = []
+    for token in s.split():
+        if not _INT.fullmatch(token):
+            shown = s if len(s) <= 80 else s[:77] + "..."
+            raise format_error(f"expected integers {what}, got {shown!r}", path, line)
+        if len(token.lstrip("+-")) > 18:
+            raise format_error(f"the number {token if len(token) <= 40 else token[:37] + '...'} is too large "
+                               "(more than 18 digits)", path, line)
+        out.append(int(token))
+    return out
 
 
 def read_stg(path: Path | str) -> StgGraph:
@@ -139,7 +177,7 @@ def read_stg(path: Path | str) -> StgGraph:
     (0, 5, 0)
     """
     path = Path(path)
-    return parse_stg(path.read_text(), path)
+    return parse_stg(read_input_text(path), path)
 
 
 def stg_to_spec(graph: StgGraph, processors: int, name: str = "stg",
@@ -192,4 +230,4 @@ def import_stg(path: Path | str, processors: int = 4) -> dict[str, Any]:
     ['t1']
     """
     path = Path(path)
-    return stg_to_spec(read_stg(path), processors, name=path.stem)
+    return stg_to_spec(read_stg(path), processors, name=spec_name(path))

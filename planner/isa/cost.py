@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Mapping
 
 from planner.errors import UnsupportedError
 from planner.graph.ir import Graph, GraphError, Op
+from planner.graph.shapes import check_graph_op, window_pair
 from planner.hardware import Device, Hardware, Profile, ceil_div
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "UNITS",
     "op_cost",
     "op_duration_cycles",
+    "cycles_table",
     "systolic_cycles",
     "vector_cycles",
     "memory_cycles",
@@ -161,61 +163,31 @@ def dma_cycles(size_bytes: int, clock_hz: int, src_bandwidth: int, dst_bandwidth
     return (0 if same_level else latency_cycles) + memory_cycles(size_bytes, clock_hz, bw)
 
 
-def _window(attrs: Mapping[str, Any], key: str, default: Any) -> tuple[int, int]:
-    v = attrs.get(key, default)
-    if isinstance(v, (list, tuple)):
-        if len(v) == 1:
-            return int(v[0]), int(v[0])
-        return int(v[0]), int(v[1])
-    return int(v), int(v)
-
-
 def _shape(graph: Graph, name: str) -> tuple[int, ...]:
     return graph.tensors[name].shape
 
 
 def _matmul_operands(op: Op, graph: Graph) -> tuple[int, int, int, int, int]:
-    """(T, K, N, sets, macs) of a matmul: A[..., M, K] x B[K, N] or B[batch..., K, N]."""
-    if len(op.inputs) < 2:
-        raise GraphError(f"matmul {op.name!r} needs two inputs (A, B), got {len(op.inputs)}", op=op.name)
+    """(T, K, N, sets, macs) of a matmul: A[..., M, K] x B[K, N] or B[batch..., K, N]
+    (shapes already checked by :func:`planner.graph.shapes.check_op`)."""
     a, b = _shape(graph, op.inputs[0]), _shape(graph, op.inputs[1])
-    if len(a) < 2 or len(b) < 2:
-        raise GraphError(f"matmul {op.name!r} needs inputs of rank >= 2, got {a} and {b}", op=op.name)
     m, k = a[-2], a[-1]
-    k2, n = b[-2], b[-1]
-    if k != k2:
-        raise GraphError(f"matmul {op.name!r}: inner dimensions differ ({a} x {b})", op=op.name)
+    n = b[-1]
     batch = math.prod(a[:-2])
     if len(b) == 2:
         # One weight matrix shared by every batch: stream all batch*M rows through each fold.
         return batch * m, k, n, 1, batch * m * k * n
-    if b[:-2] != a[:-2]:
-        raise GraphError(f"matmul {op.name!r}: batch dimensions of {a} and {b} differ", op=op.name)
     # One weight matrix per batch element: the fold schedule repeats per batch.
     return m, k, n, batch, batch * m * k * n
 
 
 def _conv_operands(op: Op, graph: Graph) -> tuple[int, int, int, int, int]:
-    """(T, K, N, sets, macs) of a conv2d mapped with im2col, one weight set per group."""
-    if len(op.inputs) < 2 or not op.outputs:
-        raise GraphError(f"conv2d {op.name!r} needs inputs (x, w) and an output", op=op.name)
-    x, w = _shape(graph, op.inputs[0]), _shape(graph, op.inputs[1])
-    if len(x) != 4 or len(w) != 4:
-        raise GraphError(f"conv2d {op.name!r} needs x[N,C,H,W] and w[F,C/groups,KH,KW], got {x}, {w}",
-                         op=op.name)
+    """(T, K, N, sets, macs) of a conv2d mapped with im2col, one weight set per group (shapes
+    already checked: the output is ``[N, F, OH, OW]``)."""
+    w = _shape(graph, op.inputs[1])
     groups = int(op.attrs.get("groups", 1))
-    nb, c, h, wd = x
     f, cg, kh, kw = w
-    if groups < 1 or c % groups or f % groups or cg != c // groups:
-        raise GraphError(f"conv2d {op.name!r}: channels {c}, filters {f}, weight {w} do not fit "
-                         f"groups={groups}", op=op.name)
-    out = _shape(graph, op.outputs[0])
-    if len(out) == 4:
-        oh, ow = out[2], out[3]
-    else:
-        sh, sw = _window(op.attrs, "stride", 1)
-        ph, pw = _window(op.attrs, "padding", 0)
-        oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
+    nb, _, oh, ow = _shape(graph, op.outputs[0])
     t = nb * oh * ow
     k = cg * kh * kw
     n = f // groups
@@ -231,11 +203,9 @@ def _elements(op: Op, graph: Graph) -> int:
 def _vector_operands(op: Op, graph: Graph) -> tuple[int, int]:
     """(elements, window) of a vector op."""
     if op.type in _POOLS:
-        kh, kw = _window(op.attrs, "kernel", 1)
+        kh, kw = window_pair(op.attrs, "kernel", 1)
         return _elements(op, graph), kh * kw
     if op.type == "global_avgpool":
-        if not op.inputs:
-            raise GraphError(f"global_avgpool {op.name!r} needs an input", op=op.name)
         x = _shape(graph, op.inputs[0])
         window = math.prod(x[2:]) if len(x) > 2 else 1
         return _elements(op, graph), window
@@ -265,7 +235,7 @@ def op_cost(op: Op, graph: Graph, profile: Profile, kind: str | None = None) -> 
         An op type the cost model does not know (without explicit cycles), or a ``task``
         without cycles for ``kind``.
     GraphError
-        Shapes that contradict the op-type contract (e.g. matmul inner dims differ).
+        Shapes that contradict the op-type contract (:func:`planner.graph.shapes.check_op`).
 
     Examples
     --------
@@ -277,6 +247,7 @@ def op_cost(op: Op, graph: Graph, profile: Profile, kind: str | None = None) -> 
     >>> c.compute_cycles, c.memory_cycles, c.cycles, c.macs  # 1022 vs ceil(196608*0.7e9/34e9)
     (1022, 4048, 4048, 16777216)
     """
+    check_graph_op(op, graph)  # the one shape contract (also the spec loader's and the numeric kernels')
     # Each distinct tensor moves once: an op that reads a tensor twice (mul(x, x)) loads it once
     # (docs/isa.md, "Roofline"; the memory level solver and the simulator count the same way).
     bytes_read = sum(graph.tensors[t].size_bytes for t in dict.fromkeys(op.inputs))
@@ -342,3 +313,48 @@ def op_duration_cycles(op: Op, graph: Graph, device: Device, hardware: Hardware)
     """
     cost = op_cost(op, graph, device.profile, device.kind)
     return hardware.to_timeline_cycles(cost.cycles, device)
+
+
+def cycles_table(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int | None]:
+    """Timeline cycles of every op on every device kind (None where it cannot run).
+
+    Costed once per (op, kind): instances of one kind share a profile. An op cannot run on
+    a kind when it is a ``task`` without cycles for it, or when the cost model does not
+    know its type and it gives cycles for other kinds only.
+
+    Raises
+    ------
+    UnsupportedError
+        An op type the cost model does not know, without explicit cycles.
+    GraphError
+        Shapes that contradict the op type's contract.
+
+    Examples
+    --------
+    >>> from planner.graph.ir import Graph, Op, Tensor
+    >>> from planner.hardware import Device, Hardware
+    >>> from planner.isa.profiles import get_profile
+    >>> g = Graph([], [Op("t", "task", cycles={"npu": 7})])
+    >>> devs = (Device("npu0", "npu", get_profile("tpu-v1")), Device("cpu0", "cpu", get_profile("generic")))
+    >>> cycles_table(g, Hardware(devs, ()))  # 7 cycles at 700 MHz = 10 ns
+    {('t', 'npu'): 10, ('t', 'cpu'): None}
+    """
+    kinds: dict[str, Device] = {}
+    for dev in hardware.devices:
+        kinds.setdefault(dev.kind, dev)
+    table: dict[tuple[str, str], int | None] = {}
+    for name in graph.topological_order():
+        op = graph.ops[name]
+        for kind, dev in kinds.items():
+            if op.type == "task" and kind not in op.cycles:
+                table[name, kind] = None
+                continue
+            try:
+                cycles = op_cost(op, graph, dev.profile, kind).cycles
+            except UnsupportedError:
+                if op.cycles:
+                    table[name, kind] = None
+                    continue
+                raise
+            table[name, kind] = hardware.to_timeline_cycles(cycles, dev)
+    return table

@@ -9,7 +9,7 @@ addresses (CP-SAT ``NoOverlap2D``); the whole plan is re-timed with the ISA's ex
 durations. Greedy level assignment with greedy-by-size offsets, and everything in main
 memory, are computed in the same run as baselines.
 
-Modules: :mod:`~planner.memory.options` (what the spec asks), :mod:`~planner.memory.bridge`
+Modules: the spec's :mod:`~planner.spec.memory_options` (what the spec asks), :mod:`~planner.memory.bridge`
 (schedule → level problems), :mod:`~planner.memory.retime` (list schedule),
 :mod:`~planner.memory.assemble` (solutions → buffers, DMAs, re-timed plan),
 :mod:`~planner.memory.plan` (the result types).
@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.errors import UnsupportedError
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
+from solvers.budget import combine_stops
 
 __all__ = ["MemoryOptions", "MemoryPlan", "DeviceMemoryPlan", "MemoryBuffer", "MemoryTransfer", "OpAccess",
            "MemoryOutcome", "plan_memory"]
@@ -47,9 +48,10 @@ class MemoryOutcome:
     greedy_memory: MemoryPlan | None = None
     skipped: dict[str, str] = field(default_factory=dict)  # device -> why it is not memory-planned
     bridges_order: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> its ops' fixed order
+    stopped_by: str = "finished"  # how the memory solves ended (solvers.budget words)
 
 
-def _solve_device(bridge, time_limit_s: float, seed: int):
+def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
     """Level assignment: CP-SAT from the greedy plan, with the greedy and all-in-main baselines.
 
     One worker: on these models the interleaved two-worker search reaches less within the
@@ -58,7 +60,7 @@ def _solve_device(bridge, time_limit_s: float, seed: int):
     from solvers.core import SolveOptions
     from solvers.memory.levels import AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver
 
-    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed)
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     greedy = GreedyLevelSolver().solve(bridge.problem, opts)
     all_slow = AllSlowLevelSolver().solve(bridge.problem, opts)
     hint = greedy.solution if greedy.status.has_solution else None
@@ -70,7 +72,8 @@ def _solve_device(bridge, time_limit_s: float, seed: int):
     return exact, greedy, all_slow
 
 
-def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool):
+def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool,
+             search: str = "deterministic"):
     from solvers.core import SolveOptions
     from solvers.memory.arena import fast_offset_problem
     from solvers.memory.levels import fast_pieces, resolve_problem
@@ -82,7 +85,7 @@ def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: floa
     pieces = fast_pieces(expanded, solution)
     # One worker, as for the level solver: the interleaved two-worker search needed more
     # deterministic time to reach ResNet-50's live bound than one worker (0.061 dtime).
-    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed)
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     greedy = GreedyBySizeOffsetSolver().solve(problem, opts)
     # 0.0125 dtime per second of the share: ResNet-50's 387 buffers need 0.061 dtime to reach
     # the live bound (about 1 s); a busy machine runs 0.02-0.05 dtime per second, so the
@@ -96,14 +99,17 @@ def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: floa
     return offsets, result, greedy, problem
 
 
-def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0) -> MemoryOutcome | None:
+def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
+                search: str = "deterministic") -> MemoryOutcome | None:
     """Memory-plan ``plan`` (a spine plan of ``spec``) if the spec asks for it, else None.
 
     The memory stage has its own budget, ``time_limit_s`` split over the planned devices:
     per device 50% for the level solver and 30% for the offsets (both stop on deterministic
     time, usually well before), and when the offsets do not pack, re-solves holding back
     more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all. The solves use
-    one CP-SAT worker whatever the spec's worker count (see :func:`_solve_device`).
+    one CP-SAT worker whatever the spec's worker count (see :func:`_solve_device`). Each stops on
+    deterministic work (``search="deterministic"``) or the wall clock (``"until-limit"``); the
+    outcome's ``stopped_by`` says how they ended (see :mod:`solvers.budget`).
 
     Raises
     ------
@@ -133,6 +139,7 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0) -> Mem
         bridges[dev.name] = build_device_problem(graph, hardware, plan, dev, options)
     budget = time_limit_s / max(1, len(bridges))
     chosen, baseline, stats = {}, {}, {}
+    stops: list[str | None] = []
     for name in list(bridges):
         dev = hardware.device(name)
         fast = dev.profile.level(bridges[name].fast_level)
@@ -142,10 +149,11 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0) -> Mem
             bridge = bridges[name] if attempt == 0 else build_device_problem(
                 graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
             level_share, offsets_share = ATTEMPT_SHARES[attempt]
-            exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed)
+            exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed, search)
             offsets, off_result, off_greedy, off_problem = _offsets(
                 bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget,
-                seed, True)
+                seed, True, search)
+            stops += [exact.stats.get("stopped_by"), off_result.stats.get("stopped_by")]
             solution = exact.solution
             if offsets is None:
                 log.warning("device %s: offsets of the level plan do not fit %s at %d B alignment "
@@ -169,7 +177,7 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0) -> Mem
     if len(baseline) == len(chosen):
         greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
-                         {name: b.ops for name, b in bridges.items()})
+                         {name: b.ops for name, b in bridges.items()}, combine_stops(stops))
 
 
 def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_offsets, hardware):
@@ -182,6 +190,7 @@ def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_p
         "level_makespan_device_cycles": exact.objective,
         "level_bound_device_cycles": exact.bound,
         "level_gap": exact.gap,
+        "level_stopped_by": exact.stats.get("stopped_by", "finished"),
         "greedy_makespan_device_cycles": greedy.objective,
         "all_in_main_makespan_device_cycles": all_slow.objective,
         "fast_capacity_bytes": off_problem.capacity_bytes,

@@ -31,7 +31,7 @@ from fractions import Fraction
 from planner.graph.ir import Graph, Tensor
 from planner.hardware import Device, Hardware
 from planner.isa.cost import op_cost
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
 from planner.plan import Plan
 from solvers.memory.levels import LevelProblem, SplitGroup
 

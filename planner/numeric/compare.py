@@ -15,16 +15,15 @@ Examples
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Mapping
+from typing import Any, Mapping
 
 import numpy as np
 
 from planner.graph.ir import Graph
 
-__all__ = ["TensorCheck", "NumericComparison", "compare_numeric", "compare_plan_dir", "RTOL"]
+__all__ = ["TensorCheck", "NumericComparison", "compare_numeric", "compare_numeric_programs",
+           "ops_without_numeric_semantics", "RTOL"]
 
 RTOL = 1e-5
 
@@ -85,6 +84,73 @@ def _check(name: str, got: np.ndarray, want: np.ndarray, output: bool) -> Tensor
     return TensorCheck(name, tuple(want.shape), float(np.max(diff)) if want.size else 0.0, rel, ok, output)
 
 
+def ops_without_numeric_semantics(graph: Graph) -> dict[str, list[str]]:
+    """The ops numeric mode cannot evaluate, by kind: ``task``, unknown types, the ONNX
+    importer's stand-ins (by their ONNX op, e.g. ``LRN``) and operands of dtypes other than
+    fp16/32/64 (``"dtype int8"``).
+
+    A plan whose graph has any is verified by timing only (its numbers cannot be checked).
+
+    Examples
+    --------
+    >>> from planner.graph.ir import Op, Tensor
+    >>> g = Graph([Tensor("x", (4,)), Tensor("y", (4,))],
+    ...           [Op("r", "relu", ("x",), ("y",)), Op("t", "task", ("y",), (), cycles={"g": 3})])
+    >>> ops_without_numeric_semantics(g)
+    {'task': ['t']}
+    """
+    from planner.errors import UnsupportedError
+    from planner.numeric.kernels import SUPPORTED_OP_TYPES, numpy_dtype, prepare_op
+
+    out: dict[str, list[str]] = {}
+    for name in graph.topological_order():
+        op = graph.ops[name]
+        outputs = [graph.tensors[t] for t in op.outputs]
+        kind = None
+        if op.attrs.get("fallback"):
+            kind = str(op.attrs.get("onnx_op", op.type))
+        elif op.type not in SUPPORTED_OP_TYPES:
+            kind = op.type
+        for t in (*op.inputs, *op.outputs):
+            try:
+                numpy_dtype(graph.tensors[t].dtype)
+            except UnsupportedError:
+                kind = kind or f"dtype {graph.tensors[t].dtype}"
+        if kind is None:
+            try:
+                prepare_op(op.type, op.attrs, [t.shape for t in outputs], [t.dtype for t in outputs])
+            except UnsupportedError:
+                kind = op.type
+        if kind is not None:
+            out.setdefault(kind, []).append(name)
+    return dict(sorted(out.items()))
+
+
+def compare_numeric_programs(programs: Mapping[str, Any], graph: Graph, seed: int = 0,
+                             decode_s: float = 0.0) -> NumericComparison:
+    """:func:`compare_numeric` on already decoded programs (``device -> Program``).
+
+    Raises
+    ------
+    UnsupportedError
+        An op or dtype without numeric semantics (see :func:`ops_without_numeric_semantics`).
+    """
+    from planner.numeric.reference import evaluate, random_inputs
+    from planner.simulator.numeric import simulate_numeric_programs
+
+    from threadpoolctl import threadpool_limits
+
+    inputs = random_inputs(graph, seed)
+    with threadpool_limits(limits=1, user_api="blas"):  # small ops: threads cost more than they give
+        want = evaluate(graph, inputs)
+    result = simulate_numeric_programs(programs, inputs)
+    outputs = {t for t, x in graph.tensors.items() if x.kind == "output"}
+    checks = [_check(name, result.values[name], want[name], name in outputs)
+              for name in sorted(result.values, key=lambda n: (n not in outputs, n)) if name in want]
+    missing = tuple(sorted(outputs - set(result.values)))
+    return NumericComparison(checks, result.instructions, result.wall_seconds, missing, decode_s)
+
+
 def compare_numeric(binaries: Mapping[str, bytes], graph: Graph, seed: int = 0) -> NumericComparison:
     """Replay ``binaries`` numerically on ``random_inputs(graph, seed)`` and compare.
 
@@ -96,42 +162,7 @@ def compare_numeric(binaries: Mapping[str, bytes], graph: Graph, seed: int = 0) 
     import time
 
     from planner.isa.binary import decode
-    from planner.numeric.reference import evaluate, random_inputs
-    from planner.simulator.numeric import simulate_numeric_programs
 
-    from threadpoolctl import threadpool_limits
-
-    inputs = random_inputs(graph, seed)
-    with threadpool_limits(limits=1, user_api="blas"):  # small ops: threads cost more than they give
-        want = evaluate(graph, inputs)
     t0 = time.perf_counter()
     programs = {name: decode(data, name=name) for name, data in sorted(binaries.items())}
-    decode_s = time.perf_counter() - t0
-    result = simulate_numeric_programs(programs, inputs)
-    outputs = {t for t, x in graph.tensors.items() if x.kind == "output"}
-    checks = [_check(name, result.values[name], want[name], name in outputs)
-              for name in sorted(result.values, key=lambda n: (n not in outputs, n)) if name in want]
-    missing = tuple(sorted(outputs - set(result.values)))
-    return NumericComparison(checks, result.instructions, result.wall_seconds, missing, decode_s)
-
-
-def compare_plan_dir(plan_dir: Path | str, seed: int = 0) -> NumericComparison:
-    """:func:`compare_numeric` on a ``plan solve`` output directory (bin/*.bin and graph.json)."""
-    from planner.errors import BinaryFormatError
-    from planner.graph.serialize import graph_from_dict
-
-    plan_dir = Path(plan_dir)
-    graph_file = plan_dir / "graph.json"
-    if not graph_file.is_file():
-        raise BinaryFormatError(f"{graph_file}: missing; numeric replay needs the graph the plan was made for "
-                                "(re-run `plan solve` to write it)")
-    try:
-        graph = graph_from_dict(json.loads(graph_file.read_text()))
-    except BinaryFormatError as e:
-        raise BinaryFormatError(f"{graph_file}: {e}") from None
-    except (ValueError, KeyError, TypeError) as e:
-        raise BinaryFormatError(f"{graph_file}: not a valid graph ({e})") from None
-    binaries = {p.stem: p.read_bytes() for p in sorted((plan_dir / "bin").glob("*.bin"))}
-    if not binaries:
-        raise BinaryFormatError(f"{plan_dir / 'bin'}: no binaries")
-    return compare_numeric(binaries, graph, seed)
+    return compare_numeric_programs(programs, graph, seed, time.perf_counter() - t0)

@@ -51,7 +51,9 @@ Errors
 ------
 ``task`` ops, unknown op types, ops the ONNX importer only costed (``attrs["fallback"]``)
 and unsupported dtypes raise :class:`~planner.errors.UnsupportedError`; operands whose
-count or shapes contradict the op type raise :class:`~planner.graph.ir.GraphError`.
+count or shapes contradict the op type raise :class:`~planner.graph.ir.GraphError` from
+:func:`planner.graph.shapes.check_op`, the one shape contract the spec loader and the cost
+model check too.
 """
 
 from __future__ import annotations
@@ -64,6 +66,7 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from planner.errors import UnsupportedError
 from planner.graph.ir import GraphError
+from planner.graph.shapes import check_op, normalized_axis, window_pair
 
 __all__ = ["NUMPY_DTYPES", "SUPPORTED_OP_TYPES", "numpy_dtype", "evaluate_op", "prepare_op", "prepare_into"]
 
@@ -97,37 +100,18 @@ def numpy_dtype(dtype: str) -> np.dtype:
 
 # --------------------------------------------------------------------------- helpers
 
-def _pair(attrs: Mapping[str, Any], key: str, default: int) -> tuple[int, int]:
-    """An int or a list of one or two ints ``(h, w)``, as in :mod:`planner.isa.cost`."""
-    v = attrs.get(key, default)
-    if isinstance(v, (list, tuple)):
-        if len(v) == 1:
-            return int(v[0]), int(v[0])
-        if len(v) == 2:
-            return int(v[0]), int(v[1])
-        raise GraphError(f"attr {key!r} must be an int or a list of one or two ints, got {list(v)}")
-    return int(v), int(v)
-
-
-def _arity(op_type: str, inputs: Sequence[np.ndarray], low: int, high: int | None = None) -> None:
-    high = low if high is None else high
-    if not low <= len(inputs) <= high:
-        want = str(low) if low == high else f"{low} to {high}"
-        raise GraphError(f"{op_type} takes {want} inputs, got {len(inputs)}")
+# Operands are checked against the op type's contract (planner.graph.shapes.check_op, the
+# check the spec loader and the cost model run too) before any kernel runs, so the kernels
+# below compute without re-checking.
+_pair = window_pair
+_axis = normalized_axis
 
 
 def _check_shape(op_type: str, result: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    if result.shape != shape:
+    if result.shape != shape:  # a kernel bug: check_op already agreed on the shape
         raise GraphError(f"{op_type} computes shape {result.shape} but the output is declared "
                          f"{shape}")
     return result
-
-
-def _axis(op_type: str, attrs: Mapping[str, Any], rank: int, default: int) -> int:
-    axis = int(attrs.get("axis", default))
-    if not -rank <= axis < max(rank, 1):
-        raise GraphError(f"{op_type}: axis {axis} is out of range for rank {rank}")
-    return axis % max(rank, 1)
 
 
 # --------------------------------------------------------------------------- kernels
@@ -137,12 +121,7 @@ Kernel = Callable[[Mapping[str, Any], list[np.ndarray], list[tuple[int, ...]]], 
 
 
 def _matmul(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("matmul", xs, 2, 3)
     a, b = xs[0], xs[1]
-    if a.ndim < 2 or b.ndim < 2 or a.shape[-1] != b.shape[-2]:
-        raise GraphError(f"matmul needs A[..., M, K] and B[..., K, N], got {a.shape} and {b.shape}")
-    if b.ndim > 2 and b.shape[:-2] != a.shape[:-2]:
-        raise GraphError(f"matmul: batch dimensions of {a.shape} and {b.shape} differ")
     if b.ndim == 2:  # one weight matrix for every batch element: a single 2-D product
         y = (a.reshape(-1, a.shape[-1]) @ b).reshape(*a.shape[:-1], b.shape[-1])
     else:
@@ -153,22 +132,13 @@ def _matmul(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int
 
 
 def _conv2d(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("conv2d", xs, 2, 3)
     x, w = xs[0], xs[1]
-    if x.ndim != 4 or w.ndim != 4:
-        raise GraphError(f"conv2d needs x[N,C,H,W] and w[F,C/groups,KH,KW], got {x.shape} and {w.shape}")
     groups = int(attrs.get("groups", 1))
     n, c, h, wd = x.shape
     f, cg, kh, kw = w.shape
-    if groups < 1 or c % groups or f % groups or cg != c // groups:
-        raise GraphError(f"conv2d: channels {c}, filters {f}, weight {w.shape} do not fit groups={groups}")
     sh, sw = _pair(attrs, "stride", 1)
     ph, pw = _pair(attrs, "padding", 0)
-    if min(sh, sw) < 1 or min(ph, pw) < 0:
-        raise GraphError(f"conv2d: stride {(sh, sw)} must be >= 1 and padding {(ph, pw)} >= 0")
     oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
-    if oh < 1 or ow < 1:
-        raise GraphError(f"conv2d: a {kh}x{kw} kernel does not fit the padded {h}x{wd} input")
     xp = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
     # im2col: windows [N, C, OH, OW, KH, KW] -> per group rows (N*OH*OW) x cols (C/g*KH*KW).
     win = sliding_window_view(xp, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw][:, :, :oh, :ow]
@@ -179,26 +149,18 @@ def _conv2d(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int
     y = np.stack([cols[g] @ wm[g].T for g in range(groups)])  # [g, N*OH*OW, F/g]
     y = y.reshape(groups, n, oh, ow, f // groups).transpose(1, 0, 4, 2, 3).reshape(n, f, oh, ow)
     if len(xs) == 3:
-        bias = xs[2]
-        if bias.size != f:
-            raise GraphError(f"conv2d: bias {bias.shape} must have one value per filter ({f})")
-        y = y + bias.reshape(1, f, 1, 1)
+        y = y + xs[2].reshape(1, f, 1, 1)
     return [y]
 
 
 def _binary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray], name: str) -> Kernel:
     def kernel(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-        _arity(name, xs, 2)
-        try:
-            return [fn(xs[0], xs[1])]
-        except ValueError:
-            raise GraphError(f"{name}: shapes {xs[0].shape} and {xs[1].shape} do not broadcast") from None
+        return [fn(xs[0], xs[1])]
     return kernel
 
 
 def _unary(fn: Callable[[np.ndarray], np.ndarray], name: str) -> Kernel:
     def kernel(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-        _arity(name, xs, 1)
         return [fn(xs[0])]
     return kernel
 
@@ -214,7 +176,6 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _softmax(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("softmax", xs, 1)
     x = xs[0]
     axis = _axis("softmax", attrs, x.ndim, -1)
     e = np.exp(x - np.max(x, axis=axis, keepdims=True))
@@ -222,7 +183,6 @@ def _softmax(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[in
 
 
 def _layernorm(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("layernorm", xs, 1, 3)
     x = xs[0]
     axis = _axis("layernorm", attrs, x.ndim, -1)
     eps = float(attrs.get("epsilon", 1e-5))
@@ -231,10 +191,6 @@ def _layernorm(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[
     centred = x - mean
     var = np.mean(centred * centred, axis=axes, keepdims=True)
     y = centred / np.sqrt(var + eps)
-    for name, p in zip(("gamma", "beta"), xs[1:]):
-        if p.ndim > len(axes) or p.shape != x.shape[x.ndim - p.ndim:]:
-            raise GraphError(f"layernorm: {name} {p.shape} must match the normalised axes "
-                             f"{x.shape[axis:]}")
     if len(xs) > 1:
         y = y * xs[1]
     if len(xs) > 2:
@@ -244,20 +200,12 @@ def _layernorm(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[
 
 def _pool(op_type: str) -> Kernel:
     def kernel(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-        _arity(op_type, xs, 1)
         x = xs[0]
-        if x.ndim != 4:
-            raise GraphError(f"{op_type} needs x[N,C,H,W], got {x.shape}")
         kh, kw = _pair(attrs, "kernel", 1)
         sh, sw = _pair(attrs, "stride", 1)
         ph, pw = _pair(attrs, "padding", 0)
-        if min(kh, kw, sh, sw) < 1 or not (0 <= ph < kh and 0 <= pw < kw):
-            raise GraphError(f"{op_type}: kernel {(kh, kw)} and stride {(sh, sw)} must be >= 1 "
-                             f"and 0 <= padding {(ph, pw)} < kernel")
         h, wd = x.shape[2:]
         oh, ow = (h + 2 * ph - kh) // sh + 1, (wd + 2 * pw - kw) // sw + 1
-        if oh < 1 or ow < 1:
-            raise GraphError(f"{op_type}: a {kh}x{kw} window does not fit the padded {h}x{wd} input")
         pad = ((0, 0), (0, 0), (ph, ph), (pw, pw))
 
         def windows(a: np.ndarray) -> np.ndarray:
@@ -274,51 +222,29 @@ def _pool(op_type: str) -> Kernel:
 
 
 def _global_avgpool(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("global_avgpool", xs, 1)
     x = xs[0]
-    if x.ndim < 3:
-        raise GraphError(f"global_avgpool needs x[N, C, spatial...], got {x.shape}")
     return [np.mean(x, axis=tuple(range(2, x.ndim)), keepdims=True)]
 
 
 def _reshape(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("reshape", xs, 1)
-    if xs[0].size != math.prod(outs[0]):
-        raise GraphError(f"reshape cannot turn {xs[0].shape} ({xs[0].size} elements) into {outs[0]}")
     return [xs[0].reshape(outs[0])]
 
 
 def _transpose(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("transpose", xs, 1)
     x = xs[0]
     perm = [int(p) for p in attrs.get("perm", range(x.ndim - 1, -1, -1))]
-    if sorted(p % max(x.ndim, 1) for p in perm) != list(range(x.ndim)):
-        raise GraphError(f"transpose: perm {perm} is not a permutation of {x.ndim} axes")
     return [np.transpose(x, perm)]
 
 
 def _concat(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    if not xs:
-        raise GraphError("concat takes at least one input, got 0")
     axis = _axis("concat", attrs, xs[0].ndim, 0)
-    try:
-        return [np.concatenate(xs, axis=axis)]
-    except ValueError:
-        raise GraphError(f"concat along axis {axis}: shapes {[x.shape for x in xs]} do not fit") from None
+    return [np.concatenate(xs, axis=axis)]
 
 
 def _split(attrs: Mapping[str, Any], xs: list[np.ndarray], outs: list[tuple[int, ...]]) -> list[np.ndarray]:
-    _arity("split", xs, 1)
     x = xs[0]
     axis = _axis("split", attrs, x.ndim, 0)
-    if any(len(s) != x.ndim for s in outs):
-        raise GraphError(f"split: outputs {outs} must have the rank of the input {x.shape}")
     sizes = [s[axis] for s in outs]
-    given = attrs.get("sizes")
-    if given is not None and [int(v) for v in given] != sizes:
-        raise GraphError(f"split: attr sizes {list(given)} differ from the outputs' sizes {sizes}")
-    if sum(sizes) != x.shape[axis]:
-        raise GraphError(f"split: output sizes {sizes} do not add up to axis {axis} of {x.shape}")
     return list(np.split(x, np.cumsum(sizes)[:-1], axis=axis))
 
 
@@ -448,6 +374,7 @@ def prepare_op(op_type: str, attrs: Mapping[str, Any], output_shapes: Sequence[t
                                        f"{x.dtype} (supported: fp16, fp32, fp64)")
             narrow = narrow and x.dtype == fp32
             xs.append(x)
+        check_op(op_type, attrs, [x.shape for x in xs], shapes)
         if not narrow:
             xs = [x.astype(_ACC, copy=False) for x in xs]
         results = kernel(attrs, xs, shapes)
@@ -686,7 +613,8 @@ def prepare_into(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.nda
     ``inputs`` and ``outputs`` are arrays whose shapes and dtypes never change (views of a
     simulated memory); each call writes exactly what :func:`evaluate_op` returns (same bits).
     ``compute`` is ``prepare_op`` for this op and these outputs when the caller has it
-    (cached); errors (:func:`evaluate_op`'s) are raised by the first call, or here.
+    (cached). Operands that contradict the op's shape contract raise GraphError here; the other
+    errors (:func:`evaluate_op`'s) are raised here or by the first call.
 
     Examples
     --------
@@ -710,6 +638,7 @@ def prepare_into(op_type: str, attrs: Mapping[str, Any], inputs: Sequence[np.nda
             for t, r in zip(ts, checking(xs)):
                 t[...] = r
         return checked
+    check_op(op_type, attrs, [x.shape for x in xs], [t.shape for t in ts])
     fast = _split_into(attrs, xs, ts) if op_type == "split" else _fast_into(op_type, attrs, xs, ts)
     if fast is not None:
         return fast

@@ -7,7 +7,8 @@ from typing import Any
 from planner.hardware import Hardware
 from planner.plan import Plan
 
-__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "markdown_table"]
+__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "format_levels", "level_capacities",
+           "markdown_table", "op_count", "search_cell", "strategy_line", "search_line"]
 
 
 def format_bytes(n: int | None) -> str:
@@ -33,21 +34,105 @@ def format_gap(gap: float | None) -> str:
     return "-" if gap is None else f"{100 * gap:.2f}%"
 
 
-def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, int] | None = None) -> list[dict[str, Any]]:
-    """Per device: ops, busy cycles, utilization over the makespan, peak and capacity of memory."""
+def search_cell(solver: dict[str, Any]) -> str:
+    """The report's short word on the search: deterministic and reproducible, or why not.
+
+    >>> search_cell({"search": "deterministic", "stopped_by": "deterministic_budget", "reproducible": True})
+    'deterministic (reproducible)'
+    >>> search_cell({"search": "deterministic", "stopped_by": "wall_clock", "reproducible": False})
+    'deterministic, stopped by the wall-clock safety net: NOT reproducible'
+    >>> search_cell({"search": "until-limit", "stopped_by": "time_limit", "reproducible": False})
+    'until-limit: NOT reproducible'
+    """
+    search = solver.get("search", "deterministic")
+    if solver.get("reproducible", True):
+        return f"{search} (reproducible)"
+    if search == "deterministic":
+        return "deterministic, stopped by the wall-clock safety net: NOT reproducible"
+    return f"{search}: NOT reproducible"
+
+
+def search_line(solver: dict[str, Any]) -> str:
+    """The report's sentence on how the search ended and whether the same inputs repeat it.
+
+    >>> search_line({"search": "until-limit", "stopped_by": "time_limit", "reproducible": False})[:44]
+    '**Search: until-limit.** It searched until t'
+    """
+    search = solver.get("search", "deterministic")
+    if search == "until-limit":
+        return ("**Search: until-limit.** It searched until the wall clock, so this run is **not reproducible**: "
+                "another run of the same spec may give a different plan. `search: deterministic` (the default) "
+                "gives the same files for the same spec, seed and workers.")
+    if not solver.get("reproducible", True):
+        return ("**Search: deterministic, but NOT reproducible.** The wall-clock safety net (3 x the time limit "
+                "+ 5 s) stopped a solve before its deterministic budget was spent: the machine was more than "
+                "three times slower than the calibration machine, or very busy. Another run may give a different "
+                "plan; run again on a less busy machine for the reproducible result.")
+    how = ("its deterministic budget" if solver.get("stopped_by") == "deterministic_budget"
+           else "finishing (every stage proved or converged)")
+    return (f"**Search: deterministic**, ended by {how}: the same spec, seed and workers give the same "
+            "files on any machine, busy or idle.")
+
+
+def level_capacities(device) -> dict[str, int]:
+    """Capacity per memory level of a device (its main level capped as the spec says), as its binary's header has it."""
+    main = device.profile.main_memory.name
+    return {lv.name: device.memory_capacity_bytes if lv.name == main else lv.capacity_bytes
+            for lv in device.profile.memory}
+
+
+def op_count(names: list[str], graph=None) -> str:
+    """``"17 ops"``, or ``"17 ops (68 instances)"`` when split ops run as several instances.
+
+    Examples
+    --------
+    >>> op_count(["a", "b"]), op_count(["fc#0", "fc#1", "relu"], None), op_count(["a"])
+    ('2 ops', '3 ops', '1 op')
+    >>> from planner.graph.ir import Graph, Op
+    >>> op_count(["fc#0", "fc#1", "relu"], Graph([], [Op("fc", "task"), Op("relu", "task")]))
+    '2 ops (3 instances)'
+    """
+    bases = set()
+    for name in names:
+        head, sep, tail = name.rpartition("#")
+        in_graph = graph is not None and name not in graph.ops and head in graph.ops
+        bases.add(head if sep and tail.isdigit() and in_graph else name)
+    ops = f"{len(bases)} op" + ("" if len(bases) == 1 else "s")
+    return ops + (f" ({len(names)} instances)" if len(bases) != len(names) else "")
+
+
+def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, dict[str, int]] | None = None,
+                graph=None) -> list[dict[str, Any]]:
+    """Per device: ops (and op instances), busy cycles, utilization, and per memory level the
+    replayed peak against that level's capacity (``levels``: level -> (peak, capacity)).
+
+    A level's peak is compared with its own capacity only: the peaks of several levels are
+    never summed. Levels the binaries never use are left out, except the main level.
+    """
     rows = []
     span = max(plan.makespan_cycles, 1)
     for dev in hardware.devices:
         ops = [o for o in plan.ops if o.device == dev.name]
         busy = sum(o.duration_cycles for o in ops)
+        peaks = (peak_bytes or {}).get(dev.name) or {}
+        main = dev.profile.main_memory.name
+        levels = {name: (peaks.get(name, 0), cap) for name, cap in level_capacities(dev).items()
+                  if peaks.get(name) or name == main}
         rows.append({
             "device": dev.name, "kind": dev.kind, "profile": dev.profile.name, "streams": dev.streams,
-            "ops": len(ops), "busy_cycles": busy,
-            "utilization": busy / (span * dev.streams),
-            "peak_memory_bytes": (peak_bytes or {}).get(dev.name),
-            "memory_capacity_bytes": dev.memory_capacity_bytes,
+            "ops": op_count([o.name for o in ops], graph), "instances": len(ops), "busy_cycles": busy,
+            "utilization": busy / (span * dev.streams), "levels": levels,
         })
     return rows
+
+
+def format_levels(levels: dict[str, tuple[int, int]]) -> str:
+    """``"sram 3.36 MiB of 4.00 MiB; lpddr 1.06 MiB of 4.00 GiB"``.
+
+    >>> format_levels({"hbm": (1024, 2048)})
+    'hbm 1.00 KiB of 2.00 KiB'
+    """
+    return "; ".join(f"{name} {format_bytes(peak)} of {format_bytes(cap)}" for name, (peak, cap) in levels.items())
 
 
 def link_rows(plan: Plan, hardware: Hardware) -> list[dict[str, Any]]:
@@ -74,13 +159,13 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 
-def _strategy_line(solver: dict[str, Any]) -> str:
+def strategy_line(solver: dict[str, Any]) -> str:
     """Which scheduler path ran, and why.
 
-    >>> _strategy_line({"name": "hierarchical+lns", "strategy": "hierarchical",
+    >>> strategy_line({"name": "hierarchical+lns", "strategy": "hierarchical",
     ...                 "strategy_requested": "auto", "groups": 160})
     'hierarchical (chosen by auto from the graph size): 160 groups placed by CP-SAT, then LNS'
-    >>> _strategy_line({"name": "lns+cpsat", "strategy": "flat", "strategy_requested": "flat"})
+    >>> strategy_line({"name": "lns+cpsat", "strategy": "flat", "strategy_requested": "flat"})
     'flat: LNS, then CP-SAT over the whole graph'
     """
     why = " (chosen by auto from the graph size)" if solver.get("strategy_requested") == "auto" else ""
@@ -92,12 +177,18 @@ def _strategy_line(solver: dict[str, Any]) -> str:
 
 
 def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
-                  peak_bytes: dict[str, int] | None = None, replay: dict[str, Any] | None = None,
-                  sections: list[str] | None = None) -> str:
+                  peak_bytes: dict[str, dict[str, int]] | None = None, replay: dict[str, Any] | None = None,
+                  sections: list[str] | None = None, graph=None) -> str:
     """The whole report as Markdown.
 
     ``baselines`` rows have ``solver``, ``status``, ``objective``, ``bound`` (the planner's own
-    result first); ``replay`` carries the simulator's figures (makespan, instructions).
+    result first); ``peak_bytes`` the replayed peak per device and level; ``replay`` the
+    simulator's figures (``makespan_cycles``, ``instructions``), whether memory.json was
+    verified (``memory``) and the numeric replay's line (``numeric``); ``graph`` lets the
+    device table count split ops once.
+
+    The report holds no wall-clock time (the terminal prints it): the same spec, seed and
+    workers give the same bytes, and plan.json records the report's sha256.
     """
     us = plan.makespan_cycles * 1e6 / plan.clock_hz
     unit = "cycles (makespan)" if plan.objective_kind == "latency" else "cycles (max load)"
@@ -110,9 +201,11 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         ["makespan", f"{plan.makespan_cycles} cycles = {us:.3f} us at {plan.clock_hz / 1e9:g} GHz"],
         ["solver", f"{plan.solver.get('name', '?')} (workers {plan.solver.get('workers')}, "
                    f"seed {plan.solver.get('seed')}, limit {plan.solver.get('time_limit_s')} s)"],
-        *([["strategy", _strategy_line(plan.solver)]] if "strategy" in plan.solver else []),
-        ["wall time", f"{plan.wall_time_s:.2f} s"],
+        *([["strategy", strategy_line(plan.solver)]] if "strategy" in plan.solver else []),
+        ["search", search_cell(plan.solver)],
     ]))
+    if plan.solver.get("search") is not None:
+        out += ["", search_line(plan.solver)]
     out += ["", "## Baselines, same run", ""]
     best = plan.objective
     out.append(markdown_table(["solver", "status", "objective", "bound", "vs planner"], [
@@ -124,13 +217,17 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         out += ["", "## Replay", "",
                 f"The simulator decoded the binaries, recomputed every instruction's cycles from the ISA and "
                 f"replayed {replay.get('instructions', '?')} instructions: makespan {replay['makespan_cycles']} "
-                f"cycles, identical to the plan, with no dependency, stream, link or memory violation."]
+                f"cycles, identical to the plan, with no dependency, stream, link or memory violation. "
+                f"The independent verifier (`plan simulate` runs it again) checked every figure of plan.json"
+                f"{', memory.json' if replay.get('memory') else ''} and allocation.json against that replay."]
+        if replay.get("numeric"):
+            out += ["", f"- {replay['numeric']}"]
     out += ["", "## Devices", ""]
     out.append(markdown_table(["device", "kind", "profile", "streams", "ops", "busy cycles", "utilization",
-                       "peak memory", "capacity"], [
+                               "memory: peak of capacity, per level"], [
         [r["device"], r["kind"], r["profile"], r["streams"], r["ops"], r["busy_cycles"],
-         f"{100 * r['utilization']:.1f}%", format_bytes(r["peak_memory_bytes"]),
-         format_bytes(r["memory_capacity_bytes"])] for r in device_rows(plan, hardware, peak_bytes)]))
+         f"{100 * r['utilization']:.1f}%", format_levels(r["levels"])]
+        for r in device_rows(plan, hardware, peak_bytes, graph)]))
     links = link_rows(plan, hardware)
     if links:
         out += ["", "## Links", ""]

@@ -1,9 +1,17 @@
-"""The report's memory-hierarchy section (issue 3).
+"""The report's memory-hierarchy section (issue 3), rendered from ``memory.json`` alone.
+
+Every plan is named as ``memory.json`` ``baselines`` names it (``memory plan``, ``greedy
+prefetch + greedy-by-size``, ``all in main memory``) and given one number, its replayed
+makespan. Per device, the ``figures`` of each plan side by side: the replayed peak of live
+bytes per level, the fast level's footprint (highest address + size in use), the bytes the
+DMAs and the ops move, and the DMA time hidden under compute; the headings give each
+level's capacity, the only figure a level's peak is compared with.
 
 Examples
 --------
->>> render_memory_section(None, None, {}, {"g0": "its profile has one memory level"}).splitlines()[0]
-'## Memory hierarchy'
+>>> render_memory_section({"choice": "all in main memory", "devices": {}, "baselines": {}, "figures": {},
+...                        "skipped": {"g0": "its profile has one memory level"}}, {}).splitlines()[2]
+'- g0: not memory-planned (its profile has one memory level); its tensors live in main memory.'
 """
 
 from __future__ import annotations
@@ -13,127 +21,117 @@ from typing import Any, Mapping
 from planner.report.markdown import format_bytes, format_gap
 from planner.report.markdown import markdown_table as _table
 
-__all__ = ["render_memory_section"]
+__all__ = ["render_memory_section", "fast_footprint"]
 
 
+def fast_footprint(dp) -> int:
+    """The fast level's footprint: the highest ``address + size`` of a (non-view) buffer in it.
+
+    Examples
+    --------
+    >>> from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer
+    >>> dp = DeviceMemoryPlan("d", "sram", "dram", (), {}, (MemoryBuffer("a", "a", -1, "sram", 64, 32, 0, 5),), ())
+    >>> fast_footprint(dp)
+    96
+    """
+    return max((b.address + b.size_bytes for b in dp.buffers if b.level == dp.fast_level and not b.view_of),
+               default=0)
 
 
-def _ratio(peak: int | None, bound: int | None) -> str:
-    if peak is None or not bound:
+def _ratio(value: int | None, bound: int | None) -> str:
+    return "-" if value is None or not bound else f"{value / bound:.3f}x"
+
+
+def _hidden(fig: Mapping[str, Any]) -> str:
+    if not fig["dma_cycles"]:
         return "-"
-    return f"{peak / bound:.3f}x"
+    return f"{100 * fig['dma_hidden_cycles'] / fig['dma_cycles']:.1f}% of {fig['dma_cycles']} cycles"
 
 
-def _fragmentation(peak: int | None, bound: int | None) -> str:
-    if not peak or bound is None:
-        return "-"
-    return f"{100 * (peak - bound) / peak:.2f}%"
-
-
-def _main_only_bytes(graph, dp) -> int:
-    """Bytes the device's ops read and write when every tensor lives in main memory."""
-    total = 0
-    for name in sorted({a.op for a in dp.accesses.values()}):
-        op = graph.ops[name]
-        total += sum(graph.tensors[t].size_bytes for t in {*op.inputs, *op.outputs})
-    return total
-
-
-def _comparison(dp, plan, greedy, peaks: Mapping[str, Any], graph, baselines: Mapping[str, int]) -> str:
-    """The same figures for the memory plan and both baselines, side by side."""
-    from planner.memory.figures import device_figures
-
-    fast, slow = dp.fast_level, dp.slow_level
-    columns = [("memory plan", dp, plan)]
-    gmem, gplan = greedy if greedy else (None, None)
-    if gmem is not None and dp.device in gmem.devices:
-        columns.append(("greedy prefetch + greedy-by-size", gmem.devices[dp.device], gplan))
-    figures = {name: device_figures(d, p) for name, d, p in columns}
-    names = [name for name, _, _ in columns] + ["all in main memory"]
-
-    def peak(name: str, level: str) -> str:
-        return format_bytes(((peaks.get(name) or {}).get(dp.device) or {}).get(level))
-
-    main_bytes = _main_only_bytes(graph, dp) if graph is not None else None
+def _comparison(device: str, doc: Mapping[str, Any], fast: str, slow: str) -> str:
+    """The figures of every plan for one device, side by side."""
+    names = sorted((n for n in doc["baselines"] if device in doc["figures"].get(n, {})),
+                   key=lambda n: (n != doc["choice"], n == "all in main memory"))  # the binaries' plan first
+    figs = {n: doc["figures"][n][device] for n in names}
     rows = [
-        [f"peak {fast}", *[peak(n, fast) for n in names[:-1]], format_bytes(0)],
-        [f"peak {slow}", *[peak(n, slow) for n in names]],
-        [f"DMA {slow}->{fast}", *[format_bytes(figures[n]["dma_bytes"][f"{slow}->{fast}"]) for n in names[:-1]],
-         format_bytes(0)],
-        [f"DMA {fast}->{slow}", *[format_bytes(figures[n]["dma_bytes"][f"{fast}->{slow}"]) for n in names[:-1]],
-         format_bytes(0)],
-        [f"ops read/write in {fast}", *[format_bytes(figures[n]["op_bytes"][fast]) for n in names[:-1]],
-         format_bytes(0)],
-        [f"ops read/write in {slow}", *[format_bytes(figures[n]["op_bytes"][slow]) for n in names[:-1]],
-         format_bytes(main_bytes)],
-        ["DMA time hidden under compute", *[f"{100 * figures[n]['dma_hidden_fraction']:.1f}% of "
-                                            f"{figures[n]['dma_cycles']} cycles" for n in names[:-1]], "-"],
-        ["simulated makespan", *[baselines.get(n) for n in names]],
+        [f"peak live bytes, {fast}", *[format_bytes(figs[n]["peak_live_bytes"].get(fast, 0)) for n in names]],
+        [f"peak live bytes, {slow}", *[format_bytes(figs[n]["peak_live_bytes"].get(slow, 0)) for n in names]],
+        [f"footprint of {fast} (highest address + size)", *[format_bytes(figs[n]["fast_footprint_bytes"])
+                                                            for n in names]],
+        *[[f"DMA {pair}", *[format_bytes(figs[n]["dma_bytes"][pair]) for n in names]]
+          for pair in (f"{slow}->{fast}", f"{fast}->{slow}")],
+        *[[f"ops read/write in {level}", *[format_bytes(figs[n]["op_bytes"][level]) for n in names]]
+          for level in (fast, slow)],
+        ["DMA time hidden under compute", *[_hidden(figs[n]) for n in names]],
+        ["simulated makespan", *[doc["baselines"][n] for n in names]],
     ]
     return _table(["figure", *names], rows)
 
 
-def render_memory_section(memory, plan, baselines: Mapping[str, int], skipped: Mapping[str, str],
-                          choice: str = "memory plan", *, greedy=None, peaks: Mapping[str, Any] | None = None,
-                          graph=None) -> str:
-    """Markdown: per device, level peaks against their bounds, bytes moved, hidden DMA time,
-    split factors, the level solver's figures, and the baselines' simulated makespans.
-
-    ``plan`` is the memory plan's schedule (CP-SAT levels); ``choice`` names the plan the
-    binaries use (the fastest of it and the baselines)."""
-    from planner.memory.figures import device_figures
-
-    out = ["## Memory hierarchy", ""]
-    for device, reason in sorted(skipped.items()):
-        out.append(f"- {device}: not memory-planned ({reason}); its tensors live in main memory.")
-    if memory is None or not memory.devices:
-        return "\n".join(out)
-    if skipped:
-        out.append("")
-    if baselines:
-        out += [f"The binaries use: **{choice}** (the fastest replayed plan below).", "",
-                "Simulated makespans, same run (every plan lowered and replayed):", ""]
-        rows = [["memory plan (CP-SAT levels + CP-SAT offsets)", plan.makespan_cycles, "-"]]
-        for name, value in baselines.items():
-            if name == "memory plan":
-                continue
-            rows.append([name, value, f"{value / max(plan.makespan_cycles, 1):.3f}x"])
-        out += [_table(["plan", "makespan (cycles)", "makespan / memory plan's"], rows), ""]
-    for name in sorted(memory.devices):
-        dp = memory.devices[name]
-        fig = device_figures(dp, plan)
-        st = dp.stats
-        out += [f"### {name}: fast level {dp.fast_level}, slow level {dp.slow_level}", ""]
-        out.append(_table(["level", "peak", "lower bound", "peak / bound", "fragmentation",
-                           "greedy-by-size, same buffers", "greedy baseline", "capacity"], [
-            [dp.fast_level, format_bytes(st.get("fast_peak_bytes")), format_bytes(st.get("fast_live_lower_bound_bytes")),
-             _ratio(st.get("fast_peak_bytes"), st.get("fast_live_lower_bound_bytes")),
-             _fragmentation(st.get("fast_peak_bytes"), st.get("fast_live_lower_bound_bytes")),
-             format_bytes(st.get("fast_peak_greedy_by_size_bytes")),
-             format_bytes(st.get("greedy_baseline_fast_peak_bytes"))
-             + ("" if st.get("greedy_baseline_fits", True) else " (does not fit)"),
-             format_bytes(st.get("fast_capacity_bytes"))],
-            [dp.slow_level, format_bytes(fig["peak_bytes"].get(dp.slow_level)), "-", "-", "-", "-", "-", "-"],
-        ]))
-        out += ["", _table(["moved", "bytes"], [
-            *[[f"DMA {k}", format_bytes(v)] for k, v in fig["dma_bytes"].items()],
-            *[[f"ops read/write in {k}", format_bytes(v)] for k, v in fig["op_bytes"].items()],
-        ]), ""]
-        if peaks:
-            out += ["Same figures, same run, for the baselines (peaks as the simulator replayed them):", "",
-                    _comparison(dp, plan, greedy, peaks, graph, baselines), ""]
-        hidden = fig["dma_hidden_fraction"]
-        out.append(f"- {fig['dma_count']} DMAs, {fig['dma_cycles']} cycles, of which {fig['dma_hidden_cycles']} "
-                   f"({100 * hidden:.1f}%) overlap compute.")
-        if dp.split_factors:
-            out.append("- Splits: " + ", ".join(f"`{g}` in {k} portions" for g, k in sorted(dp.split_factors.items()))
-                       + " (the portions run in series; each is its own instruction sequence in the binary).")
-        out.append(f"- Level assignment ({st.get('level_solver')}, this device's op order fixed): "
-                   f"{st.get('level_status')}, makespan {st.get('level_makespan_device_cycles')} device cycles, "
-                   f"bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))}; "
-                   f"greedy {st.get('greedy_makespan_device_cycles')}, "
-                   f"all in {dp.slow_level} {st.get('all_in_main_makespan_device_cycles')}.")
+def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
+    st = dp.get("stats") or {}
+    out = [f"- {fig['dma_count']} DMAs, {fig['dma_cycles']} cycles, of which {fig['dma_hidden_cycles']} "
+           f"overlap compute."]
+    if st.get("fast_live_lower_bound_bytes") is not None:
+        bound = st["fast_live_lower_bound_bytes"]
+        out.append(f"- Footprint of {dp['fast_level']}: {format_bytes(fig['fast_footprint_bytes'])} against a "
+                   f"live-bytes lower bound of {format_bytes(bound)} ({_ratio(fig['fast_footprint_bytes'], bound)}); "
+                   f"greedy-by-size offsets on the same buffers need "
+                   f"{format_bytes(st.get('fast_peak_greedy_by_size_bytes'))}.")
+    if dp.get("split_factors"):
+        out.append("- Splits: " + ", ".join(f"`{g}` in {k} portions" for g, k in sorted(dp["split_factors"].items()))
+                   + " (the portions run in series; each is its own instruction sequence in the binary).")
+    if st.get("level_solver"):
+        out.append(f"- Level assignment ({st['level_solver']}, this device's op order fixed): "
+                   f"{st.get('level_status')}, makespan in its model {st.get('level_makespan_device_cycles')} device "
+                   f"cycles, bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))} "
+                   f"(the replayed makespans of every plan are in the table above).")
         out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; "
-                   f"{format_bytes(st.get('reserve_bytes'))} of {dp.fast_level} held back for alignment padding.")
+                   f"{format_bytes(st.get('reserve_bytes'))} of {dp['fast_level']} held back for alignment padding.")
+    return out
+
+
+def render_memory_section(doc: Mapping[str, Any], capacities: Mapping[str, Mapping[str, int]]) -> str:
+    """Markdown from the ``memory.json`` document ``doc``: the plan the binaries use, every plan's
+    replayed makespan, and per device every plan's figures side by side, with the chosen
+    plan's split factors and solver figures. ``capacities``: per device, each level's capacity.
+    """
+    out = ["## Memory hierarchy", ""]
+    for device, reason in sorted(doc["skipped"].items()):
+        out.append(f"- {device}: not memory-planned ({reason}); its tensors live in main memory.")
+    if not doc["figures"]:
+        return "\n".join(out)
+    if doc["skipped"]:
+        out.append("")
+    choice, baselines = doc["choice"], doc["baselines"]
+    chosen = baselines.get(choice)
+    out += [f"The binaries (and memory.json) use: **{choice}**, the fastest of these plans, each lowered and "
+            "replayed in the same run:", "",
+            _table(["plan", "simulated makespan (cycles)", f"vs {choice}"],
+                   [[name, value, "-" if name == choice or not chosen else f"{value / chosen:.3f}x"]
+                    for name, value in baselines.items()]), ""]
+    devices = sorted({d for per_plan in doc["figures"].values() for d in per_plan})
+    for name in devices:
+        dp = doc["devices"].get(name)
+        fast, slow = (dp["fast_level"], dp["slow_level"]) if dp else _levels(doc, name)
+        caps = capacities.get(name, {})
+        out += [f"### {name}: fast level {fast} (capacity {format_bytes(caps.get(fast))}), "
+                f"slow level {slow} (capacity {format_bytes(caps.get(slow))})", ""]
+        out += [_comparison(name, doc, fast, slow), ""]
+        if dp is not None:
+            out += _device_notes(dp, doc["figures"][choice][name])
+        else:
+            out.append(f"- The binaries keep every tensor of {name} in main memory ({choice}).")
         out.append("")
     return "\n".join(out)
+
+
+def _levels(doc: Mapping[str, Any], device: str) -> tuple[str, str]:
+    """(fast, slow) level names of a device from the figures (when memory.json holds no plan for it)."""
+    for per_plan in doc["figures"].values():
+        fig = per_plan.get(device)
+        if fig:
+            slow_to_fast = next(iter(fig["dma_bytes"]))
+            slow, fast = slow_to_fast.split("->")
+            return fast, slow
+    return "?", "?"

@@ -20,12 +20,11 @@ from planner.simulator.replay import (
     SimulationError,
     SimulationResult,
     TransferTiming,
-    compare_with_plan,
     simulate,
     simulate_dir,
     simulate_programs,
 )
 
 __all__ = ["OpTiming", "TransferTiming", "DmaTiming", "SimulationResult", "SimulationError", "simulate",
-           "simulate_programs", "simulate_dir", "compare_with_plan", "NumericResult", "simulate_numeric",
+           "simulate_programs", "simulate_dir", "NumericResult", "simulate_numeric",
            "simulate_numeric_programs"]

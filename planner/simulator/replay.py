@@ -75,7 +75,6 @@ __all__ = [
     "simulate",
     "simulate_programs",
     "simulate_dir",
-    "compare_with_plan",
 ]
 
 _BOOKKEEPING = frozenset({Opcode.ALLOC, Opcode.FREE, Opcode.SIGNAL, Opcode.WAIT, Opcode.HALT})
@@ -111,9 +110,12 @@ class OpTiming(NamedTuple):
 class TransferTiming(NamedTuple):
     """One transfer as the SEND/RECV pair replayed it (reference cycles); a tuple.
 
+    ``src_op`` and ``dst_op`` are the ops the SEND and the RECV name (the producer and the
+    consumer the transfer joins).
+
     Examples
     --------
-    >>> TransferTiming(0, "d0", "d1", "l0", 1000, 4, 16).end_cycle
+    >>> TransferTiming(0, "d0", "d1", "l0", 1000, 4, 16, "a", "b").end_cycle
     16
     """
 
@@ -124,6 +126,8 @@ class TransferTiming(NamedTuple):
     size_bytes: int
     start_cycle: int
     end_cycle: int
+    src_op: str = ""
+    dst_op: str = ""
 
 
 class DmaTiming(NamedTuple):
@@ -195,7 +199,8 @@ class SimulationResult:
                         "end_cycle": v.end_cycle} for k, v in self.ops.items()},
             "transfers": [{"id": t.id, "src_device": t.src_device, "dst_device": t.dst_device,
                            "link": t.link, "size_bytes": t.size_bytes, "start_cycle": t.start_cycle,
-                           "end_cycle": t.end_cycle} for t in self.transfers.values()],
+                           "end_cycle": t.end_cycle, "src_op": t.src_op, "dst_op": t.dst_op}
+                          for t in self.transfers.values()],
             "dmas": [d._asdict() for d in self.dmas],
         }
 
@@ -720,7 +725,7 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
         start, end = min(si.start_cycle, ri.start_cycle), max(si.end_cycle, ri.end_cycle)
         occupancy[si.a].append((start, end, tid))
         transfers[tid] = TransferTiming(tid, sp.device, rp.device, links.get(si.a, ("?",))[0], si.b,
-                                        start, end)
+                                        start, end, si.op, ri.op)
     for link_id in sorted(occupancy):
         spans = sorted(x for x in occupancy[link_id] if x[1] > x[0])
         for (s0, e0, t0), (s1, _e1, t1) in zip(spans, spans[1:]):
@@ -795,46 +800,3 @@ def simulate_dir(path: str | Path, *, strict: bool = False) -> SimulationResult:
         raise BinaryFormatError(f"no binaries in {folder}")
     programs = {f.stem: decode(f.read_bytes(), name=str(f)) for f in files}
     return simulate_programs(programs, strict=strict)
-
-
-def compare_with_plan(result: SimulationResult, plan: Any) -> list[str]:
-    """Differences between a replay and a plan (a :class:`planner.plan.Plan`); empty if none.
-
-    Ops must sit on the same device and stream with the same start and end; transfers (in
-    the lowering's order: start, source op, destination op, link) must match in devices,
-    link, bytes and timing; the makespans must agree.
-
-    Examples
-    --------
-    >>> from planner.plan import Plan, PlacedOp
-    >>> plan = Plan("s", "latency", "OPTIMAL", 5, 5, 0.0, 5, 10**9, (PlacedOp("t", "d0", 0, 1, 5),), ())
-    >>> r = SimulationResult(5, {"t": OpTiming("d0", 0, 0, 5)}, {}, {}, 2)
-    >>> compare_with_plan(r, plan)
-    ['op t: plan says d0 stream 0 [1, 6), the binaries run it on d0 stream 0 [0, 5)']
-    """
-    diffs: list[str] = []
-    for o in plan.ops:
-        got = result.ops.get(o.name)
-        want = (o.device, o.stream, o.start_cycle, o.end_cycle)
-        if got is None:
-            diffs.append(f"op {o.name}: in the plan, not in the binaries")
-        elif (got.device, got.stream, got.start_cycle, got.end_cycle) != want:
-            diffs.append(f"op {o.name}: plan says {o.device} stream {o.stream} [{o.start_cycle}, {o.end_cycle}), "
-                         f"the binaries run it on {got.device} stream {got.stream} "
-                         f"[{got.start_cycle}, {got.end_cycle})")
-    extra = sorted(set(result.ops) - {o.name for o in plan.ops})
-    if extra:
-        diffs.append(f"ops in the binaries but not in the plan: {', '.join(extra[:5])}")
-    ordered = sorted(plan.transfers, key=lambda t: (t.start_cycle, t.src_op, t.dst_op, t.link))
-    if len(ordered) != len(result.transfers):
-        diffs.append(f"the plan has {len(ordered)} transfers, the binaries {len(result.transfers)}")
-    for tid, t in enumerate(ordered):
-        got = result.transfers.get(tid)
-        want = (t.src_device, t.dst_device, t.link, t.size_bytes, t.start_cycle, t.end_cycle)
-        if got is not None and (got.src_device, got.dst_device, got.link, got.size_bytes,
-                                got.start_cycle, got.end_cycle) != want:
-            diffs.append(f"transfer {tid} ({t.src_op}->{t.dst_op}): plan says {want}, the binaries "
-                         f"{(got.src_device, got.dst_device, got.link, got.size_bytes, got.start_cycle, got.end_cycle)}")
-    if plan.makespan_cycles != result.makespan_cycles:
-        diffs.append(f"makespan: plan says {plan.makespan_cycles}, the binaries end at {result.makespan_cycles}")
-    return diffs

@@ -1,9 +1,9 @@
 """Read a spec (YAML file or dict), validate it and resolve it into a :class:`Spec`.
 
 Every problem becomes exactly one :class:`~planner.errors.SpecError` naming the file,
-the line and the spec path (``hardware.devices[1].memory[0].capacity``). The YAML is
-composed into a node tree with the safe loader, so each value's start mark is known;
-pydantic's error locations and the resolver's paths are mapped back onto that tree.
+the line and the spec path (``hardware.devices[1].memory[0].capacity``). The YAML is read
+within the input limits by :mod:`planner.spec.reader`; pydantic's error locations and
+the resolver's paths are mapped back to lines of the same text when an error is raised.
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ import typing
 from pathlib import Path
 from typing import Any, Mapping, Sequence, Union
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from planner.errors import SpecError
 from planner.graph.generators import GENERATOR_PARAMS
 from planner.spec.models import SpecDocument
+from planner.spec.reader import find_lines, format_path, read_text_file, read_yaml
 from planner.spec.types import Spec
 
 __all__ = ["load_spec", "Locator", "format_path", "did_you_mean"]
@@ -30,25 +30,6 @@ Loc = tuple[Union[str, int], ...]
 _TYPE_TAG = re.compile(r"^(str|int|float|bool|none|[a-z]+(-[a-z]+)+|[a-z-]+\[.*\])$")
 
 
-def format_path(loc: Sequence[str | int]) -> str:
-    """``("hardware", "devices", 1, "clock")`` -> ``"hardware.devices[1].clock"``.
-
-    Examples
-    --------
-    >>> format_path(("hardware", "devices", 1, "memory", 0, "capacity"))
-    'hardware.devices[1].memory[0].capacity'
-    >>> format_path(())
-    ''
-    """
-    out = ""
-    for part in loc:
-        if isinstance(part, int):
-            out += f"[{part}]"
-        else:
-            out += ("." if out else "") + str(part)
-    return out
-
-
 class Locator:
     """Maps spec paths to file lines, and builds SpecErrors.
 
@@ -56,8 +37,9 @@ class Locator:
     ----------
     data : object
         The spec as plain Python data.
-    node : yaml.Node or None
-        The composed YAML tree of the same document (None for a dict).
+    text : str or None
+        The YAML text it was read from (None for a dict): lines are looked up in it only
+        when an error needs one (:func:`planner.spec.reader.find_lines`).
     file : str or None
         The file name shown in messages.
 
@@ -71,51 +53,24 @@ class Locator:
     's.yaml:4: hardware.devices[0].count: must be >= 1'
     """
 
-    def __init__(self, data: Any, node: yaml.Node | None = None, file: str | None = None) -> None:
-        self.data, self.node, self.file = data, node, file
+    def __init__(self, data: Any, text: str | None = None, file: str | None = None) -> None:
+        self.data, self.text, self.file = data, text, file
+        self._lines: dict[tuple, tuple[int, int]] = {}
+        self._looked_up: set[tuple] = set()
 
     @classmethod
     def from_yaml(cls, text: str, file: str | None = None) -> "Locator":
-        """Parse YAML text safely, keeping the node tree (raises SpecError when malformed)."""
-        try:
-            loader = yaml.SafeLoader(text)
-            try:
-                node = loader.get_single_node()
-                data = loader.construct_document(node) if node is not None else None
-            finally:
-                loader.dispose()
-        except yaml.MarkedYAMLError as e:
-            mark = e.problem_mark or e.context_mark
-            what = e.problem or e.context or "cannot parse"
-            if e.context and e.problem:
-                where = (f" started on line {e.context_mark.line + 1}"
-                         if e.context_mark and e.problem_mark and e.context_mark.line != e.problem_mark.line
-                         else "")
-                what += f" ({e.context}{where})"
-            raise SpecError(f"malformed YAML: {what}", file=file,
-                            line=mark.line + 1 if mark else None,
-                            column=mark.column + 1 if mark else None) from None
-        except yaml.YAMLError as e:
-            raise SpecError(f"malformed YAML: {e}", file=file) from None
-        locator = cls(data, node, file)
-        if node is not None:
-            locator._check_duplicates(node, ())
-        return locator
+        """Read YAML text within the input limits (:mod:`planner.spec.reader`); SpecError when
+        malformed, too large, too deep, or with a duplicate key."""
+        return cls(read_yaml(text, file), text, file)
 
-    def _check_duplicates(self, node: yaml.Node, loc: Loc) -> None:
-        if isinstance(node, yaml.MappingNode):
-            seen: dict[Any, int] = {}
-            for key, value in node.value:
-                k = key.value if isinstance(key, yaml.ScalarNode) else None
-                if k is not None and k in seen:
-                    raise SpecError(f"duplicate key {k!r} (first given on line {seen[k]})", file=self.file,
-                                    line=key.start_mark.line + 1, path=format_path((*loc, k)) or None)
-                if k is not None:
-                    seen[k] = key.start_mark.line + 1
-                self._check_duplicates(value, (*loc, k if k is not None else "?"))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                self._check_duplicates(item, (*loc, i))
+    def prefetch(self, locs: Sequence[Sequence[str | int]]) -> None:
+        """Look up the lines of several paths in one pass over the text."""
+        wanted = [tuple(loc) for loc in locs if tuple(loc) not in self._looked_up]
+        if self.text is None or not wanted:
+            return
+        self._lines.update(find_lines(self.text, wanted))
+        self._looked_up.update(wanted)
 
     def clean(self, loc: Sequence[str | int], *, keep_last: bool = False) -> Loc:
         """Drop the parts of a pydantic location that are not keys of the document
@@ -146,28 +101,16 @@ class Locator:
 
     def line(self, loc: Sequence[str | int], *, key: bool = False) -> int | None:
         """1-based line of the value at ``loc`` (of its key when ``key``), or of its nearest
-        existing ancestor; None without a YAML tree."""
-        node = self.node
-        if node is None:
+        existing ancestor; None without a YAML text."""
+        if self.text is None:
             return None
-        best = node.start_mark.line + 1
-        for index, part in enumerate(loc):
-            nxt = None
-            if isinstance(node, yaml.MappingNode):
-                for k, v in node.value:
-                    if isinstance(k, yaml.ScalarNode) and k.value == str(part):
-                        nxt, keynode = v, k
-                        break
-                if nxt is None:
-                    return best
-                best = (keynode if key and index == len(loc) - 1 else nxt).start_mark.line + 1
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-                nxt = node.value[part]
-                best = nxt.start_mark.line + 1
-            else:
-                return best
-            node = nxt
-        return best
+        loc = tuple(loc)
+        self.prefetch([loc])
+        for end in range(len(loc), -1, -1):
+            found = self._lines.get(loc[:end])
+            if found is not None:
+                return found[1] if key and end == len(loc) else found[0]
+        return None
 
     def error(self, message: str, loc: Sequence[str | int] = (), *, key: bool = False) -> SpecError:
         """A SpecError at ``loc`` (already clean)."""
@@ -248,6 +191,7 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
     errors = exc.errors(include_url=False)
     # A misspelt key shows up twice: unknown 'capacty' and missing 'capacity'. Keep the first.
     extra_parents = {tuple(e["loc"])[:-1] for e in errors if e["type"] == "extra_forbidden"}
+    locator.prefetch([locator.clean(tuple(e["loc"]), keep_last=True) for e in errors[:1000]])
     for index, err in enumerate(errors):
         raw = tuple(err["loc"])
         kind = err["type"]
@@ -281,8 +225,11 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
             message = f"expected a mapping of keys, got {_short(value)}"
         elif kind == "list_type":
             message = f"expected a list, got {_short(value)}"
+        elif kind == "string_pattern_mismatch" and "x00" in str(ctx.get("pattern", "")):
+            message = f"{_short(value)} is not a valid op or tensor name: no control characters"
         elif kind == "string_pattern_mismatch":
-            message = f"{_short(value)} is not a valid name: use letters, digits, '_', '.' and '-'"
+            message = (f"{_short(value)} is not a valid name: use letters, digits, '_', '.' and '-', "
+                       "starting with a letter, a digit or '_'")
         elif kind in ("value_error", "assertion_error"):
             message = str(err["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
         else:
@@ -299,6 +246,23 @@ def _validation_error(exc: ValidationError, locator: Locator) -> SpecError:
                if not any(len(o) > len(c[3]) and o[:len(c[3])] == c[3] for o in locs)]
     _, _, message, loc, key = min(precise or candidates)
     return locator.error(message, loc, key=key)
+
+
+def _check_inline_sizes(locator: Locator) -> None:
+    """Inline ops and tensors of all models within the limits, counted in the raw data before
+    the typed models are built for them (which costs as much memory again)."""
+    from planner.spec.limits import MAX_OPS, MAX_TENSORS
+
+    models = locator.data.get("models")
+    totals = {"ops": 0, "tensors": 0}
+    for i, model in enumerate(models if isinstance(models, list) else []):
+        graph = model.get("graph") if isinstance(model, Mapping) else None
+        for key, limit in (("ops", MAX_OPS), ("tensors", MAX_TENSORS)):
+            entries = graph.get(key) if isinstance(graph, Mapping) else None
+            totals[key] += len(entries) if isinstance(entries, list) else 0
+            if totals[key] > limit:
+                raise locator.error(f"the models declare {totals[key]:,} inline {key} up to here; all models "
+                                    f"together may have at most {limit:,}", ("models", i, "graph", key))
 
 
 def load_spec(source: str | Path | Mapping[str, Any], *, base_dir: str | Path | None = None) -> Spec:
@@ -346,13 +310,7 @@ def load_spec(source: str | Path | Mapping[str, Any], *, base_dir: str | Path | 
         root = Path(base_dir) if base_dir is not None else Path.cwd()
     elif isinstance(source, (str, Path)):
         path = Path(source)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise SpecError("no such spec file", file=str(path)) from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise SpecError(f"cannot read the spec: {e}", file=str(path)) from None
-        locator = Locator.from_yaml(text, str(path))
+        locator = Locator.from_yaml(read_text_file(path), str(path))
         root = Path(base_dir) if base_dir is not None else path.parent
     else:
         raise SpecError(f"expected a spec file path or a mapping, got {type(source).__name__}")
@@ -361,8 +319,12 @@ def load_spec(source: str | Path | Mapping[str, Any], *, base_dir: str | Path | 
     if not isinstance(locator.data, Mapping):
         raise locator.error(f"the spec must be a mapping of keys (version, hardware, models...), "
                             f"got a {type(locator.data).__name__}")
+    _check_inline_sizes(locator)
     try:
         document = SpecDocument.model_validate(locator.data)
     except ValidationError as exc:
         raise _validation_error(exc, locator) from None
+    # The resolver reports errors by path and finds lines in the text: the raw data (as large
+    # as the document) is not needed any more; let it go before the graph is built.
+    locator.data = None
     return resolve(document, locator, source=path, base_dir=root)

@@ -12,6 +12,8 @@ same models, so the schema and the validator cannot drift.
 
 from __future__ import annotations
 
+import json
+import math
 from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import (
@@ -26,6 +28,25 @@ from pydantic import (
 
 from planner.graph.ir import DTYPE_BYTES, TENSOR_KINDS
 from planner.isa.cost import DATA_MOVEMENT_OPS, MATRIX_OPS, VECTOR_OPS
+from planner.spec.limits import (
+    MAX_CYCLES,
+    MAX_DEVICES,
+    MAX_DIM,
+    MAX_LINKS,
+    MAX_LIST,
+    MAX_MEMORY_LEVELS,
+    MAX_NAME_LENGTH,
+    MAX_ATTRS_BYTES,
+    MAX_OP_IO,
+    MAX_OP_NAME_LENGTH,
+    MAX_OPS,
+    MAX_RANK,
+    MAX_SEED,
+    MAX_SPLIT_FACTOR,
+    MAX_STREAMS,
+    MAX_TENSORS,
+    MAX_WORKERS,
+)
 from planner.spec.units import (
     parse_bandwidth,
     parse_bytes,
@@ -73,11 +94,11 @@ Bandwidth = _quantity(parse_bandwidth, rf"^\s*{_NUM}\s*{_SIZE_RE}\s*/\s*(s|sec)\
 Frequency = _quantity(parse_frequency, rf"^\s*{_NUM}\s*(Hz|kHz|MHz|GHz)\s*$",
                       ["1 GHz", "940 MHz"], "A frequency: Hz, kHz, MHz or GHz.")
 Latency = Annotated[
-    Union[int, str],
+    Union[Annotated[int, Field(strict=True)], str],
     AfterValidator(_check_duration),
     WithJsonSchema({
         "anyOf": [
-            {"type": "integer", "minimum": 0, "description": "reference-clock cycles"},
+            {"type": "integer", "minimum": 0, "maximum": MAX_CYCLES, "description": "reference-clock cycles"},
             {"type": "string",
              "pattern": rf"^\s*{_NUM}\s*(ps|ns|us|µs|ms|s|cycles?)?\s*$"},
         ],
@@ -91,10 +112,51 @@ Seconds = Annotated[
     WithJsonSchema({"type": "string", "pattern": rf"^\s*{_NUM}\s*(ps|ns|us|µs|ms|s)\s*$",
                     "description": "A wall-clock duration with a unit.", "examples": ["30 s", "500 ms"]}),
 ]
+# Count and NonNegative are shared with the fleet models, whose fields set their own upper
+# bounds; the spine's fields use the bounded types below (an Annotated bound here would
+# override a field's own, tighter one).
 Count = Annotated[int, Field(strict=True, ge=1)]
 NonNegative = Annotated[int, Field(strict=True, ge=0)]
-Name = Annotated[str, Field(min_length=1, pattern=r"^[A-Za-z0-9_.\-]+$")]
-OpName = Annotated[str, Field(min_length=1)]
+Cycles = Annotated[int, Field(strict=True, ge=0, le=MAX_CYCLES)]
+#: Names that may become file names (spec, model, device, level, link): no ".", "..", "-x".
+Name = Annotated[str, Field(min_length=1, max_length=MAX_NAME_LENGTH, pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.\-]*$")]
+#: Op and tensor names (and pin patterns): printable text without control characters.
+OpName = Annotated[str, Field(min_length=1, max_length=MAX_OP_NAME_LENGTH, pattern=r"^[^\x00-\x1f\x7f]+$")]
+Dim = Annotated[int, Field(strict=True, ge=1, le=MAX_DIM)]
+_ATTR_SCALARS = (bool, int, float, str)
+
+
+def _check_attr_value(value: Any) -> Any:
+    """An op attribute: a finite number, a string, a boolean, or a flat list of them."""
+    items = value if isinstance(value, list) else [value]
+    if isinstance(value, list) and len(value) > MAX_OP_IO:
+        raise ValueError(f"an attribute list may hold at most {MAX_OP_IO:,} values")
+    for item in items:
+        if not isinstance(item, _ATTR_SCALARS):
+            raise ValueError(f"an attribute is a number, a string, a boolean or a list of them, got {item!r:.60}")
+        if isinstance(item, float) and not math.isfinite(item):
+            raise ValueError(f"an attribute must be a finite number, got {item!r}")
+        if isinstance(item, int) and not isinstance(item, bool) and abs(item) > 2**62:
+            raise ValueError(f"an attribute integer must be within +-2^62, got {item:.3e}")
+        if isinstance(item, str) and len(item) > MAX_OP_NAME_LENGTH:
+            raise ValueError(f"an attribute string may hold at most {MAX_OP_NAME_LENGTH} characters")
+    return value
+
+
+def _check_attrs_size(attrs: dict[str, Any]) -> dict[str, Any]:
+    """An op's attributes travel in the binary as one JSON string: at most 32 KiB."""
+    size = len(json.dumps(attrs, sort_keys=True, separators=(",", ":")))
+    if size > MAX_ATTRS_BYTES:
+        raise ValueError(f"the op's attributes take {size:,} bytes as JSON; the limit is {MAX_ATTRS_BYTES:,}")
+    return attrs
+
+
+_ATTR_SCALAR_SCHEMAS = [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]
+AttrValue = Annotated[
+    Any,
+    AfterValidator(_check_attr_value),
+    WithJsonSchema({"anyOf": [*_ATTR_SCALAR_SCHEMAS, {"type": "array", "items": {"anyOf": _ATTR_SCALAR_SCHEMAS}}]}),
+]
 DType = Literal[tuple(DTYPE_BYTES)]  # type: ignore[valid-type]
 TensorKind = Literal[tuple(TENSOR_KINDS)]  # type: ignore[valid-type]
 OpType = Literal[OP_TYPES]  # type: ignore[valid-type]
@@ -119,18 +181,21 @@ class DeviceSpec(_Model):
                        examples=["big", "npu"])
     profile: str = Field(description="Built-in ISA profile.",
                          examples=["tpu-v4", "tpu-v1", "edge-npu", "generic"])
-    count: Count = Field(1, description="Number of instances.")
-    streams: Count = Field(1, description="Execution lanes per instance (ops that may overlap).")
+    count: Annotated[int, Field(strict=True, ge=1, le=MAX_DEVICES)] = Field(1, description="Number of instances.")
+    streams: Annotated[int, Field(strict=True, ge=1, le=MAX_STREAMS)] = Field(
+        1, description="Execution lanes per instance (ops that may overlap).")
     clock: Optional[Frequency] = Field(None, description="Override of the profile's clock.")
     memory: Optional[list[MemorySpec]] = Field(
-        None, min_length=1, description="Replaces the profile's memory levels (fastest first).")
+        None, min_length=1, max_length=MAX_MEMORY_LEVELS,
+        description="Replaces the profile's memory levels (fastest first).")
 
 
 class LinkSpec(_Model):
     """An explicit link; it carries one transfer at a time."""
 
     name: Name = Field(description="Link name.", examples=["ici0"])
-    between: list[Name] = Field(min_length=2, description="Device instances it joins (two or more).",
+    between: list[Name] = Field(min_length=2, max_length=MAX_DEVICES,
+                                description="Device instances it joins (two or more).",
                                 examples=[["big0", "big1"]])
     bandwidth: Bandwidth = Field(description="Bandwidth.")
     latency: Latency = Field(0, description="Fixed latency of each transfer.")
@@ -151,8 +216,8 @@ class HardwareSpec(_Model):
 
     clock: Frequency = Field("1 GHz", validate_default=True, description="Reference clock of the plan's timeline "
                              "(cycles in plan.json are of this clock).")
-    devices: list[DeviceSpec] = Field(min_length=1, description="Device kinds.")
-    links: Optional[list[LinkSpec]] = Field(None, description="Explicit links.")
+    devices: list[DeviceSpec] = Field(min_length=1, max_length=MAX_DEVICES, description="Device kinds.")
+    links: Optional[list[LinkSpec]] = Field(None, max_length=MAX_LINKS, description="Explicit links.")
     topology: Optional[TopologySpec] = Field(None, description="Generated links.")
 
 
@@ -160,8 +225,8 @@ class TensorSpec(_Model):
     """A tensor of an inline graph."""
 
     name: OpName = Field(description="Tensor name (prefixed with the model name).")
-    shape: list[Annotated[int, Field(strict=True, ge=1)]] = Field(
-        description="Dimensions.", examples=[[1, 512]])
+    shape: list[Dim] = Field(
+        max_length=MAX_RANK, description="Dimensions (an empty list is a scalar).", examples=[[1, 512]])
     dtype: DType = Field("fp32", description="Element type.")
     kind: TensorKind = Field("activation", description="weight | input | activation | output.")
 
@@ -171,13 +236,15 @@ class OpSpec(_Model):
 
     name: OpName = Field(description="Op name (prefixed with the model name).")
     type: OpType = Field(description="Op type; task is opaque and needs cycles.")
-    inputs: list[OpName] = Field(default_factory=list, description="Tensors read.")
-    outputs: list[OpName] = Field(default_factory=list, description="Tensors written.")
-    attrs: dict[str, Any] = Field(default_factory=dict, description="Op attributes (stride, axis...).")
-    cycles: dict[str, NonNegative] = Field(
+    inputs: list[OpName] = Field(default_factory=list, max_length=MAX_OP_IO, description="Tensors read.")
+    outputs: list[OpName] = Field(default_factory=list, max_length=MAX_OP_IO, description="Tensors written.")
+    attrs: Annotated[dict[str, AttrValue], Field(max_length=64), AfterValidator(_check_attrs_size)] = Field(
+        default_factory=dict, description="Op attributes (stride, axis...): numbers, strings, booleans or "
+        "lists of them.")
+    cycles: dict[str, Cycles] = Field(
         default_factory=dict, description="Device cycles per device kind (overrides the cost model).",
         examples=[{"big": 100, "small": 400}])
-    after: list[OpName] = Field(default_factory=list,
+    after: list[OpName] = Field(default_factory=list, max_length=MAX_OP_IO,
                                 description="Ops of the same model this one follows without data.")
 
 
@@ -187,8 +254,9 @@ class GraphSpec(_Model):
     model_config = ConfigDict(json_schema_extra={"oneOf": [{"required": ["ops"]},
                                                            {"required": ["onnx"]}]})
 
-    tensors: Optional[list[TensorSpec]] = Field(None, description="Tensors of an inline graph.")
-    ops: Optional[list[OpSpec]] = Field(None, description="Ops of an inline graph.")
+    tensors: Optional[list[TensorSpec]] = Field(None, max_length=MAX_TENSORS,
+                                                description="Tensors of an inline graph.")
+    ops: Optional[list[OpSpec]] = Field(None, max_length=MAX_OPS, description="Ops of an inline graph.")
     onnx: Optional[str] = Field(None, description="An ONNX file, relative to the spec file.",
                                 examples=["models/resnet18.onnx"])
 
@@ -205,12 +273,12 @@ class MlpGenerator(_Model):
     """Multilayer perceptron: matmuls with an activation between them (2·layers − 1 ops)."""
 
     kind: Literal["mlp"]
-    layers: Count = Field(3, description="Linear layers.")
-    width: Count = Field(512, description="Hidden size.")
-    hidden: Optional[list[Count]] = Field(None, description="Hidden sizes (overrides layers/width).")
-    in_features: Optional[Count] = Field(None, description="Input size (default: first hidden).")
-    out_features: Optional[Count] = Field(None, description="Output size (default: last hidden).")
-    batch: Count = Field(1, description="Batch size.")
+    layers: Dim = Field(3, description="Linear layers.")
+    width: Dim = Field(512, description="Hidden size.")
+    hidden: Optional[list[Dim]] = Field(None, description="Hidden sizes (overrides layers/width).")
+    in_features: Optional[Dim] = Field(None, description="Input size (default: first hidden).")
+    out_features: Optional[Dim] = Field(None, description="Output size (default: last hidden).")
+    batch: Dim = Field(1, description="Batch size.")
     activation: Literal["relu", "gelu"] = Field("relu", description="Activation.")
     dtype: DType = Field("fp32", description="Element type.")
 
@@ -219,12 +287,12 @@ class TransformerGenerator(_Model):
     """Decoder blocks with per-head attention (layers·(11 + 4·heads) + 1 ops)."""
 
     kind: Literal["transformer"]
-    layers: Count = Field(2, description="Decoder blocks.")
-    d_model: Count = Field(512, description="Model width (divisible by heads).")
-    heads: Count = Field(8, description="Attention heads.")
-    seq: Count = Field(128, description="Sequence length.")
-    batch: Count = Field(1, description="Batch size.")
-    d_ff: Optional[Count] = Field(None, description="MLP width (default 4·d_model).")
+    layers: Dim = Field(2, description="Decoder blocks.")
+    d_model: Dim = Field(512, description="Model width (divisible by heads).")
+    heads: Dim = Field(8, description="Attention heads.")
+    seq: Dim = Field(128, description="Sequence length.")
+    batch: Dim = Field(1, description="Batch size.")
+    d_ff: Optional[Dim] = Field(None, description="MLP width (default 4·d_model).")
     dtype: DType = Field("fp16", description="Element type.")
 
 
@@ -232,12 +300,12 @@ class ResnetGenerator(_Model):
     """ResNet-style CNN with residual blocks (6 + 5·sum(blocks) + stages − 1 ops)."""
 
     kind: Literal["resnet"]
-    blocks: list[Count] = Field([2, 2, 2, 2], min_length=1, description="Residual blocks per stage.")
-    width: Count = Field(64, description="Stem channels (doubled per stage).")
-    image: Count = Field(224, description="Input height and width.")
-    in_channels: Count = Field(3, description="Input channels.")
-    classes: Count = Field(1000, description="Classifier outputs.")
-    batch: Count = Field(1, description="Batch size.")
+    blocks: list[Dim] = Field([2, 2, 2, 2], min_length=1, description="Residual blocks per stage.")
+    width: Dim = Field(64, description="Stem channels (doubled per stage).")
+    image: Dim = Field(224, description="Input height and width.")
+    in_channels: Dim = Field(3, description="Input channels.")
+    classes: Dim = Field(1000, description="Classifier outputs.")
+    batch: Dim = Field(1, description="Batch size.")
     dtype: DType = Field("fp32", description="Element type.")
 
 
@@ -294,14 +362,24 @@ class ConstraintsSpec(_Model):
 class SolverSpec(_Model):
     """Solver settings (the command line may override them)."""
 
-    time_limit: Seconds = Field("30 s", validate_default=True, description="Wall-clock limit of the solve.")
-    workers: Count = Field(2, description="Parallel search workers.")
-    seed: NonNegative = Field(0, description="Random seed (same seed and workers, same plan).")
+    time_limit: Seconds = Field("30 s", validate_default=True,
+                                description="Time for the search (see `search`; lowering and replay come on top).")
+    workers: Annotated[int, Field(strict=True, ge=1, le=MAX_WORKERS)] = Field(
+        2, description="Parallel search workers.")
+    seed: Annotated[int, Field(strict=True, ge=0, le=MAX_SEED)] = Field(
+        0, description="Random seed (same seed and workers, same plan).")
+    search: Literal["deterministic", "until-limit"] = Field(
+        "deterministic",
+        description="deterministic: the time limit becomes a fixed budget of deterministic work, so the same "
+                    "spec, seed and workers give the same bytes on any machine (the wall clock is only a "
+                    "safety net, at 3 x the limit + 5 s, and the result says when it fired); until-limit: "
+                    "search until the wall clock (uses the whole limit, never byte-reproducible).")
     strategy: Literal["auto", "flat", "hierarchical"] = Field(
         "auto", description="auto: flat CP-SAT (with LNS) on small graphs, hierarchical grouping + "
         "placement + LNS on large ones; flat or hierarchical: always that one.")
-    groups: Optional[Count] = Field(None, description="Groups the hierarchical strategy coarsens the "
-                                    "graph into (default: about ops / 8, between 8 per device and 160).")
+    groups: Optional[Annotated[int, Field(strict=True, ge=1, le=MAX_OPS)]] = Field(
+        None, description="Groups the hierarchical strategy coarsens the graph into (default: about "
+        "ops / 8, between 8 per device and 160).")
 
 
 #: Objective kinds, and the spellings accepted for them.
@@ -392,6 +470,8 @@ DEFAULT_SPLIT_FACTORS: tuple[int, ...] = (1, 2, 4)
 def _check_split_factor(value: int) -> int:
     if value < 1:
         raise ValueError(f"a split factor must be >= 1 (1 means the op is not split), got {value}")
+    if value > MAX_SPLIT_FACTOR:
+        raise ValueError(f"a split factor must be <= {MAX_SPLIT_FACTOR:,}, got {value:,}")
     return value
 
 
@@ -414,7 +494,7 @@ SplitFactor = Annotated[
     int,
     Field(strict=True),
     AfterValidator(_check_split_factor),
-    WithJsonSchema({"type": "integer", "minimum": 1}),
+    WithJsonSchema({"type": "integer", "minimum": 1, "maximum": MAX_SPLIT_FACTOR}),
 ]
 
 
@@ -436,11 +516,19 @@ class MemoryPlanSpec(_Model):
         examples=["vmem", {"tpu": "vmem", "npu": "sram"}])
     split: bool = Field(True, strict=True, description="May ops be split into portions along dim 0.")
     split_factors: list[SplitFactor] = Field(
-        list(DEFAULT_SPLIT_FACTORS), description="Factors tried (1, no split, is always included); "
+        list(DEFAULT_SPLIT_FACTORS), max_length=MAX_LIST,
+        description="Factors tried (1, no split, is always included); "
         "a factor must divide dim 0 of every tensor it splits.", examples=[[1, 2, 4]])
     alignment: Annotated[Size, AfterValidator(_check_alignment)] = Field(
         "64 B", validate_default=True, description="Every buffer address is a multiple of this "
         "(a power of two).", examples=["64 B", "4 KiB"])
+
+
+def _integer_version(value: Any) -> Any:
+    """``version: true`` equals 1 in Python; the schema says integer, so a boolean is refused."""
+    if isinstance(value, bool):
+        raise ValueError(f"unsupported spec version {value!r} (a boolean); this planner reads version 1")
+    return value
 
 
 class SpecDocument(_Model):
@@ -460,10 +548,10 @@ class SpecDocument(_Model):
 
     model_config = ConfigDict(title="plan spec (version 1)")
 
-    version: Literal[1] = Field(1, description="Spec format version.")
+    version: Annotated[Literal[1], BeforeValidator(_integer_version)] = Field(1, description="Spec format version.")
     name: Optional[Name] = Field(None, description="Spec name (default: the file stem).")
     hardware: HardwareSpec = Field(description="Devices, links and the reference clock.")
-    models: list[ModelSpec] = Field(min_length=1, description="The models to place and schedule.")
+    models: list[ModelSpec] = Field(min_length=1, max_length=MAX_OPS, description="The models to place and schedule.")
     objective: Objective = Field(
         "latency", validate_default=True,
         description="latency: minimise the makespan; throughput: minimise the busiest device's load "

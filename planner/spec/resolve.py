@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import re
 from pathlib import Path
 from typing import Sequence
 
@@ -18,13 +19,24 @@ from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.isa.profiles import PROFILES, get_profile
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
+from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.loader import Locator, did_you_mean, format_path
 from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
+from planner.spec.sizes import (
+    check_device_count,
+    check_generator_size,
+    check_counts,
+    check_graph_size,
+    check_op_shapes,
+    check_pattern_work,
+    check_topology_size,
+    cost_table,
+)
 from planner.spec.types import MaxLoadOptions, Spec
 from planner.spec.units import parse_duration_cycles
 
-__all__ = ["resolve", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
+__all__ = ["resolve", "name_from_stem", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
 
 _GLOB = set("*?[")
 
@@ -44,6 +56,7 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
     """
     hw = document.hardware
     clock = hw.clock
+    check_device_count(document, locator)
     devices: list[Device] = []
     kinds: dict[str, tuple[str, ...]] = {}
     owner: dict[str, tuple] = {}  # every instance and kind name -> where it was declared
@@ -75,6 +88,7 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
         kinds[dspec.name] = instances
         devices.extend(Device(n, dspec.name, profile, dspec.streams) for n in instances)
     names = [d.name for d in devices]
+    check_topology_size(document, len(names), locator)
 
     links: list[Link] = []
     link_names: set[str] = set()
@@ -169,18 +183,18 @@ def _inline_graph(m: ModelSpec, where: tuple, locator: Locator,
     assert g is not None and g.ops is not None
     pre = f"{m.name}/"
     tensors: list[Tensor] = []
-    tnames: list[str] = []
+    tset: set[str] = set()
     for k, t in enumerate(g.tensors or []):
         tloc = (*where, "graph", "tensors", k)
-        if t.name in tnames:
+        if t.name in tset:
             raise locator.error(f"tensor {t.name!r} is defined twice", (*tloc, "name"))
-        tnames.append(t.name)
+        tset.add(t.name)
         try:
             tensors.append(Tensor(pre + t.name, tuple(t.shape), t.dtype, t.kind))
         except GraphError as e:
             raise locator.error(str(e), tloc) from None
-    tset = set(tnames)
-    onames = [o.name for o in g.ops]
+    tnames = [t.name for t in g.tensors or []]
+    onames = {o.name for o in g.ops}
     ops: list[Op] = []
     seen: set[str] = set()
     for k, o in enumerate(g.ops):
@@ -195,7 +209,7 @@ def _inline_graph(m: ModelSpec, where: tuple, locator: Locator,
                                         + did_you_mean(t, tnames), (*oloc, field_name, j))
         for j, a in enumerate(o.after):
             if a not in onames:
-                raise locator.error(f"op {o.name!r} comes after unknown op {a!r}" + did_you_mean(a, onames),
+                raise locator.error(f"op {o.name!r} comes after unknown op {a!r}" + did_you_mean(a, sorted(onames)),
                                     (*oloc, "after", j))
         if o.type == "task" and not o.cycles:
             raise locator.error(f"task op {o.name!r} needs cycles for at least one device kind, "
@@ -229,10 +243,12 @@ def _onnx_graph(m: ModelSpec, where: tuple, locator: Locator, base_dir: Path) ->
     return _prefixed(m.name, list(tensors), list(ops))
 
 
-def _expand(pattern: str, op_names: Sequence[str], locator: Locator, loc: tuple) -> list[str]:
-    """Op names matching a name or fnmatch pattern (at least one, else a SpecError)."""
+def _expand(pattern: str, op_names: Sequence[str], locator: Locator, loc: tuple,
+            known: set[str] | frozenset[str] = frozenset()) -> list[str]:
+    """Op names matching a name or fnmatch pattern (at least one, else a SpecError); ``known``
+    is the set of ``op_names`` (for a constant-time lookup of a plain name)."""
     if not _GLOB & set(pattern):
-        if pattern in op_names:
+        if pattern in (known or op_names):
             return [pattern]
         message = f"unknown op {pattern!r}"
     else:
@@ -262,6 +278,13 @@ def _expand(pattern: str, op_names: Sequence[str], locator: Locator, loc: tuple)
     raise locator.error(message + hint, loc)
 
 
+def _glob_patterns(document: SpecDocument) -> int:
+    """Pin and colocation entries that are patterns (each is matched against every op name)."""
+    entries = [p for pin in document.constraints.pins for p in ([pin.ops] if isinstance(pin.ops, str) else pin.ops)]
+    entries += [e for group in document.constraints.colocate for e in group]
+    return sum(1 for e in entries if _GLOB & set(e))
+
+
 def _pins(document: SpecDocument, hw: Hardware, order: Sequence[str],
           locator: Locator) -> dict[str, tuple[str, ...]]:
     kinds: dict[str, tuple[str, ...]] = {}
@@ -272,13 +295,14 @@ def _pins(document: SpecDocument, hw: Hardware, order: Sequence[str],
     allowed: dict[str, set[str]] = {}
     source: dict[str, int] = {}
     pins = document.constraints.pins
+    known = set(order)
     for i, pin in enumerate(pins):
         where = ("constraints", "pins", i)
         devices = set(_device_targets(pin.device, kinds, instances, locator, (*where, "device")))
         patterns = [pin.ops] if isinstance(pin.ops, str) else pin.ops
         for j, pattern in enumerate(patterns):
             ploc = (*where, "ops") if isinstance(pin.ops, str) else (*where, "ops", j)
-            for op in _expand(pattern, order, locator, ploc):
+            for op in _expand(pattern, order, locator, ploc, known):
                 if op in allowed:
                     both = allowed[op] & devices
                     if not both:
@@ -303,11 +327,12 @@ def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str,
         return x
 
     group_of: dict[str, int] = {}
+    known = set(order)
     for i, group in enumerate(document.constraints.colocate):
         where = ("constraints", "colocate", i)
         members: list[str] = []
         for j, entry in enumerate(group):
-            members.extend(_expand(entry, order, locator, (*where, j)))
+            members.extend(_expand(entry, order, locator, (*where, j), known))
         common = set(allowed.get(members[0], ())) if members[0] in allowed else None
         for op in members:
             if op in allowed:
@@ -331,7 +356,7 @@ def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str,
 
 
 def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> MemoryOptions:
-    """The ``memory:`` section as :class:`~planner.memory.options.MemoryOptions`.
+    """The ``memory:`` section as :class:`~planner.spec.memory_options.MemoryOptions`.
 
     ``fast`` given as one level name becomes a mapping over every device kind (hardware
     order); each named level must exist on that kind and must not be its main memory (the
@@ -342,7 +367,8 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     ------
     planner.errors.SpecError
         At ``memory.fast`` (or ``memory.fast.<kind>``) for a kind no device has, a level the
-        kind lacks, or the main level.
+        kind lacks, or the main level; at ``memory.alignment`` for an alignment larger than a
+        memory level.
 
     Examples
     --------
@@ -378,6 +404,14 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
         for kind in kinds:  # hardware order, so equal specs give equal options
             if kind in mem.fast:
                 fast[kind] = _fast_level(kind, mem.fast[kind], profiles, ("memory", "fast", kind), locator)
+    level, owner = min(((m, kind) for kind, p in profiles.items() for m in p.memory),
+                       key=lambda lk: lk[0].capacity_bytes)
+    if mem.alignment > level.capacity_bytes:
+        from planner.report.markdown import format_bytes
+
+        raise locator.error(f"alignment {format_bytes(mem.alignment)} is larger than memory level {level.name} of "
+                            f"device kind {owner} ({format_bytes(level.capacity_bytes)}): no second buffer could "
+                            "start in it", ("memory", "alignment"))
     factors = tuple(sorted({1, *mem.split_factors}))
     return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
                          alignment_bytes=mem.alignment)
@@ -565,6 +599,22 @@ def check_tensor_sizes(graph: Graph, hw: Hardware, allowed: dict[str, tuple[str,
                                 tensor_loc.get(name, ("models",)))
 
 
+def name_from_stem(stem: str) -> str:
+    """A spec's default name from its file name, within the rules of ``name:`` (it names the
+    default output directory): other characters become ``_``, at most 64 characters, and a
+    name that would start with ``.`` or ``-`` gets a ``spec`` prefix.
+
+    Examples
+    --------
+    >>> name_from_stem("demo"), name_from_stem("my spec (v2)"), name_from_stem(".."), name_from_stem("")
+    ('demo', 'my_spec__v2_', 'spec..', 'spec')
+    """
+    name = re.sub(r"[^A-Za-z0-9_.\-]", "_", stem)
+    if not name or not re.match(r"[A-Za-z0-9_]", name):
+        name = "spec" + name
+    return name[:MAX_NAME_LENGTH]
+
+
 def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = None,
             base_dir: Path | None = None) -> Spec:
     """Check cross-references and build the :class:`Spec` (see module docstring).
@@ -599,12 +649,13 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         model_names.append(m.name)
         if m.generator is not None:
             params = m.generator.model_dump(exclude={"kind"}, exclude_none=True)
+            check_generator_size(m.generator.kind, params, len(ops), (*where, "generator"), locator)
             try:
                 mt, mo = generate(m.generator.kind, params, m.name)
             except (ValueError, GraphError) as e:
                 raise locator.error(str(e), (*where, "generator")) from None
             for o in mo:
-                op_loc[o.name] = where
+                op_loc[o.name] = (*where, "generator")
         elif m.graph is not None and m.graph.onnx is not None:
             mt, mo = _onnx_graph(m, where, locator, base_dir)
             for o in mo:
@@ -620,6 +671,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         tensors.extend(mt)
         ops.extend(mo)
 
+    check_counts(ops, tensors, locator, op_loc)
     for op in ops:
         for kind in op.cycles:
             if kind not in kinds:
@@ -632,17 +684,24 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     except GraphError as e:
         loc = op_loc.get(e.op or "", ("models",))
         raise locator.error(str(e), loc) from None
+    check_graph_size(graph, hw, op_loc, tensor_loc, locator)
+    check_op_shapes(graph, op_loc, locator)
+    device_cycles = cost_table(graph, hw, op_loc, locator, len(document.hardware.links or []))
 
     order = list(graph.ops)
+    check_pattern_work(_glob_patterns(document), len(order), locator)
     allowed = _pins(document, hw, order, locator)
     groups = _colocation(document, order, allowed, locator)
     memory = resolve_memory(document, hw, locator)
     objective, max_load = resolve_objective(document, hw, locator)
+    if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
+        raise locator.error("memory planning needs objective latency (its level solver minimizes a makespan); "
+                            "this spec asks for throughput", ("memory", "plan"))
     if memory.enabled:
         # Without memory planning every tensor must fit main memory, which the pipeline's
         # prechecks already explain (as an infeasible request, exit 1).
         check_tensor_sizes(graph, hw, allowed, tensor_loc, locator)
-    name = document.name or (source.stem if source is not None else "spec")
+    name = document.name or (name_from_stem(source.stem) if source is not None else "spec")
     return Spec(
         name=name,
         source=source,
@@ -654,10 +713,12 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         time_limit_s=float(document.solver.time_limit),
         workers=document.solver.workers,
         seed=document.solver.seed,
+        search=document.solver.search,
         strategy=document.solver.strategy,
         groups=document.solver.groups,
         models=tuple(model_names),
         document=document,
         memory=memory,
         max_load=max_load,
+        device_cycles=device_cycles,
     )

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
 
 __all__ = ["Spec", "MaxLoadOptions"]
 
@@ -61,8 +61,8 @@ class Spec:
         For pinned ops only: the device instances each may use (hardware order).
     colocation_groups : tuple of tuple of str
         Ops that must share one device (overlapping groups merged; topological order).
-    time_limit_s, workers, seed
-        Solver settings (defaults 30 s, 2 workers, seed 0).
+    time_limit_s, workers, seed, search
+        Solver settings (defaults 30 s, 2 workers, seed 0, ``"deterministic"`` search).
     strategy, groups
         ``solver: {strategy, groups}``: which scheduler path runs (``auto``, ``flat`` or
         ``hierarchical``) and the hierarchical path's number of groups (None: its default).
@@ -70,7 +70,11 @@ class Spec:
         Model names in spec order.
     document : SpecDocument or None
         The validated document (units already converted), for tools that echo the spec.
-    memory : planner.memory.options.MemoryOptions
+    device_cycles : mapping or None
+        Timeline cycles of every op on every device kind (None where it cannot run), costed
+        when the spec was loaded (:func:`planner.isa.cost.cycles_table`); None for a Spec built
+        by hand, which the pipeline then costs itself.
+    memory : planner.spec.memory_options.MemoryOptions
         The ``memory:`` section: ``enabled`` (``plan``), the fast level per device kind
         (``fast``; a single name is expanded to every kind), ``split``, ``split_factors``
         (sorted, with 1) and ``alignment_bytes``. Default: memory planning off.
@@ -96,12 +100,14 @@ class Spec:
     time_limit_s: float = 30.0
     workers: int = 2
     seed: int = 0
+    search: str = "deterministic"
     strategy: str = "auto"
     groups: int | None = None
     models: tuple[str, ...] = ()
     document: Any = field(default=None, repr=False, compare=False)
     memory: MemoryOptions = field(default_factory=MemoryOptions)
     max_load: MaxLoadOptions | None = None
+    device_cycles: Mapping[tuple[str, str], int | None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def op_cycles(self) -> dict[str, dict[str, int]]:

@@ -21,6 +21,8 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Mapping
 
+from planner.spec.limits import MAX_BANDWIDTH, MAX_BYTES, MAX_CYCLES, MAX_FREQUENCY, MAX_TIME_LIMIT_S
+
 __all__ = [
     "SIZE_UNITS",
     "FREQUENCY_UNITS",
@@ -47,7 +49,11 @@ TIME_UNITS: dict[str, str] = {"ps": "picosecond", "ns": "nanosecond", "us": "mic
                               "µs": "microsecond", "ms": "millisecond", "s": "second"}
 _CYCLE_UNITS = ("cycle", "cycles")
 
-_QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*(.*?)\s*$")
+_QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?)\s*(.*?)\s*$")
+# Longer numbers and larger exponents are refused before Fraction expands them (1e999999999
+# would be a billion-digit integer); every limit below is far inside these.
+_MAX_NUMBER_CHARS = 40
+_MAX_EXPONENT = 60
 _registry: Any = None
 
 
@@ -84,7 +90,10 @@ def _split(value: Any, what: str, example: str) -> tuple[Fraction, str]:
     m = _QUANTITY.match(value)
     if not m:
         raise ValueError(f'expected {what} such as "{example}", got {_show(value)}')
-    return Fraction(m.group(1)), re.sub(r"\s*/\s*", "/", m.group(2))
+    number, exponent = m.group(1), m.group(2)
+    if len(number) > _MAX_NUMBER_CHARS or (exponent is not None and abs(int(exponent)) > _MAX_EXPONENT):
+        raise ValueError(f'expected {what} such as "{example}", got {_show(value)} (the number is out of range)')
+    return Fraction(number), re.sub(r"\s*/\s*", "/", m.group(3))
 
 
 def _dimension(unit: str) -> str | None:
@@ -114,11 +123,13 @@ def _unknown_unit(value: Any, what: str, example: str, unit: str, known: list[st
     return ValueError(f'expected {what} such as "{example}", got {_show(value)} (unknown unit "{unit}"){hint}')
 
 
-def _to_int(amount: Fraction, value: Any, what: str, example: str, *, positive: bool,
-            ceil: bool = False, base: str = "bytes") -> int:
+def _to_int(amount: Fraction, value: Any, what: str, example: str, *, positive: bool, limit: int,
+            limit_text: str, ceil: bool = False, base: str = "bytes") -> int:
     if amount < 0 or (positive and amount == 0):
         bound = "> 0" if positive else ">= 0"
         raise ValueError(f'{what.split(" ", 1)[1]} must be {bound}, got {_show(value)}')
+    if amount > limit:
+        raise ValueError(f'{what.split(" ", 1)[1]} must be at most {limit_text}, got {_show(value)}')
     if amount.denominator != 1:
         if not ceil:
             raise ValueError(f'expected {what} such as "{example}" that is a whole number of '
@@ -154,7 +165,8 @@ def parse_bytes(value: Any) -> int:
     Raises
     ------
     ValueError
-        Missing or unknown unit, a non-positive size, or a fraction of a byte.
+        Missing or unknown unit, a non-positive size, a fraction of a byte, or more than
+        :data:`~planner.spec.limits.MAX_BYTES`.
 
     Examples
     --------
@@ -164,10 +176,19 @@ def parse_bytes(value: Any) -> int:
     Traceback (most recent call last):
     ...
     ValueError: expected a size such as "16 GiB", got "16 GX" (unknown unit "GX"); did you mean "GB"?
+    >>> parse_bytes("2 PiB")
+    Traceback (most recent call last):
+    ...
+    ValueError: size must be at most 2^50 B (1 PiB), got "2 PiB"
+    >>> parse_bytes("1e999 GB")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a size such as "16 GiB", got "1e999 GB" (the number is out of range)
     """
     what, example = "a size", "16 GiB"
     amount, unit = _split_known(value, what, example, SIZE_UNITS)
-    return _to_int(amount * _factor(unit, "byte"), value, what, example, positive=True)
+    return _to_int(amount * _factor(unit, "byte"), value, what, example, positive=True, limit=MAX_BYTES,
+                   limit_text="2^50 B (1 PiB)")
 
 
 def parse_bandwidth(value: Any) -> int:
@@ -197,7 +218,8 @@ def parse_bandwidth(value: Any) -> int:
     size = size.strip()
     if size not in SIZE_UNITS:
         raise _unknown_unit(value, what, example, size, list(SIZE_UNITS), "/s")
-    return _to_int(amount * _factor(SIZE_UNITS[size], "byte"), value, what, example, positive=True)
+    return _to_int(amount * _factor(SIZE_UNITS[size], "byte"), value, what, example, positive=True,
+                   limit=MAX_BANDWIDTH, limit_text="2^50 B/s", base="bytes per second")
 
 
 def parse_frequency(value: Any) -> int:
@@ -210,7 +232,8 @@ def parse_frequency(value: Any) -> int:
     """
     what, example = "a frequency", "940 MHz"
     amount, unit = _split_known(value, what, example, FREQUENCY_UNITS)
-    return _to_int(amount * _factor(unit, "hertz"), value, what, example, positive=True, base="hertz")
+    return _to_int(amount * _factor(unit, "hertz"), value, what, example, positive=True, base="hertz",
+                   limit=MAX_FREQUENCY, limit_text="1 THz")
 
 
 def parse_duration_cycles(value: Any, clock_hz: int) -> int:
@@ -231,11 +254,12 @@ def parse_duration_cycles(value: Any, clock_hz: int) -> int:
         if amount.denominator != 1:
             raise ValueError(f'expected {what} such as "{example}" or a whole number of cycles, '
                              f"got {_show(value)}")
-        return _to_int(amount, value, what, example, positive=False)
+        return _to_int(amount, value, what, example, positive=False, limit=MAX_CYCLES, limit_text="2^40 cycles")
     if unit not in TIME_UNITS:
         raise _unknown_unit(value, what, example, unit, [*TIME_UNITS, "cycles"])
     cycles = amount * _factor(TIME_UNITS[unit], "second") * clock_hz
-    return _to_int(cycles, value, what, example, positive=False, ceil=True)
+    return _to_int(cycles, value, what, example, positive=False, ceil=True, limit=MAX_CYCLES,
+                   limit_text=f"2^40 cycles ({MAX_CYCLES / clock_hz:.4g} s at this clock)")
 
 
 def parse_seconds(value: Any) -> float:
@@ -251,4 +275,6 @@ def parse_seconds(value: Any) -> float:
     seconds = amount * _factor(unit, "second")
     if seconds <= 0:
         raise ValueError(f"duration must be > 0, got {_show(value)}")
+    if seconds > MAX_TIME_LIMIT_S:
+        raise ValueError(f"duration must be at most {MAX_TIME_LIMIT_S:,} s, got {_show(value)}")
     return float(seconds)

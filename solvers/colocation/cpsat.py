@@ -34,12 +34,12 @@ on the benchmark's 1,000 models on 200 processors that alone ends 0.5% above the
 bound, where CP-SAT on the full model finds nothing better in its budget.
 
 **Determinism.** The budget is deterministic time, ``dtime_per_second * time_limit_s``,
-fixed up front (:class:`~solvers.colocation.budget.Budget`): the local search and bin
-completion charge counted work (candidates examined, search nodes) and get a share of the
-budget; CP-SAT gets what the earlier stages left, as ``max_deterministic_time`` with
-``interleave_search`` on for any worker count (reproducible multi-worker search). The wall
-clock (``1.5 x time_limit_s + 1 s``) is only a safety net; when it fires,
-``stats["stopped_by"] == "wall_time"`` and the run may not repeat.
+fixed up front (:class:`solvers.budget.Budget`): the local search and bin completion charge
+counted work (candidates examined, search nodes) and get a share of the budget; CP-SAT gets
+what the earlier stages left, as ``max_deterministic_time`` with ``interleave_search`` on for
+any worker count (reproducible multi-worker search). The wall clock is only a safety net
+(:data:`solvers.budget.NET_SLOWDOWN`); when it fires, ``stats["stopped_by"] == "wall_clock"``
+and the run may not repeat. ``options.search == "until-limit"`` splits the wall clock instead.
 """
 
 from __future__ import annotations
@@ -52,11 +52,12 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solvers.colocation.bounds import cost_lower_bound, max_utilization_lower_bound
-from solvers.colocation.budget import DTIME_PER_SECOND, NODES_PER_DTIME, WORK_PER_DTIME, Budget
+from solvers.budget import Budget, Calibration
+from solvers.colocation.budget import DTIME_PER_SECOND, NODES_PER_DTIME, WORK_PER_DTIME
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import bin_loads, colocation_objective, validate_colocation
-from solvers.cpsat_support import STATUS_MAP, solve_stoppable
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize", "repack_busiest"]
@@ -264,7 +265,8 @@ def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, bud
     >>> from solvers.colocation.problem import ColocationProblem, ColocationSolution
     >>> p = ColocationProblem(((10,),), (2,), (((6,),), ((3,),), ((5,),), ((4,),)),
     ...                       objective=ColocationObjective.MIN_MAX_UTILIZATION)
-    >>> b = Budget.start(5.0)
+    >>> from solvers.budget import COLOCATION
+    >>> b = Budget.start(5.0, COLOCATION)
     >>> sol, info = repack_busiest(p, ColocationSolution((0, 1, 1, 0)), b, 0.5, SolveOptions(num_workers=1))
     >>> colocation_objective(p, sol), info["improved"]   # 6+4 | 3+5 -> 6+3 | 5+4
     (9000, 1)
@@ -310,13 +312,11 @@ def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, bud
         model.clear_objective()  # any sub-packing below the peak will do: stop at the first
         v.hint(model, canonicalize(sub, ColocationSolution(tuple(local[where[i]] for i in order))))
         solver = cp_model.CpSolver()
-        prm = solver.parameters
-        prm.max_deterministic_time = max(1e-3, min(step_dtime, dtime - (budget.used - start)))
-        prm.max_time_in_seconds = max(0.05, budget.wall_left())
-        prm.num_workers = 1
-        prm.random_seed = sub_options.random_seed
-        code = solve_stoppable(solver, model)
-        budget.charge(solver.deterministic_time + _REPACK_STEP_DTIME)  # plus building the sub-model
+        step = max(1e-3, min(budget.scale(step_dtime), dtime - (budget.used - start)))
+        net = budget.configure(solver, sub_options, step, interleave=False)
+        code = budget.solve(solver, model, net)
+        budget.account(solver, STATUS_MAP.get(code, Status.UNKNOWN), step, net, None)
+        budget.charge(_REPACK_STEP_DTIME)  # plus building the sub-model
         if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             found = v.extract(solver)
             for n, i in enumerate(order):
@@ -359,7 +359,8 @@ class CpSatColocationSolver:
 
     def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
         t0 = time.perf_counter()
-        budget = Budget.start(options.time_limit_s, dtime_per_second=self.dtime_per_second, t0=t0)
+        budget = Budget.start(options.time_limit_s, Calibration("colocation", self.dtime_per_second),
+                              search=options.search, t0=t0)
         greedy = FirstFitDecreasingSolver().solve(problem, options)
         if greedy.status is Status.INFEASIBLE:
             return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0)
@@ -374,19 +375,19 @@ class CpSatColocationSolver:
             # Relieve the busiest processors by moves and swaps before the search.
             bins = None if problem.cost_budget is None else list(hint.used_bins())
             info: dict = {}
-            better = improve_balance(problem, hint, bins=bins, info=info, deadline_s=budget.wall_deadline,
-                                     max_work=int(budget.share(self.local_search_share) * WORK_PER_DTIME))
+            share = budget.share(self.local_search_share)
+            better = improve_balance(problem, hint, bins=bins, info=info, deadline_s=budget.deadline(share),
+                                     max_work=budget.work(share, WORK_PER_DTIME))
             budget.note("local_search", info["work"] / WORK_PER_DTIME, steps=info["steps"],
                         stopped_by=info["stopped_by"])
-            if info["stopped_by"] == "wall_time":
-                budget.stopped_by = "wall_time"
             if colocation_objective(problem, better) > lb and self.repack_share > 0 and budget.left > 0:
                 # Re-pack the busiest processor with a few others exactly, then polish again.
                 better, _ = repack_busiest(problem, better, budget, budget.share(self.repack_share), options,
                                            bins=bins)
                 info = {}
-                better = improve_balance(problem, better, bins=bins, info=info, deadline_s=budget.wall_deadline,
-                                         max_work=int(budget.share(self.local_search_share) * WORK_PER_DTIME))
+                share = budget.share(self.local_search_share)
+                better = improve_balance(problem, better, bins=bins, info=info, deadline_s=budget.deadline(share),
+                                         max_work=budget.work(share, WORK_PER_DTIME))
                 budget.note("local_search", info["work"] / WORK_PER_DTIME, steps=info["steps"],
                             stopped_by=info["stopped_by"])
             if colocation_objective(problem, better) < colocation_objective(problem, hint):
@@ -405,12 +406,11 @@ class CpSatColocationSolver:
             # A packing that meets the volume bound is optimal: look for one directly.
             k = lb // problem.class_cost[0]
             info = {}
-            found = bin_completion(problem, k, deadline_s=budget.wall_deadline, info=info,
-                                   max_nodes=int(budget.share(self.bin_completion_share) * NODES_PER_DTIME))
+            share = budget.share(self.bin_completion_share)
+            found = bin_completion(problem, k, deadline_s=budget.deadline(share), info=info,
+                                   max_nodes=budget.work(share, NODES_PER_DTIME))
             budget.note("bin_completion", info.get("nodes", 0) / NODES_PER_DTIME,
                         stopped_by=info.get("stopped_by", "skipped"))
-            if info.get("stopped_by") == "wall_time":
-                budget.stopped_by = "wall_time"
             if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
                 return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
                                    {**stats, **budget.stats(), "proof": "bin completion meets lower bound"})

@@ -23,12 +23,13 @@ and patterns are expanded to items (surplus copies dropped). This is the classic
 bound for cutting stock and vector packing, usually within one bin of the optimum.
 
 **Determinism.** Every stage is limited by deterministic time from one budget fixed up
-front (:class:`~solvers.colocation.budget.Budget`, ``dtime_per_second * time_limit_s``):
+front (:class:`solvers.budget.Budget`, ``dtime_per_second * time_limit_s``):
 bin completion by search nodes, column generation and diving by GLOP simplex iterations
 plus the pricing CP-SAT's own deterministic time, the integer master by
 ``max_deterministic_time`` (``interleave_search`` on). Each stage's share is taken from what
 the earlier stages charged, never from elapsed wall time; the wall clock is a safety net
-recorded as ``stats["stopped_by"] == "wall_time"``.
+recorded as ``stats["stopped_by"] == "wall_clock"``. ``options.search == "until-limit"``
+splits the wall clock instead (not reproducible).
 
 References: P. C. Gilmore, R. E. Gomory, Oper. Res. 9 (1961); F. Brandão, J. P. Pedroso,
 "Bin packing and related problems: general arc-flow formulation" (2016) for the bound.
@@ -45,12 +46,12 @@ from ortools.linear_solver import pywraplp
 from ortools.sat.python import cp_model
 
 from solvers.colocation.bounds import cost_lower_bound
-from solvers.colocation.budget import (DTIME_PER_SECOND, ITERATIONS_PER_DTIME, LP_SOLVE_DTIME, NODES_PER_DTIME,
-                                       Budget)
+from solvers.budget import Budget, Calibration
+from solvers.colocation.budget import DTIME_PER_SECOND, ITERATIONS_PER_DTIME, LP_SOLVE_DTIME, NODES_PER_DTIME
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
 from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import solution_cost, validate_colocation
-from solvers.cpsat_support import STATUS_MAP, solve_stoppable
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound"]
@@ -121,13 +122,9 @@ def _price(problem: ColocationProblem, c: int, duals_int: list[int], dtime: floa
                                                  if self.value(var) > 0))))
 
     solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = max(0.05, budget.wall_left())
-    solver.parameters.max_deterministic_time = max(1e-3, dtime)
-    solver.parameters.num_workers = 1
-    code = solve_stoppable(solver, model, _Collect())
-    budget.charge(solver.deterministic_time)
-    if code not in (cp_model.OPTIMAL, cp_model.INFEASIBLE) and solver.deterministic_time < 0.999 * dtime:
-        budget.stopped_by = "wall_time"
+    net = budget.configure(solver, SolveOptions(num_workers=1), max(1e-3, dtime), interleave=False)
+    code = budget.solve(solver, model, net, _Collect())
+    budget.account(solver, _STATUS_MAP.get(code, Status.UNKNOWN), max(1e-3, dtime), net, None)
     if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return [], 0, sum(duals_int[t] * ub for t, (_, ub) in a.items())
     value = int(round(solver.objective_value))
@@ -270,7 +267,8 @@ def _column_generation(problem: ColocationProblem, budget: Budget, dtime: float,
                 if problem.class_count[c] == 0:
                     continue
                 pats, _, upper = _price(problem, c, duals_int,
-                                        min(_PRICE_MAX_DTIME, max(_PRICE_MIN_DTIME, left / (2 * nc))), budget)
+                                        min(budget.scale(_PRICE_MAX_DTIME),
+                                            max(budget.scale(_PRICE_MIN_DTIME), left / (2 * nc))), budget)
                 bound += problem.class_count[c] * min(0.0, problem.class_cost[c] - upper / _DUAL_SCALE)
                 for pat in pats:
                     if reduced(pat) < -1e-7 and pat not in seen:
@@ -328,7 +326,8 @@ def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[floa
             counts = tuple((index[t], min(k, rem[t])) for t, k in p.counts if t in index)
             if counts and left[p.klass] > 0:
                 seeds.append(Pattern(p.klass, counts))
-        step = min(_DIVE_STEP_MAX_DTIME, max(_DIVE_STEP_MIN_DTIME, (dtime - (budget.used - start)) / 4))
+        step = min(budget.scale(_DIVE_STEP_MAX_DTIME),
+                   max(budget.scale(_DIVE_STEP_MIN_DTIME), (dtime - (budget.used - start)) / 4))
         _, sub_patterns, values = _column_generation(sub, budget, step, seeds)
         patterns = [Pattern(p.klass, tuple((keep[t], k) for t, k in p.counts)) for p in sub_patterns]
     return fixed
@@ -407,7 +406,8 @@ class ColumnGenerationColocationSolver:
         if problem.objective is not ColocationObjective.MIN_COST:
             raise ValueError("column generation handles the min_cost objective only")
         t0 = time.perf_counter()
-        budget = Budget.start(options.time_limit_s, dtime_per_second=self.dtime_per_second, t0=t0)
+        budget = Budget.start(options.time_limit_s, Calibration("colocation", self.dtime_per_second),
+                              search=options.search, t0=t0)
         greedy = FirstFitDecreasingSolver().solve(problem, options)
         lb = cost_lower_bound(problem)
         stats: dict = {"ffd_objective": greedy.objective, "volume_bound": lb}
@@ -419,12 +419,11 @@ class ColumnGenerationColocationSolver:
         one_class = problem.num_classes == 1 and problem.class_cost[0] > 0 and problem.num_items <= 5000
         if one_class:
             info: dict = {}
-            found = bin_completion(problem, lb // problem.class_cost[0], deadline_s=budget.wall_deadline, info=info,
-                                   max_nodes=int(self.bin_completion_share * budget.total * NODES_PER_DTIME))
+            share = self.bin_completion_share * budget.total
+            found = bin_completion(problem, lb // problem.class_cost[0], deadline_s=budget.deadline(share), info=info,
+                                   max_nodes=budget.work(share, NODES_PER_DTIME))
             budget.note("bin_completion", info.get("nodes", 0) / NODES_PER_DTIME,
                         stopped_by=info.get("stopped_by", "skipped"))
-            if info.get("stopped_by") == "wall_time":
-                budget.stopped_by = "wall_time"
             if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
                 return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
                                    {**stats, **budget.stats(), "proof": "bin completion meets volume bound"})

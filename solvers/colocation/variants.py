@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
-from solvers.colocation.budget import DTIME_PER_SECOND
-from solvers.cpsat_support import STATUS_MAP, solve_stoppable
+from solvers.budget import COLOCATION, Budget
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, failure_result
 
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
 
 _STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
+_MAX_MAGNITUDE = 2**62  # CP-SAT refuses linear expressions whose bounds may overflow int64
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,10 @@ class VariantProblem:
     ...                    latency_ns=(10, 5), cost=(10, 3))
     >>> p.num_variants, p.allowed(0)
     (2, True)
+    >>> VariantProblem(10**18, 9000, None, (20,), (9500,), (10,), (10,))
+    Traceback (most recent call last):
+    ...
+    ValueError: the precision constraint (rate x precision, summed over variants) reaches 1e+22, beyond the 2^62 the variant model's 64-bit integer arithmetic holds
     """
 
     rate_rps: int
@@ -73,6 +78,29 @@ class VariantProblem:
             raise ValueError("cost must be >= 0")
         if not all(0 <= p <= 10_000 for p in (*self.precision_bp, self.min_precision_bp)):
             raise ValueError("precisions are basis points in 0..10000")
+        self._check_magnitudes()
+
+    def _check_magnitudes(self) -> None:
+        """Every linear expression of the CP-SAT model must fit its 64-bit arithmetic.
+
+        A rate of 10^15 requests per second (10^18 in the integer units of the fleet bridge)
+        times a precision in basis points is 9e21: the model could not even be built (the
+        OR-Tools wrapper raised a TypeError). Refused here, with the terms that overflow.
+        """
+        n = self.num_variants
+        terms = {
+            "the precision constraint (rate x precision, summed over variants)":
+                n * 10_000 * self.rate_rps,
+            "the capacity constraints (capacity x instances)":
+                max(c * self.instance_limit(v) for v, c in enumerate(self.capacity_rps)),
+            "the cost (cost x instances, summed over variants)":
+                sum(c * self.instance_limit(v) for v, c in enumerate(self.cost)),
+            "the latencies and deadline": max((*self.latency_ns, self.deadline_ns or 0)),
+        }
+        for what, value in terms.items():
+            if value > _MAX_MAGNITUDE:
+                raise ValueError(f"{what} reaches {value:.3g}, beyond the 2^62 the variant model's 64-bit "
+                                 "integer arithmetic holds")
 
     @property
     def num_variants(self) -> int:
@@ -167,18 +195,13 @@ class CpSatVariantSolver:
         model.add(sum(s) == problem.rate_rps)
         model.add(sum(p * x for p, x in zip(problem.precision_bp, s)) >= problem.min_precision_bp * problem.rate_rps)
         model.minimize(sum(c * x for c, x in zip(problem.cost, n)))
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = options.time_limit_s  # safety net
-        solver.parameters.max_deterministic_time = max(1e-3, DTIME_PER_SECOND * options.time_limit_s)
-        solver.parameters.interleave_search = True  # reproducible for any worker count
-        solver.parameters.num_workers = options.num_workers
-        solver.parameters.random_seed = options.random_seed
-        code = solve_stoppable(solver, model)
-        status = _STATUS_MAP[code]
+        budget = Budget.of(options, COLOCATION, t0)  # deterministic time; the wall clock a net only
+        status, solver, _ = budget.run_cpsat(model, options, budget.total, "cpsat")
         wall = time.perf_counter() - t0
         if not status.has_solution:
-            return failure_result(status, self.name, wall)
+            return failure_result(status, self.name, wall, **budget.stats())
         sol = VariantSolution(tuple(int(solver.value(x)) for x in n), tuple(int(solver.value(x)) for x in s))
         # Drop instances that serve nothing (zero-cost variants could keep idle ones).
         sol = VariantSolution(tuple(k if r else 0 for k, r in zip(sol.instances, sol.served_rps)), sol.served_rps)
-        return SolveResult(status, variant_cost(problem, sol), solver.best_objective_bound, sol, wall, self.name)
+        return SolveResult(status, variant_cost(problem, sol), solver.best_objective_bound, sol, wall, self.name,
+                           budget.stats())

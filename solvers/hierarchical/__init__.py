@@ -2,8 +2,8 @@
 
 Glossary
 --------
-budget       :class:`WorkBudget`: deterministic work units (CP-SAT deterministic time plus
-             counted steps), the wall clock only as a safety net.
+budget       :data:`LNS`: the LNS calibration of the shared :class:`solvers.budget.Budget`
+             (CP-SAT deterministic time plus counted steps; the wall clock only a net).
 state        :class:`ScheduleState`: a schedule as arrays LNS rewrites; :func:`compact`
              left-shifts it keeping every resource's order.
 window       :class:`Neighbourhood` and :func:`build_window`: the CP-SAT model of a few
@@ -16,7 +16,7 @@ quick_bound  :func:`quick_lower_bound`: ``lower_bound``'s value, fast on large g
 strategy     :class:`StrategyScheduler`: flat CP-SAT + LNS on small graphs, hierarchical +
              LNS on large ones (the planner's default).
 """
-from solvers.hierarchical.budget import WorkBudget
+from solvers.hierarchical.budget import LNS, STEPS_PER_UNIT
 from solvers.hierarchical.state import GraphIndex, ScheduleState, compact, merged_colocation_groups
 from solvers.hierarchical.window import (Boundary, Neighbourhood, WindowMove, WindowVars,
                                          add_window_hint, apply_move, build_window,
@@ -29,7 +29,7 @@ from solvers.hierarchical.quick_bound import aggregated_rows, quick_lower_bound
 from solvers.hierarchical.strategy import STRATEGIES, StrategyOptions, StrategyScheduler, choose_strategy
 
 __all__ = [
-    "WorkBudget", "GraphIndex", "ScheduleState", "compact", "merged_colocation_groups",
+    "LNS", "STEPS_PER_UNIT", "GraphIndex", "ScheduleState", "compact", "merged_colocation_groups",
     "Neighbourhood", "Boundary", "WindowVars", "WindowMove", "compute_boundary", "build_window",
     "add_window_hint", "extract_window", "apply_move", "LnsOptions", "LnsScheduler", "refine",
     "Coarsening", "coarsen", "coarse_problem", "is_convex",

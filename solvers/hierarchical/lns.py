@@ -28,10 +28,13 @@ Starting from a valid schedule (the warm start), repeat until the work budget is
 on one worker (single-worker search is deterministic) and stops on deterministic time. One
 worker on purpose: with two interleaved workers a 0.5-dtime solve of a 40-op window used
 1.7 dtime on average (batches finish past the limit), so a budget bought a third of the
-neighbourhoods; the second core is left to the rest of the machine. The budget counts CP-SAT deterministic time plus the
-Python work of building models and compacting (:class:`~solvers.hierarchical.budget.WorkBudget`).
-Same problem, seed and workers, same result, however busy the machine, unless the wall-clock
-safety net fires (``stats["stopped_by"] == "wall_time"``).
+neighbourhoods; the second core is left to the rest of the machine. The budget is the shared
+:class:`~solvers.budget.Budget` of the :data:`~solvers.hierarchical.budget.LNS` calibration: it
+counts CP-SAT deterministic time plus the Python work of building models and compacting
+(:mod:`solvers.hierarchical.budget`). Same problem, seed and workers, same result, however
+busy the machine, unless the wall-clock safety net fires (``stats["stopped_by"] ==
+"wall_clock"``). Under ``search: until-limit`` each neighbourhood solve gets the wall-clock
+equivalent of ``sub_dtime`` and the loop runs until the limit (``"time_limit"``).
 
 **Scale.** One step costs the neighbourhood model (its size depends on the neighbourhood)
 plus O(n log n) vectorised or single-pass work on the whole schedule (classifying tasks,
@@ -46,15 +49,16 @@ from __future__ import annotations
 import logging
 import random
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import STATUS_MAP, solve_stoppable
-from solvers.hierarchical.budget import WorkBudget
+from solvers.budget import Budget, Calibration
+from solvers.cpsat_support import STATUS_MAP
+from solvers.hierarchical.budget import LNS, charge_steps, exhausted
 from solvers.hierarchical.state import GraphIndex, ScheduleState, compact
 from solvers.hierarchical.window import (Neighbourhood, add_window_hint, apply_move, build_window,
                                          compute_boundary, extract_window)
@@ -77,12 +81,9 @@ class LnsOptions:
     20
     """
 
-    # Work units (CP-SAT deterministic time + counted steps) per second of the time limit.
-    # Measured on the shared 2-core machine at load 6-10: 0.05-0.1 dtime per wall second for
-    # one worker, so the deterministic budget, not the wall clock, mostly ends a run there.
-    work_per_second: float = 0.1
-    # Counted Python steps (tasks compacted, model elements built) worth one work unit.
-    steps_per_unit: int = 2_000_000
+    # Work units (CP-SAT deterministic time + counted steps) per second of the time limit;
+    # None: the LNS calibration (solvers.hierarchical.budget.LNS, where it is measured).
+    work_per_second: float | None = None
     # Free ops in the first neighbourhood, and the range the adaptation keeps it in.
     initial_size: int = 20
     min_size: int = 8
@@ -99,17 +100,15 @@ class LnsOptions:
     max_idle_sweeps: int = 2
 
 
-def _solve_model(model: cp_model.CpModel, dtime: float, wall_s: float, options: SolveOptions):
-    """One neighbourhood solve, on one worker whatever ``options.num_workers`` (module Notes)."""
+def _solve_model(model: cp_model.CpModel, budget: Budget, amount: float, options: SolveOptions):
+    """One neighbourhood solve within ``amount`` of ``budget`` (charged), on one worker
+    whatever ``options.num_workers`` (module Notes)."""
     solver = cp_model.CpSolver()
-    prm = solver.parameters
-    prm.max_deterministic_time = max(0.001, dtime)
-    prm.max_time_in_seconds = max(0.05, wall_s)
-    prm.num_workers = 1
-    prm.random_seed = options.random_seed
-    prm.cp_model_probing_level = 0
-    code = solve_stoppable(solver, model)
-    return STATUS_MAP[code], solver
+    net = budget.configure(solver, replace(options, num_workers=1), amount, interleave=False)
+    solver.parameters.cp_model_probing_level = 0
+    status = STATUS_MAP[budget.solve(solver, model, net)]
+    budget.account(solver, status, amount, net, stage=None)
+    return status, solver
 
 
 class _Sweeper:
@@ -226,7 +225,7 @@ def _restore(state: ScheduleState, snap: tuple) -> None:
     state.invalidate()
 
 
-def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: WorkBudget,
+def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: Budget,
            options: SolveOptions, cfg: LnsOptions = LnsOptions(),
            graph: GraphIndex | None = None) -> tuple[SchedulingSolution, dict[str, Any]]:
     """Improve a valid LATENCY schedule by LNS until ``budget`` is spent (module Notes).
@@ -239,7 +238,7 @@ def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: WorkBu
 
     >>> p = SchedulingProblem(((4, 4),) * 4, (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> s = SchedulingSolution((0,) * 4, (0,) * 4, (0, 4, 8, 12), (4,) * 4, ())
-    >>> best, stats = refine(p, s, WorkBudget(1.0, wall_limit_s=60), SolveOptions())
+    >>> best, stats = refine(p, s, Budget.start(10, LNS), SolveOptions())
     >>> best.makespan_cycles, stats["improvements"] > 0
     (8, True)
     """
@@ -251,15 +250,14 @@ def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: WorkBu
                              "optimal_neighbourhoods": 0, "start_objective": state.makespan()}
     by_kind: dict[str, list[int]] = {}
     sweeps_seen, sweep_best, idle = 0, state.makespan(), 0
-    while not budget.exhausted():
+    while not exhausted(budget):
         nb = sweeper.next(int(size))
         boundary = compute_boundary(state, nb)
         model, v = build_window(state, nb, boundary)
         add_window_hint(model, state, v)
-        budget.spend_steps(len(state.dev) // 8 + 50 * nb.size + len(v.z) * 10 + v.num_blockers)
-        dtime = min(cfg.sub_dtime, max(0.001, budget.left()))
-        status, solver = _solve_model(model, dtime, budget.wall_left_s(), options)
-        budget.spend_dtime(solver.deterministic_time)
+        charge_steps(budget, len(state.dev) // 8 + 50 * nb.size + len(v.z) * 10 + v.num_blockers)
+        amount = min(budget.scale(cfg.sub_dtime), max(0.001, budget.left))
+        status, solver = _solve_model(model, budget, amount, options)
         stats["iterations"] += 1
         kind_stats = by_kind.setdefault(nb.kind, [0, 0])
         kind_stats[0] += 1
@@ -283,7 +281,7 @@ def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: WorkBu
         before = state.makespan()
         snap = _snapshot(state)
         apply_move(state, move, boundary)
-        budget.spend_steps(compact(state))
+        charge_steps(budget, compact(state))
         if not _memory_ok(state):
             _restore(state, snap)
             stats["rejected_memory"] += 1
@@ -295,6 +293,12 @@ def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: WorkBu
         if after < before:
             stats["improvements"] += 1
             kind_stats[1] += 1
+    # why the search ended, in the budget's words (its stop_word, and so stats["stopped_by"])
+    if "stopped" in stats:
+        budget.note("lns", 0.0, stopped_by="converged")
+    else:
+        budget.note("lns", 0.0, stopped_by=budget.stopped_by
+                    or ("deterministic_budget" if budget.deterministic else "time_limit"))
     stats.update(sweeps=sweeper.sweeps, final_size=int(size),
                  by_kind={k: {"neighbourhoods": a, "improving": b} for k, (a, b) in sorted(by_kind.items())},
                  end_objective=state.makespan())
@@ -341,11 +345,12 @@ class LnsScheduler:
                                  "warm_start_objective": objective_value(problem, hint)}
         best = hint
         if problem.objective is Objective.LATENCY and problem.num_ops > 0:
-            budget = WorkBudget(cfg.work_per_second * options.time_limit_s, options.time_limit_s,
-                                cfg.steps_per_unit)
+            calibration = LNS if cfg.work_per_second is None else Calibration("lns", cfg.work_per_second)
+            budget = Budget.of(options, calibration, t0)
             best, lns_stats = refine(problem, hint, budget, options, cfg)
-            stats.update(lns_stats, **budget.stats())
+            stats.update(lns_stats, **{k: v for k, v in budget.stats().items() if k != "stages"})
         else:
             stats["skipped"] = "LNS refines LATENCY schedules only"
+            stats["stopped_by"] = "finished"
         return SolveResult(Status.FEASIBLE, objective_value(problem, best), None, best,
                            time.perf_counter() - t0, self.name, stats)

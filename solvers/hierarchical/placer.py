@@ -217,6 +217,7 @@ class HierarchicalScheduler:
         coarsening = coarsen(problem, groups)
         fine, stats = place_groups(problem, coarsening, warm, options, self.config)
         stats["grouping_s"] = round(time.perf_counter() - t0, 3)
+        stats["stopped_by"] = stats.get("coarse_stopped_by") or "finished"
         candidates = [(objective_value(problem, s), k, s) for k, s in enumerate((fine, warm))
                       if s is not None]
         wall = time.perf_counter() - t0

@@ -20,7 +20,11 @@ schedule it saw, so the result is never worse than HEFT.
   ops with ``bound_share`` of the limit.
 
 Each stage's time is a fixed share of the limit (never what an earlier stage left on the
-wall clock), so stages get the same deterministic budgets on every run.
+wall clock), so under the default ``search: deterministic`` stages get the same deterministic
+budgets (:mod:`solvers.budget`) on every run. Under ``search: until-limit`` a stage gets its
+share of what is left of the wall clock, the last one all of it, so the run uses the whole
+limit. ``stats["stopped_by"]`` is the most serious of the stages' stops
+(:func:`solvers.budget.combine_stops`); ``stats["strategy_stages"]`` has each stage's figures.
 
 The threshold ``flat_max_ops`` is measured (``benchmarks/placement.py``, the crossover
 table): below it the flat model places ops itself; above it the flat model only
@@ -34,6 +38,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
 from solvers.core import SolveOptions, SolveResult, Status
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
@@ -107,9 +112,16 @@ def choose_strategy(problem: SchedulingProblem, cfg: StrategyOptions) -> str:
     return "flat" if problem.num_ops <= cfg.flat_max_ops else "hierarchical"
 
 
-def _share(options: SolveOptions, share: float, hint) -> SolveOptions:
-    return replace(options, time_limit_s=max(0.1, options.time_limit_s * share), hint=hint,
-                   progress=None)
+def _share(options: SolveOptions, share: float, hint, t0: float, remaining: float = 1.0) -> SolveOptions:
+    """A stage's options: ``share`` of the limit (deterministic search), or under until-limit
+    search ``share / remaining`` of what is left of the wall clock since ``t0`` (``remaining``:
+    the shares of this stage and the ones after it)."""
+    if options.search == UNTIL_LIMIT:
+        left = options.time_limit_s - (time.perf_counter() - t0)
+        limit = left * min(1.0, share / remaining)
+    else:
+        limit = options.time_limit_s * share
+    return replace(options, time_limit_s=max(0.1, limit), hint=hint, progress=None)
 
 
 class StrategyScheduler:
@@ -149,15 +161,17 @@ class StrategyScheduler:
             return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})
         choice = choose_strategy(problem, self.config)
         if choice == "flat":
-            result = self._flat(problem, options, warm)
+            result = self._flat(problem, options, warm, t0)
         else:
-            result = self._hierarchical(problem, options, warm)
+            result = self._hierarchical(problem, options, warm, t0)
+        stages = result.stats["strategy_stages"]
         stats = {**result.stats, "strategy": choice, "requested_strategy": self.config.strategy,
-                 "heft_objective": objective_value(problem, warm)}
+                 "heft_objective": objective_value(problem, warm), "search": options.search,
+                 "stopped_by": combine_stops(v.get("stopped_by") for v in stages.values())}
         return replace(result, wall_time_s=time.perf_counter() - t0, stats=stats)
 
     def _flat(self, problem: SchedulingProblem, options: SolveOptions,
-              warm: SchedulingSolution) -> SolveResult:
+              warm: SchedulingSolution, t0: float) -> SolveResult:
         cfg = self.config
         best, stages = warm, {}
         share = cfg.flat_lns_share if problem.objective is Objective.LATENCY else 0.0
@@ -165,56 +179,61 @@ class StrategyScheduler:
                 share and objective_value(problem, warm) <= quick_lower_bound(problem, segments=False)):
             share = 0.0  # one window would be the whole model, or HEFT is already optimal
         if share > 0:
-            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, share, warm))
+            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, share, warm, t0))
             stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
             if lns.status.has_solution and lns.objective <= objective_value(problem, best):
                 best = lns.solution
         flat = CpSatScheduler(cfg.cpsat).solve(problem, replace(
-            options, time_limit_s=max(0.1, options.time_limit_s * (1 - share)), hint=best))
+            _share(options, 1 - share, best, t0, 1 - share), progress=options.progress))
         stages["cpsat"] = {"objective": flat.objective, "bound": flat.bound,
-                           "returned": flat.stats.get("returned", "its own solution")}
+                           "returned": flat.stats.get("returned", "its own solution"),
+                           "stopped_by": flat.stats.get("stopped_by")}
         if not flat.status.has_solution:  # pragma: no cover - CP-SAT returns its hint at worst
             return flat
         return replace(flat, solver_name="lns+cpsat" if share > 0 else "cpsat",
-                       stats={**flat.stats, "stages": stages})
+                       stats={**flat.stats, "strategy_stages": stages})
 
     def _hierarchical(self, problem: SchedulingProblem, options: SolveOptions,
-                      warm: SchedulingSolution) -> SolveResult:
+                      warm: SchedulingSolution, t0: float) -> SolveResult:
         cfg = self.config
         stages: dict[str, Any] = {}
         placer = HierarchicalScheduler(HierarchicalOptions(groups=cfg.groups))
-        placed = placer.solve(problem, _share(options, cfg.placer_share, warm))
+        total = cfg.placer_share + cfg.lns_share + cfg.bound_share
+        placed = placer.solve(problem, _share(options, cfg.placer_share, warm, t0, total))
         stages["placer"] = {"objective": placed.objective, **{k: placed.stats.get(k) for k in (
-            "groups", "coarse_status", "coarse_objective", "uncoarsened_objectives", "returned")}}
+            "groups", "coarse_status", "coarse_objective", "uncoarsened_objectives", "returned",
+            "stopped_by")}}
         best = placed.solution if placed.status.has_solution else warm
         if objective_value(problem, warm) < objective_value(problem, best):
             best = warm
         if problem.objective is Objective.LATENCY and cfg.lns_share > 0:
-            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, cfg.lns_share, best))
+            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, cfg.lns_share, best, t0,
+                                                              cfg.lns_share + cfg.bound_share))
             stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
             if lns.status.has_solution and lns.objective <= objective_value(problem, best):
                 best = lns.solution
-        bound, bound_stats = self._bound(problem, options)
+        bound, bound_stats = self._bound(problem, options, t0)
         stages["bound"] = bound_stats
         obj = objective_value(problem, best)
         bound = min(bound, obj)
         status = Status.OPTIMAL if bound >= obj else Status.FEASIBLE
         name = "hierarchical+lns" if "lns" in stages else "hierarchical"
         return SolveResult(status, obj, bound, best, 0.0, name,
-                           {"lower_bound": bound, "stages": stages})
+                           {"lower_bound": bound, "strategy_stages": stages})
 
-    def _bound(self, problem: SchedulingProblem, options: SolveOptions) -> tuple[int, dict]:
+    def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float) -> tuple[int, dict]:
         cfg = self.config
         t0 = time.perf_counter()
         bound = quick_lower_bound(problem, segments=problem.num_ops <= cfg.segment_max_ops)
         stats: dict[str, Any] = {"quick_bound": bound}
         if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
                 and problem.num_ops <= cfg.segment_proof_max_ops):
-            opts = _share(options, cfg.bound_share, None)
-            seg, seg_stats = segment_lower_bound(problem, opts,
-                                                 cfg.cpsat.dtime_per_second * opts.time_limit_s, cfg.cpsat)
+            opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)
+            seg, seg_stats = segment_lower_bound(problem, opts, Budget.of(opts, SCHEDULING),
+                                                 cfg.cpsat)
             bound = max(bound, seg)
-            stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"))
+            stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"),
+                         stopped_by=seg_stats.get("segment_bound_stopped_by"))
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
 

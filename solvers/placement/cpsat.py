@@ -38,6 +38,11 @@ nodes i with group g(i), devices d (accelerators ``a < k``, then CPUs), edges (u
 
 **Objective.** minimise ``maxload``.
 
+**Determinism.** CP-SAT stops on deterministic time (:data:`solvers.budget.PLACEMENT` x
+``time_limit_s``, fixed up front), with interleaved batches when several workers run; the wall
+clock is only a safety net (``stats["stopped_by"] == "wall_clock"`` when it fired).
+``options.search == "until-limit"`` searches until the time limit instead (not reproducible).
+
 References
 ----------
 .. [1] J. Tarnawski, A. Phanishayee, N. Devanur, D. Mahajan, F. Nina Paravecino,
@@ -54,8 +59,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
+from solvers.budget import PLACEMENT, Budget
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import run_cpsat
 from solvers.placement.bounds import lower_bound, topological_order
 from solvers.placement.greedy import greedy_placement
 from solvers.placement.problem import FORBIDDEN, PlacementProblem, PlacementSolution
@@ -389,11 +394,12 @@ class CpSatPlacementSolver:
         model, v = build(problem, bound=bound, upper=hint_obj)
         if hint is not None:
             add_hint(model, problem, v, canonical(problem, hint, v.groups))
-        remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-        status, solver, points = run_cpsat(model, options, remaining)
+        budget = Budget.of(options, PLACEMENT, t0)  # deterministic time; the wall clock a net only
+        # one worker: plain search; several: interleaved batches, so multi-worker runs repeat
+        status, solver, points = budget.run_cpsat(model, options, budget.total, "cpsat", interleave=False)
         wall = time.perf_counter() - t0
         stats.update(cpsat_status=status.value, num_workers=options.num_workers,
-                     random_seed=options.random_seed, num_groups=len(v.groups))
+                     random_seed=options.random_seed, num_groups=len(v.groups), **budget.stats())
         if status.has_solution:
             sol = v.extract(solver)
             errs = validate_placement(problem, sol)

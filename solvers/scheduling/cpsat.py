@@ -74,22 +74,25 @@ bound is for the restricted model and is not used.
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
 
-**Determinism.** The search budget is deterministic time, not wall time:
-``dtime_per_second * time_limit_s`` in total, fixed up front and split between segment
-proofs, segment windows and the main solve by the deterministic time each actually used
-(never by elapsed wall time), with ``max_time_in_seconds`` (the remaining wall budget)
-only as a safety net. Interleaved search checks the limit between batches, so a solve
-may overshoot its share; the overshoot is deterministic too.
-``interleave_search`` is always on: CP-SAT then runs its portfolio (LNS and LP workers
-included) in deterministic batches for any ``num_workers``, which OR-Tools documents as the
-way to make multi-worker search reproducible (plain parallel search is not: see
-google/or-tools issues #2159, #4783). It also helps with one worker: plain single-worker
-search is one strategy without LNS and found no improvement on a 218-op model where the
-interleaved portfolio did. ``dtime_per_second = 0.05`` is calibrated so the deterministic
-limit ends the search on a busy 2-core machine (0.04-0.1 dtime per wall second measured);
-when the wall clock fires first, ``stats["stopped_by"] == "wall_time"`` and the run may not
-repeat. Presolve probing is switched off (``cp_model_probing_level = 0``): it took 10 s of
-wall time for 0.9 dtime on a 218-op model.
+**Determinism.** The search budget is deterministic time, not wall time: one
+:class:`solvers.budget.Budget` of :data:`solvers.budget.SCHEDULING` x ``time_limit_s`` (x
+:data:`~solvers.budget.PARALLEL_SPEEDUP` for several workers), fixed up front and split
+between segment proofs, segment windows, the bound probe and the main solve by the
+deterministic time each actually charged (never by elapsed wall time; nested solves get child
+budgets). The wall clock is only a safety net (3 x the limit + 5 s, a timer that stops the
+search, so ``stats["stopped_by"] == "wall_clock"`` says exactly when it fired and the run may
+not repeat). Interleaved search checks the limit between batches, so a solve may overshoot
+its share (the demo's repeated-layer proof used 4.3 units of a 0.6 share); the overshoot is
+deterministic too, and the main solve always gets at least a fifth of the budget.
+``interleave_search`` is always on in deterministic search: CP-SAT then runs its portfolio
+(LNS and LP workers included) in deterministic batches for any ``num_workers``, which
+OR-Tools documents as the way to make multi-worker search reproducible (plain parallel
+search is not: see google/or-tools issues #2159, #4783). It also helps with one worker:
+plain single-worker search is one strategy without LNS and found no improvement on a 218-op
+model where the interleaved portfolio did. ``options.search == "until-limit"`` gives every
+stage its share of the wall clock instead (several workers then run CP-SAT's plain parallel
+portfolio); never reproducible. Presolve probing is switched off
+(``cp_model_probing_level = 0``): it took 10 s of wall time for 0.9 dtime on a 218-op model.
 
 **Bound probe (LATENCY).** When the hint is within ``bound_probe_max_gap`` of the lower
 bound, the model is first solved with ``makespan == bound`` for ``bound_probe_share`` of
@@ -122,8 +125,8 @@ bound per group of same-shape segments (a repeated layer is proved once, on its
 element-wise floor), and :func:`segment_schedule` solves windows of consecutive segments
 (closed at cut ops no edge jumps over) one after the other, each with its source pinned
 where the previous window put it, glues them in time and re-times the whole, giving the
-hint when it beats HEFT. Inner solves get a deterministic budget worth their share of the
-time, with everything left as the wall-clock safety net, so they stay reproducible.
+hint when it beats HEFT. Inner solves get child budgets (their share of what is left, the
+same net), so they stay reproducible.
 
 **Measured** (2 busy cores, OR-Tools 9.15, scripts not in the repo): STG 50-task
 instances (rand0000/1/2/5 on 2, 4, 8 processors, one device with p streams) all proven
@@ -152,7 +155,8 @@ from typing import Any
 
 from ortools.sat.python import cp_model
 
-from solvers.cpsat_support import STATUS_MAP, ProgressRecorder, solve_stoppable
+from solvers.budget import Budget, Calibration, SCHEDULING
+from solvers.cpsat_support import STATUS_MAP
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import lower_bound, topological_order
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
@@ -203,11 +207,10 @@ class CpSatOptions:
 
     # Above this many ops the hint's placement is fixed and only sequencing is solved.
     max_full_ops: int = 400
-    # Deterministic-time units granted per second of remaining wall budget. Measured on a
-    # busy 2-core machine: 0.06-0.08 dtime per wall second on a 218-op model, so 0.05 makes
-    # the deterministic limit, not the wall clock, end the search there (a faster machine
-    # finishes early instead). Raise it on dedicated hardware for more search per second.
-    dtime_per_second: float = 0.05
+    # Deterministic-time units granted per second of the time limit for one worker (two or
+    # more get solvers.budget.PARALLEL_SPEEDUP times as much); None: the family's calibration,
+    # solvers.budget.SCHEDULING. Raise it for more search per second of limit.
+    dtime_per_second: float | None = None
     # Run CP-SAT's portfolio (LNS included) in deterministic batches, for any worker count.
     interleave_search: bool = True
     # LATENCY: share of the time budget spent proving bounds on segments between cut ops
@@ -964,7 +967,7 @@ def _segment_signature(sub: SchedulingProblem):
 
 
 def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
-                        dtime_budget: float, cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
+                        budget: "Budget | float", cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
     """The segment bound of :func:`~solvers.scheduling.bounds.segment_bound`, with CP-SAT
     proving bounds on the larger segments.
 
@@ -973,8 +976,9 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     smallest duration and transfer over its members: shrinking durations keeps any
     schedule feasible with starts unchanged, so the floor's optimum is at most each
     member's, and one CP-SAT bound on the floor serves the whole group. Groups are proved
-    largest first (ops x members) within ``dtime_budget`` deterministic time (wall-clock
-    safety net: ``options.time_limit_s``); the rest keep their cheap bound.
+    largest first (ops x members) within ``budget`` (a :class:`~solvers.budget.Budget`, or
+    that many deterministic-time units with the net of ``options``); each group's share
+    depends only on what the earlier ones charged. The rest keep their cheap bound.
 
     Returns
     -------
@@ -990,6 +994,7 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     from solvers.scheduling.bounds import segment_problems
 
     cfg = cfg or CpSatOptions()
+    budget = _as_budget(budget, options, cfg)
     if problem.objective is not Objective.LATENCY:
         return 0, {}
     segs = segment_problems(problem)
@@ -1001,16 +1006,10 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
         if sub.num_ops >= cfg.segment_min_ops and sub.num_ops < problem.num_ops:
             groups.setdefault(_segment_signature(sub), []).append(k)
     order = sorted(groups.values(), key=lambda ks: (-len(ks) * segs[ks[0]][0].num_ops, ks[0]))
-    t0 = time.perf_counter()
-    inner_cfg = CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
-                             symmetry_breaking=cfg.symmetry_breaking,
-                             interleave_search=cfg.interleave_search, segment_bound_share=0.0,
-                             segment_schedule_share=0.0)
-    proved = wall_stops = 0
-    used = 0.0
+    inner_cfg = _inner_config(cfg)
+    proved = 0
     for gi, ks in enumerate(order):
-        left = options.time_limit_s - (time.perf_counter() - t0)
-        if left <= 0.1 or used >= dtime_budget:
+        if budget.left <= 0 or budget.wall_expired():
             break
         members = [segs[k][0] for k in ks]
         base = members[0]
@@ -1021,31 +1020,52 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
         floor = SchedulingProblem(durations, base.edges, base.device_streams, base.link_of, transfer,
                                   Objective.LATENCY, colocation_groups=base.colocation_groups,
                                   device_class=base.device_class)
-        share = (dtime_budget - used) / max(1, min(len(order) - gi, 3))  # next 3 groups
-        r = _inner_solve(inner_cfg, floor, options, share, left)
-        used += r.stats.get("dtime_used", 0.0)
-        if r.stats.get("stopped_by") == "wall_time":
-            wall_stops += 1
+        share = budget.left / max(1, min(len(order) - gi, 3))  # next 3 groups
+        r = _inner_solve(inner_cfg, floor, options, budget, share, f"segment_bound[{gi}]")
         if r.bound is not None:
             proved += 1
             for k in ks:
                 bounds[k] = max(bounds[k], int(r.bound))
     return sum(bounds), {"segments": len(segs), "segment_groups": len(order),
-                         "segment_groups_proved": proved, "segment_wall_stops": wall_stops,
-                         "segment_bound_dtime": used,
-                         "segment_bound_s": round(time.perf_counter() - t0, 3)}
+                         "segment_groups_proved": proved, "segment_bound_dtime": budget.used,
+                         "segment_bound_stopped_by": budget.stop_word()}
 
 
-def _inner_solve(cfg: "CpSatOptions", sub: SchedulingProblem, options: SolveOptions,
-                 dtime: float, left_s: float) -> SolveResult:
-    """Solve a subproblem within ``dtime`` deterministic time; the wall-clock safety net is
-    everything left (``left_s``), so the deterministic limit is what stops it."""
-    return CpSatScheduler(cfg)._solve(sub, SolveOptions(
-        time_limit_s=max(0.1, left_s), num_workers=options.num_workers,
-        random_seed=options.random_seed), dtime=max(0.001, dtime))
+def _as_budget(budget: "Budget | float", options: SolveOptions, cfg: "CpSatOptions") -> Budget:
+    """``budget`` itself, or a budget of that many units with the net of ``options``."""
+    if isinstance(budget, Budget):
+        return budget
+    whole = Budget.of(options, _calibration(cfg))
+    return replace(whole, total=max(1e-3, float(budget)) if whole.deterministic else whole.total)
 
 
-def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_budget: float,
+def _calibration(cfg: "CpSatOptions") -> Calibration:
+    """The scheduling family's calibration, or the rate ``cfg`` sets."""
+    if cfg.dtime_per_second is None:
+        return SCHEDULING
+    return Calibration("scheduling", cfg.dtime_per_second, per_worker=True)
+
+
+def _inner_config(cfg: "CpSatOptions") -> "CpSatOptions":
+    """The configuration of the per-segment solves: no nested segment stages."""
+    return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
+                        symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
+                        segment_bound_share=0.0, segment_schedule_share=0.0)
+
+
+def _inner_solve(cfg: "CpSatOptions", sub: SchedulingProblem, options: SolveOptions, budget: Budget,
+                 amount: float, stage: str) -> SolveResult:
+    """Solve a subproblem within ``amount`` of ``budget`` (a child budget, same net), and
+    charge what it used back to ``budget``."""
+    child = budget.child(amount)
+    inner = SolveOptions(time_limit_s=options.time_limit_s, num_workers=options.num_workers,
+                         random_seed=options.random_seed, search=options.search)
+    result = CpSatScheduler(cfg)._solve(sub, inner, child)
+    budget.absorb(child, stage)
+    return result
+
+
+def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: "Budget | float",
                      cfg: "CpSatOptions | None" = None,
                      stats: dict | None = None) -> SchedulingSolution | None:
     """A schedule glued from per-segment CP-SAT solutions (LATENCY, graphs with cut ops).
@@ -1057,9 +1077,9 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_bu
     ``segment_min_ops`` ops use HEFT. The window schedules are shifted to start when
     their source ends, then re-timed together keeping every stream's and link's order
     (edges between windows get their transfers there). None when that fails validation
-    (e.g. memory, which windows ignore). The windows share ``dtime_budget`` deterministic
-    time in proportion to their ops (wall-clock safety net: ``options.time_limit_s``);
-    ``stats["dtime_used"]`` receives what they used.
+    (e.g. memory, which windows ignore). The windows share ``budget`` (a
+    :class:`~solvers.budget.Budget`, or that many deterministic-time units with the net of
+    ``options``) in proportion to their ops; ``stats["dtime_used"]`` receives what they used.
 
     Examples
     --------
@@ -1072,6 +1092,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_bu
     from solvers.scheduling.bounds import _reach_sets, _subproblem, segment_problems
 
     cfg = cfg or CpSatOptions()
+    budget = _as_budget(budget, options, cfg)
     segs = segment_problems(problem)
     if problem.objective is not Objective.LATENCY or len(segs) < 2:
         return None
@@ -1095,16 +1116,12 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_bu
             windows.append((_subproblem(problem, acc, first_source), tuple(acc)))
             acc = []
     segs = windows
-    inner_cfg = CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
-                             symmetry_breaking=cfg.symmetry_breaking,
-                             interleave_search=cfg.interleave_search, segment_bound_share=0.0,
-                             segment_schedule_share=0.0)
+    inner_cfg = _inner_config(cfg)
+
     def worth(sub: SchedulingProblem) -> bool:  # huge windows would just repeat the main solve
         return cfg.segment_min_ops <= sub.num_ops <= cfg.max_full_ops
 
     big_ops = sum(sub.num_ops for sub, _ in segs if worth(sub))
-    t0 = time.perf_counter()
-    used = 0.0
     n = problem.num_ops
     placement, stream = [-1] * n, [0] * n
     key_op, key_tr = [0] * n, {}
@@ -1120,13 +1137,10 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_bu
                                     colocation_groups=sub.colocation_groups,
                                     device_class=sub.device_class)
         sol = None
-        left = options.time_limit_s - (time.perf_counter() - t0)
-        if worth(sub) and left > 0.1 and big_ops and used < dtime_budget:
-            share = (dtime_budget - used) * sub.num_ops / big_ops
+        if worth(sub) and big_ops and budget.left > 0 and not budget.wall_expired():
+            share = budget.left * sub.num_ops / big_ops
             big_ops -= sub.num_ops
-            r = _inner_solve(inner_cfg, sub, options, share, left)
-            used += r.stats.get("dtime_used", 0.0)
-            sol = r.solution
+            sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
         if sol is None:
             sol = heft_schedule(sub)
         if sol is None:
@@ -1143,7 +1157,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, dtime_bu
         for t in sol.transfers:
             key_tr[global_edges[t.edge]] = t.start_cycle + shift
     if stats is not None:
-        stats["dtime_used"] = used
+        stats["dtime_used"] = budget.used
     out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
     if out is None or validate_schedule(problem, out):
         return None
@@ -1261,87 +1275,112 @@ class CpSatScheduler:
         return self._solve(problem, options)
 
     def _solve(self, problem: SchedulingProblem, options: SolveOptions,
-               dtime: float | None = None) -> SolveResult[SchedulingSolution]:
+               budget: Budget | None = None) -> SolveResult[SchedulingSolution]:
         t0 = time.perf_counter()
         cfg = self.config
-        # the deterministic budget is fixed up front (never derived from elapsed wall time)
-        total_dtime = cfg.dtime_per_second * options.time_limit_s if dtime is None else dtime
-        used_dtime = 0.0
+        # the budget is fixed up front (never derived from elapsed wall time; see solvers.budget)
+        if budget is None:
+            budget = Budget.of(options, _calibration(cfg), t0)
         bound = lower_bound(problem)
-        hint = options.hint
-        hint_source = "options"
-        if hint is not None and validate_schedule(problem, hint):
-            _log.warning("ignoring an invalid hint")
-            hint = None
-        if hint is None:
-            # HeftScheduler, not bare HEFT: it falls back to a first-fit placement when memory
-            # leaves HEFT stuck, so large memory-tight graphs still get a warm start.
-            hint, hint_source = HeftScheduler().solve(problem, options).solution, "heft"
-            if hint is not None and validate_schedule(problem, hint):  # pragma: no cover
-                _log.error("HEFT produced an invalid schedule; solving without a hint")
-                hint = None
+        hint, hint_source = self._initial_hint(problem, options)
         hint_obj = objective_value(problem, hint) if hint is not None else None
         stats: dict[str, Any] = {"lower_bound": bound, "hint_source": hint_source if hint else None,
                                  "hint_objective": hint_obj}
-        work = min(cfg.list_search_max_work,
-                   int(cfg.list_search_work_per_second * options.time_limit_s))
+
+        def done(result: SolveResult) -> SolveResult:
+            result.stats.update(budget.stats())
+            return result
+
+        hint, hint_source, bound = self._improve_hint_and_bound(problem, options, budget, hint, hint_source,
+                                                                bound, stats)
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        if hint is not None and hint_obj <= bound:
+            stats["proof"] = "hint meets the lower bound"
+            return done(SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint, time.perf_counter() - t0,
+                                    self.name, stats))
+        if (hint is not None and problem.objective is Objective.LATENCY and cfg.bound_probe_share > 0
+                and problem.num_ops <= cfg.max_full_ops
+                and hint_obj - bound <= cfg.bound_probe_max_gap * hint_obj):
+            probe_status, probe = _probe_bound(problem, options, bound, budget,
+                                               cfg.bound_probe_share * budget.total, cfg)
+            stats["bound_probe"] = probe_status.value
+            if probe is not None:
+                obj = objective_value(problem, probe)  # <= bound by the model, >= bound as a bound
+                stats["proof"] = "a schedule meets the lower bound (bound probe)"
+                return done(SolveResult(Status.OPTIMAL, obj, obj, probe, time.perf_counter() - t0,
+                                        self.name, stats))
+            if probe_status is Status.INFEASIBLE:
+                bound += 1  # no schedule ends at the bound: the optimum is at least one more
+                stats["lower_bound"] = bound
+                if hint_obj <= bound:
+                    stats["proof"] = "hint meets the lower bound raised by the bound probe"
+                    return done(SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint,
+                                            time.perf_counter() - t0, self.name, stats))
+        return done(self._main_solve(problem, options, budget, hint, bound, stats, t0))
+
+    def _initial_hint(self, problem: SchedulingProblem, options: SolveOptions):
+        """``options.hint`` when valid, else HEFT's schedule: (hint or None, its source)."""
+        hint = options.hint
+        if hint is not None and validate_schedule(problem, hint):
+            _log.warning("ignoring an invalid hint")
+            hint = None
+        if hint is not None:
+            return hint, "options"
+        # HeftScheduler, not bare HEFT: it falls back to a first-fit placement when memory
+        # leaves HEFT stuck, so large memory-tight graphs still get a warm start.
+        hint = HeftScheduler().solve(problem, options).solution
+        if hint is not None and validate_schedule(problem, hint):  # pragma: no cover
+            _log.error("HEFT produced an invalid schedule; solving without a hint")
+            hint = None
+        return hint, "heft"
+
+    def _improve_hint_and_bound(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                                hint, hint_source: str, bound: int, stats: dict):
+        """The stages before the main solve: list search, segment bound, segment schedule.
+        Returns (hint, hint source, bound); ``stats`` receives their figures."""
+        cfg = self.config
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+
+        def settled() -> bool:
+            return hint is not None and hint_obj <= bound
+
+        work = min(cfg.list_search_max_work, int(cfg.list_search_work_per_second * options.time_limit_s))
         fixed = fixed_placement(problem) if work > 0 else None
-        if (fixed is not None and not (hint is not None and hint_obj <= bound)
-                and (cfg.list_search_single_stream
-                     or any(problem.device_streams[d] > 1 for d in set(fixed)))):
-            found, ls_stats = list_search(problem, work, seed=options.random_seed, target=bound,
-                                          hint=hint)
+        if (fixed is not None and not settled()
+                and (cfg.list_search_single_stream or any(problem.device_streams[d] > 1 for d in set(fixed)))):
+            # counted work, never timed: the same op placements on any machine, in either search
+            # mode (it is fast); the wall clock only as the net
+            found, ls_stats = list_search(problem, work, seed=options.random_seed, target=bound, hint=hint,
+                                          deadline_s=budget.wall_deadline)
+            budget.note("list_search", 0.0, stopped_by=ls_stats["stopped_by"])
             stats.update({f"list_search_{k}": x for k, x in ls_stats.items()})
             if found is not None and not validate_schedule(problem, found) and (
                     hint is None or objective_value(problem, found) < hint_obj):
                 hint, hint_source = found, "list search"
                 hint_obj = objective_value(problem, hint)
                 stats.update(hint_source=hint_source, hint_objective=hint_obj)
-        if (cfg.segment_bound_share > 0 and problem.objective is Objective.LATENCY
-                and not (hint is not None and hint_obj <= bound)):
-            seg, seg_stats = segment_lower_bound(
-                problem, replace(options, time_limit_s=max(0.1, options.time_limit_s
-                                                           - (time.perf_counter() - t0))),
-                cfg.segment_bound_share * total_dtime, cfg)
-            used_dtime += seg_stats.get("segment_bound_dtime", 0.0)
+        if cfg.segment_bound_share > 0 and problem.objective is Objective.LATENCY and not settled():
+            child = budget.child(cfg.segment_bound_share * budget.total)
+            seg, seg_stats = segment_lower_bound(problem, options, child, cfg)
+            budget.absorb(child, "segment_bound")
             bound = max(bound, seg)
             stats.update(seg_stats, lower_bound=bound)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
-                and problem.objective is Objective.LATENCY
-                and not (hint is not None and hint_obj <= bound)):
-            glue_stats: dict[str, Any] = {}
-            glued = segment_schedule(
-                problem, replace(options, time_limit_s=max(0.1, options.time_limit_s
-                                                           - (time.perf_counter() - t0))),
-                cfg.segment_schedule_share * total_dtime, cfg, glue_stats)
-            used_dtime += glue_stats.get("dtime_used", 0.0)
+                and problem.objective is Objective.LATENCY and not settled()):
+            child = budget.child(cfg.segment_schedule_share * budget.total)
+            glued = segment_schedule(problem, options, child, cfg)
+            budget.absorb(child, "segment_schedule")
             if glued is not None and (hint is None or objective_value(problem, glued) < hint_obj):
                 hint, hint_source = glued, "segments"
                 hint_obj = objective_value(problem, hint)
                 stats.update(hint_source=hint_source, hint_objective=hint_obj)
-        if hint is not None and hint_obj <= bound:
-            stats["proof"] = "hint meets the lower bound"
-            return SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint,
-                               time.perf_counter() - t0, self.name, stats)
-        if (hint is not None and problem.objective is Objective.LATENCY and cfg.bound_probe_share > 0
-                and problem.num_ops <= cfg.max_full_ops
-                and hint_obj - bound <= cfg.bound_probe_max_gap * hint_obj):
-            probe_status, probe, probe_dtime = _probe_bound(
-                problem, options, bound, cfg.bound_probe_share * total_dtime, t0, cfg)
-            used_dtime += probe_dtime
-            stats["bound_probe"] = probe_status.value
-            if probe is not None:
-                obj = objective_value(problem, probe)  # <= bound by the model, >= bound as a bound
-                stats["proof"] = "a schedule meets the lower bound (bound probe)"
-                return SolveResult(Status.OPTIMAL, obj, obj, probe, time.perf_counter() - t0,
-                                   self.name, stats)
-            if probe_status is Status.INFEASIBLE:
-                bound += 1  # no schedule ends at the bound: the optimum is at least one more
-                stats["lower_bound"] = bound
-                if hint_obj <= bound:
-                    stats["proof"] = "hint meets the lower bound raised by the bound probe"
-                    return SolveResult(Status.OPTIMAL, hint_obj, hint_obj, hint,
-                                       time.perf_counter() - t0, self.name, stats)
+        return hint, hint_source, bound
+
+    def _main_solve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, hint,
+                    bound: int, stats: dict, t0: float) -> SolveResult[SchedulingSolution]:
+        """The full model (or sequencing only, above ``max_full_ops``) warm-started from ``hint``."""
+        cfg = self.config
+        hint_obj = objective_value(problem, hint) if hint is not None else None
         decompose = hint is not None and problem.num_ops > cfg.max_full_ops
         placement = hint.op_device if decompose else None
         stats["mode"] = "sequencing (hint placement fixed)" if decompose else "full"
@@ -1364,12 +1403,10 @@ class CpSatScheduler:
                          symmetry_breaking=sym)
         if hint is not None:
             add_hint(model, problem, v, hint)
-        remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-        main_dtime = max(0.2 * total_dtime, total_dtime - used_dtime)
-        status, solver, points, run_stats = _run(model, options, remaining, main_dtime, t0,
-                                                 cfg.interleave_search)
-        run_stats["dtime_used"] = used_dtime + run_stats["deterministic_time"]
-        stats.update(run_stats)
+        # the main solve gets what the stages left, and at least a fifth of the budget
+        status, solver, points = _run(model, options, budget, max(0.2 * budget.total, budget.left), "main",
+                                      cfg.interleave_search)
+        stats.update(_run_stats(solver, status, options, cfg))
         wall = time.perf_counter() - t0
         if status is Status.MODEL_INVALID:  # our bug: the bridge raises InternalError on it
             return failure_result(Status.MODEL_INVALID, self.name, wall, None, **stats)
@@ -1380,16 +1417,12 @@ class CpSatScheduler:
             if errs:
                 raise AssertionError("CP-SAT solution fails validation: " + "; ".join(errs[:5]))
         cp_bound = bound
-        if not decompose and status is not Status.MODEL_INVALID and status.has_solution:
+        if not decompose and status.has_solution:
             cp_bound = max(bound, math.ceil(solver.best_objective_bound - 1e-6))
         if found is not None and (hint is None or objective_value(problem, found) <= hint_obj):
             obj = objective_value(problem, found)
-            if status is Status.OPTIMAL and not decompose:
-                return SolveResult(Status.OPTIMAL, obj, obj, found, wall, self.name, stats,
-                                   tuple(points))
-            if obj <= bound:
-                return SolveResult(Status.OPTIMAL, obj, obj, found, wall, self.name, stats,
-                                   tuple(points))
+            if (status is Status.OPTIMAL and not decompose) or obj <= bound:
+                return SolveResult(Status.OPTIMAL, obj, obj, found, wall, self.name, stats, tuple(points))
             return SolveResult(Status.FEASIBLE, obj, min(cp_bound, obj), found, wall, self.name,
                                stats, tuple(points))
         if hint is not None:
@@ -1402,50 +1435,35 @@ class CpSatScheduler:
                               self.name, wall, bound, **stats)
 
 
-def _probe_bound(problem: SchedulingProblem, options: SolveOptions, bound: int, dtime: float,
-                 t0: float, cfg: CpSatOptions) -> tuple[Status, SchedulingSolution | None, float]:
-    """Look for a schedule whose makespan equals ``bound``: (status, schedule or None, dtime used)."""
+def _probe_bound(problem: SchedulingProblem, options: SolveOptions, bound: int, budget: Budget,
+                 amount: float, cfg: CpSatOptions) -> tuple[Status, SchedulingSolution | None]:
+    """Look for a schedule whose makespan equals ``bound``: (status, schedule or None)."""
     model, v = build(problem, bound, bound=bound, upper=bound, symmetry_breaking=cfg.symmetry_breaking)
-    remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-    status, solver, _, run_stats = _run(model, replace(options, progress=None), remaining, dtime, t0,
-                                        cfg.interleave_search)
+    status, solver, _ = _run(model, replace(options, progress=None), budget, amount, "bound_probe",
+                             cfg.interleave_search)
     found = None
     if status.has_solution:
         found = v.extract(solver)
         errs = validate_schedule(problem, found)
         if errs:
             raise AssertionError("CP-SAT probe solution fails validation: " + "; ".join(errs[:5]))
-    return status, found, run_stats["deterministic_time"]
+    return status, found
 
 
-def _run(model: cp_model.CpModel, options: SolveOptions, remaining_s: float, dtime: float,
-         t0: float, interleave: bool = True):
-    """Set parameters, run, map the status. Nothing is added to the model here."""
-    solver = cp_model.CpSolver()
-    prm = solver.parameters
-    prm.max_time_in_seconds = max(0.05, 0.97 * remaining_s - 0.05)  # leave time to extract
-    prm.max_deterministic_time = max(0.001, dtime)
-    prm.num_workers = options.num_workers
-    prm.random_seed = options.random_seed
+def _run(model: cp_model.CpModel, options: SolveOptions, budget: Budget, amount: float, stage: str,
+         interleave: bool = True):
+    """Run CP-SAT within ``amount`` of ``budget`` (the budget sets the limits and charges it).
+    Nothing is added to the model here."""
     # Presolve probing costs far more wall time than its deterministic-time estimate on
     # these models (10 s of wall time for 0.9 dtime at 218 ops, twice): switch it off.
-    prm.cp_model_probing_level = 0
-    prm.interleave_search = interleave
+    params: dict[str, Any] = {"cp_model_probing_level": 0}
     if options.log is not None:
-        prm.log_search_progress = True
-        prm.log_to_stdout = False
-        solver.log_callback = options.log
-    rec = ProgressRecorder(t0, options.progress)
-    native = solve_stoppable(solver, model, rec)
-    status = _STATUS_MAP[native]
-    det = solver.deterministic_time
-    stopped = "finished"
-    if status not in (Status.OPTIMAL, Status.INFEASIBLE):
-        stopped = ("deterministic_time" if det >= prm.max_deterministic_time * 0.999
-                   else "wall_time")
-    stats = {"cpsat_status": solver.status_name(native), "cpsat_wall_s": solver.wall_time,
-             "deterministic_time": det, "stopped_by": stopped,
-             "num_workers": options.num_workers, "random_seed": options.random_seed,
-             "interleave_search": interleave,
-             "cpsat_best_bound": solver.best_objective_bound if status.has_solution else None}
-    return status, solver, rec.points, stats
+        params["log_to_stdout"] = False
+    return budget.run_cpsat(model, options, amount, stage, interleave=interleave, **params)
+
+
+def _run_stats(solver: cp_model.CpSolver, status: Status, options: SolveOptions, cfg: CpSatOptions) -> dict:
+    return {"cpsat_status": status.value, "deterministic_time": solver.deterministic_time,
+            "num_workers": options.num_workers, "random_seed": options.random_seed,
+            "interleave_search": cfg.interleave_search,
+            "cpsat_best_bound": solver.best_objective_bound if status.has_solution else None}

@@ -60,9 +60,11 @@ from __future__ import annotations
 import heapq
 import random
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from solvers.budget import Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import topological_order
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
@@ -238,7 +240,7 @@ class _Sgs:
 
 def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target: int = 0,
                 hint: SchedulingSolution | None = None,
-                options: ListSearchOptions = ListSearchOptions(),
+                options: ListSearchOptions = ListSearchOptions(), deadline_s: float | None = None,
                 ) -> tuple[SchedulingSolution | None, dict[str, Any]]:
     """The shortest schedule the seeded list search finds within ``work`` op placements.
 
@@ -254,11 +256,15 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
         Stop as soon as the makespan is at most this (a proven lower bound).
     hint : SchedulingSolution, optional
         A schedule whose start order is tried first.
+    deadline_s : float, optional
+        A ``time.perf_counter()`` time at which to stop anyway: a wall-clock safety net (the
+        result then depends on the machine's speed, and ``stats["stopped_by"]`` says so).
 
     Returns
     -------
     (solution, stats)
-        ``stats``: ``work`` spent, ``steps``, ``makespan`` and the ``work_at_best``.
+        ``stats``: ``work`` spent, ``steps``, ``makespan``, the ``work_at_best`` and
+        ``stopped_by`` (``"target"``, ``"work"`` or ``"wall_time"``).
 
     Examples
     --------
@@ -293,7 +299,14 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
     moves = max(1, n // options.perturb_divisor)
     noise = 0.1 * mean
     steps = 0
-    while best_ms > target and sgs.work < work:
+    stopped = "target"
+    while best_ms > target:
+        if sgs.work >= work:
+            stopped = "work"
+            break
+        if deadline_s is not None and time.perf_counter() > deadline_s:
+            stopped = "wall_time"
+            break
         steps += 1
         if rng.random() < options.restart_probability:
             key = [b * (1.0 + 0.3 * rng.random()) for b in base]
@@ -309,7 +322,7 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
             best_ms, best_starts, work_at_best = ms, starts, sgs.work
     solution = _solution(problem, placement, best_starts, sgs.dur)
     return solution, {"work": sgs.work, "steps": steps, "makespan": best_ms,
-                      "work_at_best": work_at_best}
+                      "work_at_best": work_at_best, "stopped_by": stopped}
 
 
 def _solution(problem: SchedulingProblem, placement, starts, dur) -> SchedulingSolution:
@@ -332,7 +345,8 @@ class ListSearchScheduler:
     ----------
     work_per_second : int
         Op placements granted per second of ``SolveOptions.time_limit_s`` (counted, so
-        the result does not depend on the machine's speed).
+        the result does not depend on the machine's speed; ~5-15 us each on a busy core).
+        ``SolveOptions.search == "until-limit"`` searches until the time limit instead.
 
     Examples
     --------
@@ -351,12 +365,13 @@ class ListSearchScheduler:
 
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
-        import time
-
         t0 = time.perf_counter()
-        work = int(self.work_per_second * options.time_limit_s)
-        sol, stats = list_search(problem, work, seed=options.random_seed, hint=options.hint,
-                                 options=self.options)
+        budget = Budget.of(options, Calibration("list-search", self.work_per_second), t0)
+        sol, stats = list_search(problem, budget.work(budget.total, 1.0), seed=options.random_seed,
+                                 hint=options.hint, options=self.options, deadline_s=budget.deadline(budget.total))
+        budget.note("list_search", stats["work"] if budget.deterministic else 0.0,
+                    stopped_by=stats.get("stopped_by", "finished"))
+        stats.update(budget.stats())
         wall = time.perf_counter() - t0
         if sol is None:
             return failure_result(Status.UNKNOWN, self.name, wall, None,

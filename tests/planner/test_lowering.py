@@ -19,7 +19,8 @@ from planner.isa import (
 )
 from planner.lowering import allocation, lower, peak_memory, write_allocation, write_binaries
 from planner.plan import PlacedOp, PlacedTransfer, Plan
-from planner.simulator import compare_with_plan, simulate, simulate_dir, simulate_programs
+from planner.simulator import simulate, simulate_dir, simulate_programs
+from planner.verify import compare_with_plan
 
 GEN = get_profile("generic")
 

@@ -12,7 +12,8 @@ from planner.hardware import Device, Hardware, Link
 from planner.isa import Opcode, decode, encode, get_profile
 from planner.lowering import lower
 from planner.plan import PlacedOp, PlacedTransfer
-from planner.simulator import SimulationError, compare_with_plan, simulate, simulate_programs
+from planner.simulator import SimulationError, simulate, simulate_programs
+from planner.verify import compare_with_plan
 from tests.planner.test_lowering import make_plan, two_device_case, two_stream_case
 
 GEN = get_profile("generic")
@@ -158,7 +159,10 @@ def test_compare_with_plan_catches_an_edited_plan():
     edited = make_plan([o if o.name != "d" else dataclasses.replace(o, start_cycle=33) for o in plan.ops],
                        plan.transfers)
     diffs = compare_with_plan(result, edited)
-    assert diffs[0] == "op d: plan says d0 stream 0 [33, 35), the binaries run it on d0 stream 0 [34, 36)"
+    i = next(k for k, o in enumerate(edited.ops) if o.name == "d")
+    assert [str(d) for d in diffs] == [
+        f"plan.json: ops[{i}] 'd': expected d0 stream 0 [34, 36) (the binaries), found d0 stream 0 [33, 35)",
+        "plan.json: makespan_cycles: expected 36 (the binaries end there), found 35"]
 
 
 def test_decode_errors_are_clear():

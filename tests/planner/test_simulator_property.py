@@ -10,7 +10,8 @@ from planner.hardware import Device, Hardware, Link
 from planner.isa import encode, get_profile
 from planner.lowering import lower
 from planner.plan import PlacedOp, PlacedTransfer, Plan
-from planner.simulator import compare_with_plan, simulate
+from planner.simulator import simulate
+from planner.verify import compare_with_plan
 
 GEN = get_profile("generic")
 HW = Hardware((Device("d0", "g", GEN, streams=2), Device("d1", "g", GEN, streams=2)),

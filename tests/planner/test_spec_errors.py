@@ -12,7 +12,7 @@ BAD = Path(__file__).resolve().parents[1] / "data" / "specs" / "bad"
 # fixture, line, path, fragments of the message
 CASES = [
     ("malformed_yaml", 5, None,
-     ["malformed YAML: expected ',' or '}', but got ':'", "flow mapping started on line 4"]),
+     ["malformed YAML: did not find expected ',' or '}'", "flow mapping started on line 4"]),
     ("unknown_key", 8, "hardware.devices[0].memory[0].capacty",
      ["unknown key 'capacty'; did you mean 'capacity'?"]),
     ("missing_unit", 8, "hardware.devices[0].memory[1].capacity",
@@ -116,7 +116,8 @@ INLINE = [
      "expected a list, got 3"),
     ("[1, 2]\n", 1, None, "the spec must be a mapping"),
     ("", None, None, "the spec is empty"),
-    ("a: !!python/object:os.system {}\n", 1, None, "malformed YAML"),
+    ("a: !!python/object:os.system {}\n", 1, "a", "YAML tag tag:yaml.org,2002:python/object:os.system is not "
+     "supported"),
 ]
 
 

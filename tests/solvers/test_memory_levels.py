@@ -330,3 +330,20 @@ def test_hint_is_used_and_never_lost(default_options):
         best = CpSatLevelSolver().solve(p, default_options).solution
         again = CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=0.05, hint=best))
         assert again.solution is not None and again.objective <= best.makespan_cycles
+
+
+def test_greedy_never_holds_an_eviction_into_the_gap_a_prefetch_lands_in():
+    # Found by hypothesis: op 0 writes t0 (3 B, to slow) and t1 (2 B, fast, live-out); op 2
+    # reads t0. Fast memory holds 4 B. t1's eviction may not be held until op 2: t0's
+    # prefetch must land in the gap before op 2, and 3 + 2 > 4.
+    from fractions import Fraction
+
+    p = LevelProblem(compute_cycles=(0, 0, 0), reads=((), (), (0,)), writes=((0, 1), (), ()),
+                     tensor_bytes=(3, 2), capacity_bytes=(4, 1_000_000),
+                     bandwidth_bytes_per_cycle=(Fraction(4), Fraction(1)), dma_bytes_per_cycle=Fraction(1),
+                     live_out=(1,), fast_only_ops=(1, 2))
+    g = GreedyLevelSolver().solve(p, SolveOptions(time_limit_s=5))
+    assert g.status is Status.FEASIBLE
+    assert validate_levels(p, g.solution) == []
+    evict = next(t for t in g.solution.transfers if t.tensor == 1)
+    assert evict.release_op == 1  # released by op 1, before t0 arrives

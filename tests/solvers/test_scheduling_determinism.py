@@ -1,4 +1,5 @@
-"""Same problem, seed and worker count => the same solution, even when a limit stops the search."""
+"""Same problem, seed and worker count => the same solution, even when the budget stops the search;
+and when the wall-clock safety net stops it instead, the result says so."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import random
 
 import pytest
 
+import solvers.budget
 from solvers.core import SolveOptions, Status
 from solvers.scheduling import CpSatOptions, CpSatScheduler, SchedulingProblem, validate_schedule
+from tests.determinism import assert_not_stopped_by_the_clock
 
 
 def _random_problem(n: int = 30, seed: int = 3) -> SchedulingProblem:
@@ -26,17 +29,36 @@ def _random_problem(n: int = 30, seed: int = 3) -> SchedulingProblem:
                              device_class=(0, 0, 1, 1))
 
 
-def test_same_solution_twice_under_a_deterministic_limit():
+@pytest.mark.parametrize("workers", [1, 2])
+def test_same_solution_twice_under_a_deterministic_limit(workers):
     p = _random_problem()
-    # a deterministic budget far below what the search needs, the wall clock as a safety net
+    # a deterministic budget far below what the search needs (0.075 units with one worker); the
+    # net, 3 x 25 s + 5 s, leaves room for a machine far slower than that
     solver = CpSatScheduler(CpSatOptions(dtime_per_second=0.003))
-    # tests use one worker (ground rules); two interleaved workers repeat as well (checked by hand)
-    opts = SolveOptions(time_limit_s=25, num_workers=1, random_seed=7)
+    opts = SolveOptions(time_limit_s=25, num_workers=workers, random_seed=7)
     a = solver.solve(p, opts)
     b = solver.solve(p, opts)
-    if "wall_time" in (a.stats.get("stopped_by"), b.stats.get("stopped_by")):
-        pytest.skip("the wall-clock safety net fired first (machine too busy)")
-    assert a.status in (Status.OPTIMAL, Status.FEASIBLE)
-    assert validate_schedule(p, a.solution) == []
+    assert_not_stopped_by_the_clock(a.stats["stopped_by"], b.stats["stopped_by"])
+    assert a.stats["stopped_by"] == "deterministic_budget"  # the budget, not a proof, ended it
+    assert a.status is Status.FEASIBLE and validate_schedule(p, a.solution) == []
     assert a.solution == b.solution
-    assert a.objective == b.objective and a.bound == b.bound
+    assert (a.objective, a.bound) == (b.objective, b.bound)
+    assert a.stats["dtime_used"] == b.stats["dtime_used"]
+    assert a.stats["stages"] == b.stats["stages"]
+
+
+def test_the_result_says_when_the_wall_clock_net_stopped_it(monkeypatch):
+    # a net of 1 ms: it fires in the first stage, before any budget can run out
+    monkeypatch.setattr(solvers.budget, "NET_SLOWDOWN", 0.0)
+    monkeypatch.setattr(solvers.budget, "NET_CONSTANT_S", 0.001)
+    r = CpSatScheduler().solve(_random_problem(), SolveOptions(time_limit_s=25, num_workers=1))
+    assert r.stats["stopped_by"] == "wall_clock"
+    assert r.status.has_solution and validate_schedule(_random_problem(), r.solution) == []  # still a plan
+
+
+def test_until_limit_search_searches_until_the_clock_and_says_so():
+    p = _random_problem()
+    r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=1.0, num_workers=2, search="until-limit"))
+    assert r.stats["search"] == "until-limit"
+    assert r.stats["stopped_by"] == "time_limit"  # 30 ops on 4 devices: not proven within 1 s
+    assert r.status.has_solution and validate_schedule(p, r.solution) == []

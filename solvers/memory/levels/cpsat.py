@@ -53,13 +53,14 @@ DMAs triggered after it, so the model is small and each of its solutions is a va
 right, and double (up to ``max_window_ops``) after a sweep without improvement. The bound
 reported is :func:`makespan_lower_bound` (a window proves nothing about the problem).
 
-**Determinism.** CP-SAT stops on deterministic time (``dtime_per_second`` x
-``time_limit_s``, fixed up front, split between split choices by what each used) and
-window search on counted work (``window_units_per_second`` x ``time_limit_s``; a window of
-k ops costs ``(k / window_ops)**2``); the wall clock is only a safety net, and
-``stats["stopped_by"]`` says ``"wall_time"`` when it fired (the run may then not repeat).
-Windows use one worker; the one-model path uses ``options.num_workers`` with
+**Determinism.** CP-SAT stops on deterministic time (one :class:`solvers.budget.Budget`,
+``dtime_per_second`` x ``time_limit_s``, fixed up front, split between split choices by what
+each charged) and window search also on counted work (``window_units_per_second`` x
+``time_limit_s``; a window of k ops costs ``(k / window_ops)**2``); the wall clock is only a
+safety net, and ``stats["stopped_by"]`` says ``"wall_clock"`` when it fired (the run may then
+not repeat). Windows use one worker; the one-model path uses ``options.num_workers`` with
 ``interleave_search`` (deterministic batches) when there are several.
+``options.search == "until-limit"`` splits the wall clock instead (not reproducible).
 
 Measured (``benchmarks/memory.py``, 2 busy cores, load 2-2.5): 50-layer transformer, 250
 ops / 451 tensors, 60-s budget: 1,389,568 cycles vs. the bound 1,370,368 (gap 1.4 %) in
@@ -75,8 +76,9 @@ from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
+from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import run_cpsat
+from solvers.cpsat_support import STATUS_MAP
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
@@ -745,7 +747,8 @@ class CpSatLevelSolver:
     name = "cpsat"
 
     def __init__(self, prefetch_window_ops: int | None | str = "auto", auto_window_ops: int = 16,
-                 auto_above_ops: int = 64, dtime_per_second: float = 0.05, window_above_ops: int = 64,
+                 auto_above_ops: int = 64, dtime_per_second: float = MEMORY_LEVELS.units_per_second,
+                 window_above_ops: int = 64,
                  window_ops: int = 24, window_dtime: float = 0.2, window_units_per_second: float = 1.0,
                  max_window_ops: int = 48, window_workers: int | None = 1) -> None:
         # Trigger window: None = exact (any earlier op may trigger a prefetch); an int limits
@@ -787,26 +790,27 @@ class CpSatLevelSolver:
         all_proven = True
         progress = []
         per_choice = []
-        dtime_left = self.dtime_per_second * options.time_limit_s
-        windows_left = max(4.0, self.window_units_per_second * options.time_limit_s)
+        # one budget fixed up front (solvers.budget); split choices share it by what each charged
+        budget = Budget.of(options, Calibration("memory-levels", self.dtime_per_second), t0)
+        windows_left = (max(4.0, self.window_units_per_second * options.time_limit_s) if budget.deterministic
+                        else float("inf"))
         for n_left, factors in zip(range(len(choices), 0, -1), choices):
             expanded = expand_splits(problem, factors)[0] if problem.splits else problem
-            remaining = options.time_limit_s - (time.perf_counter() - t0)
             opts = options
             if isinstance(options.hint, LevelSolution) and problem.splits:  # a hint for this split choice only
                 h = options.hint
                 opts = replace(options, hint=replace(h, split_factors=()) if h.split_factors == tuple(factors)
                                else None)
-            budget = _Budget(dtime=dtime_left / n_left, windows=windows_left / n_left,
-                             wall_s=max(0.05, remaining / n_left), t0=t0)
-            status, sol, b, prog, info = self._solve_unsplit(expanded, opts, budget)
-            dtime_left -= info["dtime"]
+            child = budget.child(budget.left / n_left)
+            status, sol, b, prog, info = self._solve_unsplit(expanded, opts, child, windows_left / n_left)
+            budget.absorb(child, f"split{list(factors)}")
             windows_left -= info.get("window_units", 0.0)
             progress.extend(prog)
             per_choice.append({"factors": list(factors), "status": status.value,
                                "objective": None if sol is None else sol.makespan_cycles, "bound": b, **info})
             if status is Status.MODEL_INVALID:
-                return failure_result(status, self.name, time.perf_counter() - t0, per_split=per_choice)
+                return failure_result(status, self.name, time.perf_counter() - t0, per_split=per_choice,
+                                      **budget.stats())
             if status is Status.INFEASIBLE:
                 continue
             all_proven &= status is Status.OPTIMAL
@@ -819,16 +823,16 @@ class CpSatLevelSolver:
         wall = time.perf_counter() - t0
         if best is None:
             status = Status.INFEASIBLE if all_proven and bound is None else Status.UNKNOWN
-            return failure_result(status, self.name, wall, bound=bound, per_split=per_choice)
+            return failure_result(status, self.name, wall, bound=bound, per_split=per_choice, **budget.stats())
         objective = best.makespan_cycles
         status = Status.OPTIMAL if all_proven and bound is not None and bound >= objective else Status.FEASIBLE
         stats = level_metrics(problem, best).as_dict()
         stats["per_split"] = per_choice
-        stats["stopped_by"] = _overall_stop(per_choice)
+        stats.update(budget.stats())
         return SolveResult(status, objective, min(bound, objective) if bound is not None else None, best, wall,
                            self.name, stats, tuple(progress))
 
-    def _solve_unsplit(self, problem: LevelProblem, options: SolveOptions, budget: "_Budget"):
+    def _solve_unsplit(self, problem: LevelProblem, options: SolveOptions, budget: Budget, windows: float):
         lb = makespan_lower_bound(problem)
         window = self._window(problem)
         info: dict = {"dtime": 0.0, "lower_bound": lb}
@@ -842,7 +846,7 @@ class CpSatLevelSolver:
             _LOG.warning("level model: bandwidth fractions too fine for CP-SAT; keeping the best baseline")
             return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, (), info
         if best is not None and problem.num_ops > self.window_above_ops:
-            best, progress = self._window_search(problem, best, lb, window, options, budget, info)
+            best, progress = self._window_search(problem, best, lb, window, options, budget, windows, info)
             return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, progress, info
         upper = None if best is None else best.makespan_cycles
         hint = best if best is None or window is None or all(
@@ -850,14 +854,12 @@ class CpSatLevelSolver:
         model, v = build_level_model(problem, upper, lb, hint, window)
         # Large chains: probing in presolve costs more than it gives; LNS from the hint wins.
         big = problem.num_ops > self.auto_above_ops
-        params = {"max_deterministic_time": max(0.001, budget.dtime),
-                  "interleave_search": options.num_workers > 1}  # batches: multi-worker runs repeat
-        if big:
-            params.update(cp_model_probing_level=0, symmetry_level=0)
-        # Keep ~2% of the budget for extraction and the replay that re-times the result.
-        status, solver, progress = run_cpsat(model, options, budget.wall_left(0.98), **params)
+        params = {"cp_model_probing_level": 0, "symmetry_level": 0} if big else {}
+        # one worker: plain search; several: interleaved batches, so multi-worker runs repeat
+        status, solver, progress = budget.run_cpsat(model, options, budget.left, "one_model", interleave=False,
+                                                    **params)
         info["dtime"] = solver.deterministic_time
-        info["stopped_by"] = _stopped_by(status, solver, params["max_deterministic_time"])
+        info["stopped_by"] = budget.log[-1]["stopped_by"]
         if window is not None:  # a restriction: its proofs say nothing about the problem
             if status is Status.INFEASIBLE:
                 return ((Status.FEASIBLE, best, lb, progress, info) if best
@@ -879,7 +881,7 @@ class CpSatLevelSolver:
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
 
     def _window_search(self, problem: LevelProblem, best: LevelSolution, lb: int, window: int | None,
-                       options: SolveOptions, budget: "_Budget", info: dict):
+                       options: SolveOptions, budget: Budget, windows: float, info: dict):
         """Re-optimise windows of consecutive ops exactly, everything else as in the incumbent.
 
         Each window model (:func:`build_level_model` with ``fixed``/``free_ops``) keeps the
@@ -887,14 +889,16 @@ class CpSatLevelSolver:
         solutions are valid plans; the replay re-times the result, which is kept when it is
         shorter. Sweeps go left to right with windows overlapping by half; a sweep that
         finds nothing doubles the window, up to ``max_window_ops``, and the search stops
-        when the largest finds nothing, or the budget (deterministic time, window count)
-        runs out.
+        when the largest finds nothing, or the budget (deterministic time, and ``windows``
+        window units) runs out.
         """
         n = problem.num_ops
         size = min(self.window_ops, n)
         solved = improved = 0
-        dtime = units = 0.0
+        units = 0.0
+        start = budget.used
         workers = self.window_workers or options.num_workers
+        window_options = replace(options, num_workers=workers, progress=None)
         progress = []
         stopped = "converged"
         while True:
@@ -902,22 +906,24 @@ class CpSatLevelSolver:
             sweep_improved = False
             for a in range(0, max(1, n - stride), stride):
                 cost = (size / self.window_ops) ** 2
-                if units + cost > budget.windows + 1e-9 or dtime >= budget.dtime:
+                if units + cost > windows + 1e-9 or budget.left <= 0:
                     stopped = "deterministic_budget"
                     break
-                if budget.wall_left() <= 0.05:
+                if budget.wall_expired():
                     stopped = "wall_time"
                     break
                 free = range(a, min(n, a + size))
                 model, v = build_level_model(problem, best.makespan_cycles, lb, best, window, fixed=best,
                                              free_ops=free)
-                limit = min(self.window_dtime, budget.dtime - dtime)
-                status, solver, _ = run_cpsat(model, replace(options, num_workers=workers, progress=None),
-                                              budget.wall_left(0.98), max_deterministic_time=max(0.001, limit),
-                                              cp_model_probing_level=0, interleave_search=workers > 1)
+                limit = min(budget.scale(self.window_dtime), budget.left)
+                solver = cp_model.CpSolver()
+                net = budget.configure(solver, window_options, limit, interleave=False)
+                solver.parameters.cp_model_probing_level = 0
+                status = STATUS_MAP.get(budget.solve(solver, model, net), Status.UNKNOWN)
+                if budget.account(solver, status, limit, net, None) == "wall_clock":
+                    stopped = "wall_time"
                 solved += 1
                 units += cost
-                dtime += solver.deterministic_time
                 _LOG.debug("window %d..%d (%d ops): %s in %.2fs, %.3f dtime, best %d", a, free.stop - 1, size,
                            status.value, solver.wall_time, solver.deterministic_time, best.makespan_cycles)
                 if status.has_solution:
@@ -926,7 +932,7 @@ class CpSatLevelSolver:
                         best = found
                         improved += 1
                         sweep_improved = True
-                        point = ProgressPoint(time.perf_counter() - budget.t0, best.makespan_cycles, lb)
+                        point = ProgressPoint(time.perf_counter() - budget.started, best.makespan_cycles, lb)
                         progress.append(point)
                         if options.progress is not None:
                             options.progress(point)
@@ -940,38 +946,7 @@ class CpSatLevelSolver:
                     size = min(n, 2 * size, self.max_window_ops)
                     continue
             break
-        info.update(dtime=dtime, windows=solved, window_units=units, windows_improved=improved, window_ops=size,
-                    stopped_by=stopped)
+        info.update(dtime=budget.used - start, windows=solved, window_units=units, windows_improved=improved,
+                    window_ops=size, stopped_by=stopped)
+        budget.note("window_search", 0.0, stopped_by=stopped)
         return best, tuple(progress)
-
-
-@dataclass
-class _Budget:
-    """What one split choice may spend: CP-SAT deterministic time, window solves, and the
-    wall-clock safety net (``wall_s`` from ``t0``)."""
-
-    dtime: float
-    windows: float  # window units (a window of k ops costs (k / window_ops)**2)
-    wall_s: float
-    t0: float
-    start: float = field(default_factory=time.perf_counter)
-
-    def wall_left(self, share: float = 1.0) -> float:
-        return max(0.05, share * self.wall_s - (time.perf_counter() - self.start))
-
-
-def _overall_stop(per_choice: list[dict]) -> str:
-    """``"wall_time"`` if the safety net fired anywhere (the run may not repeat), else
-    ``"deterministic_budget"`` if a budget ended a search, else ``"finished"``."""
-    stops = {x.get("stopped_by", "finished") for x in per_choice}
-    if "wall_time" in stops:
-        return "wall_time"
-    if stops & {"deterministic_time", "deterministic_budget"}:
-        return "deterministic_budget"
-    return "finished"
-
-
-def _stopped_by(status: Status, solver: cp_model.CpSolver, dtime_limit: float) -> str:
-    if status in (Status.OPTIMAL, Status.INFEASIBLE):
-        return "finished"
-    return "deterministic_time" if solver.deterministic_time >= 0.999 * dtime_limit else "wall_time"

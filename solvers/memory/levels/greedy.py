@@ -157,6 +157,10 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
             if j and kept[t][j]:
                 add(t, 2 * acc[t][j - 1] + 2, 2 * a + 1)
     refetched = set(prefetches)
+    # A prefetch occupies at least the gap right before its consumer: count that first, so
+    # no eviction below is held into a gap a prefetch must land in.
+    for t, j in prefetches:
+        add(t, 2 * acc[t][j], 2 * acc[t][j] + 1)
     for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
         g, r = evictions[t]
         add(t, 2 * acc[t][g - 1] + 2, 2 * r + 1)
@@ -177,7 +181,7 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
         while k > lo and occ[2 * k] + size[t] <= cap and occ[2 * k + 1] + size[t] <= cap:
             k -= 1
         triggers[(t, j)] = k
-        add(t, 2 * k + 2, 2 * hi + 1)
+        add(t, 2 * k + 2, 2 * hi)  # the gap right before the consumer is counted already
     transfers = [Transfer(TransferKind.EVICT, t, g, acc[t][g - 1], r, 0, problem.dma_cycles(t))
                  for t, (g, r) in evictions.items()]
     transfers += [Transfer(TransferKind.PREFETCH, t, j, k, acc[t][j], 0, problem.dma_cycles(t))

@@ -26,8 +26,8 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from solvers.budget import Budget, Calibration, MEMORY_OFFSETS
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import run_cpsat
 from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffsetSolver
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes
@@ -152,11 +152,10 @@ class CpSatOffsetSolver:
 
     name = "cpsat"
 
-    def __init__(self, dtime_per_second: float = 0.01) -> None:
-        # CP-SAT stops on deterministic time (dtime_per_second x time_limit_s), so the same
-        # problem, seed and workers give the same offsets; the wall clock (the time limit) is
-        # only a safety net. NoOverlap2D propagation is slow in dtime: 0.02-0.03 dtime per wall
-        # second measured on 200-500 random buffers on a busy 2-core machine, hence 0.01.
+    def __init__(self, dtime_per_second: float = MEMORY_OFFSETS.units_per_second) -> None:
+        # CP-SAT stops on deterministic time (dtime_per_second x time_limit_s; see
+        # solvers.budget), so the same problem, seed and workers give the same offsets; the
+        # wall clock is only a safety net.
         self.dtime_per_second = dtime_per_second
 
     def solve(self, problem: OffsetProblem, options: SolveOptions = SolveOptions()) -> SolveResult[OffsetSolution]:
@@ -182,16 +181,11 @@ class CpSatOffsetSolver:
         if best is not None and best.objective <= lb:
             return done(Status.OPTIMAL, int(best.objective), lb, best.solution)
         model, v = build_offset_model(problem, upper, lb, None if best is None else best.solution)
-        remaining = max(0.05, options.time_limit_s - (time.perf_counter() - t0))
-        dtime = max(0.001, self.dtime_per_second * options.time_limit_s)
-        params = {"max_deterministic_time": dtime}
-        if options.num_workers > 1:
-            params["interleave_search"] = True
-        status, solver, progress = run_cpsat(model, options, remaining, **params)
+        budget = Budget.of(options, Calibration("memory-offsets", self.dtime_per_second), t0)
+        # one worker: plain search; several: interleaved batches, so multi-worker runs repeat
+        status, solver, progress = budget.run_cpsat(model, options, budget.total, "cpsat", interleave=False)
         stats["dtime"] = solver.deterministic_time
-        stats["stopped_by"] = ("finished" if status in (Status.OPTIMAL, Status.INFEASIBLE)
-                               else "deterministic_budget" if solver.deterministic_time >= 0.99 * dtime
-                               else "wall_time")
+        stats.update(budget.stats())
         stats["cpsat_status"] = status.value
         if status is Status.INFEASIBLE:
             # Nothing fits below min(capacity, greedy peak): the greedy plan is optimal or

@@ -119,7 +119,19 @@ def test_malformed_documents_are_refused(data, message):
 def test_invalid_graphs_are_refused_by_the_ir():
     d = graph_to_dict(Graph([], [Op("a", "task"), Op("b", "task", after=("a",))]))
     d["ops"][0]["after"] = ["b"]
-    with pytest.raises(GraphError, match="cycle"):
+    with pytest.raises(BinaryFormatError, match="graph data: the graph has a cycle: a -> b -> a"):
+        graph_from_dict(d)
+
+
+def test_ops_that_break_their_shape_contract_are_refused():
+    # An edited graph.json: the numeric replay would meet this op's shapes as a GraphError.
+    d = graph_to_dict(Graph([Tensor("x", (1, 4, 8, 8), kind="input"), Tensor("y", (1, 4, 4, 4), kind="output")],
+                            [Op("p", "avgpool", ("x",), ("y",), {"kernel": 2, "stride": 2})]))
+    d["tensors"][1]["shape"] = [1, 4, 3, 3]
+    with pytest.raises(BinaryFormatError, match=r"op 'p': avgpool computes shape \(1, 4, 4, 4\)"):
+        graph_from_dict(d)
+    d["tensors"][1]["shape"] = [1, 0, 3, 3]
+    with pytest.raises(BinaryFormatError, match="non-positive dimension"):
         graph_from_dict(d)
 
 

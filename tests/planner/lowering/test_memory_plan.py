@@ -22,7 +22,8 @@ from planner.isa import (
 from planner.lowering import allocation, lower, peak_memory
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.plan import PlacedOp, PlacedTransfer
-from planner.simulator import compare_with_plan, simulate
+from planner.simulator import simulate
+from planner.verify import compare_with_plan
 from tests.planner.lowering.checks import address_violations
 from tests.planner.test_lowering import make_plan
 

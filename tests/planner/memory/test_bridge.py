@@ -11,7 +11,7 @@ from planner.errors import InternalError
 from planner.graph.ir import Graph, Op, Tensor
 from planner.isa.cost import DATA_MOVEMENT_OPS, op_cost
 from planner.memory.bridge import build_device_problem, device_order, portion_graph, row_separable, skip_reason
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
 from planner.memory.retime import Activity, list_schedule
 from planner.pipeline import run
 from planner.spec import load_spec

@@ -137,32 +137,45 @@ def test_cli_writes_memory_json_and_checks_the_numbers(tmp_path):
     assert "## Memory hierarchy" in report
     # The baselines' figures come from the same run, side by side with the memory plan's.
     assert "| figure | memory plan | greedy prefetch + greedy-by-size | all in main memory |" in report
-    assert "| peak onchip | 18.19 MiB |" in report  # the live bound: 2 x 9 MiB weights + activations
+    assert "| peak live bytes, onchip | 18.19 MiB |" in report  # the live bound: 2 x 9 MiB weights + activations
     result = runner.invoke(app, ["simulate", str(out), "--numeric"])
     assert result.exit_code == 0, result.output
-    assert "equal the reference" in result.output
+    assert "tensors equal to the reference" in result.output
 
 
-def test_cli_numeric_mismatch_exits_3(tmp_path):
+def test_cli_numeric_mismatch_exits_3_unless_a_file_was_edited(tmp_path, monkeypatch):
     out = tmp_path / "plan"
     runner = CliRunner()
     assert runner.invoke(app, ["solve", "specs/memory-mlp.yaml", "-o", str(out), "--quiet"]).exit_code == 0
-    graph = json.loads((out / "graph.json").read_text())
-    for op in graph["ops"]:
-        if op["type"] == "relu":
-            op["type"] = "sigmoid"  # the reference now computes something else than the binaries
-    (out / "graph.json").write_text(json.dumps(graph))
+    # Every file as written, but the reference computes something else than the binaries
+    # (a bug in one of them): exit 3.
+    import planner.numeric.reference as reference
+
+    evaluate = reference.evaluate
+    monkeypatch.setattr(reference, "evaluate", lambda graph, inputs: {
+        name: value + 1 for name, value in evaluate(graph, inputs).items()})
     result = runner.invoke(app, ["simulate", str(out), "--numeric"])
     assert result.exit_code == 3, result.output
     assert "disagrees" in result.output
+    monkeypatch.undo()
+    # graph.json edited so that the reference computes something else: a tampered directory, exit 2.
+    graph = json.loads((out / "graph.json").read_text())
+    for op in graph["ops"]:
+        if op["type"] == "relu":
+            op["type"] = "sigmoid"
+    (out / "graph.json").write_text(json.dumps(graph))
+    result = runner.invoke(app, ["simulate", str(out), "--numeric"])
+    assert result.exit_code == 2, result.output
+    assert "graph.json: sha256 checksum" in result.output and "Traceback" not in result.output
 
 
 def test_memory_planning_needs_a_latency_objective():
-    from planner.errors import UnsupportedError
+    from planner.errors import SpecError
 
     doc = {"version": 1, "name": "t", "hardware": {"devices": [{"name": "npu", "profile": "edge-npu"}]},
            "models": [{"name": "m", "generator": {"kind": "mlp", "layers": 2, "width": 64, "batch": 4,
                                                    "dtype": "fp32"}}],
            "objective": "throughput", "memory": {"plan": True}}
-    with pytest.raises(UnsupportedError, match="latency"):
-        run(load_spec(doc), time_limit_s=2, workers=1)
+    with pytest.raises(SpecError, match="latency") as info:  # refused when the spec loads (plan validate)
+        load_spec(doc)
+    assert info.value.path == "memory.plan"

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from planner.errors import SpecError
-from planner.memory.options import MemoryOptions
+from planner.spec.memory_options import MemoryOptions
 from planner.spec import load_spec, spec_json_schema
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -403,7 +403,7 @@ def test_schema_has_the_memory_section():
     assert list(props) == ["plan", "fast", "split", "split_factors", "alignment"]
     assert (props["plan"]["default"], props["split"]["default"], props["split_factors"]["default"],
             props["alignment"]["default"]) == (False, True, [1, 2, 4], "64 B")
-    assert props["split_factors"]["items"] == {"type": "integer", "minimum": 1}
+    assert props["split_factors"]["items"] == {"type": "integer", "minimum": 1, "maximum": 2**16}
     assert props["alignment"]["type"] == "string" and "64 B" in props["alignment"]["examples"]
     assert {"string", "object"} <= {s.get("type") for s in props["fast"]["anyOf"]}
     assert all(props[k]["description"] for k in props)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import replace
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
-from solvers.hierarchical import LnsOptions, LnsScheduler, WorkBudget, refine
+from solvers.budget import UNTIL_LIMIT, Budget
+from solvers.hierarchical import LnsOptions, LnsScheduler, refine
 from solvers.scheduling import (HeftScheduler, Objective, SchedulingProblem, SchedulingSolution,
                                 objective_value, validate_schedule)
 from tests.solvers.hierarchical.random_problems import problems, random_problem
@@ -16,12 +18,17 @@ from tests.solvers.hierarchical.random_problems import problems, random_problem
 SMALL = LnsOptions(initial_size=6, min_size=2, sub_dtime=0.05)
 
 
+def units(total: float) -> Budget:
+    """A deterministic budget of ``total`` units whose wall-clock net (15 minutes) never fires."""
+    return Budget(total, time.perf_counter() + 900)
+
+
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(max_ops=24, memory=True, colocation=True), st.integers(0, 5))
 def test_lns_is_valid_and_never_worse_than_its_warm_start(p, seed):
     heft = HeftScheduler().solve(p)
     assume(heft.status.has_solution)
-    best, stats = refine(p, heft.solution, WorkBudget(0.1, wall_limit_s=600), SolveOptions(random_seed=seed),
+    best, stats = refine(p, heft.solution, units(0.1), SolveOptions(random_seed=seed),
                          SMALL)
     assert validate_schedule(p, best) == []
     assert best.makespan_cycles <= heft.objective
@@ -58,7 +65,7 @@ def test_same_problem_seed_and_workers_give_the_same_schedule():
     runs = []
     for _ in range(2):
         # the wall clock is a net far above what the deterministic budget needs
-        best, stats = refine(p, heft, WorkBudget(0.3, wall_limit_s=900, steps_per_unit=cfg.steps_per_unit),
+        best, stats = refine(p, heft, units(0.3),
                              SolveOptions(random_seed=3, num_workers=1), cfg)
         runs.append((best, stats))
     (a, sa), (b, sb) = runs
@@ -72,7 +79,7 @@ def test_two_workers_repeat_too():
     p = random_problem(5, 60, 3)
     heft = HeftScheduler().solve(p).solution
     cfg = LnsOptions(initial_size=10, sub_dtime=0.05)
-    out = [refine(p, heft, WorkBudget(0.2, wall_limit_s=900), SolveOptions(random_seed=1, num_workers=2),
+    out = [refine(p, heft, units(0.2), SolveOptions(random_seed=1, num_workers=2),
                   cfg)[0] for _ in range(2)]
     assert out[0] == out[1]
 
@@ -83,3 +90,23 @@ def test_throughput_problems_are_returned_unchanged():
     r = LnsScheduler().solve(p, SolveOptions(time_limit_s=5, hint=heft.solution))
     assert r.solution == heft.solution and r.objective == objective_value(p, heft.solution)
     assert "skipped" in r.stats
+
+
+def test_the_result_says_the_deterministic_budget_stopped_it():
+    p = random_problem(5, 60, 3)
+    # 0.05 units of a 100-s limit: the net (305 s) is far above what the budget needs
+    cfg = LnsOptions(initial_size=10, sub_dtime=0.05, max_idle_sweeps=10**6, work_per_second=0.0005)
+    r = LnsScheduler(cfg).solve(p, SolveOptions(time_limit_s=100, hint=HeftScheduler().solve(p).solution))
+    assert (r.stats["search"], r.stats["stopped_by"]) == ("deterministic", "deterministic_budget")
+    assert r.stats["dtime_used"] >= r.stats["dtime_budget"]  # spent: CP-SAT time plus counted steps
+
+
+def test_until_limit_search_runs_until_the_wall_clock():
+    p = random_problem(5, 60, 3)
+    cfg = LnsOptions(initial_size=10, sub_dtime=0.01, max_idle_sweeps=10**6, work_per_second=10**-6)
+    t0 = time.perf_counter()
+    r = LnsScheduler(cfg).solve(p, SolveOptions(time_limit_s=1.5, search=UNTIL_LIMIT,
+                                                hint=HeftScheduler().solve(p).solution))
+    # a deterministic budget of 1.5e-6 units would stop after one solve; the clock ends this one
+    assert time.perf_counter() - t0 >= 1.5 and r.stats["stopped_by"] == "time_limit"
+    assert r.stats["iterations"] > 1 and validate_schedule(p, r.solution) == []

@@ -102,6 +102,6 @@ def test_the_strategy_repeats_itself():
     p = random_problem(4, 120, 4, memory=True)
     cfg = _small_budgets(strategy="hierarchical", groups=12)
     a, b = (StrategyScheduler(cfg).solve(p, FAST) for _ in range(2))
-    assert a.stats["stages"]["lns"]["stopped_by"] != "wall_time"
-    assert a.stats["stages"]["lns"]["iterations"] > 3
+    assert a.stats["strategy_stages"]["lns"]["stopped_by"] != "wall_clock"
+    assert a.stats["strategy_stages"]["lns"]["iterations"] > 3
     assert a.solution == b.solution and (a.objective, a.bound) == (b.objective, b.bound)

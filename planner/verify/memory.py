@@ -1,0 +1,245 @@
+"""``memory.json`` against the binaries: buffers, DMAs, op accesses, levels, the chosen plan.
+
+Every memory-planned device's entry (and no other device: a device whose binary has no
+fast level has none) must say what its binary does:
+
+* ``fast_level`` / ``slow_level``: the binary's fast and main levels;
+* ``buffers``: exactly the binary's buffers, each with its level, address, bytes,
+  lifetime ``[ALLOC, FREE)`` and preloaded flag; ``view_of`` set exactly for views, naming
+  a live buffer of the same level that contains the view's bytes over its whole life;
+  ``tensor`` a tensor of graph.json (or empty for a control edge's buffer) and ``portion``
+  the one the name gives;
+* ``transfers`` (DMAs): exactly the binary's memory DMAs, each with its source, destination,
+  bytes and timing as replayed, its trigger op the one whose SIGNAL the DMA waits on (it
+  ends before the DMA starts) and its release op the one that waits on the DMA (it starts
+  after the DMA ends);
+* ``order``: the device's op instances as replayed, in start order; ``accesses``: per
+  instance its graph op and portion, the buffers of each operand (the binary's kernel
+  operands, or the instruction's reads and writes for ops without a kernel) and the bytes
+  it moves in the fast and the slow level (the instruction's roofline bytes);
+* ``split_factors``: each split group's factor is its first and last op's;
+* ``stats``: the fast level's capacity and footprint (highest address + size in use);
+
+and the top level: ``choice`` is the baseline whose replayed makespan the plan has, the
+smallest of them; ``figures`` of the chosen plan are the replay's: per device the peak of
+live bytes per level, the fast footprint, the bytes and cycles of the DMAs (and how many
+overlap the device's compute), the bytes the ops move per level.
+
+Examples
+--------
+>>> instance_portion("fc#2"), instance_portion("fc")
+(2, -1)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from planner.errors import VerificationError
+
+__all__ = ["instance_portion", "check_memory_document", "replayed_figures"]
+
+_FILE = "memory.json"
+
+
+def instance_portion(name: str) -> int:
+    """The portion an instance or buffer name gives (``"x#p..."``), or -1.
+
+    >>> instance_portion("x#1@sram.0")
+    1
+    """
+    head = name.split("@", 1)[0]
+    _, sep, tail = head.rpartition("#")
+    return int(tail) if sep and tail.isdigit() else -1
+
+
+def _fail(field: str, expected: Any, found: Any, detail: str | None = None) -> VerificationError:
+    return VerificationError(_FILE, field, expected=str(expected), found=str(found), detail=detail)
+
+
+def _check_buffers(name: str, entry: Any, facts: Any, graph: Any) -> None:
+    where = f"devices.{name}.buffers"
+    listed: dict[str, Any] = {}
+    for i, b in enumerate(entry.buffers):
+        if b.name in listed:
+            raise VerificationError(_FILE, f"{where}[{i}]", detail=f"buffer {b.name!r} listed twice")
+        listed[b.name] = b
+    missing = [n for n in facts.buffers if n not in listed]
+    if missing:
+        raise VerificationError(_FILE, where, detail=f"the binary of {name} has buffer {missing[0]!r}, memory.json "
+                                                     "does not list it")
+    for i, b in enumerate(entry.buffers):
+        got = facts.buffers.get(b.name)
+        at = f"{where}[{i}] {b.name!r}"
+        if got is None:
+            raise VerificationError(_FILE, at, detail=f"the binary of {name} has no such buffer")
+        want = (got.level, got.address, got.size_bytes, got.start_cycle, got.end_cycle, got.preloaded, got.view)
+        claim = (b.level, b.address, b.size_bytes, b.start_cycle, b.end_cycle, b.preloaded, bool(b.view_of))
+        if want != claim:
+            raise _fail(at, f"level, address, bytes, [start, end), preloaded, view = {want} (the binary)", claim)
+        if b.view_of:
+            parent = listed.get(b.view_of)
+            if parent is None or parent.view_of or parent.level != b.level or not (
+                    parent.address <= b.address and b.address + b.size_bytes <= parent.address + parent.size_bytes
+                    and parent.start_cycle <= b.start_cycle and b.end_cycle <= parent.end_cycle):
+                raise VerificationError(_FILE, f"{at}.view_of", detail=f"{b.view_of!r} is not a buffer of level "
+                                        f"{b.level} holding the view's bytes over its life")
+        if b.tensor and b.tensor not in graph.tensors:
+            raise VerificationError(_FILE, f"{at}.tensor", detail=f"graph.json has no tensor {b.tensor!r}")
+        if b.portion != instance_portion(b.name):
+            raise _fail(f"{at}.portion", f"{instance_portion(b.name)} (the buffer's name)", b.portion)
+
+
+def _check_dmas(name: str, entry: Any, dmas: list[Any], facts: Any, simulation: Any) -> None:
+    where = f"devices.{name}.transfers"
+    replayed = {d.op: d for d in dmas}
+    listed = [f"{t.kind}:{t.dst_buffer}" for t in entry.transfers]
+    if len(set(listed)) != len(listed) or set(listed) != set(replayed):
+        extra = sorted(set(replayed) - set(listed)) or sorted(set(listed) - set(replayed)) or ["(a DMA listed twice)"]
+        raise VerificationError(_FILE, where, detail=f"the DMAs differ from the binary of {name}'s: {extra[0]!r}")
+    for i, t in enumerate(entry.transfers):
+        d = replayed[listed[i]]
+        at = f"{where}[{i}] {listed[i]!r}"
+        want = (d.src_buffer, d.dst_buffer, d.size_bytes, d.start_cycle, d.end_cycle)
+        claim = (t.src_buffer, t.dst_buffer, t.size_bytes, t.start_cycle, t.end_cycle)
+        if want != claim:
+            raise _fail(at, f"source, destination, bytes, start, end = {want} (the binary)", claim)
+        triggers = facts.signalled_by.get(listed[i], [])
+        if (triggers != [t.trigger_op]) if t.trigger_op else triggers:
+            raise _fail(f"{at}.trigger_op", f"{triggers[0] if triggers else ''!r} (the op the DMA waits on)",
+                        repr(t.trigger_op))
+        releases = [op for op, signals in facts.signalled_by.items() if listed[i] in signals]
+        if (releases != [t.release_op]) if t.release_op else releases:
+            raise _fail(f"{at}.release_op", f"{releases[0] if releases else ''!r} (the op waiting on the DMA)",
+                        repr(t.release_op))
+        trigger = simulation.ops.get(t.trigger_op)
+        release = simulation.ops.get(t.release_op)
+        if (t.trigger_op and (trigger is None or trigger.end_cycle > t.start_cycle)) or (
+                t.release_op and (release is None or release.start_cycle < t.end_cycle)):
+            raise VerificationError(_FILE, at, detail="does not run between the end of its trigger op and the start "
+                                                      "of its release op")
+        if t.tensor != d.dst_buffer.split("#", 1)[0].split("@", 1)[0] or t.portion != instance_portion(t.dst_buffer):
+            raise _fail(f"{at}.tensor/portion", "the tensor and portion its buffers name", f"{t.tensor!r} {t.portion}")
+
+
+def _check_accesses(name: str, entry: Any, facts: Any, simulation: Any, base: Mapping[str, str]) -> None:
+    where = f"devices.{name}.accesses"
+    mine = sorted((t.start_cycle, t.end_cycle, op) for op, t in simulation.ops.items() if t.device == name)
+    if sorted(entry.order) != sorted(op for *_, op in mine) or len(set(entry.order)) != len(entry.order):
+        raise _fail(f"devices.{name}.order", "the op instances the binary runs", f"{len(entry.order)} entries")
+    starts = [simulation.ops[op].start_cycle for op in entry.order]
+    if starts != sorted(starts):
+        raise VerificationError(_FILE, f"devices.{name}.order", detail="not the order the binary runs them in")
+    if [a.instance for a in entry.accesses] != list(entry.order):
+        raise VerificationError(_FILE, where, detail="not one access per instance of order, in its order")
+    for i, a in enumerate(entry.accesses):
+        at = f"{where}[{i}] {a.instance!r}"
+        ins = facts.compute.get(a.instance)
+        if ins is None:
+            raise VerificationError(_FILE, at, detail=f"the binary of {name} has no compute instruction for it")
+        if base.get(a.instance) != a.op or a.portion != instance_portion(a.instance) or (
+                (a.factor > 1) != (a.portion >= 0)) or a.portion >= a.factor:
+            raise _fail(f"{at}.op/portion/factor", f"op {base.get(a.instance)!r} (the instance's name)",
+                        f"{a.op!r} portion {a.portion} of {a.factor}")
+        operands = facts.kernel_operands.get(a.instance)
+        if operands is not None:
+            claim = ([list(x) for x in a.inputs], [list(x) for x in a.outputs])
+            if claim != operands:
+                raise _fail(f"{at}.inputs/outputs", f"{operands} (the binary's kernel)", claim)
+        elif {n for x in a.outputs for n in x} != _names(facts, ins.writes):
+            raise _fail(f"{at}.outputs", f"{sorted(_names(facts, ins.writes))} (the instruction's writes)",
+                        [list(x) for x in a.outputs])
+        if (a.fast_bytes, a.slow_bytes) != (ins.fast_bytes, ins.mem_bytes):
+            raise _fail(f"{at}.fast_bytes/slow_bytes", (ins.fast_bytes, ins.mem_bytes), (a.fast_bytes, a.slow_bytes))
+
+
+def _names(facts: Any, ids: tuple[int, ...]) -> set[str]:
+    by_id = {b.id: n for n, b in facts.buffers.items()}
+    return {by_id.get(i, f"#{i}") for i in ids}
+
+
+def _check_device(name: str, entry: Any, program: Any, facts: Any, simulation: Any, graph: Any,
+                  base: Mapping[str, str]) -> None:
+    if entry.device != name:
+        raise _fail(f"devices.{name}.device", repr(name), repr(entry.device))
+    levels = (program.fast.name, program.main.name)
+    if (entry.fast_level, entry.slow_level) != levels:
+        raise _fail(f"devices.{name}.fast_level/slow_level", f"{levels} (the binary's header)",
+                    (entry.fast_level, entry.slow_level))
+    _check_buffers(name, entry, facts, graph)
+    _check_dmas(name, entry, [d for d in simulation.dmas if d.device == name], facts, simulation)
+    _check_accesses(name, entry, facts, simulation, base)
+    for label, factor in entry.split_factors.items():
+        first, _, last = label.partition("..")
+        for op in {first, last or first}:
+            factors = {a.factor for a in entry.accesses if a.op == op}
+            if factors != {factor}:
+                raise _fail(f"devices.{name}.split_factors.{label}", f"the factor op {op!r} runs with: "
+                            f"{sorted(factors)}", factor)
+    stats = entry.stats
+    footprint = max((b.address + b.size_bytes for b in facts.buffers.values()
+                     if b.level == program.fast.name and not b.view), default=0)
+    for key, want in (("fast_capacity_bytes", program.fast.capacity_bytes), ("fast_peak_bytes", footprint)):
+        if key in stats and stats[key] != want:
+            raise _fail(f"devices.{name}.stats.{key}", f"{want} (the binary)", stats[key])
+
+
+def replayed_figures(name: str, program: Any, facts: Any, simulation: Any) -> dict[str, Any]:
+    """One device's memory figures as the binaries and the replay give them (memory.json ``figures``)."""
+    fast = program.fast.name if program.fast is not None else None
+    main = program.main.name
+    dmas = [d for d in simulation.dmas if d.device == name]
+    compute = sorted((t.start_cycle, t.end_cycle) for t in simulation.ops.values() if t.device == name)
+    hidden = sum(max(0, min(end, d.end_cycle) - max(start, d.start_cycle)) for d in dmas for start, end in compute)
+    op_fast = sum(ins.fast_bytes for ins in facts.compute.values())
+    op_main = sum(ins.mem_bytes for ins in facts.compute.values())
+    return {"peak_live_bytes": dict(simulation.peak_bytes.get(name, {})),
+            "fast_footprint_bytes": max((b.address + b.size_bytes for b in facts.buffers.values()
+                                         if b.level == fast and not b.view), default=0),
+            "dma_bytes": {f"{main}->{fast}": sum(d.size_bytes for d in dmas if (d.src_level, d.dst_level) == (main, fast)),
+                          f"{fast}->{main}": sum(d.size_bytes for d in dmas if (d.src_level, d.dst_level) == (fast, main))},
+            "op_bytes": {fast: op_fast, main: op_main} if fast is not None else {main: op_main},
+            "dma_count": len(dmas), "dma_cycles": sum(d.end_cycle - d.start_cycle for d in dmas),
+            "dma_hidden_cycles": hidden}
+
+
+def _check_figures(memory: Any, programs: Mapping[str, Any], facts: Mapping[str, Any], simulation: Any) -> None:
+    unknown = sorted(set(memory.figures) - set(memory.baselines))
+    if unknown:
+        raise VerificationError(_FILE, f"figures.{unknown[0]}", detail="not a plan of baselines")
+    for name, fig in (memory.figures.get(memory.choice) or {}).items():
+        if name not in programs:
+            raise VerificationError(_FILE, f"figures.{memory.choice}.{name}", detail="not a device of the plan")
+        want = replayed_figures(name, programs[name], facts[name], simulation)
+        claim = fig.model_dump()
+        # All in main memory: the binary has no fast level, only the peaks describe it.
+        for key in want if name in memory.devices else ["peak_live_bytes"]:
+            if claim[key] != want[key]:
+                raise _fail(f"figures.{memory.choice}.{name}.{key}", f"{want[key]} (the replay)", claim[key])
+
+
+def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], facts: Mapping[str, Any],
+                          simulation: Any, graph: Any, base: Mapping[str, str]) -> None:
+    """Refuse the first claim of ``memory.json`` the binaries and the replay do not bear out.
+
+    Parameters are the validated :class:`~planner.verify.documents.MemoryDocument`, the
+    validated plan document, the decoded programs and their
+    :class:`~planner.verify.binaries.ProgramFacts` by device, the replay, the graph of
+    graph.json, and the map from plan op names to graph ops.
+    """
+    if memory.choice not in memory.baselines:
+        raise VerificationError(_FILE, "choice", detail=f"{memory.choice!r} is none of the baselines "
+                                                        f"{sorted(memory.baselines)}")
+    chosen = memory.baselines[memory.choice]
+    if chosen != simulation.makespan_cycles or chosen != min(memory.baselines.values()):
+        raise _fail(f"baselines.{memory.choice}", f"{simulation.makespan_cycles} (the replayed makespan, the "
+                    "smallest baseline)", chosen)
+    planned = sorted(n for n, p in programs.items() if p.fast_level >= 0)
+    if sorted(memory.devices) != planned:
+        raise _fail("devices", f"{planned} (the binaries with a fast level)", sorted(memory.devices))
+    stray = sorted(set(memory.skipped) - {d.name for d in doc.devices}) or sorted(set(memory.skipped) & set(planned))
+    if stray:
+        raise VerificationError(_FILE, f"skipped.{stray[0]}", detail="not a device that skipped memory planning")
+    for name in planned:
+        _check_device(name, memory.devices[name], programs[name], facts[name], simulation, graph, base)
+    _check_figures(memory, programs, facts, simulation)

@@ -1,0 +1,1 @@
+"""Fuzzers: structure-aware generators of hostile input and the CLI promise they check."""

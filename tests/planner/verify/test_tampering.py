@@ -1,0 +1,345 @@
+"""Every tampering issue 9 lists, and more, refused by `plan simulate` with the first disagreement named.
+
+Each edit is tried twice where it makes sense: as is (the seal or a checksum may catch it),
+and *resealed*, as an adversary who recomputes every sha256 and plan.json's seal would
+leave it, so that only the semantic check can refuse it; the message must then name that
+check (file, field, expected vs found).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.errors import VerificationError
+from planner.verify import verify_plan_dir
+from tests.fuzz.plan_dirs import MAX_LOAD_SPEC, _solve, _spec_dict, reseal
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def plans(tmp_path_factory):
+    root = tmp_path_factory.mktemp("plans")
+    memory_other = _spec_dict("memory-mlp")
+    memory_other["models"][0]["generator"]["batch"] = 8
+    return {"taskgraph": _solve(_spec_dict("taskgraph"), root / "taskgraph"),
+            "memory": _solve(_spec_dict("memory-mlp"), root / "memory"),
+            "memory-other": _solve(memory_other, root / "memory-other"),
+            "throughput": _solve(_spec_dict("throughput"), root / "throughput"),
+            "max-load": _solve(MAX_LOAD_SPEC, root / "max-load")}
+
+
+def copy(plans, name: str, tmp_path: Path) -> Path:
+    out = tmp_path / name
+    shutil.copytree(plans[name], out)
+    return out
+
+
+def edit(plan_dir: Path, file: str, change, *, resealed: bool = False) -> None:
+    path = plan_dir / file
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc, indent=2) + "\n")
+    if resealed:
+        reseal(plan_dir)
+
+
+def refused(plan_dir: Path, *fragments: str) -> str:
+    """`plan simulate` exits 2 with one clean message holding every fragment."""
+    result = runner.invoke(app, ["simulate", str(plan_dir)])
+    assert result.exit_code == 2, result.output
+    assert result.output.startswith("error: ") and "Traceback" not in result.output, result.output
+    for fragment in fragments:
+        assert fragment in result.output, result.output
+    return result.output
+
+
+def test_untampered_directories_verify(plans):
+    for name, plan_dir in plans.items():
+        result = runner.invoke(app, ["simulate", str(plan_dir)])
+        assert result.exit_code == 0, (name, result.output)
+        assert result.output.startswith("verified: makespan"), result.output
+
+
+# --- the tamperings of issue 9 --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("resealed", [False, True])
+def test_transfer_moved_100_cycles_onto_a_bogus_link(plans, tmp_path, resealed):
+    d = copy(plans, "taskgraph", tmp_path)
+
+    def change(doc):
+        doc["transfers"][0].update(link="bogus", start_cycle=doc["transfers"][0]["start_cycle"] + 100)
+
+    edit(d, "plan.json", change, resealed=resealed)
+    refused(d, "plan.json: transfers[0] tg/a->tg/b: expected fast0->slow0 on 'wire', 100 bytes, [1000, 1200) "
+               "(the binaries), found fast0->slow0 on 'bogus', 100 bytes, [1100, 1300)")
+
+
+@pytest.mark.parametrize("resealed", [False, True])
+def test_transfers_emptied(plans, tmp_path, resealed):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "plan.json", lambda doc: doc.update(transfers=[]), resealed=resealed)
+    refused(d, "plan.json: transfers: the binaries make 2 transfer(s) the plan does not list: tg/a->tg/b, tg/b->tg/d")
+
+
+@pytest.mark.parametrize("base, kind", [("taskgraph", "latency"), ("throughput", "throughput"),
+                                        ("max-load", "max-load")])
+@pytest.mark.parametrize("resealed", [False, True])
+def test_objective_halved(plans, tmp_path, base, kind, resealed):
+    d = copy(plans, base, tmp_path)
+    objective = json.loads((plans[base] / "plan.json").read_text())["objective"]
+    edit(d, "plan.json", lambda doc: doc.update(objective=objective // 2), resealed=resealed)
+    refused(d, f"plan.json: objective: expected {objective} ({kind} recomputed from the replay), "
+               f"found {objective // 2}")
+
+
+@pytest.mark.parametrize("resealed", [False, True])
+def test_max_load_loads_edited(plans, tmp_path, resealed):
+    d = copy(plans, "max-load", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["solver"]["loads"].update(acc0=1), resealed=resealed)
+    refused(d, "plan.json: solver.loads.acc0: expected 40 (recomputed from the replay and graph.json), found 1")
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("status", "OPTIMAL", "plan.json: bound: expected 639693 (an OPTIMAL plan's bound is its objective), found 639689"),
+    ("bound", 639694, "plan.json: bound: expected at most the objective 639693, found 639694"),
+    ("gap", 0.5, "plan.json: gap: expected 6.2529994856907925e-06 ((objective - bound) / objective), found 0.5"),
+    ("gap", None, "plan.json: gap: expected 6.2529994856907925e-06 ((objective - bound) / objective), found None"),
+    ("status", "SOLVED", "plan.json: status: input should be 'OPTIMAL' or 'FEASIBLE' (found 'SOLVED')"),
+])
+@pytest.mark.parametrize("resealed", [False, True])
+def test_status_bound_gap_edited(plans, tmp_path, field, value, message, resealed):
+    d = copy(plans, "memory", tmp_path)
+    edit(d, "plan.json", lambda doc: doc.update({field: value}), resealed=resealed)
+    refused(d, message)
+
+
+def test_a_gap_edited_with_its_bound_is_refused_by_the_seal(plans, tmp_path):
+    d = copy(plans, "memory", tmp_path)
+    def change(doc):
+        doc.update(bound=600000, gap=(639693 - 600000) / 639693)
+        for row in doc["baselines"]:
+            if row["bound"] is not None:
+                row["bound"] = 600000
+
+    edit(d, "plan.json", change)
+    # Consistent with each other and below the objective: a proof no replay can redo, so the
+    # seal is what refuses it (resealed, it would pass: see tests/fuzz/plan_dirs.py UNVERIFIABLE).
+    with pytest.raises(VerificationError, match="plan.json: seal"):
+        verify_plan_dir(d)
+
+
+def test_optimal_edited_to_feasible_is_refused_by_the_seal(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "plan.json", lambda doc: (doc.update(status="FEASIBLE"), doc["baselines"][0].update(status="FEASIBLE")))
+    # A weaker claim that is still true (the gap is closed): only the seal refuses it.
+    refused(d, "plan.json: seal: expected", "a field was edited after `plan solve` wrote it")
+
+
+def test_memory_json_deleted(plans, tmp_path):
+    d = copy(plans, "memory", tmp_path)
+    (d / "memory.json").unlink()
+    refused(d, "memory.json: missing")
+    # ...and plan.json edited to say memory planning never ran: the binaries have a fast level.
+    edit(d, "plan.json", lambda doc: (doc.update(memory_planning=False), doc["files"].pop("memory.json")),
+         resealed=True)
+    refused(d, "plan.json: memory_planning: expected true (a binary has a fast level), found false")
+
+
+def test_memory_json_copied_from_another_plan(plans, tmp_path):
+    d = copy(plans, "memory", tmp_path)
+    shutil.copyfile(plans["memory-other"] / "memory.json", d / "memory.json")
+    refused(d, "memory.json: sha256 checksum: expected", "comes from another plan")
+    reseal(d)  # the adversary updates the checksum: the buffers no longer match the binary's
+    refused(d, "memory.json: ")
+
+
+def test_memory_json_present_though_planning_did_not_run(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    shutil.copyfile(plans["memory"] / "memory.json", d / "memory.json")
+    refused(d, "memory.json: present, but plan.json says memory planning did not run")
+
+
+@pytest.mark.parametrize("value, message", [
+    ("x", "plan.json: ops[0].start_cycle: input should be a valid integer (found 'x')"),
+    (None, "plan.json: ops[0].start_cycle: input should be a valid integer (found None)"),
+    (True, "plan.json: ops[0].start_cycle: input should be a valid integer (found True)"),
+    (-5, "plan.json: ops[0].start_cycle: input should be greater than or equal to 0 (found -5)"),
+    (10**30, "plan.json: not valid JSON: an integer of 31 digits (at most 24)"),
+    (10**20, "plan.json: ops[0].start_cycle: input should be less than 9223372036854775808"),
+    (1.5, "plan.json: ops[0].start_cycle: input should be a valid integer (found 1.5)"),
+])
+def test_start_cycle_of_the_wrong_type(plans, tmp_path, value, message):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["ops"][0].update(start_cycle=value))
+    refused(d, message)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 100_000 + "]" * 100_000, "plan.json: not valid JSON: nested too deeply"),
+    ('{"a": ' + "[" * 40 + "]" * 40 + "}", "plan.json: not valid JSON: nested 41 levels deep (at most 32)"),
+    ('{"format_version": 2, "objective": 1e999}', "plan.json: not valid JSON: 1e999 overflows a float"),
+    ('{"format_version": 2, "gap": NaN}', "plan.json: not valid JSON: NaN is not a number JSON allows"),
+    ('{"a": 1, "a": 1}', "plan.json: not valid JSON: key 'a' appears twice in one object"),
+    ('{"a": ' + "9" * 5000 + "}", "plan.json: not valid JSON: an integer of 5000 digits"),
+    ("[1, 2]", "plan.json: expected an object, found list"),
+    ('{"format_version": 1}', "plan.json: format_version: format 1 was written before plans recorded the checksums"),
+    ('{"format_version": 2', "plan.json: not valid JSON: Expecting ',' delimiter (line 1, column 21)"),
+])
+def test_malformed_plan_json(plans, tmp_path, text, message):
+    d = copy(plans, "taskgraph", tmp_path)
+    (d / "plan.json").write_text(text)
+    refused(d, message)
+
+
+def test_plan_json_not_utf8_or_huge_or_special(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    (d / "plan.json").write_bytes(b'{"spec": "\xff"}')
+    refused(d, "plan.json: not UTF-8 text (byte 10)")
+    with open(d / "plan.json", "r+b") as f:
+        f.truncate((256 << 20) + 1)  # sparse: no disk space, no memory
+    refused(d, "plan.json: 268,435,457 bytes, more than the 268,435,456 a plan file may have")
+    (d / "plan.json").unlink()
+    (d / "plan.json").symlink_to("/dev/zero")
+    refused(d, "plan.json: is a symbolic link, not a regular file")
+
+
+@pytest.mark.parametrize("resealed", [False, True])
+def test_edited_graph_json(plans, tmp_path, resealed):
+    d = copy(plans, "memory", tmp_path)
+
+    def change(doc):
+        relu = next(op for op in doc["ops"] if op["type"] == "relu")
+        relu["type"] = "gelu"
+
+    edit(d, "graph.json", change, resealed=resealed)
+    if resealed:
+        refused(d, "graph.json: ops 'mlp/act0': expected relu {} (the kernel in bin/tpu0.bin), found gelu {}")
+    else:
+        refused(d, "graph.json: sha256 checksum")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda doc: doc["tensors"][0].update(shape=[1, 2, 3]), "graph.json: not a valid graph (graph data: op "),
+    (lambda doc: doc["ops"].pop(), "plan.json: ops["),
+    (lambda doc: doc.update(version=9), "graph.json: not a valid graph (graph data: unsupported version 9"),
+    (lambda doc: doc["ops"][1].update(inputs=["nope"]), "graph.json: not a valid graph"),
+    (lambda doc: doc["ops"][1].update(inputs=[doc["ops"][2]["outputs"][0]]), "graph.json: not a valid graph"),
+])
+def test_resealed_graph_json_edits(plans, tmp_path, change, message):
+    d = copy(plans, "memory", tmp_path)
+    edit(d, "graph.json", change, resealed=True)
+    refused(d, message)
+
+
+# --- more tamperings ------------------------------------------------------------------------------------------
+
+
+def test_op_moved_or_added_or_removed(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["ops"][0].update(device="slow0"), resealed=True)
+    refused(d, "plan.json: ops[0] 'tg/a': expected fast0 stream 0 [0, 1000) (the binaries), found slow0 stream 0")
+    d = copy(plans, "taskgraph", tmp_path / "2")
+    edit(d, "plan.json", lambda doc: doc["ops"].pop(), resealed=True)
+    refused(d, "plan.json: ops: the binaries run 1 op(s) the plan does not list")
+    d = copy(plans, "taskgraph", tmp_path / "3")
+    edit(d, "plan.json", lambda doc: doc["ops"].append(dict(doc["ops"][0], name="tg/z")), resealed=True)
+    refused(d, "plan.json: ops[4] 'tg/z': no binary runs this op")
+
+
+def test_binaries_deleted_added_or_swapped(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    (d / "bin" / "slow0.bin").unlink()
+    refused(d, "bin/slow0.bin: missing")
+    d = copy(plans, "taskgraph", tmp_path / "2")
+    shutil.copyfile(d / "bin" / "slow0.bin", d / "bin" / "slow1.bin")
+    refused(d, "bin/slow1.bin: a file for a device the plan does not have")
+    d = copy(plans, "taskgraph", tmp_path / "3")
+    shutil.copyfile(d / "bin" / "slow0.bin", d / "bin" / "fast0.bin")
+    reseal(d)
+    refused(d, "bin/fast0.bin: device: expected 'fast0', found 'slow0'")
+
+
+def test_seed_edited(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["solver"].update(seed=7))
+    refused(d, "plan.json: seal")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda doc: doc["devices"]["tpu0"]["buffers"][0].update(address=64),
+     "memory.json: devices.tpu0.buffers[0] 'mlp/fc0/w': expected level, address, bytes"),
+    (lambda doc: doc["devices"]["tpu0"]["transfers"][0].update(trigger_op="mlp/fc0"),
+     "memory.json: devices.tpu0.transfers[0] 'prefetch:mlp/fc1/w@onchip.0'.trigger_op: expected '' (the op the DMA "
+     "waits on), found 'mlp/fc0'"),
+    (lambda doc: doc["devices"]["tpu0"]["transfers"][0].update(start_cycle=1),
+     "memory.json: devices.tpu0.transfers[0] 'prefetch:mlp/fc1/w@onchip.0': expected source, destination"),
+    (lambda doc: doc["devices"]["tpu0"]["transfers"].pop(), "memory.json: devices.tpu0.transfers: the DMAs differ"),
+    (lambda doc: doc["devices"]["tpu0"]["accesses"][0].update(fast_bytes=1),
+     "memory.json: devices.tpu0.accesses[0] 'mlp/fc0'.fast_bytes/slow_bytes"),
+    (lambda doc: doc["devices"]["tpu0"]["stats"].update(fast_peak_bytes=1),
+     "memory.json: devices.tpu0.stats.fast_peak_bytes"),
+    (lambda doc: doc.update(choice="all in main memory"), "memory.json: baselines.all in main memory: expected"),
+    (lambda doc: doc["baselines"].update({"memory plan": 5}), "memory.json: baselines.memory plan: expected 639693"),
+])
+def test_resealed_memory_json_edits(plans, tmp_path, change, message):
+    d = copy(plans, "memory", tmp_path)
+    edit(d, "memory.json", change, resealed=True)
+    refused(d, message)
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda doc: doc["devices"]["fast0"]["buffers"][0].update(address=64), "allocation.json: devices.fast0.buffers[0]"),
+    (lambda doc: doc["devices"]["fast0"].update(ops=1), "allocation.json: devices.fast0.ops: expected 3"),
+    (lambda doc: doc["devices"]["fast0"]["memory"]["mem"].update(reserved_bytes=1), "allocation.json: devices.fast0.memory"),
+    (lambda doc: doc["transfers"][0].update(link="bogus"), "allocation.json: transfers[0]"),
+    (lambda doc: doc["ops"]["tg/a"].update(end_cycle=5), "allocation.json: ops.tg/a"),
+    (lambda doc: doc["resources"]["devices"]["fast0"].update(busy_cycles=5),
+     "allocation.json: resources.devices.fast0.busy_cycles: expected 5000"),
+])
+def test_resealed_allocation_json_edits(plans, tmp_path, change, message):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "allocation.json", change, resealed=True)
+    refused(d, message)
+
+
+def test_resealed_trace_listing_and_numeric_claim_edits(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "trace.json", lambda doc: doc["traceEvents"].pop(), resealed=True)
+    refused(d, "trace.json: not the trace of the verified plan")
+    d = copy(plans, "taskgraph", tmp_path / "2")
+    (d / "bin" / "fast0.lst").write_text((d / "bin" / "fast0.lst").read_text().replace("TASK", "MATMUL", 1))
+    reseal(d)
+    refused(d, "bin/fast0.lst: not the listing of bin/fast0.bin")
+    d = copy(plans, "memory", tmp_path / "3")
+    edit(d, "plan.json", lambda doc: doc["numeric"].update(tensors=99), resealed=True)
+    result = runner.invoke(app, ["simulate", str(d), "--numeric"])
+    assert result.exit_code == 2 and "plan.json: numeric.tensors: expected 6 (the numeric replay), found 99" \
+        in result.output, result.output
+    d = copy(plans, "memory", tmp_path / "4")
+    edit(d, "plan.json", lambda doc: doc["numeric"].update(status="off"), resealed=False)
+    refused(d, "plan.json: seal")
+
+
+def test_files_list_edited(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["files"].update({"../../etc/passwd": "0" * 64}))
+    refused(d, "plan.json: files: lists '../../etc/passwd', which is not a file of this plan's directory")
+    d = copy(plans, "taskgraph", tmp_path / "2")
+    edit(d, "plan.json", lambda doc: doc["files"].pop("trace.json"))
+    refused(d, "plan.json: files: has no checksum for 'trace.json'")
+
+
+def test_a_users_own_file_beside_the_plan_is_left_alone(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    (d / "notes.txt").write_text("mine")
+    doc = json.loads((d / "plan.json").read_text())
+    (d / "plan.json").write_text(json.dumps(doc))  # re-serialized: the same document
+    assert verify_plan_dir(d).plan.objective == doc["objective"]

@@ -1,0 +1,78 @@
+"""Same spec, seed and workers => byte-identical output directories, on a busy machine.
+
+Two CPU-bound processes (started here, killed at the end, each bounded to two minutes) run
+while ``plan solve`` plans the same spec twice, in two subprocesses at once; every output file
+must be the same bytes. The spec's budget ends the search (``stopped_by: deterministic_budget``), so
+the test would catch a stage that stops on elapsed time. If the wall-clock safety net fires,
+the test fails and says why; it never skips.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.determinism import NET_MESSAGE
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# 2 layers of a small transformer (55 ops) on the demo's two device kinds, memory-planned: the
+# spine's segment stages, its main solve (ended by the budget: 0.08 units) and the memory solvers
+# all run, in under a CPU second.
+SPEC = {
+    "version": 1, "name": "busy",
+    "hardware": {"devices": [{"name": "big", "profile": "tpu-v4", "count": 2},
+                             {"name": "small", "profile": "edge-npu", "count": 2}],
+                 "topology": {"kind": "all-to-all", "bandwidth": "16 GB/s", "latency": "1 us"}},
+    "models": [{"name": "gpt", "generator": {"kind": "transformer", "layers": 2, "d_model": 512, "heads": 4,
+                                             "seq": 64, "batch": 1, "dtype": "fp16"}}],
+    "objective": "latency",
+    "memory": {"plan": True},
+    "solver": {"time_limit": "0.5 s", "workers": 2, "seed": 0},
+}
+
+_SPIN = "import time\nend = time.monotonic() + 120\nwhile time.monotonic() < end:\n    pass\n"
+
+
+@pytest.fixture
+def two_cpu_bound_processes():
+    procs = [subprocess.Popen([sys.executable, "-c", _SPIN]) for _ in range(2)]
+    try:
+        yield procs
+    finally:
+        for p in procs:
+            p.kill()
+        for p in procs:
+            p.wait(10)
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_plan_solve_twice_under_load_writes_the_same_bytes(tmp_path, two_cpu_bound_processes):
+    spec = tmp_path / "busy.yaml"
+    spec.write_text(yaml.safe_dump(SPEC, sort_keys=False))
+    outs = [tmp_path / f"out{k}" for k in range(2)]
+    # both runs at once, beside the two CPU-bound processes: four busy processes on the machine
+    procs = [subprocess.Popen([sys.executable, "-m", "planner.cli", "solve", str(spec), "-o", str(out), "--quiet"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT) for out in outs]
+    for proc in procs:
+        _, stderr = proc.communicate(timeout=300)
+        assert proc.returncode == 0, stderr
+    assert all(p.poll() is None for p in two_cpu_bound_processes), "the load ended before the solves"
+    for out in outs:
+        solver = json.loads((out / "plan.json").read_text())["solver"]
+        assert solver["stopped_by"] != "wall_clock", NET_MESSAGE
+        assert solver["search"] == "deterministic" and solver["reproducible"] is True
+    assert solver["stopped_by"] == "deterministic_budget"  # the budget, not a proof, ended a solve
+    first, second = (_files(out) for out in outs)
+    assert sorted(first) == sorted(second)
+    assert {"plan.json", "report.md", "memory.json", "trace.json", "allocation.json"} <= set(first)
+    differing = [name for name in first if first[name] != second[name]]
+    assert not differing, f"files differ between two runs of the same spec: {differing}"

@@ -1,0 +1,91 @@
+"""How the search ended is never silent: plan.json, report.md and the terminal say whether a run
+is reproducible (deterministic budget) or not (the wall-clock net fired, or --search until-limit)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import solvers.budget
+from planner import solve
+from planner.cli import app
+from planner.pipeline import run
+from planner.spec import load_spec
+from tests.test_determinism_under_load import SPEC
+
+runner = CliRunner()
+SPINE = {**SPEC, "name": "search", "memory": {"plan": False}}  # 55 ops on 4 devices: CP-SAT has work to do
+
+
+def _solve(tmp_path, spec: dict, *flags: str):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["solve", str(path), "-o", str(out), "--quiet", *flags])
+    return res, out
+
+
+def test_a_deterministic_run_says_it_is_reproducible(tmp_path):
+    res, out = _solve(tmp_path, SPINE)
+    assert res.exit_code == 0, res.output
+    solver = json.loads((out / "plan.json").read_text())["solver"]
+    assert solver["search"] == "deterministic" and solver["reproducible"] is True
+    assert solver["stopped_by"] == "deterministic_budget"
+    report = (out / "report.md").read_text()
+    assert "| search | deterministic (reproducible) |" in report
+    assert "wall time" not in report  # elapsed time would make equal inputs give different bytes
+    assert "not reproducible" not in res.output
+
+
+def test_when_the_wall_clock_net_fires_plan_report_and_terminal_say_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(solvers.budget, "NET_SLOWDOWN", 0.0)  # a 1 ms net: the first CP-SAT stage is cut
+    monkeypatch.setattr(solvers.budget, "NET_CONSTANT_S", 0.001)
+    res, out = _solve(tmp_path, SPINE)
+    assert res.exit_code == 0, res.output  # still a valid, verified plan
+    solver = json.loads((out / "plan.json").read_text())["solver"]
+    assert (solver["stopped_by"], solver["reproducible"]) == ("wall_clock", False)
+    report = (out / "report.md").read_text()
+    assert "NOT reproducible" in report and "wall-clock safety net" in report
+    assert "warning: this plan is not reproducible" in res.output
+
+
+def test_until_limit_search_from_the_flag_or_the_spec_is_marked_not_reproducible(tmp_path):
+    res, out = _solve(tmp_path, SPINE, "--search", "until-limit")
+    assert res.exit_code == 0, res.output
+    solver = json.loads((out / "plan.json").read_text())["solver"]
+    assert (solver["search"], solver["reproducible"]) == ("until-limit", False)
+    assert "until-limit: NOT reproducible" in (out / "report.md").read_text()
+    assert "--search until-limit searched until the wall clock" in res.output
+    spec = load_spec({**SPINE, "solver": {**SPINE["solver"], "search": "until-limit"}})
+    assert spec.search == "until-limit"
+    assert run(spec).plan.solver["search"] == "until-limit"
+
+
+def test_a_bad_search_value_is_bad_input(tmp_path):
+    res, out = _solve(tmp_path, {**SPINE, "solver": {**SPINE["solver"], "search": "fast"}})
+    assert res.exit_code == 2 and not out.exists()
+    assert "search" in res.output
+    res, out = _solve(tmp_path, SPINE, "--search", "fast")
+    assert res.exit_code == 2 and not out.exists()
+    with pytest.raises(ValueError, match="search must be"):
+        solve(SPINE, search="fast")
+
+
+def test_the_python_api_takes_search():
+    plan = solve(SPINE, search="until-limit", time_limit_s=0.3)
+    assert plan.solver["search"] == "until-limit" and plan.solver["reproducible"] is False
+
+
+def test_max_load_and_fleet_runs_record_their_search_too():
+    from planner.fleet import load_fleet_spec, solve_fleet
+    from planner.fleet.report import allocation_dict
+    from planner.fleet.spec import ISSUE_EXAMPLE
+    from planner.max_load import _EXAMPLE
+
+    plan = run(load_spec(_EXAMPLE), time_limit_s=2, workers=1).plan
+    assert {k: plan.solver[k] for k in ("search", "reproducible")} == {"search": "deterministic", "reproducible": True}
+    fleet = solve_fleet(load_fleet_spec(ISSUE_EXAMPLE), time_limit_s=2, workers=1, search="until-limit")
+    assert allocation_dict(fleet)["solver"]["reproducible"] is False
