@@ -49,8 +49,11 @@ def test_a_strategy_plans_replays_and_says_so(tmp_path, strategy, groups, name):
     write_plan_dir(outcome, load_spec(_spec(**solver)), out)  # verified by the independent verifier
     written = json.loads((out / "plan.json").read_text())
     assert written["solver"]["strategy"] == strategy
-    assert (written["solver"]["search"], written["solver"]["reproducible"]) == ("deterministic", True)
-    assert written["solver"]["stopped_by"] in ("deterministic_budget", "finished")
+    # how the search stopped is said, and it is not reproducible exactly when the net fired
+    # (which a machine over 3x slower than the calibration machine makes happen)
+    assert written["solver"]["search"] == "deterministic"
+    assert written["solver"]["stopped_by"] in ("deterministic_budget", "finished", "wall_clock")
+    assert written["solver"]["reproducible"] is (written["solver"]["stopped_by"] != "wall_clock")
     report = (out / "report.md").read_text()
     assert f"| strategy | {strategy}:" in report
 
