@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.budget import Budget, Calibration
 from solvers.cpsat_support import STATUS_MAP
 from solvers.hierarchical.budget import LNS, charge_steps, exhausted
@@ -305,7 +305,7 @@ def refine(problem: SchedulingProblem, start: SchedulingSolution, budget: Budget
     return state.to_solution(), stats
 
 
-class LnsScheduler:
+class LnsScheduler(Accepting):
     """LNS refinement of a warm start (``options.hint``, else HEFT) as a Solver.
 
     FEASIBLE, never worse than the warm start; ``bound`` is None (LNS proves nothing).
@@ -324,6 +324,7 @@ class LnsScheduler:
     """
 
     name = "lns"
+    problem_type = SchedulingProblem
 
     def __init__(self, config: LnsOptions = LnsOptions()) -> None:
         self.config = config

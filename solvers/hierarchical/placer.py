@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.dag import kahn_order
 from solvers.hierarchical.grouping import Coarsening, coarsen
 from solvers.hierarchical.state import GraphIndex, ScheduleState, compact
@@ -181,7 +181,7 @@ def place_groups(problem: SchedulingProblem, coarsening: Coarsening, warm: Sched
     return min(candidates, key=lambda c: (c[0], c[1]))[2], stats
 
 
-class HierarchicalScheduler:
+class HierarchicalScheduler(Accepting):
     """Group, place groups with CP-SAT, list-schedule the fine graph (module Notes).
 
     Parameters
@@ -201,6 +201,7 @@ class HierarchicalScheduler:
     """
 
     name = "hierarchical"
+    problem_type = SchedulingProblem
 
     def __init__(self, config: HierarchicalOptions = HierarchicalOptions()) -> None:
         self.config = config

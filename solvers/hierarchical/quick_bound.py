@@ -1,4 +1,8 @@
-"""The value of :func:`solvers.scheduling.bounds.lower_bound`, computed fast on large graphs.
+"""The classic parts of :func:`solvers.scheduling.bounds.lower_bound`, computed fast on large graphs.
+
+Since the stronger bounds of issue 11 (forced placements, placement-aware paths, the certified
+LP) joined ``lower_bound``, this is at most ``lower_bound``: it computes the work, max-op,
+critical-path, fractional-load and segment parts only.
 
 Notes
 -----
@@ -9,7 +13,7 @@ the bound. Ops with identical duration rows can share their variables: for an LP
 linear and the ops are interchangeable in them) and the value, so the LP is unchanged when
 each class becomes one op whose durations are the row times the class size (``F = m f``
 carries the same load). :func:`aggregated_rows` builds that smaller problem, and
-:func:`quick_lower_bound` returns exactly ``lower_bound(problem, segments)``, computing the
+:func:`quick_lower_bound` returns those parts of ``lower_bound(problem, segments)``, computing the
 segment part's per-segment bounds once per distinct segment (repeated layers share it).
 """
 
@@ -60,7 +64,8 @@ def _plain_bound(problem: SchedulingProblem, cache: dict) -> int:
 
 
 def quick_lower_bound(problem: SchedulingProblem, segments: bool = True) -> int:
-    """``lower_bound(problem, segments)``, with the LP on aggregated rows (module Notes).
+    """The classic parts of ``lower_bound(problem, segments)`` (at most it), with the LP on
+    aggregated rows (module Notes).
 
     Examples
     --------

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
-from solvers.core import SolveOptions, SolveResult, Status
+from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
@@ -124,7 +124,7 @@ def _share(options: SolveOptions, share: float, hint, t0: float, remaining: floa
     return replace(options, time_limit_s=max(0.1, limit), hint=hint, progress=None)
 
 
-class StrategyScheduler:
+class StrategyScheduler(Accepting):
     """Flat CP-SAT + LNS or hierarchical placement + LNS, by size (module Notes).
 
     Parameters
@@ -144,6 +144,7 @@ class StrategyScheduler:
     """
 
     name = "strategy"
+    problem_type = SchedulingProblem
 
     def __init__(self, config: StrategyOptions = StrategyOptions()) -> None:
         self.config = config

@@ -64,8 +64,10 @@ def test_the_placer_spreads_parallel_branches_that_heft_keeps_together():
 def test_quick_bound_equals_lower_bound(p, throughput):
     if throughput:
         p = replace(p, objective=Objective.THROUGHPUT)
-    assert quick_lower_bound(p) == lower_bound(p)
-    assert quick_lower_bound(p, segments=False) == lower_bound(p, segments=False)
+    # lower_bound gained stronger parts (place-bounds: forced placements, paths, LP) that the
+    # quick bound does not compute yet: it computes the older parts, so it is at most lower_bound
+    assert quick_lower_bound(p) <= lower_bound(p)
+    assert quick_lower_bound(p, segments=False) <= lower_bound(p, segments=False)
 
 
 def test_auto_chooses_flat_up_to_the_threshold_and_hierarchical_above():
