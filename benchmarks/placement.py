@@ -23,6 +23,12 @@ bound of today's planner (``solvers.scheduling.lower_bound``, the same value com
 each timed run repeats and the table shows medians. Results: ``benchmarks/results/
 placement-<date>.json`` with the machine (cores, load average, versions).
 
+Measured 2026-11-23 (scale section, load 8-15 on the 2 cores, every run stopped by the budget's
+wall-clock net; the README's Performance section has the table): transformer-1k 2,405,800 (HEFT
+2,423,907, bound 2,262,792, 5.9%, 389 s), branchy-1k 384,202 (472,727; 372,442; 3.1%; 349 s),
+transformer-10k 24,453,667 (24,552,447; 22,862,731; 6.5%; 853 s), branchy-10k 4,078,134
+(4,743,533; 2,012,308; 50.7%; 823 s); METIS-grouped 2.6-5.2x worse on every one.
+
     python -m benchmarks.placement                       # everything (hours on 2 busy cores)
     python -m benchmarks.placement --only demo,cnn       # sections
     python -m benchmarks.placement --only scale --time-limit 60
