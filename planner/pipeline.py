@@ -298,10 +298,24 @@ def verify(plan: Plan, simulation) -> None:
                             + "\n  ".join(str(p) for p in problems[:20]))
 
 
-def _solver_choice():
-    from solvers.scheduling import CpSatScheduler, HeftScheduler
+def _solver_choice(spec):
+    """The heuristic baseline and the scheduler that runs: the spec's ``solver.strategy``."""
+    from solvers.hierarchical import StrategyOptions, StrategyScheduler
+    from solvers.scheduling import HeftScheduler
 
-    return HeftScheduler(), CpSatScheduler()
+    strategy = StrategyOptions(strategy=getattr(spec, "strategy", "auto"), groups=getattr(spec, "groups", None))
+    return HeftScheduler(), StrategyScheduler(strategy)
+
+
+def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
+    """What plan.json's solver dict says about the strategy that ran (when one did)."""
+    if "strategy" not in stats:
+        return {}
+    info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
+    groups = stats.get("strategy_stages", {}).get("placer", {}).get("groups")
+    if groups is not None:
+        info["groups"] = groups
+    return info
 
 
 def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None = None,
@@ -350,7 +364,7 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     # (planner.stage_timing): a function of the graph, so the deterministic budget still
     # depends on the spec alone.
     reserve_s = post_solve_reserve_s(problem.num_ops, _numeric_macs(resources), time_limit_s)
-    heuristic_solver, exact_solver = _solver_choice()
+    heuristic_solver, exact_solver = _solver_choice(spec)
     options = SolveOptions(time_limit_s=time_limit_s - reserve_s, num_workers=workers, random_seed=seed,
                            progress=progress, log=solver_log, search=search)
     with stage("solve"):
@@ -379,7 +393,8 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
         solver_info={"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": workers,
                      "seed": seed, "time_limit_s": time_limit_s, "post_solve_reserve_s": reserve_s,
-                     **run_summary(search, [result.stats.get("stopped_by")])},
+                     **run_summary(search, [result.stats.get("stopped_by")]),
+                     **_strategy_info(result.stats)},
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     outcome = Outcome(plan, problem, reduction, result, heuristic)
     options = getattr(spec, "memory", None)
