@@ -138,26 +138,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     segs = segment_problems(problem)
     if problem.objective is not Objective.LATENCY or len(segs) < 2:
         return None
-    # merge consecutive segments into windows of >= segment_window_ops ops, closed at a
-    # "clean" cut op (no edge jumps over it), so residual connections stay inside a window
-    anc, desc = reach_sets(problem)
-
-    def clean(c: int) -> bool:
-        return not any(anc[c] >> u & 1 and desc[c] >> v & 1 for u, v, _ in problem.edges)
-
-    windows: list[tuple[SchedulingProblem, tuple[int, ...]]] = []
-    acc: list[int] = []
-    first_source: int | None = None
-    for k, (_sub, ops) in enumerate(segs):
-        if not acc:
-            first_source = ops[0] if k > 0 else None
-            acc = list(ops)
-        else:
-            acc += [op for op in ops if op != acc[-1]]
-        if (len(acc) >= cfg.segment_window_ops and clean(acc[-1])) or k == len(segs) - 1:
-            windows.append((subproblem(problem, acc, first_source), tuple(acc)))
-            acc = []
-    segs = windows
+    segs = _windows(problem, segs, cfg.segment_window_ops)
     inner_cfg = inner_config(cfg)
 
     def worth(sub: SchedulingProblem) -> bool:  # huge windows would just repeat the main solve
@@ -171,13 +152,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     for k, (sub, ops) in enumerate(segs):
         source = k > 0
         if source:  # pin the source (first op) where the previous window put it
-            d0 = placement[ops[0]]
-            rows = list(sub.durations_cycles)
-            rows[0] = tuple(0 if d == d0 else -1 for d in range(sub.num_devices))
-            sub = SchedulingProblem(tuple(rows), sub.edges, sub.device_streams, sub.link_of,
-                                    sub.transfer_cycles, Objective.LATENCY,
-                                    colocation_groups=sub.colocation_groups,
-                                    device_class=sub.device_class)
+            sub = _pin_source(sub, placement[ops[0]])
         sol = None
         if worth(sub) and big_ops and budget.left > 0 and not budget.wall_expired():
             share = budget.left * sub.num_ops / big_ops
@@ -204,6 +179,41 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     if out is None or validate_schedule(problem, out):
         return None
     return out
+
+
+def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tuple[int, ...]]],
+             window_ops: int) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+    """Consecutive segments merged into windows of at least ``window_ops`` ops (the last may
+    be smaller): (window problem, its ops), its source being the previous window's last op."""
+    # a window closes only at a "clean" cut op (no edge jumps over it), so residual
+    # connections stay inside a window
+    anc, desc = reach_sets(problem)
+
+    def clean(c: int) -> bool:
+        return not any(anc[c] >> u & 1 and desc[c] >> v & 1 for u, v, _ in problem.edges)
+
+    windows: list[tuple[SchedulingProblem, tuple[int, ...]]] = []
+    acc: list[int] = []
+    first_source: int | None = None
+    for k, (_sub, ops) in enumerate(segs):
+        if not acc:
+            first_source = ops[0] if k > 0 else None
+            acc = list(ops)
+        else:
+            acc += [op for op in ops if op != acc[-1]]
+        if (len(acc) >= window_ops and clean(acc[-1])) or k == len(segs) - 1:
+            windows.append((subproblem(problem, acc, first_source), tuple(acc)))
+            acc = []
+    return windows
+
+
+def _pin_source(sub: SchedulingProblem, device: int) -> SchedulingProblem:
+    """``sub`` with its source (op 0) fixed on ``device``, taking no time."""
+    rows = list(sub.durations_cycles)
+    rows[0] = tuple(0 if d == device else -1 for d in range(sub.num_devices))
+    return SchedulingProblem(tuple(rows), sub.edges, sub.device_streams, sub.link_of,
+                             sub.transfer_cycles, Objective.LATENCY,
+                             colocation_groups=sub.colocation_groups, device_class=sub.device_class)
 
 
 def _retime(problem: SchedulingProblem, placement, stream, key_op, key_tr) -> SchedulingSolution | None:
