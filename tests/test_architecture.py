@@ -181,11 +181,9 @@ def layer_of(module: str) -> int:
 LAYER_EXCEPTIONS: set[tuple[str, str]] = {
     # arch-layers:
     ("planner.graph.serialize", "planner.spec.reader"),
-    ("planner.lowering.addresses", "planner.report.markdown"),
     ("planner.memory.assemble", "planner.lowering.addresses"),
     ("planner.numeric.compare", "planner.simulator.numeric"),
     ("planner.spec.resolve", "planner.importers.onnx"),
-    ("planner.spec.resolve", "planner.report.markdown"),
 }
 
 
@@ -328,7 +326,6 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.importers.onnx_convert", "onnx"),
     ("planner.importers.onnx_read", "onnx"),
     ("planner.isa.instructions", "planner.graph.ir"),
-    ("planner.lowering.addresses", "planner.report.markdown"),
     ("planner.memory", "planner.memory.assemble"),
     ("planner.memory", "planner.memory.bridge"),
     ("planner.memory", "solvers.core"),
@@ -350,7 +347,6 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.spec.loader", "planner.spec.resolve"),
     ("planner.spec.models", "difflib"),
     ("planner.spec.resolve", "planner.importers.onnx"),
-    ("planner.spec.resolve", "planner.report.markdown"),
     ("planner.spec.sizes", "planner.isa.cost"),
     ("planner.spec.units", "pint"),
     ("planner.verify.claims", "json"),

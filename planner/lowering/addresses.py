@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from planner.errors import InfeasibleError, InternalError
+from planner.units import format_bytes
 from solvers.core import SolveOptions, Status
 from solvers.cpsat_support import run_cpsat
 from solvers.memory.offsets import (
@@ -126,8 +127,6 @@ def _busiest_step(problem: OffsetProblem) -> tuple[int, int]:
 
 def _format_bytes(n: int) -> str:
     """The report's byte format, with the exact count when it is rounded (1.95 KiB (2000 B))."""
-    from planner.report.markdown import format_bytes
-
     text = format_bytes(n)
     return text if text.endswith(" B") and text[:-2].isdigit() else f"{text} ({n} B)"
 

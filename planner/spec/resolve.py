@@ -35,6 +35,7 @@ from planner.spec.sizes import (
 )
 from planner.spec.types import MaxLoadOptions, Spec
 from planner.spec.units import parse_duration_cycles
+from planner.units import format_bytes
 
 __all__ = ["resolve", "name_from_stem", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
 
@@ -407,8 +408,6 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     level, owner = min(((m, kind) for kind, p in profiles.items() for m in p.memory),
                        key=lambda lk: lk[0].capacity_bytes)
     if mem.alignment > level.capacity_bytes:
-        from planner.report.markdown import format_bytes
-
         raise locator.error(f"alignment {format_bytes(mem.alignment)} is larger than memory level {level.name} of "
                             f"device kind {owner} ({format_bytes(level.capacity_bytes)}): no second buffer could "
                             "start in it", ("memory", "alignment"))
@@ -510,8 +509,6 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
     if acc is not None:
         caps = {d.name: d.memory_capacity_bytes for d in kinds[acc]}
         if len(set(caps.values())) > 1:
-            from planner.report.markdown import format_bytes
-
             shown = ", ".join(f"{n}: {format_bytes(c)}" for n, c in caps.items())
             raise locator.error(f"max-load needs identical accelerators, but the {acc} instances have different "
                                 f"main memory ({shown}); give the memory limit to the kind {acc!r}",
@@ -571,8 +568,6 @@ def check_tensor_sizes(graph: Graph, hw: Hardware, allowed: dict[str, tuple[str,
     ...
     planner.errors.SpecError: models: tensor 'm/x' is 4.00 KiB, larger than all memory levels together of every device that could hold it (npu0: 3.00 KiB)
     """
-    from planner.report.markdown import format_bytes
-
     devices = hw.devices
     totals = {d.name: _device_total_bytes(d) for d in devices}
     smallest = min(totals.values())
