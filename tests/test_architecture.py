@@ -87,7 +87,7 @@ def test_the_verifier_imports_nothing_from_the_solve_stage(memory_plan_dir):
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert run.returncode == 0, run.stderr
     loaded = run.stdout.splitlines()[-1].split()
-    assert "planner.verify.directory" in loaded and "planner.numeric.compare" in loaded
+    assert "planner.verify.directory" in loaded and "planner.verify.compare" in loaded
     forbidden = sorted(m for m in loaded if m.startswith(_SOLVE_STAGE))
     assert not forbidden, forbidden
 
@@ -182,7 +182,6 @@ LAYER_EXCEPTIONS: set[tuple[str, str]] = {
     # arch-layers:
     ("planner.graph.serialize", "planner.spec.reader"),
     ("planner.memory.assemble", "planner.lowering.addresses"),
-    ("planner.numeric.compare", "planner.simulator.numeric"),
     ("planner.spec.resolve", "planner.importers.onnx"),
 }
 
@@ -225,7 +224,6 @@ MODULE_CYCLE_EXCEPTIONS: list[set[str]] = [
 PACKAGE_CYCLE_EXCEPTIONS: list[set[str]] = [
     # arch-layers:
     {"planner.graph", "planner.importers", "planner.isa", "planner.spec"},
-    {"planner.numeric", "planner.simulator"},
     {"planner.lowering", "planner.memory"},
     # arch-pipeline:
     {"planner.max_load", "planner.pipeline"},
@@ -260,8 +258,6 @@ PRIVATE_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.fleet.spec", "planner.spec.loader._unwrap"),
     ("planner.fleet.spec", "planner.spec.loader._validation_error"),
     ("planner.safe_output", "planner.interrupts._ACTIVE"),
-    ("planner.simulator.numeric", "planner.simulator.replay._allocations"),
-    ("planner.simulator.numeric", "planner.simulator.replay._sweep_memory"),
     # arch-pipeline:
     ("planner.fleet.backfill", "planner.fleet.pipeline._pool_of"),
     ("planner.fleet.backfill", "planner.fleet.pipeline._proc_key"),
@@ -333,16 +329,7 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.memory", "solvers.memory.levels"),
     ("planner.memory", "solvers.memory.offsets"),
     ("planner.memory.assemble", "planner.lowering.addresses"),
-    ("planner.numeric.compare", "planner.errors"),
-    ("planner.numeric.compare", "planner.isa.binary"),
-    ("planner.numeric.compare", "planner.numeric.kernels"),
-    ("planner.numeric.compare", "planner.numeric.reference"),
-    ("planner.numeric.compare", "planner.simulator.numeric"),
-    ("planner.numeric.compare", "threadpoolctl"),
-    ("planner.numeric.compare", "time"),
     ("planner.safe_output", "planner.interrupts"),
-    ("planner.simulator.numeric", "planner.numeric.kernels"),
-    ("planner.simulator.numeric", "threadpoolctl"),
     ("planner.spec.loader", "planner.spec.limits"),
     ("planner.spec.loader", "planner.spec.resolve"),
     ("planner.spec.models", "difflib"),
@@ -362,9 +349,6 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.verify.directory", "planner.verify.claims"),
     ("planner.verify.directory", "planner.verify.memory"),
     ("planner.verify.directory", "planner.verify.resources"),
-    ("planner.verify.numeric", "planner.graph.ir"),
-    ("planner.verify.numeric", "planner.isa.instructions"),
-    ("planner.verify.numeric", "planner.numeric.compare"),
     # arch-pipeline:
     ("planner.fleet.backfill", "planner.fleet.pipeline"),
     ("planner.fleet.pipeline", "planner.fleet.backfill"),

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.isa.binary import encode
 from planner.isa.instructions import DMA_STREAM, Opcode
-from planner.numeric.compare import compare_numeric
+from planner.verify.compare import compare_numeric
 from planner.pipeline import run
 from planner.spec import load_spec
 
