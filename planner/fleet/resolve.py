@@ -24,7 +24,7 @@ from typing import Any
 from planner.errors import PlannerError, SpecError
 from planner.hardware import Hardware
 from planner.isa.profiles import PROFILES, get_profile
-from planner.spec.loader import Locator, did_you_mean
+from planner.spec.locator import Locator, did_you_mean
 from planner.fleet.spec import MAX_OPS, MAX_POOL_PROCESSORS, FleetDocument, RequirementsSpec
 
 #: All instances of a fleet (tenant replicas and the fewest variant instances the rates need).

@@ -23,15 +23,19 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Optional, Union
 
+import yaml
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema,
                       model_validator)
 
 from planner.errors import SpecError
-from planner.spec.loader import Locator, _validation_error, did_you_mean
+from planner.importers._read import read_input_text
+from planner.spec.locator import Locator, did_you_mean, unwrap_annotation, validation_error
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
+from planner.spec.units import parse_seconds
 
 __all__ = ["FleetDocument", "ISSUE_EXAMPLE", "LIMITS", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document",
            "is_fleet_data", "has_top_level_fleet_key", "check_yaml_size"]
@@ -210,8 +214,6 @@ Rate = Annotated[float, BeforeValidator(parse_rate),
                                  "examples": ["50/s"]})]
 def _seconds_overflow_guard(value: Any) -> Any:
     """Refuse durations whose number overflows (``1e999 s``) before the unit parser sees them."""
-    from planner.spec.units import parse_seconds
-
     try:
         parse_seconds(value)
     except OverflowError:
@@ -390,13 +392,9 @@ _FIELDS: dict[str, list[str]] = {}
 
 def _fields_at(raw: tuple) -> list[str]:
     """Field names of the fleet model at a pydantic location (for did-you-mean)."""
-    import typing
-
-    from planner.spec.loader import _unwrap
-
     cur: Any = FleetDocument
     for part in raw:
-        cur = _unwrap(cur)
+        cur = unwrap_annotation(cur)
         origin = typing.get_origin(cur)
         if isinstance(cur, type) and issubclass(cur, BaseModel) and isinstance(part, str):
             if part not in cur.model_fields:
@@ -406,7 +404,7 @@ def _fields_at(raw: tuple) -> list[str]:
             cur = typing.get_args(cur)[0]
         else:
             return []
-    cur = _unwrap(cur)
+    cur = unwrap_annotation(cur)
     return list(cur.model_fields) if isinstance(cur, type) and issubclass(cur, BaseModel) else []
 
 
@@ -431,8 +429,6 @@ def check_yaml_size(text: str, file: str | None = None) -> None:
     ...
     planner.errors.SpecError: f.yaml:1: the YAML is nested deeper than 64 levels
     """
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     depth, values = 0, 0
     sizes: dict[str, int] = {}
@@ -476,8 +472,6 @@ def has_top_level_fleet_key(text: str) -> bool:
     >>> has_top_level_fleet_key("hardware: {fleet: 1}\\n"), has_top_level_fleet_key("[fleet]")
     (False, False)
     """
-    import yaml
-
     depth, expect_key = 0, False
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
@@ -528,8 +522,6 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
     if isinstance(source, Mapping):
         locator, base = Locator(dict(source), None, None), Path.cwd()
     else:
-        from planner.importers._read import read_input_text
-
         path = Path(source)
         text = read_input_text(path, MAX_SPEC_BYTES)
         check_yaml_size(text, str(path))
@@ -545,12 +537,12 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
             loc = locator.clean(raw, keep_last=True)
             known = _fields_at(raw[:-1])
             hint = did_you_mean(raw[-1], known) or (f"; expected one of: {', '.join(known)}" if known else "")
-            first = _validation_error(exc, locator)
+            first = validation_error(exc, locator)
             line = locator.line(loc, key=True)
             if first.line is None or line is None or line <= first.line:
                 raise locator.error(f"unknown key {raw[-1]!r}{hint}", loc, key=True) from None
             raise first from None
-        raise _validation_error(exc, locator) from None
+        raise validation_error(exc, locator) from None
     return doc, locator, base
 
 

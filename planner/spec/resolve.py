@@ -21,8 +21,9 @@ from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.isa.profiles import PROFILES, get_profile
 from planner.spec.memory_options import MemoryOptions
 from planner.spec.limits import MAX_NAME_LENGTH
-from planner.spec.loader import Locator, did_you_mean, format_path
+from planner.spec.locator import Locator, did_you_mean
 from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
+from planner.spec.reader import format_path
 from planner.spec.sizes import (
     check_device_count,
     check_generator_size,

@@ -43,7 +43,7 @@ def check_device_count(document: Any, locator: Any) -> None:
 
     Examples
     --------
-    >>> from planner.spec.loader import Locator
+    >>> from planner.spec.locator import Locator
     >>> from planner.spec.models import SpecDocument
     >>> data = {"hardware": {"devices": [{"name": f"k{i}", "profile": "generic", "count": 200}
     ...                                  for i in range(2)]}, "models": [{"name": "m", "generator": {"kind": "mlp"}}]}
@@ -81,7 +81,7 @@ def check_generator_size(kind: str, params: Mapping[str, Any], ops_before: int, 
 
     Examples
     --------
-    >>> from planner.spec.loader import Locator
+    >>> from planner.spec.locator import Locator
     >>> check_generator_size("transformer", {"layers": 10**10}, 0, ("models", 0, "generator"), Locator({}))
     Traceback (most recent call last):
     ...
@@ -164,7 +164,7 @@ def cost_table(graph: Graph, hw: Hardware, op_loc: Mapping[str, tuple], locator:
     >>> from planner.graph.ir import Op
     >>> from planner.hardware import Device
     >>> from planner.isa.profiles import get_profile
-    >>> from planner.spec.loader import Locator
+    >>> from planner.spec.locator import Locator
     >>> hw = Hardware((Device("c0", "c", get_profile("generic")),), ())
     >>> cost_table(Graph([], [Op("m/t", "task", cycles={"c": 5})]), hw, {}, Locator({}))
     {('m/t', 'c'): 5}
