@@ -121,10 +121,10 @@ def test_a_directory_failing_its_own_verification_is_a_bug_and_is_not_written(tm
 
 
 def test_a_numeric_disagreement_in_solve_is_a_bug_and_nothing_is_written(tmp_path, monkeypatch):
-    import planner.numeric.reference as reference
+    import planner.verify.compare as compare  # where the comparison looks the reference up
 
-    evaluate = reference.evaluate
-    monkeypatch.setattr(reference, "evaluate", lambda graph, inputs: {
+    evaluate = compare.evaluate
+    monkeypatch.setattr(compare, "evaluate", lambda graph, inputs: {
         name: value * 2 + 1 for name, value in evaluate(graph, inputs).items()})
     result, out = _solve(tmp_path, _spec_dict("mlp"))
     assert result.exit_code == 3, result.output
