@@ -51,7 +51,7 @@ def test_every_module_declares_its_public_names(path):
 def test_only_the_bridge_imports_both_packages():
     both = [p.relative_to(ROOT) for p in (ROOT / "planner").rglob("*.py")
             if "solvers" in imported_modules(p)]
-    allowed = {"pipeline.py", "max_load.py", "cli.py", "addresses.py"}  # addresses.py: lowering packs buffers
+    allowed = {"pipeline.py", "max_load.py", "cli.py"}
     assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "memory") for p in both), both
 
 
@@ -181,7 +181,6 @@ def layer_of(module: str) -> int:
 LAYER_EXCEPTIONS: set[tuple[str, str]] = {
     # arch-layers:
     ("planner.graph.serialize", "planner.spec.reader"),
-    ("planner.memory.assemble", "planner.lowering.addresses"),
     ("planner.spec.resolve", "planner.importers.onnx"),
 }
 
@@ -224,7 +223,6 @@ MODULE_CYCLE_EXCEPTIONS: list[set[str]] = [
 PACKAGE_CYCLE_EXCEPTIONS: list[set[str]] = [
     # arch-layers:
     {"planner.graph", "planner.importers", "planner.isa", "planner.spec"},
-    {"planner.lowering", "planner.memory"},
     # arch-pipeline:
     {"planner.max_load", "planner.pipeline"},
 ]
@@ -321,7 +319,6 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.memory", "solvers.memory.arena"),
     ("planner.memory", "solvers.memory.levels"),
     ("planner.memory", "solvers.memory.offsets"),
-    ("planner.memory.assemble", "planner.lowering.addresses"),
     ("planner.safe_output", "planner.interrupts"),
     ("planner.spec.models", "difflib"),
     ("planner.spec.resolve", "planner.importers.onnx"),
