@@ -14,14 +14,17 @@ backfill    lending idle allocated capacity to lower-priority batch tenants (sim
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from planner.errors import SpecError
 from planner.fleet.pipeline import FleetResult, solve_fleet
 from planner.fleet.quotes import QuoteResult, quote
 from planner.fleet.report import fleet_summary_rows, write_fleet_outputs
 from planner.fleet.resolve import FleetSpec, resolve_fleet
 from planner.fleet.spec import fleet_json_schema, has_top_level_fleet_key, is_fleet_data, read_fleet_document
+from planner.input_files import read_input_head
 
 _HEAD_BYTES = 64 * 1024
 
@@ -41,9 +44,6 @@ def is_fleet_spec(data_or_path: Any) -> bool:
     """
     if isinstance(data_or_path, Mapping):
         return is_fleet_data(data_or_path)
-    from planner.errors import SpecError
-    from planner.importers._read import read_input_head
-
     try:  # only the head: the fleet key comes early, and no file is read whole twice
         head = read_input_head(Path(data_or_path), _HEAD_BYTES)
     except SpecError:
@@ -70,7 +70,5 @@ def load_fleet_spec(path: str | Path | Mapping[str, Any]) -> FleetSpec:
     doc, locator, base = read_fleet_document(path)
     spec = resolve_fleet(doc, locator, base_dir=base)
     if not isinstance(path, Mapping):
-        from dataclasses import replace
-
         spec = replace(spec, source=Path(path))
     return spec

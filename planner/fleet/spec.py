@@ -32,7 +32,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
                       model_validator)
 
 from planner.errors import SpecError
-from planner.importers._read import read_input_text
+from planner.input_files import read_input_text
 from planner.spec.locator import Locator, did_you_mean, unwrap_annotation, validation_error
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
 from planner.spec.units import parse_seconds

@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from planner.errors import SpecError
-from planner.importers._read import parse_json_bounded, read_input_text
 from planner.importers._spec import format_error, spec_name
+from planner.input_files import parse_json_bounded, read_input_text
 
 __all__ = [
     "CYCLES_PER_MS",

@@ -2,7 +2,7 @@
 
 Every problem becomes exactly one :class:`~planner.errors.SpecError` naming the file,
 the line and the spec path (``hardware.devices[1].memory[0].capacity``). The YAML is read
-within the input limits by :mod:`planner.spec.reader`; pydantic's error locations and
+within the input limits by :mod:`planner.reader`; pydantic's error locations and
 the resolver's paths are mapped back to lines of the same text when an error is raised.
 """
 
@@ -14,10 +14,10 @@ from typing import Any, Mapping
 from pydantic import ValidationError
 
 from planner.errors import SpecError
+from planner.reader import format_path, read_text_file
 from planner.spec.limits import MAX_OPS, MAX_TENSORS
 from planner.spec.locator import Locator, did_you_mean, validation_error
 from planner.spec.models import SpecDocument
-from planner.spec.reader import format_path, read_text_file
 from planner.spec.resolve import resolve
 from planner.spec.types import Spec
 

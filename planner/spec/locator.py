@@ -2,7 +2,7 @@
 
 :class:`Locator` maps a spec path (``hardware.devices[1].memory[0].capacity``) to the line
 of the YAML text it came from, found only when an error needs it
-(:func:`planner.spec.reader.find_lines`); :func:`validation_error` turns pydantic's errors
+(:func:`planner.reader.find_lines`); :func:`validation_error` turns pydantic's errors
 into the one :class:`~planner.errors.SpecError` shown, the earliest in the file, with a
 did-you-mean for a misspelt key or kind. The loader, the resolver and the fleet spec all
 report through it.
@@ -20,8 +20,8 @@ from pydantic import BaseModel, ValidationError
 
 from planner.errors import SpecError
 from planner.graph.generators import GENERATOR_PARAMS
+from planner.reader import find_lines, format_path, read_yaml
 from planner.spec.models import SpecDocument
-from planner.spec.reader import find_lines, format_path, read_yaml
 
 __all__ = ["Locator", "did_you_mean", "unwrap_annotation", "validation_error", "Loc"]
 
@@ -39,7 +39,7 @@ class Locator:
         The spec as plain Python data.
     text : str or None
         The YAML text it was read from (None for a dict): lines are looked up in it only
-        when an error needs one (:func:`planner.spec.reader.find_lines`).
+        when an error needs one (:func:`planner.reader.find_lines`).
     file : str or None
         The file name shown in messages.
 
@@ -60,7 +60,7 @@ class Locator:
 
     @classmethod
     def from_yaml(cls, text: str, file: str | None = None) -> "Locator":
-        """Read YAML text within the input limits (:mod:`planner.spec.reader`); SpecError when
+        """Read YAML text within the input limits (:mod:`planner.reader`); SpecError when
         malformed, too large, too deep, or with a duplicate key."""
         return cls(read_yaml(text, file), text, file)
 

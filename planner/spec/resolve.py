@@ -17,13 +17,14 @@ from typing import Sequence
 from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
+from planner.graph.onnx_convert import load_onnx_graph
 from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.isa.profiles import PROFILES, get_profile
-from planner.spec.memory_options import MemoryOptions
+from planner.reader import format_path
 from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.locator import Locator, did_you_mean
+from planner.spec.memory_options import MemoryOptions
 from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
-from planner.spec.reader import format_path
 from planner.spec.sizes import (
     check_device_count,
     check_generator_size,
@@ -231,7 +232,7 @@ def _onnx_graph(m: ModelSpec, where: tuple, locator: Locator, base_dir: Path) ->
     if not path.is_file():
         raise locator.error(f"ONNX file not found: {path}", loc)
     try:
-        from planner.importers.onnx import load_onnx_graph
+        import onnx  # noqa: F401  # optional dependency (onnx extra)
     except ImportError as e:
         raise locator.error(f"ONNX import is not available ({e})", loc) from None
     try:

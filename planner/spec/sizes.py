@@ -16,6 +16,7 @@ from planner.graph.generators import generator_size
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.shapes import check_graph_op
 from planner.hardware import Hardware
+from planner.isa.cost import cycles_table
 from planner.spec.limits import (
     MAX_COST_TABLE,
     MAX_CYCLES,
@@ -173,8 +174,6 @@ def cost_table(graph: Graph, hw: Hardware, op_loc: Mapping[str, tuple], locator:
     ...
     planner.errors.SpecError: models: op 'm/t' would take 2,199,023,255,552 cycles on c (generic); the limit is 2^40 = 1,099,511,627,776 (check its shapes and cycles, and the device's clock and bandwidth)
     """
-    from planner.isa.cost import cycles_table
-
     try:
         table = cycles_table(graph, hw)
     except (GraphError, UnsupportedError) as e:
