@@ -354,17 +354,13 @@ def _functions(module: str):
 
 # Long functions still to split, each with the owning helper (shrinks to empty).
 LONG_FUNCTION_EXCEPTIONS: set[str] = {
-    # arch-layers:
+    # arch-layers (not split yet: each needs its own byte-for-byte check of the outputs):
     "planner.importers.dnn_partitioning.dnn_to_spec",
-    "planner.isa.binary.decode",
-    "planner.isa.cost.op_cost",
     "planner.lowering.lower.lower",
     "planner.memory.assemble.assemble",
     "planner.memory.assemble._device_plan",
-    "planner.numeric.kernels._fast_into",
     "planner.simulator.numeric._run_single_threaded",
     "planner.simulator.replay.simulate_programs",
-    "planner.reader.find_lines",
     "planner.spec.resolve.resolve_hardware",
     "planner.spec.resolve.resolve_objective",
     "planner.spec.resolve.resolve",

@@ -166,6 +166,10 @@ def _fail(what: str, name: str) -> BinaryFormatError:
 def decode(data: bytes, *, name: str = "binary") -> Program:
     """Parse and verify a binary; ``name`` labels error messages (e.g. the file path).
 
+    The sections are read in file order: the header (:func:`_header`), the level, link and
+    string tables (:func:`_strings`), the buffer lists, kernels and operands
+    (:func:`_kernels`), then the records (:func:`_records`).
+
     Raises
     ------
     BinaryFormatError
@@ -180,36 +184,11 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     planner.errors.BinaryFormatError: binary: bad magic b'ELF\\x7f\\x00\\x00\\x00\\x00' (expected b'PLANISA\\x00'): not a plan ISA binary
     """
     data = bytes(data)
-    if len(data) < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
-        raise _fail(f"bad magic {data[:len(MAGIC)]!r} (expected {MAGIC!r}): not a plan ISA binary", name)
-    if len(data) >= 10:
-        (version,) = _U16.unpack_from(data, 8)
-        if version != FORMAT_VERSION:
-            raise _fail(f"format version {version} is not supported (this planner reads version "
-                        f"{FORMAT_VERSION}; re-lower the plan)", name)
-    if len(data) < HEADER.size:
-        raise _fail(f"truncated: {len(data)} bytes, the header alone needs {HEADER.size}", name)
     (_, version, header_size, record_size, flags, dev_clock, ref_clock, rows, cols, lanes, dma_lat,
      profile_idx, device_idx, n_levels, main_level, n_links, n_streams, n_records, n_strings,
      string_bytes, n_buffers, n_lists, fast_level, _reserved, n_kernels, n_operands, n_dims, _reserved2,
-     body_bytes, checksum) = HEADER.unpack_from(data)
-    if header_size != HEADER.size or record_size != RECORD.size:
-        raise _fail(f"header/record size {header_size}/{record_size} != {HEADER.size}/{RECORD.size}", name)
-    if len(data) < HEADER.size + body_bytes:
-        raise _fail(f"truncated: {len(data)} bytes, the header announces {HEADER.size + body_bytes}", name)
-    if len(data) > HEADER.size + body_bytes:
-        raise _fail(f"{len(data) - HEADER.size - body_bytes} trailing bytes after the announced end", name)
+     body_bytes, checksum) = _header(data, name)
     body = data[HEADER.size:]
-    if hashlib.sha256(data[:_CHECKSUM_AT] + body).digest() != checksum:
-        raise _fail("checksum mismatch: the file is corrupted or was modified after encoding", name)
-    expected = (n_levels * LEVEL.size + n_links * LINK.size + string_bytes + 4 * n_buffers
-                + 4 * n_lists + n_kernels * KERNEL.size + n_operands * OPERAND.size + 8 * n_dims
-                + n_records * RECORD.size)
-    if expected != body_bytes:
-        raise _fail(f"section sizes add up to {expected} bytes, body has {body_bytes}", name)
-    if flags & ~FLAG_ADDRESSED:
-        raise _fail(f"unknown header flags {flags:#x}", name)
-
     pos = 0
     raw_levels = []
     for _ in range(n_levels):
@@ -219,6 +198,73 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     for _ in range(n_links):
         raw_links.append(LINK.unpack_from(body, pos))
         pos += LINK.size
+    strings, pos = _strings(body, pos, string_bytes, n_strings, name)
+
+    def s(i: int, what: str) -> str:
+        if not 0 <= i < len(strings):
+            raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
+        return strings[i]
+
+    buffers = tuple(s(_U32.unpack_from(body, pos + 4 * i)[0], f"buffer {i}") for i in range(n_buffers))
+    pos += 4 * n_buffers
+    lists = list(struct.unpack_from(f"<{n_lists}I", body, pos))
+    pos += 4 * n_lists
+    if any(bid >= n_buffers for bid in lists):
+        raise _fail(f"buffer lists name a buffer id out of range ({n_buffers} buffers)", name)
+    kernels, pos = _kernels(body, pos, (n_kernels, n_operands, n_dims, n_lists), lists, s, name)
+    instructions = _records(body[pos:], strings, lists, s, {lk[0] for lk in raw_links},
+                            n_buffers, n_levels, name)
+    if not 0 <= main_level < n_levels:
+        raise _fail(f"main level {main_level} out of range ({n_levels} levels)", name)
+    if not -1 <= fast_level < n_levels:
+        raise _fail(f"fast level {fast_level} out of range ({n_levels} levels)", name)
+    return Program(
+        device=s(device_idx, "device name"), profile=s(profile_idx, "profile name"),
+        device_clock_hz=dev_clock, reference_clock_hz=ref_clock, mxu_rows=rows, mxu_cols=cols,
+        vector_lanes=lanes, dma_latency_cycles=dma_lat,
+        levels=tuple(LevelInfo(s(n, "level"), cap, bw) for n, _, cap, bw in raw_levels),
+        main_level=main_level,
+        links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
+        num_streams=n_streams, buffers=buffers, instructions=tuple(instructions),
+        fast_level=fast_level, kernels=tuple(kernels), addressed=bool(flags & FLAG_ADDRESSED))
+
+
+def _header(data: bytes, name: str) -> tuple:
+    """The header's fields, once magic, version, sizes, checksum and flags are checked."""
+    if len(data) < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
+        raise _fail(f"bad magic {data[:len(MAGIC)]!r} (expected {MAGIC!r}): not a plan ISA binary", name)
+    if len(data) >= 10:
+        (version,) = _U16.unpack_from(data, 8)
+        if version != FORMAT_VERSION:
+            raise _fail(f"format version {version} is not supported (this planner reads version "
+                        f"{FORMAT_VERSION}; re-lower the plan)", name)
+    if len(data) < HEADER.size:
+        raise _fail(f"truncated: {len(data)} bytes, the header alone needs {HEADER.size}", name)
+    fields = HEADER.unpack_from(data)
+    (_, version, header_size, record_size, flags, dev_clock, ref_clock, rows, cols, lanes, dma_lat,
+     profile_idx, device_idx, n_levels, main_level, n_links, n_streams, n_records, n_strings,
+     string_bytes, n_buffers, n_lists, fast_level, _reserved, n_kernels, n_operands, n_dims, _reserved2,
+     body_bytes, checksum) = fields
+    if header_size != HEADER.size or record_size != RECORD.size:
+        raise _fail(f"header/record size {header_size}/{record_size} != {HEADER.size}/{RECORD.size}", name)
+    if len(data) < HEADER.size + body_bytes:
+        raise _fail(f"truncated: {len(data)} bytes, the header announces {HEADER.size + body_bytes}", name)
+    if len(data) > HEADER.size + body_bytes:
+        raise _fail(f"{len(data) - HEADER.size - body_bytes} trailing bytes after the announced end", name)
+    if hashlib.sha256(data[:_CHECKSUM_AT] + data[HEADER.size:]).digest() != checksum:
+        raise _fail("checksum mismatch: the file is corrupted or was modified after encoding", name)
+    expected = (n_levels * LEVEL.size + n_links * LINK.size + string_bytes + 4 * n_buffers
+                + 4 * n_lists + n_kernels * KERNEL.size + n_operands * OPERAND.size + 8 * n_dims
+                + n_records * RECORD.size)
+    if expected != body_bytes:
+        raise _fail(f"section sizes add up to {expected} bytes, body has {body_bytes}", name)
+    if flags & ~FLAG_ADDRESSED:
+        raise _fail(f"unknown header flags {flags:#x}", name)
+    return fields
+
+
+def _strings(body: bytes, pos: int, string_bytes: int, n_strings: int, name: str) -> tuple[list[str], int]:
+    """The string table at ``pos`` and the position after it."""
     strings: list[str] = []
     end = pos + string_bytes
     try:
@@ -232,25 +278,20 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
         raise _fail(f"string table is not UTF-8 ({e})", name) from None
     if len(strings) != n_strings:
         raise _fail(f"string table holds {len(strings)} strings, header says {n_strings}", name)
+    return strings, pos
 
-    def s(i: int, what: str) -> str:
-        if not 0 <= i < len(strings):
-            raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
-        return strings[i]
 
-    buffers = tuple(s(_U32.unpack_from(body, pos + 4 * i)[0], f"buffer {i}") for i in range(n_buffers))
-    pos += 4 * n_buffers
-    lists = list(struct.unpack_from(f"<{n_lists}I", body, pos))
-    pos += 4 * n_lists
-    if any(bid >= n_buffers for bid in lists):
-        raise _fail(f"buffer lists name a buffer id out of range ({n_buffers} buffers)", name)
+def _kernels(body: bytes, pos: int, counts: tuple[int, int, int, int], lists: list[int], s, name: str
+             ) -> tuple[list[Kernel], int]:
+    """The kernel, operand and dimension tables at ``pos`` (``counts``: kernels, operands,
+    dims, list entries) as kernels, and the position after them."""
+    n_kernels, n_operands, n_dims, n_lists = counts
     raw_kernels = [KERNEL.unpack_from(body, pos + KERNEL.size * i) for i in range(n_kernels)]
     pos += KERNEL.size * n_kernels
     raw_operands = [OPERAND.unpack_from(body, pos + OPERAND.size * i) for i in range(n_operands)]
     pos += OPERAND.size * n_operands
     dims = struct.unpack_from(f"<{n_dims}Q", body, pos)
     pos += 8 * n_dims
-
     operands: list[Operand] = []
     for j, (dtype_idx, dim0, list0, n_dim, n_buf) in enumerate(raw_operands):
         dtype = s(dtype_idx, f"operand {j} dtype")
@@ -266,16 +307,20 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
         kernels.append(Kernel(s(op_idx, f"kernel {j} op"), s(type_idx, f"kernel {j} type"),
                               s(attrs_idx, f"kernel {j} attrs"), tuple(operands[first:first + n_in]),
                               tuple(operands[first + n_in:first + n_in + n_out])))
+    return kernels, pos
 
-    link_ids = {lk[0] for lk in raw_links}
+
+def _records(records: bytes, strings: list[str], lists: list[int], s, link_ids: set[int], n_buffers: int,
+             n_levels: int, name: str) -> list[Instruction]:
+    """The instruction records, each checked against the tables (the hot loop of decoding)."""
     codes = Opcode._value2member_map_
     n_str, n_list = len(strings), len(lists)
     alloc_free = (int(Opcode.ALLOC), int(Opcode.FREE))
     vector, dma, send_recv = int(Opcode.VECTOR), int(Opcode.DMA), (int(Opcode.SEND), int(Opcode.RECV))
-    instructions = []
+    instructions: list[Instruction] = []
     append = instructions.append
     for r, (opcode, subop, stream, op_idx, start, dur, a, b, c, d, mem, fast, off, nr, nw) in enumerate(
-            RECORD.iter_unpack(body[pos:])):
+            RECORD.iter_unpack(records)):
         code = codes.get(opcode)
         if code is None:
             raise _fail(f"record {r}: unknown opcode {opcode}", name)
@@ -299,19 +344,7 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
                 raise _fail(f"record {r}: {code.name} on link {a}, which the link table lacks", name)
         op = "" if op_idx == NONE else strings[op_idx] if op_idx < n_str else s(op_idx, f"record {r} op")
         append(Instruction(code, stream, start, dur, op, subop, a, b, c, d, mem, reads, writes, peer, fast))
-    if not 0 <= main_level < n_levels:
-        raise _fail(f"main level {main_level} out of range ({n_levels} levels)", name)
-    if not -1 <= fast_level < n_levels:
-        raise _fail(f"fast level {fast_level} out of range ({n_levels} levels)", name)
-    return Program(
-        device=s(device_idx, "device name"), profile=s(profile_idx, "profile name"),
-        device_clock_hz=dev_clock, reference_clock_hz=ref_clock, mxu_rows=rows, mxu_cols=cols,
-        vector_lanes=lanes, dma_latency_cycles=dma_lat,
-        levels=tuple(LevelInfo(s(n, "level"), cap, bw) for n, _, cap, bw in raw_levels),
-        main_level=main_level,
-        links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
-        num_streams=n_streams, buffers=buffers, instructions=tuple(instructions),
-        fast_level=fast_level, kernels=tuple(kernels), addressed=bool(flags & FLAG_ADDRESSED))
+    return instructions
 
 
 def _operands(ins: Instruction, program: Program) -> str:
