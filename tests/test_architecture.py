@@ -362,7 +362,6 @@ LONG_FUNCTION_EXCEPTIONS: set[str] = {
     "planner.simulator.numeric._run_single_threaded",
     "planner.simulator.replay.simulate_programs",
     "planner.spec.resolve.resolve_hardware",
-    "planner.spec.resolve.resolve_objective",
     "planner.spec.resolve.resolve",
     # arch-pipeline:
     "planner.max_load.run_max_load",

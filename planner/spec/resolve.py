@@ -12,7 +12,7 @@ import dataclasses
 import fnmatch
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
@@ -489,14 +489,20 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
     kinds: dict[str, list[Device]] = {}
     for d in hw.devices:
         kinds.setdefault(d.kind, []).append(d)
-    names = list(kinds)
+    cpu, acc = _max_load_kinds(obj, list(kinds), locator)
+    _check_max_load_hardware(document, hw, kinds, acc, cpu, locator)
+    return kind, MaxLoadOptions(obj.contiguous, acc, cpu)
+
+
+def _max_load_kinds(obj: Any, names: list[str], locator: Locator) -> tuple[str | None, str | None]:
+    """The CPU kind and the one accelerator kind of a max-load objective (either may be None)."""
     if obj.cpu is not None:
-        if obj.cpu not in kinds:
+        if obj.cpu not in names:
             raise locator.error(f"no device has kind {obj.cpu!r}" + did_you_mean(obj.cpu, names)
                                 + f" (kinds: {', '.join(names)})", ("objective", "cpu"))
         cpu: str | None = obj.cpu
     else:
-        cpu = "cpu" if "cpu" in kinds and len(kinds) > 1 else None
+        cpu = "cpu" if "cpu" in names and len(names) > 1 else None
     accelerators = [k for k in names if k != cpu]
     if len(accelerators) > 1:
         if cpu is None and len(names) == 2:
@@ -507,7 +513,13 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
                     + ("" if cpu else " (name the CPU kind with objective.cpu)"))
         raise locator.error(f"max-load has one accelerator kind and at most one CPU kind, but the hardware "
                             f"has kinds {', '.join(names)}" + hint, ("objective",))
-    acc = accelerators[0] if accelerators else None
+    return cpu, (accelerators[0] if accelerators else None)
+
+
+def _check_max_load_hardware(document: SpecDocument, hw: Hardware, kinds: dict[str, list[Device]],
+                             acc: str | None, cpu: str | None, locator: Locator) -> None:
+    """Identical accelerators, a link between every two devices, no memory planning, and pins
+    only to the CPU kind: what the max-load model assumes."""
     if acc is not None:
         caps = {d.name: d.memory_capacity_bytes for d in kinds[acc]}
         if len(set(caps.values())) > 1:
@@ -532,7 +544,6 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
             raise locator.error(f"with objective max-load a pin may name only the CPU kind"
                                 f"{f' ({cpu})' if cpu else ', and there is none'}: the model has no other per-op "
                                 f"device restriction", ("constraints", "pins", i, "device"))
-    return kind, MaxLoadOptions(obj.contiguous, acc, cpu)
 
 
 def _device_total_bytes(device: Device) -> int:
