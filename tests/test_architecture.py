@@ -222,7 +222,6 @@ MODULE_CYCLE_EXCEPTIONS: list[set[str]] = [
     {"planner.max_load", "planner.pipeline"},
     {"planner.fleet.backfill", "planner.fleet.pipeline"},
     # arch-solvers:
-    {"solvers.scheduling.fallback", "solvers.scheduling.heft"},
     {"solvers.scheduling.cpsat", "solvers.scheduling.listsearch"},
 ]
 PACKAGE_CYCLE_EXCEPTIONS: list[set[str]] = [
@@ -263,7 +262,6 @@ PRIVATE_EXCEPTIONS: set[tuple[str, str]] = {
     # arch-solvers:
     ("solvers.scheduling.cpsat", "solvers.scheduling.bounds._reach_sets"),
     ("solvers.scheduling.cpsat", "solvers.scheduling.bounds._subproblem"),
-    ("solvers.scheduling.fallback", "solvers.scheduling.heft._merged_groups"),
 }
 
 
@@ -318,8 +316,6 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("solvers.colocation.greedy", "sys"),
     ("solvers.scheduling.cpsat", "heapq"),
     ("solvers.scheduling.cpsat", "solvers.scheduling.bounds"),
-    ("solvers.scheduling.heft", "solvers.scheduling.fallback"),
-    ("solvers.scheduling.heft", "solvers.scheduling.validate"),
     ("solvers.scheduling.listsearch", "solvers.scheduling.cpsat"),
 }
 
@@ -375,7 +371,6 @@ LONG_FUNCTION_EXCEPTIONS: set[str] = {
     # arch-pipeline:
     "planner.max_load.run_max_load",
     # arch-solvers:
-    "solvers.colocation.cpsat.repack_busiest",
     "solvers.colocation.greedy.bin_completion",
     "solvers.colocation.greedy.improve_balance",
     "solvers.colocation.milp._column_generation",
