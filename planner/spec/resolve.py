@@ -19,6 +19,7 @@ from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.onnx_convert import load_onnx_graph
 from planner.hardware import Device, Hardware, Link, MemoryLevel
+from planner.stage_timing import stage
 from planner.isa.profiles import PROFILES, get_profile
 from planner.reader import format_path
 from planner.spec.limits import MAX_NAME_LENGTH
@@ -694,7 +695,8 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         raise locator.error(str(e), loc) from None
     check_graph_size(graph, hw, op_loc, tensor_loc, locator)
     check_op_shapes(graph, op_loc, locator)
-    device_cycles = cost_table(graph, hw, op_loc, locator, len(document.hardware.links or []))
+    with stage("costing"):
+        device_cycles = cost_table(graph, hw, op_loc, locator, len(document.hardware.links or []))
 
     order = list(graph.ops)
     check_pattern_work(_glob_patterns(document), len(order), locator)
@@ -722,6 +724,8 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         workers=document.solver.workers,
         seed=document.solver.seed,
         search=document.solver.search,
+        strategy=document.solver.strategy,
+        groups=document.solver.groups,
         models=tuple(model_names),
         document=document,
         memory=memory,

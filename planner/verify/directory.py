@@ -48,15 +48,17 @@ from planner.isa.binary import decode, listing
 from planner.plan import Plan, seal_of
 from planner.report.trace import trace_json
 from planner.simulator import simulate_programs
+from planner.stage_timing import post_solve_reserve_s
 from planner.verify.agreement import compare_with_plan
 from planner.verify.allocation import check_allocation_document
 from planner.verify.binaries import check_unused_fields, program_facts
 from planner.verify.claims import (check_baselines, check_bound_and_gap, check_kernels_against_graph,
                                    check_transfers_against_graph, recompute_objective)
-from planner.verify.documents import AllocationDocument, MemoryDocument, PlanDocument, validate_document
+from planner.verify.documents import AllocationDocument, MemoryDocument, PlanDocument, RunBudget, validate_document
 from planner.verify.jsonfile import MAX_JSON_BYTES, parse_json, read_bytes
 from planner.verify.manifest import MAX_FILE_BYTES, read_manifest_files
 from planner.verify.memory import check_memory_document
+from planner.verify import numeric as numeric_replay  # its limit read at each check, as plan solve reads it
 from planner.verify.numeric import NumericOutcome, check_numeric_claim, run_numeric
 from planner.verify.resources import check_resources
 
@@ -217,6 +219,21 @@ def _check_claims(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any], si
                                 "from the replay)", found=str(doc.objective))
     check_bound_and_gap(doc.status, doc.objective, doc.bound, doc.gap)
     check_resources(doc.resources, graph, "plan.json")
+    _check_run_budget(doc, graph)
+
+
+def _check_run_budget(doc: PlanDocument, graph: Any) -> None:
+    """``solver.post_solve_reserve_s``, when present, is the split :mod:`planner.stage_timing` makes."""
+    if "post_solve_reserve_s" not in doc.solver:
+        return  # a run without the split (max-load plans)
+    budget = validate_document(RunBudget, doc.solver, "plan.json solver")
+    macs = sum(op["macs"] for op in doc.resources["ops"].values())
+    want = post_solve_reserve_s(len(graph.ops), macs if macs <= numeric_replay.NUMERIC_DEFAULT_MAX_MACS else 0,
+                                budget.time_limit_s)
+    if budget.post_solve_reserve_s != want:
+        raise VerificationError("plan.json", "solver.post_solve_reserve_s", expected=f"{want} (for "
+                                f"{len(graph.ops)} ops and a limit of {budget.time_limit_s:g} s)",
+                                found=str(budget.post_solve_reserve_s))
 
 
 def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -> Verdict:
