@@ -28,8 +28,10 @@ from planner.hardware import Device, Hardware
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.report.markdown import format_bytes
 from planner.stage_timing import post_solve_reserve_s, stage
+from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 from solvers.budget import run_summary
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.problem import FORBIDDEN
 
@@ -300,7 +302,6 @@ def verify(plan: Plan, simulation) -> None:
 
 def _solver_choice(spec):
     """The heuristic baseline and the scheduler that runs: the spec's ``solver.strategy``."""
-    from solvers.hierarchical import StrategyOptions, StrategyScheduler
     from solvers.scheduling import HeftScheduler
 
     strategy = StrategyOptions(strategy=getattr(spec, "strategy", "auto"), groups=getattr(spec, "groups", None))
@@ -410,7 +411,6 @@ def run(spec_or_path, *, time_limit_s: float | None = None, workers: int | None 
 def _numeric_macs(resources) -> int:
     """The multiply-accumulates the numeric replay will execute by default: the graph's, or 0
     when they are over its default limit (then it is skipped)."""
-    from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 
     macs = sum(op.macs for op in resources.ops.values())
     return macs if macs <= NUMERIC_DEFAULT_MAX_MACS else 0

@@ -17,7 +17,7 @@ import pytest
 
 from planner.graph.ir import Graph, Op, Tensor
 from planner.isa import Opcode, get_profile, op_cost
-from planner.numeric.compare import compare_numeric
+from planner.verify.compare import compare_numeric
 from planner.pipeline import _replay, run
 from planner.spec import load_spec
 
