@@ -221,8 +221,7 @@ MODULE_CYCLE_EXCEPTIONS: list[set[str]] = [
     # arch-pipeline:
     {"planner.max_load", "planner.pipeline"},
     {"planner.fleet.backfill", "planner.fleet.pipeline"},
-    # arch-solvers:
-    {"solvers.scheduling.cpsat", "solvers.scheduling.listsearch"},
+    # arch-solvers: none left (cpsat <-> listsearch broken by solvers.scheduling.streams)
 ]
 PACKAGE_CYCLE_EXCEPTIONS: list[set[str]] = [
     # arch-pipeline:
@@ -259,9 +258,7 @@ PRIVATE_EXCEPTIONS: set[tuple[str, str]] = {
     ("planner.fleet.backfill", "planner.fleet.pipeline._proc_key"),
     ("planner.fleet.report", "planner.fleet.pipeline._pool_of"),
     ("planner.max_load", "planner.pipeline._lower_and_replay"),
-    # arch-solvers:
-    ("solvers.scheduling.cpsat", "solvers.scheduling.bounds._reach_sets"),
-    ("solvers.scheduling.cpsat", "solvers.scheduling.bounds._subproblem"),
+    # arch-solvers: none left (bounds.reach_sets and bounds.subproblem are public)
 }
 
 
@@ -314,9 +311,6 @@ LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
     ("solvers.colocation.cpsat", "random"),
     ("solvers.colocation.greedy", "numpy"),
     ("solvers.colocation.greedy", "sys"),
-    ("solvers.scheduling.cpsat", "heapq"),
-    ("solvers.scheduling.cpsat", "solvers.scheduling.bounds"),
-    ("solvers.scheduling.listsearch", "solvers.scheduling.cpsat"),
 }
 
 
@@ -382,8 +376,7 @@ LONG_FUNCTION_EXCEPTIONS: set[str] = {
     "solvers.memory.levels.greedy.plan_greedy",
     "solvers.memory.levels.split.expand_splits",
     "solvers.memory.levels.validate.validate_levels",
-    "solvers.scheduling.cpsat.add_memory",
-    "solvers.scheduling.cpsat.segment_schedule",
+    "solvers.scheduling.cpsat.model.add_memory",
     "solvers.scheduling.heft.heft_schedule",
     "solvers.scheduling.listsearch.list_search",
     "solvers.scheduling.validate.validate_schedule",

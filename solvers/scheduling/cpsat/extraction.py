@@ -6,8 +6,6 @@ in the result's stats.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from ortools.sat.python import cp_model
 
 from solvers.core import SolveOptions, Status
@@ -15,14 +13,14 @@ from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, Sch
 from solvers.scheduling.streams import assign_streams
 from solvers.scheduling.validate import validate_schedule
 
-if TYPE_CHECKING:  # annotations only: the variables module imports this one
-    from solvers.scheduling.cpsat.variables import SchedulingVars
-
 __all__ = ["extract_solution", "checked_solution", "run_stats"]
 
 
-def extract_solution(v: SchedulingVars, solver: cp_model.CpSolver) -> SchedulingSolution:
+def extract_solution(v: "SchedulingVars", solver: cp_model.CpSolver) -> SchedulingSolution:
     """The solver's solution as a :class:`SchedulingSolution` (streams by colouring).
+
+    ``v`` is a :class:`~solvers.scheduling.cpsat.variables.SchedulingVars` (not imported here:
+    that module imports this one for :meth:`SchedulingVars.extract`).
 
     Examples
     --------
@@ -46,7 +44,7 @@ def extract_solution(v: SchedulingVars, solver: cp_model.CpSolver) -> Scheduling
     return SchedulingSolution(dev, stream, start, dur, tuple(transfers))
 
 
-def checked_solution(problem: SchedulingProblem, v: SchedulingVars, solver: cp_model.CpSolver,
+def checked_solution(problem: SchedulingProblem, v: "SchedulingVars", solver: cp_model.CpSolver,
                      what: str = "CP-SAT solution") -> SchedulingSolution:
     """:func:`extract_solution`, raising AssertionError (our bug) when it fails validation.
 
