@@ -49,11 +49,13 @@ def test_every_module_declares_its_public_names(path):
 def test_only_the_bridge_imports_both_packages():
     both = [p.relative_to(ROOT) for p in (ROOT / "planner").rglob("*.py")
             if "solvers" in imported_modules(p)]
-    allowed = {"pipeline.py", "max_load.py", "cli.py", "addresses.py"}  # addresses.py: lowering packs buffers
-    assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "memory") for p in both), both
+    # The bridge: the driver, its stage types and strategies; addresses.py: lowering packs buffers
+    allowed = {"pipeline.py", "stages.py", "scheduling.py", "max_load.py", "cli.py", "addresses.py"}
+    assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "memory", "reductions") for p in both), both
 
 
-_SOLVE_STAGE = ("solvers", "ortools", "planner.pipeline", "planner.memory", "planner.max_load", "planner.lowering")
+_SOLVE_STAGE = ("solvers", "ortools", "planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
+                "planner.memory", "planner.max_load", "planner.lower_and_replay", "planner.lowering")
 
 
 @pytest.fixture(scope="module")

@@ -41,7 +41,7 @@ def test_simulate_seed_is_checked(tmp_path):
 
 def test_no_plan_within_the_time_limit_exits_4(tmp_path, monkeypatch):
     """Neither solver finds a schedule (as when the limit is too short): exit 4, not 3."""
-    import planner.pipeline as pipeline
+    import planner.scheduling as scheduling
     from solvers.core import Status, failure_result
 
     class NoSchedule:
@@ -50,7 +50,7 @@ def test_no_plan_within_the_time_limit_exits_4(tmp_path, monkeypatch):
         def solve(self, problem, options):
             return failure_result(Status.UNKNOWN, self.name, 0.0)
 
-    monkeypatch.setattr(pipeline, "_solver_choice", lambda: (NoSchedule(), NoSchedule()))
+    monkeypatch.setattr(scheduling, "solver_choice", lambda: (NoSchedule(), NoSchedule()))
     out = tmp_path / "out"
     res = runner.invoke(app, ["solve", MLP, "-o", str(out), "--time-limit", "1"])
     assert res.exit_code == EXIT_NO_SOLUTION == 4, res.output

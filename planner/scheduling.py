@@ -1,0 +1,122 @@
+"""The latency and throughput strategy: HEFT, then CP-SAT warm-started from it, inverted into a plan.
+
+:func:`best_of_heuristic_and_exact` runs the heuristic and the exact scheduler (:func:`solver_choice`) on a
+:class:`~solvers.scheduling.SchedulingProblem` and checks every schedule either returns
+(:func:`solvers.scheduling.validate_schedule`); :func:`solve_schedule` is the strategy of
+:mod:`planner.pipeline`'s objective table: it maps the solver's statuses to the user's errors
+and inverts the schedule into a :class:`~planner.stages.Solved` stage
+(:func:`planner.reductions.scheduling.from_solution`).
+
+Examples
+--------
+>>> from planner.reductions.scheduling import to_problem
+>>> from planner.spec import load_spec
+>>> spec = load_spec("specs/taskgraph.yaml")
+>>> solved = solve_schedule(Problem(spec, RunSettings.of(spec, time_limit_s=2, workers=1), *to_problem(spec)))
+>>> solved.plan.objective >= solved.plan.bound, solved.plan.objective <= solved.plan.heuristic_objective
+(True, True)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from planner.errors import InfeasibleError, InternalError, TimeLimitError
+from planner.isa.resources import determine_resources
+from planner.reductions.scheduling import explain_infeasible, from_solution
+from planner.stages import Problem, RunSettings, Solved
+from solvers.budget import run_summary
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Solver, Status
+from solvers.scheduling import CpSatScheduler, HeftScheduler, SchedulingProblem, lower_bound, validate_schedule
+
+__all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule"]
+
+
+def _check_solution(problem: SchedulingProblem, result: SolveResult) -> None:
+    violations = validate_schedule(problem, result.solution)
+    if violations:
+        raise InternalError(f"{result.solver_name} returned an invalid schedule:\n  " + "\n  ".join(violations[:20]))
+
+
+def solver_choice() -> tuple[Solver, Solver]:
+    """The heuristic that gives the baseline and the warm start, and the exact scheduler.
+
+    Examples
+    --------
+    >>> [s.name for s in solver_choice()]
+    ['heft', 'cpsat']
+    """
+    return HeftScheduler(), CpSatScheduler()
+
+
+def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOptions, *, started_s: float,
+                                solvers: tuple[Solver, Solver] | None = None,
+                                hint: Any = None) -> tuple[SolveResult, SolveResult]:
+    """The heuristic, then the exact scheduler warm-started from ``hint`` or the heuristic's schedule.
+
+    ``solvers`` is ``(heuristic, exact)``, by default :func:`solver_choice`'s. Returns their
+    results, each schedule checked; progress points are timed from ``started_s`` (a
+    :func:`time.perf_counter` reading).
+
+    Examples
+    --------
+    >>> from planner.reductions.scheduling import to_problem
+    >>> from planner.spec import load_spec
+    >>> problem, _ = to_problem(load_spec("specs/taskgraph.yaml"))
+    >>> heft, cpsat = best_of_heuristic_and_exact(problem, SolveOptions(time_limit_s=2, num_workers=1), started_s=0)
+    >>> heft.solver_name, cpsat.objective <= heft.objective
+    ('heft', True)
+    """
+    heuristic_solver, exact_solver = solvers or solver_choice()
+    heuristic = heuristic_solver.solve(problem, options)
+    if heuristic.status.has_solution:
+        _check_solution(problem, heuristic)
+        if options.progress is not None:
+            options.progress(ProgressPoint(time.perf_counter() - started_s, heuristic.objective,
+                                           lower_bound(problem, segments=False)))
+    start_hint = hint if hint is not None else heuristic.solution
+    result = exact_solver.solve(problem, replace(options, hint=start_hint))
+    if result.status.has_solution:
+        _check_solution(problem, result)
+    return heuristic, result
+
+
+def solve_schedule(problem: Problem) -> Solved:
+    """The latency/throughput strategy: solve the scheduling reduction and invert it into a plan.
+
+    Raises
+    ------
+    InfeasibleError
+        The solver proved that no schedule satisfies the constraints (the message says which).
+    TimeLimitError
+        No schedule found within the time limit.
+    InternalError
+        An invalid model or schedule (a bug).
+    """
+    spec, settings = problem.spec, problem.settings
+    sproblem, reduction = problem.solver_problem, problem.inverse
+    heuristic, result = best_of_heuristic_and_exact(sproblem, settings.solve_options(), started_s=settings.started_s)
+    if result.status is Status.INFEASIBLE:
+        raise InfeasibleError(explain_infeasible(spec, sproblem))
+    if result.status is Status.MODEL_INVALID:
+        raise InternalError(f"the CP-SAT model is invalid: {result.stats}")
+    if not result.status.has_solution:
+        raise TimeLimitError(
+            f"no plan found within {settings.time_limit_s:g} s (status {result.status.value}); "
+            "raise --time-limit or relax the constraints")
+    resources = determine_resources(spec.graph, spec.hardware)
+    plan = from_solution(
+        result, reduction, sproblem, spec_name=spec.name,
+        heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
+        solver_info=_solver_info(settings, result, heuristic),
+        resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
+    return Solved(plan, sproblem, reduction, result, heuristic)
+
+
+def _solver_info(settings: RunSettings, result: SolveResult, heuristic: SolveResult) -> dict[str, Any]:
+    """plan.json's ``solver`` record of a latency or throughput run."""
+    return {"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": settings.workers,
+            "seed": settings.seed, "time_limit_s": settings.time_limit_s,
+            **run_summary(settings.search, [result.stats.get("stopped_by")])}
