@@ -10,6 +10,6 @@ solver    an object with ``name`` and ``solve(problem, options) -> SolveResult``
 bound     a proven lower bound on the optimum (minimization everywhere).
 gap       ``|objective - bound| / max(1, |objective|)``.
 """
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Solver, Status, failure_result, relative_gap
+from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Solver, Status, failure_result, relative_gap
 
-__all__ = ["ProgressPoint", "SolveOptions", "SolveResult", "Solver", "Status", "failure_result", "relative_gap"]
+__all__ = ["Accepting", "ProgressPoint", "SolveOptions", "SolveResult", "Solver", "Status", "failure_result", "relative_gap"]

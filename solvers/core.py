@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Protocol, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Protocol, TypeVar
 
 __all__ = [
     "Status",
@@ -23,6 +23,7 @@ __all__ = [
     "ProgressPoint",
     "failure_result",
     "relative_gap",
+    "Accepting",
 ]
 
 P = TypeVar("P")
@@ -170,9 +171,51 @@ def failure_result(status: Status, solver_name: str, wall_time_s: float = 0.0,
 
 
 class Solver(Protocol[P, S]):
-    """One interface, many solvers (exact or heuristic)."""
+    """One interface, many solvers (exact or heuristic).
+
+    ``accepts(problem)`` says, before any search, whether ``solve`` can take the problem at
+    all (its type and shape; not whether it is feasible), and ``refusal(problem)`` says why
+    not, so a caller never learns it from an UNKNOWN result (see :class:`Accepting`).
+    """
 
     name: str
 
     def solve(self, problem: P, options: SolveOptions = ...) -> SolveResult[S]:
         ...
+
+    def accepts(self, problem: Any) -> bool:
+        ...
+
+    def refusal(self, problem: Any) -> str | None:
+        ...
+
+
+class Accepting:
+    """The shared ``accepts`` / ``refusal`` of every solver: any instance of ``problem_type``.
+
+    A solver that takes only part of its problem type overrides :meth:`refusal` (calling
+    this one first) and returns a sentence naming what it cannot take.
+
+    Examples
+    --------
+    >>> class Halver(Accepting):
+    ...     name, problem_type = "halver", int
+    ...     def refusal(self, problem):
+    ...         return Accepting.refusal(self, problem) or (None if problem % 2 == 0 else "odd")
+    >>> Halver().accepts(4), Halver().refusal(3), Halver().refusal("x")
+    (True, 'odd', 'halver takes a int, not a str')
+    """
+
+    __slots__ = ()
+    # The problem dataclass the solver's ``solve`` takes.
+    problem_type: ClassVar[type] = object
+
+    def refusal(self, problem: Any) -> str | None:
+        """None when ``solve`` can take ``problem``, else why it cannot."""
+        if not isinstance(problem, self.problem_type):
+            return f"{self.name} takes a {self.problem_type.__name__}, not a {type(problem).__name__}"
+        return None
+
+    def accepts(self, problem: Any) -> bool:
+        """Whether ``solve`` can take ``problem`` (:meth:`refusal` is None)."""
+        return self.refusal(problem) is None

@@ -21,9 +21,8 @@ from planner.fleet.pipeline import FleetResult, solve_fleet
 from planner.fleet.quotes import QuoteResult, quote
 from planner.fleet.report import fleet_summary_rows, write_fleet_outputs
 from planner.fleet.resolve import FleetSpec, resolve_fleet
-from planner.fleet.spec import fleet_json_schema, has_top_level_fleet_key, is_fleet_data, read_fleet_document
+from planner.fleet.spec import fleet_json_schema, is_fleet_data, read_fleet_document
 
-_HEAD_BYTES = 64 * 1024
 
 __all__ = ["FleetSpec", "FleetResult", "QuoteResult", "is_fleet_spec", "load_fleet_spec", "solve_fleet",
            "write_fleet_outputs", "fleet_summary_rows", "quote", "fleet_json_schema"]
@@ -42,13 +41,12 @@ def is_fleet_spec(data_or_path: Any) -> bool:
     if isinstance(data_or_path, Mapping):
         return is_fleet_data(data_or_path)
     from planner.errors import SpecError
-    from planner.importers._read import read_input_head
+    from planner.spec.reader import find_lines, read_text_file
 
-    try:  # only the head: the fleet key comes early, and no file is read whole twice
-        head = read_input_head(Path(data_or_path), _HEAD_BYTES)
+    try:  # the bounded reader, and no data built: the spec's own loader reads it again
+        return ("fleet",) in find_lines(read_text_file(data_or_path), [("fleet",)])
     except SpecError:
-        return False  # not a readable regular file: the spec loader says why
-    return has_top_level_fleet_key(head.decode("utf-8", errors="replace"))
+        return False  # unreadable or malformed: the spec loader says why
 
 
 def load_fleet_spec(path: str | Path | Mapping[str, Any]) -> FleetSpec:

@@ -24,17 +24,17 @@ from __future__ import annotations
 import math
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Mapping, Optional, Union
+from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema,
                       model_validator)
 
-from planner.errors import SpecError
 from planner.spec.loader import Locator, _validation_error, did_you_mean
+from planner.spec.reader import ReadLimits, read_text_file, read_yaml
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
 
 __all__ = ["FleetDocument", "ISSUE_EXAMPLE", "LIMITS", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document",
-           "is_fleet_data", "has_top_level_fleet_key", "check_yaml_size"]
+           "is_fleet_data", "FLEET_READ_LIMITS"]
 
 # Documented limits (README, "Fleet limits"): every number of a fleet spec is finite and in range.
 MAX_OPS = 10**18  # operations per request or per second of a processor
@@ -52,9 +52,12 @@ MAX_SECONDS = 10**6  # deadlines and trace times
 MAX_HORIZON_S = 3600.0  # backfill simulation
 MAX_TRACE = 100_000  # explicit backfill arrivals
 MAX_PRICE = 1e12  # per 10^9 operations
-MAX_SPEC_BYTES = 2**20  # a fleet spec file: PyYAML builds ~350 MB of nodes from 1 MiB of dense YAML
+MAX_SPEC_BYTES = 2**20  # a fleet spec file (it holds no graphs)
 MAX_YAML_DEPTH = 64  # nesting of a fleet spec's YAML
 MAX_YAML_NODES = 200_000  # values of a fleet spec's YAML, with every alias expanded
+#: The bounded reader's limits for a fleet spec (tighter than a spine spec's: a fleet spec
+#: holds no graphs).
+FLEET_READ_LIMITS = ReadLimits(max_bytes=MAX_SPEC_BYTES, max_depth=MAX_YAML_DEPTH, max_values=MAX_YAML_NODES)
 
 #: Every limit of a fleet spec: what -> (value, why).
 LIMITS: dict[str, tuple[float, str]] = {
@@ -73,8 +76,8 @@ LIMITS: dict[str, tuple[float, str]] = {
     "backfill horizon (s)": (MAX_HORIZON_S, "the simulation steps through every request"),
     "backfill trace entries": (MAX_TRACE, "the simulation steps through every request"),
     "price per Gop": (MAX_PRICE, "finite prices"),
-    "fleet spec file bytes": (MAX_SPEC_BYTES, "the YAML parser needs ~350 bytes of memory per byte of dense input"),
-    "YAML nesting depth": (MAX_YAML_DEPTH, "the YAML composer recurses once per level"),
+    "fleet spec file bytes": (MAX_SPEC_BYTES, "a fleet spec holds no graphs; more is refused before it is read"),
+    "YAML nesting depth": (MAX_YAML_DEPTH, "a fleet spec needs about 6 levels"),
     "YAML values, aliases expanded": (MAX_YAML_NODES, "validation visits every expanded value"),
 }
 
@@ -410,96 +413,6 @@ def _fields_at(raw: tuple) -> list[str]:
     return list(cur.model_fields) if isinstance(cur, type) and issubclass(cur, BaseModel) else []
 
 
-def check_yaml_size(text: str, file: str | None = None) -> None:
-    """Refuse YAML nested deeper than :data:`MAX_YAML_DEPTH` or with more than
-    :data:`MAX_YAML_NODES` values once aliases are expanded (a "billion laughs").
-
-    Reads parser events only (no document is built, nothing recurses), counting each
-    anchored value's size so that an alias adds what it would expand to.
-
-    Examples
-    --------
-    >>> check_yaml_size("a: [1, 2]\\nb: {c: 3}\\n")
-    >>> bomb = "a: &a [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\\n" + "".join(
-    ...     f"{k}: &{k} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\\n" for p, k in zip("abcdef", "bcdefg"))
-    >>> check_yaml_size(bomb, "f.yaml")
-    Traceback (most recent call last):
-    ...
-    planner.errors.SpecError: f.yaml:6: the YAML expands to more than 200,000 values (aliases expanded); a fleet spec has fewer
-    >>> check_yaml_size("a: " + "[" * 100 + "]" * 100, "f.yaml")
-    Traceback (most recent call last):
-    ...
-    planner.errors.SpecError: f.yaml:1: the YAML is nested deeper than 64 levels
-    """
-    import yaml
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    depth, values = 0, 0
-    sizes: dict[str, int] = {}
-    open_anchors: list[tuple[str | None, int]] = []
-    try:
-        for event in yaml.parse(text, Loader=loader):
-            line = event.start_mark.line + 1 if event.start_mark else None
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                values += 1
-                open_anchors.append((event.anchor, values))
-                if depth > MAX_YAML_DEPTH:
-                    raise SpecError(f"the YAML is nested deeper than {MAX_YAML_DEPTH} levels", file=file, line=line)
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-                anchor, start = open_anchors.pop()
-                if anchor is not None:
-                    sizes[anchor] = values - start + 1
-            elif isinstance(event, yaml.ScalarEvent):
-                values += 1
-                if event.anchor is not None:
-                    sizes[event.anchor] = 1
-            elif isinstance(event, yaml.AliasEvent):
-                values += sizes.get(event.anchor, 1)
-            if values > MAX_YAML_NODES:
-                raise SpecError(f"the YAML expands to more than {MAX_YAML_NODES:,} values (aliases expanded); "
-                                "a fleet spec has fewer", file=file, line=line)
-    except yaml.YAMLError:
-        return  # malformed: the loader reports it with its line
-
-
-def has_top_level_fleet_key(text: str) -> bool:
-    """Whether YAML text is a mapping whose keys include ``fleet``, read as parser events.
-
-    Events are produced without building the document, so aliases are never expanded,
-    nesting costs no recursion, and the scan stops at the key; text the parser rejects
-    (e.g. a document cut short) counts only up to the error.
-
-    >>> has_top_level_fleet_key("version: 1\\nfleet:\\n  pools: [")
-    True
-    >>> has_top_level_fleet_key("hardware: {fleet: 1}\\n"), has_top_level_fleet_key("[fleet]")
-    (False, False)
-    """
-    import yaml
-
-    depth, expect_key = 0, False
-    try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
-            if isinstance(event, yaml.CollectionStartEvent):
-                depth += 1
-                if depth == 1 and not isinstance(event, yaml.MappingStartEvent):
-                    return False
-                expect_key = depth == 1
-            elif isinstance(event, yaml.CollectionEndEvent):
-                depth -= 1
-                if depth <= 0:
-                    return False
-                expect_key = depth == 1
-            elif depth == 1 and isinstance(event, (yaml.ScalarEvent, yaml.AliasEvent)):
-                if expect_key and isinstance(event, yaml.ScalarEvent) and event.value == "fleet":
-                    return True
-                expect_key = not expect_key
-    except yaml.YAMLError:
-        return False
-    return False
-
-
 def is_fleet_data(data: Any) -> bool:
     """A fleet spec has a top-level ``fleet:`` key.
 
@@ -528,12 +441,10 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
     if isinstance(source, Mapping):
         locator, base = Locator(dict(source), None, None), Path.cwd()
     else:
-        from planner.importers._read import read_input_text
-
         path = Path(source)
-        text = read_input_text(path, MAX_SPEC_BYTES)
-        check_yaml_size(text, str(path))
-        locator, base = Locator.from_yaml(text, str(path)), path.parent
+        text = read_text_file(path, what="fleet spec", limits=FLEET_READ_LIMITS)
+        locator = Locator(read_yaml(text, str(path), FLEET_READ_LIMITS), text, str(path))
+        base = path.parent
     if not isinstance(locator.data, Mapping):
         raise locator.error("the spec must be a mapping with a 'fleet' key")
     try:

@@ -537,7 +537,11 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
         where = _where(p, i, ins)
         ins_bufs = {b for o in k.inputs for b in o.buffers}
         out_bufs = {b for o in k.outputs for b in o.buffers}
-        if ins_bufs != set(ins.reads) or out_bufs != set(ins.writes):
+        # Besides its operands, a compute instruction reads the zero-byte token of each
+        # control edge from another device (docs/isa.md, "after:<op>@<src>-><op>" buffers).
+        tokens = {b for b in set(ins.reads) - ins_bufs
+                  if names[b].startswith("after:") and b in alloc and alloc[b].size == 0}
+        if ins_bufs != set(ins.reads) - tokens or out_bufs != set(ins.writes):
             v.append(f"{where}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
                      f"operands are in {sorted(ins_bufs)} and {sorted(out_bufs)}")
         fast = main = 0

@@ -58,7 +58,7 @@ from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, 
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import bin_loads, colocation_objective, validate_colocation
 from solvers.cpsat_support import STATUS_MAP
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize", "repack_busiest"]
 
@@ -331,7 +331,7 @@ def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, bud
 
 
 @dataclass(frozen=True, slots=True)
-class CpSatColocationSolver:
+class CpSatColocationSolver(Accepting):
     """Exact vector bin packing (fewest/cheapest bins, or lowest peak utilization).
 
     Examples
@@ -346,6 +346,7 @@ class CpSatColocationSolver:
     """
 
     name: str = "cpsat"
+    problem_type = ColocationProblem
     # Share of the deterministic budget spent looking for a packing that meets the volume bound.
     bin_completion_share: float = 0.3
     # Share of the deterministic budget for the move/swap local search on the balance objective.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from solvers.colocation.bounds import explain_infeasibility
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import colocation_objective, solution_cost
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["FirstFitDecreasingSolver", "bin_completion", "decreasing_order", "first_fit_decreasing", "improve_balance"]
 
@@ -114,7 +114,7 @@ def _least_utilized_fit(problem: ColocationProblem, bins: list[int]) -> Colocati
 
 
 @dataclass(frozen=True, slots=True)
-class FirstFitDecreasingSolver:
+class FirstFitDecreasingSolver(Accepting):
     """The greedy baseline, with the interface of every co-location solver.
 
     ``MIN_COST``: first-fit decreasing. ``MIN_MAX_UTILIZATION``: decreasing least-utilized
@@ -132,6 +132,7 @@ class FirstFitDecreasingSolver:
     """
 
     name: str = "ffd"
+    problem_type = ColocationProblem
 
     def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
         t0 = time.perf_counter()

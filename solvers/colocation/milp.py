@@ -52,7 +52,7 @@ from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
 from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import solution_cost, validate_colocation
 from solvers.cpsat_support import STATUS_MAP
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound"]
 
@@ -376,7 +376,7 @@ def _expand(problem: ColocationProblem, chosen: list[tuple[Pattern, int]]) -> Co
 
 
 @dataclass(frozen=True, slots=True)
-class ColumnGenerationColocationSolver:
+class ColumnGenerationColocationSolver(Accepting):
     """Fewest (cheapest) processors: FFD, bin completion, column generation, integer master.
 
     Only for ``MIN_COST`` (use :class:`~solvers.colocation.cpsat.CpSatColocationSolver` for
@@ -393,6 +393,7 @@ class ColumnGenerationColocationSolver:
     """
 
     name: str = "colgen"
+    problem_type = ColocationProblem
     # Share of the deterministic budget for bin completion (one class only).
     bin_completion_share: float = 0.25
     # Share of the deterministic budget for column generation; the integer master gets the rest.
@@ -401,6 +402,13 @@ class ColumnGenerationColocationSolver:
     dive_share: float = 0.8
     # Deterministic-time units per second of time limit (see solvers.colocation.budget).
     dtime_per_second: float = DTIME_PER_SECOND
+
+    def refusal(self, problem: ColocationProblem) -> str | None:
+        """Why column generation cannot take ``problem`` (only ``MIN_COST``), or None."""
+        refused = Accepting.refusal(self, problem)
+        if refused is None and problem.objective is not ColocationObjective.MIN_COST:
+            return "column generation handles the min_cost objective only"
+        return refused
 
     def solve(self, problem: ColocationProblem, options: SolveOptions = SolveOptions()) -> SolveResult[ColocationSolution]:
         if problem.objective is not ColocationObjective.MIN_COST:

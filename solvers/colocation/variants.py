@@ -27,7 +27,7 @@ from ortools.sat.python import cp_model
 
 from solvers.budget import COLOCATION, Budget
 from solvers.cpsat_support import STATUS_MAP
-from solvers.core import SolveOptions, SolveResult, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, failure_result
 
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
 
@@ -166,7 +166,7 @@ def validate_variants(problem: VariantProblem, solution: VariantSolution) -> lis
 
 
 @dataclass(frozen=True, slots=True)
-class CpSatVariantSolver:
+class CpSatVariantSolver(Accepting):
     """Least-cost mix of variants (see the module Notes).
 
     Examples
@@ -182,6 +182,7 @@ class CpSatVariantSolver:
     """
 
     name: str = "cpsat-variants"
+    problem_type = VariantProblem
 
     def solve(self, problem: VariantProblem, options: SolveOptions = SolveOptions()) -> SolveResult[VariantSolution]:
         t0 = time.perf_counter()

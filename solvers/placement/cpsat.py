@@ -60,7 +60,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from solvers.budget import PLACEMENT, Budget
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.placement.bounds import lower_bound, topological_order
 from solvers.placement.greedy import greedy_placement
 from solvers.placement.problem import FORBIDDEN, PlacementProblem, PlacementSolution
@@ -355,7 +355,7 @@ def build(problem: PlacementProblem, *, bound: int = 0, upper: int | None = None
     return model, v
 
 
-class CpSatPlacementSolver:
+class CpSatPlacementSolver(Accepting):
     """Max-load partitioning with CP-SAT, warm-started from the better of ``options.hint``
     and :func:`greedy_placement`.
 
@@ -372,6 +372,7 @@ class CpSatPlacementSolver:
     """
 
     name = "cpsat-placement"
+    problem_type = PlacementProblem
 
     def solve(self, problem: PlacementProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[PlacementSolution]:

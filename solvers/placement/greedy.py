@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.placement.bounds import lower_bound, topological_order
 from solvers.placement.problem import FORBIDDEN, PlacementProblem, PlacementSolution
 from solvers.placement.validate import device_loads, max_load, validate_placement
@@ -226,7 +226,7 @@ def improve_placement(problem: PlacementProblem, device_of: tuple[int, ...],
     return tuple(dev)
 
 
-class GreedyPlacementSolver:
+class GreedyPlacementSolver(Accepting):
     """:func:`greedy_placement` behind the :class:`~solvers.core.Solver` interface.
 
     Examples
@@ -237,6 +237,7 @@ class GreedyPlacementSolver:
     """
 
     name = "greedy"
+    problem_type = PlacementProblem
 
     def solve(self, problem: PlacementProblem, options: SolveOptions = SolveOptions()) -> SolveResult[PlacementSolution]:
         t0 = time.perf_counter()

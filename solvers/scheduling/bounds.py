@@ -1,8 +1,19 @@
 """Proven lower bounds on the optimum of a :class:`SchedulingProblem`.
 
 Every function returns an integer that is ``<=`` the objective of *every* feasible
-solution, hence ``<=`` the optimum. They ignore memory, colocation, stream and link
-exclusivity (relaxations can only lower a bound, never make it unsound).
+solution, hence ``<=`` the optimum. Each is a relaxation (dropping a constraint can only
+lower a bound, never make it unsound); :func:`lower_bound` takes the best of them:
+
+* here: critical path, total work, fractional load, largest op, and the segments;
+* :mod:`~solvers.scheduling.forced`: op-device pairs memory, colocation or links rule out,
+  removed before any bound is computed (same feasible solutions, stronger bounds);
+* :mod:`~solvers.scheduling.path_bounds`: paths whose ops pay their device's duration and
+  whose edges pay a transfer between devices; chains whose runs on one device must hold
+  their weights (memory forces crossings);
+* :mod:`~solvers.scheduling.linear_relaxation`: the LP with fractional placement, times,
+  communication, work and memory per device class, certified from its duals;
+* :mod:`~solvers.scheduling.decomposition`: segment bounds joined at the cut ops, each cut
+  op on one device for both of its segments.
 
 Notes
 -----
@@ -20,10 +31,10 @@ Write ``m_i = min_d dur[i][d]`` over the devices op i may use and ``S = sum_d st
   and ``c_d = 1`` for THROUGHPUT (a device's load is the plain sum of its ops' durations,
   whatever its streams). Any integer placement is a feasible f, so the LP optimum is
   ``<=`` the objective. This is what makes the bound sound on heterogeneous devices: a
-  fast device is credited only with the work it can do at its own speed. The LP value is
-  rounded *down* after a 1e-6 tolerance (then up to an integer, since objectives are
-  integers), so solver round-off cannot make it unsound. It dominates the total-work
-  bound and ``ceil(sum_i m_i / num_devices)`` for THROUGHPUT.
+  fast device is credited only with the work it can do at its own speed. The value is
+  certified from the solver's duals (weak duality, :mod:`~solvers.scheduling.linear_relaxation`),
+  so solver round-off cannot make it unsound. It dominates the total-work bound and
+  ``ceil(sum_i m_i / num_devices)`` for THROUGHPUT.
 * **Largest op** (THROUGHPUT): ``max_i m_i``: op i adds at least ``m_i`` to one
   device's load, streams notwithstanding.
 
@@ -38,7 +49,9 @@ Write ``m_i = min_d dur[i][d]`` over the devices op i may use and ``S = sum_d st
   leaving the segment (relaxations), so its optimum, or any proven bound on it, bounds
   that term. The sum of the segment bounds is a lower bound on the makespan. It sees
   what the critical path cannot: side branches of a segment must either queue on the
-  path's device or pay transfers.
+  path's device or pay transfers. :func:`segment_bound` joins the segments' bounds with
+  :func:`~solvers.scheduling.decomposition.chain_segment_bound`, which is never below their
+  sum.
 
 References
 ----------
@@ -48,13 +61,17 @@ References
 
 from __future__ import annotations
 
-import math
-
-from solvers.dag import kahn_order
+from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
+from solvers.scheduling.forced import restrict_placements
+from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
+from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.structure import (cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
+                                          topological_order)
 
 __all__ = [
     "lower_bound",
+    "lower_bounds",
     "critical_path_bound",
     "work_bound",
     "fractional_load_bound",
@@ -65,60 +82,9 @@ __all__ = [
     "cut_vertices",
     "segment_problems",
     "segment_bound",
+    "bound_segments",
+    "segment_floor",
 ]
-
-
-def min_durations(problem: SchedulingProblem) -> tuple[int, ...]:
-    """Each op's smallest duration over its allowed devices.
-
-    Examples
-    --------
-    >>> p = SchedulingProblem(((4, -1), (3, 6)), (), (1, 1), ((-1, 0), (0, -1)), ())
-    >>> min_durations(p)
-    (4, 3)
-    """
-    return tuple(min(x for x in row if x >= 0) for row in problem.durations_cycles)
-
-
-def min_transfer_cycles(problem: SchedulingProblem, edge: int) -> int:
-    """The cheapest communication edge ``edge`` can get (0 when its ops can share a device).
-
-    Returns a large number when no pair of allowed devices can exchange data.
-
-    Examples
-    --------
-    >>> p = SchedulingProblem(((4, -1), (-1, 6)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((7,),))
-    >>> min_transfer_cycles(p, 0)
-    7
-    """
-    u, v, _ = problem.edges[edge]
-    best = None
-    for a in problem.allowed_devices(u):
-        for b in problem.allowed_devices(v):
-            if a == b:
-                return 0
-            link = problem.link_of[a][b]
-            if link >= 0:
-                c = problem.transfer_cycles[edge][link]
-                best = c if best is None else min(best, c)
-    return best if best is not None else 1 << 60
-
-
-def topological_order(problem: SchedulingProblem) -> tuple[int, ...]:
-    """Ops in topological order, ties broken by index (Kahn's algorithm with a heap).
-
-    Raises
-    ------
-    ValueError
-        When the edges contain a cycle.
-
-    Examples
-    --------
-    >>> p = SchedulingProblem(((1,), (1,), (1,)), ((2, 0, 0), (0, 1, 0)), (1,), ((-1,),), ((), ()))
-    >>> topological_order(p)
-    (2, 0, 1)
-    """
-    return kahn_order(problem.num_ops, problem.edges)
 
 
 def critical_path_bound(problem: SchedulingProblem) -> int:
@@ -165,49 +131,9 @@ def max_op_bound(problem: SchedulingProblem) -> int:
     return max(min_durations(problem), default=0)
 
 
-def fractional_load_bound(problem: SchedulingProblem) -> int:
-    """The LP relaxation of the placement's load (see the module Notes), rounded soundly.
-
-    Examples
-    --------
-    Two ops each take 6 cycles on device 0 or 2 on device 1. With a fraction f of the
-    work on the slow device, ``6f = 2(2 - f)`` balances the two, so ``f = 1/2`` and ``T = 3``.
-
-    >>> p = SchedulingProblem(((6, 2), (6, 2)), (), (1, 1), ((-1, 0), (0, -1)), ())
-    >>> fractional_load_bound(p)
-    3
-    """
-    from ortools.linear_solver import pywraplp
-
-    n, nd = problem.num_ops, problem.num_devices
-    if n == 0:
-        return 0
-    streams = (problem.device_streams if problem.objective is Objective.LATENCY
-               else (1,) * nd)
-    lp = pywraplp.Solver.CreateSolver("GLOP")
-    if lp is None:  # pragma: no cover - GLOP ships with OR-Tools
-        return 0
-    t = lp.NumVar(0, lp.infinity(), "T")
-    load = [[] for _ in range(nd)]
-    for i in range(n):
-        fs = []
-        for d in problem.allowed_devices(i):
-            f = lp.NumVar(0, 1, f"f_{i}_{d}")
-            fs.append(f)
-            load[d].append(problem.durations_cycles[i][d] * f)
-        lp.Add(sum(fs) == 1)
-    for d in range(nd):
-        if load[d]:
-            lp.Add(sum(load[d]) <= streams[d] * t)
-    lp.Minimize(t)
-    if lp.Solve() != pywraplp.Solver.OPTIMAL:
-        return 0
-    value = t.solution_value()
-    return max(0, math.ceil(value - 1e-6 * max(1.0, value)))
-
-
 def segment_bound(problem: SchedulingProblem) -> int:
-    """Sum over the segments (see :func:`segment_problems`) of each one's own lower bound.
+    """The segment chain bound over the cheap bound of each segment (see
+    :mod:`~solvers.scheduling.decomposition`): never below the sum of the segments' bounds.
 
     LATENCY only (0 for THROUGHPUT or without cut ops).
 
@@ -223,17 +149,122 @@ def segment_bound(problem: SchedulingProblem) -> int:
     """
     if problem.objective is not Objective.LATENCY:
         return 0
-    return sum(lower_bound(sub, segments=False) for sub, _ in segment_problems(problem))
+    pruned, segs = bound_segments(problem, restrict=False)  # lower_bounds restricted it
+    return chain_segment_bound(pruned, segs, [_restricted_floor(sub) for sub, _ in segs])
 
 
-def lower_bound(problem: SchedulingProblem, segments: bool = True) -> int:
+def segment_floor(segment: SchedulingProblem) -> int:
+    """The bound of one segment that the chain builds on: :func:`lower_bound` without
+    segments, with the LP for segments of 8 ops or more (smaller ones gain nothing from it,
+    and a graph of thousands of them would pay one LP each).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((0,), (5,), (5,), (1,)),
+    ...                       ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,), ((-1,),), ((),) * 4)
+    >>> segment_floor(p)
+    11
+    """
+    return lower_bound(segment, segments=False, lp=_SEGMENT_LP_MIN_OPS <= segment.num_ops)
+
+
+def _restricted_floor(segment: SchedulingProblem) -> int:
+    """:func:`segment_floor` of a segment of an already restricted problem."""
+    return lower_bound(segment, segments=False, lp=_SEGMENT_LP_MIN_OPS <= segment.num_ops, restrict=False)
+
+
+def bound_segments(problem: SchedulingProblem, restrict: bool = True,
+                   ) -> tuple[SchedulingProblem, list[tuple[SchedulingProblem, tuple[int, ...]]]]:
+    """The problem the segment bounds work on (placements restricted by
+    :func:`~solvers.scheduling.forced.restrict_placements`, free ends pruned by
+    :func:`~solvers.scheduling.decomposition.prune_free_ends`) and its segments;
+    ``restrict=False`` for a problem restricted already.
+
+    Ops of the segments are indices of that problem, not of ``problem``.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,), (1,), (0,)), ((0, 1, 0), (2, 1, 0)), (1,), ((-1,),), ((),) * 2)
+    >>> pruned, segs = bound_segments(p)
+    >>> pruned.num_ops, [ops for _, ops in segs]
+    (2, [(0,), (0, 1)])
+    """
+    pruned = prune_free_ends(restrict_placements(problem) if restrict else problem)
+    return pruned, segment_problems(pruned)
+
+
+_SEGMENT_LP_MIN_OPS = 8
+
+
+def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | None = None,
+                 restrict: bool = True) -> dict[str, int]:
+    """Every bound that applies to the problem's objective, by name (see :func:`lower_bound`).
+
+    ``restrict=False`` skips :func:`~solvers.scheduling.forced.restrict_placements` (for a
+    problem already restricted, such as a segment of one).
+
+    A bound that cannot beat the others is skipped: the fractional load when placing each
+    op on its fastest device already gives no more (its LP optimum is no larger), the memory
+    path without a memory limit.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> lower_bounds(p)
+    {'critical_path': 7, 'work': 4, 'placement_path': 7, 'segment_chain': 7}
+    """
+    if problem.num_ops == 0:
+        return {}
+    lp = segments if lp is None else lp
+    r = restrict_placements(problem) if restrict else problem
+    latency = problem.objective is Objective.LATENCY
+    if latency:
+        capped = any(r.memory_bytes(d) > 0 for d in range(r.num_devices))
+        placement, memory = path_bounds(r, memory=capped)
+        parts = {"critical_path": critical_path_bound(r), "work": work_bound(r), "placement_path": placement}
+        if capped:
+            parts["memory_path"] = memory
+    else:
+        parts = {"largest_op": max_op_bound(r)}
+    if _fastest_device_load(r) > max(parts.values()):
+        parts["fractional_load"] = fractional_load_bound(r)
+    if lp:
+        relaxed = lp_relaxation(r)
+        if not relaxed.status.startswith("SKIPPED"):
+            parts["lp"] = relaxed.bound
+    if latency and segments:
+        parts["segment_chain"] = segment_bound(r)
+    return parts
+
+
+def _fastest_device_load(problem: SchedulingProblem) -> float:
+    """The fractional load of one feasible placement (each op on a fastest device): the LP
+    optimum is at most this."""
+    latency = problem.objective is Objective.LATENCY
+    load = [0.0] * problem.num_devices
+    for row in problem.durations_cycles:
+        d = min((x, k) for k, x in enumerate(row) if x >= 0)[1]
+        load[d] += row[d]
+    return max(load[d] / (problem.device_streams[d] if latency else 1) for d in range(problem.num_devices))
+
+
+def lower_bound(problem: SchedulingProblem, segments: bool = True, lp: bool | None = None,
+                restrict: bool = True) -> int:
     """The best of the bounds that apply to the problem's objective.
+
+    Every bound is computed on :func:`~solvers.scheduling.forced.restrict_placements` of
+    the problem (placements memory, colocation or links rule out are removed: the same
+    feasible solutions, so the same optimum).
 
     Parameters
     ----------
     problem : SchedulingProblem
     segments : bool
         Include :func:`segment_bound` (LATENCY); segments themselves are bounded without it.
+    lp : bool, optional
+        Include :func:`~solvers.scheduling.linear_relaxation.lp_bound`; default: as ``segments``.
+    restrict : bool
+        Restrict placements first (see :func:`lower_bounds`).
 
     Returns
     -------
@@ -249,14 +280,7 @@ def lower_bound(problem: SchedulingProblem, segments: bool = True) -> int:
     >>> lower_bound(replace(p, objective=Objective.THROUGHPUT))  # LP: loads 3.5 and 3.5
     4
     """
-    if problem.num_ops == 0:
-        return 0
-    if problem.objective is Objective.LATENCY:
-        parts = (critical_path_bound(problem), work_bound(problem), fractional_load_bound(problem),
-                 segment_bound(problem) if segments else 0)
-    else:
-        parts = (max_op_bound(problem), fractional_load_bound(problem))
-    return max(parts)
+    return max(lower_bounds(problem, segments, lp, restrict).values(), default=0)
 
 
 def _reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:
@@ -277,24 +301,6 @@ def _reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:
         for v in succs[i]:
             desc[i] |= desc[v] | (1 << v)
     return anc, desc
-
-
-def cut_vertices(problem: SchedulingProblem) -> tuple[int, ...]:
-    """Ops that every other op precedes or follows, in topological order.
-
-    Examples
-    --------
-    >>> p = SchedulingProblem(((1,),) * 4, ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,),
-    ...                       ((-1,),), ((),) * 4)
-    >>> cut_vertices(p)  # the fork and the join
-    (0, 3)
-    """
-    n = problem.num_ops
-    anc, desc = _reach_sets(problem)
-    full = (1 << n) - 1
-    cuts = [i for i in range(n) if (anc[i] | desc[i] | (1 << i)) == full]
-    pos = {op: k for k, op in enumerate(topological_order(problem))}
-    return tuple(sorted(cuts, key=pos.__getitem__))
 
 
 def _subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -> SchedulingProblem:
@@ -333,21 +339,6 @@ def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem
     >>> [(ops, critical_path_bound(sub)) for sub, ops in segment_problems(p)]
     [((0,), 2), ((0, 1), 3), ((1, 2), 4)]
     """
-    cuts = cut_vertices(problem)
-    if not cuts:
-        return []
-    anc, desc = _reach_sets(problem)
     order = topological_order(problem)
-    out = []
-
-    def members(mask: int) -> list[int]:
-        return [op for op in order if mask >> op & 1]
-
-    first = cuts[0]
-    out.append((members(anc[first] | (1 << first)), None))
-    for a, b in zip(cuts, cuts[1:]):
-        out.append((members((desc[a] & anc[b]) | (1 << a) | (1 << b)), a))
-    last = cuts[-1]
-    if desc[last]:
-        out.append((members(desc[last] | (1 << last)), last))
-    return [(_subproblem(problem, ops, src), tuple(ops)) for ops, src in out]
+    return [(_subproblem(problem, list(order[lo:hi + 1]), source), order[lo:hi + 1])
+            for lo, hi, source, _ in segment_ranges(problem)]

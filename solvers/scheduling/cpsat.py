@@ -63,12 +63,14 @@ solution is never worse than the hint (the hint is a feasible, hinted solution o
 restricted model). Its proven bound is for the restricted model only, so the result
 reports only ``lower_bound(problem)`` as the bound.
 
-**Bounds.** ``lower_bound(problem)`` (critical path, total work, fractional load, cheap
-segment bound) is a constraint on the objective. For LATENCY, :func:`segment_lower_bound`
-then spends up to ``segment_bound_share`` of the budget proving bounds with CP-SAT on the
-segments between cut ops (layers), one proof per group of same-shape segments. The result's
-bound is ``max(that, CP-SAT's best bound)``; in the sequencing-only mode CP-SAT's own
-bound is for the restricted model and is not used.
+**Bounds.** ``lower_bound(problem)`` (critical path, total work, fractional load,
+placement- and memory-aware paths, the LP relaxation, the segment chain: see
+:mod:`solvers.scheduling.bounds`) is a constraint on the objective. For LATENCY,
+:func:`segment_lower_bound` then spends up to ``segment_bound_share`` of the budget proving
+bounds with CP-SAT on the segments between cut ops (layers), one proof per group of
+same-shape segments, joined by the segment chain. The result's bound is ``max(that, CP-SAT's
+best bound)``; in the sequencing-only mode CP-SAT's own bound is for the restricted model
+and is not used.
 
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
@@ -157,8 +159,9 @@ from ortools.sat.python import cp_model
 
 from solvers.budget import Budget, Calibration, SCHEDULING
 from solvers.cpsat_support import STATUS_MAP
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.scheduling.bounds import lower_bound, topological_order
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.scheduling.bounds import bound_segments, lower_bound, segment_floor, topological_order
+from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
 from solvers.scheduling.listsearch import fixed_placement, list_search
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
@@ -961,21 +964,25 @@ def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingV
 
 
 def _segment_signature(sub: SchedulingProblem):
+    # exact repeats only: one proof on the element-wise floor of segments that merely share a
+    # shape (inception modules of different widths) proved little more than the critical path
     return (sub.num_ops, sub.edges and tuple((u, v) for u, v, _ in sub.edges),
-            tuple(tuple(x >= 0 for x in row) for row in sub.durations_cycles),
-            sub.colocation_groups)
+            sub.durations_cycles, sub.transfer_cycles, sub.colocation_groups)
 
 
 def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
                         budget: "Budget | float", cfg: "CpSatOptions | None" = None) -> tuple[int, dict]:
     """The segment bound of :func:`~solvers.scheduling.bounds.segment_bound`, with CP-SAT
-    proving bounds on the larger segments.
+    proving bounds on the larger segments (the segments of
+    :func:`~solvers.scheduling.bounds.bound_segments`, joined by
+    :func:`~solvers.scheduling.decomposition.chain_segment_bound`).
 
-    Segments with the same structure (ops, edges, allowed devices, colocation; repeated
-    layers) form a group. A group's *floor* problem takes, op by op and edge by edge, the
-    smallest duration and transfer over its members: shrinking durations keeps any
-    schedule feasible with starts unchanged, so the floor's optimum is at most each
-    member's, and one CP-SAT bound on the floor serves the whole group. Groups are proved
+    Segments that repeat exactly (ops, edges, durations, transfers, colocation; repeated
+    layers) form a group, and one CP-SAT bound serves the whole group. (Its *floor* problem
+    takes, op by op and edge by edge, the smallest duration and transfer over its members:
+    shrinking durations keeps any schedule feasible with starts unchanged, so the floor's
+    optimum is at most each member's. Grouping by shape alone, with one floor for inception
+    modules of different widths, proved no more than the critical path.) Groups are proved
     largest first (ops x members) within ``budget`` (a :class:`~solvers.budget.Budget`, or
     that many deterministic-time units with the net of ``options``); each group's share
     depends only on what the earlier ones charged. The rest keep their cheap bound.
@@ -991,16 +998,14 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
     >>> segment_lower_bound(p, SolveOptions(), 1.0)[0]
     12
     """
-    from solvers.scheduling.bounds import segment_problems
-
     cfg = cfg or CpSatOptions()
     budget = _as_budget(budget, options, cfg)
     if problem.objective is not Objective.LATENCY:
         return 0, {}
-    segs = segment_problems(problem)
+    pruned, segs = bound_segments(problem)
     if not segs:
         return 0, {}
-    bounds = [lower_bound(sub, segments=False) for sub, _ in segs]
+    bounds = [segment_floor(sub) for sub, _ in segs]
     groups: dict[Any, list[int]] = {}
     for k, (sub, _) in enumerate(segs):
         if sub.num_ops >= cfg.segment_min_ops and sub.num_ops < problem.num_ops:
@@ -1026,9 +1031,9 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
             proved += 1
             for k in ks:
                 bounds[k] = max(bounds[k], int(r.bound))
-    return sum(bounds), {"segments": len(segs), "segment_groups": len(order),
-                         "segment_groups_proved": proved, "segment_bound_dtime": budget.used,
-                         "segment_bound_stopped_by": budget.stop_word()}
+    stats = {"segments": len(segs), "segment_groups": len(order), "segment_groups_proved": proved,
+             "segment_bound_dtime": budget.used, "segment_bound_stopped_by": budget.stop_word()}
+    return chain_segment_bound(pruned, segs, bounds), stats
 
 
 def _as_budget(budget: "Budget | float", options: SolveOptions, cfg: "CpSatOptions") -> Budget:
@@ -1247,7 +1252,7 @@ def _serial_horizon(problem: SchedulingProblem) -> int:
             + sum(max(r, default=0) for r in problem.transfer_cycles))
 
 
-class CpSatScheduler:
+class CpSatScheduler(Accepting):
     """Joint placement and scheduling with CP-SAT (see the module Notes).
 
     Parameters
@@ -1266,6 +1271,7 @@ class CpSatScheduler:
     """
 
     name = "cpsat"
+    problem_type = SchedulingProblem
 
     def __init__(self, config: CpSatOptions = CpSatOptions()) -> None:
         self.config = config

@@ -58,7 +58,7 @@ import heapq
 import logging
 import time
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import topological_order
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
@@ -360,7 +360,7 @@ def heft_schedule(problem: SchedulingProblem,
     return SchedulingSolution(tuple(dev), tuple(stream), tuple(start), tuple(dur), tuple(transfers))
 
 
-class HeftScheduler:
+class HeftScheduler(Accepting):
     """HEFT as a :class:`~solvers.core.Solver`: FEASIBLE with ``bound=None``, or UNKNOWN.
 
     When HEFT leaves an op without a device, the first-fit placement of
@@ -375,6 +375,7 @@ class HeftScheduler:
     """
 
     name = "heft"
+    problem_type = SchedulingProblem
 
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:

@@ -65,7 +65,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solvers.budget import Budget, Calibration
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import topological_order
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
@@ -338,7 +338,7 @@ def _solution(problem: SchedulingProblem, placement, starts, dur) -> SchedulingS
                               tuple(transfers))
 
 
-class ListSearchScheduler:
+class ListSearchScheduler(Accepting):
     """:func:`list_search` as a :class:`~solvers.core.Solver` (FEASIBLE, no bound).
 
     Parameters
@@ -357,11 +357,30 @@ class ListSearchScheduler:
     """
 
     name = "list-search"
+    problem_type = SchedulingProblem
 
     def __init__(self, work_per_second: int = 20_000,
                  options: ListSearchOptions = ListSearchOptions()) -> None:
         self.work_per_second = work_per_second
         self.options = options
+
+    def refusal(self, problem: SchedulingProblem) -> str | None:
+        """Why :func:`list_search` cannot take ``problem`` (see :func:`fixed_placement`), or None.
+
+        Examples
+        --------
+        >>> two_devices = SchedulingProblem(((3, 3),), (), (1, 1), ((-1, 0), (0, -1)), ())
+        >>> ListSearchScheduler().refusal(two_devices)
+        'list-search needs a fixed placement with free transfers and no binding memory limit'
+        """
+        refused = Accepting.refusal(self, problem)
+        if refused is not None:
+            return refused
+        if problem.num_ops == 0:
+            return "list-search needs at least one op"
+        if fixed_placement(problem, self.options.max_horizon) is None:
+            return "list-search needs a fixed placement with free transfers and no binding memory limit"
+        return None
 
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:

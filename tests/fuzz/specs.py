@@ -56,20 +56,12 @@ __all__ = ["Case", "CaseResult", "KNOWN_BUGS", "valid_spec", "schema_value", "sp
 
 PROFILES = ("tpu-v1", "tpu-v4", "edge-npu", "generic")
 
-#: Open bugs that other parts of issue 9 own (lowering and memory planning, not input
-#: validation): an exit-3 run whose message matches is counted as ``known:<name>`` rather
-#: than failing the fuzz test, and listed apart in the long run's summary. An entry goes
-#: when its fix lands; anything else that exits 3 still fails. All three were fixed on main
-#: by the lowering part of issue 9 (merge 0e3c702) after this branch started: empty this
-#: table once both are merged.
-KNOWN_BUGS: dict[str, re.Pattern] = {
-    "lowering: a consumer read a buffer before its producer wrote it": re.compile(
-        r"max abs error nan, max rel error nan"),
-    "lowering: an op reads one tensor twice": re.compile(
-        r"allocated twice|roofline bytes fast=\d+ main=\d+, but its operand buffers hold"),
-    "lowering: operand buffers across devices": re.compile(
-        r"reads \[[\d, ]*\] and writes \[[\d, ]*\], but its kernel's operands are in"),
-}
+#: Open bugs owned elsewhere: an exit-3 run whose message matches is counted as
+#: ``known:<name>`` rather than failing the fuzz test, and listed apart in the long run's
+#: summary; anything else that exits 3 still fails. Empty: the three lowering bugs listed
+#: here while issue 9 was under way (a consumer reading before its producer wrote, an op
+#: reading one tensor twice, operand buffers across devices) are fixed on main.
+KNOWN_BUGS: dict[str, re.Pattern] = {}
 FLOAT_DTYPES = ("fp32", "fp32", "fp32", "fp16")
 DTYPES = ("fp32", "fp16", "bf16", "int8", "fp64")
 

@@ -208,7 +208,8 @@ def test_bare_model_matches_brute_force(p):
 
 
 def test_segment_floor_bound_is_sound():
-    """Two fork-join layers of one shape (different durations) share one floor proof."""
+    """Two fork-join layers of one shape but different durations get a proof each (and
+    together prove the optimum); two identical layers share one proof."""
     from solvers.scheduling import segment_lower_bound
     # a -> {b, c} -> d -> {e, f} -> g on two devices and a bus with 2-cycle transfers
     p = SchedulingProblem(((1, 1), (4, 4), (3, 3), (1, 1), (6, 6), (2, 2), (1, 1)),
@@ -221,7 +222,11 @@ def test_segment_floor_bound_is_sound():
     # [8, 10) transfer, f [10, 12), back [12, 14), e [8, 14), g [14, 15). Optimum 15 = 1 + 7 + 7.
     assert opt == 15
     bound, stats = segment_lower_bound(p, SolveOptions(time_limit_s=5), 3.0)
-    assert stats["segment_groups_proved"] == 1
-    assert bound <= opt
+    assert stats["segment_groups_proved"] == 2
+    assert bound == opt  # 1 + 7 + 7, each layer proved on its own
     r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=10))
     assert r.status is Status.OPTIMAL and r.objective == opt
+    twin = SchedulingProblem(((1, 1), (4, 4), (3, 3), (1, 1), (4, 4), (3, 3), (1, 1)), p.edges,
+                             (1, 1), ((-1, 0), (0, -1)), ((2,),) * 8)
+    bound, stats = segment_lower_bound(twin, SolveOptions(time_limit_s=5), 3.0)
+    assert stats["segment_groups"] == 1 and bound == 1 + 7 + 7 == brute_force(twin)

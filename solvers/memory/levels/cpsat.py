@@ -77,7 +77,7 @@ from dataclasses import dataclass, field, replace
 from ortools.sat.python import cp_model
 
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import STATUS_MAP
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
@@ -729,7 +729,7 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
     hint(v.shift, s.makespan_cycles - v.fixed.makespan_cycles if v.fixed is not None else 0)
 
 
-class CpSatLevelSolver:
+class CpSatLevelSolver(Accepting):
     """Minimum-makespan residency, prefetch/evict schedule and split factors.
 
     Examples
@@ -745,6 +745,7 @@ class CpSatLevelSolver:
     """
 
     name = "cpsat"
+    problem_type = LevelProblem
 
     def __init__(self, prefetch_window_ops: int | None | str = "auto", auto_window_ops: int = 16,
                  auto_above_ops: int = 64, dtime_per_second: float = MEMORY_LEVELS.units_per_second,

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import expand_splits, split_factor_choices
 from solvers.memory.levels.validate import level_metrics, replay_levels
@@ -209,7 +209,7 @@ def _best_over_splits(problem: LevelProblem, plan, name: str, t0: float,
                        level_metrics(problem, best).as_dict())
 
 
-class AllSlowLevelSolver:
+class AllSlowLevelSolver(Accepting):
     """Everything in the slow level (the everything-in-HBM baseline).
 
     With split groups it uses the smallest factor of each group.
@@ -222,13 +222,14 @@ class AllSlowLevelSolver:
     """
 
     name = "all-in-hbm"
+    problem_type = LevelProblem
 
     def solve(self, problem: LevelProblem, options: SolveOptions = SolveOptions()) -> SolveResult[LevelSolution]:
         choice = (tuple(min(g.factors) for g in problem.splits),) if problem.splits else None
         return _best_over_splits(problem, plan_all_slow, self.name, time.perf_counter(), choice)
 
 
-class GreedyLevelSolver:
+class GreedyLevelSolver(Accepting):
     """Belady-like residency with earliest-possible prefetch.
 
     Examples
@@ -242,6 +243,7 @@ class GreedyLevelSolver:
     """
 
     name = "greedy"
+    problem_type = LevelProblem
 
     def solve(self, problem: LevelProblem, options: SolveOptions = SolveOptions()) -> SolveResult[LevelSolution]:
         return _best_over_splits(problem, plan_greedy, self.name, time.perf_counter())

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from solvers.budget import Budget, Calibration, MEMORY_OFFSETS
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffsetSolver
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes
@@ -133,7 +133,7 @@ def build_offset_model(problem: OffsetProblem, upper_bytes: int, lower_bytes: in
     return model, v
 
 
-class CpSatOffsetSolver:
+class CpSatOffsetSolver(Accepting):
     """Minimum-peak offsets; never worse than greedy-by-size or first-fit.
 
     Examples
@@ -151,6 +151,7 @@ class CpSatOffsetSolver:
     """
 
     name = "cpsat"
+    problem_type = OffsetProblem
 
     def __init__(self, dtime_per_second: float = MEMORY_OFFSETS.units_per_second) -> None:
         # CP-SAT stops on deterministic time (dtime_per_second x time_limit_s; see

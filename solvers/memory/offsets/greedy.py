@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes
 
@@ -45,8 +45,9 @@ def place_in_order(problem: OffsetProblem, order: Sequence[int]) -> OffsetSoluti
     return OffsetSolution(tuple(offsets))
 
 
-class _OrderedGreedy:
+class _OrderedGreedy(Accepting):
     name = "greedy"
+    problem_type = OffsetProblem
 
     def _order(self, problem: OffsetProblem) -> list[int]:
         raise NotImplementedError

@@ -142,6 +142,25 @@ def test_tasks_have_no_kernel_and_control_edges_carry_no_tensor():
     assert simulate({n: encode(p) for n, p in programs.items()}).violations == ()
 
 
+def test_a_kernel_op_reads_a_control_token_from_another_device():
+    # relu e runs after task a of another device (after: only, no data): its VECTOR reads the
+    # zero-byte token besides its operand, and the replay accepts that (it used to report the
+    # instruction's reads disagreeing with its kernel's operands: exit 3 on `plan solve`).
+    plan, graph, hw = two_device_case()
+    g2 = Graph([Tensor("x", (8,), kind="input"), Tensor("y", (8,), kind="output")],
+               [Op("a", "task", cycles={"g": 4}), Op("e", "relu", ("x",), ("y",), after=("a",))])
+    relu = op_duration_cycles(g2.ops["e"], g2, hw.devices[1], hw)
+    plan2 = make_plan([PlacedOp("a", "d0", 0, 0, 4), PlacedOp("e", "d1", 0, 6, relu)],
+                      [PlacedTransfer("a", "e", (), 0, "d0", "d1", "l0", 4, 2)])
+    d1 = lower(plan2, g2, hw)["d1"]
+    vector = next(i for i in d1.instructions if i.op == "e" and i.opcode in COMPUTE_OPCODES)
+    assert sorted(d1.buffers[b] for b in vector.reads) == ["after:a@d0->e", "x"]
+    (k,) = d1.kernels
+    assert [d1.buffers[b] for o in k.inputs for b in o.buffers] == ["x"]
+    programs = lower(plan2, g2, hw)
+    assert simulate({n: encode(p) for n, p in programs.items()}).violations == ()
+
+
 def test_an_op_with_explicit_cycles_keeps_its_kernel():
     # A matmul whose device kind gives its cycles runs as a TASK but still computes a matmul.
     tensors = [Tensor("a", (2, 3), kind="input"), Tensor("b", (3, 4), kind="weight"),

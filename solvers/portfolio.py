@@ -1,0 +1,158 @@
+"""Best of a heuristic and an exact solver, as one solver (SAGA's "hybrid" scheduler).
+
+:class:`Portfolio` runs the heuristic, warm-starts the exact solver from the heuristic's
+solution (``SolveOptions.hint``), and returns the better of the two: never worse than the
+heuristic, with the best proven bound of either, OPTIMAL only when that bound meets the
+objective. It is itself a solver, so anything that takes a solver takes a portfolio.
+
+Examples
+--------
+>>> from solvers.scheduling import CpSatScheduler, HeftScheduler, SchedulingProblem
+>>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+>>> r = Portfolio(HeftScheduler(), CpSatScheduler()).solve(p, SolveOptions(time_limit_s=2))
+>>> r.status.value, r.objective, r.bound, r.stats["portfolio"]["heuristic_objective"]
+('OPTIMAL', 7, 7, 7)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, replace
+from typing import Any, NamedTuple
+
+from solvers.core import Accepting, SolveOptions, SolveResult, Solver, Status, failure_result
+
+__all__ = ["Portfolio", "PortfolioRun", "best_of"]
+
+
+class PortfolioRun(NamedTuple):
+    """What :meth:`Portfolio.run` saw: the combined result and each solver's own (None when
+    the solver refused the problem)."""
+
+    best: SolveResult[Any]
+    heuristic: SolveResult[Any] | None
+    exact: SolveResult[Any] | None
+
+
+def _meets(objective: float, bound: float | None) -> bool:
+    return bound is not None and (bound >= objective or math.isclose(bound, objective, rel_tol=1e-9))
+
+
+def best_of(heuristic: SolveResult[Any] | None, exact: SolveResult[Any] | None,
+            wall_time_s: float | None = None) -> SolveResult[Any]:
+    """The better of two results of one minimization problem, with honest status and bound.
+
+    The solution with the lower objective wins (the exact one on a tie: it usually carries
+    the proof). The bound is the larger of the two proven bounds; the status is OPTIMAL
+    exactly when that bound meets the winning objective, else FEASIBLE. Without any
+    solution: INFEASIBLE if the exact solver proved it, else the exact solver's status (the
+    heuristic's when the exact one did not run). The winner's ``solver_name`` is kept (the
+    solution is its), and ``stats["portfolio"]`` records both runs.
+
+    Examples
+    --------
+    >>> h = SolveResult(Status.FEASIBLE, 9, None, "h", 0.1, "heft")
+    >>> e = SolveResult(Status.FEASIBLE, 10, 9, "e", 1.0, "cpsat")
+    >>> r = best_of(h, e)
+    >>> r.status.value, r.objective, r.bound, r.solution, r.solver_name
+    ('OPTIMAL', 9, 9, 'h', 'heft')
+    >>> best_of(h, failure_result(Status.UNKNOWN, "cpsat", 1.0, bound=7)).bound
+    7
+    """
+    runs = [r for r in (heuristic, exact) if r is not None]
+    if not runs:
+        raise ValueError("best_of needs at least one result")
+    wall = sum(r.wall_time_s for r in runs) if wall_time_s is None else wall_time_s
+    bounds = [r.bound for r in runs if r.bound is not None]
+    bound = max(bounds) if bounds else None
+    stats = _summary(heuristic, exact)
+    solved = [r for r in (exact, heuristic) if r is not None and r.status.has_solution]
+    if not solved:
+        status = (Status.INFEASIBLE if any(r.status is Status.INFEASIBLE for r in runs)
+                  else (exact or heuristic).status)
+        return failure_result(status, (exact or heuristic).solver_name, wall, bound,
+                              **{**(exact or heuristic).stats, **stats})
+    winner = min(solved, key=lambda r: r.objective)  # min keeps the first (exact) on a tie
+    if bound is not None and bound > winner.objective and not math.isclose(bound, winner.objective):
+        raise ValueError(f"a proven bound {bound} above a found objective {winner.objective}: a solver is wrong")
+    status = Status.OPTIMAL if _meets(winner.objective, bound) else Status.FEASIBLE
+    if status is Status.OPTIMAL:
+        bound = winner.objective
+    progress = (heuristic.progress if heuristic is not None else ()) + (exact.progress if exact is not None else ())
+    return SolveResult(status, winner.objective, bound, winner.solution, wall, winner.solver_name,
+                       {**winner.stats, **stats}, progress)
+
+
+def _summary(heuristic: SolveResult[Any] | None, exact: SolveResult[Any] | None) -> dict[str, Any]:
+    facts: dict[str, Any] = {}
+    for role, r in (("heuristic", heuristic), ("exact", exact)):
+        facts[role] = None if r is None else r.solver_name
+        facts[f"{role}_status"] = None if r is None else r.status.value
+        facts[f"{role}_objective"] = None if r is None else r.objective
+    return {"portfolio": facts}
+
+
+@dataclass(frozen=True)
+class Portfolio(Accepting):
+    """A heuristic, then an exact solver warm-started from it; the better result of the two.
+
+    The two run one after the other with the same options (heuristics take a small part of
+    the time limit; the exact solver's budget is its own). A solver that refuses the
+    problem (``accepts``) is skipped; the portfolio accepts what either accepts.
+
+    Parameters
+    ----------
+    heuristic, exact : Solver
+        Two solvers of the same problem type. The exact one receives the heuristic's
+        solution as ``options.hint`` (the caller's hint when the heuristic found none).
+
+    Examples
+    --------
+    >>> from solvers.placement import CpSatPlacementSolver, GreedyPlacementSolver, PlacementProblem
+    >>> p = PlacementProblem((3, 3, 3, 3), (30, 30, 30, 30), (1, 1, 1, 0), ((0, 1), (1, 2), (2, 3)), 2, 0)
+    >>> both = Portfolio(GreedyPlacementSolver(), CpSatPlacementSolver())
+    >>> both.name, both.problem_type.__name__
+    ('greedy+cpsat-placement', 'PlacementProblem')
+    >>> run = both.run(p, SolveOptions(time_limit_s=2))
+    >>> run.heuristic.objective, run.best.objective, run.best.status.value
+    (7, 7, 'OPTIMAL')
+    """
+
+    heuristic: Solver
+    exact: Solver
+
+    @property
+    def name(self) -> str:
+        return f"{self.heuristic.name}+{self.exact.name}"
+
+    @property
+    def problem_type(self) -> type:  # type: ignore[override]
+        return self.exact.problem_type
+
+    def refusal(self, problem: Any) -> str | None:
+        """None when either solver accepts ``problem``, else both reasons."""
+        reasons = [s.refusal(problem) for s in (self.heuristic, self.exact)]
+        return None if None in reasons else "; ".join(reasons)
+
+    def run(self, problem: Any, options: SolveOptions = SolveOptions()) -> PortfolioRun:
+        """Both solves and the combined result (for callers that report the heuristic too).
+
+        Raises
+        ------
+        ValueError
+            Neither solver accepts ``problem`` (ask :meth:`accepts` first).
+        """
+        t0 = time.perf_counter()
+        heuristic = self.heuristic.solve(problem, options) if self.heuristic.accepts(problem) else None
+        exact = None
+        if self.exact.accepts(problem):
+            hint = heuristic.solution if heuristic is not None and heuristic.status.has_solution else options.hint
+            exact = self.exact.solve(problem, replace(options, hint=hint))
+        if heuristic is None and exact is None:
+            raise ValueError(f"{self.name} cannot take this problem: {self.refusal(problem)}")
+        return PortfolioRun(best_of(heuristic, exact, time.perf_counter() - t0), heuristic, exact)
+
+    def solve(self, problem: Any, options: SolveOptions = SolveOptions()) -> SolveResult[Any]:
+        """The better of the two results (see :func:`best_of`)."""
+        return self.run(problem, options).best
