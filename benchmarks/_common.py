@@ -147,7 +147,7 @@ class SpecRun:
 
 
 def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, seed: int = 0,
-               full: bool = False, hint: Any = None, dtime_per_second: float | None = None,
+               full: bool = False, dtime_per_second: float | None = None,
                search: str = "deterministic") -> SpecRun:
     """Solve an importer's spec dict the way the planner does (see the module notes)."""
     t0 = time.perf_counter()
@@ -168,8 +168,7 @@ def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, s
     problem, reduction = to_problem(load_spec(spec))
     opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed, search=search)
     cfg = CpSatOptions() if dtime_per_second is None else CpSatOptions(dtime_per_second=dtime_per_second)
-    heur, res = best_of_heuristic_and_exact(problem, opts, started_s=t0, solvers=(HeftScheduler(), CpSatScheduler(cfg)),
-                                            hint=hint)
+    heur, res = best_of_heuristic_and_exact(problem, opts, solvers=(HeftScheduler(), CpSatScheduler(cfg)))
     obj = None if res.objective is None else int(res.objective)
     bound = None if res.bound is None else int(res.bound)
     return SpecRun(res.status.value, obj, bound,

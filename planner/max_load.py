@@ -40,7 +40,6 @@ Two 30-cycle ops in a chain on two accelerators; the 10-byte output costs 10 cyc
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field, fields, replace
 from typing import Any, Mapping
 
@@ -53,7 +52,7 @@ from planner.report.markdown import format_bytes
 from planner.spec import Spec
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.budget import run_summary
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.placement import (
     FORBIDDEN,
     CpSatPlacementSolver,
@@ -66,6 +65,7 @@ from solvers.placement import (
     max_load,
     validate_placement,
 )
+from solvers.portfolio import Portfolio
 from solvers.scheduling import CpSatScheduler, HeftScheduler, SchedulingProblem, validate_schedule
 
 __all__ = [
@@ -381,13 +381,13 @@ def _explain_infeasible(spec: Spec, problem: PlacementProblem, reduction: MaxLoa
     return msg + (": " + "; ".join(parts) if parts else " (the placement solver proved it)")
 
 
-def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec, options: SolveOptions,
-           started_s: float) -> tuple[SolveResult, SolveResult]:
-    """The greedy split and CP-SAT warm-started from it; the CP-SAT placement checked twice."""
-    greedy = GreedyPlacementSolver().solve(problem, options)
-    if options.progress is not None and greedy.status.has_solution:
-        options.progress(ProgressPoint(time.perf_counter() - started_s, greedy.objective, lower_bound(problem)))
-    result = CpSatPlacementSolver().solve(problem, replace(options, hint=greedy.solution))
+def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec,
+           options: SolveOptions) -> tuple[SolveResult, SolveResult]:
+    """The greedy split and CP-SAT warm-started from it (a :class:`~solvers.portfolio.Portfolio`):
+    the greedy result and the better of the two, checked twice."""
+    run = Portfolio(GreedyPlacementSolver(), CpSatPlacementSolver()).run(problem, options)
+    greedy = run.heuristic or failure_result(Status.UNKNOWN, GreedyPlacementSolver.name, 0.0)  # it refused
+    result = run.best
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(_explain_infeasible(spec, problem, reduction))
     if result.status is Status.MODEL_INVALID:
@@ -449,8 +449,7 @@ def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings
     schedule_s = min(tunables.schedule_max_s,
                      max(tunables.schedule_min_s, tunables.schedule_share * settings.time_limit_s))
     placement_s = max(0.1, settings.time_limit_s - schedule_s)
-    greedy, result = _place(placement_problem, reduction, spec, settings.solve_options(time_limit_s=placement_s),
-                            settings.started_s)
+    greedy, result = _place(placement_problem, reduction, spec, settings.solve_options(time_limit_s=placement_s))
     objective = int(result.objective)
     schedule, fixed, sred = schedule_placement(
         spec, reduction.device_of(result.solution), time_limit_s=schedule_s, workers=settings.workers,

@@ -42,10 +42,11 @@ def test_simulate_seed_is_checked(tmp_path):
 def test_no_plan_within_the_time_limit_exits_4(tmp_path, monkeypatch):
     """Neither solver finds a schedule (as when the limit is too short): exit 4, not 3."""
     import planner.scheduling as scheduling
-    from solvers.core import Status, failure_result
+    from solvers.core import Accepting, Status, failure_result
+    from solvers.scheduling import SchedulingProblem
 
-    class NoSchedule:
-        name = "none"
+    class NoSchedule(Accepting):
+        name, problem_type = "none", SchedulingProblem
 
         def solve(self, problem, options):
             return failure_result(Status.UNKNOWN, self.name, 0.0)
