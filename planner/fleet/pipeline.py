@@ -42,6 +42,7 @@ from planner.fleet.reduction import (
     to_problem,
 )
 from planner.spec.loader import format_path
+from planner.stages import RunSettings
 from solvers.colocation import (
     BASIS_POINTS,
     ColocationObjective,
@@ -501,11 +502,8 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
     >>> r.allocation.placement, r.allocation.processors_used, r.allocation.status
     ({'a': 'p0', 'b': 'p0'}, 1, 'OPTIMAL')
     """
-    t0 = time.perf_counter()
-    options = SolveOptions(time_limit_s=time_limit_s if time_limit_s is not None else spec.time_limit_s,
-                           num_workers=workers if workers is not None else spec.workers,
-                           random_seed=seed if seed is not None else spec.seed, progress=progress,
-                           search=search if search is not None else spec.search)
+    settings = RunSettings.of(spec, time_limit_s, workers, seed, search, progress)
+    options = settings.solve_options()
     choices = {}
     for t in spec.tenants:
         if t.variants:
@@ -525,4 +523,4 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
         result = FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen,
                              result.quantum, simulate_fleet(result))
     return FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen, result.quantum,
-                       result.backfill, time.perf_counter() - t0, options.search)
+                       result.backfill, time.perf_counter() - settings.started_s, options.search)
