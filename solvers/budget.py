@@ -45,7 +45,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from solvers.core import ProgressPoint, SolveOptions, Status
-from solvers.cpsat_support import WallNet, run_cpsat, solve_stoppable
+from solvers.cpsat_support import WallNet, run_cpsat
 
 __all__ = [
     "DETERMINISTIC", "UNTIL_LIMIT", "SEARCH_MODES", "NET_SLOWDOWN", "NET_CONSTANT_S",
@@ -224,6 +224,8 @@ class Budget:
     charged: float = 0.0
     stopped_by: str | None = None
     log: list[dict[str, Any]] = field(default_factory=list)
+    # How the last :meth:`run_cpsat` stopped (:meth:`account`'s word).
+    last_stop: str | None = None
 
     @classmethod
     def start(cls, time_limit_s: float, calibration: Calibration, *, search: str = DETERMINISTIC,
@@ -369,26 +371,6 @@ class Budget:
         where CP-SAT's own time limit is the point)."""
         return WallNet(self.wall_left()) if self.deterministic else None
 
-    def configure(self, solver: cp_model.CpSolver, options: SolveOptions, amount: float,
-                  interleave: bool = True) -> WallNet | None:
-        """Apply :meth:`limits`, workers and seed to ``solver``; return its net (for :meth:`solve`
-        and :meth:`account`)."""
-        prm = solver.parameters
-        prm.num_workers = options.num_workers
-        prm.random_seed = options.random_seed
-        for key, value in self.limits(options, amount, interleave).items():
-            setattr(prm, key, value)
-        return self.net()
-
-    @staticmethod
-    def solve(solver: cp_model.CpSolver, model: cp_model.CpModel, net: WallNet | None, callback=None) -> int:
-        """``solver.solve(model, callback)`` under ``net``, stoppable by Ctrl-C
-        (:func:`~solvers.cpsat_support.solve_stoppable`); the native status code."""
-        if net is None:
-            return solve_stoppable(solver, model, callback)
-        with net.watch(solver):
-            return solve_stoppable(solver, model, callback)
-
     def account(self, solver: cp_model.CpSolver, status: Status, amount: float, net: WallNet | None,
                 stage: str | None, **facts: Any) -> str:
         """Charge what a CP-SAT stage used, log it (unless ``stage`` is None: the caller logs a
@@ -417,17 +399,32 @@ class Budget:
         _LOG.debug("%s: %s, %.4f units in %.2f s, %s", stage, status.value, used, solver.wall_time, stopped)
         return stopped
 
-    def run_cpsat(self, model: cp_model.CpModel, options: SolveOptions, amount: float, stage: str,
-                  *, interleave: bool = True, **params: Any
-                  ) -> tuple[Status, cp_model.CpSolver, tuple[ProgressPoint, ...]]:
-        """Solve ``model`` within ``amount`` units (:meth:`limits`, :meth:`net`), charge it
-        (:meth:`account`). ``amount`` may exceed what is left (a stage promised a minimum)."""
+    def run_cpsat(self, model: cp_model.CpModel, options: SolveOptions, amount: float, stage: str | None,
+                  *, interleave: bool = True, callback: cp_model.CpSolverSolutionCallback | None = None,
+                  **params: Any) -> tuple[Status, cp_model.CpSolver, tuple[ProgressPoint, ...]]:
+        """Solve ``model`` within ``amount`` units (:meth:`limits`, :meth:`net`) and charge what
+        it used; every budgeted CP-SAT solve in ``solvers/`` runs here.
+
+        ``amount`` may exceed what is left (a stage promised a minimum). ``stage`` names the
+        stats line (None: the caller logs a summary of many small solves); :attr:`last_stop`
+        then says how this solve stopped (see :meth:`account`). Workers, seed,
+        logging and progress come from ``options`` (hints are in the model); ``callback``
+        and ``params`` go to :func:`~solvers.cpsat_support.run_cpsat`.
+
+        Examples
+        --------
+        >>> m = cp_model.CpModel(); x = m.new_int_var(0, 5, "x"); m.maximize(x)
+        >>> b = Budget.start(1.0, SCHEDULING)
+        >>> status, solver, _ = b.run_cpsat(m, SolveOptions(), 0.05, "demo")
+        >>> status.value, solver.value(x), b.log[-1]["stage"], b.log[-1]["stopped_by"]
+        ('OPTIMAL', 5, 'demo', 'finished')
+        """
         amount = max(1e-3, amount)
         limits = self.limits(options, amount, interleave)
         wall = limits.pop("max_time_in_seconds")
         net = self.net()
-        status, solver, points = run_cpsat(model, options, wall, net=net, **limits, **params)
-        self.account(solver, status, amount, net, stage)
+        status, solver, points = run_cpsat(model, options, wall, net=net, callback=callback, **limits, **params)
+        self.last_stop = self.account(solver, status, amount, net, stage)
         return status, solver, points
 
     def stats(self) -> dict[str, Any]:

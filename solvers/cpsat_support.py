@@ -109,11 +109,16 @@ class WallNet:
 
 
 def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: float | None = None,
-              *, net: WallNet | None = None,
+              *, net: WallNet | None = None, callback: cp_model.CpSolverSolutionCallback | None = None,
               **params: Any) -> tuple[Status, cp_model.CpSolver, tuple[ProgressPoint, ...]]:
     """Solve ``model`` with the shared settings; return (status, solver, progress).
 
-    ``net``, when given, stops the search after its seconds of wall time (see :class:`WallNet`).
+    The one place that makes a ``CpSolver`` (a test checks it): time limit, workers, seed,
+    ``params``, logging, then :func:`solve_stoppable`. Solvers with a deterministic budget
+    call it through :meth:`solvers.budget.Budget.run_cpsat`. ``net``, when given, stops the
+    search after its seconds of wall time (see :class:`WallNet`). ``callback`` replaces the
+    progress recorder (the progress returned is then empty), for a caller that collects
+    every solution itself.
 
     Examples
     --------
@@ -133,11 +138,12 @@ def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: floa
         solver.parameters.log_search_progress = True
         solver.log_callback = options.log
     recorder = ProgressRecorder(time.perf_counter(), options.progress)
+    watch = callback if callback is not None else recorder
     if net is None:
-        code = solve_stoppable(solver, model, recorder)
+        code = solve_stoppable(solver, model, watch)
     else:
         with net.watch(solver):
-            code = solve_stoppable(solver, model, recorder)
+            code = solve_stoppable(solver, model, watch)
     status = STATUS_MAP.get(code, Status.UNKNOWN)
     _LOG.debug("cp-sat %s in %.3fs", solver.status_name(code), solver.wall_time)
     return status, solver, tuple(recorder.points)

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from ortools.sat.python import cp_model
 
 from solvers.colocation.problem import BASIS_POINTS, ColocationProblem
-from solvers.cpsat_support import solve_stoppable
+from solvers.core import SolveOptions, Status
+from solvers.cpsat_support import run_cpsat
 
 __all__ = ["Shortfall", "cost_lower_bound", "max_utilization_lower_bound", "explain_infeasibility",
            "min_demand"]
@@ -70,12 +71,10 @@ def cost_lower_bound(problem: ColocationProblem) -> int:
     if problem.num_items:
         model.add(sum(n) >= 1)
     model.minimize(sum(n[c] * problem.class_cost[c] for c in range(problem.num_classes)))
-    solver = cp_model.CpSolver()
-    solver.parameters.max_time_in_seconds = 10.0  # safety net; the deterministic limit ends it
-    solver.parameters.max_deterministic_time = 0.5
-    solver.parameters.num_workers = 1
-    status = solve_stoppable(solver, model)
-    if status == cp_model.INFEASIBLE:
+    # 10 s: a safety net, the deterministic limit ends it; seed 1 is CP-SAT's default, kept
+    status, solver, _ = run_cpsat(model, SolveOptions(time_limit_s=10.0, num_workers=1, random_seed=1),
+                                  max_deterministic_time=0.5)
+    if status is Status.INFEASIBLE:
         return sum(problem.class_count[c] * problem.class_cost[c] for c in range(problem.num_classes)) + 1
     return int(round(solver.best_objective_bound))
 

@@ -57,14 +57,12 @@ from solvers.colocation.budget import DTIME_PER_SECOND, NODES_PER_DTIME, WORK_PE
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, decreasing_order, improve_balance
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import bin_loads, colocation_objective, validate_colocation
-from solvers.cpsat_support import STATUS_MAP
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize", "repack_busiest"]
 
 log = logging.getLogger(__name__)
 
-_STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 _REPACK_STEP_DTIME = 0.005  # Python work of one re-pack step (loads, sub-model), in deterministic time
 
 
@@ -311,13 +309,10 @@ def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, bud
         model.add(v.peak_bp <= peak - 1)
         model.clear_objective()  # any sub-packing below the peak will do: stop at the first
         v.hint(model, canonicalize(sub, ColocationSolution(tuple(local[where[i]] for i in order))))
-        solver = cp_model.CpSolver()
         step = max(1e-3, min(budget.scale(step_dtime), dtime - (budget.used - start)))
-        net = budget.configure(solver, sub_options, step, interleave=False)
-        code = budget.solve(solver, model, net)
-        budget.account(solver, STATUS_MAP.get(code, Status.UNKNOWN), step, net, None)
+        status, solver, _ = budget.run_cpsat(model, sub_options, step, None, interleave=False)
         budget.charge(_REPACK_STEP_DTIME)  # plus building the sub-model
-        if code in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if status.has_solution:
             found = v.extract(solver)
             for n, i in enumerate(order):
                 where[i] = chosen[found.bin_of_item[n]]

@@ -51,14 +51,12 @@ from solvers.colocation.budget import DTIME_PER_SECOND, ITERATIONS_PER_DTIME, LP
 from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion
 from solvers.colocation.problem import ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import solution_cost, validate_colocation
-from solvers.cpsat_support import STATUS_MAP
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 
 __all__ = ["ColumnGenerationColocationSolver", "Pattern", "pattern_lower_bound"]
 
 log = logging.getLogger(__name__)
 
-_STATUS_MAP = STATUS_MAP  # CP-SAT status -> Status, shared by every family
 
 _DUAL_SCALE = 1_000_000  # duals are rounded down to multiples of 1e-6 before pricing
 # Deterministic time of one exact pricing call, and of one column generation inside a dive.
@@ -121,11 +119,9 @@ def _price(problem: ColocationProblem, c: int, duals_int: list[int], dtime: floa
             found.append(Pattern(c, tuple(sorted((t, int(self.value(var))) for t, (var, _) in a.items()
                                                  if self.value(var) > 0))))
 
-    solver = cp_model.CpSolver()
-    net = budget.configure(solver, SolveOptions(num_workers=1), max(1e-3, dtime), interleave=False)
-    code = budget.solve(solver, model, net, _Collect())
-    budget.account(solver, _STATUS_MAP.get(code, Status.UNKNOWN), max(1e-3, dtime), net, None)
-    if code not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    status, solver, _ = budget.run_cpsat(model, SolveOptions(num_workers=1), dtime, None, interleave=False,
+                                         callback=_Collect())
+    if not status.has_solution:
         return [], 0, sum(duals_int[t] * ub for t, (_, ub) in a.items())
     value = int(round(solver.objective_value))
     bound = int(math.floor(solver.best_objective_bound + 1e-6))

@@ -16,12 +16,14 @@ linear_relaxation :func:`lp_bound`: fractional placement, times, communication, 
             per device class; certified from the LP duals.
 decomposition :func:`chain_segment_bound`: segment bounds joined at cut ops on one device.
 heft        :class:`HeftScheduler`: HEFT list scheduling (heuristic, hint for CP-SAT).
-fallback    :func:`fallback_schedule`: first-fit placement by memory when HEFT finds none.
+fallback    :func:`first_fit_placement` by memory; :func:`fallback_schedule` (in heft) sequences
+            it with HEFT when HEFT alone finds no schedule.
 listsearch  :func:`list_search`: serial SGS + double justification local search when the
             placement is fixed and transfers are free (P|prec|Cmax, job shops).
 cpsat       :class:`CpSatScheduler`: CP-SAT model (exact for small and mid-size graphs).
 """
-from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution,
+                                        merged_colocation_groups)
 from solvers.scheduling.validate import memory_profile, objective_value, validate_schedule
 from solvers.scheduling.bounds import (bound_segments, critical_path_bound, cut_vertices, fractional_load_bound,
                                        lower_bound, lower_bounds, segment_bound, segment_problems,
@@ -31,8 +33,8 @@ from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.path_bounds import memory_path_bound, placement_path_bound
 from solvers.scheduling.linear_relaxation import LpBoundOptions, lp_bound, lp_relaxation
 from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
-from solvers.scheduling.heft import HeftScheduler, heft_schedule, upward_ranks
-from solvers.scheduling.fallback import fallback_schedule, first_fit_placement
+from solvers.scheduling.fallback import first_fit_placement
+from solvers.scheduling.heft import HeftScheduler, fallback_schedule, heft_schedule, upward_ranks
 from solvers.scheduling.listsearch import (ListSearchOptions, ListSearchScheduler, fixed_placement,
                                            list_search)
 from solvers.scheduling.cpsat import (CpSatOptions, CpSatScheduler, SchedulingVars, add_colocation,
@@ -43,7 +45,7 @@ from solvers.scheduling.cpsat import (CpSatOptions, CpSatScheduler, SchedulingVa
                                       segment_lower_bound, segment_schedule)
 
 __all__ = [
-    "Objective", "ScheduledTransfer", "SchedulingProblem", "SchedulingSolution",
+    "Objective", "ScheduledTransfer", "SchedulingProblem", "SchedulingSolution", "merged_colocation_groups",
     "validate_schedule", "objective_value", "memory_profile",
     "lower_bound", "critical_path_bound", "work_bound", "fractional_load_bound", "max_op_bound",
     "min_durations", "min_transfer_cycles", "topological_order", "cut_vertices", "segment_problems",

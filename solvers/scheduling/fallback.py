@@ -5,8 +5,8 @@ Notes
 HEFT chooses each op's device greedily by finish time; on a large graph with tight memory
 its greedy choices can leave some later op (often a colocation-group member forced onto a
 full device) without an admissible device. This module places the ops by a simpler rule
-and lets HEFT only sequence them (:func:`~solvers.scheduling.heft.heft_schedule` with a
-fixed ``placement``):
+and lets HEFT only sequence them (:func:`~solvers.scheduling.heft.fallback_schedule`: HEFT
+with a fixed ``placement``; this module only places, so it does not depend on HEFT):
 
 1. **First fit**: ops in topological order; each goes to the lowest-index device it may
    run on that is linked to all its (already placed) predecessors' devices and still has
@@ -27,10 +27,9 @@ problem may still be feasible: this is a heuristic). Every choice is determinist
 from __future__ import annotations
 
 from solvers.scheduling.bounds import topological_order
-from solvers.scheduling.heft import _merged_groups, heft_schedule
-from solvers.scheduling.problem import SchedulingProblem, SchedulingSolution
+from solvers.scheduling.problem import SchedulingProblem, merged_colocation_groups
 
-__all__ = ["first_fit_placement", "fallback_schedule"]
+__all__ = ["first_fit_placement"]
 
 
 def first_fit_placement(problem: SchedulingProblem, *,
@@ -63,7 +62,7 @@ def first_fit_placement(problem: SchedulingProblem, *,
     in_edges: list[list[int]] = [[] for _ in range(n)]
     for e, (_, v, _) in enumerate(problem.edges):
         in_edges[v].append(e)
-    groups = _merged_groups(problem)
+    groups = merged_colocation_groups(problem)
     group_of = {i: g for g, members in enumerate(groups) for i in members}
     group_device: dict[int, int] = {}
     used = [0] * nd
@@ -104,25 +103,3 @@ def first_fit_placement(problem: SchedulingProblem, *,
         else:
             return None
     return tuple(dev)
-
-
-def fallback_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
-    """First fit by weights, then conservatively, each sequenced by the list scheduler.
-
-    Examples
-    --------
-    Two 6-byte weights and 10 bytes per device: the ops must split, 3 + 2 + 3 = 8.
-
-    >>> p = SchedulingProblem(((3, 3), (3, 3)), ((0, 1, 0),), (1, 1), ((-1, 0), (0, -1)),
-    ...                       ((2,),), device_memory_bytes=(10, 10), op_resident_bytes=(6, 6))
-    >>> s = fallback_schedule(p)
-    >>> s.op_device, s.makespan_cycles
-    ((0, 1), 8)
-    """
-    for conservative in (False, True):
-        placement = first_fit_placement(problem, conservative=conservative)
-        if placement is not None:
-            sol = heft_schedule(problem, placement)
-            if sol is not None:
-                return sol
-    return None

@@ -60,10 +60,12 @@ import time
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import topological_order
+from solvers.scheduling.fallback import first_fit_placement
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
-                                        SchedulingSolution)
+                                        SchedulingSolution, merged_colocation_groups)
+from solvers.scheduling.validate import objective_value
 
-__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks"]
+__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks", "fallback_schedule"]
 
 _log = logging.getLogger(__name__)
 
@@ -144,31 +146,6 @@ class _Profile:
         return best
 
 
-def _merged_groups(problem: SchedulingProblem) -> list[tuple[int, ...]]:
-    """Colocation groups with shared ops merged (union-find), members sorted."""
-    parent = list(range(problem.num_ops))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for g in problem.colocation_groups:
-        for a, b in zip(g, g[1:]):
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    comps: dict[int, list[int]] = {}
-    for g in problem.colocation_groups:
-        for i in g:
-            comps.setdefault(find(i), [])
-    for i in range(problem.num_ops):
-        if find(i) in comps:
-            comps[find(i)].append(i)
-    return [tuple(m) for _, m in sorted(comps.items()) if len(m) > 1]
-
-
 def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
     """HEFT's upward rank of every op (mean durations and mean transfer costs).
 
@@ -222,7 +199,7 @@ def heft_schedule(problem: SchedulingProblem,
         in_edges[v].append(e)
         succs[u].append(v)
         indeg[v] += 1
-    groups = _merged_groups(problem)
+    groups = merged_colocation_groups(problem)
     group_of = {i: g for g, members in enumerate(groups) for i in members}
     group_device: dict[int, int] = {}
 
@@ -360,6 +337,28 @@ def heft_schedule(problem: SchedulingProblem,
     return SchedulingSolution(tuple(dev), tuple(stream), tuple(start), tuple(dur), tuple(transfers))
 
 
+def fallback_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:
+    """First fit by weights, then conservatively, each sequenced by the list scheduler.
+
+    Examples
+    --------
+    Two 6-byte weights and 10 bytes per device: the ops must split, 3 + 2 + 3 = 8.
+
+    >>> p = SchedulingProblem(((3, 3), (3, 3)), ((0, 1, 0),), (1, 1), ((-1, 0), (0, -1)),
+    ...                       ((2,),), device_memory_bytes=(10, 10), op_resident_bytes=(6, 6))
+    >>> s = fallback_schedule(p)
+    >>> s.op_device, s.makespan_cycles
+    ((0, 1), 8)
+    """
+    for conservative in (False, True):
+        placement = first_fit_placement(problem, conservative=conservative)
+        if placement is not None:
+            sol = heft_schedule(problem, placement)
+            if sol is not None:
+                return sol
+    return None
+
+
 class HeftScheduler(Accepting):
     """HEFT as a :class:`~solvers.core.Solver`: FEASIBLE with ``bound=None``, or UNKNOWN.
 
@@ -379,10 +378,6 @@ class HeftScheduler(Accepting):
 
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
-        from solvers.scheduling.validate import objective_value
-
-        from solvers.scheduling.fallback import fallback_schedule
-
         t0 = time.perf_counter()
         sol = heft_schedule(problem)
         stats = {}

@@ -43,6 +43,7 @@ import enum
 from dataclasses import dataclass, field
 
 __all__ = [
+    "merged_colocation_groups",
     "Objective",
     "SchedulingProblem",
     "ScheduledTransfer",
@@ -228,3 +229,35 @@ class SchedulingSolution:
         for t in self.transfers:
             loads[t.link] += t.duration_cycles
         return tuple(loads)
+
+
+def merged_colocation_groups(problem: SchedulingProblem) -> list[tuple[int, ...]]:
+    """Colocation groups with shared ops merged (union-find), members sorted.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,),) * 4, (), (1,), ((-1,),), (), colocation_groups=((0, 1), (1, 2)))
+    >>> merged_colocation_groups(p)
+    [(0, 1, 2)]
+    """
+    parent = list(range(problem.num_ops))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    for g in problem.colocation_groups:
+        for a, b in zip(g, g[1:]):
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[max(ra, rb)] = min(ra, rb)
+    comps: dict[int, list[int]] = {}
+    for g in problem.colocation_groups:
+        for i in g:
+            comps.setdefault(find(i), [])
+    for i in range(problem.num_ops):
+        if find(i) in comps:
+            comps[find(i)].append(i)
+    return [tuple(m) for _, m in sorted(comps.items()) if len(m) > 1]

@@ -78,7 +78,6 @@ from ortools.sat.python import cp_model
 
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import STATUS_MAP
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
@@ -899,7 +898,7 @@ class CpSatLevelSolver(Accepting):
         units = 0.0
         start = budget.used
         workers = self.window_workers or options.num_workers
-        window_options = replace(options, num_workers=workers, progress=None)
+        window_options = replace(options, num_workers=workers, progress=None, log=None)
         progress = []
         stopped = "converged"
         while True:
@@ -917,11 +916,9 @@ class CpSatLevelSolver(Accepting):
                 model, v = build_level_model(problem, best.makespan_cycles, lb, best, window, fixed=best,
                                              free_ops=free)
                 limit = min(budget.scale(self.window_dtime), budget.left)
-                solver = cp_model.CpSolver()
-                net = budget.configure(solver, window_options, limit, interleave=False)
-                solver.parameters.cp_model_probing_level = 0
-                status = STATUS_MAP.get(budget.solve(solver, model, net), Status.UNKNOWN)
-                if budget.account(solver, status, limit, net, None) == "wall_clock":
+                status, solver, _ = budget.run_cpsat(model, window_options, limit, None, interleave=False,
+                                                     cp_model_probing_level=0)
+                if budget.last_stop == "wall_clock":
                     stopped = "wall_time"
                 solved += 1
                 units += cost
