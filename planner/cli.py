@@ -233,23 +233,29 @@ def solve(
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
         from planner.pipeline import run
         from planner.spec import load_spec
+        from planner.stage_timing import stage, timing
 
-        loaded = load_spec(spec)
-        target = Path("out") / output_name(loaded.name, "the spec name") if output is None else Path(output)
-        check_directory_target(output if output is not None else target, force=force, inputs=[spec])
-        live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
-        if live:
-            with live:
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
-                              search=search_mode)
-        else:
-            outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, search=search_mode)
-        verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
-                                 force=force, inputs=[spec])
+        with timing() as clock:
+            with stage("spec"):
+                loaded = load_spec(spec)
+            target = Path("out") / output_name(loaded.name, "the spec name") if output is None else Path(output)
+            check_directory_target(output if output is not None else target, force=force, inputs=[spec])
+            live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(err)
+            if live:
+                with live:
+                    outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
+                                  search=search_mode)
+            else:
+                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, search=search_mode)
+            verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
+                                     force=force, inputs=[spec])
         plan = outcome.plan
+        limit = plan.solver.get("time_limit_s") or loaded.time_limit_s
+        overrun = clock.overrun(limit, solve_limit_s=limit - plan.solver.get("post_solve_reserve_s", 0.0))
         if as_json:
             summary = {k: v for k, v in plan.to_dict().items() if k not in ("ops", "transfers", "resources")}
             summary.update(output=str(target), wall_time_s=round(plan.wall_time_s, 3),
+                           stages_s={k: round(v, 3) for k, v in clock.seconds.items()}, overrun=overrun,
                            simulated_makespan_cycles=verdict.simulation.makespan_cycles,
                            numeric=verdict.numeric.claim)
             print(json.dumps(summary, indent=2))
@@ -259,7 +265,9 @@ def solve(
             out.print(f"verified by replay: makespan {verdict.simulation.makespan_cycles:,} cycles; every figure of "
                       f"the directory checked by the independent verifier in {verdict.seconds:.2f} s", highlight=False)
             out.print(verdict.numeric.summary(), highlight=False)
-            out.print(f"wrote {target}/ in {plan.wall_time_s:.1f} s", highlight=False)
+            out.print(f"wrote {target}/ in {clock.total_s:.1f} s ({clock.line()})", highlight=False)
+        if overrun and not quiet:
+            err.print(f"[yellow]warning:[/yellow] {overrun}", highlight=False)
         _warn_unless_reproducible(plan.solver)
         return 0
 

@@ -4,7 +4,8 @@ Every plan the planner writes goes through :func:`replay`: lowering
 (:mod:`planner.lowering`), encoding (:mod:`planner.isa.binary`), the simulator's replay of
 the binaries alone (:mod:`planner.simulator`), and :func:`verify`, which refuses a replay
 that disagrees with the plan. :func:`lower_stage` adds what is written beside the binaries
-(listings and ``allocation.json``).
+(listings and ``allocation.json``). Each piece is timed as its stage ("lowering", "replay":
+:func:`planner.stage_timing.stage`).
 
 Examples
 --------
@@ -26,6 +27,7 @@ from planner.lowering import allocation, lower
 from planner.plan import Plan
 from planner.simulator import simulate
 from planner.spec import Spec
+from planner.stage_timing import stage
 from planner.stages import Lowered
 from planner.verify import compare_with_plan
 
@@ -46,11 +48,13 @@ def verify(plan: Plan, simulation: Any) -> None:
 
 def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
     """Lower ``plan`` (with ``memory_plan`` on its devices), encode and replay it; verify the replay."""
-    programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
-                     alignment_bytes=spec.memory.alignment_bytes)
-    binaries = {name: encode(p) for name, p in sorted(programs.items())}
-    simulation = simulate(binaries)
-    verify(plan, simulation)
+    with stage("lowering"):
+        programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
+                         alignment_bytes=spec.memory.alignment_bytes)
+        binaries = {name: encode(p) for name, p in sorted(programs.items())}
+    with stage("replay"):
+        simulation = simulate(binaries)
+        verify(plan, simulation)
     return Lowered(programs, binaries, simulation)
 
 
@@ -64,5 +68,6 @@ def lower_stage(plan: Plan, spec: Spec, memory_plan: Any = None,
     """
     lowered = replayed or replay(plan, spec, memory_plan)
     verify(plan, lowered.simulation)
-    listings = {name: listing(p) for name, p in sorted(lowered.programs.items())}
-    return lowered, listings, allocation(plan, spec.graph, spec.hardware, lowered.programs)
+    with stage("lowering"):
+        listings = {name: listing(p) for name, p in sorted(lowered.programs.items())}
+        return lowered, listings, allocation(plan, spec.graph, spec.hardware, lowered.programs)

@@ -21,6 +21,7 @@ from planner.report.markdown import level_capacities
 from planner.report.memory import fast_footprint, render_memory_section
 from planner.report.trace import trace_json
 from planner.safe_output import atomic_directory
+from planner.stage_timing import stage
 from planner.verify import numeric_replay_dir, verify_plan_dir
 from planner.verify.manifest import expected_files, sha256_hex
 
@@ -143,22 +144,26 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
     plan, sim = outcome.plan, outcome.simulation
     devices, links = _hardware_entries(spec.hardware)
     with atomic_directory(Path(out_dir), force=force, inputs=inputs) as tmp:
-        _write_replayed_files(outcome, spec, tmp)
-        checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
+        with stage("writing"):
+            _write_replayed_files(outcome, spec, tmp)
+        with stage("numeric"):
+            checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
         memory_planning = outcome.memory is not None
-        (tmp / "report.md").write_text(render_report(
-            plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
-            replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
-                    "memory": memory_planning, "numeric": checked.summary()},
-            sections=_memory_sections(outcome, spec, json.loads((tmp / "memory.json").read_text())
-                                      if memory_planning else None), graph=spec.graph))
-        files = {name: sha256_hex((tmp / name).read_bytes())
-                 for name in expected_files([d["name"] for d in devices], memory_planning=memory_planning)}
-        document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
-                                 numeric=checked.claim, files=files, baselines=baseline_rows(outcome))
-        (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+        with stage("writing"):
+            (tmp / "report.md").write_text(render_report(
+                plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
+                replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
+                        "memory": memory_planning, "numeric": checked.summary()},
+                sections=_memory_sections(outcome, spec, json.loads((tmp / "memory.json").read_text())
+                                          if memory_planning else None), graph=spec.graph))
+            files = {name: sha256_hex((tmp / name).read_bytes())
+                     for name in expected_files([d["name"] for d in devices], memory_planning=memory_planning)}
+            document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
+                                     numeric=checked.claim, files=files, baselines=baseline_rows(outcome))
+            (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
         try:
-            verdict = verify_plan_dir(tmp)
+            with stage("verify"):
+                verdict = verify_plan_dir(tmp)
         except PlannerError as e:
             raise InternalError(f"the plan directory `plan solve` wrote fails its own verification: {e}") from e
     return replace(verdict, plan_dir=Path(out_dir), numeric=checked)

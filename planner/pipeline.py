@@ -12,7 +12,10 @@
 :data:`OBJECTIVES` maps each objective to its :class:`Route`: the reduction (spec → solver
 problem and inverse), the strategy that solves and inverts it (every strategy returns a
 :class:`~planner.stages.Solved`), whether memory planning chains after it, and what the
-objective adds to the :class:`~planner.stages.Outcome`. Fleets (:mod:`planner.fleet`) have
+objective adds to the :class:`~planner.stages.Outcome`. Each stage is timed
+(:func:`planner.stage_timing.stage`: solve, memory, lowering, replay; ``plan solve`` adds spec,
+costing, numeric, writing and verify), and the latency/throughput strategy keeps part of the
+time limit for the stages after the solve (:func:`planner.stage_timing.post_solve_reserve_s`). Fleets (:mod:`planner.fleet`) have
 their own spec and outputs; :func:`planner.fleet.solve_fleet` is their route.
 
 Examples
@@ -39,6 +42,7 @@ from planner.reductions.memory import plan_memory_after
 from planner.reductions.scheduling import to_problem
 from planner.scheduling import solve_schedule
 from planner.spec import Spec, load_spec
+from planner.stage_timing import stage
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.core import ProgressPoint
 
@@ -100,8 +104,12 @@ def run(spec_or_path: Spec | str | Path | dict, *, time_limit_s: float | None = 
     spec = load_spec(spec_or_path) if isinstance(spec_or_path, (str, Path, dict)) else spec_or_path
     settings = RunSettings.of(spec, time_limit_s, workers, seed, search, progress, solver_log)
     route = OBJECTIVES[spec.objective]
-    solved = route.solve(Problem(spec, settings, *route.reduce(spec)))
-    memory = plan_memory_after(solved, spec, settings) if route.memory_planning and spec.memory.enabled else None
+    with stage("solve"):  # the stages nested in a strategy (its costing for lowering) count as theirs
+        solved = route.solve(Problem(spec, settings, *route.reduce(spec)))
+    memory = None
+    if route.memory_planning and spec.memory.enabled:
+        with stage("memory"):
+            memory = plan_memory_after(solved, spec, settings)
     chosen = solved.plan if memory is None else memory.plan
     lowered, listings, allocation = lower_stage(chosen, spec, None if memory is None else memory.memory_plan,
                                                 None if memory is None else memory.lowered)

@@ -1,11 +1,14 @@
-"""The latency and throughput strategy: HEFT, then CP-SAT warm-started from it (a portfolio), inverted into a plan.
+"""The latency and throughput strategy: HEFT, then the size strategy warm-started from it (a portfolio),
+inverted into a plan.
 
-:func:`best_of_heuristic_and_exact` runs the heuristic and the exact scheduler (:func:`solver_choice`) as a
-:class:`~solvers.portfolio.Portfolio` on a :class:`~solvers.scheduling.SchedulingProblem` and checks
-every schedule either returns
+:func:`best_of_heuristic_and_exact` runs the heuristic and the exact scheduler (:func:`solver_choice`:
+:class:`solvers.hierarchical.StrategyScheduler`, flat CP-SAT or hierarchical placement by size and the
+spec's ``solver.strategy``) as a :class:`~solvers.portfolio.Portfolio` on a
+:class:`~solvers.scheduling.SchedulingProblem` and checks every schedule either returns
 (:func:`solvers.scheduling.validate_schedule`); :func:`solve_schedule` is the strategy of
-:mod:`planner.pipeline`'s objective table: it maps the solver's statuses to the user's errors
-and inverts the schedule into a :class:`~planner.stages.Solved` stage
+:mod:`planner.pipeline`'s objective table: it keeps part of the time limit for the stages after
+the solve (:func:`planner.stage_timing.post_solve_reserve_s`), maps the solver's statuses to the
+user's errors and inverts the schedule into a :class:`~planner.stages.Solved` stage
 (:func:`planner.reductions.scheduling.from_solution`).
 
 Examples
@@ -25,11 +28,15 @@ from typing import Any
 from planner.errors import InfeasibleError, InternalError, TimeLimitError
 from planner.isa.resources import determine_resources
 from planner.reductions.scheduling import explain_infeasible, from_solution
+from planner.spec import Spec
+from planner.stage_timing import post_solve_reserve_s, stage
 from planner.stages import Problem, RunSettings, Solved
+from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 from solvers.budget import run_summary
 from solvers.core import SolveOptions, SolveResult, Solver, Status, failure_result
+from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.portfolio import Portfolio
-from solvers.scheduling import CpSatScheduler, HeftScheduler, SchedulingProblem, validate_schedule
+from solvers.scheduling import HeftScheduler, SchedulingProblem, validate_schedule
 
 __all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule"]
 
@@ -40,15 +47,20 @@ def _check_solution(problem: SchedulingProblem, result: SolveResult) -> None:
         raise InternalError(f"{result.solver_name} returned an invalid schedule:\n  " + "\n  ".join(violations[:20]))
 
 
-def solver_choice() -> tuple[Solver, Solver]:
-    """The heuristic that gives the baseline and the warm start, and the exact scheduler.
+def solver_choice(spec: Spec | None = None) -> tuple[Solver, Solver]:
+    """The heuristic that gives the baseline and the warm start, and the scheduler that runs:
+    the size strategy with the spec's ``solver.strategy`` and ``solver.groups`` (``auto``
+    without a spec: flat CP-SAT up to its size limit, hierarchical placement above).
 
     Examples
     --------
-    >>> [s.name for s in solver_choice()]
-    ['heft', 'cpsat']
+    >>> from planner.spec import load_spec
+    >>> heuristic, exact = solver_choice(load_spec("specs/taskgraph.yaml"))
+    >>> heuristic.name, exact.name, exact.config.strategy
+    ('heft', 'strategy', 'auto')
     """
-    return HeftScheduler(), CpSatScheduler()
+    strategy = StrategyOptions(strategy=getattr(spec, "strategy", "auto"), groups=getattr(spec, "groups", None))
+    return HeftScheduler(), StrategyScheduler(strategy)
 
 
 def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOptions,
@@ -91,7 +103,13 @@ def solve_schedule(problem: Problem) -> Solved:
     """
     spec, settings = problem.spec, problem.settings
     sproblem, reduction = problem.solver_problem, problem.inverse
-    heuristic, result = best_of_heuristic_and_exact(sproblem, settings.solve_options())
+    with stage("lowering"):
+        resources = determine_resources(spec.graph, spec.hardware)
+    # The solve leaves part of the limit to lowering, replay, numeric replay and writing: a
+    # function of the graph, so the deterministic budget still depends on the spec alone.
+    reserve_s = post_solve_reserve_s(sproblem.num_ops, _numeric_macs(resources), settings.time_limit_s)
+    options = settings.solve_options(time_limit_s=settings.time_limit_s - reserve_s)
+    heuristic, result = best_of_heuristic_and_exact(sproblem, options, solver_choice(spec))
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(explain_infeasible(spec, sproblem))
     if result.status is Status.MODEL_INVALID:
@@ -100,17 +118,36 @@ def solve_schedule(problem: Problem) -> Solved:
         raise TimeLimitError(
             f"no plan found within {settings.time_limit_s:g} s (status {result.status.value}); "
             "raise --time-limit or relax the constraints")
-    resources = determine_resources(spec.graph, spec.hardware)
     plan = from_solution(
         result, reduction, sproblem, spec_name=spec.name,
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
-        solver_info=_solver_info(settings, result, heuristic),
+        solver_info=_solver_info(settings, result, heuristic, reserve_s),
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
-    return Solved(plan, sproblem, reduction, result, heuristic)
+    return Solved(plan, sproblem, reduction, result, heuristic, post_solve_reserve_s=reserve_s)
 
 
-def _solver_info(settings: RunSettings, result: SolveResult, heuristic: SolveResult) -> dict[str, Any]:
+def _numeric_macs(resources: Any) -> int:
+    """The multiply-accumulates the numeric replay will execute by default: the graph's, or 0
+    when they are over its default limit (then it is skipped)."""
+    macs = sum(op.macs for op in resources.ops.values())
+    return macs if macs <= NUMERIC_DEFAULT_MAX_MACS else 0
+
+
+def _solver_info(settings: RunSettings, result: SolveResult, heuristic: SolveResult,
+                 reserve_s: float) -> dict[str, Any]:
     """plan.json's ``solver`` record of a latency or throughput run."""
     return {"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": settings.workers,
-            "seed": settings.seed, "time_limit_s": settings.time_limit_s,
-            **run_summary(settings.search, [result.stats.get("stopped_by")])}
+            "seed": settings.seed, "time_limit_s": settings.time_limit_s, "post_solve_reserve_s": reserve_s,
+            **run_summary(settings.search, [result.stats.get("stopped_by")]),
+            **_strategy_info(result.stats)}
+
+
+def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
+    """What plan.json's solver dict says about the strategy that ran (when one did)."""
+    if "strategy" not in stats:
+        return {}
+    info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
+    groups = stats.get("strategy_stages", {}).get("placer", {}).get("groups")
+    if groups is not None:
+        info["groups"] = groups
+    return info

@@ -93,6 +93,9 @@ class Solved:
     ``result`` is the solver result the plan's objective, status and bound come from;
     ``heuristic`` the baseline it was warm-started from. ``details`` holds what one
     objective adds (for max-load a :class:`planner.max_load.MaxLoadDetails`).
+    ``post_solve_reserve_s`` is the part of the time limit the solve left to the stages
+    after it (:func:`planner.stage_timing.post_solve_reserve_s`); a chained solve (memory
+    planning) gets the same share of the limit as this one.
     """
 
     plan: Plan
@@ -101,6 +104,7 @@ class Solved:
     result: SolveResult
     heuristic: SolveResult
     details: Any = None
+    post_solve_reserve_s: float = 0.0
 
 
 @dataclass(frozen=True)

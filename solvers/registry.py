@@ -20,8 +20,9 @@ Examples
 'greedy'
 >>> from solvers.scheduling import SchedulingProblem
 >>> two_devices = SchedulingProblem(((3, 3),), (), (1, 1), ((-1, 0), (0, -1)), ())
->>> accepting(two_devices)
-('scheduling.cpsat', 'scheduling.heft', 'scheduling.portfolio')
+>>> accepting(two_devices)  # doctest: +NORMALIZE_WHITESPACE
+('hierarchical.lns', 'hierarchical.placer', 'hierarchical.strategy', 'learned.reinforce',
+ 'scheduling.cpsat', 'scheduling.heft', 'scheduling.portfolio')
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from solvers.colocation.greedy import FirstFitDecreasingSolver
 from solvers.colocation.milp import ColumnGenerationColocationSolver
 from solvers.colocation.variants import CpSatVariantSolver
 from solvers.core import Solver
+from solvers.hierarchical import HierarchicalScheduler, LnsScheduler, StrategyScheduler
+from solvers.learned.reinforce import ReinforceScheduler
 from solvers.memory.levels.cpsat import CpSatLevelSolver
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver
 from solvers.memory.offsets.cpsat import CpSatOffsetSolver
@@ -59,6 +62,10 @@ SOLVERS: dict[str, Callable[..., Solver]] = {
     "scheduling.listsearch": ListSearchScheduler,
     "scheduling.cpsat": CpSatScheduler,
     "scheduling.portfolio": partial(_portfolio, HeftScheduler, CpSatScheduler),
+    "hierarchical.lns": LnsScheduler,
+    "hierarchical.placer": HierarchicalScheduler,
+    "hierarchical.strategy": StrategyScheduler,
+    "learned.reinforce": ReinforceScheduler,  # the REINFORCE baseline (a benchmark column, not a default)
     "placement.greedy": GreedyPlacementSolver,
     "placement.cpsat": CpSatPlacementSolver,
     "placement.portfolio": partial(_portfolio, GreedyPlacementSolver, CpSatPlacementSolver),

@@ -51,7 +51,7 @@ def test_no_plan_within_the_time_limit_exits_4(tmp_path, monkeypatch):
         def solve(self, problem, options):
             return failure_result(Status.UNKNOWN, self.name, 0.0)
 
-    monkeypatch.setattr(scheduling, "solver_choice", lambda: (NoSchedule(), NoSchedule()))
+    monkeypatch.setattr(scheduling, "solver_choice", lambda spec: (NoSchedule(), NoSchedule()))
     out = tmp_path / "out"
     res = runner.invoke(app, ["solve", MLP, "-o", str(out), "--time-limit", "1"])
     assert res.exit_code == EXIT_NO_SOLUTION == 4, res.output

@@ -27,7 +27,8 @@ from typing import Any, Callable, Mapping
 
 from planner.graph.ir import DTYPE_BYTES, Op, Tensor
 
-__all__ = ["GENERATORS", "GENERATOR_PARAMS", "generate", "generator_size", "conv_output_size"]
+__all__ = ["GENERATORS", "GENERATOR_PARAMS", "generate", "generator_size", "conv_output_size",
+           "inception_graph"]
 
 # kind -> {param: default}; ``None`` marks an optional parameter with a computed default.
 GENERATOR_PARAMS: dict[str, dict[str, Any]] = {
@@ -284,6 +285,72 @@ def _resnet(model: str, p: dict[str, Any]) -> tuple[list[Tensor], list[Op]]:
     y = b.tensor("fc/y", (n, classes), "output")
     b.op("fc", "matmul", [f, w], [y])
     return b.tensors, b.ops
+
+
+def inception_graph(model: str = "", modules: int = 4, channels: int = 64, image: int = 28,
+                    in_channels: int = 3, classes: int = 10, batch: int = 1,
+                    dtype: str = "fp16") -> tuple[list[Tensor], list[Op]]:
+    """A branchy CNN: stacked inception-style modules (benchmarks' scale graphs).
+
+    ``stem`` (3x3 conv to ``channels``) -> ``stem_relu``, then ``modules`` modules, each with
+    four parallel branches on the module's input, concatenated along the channels:
+    ``b1`` (1x1 conv, relu), ``b3`` (1x1 conv, relu, 3x3 conv, relu), ``b5`` (1x1 conv, relu,
+    5x5 conv, relu), ``pool`` (3x3/1 max pool, 1x1 conv, relu); each branch has
+    ``channels / 4`` filters, so every module keeps ``channels`` channels and the image
+    size. Head: ``pool`` (global_avgpool) -> ``flatten`` -> ``fc``.
+
+    Ops: ``5 + 14 * modules`` (10,000 ops: ``modules=714``). Not a spec generator kind (the
+    spec's generator models do not list it): benchmarks build the graph directly.
+
+    Examples
+    --------
+    >>> tensors, ops = inception_graph("net", modules=2, channels=16, image=8)
+    >>> len(ops), ops[2].name, [o.type for o in ops if o.name.startswith("net/module0/b3/")]
+    (33, 'net/module0/b1/conv', ['conv2d', 'relu', 'conv2d', 'relu'])
+    >>> {t.name: t.shape for t in tensors}["net/module1/concat/y"]
+    (1, 16, 8, 8)
+    """
+    for key, value in (("modules", modules), ("channels", channels), ("image", image),
+                       ("in_channels", in_channels), ("classes", classes), ("batch", batch)):
+        _positive_int("inception", key, value)
+    if channels % 4:
+        raise ValueError(f"inception generator: channels ({channels}) must be divisible by 4")
+    b = _Builder(model, dtype)
+
+    def conv(local: str, x: str, filters: int, k: int) -> str:
+        """A same-size k x k convolution followed by its relu (``<local>_relu``)."""
+        n, c, hh, ww = b.shape(x)
+        w = b.tensor(f"{local}/w", (filters, c, k, k), "weight")
+        y = b.tensor(f"{local}/y", (n, filters, hh, ww))
+        b.op(local, "conv2d", [x, w], [y], stride=1, padding=k // 2, groups=1)
+        return _unary(b, f"{local}_relu", "relu", y)
+
+    x = conv("stem", b.tensor("x", (batch, in_channels, image, image), "input"), channels, 3)
+    q = channels // 4
+    for m in range(modules):
+        M = f"module{m}"
+        b1 = conv(f"{M}/b1/conv", x, q, 1)
+        b3 = conv(f"{M}/b3/conv3", conv(f"{M}/b3/reduce", x, q, 1), q, 3)
+        b5 = conv(f"{M}/b5/conv5", conv(f"{M}/b5/reduce", x, q, 1), q, 5)
+        pooled = b.tensor(f"{M}/pool/max/y", b.shape(x))
+        b.op(f"{M}/pool/max", "maxpool", [x], [pooled], kernel=3, stride=1, padding=1)
+        bp = conv(f"{M}/pool/conv", pooled, q, 1)
+        cat = b.tensor(f"{M}/concat/y", (batch, channels, image, image))
+        b.op(f"{M}/concat", "concat", [b1, b3, b5, bp], [cat], axis=1)
+        x = cat
+    g = b.tensor("pool/y", (batch, channels, 1, 1))
+    b.op("pool", "global_avgpool", [x], [g])
+    f = b.tensor("flatten/y", (batch, channels))
+    b.op("flatten", "reshape", [g], [f], shape=[batch, channels])
+    w = b.tensor("fc/w", (channels, classes), "weight")
+    b.op("fc", "matmul", [f, w], [b.tensor("fc/y", (batch, classes), "output")])
+    return b.tensors, b.ops
+
+
+def _unary(b: _Builder, local: str, type_: str, x: str) -> str:
+    y = b.tensor(f"{local}/y", b.shape(x))
+    b.op(local, type_, [x], [y])
+    return y
 
 
 GENERATORS: dict[str, Callable[[str, dict[str, Any]], tuple[list[Tensor], list[Op]]]] = {

@@ -20,6 +20,8 @@ from __future__ import annotations
 import hashlib
 import struct
 
+import numpy as np
+
 from planner.errors import BinaryFormatError
 from planner.graph.ir import DTYPE_BYTES
 from planner.isa.instructions import (
@@ -223,7 +225,7 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     end = pos + string_bytes
     try:
         while pos < end:
-            (n,) = _U16.unpack_from(body, pos)
+            n = body[pos] | body[pos + 1] << 8 if pos + 1 < end else end  # the u16 length (a lone byte overruns)
             if pos + 2 + n > end:
                 raise _fail("string table overruns its section", name)
             strings.append(body[pos + 2:pos + 2 + n].decode("utf-8"))
@@ -238,17 +240,21 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
             raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
         return strings[i]
 
-    buffers = tuple(s(_U32.unpack_from(body, pos + 4 * i)[0], f"buffer {i}") for i in range(n_buffers))
+    buffer_names = np.frombuffer(body, dtype="<u4", count=n_buffers, offset=pos).tolist()
+    if n_buffers and max(buffer_names) >= len(strings):
+        first = next(i for i, x in enumerate(buffer_names) if x >= len(strings))
+        s(buffer_names[first], f"buffer {first}")  # raises, naming the first buffer without a name
+    buffers = tuple(strings[x] for x in buffer_names)
     pos += 4 * n_buffers
-    lists = list(struct.unpack_from(f"<{n_lists}I", body, pos))
+    lists = np.frombuffer(body, dtype="<u4", count=n_lists, offset=pos).tolist()
     pos += 4 * n_lists
-    if any(bid >= n_buffers for bid in lists):
+    if n_lists and max(lists) >= n_buffers:
         raise _fail(f"buffer lists name a buffer id out of range ({n_buffers} buffers)", name)
-    raw_kernels = [KERNEL.unpack_from(body, pos + KERNEL.size * i) for i in range(n_kernels)]
+    raw_kernels = list(zip(*(c.tolist() for c in _columns(body, pos, _KERNEL_DTYPE, n_kernels))))
     pos += KERNEL.size * n_kernels
-    raw_operands = [OPERAND.unpack_from(body, pos + OPERAND.size * i) for i in range(n_operands)]
+    raw_operands = list(zip(*(c.tolist() for c in _columns(body, pos, _OPERAND_DTYPE, n_operands))))
     pos += OPERAND.size * n_operands
-    dims = struct.unpack_from(f"<{n_dims}Q", body, pos)
+    dims = tuple(np.frombuffer(body, dtype="<u8", count=n_dims, offset=pos).tolist())
     pos += 8 * n_dims
 
     operands: list[Operand] = []
@@ -267,38 +273,8 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
                               s(attrs_idx, f"kernel {j} attrs"), tuple(operands[first:first + n_in]),
                               tuple(operands[first + n_in:first + n_in + n_out])))
 
-    link_ids = {lk[0] for lk in raw_links}
-    codes = Opcode._value2member_map_
-    n_str, n_list = len(strings), len(lists)
-    alloc_free = (int(Opcode.ALLOC), int(Opcode.FREE))
-    vector, dma, send_recv = int(Opcode.VECTOR), int(Opcode.DMA), (int(Opcode.SEND), int(Opcode.RECV))
-    instructions = []
-    append = instructions.append
-    for r, (opcode, subop, stream, op_idx, start, dur, a, b, c, d, mem, fast, off, nr, nw) in enumerate(
-            RECORD.iter_unpack(body[pos:])):
-        code = codes.get(opcode)
-        if code is None:
-            raise _fail(f"record {r}: unknown opcode {opcode}", name)
-        if off + nr + nw > n_list:
-            raise _fail(f"record {r}: buffer list [{off}, {off + nr + nw}) out of range", name)
-        reads = tuple(lists[off:off + nr]) if nr else ()
-        writes = tuple(lists[off + nr:off + nr + nw]) if nw else ()
-        peer = ""
-        if opcode in alloc_free:
-            if a >= n_buffers or b >= n_levels:
-                raise _fail(f"record {r}: {code.name} names buffer {a} / level {b} out of range", name)
-        elif opcode == vector:
-            if subop not in VectorOp._value2member_map_:
-                raise _fail(f"record {r}: unknown vector subop {subop}", name)
-        elif opcode == dma:
-            if a >= n_levels or b >= n_levels:
-                raise _fail(f"record {r}: DMA names a level out of range", name)
-        elif opcode in send_recv:
-            peer, d = s(d, f"record {r} peer"), 0
-            if a not in link_ids:
-                raise _fail(f"record {r}: {code.name} on link {a}, which the link table lacks", name)
-        op = "" if op_idx == NONE else strings[op_idx] if op_idx < n_str else s(op_idx, f"record {r} op")
-        append(Instruction(code, stream, start, dur, op, subop, a, b, c, d, mem, reads, writes, peer, fast))
+    instructions = _instructions(body[pos:], n_records, strings, lists, n_buffers, n_levels,
+                                 {lk[0] for lk in raw_links}, name)
     if not 0 <= main_level < n_levels:
         raise _fail(f"main level {main_level} out of range ({n_levels} levels)", name)
     if not -1 <= fast_level < n_levels:
@@ -312,6 +288,122 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
         links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
         num_streams=n_streams, buffers=buffers, instructions=tuple(instructions),
         fast_level=fast_level, kernels=tuple(kernels), addressed=bool(flags & FLAG_ADDRESSED))
+
+
+_KERNEL_DTYPE = np.dtype([("op", "<u4"), ("type", "<u4"), ("attrs", "<u4"), ("first", "<u4"), ("inputs", "<u2"),
+                          ("outputs", "<u2")])
+_OPERAND_DTYPE = np.dtype([("dtype", "<u4"), ("dim0", "<u4"), ("list0", "<u4"), ("dims", "<u2"),
+                           ("buffers", "<u2")])
+assert (_KERNEL_DTYPE.itemsize, _OPERAND_DTYPE.itemsize) == (KERNEL.size, OPERAND.size)
+
+
+def _columns(body: bytes, pos: int, dtype: np.dtype, count: int) -> list[np.ndarray]:
+    """The fields of ``count`` fixed-width entries at ``pos``, one array each."""
+    table = np.frombuffer(body, dtype=dtype, count=count, offset=pos)
+    return [table[f] for f in dtype.names]
+
+
+# The records as numpy sees them: the fields of RECORD, in order (80 bytes, no padding).
+_RECORD_DTYPE = np.dtype([("opcode", "<u1"), ("subop", "<u1"), ("stream", "<u2"), ("op", "<u4"),
+                          ("start", "<u8"), ("duration", "<u8"), ("a", "<u8"), ("b", "<u8"), ("c", "<u8"),
+                          ("d", "<u8"), ("mem", "<u8"), ("fast", "<u8"), ("list", "<u4"), ("reads", "<u2"),
+                          ("writes", "<u2")])
+assert _RECORD_DTYPE.itemsize == RECORD.size
+_OPCODES = np.array(sorted(int(c) for c in Opcode), dtype=np.int64)
+_VECTOR_SUBOPS = np.array(sorted(int(v) for v in VectorOp), dtype=np.int64)
+
+
+def _record_error(r: int, rec: tuple, strings: list[str], n_lists: int, n_buffers: int, n_levels: int,
+                  link_ids: set[int], name: str) -> BinaryFormatError | None:
+    """What is wrong with record ``r`` (its RECORD fields), checked in the format's order; None if nothing."""
+    opcode, subop, _stream, op_idx, _start, _dur, a, b, _c, d, _mem, _fast, off, nr, nw = rec
+    code = Opcode._value2member_map_.get(opcode)
+    if code is None:
+        return _fail(f"record {r}: unknown opcode {opcode}", name)
+    if off + nr + nw > n_lists:
+        return _fail(f"record {r}: buffer list [{off}, {off + nr + nw}) out of range", name)
+    if code in (Opcode.ALLOC, Opcode.FREE):
+        if a >= n_buffers or b >= n_levels:
+            return _fail(f"record {r}: {code.name} names buffer {a} / level {b} out of range", name)
+    elif code == Opcode.VECTOR:
+        if subop not in VectorOp._value2member_map_:
+            return _fail(f"record {r}: unknown vector subop {subop}", name)
+    elif code == Opcode.DMA:
+        if a >= n_levels or b >= n_levels:
+            return _fail(f"record {r}: DMA names a level out of range", name)
+    elif code in (Opcode.SEND, Opcode.RECV):
+        if d >= len(strings):
+            return _fail(f"record {r} peer names string {d}, table has {len(strings)}", name)
+        if a not in link_ids:
+            return _fail(f"record {r}: {code.name} on link {a}, which the link table lacks", name)
+    if op_idx != NONE and op_idx >= len(strings):
+        return _fail(f"record {r} op names string {op_idx}, table has {len(strings)}", name)
+    return None
+
+
+def _first_bad_record(rec: np.ndarray, n_strings: int, n_lists: int, n_buffers: int, n_levels: int,
+                      link_ids: set[int]) -> int | None:
+    """The first record :func:`_record_error` refuses, found with numpy over all records at once."""
+    code = rec["opcode"].astype(np.int64)
+    a, b, d = rec["a"], rec["b"], rec["d"]
+    bad = ~np.isin(code, _OPCODES)
+    bad |= rec["list"].astype(np.int64) + rec["reads"] + rec["writes"] > n_lists
+    alloc_free = (code == int(Opcode.ALLOC)) | (code == int(Opcode.FREE))
+    bad |= alloc_free & ((a >= n_buffers) | (b >= n_levels))
+    bad |= (code == int(Opcode.VECTOR)) & ~np.isin(rec["subop"].astype(np.int64), _VECTOR_SUBOPS)
+    bad |= (code == int(Opcode.DMA)) & ((a >= n_levels) | (b >= n_levels))
+    send_recv = (code == int(Opcode.SEND)) | (code == int(Opcode.RECV))
+    known_link = np.isin(a, np.array(sorted(link_ids), dtype=np.uint64))
+    bad |= send_recv & ((d >= n_strings) | ~known_link)
+    bad |= (rec["op"] != NONE) & (rec["op"] >= n_strings)
+    first = np.flatnonzero(bad)
+    return int(first[0]) if len(first) else None
+
+
+def _instruction_builder():
+    """``build(*fields) -> Instruction`` without ``__init__``, twice as fast for the 10^5 records of a
+    large plan. Only for decoded records: ``__post_init__``'s conversions and checks hold by
+    construction there (an :class:`Opcode`, tuples, unsigned fields)."""
+    s = [getattr(Instruction, f).__set__ for f in Instruction.__dataclass_fields__]
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14 = s
+    new = object.__new__
+
+    def build(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14):
+        i = new(Instruction)
+        s0(i, v0), s1(i, v1), s2(i, v2), s3(i, v3), s4(i, v4), s5(i, v5), s6(i, v6), s7(i, v7)
+        s8(i, v8), s9(i, v9), s10(i, v10), s11(i, v11), s12(i, v12), s13(i, v13), s14(i, v14)
+        return i
+
+    return build
+
+
+def _instructions(records: bytes, n_records: int, strings: list[str], lists: list[int], n_buffers: int,
+                  n_levels: int, link_ids: set[int], name: str) -> list[Instruction]:
+    """The instructions of the records section: validated by numpy in one pass, then built.
+
+    A refused binary gets the message of its first bad record, as a record-by-record
+    check would give it.
+    """
+    rec = np.frombuffer(records, dtype=_RECORD_DTYPE, count=n_records)
+    bad = _first_bad_record(rec, len(strings), len(lists), n_buffers, n_levels, link_ids)
+    if bad is not None:
+        raise _record_error(bad, RECORD.unpack_from(records, bad * RECORD.size), strings, len(lists),
+                            n_buffers, n_levels, link_ids, name)
+    codes = Opcode._value2member_map_
+    peer_codes = (Opcode.SEND, Opcode.RECV)
+    out = []
+    append = out.append
+    build = _instruction_builder()
+    columns = [rec[f].tolist() for f in _RECORD_DTYPE.names]
+    for opcode, subop, stream, op_idx, start, dur, a, b, c, d, mem, fast, off, nr, nw in zip(*columns):
+        code = codes[opcode]
+        peer = ""
+        if code in peer_codes:
+            peer, d = strings[d], 0
+        append(build(code, stream, start, dur, "" if op_idx == NONE else strings[op_idx], subop, a, b, c, d, mem,
+                     tuple(lists[off:off + nr]) if nr else (), tuple(lists[off + nr:off + nr + nw]) if nw else (),
+                     peer, fast))
+    return out
 
 
 def _operands(ins: Instruction, program: Program) -> str:

@@ -234,8 +234,8 @@ class Operand:
     buffers: tuple[int, ...]
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape", tuple(int(x) for x in self.shape))
-        object.__setattr__(self, "buffers", tuple(int(x) for x in self.buffers))
+        object.__setattr__(self, "shape", tuple(map(int, self.shape)))  # map: decoding builds thousands
+        object.__setattr__(self, "buffers", tuple(map(int, self.buffers)))
 
     @property
     def size_bytes(self) -> int:

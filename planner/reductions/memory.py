@@ -93,8 +93,8 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     says so.
     """
     spine = solved.plan
-    memory = plan_memory(spec, spine, time_limit_s=settings.time_limit_s, seed=settings.seed,
-                         search=settings.search)
+    memory = plan_memory(spec, spine, time_limit_s=settings.time_limit_s - solved.post_solve_reserve_s,
+                         seed=settings.seed, search=settings.search)
     candidates = [("memory plan", memory.plan, memory.memory)]
     if memory.greedy_plan is not None:
         candidates.append(("greedy prefetch + greedy-by-size", memory.greedy_plan, memory.greedy_memory))

@@ -8,7 +8,7 @@ from planner.hardware import Hardware
 from planner.plan import Plan
 
 __all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "format_levels", "level_capacities",
-           "markdown_table", "op_count", "search_cell", "search_line"]
+           "markdown_table", "op_count", "search_cell", "strategy_line", "search_line"]
 
 
 def format_bytes(n: int | None) -> str:
@@ -159,6 +159,23 @@ def markdown_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 
+def strategy_line(solver: dict[str, Any]) -> str:
+    """Which scheduler path ran, and why.
+
+    >>> strategy_line({"name": "hierarchical+lns", "strategy": "hierarchical",
+    ...                 "strategy_requested": "auto", "groups": 160})
+    'hierarchical (chosen by auto from the graph size): 160 groups placed by CP-SAT, then LNS'
+    >>> strategy_line({"name": "lns+cpsat", "strategy": "flat", "strategy_requested": "flat"})
+    'flat: LNS, then CP-SAT over the whole graph'
+    """
+    why = " (chosen by auto from the graph size)" if solver.get("strategy_requested") == "auto" else ""
+    groups = solver.get("groups", "?")
+    how = {"lns+cpsat": "LNS, then CP-SAT over the whole graph", "cpsat": "CP-SAT over the whole graph",
+           "hierarchical+lns": f"{groups} groups placed by CP-SAT, then LNS",
+           "hierarchical": f"{groups} groups placed by CP-SAT"}.get(solver.get("name"), solver.get("name"))
+    return f"{solver['strategy']}{why}: {how}"
+
+
 def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
                   peak_bytes: dict[str, dict[str, int]] | None = None, replay: dict[str, Any] | None = None,
                   sections: list[str] | None = None, graph=None) -> str:
@@ -184,6 +201,7 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
         ["makespan", f"{plan.makespan_cycles} cycles = {us:.3f} us at {plan.clock_hz / 1e9:g} GHz"],
         ["solver", f"{plan.solver.get('name', '?')} (workers {plan.solver.get('workers')}, "
                    f"seed {plan.solver.get('seed')}, limit {plan.solver.get('time_limit_s')} s)"],
+        *([["strategy", strategy_line(plan.solver)]] if "strategy" in plan.solver else []),
         ["search", search_cell(plan.solver)],
     ]))
     if plan.solver.get("search") is not None:

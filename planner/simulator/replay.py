@@ -49,10 +49,14 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
+from math import prod
 from pathlib import Path
 from typing import Any, Mapping, NamedTuple
 
+import numpy as np
+
 from planner.errors import BinaryFormatError, InternalError
+from planner.graph.ir import DTYPE_BYTES
 from planner.isa.binary import decode
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
@@ -239,6 +243,27 @@ def _end_key(i: int, ins: Instruction) -> _Key:
     return (ins.end_cycle, _ENDS, i) if ins.duration_cycles > 0 else (ins.start_cycle, _AT, i)
 
 
+class _Index(NamedTuple):
+    """One pass over a program's records that every check reuses: each record's event keys,
+    and the records of each opcode (in record order), so a check visits only its own."""
+
+    starts: list[_Key]
+    ends: list[_Key]
+    by_code: dict[Opcode, list[int]]
+
+
+def _index(p: Program) -> _Index:
+    instrs = p.instructions
+    starts = [(ins.start_cycle, _AT, i) for i, ins in enumerate(instrs)]
+    ends = [(ins.start_cycle + ins.duration_cycles, _ENDS, i) if ins.duration_cycles > 0 else starts[i]
+            for i, ins in enumerate(instrs)]
+    codes = np.fromiter((ins.opcode for ins in instrs), dtype=np.int64, count=len(instrs))
+    order = np.argsort(codes, kind="stable")  # record order within each opcode
+    bounds = np.flatnonzero(np.diff(codes[order])) + 1
+    by_code = {Opcode(int(codes[group[0]])): group.tolist() for group in np.split(order, bounds) if len(group)}
+    return _Index(starts, ends, by_code)
+
+
 class _Buf(NamedTuple):
     """One buffer's allocation, as its ALLOC and FREE give it (keys: record positions)."""
 
@@ -253,50 +278,33 @@ class _Buf(NamedTuple):
     free_key: _Key = _NEVER_KEY  # _NEVER_KEY when not freed
 
 
-def _check_shape(p: Program, v: list[str]) -> None:
+def _check_shape(p: Program, x: _Index, v: list[str]) -> None:
     """HALT, record order, streams, bookkeeping durations and recomputed durations."""
     instrs = p.instructions
-    halts = [i for i, ins in enumerate(instrs) if ins.opcode == Opcode.HALT]
+    halts = x.by_code.get(Opcode.HALT, [])
     if not instrs or instrs[-1].opcode != Opcode.HALT:
         v.append(f"{p.device}: the last instruction is not HALT")
     if len(halts) > 1:
         v.append(f"{p.device}: {len(halts)} HALT instructions (expected one)")
-    end_all = max((ins.end_cycle for ins in instrs if ins.opcode != Opcode.HALT), default=0)
+    ends = [key[0] for key in x.ends]
+    for i in halts:
+        ends[i] = 0
+    end_all = max(ends, default=0)
     for i in halts:
         if instrs[i].start_cycle < end_all:
             v.append(f"{_where(p, i, instrs[i])} at cycle {instrs[i].start_cycle} before the program's "
                      f"last cycle {end_all}")
-    for i in range(1, len(instrs)):
-        if instrs[i].start_cycle < instrs[i - 1].start_cycle:
-            v.append(f"{_where(p, i, instrs[i])} starts at {instrs[i].start_cycle}, before the previous "
-                     f"record's {instrs[i - 1].start_cycle}: records out of order")
-    for i, ins in enumerate(instrs):
-        if ins.opcode in _BOOKKEEPING:
-            if ins.duration_cycles != 0:
-                v.append(f"{_where(p, i, ins)} has duration {ins.duration_cycles}, expected 0")
-            if ins.stream >= p.num_streams and ins.stream not in (TRANSFER_STREAM, DMA_STREAM):
-                v.append(f"{_where(p, i, ins)} on stream {ins.stream}; the device has {p.num_streams}")
-            continue
-        if ins.opcode in (Opcode.SEND, Opcode.RECV):
-            if ins.stream != TRANSFER_STREAM:
-                v.append(f"{_where(p, i, ins)} must run on the transfer engine, not stream {ins.stream}")
-        elif ins.stream == DMA_STREAM:
-            if ins.opcode != Opcode.DMA:
-                v.append(f"{_where(p, i, ins)}: only DMAs run on the DMA engine")
-        elif ins.stream >= p.num_streams:
-            v.append(f"{_where(p, i, ins)} on stream {ins.stream}; the device has {p.num_streams}")
-        try:
-            expected = expected_duration_cycles(ins, p)
-        except (ValueError, IndexError, KeyError) as e:
-            v.append(f"{_where(p, i, ins)}: cannot be timed ({e!s})")
-            continue
-        if expected != ins.duration_cycles:
-            v.append(f"{_where(p, i, ins)}: duration mismatch: encoded {ins.duration_cycles} cycles, "
-                     f"the ISA formulas give {expected}")
+    starts = [key[0] for key in x.starts]
+    for i in [i for i in range(1, len(starts)) if starts[i] < starts[i - 1]]:
+        v.append(f"{_where(p, i, instrs[i])} starts at {instrs[i].start_cycle}, before the previous "
+                 f"record's {instrs[i - 1].start_cycle}: records out of order")
+    _check_streams_and_durations(p, v)
     by_stream: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for i, ins in enumerate(instrs):
-        if ins.opcode in COMPUTE_OPCODES and ins.duration_cycles > 0:
-            by_stream[ins.stream].append((ins.start_cycle, ins.end_cycle, i))
+    for code in COMPUTE_OPCODES:
+        for i in x.by_code.get(code, ()):
+            ins = instrs[i]
+            if ins.duration_cycles > 0:
+                by_stream[ins.stream].append((ins.start_cycle, x.ends[i][0], i))
     for stream in sorted(by_stream):
         spans = sorted(by_stream[stream])
         for (s0, e0, i0), (s1, _e1, i1) in zip(spans, spans[1:]):
@@ -305,20 +313,56 @@ def _check_shape(p: Program, v: list[str]) -> None:
                          f"while {_where(p, i0, instrs[i0])} runs until {e0}")
 
 
-def _allocations(p: Program, v: list[str]) -> dict[int, _Buf]:
+def _check_streams_and_durations(p: Program, v: list[str]) -> None:
+    """Each record on a stream it may use, bookkeeping of zero duration, and every other
+    record's duration as the ISA formulas give it (computed once per distinct operand set:
+    a deep model repeats the same instructions layer after layer)."""
+    num_streams, engines = p.num_streams, (TRANSFER_STREAM, DMA_STREAM)
+    transfers = (Opcode.SEND, Opcode.RECV)
+    timed: dict[tuple, int] = {}
+    for i, ins in enumerate(p.instructions):
+        code, stream = ins.opcode, ins.stream
+        if code in _BOOKKEEPING:
+            if ins.duration_cycles != 0:
+                v.append(f"{_where(p, i, ins)} has duration {ins.duration_cycles}, expected 0")
+            if stream >= num_streams and stream not in engines:
+                v.append(f"{_where(p, i, ins)} on stream {stream}; the device has {num_streams}")
+            continue
+        if code in transfers:
+            if stream != TRANSFER_STREAM:
+                v.append(f"{_where(p, i, ins)} must run on the transfer engine, not stream {stream}")
+        elif stream == DMA_STREAM:
+            if code != Opcode.DMA:
+                v.append(f"{_where(p, i, ins)}: only DMAs run on the DMA engine")
+        elif stream >= num_streams:
+            v.append(f"{_where(p, i, ins)} on stream {stream}; the device has {num_streams}")
+        operands = (code, ins.subop, ins.a, ins.b, ins.c, ins.d, ins.mem_bytes, ins.fast_bytes)
+        expected = timed.get(operands)
+        if expected is None:
+            try:
+                expected = timed[operands] = expected_duration_cycles(ins, p)
+            except (ValueError, IndexError, KeyError) as e:
+                v.append(f"{_where(p, i, ins)}: cannot be timed ({e!s})")
+                continue
+        if expected != ins.duration_cycles:
+            v.append(f"{_where(p, i, ins)}: duration mismatch: encoded {ins.duration_cycles} cycles, "
+                     f"the ISA formulas give {expected}")
+
+
+def _allocations(p: Program, v: list[str], x: _Index | None = None) -> dict[int, _Buf]:
     """Each buffer's ALLOC and FREE (allocated and freed at most once, FREE matching)."""
     instrs = p.instructions
+    x = x or _index(p)
     alloc: dict[int, _Buf] = {}
-    for i, ins in enumerate(instrs):
-        if ins.opcode == Opcode.ALLOC:
-            if ins.a in alloc:
-                v.append(f"{_where(p, i, ins)}: buffer {ins.a} allocated twice")
-                continue
-            alloc[ins.a] = _Buf(ins.start_cycle, ins.b, ins.c, bool(ins.subop & ALLOC_PRELOADED),
-                                bool(ins.subop & ALLOC_VIEW), ins.d, _NEVER, _start_key(i, ins))
-    for i, ins in enumerate(instrs):
-        if ins.opcode != Opcode.FREE:
+    for i in x.by_code.get(Opcode.ALLOC, ()):
+        ins = instrs[i]
+        if ins.a in alloc:
+            v.append(f"{_where(p, i, ins)}: buffer {ins.a} allocated twice")
             continue
+        alloc[ins.a] = _Buf(ins.start_cycle, ins.b, ins.c, bool(ins.subop & ALLOC_PRELOADED),
+                            bool(ins.subop & ALLOC_VIEW), ins.d, _NEVER, x.starts[i])
+    for i in x.by_code.get(Opcode.FREE, ()):
+        ins = instrs[i]
         buf = alloc.get(ins.a)
         if buf is None:
             v.append(f"{_where(p, i, ins)}: frees buffer {ins.a}, which is never allocated")
@@ -336,7 +380,8 @@ def _allocations(p: Program, v: list[str]) -> dict[int, _Buf]:
             elif i < buf.alloc_key[2]:
                 v.append(f"{_where(p, i, ins)}: freed at cycle {ins.start_cycle} before its ALLOC "
                          f"(record #{buf.alloc_key[2]}), later in the record order")
-            alloc[ins.a] = buf._replace(free_cycle=ins.start_cycle, free_key=_start_key(i, ins))
+            alloc[ins.a] = _Buf(buf.alloc_cycle, buf.level, buf.size, buf.preloaded, buf.view, buf.address,
+                                ins.start_cycle, buf.alloc_key, x.starts[i])
     return alloc
 
 
@@ -428,48 +473,49 @@ def _coverage_end(lo: int, hi: int, writes: list[tuple[int, int, int]]) -> int |
     return None
 
 
-def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], v: list[str]) -> None:
+def _check_buffers(p: Program, x: _Index, alloc: dict[int, _Buf], parents: dict[int, int], v: list[str]) -> None:
     """Allocation windows, readiness (every byte read was written before), and races."""
     instrs = p.instructions
     names = p.buffers
 
     def live(b: int, i: int, ins: Instruction, how: str) -> None:
         buf = alloc.get(b)
-        if buf is None or buf.alloc_key > _start_key(i, ins):
+        if buf is None or buf.alloc_key > x.starts[i]:
             when = "" if buf is None or buf.alloc_cycle < ins.start_cycle else " (later in the record order)"
             v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({names[b]}) at {ins.start_cycle} "
                      f"before it is allocated{when}")
-        elif buf.free_key < _end_key(i, ins):
+        elif buf.free_key < x.ends[i]:
             when = (f"at {buf.free_cycle}" if buf.free_cycle < ins.end_cycle else
                     f"at {buf.free_cycle} by record #{buf.free_key[2]}, earlier in the record order")
             v.append(f"{_where(p, i, ins)}: {how} buffer {b} ({names[b]}) until {ins.end_cycle}, "
                      f"but it is freed {when}")
 
-    def span(b: int) -> tuple[int, int, int]:
-        """(root buffer, lo, hi): the bytes of ``b`` in its root allocation's address space."""
-        buf = alloc.get(b)
-        if buf is None:
-            return b, 0, 0
-        if p.addressed:
-            return parents.get(b, b), buf.address, buf.address + buf.size
-        return b, 0, buf.size
+    # (root buffer, lo, hi) of each buffer: its bytes in its root allocation's address space.
+    spans = {b: ((parents.get(b, b), buf.address, buf.address + buf.size) if p.addressed else (b, 0, buf.size))
+             for b, buf in alloc.items()}
 
     # root -> (start key, end key, lo, hi, instruction (-1: a preloaded ALLOC), buffer)
     writes: dict[int, list[tuple[_Key, _Key, int, int, int, int]]] = defaultdict(list)
     reads: dict[int, list[tuple[_Key, _Key, int, int, int, int]]] = defaultdict(list)
     for b, buf in alloc.items():
         if buf.preloaded:
-            root, lo, hi = span(b)
+            root, lo, hi = spans[b]
             writes[root].append((buf.alloc_key, buf.alloc_key, lo, hi, -1, b))
     for i, ins in enumerate(instrs):
-        start, end = _start_key(i, ins), _end_key(i, ins)
+        if not ins.writes and not ins.reads:
+            continue
+        start, end = x.starts[i], x.ends[i]
         for b in ins.writes:
-            live(b, i, ins, "writes")
-            root, lo, hi = span(b)
+            buf = alloc.get(b)
+            if buf is None or buf.alloc_key > start or buf.free_key < end:
+                live(b, i, ins, "writes")
+            root, lo, hi = spans.get(b) or (b, 0, 0)
             writes[root].append((start, end, lo, hi, i, b))
         for b in ins.reads:
-            live(b, i, ins, "reads")
-            root, lo, hi = span(b)
+            buf = alloc.get(b)
+            if buf is None or buf.alloc_key > start or buf.free_key < end:
+                live(b, i, ins, "reads")
+            root, lo, hi = spans.get(b) or (b, 0, 0)
             reads[root].append((start, end, lo, hi, i, b))
 
     for root in sorted(reads):
@@ -481,6 +527,8 @@ def _check_buffers(p: Program, alloc: dict[int, _Buf], parents: dict[int, int], 
     for root in sorted(writes):
         ws = [w for w in writes[root] if w[4] >= 0]
         rs = reads.get(root, [])
+        if len(ws) == 1 and all(r[4] == ws[0][4] for r in rs):
+            continue  # one writer: nothing else to race with
         for x, (ws0, we0, lo0, hi0, i0, b0) in enumerate(ws):
             others = [(s1, e1, lo1, hi1, i1, b1, "writes") for s1, e1, lo1, hi1, i1, b1 in ws[x + 1:]]
             others += [(s1, e1, lo1, hi1, i1, b1, "reads") for s1, e1, lo1, hi1, i1, b1 in rs]
@@ -518,12 +566,12 @@ def _check_ready(p: Program, i: int, b: int, start: _Key, lo: int, hi: int,
                  f"writes it, later in the record order of that cycle")
 
 
-def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) -> None:
+def _check_kernels_and_dmas(p: Program, x: _Index, alloc: dict[int, _Buf], v: list[str]) -> None:
     """Kernels against their instructions (buffers, portion sizes, roofline bytes); memory DMAs."""
     instrs = p.instructions
     names = p.buffers
-    compute = {ins.op: (i, ins) for i, ins in enumerate(instrs)
-               if ins.opcode in COMPUTE_OPCODES and not _is_memory_dma(ins) and ins.op}
+    compute = {instrs[i].op: (i, instrs[i]) for i in _compute_records(x)
+               if not _is_memory_dma(instrs[i]) and instrs[i].op}
     seen: set[str] = set()
     for k in p.kernels:
         if k.op in seen:
@@ -534,7 +582,6 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
             v.append(f"{p.device}: kernel {k.op!r} names no compute instruction of the program")
             continue
         i, ins = compute[k.op]
-        where = _where(p, i, ins)
         ins_bufs = {b for o in k.inputs for b in o.buffers}
         out_bufs = {b for o in k.outputs for b in o.buffers}
         # Besides its operands, a compute instruction reads the zero-byte token of each
@@ -542,7 +589,7 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
         tokens = {b for b in set(ins.reads) - ins_bufs
                   if names[b].startswith("after:") and b in alloc and alloc[b].size == 0}
         if ins_bufs != set(ins.reads) - tokens or out_bufs != set(ins.writes):
-            v.append(f"{where}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
+            v.append(f"{_where(p, i, ins)}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
                      f"operands are in {sorted(ins_bufs)} and {sorted(out_bufs)}")
         fast = main = 0
         counted: set[int] = set()  # the roofline moves each buffer once, however many operands name it
@@ -551,14 +598,14 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
                 continue
             parts = len(o.buffers)
             if o.shape and parts > 1 and o.shape[0] % parts:
-                v.append(f"{where}: an operand of shape {o.shape} cannot be split in {parts} buffers along dim 0")
-            need = o.size_bytes // parts
+                v.append(f"{_where(p, i, ins)}: an operand of shape {o.shape} cannot be split in {parts} buffers along dim 0")
+            need = _operand_bytes(o) // parts
             for b in o.buffers:
                 buf = alloc.get(b)
                 if buf is None:
                     continue  # reported as a read or write of an unallocated buffer
                 if buf.size < need:
-                    v.append(f"{where}: buffer {b} ({names[b]}) holds {buf.size} bytes, its part of a "
+                    v.append(f"{_where(p, i, ins)}: buffer {b} ({names[b]}) holds {buf.size} bytes, its part of a "
                              f"{o.dtype}{list(o.shape)} operand needs {need}")
                 if b in counted:
                     continue
@@ -568,12 +615,13 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
                 elif buf.level == p.main_level:
                     main += buf.size
                 elif p.fast_level >= 0 and ins.opcode in _ROOFLINE:
-                    v.append(f"{where}: operand buffer {b} ({names[b]}) is in level "
+                    v.append(f"{_where(p, i, ins)}: operand buffer {b} ({names[b]}) is in level "
                              f"{p.levels[buf.level].name}, neither the fast nor the main level")
         if p.fast_level >= 0 and ins.opcode in _ROOFLINE and (ins.fast_bytes, ins.mem_bytes) != (fast, main):
-            v.append(f"{where}: roofline bytes fast={ins.fast_bytes} main={ins.mem_bytes}, but its operand "
+            v.append(f"{_where(p, i, ins)}: roofline bytes fast={ins.fast_bytes} main={ins.mem_bytes}, but its operand "
                      f"buffers hold fast={fast} main={main}")
-    for i, ins in enumerate(instrs):
+    for i in x.by_code.get(Opcode.DMA, ()):
+        ins = instrs[i]
         if not _is_memory_dma(ins):
             continue
         where = _where(p, i, ins)
@@ -591,7 +639,7 @@ def _check_kernels_and_dmas(p: Program, alloc: dict[int, _Buf], v: list[str]) ->
             v.append(f"{where}: moves {ins.c} bytes; its buffers hold {src.size} and {dst.size}")
 
 
-def _check_semaphores(p: Program, v: list[str]) -> None:
+def _check_semaphores(p: Program, x: _Index, v: list[str]) -> None:
     """Each WAIT (on any stream or engine) comes after its one SIGNAL; a SIGNAL naming an op
     comes after the record running it ends, a WAIT naming one before it starts (event keys:
     at one cycle, the record order decides). Memory DMAs may share a name (a buffer
@@ -600,17 +648,17 @@ def _check_semaphores(p: Program, v: list[str]) -> None:
     instrs = p.instructions
     signals: dict[int, _Key] = {}
     runs: dict[str, list[int]] = defaultdict(list)  # op -> the records running it (compute, memory DMA)
-    for i, ins in enumerate(instrs):
-        if ins.opcode == Opcode.SIGNAL:
-            if ins.a in signals:
-                v.append(f"{_where(p, i, ins)}: semaphore {ins.a} signalled twice")
-            signals[ins.a] = _start_key(i, ins)
-        elif ins.opcode in COMPUTE_OPCODES and ins.op:
-            runs[ins.op].append(i)  # record order is start-key order
-    for i, ins in enumerate(instrs):
-        if ins.opcode not in (Opcode.SIGNAL, Opcode.WAIT):
-            continue
-        key = _start_key(i, ins)
+    for i in x.by_code.get(Opcode.SIGNAL, ()):
+        ins = instrs[i]
+        if ins.a in signals:
+            v.append(f"{_where(p, i, ins)}: semaphore {ins.a} signalled twice")
+        signals[ins.a] = x.starts[i]
+    for i in _compute_records(x):
+        if instrs[i].op:
+            runs[instrs[i].op].append(i)  # record order is start-key order
+    for i in sorted(x.by_code.get(Opcode.SIGNAL, []) + x.by_code.get(Opcode.WAIT, [])):
+        ins = instrs[i]
+        key = x.starts[i]
         if ins.opcode == Opcode.WAIT:
             if ins.a not in signals:
                 v.append(f"{_where(p, i, ins)}: waits on semaphore {ins.a}, which is never signalled")
@@ -621,6 +669,16 @@ def _check_semaphores(p: Program, v: list[str]) -> None:
                          f"semaphore {ins.a}, signalled only {later}")
         if ins.op:
             _check_anchor(p, i, ins, runs.get(ins.op, []), v)
+
+
+def _compute_records(x: _Index) -> list[int]:
+    """The compute records (memory DMAs included), in record order."""
+    return sorted(i for code in COMPUTE_OPCODES for i in x.by_code.get(code, ()))
+
+
+def _operand_bytes(o: Any) -> int:
+    """An operand's bytes (``Operand.size_bytes`` without its per-call import)."""
+    return prod(o.shape) * DTYPE_BYTES[o.dtype]
 
 
 def _check_anchor(p: Program, i: int, ins: Instruction, runs: list[int], v: list[str]) -> None:
@@ -647,15 +705,16 @@ def _check_anchor(p: Program, i: int, ins: Instruction, runs: list[int], v: list
                  + (" (earlier in the record order)" if instrs[r].start_cycle == ins.start_cycle else ""))
 
 
-def _check_program(p: Program, v: list[str]) -> dict[str, int]:
-    """Every per-program check; returns the peak live bytes per level."""
-    _check_shape(p, v)
-    alloc = _allocations(p, v)
+def _check_program(p: Program, v: list[str]) -> tuple[dict[str, int], _Index]:
+    """Every per-program check; returns the peak live bytes per level and the records' index."""
+    x = _index(p)
+    _check_shape(p, x, v)
+    alloc = _allocations(p, v, x)
     peaks, parents = _sweep_memory(p, alloc, v)
-    _check_buffers(p, alloc, parents, v)
-    _check_kernels_and_dmas(p, alloc, v)
-    _check_semaphores(p, v)
-    return peaks
+    _check_buffers(p, x, alloc, parents, v)
+    _check_kernels_and_dmas(p, x, alloc, v)
+    _check_semaphores(p, x, v)
+    return peaks, x
 
 
 def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) -> SimulationResult:
@@ -683,9 +742,10 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
         p = programs[key]
         if p.device != key:
             v.append(f"binary {key!r} is for device {p.device!r}")
-        peaks[p.device] = _check_program(p, v)
+        peaks[p.device], x = _check_program(p, v)
         count += len(p.instructions)
-        for i, ins in enumerate(p.instructions):
+        for i in sorted(_compute_records(x) + x.by_code.get(Opcode.SEND, []) + x.by_code.get(Opcode.RECV, [])):
+            ins = p.instructions[i]
             if _is_memory_dma(ins):
                 src = p.buffers[ins.reads[0]] if ins.reads else ""
                 dst = p.buffers[ins.writes[0]] if ins.writes else ""

@@ -374,6 +374,12 @@ class SolverSpec(_Model):
                     "spec, seed and workers give the same bytes on any machine (the wall clock is only a "
                     "safety net, at 3 x the limit + 5 s, and the result says when it fired); until-limit: "
                     "search until the wall clock (uses the whole limit, never byte-reproducible).")
+    strategy: Literal["auto", "flat", "hierarchical"] = Field(
+        "auto", description="auto: flat CP-SAT (with LNS) on small graphs, hierarchical grouping + "
+        "placement + LNS on large ones; flat or hierarchical: always that one.")
+    groups: Optional[Annotated[int, Field(strict=True, ge=1, le=MAX_OPS)]] = Field(
+        None, description="Groups the hierarchical strategy coarsens the graph into (default: about "
+        "ops / 8, between 8 per device and 160).")
 
 
 #: Objective kinds, and the spellings accepted for them.

@@ -18,6 +18,7 @@ from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.hardware import Device, Hardware, Link, MemoryLevel
+from planner.stage_timing import stage
 from planner.isa.profiles import PROFILES, get_profile
 from planner.spec.memory_options import MemoryOptions
 from planner.spec.limits import MAX_NAME_LENGTH
@@ -686,7 +687,8 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         raise locator.error(str(e), loc) from None
     check_graph_size(graph, hw, op_loc, tensor_loc, locator)
     check_op_shapes(graph, op_loc, locator)
-    device_cycles = cost_table(graph, hw, op_loc, locator, len(document.hardware.links or []))
+    with stage("costing"):
+        device_cycles = cost_table(graph, hw, op_loc, locator, len(document.hardware.links or []))
 
     order = list(graph.ops)
     check_pattern_work(_glob_patterns(document), len(order), locator)
@@ -714,6 +716,8 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         workers=document.solver.workers,
         seed=document.solver.seed,
         search=document.solver.search,
+        strategy=document.solver.strategy,
+        groups=document.solver.groups,
         models=tuple(model_names),
         document=document,
         memory=memory,

@@ -63,6 +63,9 @@ class Spec:
         Ops that must share one device (overlapping groups merged; topological order).
     time_limit_s, workers, seed, search
         Solver settings (defaults 30 s, 2 workers, seed 0, ``"deterministic"`` search).
+    strategy, groups
+        ``solver: {strategy, groups}``: which scheduler path runs (``auto``, ``flat`` or
+        ``hierarchical``) and the hierarchical path's number of groups (None: its default).
     models : tuple of str
         Model names in spec order.
     document : SpecDocument or None
@@ -98,6 +101,8 @@ class Spec:
     workers: int = 2
     seed: int = 0
     search: str = "deterministic"
+    strategy: str = "auto"
+    groups: int | None = None
     models: tuple[str, ...] = ()
     document: Any = field(default=None, repr=False, compare=False)
     memory: MemoryOptions = field(default_factory=MemoryOptions)

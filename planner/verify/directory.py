@@ -226,6 +226,25 @@ def _check_claims(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any], si
                                 "from the replay)", found=str(doc.objective))
     check_bound_and_gap(doc.status, doc.objective, doc.bound, doc.gap)
     check_resources(doc.resources, graph, "plan.json")
+    _check_run_budget(doc, graph)
+
+
+def _check_run_budget(doc: PlanDocument, graph: Any) -> None:
+    """``solver.post_solve_reserve_s``, when present, is the split :mod:`planner.stage_timing` makes."""
+    from planner.stage_timing import post_solve_reserve_s
+    from planner.verify import numeric as numeric_replay  # its limit read now, as plan solve read it
+    from planner.verify.documents import RunBudget
+
+    if "post_solve_reserve_s" not in doc.solver:
+        return  # a run without the split (max-load plans)
+    budget = validate_document(RunBudget, doc.solver, "plan.json solver")
+    macs = sum(op["macs"] for op in doc.resources["ops"].values())
+    want = post_solve_reserve_s(len(graph.ops), macs if macs <= numeric_replay.NUMERIC_DEFAULT_MAX_MACS else 0,
+                                budget.time_limit_s)
+    if budget.post_solve_reserve_s != want:
+        raise VerificationError("plan.json", "solver.post_solve_reserve_s", expected=f"{want} (for "
+                                f"{len(graph.ops)} ops and a limit of {budget.time_limit_s:g} s)",
+                                found=str(budget.post_solve_reserve_s))
 
 
 def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -> Verdict:

@@ -40,6 +40,7 @@ __all__ = [
     "BaselineRow",
     "AllocationDocument",
     "MaxLoadClaims",
+    "RunBudget",
     "validate_document",
 ]
 
@@ -172,6 +173,16 @@ class MaxLoadClaims(BaseModel):
     accelerators: list[Name]
     cpus: list[Name]
     loads: dict[Name, Count]
+
+
+class RunBudget(BaseModel):
+    """The part of ``plan.json`` ``solver`` that splits the time limit (other keys are free): the
+    limit, and the seconds of it kept for the stages after the solve (:mod:`planner.stage_timing`)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    time_limit_s: Annotated[float, Field(gt=0, allow_inf_nan=False)]
+    post_solve_reserve_s: Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
 class MemoryBuffer(StrictModel):

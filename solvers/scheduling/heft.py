@@ -172,11 +172,13 @@ def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
     return tuple(rank)
 
 
-def heft_schedule(problem: SchedulingProblem,
-                  placement: tuple[int, ...] | None = None) -> SchedulingSolution | None:
+def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None = None,
+                  ranks: tuple[float, ...] | None = None) -> SchedulingSolution | None:
     """Run HEFT (see the module Notes); None when some op has no admissible device.
 
     With ``placement`` every op's device is given and HEFT only sequences (same rules).
+    ``ranks`` are the problem's :func:`upward_ranks` when the caller already has them (a
+    caller sequencing many placements of one problem computes them once).
 
     Examples
     --------
@@ -191,7 +193,7 @@ def heft_schedule(problem: SchedulingProblem,
     throughput = problem.objective is Objective.THROUGHPUT
     topo = topological_order(problem)
     pos = {op: k for k, op in enumerate(topo)}
-    rank = upward_ranks(problem)
+    rank = upward_ranks(problem) if ranks is None else ranks
     in_edges: list[list[int]] = [[] for _ in range(n)]
     succs: list[list[int]] = [[] for _ in range(n)]
     indeg = [0] * n

@@ -11,6 +11,8 @@ from __future__ import annotations
 import time
 from typing import Sequence
 
+import numpy as np
+
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes
@@ -21,28 +23,53 @@ __all__ = ["place_in_order", "GreedyBySizeOffsetSolver", "FirstFitOffsetSolver"]
 def place_in_order(problem: OffsetProblem, order: Sequence[int]) -> OffsetSolution:
     """Place buffers in ``order``, each at the lowest aligned offset that fits.
 
+    Each buffer goes below the first already-placed, time-overlapping buffer (by offset)
+    whose offset leaves room above the highest end of those before it; numpy finds that gap
+    over all placed buffers at once, so a level of 10^4 buffers costs a fraction of a second
+    instead of a Python loop over every pair.
+
     Examples
     --------
     >>> p = OffsetProblem(size_bytes=(4, 2, 6), start=(0, 0, 1), end=(2, 1, 2), capacity_bytes=16)
     >>> place_in_order(p, [0, 1, 2]).offsets
     (0, 4, 4)
     """
-    size, align = problem.size_bytes, problem.alignment
-    offsets = [0] * problem.num_buffers
-    placed: list[int] = []
+    n = problem.num_buffers
+    size = np.asarray(problem.size_bytes, dtype=np.int64)
+    start = np.asarray(problem.start, dtype=np.int64)
+    end = np.asarray(problem.end, dtype=np.int64)
+    offsets = [0] * n
+    # The placed buffers, in placement order: lifetime, offset, end address, index.
+    p_start, p_end = np.empty(n, np.int64), np.empty(n, np.int64)
+    p_off, p_top, p_idx = np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64)
+    count = 0
     for i in order:
-        if size[i]:
-            conflicts = sorted((offsets[j], j) for j in placed if problem.overlaps_in_time(i, j))
-            candidate = 0
-            a = align(i)
-            for o, j in conflicts:
-                aligned = -(-candidate // a) * a
-                if aligned + size[i] <= o:
-                    break
-                candidate = max(candidate, o + size[j])
-            offsets[i] = -(-candidate // a) * a
-            placed.append(i)
+        if not size[i]:
+            continue
+        live = (p_start[:count] < end[i]) & (start[i] < p_end[:count])
+        offsets[i] = _lowest_fit(p_off[:count][live], p_top[:count][live], p_idx[:count][live],
+                                 int(size[i]), problem.alignment(i))
+        p_start[count], p_end[count], p_idx[count] = start[i], end[i], i
+        p_off[count], p_top[count] = offsets[i], offsets[i] + size[i]
+        count += 1
     return OffsetSolution(tuple(offsets))
+
+
+def _lowest_fit(off: np.ndarray, top: np.ndarray, idx: np.ndarray, size: int, align: int) -> int:
+    """The lowest multiple of ``align`` where ``size`` bytes overlap none of the conflicting
+    buffers ``[off, top)``: scanning them by (offset, index), the candidate is the aligned
+    highest end so far, and the first conflict starting at or above candidate + size ends
+    the scan."""
+    if not len(off):
+        return 0
+    by_offset = np.lexsort((idx, off))
+    off, top = off[by_offset], top[by_offset]
+    reach = np.empty(len(off) + 1, np.int64)
+    reach[0] = 0
+    np.maximum.accumulate(np.maximum(top, 0), out=reach[1:])
+    aligned = -(-reach // align) * align
+    fits = np.flatnonzero(aligned[:-1] + size <= off)
+    return int(aligned[fits[0]] if len(fits) else aligned[-1])
 
 
 class _OrderedGreedy(Accepting):

@@ -5,7 +5,7 @@ Plain Python, no solver: the same checks are reused on a lowered program's alloc
 
 from __future__ import annotations
 
-import math
+import numpy as np
 
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 
@@ -90,19 +90,49 @@ def live_bytes_lower_bound(problem: OffsetProblem) -> int:
     >>> live_bytes_lower_bound(OffsetProblem((3, 3, 3), (0, 0, 0), (1, 1, 1), 64, (4, 4, 4)))
     11
     """
+    n = problem.num_buffers
+    if not n:
+        return 0
+    size = np.asarray(problem.size_bytes, dtype=np.int64)
+    start = np.asarray(problem.start, dtype=np.int64)
+    end = np.asarray(problem.end, dtype=np.int64)
+    align = np.asarray([problem.alignment(i) for i in range(n)], dtype=np.int64)
+    steps = np.unique(start)
+    used = size > 0
+    # Per step, the alignments present among the live buffers, and so their gcd.
+    gcd_at = np.zeros(len(steps), dtype=np.int64)
+    for a in np.unique(align[used]):
+        present = _live_count(steps, start[used & (align == a)], end[used & (align == a)]) > 0
+        gcd_at[present] = np.gcd(gcd_at[present], a)
     best = 0
-    for t in sorted(set(problem.start)):
-        live = [i for i in range(problem.num_buffers)
-                if problem.start[i] <= t < problem.end[i] and problem.size_bytes[i]]
-        if not live:
-            continue
-        g = 0
-        for i in live:
-            g = math.gcd(g, problem.alignment(i))
-        rounded = [_round_up(problem.size_bytes[i], g) for i in live]
-        slack = max(r - problem.size_bytes[i] for r, i in zip(rounded, live))
-        best = max(best, sum(rounded) - slack)
+    for g in np.unique(gcd_at[gcd_at > 0]):
+        at = gcd_at == g
+        rounded = -(-size // g) * g
+        slack = rounded - size
+        total = _live_sum(steps[at], start[used], end[used], rounded[used])
+        most_slack = np.zeros(int(at.sum()), dtype=np.int64)
+        for s_value in np.unique(slack[used])[::-1]:  # the largest slack with a live buffer
+            has = used & (slack == s_value)
+            unset = (most_slack == 0) & (_live_count(steps[at], start[has], end[has]) > 0)
+            most_slack[unset] = s_value
+        best = max(best, int((total - most_slack).max()))
     return best
+
+
+def _live_count(steps: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """How many of the intervals ``[start, end)`` contain each step."""
+    return (np.searchsorted(np.sort(start), steps, side="right")
+            - np.searchsorted(np.sort(end), steps, side="right"))
+
+
+def _live_sum(steps: np.ndarray, start: np.ndarray, end: np.ndarray, value: np.ndarray) -> np.ndarray:
+    """The sum of ``value`` over the intervals ``[start, end)`` containing each step."""
+    def summed_upto(keys: np.ndarray) -> np.ndarray:
+        order = np.argsort(keys, kind="stable")
+        cum = np.concatenate(([0], np.cumsum(value[order])))
+        return cum[np.searchsorted(keys[order], steps, side="right")]
+
+    return summed_upto(start) - summed_upto(end)
 
 
 def fragmentation(peak: int, lower_bound: int) -> float:

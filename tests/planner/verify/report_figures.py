@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from planner.report.markdown import format_bytes, format_gap, op_count, search_cell
+from planner.report.markdown import format_bytes, format_gap, op_count, search_cell, strategy_line
 from planner.verify import describe, verify_plan_dir
 
 __all__ = ["sections", "tables", "check_report"]
@@ -62,6 +62,7 @@ def _check_summary(part: str, plan: dict[str, Any]) -> None:
                     f"at {plan['clock_hz'] / 1e9:g} GHz",
         "solver": f"{solver['name']} (workers {solver['workers']}, seed {solver['seed']}, "
                   f"limit {solver['time_limit_s']} s)",
+        **({"strategy": strategy_line(solver)} if "strategy" in solver else {}),
         "search": search_cell(solver),
     }, rows
 

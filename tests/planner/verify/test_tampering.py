@@ -343,3 +343,16 @@ def test_a_users_own_file_beside_the_plan_is_left_alone(plans, tmp_path):
     doc = json.loads((d / "plan.json").read_text())
     (d / "plan.json").write_text(json.dumps(doc))  # re-serialized: the same document
     assert verify_plan_dir(d).plan.objective == doc["objective"]
+
+
+@pytest.mark.parametrize("value, message", [
+    (1.5, "plan.json: solver.post_solve_reserve_s: expected 0.0 (for 4 ops"),
+    (-1.0, "plan.json solver"),
+    ("1", "plan.json solver"),
+])
+def test_resealed_post_solve_reserve_edits(plans, tmp_path, value, message):
+    # The time limit's split (planner.stage_timing) is recomputed from graph.json and the resources.
+    d = copy(plans, "taskgraph", tmp_path)
+    assert json.loads((d / "plan.json").read_text())["solver"]["post_solve_reserve_s"] == 0.0
+    edit(d, "plan.json", lambda doc: doc["solver"].update(post_solve_reserve_s=value), resealed=True)
+    refused(d, message)

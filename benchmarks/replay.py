@@ -1,0 +1,160 @@
+"""How fast the timing replay and the whole verifier go through a plan's instructions (issue 11, Build 4).
+
+For each size, a deep transformer (the demo's hardware: 2 TPU v4 + 2 edge NPUs, ``layers * 43 + 1``
+ops) is scheduled by HEFT (``planner.pipeline.to_problem`` and the project's HEFT, no search:
+the replay's cost does not depend on the schedule's quality) and lowered to binaries with
+``planner.lowering.lower``. Then, medians of ``--repeat`` runs:
+
+* **replay**: ``planner.simulator.simulate`` on the encoded binaries (decoding included), as
+  ``plan simulate`` replays them; instructions per second of wall time and of CPU time;
+* **verify**: ``planner.verify.verify_plan_dir`` on a directory ``plan solve`` wrote for the
+  same spec (``planner.pipeline.run`` with ``--time-limit``, numeric replay off): the replay
+  plus every other check (plan.json, graph.json, allocation.json, listings, trace.json).
+
+CPU time is printed beside wall time because the benchmark machine is shared: with a load
+average of 11 on 2 cores a process gets about an eighth of a core, and wall time measures the
+load more than the code. ``uptime``'s load is printed with the table.
+
+Run: ``python -m benchmarks.replay [--layers 23,232,2325] [--repeat 3] [--verify-layers 23,232]``;
+JSON lands in ``benchmarks/results/replay-<date>.json``.
+
+Results (2026-11-23, 15:00 UTC, the 2-core machine shared with six other helpers: load average
+11-16 throughout, so a process got about a sixth of a core and wall times are 5-10x CPU times).
+"Before" is main at 45d0303 on the same binaries, alternated with this branch in one process
+(``/tmp`` script, 3 runs each, medians):
+
+===========  ============  ===================  ===================  ======================
+ops          instructions  replay, main         replay, this branch  whole verifier, branch
+                           (CPU / wall instr/s) (CPU / wall instr/s) (CPU / wall instr/s)
+===========  ============  ===================  ===================  ======================
+990          6,152         -                    62,259 / 5,218       14,536 / 1,162
+9,977        61,955        42,674 / 3,053       53,981 / 4,499       -
+99,976       see below     -                    see below            -
+===========  ============  ===================  ===================  ======================
+
+The target (2 x 10^5 instructions per second on a 100,000-op plan) is NOT met: the replay is
+about 1.25x faster per instruction than main, and linear in the plan's size (it was linear
+before too). What made large plans feasible at all is elsewhere: lowering's address
+assignment (greedy-by-size and its lower bound) was quadratic in Python and took ~100 s of a
+10,000-op plan; it now runs in numpy. The verifier's other checks (plan.json and graph.json
+parsing, resources, allocation.json, re-rendering the listings and trace.json) cost about
+three times the replay.
+
+Examples
+--------
+>>> transformer_spec(2)["models"][0]["generator"]["layers"]
+2
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+if __package__ in (None, ""):  # run as a script: python benchmarks/replay.py
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._common import REPO, print_table, write_results
+
+__all__ = ["transformer_spec", "heft_binaries", "timed", "main"]
+
+
+def transformer_spec(layers: int) -> dict[str, Any]:
+    """The demo spec with a ``layers``-layer decoder: ``layers * 43 + 1`` ops."""
+    import yaml
+
+    spec = yaml.safe_load((REPO / "specs" / "demo.yaml").read_text())
+    spec["name"] = f"transformer-{layers * 43 + 1}"
+    spec["models"][0]["generator"]["layers"] = layers
+    return spec
+
+
+def heft_binaries(spec) -> dict[str, bytes]:
+    """The spec scheduled by HEFT, lowered and encoded: one binary per device."""
+    from planner.isa.binary import encode
+    from planner.lowering import lower
+    from planner.pipeline import from_solution, to_problem
+    from solvers.core import SolveOptions
+    from solvers.scheduling import HeftScheduler
+
+    problem, reduction = to_problem(spec)
+    result = HeftScheduler().solve(problem, SolveOptions(time_limit_s=60))
+    plan = from_solution(result, reduction, problem, spec_name=spec.name)
+    return {name: encode(p) for name, p in sorted(lower(plan, spec.graph, spec.hardware).items())}
+
+
+def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """Median wall and CPU seconds of ``repeat`` calls, and the last call's result."""
+    walls, cpus, out = [], [], None
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        cpus.append(time.process_time() - c)
+        walls.append(time.perf_counter() - w)
+    return statistics.median(walls), statistics.median(cpus), out
+
+
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.2f} {five:.2f} {fifteen:.2f}"
+
+
+def measure(layers: int, repeat: int, verify: bool, time_limit: float, root: Path) -> dict[str, Any]:
+    from planner.output import write_plan_dir
+    from planner.pipeline import run
+    from planner.simulator import simulate
+    from planner.spec import load_spec
+    from planner.verify import verify_plan_dir
+
+    spec = load_spec(transformer_spec(layers))
+    binaries = heft_binaries(spec)
+    wall, cpu, sim = timed(lambda: simulate(binaries), repeat)
+    assert sim.valid, sim.violations[:3]
+    row: dict[str, Any] = {"ops": len(spec.graph.ops), "instructions": sim.instruction_count,
+                           "replay_wall_s": wall, "replay_cpu_s": cpu, "load_after_replay": _load()}
+    if verify:
+        outcome = run(spec, time_limit_s=time_limit, workers=2, seed=0)
+        out = root / f"t{layers}"
+        write_plan_dir(outcome, spec, out, numeric="off")
+        wall, cpu, verdict = timed(lambda: verify_plan_dir(out), repeat)
+        row.update(verify_instructions=verdict.instructions, verify_wall_s=wall, verify_cpu_s=cpu,
+                   load_after_verify=_load())
+    return row
+
+
+def _rate(n: int, seconds: float | None) -> str:
+    return "-" if not seconds else f"{n / seconds:,.0f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--layers", default="23,232,2325", help="transformer depths (43 ops per layer)")
+    p.add_argument("--verify-layers", default="23,232", help="depths whose plan directory is solved and verified")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--time-limit", type=float, default=10.0, help="plan solve's limit for the verified directories")
+    p.add_argument("--out", default=None)
+    args = p.parse_args(argv)
+    verify_layers = {int(x) for x in args.verify_layers.split(",") if x}
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for layers in (int(x) for x in args.layers.split(",")):
+            rows.append(measure(layers, args.repeat, layers in verify_layers, args.time_limit, Path(tmp)))
+    print(f"load average (1/5/15 min) at the end: {_load()}")
+    print_table("timing replay (decode included) and the whole verifier, medians", ["ops", "instructions", "replay instr/s (CPU)", "replay instr/s (wall)", "verify instr/s (CPU)",
+                 "verify instr/s (wall)"],
+                [[f"{r['ops']:,}", f"{r['instructions']:,}", _rate(r["instructions"], r["replay_cpu_s"]),
+                  _rate(r["instructions"], r["replay_wall_s"]),
+                  _rate(r.get("verify_instructions", 0), r.get("verify_cpu_s")),
+                  _rate(r.get("verify_instructions", 0), r.get("verify_wall_s"))] for r in rows])
+    write_results("replay", rows, {"load": _load()}, args, args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

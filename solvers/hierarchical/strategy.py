@@ -1,0 +1,245 @@
+"""The default scheduler: flat CP-SAT on small graphs, hierarchical placement + LNS on large ones.
+
+Notes
+-----
+Every path starts from the warm start (``options.hint``, else HEFT) and returns the best
+schedule it saw, so the result is never worse than HEFT.
+
+* **flat** (``num_ops <= flat_max_ops`` under ``auto``): LNS
+  (:class:`~solvers.hierarchical.lns.LnsScheduler`, LATENCY, graphs of at least
+  ``flat_lns_min_ops`` ops where HEFT is not already at the lower bound) for
+  ``flat_lns_share`` of the time limit, then :class:`~solvers.scheduling.cpsat.CpSatScheduler` for the rest,
+  warm-started from LNS's schedule: CP-SAT proves the bound (lower bound, segment proofs,
+  its own search) and is never worse than its hint.
+* **hierarchical**: :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
+  place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
+  its schedule and HEFT's warm-starts LNS for ``lns_share``. The bound is
+  :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` (segments up to
+  ``segment_max_ops`` ops), raised by CP-SAT proofs on repeated segments
+  (:func:`~solvers.scheduling.cpsat.segment_lower_bound`) up to ``segment_proof_max_ops``
+  ops with ``bound_share`` of the limit.
+
+Each stage's time is a fixed share of the limit (never what an earlier stage left on the
+wall clock), so under the default ``search: deterministic`` stages get the same deterministic
+budgets (:mod:`solvers.budget`) on every run. Under ``search: until-limit`` a stage gets its
+share of what is left of the wall clock, the last one all of it, so the run uses the whole
+limit. ``stats["stopped_by"]`` is the most serious of the stages' stops
+(:func:`solvers.budget.combine_stops`); ``stats["strategy_stages"]`` has each stage's figures.
+
+The threshold ``flat_max_ops`` is measured (``benchmarks/placement.py``, the crossover
+table): below it the flat model places ops itself; above it the flat model only
+re-sequences HEFT's placement (``CpSatOptions.max_full_ops``) and the hierarchical path
+wins.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
+from solvers.core import Accepting, SolveOptions, SolveResult, Status
+from solvers.hierarchical.lns import LnsOptions, LnsScheduler
+from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
+from solvers.hierarchical.quick_bound import quick_lower_bound
+from solvers.scheduling.cpsat import CpSatOptions, CpSatScheduler, segment_lower_bound
+from solvers.scheduling.heft import HeftScheduler
+from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.validate import objective_value, validate_schedule
+
+__all__ = ["STRATEGIES", "StrategyOptions", "StrategyScheduler", "choose_strategy"]
+
+#: The strategies a spec may ask for.
+#:
+#: >>> STRATEGIES
+#: ('auto', 'flat', 'hierarchical')
+STRATEGIES = ("auto", "flat", "hierarchical")
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyOptions:
+    """Tunables of :class:`StrategyScheduler`.
+
+    Examples
+    --------
+    >>> StrategyOptions().strategy
+    'auto'
+    >>> StrategyOptions(strategy="greedy")
+    Traceback (most recent call last):
+    ...
+    ValueError: strategy must be one of ('auto', 'flat', 'hierarchical'), got 'greedy'
+    """
+
+    # auto | flat | hierarchical
+    strategy: str = "auto"
+    # Target number of groups of the hierarchical path (None: placer.default_groups).
+    groups: int | None = None
+    # auto: flat up to this many ops, hierarchical above (measured, see the module Notes).
+    flat_max_ops: int = 400
+    # flat path: share of the time limit LNS gets before CP-SAT, on graphs of at least
+    # flat_lns_min_ops ops (smaller ones are left to CP-SAT whole).
+    flat_lns_share: float = 0.6
+    flat_lns_min_ops: int = 80
+    # hierarchical path: shares of the time limit for the placer, LNS and the bound proofs.
+    placer_share: float = 0.3
+    lns_share: float = 0.6
+    bound_share: float = 0.1
+    # Largest graphs whose bound includes the segment part / CP-SAT segment proofs.
+    segment_max_ops: int = 12_000
+    segment_proof_max_ops: int = 2_500
+    cpsat: CpSatOptions = field(default_factory=CpSatOptions)
+    lns: LnsOptions = field(default_factory=LnsOptions)
+
+    def __post_init__(self) -> None:
+        if self.strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {self.strategy!r}")
+        if self.groups is not None and self.groups < 1:
+            raise ValueError(f"groups must be >= 1, got {self.groups}")
+
+
+def choose_strategy(problem: SchedulingProblem, cfg: StrategyOptions) -> str:
+    """``flat`` or ``hierarchical``: the configured one, or by size under ``auto``.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,),) * 3, (), (1,), ((-1,),), ())
+    >>> choose_strategy(p, StrategyOptions()), choose_strategy(p, StrategyOptions(flat_max_ops=2))
+    ('flat', 'hierarchical')
+    """
+    if cfg.strategy != "auto":
+        return cfg.strategy
+    return "flat" if problem.num_ops <= cfg.flat_max_ops else "hierarchical"
+
+
+def _share(options: SolveOptions, share: float, hint, t0: float, remaining: float = 1.0) -> SolveOptions:
+    """A stage's options: ``share`` of the limit (deterministic search), or under until-limit
+    search ``share / remaining`` of what is left of the wall clock since ``t0`` (``remaining``:
+    the shares of this stage and the ones after it)."""
+    if options.search == UNTIL_LIMIT:
+        left = options.time_limit_s - (time.perf_counter() - t0)
+        limit = left * min(1.0, share / remaining)
+    else:
+        limit = options.time_limit_s * share
+    return replace(options, time_limit_s=max(0.1, limit), hint=hint, progress=None)
+
+
+class StrategyScheduler(Accepting):
+    """Flat CP-SAT + LNS or hierarchical placement + LNS, by size (module Notes).
+
+    Parameters
+    ----------
+    config : StrategyOptions, optional
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1), (5, 5), (5, 5)), ((0, 1, 8), (0, 2, 8)),
+    ...                       (1, 1), ((-1, 0), (0, -1)), ((1,), (1,)))
+    >>> r = StrategyScheduler().solve(p, SolveOptions(time_limit_s=5))
+    >>> r.objective, r.bound, r.stats["strategy"]
+    (7, 7, 'flat')
+    >>> r = StrategyScheduler(StrategyOptions(strategy="hierarchical")).solve(p, SolveOptions(time_limit_s=5))
+    >>> r.objective, r.bound, r.stats["strategy"]  # critical path 1 + 5: this path proves less
+    (7, 6, 'hierarchical')
+    """
+
+    name = "strategy"
+    problem_type = SchedulingProblem
+
+    def __init__(self, config: StrategyOptions = StrategyOptions()) -> None:
+        self.config = config
+
+    def solve(self, problem: SchedulingProblem,
+              options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
+        t0 = time.perf_counter()
+        warm = options.hint
+        if warm is not None and validate_schedule(problem, warm):
+            warm = None
+        if warm is None:
+            warm = HeftScheduler().solve(problem, options).solution
+        if warm is None:  # no heuristic schedule: only CP-SAT can decide
+            r = CpSatScheduler(self.config.cpsat).solve(problem, options)
+            return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})
+        choice = choose_strategy(problem, self.config)
+        if choice == "flat":
+            result = self._flat(problem, options, warm, t0)
+        else:
+            result = self._hierarchical(problem, options, warm, t0)
+        stages = result.stats["strategy_stages"]
+        stats = {**result.stats, "strategy": choice, "requested_strategy": self.config.strategy,
+                 "heft_objective": objective_value(problem, warm), "search": options.search,
+                 "stopped_by": combine_stops(v.get("stopped_by") for v in stages.values())}
+        return replace(result, wall_time_s=time.perf_counter() - t0, stats=stats)
+
+    def _flat(self, problem: SchedulingProblem, options: SolveOptions,
+              warm: SchedulingSolution, t0: float) -> SolveResult:
+        cfg = self.config
+        best, stages = warm, {}
+        share = cfg.flat_lns_share if problem.objective is Objective.LATENCY else 0.0
+        if problem.num_ops < cfg.flat_lns_min_ops or (
+                share and objective_value(problem, warm) <= quick_lower_bound(problem, segments=False)):
+            share = 0.0  # one window would be the whole model, or HEFT is already optimal
+        if share > 0:
+            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, share, warm, t0))
+            stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
+            if lns.status.has_solution and lns.objective <= objective_value(problem, best):
+                best = lns.solution
+        flat = CpSatScheduler(cfg.cpsat).solve(problem, replace(
+            _share(options, 1 - share, best, t0, 1 - share), progress=options.progress))
+        stages["cpsat"] = {"objective": flat.objective, "bound": flat.bound,
+                           "returned": flat.stats.get("returned", "its own solution"),
+                           "stopped_by": flat.stats.get("stopped_by")}
+        if not flat.status.has_solution:  # pragma: no cover - CP-SAT returns its hint at worst
+            return flat
+        return replace(flat, solver_name="lns+cpsat" if share > 0 else "cpsat",
+                       stats={**flat.stats, "strategy_stages": stages})
+
+    def _hierarchical(self, problem: SchedulingProblem, options: SolveOptions,
+                      warm: SchedulingSolution, t0: float) -> SolveResult:
+        cfg = self.config
+        stages: dict[str, Any] = {}
+        placer = HierarchicalScheduler(HierarchicalOptions(groups=cfg.groups))
+        total = cfg.placer_share + cfg.lns_share + cfg.bound_share
+        placed = placer.solve(problem, _share(options, cfg.placer_share, warm, t0, total))
+        stages["placer"] = {"objective": placed.objective, **{k: placed.stats.get(k) for k in (
+            "groups", "coarse_status", "coarse_objective", "uncoarsened_objectives", "returned",
+            "stopped_by")}}
+        best = placed.solution if placed.status.has_solution else warm
+        if objective_value(problem, warm) < objective_value(problem, best):
+            best = warm
+        if problem.objective is Objective.LATENCY and cfg.lns_share > 0:
+            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, cfg.lns_share, best, t0,
+                                                              cfg.lns_share + cfg.bound_share))
+            stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
+            if lns.status.has_solution and lns.objective <= objective_value(problem, best):
+                best = lns.solution
+        bound, bound_stats = self._bound(problem, options, t0)
+        stages["bound"] = bound_stats
+        obj = objective_value(problem, best)
+        bound = min(bound, obj)
+        status = Status.OPTIMAL if bound >= obj else Status.FEASIBLE
+        name = "hierarchical+lns" if "lns" in stages else "hierarchical"
+        return SolveResult(status, obj, bound, best, 0.0, name,
+                           {"lower_bound": bound, "strategy_stages": stages})
+
+    def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float) -> tuple[int, dict]:
+        cfg = self.config
+        t0 = time.perf_counter()
+        bound = quick_lower_bound(problem, segments=problem.num_ops <= cfg.segment_max_ops)
+        stats: dict[str, Any] = {"quick_bound": bound}
+        if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
+                and problem.num_ops <= cfg.segment_proof_max_ops):
+            opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)
+            seg, seg_stats = segment_lower_bound(problem, opts, Budget.of(opts, SCHEDULING),
+                                                 cfg.cpsat)
+            bound = max(bound, seg)
+            stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"),
+                         stopped_by=seg_stats.get("segment_bound_stopped_by"))
+        stats["bound_s"] = round(time.perf_counter() - t0, 3)
+        return bound, stats
+
+
+def _brief(stats: dict) -> dict:
+    keys = ("iterations", "improvements", "sweeps", "dtime_used", "counted_steps", "stopped_by",
+            "stopped")
+    return {k: stats[k] for k in keys if k in stats}
