@@ -77,7 +77,7 @@ def instances() -> list[tuple[str, object]]:
 
 def run_one(name: str, source, time_limit: float | None, numeric: bool) -> dict:
     from planner.errors import UnsupportedError
-    from planner.numeric.compare import compare_numeric
+    from planner.verify.compare import compare_numeric
     from planner.pipeline import run
     from planner.spec import load_spec
 

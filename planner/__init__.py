@@ -25,7 +25,7 @@ __all__ = ["load_spec", "solve", "Plan"]
 
 def load_spec(source: Any):
     """Load and validate a spec from a YAML path or a dict (see :mod:`planner.spec`)."""
-    from planner.spec import load_spec as _load
+    from planner.spec import load_spec as _load  # start-up time: `import planner` stays light
 
     return _load(source)
 
@@ -39,7 +39,7 @@ def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None =
     seed and workers; ``"until-limit"`` searches until the wall clock (never reproducible).
     ``plan.solver["reproducible"]`` says which one you got.
     """
-    from planner.pipeline import run
+    from planner.pipeline import run  # start-up time: `import planner` stays light
 
     if search is not None and search not in ("deterministic", "until-limit"):
         raise ValueError(f"search must be 'deterministic' or 'until-limit', got {search!r}")
@@ -48,7 +48,7 @@ def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None =
 
 def __getattr__(name: str):
     if name == "Plan":
-        from planner.plan import Plan
+        from planner.plan import Plan  # start-up time: `import planner` stays light
 
         return Plan
     raise AttributeError(name)

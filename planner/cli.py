@@ -37,6 +37,8 @@ from rich.table import Table
 from rich.text import Text
 
 from planner.errors import EXIT_INTERNAL, PlannerError, SpecError
+from planner.interrupts import handle_interrupts
+from planner.safe_output import atomic_directory, check_directory_target, check_file_target, output_name
 
 __all__ = ["app", "main"]
 
@@ -55,8 +57,6 @@ class _Search(str, enum.Enum):
 
 def _guarded(fn: Callable[[], int | None]) -> None:
     """Run a command body, mapping errors to messages and stable exit codes."""
-    from planner.interrupts import handle_interrupts
-
     _watch_solves_for_tests()
     with handle_interrupts(stop=_stop_running_solvers) as guard:
         try:
@@ -122,7 +122,7 @@ _SOLVES_WATCHED: list[str] = []
 def _check_flags(time_limit: float | None = None, workers: int | None = None, seed: int | None = None,
                  *, max_seed: int | None = None) -> None:
     """Refuse flag values outside the spec's own limits (exit 2) before any work starts."""
-    from planner.spec.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS
+    from planner.spec.limits import MAX_SEED, MAX_TIME_LIMIT_S, MAX_WORKERS  # start-up time
 
     if time_limit is not None and not (math.isfinite(time_limit) and 0 < time_limit <= MAX_TIME_LIMIT_S):
         raise SpecError(f"--time-limit: expected seconds, more than 0 and at most {MAX_TIME_LIMIT_S:,}, "
@@ -170,8 +170,8 @@ def _summary_table(plan, rows) -> Table:
     table = Table(title=f"plan {plan.spec_name}: {plan.status}", title_justify="left")
     for col in ("solver", "status", "objective", "bound", "gap"):
         table.add_column(col, justify="right" if col not in ("solver", "status") else "left")
-    from planner.plan import relative_gap
-    from planner.report import format_gap
+    from planner.plan import relative_gap  # start-up time
+    from planner.report import format_gap  # start-up time
 
     for r in rows:
         table.add_row(str(r["solver"]), str(r["status"]),
@@ -182,7 +182,7 @@ def _summary_table(plan, rows) -> Table:
 
 
 def _device_table(plan, hardware, peaks, graph) -> Table:
-    from planner.report import device_rows, format_levels
+    from planner.report import device_rows, format_levels  # start-up time
 
     table = Table(title="devices", title_justify="left")
     for col in ("device", "profile", "streams", "ops", "busy cycles", "util", "memory: peak of capacity"):
@@ -221,19 +221,17 @@ def solve(
     search_mode = search.value if search is not None else None
 
     def body() -> int:
-        from planner.safe_output import check_directory_target, output_name
-
         if output is not None:  # refuse a bad -o before any slow import or solve
             check_directory_target(output, force=force, inputs=[spec])
-        from planner.fleet import is_fleet_spec
+        from planner.fleet import is_fleet_spec  # start-up time
 
         _check_flags(time_limit, workers, seed)
         if is_fleet_spec(spec):
             return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search_mode)
-        from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir
-        from planner.pipeline import run
-        from planner.spec import load_spec
-        from planner.stage_timing import stage, timing
+        from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir  # start-up time
+        from planner.pipeline import run  # start-up time
+        from planner.spec import load_spec  # start-up time
+        from planner.stage_timing import stage, timing  # start-up time
 
         with timing() as clock:
             with stage("spec"):
@@ -298,8 +296,7 @@ def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
 
 
 def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search=None) -> int:
-    from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs
-    from planner.safe_output import atomic_directory, check_directory_target, output_name
+    from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs  # start-up time
 
     fleet = load_fleet_spec(spec)
     target = (Path("out") / output_name(Path(spec).stem, "the spec file's name") if output is None
@@ -324,15 +321,15 @@ def validate(spec: Path = typer.Argument(..., help="The YAML spec to check.")) -
     """Check a spec (syntax, units, references, graph) without solving."""
 
     def body() -> int:
-        from planner.fleet import is_fleet_spec
+        from planner.fleet import is_fleet_spec  # start-up time
 
         if is_fleet_spec(spec):
-            from planner.fleet import load_fleet_spec
+            from planner.fleet import load_fleet_spec  # start-up time
 
             load_fleet_spec(spec)
             out.print(f"{spec}: valid fleet spec", highlight=False)
             return 0
-        from planner.spec import load_spec
+        from planner.spec import load_spec  # start-up time
 
         s = load_spec(spec)
         out.print(f"{spec}: valid — {len(s.graph.ops)} ops, {len(s.graph.tensors)} tensors, "
@@ -359,7 +356,7 @@ def simulate(
 
     def body() -> int:
         _check_flags(seed=seed, max_seed=2**63 - 1)
-        from planner.verify import verify_plan_dir
+        from planner.verify import verify_plan_dir  # start-up time
 
         verdict = verify_plan_dir(plan_dir, numeric=numeric, seed=seed)
         out.print(verdict.summary(), highlight=False)
@@ -378,7 +375,7 @@ def schema() -> None:
     """Print the JSON Schema of the spec (for editors)."""
 
     def body() -> int:
-        from planner.spec import spec_json_schema
+        from planner.spec import spec_json_schema  # start-up time
 
         print(json.dumps(spec_json_schema(), indent=2))
         return 0
@@ -402,10 +399,8 @@ def import_(
     """Import a model or a public benchmark instance as a spec."""
 
     def body() -> int:
-        from planner.errors import SpecError
-        from planner.importers import import_file, write_spec_yaml
-        from planner.importers.onnx_read import parse_dim_options
-        from planner.safe_output import check_file_target
+        from planner.importers import import_file, write_spec_yaml  # start-up time
+        from planner.graph.onnx_read import parse_dim_options  # start-up time
 
         check_file_target(output, force=force, inputs=[source])
         options: dict[str, Any] = {}
@@ -441,8 +436,7 @@ def quote(
     """Price each tenant per operation from the determined counts; write them as JSON."""
 
     def body() -> int:
-        from planner.fleet import load_fleet_spec, quote as make_quote
-        from planner.safe_output import output_name
+        from planner.fleet import load_fleet_spec, quote as make_quote  # start-up time
 
         q = make_quote(load_fleet_spec(spec))
         target = (Path("out") / output_name(f"{spec.stem}-quote.json", "the spec file's name")

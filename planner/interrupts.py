@@ -59,7 +59,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 __all__ = ["Interrupted", "InterruptGuard", "handle_interrupts", "deferred_interrupts", "note_output",
-           "HANDLED_SIGNALS"]
+           "interrupt_received", "HANDLED_SIGNALS"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -233,3 +233,18 @@ def note_output(path: Path) -> None:
     """
     if _ACTIVE:
         _ACTIVE[-1].outputs.append(Path(path))
+
+
+def interrupt_received() -> bool:
+    """Whether the active guard has caught a signal (False without a guard).
+
+    Examples
+    --------
+    >>> interrupt_received()
+    False
+    >>> with handle_interrupts() as guard:
+    ...     guard.signum = 2
+    ...     interrupt_received()
+    True
+    """
+    return bool(_ACTIVE) and _ACTIVE[-1].signum is not None

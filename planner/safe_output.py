@@ -53,7 +53,7 @@ from pathlib import Path
 from typing import Iterable, Iterator, Union
 
 from planner.errors import PlannerError
-from planner.interrupts import deferred_interrupts, note_output
+from planner.interrupts import deferred_interrupts, interrupt_received, note_output
 
 try:  # POSIX; elsewhere every temporary counts as in use and is never removed by others
     import fcntl
@@ -641,10 +641,8 @@ def _pause_for_tests(stage: str) -> None:
     wanted, _, ready_file = setting.partition(":")
     if wanted != stage:
         return
-    from planner.interrupts import _ACTIVE
-
     if ready_file:
         Path(ready_file).write_text(stage)
     deadline = time.monotonic() + _TEST_PAUSE_MAX_S
-    while time.monotonic() < deadline and not (_ACTIVE and _ACTIVE[-1].signum is not None):
+    while time.monotonic() < deadline and not interrupt_received():
         time.sleep(0.01)

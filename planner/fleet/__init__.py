@@ -14,14 +14,17 @@ backfill    lending idle allocated capacity to lower-priority batch tenants (sim
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
+from planner.errors import SpecError
 from planner.fleet.pipeline import FleetResult, solve_fleet
 from planner.fleet.quotes import QuoteResult, quote
 from planner.fleet.report import fleet_summary_rows, write_fleet_outputs
 from planner.fleet.resolve import FleetSpec, resolve_fleet
 from planner.fleet.spec import fleet_json_schema, is_fleet_data, read_fleet_document
+from planner.reader import find_lines, read_text_file
 
 
 __all__ = ["FleetSpec", "FleetResult", "QuoteResult", "is_fleet_spec", "load_fleet_spec", "solve_fleet",
@@ -40,9 +43,6 @@ def is_fleet_spec(data_or_path: Any) -> bool:
     """
     if isinstance(data_or_path, Mapping):
         return is_fleet_data(data_or_path)
-    from planner.errors import SpecError
-    from planner.spec.reader import find_lines, read_text_file
-
     try:  # the bounded reader, and no data built: the spec's own loader reads it again
         return ("fleet",) in find_lines(read_text_file(data_or_path), [("fleet",)])
     except SpecError:
@@ -68,7 +68,5 @@ def load_fleet_spec(path: str | Path | Mapping[str, Any]) -> FleetSpec:
     doc, locator, base = read_fleet_document(path)
     spec = resolve_fleet(doc, locator, base_dir=base)
     if not isinstance(path, Mapping):
-        from dataclasses import replace
-
         spec = replace(spec, source=Path(path))
     return spec

@@ -22,10 +22,14 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import PlannerError, SpecError
-from planner.hardware import Hardware
-from planner.isa.profiles import PROFILES, get_profile
-from planner.spec.loader import Locator, did_you_mean
 from planner.fleet.spec import MAX_OPS, MAX_POOL_PROCESSORS, FleetDocument, RequirementsSpec
+from planner.hardware import Hardware
+from planner.input_files import parse_json_bounded, read_input_text
+from planner.isa.profiles import PROFILES, get_profile
+from planner.isa.resources import determine_resources
+from planner.spec.locator import Locator, did_you_mean
+from planner.spec.models import SpecDocument
+from planner.spec.resolve import resolve
 
 #: All instances of a fleet (tenant replicas and the fewest variant instances the rates need).
 MAX_ITEMS = 10_000
@@ -193,10 +197,6 @@ def _explicit(req: RequirementsSpec) -> Need:
 def _measured(name: str, pools: tuple[Pool, ...], allowed: list[str], generator, graph,
               where: tuple, locator: Locator, base_dir: Path) -> dict[str, Need]:
     """Needs of a model graph on each allowed pool, from the cost model."""
-    from planner.isa.resources import determine_resources
-    from planner.spec.models import SpecDocument
-    from planner.spec.resolve import resolve
-
     devices = [{"name": p.name, "profile": p.profile, "clock": f"{p.clock_hz} Hz"} for p in pools if p.name in allowed]
     model: dict[str, Any] = {"name": name}
     if generator is not None:
@@ -247,8 +247,6 @@ def _plan_int(value: Any, what: str, path: Path, where: tuple, locator: Locator)
 
 def _read_plan(path: Path, where: tuple, locator: Locator) -> dict:
     """plan.json as a dict, read with a size and depth limit (a SpecError at the tenant otherwise)."""
-    from planner.importers._read import parse_json_bounded, read_input_text
-
     try:
         data = parse_json_bounded(read_input_text(path, _MAX_PLAN_BYTES), path)
     except SpecError as e:

@@ -23,15 +23,17 @@ from __future__ import annotations
 
 import math
 import re
+import typing
 from pathlib import Path
 from typing import Annotated, Any, Literal, Mapping, Optional
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, WithJsonSchema,
                       model_validator)
 
-from planner.spec.loader import Locator, _validation_error, did_you_mean
-from planner.spec.reader import ReadLimits, read_text_file, read_yaml
+from planner.reader import ReadLimits, read_text_file, read_yaml
+from planner.spec.locator import Locator, did_you_mean, unwrap_annotation, validation_error
 from planner.spec.models import Bandwidth, Count, Frequency, Generator, GraphSpec, Name, NonNegative, Seconds, Size, SolverSpec
+from planner.spec.units import parse_seconds
 
 __all__ = ["FleetDocument", "ISSUE_EXAMPLE", "LIMITS", "fleet_json_schema", "parse_ops", "parse_rate", "read_fleet_document",
            "is_fleet_data", "FLEET_READ_LIMITS"]
@@ -213,8 +215,6 @@ Rate = Annotated[float, BeforeValidator(parse_rate),
                                  "examples": ["50/s"]})]
 def _seconds_overflow_guard(value: Any) -> Any:
     """Refuse durations whose number overflows (``1e999 s``) before the unit parser sees them."""
-    from planner.spec.units import parse_seconds
-
     try:
         parse_seconds(value)
     except OverflowError:
@@ -393,13 +393,9 @@ _FIELDS: dict[str, list[str]] = {}
 
 def _fields_at(raw: tuple) -> list[str]:
     """Field names of the fleet model at a pydantic location (for did-you-mean)."""
-    import typing
-
-    from planner.spec.loader import _unwrap
-
     cur: Any = FleetDocument
     for part in raw:
-        cur = _unwrap(cur)
+        cur = unwrap_annotation(cur)
         origin = typing.get_origin(cur)
         if isinstance(cur, type) and issubclass(cur, BaseModel) and isinstance(part, str):
             if part not in cur.model_fields:
@@ -409,7 +405,7 @@ def _fields_at(raw: tuple) -> list[str]:
             cur = typing.get_args(cur)[0]
         else:
             return []
-    cur = _unwrap(cur)
+    cur = unwrap_annotation(cur)
     return list(cur.model_fields) if isinstance(cur, type) and issubclass(cur, BaseModel) else []
 
 
@@ -456,12 +452,12 @@ def read_fleet_document(source: str | Path | Mapping[str, Any]) -> tuple[FleetDo
             loc = locator.clean(raw, keep_last=True)
             known = _fields_at(raw[:-1])
             hint = did_you_mean(raw[-1], known) or (f"; expected one of: {', '.join(known)}" if known else "")
-            first = _validation_error(exc, locator)
+            first = validation_error(exc, locator)
             line = locator.line(loc, key=True)
             if first.line is None or line is None or line <= first.line:
                 raise locator.error(f"unknown key {raw[-1]!r}{hint}", loc, key=True) from None
             raise first from None
-        raise _validation_error(exc, locator) from None
+        raise validation_error(exc, locator) from None
     return doc, locator, base
 
 

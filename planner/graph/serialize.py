@@ -24,9 +24,10 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from planner.errors import BinaryFormatError
+from planner.errors import BinaryFormatError, SpecError
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.shapes import check_graph_op
+from planner.reader import read_json, read_text_file
 
 __all__ = ["GRAPH_FORMAT", "GRAPH_FORMAT_VERSION", "graph_to_dict", "graph_from_dict",
            "write_graph_json", "read_graph_json"]
@@ -247,9 +248,6 @@ def read_graph_json(path: Path | str) -> Graph:
     ...
     planner.errors.BinaryFormatError: .../graph.json:1: not JSON: ...
     """
-    from planner.errors import SpecError
-    from planner.spec.reader import read_json, read_text_file
-
     path = Path(path)
     try:  # bounded: size, nesting, no NaN or infinities
         data = read_json(read_text_file(path, what="graph"), str(path))

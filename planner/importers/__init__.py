@@ -17,7 +17,7 @@ notes       what an import approximated (ONNX op types computed differently, cos
             top of the spec.
 
 Every importer reads its file with size (and, for JSON, depth) limits
-(:mod:`planner.importers._read`) and raises :class:`planner.errors.SpecError` with the
+(:mod:`planner.input_files`) and raises :class:`planner.errors.SpecError` with the
 file and line number on malformed input. :func:`import_file` also loads the spec it made
 (as ``plan validate`` does) before returning it.
 """
@@ -29,11 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from planner.errors import SpecError
-from planner.importers._read import LIMITS, read_input_head
 from planner.importers._spec import ImportResult, validate_imported, write_spec_yaml
 from planner.importers.dnn_partitioning import import_dnn, is_dnn_json
 from planner.importers.jobshop import import_jobshop
+from planner.importers.onnx import import_onnx_to_spec, onnx_import_result
 from planner.importers.stg import import_stg
+from planner.input_files import LIMITS, read_input_head
 
 __all__ = ["import_model", "import_file", "detect_format", "write_spec_yaml", "import_stg", "import_jobshop",
            "import_dnn", "import_onnx_to_spec", "ImportResult", "FORMATS", "LIMITS"]
@@ -48,18 +49,6 @@ FORMATS = {
 _OPTIONS = {"onnx": ("inline", "profile", "dims"), "stg": ("processors",), "jobshop": (),
             "dnn": ("objective", "contiguous")}
 _SNIFF_BYTES = 64 * 1024
-
-
-def import_onnx_to_spec(path: Path | str, inline: bool = True, **options: Any) -> dict[str, Any]:
-    """A spec dict for an ONNX model (see :func:`planner.importers.onnx.import_onnx_to_spec`).
-
-    Examples
-    --------
-    >>> callable(import_onnx_to_spec)
-    True
-    """
-    from planner.importers.onnx import import_onnx_to_spec as _imp
-    return _imp(path, inline=inline, **options)
 
 
 def _unknown(path: Path, seen: str, line: int | None = None) -> SpecError:
@@ -157,8 +146,6 @@ def import_file(path: Path | str, format: str | None = None, *, validate: bool =
         raise SpecError(f"option {extra[0]!r} does not apply to {FORMATS[fmt]}", file=str(path))
     options = {k: v for k, v in options.items() if v is not None}
     if fmt == "onnx":
-        from planner.importers.onnx import onnx_import_result
-
         result = onnx_import_result(path, **options)
     elif fmt == "stg":
         result = ImportResult(import_stg(path, **options), (), fmt)

@@ -11,6 +11,7 @@ import yaml
 
 from planner.errors import SpecError
 from planner.safe_output import atomic_file
+from planner.spec import load_spec
 
 __all__ = ["write_spec_yaml", "format_error", "spec_name", "ImportResult", "validate_imported"]
 
@@ -69,8 +70,6 @@ def validate_imported(spec: dict[str, Any], source: Path | str, base_dir: Path |
     ...
     planner.errors.SpecError: x.stg: the spec made from this file is invalid: hardware.devices: list should have at least 1 item after validation, not 0
     """
-    from planner.spec import load_spec
-
     try:
         load_spec(spec, base_dir=base_dir)
     except SpecError as e:

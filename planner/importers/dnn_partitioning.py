@@ -49,8 +49,8 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from planner.errors import SpecError
-from planner.importers._read import parse_json_bounded, read_input_text
 from planner.importers._spec import format_error, spec_name
+from planner.input_files import parse_json_bounded, read_input_text
 
 __all__ = [
     "CYCLES_PER_MS",
@@ -354,6 +354,46 @@ def _transfer_bytes_ns(ms: float) -> int:
     return _cycles(ms)  # nanoseconds; 1 byte takes 1 ns at 1 GB/s
 
 
+def _graph_sections(w: DnnWorkload, _bytes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The ``tensors`` and ``ops`` of the workload's graph: an edge that moves bytes becomes the
+    producer's output tensor, one that moves none an ``after`` dependency; a node's size its
+    weight tensor."""
+    has_out = {u for u, _ in w.edges if _bytes(w.nodes[u].out_cost) > 0}
+    tensors: list[dict[str, Any]] = []
+    ops: list[dict[str, Any]] = []
+    inputs: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
+    after: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
+    for u, v in w.edges:
+        if _bytes(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
+            if f"n{w.nodes[u].id}" not in after[v]:
+                after[v].append(f"n{w.nodes[u].id}")
+            continue
+        t = f"n{w.nodes[u].id}_out"
+        if t not in inputs[v]:
+            inputs[v].append(t)
+    for i, n in enumerate(w.nodes):
+        ins = list(inputs[i])
+        if n.size >= 1:
+            wt = f"n{n.id}_w"
+            tensors.append({"name": wt, "shape": [int(round(n.size))], "dtype": "uint8", "kind": "weight"})
+            ins.append(wt)
+        outs = []
+        if i in has_out:
+            outs = [f"n{n.id}_out"]
+            tensors.append({"name": outs[0], "shape": [_bytes(n.out_cost)], "dtype": "uint8",
+                            "kind": "activation"})
+        cycles = {"acc": _cycles(n.fpga_latency)} if n.supported_on_fpga and w.max_fpgas else {}
+        cycles["cpu"] = _cycles(n.cpu_latency)
+        op: dict[str, Any] = {"name": f"n{n.id}", "type": "task", "inputs": ins, "outputs": outs,
+                              "cycles": cycles}
+        if after[i]:
+            op["after"] = after[i]
+        if n.is_backward:
+            op["attrs"] = {"backward": True}
+        ops.append(op)
+    return tensors, ops
+
+
 def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput", *,
                 contiguous: bool = False) -> dict[str, Any]:
     """The spec dict of a workload (see the module notes for the mapping).
@@ -390,39 +430,7 @@ def dnn_to_spec(w: DnnWorkload, name: str = "dnn", objective: str = "throughput"
         devices.append({"name": "acc", "profile": "generic", "count": w.max_fpgas})
     if w.max_cpus:
         devices.append({"name": "cpu", "profile": "generic", "count": w.max_cpus})
-    has_out = {u for u, _ in w.edges if _bytes(w.nodes[u].out_cost) > 0}
-    tensors: list[dict[str, Any]] = []
-    ops: list[dict[str, Any]] = []
-    inputs: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
-    after: dict[int, list[str]] = {i: [] for i in range(len(w.nodes))}
-    for u, v in w.edges:
-        if _bytes(w.nodes[u].out_cost) == 0:  # nothing to move: a control dependency
-            if f"n{w.nodes[u].id}" not in after[v]:
-                after[v].append(f"n{w.nodes[u].id}")
-            continue
-        t = f"n{w.nodes[u].id}_out"
-        if t not in inputs[v]:
-            inputs[v].append(t)
-    for i, n in enumerate(w.nodes):
-        ins = list(inputs[i])
-        if n.size >= 1:
-            wt = f"n{n.id}_w"
-            tensors.append({"name": wt, "shape": [int(round(n.size))], "dtype": "uint8", "kind": "weight"})
-            ins.append(wt)
-        outs = []
-        if i in has_out:
-            outs = [f"n{n.id}_out"]
-            tensors.append({"name": outs[0], "shape": [_bytes(n.out_cost)], "dtype": "uint8",
-                            "kind": "activation"})
-        cycles = {"acc": _cycles(n.fpga_latency)} if n.supported_on_fpga and w.max_fpgas else {}
-        cycles["cpu"] = _cycles(n.cpu_latency)
-        op: dict[str, Any] = {"name": f"n{n.id}", "type": "task", "inputs": ins, "outputs": outs,
-                              "cycles": cycles}
-        if after[i]:
-            op["after"] = after[i]
-        if n.is_backward:
-            op["attrs"] = {"backward": True}
-        ops.append(op)
+    tensors, ops = _graph_sections(w, _bytes)
     constraints: dict[str, Any] = {}
     groups = [[f"{name}/n{w.nodes[i].id}" for i in g] for g in w.color_classes()]
     if groups:

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.importers._read import read_input_text
 from planner.importers._spec import format_error, spec_name
 from planner.importers.stg import MAX_TASK_CYCLES, parse_int_line
+from planner.input_files import read_input_text
 
 __all__ = ["MAX_MACHINES", "MAX_OPERATIONS", "JobShop", "parse_jobshop", "read_jobshop", "jobshop_to_spec",
            "import_jobshop"]

@@ -1,6 +1,6 @@
 """ONNX models → graph IR (``graph: {onnx: path}`` in a spec, and ``plan import model.onnx``).
 
-Reading (:mod:`planner.importers.onnx_read`): the file is bounded and checked before
+Reading (:mod:`planner.graph.onnx_read`): the file is bounded and checked before
 conversion — it must parse, every tensor is produced once, the nodes form no cycle, node
 input/output counts match the ONNX schemas, strict shape inference accepts it. Every
 tensor of the imported graph has positive dimensions (symbolic ones need a value:
@@ -12,7 +12,7 @@ and ``ConstantOfShape`` outputs with a constant shape (so "light" models whose w
 given as shapes only import with their real storage). Weights count toward storage as
 tensors of kind ``weight``.
 
-Op mapping (:mod:`planner.importers.onnx_convert`; exact unless marked):
+Op mapping (:mod:`planner.graph.onnx_convert`; exact unless marked):
 
 =====================================  ==========================================  ==========
 ONNX                                   ISA                                         exact?
@@ -66,75 +66,11 @@ from typing import Any, Mapping
 
 from planner.errors import UnsupportedError
 from planner.graph.ir import Op, Tensor
+from planner.graph.onnx_convert import APPROXIMATIONS, OP_MAP, OnnxImport, import_onnx, load_onnx_graph
 from planner.importers._spec import ImportResult, spec_name
-from planner.importers.onnx_convert import APPROXIMATIONS, OP_MAP, OnnxImport, convert_model
 
 __all__ = ["OP_MAP", "APPROXIMATIONS", "OnnxImport", "import_onnx", "load_onnx_graph", "import_onnx_to_spec",
            "onnx_import_result", "graph_to_spec_dict"]
-
-
-def import_onnx(path: Path | str, model_name: str = "", dims: Mapping[str, int] | None = None) -> OnnxImport:
-    """Import an ONNX file as tensors and ops of the graph IR, with its warnings.
-
-    Names are prefixed ``"<model_name>/"`` when ``model_name`` is given, and every op's
-    ``model`` is set to it. ``dims`` gives symbolic dimensions values (``{"N": 1}``).
-
-    Raises
-    ------
-    planner.errors.SpecError
-        A malformed or oversized file, a cycle, a tensor produced twice, a node with the
-        wrong number of inputs, a tensor with an unknown or non-positive dimension or an
-        unsupported element type (each named).
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from onnx import helper, TensorProto
-    >>> g = helper.make_graph(
-    ...     [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"]),
-    ...      helper.make_node("LRN", ["y"], ["z"], size=3)],
-    ...     "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
-    ...     [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])],
-    ...     [helper.make_tensor("w", TensorProto.FLOAT, [8, 4], [0.0] * 32)])
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     p = Path(d) / "m.onnx"
-    ...     helper.onnx.save(helper.make_model(g), p)
-    ...     imp = import_onnx(p, "m")
-    >>> [(o.name, o.type) for o in imp.ops]
-    [('m/MatMul_0', 'matmul'), ('m/Relu_1', 'relu'), ('m/LRN_2', 'relu')]
-    >>> imp.fallback_ops, imp.weight_bytes
-    ({'LRN': 1}, 128)
-    """
-    from planner.importers.onnx_read import read_onnx_model
-
-    path = Path(path)
-    return convert_model(read_onnx_model(path, dims), path, model_name)
-
-
-def load_onnx_graph(path: Path, model_name: str) -> tuple[list[Tensor], list[Op]]:
-    """Tensors and ops of an ONNX model, for ``graph: {onnx: path}`` in a spec.
-
-    Approximations and fallbacks are logged (logger ``planner.importers.onnx``); use
-    :func:`import_onnx` to get them as a list.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> from onnx import helper, TensorProto
-    >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
-    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [4, 4])],
-    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [4, 4])])
-    >>> with tempfile.TemporaryDirectory() as d:
-    ...     p = Path(d) / "r.onnx"; helper.onnx.save(helper.make_model(g), p)
-    ...     tensors, ops = load_onnx_graph(p, "r")
-    >>> [(t.name, t.dtype, t.kind) for t in tensors]
-    [('r/x', 'fp16', 'input'), ('r/y', 'fp16', 'output')]
-    """
-    try:
-        import onnx  # noqa: F401
-    except ImportError:  # pragma: no cover - onnx is a test dependency
-        raise UnsupportedError("ONNX import needs the 'onnx' package: pip install 'plan[onnx]'") from None
-    return (imp := import_onnx(path, model_name)).tensors, imp.ops
 
 
 def graph_to_spec_dict(tensors: list[Tensor], ops: list[Op]) -> dict[str, Any]:

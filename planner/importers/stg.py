@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from planner.importers._read import read_input_text
 from planner.importers._spec import format_error, spec_name
+from planner.input_files import read_input_text
 
 __all__ = ["MAX_TASKS", "MAX_TASK_CYCLES", "StgGraph", "parse_stg", "read_stg", "stg_to_spec", "import_stg",
            "parse_int_line"]

@@ -237,6 +237,9 @@ def op_cost(op: Op, graph: Graph, profile: Profile, kind: str | None = None) -> 
     GraphError
         Shapes that contradict the op-type contract (:func:`planner.graph.shapes.check_op`).
 
+    One function because it is the cost model's one table: each op family's compute
+    cycles, memory cycles, unit and operands side by side, so the families can be compared.
+
     Examples
     --------
     >>> from planner.graph.ir import Graph, Op, Tensor

@@ -27,6 +27,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from planner.graph.ir import DTYPE_BYTES
 from planner.hardware import ceil_div
 from planner.isa.cost import VECTOR_OPS, dma_cycles, memory_cycles, systolic_cycles, vector_cycles
 
@@ -239,8 +240,6 @@ class Operand:
 
     @property
     def size_bytes(self) -> int:
-        from planner.graph.ir import DTYPE_BYTES
-
         n = 1
         for d in self.shape:
             n *= d

@@ -6,8 +6,9 @@ program        one device's instructions (:class:`planner.isa.Program`), timed o
                plan's reference clock exactly as the plan schedules them.
 buffer         a tensor (or a portion, a fast copy, a received copy) in one memory level of a
                device, with ALLOC/FREE at the ends of its lifetime and its address in ``d``.
-address        a buffer's byte offset in its level: from the memory plan, or packed here
-               (:func:`assign_addresses`: greedy-by-size, then CP-SAT) for devices without one.
+address        a buffer's byte offset in its level: from the memory plan, or packed by
+               :func:`planner.memory.addresses.assign_addresses` (greedy-by-size, then
+               CP-SAT) for devices without one.
 received copy  one buffer per tensor of a cross-device transfer, ``"<tensor>@<src device>-><op>"``
                (a control edge: one zero-byte ``"after:<op>@<src device>-><op>"``).
 instance       an op of a memory-planned device, or one portion ``"<op>#<p>"`` of a split op.
@@ -21,7 +22,6 @@ allocation     ``allocation.json``: devices, reserved (peak) memory per level, e
                resources.
 """
 
-from planner.lowering.addresses import OFFSET_CPSAT_DETERMINISTIC_TIME, Lifetime, assign_addresses, round_up
 from planner.lowering.kernels import attrs_json, has_kernel, make_kernel, portion_cost, portion_shape
 from planner.lowering.lower import (
     ALLOCATION_FORMAT_VERSION,
@@ -36,6 +36,5 @@ from planner.lowering.outputs import write_allocation, write_binaries
 
 __all__ = ["lower", "allocation", "peak_memory", "transfer_order", "base_op", "write_binaries",
            "write_allocation", "ALLOCATION_FORMAT_VERSION",
-           "Lifetime", "assign_addresses", "round_up", "OFFSET_CPSAT_DETERMINISTIC_TIME",
            "attrs_json", "has_kernel", "make_kernel", "portion_shape", "portion_cost",
            "order_records", "BufferSpan"]

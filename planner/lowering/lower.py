@@ -18,7 +18,7 @@ scheduler's memory constraint uses (:mod:`solvers.scheduling.problem`):
   no tensor: one zero-byte buffer ``"after:<u>@<src device>-><v>"`` that v reads, so the
   replay checks the order);
 
-and the addresses come from :func:`planner.lowering.addresses.assign_addresses`
+and the addresses come from :func:`planner.memory.addresses.assign_addresses`
 (greedy-by-size, then CP-SAT; :class:`~planner.errors.InfeasibleError` when the level is
 too fragmented).
 
@@ -59,9 +59,9 @@ from planner.isa.instructions import (
     VectorOp,
 )
 from planner.isa.resources import determine_resources
-from planner.lowering.addresses import Lifetime, assign_addresses
 from planner.lowering.kernels import has_kernel, make_kernel, portion_cost, portion_shape
 from planner.lowering.order import BufferSpan, order_records
+from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.plan import DeviceMemoryPlan, MemoryPlan, OpAccess
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 

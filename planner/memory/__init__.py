@@ -22,9 +22,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.errors import UnsupportedError
-from planner.spec.memory_options import MemoryOptions
+from planner.memory.assemble import assemble, expand
+from planner.memory.bridge import build_device_problem, device_order, skip_reason
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
+from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
+from solvers.core import SolveOptions
+from solvers.memory.arena import fast_offset_problem
+from solvers.memory.levels import AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver, fast_pieces, resolve_problem
+from solvers.memory.offsets import CpSatOffsetSolver, GreedyBySizeOffsetSolver, live_bytes_lower_bound
 
 __all__ = ["MemoryOptions", "MemoryPlan", "DeviceMemoryPlan", "MemoryBuffer", "MemoryTransfer", "OpAccess",
            "MemoryOutcome", "plan_memory"]
@@ -57,9 +63,6 @@ def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
     One worker: on these models the interleaved two-worker search reaches less within the
     same deterministic budget (measured on memory-transformer).
     """
-    from solvers.core import SolveOptions
-    from solvers.memory.levels import AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver
-
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     greedy = GreedyLevelSolver().solve(bridge.problem, opts)
     all_slow = AllSlowLevelSolver().solve(bridge.problem, opts)
@@ -74,11 +77,6 @@ def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
 
 def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool,
              search: str = "deterministic"):
-    from solvers.core import SolveOptions
-    from solvers.memory.arena import fast_offset_problem
-    from solvers.memory.levels import fast_pieces, resolve_problem
-    from solvers.memory.offsets import CpSatOffsetSolver, GreedyBySizeOffsetSolver
-
     problem, _ = fast_offset_problem(bridge.problem, solution, alignment)
     problem = replace(problem, capacity_bytes=capacity)
     expanded = resolve_problem(bridge.problem, solution)
@@ -118,9 +116,6 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     InfeasibleError
         No memory plan fits (the message names the device, level and sizes).
     """
-    from planner.memory.assemble import assemble, expand
-    from planner.memory.bridge import build_device_problem, device_order, skip_reason
-
     options: MemoryOptions | None = getattr(spec, "memory", None)
     if options is None or not options.enabled:
         return None
@@ -181,8 +176,6 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
 
 
 def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_offsets, hardware):
-    from solvers.memory.offsets import live_bytes_lower_bound
-
     lb_bytes = live_bytes_lower_bound(off_problem)
     return {
         "level_solver": exact.solver_name,

@@ -22,6 +22,7 @@ from typing import Mapping
 
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
+from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.bridge import DeviceBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
@@ -399,10 +400,8 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
 
 def _place_slow(buffers: list[MemoryBuffer], hardware: Hardware, device: str, alignment: int,
                 bridge: DeviceBridge) -> list[MemoryBuffer]:
-    """Addresses for the slow copies over their cycle lifetimes (lowering's packer: greedy-by-size,
+    """Addresses for the slow copies over their cycle lifetimes (:func:`assign_addresses`: greedy-by-size,
     then CP-SAT; an InfeasibleError names the busiest cycle and its biggest buffers)."""
-    from planner.lowering.addresses import Lifetime, assign_addresses
-
     sized = [x for x in buffers if x.size_bytes > 0]
     addresses = assign_addresses([Lifetime(x.name, x.size_bytes, x.start_cycle, x.end_cycle) for x in sized],
                                  hardware.device(device).memory_capacity_bytes, alignment,

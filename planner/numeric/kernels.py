@@ -397,6 +397,9 @@ def _fast_into(op_type: str, attrs: Mapping[str, Any], xs: Sequence[np.ndarray],
     Only where the shapes were checked here and the result has the bits the general path
     gives: the same numpy operations in the same order (float64 where it widens), written
     through a cast-on-assignment (the same rounding as ``astype``).
+
+    One function because it is one dispatch over op types, each branch a few lines that
+    must match the general kernel it shortcuts; split, the branches would only be renamed.
     """
     if len(ts) != 1 or any(x.dtype != _FP32 for x in xs) or ts[0].dtype != _FP32:
         return None

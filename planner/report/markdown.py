@@ -6,23 +6,10 @@ from typing import Any
 
 from planner.hardware import Hardware
 from planner.plan import Plan
+from planner.units import format_bytes  # re-exported: the report's byte format
 
 __all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "format_levels", "level_capacities",
            "markdown_table", "op_count", "search_cell", "strategy_line", "search_line"]
-
-
-def format_bytes(n: int | None) -> str:
-    """Human size with binary units.
-
-    >>> format_bytes(3 * 2**20), format_bytes(12)
-    ('3.00 MiB', '12 B')
-    """
-    if n is None:
-        return "-"
-    for unit, size in (("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{n} B"
 
 
 def format_gap(gap: float | None) -> str:

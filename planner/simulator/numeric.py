@@ -64,6 +64,7 @@ from functools import partial
 from typing import Any, Callable, Mapping
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from planner.errors import SpecError, UnsupportedError
 from planner.isa.binary import decode
@@ -75,7 +76,8 @@ from planner.isa.instructions import (
     Opcode,
     Program,
 )
-from planner.simulator.replay import SimulationError, _allocations, _sweep_memory
+from planner.numeric.kernels import numpy_dtype, prepare_into, prepare_op
+from planner.simulator.replay import SimulationError, view_parents
 
 __all__ = ["POISON_BYTE", "NumericResult", "simulate_numeric", "simulate_numeric_programs"]
 
@@ -131,8 +133,6 @@ def _np_dtype(dtype: str) -> np.dtype:
     """The numpy dtype of an IR dtype (:func:`planner.numeric.kernels.numpy_dtype`, cached)."""
     dt = _DTYPES.get(dtype)
     if dt is None:
-        from planner.numeric.kernels import numpy_dtype
-
         dt = _DTYPES[dtype] = numpy_dtype(dtype)
     return dt
 
@@ -387,8 +387,6 @@ class _Views:
 
     def kernel_step(self, kernel: Any, buffers: Mapping[int, _Buffer], where: str) -> Callable[[], None]:
         """The step that runs ``kernel`` on its buffers' current bytes (the op checked once here)."""
-        from planner.numeric.kernels import prepare_into, prepare_op
-
         attrs = self.attrs.get(kernel.attrs_json)
         if attrs is None:
             attrs = self.attrs[kernel.attrs_json] = json.loads(kernel.attrs_json) if kernel.attrs_json else {}
@@ -477,8 +475,6 @@ _CONTROLLER: list[Any] = []
 def _blas_controller() -> Any:
     """One threadpoolctl controller per process: inspecting the loaded libraries costs ~1 ms."""
     if not _CONTROLLER:
-        from threadpoolctl import ThreadpoolController
-
         _CONTROLLER.append(ThreadpoolController())
     return _CONTROLLER[0]
 
@@ -498,9 +494,7 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
         for bid, buf in bufs.items():
             buffers[(dev, bid)] = buf
         if p.addressed and any(b.view for b in bufs.values()):
-            found: list[str] = []
-            _, view_parents = _sweep_memory(p, _allocations(p, found), found)
-            parents.update({(dev, v): (dev, par) for v, par in view_parents.items()})
+            parents.update({(dev, v): (dev, par) for v, par in view_parents(p).items()})
     layouts = _infer_layouts(programs, buffers, parents, inputs, scans)
 
     # One arena per (device, level), sized by its used extent, poisoned.

@@ -79,6 +79,7 @@ __all__ = [
     "simulate",
     "simulate_programs",
     "simulate_dir",
+    "view_parents",
 ]
 
 _BOOKKEEPING = frozenset({Opcode.ALLOC, Opcode.FREE, Opcode.SIGNAL, Opcode.WAIT, Opcode.HALT})
@@ -383,6 +384,27 @@ def _allocations(p: Program, v: list[str], x: _Index | None = None) -> dict[int,
             alloc[ins.a] = _Buf(buf.alloc_cycle, buf.level, buf.size, buf.preloaded, buf.view, buf.address,
                                 ins.start_cycle, buf.alloc_key, x.starts[i])
     return alloc
+
+
+def view_parents(p: Program) -> dict[int, int]:
+    """The buffer each view of an addressed program lies in (``view id -> parent id``), as the
+    replay's memory sweep finds it; broken rules are the replay's to report, not this one's.
+
+    Examples
+    --------
+    Buffer 1 is a view of bytes 16 to 32 of buffer 0:
+
+    >>> from planner.isa.instructions import ALLOC_VIEW, Instruction, LevelInfo, Opcode, Program
+    >>> def rec(code, buf, cycle, size, address, flags=0):
+    ...     return Instruction(code, 0, cycle, 0, subop=flags, a=buf, b=0, c=size, d=address)
+    >>> p = Program("d0", "g", 1, 1, 1, 1, 1, 0, (LevelInfo("m", 64, 1),), 0, (), 1, ("x", "v"),
+    ...             (rec(Opcode.ALLOC, 0, 0, 32, 0), rec(Opcode.ALLOC, 1, 0, 16, 16, ALLOC_VIEW),
+    ...              rec(Opcode.FREE, 1, 1, 16, 16, ALLOC_VIEW), rec(Opcode.FREE, 0, 1, 32, 0)), addressed=True)
+    >>> view_parents(p)
+    {1: 0}
+    """
+    found: list[str] = []
+    return _sweep_memory(p, _allocations(p, found), found)[1]
 
 
 def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dict[str, int], dict[int, int]]:

@@ -12,14 +12,14 @@ public DNN graphs the planner reads (BERT-L training, 2,012 ops) with room to sp
 
 :data:`LIMITS` is the table ``docs/architecture.md`` shows ("Input limits"); a test
 keeps the two equal. The reading limits (file size, nesting, values) are in
-:mod:`planner.spec.reader`.
+:mod:`planner.reader`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.spec.reader import DEFAULT_READ_LIMITS
+from planner.reader import DEFAULT_READ_LIMITS
 
 __all__ = [
     "Limit", "LIMITS", "limits_table",

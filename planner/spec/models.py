@@ -12,6 +12,7 @@ same models, so the schema and the validator cannot drift.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 from typing import Annotated, Any, Literal, Optional, Union
@@ -436,8 +437,6 @@ def _objective_form(value: Any) -> Any:
     """``objective: <kind>`` becomes ``{kind: <kind>}``; an unknown kind gets a did-you-mean."""
     if isinstance(value, str):
         if normalize_objective(value) not in OBJECTIVE_KINDS:
-            import difflib
-
             close = difflib.get_close_matches(value, [*OBJECTIVE_KINDS, *_OBJECTIVE_ALIASES], n=1, cutoff=0.6)
             hint = f"; did you mean {normalize_objective(close[0])!r}?" if close else ""
             raise ValueError(f"expected 'latency', 'throughput' or 'max-load', got {value!r}{hint} "

@@ -12,17 +12,19 @@ import dataclasses
 import fnmatch
 import re
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
+from planner.graph.onnx_convert import load_onnx_graph
 from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.stage_timing import stage
 from planner.isa.profiles import PROFILES, get_profile
-from planner.spec.memory_options import MemoryOptions
+from planner.reader import format_path
 from planner.spec.limits import MAX_NAME_LENGTH
-from planner.spec.loader import Locator, did_you_mean, format_path
+from planner.spec.locator import Locator, did_you_mean
+from planner.spec.memory_options import MemoryOptions
 from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
 from planner.spec.sizes import (
     check_device_count,
@@ -36,6 +38,7 @@ from planner.spec.sizes import (
 )
 from planner.spec.types import MaxLoadOptions, Spec
 from planner.spec.units import parse_duration_cycles
+from planner.units import format_bytes
 
 __all__ = ["resolve", "name_from_stem", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
 
@@ -230,7 +233,7 @@ def _onnx_graph(m: ModelSpec, where: tuple, locator: Locator, base_dir: Path) ->
     if not path.is_file():
         raise locator.error(f"ONNX file not found: {path}", loc)
     try:
-        from planner.importers.onnx import load_onnx_graph
+        import onnx  # noqa: F401  # optional dependency (onnx extra)
     except ImportError as e:
         raise locator.error(f"ONNX import is not available ({e})", loc) from None
     try:
@@ -408,8 +411,6 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     level, owner = min(((m, kind) for kind, p in profiles.items() for m in p.memory),
                        key=lambda lk: lk[0].capacity_bytes)
     if mem.alignment > level.capacity_bytes:
-        from planner.report.markdown import format_bytes
-
         raise locator.error(f"alignment {format_bytes(mem.alignment)} is larger than memory level {level.name} of "
                             f"device kind {owner} ({format_bytes(level.capacity_bytes)}): no second buffer could "
                             "start in it", ("memory", "alignment"))
@@ -489,14 +490,20 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
     kinds: dict[str, list[Device]] = {}
     for d in hw.devices:
         kinds.setdefault(d.kind, []).append(d)
-    names = list(kinds)
+    cpu, acc = _max_load_kinds(obj, list(kinds), locator)
+    _check_max_load_hardware(document, hw, kinds, acc, cpu, locator)
+    return kind, MaxLoadOptions(obj.contiguous, acc, cpu)
+
+
+def _max_load_kinds(obj: Any, names: list[str], locator: Locator) -> tuple[str | None, str | None]:
+    """The CPU kind and the one accelerator kind of a max-load objective (either may be None)."""
     if obj.cpu is not None:
-        if obj.cpu not in kinds:
+        if obj.cpu not in names:
             raise locator.error(f"no device has kind {obj.cpu!r}" + did_you_mean(obj.cpu, names)
                                 + f" (kinds: {', '.join(names)})", ("objective", "cpu"))
         cpu: str | None = obj.cpu
     else:
-        cpu = "cpu" if "cpu" in kinds and len(kinds) > 1 else None
+        cpu = "cpu" if "cpu" in names and len(names) > 1 else None
     accelerators = [k for k in names if k != cpu]
     if len(accelerators) > 1:
         if cpu is None and len(names) == 2:
@@ -507,12 +514,16 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
                     + ("" if cpu else " (name the CPU kind with objective.cpu)"))
         raise locator.error(f"max-load has one accelerator kind and at most one CPU kind, but the hardware "
                             f"has kinds {', '.join(names)}" + hint, ("objective",))
-    acc = accelerators[0] if accelerators else None
+    return cpu, (accelerators[0] if accelerators else None)
+
+
+def _check_max_load_hardware(document: SpecDocument, hw: Hardware, kinds: dict[str, list[Device]],
+                             acc: str | None, cpu: str | None, locator: Locator) -> None:
+    """Identical accelerators, a link between every two devices, no memory planning, and pins
+    only to the CPU kind: what the max-load model assumes."""
     if acc is not None:
         caps = {d.name: d.memory_capacity_bytes for d in kinds[acc]}
         if len(set(caps.values())) > 1:
-            from planner.report.markdown import format_bytes
-
             shown = ", ".join(f"{n}: {format_bytes(c)}" for n, c in caps.items())
             raise locator.error(f"max-load needs identical accelerators, but the {acc} instances have different "
                                 f"main memory ({shown}); give the memory limit to the kind {acc!r}",
@@ -534,7 +545,6 @@ def resolve_objective(document: SpecDocument, hw: Hardware,
             raise locator.error(f"with objective max-load a pin may name only the CPU kind"
                                 f"{f' ({cpu})' if cpu else ', and there is none'}: the model has no other per-op "
                                 f"device restriction", ("constraints", "pins", i, "device"))
-    return kind, MaxLoadOptions(obj.contiguous, acc, cpu)
 
 
 def _device_total_bytes(device: Device) -> int:
@@ -572,8 +582,6 @@ def check_tensor_sizes(graph: Graph, hw: Hardware, allowed: dict[str, tuple[str,
     ...
     planner.errors.SpecError: models: tensor 'm/x' is 4.00 KiB, larger than all memory levels together of every device that could hold it (npu0: 3.00 KiB)
     """
-    from planner.report.markdown import format_bytes
-
     devices = hw.devices
     totals = {d.name: _device_total_bytes(d) for d in devices}
     smallest = min(totals.values())

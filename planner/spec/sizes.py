@@ -16,6 +16,7 @@ from planner.graph.generators import generator_size
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.shapes import check_graph_op
 from planner.hardware import Hardware
+from planner.isa.cost import cycles_table
 from planner.spec.limits import (
     MAX_COST_TABLE,
     MAX_CYCLES,
@@ -43,7 +44,7 @@ def check_device_count(document: Any, locator: Any) -> None:
 
     Examples
     --------
-    >>> from planner.spec.loader import Locator
+    >>> from planner.spec.locator import Locator
     >>> from planner.spec.models import SpecDocument
     >>> data = {"hardware": {"devices": [{"name": f"k{i}", "profile": "generic", "count": 200}
     ...                                  for i in range(2)]}, "models": [{"name": "m", "generator": {"kind": "mlp"}}]}
@@ -81,7 +82,7 @@ def check_generator_size(kind: str, params: Mapping[str, Any], ops_before: int, 
 
     Examples
     --------
-    >>> from planner.spec.loader import Locator
+    >>> from planner.spec.locator import Locator
     >>> check_generator_size("transformer", {"layers": 10**10}, 0, ("models", 0, "generator"), Locator({}))
     Traceback (most recent call last):
     ...
@@ -164,7 +165,7 @@ def cost_table(graph: Graph, hw: Hardware, op_loc: Mapping[str, tuple], locator:
     >>> from planner.graph.ir import Op
     >>> from planner.hardware import Device
     >>> from planner.isa.profiles import get_profile
-    >>> from planner.spec.loader import Locator
+    >>> from planner.spec.locator import Locator
     >>> hw = Hardware((Device("c0", "c", get_profile("generic")),), ())
     >>> cost_table(Graph([], [Op("m/t", "task", cycles={"c": 5})]), hw, {}, Locator({}))
     {('m/t', 'c'): 5}
@@ -173,8 +174,6 @@ def cost_table(graph: Graph, hw: Hardware, op_loc: Mapping[str, tuple], locator:
     ...
     planner.errors.SpecError: models: op 'm/t' would take 2,199,023,255,552 cycles on c (generic); the limit is 2^40 = 1,099,511,627,776 (check its shapes and cycles, and the device's clock and bandwidth)
     """
-    from planner.isa.cost import cycles_table
-
     try:
         table = cycles_table(graph, hw)
     except (GraphError, UnsupportedError) as e:

@@ -61,7 +61,7 @@ def _ureg() -> Any:
     """The module's pint registry, created on first use (importing pint takes ~0.3 s)."""
     global _registry
     if _registry is None:
-        import pint
+        import pint  # start-up time: pint loads in ~0.3 s, only when a unit needs parsing
 
         _registry = pint.UnitRegistry()
     return _registry

@@ -35,11 +35,14 @@ planner.errors.VerificationError: plan.json: bound: expected 10 (an OPTIMAL plan
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any, Mapping, Sequence
 
 from planner.errors import VerificationError
+from planner.isa.cost import DATA_MOVEMENT_OPS, MATRIX_OPS, VECTOR_OPS
 from planner.plan import relative_gap
+from planner.verify.documents import MaxLoadClaims, validate_document
 
 __all__ = ["check_bound_and_gap", "recompute_objective", "max_load_loads", "check_transfers_against_graph",
            "check_kernels_against_graph", "check_baselines"]
@@ -109,8 +112,6 @@ def max_load_loads(simulation: Any, graph: Any, base: Mapping[str, str], devices
 
 
 def _max_load_objective(doc: Any, simulation: Any, graph: Any, base: Mapping[str, str]) -> int:
-    from planner.verify.documents import MaxLoadClaims, validate_document
-
     claims = validate_document(MaxLoadClaims, doc.solver, "plan.json solver")
     devices = [d.name for d in doc.devices]
     roles = [*claims.accelerators, *claims.cpus]
@@ -193,10 +194,6 @@ def check_kernels_against_graph(programs: Mapping[str, Any], graph: Any, base: M
         A kernel of another type, attributes, operand count, dtype or shape, a kernel for an
         op of no graph op, or an op with arithmetic meaning and no kernel.
     """
-    import json
-
-    from planner.isa.cost import DATA_MOVEMENT_OPS, MATRIX_OPS, VECTOR_OPS
-
     arithmetic = {*MATRIX_OPS, *VECTOR_OPS, *DATA_MOVEMENT_OPS}
     parts: dict[str, int] = defaultdict(int)
     for name, op in base.items():

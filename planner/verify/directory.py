@@ -42,12 +42,25 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from planner.errors import BinaryFormatError, VerificationError
+from planner.graph.ir import GraphError
+from planner.graph.serialize import graph_from_dict
+from planner.isa.binary import decode, listing
 from planner.plan import Plan, seal_of
+from planner.report.trace import trace_json
+from planner.simulator import simulate_programs
+from planner.stage_timing import post_solve_reserve_s
 from planner.verify.agreement import compare_with_plan
-from planner.verify.documents import AllocationDocument, MemoryDocument, PlanDocument, validate_document
+from planner.verify.allocation import check_allocation_document
+from planner.verify.binaries import check_unused_fields, program_facts
+from planner.verify.claims import (check_baselines, check_bound_and_gap, check_kernels_against_graph,
+                                   check_transfers_against_graph, recompute_objective)
+from planner.verify.documents import AllocationDocument, MemoryDocument, PlanDocument, RunBudget, validate_document
 from planner.verify.jsonfile import MAX_JSON_BYTES, parse_json, read_bytes
 from planner.verify.manifest import MAX_FILE_BYTES, read_manifest_files
+from planner.verify.memory import check_memory_document
+from planner.verify import numeric as numeric_replay  # its limit read at each check, as plan solve reads it
 from planner.verify.numeric import NumericOutcome, check_numeric_claim, run_numeric
+from planner.verify.resources import check_resources
 
 __all__ = ["Verdict", "verify_plan_dir", "numeric_replay_dir"]
 
@@ -91,9 +104,6 @@ def _read_plan_json(plan_dir: Path) -> dict[str, Any]:
 
 
 def _decode(files: Mapping[str, bytes], devices: list[str]) -> dict[str, Any]:
-    from planner.isa.binary import decode
-    from planner.verify.binaries import check_unused_fields
-
     programs = {}
     for name in devices:
         label = f"bin/{name}.bin"
@@ -134,9 +144,6 @@ def _check_headers(doc: PlanDocument, programs: Mapping[str, Any]) -> None:
 
 
 def _read_graph(data: bytes) -> Any:
-    from planner.graph.ir import GraphError
-    from planner.graph.serialize import graph_from_dict
-
     try:
         return graph_from_dict(parse_json(data, "graph.json"))
     except VerificationError:
@@ -163,8 +170,6 @@ def _base_ops(plan: Plan, graph: Any, memory_planning: bool) -> dict[str, str]:
 
 
 def _check_plan_against_replay(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any]) -> Any:
-    from planner.simulator import simulate_programs
-
     try:
         simulation = simulate_programs(programs)
     except (IndexError, KeyError, ValueError) as e:  # a well-formed binary naming a table entry it lacks
@@ -177,9 +182,6 @@ def _check_plan_against_replay(doc: PlanDocument, plan: Plan, programs: Mapping[
 
 def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument, programs: Mapping[str, Any]) -> None:
     """The listings and trace.json are what the verified plan and binaries render."""
-    from planner.isa.binary import listing
-    from planner.report.trace import trace_json
-
     for name, program in programs.items():
         if files[f"bin/{name}.lst"] != listing(program).encode("utf-8"):
             raise VerificationError(f"bin/{name}.lst", "", detail=f"not the listing of bin/{name}.bin")
@@ -191,11 +193,6 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
 def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], programs: Mapping[str, Any],
                  simulation: Any, graph: Any, base: Mapping[str, str]) -> None:
     """memory.json, allocation.json, the listings and trace.json."""
-    from planner.verify.allocation import check_allocation_document
-    from planner.verify.binaries import program_facts
-    from planner.verify.claims import check_baselines
-    from planner.verify.memory import check_memory_document
-
     facts = {name: program_facts(p, f"bin/{name}.bin") for name, p in programs.items()}
     memory = None
     if doc.memory_planning:
@@ -213,10 +210,6 @@ def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], prog
 
 def _check_claims(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any], simulation: Any, graph: Any,
                   base: Mapping[str, str]) -> None:
-    from planner.verify.resources import check_resources
-    from planner.verify.claims import (check_bound_and_gap, check_kernels_against_graph, check_transfers_against_graph,
-                                       recompute_objective)
-
     device_of = {base[name]: t.device for name, t in simulation.ops.items()}
     check_transfers_against_graph(plan.transfers, graph, base, device_of)
     check_kernels_against_graph(programs, graph, base)
@@ -231,10 +224,6 @@ def _check_claims(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any], si
 
 def _check_run_budget(doc: PlanDocument, graph: Any) -> None:
     """``solver.post_solve_reserve_s``, when present, is the split :mod:`planner.stage_timing` makes."""
-    from planner.stage_timing import post_solve_reserve_s
-    from planner.verify import numeric as numeric_replay  # its limit read now, as plan solve read it
-    from planner.verify.documents import RunBudget
-
     if "post_solve_reserve_s" not in doc.solver:
         return  # a run without the split (max-load plans)
     budget = validate_document(RunBudget, doc.solver, "plan.json solver")
@@ -307,8 +296,6 @@ def numeric_replay_dir(path: str | Path, devices: list[str], *, mode: str, seed:
     InternalError
         The replay's numbers differ from the reference.
     """
-    from planner.isa.binary import decode
-
     plan_dir = Path(path)
     graph = _read_graph(read_bytes(plan_dir / "graph.json", "graph.json", max_bytes=MAX_JSON_BYTES))
     programs = {d: decode(read_bytes(plan_dir / "bin" / f"{d}.bin", f"bin/{d}.bin", max_bytes=MAX_FILE_BYTES),

@@ -1,6 +1,6 @@
 """The numeric replay as the verifier runs it: when, and what ``plan.json`` and the report say.
 
-``plan solve`` runs the numeric replay (:mod:`planner.numeric.compare`: the binaries'
+``plan solve`` runs the numeric replay (:mod:`planner.verify.compare`: the binaries'
 arithmetic on random inputs against a numpy evaluation of graph.json) by default whenever
 it is cheap: at most :data:`NUMERIC_DEFAULT_MAX_INSTRUCTIONS` instructions and
 :data:`NUMERIC_DEFAULT_MAX_MACS` multiply-accumulates (the MATMULs' ``a·b·c·d``) in all binaries.
@@ -32,6 +32,9 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from planner.errors import InternalError, VerificationError
+from planner.graph.ir import GraphError
+from planner.isa.instructions import Opcode
+from planner.verify.compare import RTOL, compare_numeric_programs, ops_without_numeric_semantics
 
 __all__ = ["NUMERIC_DEFAULT_MAX_INSTRUCTIONS", "NUMERIC_DEFAULT_MAX_MACS", "NumericOutcome", "binary_macs",
            "run_numeric", "describe", "check_numeric_claim"]
@@ -84,7 +87,7 @@ class NumericOutcome:
     """What one numeric replay found: ``claim`` as ``plan.json`` records it, and the comparison."""
 
     claim: dict[str, Any]
-    comparison: Any = None  # planner.numeric.compare.NumericComparison when it ran
+    comparison: Any = None  # planner.verify.compare.NumericComparison when it ran
 
     def summary(self) -> str:
         return describe(self.claim)
@@ -105,8 +108,6 @@ def binary_macs(programs: Mapping[str, Any]) -> int:
     >>> binary_macs({"d0": p})
     24
     """
-    from planner.isa.instructions import Opcode
-
     return sum(ins.a * ins.b * ins.c * ins.d for p in programs.values() for ins in p.instructions
                if ins.opcode in (Opcode.MATMUL, Opcode.CONV))
 
@@ -130,9 +131,6 @@ def run_numeric(programs: Mapping[str, Any], graph: Any, *, mode: str, seed: int
         graph.json declares an output shape its op does not compute (the reference cannot
         evaluate it).
     """
-    from planner.graph.ir import GraphError
-    from planner.numeric.compare import RTOL, compare_numeric_programs, ops_without_numeric_semantics
-
     limit = NUMERIC_DEFAULT_MAX_INSTRUCTIONS if limit is None else limit
     mac_limit = NUMERIC_DEFAULT_MAX_MACS if mac_limit is None else mac_limit
     instructions = sum(len(p.instructions) for p in programs.values())
@@ -168,8 +166,6 @@ def check_numeric_claim(claim: Any, programs: Mapping[str, Any], graph: Any, ran
     figures must be the claim's (a claim of ``equal`` with other tensor counts, or a claim
     of anything else where the replay ran and found them equal, is refused).
     """
-    from planner.numeric.compare import ops_without_numeric_semantics
-
     instructions = sum(len(p.instructions) for p in programs.values())
     if claim.instructions != instructions:
         raise VerificationError("plan.json", "numeric.instructions", expected=f"{instructions} (the binaries)",

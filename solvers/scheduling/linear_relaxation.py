@@ -322,8 +322,10 @@ class _Model:
             else:
                 y = self.lp.var(0.0, 1.0)
                 self.together_col[e, k] = y
-                self.lp.row({y: 1.0, next(iter(fu.terms)): -1.0}, -math.inf, 0.0, f"edge {e} in class {k}")
-                self.lp.row({y: 1.0, next(iter(fv.terms)): -1.0}, -math.inf, 0.0, f"edge {e} in class {k}")
+                # y <= f[u, K] and y <= f[v, K], whole expressions: an op with two classes
+                # has the share 1 - f on its second one, not a column of its own.
+                _leq(self.lp, _var(y).add(fu, -1.0), f"edge {e} in class {k}")
+                _leq(self.lp, _var(y).add(fv, -1.0), f"edge {e} in class {k}")
                 out[k] = _var(y)
         return out
 

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.errors import SpecError
 from planner.importers import detect_format, import_file, import_model
-from planner.importers._read import MAX_TEXT_BYTES, parse_json_bounded
+from planner.input_files import MAX_TEXT_BYTES, parse_json_bounded
 from planner.importers.dnn_partitioning import parse_dnn_json
 from planner.importers.jobshop import MAX_MACHINES, parse_jobshop
 from planner.importers.stg import MAX_TASK_CYCLES, MAX_TASKS, parse_stg

@@ -152,3 +152,17 @@ def test_pruning_free_ends_only_relaxes(p):
         return
     relaxed = brute_force(q)
     assert relaxed is not None and relaxed <= opt
+
+
+def test_the_lp_counts_an_edge_inside_an_ops_second_class():
+    # Three device classes; ops 0 -> 1 may run on devices 0 and 1 only, so the LP folds their
+    # shares to f and 1 - f. Both on fast device 1 is optimal (makespan 2, no transfer); the LP
+    # once bounded "both in class 1" by the column f instead of 1 - f, charged the 100-cycle
+    # transfer and claimed a bound above a feasible makespan (found by the spec fuzzer).
+    links = ((-1, 0, 1), (2, -1, 3), (4, 5, -1))
+    p = SchedulingProblem(durations_cycles=((10, 1, -1), (10, 1, -1), (-1, -1, 1)), edges=((0, 1, 64),),
+                          device_streams=(1, 1, 1), link_of=links, transfer_cycles=((100,) * 6,))
+    best = HeftScheduler().solve(p, SolveOptions(time_limit_s=5))
+    assert best.objective == 2 and best.solution.op_device[:2] == (1, 1)
+    assert lp_violations(p, best.solution) == []
+    assert lp_relaxation(p).bound <= 2 and lower_bound(p) <= 2

@@ -9,7 +9,7 @@ from planner.graph.ir import Graph, Op, Tensor
 from planner.hardware import Device, Hardware
 from planner.isa import Opcode, get_profile
 from planner.lowering import allocation, lower
-from planner.lowering.addresses import Lifetime, assign_addresses
+from planner.memory.addresses import Lifetime, assign_addresses
 from planner.plan import PlacedOp
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem
 from tests.planner.lowering.checks import address_violations

@@ -343,7 +343,7 @@ def test_the_simulator_replays_memory_planned_and_plain_devices_together():
 def test_the_numeric_replay_of_the_memory_plan_equals_the_reference(case):
     # The kernels' operands (portion shapes, row views, fast copies, received copies) carry the
     # numbers: every whole tensor the binaries hold in main memory equals plain numpy on the graph.
-    from planner.numeric.compare import compare_numeric
+    from planner.verify.compare import compare_numeric
 
     plan, graph, hw, mp = case()
     result = compare_numeric({n: encode(p) for n, p in lower(plan, graph, hw, memory_plan=mp).items()}, graph)

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from planner.isa import Opcode, encode
-from planner.numeric.compare import compare_numeric
+from planner.verify.compare import compare_numeric
 from planner.pipeline import run
 from planner.simulator import simulate, simulate_programs
 from planner.spec import load_spec

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.isa.binary import encode
 from planner.isa.instructions import DMA_STREAM, Opcode
-from planner.numeric.compare import compare_numeric
+from planner.verify.compare import compare_numeric
 from planner.pipeline import run
 from planner.spec import load_spec
 
@@ -149,10 +149,10 @@ def test_cli_numeric_mismatch_exits_3_unless_a_file_was_edited(tmp_path, monkeyp
     assert runner.invoke(app, ["solve", "specs/memory-mlp.yaml", "-o", str(out), "--quiet"]).exit_code == 0
     # Every file as written, but the reference computes something else than the binaries
     # (a bug in one of them): exit 3.
-    import planner.numeric.reference as reference
+    import planner.verify.compare as compare  # where the comparison looks the reference up
 
-    evaluate = reference.evaluate
-    monkeypatch.setattr(reference, "evaluate", lambda graph, inputs: {
+    evaluate = compare.evaluate
+    monkeypatch.setattr(compare, "evaluate", lambda graph, inputs: {
         name: value + 1 for name, value in evaluate(graph, inputs).items()})
     result = runner.invoke(app, ["simulate", str(out), "--numeric"])
     assert result.exit_code == 3, result.output

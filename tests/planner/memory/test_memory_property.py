@@ -16,7 +16,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.numeric.compare import compare_numeric
+from planner.verify.compare import compare_numeric
 from planner.lower_and_replay import replay
 from planner.pipeline import run
 from planner.spec import load_spec

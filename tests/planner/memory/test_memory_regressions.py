@@ -17,7 +17,7 @@ import pytest
 
 from planner.graph.ir import Graph, Op, Tensor
 from planner.isa import Opcode, get_profile, op_cost
-from planner.numeric.compare import compare_numeric
+from planner.verify.compare import compare_numeric
 from planner.lower_and_replay import replay
 from planner.pipeline import run
 from planner.spec import load_spec

@@ -12,7 +12,7 @@ import pytest
 from planner.errors import SpecError
 from planner.spec import load_spec
 from planner.spec.limits import LIMITS, MAX_CYCLES, MAX_OPS, limits_table
-from planner.spec.reader import ReadLimits, find_lines, read_json, read_text_file, read_yaml
+from planner.reader import ReadLimits, find_lines, read_json, read_text_file, read_yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -110,9 +110,9 @@ def test_ops_without_numeric_semantics_are_named(tmp_path):
 
 
 def test_a_directory_failing_its_own_verification_is_a_bug_and_is_not_written(tmp_path, monkeypatch):
-    import planner.verify.claims as claims
+    import planner.verify.directory as directory  # where the verifier looks the check up
 
-    monkeypatch.setattr(claims, "check_bound_and_gap", lambda *a: (_ for _ in ()).throw(
+    monkeypatch.setattr(directory, "check_bound_and_gap", lambda *a: (_ for _ in ()).throw(
         VerificationError("plan.json", "gap", expected="1", found="2")))
     result, out = _solve(tmp_path, _spec_dict("mlp"))
     assert result.exit_code == 3, result.output
@@ -121,10 +121,10 @@ def test_a_directory_failing_its_own_verification_is_a_bug_and_is_not_written(tm
 
 
 def test_a_numeric_disagreement_in_solve_is_a_bug_and_nothing_is_written(tmp_path, monkeypatch):
-    import planner.numeric.reference as reference
+    import planner.verify.compare as compare  # where the comparison looks the reference up
 
-    evaluate = reference.evaluate
-    monkeypatch.setattr(reference, "evaluate", lambda graph, inputs: {
+    evaluate = compare.evaluate
+    monkeypatch.setattr(compare, "evaluate", lambda graph, inputs: {
         name: value * 2 + 1 for name, value in evaluate(graph, inputs).items()})
     result, out = _solve(tmp_path, _spec_dict("mlp"))
     assert result.exit_code == 3, result.output

@@ -15,12 +15,19 @@ Examples
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from planner.errors import UnsupportedError
 from planner.graph.ir import Graph
+from planner.isa.binary import decode
+from planner.numeric.kernels import SUPPORTED_OP_TYPES, numpy_dtype, prepare_op
+from planner.numeric.reference import evaluate, random_inputs
+from planner.simulator.numeric import simulate_numeric_programs
 
 __all__ = ["TensorCheck", "NumericComparison", "compare_numeric", "compare_numeric_programs",
            "ops_without_numeric_semantics", "RTOL"]
@@ -99,9 +106,6 @@ def ops_without_numeric_semantics(graph: Graph) -> dict[str, list[str]]:
     >>> ops_without_numeric_semantics(g)
     {'task': ['t']}
     """
-    from planner.errors import UnsupportedError
-    from planner.numeric.kernels import SUPPORTED_OP_TYPES, numpy_dtype, prepare_op
-
     out: dict[str, list[str]] = {}
     for name in graph.topological_order():
         op = graph.ops[name]
@@ -135,11 +139,6 @@ def compare_numeric_programs(programs: Mapping[str, Any], graph: Graph, seed: in
     UnsupportedError
         An op or dtype without numeric semantics (see :func:`ops_without_numeric_semantics`).
     """
-    from planner.numeric.reference import evaluate, random_inputs
-    from planner.simulator.numeric import simulate_numeric_programs
-
-    from threadpoolctl import threadpool_limits
-
     inputs = random_inputs(graph, seed)
     with threadpool_limits(limits=1, user_api="blas"):  # small ops: threads cost more than they give
         want = evaluate(graph, inputs)
@@ -159,10 +158,6 @@ def compare_numeric(binaries: Mapping[str, bytes], graph: Graph, seed: int = 0) 
     UnsupportedError
         An op or dtype without numeric semantics (e.g. ``task`` graphs).
     """
-    import time
-
-    from planner.isa.binary import decode
-
     t0 = time.perf_counter()
     programs = {name: decode(data, name=name) for name, data in sorted(binaries.items())}
     return compare_numeric_programs(programs, graph, seed, time.perf_counter() - t0)

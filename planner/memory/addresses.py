@@ -26,12 +26,14 @@ there.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Sequence
 
 from planner.errors import InfeasibleError, InternalError
+from planner.units import format_bytes
+from solvers.budget import Budget
 from solvers.core import SolveOptions, Status
-from solvers.cpsat_support import run_cpsat
 from solvers.memory.offsets import (
     GreedyBySizeOffsetSolver,
     OffsetProblem,
@@ -46,9 +48,10 @@ _LOG = logging.getLogger(__name__)
 
 # CP-SAT budget when greedy-by-size cannot pack a level: deterministic time (CP-SAT's
 # work units, about a second each) with one worker and seed 0, so the outcome repeats;
-# the wall-clock limit is only a safety net far above it.
+# the shared budget's wall-clock net (solvers.budget) is only a safety net far above it.
 OFFSET_CPSAT_DETERMINISTIC_TIME = 2.0
-_OFFSET_CPSAT_WALL_S = 120.0
+# The net: room for 120 s of wall time, as the CP-SAT limit this packer had before.
+_OFFSET_CPSAT_NET_S = 120.0
 
 
 def round_up(size_bytes: int, alignment_bytes: int) -> int:
@@ -126,8 +129,6 @@ def _busiest_step(problem: OffsetProblem) -> tuple[int, int]:
 
 def _format_bytes(n: int) -> str:
     """The report's byte format, with the exact count when it is rounded (1.95 KiB (2000 B))."""
-    from planner.report.markdown import format_bytes
-
     text = format_bytes(n)
     return text if text.endswith(" B") and text[:-2].isdigit() else f"{text} ({n} B)"
 
@@ -219,9 +220,10 @@ live [0, 1). Lower the memory use at that cycle, raise the device's memory limit
     _LOG.info("device %s, level %s: greedy-by-size needs %s B > %s B; trying CP-SAT", device, level,
               greedy_peak, capacity_bytes)
     model, variables = build_offset_model(problem, capacity_bytes, live)
-    status, solver, _ = run_cpsat(model, SolveOptions(time_limit_s=_OFFSET_CPSAT_WALL_S, num_workers=1,
-                                                      random_seed=0),
-                                  max_deterministic_time=OFFSET_CPSAT_DETERMINISTIC_TIME)
+    budget = Budget(OFFSET_CPSAT_DETERMINISTIC_TIME, time.perf_counter() + _OFFSET_CPSAT_NET_S)
+    status, solver, _ = budget.run_cpsat(model, SolveOptions(num_workers=1, random_seed=0),
+                                         OFFSET_CPSAT_DETERMINISTIC_TIME, f"addresses {device}/{level}",
+                                         interleave=False)
     if status.has_solution:
         solution = variables.extract(solver)
         errors = validate_offsets(problem, solution)

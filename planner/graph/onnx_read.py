@@ -4,7 +4,7 @@
 shapes inferred, or raises one :class:`~planner.errors.SpecError` naming the file and
 the node or tensor at fault:
 
-* the file is a regular file of at most :data:`~planner.importers._read.MAX_ONNX_BYTES`
+* the file is a regular file of at most :data:`~planner.input_files.MAX_ONNX_BYTES`
   that parses as an ONNX ``ModelProto`` with a graph of 1..:data:`MAX_ONNX_NODES` nodes;
 * every tensor is produced once (by one node, or as a graph input or initializer), the
   nodes form no cycle (they are put in a topological order when the file lists them out
@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from planner.errors import SpecError
-from planner.importers._read import MAX_ONNX_BYTES, read_input_bytes
+from planner.input_files import MAX_ONNX_BYTES, read_input_bytes
 
 __all__ = ["MAX_ONNX_NODES", "MAX_DIM", "MAX_ELEMENTS", "ONNX_DTYPES", "read_onnx_model", "sort_and_check_nodes",
            "tensor_shape", "tensor_dtype", "check_elements", "opset_version", "parse_dim_options"]
@@ -70,7 +70,7 @@ def _node_label(node: Any, index: int) -> str:
 
 def _check_arity(node: Any, index: int, opset: int, path: Path) -> None:
     """Input and output counts against the op's ONNX schema (standard domain only)."""
-    from onnx import defs
+    from onnx import defs  # optional dependency (onnx extra)
 
     if node.domain not in ("", "ai.onnx"):
         return
@@ -249,8 +249,8 @@ def read_onnx_model(path: Path | str, dims: Mapping[str, int] | None = None) -> 
     ...
     planner.errors.SpecError: ...m.onnx: not an ONNX model: the protobuf does not parse (Error parsing message...)
     """
-    import onnx
-    from onnx import shape_inference
+    import onnx  # optional dependency (onnx extra)
+    from onnx import shape_inference  # optional dependency (onnx extra)
 
     path = Path(path)
     data = read_input_bytes(path, MAX_ONNX_BYTES)
@@ -346,7 +346,7 @@ def tensor_dtype(name: str, elem_type: int) -> tuple[str | None, str | None]:
     >>> tensor_dtype("s", 8)[1]
     "tensor 's' has element type STRING, which the planner does not support (supported: BFLOAT16, BOOL, DOUBLE, FLOAT, FLOAT16, FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ, INT16, INT32, INT64, INT8, UINT8)"
     """
-    from onnx import TensorProto
+    from onnx import TensorProto  # optional dependency (onnx extra)
 
     if elem_type in ONNX_DTYPES:
         return ONNX_DTYPES[elem_type], None

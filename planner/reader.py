@@ -194,6 +194,9 @@ def find_lines(text: str, locs: Iterable[tuple],
     deeper than ``limits.max_depth`` raises SpecError, as :func:`read_yaml` would (libyaml
     spends time quadratic in the depth of flow collections).
 
+    One function because the event loop and its two helpers share one state (the stack of
+    tracked collections and the depth skipped); a class would spread the same state apart.
+
     Examples
     --------
     >>> found = find_lines("a:\\n  - 1\\n  - {b: 2}\\n", [("a", 1, "b"), ("a", 5)])

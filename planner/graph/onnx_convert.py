@@ -1,6 +1,6 @@
 """ONNX nodes → ISA ops: the conversion behind :func:`planner.importers.onnx.import_onnx`.
 
-Works on a model :func:`~planner.importers.onnx_read.read_onnx_model` has checked (nodes in
+Works on a model :func:`~planner.graph.onnx_read.read_onnx_model` has checked (nodes in
 topological order, each tensor produced once, shapes inferred). Every tensor that enters
 the imported graph has a known, positive, bounded shape and a supported element type, or
 the import stops with an error naming it. Every op whose computation differs from the ONNX
@@ -16,13 +16,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from planner.errors import SpecError
+from planner.errors import SpecError, UnsupportedError
 from planner.graph.ir import Op, Tensor
-from planner.importers.onnx_read import MAX_DIM, check_elements, opset_version, tensor_dtype, tensor_shape
+from planner.graph.onnx_read import MAX_DIM, check_elements, opset_version, read_onnx_model, tensor_dtype, tensor_shape
 
-__all__ = ["OP_MAP", "APPROXIMATIONS", "OnnxImport", "convert_model"]
+__all__ = ["OP_MAP", "APPROXIMATIONS", "OnnxImport", "convert_model", "import_onnx", "load_onnx_graph"]
 
 log = logging.getLogger("planner.importers.onnx")
 
@@ -206,7 +206,7 @@ class _Attrs:
     """A node's attributes, read with their types checked (a malformed one names the node)."""
 
     def __init__(self, node: Any, label: str, ctx: _Ctx) -> None:
-        from onnx import helper
+        from onnx import helper  # optional dependency (onnx extra)
 
         self.label, self.ctx, self.values = label, ctx, {}
         for a in node.attribute:
@@ -255,7 +255,7 @@ def _label(node: Any, name: str) -> str:
 # --------------------------------------------------------------------------- model level
 def _collect(ctx: _Ctx, graph: Any, consts: dict[str, Any]) -> None:
     """Shapes, dtypes and kinds of initializers and declared values; small constants' values."""
-    from onnx import numpy_helper
+    from onnx import numpy_helper  # optional dependency (onnx extra)
 
     for init in graph.initializer:
         ctx.note_shape(init.name, *check_elements(init.name, tuple(int(d) for d in init.dims)))
@@ -292,7 +292,7 @@ def _collect(ctx: _Ctx, graph: Any, consts: dict[str, Any]) -> None:
 
 def _fold_weights(ctx: _Ctx, nodes: list, consts: dict[str, Any], graph_outputs: set[str]) -> set[str]:
     """Constants, constant-shaped ConstantOfShape and views of weights become weights (no op)."""
-    from onnx import numpy_helper
+    from onnx import numpy_helper  # optional dependency (onnx extra)
 
     weights: set[str] = set()
     for node in nodes:
@@ -739,3 +739,65 @@ _CONVERTERS = {
     "LayerNormalization": _layernorm, "Reshape": _reshape, "Flatten": _reshape, "Squeeze": _reshape,
     "Unsqueeze": _reshape, "Transpose": _transpose, "Concat": _concat, "Split": _split,
 }
+
+
+def import_onnx(path: Path | str, model_name: str = "", dims: Mapping[str, int] | None = None) -> OnnxImport:
+    """Import an ONNX file as tensors and ops of the graph IR, with its warnings.
+
+    Names are prefixed ``"<model_name>/"`` when ``model_name`` is given, and every op's
+    ``model`` is set to it. ``dims`` gives symbolic dimensions values (``{"N": 1}``).
+
+    Raises
+    ------
+    planner.errors.SpecError
+        A malformed or oversized file, a cycle, a tensor produced twice, a node with the
+        wrong number of inputs, a tensor with an unknown or non-positive dimension or an
+        unsupported element type (each named).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from onnx import helper, TensorProto
+    >>> g = helper.make_graph(
+    ...     [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Relu", ["h"], ["y"]),
+    ...      helper.make_node("LRN", ["y"], ["z"], size=3)],
+    ...     "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 8])],
+    ...     [helper.make_tensor_value_info("z", TensorProto.FLOAT, [2, 4])],
+    ...     [helper.make_tensor("w", TensorProto.FLOAT, [8, 4], [0.0] * 32)])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d) / "m.onnx"
+    ...     helper.onnx.save(helper.make_model(g), p)
+    ...     imp = import_onnx(p, "m")
+    >>> [(o.name, o.type) for o in imp.ops]
+    [('m/MatMul_0', 'matmul'), ('m/Relu_1', 'relu'), ('m/LRN_2', 'relu')]
+    >>> imp.fallback_ops, imp.weight_bytes
+    ({'LRN': 1}, 128)
+    """
+    path = Path(path)
+    return convert_model(read_onnx_model(path, dims), path, model_name)
+
+
+def load_onnx_graph(path: Path, model_name: str) -> tuple[list[Tensor], list[Op]]:
+    """Tensors and ops of an ONNX model, for ``graph: {onnx: path}`` in a spec.
+
+    Approximations and fallbacks are logged (logger ``planner.importers.onnx``); use
+    :func:`import_onnx` to get them as a list.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from onnx import helper, TensorProto
+    >>> g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
+    ...     [helper.make_tensor_value_info("x", TensorProto.FLOAT16, [4, 4])],
+    ...     [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [4, 4])])
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     p = Path(d) / "r.onnx"; helper.onnx.save(helper.make_model(g), p)
+    ...     tensors, ops = load_onnx_graph(p, "r")
+    >>> [(t.name, t.dtype, t.kind) for t in tensors]
+    [('r/x', 'fp16', 'input'), ('r/y', 'fp16', 'output')]
+    """
+    try:
+        import onnx  # noqa: F401  # optional dependency (onnx extra)
+    except ImportError:  # pragma: no cover - onnx is a test dependency
+        raise UnsupportedError("ONNX import needs the 'onnx' package: pip install 'plan[onnx]'") from None
+    return (imp := import_onnx(path, model_name)).tensors, imp.ops
