@@ -5,14 +5,12 @@ Data: ``<repo>/../shared/benchmarks`` unless ``--data`` or ``PLAN_BENCHMARK_DATA
 otherwise. Results: ``benchmarks/results/<family>-<date>.json`` (gitignored).
 
 Solving an imported spec (:func:`solve_spec`) goes importer → spec dict →
-``planner.spec.load_spec`` → ``planner.pipeline.to_problem`` (the planner's reduction)
-→ the project's HEFT → CP-SAT warm-started from HEFT. With ``full=True`` it calls
-``planner.pipeline.run`` instead (lowering, binaries and simulator replay included).
-
-ADAPTER NOTE: the default path stops before lowering/simulation because those stages are
-still being integrated (``planner.pipeline.run`` raised in ``verify`` when this was
-written); switch the default to ``full=True`` once ``run`` is stable. The reduction and
-the solvers are exactly the planner's.
+``planner.spec.load_spec`` → the planner's scheduling reduction
+(:func:`planner.reductions.scheduling.to_problem`) → the planner's own solve step
+(:func:`planner.scheduling.best_of_heuristic_and_exact`: HEFT, then CP-SAT warm-started
+from it). It stops there, to measure the solvers alone, and reports the solver's status
+instead of raising on infeasibility or the time limit; with ``full=True`` it calls
+:func:`planner.pipeline.run` (lowering, binaries and simulator replay included).
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -149,7 +147,7 @@ class SpecRun:
 
 
 def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, seed: int = 0,
-               full: bool = False, hint: Any = None, dtime_per_second: float | None = None,
+               full: bool = False, dtime_per_second: float | None = None,
                search: str = "deterministic") -> SpecRun:
     """Solve an importer's spec dict the way the planner does (see the module notes)."""
     t0 = time.perf_counter()
@@ -161,17 +159,16 @@ def solve_spec(spec: dict[str, Any], *, time_limit_s: float, workers: int = 2, s
         return SpecRun(plan.status, plan.objective, plan.bound, plan.heuristic_objective,
                        time.perf_counter() - t0, dict(out.result.stats), out.result.solution,
                        out.problem, out.reduction)
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
+    from planner.scheduling import best_of_heuristic_and_exact
     from planner.spec import load_spec
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatOptions, CpSatScheduler, HeftScheduler
 
     problem, reduction = to_problem(load_spec(spec))
     opts = SolveOptions(time_limit_s=time_limit_s, num_workers=workers, random_seed=seed, search=search)
-    heur = HeftScheduler().solve(problem, opts)
-    start_hint = hint if hint is not None else (heur.solution if heur.status.has_solution else None)
     cfg = CpSatOptions() if dtime_per_second is None else CpSatOptions(dtime_per_second=dtime_per_second)
-    res = CpSatScheduler(cfg).solve(problem, replace(opts, hint=start_hint))
+    heur, res = best_of_heuristic_and_exact(problem, opts, solvers=(HeftScheduler(), CpSatScheduler(cfg)))
     obj = None if res.objective is None else int(res.objective)
     bound = None if res.bound is None else int(res.bound)
     return SpecRun(res.status.value, obj, bound,

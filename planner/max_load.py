@@ -11,14 +11,11 @@ accelerator or a CPU so that the largest device *load* is smallest, where
 * accelerators hold their ops' weights (and graph inputs) within their main memory;
   colocated ops share a device; with ``contiguous`` each device's forward ops are convex.
 
-Reduction (cvxpy style, with an inverse): :func:`to_placement_problem` builds a
-:class:`~solvers.placement.PlacementProblem` in timeline cycles: per op its cycles on the
-accelerator kind and on the CPU kind (:func:`planner.pipeline.op_device_cycles`; a ``task``
-op without cycles for the accelerator kind, or pinned to the CPU kind, may not use an
-accelerator), ``comm(u)`` = the transfer time over the spec's links of u's largest out-edge
-(the slowest link when links differ; a control edge costs the link latency), memory = the
-accelerators' main memory, colour classes = colocation groups, backward flags from op
-``attrs: {backward: true}``. CP-SAT (warm-started from the greedy split) solves it; the
+The reduction (cvxpy style, with an inverse) is :mod:`planner.reductions.max_load`: the
+spec becomes a :class:`~solvers.placement.PlacementProblem` in timeline cycles. This module
+is the max-load strategy of :mod:`planner.pipeline`'s objective table (:func:`solve_max_load`
+returns the :class:`~planner.stages.Solved` stage, :func:`max_load_outcome` dresses the
+final outcome). CP-SAT (warm-started from the greedy split) solves the placement; the
 placement is then scheduled for one sample by the spine's scheduler with every op forbidden
 on all devices but its own (HEFT, then CP-SAT with a short budget), so the plan has
 concrete ops and transfers and is lowered to binaries and replayed like every plan.
@@ -33,29 +30,29 @@ Examples
 Two 30-cycle ops in a chain on two accelerators; the 10-byte output costs 10 cycles at
 1 GB/s: apart, each accelerator carries 30 + 10 = 40 < 60 together.
 
+>>> from planner.pipeline import run
 >>> from planner.spec import load_spec
->>> spec = load_spec(_EXAMPLE)
->>> problem, red = to_placement_problem(spec)
->>> problem.acc_time, problem.comm_time, red.device_names
-((30, 30), (10, 0), ('acc0', 'acc1'))
->>> outcome = run_max_load(spec)
+>>> outcome = run(load_spec(EXAMPLE))
 >>> outcome.plan.objective_kind, outcome.plan.objective, outcome.plan.status, outcome.loads
-('max-load', 40, 'OPTIMAL', {'acc0': 40, 'acc1': 40})
+('max-load', 40, <PlanStatus.OPTIMAL: 'OPTIMAL'>, {'acc0': 40, 'acc1': 40})
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from dataclasses import dataclass, field, fields, replace
+from typing import Any, Mapping
 
-from planner.errors import InfeasibleError, InternalError, TimeLimitError, UnsupportedError
-from planner.pipeline import Outcome, from_solution, op_device_cycles, to_problem
+from planner.errors import InfeasibleError, InternalError, TimeLimitError
+from planner.isa.resources import determine_resources
 from planner.plan import Plan
+from planner.reductions.max_load import EXAMPLE, MaxLoadReduction, comm_cycles, to_placement_problem
+from planner.reductions.scheduling import Reduction, from_solution, to_problem
 from planner.report.markdown import format_bytes
+from planner.spec import Spec
+from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.budget import run_summary
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.placement import (
     FORBIDDEN,
     CpSatPlacementSolver,
@@ -68,36 +65,27 @@ from solvers.placement import (
     max_load,
     validate_placement,
 )
+from solvers.portfolio import Portfolio
+from solvers.scheduling import CpSatScheduler, HeftScheduler, SchedulingProblem, validate_schedule
 
 __all__ = [
     "MaxLoadSettings",
-    "MaxLoadReduction",
+    "MaxLoadDetails",
     "MaxLoadOutcome",
-    "to_placement_problem",
     "placement_baselines",
     "schedule_placement",
     "plan_loads",
     "render_max_load_section",
-    "run_max_load",
+    "solve_max_load",
+    "max_load_outcome",
 ]
 
 log = logging.getLogger(__name__)
 
-# The spec of the Examples: two chained 30-cycle tasks, a 10-byte tensor between them.
-_EXAMPLE: dict[str, Any] = {
-    "version": 1, "name": "chain",
-    "hardware": {"devices": [{"name": "acc", "profile": "generic", "count": 2}],
-                 "topology": {"kind": "all-to-all", "bandwidth": "1 GB/s"}},
-    "models": [{"name": "m", "graph": {
-        "tensors": [{"name": "a", "shape": [10], "dtype": "uint8"}],
-        "ops": [{"name": "x", "type": "task", "outputs": ["a"], "cycles": {"acc": 30}},
-                {"name": "y", "type": "task", "inputs": ["a"], "cycles": {"acc": 30}}]}}],
-    "objective": "max-load", "solver": {"time_limit": "5 s", "workers": 1}}
-
 
 @dataclass(frozen=True, slots=True)
 class MaxLoadSettings:
-    """Tunables of :func:`run_max_load`; every field has a default.
+    """Tunables of :func:`solve_max_load`; every field has a default.
 
     Examples
     --------
@@ -117,51 +105,38 @@ class MaxLoadSettings:
 
 
 @dataclass(frozen=True)
-class MaxLoadReduction:
-    """The inverse map of :func:`to_placement_problem`: placement indices back to names.
+class MaxLoadDetails:
+    """What the max-load strategy adds to its :class:`~planner.stages.Solved` stage.
 
-    ``device_names`` lists the accelerators (placement devices ``0..k-1``), then the CPUs.
-
-    Examples
-    --------
-    >>> from planner.spec import load_spec
-    >>> _, red = to_placement_problem(load_spec(_EXAMPLE))
-    >>> red.op_names, red.num_accelerators, red.cpu_kind
-    (('m/x', 'm/y'), 2, None)
+    ``placement_problem``/``placement_reduction`` are the placement problem and its inverse;
+    ``schedule`` the single-sample schedule's solver result; ``loads`` every device's load
+    (recomputed from the plan by :func:`plan_loads`); ``baselines`` the other placements'
+    max-loads by name (None: not valid); ``extra_baselines`` their rows for
+    :func:`planner.output.baseline_rows`.
     """
 
-    op_names: tuple[str, ...]
-    device_names: tuple[str, ...]
-    num_accelerators: int
-    accelerator_kind: str | None
-    cpu_kind: str | None
-    contiguous: bool
-
-    def device_of(self, solution: PlacementSolution) -> dict[str, str]:
-        """Op name -> device instance name of a placement.
-
-        Examples
-        --------
-        >>> r = MaxLoadReduction(("m/x", "m/y"), ("acc0", "cpu0"), 1, "acc", "cpu", False)
-        >>> r.device_of(PlacementSolution((0, 1)))
-        {'m/x': 'acc0', 'm/y': 'cpu0'}
-        """
-        return {op: self.device_names[d] for op, d in zip(self.op_names, solution.device_of)}
+    placement_problem: PlacementProblem
+    placement_reduction: MaxLoadReduction
+    schedule: SolveResult
+    loads: Mapping[str, int]
+    baselines: Mapping[str, Any]
+    extra_baselines: tuple[Mapping[str, Any], ...]
 
 
-@dataclass
+@dataclass(frozen=True)
 class MaxLoadOutcome(Outcome):
-    """An :class:`~planner.pipeline.Outcome` whose ``result`` is the placement solver's.
+    """An :class:`~planner.stages.Outcome` whose ``result`` is the placement solver's.
 
     ``problem``/``reduction`` are the single-sample scheduling problem (placement fixed) and
-    its inverse; ``schedule`` is that schedule's solver result. ``extra_baselines`` and
-    ``report_sections`` are shown by :mod:`planner.output` (baseline rows and report.md).
+    its inverse; the other fields, with ``baselines`` and ``extra_baselines``, are the
+    :class:`MaxLoadDetails`; ``report_sections`` holds :func:`render_max_load_section`.
 
     Examples
     --------
     >>> from planner.output import baseline_rows
+    >>> from planner.pipeline import run
     >>> from planner.spec import load_spec
-    >>> outcome = run_max_load(load_spec(_EXAMPLE))
+    >>> outcome = run(load_spec(EXAMPLE))
     >>> [(r["solver"], r["objective"]) for r in baseline_rows(outcome)]
     [('cpsat-placement', 40), ('greedy (linear split + local search)', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
     """
@@ -169,104 +144,7 @@ class MaxLoadOutcome(Outcome):
     placement_problem: PlacementProblem | None = None
     placement_reduction: MaxLoadReduction | None = None
     schedule: SolveResult | None = None
-    loads: dict[str, int] = field(default_factory=dict)
-    baselines: dict[str, Any] = field(default_factory=dict)
-    extra_baselines: list[dict[str, Any]] = field(default_factory=list)
-    report_sections: list[str] = field(default_factory=list)
-
-
-def _resident_bytes(graph, op: str) -> int:
-    """Weights and graph inputs an op reads (what the scheduler keeps resident, too)."""
-    return sum(graph.tensors[t].size_bytes for t in graph.ops[op].inputs
-               if graph.tensors[t].kind in ("weight", "input"))
-
-
-def _comm_cycles(spec) -> dict[str, int]:
-    """Per op: the transfer time of its largest out-edge over the slowest link (0: no out-edge)."""
-    graph, hw = spec.graph, spec.hardware
-    largest: dict[str, int] = {}
-    for src, dst, _ in graph.op_edges():
-        largest[src] = max(largest.get(src, 0), graph.edge_bytes(src, dst))
-    if not hw.links:
-        return {op: 0 for op in largest}
-    return {op: max(link.transfer_cycles(b, hw.clock_hz) for link in hw.links) for op, b in largest.items()}
-
-
-def to_placement_problem(spec, cycles: dict[tuple[str, str], int | None] | None = None
-                         ) -> tuple[PlacementProblem, MaxLoadReduction]:
-    """The spec's max-load problem in timeline cycles, and its inverse map.
-
-    Nodes are the ops in the graph's topological order; devices the accelerator-kind
-    instances, then the CPU-kind instances (see the module notes for every field).
-
-    Raises
-    ------
-    UnsupportedError
-        An op that cannot run on the CPU kind (the model needs a CPU time for every op).
-    InfeasibleError
-        An op that may run on no device (CPU-only with no CPUs).
-
-    Examples
-    --------
-    >>> from planner.spec import load_spec
-    >>> spec = load_spec({"version": 1,
-    ...     "hardware": {"devices": [{"name": "acc", "profile": "generic"}, {"name": "cpu", "profile": "generic"}],
-    ...                  "topology": {"kind": "bus", "bandwidth": "1 GB/s", "latency": 5}},
-    ...     "models": [{"name": "m", "graph": {
-    ...         "tensors": [{"name": "w", "shape": [64], "dtype": "uint8", "kind": "weight"},
-    ...                     {"name": "a", "shape": [100], "dtype": "uint8"}],
-    ...         "ops": [{"name": "x", "type": "task", "inputs": ["w"], "outputs": ["a"],
-    ...                  "cycles": {"acc": 30, "cpu": 300}, "attrs": {"backward": True}},
-    ...                 {"name": "y", "type": "task", "inputs": ["a"], "cycles": {"cpu": 70}}]}}],
-    ...     "objective": "max-load"})
-    >>> p, red = to_placement_problem(spec)
-    >>> p.acc_time, p.cpu_time, p.comm_time, p.size_bytes, p.is_backward
-    ((30, -1), (300, 70), (105, 0), (64, 0), (True, False))
-    >>> red.device_names, red.num_accelerators, p.memory_bytes == 1 << 40
-    (('acc0', 'cpu0'), 1, True)
-    """
-    opts = spec.max_load
-    if opts is None:
-        raise ValueError(f"the spec's objective is {spec.objective}, not max-load")
-    graph, hw = spec.graph, spec.hardware
-    cycles = op_device_cycles(graph, hw) if cycles is None else cycles
-    ops = graph.topological_order()
-    index = {n: i for i, n in enumerate(ops)}
-    accs = [d for d in hw.devices if d.kind == opts.accelerator_kind]
-    cpus = [d for d in hw.devices if d.kind == opts.cpu_kind]
-    cpu_names = {d.name for d in cpus}
-    acc_time, cpu_time = [], []
-    for name in ops:
-        allowed = spec.allowed_devices.get(name)
-        pinned_to_cpu = allowed is not None and set(allowed) <= cpu_names
-        a = cycles[name, accs[0].kind] if accs else None
-        acc_time.append(FORBIDDEN if a is None or pinned_to_cpu else a)
-        if cpus:
-            c = cycles[name, cpus[0].kind]
-            if c is None:
-                raise UnsupportedError(
-                    f"op {name!r} gives no cycles for the CPU kind {opts.cpu_kind!r}; the max-load model "
-                    f"needs every op to be able to run on a CPU (give it cycles: {{{opts.cpu_kind}: ...}})")
-            cpu_time.append(c)
-        else:
-            cpu_time.append(0)
-            if acc_time[-1] == FORBIDDEN:
-                raise InfeasibleError(f"op {name!r} can run on no device: it gives no cycles for the "
-                                      f"accelerator kind {opts.accelerator_kind!r}, and there is no CPU kind")
-    comm = _comm_cycles(spec)
-    edges = sorted({(index[u], index[v]) for u, v, _ in graph.op_edges()})
-    problem = PlacementProblem(
-        acc_time=tuple(acc_time), cpu_time=tuple(cpu_time),
-        comm_time=tuple(comm.get(n, 0) for n in ops), edges=tuple(edges),
-        num_accelerators=len(accs), num_cpus=len(cpus),
-        size_bytes=tuple(_resident_bytes(graph, n) for n in ops),
-        memory_bytes=accs[0].memory_capacity_bytes if accs else 0,
-        color_classes=tuple(tuple(sorted(index[n] for n in g)) for g in spec.colocation_groups),
-        is_backward=tuple(bool(graph.ops[n].attrs.get("backward", False)) for n in ops),
-        contiguous=opts.contiguous, node_names=tuple(ops))
-    reduction = MaxLoadReduction(tuple(ops), tuple(d.name for d in (*accs, *cpus)), len(accs),
-                                 opts.accelerator_kind, opts.cpu_kind, opts.contiguous)
-    return problem, reduction
+    loads: Mapping[str, int] = field(default_factory=dict)
 
 
 def _smallest_linear_split(problem: PlacementProblem) -> tuple[int, ...] | None:
@@ -313,7 +191,8 @@ def placement_baselines(problem: PlacementProblem) -> dict[str, tuple[int, ...] 
     return out
 
 
-def _fixed_schedule_problem(sproblem, sred, placement: dict[str, str]):
+def _fixed_schedule_problem(sproblem: SchedulingProblem, sred: Reduction, placement: dict[str, str]
+                            ) -> SchedulingProblem:
     """The scheduling problem with every op allowed only on its placed device."""
     dev_index = {n: j for j, n in enumerate(sred.device_names)}
     rows = []
@@ -327,7 +206,7 @@ def _fixed_schedule_problem(sproblem, sred, placement: dict[str, str]):
     return replace(sproblem, durations_cycles=tuple(rows), colocation_groups=(), device_class=())
 
 
-def _precheck_schedule_memory(fixed, sred) -> None:
+def _precheck_schedule_memory(fixed: SchedulingProblem, sred: Reduction) -> None:
     """Explain, in names, an op whose weights, received inputs and output cannot be live at once."""
     received = [0] * fixed.num_ops
     dev = [fixed.allowed_devices(i)[0] for i in range(fixed.num_ops)]
@@ -345,7 +224,7 @@ def _precheck_schedule_memory(fixed, sred) -> None:
                 "the activations: raise the memory limit")
 
 
-def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, workers: int, seed: int,
+def schedule_placement(spec: Spec, placement: dict[str, str], *, time_limit_s: float, workers: int, seed: int,
                        settings: MaxLoadSettings = MaxLoadSettings(), search: str = "deterministic"):
     """A single-sample schedule (latency) of a fixed placement by the spine's scheduler.
 
@@ -365,13 +244,11 @@ def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, 
     Examples
     --------
     >>> from planner.spec import load_spec
-    >>> result, fixed, _ = schedule_placement(load_spec(_EXAMPLE), {"m/x": "acc0", "m/y": "acc1"},
+    >>> result, fixed, _ = schedule_placement(load_spec(EXAMPLE), {"m/x": "acc0", "m/y": "acc1"},
     ...                                       time_limit_s=1, workers=1, seed=0)
     >>> result.objective, fixed.allowed_devices(1)  # 30 + 10 (transfer) + 30
     (70, (1,))
     """
-    from solvers.scheduling import CpSatScheduler, HeftScheduler, validate_schedule
-
     sproblem, sred = to_problem(replace(spec, objective="latency"))
     fixed = _fixed_schedule_problem(sproblem, sred, placement)
     _precheck_schedule_memory(fixed, sred)
@@ -394,7 +271,7 @@ def schedule_placement(spec, placement: dict[str, str], *, time_limit_s: float, 
     return best, fixed, sred
 
 
-def plan_loads(plan: Plan, spec) -> dict[str, int]:
+def plan_loads(plan: Plan, spec: Spec) -> dict[str, int]:
     """The max-load model's load of every device, recomputed from a plan alone.
 
     Independent of the reduction and of :mod:`solvers.placement`: op durations are the
@@ -429,7 +306,7 @@ def plan_loads(plan: Plan, spec) -> dict[str, int]:
     for o in plan.ops:
         loads[o.device] += o.duration_cycles
     accelerators = {d.name for d in hw.devices if d.kind == opts.accelerator_kind}
-    comm = _comm_cycles(spec)
+    comm = comm_cycles(spec)
     charged: set[tuple[str, str]] = set()
     for src, dst, _ in graph.op_edges():
         a, b = device_of[src], device_of[dst]
@@ -451,8 +328,9 @@ def render_max_load_section(outcome: "MaxLoadOutcome") -> str:
 
     Examples
     --------
+    >>> from planner.pipeline import run
     >>> from planner.spec import load_spec
-    >>> text = render_max_load_section(run_max_load(load_spec(_EXAMPLE)))
+    >>> text = render_max_load_section(run(load_spec(EXAMPLE)))
     >>> [line for line in text.splitlines() if line.startswith("| acc")]
     ['| acc0 | accelerator | 1 | 30 | 10 | 40 | 100.0% |', '| acc1 | accelerator | 1 | 30 | 10 | 40 | 100.0% |']
     """
@@ -484,7 +362,7 @@ def render_max_load_section(outcome: "MaxLoadOutcome") -> str:
     return "\n".join(lines) + "\n"
 
 
-def _explain_infeasible(spec, problem: PlacementProblem, reduction: MaxLoadReduction) -> str:
+def _explain_infeasible(spec: Spec, problem: PlacementProblem, reduction: MaxLoadReduction) -> str:
     """A user-level reason when the placement solver proves infeasibility."""
     names = reduction.op_names
     k, mem = problem.num_accelerators, problem.memory_bytes
@@ -503,16 +381,51 @@ def _explain_infeasible(spec, problem: PlacementProblem, reduction: MaxLoadReduc
     return msg + (": " + "; ".join(parts) if parts else " (the placement solver proved it)")
 
 
-def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = None,
-                 seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
-                 solver_log: Callable[[str], None] | None = None, *,
-                 settings: MaxLoadSettings = MaxLoadSettings(), search: str | None = None) -> MaxLoadOutcome:
-    """Plan a max-load spec end to end: place, schedule one sample, lower, replay, verify.
+def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec,
+           options: SolveOptions) -> tuple[SolveResult, SolveResult]:
+    """The greedy split and CP-SAT warm-started from it (a :class:`~solvers.portfolio.Portfolio`):
+    the greedy result and the better of the two, checked twice."""
+    run = Portfolio(GreedyPlacementSolver(), CpSatPlacementSolver()).run(problem, options)
+    greedy = run.heuristic or failure_result(Status.UNKNOWN, GreedyPlacementSolver.name, 0.0)  # it refused
+    result = run.best
+    if result.status is Status.INFEASIBLE:
+        raise InfeasibleError(_explain_infeasible(spec, problem, reduction))
+    if result.status is Status.MODEL_INVALID:
+        raise InternalError(f"the placement CP-SAT model is invalid: {result.stats}")
+    if not result.status.has_solution:
+        raise TimeLimitError(f"no max-load placement found within {options.time_limit_s:g} s "
+                             f"(status {result.status.value}); raise --time-limit")
+    errors = validate_placement(problem, result.solution)
+    if errors:
+        raise InternalError(f"{result.solver_name} returned an invalid placement:\n  " + "\n  ".join(errors[:20]))
+    if max_load(problem, result.solution.device_of) != int(result.objective):
+        raise InternalError(f"{result.solver_name} reports max-load {int(result.objective)}, its placement scores "
+                            f"{max_load(problem, result.solution.device_of)}")
+    return greedy, result
 
-    Parameters are those of :func:`planner.pipeline.run` (which calls this for
-    ``objective: max-load``); the time limit is shared between the placement and the
-    single-sample schedule (``settings.schedule_share``), a split fixed up front so that both
-    stop on deterministic budgets (never on the wall time the placement happened to take).
+
+def _solver_info(settings: RunSettings, reduction: MaxLoadReduction, result: SolveResult, greedy: SolveResult,
+                 schedule: SolveResult, device_load: dict[str, int], baselines: dict[str, Any]) -> dict[str, Any]:
+    """plan.json's ``solver`` record of a max-load run."""
+    return {
+        "name": result.solver_name, "heuristic": greedy.solver_name, "workers": settings.workers,
+        "seed": settings.seed, "time_limit_s": settings.time_limit_s, "contiguous": reduction.contiguous,
+        "accelerators": list(reduction.device_names[:reduction.num_accelerators]),
+        "cpus": list(reduction.device_names[reduction.num_accelerators:]),
+        "loads": device_load, "baselines": baselines,
+        "schedule": {"name": schedule.solver_name, "status": schedule.status.value,
+                     "makespan_cycles": int(schedule.objective)},
+        **run_summary(settings.search, [result.stats.get("stopped_by"), schedule.stats.get("stopped_by")]),
+    }
+
+
+def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings()) -> Solved:
+    """The max-load strategy: place, schedule one sample, and invert both into a plan.
+
+    ``problem`` is :func:`~planner.reductions.max_load.to_placement_problem`'s reduction.
+    The time limit is shared between the placement and the single-sample schedule
+    (``tunables.schedule_share``), a split fixed up front so that both stop on deterministic
+    budgets (never on the wall time the placement happened to take).
 
     Raises
     ------
@@ -521,91 +434,58 @@ def run_max_load(spec, time_limit_s: float | None = None, workers: int | None = 
     TimeLimitError
         No placement found within the time limit.
     InternalError
-        The recomputed max-load, a schedule or the replay disagrees with the plan (a bug).
+        The recomputed max-load or a schedule disagrees with the solver (a bug).
 
     Examples
     --------
     >>> from planner.spec import load_spec
-    >>> outcome = run_max_load(load_spec(_EXAMPLE), time_limit_s=2, workers=1)
-    >>> outcome.plan.bound, outcome.plan.makespan_cycles, outcome.simulation.makespan_cycles
-    (40, 70, 70)
+    >>> spec = load_spec(EXAMPLE)
+    >>> solved = solve_max_load(Problem(spec, RunSettings.of(spec, time_limit_s=2, workers=1),
+    ...                                 *to_placement_problem(spec)))
+    >>> solved.plan.bound, solved.plan.makespan_cycles, dict(solved.details.loads)
+    (40, 70, {'acc0': 40, 'acc1': 40})
     """
-    from planner.isa.resources import determine_resources
-    from planner.pipeline import _lower_and_replay
-
-    time_limit_s = spec.time_limit_s if time_limit_s is None else time_limit_s
-    workers = spec.workers if workers is None else workers
-    seed = spec.seed if seed is None else seed
-    search = spec.search if search is None else search
-    start = time.perf_counter()
-    schedule_s = min(settings.schedule_max_s, max(settings.schedule_min_s, settings.schedule_share * time_limit_s))
-    placement_s = max(0.1, time_limit_s - schedule_s)
-
-    problem, reduction = to_placement_problem(spec)
-    options = SolveOptions(time_limit_s=placement_s, num_workers=workers, random_seed=seed,
-                           progress=progress, log=solver_log, search=search)
-    greedy = GreedyPlacementSolver().solve(problem, options)
-    if progress is not None and greedy.status.has_solution:
-        progress(ProgressPoint(time.perf_counter() - start, greedy.objective, lower_bound(problem)))
-    result = CpSatPlacementSolver().solve(problem, replace(options, hint=greedy.solution))
-    if result.status is Status.INFEASIBLE:
-        raise InfeasibleError(_explain_infeasible(spec, problem, reduction))
-    if result.status is Status.MODEL_INVALID:
-        raise InternalError(f"the placement CP-SAT model is invalid: {result.stats}")
-    if not result.status.has_solution:
-        raise TimeLimitError(f"no max-load placement found within {placement_s:g} s (status {result.status.value}); "
-                          "raise --time-limit")
-    errors = validate_placement(problem, result.solution)
-    if errors:
-        raise InternalError(f"{result.solver_name} returned an invalid placement:\n  " + "\n  ".join(errors[:20]))
+    spec, settings, placement_problem, reduction = problem.spec, problem.settings, problem.solver_problem, problem.inverse
+    schedule_s = min(tunables.schedule_max_s,
+                     max(tunables.schedule_min_s, tunables.schedule_share * settings.time_limit_s))
+    placement_s = max(0.1, settings.time_limit_s - schedule_s)
+    greedy, result = _place(placement_problem, reduction, spec, settings.solve_options(time_limit_s=placement_s))
     objective = int(result.objective)
-    if max_load(problem, result.solution.device_of) != objective:
-        raise InternalError(f"{result.solver_name} reports max-load {objective}, its placement scores "
-                            f"{max_load(problem, result.solution.device_of)}")
-
-    placement = reduction.device_of(result.solution)
     schedule, fixed, sred = schedule_placement(
-        spec, placement, time_limit_s=schedule_s, workers=workers, seed=seed, settings=settings, search=search)
+        spec, reduction.device_of(result.solution), time_limit_s=schedule_s, workers=settings.workers,
+        seed=settings.seed, settings=tunables, search=settings.search)
     resources = determine_resources(spec.graph, spec.hardware)
-    device_load = dict(zip(reduction.device_names, device_loads(problem, result.solution.device_of)))
+    device_load = dict(zip(reduction.device_names, device_loads(placement_problem, result.solution.device_of)))
     baselines: dict[str, Any] = {}
     if greedy.status.has_solution:
         baselines["greedy (linear split + local search)"] = int(greedy.objective)
-    for name, dev in placement_baselines(problem).items():
-        baselines[name] = None if dev is None else max_load(problem, dev)
-    solver_info = {
-        "name": result.solver_name, "heuristic": greedy.solver_name, "workers": workers, "seed": seed,
-        "time_limit_s": time_limit_s, "contiguous": reduction.contiguous,
-        "accelerators": list(reduction.device_names[:reduction.num_accelerators]),
-        "cpus": list(reduction.device_names[reduction.num_accelerators:]),
-        "loads": device_load, "baselines": baselines,
-        "schedule": {"name": schedule.solver_name, "status": schedule.status.value,
-                     "makespan_cycles": int(schedule.objective)},
-        **run_summary(search, [result.stats.get("stopped_by"), schedule.stats.get("stopped_by")]),
-    }
+    for name, dev in placement_baselines(placement_problem).items():
+        baselines[name] = None if dev is None else max_load(placement_problem, dev)
     spine_plan = from_solution(schedule, replace(sred, objective_kind="max-load"), fixed, spec_name=spec.name,
                                resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
-    bound = None if result.bound is None else int(result.bound)
-    plan = replace(spine_plan, status=result.status.value, objective=objective, bound=bound, gap=result.gap,
+    plan = replace(spine_plan, status=result.status.value, objective=objective,
+                   bound=None if result.bound is None else int(result.bound), gap=result.gap,
                    heuristic_objective=int(greedy.objective) if greedy.status.has_solution else None,
-                   wall_time_s=result.wall_time_s, solver=solver_info)
-
+                   wall_time_s=result.wall_time_s,
+                   solver=_solver_info(settings, reduction, result, greedy, schedule, device_load, baselines))
     loads = plan_loads(plan, spec)
     if loads != device_load or max(loads.values(), default=0) != objective:
         raise InternalError(f"the max-load recomputed from the plan ({max(loads.values(), default=0)}, loads {loads}) "
                             f"disagrees with the placement solver's ({objective}, loads {device_load})")
+    extra = tuple({"solver": name, "status": "FEASIBLE" if value is not None else "INVALID", "objective": value,
+                   "bound": None} for name, value in baselines.items() if not name.startswith("greedy"))
+    details = MaxLoadDetails(placement_problem, reduction, schedule, loads, baselines, extra)
+    return Solved(plan, fixed, replace(sred, objective_kind="max-load"), result,
+                  greedy if greedy.status.has_solution else result, details)
 
-    heuristic = greedy if greedy.status.has_solution else result
-    outcome = MaxLoadOutcome(plan, fixed, replace(sred, objective_kind="max-load"), result, heuristic,
-                             placement_problem=problem, placement_reduction=reduction, schedule=schedule,
-                             loads=loads, baselines=baselines)
-    outcome.extra_baselines = [
-        {"solver": name, "status": "FEASIBLE" if value is not None else "INVALID", "objective": value,
-         "bound": None} for name, value in baselines.items() if not name.startswith("greedy")]
-    _lower_and_replay(outcome, spec)
-    outcome.plan = replace(outcome.plan, wall_time_s=time.perf_counter() - start)
-    outcome.report_sections = [render_max_load_section(outcome)]
-    log.info("max-load %d (%s, bound %s) in %.2f s", objective, result.status.value, bound,
-             outcome.plan.wall_time_s)
-    return outcome
 
+def max_load_outcome(outcome: Outcome, solved: Solved) -> MaxLoadOutcome:
+    """The pipeline's outcome with the max-load details and the report.md section added."""
+    d: MaxLoadDetails = solved.details
+    stages = {f.name: getattr(outcome, f.name) for f in fields(Outcome)}
+    full = MaxLoadOutcome(**{**stages, "baselines": d.baselines, "extra_baselines": d.extra_baselines},
+                          placement_problem=d.placement_problem, placement_reduction=d.placement_reduction,
+                          schedule=d.schedule, loads=d.loads)
+    log.info("max-load %d (%s, bound %s) in %.2f s", full.plan.objective, full.result.status.value,
+             full.plan.bound, full.plan.wall_time_s)
+    return replace(full, report_sections=(render_max_load_section(full),))

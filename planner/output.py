@@ -8,11 +8,26 @@ may be written or replaced, and how, is :mod:`planner.safe_output`'s job.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
+from planner.errors import InternalError, PlannerError
+from planner.graph.serialize import graph_to_dict
+from planner.memory.figures import device_figures
+from planner.plan import plan_document
+from planner.report import render_report
+from planner.report.markdown import level_capacities
+from planner.report.memory import fast_footprint, render_memory_section
+from planner.report.trace import trace_json
 from planner.safe_output import atomic_directory
 from planner.stage_timing import stage
+from planner.verify import numeric_replay_dir, verify_plan_dir
+from planner.verify.manifest import expected_files, sha256_hex
+
+if TYPE_CHECKING:  # annotations only: writing needs no solver module (planner.stages imports solvers.core)
+    from planner.spec import Spec
+    from planner.stages import Outcome
 
 __all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "write_json",
            "write_plan_dir"]
@@ -31,11 +46,8 @@ def _hardware_entries(hardware) -> tuple[list[dict[str, Any]], list[dict[str, An
     return devices, links
 
 
-def _write_replayed_files(outcome, spec, tmp: Path) -> None:
+def _write_replayed_files(outcome: Outcome, spec: Spec, tmp: Path) -> None:
     """Everything but report.md and plan.json: binaries, listings, graph, allocation, trace, memory."""
-    from planner.graph.serialize import graph_to_dict
-    from planner.report.trace import trace_json
-
     plan = outcome.plan
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
@@ -46,15 +58,12 @@ def _write_replayed_files(outcome, spec, tmp: Path) -> None:
     write_json(tmp / "graph.json", graph_to_dict(spec.graph))
     (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
                                                [l.name for l in spec.hardware.links]))
-    if getattr(outcome, "memory", None) is not None:
+    if outcome.memory is not None:
         write_json(tmp / "memory.json", memory_document(outcome, spec.graph))
 
 
 def _plan_figures(name: str, dp, schedule, peaks: dict[str, Any]) -> dict[str, Any]:
     """One memory plan's figures on one device (memory.json ``figures``)."""
-    from planner.memory.figures import device_figures
-    from planner.report.memory import fast_footprint
-
     fig = device_figures(dp, schedule)
     return {"peak_live_bytes": dict(((peaks.get(name) or {}).get(dp.device) or {})),
             "fast_footprint_bytes": fast_footprint(dp), "dma_bytes": fig["dma_bytes"], "op_bytes": fig["op_bytes"],
@@ -68,7 +77,7 @@ def _main_only_bytes(graph, dp) -> int:
                for t in {*graph.ops[name].inputs, *graph.ops[name].outputs})
 
 
-def memory_document(outcome, graph) -> dict[str, Any]:
+def memory_document(outcome: Outcome, graph) -> dict[str, Any]:
     """``memory.json`` (format version 2): the plan the binaries use, every plan's replayed makespan,
     and per memory-planned device the figures of every plan, as the report shows them.
 
@@ -99,18 +108,16 @@ def memory_document(outcome, graph) -> dict[str, Any]:
             "figures": {name: figures[name] for name in outcome.memory_baselines if name in figures}}
 
 
-def _memory_sections(outcome, spec, memory_doc) -> list[str]:
+def _memory_sections(outcome: Outcome, spec: Spec, memory_doc) -> list[str]:
     sections = []
     if memory_doc is not None:
-        from planner.report.markdown import level_capacities
-        from planner.report.memory import render_memory_section
 
         capacities = {d.name: level_capacities(d) for d in spec.hardware.devices}
         sections.append(render_memory_section(memory_doc, capacities))
-    return sections + list(getattr(outcome, "report_sections", ()))  # e.g. planner.max_load's section
+    return sections + list(outcome.report_sections)  # e.g. planner.max_load's section
 
 
-def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default", force: bool = False,
+def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str = "default", force: bool = False,
                    inputs: Iterable[Path] = ()):
     """Write the plan directory, verify it with the independent verifier, and only then put it in place.
 
@@ -132,13 +139,7 @@ def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default", fo
         The directory fails its own verification, or the numeric replay differs from the
         reference (a bug; nothing is written).
     """
-    from dataclasses import replace
 
-    from planner.errors import InternalError, PlannerError
-    from planner.plan import plan_document
-    from planner.report import render_report
-    from planner.verify import numeric_replay_dir, verify_plan_dir
-    from planner.verify.manifest import expected_files, sha256_hex
 
     plan, sim = outcome.plan, outcome.simulation
     devices, links = _hardware_entries(spec.hardware)
@@ -147,7 +148,7 @@ def write_plan_dir(outcome, spec, out_dir: Path, *, numeric: str = "default", fo
             _write_replayed_files(outcome, spec, tmp)
         with stage("numeric"):
             checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
-        memory_planning = getattr(outcome, "memory", None) is not None
+        memory_planning = outcome.memory is not None
         with stage("writing"):
             (tmp / "report.md").write_text(render_report(
                 plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
@@ -172,14 +173,14 @@ def _whole(value: Any) -> int | None:
     return None if value is None else int(value)
 
 
-def baseline_rows(outcome) -> list[dict[str, Any]]:
+def baseline_rows(outcome: Outcome) -> list[dict[str, Any]]:
     """The planner's result, its baselines and the lower bound, for the report, the terminal and plan.json.
 
     The first row is the plan's own status, objective and bound; with memory planning the
     others are the other memory plans by their memory.json names and replayed makespans.
     """
     plan = outcome.plan
-    memory = getattr(outcome, "memory", None)
+    memory = outcome.memory
     if memory is not None:
         rows = [{"solver": f"planner ({outcome.memory_choice})", "status": plan.status,
                  "objective": plan.objective, "bound": plan.bound}]
@@ -189,14 +190,14 @@ def baseline_rows(outcome) -> list[dict[str, Any]]:
         return rows
     r, h = outcome.result, outcome.heuristic
     # One name per baseline: the heuristic as the run's own baseline list names it, if it does.
-    heuristic = next((k for k in getattr(outcome, "baselines", None) or {} if k.startswith(h.solver_name)),
+    heuristic = next((k for k in outcome.baselines if k.startswith(h.solver_name)),
                      h.solver_name)
     return [
         {"solver": r.solver_name, "status": plan.status, "objective": plan.objective, "bound": plan.bound},
         {"solver": heuristic, "status": h.status.value, "objective": _whole(h.objective),
          "bound": _whole(h.bound)},
         *({**row, "objective": _whole(row["objective"]), "bound": _whole(row["bound"])}
-          for row in getattr(outcome, "extra_baselines", ())),  # e.g. planner.max_load: linear split
+          for row in outcome.extra_baselines),  # e.g. planner.max_load: linear split
         {"solver": "lower bound", "status": "-", "objective": None,
          "bound": _whole(outcome.result.stats.get("lower_bound"))},
     ]

@@ -1,7 +1,7 @@
 """The plan: a solved schedule in the user's names, and its ``plan.json`` form.
 
 A :class:`Plan` is what the Python API returns and what ``plan.json`` holds. It is built
-by the bridge (:mod:`planner.pipeline`) from a solver result and consumed by lowering,
+by a reduction's inverse (:mod:`planner.reductions`) from a solver result and consumed by lowering,
 the report and the CLI.
 
 ``plan.json`` (format version 2) is :meth:`Plan.to_dict` plus what a verifier needs to check
@@ -13,17 +13,38 @@ edit to a figure no replay can recompute (a seed, a baseline) is refused too.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping
 
-__all__ = ["PlacedOp", "PlacedTransfer", "Plan", "PLAN_FORMAT_VERSION", "PLAN_STATUSES", "relative_gap",
+__all__ = ["PlacedOp", "PlacedTransfer", "Plan", "PlanStatus", "PLAN_FORMAT_VERSION", "PLAN_STATUSES", "relative_gap",
            "plan_document", "seal_of"]
 
 PLAN_FORMAT_VERSION = 2
+
+
+class PlanStatus(enum.StrEnum):
+    """A plan's status: it has a solution, proved optimal or feasible with a bound.
+
+    The plan-level subset of :class:`solvers.core.Status` (the verifier needs nothing from
+    ``solvers``); a ``str``, so ``plan.json`` and every comparison see the same text as before.
+
+    Examples
+    --------
+    >>> PlanStatus("OPTIMAL") is PlanStatus.OPTIMAL, PlanStatus.FEASIBLE == "FEASIBLE"
+    (True, True)
+    >>> import json; json.dumps({"status": PlanStatus.OPTIMAL})
+    '{"status": "OPTIMAL"}'
+    """
+
+    OPTIMAL = "OPTIMAL"
+    FEASIBLE = "FEASIBLE"
+
+
 # A written plan has a solution: the solver proved it optimal, or it is feasible with a bound.
-PLAN_STATUSES = ("OPTIMAL", "FEASIBLE")
+PLAN_STATUSES = tuple(s.value for s in PlanStatus)
 
 
 def relative_gap(objective: float | None, bound: float | None) -> float | None:
@@ -107,7 +128,7 @@ class Plan:
 
     spec_name: str
     objective_kind: str
-    status: str
+    status: PlanStatus  # a PlanStatus or its text (turned into a PlanStatus)
     objective: int
     bound: int | None
     gap: float | None
@@ -119,6 +140,9 @@ class Plan:
     wall_time_s: float = 0.0
     solver: dict[str, Any] = field(default_factory=dict)  # name, workers, seed, time limit
     resources: dict[str, Any] = field(default_factory=dict)  # determined per op/device/model
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "status", PlanStatus(self.status))  # ValueError: not a plan's status
 
     def op(self, name: str) -> PlacedOp:
         for o in self.ops:

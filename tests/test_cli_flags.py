@@ -41,16 +41,17 @@ def test_simulate_seed_is_checked(tmp_path):
 
 def test_no_plan_within_the_time_limit_exits_4(tmp_path, monkeypatch):
     """Neither solver finds a schedule (as when the limit is too short): exit 4, not 3."""
-    import planner.pipeline as pipeline
-    from solvers.core import Status, failure_result
+    import planner.scheduling as scheduling
+    from solvers.core import Accepting, Status, failure_result
+    from solvers.scheduling import SchedulingProblem
 
-    class NoSchedule:
-        name = "none"
+    class NoSchedule(Accepting):
+        name, problem_type = "none", SchedulingProblem
 
         def solve(self, problem, options):
             return failure_result(Status.UNKNOWN, self.name, 0.0)
 
-    monkeypatch.setattr(pipeline, "_solver_choice", lambda spec: (NoSchedule(), NoSchedule()))
+    monkeypatch.setattr(scheduling, "solver_choice", lambda spec: (NoSchedule(), NoSchedule()))
     out = tmp_path / "out"
     res = runner.invoke(app, ["solve", MLP, "-o", str(out), "--time-limit", "1"])
     assert res.exit_code == EXIT_NO_SOLUTION == 4, res.output

@@ -83,7 +83,7 @@ def test_max_load_and_fleet_runs_record_their_search_too():
     from planner.fleet import load_fleet_spec, solve_fleet
     from planner.fleet.report import allocation_dict
     from planner.fleet.spec import ISSUE_EXAMPLE
-    from planner.max_load import _EXAMPLE
+    from planner.reductions.max_load import EXAMPLE as _EXAMPLE
 
     plan = run(load_spec(_EXAMPLE), time_limit_s=2, workers=1).plan
     assert {k: plan.solver[k] for k in ("search", "reproducible")} == {"search": "deterministic", "reproducible": True}

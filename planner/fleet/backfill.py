@@ -22,6 +22,8 @@ import math
 import random
 from dataclasses import dataclass, field
 
+from planner.fleet.reduction import pool_of, processor_key
+
 __all__ = ["Request", "ProcessorTrace", "BackfillResult", "simulate_processor", "simulate_fleet", "generate_arrivals"]
 
 
@@ -227,8 +229,6 @@ def simulate_fleet(result) -> BackfillResult:
     >>> p.borrower, round(p.utilization_before, 3), round(p.utilization_after, 3)
     ('b', 0.2, 0.8)
     """
-    from planner.fleet.pipeline import _pool_of
-
     spec = result.spec
     bf = spec.document.fleet.backfill
     horizon = int(round(bf.horizon * 1e9))
@@ -255,7 +255,7 @@ def simulate_fleet(result) -> BackfillResult:
     batch = [t for t in spec.tenants if t.batch]
     out = []
     for proc in sorted(on, key=lambda p: result_key(spec, p)):
-        pool = _pool_of(spec, proc)
+        pool = pool_of(spec, proc)
         items = on[proc]
         reqs = []
         for it in items:
@@ -292,6 +292,4 @@ def simulate_fleet(result) -> BackfillResult:
 
 
 def result_key(spec, processor: str):
-    from planner.fleet.pipeline import _proc_key
-
-    return _proc_key(spec, processor)
+    return processor_key(spec, processor)

@@ -30,7 +30,19 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from planner.errors import InfeasibleError, InternalError, SpecError
+from planner.fleet.backfill import simulate_fleet
 from planner.fleet.resolve import DIMENSIONS, MAX_ITEMS, MAX_PLACEMENT_PAIRS, FleetSpec, Need, Pool, Tenant
+from planner.fleet.reduction import (
+    FleetInverse,
+    Item,
+    from_solution,
+    pool_of,
+    processor_key,
+    quantum,
+    to_problem,
+)
+from planner.spec.loader import format_path
+from planner.stages import RunSettings
 from solvers.colocation import (
     BASIS_POINTS,
     ColocationObjective,
@@ -46,38 +58,16 @@ from solvers.colocation import (
 )
 from solvers.budget import UNTIL_LIMIT, combine_stops, run_summary
 from solvers.colocation.budget import DTIME_PER_SECOND
-from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status
+from solvers.colocation.validate import solution_cost
+from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, relative_gap
 
 __all__ = ["Item", "VariantChoice", "ModeResult", "FleetResult", "choose_variants", "expand_items", "to_problem",
            "solve_fleet"]
 
 log = logging.getLogger(__name__)
 
-_MAX_QUANTUM_CAPACITY = 10**9  # capacities are scaled to at most this many units per dimension
 _MILLI = 1000  # variant rates in milli-requests per second
 _EXACT_ASSIGNMENT_MAX_ITEMS = 300  # power mode also runs the assignment model up to this many items
-
-
-@dataclass(frozen=True, slots=True)
-class Item:
-    """One instance to place: a tenant replica or a variant instance, with its exact demand per pool.
-
-    >>> Item("a", 0, None, 1.0, {"p": (1, 2, 3)}).label
-    'a'
-    >>> Item("a", 1, "int8", 1.0, {"p": (1, 2, 3)}).label
-    'a.int8#1'
-    """
-
-    tenant: str
-    index: int
-    variant: str | None
-    rate_rps: float
-    demand: dict[str, tuple[int, int, int]]  # pool -> (ops/s, io bytes/s, storage bytes)
-
-    @property
-    def label(self) -> str:
-        base = self.tenant + (f".{self.variant}" if self.variant else "")
-        return base if self.index == 0 and self.variant is None else f"{base}#{self.index}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,24 +158,11 @@ class FleetResult:
         by_label = {it.label: it for it in self.items}
         loads: dict[str, list[int]] = {}
         for label, proc in m.placement.items():
-            pool = _pool_of(self.spec, proc)
+            pool = pool_of(self.spec, proc)
             row = loads.setdefault(proc, [0, 0, 0])
             for d, x in enumerate(by_label[label].demand[pool.name]):
                 row[d] += x
-        return {p: tuple(v) for p, v in sorted(loads.items(), key=lambda kv: _proc_key(self.spec, kv[0]))}
-
-
-def _pool_of(spec: FleetSpec, processor: str) -> Pool:
-    for p in sorted(spec.pools, key=lambda p: -len(p.name)):
-        suffix = processor[len(p.name):]
-        if processor.startswith(p.name) and suffix.isdigit():
-            return p
-    raise KeyError(processor)
-
-
-def _proc_key(spec: FleetSpec, processor: str) -> tuple[int, int]:
-    p = _pool_of(spec, processor)
-    return ([q.name for q in spec.pools].index(p.name), int(processor[len(p.name):]))
+        return {p: tuple(v) for p, v in sorted(loads.items(), key=lambda kv: processor_key(self.spec, kv[0]))}
 
 
 # ---------------------------------------------------------------------------------------
@@ -257,8 +234,6 @@ def choose_variants(spec: FleetSpec, tenant: Tenant, options: SolveOptions) -> V
 
 
 def _path(tenant: Tenant) -> str | None:
-    from planner.spec.loader import format_path
-
     return format_path(tenant.where) or None
 
 
@@ -369,73 +344,12 @@ def _fmt(dim: str, x: float) -> str:
     return f"{x:.3g} {units}"
 
 
-def _quantum(spec: FleetSpec) -> tuple[int, int, int]:
-    out = []
-    for d in range(3):
-        top = max(p.capacity[d] for p in spec.pools)
-        q = 1
-        while top // q > _MAX_QUANTUM_CAPACITY:
-            q *= 10
-        out.append(q)
-    return tuple(out)
-
-
-@dataclass(frozen=True, slots=True)
-class _Inverse:
-    """How solver indices map back to items and processors."""
-
-    type_items: tuple[tuple[int, ...], ...]  # type -> item indices (in order)
-    processors: tuple[str, ...]  # bin -> processor name
-
-
-def to_problem(spec: FleetSpec, items: tuple[Item, ...], objective: ColocationObjective,
-               cost_budget: int | None = None) -> tuple[ColocationProblem, _Inverse]:
-    """The co-location problem (quantised, identical items grouped) and its inverse.
-
-    Examples
-    --------
-    >>> from planner.fleet import load_fleet_spec
-    >>> from planner.fleet.spec import ISSUE_EXAMPLE
-    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
-    >>> problem, inverse = to_problem(spec, expand_items(spec, {}), ColocationObjective.MIN_COST)
-    >>> problem.capacity, problem.demand, inverse.processors   # io in 100 B, storage in 10 kB quanta
-    (((100000, 1000000000, 109951162),), (((20000, 300000000, 0),), ((80000, 100000000, 0),)), ('p0', 'p1'))
-    """
-    q = _quantum(spec)
-    # A capacity below one quantum still holds an item that fits it exactly (expand_items
-    # checked each item against the exact capacity), so it is one quantum, never zero.
-    caps = tuple(tuple(max(1, c // qd) for c, qd in zip(p.allocatable(spec.max_utilization), q)) for p in spec.pools)
-    groups: dict[tuple, list[int]] = {}
-    for i, it in enumerate(items):
-        key = tuple(None if p.name not in it.demand else tuple(-(-x // qd) for x, qd in zip(it.demand[p.name], q))
-                    for p in spec.pools)
-        groups.setdefault(key, []).append(i)
-    keys = list(groups)
-    problem = ColocationProblem(
-        capacity=caps, class_count=tuple(p.count for p in spec.pools), demand=tuple(keys),
-        multiplicity=tuple(len(groups[k]) for k in keys), class_cost=tuple(p.cost for p in spec.pools),
-        objective=objective, cost_budget=cost_budget, dim_names=DIMENSIONS,
-        type_names=tuple(items[groups[k][0]].label for k in keys), class_names=tuple(p.name for p in spec.pools))
-    processors = tuple(p.processor(k) for p in spec.pools for k in range(p.count))
-    return problem, _Inverse(tuple(tuple(groups[k]) for k in keys), processors)
-
-
-def from_solution(problem: ColocationProblem, inverse: _Inverse, items: tuple[Item, ...],
-                  solution: ColocationSolution) -> dict[str, str]:
-    """Item label → processor name, in item order."""
-    where: dict[int, str] = {}
-    for t, members in enumerate(inverse.type_items):
-        for i, item_index in zip(problem.type_items(t), members):
-            where[item_index] = inverse.processors[solution.bin_of_item[i]]
-    return {items[i].label: where[i] for i in range(len(items))}
-
-
 def _check_exact(spec: FleetSpec, items: tuple[Item, ...], placement: dict[str, str]) -> tuple[int, int, float]:
     """Validate in exact units; return (processors used, cost, peak utilization)."""
     by_label = {it.label: it for it in items}
     loads: dict[str, list[int]] = {}
     for label, proc in placement.items():
-        pool = _pool_of(spec, proc)
+        pool = pool_of(spec, proc)
         dem = by_label[label].demand.get(pool.name)
         if dem is None:
             raise InternalError(f"{label} placed on {proc}, a pool it may not use")
@@ -445,7 +359,7 @@ def _check_exact(spec: FleetSpec, items: tuple[Item, ...], placement: dict[str, 
     peak = 0.0
     cost = 0
     for proc, row in loads.items():
-        pool = _pool_of(spec, proc)
+        pool = pool_of(spec, proc)
         cost += pool.cost
         for d in range(3):
             cap = pool.allocatable(spec.max_utilization)[d]
@@ -472,10 +386,10 @@ def explain(spec: FleetSpec, problem: ColocationProblem, quantum: tuple[int, int
 
 
 def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget_share: float,
-                hint_power: tuple[ColocationProblem, _Inverse, ColocationSolution] | None = None
-                ) -> tuple[ModeResult, ColocationProblem, _Inverse, ColocationSolution | None]:
+                hint_power: tuple[ColocationProblem, FleetInverse, ColocationSolution] | None = None
+                ) -> tuple[ModeResult, ColocationProblem, FleetInverse, ColocationSolution | None]:
     t0 = time.perf_counter()
-    quantum = _quantum(spec)
+    quanta = quantum(spec)
     if mode == "power":
         problem, inverse = to_problem(spec, items, ColocationObjective.MIN_COST)
         solver = ColumnGenerationColocationSolver()
@@ -491,9 +405,9 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
     result: SolveResult = solver.solve(problem, opts)
     if not result.status.has_solution:
         if result.status is Status.INFEASIBLE or baseline.status is Status.INFEASIBLE or explain_infeasibility(problem):
-            raise InfeasibleError(f"the fleet does not fit: {explain(spec, problem, quantum)}")
+            raise InfeasibleError(f"the fleet does not fit: {explain(spec, problem, quanta)}")
         raise InfeasibleError(f"no allocation found within the time limit ({result.status.value}); "
-                              f"{explain(spec, problem, quantum)}")
+                              f"{explain(spec, problem, quanta)}")
     sol = result.solution
     status, objective, bound = result.status, result.objective, result.bound
     stats = dict(result.stats)
@@ -525,8 +439,6 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
             hint=sol, search=options.search))
         stopped.append(bal.stats.get("stopped_by"))
         if bal.solution is not None and not validate_colocation(problem, bal.solution):
-            from solvers.colocation.validate import solution_cost
-
             if solution_cost(problem, bal.solution) <= objective:
                 sol = bal.solution
                 stats["rebalance_status"] = bal.status.value
@@ -544,8 +456,6 @@ def _solve_mode(spec: FleetSpec, items, mode: str, options: SolveOptions, budget
         b_used, b_cost, b_peak = _check_exact(spec, items, b_place)
     unit = ("cost of processors used" if mode == "power"
             else "peak share of allocatable capacity (basis points)")
-    from solvers.core import relative_gap
-
     res = ModeResult(mode, status.value, objective, bound, relative_gap(objective, bound), time.perf_counter() - t0,
                      result.solver_name + ("+cpsat" if "assignment_status" in stats else ""),
                      placement, used, cost, peak, baseline.objective, b_used, b_cost, b_peak, unit, stats)
@@ -592,11 +502,8 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
     >>> r.allocation.placement, r.allocation.processors_used, r.allocation.status
     ({'a': 'p0', 'b': 'p0'}, 1, 'OPTIMAL')
     """
-    t0 = time.perf_counter()
-    options = SolveOptions(time_limit_s=time_limit_s if time_limit_s is not None else spec.time_limit_s,
-                           num_workers=workers if workers is not None else spec.workers,
-                           random_seed=seed if seed is not None else spec.seed, progress=progress,
-                           search=search if search is not None else spec.search)
+    settings = RunSettings.of(spec, time_limit_s, workers, seed, search, progress)
+    options = settings.solve_options()
     choices = {}
     for t in spec.tenants:
         if t.variants:
@@ -611,11 +518,9 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
     spread, *_ = _solve_mode(spec, items, "spread", options, 0.3)
     modes["spread"] = spread
     result = FleetResult(spec, items, tuple(choices[n] for n in sorted(choices)), modes, spec.objective,
-                         _quantum(spec))
+                         quantum(spec))
     if spec.document.fleet.backfill is not None:
-        from planner.fleet.backfill import simulate_fleet
-
         result = FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen,
                              result.quantum, simulate_fleet(result))
     return FleetResult(result.spec, result.items, result.variants, result.modes, result.chosen, result.quantum,
-                       result.backfill, time.perf_counter() - t0, options.search)
+                       result.backfill, time.perf_counter() - settings.started_s, options.search)

@@ -6,8 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from planner.fleet.pipeline import FleetResult, ModeResult, _pool_of
+from planner.fleet.pipeline import FleetResult, ModeResult
 from planner.fleet.resolve import DIMENSIONS
+from planner.fleet.reduction import pool_of
 from planner.report.markdown import search_line
 
 __all__ = ["allocation_dict", "write_fleet_outputs", "fleet_summary_rows", "report_markdown"]
@@ -42,7 +43,7 @@ def allocation_dict(result: FleetResult) -> dict[str, Any]:
     tenants: dict[str, list[dict[str, Any]]] = {}
     for label, proc in m.placement.items():
         it = by_label[label]
-        pool = _pool_of(spec, proc)
+        pool = pool_of(spec, proc)
         dem = it.demand[pool.name]
         tenants.setdefault(it.tenant, []).append({
             "instance": label, "variant": it.variant, "processor": proc, "pool": pool.name,
@@ -52,7 +53,7 @@ def allocation_dict(result: FleetResult) -> dict[str, Any]:
         })
     processors = {}
     for proc, load in result.processor_loads().items():
-        pool = _pool_of(spec, proc)
+        pool = pool_of(spec, proc)
         processors[proc] = {
             "pool": pool.name, "profile": pool.profile,
             "tenants": sorted(l for l, p in m.placement.items() if p == proc),
@@ -120,7 +121,7 @@ def report_markdown(result: FleetResult) -> str:
     m = result.allocation
     totals = {p.name: [0, 0, 0] for p in spec.pools}
     for proc, load in result.processor_loads().items():
-        pool = _pool_of(spec, proc)
+        pool = pool_of(spec, proc)
         names = sorted(l for l, p in m.placement.items() if p == proc)
         shown = ", ".join(names[:6]) + (f", ... ({len(names)})" if len(names) > 6 else "")
         out.append(f"| {proc} | {pool.name} | {shown} | "
@@ -130,7 +131,7 @@ def report_markdown(result: FleetResult) -> str:
     out += ["", "## Utilization per pool and resource", "", "| pool | processors used | ops | io | storage |",
             "|---|---|---|---|---|"]
     for p in spec.pools:
-        used = sum(1 for proc in result.processor_loads() if _pool_of(spec, proc).name == p.name)
+        used = sum(1 for proc in result.processor_loads() if pool_of(spec, proc).name == p.name)
         out.append(f"| {p.name} | {used} / {p.count} | "
                    + " | ".join(_pct(totals[p.name][d] / (p.capacity[d] * p.count)) for d in range(3)) + " |")
     out.append("")

@@ -5,7 +5,7 @@
 replay's violations, then every op (device, stream, start, end), every transfer (the
 producer and consumer it joins, devices, link, bytes, start, end) and the makespan, and
 anything the binaries run that the plan does not list. ``plan solve`` calls it on the
-plan it just lowered (through :func:`planner.pipeline.verify`: a difference is our bug),
+plan it just lowered (through :func:`planner.lower_and_replay.verify`: a difference is our bug),
 and :func:`planner.verify.verify_plan_dir` on the plan a directory holds (a difference
 is a tampered directory).
 

@@ -41,7 +41,7 @@ def test_stg_spec_drops_zero_cost_dummies_and_keeps_precedence():
 
 def test_stg_spec_loads_and_has_one_device_with_p_streams():
     load_spec = pytest.importorskip("planner.spec").load_spec
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
 
     problem, _ = to_problem(load_spec(stg_to_spec(read_stg(DATA / "tiny.stg"), 3, name="tiny")))
     assert problem.device_streams == (3,)
@@ -84,7 +84,7 @@ def test_jobshop_parse_and_spec():
 
 def test_jobshop_spec_reduces_to_pinned_ops_and_free_hops():
     load_spec = pytest.importorskip("planner.spec").load_spec
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
 
     problem, red = to_problem(load_spec(jobshop_to_spec(read_jobshop(DATA / "tiny.jsp"), "tiny")))
     assert len(red.device_names) == 2
@@ -96,7 +96,7 @@ def test_jobshop_spec_reduces_to_pinned_ops_and_free_hops():
 def test_jobshop_with_eleven_machines_has_no_name_clash():
     load_spec = pytest.importorskip("planner.spec").load_spec
     from planner.importers.jobshop import parse_jobshop
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
 
     js = parse_jobshop("1 11\n" + " ".join(f"{k} 1" for k in range(11)) + "\n")
     problem, red = to_problem(load_spec(jobshop_to_spec(js, "wide")))
@@ -137,7 +137,7 @@ def test_dnn_parse_spec_and_max_load():
 
 def test_dnn_spec_loads():
     load_spec = pytest.importorskip("planner.spec").load_spec
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
 
     problem, red = to_problem(load_spec(dnn_to_spec(read_dnn_json(DATA / "tiny_dnn.json"), "tiny")))
     assert len(red.device_names) == 3

@@ -11,7 +11,8 @@ import yaml
 
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.importers.dnn_partitioning import CYCLES_PER_MS, import_dnn, max_load as paper_max_load, read_dnn_json
-from planner.max_load import MaxLoadOutcome, placement_baselines, plan_loads, to_placement_problem
+from planner.max_load import MaxLoadOutcome, placement_baselines, plan_loads
+from planner.reductions.max_load import to_placement_problem
 from planner.pipeline import run
 from planner.spec import load_spec
 from solvers.core import SolveOptions

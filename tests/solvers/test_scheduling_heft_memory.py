@@ -149,7 +149,7 @@ def bert_problem():
     if not BERT.exists():
         pytest.skip("shared dnn-partitioning data missing")
     from planner.importers.dnn_partitioning import dnn_to_spec, read_dnn_json
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
 
     spec = dnn_to_spec(read_dnn_json(BERT), name="bert_L-12_training", objective="latency")

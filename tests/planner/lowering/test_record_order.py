@@ -226,14 +226,16 @@ def _size(shape) -> int:
 def _candidates(spec, outcome):
     """Every plan the run lowered and replayed: the binaries kept and, with memory planning,
     the memory plan and the greedy baseline (each lowered again here)."""
-    from planner.pipeline import _replay
+    from planner.lower_and_replay import replay
 
     yield "kept", outcome.binaries, outcome.simulation
     memory = outcome.memory
     if memory is not None:
-        yield "memory plan", *_replay(memory.plan, spec, memory.memory)[1:]
+        replayed = replay(memory.plan, spec, memory.memory)
+        yield "memory plan", replayed.binaries, replayed.simulation
         if memory.greedy_plan is not None:
-            yield "greedy", *_replay(memory.greedy_plan, spec, memory.greedy_memory)[1:]
+            replayed = replay(memory.greedy_plan, spec, memory.greedy_memory)
+            yield "greedy", replayed.binaries, replayed.simulation
 
 
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -308,13 +310,13 @@ def test_a_reordered_cycle_is_rejected_exactly_when_it_breaks_a_dependency(spec,
     """The timing replay accepts a reordering of one cycle's records exactly when every pair
     of conflicting records (one changes what the other touches) keeps its order; an accepted
     reordering computes the reference numbers too."""
-    from planner.pipeline import _replay
+    from planner.lower_and_replay import replay
 
     loaded = load_spec(spec)
     outcome = run(loaded)
     programs = outcome.programs
     if outcome.memory is not None and data.draw(st.booleans(), label="memory plan's binaries"):
-        programs = _replay(outcome.memory.plan, loaded, outcome.memory.memory)[0]
+        programs = replay(outcome.memory.plan, loaded, outcome.memory.memory).programs
     candidates = [(d, g) for d in sorted(programs) for g in _groups(programs[d])]
     if not candidates:
         return

@@ -17,7 +17,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.verify.compare import compare_numeric
-from planner.pipeline import _replay, run
+from planner.lower_and_replay import replay
+from planner.pipeline import run
 from planner.spec import load_spec
 
 
@@ -106,9 +107,9 @@ def test_random_memory_plans_replay_and_compute_the_same_numbers(spec):
     loaded = load_spec(spec)
     replayed = [("kept", outcome.binaries)]
     if outcome.memory is not None:
-        replayed.append(("memory plan", _replay(outcome.memory.plan, loaded, outcome.memory.memory)[1]))
+        replayed.append(("memory plan", replay(outcome.memory.plan, loaded, outcome.memory.memory).binaries))
         if outcome.memory.greedy_plan is not None:
-            replayed.append(("greedy", _replay(outcome.memory.greedy_plan, loaded, outcome.memory.greedy_memory)[1]))
+            replayed.append(("greedy", replay(outcome.memory.greedy_plan, loaded, outcome.memory.greedy_memory).binaries))
     for name, binaries in replayed:
         report = compare_numeric(binaries, loaded.graph, seed=2)
         assert report.ok, (name, report.failures())

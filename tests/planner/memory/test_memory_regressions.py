@@ -18,7 +18,8 @@ import pytest
 from planner.graph.ir import Graph, Op, Tensor
 from planner.isa import Opcode, get_profile, op_cost
 from planner.verify.compare import compare_numeric
-from planner.pipeline import _replay, run
+from planner.lower_and_replay import replay
+from planner.pipeline import run
 from planner.spec import load_spec
 
 
@@ -51,9 +52,11 @@ def _square_spec(devices: int) -> dict:
 def _every_plan(spec, outcome):
     yield "kept", outcome.binaries, outcome.simulation
     memory = outcome.memory
-    yield "memory plan", *_replay(memory.plan, spec, memory.memory)[1:]
+    replayed = replay(memory.plan, spec, memory.memory)
+    yield "memory plan", replayed.binaries, replayed.simulation
     if memory.greedy_plan is not None:
-        yield "greedy", *_replay(memory.greedy_plan, spec, memory.greedy_memory)[1:]
+        replayed = replay(memory.greedy_plan, spec, memory.greedy_memory)
+        yield "greedy", replayed.binaries, replayed.simulation
 
 
 def test_the_cost_model_and_the_graph_count_a_tensor_read_twice_once():

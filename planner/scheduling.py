@@ -1,0 +1,153 @@
+"""The latency and throughput strategy: HEFT, then the size strategy warm-started from it (a portfolio),
+inverted into a plan.
+
+:func:`best_of_heuristic_and_exact` runs the heuristic and the exact scheduler (:func:`solver_choice`:
+:class:`solvers.hierarchical.StrategyScheduler`, flat CP-SAT or hierarchical placement by size and the
+spec's ``solver.strategy``) as a :class:`~solvers.portfolio.Portfolio` on a
+:class:`~solvers.scheduling.SchedulingProblem` and checks every schedule either returns
+(:func:`solvers.scheduling.validate_schedule`); :func:`solve_schedule` is the strategy of
+:mod:`planner.pipeline`'s objective table: it keeps part of the time limit for the stages after
+the solve (:func:`planner.stage_timing.post_solve_reserve_s`), maps the solver's statuses to the
+user's errors and inverts the schedule into a :class:`~planner.stages.Solved` stage
+(:func:`planner.reductions.scheduling.from_solution`).
+
+Examples
+--------
+>>> from planner.reductions.scheduling import to_problem
+>>> from planner.spec import load_spec
+>>> spec = load_spec("specs/taskgraph.yaml")
+>>> solved = solve_schedule(Problem(spec, RunSettings.of(spec, time_limit_s=2, workers=1), *to_problem(spec)))
+>>> solved.plan.objective >= solved.plan.bound, solved.plan.objective <= solved.plan.heuristic_objective
+(True, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from planner.errors import InfeasibleError, InternalError, TimeLimitError
+from planner.isa.resources import determine_resources
+from planner.reductions.scheduling import explain_infeasible, from_solution
+from planner.spec import Spec
+from planner.stage_timing import post_solve_reserve_s, stage
+from planner.stages import Problem, RunSettings, Solved
+from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
+from solvers.budget import run_summary
+from solvers.core import SolveOptions, SolveResult, Solver, Status, failure_result
+from solvers.hierarchical import StrategyOptions, StrategyScheduler
+from solvers.portfolio import Portfolio
+from solvers.scheduling import HeftScheduler, SchedulingProblem, validate_schedule
+
+__all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule"]
+
+
+def _check_solution(problem: SchedulingProblem, result: SolveResult) -> None:
+    violations = validate_schedule(problem, result.solution)
+    if violations:
+        raise InternalError(f"{result.solver_name} returned an invalid schedule:\n  " + "\n  ".join(violations[:20]))
+
+
+def solver_choice(spec: Spec | None = None) -> tuple[Solver, Solver]:
+    """The heuristic that gives the baseline and the warm start, and the scheduler that runs:
+    the size strategy with the spec's ``solver.strategy`` and ``solver.groups`` (``auto``
+    without a spec: flat CP-SAT up to its size limit, hierarchical placement above).
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> heuristic, exact = solver_choice(load_spec("specs/taskgraph.yaml"))
+    >>> heuristic.name, exact.name, exact.config.strategy
+    ('heft', 'strategy', 'auto')
+    """
+    strategy = StrategyOptions(strategy=getattr(spec, "strategy", "auto"), groups=getattr(spec, "groups", None))
+    return HeftScheduler(), StrategyScheduler(strategy)
+
+
+def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOptions,
+                                solvers: tuple[Solver, Solver] | None = None) -> tuple[SolveResult, SolveResult]:
+    """The heuristic, then the exact scheduler warm-started from it: :class:`solvers.portfolio.Portfolio`.
+
+    ``solvers`` is ``(heuristic, exact)``, by default :func:`solver_choice`'s. Returns the
+    heuristic's result (the baseline the report shows) and the portfolio's (the better of
+    the two, never worse than the heuristic), each schedule checked.
+
+    Examples
+    --------
+    >>> from planner.reductions.scheduling import to_problem
+    >>> from planner.spec import load_spec
+    >>> problem, _ = to_problem(load_spec("specs/taskgraph.yaml"))
+    >>> heft, best = best_of_heuristic_and_exact(problem, SolveOptions(time_limit_s=2, num_workers=1))
+    >>> heft.solver_name, best.objective <= heft.objective
+    ('heft', True)
+    """
+    heuristic_solver, exact_solver = solvers or solver_choice()
+    run = Portfolio(heuristic_solver, exact_solver).run(problem, options)
+    for result in (run.heuristic, run.exact):
+        if result is not None and result.status.has_solution:
+            _check_solution(problem, result)
+    heuristic = run.heuristic or failure_result(Status.UNKNOWN, heuristic_solver.name, 0.0)  # it refused
+    return heuristic, run.best
+
+
+def solve_schedule(problem: Problem) -> Solved:
+    """The latency/throughput strategy: solve the scheduling reduction and invert it into a plan.
+
+    Raises
+    ------
+    InfeasibleError
+        The solver proved that no schedule satisfies the constraints (the message says which).
+    TimeLimitError
+        No schedule found within the time limit.
+    InternalError
+        An invalid model or schedule (a bug).
+    """
+    spec, settings = problem.spec, problem.settings
+    sproblem, reduction = problem.solver_problem, problem.inverse
+    with stage("lowering"):
+        resources = determine_resources(spec.graph, spec.hardware)
+    # The solve leaves part of the limit to lowering, replay, numeric replay and writing: a
+    # function of the graph, so the deterministic budget still depends on the spec alone.
+    reserve_s = post_solve_reserve_s(sproblem.num_ops, _numeric_macs(resources), settings.time_limit_s)
+    options = settings.solve_options(time_limit_s=settings.time_limit_s - reserve_s)
+    heuristic, result = best_of_heuristic_and_exact(sproblem, options, solver_choice(spec))
+    if result.status is Status.INFEASIBLE:
+        raise InfeasibleError(explain_infeasible(spec, sproblem))
+    if result.status is Status.MODEL_INVALID:
+        raise InternalError(f"the CP-SAT model is invalid: {result.stats}")
+    if not result.status.has_solution:
+        raise TimeLimitError(
+            f"no plan found within {settings.time_limit_s:g} s (status {result.status.value}); "
+            "raise --time-limit or relax the constraints")
+    plan = from_solution(
+        result, reduction, sproblem, spec_name=spec.name,
+        heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
+        solver_info=_solver_info(settings, result, heuristic, reserve_s),
+        resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
+    return Solved(plan, sproblem, reduction, result, heuristic, post_solve_reserve_s=reserve_s)
+
+
+def _numeric_macs(resources: Any) -> int:
+    """The multiply-accumulates the numeric replay will execute by default: the graph's, or 0
+    when they are over its default limit (then it is skipped)."""
+    macs = sum(op.macs for op in resources.ops.values())
+    return macs if macs <= NUMERIC_DEFAULT_MAX_MACS else 0
+
+
+def _solver_info(settings: RunSettings, result: SolveResult, heuristic: SolveResult,
+                 reserve_s: float) -> dict[str, Any]:
+    """plan.json's ``solver`` record of a latency or throughput run."""
+    return {"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": settings.workers,
+            "seed": settings.seed, "time_limit_s": settings.time_limit_s, "post_solve_reserve_s": reserve_s,
+            **run_summary(settings.search, [result.stats.get("stopped_by")]),
+            **_strategy_info(result.stats)}
+
+
+def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
+    """What plan.json's solver dict says about the strategy that ran (when one did)."""
+    if "strategy" not in stats:
+        return {}
+    info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
+    groups = stats.get("strategy_stages", {}).get("placer", {}).get("groups")
+    if groups is not None:
+        info["groups"] = groups
+    return info
