@@ -44,7 +44,7 @@ from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffs
 from solvers.placement.cpsat import CpSatPlacementSolver
 from solvers.placement.greedy import GreedyPlacementSolver
 from solvers.portfolio import Portfolio
-from solvers.scheduling.cpsat import CpSatScheduler
+from solvers.scheduling.cpsat.scheduler import CpSatScheduler
 from solvers.scheduling.heft import HeftScheduler
 from solvers.scheduling.listsearch import ListSearchScheduler
 

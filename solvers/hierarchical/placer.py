@@ -33,7 +33,8 @@ from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_r
 from solvers.dag import kahn_order
 from solvers.hierarchical.grouping import Coarsening, coarsen
 from solvers.hierarchical.state import GraphIndex, ScheduleState, compact
-from solvers.scheduling.cpsat import CpSatOptions, CpSatScheduler
+from solvers.scheduling.cpsat.options import CpSatOptions
+from solvers.scheduling.cpsat.scheduler import CpSatScheduler
 from solvers.scheduling.heft import HeftScheduler, heft_schedule
 from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value, validate_schedule

@@ -43,7 +43,9 @@ from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
-from solvers.scheduling.cpsat import CpSatOptions, CpSatScheduler, segment_lower_bound
+from solvers.scheduling.cpsat.options import CpSatOptions
+from solvers.scheduling.cpsat.scheduler import CpSatScheduler
+from solvers.scheduling.cpsat.segments import segment_lower_bound
 from solvers.scheduling.heft import HeftScheduler
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value, validate_schedule

@@ -20,7 +20,10 @@ fallback    :func:`first_fit_placement` by memory; :func:`fallback_schedule` (in
             it with HEFT when HEFT alone finds no schedule.
 listsearch  :func:`list_search`: serial SGS + double justification local search when the
             placement is fixed and transfers are free (P|prec|Cmax, job shops).
-cpsat       :class:`CpSatScheduler`: CP-SAT model (exact for small and mid-size graphs).
+streams     :func:`assign_streams`: streams for timed ops by interval-graph colouring.
+cpsat       :class:`CpSatScheduler`: CP-SAT model (exact for small and mid-size graphs); a
+            package, one module per job (options, variables, model, symmetry, hints,
+            extraction, search, segments, scheduler).
 """
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution,
                                         merged_colocation_groups)

@@ -84,6 +84,8 @@ __all__ = [
     "segment_bound",
     "bound_segments",
     "segment_floor",
+    "reach_sets",
+    "subproblem",
 ]
 
 
@@ -283,8 +285,15 @@ def lower_bound(problem: SchedulingProblem, segments: bool = True, lp: bool | No
     return max(lower_bounds(problem, segments, lp, restrict).values(), default=0)
 
 
-def _reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:
-    """Ancestor and descendant sets of every op, as bitmasks."""
+def reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:
+    """Ancestor and descendant sets of every op, as bitmasks.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((2,), (3,), (4,)), ((0, 1, 0), (1, 2, 0)), (1,), ((-1,),), ((), ()))
+    >>> reach_sets(p)
+    ([0, 1, 3], [6, 4, 0])
+    """
     n = problem.num_ops
     order = topological_order(problem)
     preds: list[list[int]] = [[] for _ in range(n)]
@@ -303,7 +312,16 @@ def _reach_sets(problem: SchedulingProblem) -> tuple[list[int], list[int]]:
     return anc, desc
 
 
-def _subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -> SchedulingProblem:
+def subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -> SchedulingProblem:
+    """The LATENCY problem on ``ops`` (in that order) and the edges among them; ``source``,
+    when given, takes no time (it stands for an op the previous segment ran).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((2,), (3,), (4,)), ((0, 1, 0), (1, 2, 0)), (1,), ((-1,),), ((), ()))
+    >>> sub = subproblem(p, [1, 2], 1); sub.durations_cycles, sub.edges
+    (((0,), (4,)), ((0, 1, 0),))
+    """
     index = {op: k for k, op in enumerate(ops)}
     durations = []
     for op in ops:
@@ -340,5 +358,5 @@ def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem
     [((0,), 2), ((0, 1), 3), ((1, 2), 4)]
     """
     order = topological_order(problem)
-    return [(_subproblem(problem, list(order[lo:hi + 1]), source), order[lo:hi + 1])
+    return [(subproblem(problem, list(order[lo:hi + 1]), source), order[lo:hi + 1])
             for lo, hi, source, _ in segment_ranges(problem)]

@@ -11,7 +11,7 @@ optimum. Communication inside a class is not seen (it never has to be paid in th
 
 **Variables** (LATENCY). ``f[i, K]`` in [0, 1] (op i's share on class K; a constant when i
 has one class), ``C_i`` (completion) and ``T`` in ``[0, H]`` (H: the serial horizon, which
-some optimal schedule respects: module Notes of :mod:`~solvers.scheduling.cpsat`),
+some optimal schedule respects: module Notes of :mod:`~solvers.scheduling.cpsat.model`),
 ``y[e, K]`` in [0, 1] with ``y <= f[u, K]`` and ``y <= f[v, K]`` (edge e = (u, v) inside
 class K), and ``comm_e``.
 

@@ -69,6 +69,7 @@ from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_r
 from solvers.scheduling.bounds import topological_order
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
+from solvers.scheduling.streams import assign_streams
 
 __all__ = ["ListSearchOptions", "ListSearchScheduler", "fixed_placement", "list_search"]
 
@@ -326,8 +327,6 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
 
 
 def _solution(problem: SchedulingProblem, placement, starts, dur) -> SchedulingSolution:
-    from solvers.scheduling.cpsat import assign_streams  # cpsat imports this module
-
     stream = assign_streams(problem, placement, starts, dur)
     transfers = []
     for e, (u, v, _) in enumerate(problem.edges):

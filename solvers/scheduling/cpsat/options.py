@@ -1,0 +1,104 @@
+"""Tunables of the CP-SAT scheduler and the deterministic-time budget they imply.
+
+One job: :class:`CpSatOptions` and how a configuration turns into a
+:class:`~solvers.budget.Budget` (its calibration; the configuration of nested segment
+solves).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from solvers.budget import Budget, Calibration, SCHEDULING
+from solvers.core import SolveOptions
+
+__all__ = ["CpSatOptions", "as_budget", "calibration", "inner_config"]
+
+
+@dataclass(frozen=True, slots=True)
+class CpSatOptions:
+    """Tunables of :class:`CpSatScheduler` beyond :class:`~solvers.core.SolveOptions`.
+
+    Examples
+    --------
+    >>> CpSatOptions().max_full_ops
+    400
+    """
+
+    # Above this many ops the hint's placement is fixed and only sequencing is solved.
+    max_full_ops: int = 400
+    # Deterministic-time units granted per second of the time limit for one worker (two or
+    # more get solvers.budget.PARALLEL_SPEEDUP times as much); None: the family's calibration,
+    # solvers.budget.SCHEDULING. Raise it for more search per second of limit.
+    dtime_per_second: float | None = None
+    # Run CP-SAT's portfolio (LNS included) in deterministic batches, for any worker count.
+    interleave_search: bool = True
+    # LATENCY: share of the time budget spent proving bounds on segments between cut ops
+    # (see segment_lower_bound); 0 turns it off.
+    segment_bound_share: float = 0.4
+    # LATENCY: share of the time budget spent building a hint from per-segment solutions
+    # (see segment_schedule); 0 turns it off.
+    segment_schedule_share: float = 0.3
+    # Segments with fewer ops than this keep their cheap bound and use HEFT.
+    segment_min_ops: int = 4
+    # segment_schedule solves windows of consecutive segments with at least this many ops.
+    segment_window_ops: int = 24
+    # Break symmetry among interchangeable devices of equal device_class.
+    symmetry_breaking: bool = True
+    # LATENCY: when the hint is within this relative distance of the lower bound, first
+    # try "makespan = bound" as a feasibility problem (tight windows propagate far better
+    # than an open objective); 0 turns it off.
+    bound_probe_max_gap: float = 0.05
+    # Share of the deterministic budget the bound probe may use.
+    bound_probe_share: float = 0.25
+    # LATENCY problems with a fixed placement and free transfers (P|prec|Cmax such as the
+    # STG set, job shops; see listsearch.fixed_placement): op placements the list search
+    # may spend per second of the time limit before CP-SAT starts from its schedule
+    # (counted, not timed: ~5-15 us each on a busy core); 0 turns it off.
+    list_search_work_per_second: int = 20_000
+    # ... and at most this many in all.
+    list_search_max_work: int = 200_000
+    # Also run it when every device used has one stream (job shops). Off: there CP-SAT's
+    # NoOverlap reasoning is strong and the search did not pay (ft10: 1,047 after 200,000
+    # placements, 1.2 s, against the optimum 930 that CP-SAT proves).
+    list_search_single_stream: bool = False
+
+
+def as_budget(budget: Budget | float, options: SolveOptions, cfg: CpSatOptions) -> Budget:
+    """``budget`` itself, or a budget of that many units with the net of ``options``.
+
+    Examples
+    --------
+    >>> as_budget(2.0, SolveOptions(), CpSatOptions()).total
+    2.0
+    """
+    if isinstance(budget, Budget):
+        return budget
+    whole = Budget.of(options, calibration(cfg))
+    return replace(whole, total=max(1e-3, float(budget)) if whole.deterministic else whole.total)
+
+
+def calibration(cfg: CpSatOptions) -> Calibration:
+    """The scheduling family's calibration, or the rate ``cfg`` sets.
+
+    Examples
+    --------
+    >>> calibration(CpSatOptions()) is SCHEDULING, calibration(CpSatOptions(dtime_per_second=2.0)).units_per_second
+    (True, 2.0)
+    """
+    if cfg.dtime_per_second is None:
+        return SCHEDULING
+    return Calibration("scheduling", cfg.dtime_per_second, per_worker=True)
+
+
+def inner_config(cfg: CpSatOptions) -> CpSatOptions:
+    """The configuration of the per-segment solves: no nested segment stages.
+
+    Examples
+    --------
+    >>> inner = inner_config(CpSatOptions(max_full_ops=50))
+    >>> inner.max_full_ops, inner.segment_bound_share, inner.segment_schedule_share
+    (50, 0.0, 0.0)
+    """
+    return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
+                        symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
+                        segment_bound_share=0.0, segment_schedule_share=0.0)

@@ -1,0 +1,292 @@
+"""Segment decompositions of layered graphs for the CP-SAT scheduler (LATENCY).
+
+One job: use the cut ops (see :mod:`solvers.scheduling.bounds`) to split a graph into
+segments, and solve those with nested CP-SAT solves on child budgets: proven bounds per
+group of same-shape segments (:func:`segment_lower_bound`, joined by the segment chain), and
+a hint glued from per-window schedules and re-timed (:func:`segment_schedule`).
+"""
+from __future__ import annotations
+
+import heapq
+import time
+from typing import Any
+
+from solvers.budget import Budget
+from solvers.core import SolveOptions, SolveResult
+from solvers.scheduling.bounds import bound_segments, reach_sets, segment_floor, segment_problems, subproblem
+from solvers.scheduling.cpsat.options import CpSatOptions, as_budget, inner_config
+from solvers.scheduling.cpsat.search import solve
+from solvers.scheduling.decomposition import chain_segment_bound
+from solvers.scheduling.heft import heft_schedule
+from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.validate import validate_schedule
+
+__all__ = ["segment_lower_bound", "segment_schedule"]
+
+
+def _segment_signature(sub: SchedulingProblem):
+    # exact repeats only: one proof on the element-wise floor of segments that merely share a
+    # shape (inception modules of different widths) proved little more than the critical path
+    return (sub.num_ops, sub.edges and tuple((u, v) for u, v, _ in sub.edges),
+            sub.durations_cycles, sub.transfer_cycles, sub.colocation_groups)
+
+
+def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
+                        budget: Budget | float, cfg: CpSatOptions | None = None) -> tuple[int, dict]:
+    """The segment bound of :func:`~solvers.scheduling.bounds.segment_bound`, with CP-SAT
+    proving bounds on the larger segments (the segments of
+    :func:`~solvers.scheduling.bounds.bound_segments`, joined by
+    :func:`~solvers.scheduling.decomposition.chain_segment_bound`).
+
+    Segments that repeat exactly (ops, edges, durations, transfers, colocation; repeated
+    layers) form a group, and one CP-SAT bound serves the whole group. (Its *floor* problem
+    takes, op by op and edge by edge, the smallest duration and transfer over its members:
+    shrinking durations keeps any schedule feasible with starts unchanged, so the floor's
+    optimum is at most each member's. Grouping by shape alone, with one floor for inception
+    modules of different widths, proved no more than the critical path.) Groups are proved
+    largest first (ops x members) within ``budget`` (a :class:`~solvers.budget.Budget`, or
+    that many deterministic-time units with the net of ``options``); each group's share
+    depends only on what the earlier ones charged. The rest keep their cheap bound.
+
+    Returns
+    -------
+    (bound, stats)
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,), (5,), (5,), (1,)),
+    ...                       ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,), ((-1,),), ((),) * 4)
+    >>> segment_lower_bound(p, SolveOptions(), 1.0)[0]
+    12
+    """
+    cfg = cfg or CpSatOptions()
+    budget = as_budget(budget, options, cfg)
+    if problem.objective is not Objective.LATENCY:
+        return 0, {}
+    pruned, segs = bound_segments(problem)
+    if not segs:
+        return 0, {}
+    bounds = [segment_floor(sub) for sub, _ in segs]
+    groups: dict[Any, list[int]] = {}
+    for k, (sub, _) in enumerate(segs):
+        if sub.num_ops >= cfg.segment_min_ops and sub.num_ops < problem.num_ops:
+            groups.setdefault(_segment_signature(sub), []).append(k)
+    order = sorted(groups.values(), key=lambda ks: (-len(ks) * segs[ks[0]][0].num_ops, ks[0]))
+    inner_cfg = inner_config(cfg)
+    proved = 0
+    for gi, ks in enumerate(order):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        members = [segs[k][0] for k in ks]
+        base = members[0]
+        durations = tuple(tuple(min(m.durations_cycles[i][d] for m in members)
+                                for d in range(base.num_devices)) for i in range(base.num_ops))
+        transfer = tuple(tuple(min(m.transfer_cycles[e][link] for m in members)
+                               for link in range(base.num_links)) for e in range(len(base.edges)))
+        floor = SchedulingProblem(durations, base.edges, base.device_streams, base.link_of, transfer,
+                                  Objective.LATENCY, colocation_groups=base.colocation_groups,
+                                  device_class=base.device_class)
+        share = budget.left / max(1, min(len(order) - gi, 3))  # next 3 groups
+        r = _inner_solve(inner_cfg, floor, options, budget, share, f"segment_bound[{gi}]")
+        if r.bound is not None:
+            proved += 1
+            for k in ks:
+                bounds[k] = max(bounds[k], int(r.bound))
+    stats = {"segments": len(segs), "segment_groups": len(order), "segment_groups_proved": proved,
+             "segment_bound_dtime": budget.used, "segment_bound_stopped_by": budget.stop_word()}
+    return chain_segment_bound(pruned, segs, bounds), stats
+
+
+def _inner_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOptions, budget: Budget,
+                 amount: float, stage: str) -> SolveResult:
+    """Solve a subproblem within ``amount`` of ``budget`` (a child budget, same net), and
+    charge what it used back to ``budget``."""
+    child = budget.child(amount)
+    inner = SolveOptions(time_limit_s=options.time_limit_s, num_workers=options.num_workers,
+                         random_seed=options.random_seed, search=options.search)
+    result = solve(sub, inner, child, cfg, time.perf_counter())
+    budget.absorb(child, stage)
+    return result
+
+
+def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: Budget | float,
+                     cfg: CpSatOptions | None = None,
+                     stats: dict | None = None) -> SchedulingSolution | None:
+    """A schedule glued from per-segment CP-SAT solutions (LATENCY, graphs with cut ops).
+
+    Segments (see :func:`~solvers.scheduling.bounds.segment_problems`) are solved in
+    order, each with its source op pinned to the device the previous segment gave it;
+    segments are first merged into windows of at least ``segment_window_ops`` ops (so
+    residual edges mostly stay inside a window); windows with fewer than
+    ``segment_min_ops`` ops use HEFT. The window schedules are shifted to start when
+    their source ends, then re-timed together keeping every stream's and link's order
+    (edges between windows get their transfers there). None when that fails validation
+    (e.g. memory, which windows ignore). The windows share ``budget`` (a
+    :class:`~solvers.budget.Budget`, or that many deterministic-time units with the net of
+    ``options``) in proportion to their ops; ``stats["dtime_used"]`` receives what they used.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1), (5, 5), (5, 5), (1, 1)),
+    ...                       ((0, 1, 8), (0, 2, 8), (1, 3, 8), (2, 3, 8)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((1,),) * 4)
+    >>> segment_schedule(p, SolveOptions(), 2.0, CpSatOptions(segment_min_ops=2)).makespan_cycles
+    8
+    """
+    cfg = cfg or CpSatOptions()
+    budget = as_budget(budget, options, cfg)
+    segs = segment_problems(problem)
+    if problem.objective is not Objective.LATENCY or len(segs) < 2:
+        return None
+    segs = _windows(problem, segs, cfg.segment_window_ops)
+    inner_cfg = inner_config(cfg)
+
+    def worth(sub: SchedulingProblem) -> bool:  # huge windows would just repeat the main solve
+        return cfg.segment_min_ops <= sub.num_ops <= cfg.max_full_ops
+
+    big_ops = sum(sub.num_ops for sub, _ in segs if worth(sub))
+    n = problem.num_ops
+    placement, stream = [-1] * n, [0] * n
+    key_op, key_tr = [0] * n, {}
+    end_of = [0] * n
+    for k, (sub, ops) in enumerate(segs):
+        source = k > 0
+        if source:  # pin the source (first op) where the previous window put it
+            sub = _pin_source(sub, placement[ops[0]])
+        sol = None
+        if worth(sub) and big_ops and budget.left > 0 and not budget.wall_expired():
+            share = budget.left * sub.num_ops / big_ops
+            big_ops -= sub.num_ops
+            sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
+        if sol is None:
+            sol = heft_schedule(sub)
+        if sol is None:
+            return None
+        shift = end_of[ops[0]] - sol.op_end(0) if source else 0
+        for local, op in enumerate(ops):
+            if source and local == 0:
+                continue
+            placement[op], stream[op] = sol.op_device[local], sol.op_stream[local]
+            key_op[op] = sol.op_start[local] + shift
+            end_of[op] = sol.op_end(local) + shift
+        inside = set(ops)
+        global_edges = [e for e, (u, v, _) in enumerate(problem.edges) if u in inside and v in inside]
+        for t in sol.transfers:
+            key_tr[global_edges[t.edge]] = t.start_cycle + shift
+    if stats is not None:
+        stats["dtime_used"] = budget.used
+    out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
+    if out is None or validate_schedule(problem, out):
+        return None
+    return out
+
+
+def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tuple[int, ...]]],
+             window_ops: int) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+    """Consecutive segments merged into windows of at least ``window_ops`` ops (the last may
+    be smaller): (window problem, its ops), its source being the previous window's last op."""
+    # a window closes only at a "clean" cut op (no edge jumps over it), so residual
+    # connections stay inside a window
+    anc, desc = reach_sets(problem)
+
+    def clean(c: int) -> bool:
+        return not any(anc[c] >> u & 1 and desc[c] >> v & 1 for u, v, _ in problem.edges)
+
+    windows: list[tuple[SchedulingProblem, tuple[int, ...]]] = []
+    acc: list[int] = []
+    first_source: int | None = None
+    for k, (_sub, ops) in enumerate(segs):
+        if not acc:
+            first_source = ops[0] if k > 0 else None
+            acc = list(ops)
+        else:
+            acc += [op for op in ops if op != acc[-1]]
+        if (len(acc) >= window_ops and clean(acc[-1])) or k == len(segs) - 1:
+            windows.append((subproblem(problem, acc, first_source), tuple(acc)))
+            acc = []
+    return windows
+
+
+def _pin_source(sub: SchedulingProblem, device: int) -> SchedulingProblem:
+    """``sub`` with its source (op 0) fixed on ``device``, taking no time."""
+    rows = list(sub.durations_cycles)
+    rows[0] = tuple(0 if d == device else -1 for d in range(sub.num_devices))
+    return SchedulingProblem(tuple(rows), sub.edges, sub.device_streams, sub.link_of,
+                             sub.transfer_cycles, Objective.LATENCY,
+                             colocation_groups=sub.colocation_groups, device_class=sub.device_class)
+
+
+def _retime(problem: SchedulingProblem, placement, stream, key_op, key_tr) -> SchedulingSolution | None:
+    """Earliest start times keeping each stream's and link's order given by the keys.
+
+    Tasks (ops, and a transfer per cross-device edge) are taken, among those whose
+    predecessors are done, by smallest key; each starts when its inputs are ready and its
+    stream or link is free. Edges without a key (between windows) use the producer's end.
+    """
+    n = problem.num_ops
+    for u, v, _ in problem.edges:
+        if placement[u] != placement[v] and problem.link_of[placement[u]][placement[v]] < 0:
+            return None
+    # task ids: ops 0..n-1, transfer of edge e is n + e
+    preds: dict[int, list[int]] = {i: [] for i in range(n)}
+    succs: dict[int, list[int]] = {}
+    links: dict[int, int] = {}
+    for e, (u, v, _) in enumerate(problem.edges):
+        if placement[u] == placement[v]:
+            preds[v].append(u)
+            succs.setdefault(u, []).append(v)
+        else:
+            t = n + e
+            links[t] = problem.link_of[placement[u]][placement[v]]
+            preds[t] = [u]
+            preds[v].append(t)
+            succs.setdefault(u, []).append(t)
+            succs.setdefault(t, []).append(v)
+    missing = {t: len(ps) for t, ps in preds.items()}
+    end: dict[int, int] = {}
+    lane_free: dict[tuple[int, int], int] = {}
+    link_free: dict[int, int] = {}
+    starts = [0] * n
+
+    def key(t: int) -> tuple[int, int, int]:
+        if t < n:
+            return (key_op[t], 1, t)
+        e = t - n
+        return (key_tr.get(e, end_key[problem.edges[e][0]]), 0, t)
+
+    end_key = [key_op[i] + problem.durations_cycles[i][placement[i]] for i in range(n)]
+    heap = [key(t) for t, m in missing.items() if m == 0]
+    heapq.heapify(heap)
+    transfers = []
+    while heap:
+        _, _, t = heapq.heappop(heap)
+        ready = max((end[q] for q in preds[t]), default=0)
+        if t < n:
+            dur = problem.durations_cycles[t][placement[t]]
+            lane = (placement[t], stream[t])
+            s0 = max(ready, lane_free.get(lane, 0)) if dur > 0 else ready
+            if dur > 0:
+                lane_free[lane] = s0 + dur
+            starts[t] = s0
+        else:
+            link = links[t]
+            dur = problem.transfer_cycles[t - n][link]
+            s0 = max(ready, link_free.get(link, 0)) if dur > 0 else ready
+            if dur > 0:
+                link_free[link] = s0 + dur
+            transfers.append(ScheduledTransfer(t - n, link, s0, dur))
+        end[t] = s0 + dur
+        for w in succs.get(t, ()):
+            missing[w] -= 1
+            if missing[w] == 0:
+                heapq.heappush(heap, key(w))
+    if len(end) != len(preds):
+        return None
+    transfers.sort(key=lambda tr: tr.edge)
+    durs = tuple(problem.durations_cycles[i][placement[i]] for i in range(n))
+    return SchedulingSolution(tuple(placement), tuple(stream), tuple(starts), durs,
+                              tuple(transfers))
+
+
+# ----------------------------------------------------------------------------- solver
+
