@@ -17,7 +17,8 @@ strategy     :class:`StrategyScheduler`: flat CP-SAT + LNS on small graphs, hier
              LNS on large ones (the planner's default).
 """
 from solvers.hierarchical.budget import LNS, STEPS_PER_UNIT
-from solvers.hierarchical.state import GraphIndex, ScheduleState, compact, merged_colocation_groups
+from solvers.hierarchical.state import GraphIndex, ScheduleState, compact
+from solvers.scheduling.problem import merged_colocation_groups  # the shared union-find, re-exported
 from solvers.hierarchical.window import (Boundary, Neighbourhood, WindowMove, WindowVars,
                                          add_window_hint, apply_move, build_window,
                                          compute_boundary, extract_window)

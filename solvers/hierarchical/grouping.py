@@ -46,9 +46,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from solvers.dag import kahn_order
-from solvers.hierarchical.state import merged_colocation_groups
 from solvers.scheduling.bounds import min_durations
-from solvers.scheduling.problem import SchedulingProblem
+from solvers.scheduling.problem import SchedulingProblem, merged_colocation_groups
 
 __all__ = ["Coarsening", "coarsen", "coarse_problem", "is_convex"]
 

@@ -32,10 +32,10 @@ from typing import Any
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.dag import kahn_order
 from solvers.hierarchical.grouping import Coarsening, coarsen
-from solvers.hierarchical.state import GraphIndex, ScheduleState, compact
+from solvers.hierarchical.state import GraphIndex, ScheduleState, compact, warm_start
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
-from solvers.scheduling.heft import HeftScheduler, heft_schedule
+from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value, validate_schedule
 
@@ -210,11 +210,7 @@ class HierarchicalScheduler(Accepting):
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
         t0 = time.perf_counter()
-        warm = options.hint
-        if warm is not None and validate_schedule(problem, warm):
-            warm = None
-        if warm is None:
-            warm = HeftScheduler().solve(problem, options).solution
+        warm = warm_start(problem, options)
         groups = self.config.groups or default_groups(problem)
         coarsening = coarsen(problem, groups)
         fine, stats = place_groups(problem, coarsening, warm, options, self.config)

@@ -16,40 +16,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from solvers.core import SolveOptions
 from solvers.dag import kahn_order
-from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.heft import HeftScheduler
+from solvers.scheduling.problem import (ScheduledTransfer, SchedulingProblem, SchedulingSolution,
+                                        merged_colocation_groups)
+from solvers.scheduling.validate import validate_schedule
 
-__all__ = ["GraphIndex", "ScheduleState", "compact", "merged_colocation_groups"]
+__all__ = ["GraphIndex", "ScheduleState", "compact", "warm_start"]
 
 
-def merged_colocation_groups(problem: SchedulingProblem) -> tuple[tuple[int, ...], ...]:
-    """Colocation groups with shared members merged (union-find), each sorted.
+def warm_start(problem: SchedulingProblem, options: SolveOptions) -> SchedulingSolution | None:
+    """The schedule a hierarchical solver starts from: ``options.hint`` when it is valid,
+    else HEFT's (None when HEFT finds none).
 
     Examples
     --------
-    >>> p = SchedulingProblem(((1,),) * 4, (), (1,), ((-1,),), (),
-    ...                       colocation_groups=((0, 1), (1, 2)))
-    >>> merged_colocation_groups(p)
-    ((0, 1, 2),)
+    >>> p = SchedulingProblem(((2,), (3,)), ((0, 1, 0),), (1,), ((-1,),), ((),))
+    >>> warm_start(p, SolveOptions()).op_start
+    (0, 2)
     """
-    parent = list(range(problem.num_ops))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    for g in problem.colocation_groups:
-        for a, b in zip(g, g[1:]):
-            ra, rb = find(a), find(b)
-            if ra != rb:
-                parent[max(ra, rb)] = min(ra, rb)
-    members: dict[int, set[int]] = {}
-    for g in problem.colocation_groups:
-        for i in g:
-            members.setdefault(find(i), set()).add(i)
-    return tuple(tuple(sorted(m)) for _, m in sorted(members.items()) if len(m) > 1)
+    if options.hint is not None and not validate_schedule(problem, options.hint):
+        return options.hint
+    return HeftScheduler().solve(problem, options).solution
 
 
 @dataclass(frozen=True)
@@ -94,7 +83,7 @@ class GraphIndex:
         for s in problem.device_streams:
             base.append(acc)
             acc += s
-        groups = merged_colocation_groups(problem)
+        groups = tuple(merged_colocation_groups(problem))
         coloc_of = {i: k for k, g in enumerate(groups) for i in g}
         eu = np.fromiter((u for u, _, _ in problem.edges), np.int64, len(problem.edges))
         ev = np.fromiter((v for _, v, _ in problem.edges), np.int64, len(problem.edges))

@@ -43,12 +43,12 @@ from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
+from solvers.hierarchical.state import warm_start
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
 from solvers.scheduling.cpsat.segments import segment_lower_bound
-from solvers.scheduling.heft import HeftScheduler
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
-from solvers.scheduling.validate import objective_value, validate_schedule
+from solvers.scheduling.validate import objective_value
 
 __all__ = ["STRATEGIES", "StrategyOptions", "StrategyScheduler", "choose_strategy"]
 
@@ -154,11 +154,7 @@ class StrategyScheduler(Accepting):
     def solve(self, problem: SchedulingProblem,
               options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
         t0 = time.perf_counter()
-        warm = options.hint
-        if warm is not None and validate_schedule(problem, warm):
-            warm = None
-        if warm is None:
-            warm = HeftScheduler().solve(problem, options).solution
+        warm = warm_start(problem, options)
         if warm is None:  # no heuristic schedule: only CP-SAT can decide
             r = CpSatScheduler(self.config.cpsat).solve(problem, options)
             return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})

@@ -53,6 +53,7 @@ import numpy as np
 from ortools.sat.python import cp_model
 
 from solvers.hierarchical.state import ScheduleState
+from solvers.scheduling.cpsat.variables import enforce_if, literal_and
 
 __all__ = ["Neighbourhood", "Boundary", "WindowVars", "compute_boundary", "build_window",
            "add_window_hint", "WindowMove", "extract_window", "apply_move"]
@@ -203,26 +204,6 @@ class WindowVars:
         return self.x.get((i, d), False)
 
 
-def _and(model: cp_model.CpModel, a, b, name: str):
-    """A literal equal to ``a and b`` (Python bools folded)."""
-    if a is False or b is False:
-        return False
-    if a is True:
-        return b
-    if b is True:
-        return a
-    y = model.new_bool_var(name)
-    model.add_bool_and([a, b]).only_enforce_if(y)
-    model.add_bool_or([a.Not(), b.Not(), y])
-    return y
-
-
-def _enforce(ct, *lits) -> None:
-    real = [lit for lit in lits if lit is not True]
-    if real:
-        ct.only_enforce_if(real)
-
-
 def _device_options(state: ScheduleState, nb: Neighbourhood, b: Boundary) -> dict[int, tuple[int, ...]]:
     """Devices each free op may take: allowed, in the neighbourhood (or its own), linked to
     its fixed neighbours' devices, and its colocation group's device when a member is fixed."""
@@ -369,7 +350,7 @@ def add_window_edges(model: cp_model.CpModel, state: ScheduleState, v: WindowVar
                     lits = [lit.Not() for lit in (la, lb) if lit is not True]
                     model.add_bool_or(lits)
                     continue
-                y = _and(model, la, lb, f"y_{e}_{a}_{bdev}")
+                y = literal_and(model, la, lb, f"y_{e}_{a}_{bdev}")
                 if y is False:
                     continue
                 v.y[e, a, bdev] = y
@@ -391,7 +372,7 @@ def add_window_edges(model: cp_model.CpModel, state: ScheduleState, v: WindowVar
                 model.add(zl == sum(ys))
             v.z[e, link] = zl
             v.links_of.setdefault(e, []).append((link, zl))
-            _enforce(model.add(start_w >= ts + c), zl)
+            enforce_if(model.add(start_w >= ts + c), zl)
             if c > 0:
                 r = g.resource_of_link(link)
                 if zl is True:
@@ -418,7 +399,7 @@ def add_window_resources(model: cp_model.CpModel, state: ScheduleState, v: Windo
             floor = min([floor] + [int(state.t_start[e]) for e, _, _ in on_link
                                    if state.t_link[e] == link])
             for _, start_expr, lit in on_link:
-                _enforce(model.add(start_expr >= floor), lit)
+                enforce_if(model.add(start_expr >= floor), lit)
         k = state.first_at_or_after(r, v.nb.t1)
         blockers = []
         for j in range(k - 1, -1, -1):
@@ -445,7 +426,7 @@ def add_window_resources(model: cp_model.CpModel, state: ScheduleState, v: Windo
             model.add_no_overlap(ivs + blockers)
         if first is not None:
             for end_expr, lit in v.ends_on.get(r, ()):
-                _enforce(model.add(end_expr <= first + v.delta), lit)
+                enforce_if(model.add(end_expr <= first + v.delta), lit)
 
 
 def add_window_colocation(model: cp_model.CpModel, state: ScheduleState, v: WindowVars) -> None:
