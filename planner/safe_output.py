@@ -184,6 +184,19 @@ def _protected(resolved: Path, inputs: Iterable[PathArg]) -> str | None:
     return None
 
 
+def _lstat_or_none(raw: str, resolved: Path) -> os.stat_result | None:
+    """``os.lstat`` of an output target; None when nothing is there yet, OutputTargetError
+    (naming ``raw``, the path as given) when it cannot be examined."""
+    try:
+        return os.lstat(resolved)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise OutputTargetError(f"{raw}: a parent of this path is a file, not a directory") from None
+    except OSError as e:
+        raise OutputTargetError(f"{raw}: {e.strerror}") from None
+
+
 def check_directory_target(target: PathArg, *, force: bool = False, inputs: Iterable[PathArg] = ()) -> Path:
     """Check that a directory output may be written at ``target``; return its absolute path.
 
@@ -203,14 +216,9 @@ def check_directory_target(target: PathArg, *, force: bool = False, inputs: Iter
     """
     raw = os.fspath(target)
     resolved = _resolve(target)
-    try:
-        st = os.lstat(resolved)
-    except FileNotFoundError:
+    st = _lstat_or_none(raw, resolved)
+    if st is None:
         return resolved
-    except NotADirectoryError:
-        raise OutputTargetError(f"{raw}: a parent of this path is a file, not a directory") from None
-    except OSError as e:
-        raise OutputTargetError(f"{raw}: {e.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         raise OutputTargetError(f"{raw} is a symbolic link; plan never replaces one (give the directory it "
                                 f"points to, or another path)")
@@ -244,14 +252,9 @@ def check_file_target(target: PathArg, *, force: bool = False, inputs: Iterable[
     """
     raw = os.fspath(target)
     resolved = _resolve(target)
-    try:
-        st = os.lstat(resolved)
-    except FileNotFoundError:
+    st = _lstat_or_none(raw, resolved)
+    if st is None:
         return resolved
-    except NotADirectoryError:
-        raise OutputTargetError(f"{raw}: a parent of this path is a file, not a directory") from None
-    except OSError as e:
-        raise OutputTargetError(f"{raw}: {e.strerror}") from None
     if stat.S_ISLNK(st.st_mode):
         raise OutputTargetError(f"{raw} is a symbolic link; plan never replaces one (choose another path)")
     if stat.S_ISDIR(st.st_mode):
