@@ -19,7 +19,7 @@ from solvers.scheduling.forced import forced_allowed_devices, restrict_placement
 from solvers.scheduling.linear_relaxation import LpBoundOptions, lp_relaxation, lp_violations
 from solvers.scheduling.path_bounds import (earliest_finish, memory_path_bound, placement_path_bound,
                                             tail_times)
-from tests.solvers.test_scheduling_bruteforce import brute_force
+from tests.solvers.test_scheduling_bruteforce import brute_force, draw_links
 
 
 @st.composite
@@ -40,16 +40,7 @@ def problems(draw, buffers: bool = False):
     chosen = draw(st.lists(st.booleans(), min_size=len(pairs), max_size=len(pairs)))
     edges = [(u, v, draw(st.integers(0, 3))) for (u, v), c in zip(pairs, chosen)
              if c and (density > 0.3 or draw(st.booleans()))]
-    kind = draw(st.sampled_from(["pair", "bus", "none_between"]))
-    link_of = [[-1] * nd for _ in range(nd)]
-    k = 0
-    for a in range(nd):
-        for b in range(a + 1, nd):
-            if kind == "none_between" and (a, b) == (0, 1):
-                continue
-            link_of[a][b] = link_of[b][a] = 0 if kind == "bus" else k
-            k += 1
-    nl = 1 + max((x for row in link_of for x in row), default=-1)
+    link_of, nl = draw_links(draw, nd)
     transfer = tuple(tuple(draw(st.integers(0, 4)) for _ in range(nl)) for _ in edges)
     kw = {}
     if draw(st.booleans()):

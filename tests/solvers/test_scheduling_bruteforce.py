@@ -123,6 +123,22 @@ def test_brute_force_agrees_with_hand_instances():
         assert brute_force(inst.problem) == inst.optimum, inst.name
 
 
+def draw_links(draw, nd: int) -> tuple[list[list[int]], int]:
+    """A link table for ``nd`` devices (one link per pair, one shared bus, or a pair without
+    a link) and its number of links."""
+    kind = draw(st.sampled_from(["pair", "bus", "none_between"]))
+    link_of = [[-1] * nd for _ in range(nd)]
+    k = 0
+    for a in range(nd):
+        for b in range(a + 1, nd):
+            if kind == "none_between" and (a, b) == (0, 1):
+                continue
+            link_of[a][b] = link_of[b][a] = 0 if kind == "bus" else k
+            k += 1
+    nl = 1 + max((x for row in link_of for x in row), default=-1)
+    return link_of, nl
+
+
 @st.composite
 def problems(draw):
     n = draw(st.integers(1, 5))
@@ -136,16 +152,7 @@ def problems(draw):
         durations.append(tuple(row))
     edges = tuple((u, v, draw(st.integers(0, 3))) for u in range(n) for v in range(u + 1, n)
                   if draw(st.booleans()) and draw(st.booleans()))
-    kind = draw(st.sampled_from(["pair", "bus", "none_between"]))
-    link_of = [[-1] * nd for _ in range(nd)]
-    k = 0
-    for a in range(nd):
-        for b in range(a + 1, nd):
-            if kind == "none_between" and (a, b) == (0, 1):
-                continue
-            link_of[a][b] = link_of[b][a] = 0 if kind == "bus" else k
-            k += 1
-    nl = 1 + max((x for row in link_of for x in row), default=-1)
+    link_of, nl = draw_links(draw, nd)
     transfer = tuple(tuple(draw(st.integers(0, 4)) for _ in range(nl)) for _ in edges)
     kw = {}
     if draw(st.booleans()):
