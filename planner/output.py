@@ -57,10 +57,14 @@ def _write_replayed_files(outcome: Outcome, spec: Spec, tmp: Path) -> None:
         (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
     write_json(tmp / "allocation.json", outcome.allocation)
     write_json(tmp / "graph.json", graph_to_dict(spec.graph))
-    (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
-                                               [l.name for l in spec.hardware.links]))
     if outcome.memory is not None:
         write_json(tmp / "memory.json", memory_document(outcome, spec.graph))
+    # Drawn from the files as written, as the verifier reads them back to render it again.
+    memory = json.loads((tmp / "memory.json").read_text()) if outcome.memory is not None else None
+    (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
+                                               [l.name for l in spec.hardware.links], programs=outcome.programs,
+                                               allocation=json.loads((tmp / "allocation.json").read_text()),
+                                               memory=memory))
 
 
 def _plan_figures(name: str, dp, schedule, peaks: dict[str, Any]) -> dict[str, Any]:

@@ -66,18 +66,6 @@ def test_the_page_draws_dma_engines_and_memory_against_capacity(tmp_path):
     assert any(a.get("class") == "limit" for tag, a in found)  # a capacity near the peak is drawn
 
 
-@pytest.fixture(scope="module")
-def memory_plan_dir(tmp_path_factory) -> Path:
-    from planner.cli import app
-    from typer.testing import CliRunner
-
-    out = tmp_path_factory.mktemp("html") / "memory-mlp"
-    res = CliRunner().invoke(app, ["solve", str(ROOT / "specs" / "memory-mlp.yaml"), "-o", str(out), "--quiet",
-                                   "--time-limit", "4"])
-    assert res.exit_code == 0, res.output
-    return out
-
-
 def test_every_figure_of_a_memory_planned_report_is_the_files(memory_plan_dir):
     check_html_report(memory_plan_dir)
     page = (memory_plan_dir / "report.html").read_text()
