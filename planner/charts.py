@@ -1,6 +1,8 @@
-"""Static SVG charts for ``report.html``: a Gantt chart, step lines against a limit, horizontal bars.
+"""Static SVG charts and HTML summary cards: a Gantt chart, step lines against a limit, horizontal bars.
 
-Plain SVG text with no dependency, so the report is complete wherever the planner runs,
+Drawn by ``report.html`` (:mod:`planner.report.html`) and by a plan's notebook display
+(``Plan._repr_html_``), so it imports nothing from the planner but the byte format
+(:mod:`planner.units`): it sits with the base modules. Plain SVG text with no dependency, so the report is complete wherever the planner runs,
 opens offline and is the same bytes for the same plan. Sizes are bounded whatever the plan's
 size: bars narrower than a pixel that touch are drawn as one aggregate bar (its
 ``data-count`` says how many it stands for, its tooltip names the span), and a step line
@@ -20,14 +22,56 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from html import escape
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
-__all__ = ["GanttBar", "Series", "gantt_svg", "step_chart_svg", "bars_svg", "nice_step", "KIND_COLORS", "PALETTE"]
+from planner.units import format_bytes
+
+__all__ = ["GanttBar", "Series", "gantt_svg", "gantt_section", "dma_transfers", "step_chart_svg", "bars_svg", "nice_step", "summary_cards",
+           "time_formatter", "KIND_COLORS", "PALETTE", "STYLE", "NOTEBOOK_STYLE"]
 
 # Colour-blind-safe categorical palette (Okabe & Ito) for models; transfers and DMAs in fixed greys/oranges.
 PALETTE = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#D55E00", "#F0E442", "#999999")
 KIND_COLORS = {"transfer": "#6C7A89", "dma-in": "#E69F00", "dma-out": "#D55E00", "dma": "#E69F00"}
 FONT = "font-family=\"system-ui,-apple-system,'Segoe UI',Roboto,sans-serif\" font-size=\"11\""
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;margin:0;color:#1d2733;background:#fff}
+header{background:#1d2733;color:#fff;padding:18px 32px}
+header h1{margin:0;font-size:20px;font-weight:600}
+header p{margin:4px 0 0;color:#b8c4d0;font-size:13px}
+main{padding:8px 32px 32px;max-width:1160px}
+h2{font-size:16px;margin:28px 0 8px;border-bottom:1px solid #e3e8ee;padding-bottom:4px}
+.cards{display:flex;flex-wrap:wrap;gap:12px;margin-top:16px}
+.card{border:1px solid #e3e8ee;border-radius:6px;padding:10px 14px;min-width:120px}
+.card .k{font-size:11px;color:#5b6b7b;text-transform:uppercase;letter-spacing:.04em}
+.card .v{font-size:18px;font-weight:600;margin-top:2px}
+.card .u{font-size:11px;color:#5b6b7b}
+.status{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;background:#009E73;color:#fff}
+.status.FEASIBLE{background:#E69F00}
+table{border-collapse:collapse;font-size:13px}
+td,th{padding:4px 12px;border-bottom:1px solid #e3e8ee;text-align:right}
+td:first-child,th:first-child{text-align:left}
+.legend{font-size:12px;color:#333;margin:6px 0}
+.legend span{display:inline-block;width:10px;height:10px;border-radius:2px;margin:0 4px 0 12px;vertical-align:-1px}
+.charts{display:flex;flex-wrap:wrap;gap:8px}
+.scroll{overflow-x:auto}
+svg .bar:hover{stroke:#1d2733;stroke-width:1}
+footer{font-size:12px;color:#5b6b7b;margin-top:32px}
+"""
+
+
+
+# The cards and legend alone, scoped to the notebook display's own <div> (a notebook's page is not ours).
+NOTEBOOK_STYLE = """
+.plan-nb .cards{display:flex;flex-wrap:wrap;gap:8px;margin:8px 0}
+.plan-nb .card{border:1px solid #e3e8ee;border-radius:6px;padding:6px 10px;min-width:100px}
+.plan-nb .card .k{font-size:10px;color:#5b6b7b;text-transform:uppercase}
+.plan-nb .card .v{font-size:15px;font-weight:600}
+.plan-nb .card .u{font-size:10px;color:#5b6b7b}
+.plan-nb .legend{font-size:11px;margin:4px 0}
+.plan-nb .legend span{display:inline-block;width:9px;height:9px;border-radius:2px;margin:0 3px 0 10px}
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,3 +263,121 @@ def bars_svg(items: Sequence[tuple[str, float]], *, width: int = 540, row_height
                    f'<text x="{label_w + plot + 6}" y="{y + 13}" fill="#333">{100 * value:.1f}%</text>')
     out.append("</svg>")
     return "\n".join(out)
+
+
+def time_formatter(clock_hz: int, horizon_cycles: int):
+    """Cycles of a ``clock_hz`` clock as the time unit that suits ``horizon_cycles`` (ns, µs or ms).
+
+    >>> f = time_formatter(10**9, 57_095); f(10_000), f(0)
+    ('10 µs', '0')
+    """
+    seconds = horizon_cycles / clock_hz
+    unit, scale = ("ms", 1e3) if seconds >= 1e-2 else ("µs", 1e6) if seconds >= 1e-5 else ("ns", 1e9)
+
+    def fmt(cycles: float) -> str:
+        return "0" if cycles == 0 else f"{cycles * scale / clock_hz:.4g} {unit}"
+
+    return fmt
+
+
+def _card(key: str, value: str, unit: str = "", field: str = "", raw: Any = None) -> str:
+    data = f' data-field="{field}" data-value="{escape(str(raw))}"' if field else ""
+    return (f'<div class="card"{data}><div class="k">{escape(key)}</div><div class="v">{escape(value)}</div>'
+            f'<div class="u">{escape(unit)}</div></div>')
+
+
+def summary_cards(doc: Mapping[str, Any]) -> str:
+    """The headline figures of a plan document (objective, bound, gap, makespan, ops, devices).
+
+    ``doc``: ``plan.json``'s fields (``devices`` and ``links`` as lists). Each card carries its
+    raw value as ``data-value``.
+
+    >>> cards = summary_cards({"objective_kind": "latency", "objective": 5, "bound": 4, "gap": 0.2, "status": "FEASIBLE",
+    ...                        "makespan_cycles": 5, "clock_hz": 10**9, "ops": [], "transfers": [], "devices": [],
+    ...                        "links": []})
+    >>> 'data-field="gap" data-value="0.2"' in cards, "20.00%" in cards
+    (True, True)
+    """
+    fmt = time_formatter(doc["clock_hz"], doc["makespan_cycles"])
+
+    def cycles(v: int | None) -> str:
+        return "-" if v is None else f"{v:,}"
+
+    bound = doc.get("bound")
+    return '<div class="cards">' + "".join([
+        _card(f"objective ({doc['objective_kind']})", cycles(doc["objective"]), f"cycles · {fmt(doc['objective'])}",
+              "objective", doc["objective"]),
+        _card("lower bound", cycles(bound), "cycles" + ("" if bound is None else f" · {fmt(bound)}"), "bound", bound),
+        _card("gap", "-" if doc.get("gap") is None else f"{100 * doc['gap']:.2f}%", "proved optimal" if doc["status"] == "OPTIMAL" else "to the bound",
+              "gap", doc.get("gap")),
+        _card("makespan", cycles(doc["makespan_cycles"]), f"cycles · {fmt(doc['makespan_cycles'])}",
+              "makespan_cycles", doc["makespan_cycles"]),
+        _card("ops", f"{len(doc['ops']):,}", f"{len(doc['transfers']):,} transfers", "ops", len(doc["ops"])),
+        _card("devices", f"{len(doc['devices'])}", f"{len(doc['links'])} links", "devices", len(doc["devices"])),
+    ]) + "</div>"
+
+
+def _base(name: str) -> str:
+    head, sep, tail = name.rpartition("#")
+    return head if sep and tail.isdigit() else name
+
+
+def dma_transfers(memory: Mapping[str, Any] | None) -> dict[str, list[Mapping[str, Any]]]:
+    """Device -> its DMAs (memory.json ``devices.<name>.transfers``), by device name; ``{}`` without memory.json."""
+    return {name: list(dp.get("transfers", ())) for name, dp in sorted(((memory or {}).get("devices") or {}).items())}
+
+
+def _op_colors(doc: Mapping[str, Any]) -> tuple[dict[str, str], Any]:
+    """Colour per legend entry, and the entry of an op: its model, or its unit when the plan has one model."""
+    ops = (doc.get("resources") or {}).get("ops") or {}
+    kind_of = {d["name"]: d["kind"] for d in doc["devices"]}
+    if len({info.get("model", "") for info in ops.values()}) > 1:
+        def key(op: Mapping[str, Any]) -> str:
+            return (ops.get(_base(op["name"])) or {}).get("model", "ops")
+    else:
+        def key(op: Mapping[str, Any]) -> str:
+            units = (ops.get(_base(op["name"])) or {}).get("units") or {}
+            return f"{units[kind_of[op['device']]]} unit" if kind_of[op["device"]] in units else "ops"
+    names = sorted({key(o) for o in doc["ops"]})
+    return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(names)}, key
+
+
+def gantt_section(doc: Mapping[str, Any], memory: Mapping[str, Any] | None = None, *, width: int = 1100) -> str:
+    """The Gantt chart of a plan document with its legend: device streams, DMA engines, links."""
+    colors, key = _op_colors(doc)
+    streams = {(o["device"], o["stream"]) for o in doc["ops"]}
+    rows: list[str] = []
+    row_of: dict[tuple[str, Any], int] = {}
+    dmas = dma_transfers(memory)
+    for d in doc["devices"]:
+        for s in sorted(s for dev, s in streams if dev == d["name"]):
+            row_of[(d["name"], s)] = len(rows)
+            rows.append(f"{d['name']} · stream {s}")
+        if dmas.get(d["name"]):
+            row_of[(d["name"], "dma")] = len(rows)
+            rows.append(f"{d['name']} · DMA engine")
+    used_links = {t["link"] for t in doc["transfers"] if t["duration_cycles"] > 0}
+    for link in doc["links"]:
+        if link["name"] in used_links:
+            row_of[("link", link["name"])] = len(rows)
+            rows.append(f"link {link['name']}")
+    bars = [GanttBar(row_of[(o["device"], o["stream"])], o["start_cycle"], o["duration_cycles"], "op",
+                     f"{o['name']} on {o['device']} stream {o['stream']}: cycles {o['start_cycle']:,}+"
+                     f"{o['duration_cycles']:,}", colors[key(o)]) for o in doc["ops"]]
+    bars += [GanttBar(row_of[("link", t["link"])], t["start_cycle"], t["duration_cycles"], "transfer",
+                      f"{t['src_op']} -> {t['dst_op']}: {format_bytes(t['size_bytes'])}, cycles "
+                      f"{t['start_cycle']:,}+{t['duration_cycles']:,}", KIND_COLORS["transfer"])
+             for t in doc["transfers"] if t["duration_cycles"] > 0]
+    for device, transfers in dmas.items():
+        bars += [GanttBar(row_of[(device, "dma")], t["start_cycle"], t["end_cycle"] - t["start_cycle"],
+                          "dma-in" if t["kind"] == "prefetch" else "dma-out",
+                          f"{t['kind']} {t['tensor']}: {format_bytes(t['size_bytes'])}, cycles "
+                          f"{t['start_cycle']:,}-{t['end_cycle']:,}",
+                          KIND_COLORS["dma-in" if t["kind"] == "prefetch" else "dma-out"]) for t in transfers]
+    legend = "".join(f'<span style="background:{c}"></span>{escape(m)}' for m, c in colors.items())
+    legend += (f'<span style="background:{KIND_COLORS["transfer"]}"></span>transfer'
+               f'<span style="background:{KIND_COLORS["dma-in"]}"></span>DMA prefetch'
+               f'<span style="background:{KIND_COLORS["dma-out"]}"></span>DMA evict')
+    horizon = max([doc["makespan_cycles"], *(b.end_cycle for b in bars)])
+    svg = gantt_svg(rows, bars, horizon, width=width, fmt=time_formatter(doc["clock_hz"], horizon))
+    return f'<div class="legend">{legend}</div>\n<div class="scroll">{svg}</div>'
