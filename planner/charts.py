@@ -27,7 +27,7 @@ from typing import Any, Callable, Mapping, Sequence
 from planner.units import format_bytes
 
 __all__ = ["GanttBar", "Series", "gantt_svg", "gantt_section", "dma_transfers", "step_chart_svg", "bars_svg", "nice_step", "summary_cards",
-           "time_formatter", "KIND_COLORS", "PALETTE", "STYLE", "NOTEBOOK_STYLE"]
+           "time_formatter", "stacked_bars_svg", "KIND_COLORS", "PALETTE", "STYLE", "NOTEBOOK_STYLE"]
 
 # Colour-blind-safe categorical palette (Okabe & Ito) for models; transfers and DMAs in fixed greys/oranges.
 PALETTE = ("#0072B2", "#009E73", "#CC79A7", "#56B4E9", "#E69F00", "#D55E00", "#F0E442", "#999999")
@@ -261,6 +261,37 @@ def bars_svg(items: Sequence[tuple[str, float]], *, width: int = 540, row_height
                    f'<rect class="util" x="{label_w}" y="{y}" width="{plot * min(max(value, 0), 1):.1f}" '
                    f'height="{row_height - 6}" fill="#009E73" data-value="{value:.6g}"/>'
                    f'<text x="{label_w + plot + 6}" y="{y + 13}" fill="#333">{100 * value:.1f}%</text>')
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def stacked_bars_svg(rows: Sequence[tuple[str, Sequence[tuple[str, float, str]], float]], *, width: int = 620,
+                     row_height: int = 20, label_width: int = 170) -> str:
+    """Horizontal bars on a 0-100% scale, each made of coloured segments: ``(label, [(part, value, colour)], total)``.
+
+    ``total`` is the bar's figure (``data-value``, printed beside it); the segments show what
+    makes it up (their tooltips name them).
+
+    >>> svg = stacked_bars_svg([("p0 · ops", [("a", 0.25, "#000"), ("b", 0.5, "#111")], 0.75)])
+    >>> svg.count('class="segment"'), 'data-value="0.75"' in svg
+    (2, True)
+    """
+    plot = width - label_width - 70
+    height = row_height * len(rows) + 6
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="stacked" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" {FONT}>']
+    for i, (label, parts, total) in enumerate(rows):
+        y = i * row_height + 3
+        out.append(f'<text x="{label_width - 6}" y="{y + 12}" text-anchor="end" fill="#333">{escape(label)}</text>'
+                   f'<rect class="track" x="{label_width}" y="{y}" width="{plot}" height="{row_height - 6}" '
+                   f'fill="#EEF1F5" data-value="{total:.6g}"/>')
+        x = float(label_width)
+        for part, value, color in parts:
+            w = plot * max(value, 0)
+            out.append(f'<rect class="segment" x="{x:.2f}" y="{y}" width="{w:.2f}" height="{row_height - 6}" '
+                       f'fill="{color}"><title>{escape(part)}: {100 * value:.2f}%</title></rect>')
+            x += w
+        out.append(f'<text x="{label_width + plot + 6}" y="{y + 12}" fill="#333">{100 * total:.1f}%</text>')
     out.append("</svg>")
     return "\n".join(out)
 
