@@ -311,6 +311,10 @@ def time_formatter(clock_hz: int, horizon_cycles: int):
     return fmt
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'s' * (n != 1)}"
+
+
 def _card(key: str, value: str, unit: str = "", field: str = "", raw: Any = None) -> str:
     data = f' data-field="{field}" data-value="{escape(str(raw))}"' if field else ""
     return (f'<div class="card"{data}><div class="k">{escape(key)}</div><div class="v">{escape(value)}</div>'
@@ -343,8 +347,8 @@ def summary_cards(doc: Mapping[str, Any]) -> str:
               "gap", doc.get("gap")),
         _card("makespan", cycles(doc["makespan_cycles"]), f"cycles · {fmt(doc['makespan_cycles'])}",
               "makespan_cycles", doc["makespan_cycles"]),
-        _card("ops", f"{len(doc['ops']):,}", f"{len(doc['transfers']):,} transfers", "ops", len(doc["ops"])),
-        _card("devices", f"{len(doc['devices'])}", f"{len(doc['links'])} links", "devices", len(doc["devices"])),
+        _card("ops", f"{len(doc['ops']):,}", _count(len(doc["transfers"]), "transfer"), "ops", len(doc["ops"])),
+        _card("devices", f"{len(doc['devices'])}", _count(len(doc["links"]), "link"), "devices", len(doc["devices"])),
     ]) + "</div>"
 
 
@@ -368,7 +372,10 @@ def _op_colors(doc: Mapping[str, Any]) -> tuple[dict[str, str], Any]:
     else:
         def key(op: Mapping[str, Any]) -> str:
             units = (ops.get(_base(op["name"])) or {}).get("units") or {}
-            return f"{units[kind_of[op['device']]]} unit" if kind_of[op["device"]] in units else "ops"
+            if kind_of.get(op["device"]) in units:
+                return f"{units[kind_of[op['device']]]} unit"
+            unanimous = set(units.values())  # the device's kind unknown (a bare Plan): the unit if every kind agrees
+            return f"{unanimous.pop()} unit" if len(unanimous) == 1 else "ops"
     names = sorted({key(o) for o in doc["ops"]})
     return {m: PALETTE[i % len(PALETTE)] for i, m in enumerate(names)}, key
 
@@ -406,9 +413,9 @@ def gantt_section(doc: Mapping[str, Any], memory: Mapping[str, Any] | None = Non
                           f"{t['start_cycle']:,}-{t['end_cycle']:,}",
                           KIND_COLORS["dma-in" if t["kind"] == "prefetch" else "dma-out"]) for t in transfers]
     legend = "".join(f'<span style="background:{c}"></span>{escape(m)}' for m, c in colors.items())
-    legend += (f'<span style="background:{KIND_COLORS["transfer"]}"></span>transfer'
-               f'<span style="background:{KIND_COLORS["dma-in"]}"></span>DMA prefetch'
-               f'<span style="background:{KIND_COLORS["dma-out"]}"></span>DMA evict')
+    present = {b.kind for b in bars}  # only what the chart draws
+    legend += "".join(f'<span style="background:{KIND_COLORS[kind]}"></span>{name}' for kind, name in
+                      (("transfer", "transfer"), ("dma-in", "DMA prefetch"), ("dma-out", "DMA evict")) if kind in present)
     horizon = max([doc["makespan_cycles"], *(b.end_cycle for b in bars)])
     svg = gantt_svg(rows, bars, horizon, width=width, fmt=time_formatter(doc["clock_hz"], horizon))
     return f'<div class="legend">{legend}</div>\n<div class="scroll">{svg}</div>'

@@ -177,7 +177,7 @@ def test_trace_has_a_track_per_stream_and_link(tmp_path):
     events = json.loads((out / "trace.json").read_text())["traceEvents"]
     ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
     assert sorted(e["name"] for e in ops) == ["m/a", "m/b", "m/c", "m/d"]
-    names = {e["args"]["name"] for e in events if e["ph"] == "M"}
+    names = {e["args"]["name"] for e in events if e["name"] in ("process_name", "thread_name")}
     assert {"p0", "p1", "links", "l0"} <= names
 
 
