@@ -12,6 +12,20 @@ machine's, printed with ``uptime``'s load.
 
 Run: ``python -m benchmarks.report [--ops 1000,10000,100000] [--repeat 3]``.
 
+Results (2026-11-23, 18:03 UTC, the 2-core machine shared with five other sessions and a fuzz
+run: load average 7.6-8.3, so wall times are 5-20x CPU times; medians of 3):
+
+======  ===================  =======  =====  ====================  ========
+ops     html CPU / wall s    html KB  bars   trace CPU / wall s    trace MB
+======  ===================  =======  =====  ====================  ========
+1,000   0.01 / 0.36          327      1,116  0.04 / 0.71           0.6
+10,000  0.10 / 2.29          1,383    6,214  0.41 / 5.47           6.4
+======  ===================  =======  =====  ====================  ========
+
+The page's bars are bounded by its width (8 rows of about 880 pixels here), not by the plan:
+most of the 10,000 ops are a pixel or wider and drawn alone, the rest merged. trace.json has
+every event (Perfetto does its own aggregation), so it grows with the plan.
+
 Examples
 --------
 >>> doc, allocation = synthetic_plan(16)
