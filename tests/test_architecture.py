@@ -315,10 +315,6 @@ def _functions(module: str):
 # Long functions still to split, each with the owning helper (shrinks to empty).
 LONG_FUNCTION_EXCEPTIONS: set[str] = {
     # arch-layers (not split yet: each needs its own byte-for-byte check of the outputs):
-    "planner.memory.assemble.assemble",
-    "planner.memory.assemble._device_plan",
-    "planner.simulator.numeric._run_single_threaded",
-    "planner.simulator.replay.simulate_programs",
     "planner.spec.resolve.resolve_hardware",
     "planner.spec.resolve.resolve",
     # the numpy decoder (place-runtime) replaced the section split in the merge; split it again:
