@@ -314,9 +314,6 @@ def _functions(module: str):
 
 # Long functions still to split, each with the owning helper (shrinks to empty).
 LONG_FUNCTION_EXCEPTIONS: set[str] = {
-    # arch-layers (not split yet: each needs its own byte-for-byte check of the outputs):
-    # the numpy decoder (place-runtime) replaced the section split in the merge; split it again:
-    "planner.isa.binary.decode",
     # arch-solvers:
     "solvers.colocation.greedy.bin_completion",
     "solvers.colocation.greedy.improve_balance",
