@@ -215,6 +215,17 @@ def _module_graph() -> nx.DiGraph:
     return graph
 
 
+def test_lowering_never_solves():
+    # Issue 10: lowering gets addresses as data (a memory plan's) or leaves them to the address pass
+    # (planner.memory.address_pass) after it; nothing it imports, even indirectly, runs a solver.
+    graph = _module_graph()
+    lowering = [m for m in MODULES if m.startswith("planner.lowering")]
+    reached = set(lowering).union(*(nx.descendants(graph, m) for m in lowering))
+    solving = sorted(m for m in reached if m.startswith("solvers.")
+                     or m in ("planner.memory.addresses", "planner.memory.address_pass"))
+    assert lowering and not solving, solving
+
+
 def _package(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
