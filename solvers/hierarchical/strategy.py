@@ -2,8 +2,10 @@
 
 Notes
 -----
-Every path starts from the warm start (``options.hint``, else HEFT) and returns the best
-schedule it saw, so the result is never worse than HEFT.
+Every path starts from the warm start (``options.hint``, else HEFT; on LATENCY problems with
+a memory limit, the contiguous split of :mod:`~solvers.scheduling.contiguous` instead when it is
+better, ``stats["warm_start"]`` says which) and returns the best schedule it saw, so the result
+is never worse than HEFT or that split.
 
 * **flat** (``num_ops <= flat_max_ops`` under ``auto``): LNS
   (:class:`~solvers.hierarchical.lns.LnsScheduler`, LATENCY, graphs of at least
@@ -44,6 +46,7 @@ from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
 from solvers.hierarchical.state import warm_start
+from solvers.scheduling.contiguous import contiguous_schedule
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
 from solvers.scheduling.cpsat.segments import segment_lower_bound
@@ -158,6 +161,8 @@ class StrategyScheduler(Accepting):
         if warm is None:  # no heuristic schedule: only CP-SAT can decide
             r = CpSatScheduler(self.config.cpsat).solve(problem, options)
             return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})
+        heft_objective = objective_value(problem, warm)
+        warm, start = _better_start(problem, warm, "hint" if warm is options.hint else "heft")
         choice = choose_strategy(problem, self.config)
         if choice == "flat":
             result = self._flat(problem, options, warm, t0)
@@ -165,7 +170,7 @@ class StrategyScheduler(Accepting):
             result = self._hierarchical(problem, options, warm, t0)
         stages = result.stats["strategy_stages"]
         stats = {**result.stats, "strategy": choice, "requested_strategy": self.config.strategy,
-                 "heft_objective": objective_value(problem, warm), "search": options.search,
+                 "heft_objective": heft_objective, "warm_start": start, "search": options.search,
                  "stopped_by": combine_stops(v.get("stopped_by") for v in stages.values())}
         return replace(result, wall_time_s=time.perf_counter() - t0, stats=stats)
 
@@ -235,6 +240,19 @@ class StrategyScheduler(Accepting):
                          stopped_by=seg_stats.get("segment_bound_stopped_by"))
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
+
+
+def _better_start(problem: SchedulingProblem, warm: SchedulingSolution, label: str) -> tuple[SchedulingSolution, str]:
+    """The warm start, or the contiguous split (:mod:`~solvers.scheduling.contiguous`) when it
+    is better: LATENCY problems with a memory limit, where memory forces the model across
+    devices and HEFT's op-by-op placement pays transfers it did not plan for."""
+    capped = any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices))
+    if problem.objective is not Objective.LATENCY or not capped:
+        return warm, label
+    split = contiguous_schedule(problem)
+    if split is not None and objective_value(problem, split) < objective_value(problem, warm):
+        return split, "contiguous split"
+    return warm, label
 
 
 def _brief(stats: dict) -> dict:
