@@ -15,9 +15,10 @@ is never worse than HEFT or that split.
   its own search) and is never worse than its hint.
 * **hierarchical**: :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
-  its schedule and HEFT's warm-starts LNS for ``lns_share``. The bound is
-  :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` (segments up to
-  ``segment_max_ops`` ops), raised by CP-SAT proofs on repeated segments
+  its schedule and HEFT's warm-starts LNS for ``lns_share``. The bound is the best of
+  :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` and, up to ``segment_max_ops``
+  ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
+  and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
   (:func:`~solvers.scheduling.cpsat.segment_lower_bound`) up to ``segment_proof_max_ops``
   ops with ``bound_share`` of the limit.
 
@@ -46,6 +47,7 @@ from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
 from solvers.hierarchical.state import warm_start
+from solvers.scheduling.bounds import lower_bound
 from solvers.scheduling.contiguous import contiguous_schedule
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
@@ -228,8 +230,13 @@ class StrategyScheduler(Accepting):
     def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float) -> tuple[int, dict]:
         cfg = self.config
         t0 = time.perf_counter()
-        bound = quick_lower_bound(problem, segments=problem.num_ops <= cfg.segment_max_ops)
+        small = problem.num_ops <= cfg.segment_max_ops
+        bound = quick_lower_bound(problem, segments=small)
         stats: dict[str, Any] = {"quick_bound": bound}
+        if small:  # the static bounds without the LP relaxation: paths with memory, segment runs
+            static = lower_bound(problem, lp=False)
+            stats["static_bound"] = static
+            bound = max(bound, static)
         if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
                 and problem.num_ops <= cfg.segment_proof_max_ops):
             opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)

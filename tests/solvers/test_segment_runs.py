@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solvers.core import SolveOptions
-from solvers.hierarchical import StrategyScheduler
+from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.scheduling import SchedulingProblem, lower_bounds, validate_schedule
 from solvers.scheduling.bounds import bound_segments, segment_floor
 from solvers.scheduling.contiguous import ContiguousSplitScheduler, contiguous_schedule
@@ -104,3 +104,12 @@ def test_the_strategy_starts_from_a_better_contiguous_split():
     assert (r.stats["heft_objective"], split.objective) == (28, 27)
     assert r.stats["warm_start"] == "contiguous split" and r.objective == 27
     assert not validate_schedule(p, r.solution)
+
+
+def test_the_hierarchical_path_reports_the_static_bounds():
+    # quick_lower_bound alone says 13; the segment runs prove 23 (optimum 27)
+    p = _fork_join_chain(6)
+    r = StrategyScheduler(StrategyOptions(strategy="hierarchical", bound_share=0.0)).solve(
+        p, SolveOptions(time_limit_s=2, num_workers=1))
+    stages = r.stats["strategy_stages"]["bound"]
+    assert (stages["quick_bound"], stages["static_bound"], r.bound) == (13, 23, 23)
