@@ -9,7 +9,7 @@ end(c_(S-1)))`` (:mod:`~solvers.scheduling.decomposition`). Every schedule split
 ops into *runs*: maximal stretches of consecutive cut ops on one device. Take a run
 ``c_s .. c_t`` on device d and a segment j inside it (``s <= j < t``: both ``c_j`` and
 ``c_(j+1)`` on d). Its *interior* ops (strictly between them) descend from ``c_j`` and
-precede ``c_(j+1)``, so exactly one of these holds:
+precede ``c_(j+1)``, so one of these holds:
 
 * **full**: every interior op is on d. Then d holds their weights, and the step ``end(c_(j+1))
   - end(c_j)`` is at least the work of the interior ops and ``c_(j+1)`` on d divided by d's
@@ -19,15 +19,21 @@ precede ``c_(j+1)``, so exactly one of these holds:
   dur(x, d') + dur(c_(j+1), d)``, where F is the earliest finish of x after ``c_j``
   (:func:`~solvers.scheduling.path_bounds.pool_finish_from_source`, ``c_j`` a zero-duration
   source on d) and R the same run backwards from ``c_(j+1)`` on d (x's duration plus the
-  least time from x's end to ``c_(j+1)``'s start). Its weights are not counted.
+  least time from x's end to ``c_(j+1)``'s start): call it ``through(x)``.
+
+So if the step is s, every interior op with ``through(x) > s`` is on d. For every threshold t
+among the ``through`` values the segment offers the option (weight of the interior ops with
+``through > t``, step ``max(t, their work and c_(j+1)'s on d / streams)``), besides the full
+option; a schedule whose off-device ops have the largest ``through`` t fits that option, one
+with none off fits the full one. (A segment without interior weights offers one option of
+weight 0 and no step beyond the floors: there is nothing to trade.)
 
 Either way the step is also at least the plain segment terms of
 :func:`~solvers.scheduling.decomposition.segment_chain_terms` (its floor and the pooled
-earliest finish). So each segment inside a run offers two (weight, time) options, and the
-run's weight on d (its cut ops' and its full segments' weights, each colocation group
-counted once, :func:`~solvers.scheduling.forced.held_weights` over the topological order)
-is at most d's memory. Between runs (``c_j`` on a, ``c_(j+1)`` on another device b) the
-step is at least the pooled earliest finish of ``c_(j+1)`` on b after ``c_j`` on a; when a
+earliest finish). The run's weight on d (its cut ops' and the weights its segments' options
+count, each colocation group counted once, :func:`~solvers.scheduling.forced.held_weights`
+over the topological order) is at most d's memory. Between runs (``c_j`` on a, ``c_(j+1)``
+on another device b) the step is at least the pooled earliest finish of ``c_(j+1)`` on b after ``c_j`` on a; when a
 and b are two devices of one pool this is computed with a and b as pools of their own, so
 the path pays a real transfer (the plain chain lets a pool move for free).
 
@@ -101,31 +107,41 @@ def _split_pools(pools: DevicePools, b: int) -> tuple[list[tuple[int, ...]], int
 
 
 def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other: int | None,
-                     held_interior: int) -> tuple[float, float, float]:
-    """For a middle segment ``sub`` (source first, sink last) whose cut ops may both sit on
-    device ``parts[0][0]``: the full step (interior there), the split step (an interior op
-    elsewhere), and the move to ``parts[other]`` (another device of the pool), before floors."""
+                     held_inner: Sequence[int]) -> tuple[list[tuple[int, float]], float]:
+    """For a middle segment ``sub`` (source first, sink last) whose cut ops both sit on device
+    ``parts[0][0]``: the (interior weight on the device, step) options of the module Notes,
+    before floors, and the step when the sink moves to ``parts[other]`` (another device of
+    the pool)."""
     n = sub.num_ops
     d = parts[0][0]
     fwd = pool_finish_from_source(sub, 0, DevicePools(sub, parts))[0]  # (ops, parts), source on d
     move = float(fwd[n - 1, other]) if other is not None else math.inf
-    inner = list(range(1, n - 1))
-    dur_d = [sub.durations_cycles[i][d] for i in inner + [n - 1]]
-    full = math.inf
-    if all(x >= 0 for x in dur_d):
-        full = float(-(-sum(dur_d) // sub.device_streams[d]))
-    if not inner:
-        return full, math.inf, move
-    if held_interior == 0:  # no weight to save: the split option can add nothing
-        return full, math.inf, move
-    rev_pools = DevicePools(reversed_problem(sub), parts)
-    back = pool_finish_from_source(reversed_problem(sub), n - 1, rev_pools)[0]
-    dur = rev_pools.durations
-    allowed = np.isfinite(dur[inner, 1:])
-    through = np.where(allowed, fwd[inner, 1:] + back[inner, 1:] - np.where(allowed, dur[inner, 1:], 0.0), np.inf)
     sink_d = sub.durations_cycles[n - 1][d]
-    split = float(through.min()) + sink_d if sink_d >= 0 and through.size else math.inf
-    return full, split, move
+    if sink_d < 0:
+        return [], move
+    inner = list(range(1, n - 1))
+    dur_d = np.array([x if x >= 0 else np.inf for x in (sub.durations_cycles[i][d] for i in inner)])
+
+    def serial(on: np.ndarray) -> float:  # the ops on d and the sink share d's streams
+        return float(-(-(dur_d[on].sum() + sink_d) // sub.device_streams[d]))
+
+    if not inner:
+        return [(0, serial(np.zeros(0, dtype=bool)))], move
+    if sum(held_inner) == 0:  # no weight to save: only the floors hold
+        return [(0, 0.0)], move
+    rev = reversed_problem(sub)
+    rev_pools = DevicePools(rev, parts)
+    back = pool_finish_from_source(rev, n - 1, rev_pools)[0]
+    dur = rev_pools.durations[inner, 1:]
+    allowed = np.isfinite(dur)
+    through = np.where(allowed, fwd[inner, 1:] + back[inner, 1:] - np.where(allowed, dur, 0.0), np.inf)
+    through = through.min(axis=1) + sink_d  # x off d: the step is at least this
+    held = np.asarray(held_inner, dtype=np.int64)
+    options = [(int(held.sum()), serial(np.ones(len(inner), dtype=bool)))]
+    for t in np.unique(through[np.isfinite(through)]):
+        on = through > t  # every op off d has through <= t, so these are on d
+        options.append((int(held[on].sum()), max(float(t), serial(on))))
+    return options, move
 
 
 def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
@@ -174,15 +190,15 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
     pools, first, steps, last, cuts, middles = terms
     order = topological_order(problem)
     held = dict(zip(order, held_weights(problem, order)))
-    stays: list[list[tuple[int, float, float]]] = [[] for _ in range(pools.size)]  # per pool, per step
+    stays: list[list[list[tuple[int, float]]]] = [[] for _ in range(pools.size)]  # per pool, per step
     moves = [np.array(reach, dtype=np.float64) for _, reach in steps]
     for j, (sub, ops) in enumerate(middles):
-        interior = sum(held[i] for i in ops[1:-1])
+        held_inner = [held[i] for i in ops[1:-1]]
         for b in range(pools.size):
             parts, other = _split_pools(pools, b)
-            full, split, move = _segment_options(sub, parts, other, interior)
+            options, move = _segment_options(sub, parts, other, held_inner)
             base = float(steps[j][0][b])
-            stays[b].append((interior, max(base, full), max(base, split)))
+            stays[b].append([(w, max(base, t)) for w, t in options])
             # a run boundary inside pool b changes device: impossible in a pool of one
             moves[j][b, b] = max(moves[j][b, b], move)
     value = _chain(pools, first, moves, last, stays, [held[c] for c in cuts], sum(held.values()))
@@ -190,7 +206,7 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
 
 
 def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last: np.ndarray,
-           stays: list[list[tuple[int, float, float]]], own: list[int], total: int) -> float:
+           stays: list[list[list[tuple[int, float]]]], own: list[int], total: int) -> float:
     """The run DP over the cut ops (module Notes): the best end of each cut op per pool, a run
     of any pool starting after a run of any other one ended."""
     count, cap = len(own), pools.capacity
@@ -205,8 +221,7 @@ def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last:
                 return w * _UNITS // cap[b] if limited[b] else 0
             stay = None
             if j:
-                interior, full, split = stays[b][j - 1]
-                stay = (units(interior + own[j]), full, units(own[j]), split)
+                stay = [(units(w + own[j]), t) for w, t in stays[b][j - 1]]
             nxt[b] = state.advance(float(enter[b]), stay, units(own[j]))
         best = nxt
     return float((best + np.asarray(last, dtype=np.float64)).min())
@@ -221,15 +236,15 @@ class _RunState:
         self.rows = np.empty((0, units + 1))
         self.starts = np.empty(0)
 
-    def advance(self, enter: float, stay: tuple[int, float, int, float] | None, own: int) -> float:
-        """Extend every open run by one step (``stay`` = full units, full time, split units,
-        split time, the cut op's own units included), open one at this cut op unless an open
+    def advance(self, enter: float, stay: list[tuple[int, float]] | None, own: int) -> float:
+        """Extend every open run by one step (``stay``: its (units, time) options, the cut op's
+        own units included), open one at this cut op unless an open
         run is as good at every weight, drop runs a newer one beats, and return the best end
         of this cut op on the pool."""
         u = self.units
         if stay is not None and len(self.rows):
             nxt = np.full_like(self.rows, np.inf)
-            for w, t in ((stay[0], stay[1]), (stay[2], stay[3])):
+            for w, t in stay:
                 if w <= u and math.isfinite(t):
                     nxt[:, w:] = np.minimum(nxt[:, w:], self.rows[:, :u + 1 - w] + t)
             self.rows = nxt

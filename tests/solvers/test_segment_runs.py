@@ -23,7 +23,8 @@ _SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
 @st.composite
 def fork_chains(draw):
     """Cut op, then forks of one or two branch ops, joined by the next cut op; up to 7 ops on
-    2-3 devices (2 identical ones, maybe a slower third with more memory), memory tight."""
+    2-3 devices (2 alike, some ops pinned to the first, maybe a slower third with more
+    memory), memory tight."""
     ops, edges = 1, []
     while ops < 6:
         width = draw(st.integers(1, 2))
@@ -40,7 +41,8 @@ def fork_chains(draw):
     durations = []
     for _ in range(ops):
         fast = draw(st.integers(0, 4))
-        durations.append((fast, fast) + ((fast * 2 + 1,) if slow else ()))
+        second = -1 if draw(st.integers(0, 3)) == 0 else fast  # sometimes pinned to device 0
+        durations.append((fast, second) + ((fast * 2 + 1,) if slow else ()))
     link_of = [[-1 if a == b else 0 for b in range(nd)] for a in range(nd)]
     if nd == 3:
         link_of = [[-1, 0, 1], [0, -1, 2], [1, 2, -1]]
@@ -113,3 +115,15 @@ def test_the_hierarchical_path_reports_the_static_bounds():
         p, SolveOptions(time_limit_s=2, num_workers=1))
     stages = r.stats["strategy_stages"]["bound"]
     assert (stages["quick_bound"], stages["static_bound"], r.bound) == (13, 23, 23)
+
+
+def test_weightless_branches_may_run_in_parallel():
+    # c -> {x, y} -> c' with x, y 4 cycles each and free transfers, no weights inside: the
+    # branches run side by side (step 4 + 1), not one after the other on device 0 (9), where c
+    # and c' must run
+    p = SchedulingProblem(((1, -1), (4, 4), (4, 4), (1, -1)), ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)),
+                          (1, 1), ((-1, 0), (0, -1)), ((0,),) * 4, device_memory_bytes=(5, 5),
+                          op_resident_bytes=(3, 0, 0, 2))
+    assert brute_force(p) == 6
+    pruned, segs = bound_segments(p)
+    assert segment_run_bound(pruned, segs, [segment_floor(sub) for sub, _ in segs]) <= 6
