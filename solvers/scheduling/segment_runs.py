@@ -123,7 +123,8 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
     dur_d = np.array([x if x >= 0 else np.inf for x in (sub.durations_cycles[i][d] for i in inner)])
 
     def serial(on: np.ndarray) -> float:  # the ops on d and the sink share d's streams
-        return float(-(-(dur_d[on].sum() + sink_d) // sub.device_streams[d]))
+        work = float(dur_d[on].sum()) + sink_d
+        return float(-(-work // sub.device_streams[d])) if math.isfinite(work) else math.inf
 
     if not inner:
         return [(0, serial(np.zeros(0, dtype=bool)))], move
@@ -135,9 +136,11 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
     dur = rev_pools.durations[inner, 1:]
     allowed = np.isfinite(dur)
     through = np.where(allowed, fwd[inner, 1:] + back[inner, 1:] - np.where(allowed, dur, 0.0), np.inf)
-    through = through.min(axis=1) + sink_d  # x off d: the step is at least this
     held = np.asarray(held_inner, dtype=np.int64)
     options = [(int(held.sum()), serial(np.ones(len(inner), dtype=bool)))]
+    if through.shape[1] == 0:  # d is the only device: every interior op is on it
+        return options, move
+    through = through.min(axis=1) + sink_d  # x off d: the step is at least this
     for t in np.unique(through[np.isfinite(through)]):
         on = through > t  # every op off d has through <= t, so these are on d
         options.append((int(held[on].sum()), max(float(t), serial(on))))

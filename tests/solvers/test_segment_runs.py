@@ -127,3 +127,17 @@ def test_weightless_branches_may_run_in_parallel():
     assert brute_force(p) == 6
     pruned, segs = bound_segments(p)
     assert segment_run_bound(pruned, segs, [segment_floor(sub) for sub, _ in segs]) <= 6
+
+
+def test_one_device_and_forbidden_ops():
+    # one device: every interior op stays (no option to send one away); an op the device
+    # cannot run makes the full option impossible rather than free
+    one = SchedulingProblem(((1,), (2,), (3,), (1,)), ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1,),
+                            ((-1,),), ((),) * 4, device_memory_bytes=(10,), op_resident_bytes=(1, 2, 3, 1))
+    pruned, segs = bound_segments(one)
+    assert segment_run_bound(pruned, segs, [segment_floor(sub) for sub, _ in segs]) == brute_force(one) == 7
+    two = SchedulingProblem(((1, -1), (2, 2), (-1, 3), (1, -1)), ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)),
+                            (1, 1), ((-1, 0), (0, -1)), ((1,),) * 4, device_memory_bytes=(10, 10),
+                            op_resident_bytes=(1, 2, 3, 1))
+    pruned, segs = bound_segments(two)
+    assert segment_run_bound(pruned, segs, [segment_floor(sub) for sub, _ in segs]) == brute_force(two) == 7
