@@ -36,11 +36,13 @@ inputs is the paper's rule. The earlier "no schedule (memory?)" was the fixed-pl
 solve failing for exactly this reason, unexplained; the splits are feasible in the paper's
 model only for the inputs they were made for.
 
-Latency, last measured (2026-11-23, ``--search deterministic --time-limit 60``, load 11-17; the
-README's "Lower bounds and gaps" table): never worse than HEFT on all 8 inputs (better on the 4
-operator graphs, from the max-load split's warm start); gap at most 5% on 2 of 8 (BERT-24 0%,
-GNMT 2.95%), 10-11% on the BERT operator graphs, 47-68% on Inception-V3, ResNet-50 layers and
-ResNet-50 operators.
+Latency, last measured (2026-11-23 17:44-17:58 UTC, ``--search deterministic --time-limit 60``,
+load 9-11 on 2 cores; before/after the contiguous split and the segment-run bound, the same
+run settings): never worse than HEFT or its best warm start on all 8 inputs; Inception-V3
+1,384.6 / 739.6 (46.6%) -> 1,224.6 / 803.5 (34.4%, from the contiguous split), ResNet-50
+layers 1,701.6 / 546.3 (67.9%) -> 1,300.1 / 546.3 (58.0%); unchanged: BERT-24 0%, GNMT 2.95%,
+BERT-L 3/6/12 10.2/10.1/7.8%, ResNet-50 operators 47.0% (the contiguous split is worse than
+the max-load split there: CPU-only ops sit between the accelerator ops). Gap <= 5% on 2 of 8.
 
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
