@@ -1,7 +1,7 @@
 """How fast the timing replay and the whole verifier go through a plan's instructions (issue 11, Build 4).
 
 For each size, a deep transformer (the demo's hardware: 2 TPU v4 + 2 edge NPUs, ``layers * 43 + 1``
-ops) is scheduled by HEFT (``planner.pipeline.to_problem`` and the project's HEFT, no search:
+ops) is scheduled by HEFT (``planner.reductions.scheduling.to_problem`` and the project's HEFT, no search:
 the replay's cost does not depend on the schedule's quality) and lowered to binaries with
 ``planner.lowering.lower``. Then, medians of ``--repeat`` runs:
 
@@ -79,7 +79,7 @@ def heft_binaries(spec) -> dict[str, bytes]:
     """The spec scheduled by HEFT, lowered and encoded: one binary per device."""
     from planner.isa.binary import encode
     from planner.lowering import lower
-    from planner.pipeline import from_solution, to_problem
+    from planner.reductions.scheduling import from_solution, to_problem
     from solvers.core import SolveOptions
     from solvers.scheduling import HeftScheduler
 

@@ -163,7 +163,8 @@ class _LiveLine:
             return Text(f"solving  {elapsed}")
         bound = "-" if p.bound is None else f"{p.bound:,.0f}"
         gap = "-" if p.bound is None else f"{100 * abs(p.objective - p.bound) / max(1, abs(p.objective)):.2f}%"
-        return Text(f"solving  incumbent {p.objective:,.0f}  bound {bound}  gap {gap}  {elapsed}")
+        found_by = "heuristic" if p.source == "heuristic" else "incumbent"  # the heuristic's, before the search
+        return Text(f"solving  {found_by} {p.objective:,.0f}  bound {bound}  gap {gap}  {elapsed}")
 
 
 def _summary_table(plan, rows) -> Table:

@@ -61,12 +61,12 @@ def memory_profile(problem: SchedulingProblem, solution: SchedulingSolution,
     for i in range(n):
         if solution.op_device[i] == device and problem.output_bytes(i) > 0:
             out.append((solution.op_start[i], buf_end[i], problem.output_bytes(i),
-                        f"output of {problem._name(i)}"))
+                        f"output of {problem.op_name(i)}"))
     for e, (u, v, b) in enumerate(problem.edges):
         t = t_of_edge.get(e)
         if t is not None and solution.op_device[v] == device and b > 0:
             out.append((t.start_cycle, ends[v], b,
-                        f"copy of edge {e} ({problem._name(u)}->{problem._name(v)})"))
+                        f"copy of edge {e} ({problem.op_name(u)}->{problem.op_name(v)})"))
     return out
 
 
@@ -119,7 +119,7 @@ def validate_schedule(problem: SchedulingProblem, solution: SchedulingSolution) 
     """
     errs: list[str] = []
     n, nd, nl = problem.num_ops, problem.num_devices, problem.num_links
-    name = problem._name
+    name = problem.op_name
     for field_name in ("op_device", "op_stream", "op_start", "op_duration"):
         if len(getattr(solution, field_name)) != n:
             return [f"{field_name} has {len(getattr(solution, field_name))} entries, expected {n}"]
