@@ -326,7 +326,7 @@ def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *,
     n, nb = problem.num_items, problem.num_bins
     where = np.array(solution.bin_of_item, dtype=np.int64)
     loads = np.zeros((nb, problem.num_dims), dtype=np.int64)
-    np.add.at(loads, where, a.dem[np.arange(n), a.cls[where]])
+    np.add.at(loads, where, a.dem[np.arange(n), a.bin_class[where]])
     steps, work, stopped = 0, 0, "local_optimum"
     while True:
         if work >= max_work:
@@ -346,8 +346,8 @@ def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *,
             break
         _, kind, i, j, b = best
         for item, src, dst in ((i, worst, b),) + (((j, b, worst),) if kind == "swap" else ()):
-            loads[src] -= a.dem[item, a.cls[src]]
-            loads[dst] += a.dem[item, a.cls[dst]]
+            loads[src] -= a.dem[item, a.bin_class[src]]
+            loads[dst] += a.dem[item, a.bin_class[dst]]
             where[item] = dst
     if info is not None:
         info.update(steps=steps, work=work, stopped_by=stopped)
@@ -360,7 +360,7 @@ class _BalanceArrays:
     inverse, each item's type, demand per class and the classes it may use, and the bins
     items may move to."""
 
-    cls: np.ndarray  # (bins,)
+    bin_class: np.ndarray  # (bins,)
     capb: np.ndarray  # (bins, dims)
     inv: np.ndarray  # (bins, dims)
     typ: np.ndarray  # (items,)
@@ -370,10 +370,11 @@ class _BalanceArrays:
     idx: np.ndarray  # (items,): 0..items-1
 
     @classmethod
-    def of(cls_, problem: ColocationProblem, bins: list[int] | None) -> "_BalanceArrays":
+    def of(cls, problem: ColocationProblem, bins: list[int] | None) -> "_BalanceArrays":
+        """The arrays of ``problem``; items may move to ``bins`` (None: every bin)."""
         nb, nd, nc, n = problem.num_bins, problem.num_dims, problem.num_classes, problem.num_items
-        cls = np.array([problem.bin_class(b) for b in range(nb)], dtype=np.int64)
-        capb = np.array([problem.capacity[c] for c in cls], dtype=np.int64)
+        bin_class = np.array([problem.bin_class(b) for b in range(nb)], dtype=np.int64)
+        capb = np.array([problem.capacity[c] for c in bin_class], dtype=np.int64)
         typ = np.array([problem.item_type(i) for i in range(n)], dtype=np.int64)
         tdem = np.zeros((problem.num_types, nc, nd), dtype=np.int64)
         tok = np.zeros((problem.num_types, nc), dtype=bool)
@@ -384,16 +385,16 @@ class _BalanceArrays:
                     tok[t, c] = True
         allowed = np.zeros(nb, dtype=bool)
         allowed[list(range(nb)) if bins is None else list(bins)] = True
-        return cls_(cls, capb, 1.0 / capb, typ, tdem[typ], tok[typ], allowed, np.arange(n))
+        return cls(bin_class, capb, 1.0 / capb, typ, tdem[typ], tok[typ], allowed, np.arange(n))
 
 
 def _best_relief(a: _BalanceArrays, loads: np.ndarray, where: np.ndarray, worst: int, members: np.ndarray,
                  peak: float) -> tuple | None:
     """The move or swap out of bin ``worst`` that leaves both bins below ``peak`` and lowest:
     ``(key, kind, item, partner or -1, target bin)``, or None."""
-    cw = a.cls[worst]
+    cw = a.bin_class[worst]
     src_bin = where
-    src_cls = a.cls[src_bin]
+    src_cls = a.bin_class[src_bin]
     dem, ok_cls, inv, capb = a.dem, a.ok_cls, a.inv, a.capb
     dem_src = dem[a.idx, src_cls]  # every item's demand where it is
     in_worst = dem[:, cw]  # every item's demand on the worst bin's class
@@ -404,8 +405,8 @@ def _best_relief(a: _BalanceArrays, loads: np.ndarray, where: np.ndarray, worst:
         rest_u = (rest * inv[worst]).max()
         if rest_u >= peak:
             continue
-        moved = loads + dem[i, a.cls]
-        fit = a.allowed & ok_cls[i, a.cls] & (moved <= capb).all(axis=1)
+        moved = loads + dem[i, a.bin_class]
+        fit = a.allowed & ok_cls[i, a.bin_class] & (moved <= capb).all(axis=1)
         fit[worst] = False
         key = np.where(fit, np.maximum(rest_u, (moved * inv).max(axis=1)), np.inf)
         b = int(np.argmin(key))
