@@ -263,10 +263,14 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
     if not devs:
         return []
     _add_buffer_ends(model, problem, v, devs)
+    # indexed once, in the dictionary's order (a scan per edge and device was quadratic)
+    y_into: dict[tuple[int, int], list] = {}
+    for (e2, _a, bb), y in v.y.items():
+        y_into.setdefault((e2, bb), []).append(y)
     for d in devs:
         cap = problem.memory_bytes(d)
         op_ivs, op_demands = _op_memory_intervals(model, problem, v, d)
-        copy_ivs, copy_demands = _copy_memory_intervals(model, problem, v, d)
+        copy_ivs, copy_demands = _copy_memory_intervals(model, problem, v, d, y_into)
         if op_ivs or copy_ivs:
             model.add_cumulative(op_ivs + copy_ivs, op_demands + copy_demands, cap)
         resident = [problem.resident_bytes(i) * v.x[i, d] for i in range(problem.num_ops)
@@ -285,15 +289,18 @@ def _add_buffer_ends(model: cp_model.CpModel, problem: SchedulingProblem, v: Sch
     for u in need_bend:
         v.bend[u] = model.new_int_var(0, v.horizon, f"bufend_{u}")
         model.add(v.bend[u] >= v.end[u])
+    # indexed once, in the dictionary's order (a scan per edge was quadratic)
+    z_of: dict[int, list] = {}
+    for (e2, link), zl in v.z.items():
+        z_of.setdefault(e2, []).append((link, zl))
     for e, (u, w, _b) in enumerate(problem.edges):
         if u not in v.bend:
             continue
         for d in v.allowed[u]:
             if d in v.allowed[w]:
                 enforce_if(model.add(v.bend[u] >= v.end[w]), v.x[u, d], v.x[w, d])
-        for (e2, link), zl in v.z.items():
-            if e2 == e:
-                enforce_if(model.add(v.bend[u] >= v.ts[e] + problem.transfer_cycles[e][link]), zl)
+        for link, zl in z_of.get(e, ()):
+            enforce_if(model.add(v.bend[u] >= v.ts[e] + problem.transfer_cycles[e][link]), zl)
 
 
 def _op_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
@@ -325,14 +332,15 @@ def _op_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v:
 
 
 def _copy_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
-                           d: int) -> tuple[list, list[int]]:
+                           d: int, y_into: dict[tuple[int, int], list]) -> tuple[list, list[int]]:
     """The intervals and bytes received copies occupy on ``d``: from the transfer's start to the
-    consumer's end, present when the edge is received there (``v.recv[e, d]``)."""
+    consumer's end, present when the edge is received there (``v.recv[e, d]``; ``y_into[e, d]``
+    are the edge's transfer literals into ``d``)."""
     ivs, demands = [], []
     for e, (u, w, b) in enumerate(problem.edges):
         if b <= 0 or d not in v.allowed[w] or e not in v.ts:
             continue
-        ys = [y for (e2, a, bb), y in v.y.items() if e2 == e and bb == d]
+        ys = y_into.get((e, d), [])
         if not ys:
             continue
         if len(ys) == 1:
