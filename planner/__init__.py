@@ -1,10 +1,13 @@
 """plan: a declarative, constraint-solving planner for ML models on accelerators.
 
-Python API for capacity-planning scripts::
+Python API for capacity-planning scripts and notebooks::
 
-    from planner import load_spec, solve
-    plan = solve(load_spec("specs/demo.yaml"), time_limit_s=10)
-    print(plan.status, plan.objective, plan.bound, plan.gap)
+    import planner
+    plan = planner.solve("specs/demo.yaml", time_limit_s=10)
+    print(plan.status, plan.objective, plan.bound, plan.gap)   # or just `plan` in a notebook
+    planner.write(plan, "out/demo")       # the verified directory `plan solve` writes
+    same = planner.read("out/demo")       # verified again, as `plan simulate` does
+    ops = plan.to_frame()                 # a pandas DataFrame (the `notebook` extra)
 
 Glossary
 --------
@@ -18,9 +21,22 @@ binary      a per-device program for the ISA (:mod:`planner.isa.binary`), replay
 
 from __future__ import annotations
 
+import warnings
+from collections import deque
+from pathlib import Path
 from typing import Any
 
-__all__ = ["load_spec", "solve", "Plan"]
+__all__ = ["load_spec", "solve", "write", "read", "Plan", "UnverifiedPlanWarning"]
+
+# The runs behind the plans solve() returned last (plan, outcome, spec), so that write(plan, ...)
+# can write the binaries the plan was verified with; and the directories read() verified.
+_KEPT_RUNS = 4
+_recent_runs: deque = deque(maxlen=_KEPT_RUNS)
+_read_dirs: deque = deque(maxlen=64)
+
+
+class UnverifiedPlanWarning(UserWarning):
+    """:func:`read` returned a plan without verifying its directory (``verify=False``)."""
 
 
 def load_spec(source: Any):
@@ -49,7 +65,105 @@ def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None =
     if route_name(spec) == "fleet":
         raise SpecError("a fleet spec has no single plan: planner.pipeline.run(spec) returns its FleetResult",
                         file=None if spec.source is None else str(spec.source))
-    return run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, search=search).plan
+    outcome = run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, search=search)
+    _recent_runs.append((outcome.plan, outcome, spec))  # write() needs the run and its spec
+    return outcome.plan
+
+
+def write(source: Any, directory: str | Path, *, spec: Any = None, force: bool = False,
+          numeric: str = "default") -> Path:
+    """Write a plan's verified directory (plan.json, binaries, report.md, report.html, trace.json, ...).
+
+    ``source`` is a :class:`Plan` returned by :func:`solve` (one of its last four: the
+    binaries of older ones are not kept), the ``Outcome`` of :func:`planner.pipeline.run`
+    (with the loaded ``spec`` it ran), or a :class:`Plan` returned by :func:`read` (its
+    verified directory is copied). The directory
+    is verified as ``plan simulate`` would before it is put in place, exactly as ``plan solve``
+    writes it; ``force`` replaces a directory that is not a previous output.
+
+    Returns the directory. Raises :class:`ValueError` for a plan whose run is not kept, and
+    :class:`planner.errors.PlannerError` subclasses for a refused target.
+
+    Examples
+    --------
+    >>> import tempfile, planner
+    >>> plan = planner.solve("specs/taskgraph.yaml", time_limit_s=5, workers=1)
+    >>> out = planner.write(plan, Path(tempfile.mkdtemp()) / "taskgraph")
+    >>> sorted(p.name for p in out.glob("report.*"))
+    ['report.html', 'report.md']
+    >>> planner.read(out).objective == plan.objective
+    True
+    """
+    from planner.output import write_plan_dir  # start-up time: `import planner` stays light
+
+    target = Path(directory)
+    if hasattr(source, "binaries") and hasattr(source, "plan"):  # an Outcome of planner.pipeline.run
+        if spec is None:
+            raise ValueError("planner.write: an Outcome is written with the spec it ran: write(outcome, dir, spec=spec)")
+        write_plan_dir(source, load_spec(spec) if isinstance(spec, (str, Path, dict)) else spec, target,
+                       numeric=numeric, force=force)
+        return target
+    for plan, outcome, spec in _recent_runs:
+        if plan is source:
+            write_plan_dir(outcome, spec, target, numeric=numeric, force=force)
+            return target
+    for plan, origin in _read_dirs:
+        if plan is source:
+            return _copy_verified(origin, target, force=force)
+    raise ValueError("planner.write: this plan's binaries are not kept (write takes a plan from one of the last "
+                     f"{_KEPT_RUNS} planner.solve calls, one from planner.read, or the Outcome of "
+                     "planner.pipeline.run); solve again and write the plan it returns")
+
+
+def _copy_verified(origin: Path, target: Path, *, force: bool) -> Path:
+    """Copy a verified plan directory's files (re-verified in place before they replace ``target``)."""
+    import json  # start-up time: `import planner` stays light
+    import shutil  # start-up time
+
+    from planner.output import write_html_report  # start-up time
+    from planner.safe_output import atomic_directory  # start-up time
+    from planner.verify import verify_plan_dir  # start-up time
+
+    files = json.loads((origin / "plan.json").read_text())["files"]
+    with atomic_directory(target, force=force) as tmp:
+        for name in ["plan.json", *files]:
+            (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(origin / name, tmp / name)
+        verify_plan_dir(tmp)
+        write_html_report(tmp)
+    return target
+
+
+def read(directory: str | Path, *, verify: bool = True, numeric: bool = False):
+    """The :class:`Plan` of a directory ``plan solve`` (or :func:`write`) wrote, verified as ``plan simulate`` does.
+
+    With ``verify=True`` (the default) every claim of the directory is checked against the
+    replay of its binaries first (``numeric=True`` adds the numeric replay), and a directory
+    that fails raises :class:`planner.errors.VerificationError` naming the file and field.
+    With ``verify=False`` plan.json is read as it is and an :class:`UnverifiedPlanWarning` says so.
+
+    Examples
+    --------
+    >>> import planner
+    >>> planner.read("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    planner.errors.VerificationError: plan.json: missing: is /nonexistent a directory `plan solve` wrote?
+    """
+    directory = Path(directory)
+    if verify:
+        from planner.verify import verify_plan_dir  # start-up time: `import planner` stays light
+
+        plan = verify_plan_dir(directory, numeric=numeric).plan
+        _read_dirs.append((plan, directory))
+        return plan
+    import json  # start-up time
+
+    from planner.plan import Plan as _Plan  # start-up time
+
+    warnings.warn(f"{directory}: plan read WITHOUT verification (verify=False); `plan simulate {directory}` or "
+                  "planner.read(directory) checks it against its binaries", UnverifiedPlanWarning, stacklevel=2)
+    return _Plan.from_dict(json.loads((directory / "plan.json").read_text()))
 
 
 def __getattr__(name: str):

@@ -17,6 +17,7 @@ from planner.graph.serialize import graph_to_dict
 from planner.memory.figures import device_figures
 from planner.plan import plan_document
 from planner.report import render_report
+from planner.report.html import render_html
 from planner.report.markdown import level_capacities
 from planner.report.memory import fast_footprint, render_memory_section
 from planner.report.trace import trace_json
@@ -29,8 +30,8 @@ if TYPE_CHECKING:  # annotations only: writing needs no solver module (planner.s
     from planner.spec import Spec
     from planner.stages import Outcome
 
-__all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "write_json",
-           "write_plan_dir"]
+__all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "write_html_report",
+           "write_json", "write_plan_dir"]
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -56,10 +57,14 @@ def _write_replayed_files(outcome: Outcome, spec: Spec, tmp: Path) -> None:
         (bin_dir / f"{name}.lst").write_text(outcome.listings[name])
     write_json(tmp / "allocation.json", outcome.allocation)
     write_json(tmp / "graph.json", graph_to_dict(spec.graph))
-    (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
-                                               [l.name for l in spec.hardware.links]))
     if outcome.memory is not None:
         write_json(tmp / "memory.json", memory_document(outcome, spec.graph))
+    # Drawn from the files as written, as the verifier reads them back to render it again.
+    memory = json.loads((tmp / "memory.json").read_text()) if outcome.memory is not None else None
+    (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
+                                               [l.name for l in spec.hardware.links], programs=outcome.programs,
+                                               allocation=json.loads((tmp / "allocation.json").read_text()),
+                                               memory=memory))
 
 
 def _plan_figures(name: str, dp, schedule, peaks: dict[str, Any]) -> dict[str, Any]:
@@ -126,7 +131,8 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
     (``numeric``: ``"default"`` when cheap, ``"on"``, ``"off"``); report.md says what it
     found; plan.json records the sha256 of every other file and its own seal. Then
     :func:`planner.verify.verify_plan_dir` checks the temporary directory as ``plan simulate``
-    would; the directory is renamed into place only when it passes.
+    would; report.html is drawn from the verified files; the directory is renamed into place
+    only when it passes.
 
     Returns
     -------
@@ -166,7 +172,24 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
                 verdict = verify_plan_dir(tmp)
         except PlannerError as e:
             raise InternalError(f"the plan directory `plan solve` wrote fails its own verification: {e}") from e
+        with stage("writing"):
+            write_html_report(tmp)
     return replace(verdict, plan_dir=Path(out_dir), numeric=checked)
+
+
+def write_html_report(plan_dir: Path) -> Path:
+    """Draw ``report.html`` from a verified plan directory's plan.json, allocation.json and memory.json.
+
+    Called only after the verifier passed: the page draws the verified files and nothing else
+    (it is not in plan.json's manifest, so it can be redrawn without touching the seal).
+    """
+    plan_dir = Path(plan_dir)
+    memory = plan_dir / "memory.json"
+    page = render_html(json.loads((plan_dir / "plan.json").read_text()),
+                       json.loads((plan_dir / "allocation.json").read_text()),
+                       json.loads(memory.read_text()) if memory.exists() else None)
+    (plan_dir / "report.html").write_text(page, encoding="utf-8")
+    return plan_dir / "report.html"
 
 
 def _whole(value: Any) -> int | None:

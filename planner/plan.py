@@ -17,7 +17,10 @@ import enum
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from html import escape
 from typing import Any, Mapping
+
+from planner.charts import NOTEBOOK_STYLE, gantt_section, summary_cards
 
 __all__ = ["PlacedOp", "PlacedTransfer", "Plan", "PlanStatus", "PLAN_FORMAT_VERSION", "PLAN_STATUSES", "relative_gap",
            "plan_document", "seal_of"]
@@ -143,6 +146,65 @@ class Plan:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "status", PlanStatus(self.status))  # ValueError: not a plan's status
+
+    def __repr__(self) -> str:
+        """One line: spec, status, objective, bound, gap, ops and devices (``to_dict`` has everything).
+
+        >>> Plan("demo", "latency", "FEASIBLE", 1200, 1000, 1 / 6, 1200, 10**9, (PlacedOp("a", "d0", 0, 0, 5),), ())
+        <Plan 'demo' FEASIBLE: latency 1,200 cycles, bound 1,000, gap 16.67%, 1 op on 1 device>
+        """
+        bound = "-" if self.bound is None else f"{self.bound:,}"
+        gap = "-" if self.gap is None else f"{100 * self.gap:.2f}%"
+        ops, devices = len(self.ops), len(self._device_entries())
+        return (f"<Plan {self.spec_name!r} {self.status}: {self.objective_kind} {self.objective:,} cycles, "
+                f"bound {bound}, gap {gap}, {ops:,} op{'s' * (ops != 1)} on {devices} "
+                f"device{'s' * (devices != 1)}>")
+
+    def _device_entries(self) -> list[dict[str, str]]:
+        """The devices the ops run on, in order of first use, with their kind when the resources say it."""
+        kinds = {name: info.get("kind", "") for name, info in (self.resources.get("devices") or {}).items()}
+        names = list(dict.fromkeys(o.device for o in self.ops))
+        return [{"name": n, "kind": kinds.get(n, "")} for n in names]
+
+    def _repr_html_(self) -> str:
+        """The notebook display: the headline figures and a small Gantt chart (one row per stream and link)."""
+        doc = self.to_dict()
+        doc.update(devices=self._device_entries(), links=[{"name": n} for n in
+                                                          dict.fromkeys(t.link for t in self.transfers)])
+        return (f'<div class="plan-nb"><style>{NOTEBOOK_STYLE}</style><b>{escape(self.spec_name)}</b> · {self.status}'
+                f"{summary_cards(doc)}{gantt_section(doc, width=760)}</div>")
+
+    def to_frame(self):
+        """The ops as a :class:`pandas.DataFrame`, one row each (needs pandas: ``pip install 'plan[notebook]'``).
+
+        Columns: ``name``, ``device``, ``stream``, ``start_cycle``, ``duration_cycles``,
+        ``end_cycle``, ``start_us`` and ``duration_us`` (of the reference clock), and, when the
+        plan has its resources, the ``graph_op`` (the op a split instance belongs to), its
+        ``model`` and ``macs``.
+
+        Examples
+        --------
+        >>> p = Plan("s", "latency", "OPTIMAL", 7, 7, 0.0, 7, 10**9, (PlacedOp("a", "d0", 0, 2, 5),), ())
+        >>> p.to_frame()[["name", "device", "start_cycle", "end_cycle", "duration_us"]].to_dict("records")
+        [{'name': 'a', 'device': 'd0', 'start_cycle': 2, 'end_cycle': 7, 'duration_us': 0.005}]
+        """
+        try:
+            import pandas  # optional dependency: the `notebook` extra
+        except ImportError:
+            raise ImportError("Plan.to_frame needs pandas, which is not installed: pip install 'plan[notebook]' "
+                              "(or pip install pandas)") from None
+        ops = self.resources.get("ops") or {}
+        rows = []
+        for o in self.ops:
+            row = {"name": o.name, "device": o.device, "stream": o.stream, "start_cycle": o.start_cycle,
+                   "duration_cycles": o.duration_cycles, "end_cycle": o.end_cycle,
+                   "start_us": o.start_cycle * 1e6 / self.clock_hz, "duration_us": o.duration_cycles * 1e6 / self.clock_hz}
+            head, sep, tail = o.name.rpartition("#")
+            graph_op = head if sep and tail.isdigit() and head in ops else o.name
+            if graph_op in ops:
+                row.update(graph_op=graph_op, model=ops[graph_op]["model"], macs=ops[graph_op]["macs"])
+            rows.append(row)
+        return pandas.DataFrame(rows)
 
     def op(self, name: str) -> PlacedOp:
         for o in self.ops:

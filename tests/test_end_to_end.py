@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
+from tests.planner.report.html_figures import check_html_report
 from tests.planner.verify.report_figures import check_report
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,7 +120,7 @@ def test_same_seed_and_workers_give_identical_bytes(tmp_path):
     assert solve_cli(spec_path, a).exit_code == 0
     assert solve_cli(spec_path, b).exit_code == 0
     for name in ("plan.json", "bin/p0.bin", "bin/p1.bin", "bin/p0.lst", "trace.json", "allocation.json", "report.md",
-                 "graph.json"):
+                 "graph.json", "report.html"):
         assert (a / name).read_bytes() == (b / name).read_bytes(), name
 
 
@@ -176,7 +177,7 @@ def test_trace_has_a_track_per_stream_and_link(tmp_path):
     events = json.loads((out / "trace.json").read_text())["traceEvents"]
     ops = [e for e in events if e["ph"] == "X" and e["cat"] == "op"]
     assert sorted(e["name"] for e in ops) == ["m/a", "m/b", "m/c", "m/d"]
-    names = {e["args"]["name"] for e in events if e["ph"] == "M"}
+    names = {e["args"]["name"] for e in events if e["name"] in ("process_name", "thread_name")}
     assert {"p0", "p1", "links", "l0"} <= names
 
 
@@ -207,6 +208,7 @@ def test_shipped_specs_solve_and_verify(spec_path, tmp_path):
     assert plan["objective"] <= plan["heuristic_objective"]
     assert runner.invoke(app, ["simulate", str(out)]).exit_code == 0
     check_report(out)  # every figure of report.md is the files' (issue 9)
+    check_html_report(out)  # and every figure report.html draws (issue 12)
 
 
 def test_unmeetable_pin_exits_1_with_explanation(tmp_path):

@@ -9,6 +9,7 @@ from typing import Any
 from planner.fleet.pipeline import FleetResult, ModeResult
 from planner.fleet.resolve import DIMENSIONS
 from planner.fleet.reduction import pool_of
+from planner.report.fleet_html import render_fleet_html
 from planner.report.markdown import search_line
 
 __all__ = ["allocation_dict", "write_fleet_outputs", "fleet_summary_rows", "report_markdown"]
@@ -155,7 +156,8 @@ def report_markdown(result: FleetResult) -> str:
 
 
 def write_fleet_outputs(result: FleetResult, out_dir: Path) -> list[Path]:
-    """Write ``allocation.json`` and ``report.md`` into an existing directory.
+    """Write ``allocation.json``, ``report.md`` and ``report.html`` (drawn from allocation.json) into an existing
+    directory.
 
     Returns the paths written.
 
@@ -167,14 +169,16 @@ def write_fleet_outputs(result: FleetResult, out_dir: Path) -> list[Path]:
     >>> import tempfile
     >>> with tempfile.TemporaryDirectory() as d:
     ...     [p.name for p in write_fleet_outputs(result, Path(d))]
-    ['allocation.json', 'report.md']
+    ['allocation.json', 'report.md', 'report.html']
     """
     out_dir = Path(out_dir)
     a = out_dir / "allocation.json"
     a.write_text(json.dumps(allocation_dict(result), indent=2) + "\n", encoding="utf-8")
     r = out_dir / "report.md"
     r.write_text(report_markdown(result) + "\n", encoding="utf-8")
-    return [a, r]
+    h = out_dir / "report.html"  # drawn from the file as written, so every figure is allocation.json's
+    h.write_text(render_fleet_html(json.loads(a.read_text(encoding="utf-8"))), encoding="utf-8")
+    return [a, r, h]
 
 
 def fleet_summary_rows(result: FleetResult) -> list[list[str]]:

@@ -185,7 +185,10 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
     for name, program in programs.items():
         if files[f"bin/{name}.lst"] != listing(program).encode("utf-8"):
             raise VerificationError(f"bin/{name}.lst", "", detail=f"not the listing of bin/{name}.bin")
-    rendered = trace_json(plan, [d.name for d in doc.devices], [l.name for l in doc.links]).encode("utf-8")
+    memory = parse_json(files["memory.json"], "memory.json") if doc.memory_planning else None
+    rendered = trace_json(plan, [d.name for d in doc.devices], [l.name for l in doc.links], programs=programs,
+                          allocation=parse_json(files["allocation.json"], "allocation.json"),
+                          memory=memory).encode("utf-8")
     if files["trace.json"] != rendered:
         raise VerificationError("trace.json", "", detail="not the trace of the verified plan")
 
