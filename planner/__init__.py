@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["load_spec", "solve", "Plan"]
+__all__ = ["load_spec", "solve", "sweep", "Plan"]
 
 
 def load_spec(source: Any):
@@ -47,6 +47,10 @@ def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None =
 
 
 def __getattr__(name: str):
+    if name == "sweep":  # the package planner.sweep, callable as planner.sweep(spec, sets, output, ...)
+        import planner.sweep  # start-up time: `import planner` stays light
+
+        return planner.sweep
     if name == "Plan":
         from planner.plan import Plan  # start-up time: `import planner` stays light
 
