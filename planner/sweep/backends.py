@@ -22,8 +22,8 @@ BACKENDS = ("local", "ray")
 
 
 def run_jobs(jobs: Sequence[ScenarioJob], *, backend: str = "local", processes: int = 1,
-             address: str | None = None) -> Iterator[tuple[ScenarioJob, dict[str, Any]]]:
-    """Run the jobs; yield ``(job, row)`` as each finishes."""
+             address: str | None = None) -> Iterator[tuple[ScenarioJob, tuple[dict[str, Any], bool]]]:
+    """Run the jobs; yield ``(job, (row, done_before))`` as each finishes."""
     if backend not in BACKENDS:
         raise SpecError(f"--backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
     if not jobs:
@@ -37,7 +37,7 @@ def run_jobs(jobs: Sequence[ScenarioJob], *, backend: str = "local", processes: 
         yield from _pool(jobs, processes)
 
 
-def _pool(jobs: Sequence[ScenarioJob], processes: int) -> Iterator[tuple[ScenarioJob, dict[str, Any]]]:
+def _pool(jobs: Sequence[ScenarioJob], processes: int) -> Iterator[tuple[ScenarioJob, tuple]]:
     # spawn, not fork: the parent may hold OR-Tools and interrupt-watcher threads a fork would copy half-way
     with ProcessPoolExecutor(max_workers=min(processes, len(jobs)),
                              mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -52,7 +52,7 @@ def _pool(jobs: Sequence[ScenarioJob], processes: int) -> Iterator[tuple[Scenari
                 future.cancel()
 
 
-def _ray(jobs: Sequence[ScenarioJob], processes: int, address: str | None) -> Iterator[tuple[ScenarioJob, dict]]:
+def _ray(jobs: Sequence[ScenarioJob], processes: int, address: str | None) -> Iterator[tuple[ScenarioJob, tuple]]:
     try:
         import ray  # optional dependency
     except ImportError:

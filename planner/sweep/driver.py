@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from planner.errors import SpecError
-from planner.fleet import is_fleet_spec
 from planner.reader import read_text_file, read_yaml
 from planner.safe_output import OutputTargetError, atomic_file, check_directory_target, is_plan_output
 from planner.spec import load_spec
 from planner.sweep.backends import run_jobs
 from planner.sweep.grid import Scenario, Variation, parse_set, scenarios
-from planner.sweep.jobs import ScenarioJob, finished_row
+from planner.sweep.jobs import ScenarioJob
 from planner.sweep.plot import objective_svg
 from planner.sweep.table import csv_text, jsonl_text, parquet_available, table_columns, write_parquet
 
@@ -61,7 +60,7 @@ def _read_base(spec: str | Path) -> tuple[dict[str, Any], str]:
     document = read_yaml(text, file=str(spec))
     if not isinstance(document, dict):
         raise SpecError(f"{spec}: expected a mapping at the top of the spec")
-    if is_fleet_spec(document):
+    if "fleet" in document:  # planner.fleet.is_fleet_spec's test, without importing the fleet solver
         raise SpecError(f"{spec}: plan sweep takes a model spec (hardware: and models:); fleet specs are not "
                         f"swept yet")
     return document, hashlib.sha256(text.encode()).hexdigest()
@@ -166,25 +165,19 @@ def sweep(spec: str | Path, sets: Sequence[str] | Mapping[str, Sequence[Any]], o
               "options": {"time_limit_s": time_limit_s, "workers": workers, "seed": seed, "search": search,
                           "numeric": numeric}}
     _claim_directory(output, spec, record)
-    todo, rows, reused = [], {}, []
-    for s in grid:
-        job = ScenarioJob(name=s.name, values=s.values, spec=s.spec, base_dir=str(spec.parent.resolve()),
-                          target=str(output / s.name), inputs=(str(spec),), time_limit_s=time_limit_s,
-                          workers=workers, seed=seed, search=search, numeric=numeric)
-        row = finished_row(job)
-        if row is None:
-            todo.append(job)
-            continue
-        rows[s.name] = row
-        reused.append(s.name)
-        if on_scenario is not None:
-            on_scenario(s.name, row, True)
-    for job, row in run_jobs(todo, backend=backend, processes=jobs, address=address):
+    todo = [ScenarioJob(name=s.name, values=s.values, spec=s.spec, base_dir=str(spec.parent.resolve()),
+                        target=str(output / s.name), inputs=(str(spec),), time_limit_s=time_limit_s,
+                        workers=workers, seed=seed, search=search, numeric=numeric) for s in grid]
+    rows, done_before = {}, set()
+    for job, (row, reused) in run_jobs(todo, backend=backend, processes=jobs, address=address):
         rows[job.name] = row
+        if reused:
+            done_before.add(job.name)
         if on_scenario is not None:
-            on_scenario(job.name, row, False)
+            on_scenario(job.name, row, reused)
     ordered = [rows[s.name] for s in grid]
+    reused_names = [s.name for s in grid if s.name in done_before]
     files = _write_results(output, ordered, variations)
     columns = table_columns(ordered, [v.path for v in variations])
     return SweepResult(output=output, rows=tuple(ordered), columns=tuple(columns), files=tuple(files),
-                       reused=tuple(reused))
+                       reused=tuple(reused_names))

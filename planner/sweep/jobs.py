@@ -43,12 +43,17 @@ class ScenarioJob:
 _NO_PLAN = {EXIT_INFEASIBLE: "INFEASIBLE", EXIT_NO_SOLUTION: "NO_PLAN"}
 
 
-def run_job(job: ScenarioJob) -> dict[str, Any]:
-    """Plan, write and verify one scenario; its table row.
+def run_job(job: ScenarioJob) -> tuple[dict[str, Any], bool]:
+    """One scenario's table row, and whether it was done before (its directory verified, not planned again).
 
-    An infeasible scenario, or one without a plan within its time limit, gives a row with
-    that status and the message; any other error propagates (bad input, or a bug).
+    Otherwise the scenario is planned, written and verified. An infeasible scenario, or one
+    without a plan within its time limit, gives a row with that status and the message; any
+    other error propagates (bad input, or a bug). The check of a finished directory replays
+    it, so it runs here, in the worker, in parallel with the others.
     """
+    row = finished_row(job)
+    if row is not None:
+        return row, True
     try:
         spec = load_spec(dict(job.spec), base_dir=job.base_dir)
         outcome = run(spec, time_limit_s=job.time_limit_s, workers=job.workers, seed=job.seed, search=job.search)
@@ -56,8 +61,8 @@ def run_job(job: ScenarioJob) -> dict[str, Any]:
     except PlannerError as e:
         if e.exit_code not in _NO_PLAN:
             raise
-        return failed_row(job.name, job.values, _NO_PLAN[e.exit_code], str(e))
-    return scenario_row(job.name, job.values, verdict.plan, verdict.simulation)
+        return failed_row(job.name, job.values, _NO_PLAN[e.exit_code], str(e)), False
+    return scenario_row(job.name, job.values, verdict.plan, verdict.simulation), False
 
 
 def finished_row(job: ScenarioJob) -> dict[str, Any] | None:

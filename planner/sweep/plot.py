@@ -19,6 +19,10 @@ _COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#
             "#bcbd22", "#17becf")
 
 
+_AXIS = {"latency": "latency (cycles)", "throughput": "throughput objective (cycles per input)",
+         "max-load": "max load (cycles)"}
+
+
 def _label(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
@@ -65,8 +69,7 @@ def objective_svg(rows: Sequence[Mapping[str, Any]], path: str, values: Sequence
              f'font-family="sans-serif" font-size="12">',
              f'<title>{escape(kind)} against {escape(path)}</title>',
              f'<rect width="{_W}" height="{_H}" fill="white"/>',
-             f'<text x="{_LEFT}" y="20" font-size="14">{escape(kind)} ({"cycles" if kind == "latency" else "objective"}) '
-             f'against {escape(path)}</text>',
+             f'<text x="{_LEFT}" y="20" font-size="14">{escape(_AXIS.get(kind, kind))} against {escape(path)}</text>',
              f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_LEFT + plot_w}" y2="{_TOP + plot_h}" stroke="black"/>',
              f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}" stroke="black"/>']
     for tick in range(5):
