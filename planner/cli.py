@@ -555,7 +555,7 @@ def sweep(
     jobs: int = typer.Option(max(1, (os.cpu_count() or 2) // 2), "--jobs", "-j",
                              help="Scenarios planned at once (processes, or the local Ray's CPUs)."),
     backend: _Backend = typer.Option(_Backend.local, "--backend",
-                                     help="local: a process pool; ray: Ray tasks (pip install 'plan[ray]')."),
+                                     help="local: a process pool; ray: Ray tasks (pip install 'plan\\[ray]')."),
     address: Optional[str] = typer.Option(None, "--address", help="With --backend ray: an existing Ray "
                                           "cluster's address (default: start Ray on this machine)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds per scenario (overrides the spec)."),
