@@ -2,9 +2,13 @@
 
 Python API for capacity-planning scripts::
 
+    import planner
     from planner import load_spec, solve
     plan = solve(load_spec("specs/demo.yaml"), time_limit_s=10)
     print(plan.status, plan.objective, plan.bound, plan.gap)
+
+    # what-if scenarios: every combination, one verified plan directory each, one table
+    result = planner.sweep("specs/mlp.yaml", {"models[0].generator.batch": [1, 8]}, "out/sweep", jobs=2)
 
 Glossary
 --------
