@@ -1,9 +1,9 @@
 """How fast the timing replay and the whole verifier go through a plan's instructions (issue 11, Build 4).
 
 For each size, a deep transformer (the demo's hardware: 2 TPU v4 + 2 edge NPUs, ``layers * 43 + 1``
-ops) is scheduled by HEFT (``planner.pipeline.to_problem`` and the project's HEFT, no search:
-the replay's cost does not depend on the schedule's quality) and lowered to binaries with
-``planner.lowering.lower``. Then, medians of ``--repeat`` runs:
+ops) is scheduled by HEFT (``planner.reductions.scheduling.to_problem`` and the project's HEFT, no search:
+the replay's cost does not depend on the schedule's quality), lowered with ``planner.lowering.lower``,
+given addresses by ``planner.memory.address_pass`` and encoded. Then, medians of ``--repeat`` runs:
 
 * **replay**: ``planner.simulator.simulate`` on the encoded binaries (decoding included), as
   ``plan simulate`` replays them; instructions per second of wall time and of CPU time;
@@ -76,17 +76,19 @@ def transformer_spec(layers: int) -> dict[str, Any]:
 
 
 def heft_binaries(spec) -> dict[str, bytes]:
-    """The spec scheduled by HEFT, lowered and encoded: one binary per device."""
+    """The spec scheduled by HEFT, lowered, addressed and encoded: one binary per device."""
     from planner.isa.binary import encode
     from planner.lowering import lower
-    from planner.pipeline import from_solution, to_problem
+    from planner.memory.address_pass import address_programs
+    from planner.reductions.scheduling import from_solution, to_problem
     from solvers.core import SolveOptions
     from solvers.scheduling import HeftScheduler
 
     problem, reduction = to_problem(spec)
     result = HeftScheduler().solve(problem, SolveOptions(time_limit_s=60))
     plan = from_solution(result, reduction, problem, spec_name=spec.name)
-    return {name: encode(p) for name, p in sorted(lower(plan, spec.graph, spec.hardware).items())}
+    programs = address_programs(lower(plan, spec.graph, spec.hardware), spec.memory.alignment_bytes)
+    return {name: encode(p) for name, p in sorted(programs.items())}
 
 
 def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:

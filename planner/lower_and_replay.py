@@ -1,7 +1,9 @@
 """The lower stage: a solved plan → per-device programs → binaries → simulator replay, verified.
 
 Every plan the planner writes goes through :func:`replay`: lowering
-(:mod:`planner.lowering`), encoding (:mod:`planner.isa.binary`), the simulator's replay of
+(:mod:`planner.lowering`, which never solves), the address pass
+(:mod:`planner.memory.address_pass`: addresses for the devices without a memory plan,
+packed over the record order lowering fixed), encoding (:mod:`planner.isa.binary`), the simulator's replay of
 the binaries alone (:mod:`planner.simulator`), and :func:`verify`, which refuses a replay
 that disagrees with the plan. :func:`lower_stage` adds what is written beside the binaries
 (listings and ``allocation.json``). Each piece is timed as its stage ("lowering", "replay":
@@ -24,6 +26,7 @@ from typing import Any
 from planner.errors import InternalError
 from planner.isa.binary import encode, listing
 from planner.lowering import allocation, lower
+from planner.memory.address_pass import address_programs
 from planner.plan import Plan
 from planner.simulator import simulate
 from planner.spec import Spec
@@ -47,10 +50,15 @@ def verify(plan: Plan, simulation: Any) -> None:
 
 
 def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
-    """Lower ``plan`` (with ``memory_plan`` on its devices), encode and replay it; verify the replay."""
+    """Lower ``plan`` (with ``memory_plan`` on its devices), give it addresses, encode and replay
+    it; verify the replay.
+
+    Raises :class:`~planner.errors.InfeasibleError` when the address pass cannot pack a
+    level of a device without a memory plan (fragmentation).
+    """
     with stage("lowering"):
-        programs = lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan,
-                         alignment_bytes=spec.memory.alignment_bytes)
+        programs = address_programs(lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan),
+                                    spec.memory.alignment_bytes)
         binaries = {name: encode(p) for name, p in sorted(programs.items())}
     with stage("replay"):
         simulation = simulate(binaries)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from typing import Callable, NamedTuple
 
 import numpy as np
 
@@ -165,6 +166,41 @@ def _fail(what: str, name: str) -> BinaryFormatError:
     return BinaryFormatError(f"{name}: {what}")
 
 
+class _Header(NamedTuple):
+    """The fields of :data:`HEADER`, in order."""
+
+    magic: bytes
+    version: int
+    header_size: int
+    record_size: int
+    flags: int
+    dev_clock: int
+    ref_clock: int
+    rows: int
+    cols: int
+    lanes: int
+    dma_lat: int
+    profile_idx: int
+    device_idx: int
+    n_levels: int
+    main_level: int
+    n_links: int
+    n_streams: int
+    n_records: int
+    n_strings: int
+    string_bytes: int
+    n_buffers: int
+    n_lists: int
+    fast_level: int
+    reserved: int
+    n_kernels: int
+    n_operands: int
+    n_dims: int
+    reserved2: int
+    body_bytes: int
+    checksum: bytes
+
+
 def decode(data: bytes, *, name: str = "binary") -> Program:
     """Parse and verify a binary; ``name`` labels error messages (e.g. the file path).
 
@@ -182,6 +218,51 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     planner.errors.BinaryFormatError: binary: bad magic b'ELF\\x7f\\x00\\x00\\x00\\x00' (expected b'PLANISA\\x00'): not a plan ISA binary
     """
     data = bytes(data)
+    h = _check_header(data, name)
+    body = data[HEADER.size:]
+    raw_levels = [LEVEL.unpack_from(body, k * LEVEL.size) for k in range(h.n_levels)]
+    pos = h.n_levels * LEVEL.size
+    raw_links = [LINK.unpack_from(body, pos + k * LINK.size) for k in range(h.n_links)]
+    pos += h.n_links * LINK.size
+    strings = _read_strings(body, pos, h, name)
+    pos += h.string_bytes
+
+    def s(i: int, what: str) -> str:
+        if not 0 <= i < len(strings):
+            raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
+        return strings[i]
+
+    buffer_names = np.frombuffer(body, dtype="<u4", count=h.n_buffers, offset=pos).tolist()
+    if h.n_buffers and max(buffer_names) >= len(strings):
+        first = next(i for i, x in enumerate(buffer_names) if x >= len(strings))
+        s(buffer_names[first], f"buffer {first}")  # raises, naming the first buffer without a name
+    buffers = tuple(strings[x] for x in buffer_names)
+    pos += 4 * h.n_buffers
+    lists = np.frombuffer(body, dtype="<u4", count=h.n_lists, offset=pos).tolist()
+    pos += 4 * h.n_lists
+    if h.n_lists and max(lists) >= h.n_buffers:
+        raise _fail(f"buffer lists name a buffer id out of range ({h.n_buffers} buffers)", name)
+    kernels = _read_kernels(body, pos, h, s, lists, name)
+    pos += h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
+    instructions = _instructions(body[pos:], h.n_records, strings, lists, h.n_buffers, h.n_levels,
+                                 {lk[0] for lk in raw_links}, name)
+    if not 0 <= h.main_level < h.n_levels:
+        raise _fail(f"main level {h.main_level} out of range ({h.n_levels} levels)", name)
+    if not -1 <= h.fast_level < h.n_levels:
+        raise _fail(f"fast level {h.fast_level} out of range ({h.n_levels} levels)", name)
+    return Program(
+        device=s(h.device_idx, "device name"), profile=s(h.profile_idx, "profile name"),
+        device_clock_hz=h.dev_clock, reference_clock_hz=h.ref_clock, mxu_rows=h.rows, mxu_cols=h.cols,
+        vector_lanes=h.lanes, dma_latency_cycles=h.dma_lat,
+        levels=tuple(LevelInfo(s(n, "level"), cap, bw) for n, _, cap, bw in raw_levels),
+        main_level=h.main_level,
+        links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
+        num_streams=h.n_streams, buffers=buffers, instructions=tuple(instructions),
+        fast_level=h.fast_level, kernels=tuple(kernels), addressed=bool(h.flags & FLAG_ADDRESSED))
+
+
+def _check_header(data: bytes, name: str) -> _Header:
+    """The header, once the magic, version, sizes, checksum, section sizes and flags are checked."""
     if len(data) < len(MAGIC) or data[:len(MAGIC)] != MAGIC:
         raise _fail(f"bad magic {data[:len(MAGIC)]!r} (expected {MAGIC!r}): not a plan ISA binary", name)
     if len(data) >= 10:
@@ -191,38 +272,29 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
                         f"{FORMAT_VERSION}; re-lower the plan)", name)
     if len(data) < HEADER.size:
         raise _fail(f"truncated: {len(data)} bytes, the header alone needs {HEADER.size}", name)
-    (_, version, header_size, record_size, flags, dev_clock, ref_clock, rows, cols, lanes, dma_lat,
-     profile_idx, device_idx, n_levels, main_level, n_links, n_streams, n_records, n_strings,
-     string_bytes, n_buffers, n_lists, fast_level, _reserved, n_kernels, n_operands, n_dims, _reserved2,
-     body_bytes, checksum) = HEADER.unpack_from(data)
-    if header_size != HEADER.size or record_size != RECORD.size:
-        raise _fail(f"header/record size {header_size}/{record_size} != {HEADER.size}/{RECORD.size}", name)
-    if len(data) < HEADER.size + body_bytes:
-        raise _fail(f"truncated: {len(data)} bytes, the header announces {HEADER.size + body_bytes}", name)
-    if len(data) > HEADER.size + body_bytes:
-        raise _fail(f"{len(data) - HEADER.size - body_bytes} trailing bytes after the announced end", name)
-    body = data[HEADER.size:]
-    if hashlib.sha256(data[:_CHECKSUM_AT] + body).digest() != checksum:
+    h = _Header(*HEADER.unpack_from(data))
+    if h.header_size != HEADER.size or h.record_size != RECORD.size:
+        raise _fail(f"header/record size {h.header_size}/{h.record_size} != {HEADER.size}/{RECORD.size}", name)
+    if len(data) < HEADER.size + h.body_bytes:
+        raise _fail(f"truncated: {len(data)} bytes, the header announces {HEADER.size + h.body_bytes}", name)
+    if len(data) > HEADER.size + h.body_bytes:
+        raise _fail(f"{len(data) - HEADER.size - h.body_bytes} trailing bytes after the announced end", name)
+    if hashlib.sha256(data[:_CHECKSUM_AT] + data[HEADER.size:]).digest() != h.checksum:
         raise _fail("checksum mismatch: the file is corrupted or was modified after encoding", name)
-    expected = (n_levels * LEVEL.size + n_links * LINK.size + string_bytes + 4 * n_buffers
-                + 4 * n_lists + n_kernels * KERNEL.size + n_operands * OPERAND.size + 8 * n_dims
-                + n_records * RECORD.size)
-    if expected != body_bytes:
-        raise _fail(f"section sizes add up to {expected} bytes, body has {body_bytes}", name)
-    if flags & ~FLAG_ADDRESSED:
-        raise _fail(f"unknown header flags {flags:#x}", name)
+    expected = (h.n_levels * LEVEL.size + h.n_links * LINK.size + h.string_bytes + 4 * h.n_buffers
+                + 4 * h.n_lists + h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
+                + h.n_records * RECORD.size)
+    if expected != h.body_bytes:
+        raise _fail(f"section sizes add up to {expected} bytes, body has {h.body_bytes}", name)
+    if h.flags & ~FLAG_ADDRESSED:
+        raise _fail(f"unknown header flags {h.flags:#x}", name)
+    return h
 
-    pos = 0
-    raw_levels = []
-    for _ in range(n_levels):
-        raw_levels.append(LEVEL.unpack_from(body, pos))
-        pos += LEVEL.size
-    raw_links = []
-    for _ in range(n_links):
-        raw_links.append(LINK.unpack_from(body, pos))
-        pos += LINK.size
+
+def _read_strings(body: bytes, pos: int, h: _Header, name: str) -> list[str]:
+    """The string table at ``pos``: u16-length-prefixed UTF-8, exactly as many as the header says."""
     strings: list[str] = []
-    end = pos + string_bytes
+    end = pos + h.string_bytes
     try:
         while pos < end:
             n = body[pos] | body[pos + 1] << 8 if pos + 1 < end else end  # the u16 length (a lone byte overruns)
@@ -232,62 +304,35 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
             pos += 2 + n
     except UnicodeDecodeError as e:
         raise _fail(f"string table is not UTF-8 ({e})", name) from None
-    if len(strings) != n_strings:
-        raise _fail(f"string table holds {len(strings)} strings, header says {n_strings}", name)
+    if len(strings) != h.n_strings:
+        raise _fail(f"string table holds {len(strings)} strings, header says {h.n_strings}", name)
+    return strings
 
-    def s(i: int, what: str) -> str:
-        if not 0 <= i < len(strings):
-            raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
-        return strings[i]
 
-    buffer_names = np.frombuffer(body, dtype="<u4", count=n_buffers, offset=pos).tolist()
-    if n_buffers and max(buffer_names) >= len(strings):
-        first = next(i for i, x in enumerate(buffer_names) if x >= len(strings))
-        s(buffer_names[first], f"buffer {first}")  # raises, naming the first buffer without a name
-    buffers = tuple(strings[x] for x in buffer_names)
-    pos += 4 * n_buffers
-    lists = np.frombuffer(body, dtype="<u4", count=n_lists, offset=pos).tolist()
-    pos += 4 * n_lists
-    if n_lists and max(lists) >= n_buffers:
-        raise _fail(f"buffer lists name a buffer id out of range ({n_buffers} buffers)", name)
-    raw_kernels = list(zip(*(c.tolist() for c in _columns(body, pos, _KERNEL_DTYPE, n_kernels))))
-    pos += KERNEL.size * n_kernels
-    raw_operands = list(zip(*(c.tolist() for c in _columns(body, pos, _OPERAND_DTYPE, n_operands))))
-    pos += OPERAND.size * n_operands
-    dims = tuple(np.frombuffer(body, dtype="<u8", count=n_dims, offset=pos).tolist())
-    pos += 8 * n_dims
-
+def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str], lists: list[int],
+                  name: str) -> list[Kernel]:
+    """The kernel, operand and dims tables at ``pos``, as kernels (every index checked)."""
+    raw_kernels = list(zip(*(c.tolist() for c in _columns(body, pos, _KERNEL_DTYPE, h.n_kernels))))
+    pos += KERNEL.size * h.n_kernels
+    raw_operands = list(zip(*(c.tolist() for c in _columns(body, pos, _OPERAND_DTYPE, h.n_operands))))
+    pos += OPERAND.size * h.n_operands
+    dims = tuple(np.frombuffer(body, dtype="<u8", count=h.n_dims, offset=pos).tolist())
     operands: list[Operand] = []
     for j, (dtype_idx, dim0, list0, n_dim, n_buf) in enumerate(raw_operands):
         dtype = s(dtype_idx, f"operand {j} dtype")
         if dtype not in DTYPE_BYTES:
             raise _fail(f"operand {j}: unknown dtype {dtype!r}", name)
-        if dim0 + n_dim > n_dims or list0 + n_buf > n_lists:
+        if dim0 + n_dim > h.n_dims or list0 + n_buf > h.n_lists:
             raise _fail(f"operand {j}: dims or buffers out of range", name)
         operands.append(Operand(dims[dim0:dim0 + n_dim], dtype, tuple(lists[list0:list0 + n_buf])))
     kernels = []
     for j, (op_idx, type_idx, attrs_idx, first, n_in, n_out) in enumerate(raw_kernels):
-        if first + n_in + n_out > n_operands:
+        if first + n_in + n_out > h.n_operands:
             raise _fail(f"kernel {j}: operands [{first}, {first + n_in + n_out}) out of range", name)
         kernels.append(Kernel(s(op_idx, f"kernel {j} op"), s(type_idx, f"kernel {j} type"),
                               s(attrs_idx, f"kernel {j} attrs"), tuple(operands[first:first + n_in]),
                               tuple(operands[first + n_in:first + n_in + n_out])))
-
-    instructions = _instructions(body[pos:], n_records, strings, lists, n_buffers, n_levels,
-                                 {lk[0] for lk in raw_links}, name)
-    if not 0 <= main_level < n_levels:
-        raise _fail(f"main level {main_level} out of range ({n_levels} levels)", name)
-    if not -1 <= fast_level < n_levels:
-        raise _fail(f"fast level {fast_level} out of range ({n_levels} levels)", name)
-    return Program(
-        device=s(device_idx, "device name"), profile=s(profile_idx, "profile name"),
-        device_clock_hz=dev_clock, reference_clock_hz=ref_clock, mxu_rows=rows, mxu_cols=cols,
-        vector_lanes=lanes, dma_latency_cycles=dma_lat,
-        levels=tuple(LevelInfo(s(n, "level"), cap, bw) for n, _, cap, bw in raw_levels),
-        main_level=main_level,
-        links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
-        num_streams=n_streams, buffers=buffers, instructions=tuple(instructions),
-        fast_level=fast_level, kernels=tuple(kernels), addressed=bool(flags & FLAG_ADDRESSED))
+    return kernels
 
 
 _KERNEL_DTYPE = np.dtype([("op", "<u4"), ("type", "<u4"), ("attrs", "<u4"), ("first", "<u4"), ("inputs", "<u2"),

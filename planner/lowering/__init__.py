@@ -6,9 +6,9 @@ program        one device's instructions (:class:`planner.isa.Program`), timed o
                plan's reference clock exactly as the plan schedules them.
 buffer         a tensor (or a portion, a fast copy, a received copy) in one memory level of a
                device, with ALLOC/FREE at the ends of its lifetime and its address in ``d``.
-address        a buffer's byte offset in its level: from the memory plan, or packed by
-               :func:`planner.memory.addresses.assign_addresses` (greedy-by-size, then
-               CP-SAT) for devices without one.
+address        a buffer's byte offset in its level: from the memory plan; for devices
+               without one, lowering leaves the program unaddressed and the address pass
+               (:mod:`planner.memory.address_pass`, after lowering) packs it.
 received copy  one buffer per tensor of a cross-device transfer, ``"<tensor>@<src device>-><op>"``
                (a control edge: one zero-byte ``"after:<op>@<src device>-><op>"``).
 instance       an op of a memory-planned device, or one portion ``"<op>#<p>"`` of a split op.

@@ -1,10 +1,10 @@
-"""Plan (and optional memory plan) → one timed, addressed program per device.
+"""Plan (and optional memory plan) → one timed program per device, in the record order.
 
 Each placed op (or op instance) becomes one compute instruction whose operands come from
 the graph (so the simulator can recompute its cycles) and, when the op has arithmetic
 meaning, a :class:`~planner.isa.instructions.Kernel`; each transfer becomes a SEND on
 the source device and a RECV on the destination; a dependency between two streams of one
-device becomes a SIGNAL/WAIT pair; every buffer gets ALLOC/FREE with its address.
+device becomes a SIGNAL/WAIT pair; every buffer gets ALLOC/FREE.
 
 Devices without a memory plan keep every buffer in main memory, with the lifetimes the
 scheduler's memory constraint uses (:mod:`solvers.scheduling.problem`):
@@ -18,27 +18,29 @@ scheduler's memory constraint uses (:mod:`solvers.scheduling.problem`):
   no tensor: one zero-byte buffer ``"after:<u>@<src device>-><v>"`` that v reads, so the
   replay checks the order);
 
-and the addresses come from :func:`planner.memory.addresses.assign_addresses`
-(greedy-by-size, then CP-SAT; :class:`~planner.errors.InfeasibleError` when the level is
-too fragmented).
+and no addresses: such a program is *unaddressed* (``Program.addressed`` False, every
+ALLOC/FREE ``d = 0``) until the address pass (:mod:`planner.memory.address_pass`, which
+solves) packs its buffers over the record order fixed here. Lowering itself never solves.
 
 A device with a :class:`~planner.memory.plan.DeviceMemoryPlan` takes every buffer from it
-(level, address, lifetime, preloaded, view), runs its op instances (``"fc#1"``) with the
+(level, address, lifetime, preloaded, view: its program is addressed, with the plan's
+addresses as the plan's claim, which the replay checks), runs its op instances (``"fc#1"``) with the
 reads, writes and fast/main bytes of their :class:`~planner.memory.plan.OpAccess`, and
 runs the plan's DMAs on the DMA engine (:data:`~planner.isa.instructions.DMA_STREAM`),
 synchronised with their trigger and release ops by semaphores.
 
 Instructions are ordered by start cycle and, within a cycle, in dependency order
 (:func:`planner.lowering.order.order_records`: the record order ``docs/isa.md`` defines);
-HALT is last, at the device's last cycle. Devices without a memory plan get their addresses
-after that order is known, so a buffer freed at cycle ``t`` shares bytes only with buffers
-allocated after its FREE in the record order.
+HALT is last, at the device's last cycle. A memory plan's addresses shape that order (a FREE
+comes before an ALLOC of overlapping bytes in one cycle); unaddressed programs are ordered
+with every buffer on its own bytes, and the address pass lets a buffer freed at cycle ``t``
+share bytes only with buffers allocated after its FREE in that order.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from planner.graph.ir import Graph
@@ -61,7 +63,6 @@ from planner.isa.instructions import (
 from planner.isa.resources import determine_resources
 from planner.lowering.kernels import has_kernel, make_kernel, portion_cost, portion_shape
 from planner.lowering.order import BufferSpan, order_records
-from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.plan import DeviceMemoryPlan, MemoryPlan, OpAccess
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 
@@ -89,7 +90,7 @@ class _Buffer:
 
 
 class _DeviceProgram:
-    """Collects one device's buffers and instructions, then addresses and sorts them."""
+    """Collects one device's buffers and instructions, then sorts them into the record order."""
 
     def __init__(self, device: Device) -> None:
         self.device = device
@@ -137,7 +138,7 @@ class _DeviceProgram:
         return max([i.end_cycle for i in self.items] + [b.end for b in self.buffers], default=0)
 
     def emit_allocations(self) -> None:
-        """ALLOC/FREE for every buffer (address 0 until :meth:`place` gives one)."""
+        """ALLOC/FREE for every buffer (address 0 when it has none: the address pass gives it)."""
         for b in self.buffers:
             if b.start < 0:
                 raise AssertionError(f"buffer {b.name!r} was never allocated")  # pragma: no cover
@@ -153,29 +154,6 @@ class _DeviceProgram:
             return {b.id: BufferSpan(b.id, 0, b.size_bytes, b.level) for b in self.buffers}
         return {b.id: BufferSpan(b.parent if b.view else b.id, b.address or 0, (b.address or 0) + b.size_bytes,
                                  b.level, b.view) for b in self.buffers}
-
-    def place(self, ordered: list[Instruction], alignment_bytes: int) -> list[Instruction]:
-        """Addresses for the buffers that have none yet, level by level, over the record
-        order (a FREE and an ALLOC of one cycle share bytes only in that order); returns
-        ``ordered`` with those addresses in its ALLOC/FREE records."""
-        position: dict[tuple[Opcode, int], int] = {}
-        for i, ins in enumerate(ordered):
-            if ins.opcode in (Opcode.ALLOC, Opcode.FREE):
-                position[(ins.opcode, ins.a)] = i
-        levels: dict[int, list[_Buffer]] = defaultdict(list)
-        for b in self.buffers:
-            if b.address is None:
-                levels[b.level].append(b)
-        for level in sorted(levels):
-            bufs = levels[level]
-            lifetimes = [Lifetime(b.name, b.size_bytes, b.start, b.end, position[(Opcode.ALLOC, b.id)],
-                                  position[(Opcode.FREE, b.id)]) for b in bufs]
-            addresses = assign_addresses(lifetimes, self.capacity(level), alignment_bytes,
-                                         device=self.device.name, level=self.device.profile.memory[level].name)
-            for b, address in zip(bufs, addresses):
-                b.address = address
-        return [replace(i, d=self.buffers[i.a].address) if i.opcode in (Opcode.ALLOC, Opcode.FREE) else i
-                for i in ordered]
 
 
 def transfer_order(plan: Plan) -> tuple[PlacedTransfer, ...]:
@@ -409,9 +387,14 @@ def _received_name(label: str, t: PlacedTransfer, dst_op: str) -> str:
     return f"{label}@{t.src_device}->{dst_op}"
 
 
-def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan | None = None,
-          alignment_bytes: int = 64) -> dict[str, Program]:
+def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan | None = None) -> dict[str, Program]:
     """One program per device of ``hardware`` (in hardware order), timed as the plan says.
+
+    Lowering never solves: a device with a memory plan gets the plan's addresses (its
+    claim, which the replay checks); every other device's program is *unaddressed*
+    (``addressed`` False, every ALLOC/FREE ``d = 0``) until the address pass
+    (:func:`planner.memory.address_pass.address_programs`) packs its buffers over the
+    record order these programs fix.
 
     Parameters
     ----------
@@ -424,16 +407,14 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
     memory_plan
         Per device, where every buffer lives and the DMAs between levels; devices it does
         not list keep everything in main memory.
-    alignment_bytes
-        Address alignment of the buffers this function places (devices without a memory
-        plan; a memory plan brings its own addresses).
 
     Returns
     -------
     dict[str, Program]
         Device name → program (a device without ops gets a program with just HALT).
-        Every program is ``addressed``; its ``kernels`` hold one kernel per compute
-        instruction of an op with arithmetic meaning, sorted by op name.
+        A memory-planned device's program is ``addressed``, the others are not; its
+        ``kernels`` hold one kernel per compute instruction of an op with arithmetic
+        meaning, sorted by op name.
 
     Raises
     ------
@@ -441,9 +422,6 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
         The plan or memory plan does not fit the graph or hardware (unplaced op, unknown
         device, stream, link, instance, buffer or level, a cross-device edge without its
         transfer).
-    InfeasibleError
-        The buffers of a device without a memory plan cannot be given addresses in its
-        main memory (fragmentation); the message names the busiest cycle.
 
     Examples
     --------
@@ -456,32 +434,50 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
     >>> hw = Hardware((Device("g0", "g", get_profile("generic")),), ())
     >>> plan = Plan("s", "latency", "OPTIMAL", 5, 5, 0.0, 5, 10**9,
     ...             (PlacedOp("a", "g0", 0, 0, 3), PlacedOp("b", "g0", 0, 3, 2)), ())
-    >>> [(i.opcode.name, i.start_cycle, i.op, i.d) for i in lower(plan, g, hw)["g0"].instructions]
-    [('ALLOC', 0, 'a', 0), ('TASK', 0, 'a', 0), ('TASK', 3, 'b', 0), ('FREE', 5, 'a', 0), ('HALT', 5, '', 0)]
+    >>> program = lower(plan, g, hw)["g0"]
+    >>> program.addressed, [(i.opcode.name, i.start_cycle, i.op) for i in program.instructions]
+    (False, [('ALLOC', 0, 'a'), ('TASK', 0, 'a'), ('TASK', 3, 'b'), ('FREE', 5, 'a'), ('HALT', 5, '')])
     """
-    if alignment_bytes < 1:
-        raise ValueError(f"alignment_bytes must be >= 1, got {alignment_bytes}")
     memory = dict(memory_plan.devices) if memory_plan is not None else {}
     where = _check(plan, graph, hardware, memory)
     transfers = transfer_order(plan)
+    builders = {d.name: _DeviceProgram(d) for d in hardware.devices}
+    for name, mp in memory.items():
+        _memory_plan_buffers(mp, builders[name])
+    _output_buffers(graph, where, builders, memory, transfers)
+    received, control = _lower_transfers(transfers, graph, hardware, where, builders, memory)
+    for name in graph.topological_order():
+        dev = where.device_of[name]
+        if dev in memory:
+            _lower_instances(name, graph, hardware, builders[dev], where, control)
+        else:
+            _lower_op(name, graph, builders[dev], where, received, control)
+    for name, mp in memory.items():
+        _lower_dmas(mp, builders[name], where)
+    preds = _op_predecessors(graph, where)
+    return {dev.name: _finish_program(builders[dev.name], hardware, memory.get(dev.name), preds[dev.name])
+            for dev in hardware.devices}
+
+
+def _memory_plan_buffers(mp: DeviceMemoryPlan, b: _DeviceProgram) -> None:
+    """A memory-planned device's buffers, every one from its plan as it is (address included)."""
+    for mb in mp.buffers:
+        buf = b.buffers[b.buffer(mb.name, mb.size_bytes, b.level_index[mb.level])]
+        buf.start, buf.end, buf.address = mb.start_cycle, mb.end_cycle, mb.address
+        buf.preloaded, buf.view = mb.preloaded, bool(mb.view_of)
+        buf.tensor, buf.portion = mb.tensor, mb.portion
+    for mb in mp.buffers:
+        if mb.view_of:
+            b.by_name[mb.name].parent = b.by_name[mb.view_of].id
+
+
+def _output_buffers(graph: Graph, where: _Placement, builders: Mapping[str, _DeviceProgram],
+                    memory: Mapping[str, DeviceMemoryPlan], transfers: tuple[PlacedTransfer, ...]) -> None:
+    """Devices without a memory plan: one buffer per output tensor, from its op's start until
+    its last reader on the device (or the last transfer out of it) ends."""
     outgoing: dict[str, list[PlacedTransfer]] = defaultdict(list)  # graph op -> transfers out of it
     for t in transfers:
         outgoing[where.base[t.src_op]].append(t)
-    builders = {d.name: _DeviceProgram(d) for d in hardware.devices}
-
-    # Memory-planned devices: every buffer from the plan, as it is.
-    for name, mp in memory.items():
-        b = builders[name]
-        for mb in mp.buffers:
-            buf = b.buffers[b.buffer(mb.name, mb.size_bytes, b.level_index[mb.level])]
-            buf.start, buf.end, buf.address = mb.start_cycle, mb.end_cycle, mb.address
-            buf.preloaded, buf.view = mb.preloaded, bool(mb.view_of)
-            buf.tensor, buf.portion = mb.tensor, mb.portion
-        for mb in mp.buffers:
-            if mb.view_of:
-                b.by_name[mb.name].parent = b.by_name[mb.view_of].id
-
-    # Other devices: output buffers (one per tensor, living as long as the op's output buffer).
     for name in graph.topological_order():
         dev = where.device_of[name]
         if dev in memory:
@@ -498,10 +494,18 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
             buf = b.buffer(tensor, graph.tensors[tensor].size_bytes)
             b.alloc(buf, o.start_cycle, end, o.stream, name)
 
-    # Transfers: SEND on the source, RECV on the destination; one received buffer per tensor.
+
+_Received = dict[tuple[str, str, str], int]  # (producer op, consumer op, tensor) -> received buffer
+_Control = dict[str, list[tuple[PlacedTransfer, int]]]  # consumer op -> its control edges' buffers
+
+
+def _lower_transfers(transfers: tuple[PlacedTransfer, ...], graph: Graph, hardware: Hardware, where: _Placement,
+                     builders: Mapping[str, _DeviceProgram],
+                     memory: Mapping[str, DeviceMemoryPlan]) -> tuple[_Received, _Control]:
+    """Every transfer: SEND on the source, RECV on the destination into one received buffer per tensor."""
     link_ids = {link.name: i for i, link in enumerate(hardware.links)}
-    received: dict[tuple[str, str, str], int] = {}  # (producer op, consumer op, tensor) -> buffer
-    control: dict[str, list[tuple[PlacedTransfer, int]]] = defaultdict(list)  # consumer op -> buffers
+    received: _Received = {}
+    control: _Control = defaultdict(list)
     for tid, t in enumerate(transfers):
         src, dst = builders[t.src_device], builders[t.dst_device]
         src_op, dst_op = where.base[t.src_op], where.base[t.dst_op]
@@ -515,22 +519,8 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
         consumer_end = max(x.end_cycle for x in where.instances[dst_op])
         recv: list[int] = []
         for label in tensors or (f"after:{t.src_op}",):
-            size = graph.tensors[label].size_bytes if tensors else 0
-            if t.dst_device in memory:
-                names = [_received_name(label, t, t.dst_op), _received_name(label, t, dst_op)]
-                found = next((n for n in names if n in dst.by_name), None)
-                if found is None and tensors:
-                    raise ValueError(f"memory plan of {t.dst_device}: no received-copy buffer {names[-1]!r} "
-                                     f"for transfer {t.src_op}->{t.dst_op}")
-                if found is None:  # a control edge the memory plan does not list: zero bytes, slow level
-                    buf = dst.buffer(names[0], 0)
-                    dst.alloc(buf, t.start_cycle, max(t.end_cycle, consumer_end), TRANSFER_STREAM, t.dst_op)
-                    dst.buffers[buf].address = 0
-                else:
-                    buf = dst.by_name[found].id
-            else:
-                buf = dst.buffer(_received_name(label, t, dst_op), size)
-                dst.alloc(buf, t.start_cycle, max(t.end_cycle, consumer_end), TRANSFER_STREAM, t.dst_op)
+            buf = _received_buffer(t, label, graph, dst, planned=t.dst_device in memory, carries=bool(tensors),
+                                   consumer_end=consumer_end, dst_op=dst_op)
             recv.append(buf)
             if tensors:
                 received[(src_op, dst_op, label)] = buf
@@ -541,48 +531,64 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
                             a=link, b=t.size_bytes, c=tid, reads=sent, peer=t.dst_device))
         dst.add(Instruction(Opcode.RECV, TRANSFER_STREAM, t.start_cycle, t.duration_cycles, op=t.dst_op,
                             a=link, b=t.size_bytes, c=tid, writes=tuple(recv), peer=t.src_device))
+    return received, control
 
-    # Compute instructions, kernels, resident buffers, cross-stream semaphores.
-    for name in graph.topological_order():
-        dev = where.device_of[name]
-        if dev in memory:
-            _lower_instances(name, graph, hardware, builders[dev], where, control)
-        else:
-            _lower_op(name, graph, builders[dev], where, received, control)
-    for name, mp in memory.items():
-        _lower_dmas(mp, builders[name], where)
 
-    preds = _op_predecessors(graph, where)
-    programs: dict[str, Program] = {}
-    for dev in hardware.devices:
-        b = builders[dev.name]
-        planned = dev.name in memory
-        if not planned:
-            end = b.end_cycle()
-            for buf in b.buffers:
-                if buf.start < 0:  # weights and graph inputs, resident for the whole run
-                    b.alloc(buf.id, 0, end, 0, "", preloaded=True)
-        b.emit_allocations()
-        ordered = order_records(b.items, b.spans(planned), preds[dev.name], addressed=planned, device=dev.name)
-        if not planned:
-            ordered = b.place(ordered, alignment_bytes)
-        ordered.append(Instruction(Opcode.HALT, 0, b.end_cycle(), 0))
-        b.items = ordered
-        used_links = {i.a for i in b.items if i.opcode in (Opcode.SEND, Opcode.RECV)}
-        links = tuple(LinkInfo(i, lk.name, lk.bandwidth_bytes_per_s, lk.latency_cycles)
-                      for i, lk in enumerate(hardware.links) if i in used_links or dev.name in lk.devices)
-        levels = tuple(LevelInfo(lv.name, b.capacity(i), lv.bandwidth_bytes_per_s)
-                       for i, lv in enumerate(dev.profile.memory))
-        p = dev.profile
-        programs[dev.name] = Program(
-            device=dev.name, profile=p.name, device_clock_hz=p.clock_hz, reference_clock_hz=hardware.clock_hz,
-            mxu_rows=p.mxu_rows, mxu_cols=p.mxu_cols, vector_lanes=p.vector_lanes,
-            dma_latency_cycles=p.dma_latency_cycles, levels=levels, main_level=b.main, links=links,
-            num_streams=dev.streams, buffers=tuple(x.name for x in b.buffers),
-            instructions=tuple(ordered),
-            fast_level=b.level_index[memory[dev.name].fast_level] if dev.name in memory else -1,
-            kernels=tuple(sorted(b.kernels, key=lambda k: k.op)), addressed=True)
-    return programs
+def _received_buffer(t: PlacedTransfer, label: str, graph: Graph, dst: _DeviceProgram, *, planned: bool,
+                     carries: bool, consumer_end: int, dst_op: str) -> int:
+    """The destination's buffer for one tensor (``label``) of transfer ``t``, or its control edge's.
+
+    Without a memory plan: a new received copy, live until the consumer ends. With one: the
+    plan's copy (named for the instance or the op); a control edge the plan does not list
+    gets a zero-byte copy at address 0.
+    """
+    lifetime = (t.start_cycle, max(t.end_cycle, consumer_end), TRANSFER_STREAM, t.dst_op)
+    if not planned:
+        size = graph.tensors[label].size_bytes if carries else 0
+        buf = dst.buffer(_received_name(label, t, dst_op), size)
+        dst.alloc(buf, *lifetime)
+        return buf
+    names = [_received_name(label, t, t.dst_op), _received_name(label, t, dst_op)]
+    found = next((n for n in names if n in dst.by_name), None)
+    if found is not None:
+        return dst.by_name[found].id
+    if carries:
+        raise ValueError(f"memory plan of {t.dst_device}: no received-copy buffer {names[-1]!r} "
+                         f"for transfer {t.src_op}->{t.dst_op}")
+    buf = dst.buffer(names[0], 0)
+    dst.alloc(buf, *lifetime)
+    dst.buffers[buf].address = 0
+    return buf
+
+
+def _finish_program(b: _DeviceProgram, hardware: Hardware, mp: DeviceMemoryPlan | None,
+                    preds: Mapping[str, list[str]]) -> Program:
+    """One device's program: resident buffers allocated, ALLOC/FREE emitted, records in the
+    record order, HALT last; addressed only when a memory plan gave the addresses."""
+    dev = b.device
+    planned = mp is not None
+    if not planned:
+        end = b.end_cycle()
+        for buf in b.buffers:
+            if buf.start < 0:  # weights and graph inputs, resident for the whole run
+                b.alloc(buf.id, 0, end, 0, "", preloaded=True)
+    b.emit_allocations()
+    ordered = order_records(b.items, b.spans(planned), preds, addressed=planned, device=dev.name)
+    ordered.append(Instruction(Opcode.HALT, 0, b.end_cycle(), 0))
+    b.items = ordered
+    used_links = {i.a for i in b.items if i.opcode in (Opcode.SEND, Opcode.RECV)}
+    links = tuple(LinkInfo(i, lk.name, lk.bandwidth_bytes_per_s, lk.latency_cycles)
+                  for i, lk in enumerate(hardware.links) if i in used_links or dev.name in lk.devices)
+    levels = tuple(LevelInfo(lv.name, b.capacity(i), lv.bandwidth_bytes_per_s)
+                   for i, lv in enumerate(dev.profile.memory))
+    p = dev.profile
+    return Program(
+        device=dev.name, profile=p.name, device_clock_hz=p.clock_hz, reference_clock_hz=hardware.clock_hz,
+        mxu_rows=p.mxu_rows, mxu_cols=p.mxu_cols, vector_lanes=p.vector_lanes,
+        dma_latency_cycles=p.dma_latency_cycles, levels=levels, main_level=b.main, links=links,
+        num_streams=dev.streams, buffers=tuple(x.name for x in b.buffers), instructions=tuple(ordered),
+        fast_level=b.level_index[mp.fast_level] if planned else -1,
+        kernels=tuple(sorted(b.kernels, key=lambda k: k.op)), addressed=planned)
 
 
 def _op_predecessors(graph: Graph, where: _Placement) -> dict[str, dict[str, list[str]]]:
@@ -741,9 +747,12 @@ def _buffer_table(program: Program) -> list[dict[str, Any]]:
     return [rows[k] for k in sorted(rows)]
 
 
-def allocation(plan: Plan, graph: Graph, hardware: Hardware,
-               programs: dict[str, Program] | None = None) -> dict[str, Any]:
+def allocation(plan: Plan, graph: Graph, hardware: Hardware, programs: Mapping[str, Program]) -> dict[str, Any]:
     """The ``allocation.json`` document: devices, memory and buffers, op placement, resources.
+
+    ``programs`` are the plan's programs after the address pass
+    (:func:`planner.memory.address_pass.address_programs`); an unaddressed one is refused
+    (``ValueError``), its addresses being placeholders.
 
     Per device: kind, profile, clock, streams (and those used), ops (plan entries),
     instructions, end cycle, the fast level (None without a memory plan), memory per
@@ -760,15 +769,18 @@ def allocation(plan: Plan, graph: Graph, hardware: Hardware,
     >>> g = Graph([Tensor("t", (4,))], [Op("a", "task", (), ("t",), cycles={"g": 3})])
     >>> hw = Hardware((Device("g0", "g", get_profile("generic")),), ())
     >>> plan = Plan("s", "latency", "OPTIMAL", 3, 3, 0.0, 3, 10**9, (PlacedOp("a", "g0", 0, 0, 3),), ())
-    >>> doc = allocation(plan, g, hw)
+    >>> from planner.memory.address_pass import address_programs
+    >>> doc = allocation(plan, g, hw, address_programs(lower(plan, g, hw)))
     >>> doc["devices"]["g0"]["memory"]["mem"]["reserved_bytes"]
     16
     >>> doc["devices"]["g0"]["buffers"]
     [{'name': 't', 'level': 'mem', 'address': 0, 'size_bytes': 16, 'start_cycle': 0, 'end_cycle': 3, \
 'preloaded': False, 'view': False}]
     """
-    if programs is None:
-        programs = lower(plan, graph, hardware)
+    unaddressed = [name for name, p in programs.items() if not p.addressed]
+    if unaddressed:
+        raise ValueError(f"allocation.json needs addressed programs; {', '.join(unaddressed)} have no addresses "
+                         f"yet (run planner.memory.address_pass.address_programs first)")
     devices: dict[str, Any] = {}
     for dev in hardware.devices:
         prog = programs[dev.name]

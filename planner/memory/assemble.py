@@ -26,7 +26,7 @@ from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.bridge import DeviceBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
-from planner.plan import PlacedOp, Plan
+from planner.plan import PlacedOp, PlacedTransfer, Plan
 from solvers.memory.levels import LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, op_durations
 
 __all__ = ["DeviceLevels", "expand", "assemble"]
@@ -146,7 +146,10 @@ def _op_accesses(lv: DeviceLevels, names: _Names) -> dict[str, OpAccess]:
     return out
 
 
-def _transfers(lv: DeviceLevels, names: _Names) -> list[tuple[str, int, int, str, str, int, str, str, int]]:
+_DmaRow = tuple[str, int, int, str, str, int, str, str, int]  # see _transfers
+
+
+def _transfers(lv: DeviceLevels, names: _Names) -> list[_DmaRow]:
     """(kind, tensor, portion, src, dst, bytes, trigger, release, dma device cycles) in queue order."""
     e = lv.expanded
     rows = []
@@ -168,100 +171,150 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
              alignment_bytes: int, stats: Mapping[str, Mapping] | None = None) -> tuple[Plan, MemoryPlan]:
     """The re-timed plan (instances on memory-planned devices) and its memory plan.
 
+    Every op instance, DMA and transfer becomes an :class:`~planner.memory.retime.Activity`;
+    the list schedule re-times them; each memory-planned device's buffers and DMAs are then
+    read off the new times.
+
     Raises
     ------
     InfeasibleError
         The slow copies do not fit the main memory (the message names the level, the
         busiest cycle and its biggest buffers).
     """
-    devices = {d.name: d for d in hardware.devices}
     names = {d: _Names(lv) for d, lv in levels.items()}
     accesses = {d: _op_accesses(levels[d], names[d]) for d in levels}
     dmas = {d: _transfers(levels[d], names[d]) for d in levels}
-    placed = {o.name: o for o in plan.ops}
-
-    # ---- activities -------------------------------------------------------------------
-    acts: list[Activity] = []
-    sequences: dict[str, tuple[str, ...]] = {}
-    last_instance: dict[str, str] = {}  # op -> activity of its last instance
-    instances_of: dict[str, list[str]] = {}
-    for d, lv in levels.items():
-        seq = []
-        for i, inst in enumerate(names[d].instances):
-            seq.append(f"op:{inst}")
-            op = lv.bridge.ops[lv.op_origin[i][0]]
-            instances_of.setdefault(op, []).append(f"op:{inst}")
-            last_instance[op] = f"op:{inst}"
-        sequences[f"compute:{d}"] = tuple(seq)
-    # A stream's fixed order is the schedule's: start, end, then the graph's topological order,
-    # since a zero-cycle op (a reshape, an op with explicit zero cycles) and its consumer may
-    # start on the same cycle (by name, "fc" would come before the "flatten" it waits for).
-    rank = {n: i for i, n in enumerate(graph.topological_order())}
-    for o in sorted(plan.ops, key=lambda o: (o.device, o.stream, o.start_cycle, o.end_cycle, rank[o.name])):
-        if o.device not in levels:
-            instances_of[o.name] = [f"op:{o.name}"]
-            last_instance[o.name] = f"op:{o.name}"
-            sequences.setdefault(f"stream:{o.device}:{o.stream}", ())
-            sequences[f"stream:{o.device}:{o.stream}"] += (f"op:{o.name}",)
-
     transfers = sorted(plan.transfers, key=lambda t: (t.start_cycle, t.src_op, t.dst_op, t.link))
+    sequences, last_instance = _sequences(plan, graph, levels, names)
+    evict_of = _evictions(levels, names, dmas)
     into: dict[str, list[str]] = {}
     for k, t in enumerate(transfers):
         into.setdefault(t.dst_op, []).append(f"xfer:{k}")
-
-    # Slow readiness of a sent tensor on a planned device: its producer (written slow) or its eviction.
-    slow_ready: dict[tuple[str, str], list[str]] = {}
-    evict_of: dict[tuple[str, int], str] = {}
+    acts: list[Activity] = []
     for d, lv in levels.items():
-        e = lv.expanded
+        acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
+    acts += _unplanned_activities(plan, graph, levels, last_instance, into)
+    acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
+    start = list_schedule(acts, sequences)
+    duration = {a.name: a.duration for a in acts}
+
+    def end(name: str) -> int:
+        return start[name] + duration[name]
+
+    device_plans = {d: _device_plan(d, lv, names[d], accesses[d], dmas[d], start, end, transfers, graph,
+                                    hardware, alignment_bytes, (stats or {}).get(d, {}))
+                    for d, lv in levels.items()}
+    return _retimed_plan(plan, levels, names, start, duration, transfers), MemoryPlan(device_plans)
+
+
+def _sequences(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
+               names: Mapping[str, _Names]) -> tuple[dict[str, tuple[str, ...]], dict[str, str]]:
+    """The fixed order of each resource's activities, and each op's last instance activity.
+
+    A memory-planned device runs its instances in the level problem's order on one compute
+    resource; any other stream keeps the schedule's order: start, end, then the graph's
+    topological order, since a zero-cycle op (a reshape, an op with explicit zero cycles) and
+    its consumer may start on the same cycle (by name, "fc" would come before the "flatten"
+    it waits for).
+    """
+    sequences: dict[str, tuple[str, ...]] = {}
+    last_instance: dict[str, str] = {}  # op -> activity of its last instance
+    for d, lv in levels.items():
+        for i, inst in enumerate(names[d].instances):
+            last_instance[lv.bridge.ops[lv.op_origin[i][0]]] = f"op:{inst}"
+        sequences[f"compute:{d}"] = tuple(f"op:{inst}" for inst in names[d].instances)
+    rank = {n: i for i, n in enumerate(graph.topological_order())}
+    for o in sorted(plan.ops, key=lambda o: (o.device, o.stream, o.start_cycle, o.end_cycle, rank[o.name])):
+        if o.device not in levels:
+            last_instance[o.name] = f"op:{o.name}"
+            sequences.setdefault(f"stream:{o.device}:{o.stream}", ())
+            sequences[f"stream:{o.device}:{o.stream}"] += (f"op:{o.name}",)
+    return sequences, last_instance
+
+
+def _evictions(levels: Mapping[str, DeviceLevels], names: Mapping[str, _Names],
+               dmas: Mapping[str, list[_DmaRow]]) -> dict[tuple[str, int], str]:
+    """(device, expanded tensor) -> the activity of the DMA that evicts it."""
+    evict_of: dict[tuple[str, int], str] = {}
+    for d in levels:
         for q, row in enumerate(dmas[d]):
             kind, orig, p = row[0], row[1], row[2]
             if kind == "evict":
                 evict_of[(d, _expanded_id(names[d], orig, p))] = f"dma:{d}:{q}"
+    return evict_of
+
+
+def _slow_ready(levels: Mapping[str, DeviceLevels], names: Mapping[str, _Names],
+                evict_of: Mapping[tuple[str, int], str]) -> dict[tuple[str, str], list[str]]:
+    """(device, tensor) -> what makes a tensor sent from a planned device ready in slow memory:
+    its producer (written slow) or its eviction, per portion."""
+    slow_ready: dict[tuple[str, str], list[str]] = {}
+    for d, lv in levels.items():
+        e = lv.expanded
         for orig_t in lv.bridge.sent:
             ready = []
             for t in names[d].new_ids[orig_t]:
                 producer = e.accesses(t)[0]
-                key = (d, t)
-                if key in evict_of:
-                    ready.append(evict_of[key])
+                if (d, t) in evict_of:
+                    ready.append(evict_of[(d, t)])
                 elif e.is_real(producer):
                     ready.append(f"op:{names[d].instances[producer]}")
             slow_ready[(d, lv.bridge.tensors[orig_t].tensor)] = ready
+    return slow_ready
 
-    for d, lv in levels.items():
-        dev = devices[d]
-        e = lv.expanded
-        cycles = op_durations(e, lv.solution.in_fast)
-        released: dict[int, list[str]] = {}
-        for q, row in enumerate(dmas[d]):
-            kind, orig, p, src, dst, size, trigger, release, dev_cycles = row
-            t = _expanded_id(names[d], orig, p)
-            deps = []
-            if trigger:
-                deps.append(f"op:{trigger}")
-            if kind == "prefetch":
-                if (d, t) in evict_of:
-                    deps.append(evict_of[(d, t)])
-                lt = lv.bridge.tensors[orig]
-                if lt.role == "received":
-                    deps += [f"xfer:{k}" for k, x in enumerate(transfers)
-                             if (x.src_op, x.dst_op) == lt.transfer]
-            acts.append(Activity(f"dma:{d}:{q}", f"dma:{d}", hardware.to_timeline_cycles(dev_cycles, dev),
-                                 tuple(deps), priority=q))
-            if release:
-                released.setdefault(names[d].instances.index(release), []).append(f"dma:{d}:{q}")
-        for i, inst in enumerate(names[d].instances):
-            op = lv.bridge.ops[lv.op_origin[i][0]]
-            deps = released.get(i, []) + into.get(op, [])
-            acts.append(Activity(f"op:{inst}", f"compute:{d}", hardware.to_timeline_cycles(cycles[i], dev),
-                                 tuple(deps)))
+
+def _device_activities(d: str, lv: DeviceLevels, names: _Names, dmas: list[_DmaRow],
+                       evict_of: Mapping[tuple[str, int], str], transfers: list[PlacedTransfer],
+                       into: Mapping[str, list[str]], hardware: Hardware) -> list[Activity]:
+    """A memory-planned device's DMAs (after their trigger, a prefetch after the eviction of its
+    tensor and the transfer that received it) and instances (after the DMAs they release and
+    the transfers into their op), timed by the ISA on the device's clock."""
+    dev = hardware.device(d)
+    cycles = op_durations(lv.expanded, lv.solution.in_fast)
+    acts: list[Activity] = []
+    released: dict[int, list[str]] = {}
+    for q, row in enumerate(dmas):
+        kind, orig, p, _, _, _, trigger, release, dev_cycles = row
+        t = _expanded_id(names, orig, p)
+        deps = [f"op:{trigger}"] if trigger else []
+        if kind == "prefetch":
+            if (d, t) in evict_of:
+                deps.append(evict_of[(d, t)])
+            lt = lv.bridge.tensors[orig]
+            if lt.role == "received":
+                deps += [f"xfer:{k}" for k, x in enumerate(transfers) if (x.src_op, x.dst_op) == lt.transfer]
+        acts.append(Activity(f"dma:{d}:{q}", f"dma:{d}", hardware.to_timeline_cycles(dev_cycles, dev),
+                             tuple(deps), priority=q))
+        if release:
+            released.setdefault(names.instances.index(release), []).append(f"dma:{d}:{q}")
+    for i, inst in enumerate(names.instances):
+        op = lv.bridge.ops[lv.op_origin[i][0]]
+        acts.append(Activity(f"op:{inst}", f"compute:{d}", hardware.to_timeline_cycles(cycles[i], dev),
+                             tuple(released.get(i, []) + into.get(op, []))))
+    return acts
+
+
+def _unplanned_activities(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
+                          last_instance: Mapping[str, str], into: Mapping[str, list[str]]) -> list[Activity]:
+    """The ops of devices without a memory plan: after their predecessors on the device and
+    the transfers into them, with the schedule's durations."""
+    placed = {o.name: o for o in plan.ops}
+    acts = []
     for o in plan.ops:
         if o.device in levels:
             continue
         deps = [last_instance[p] for p in graph.dag.predecessors(o.name)
                 if placed[p].device == o.device] + into.get(o.name, [])
         acts.append(Activity(f"op:{o.name}", f"stream:{o.device}:{o.stream}", o.duration_cycles, tuple(deps)))
+    return acts
+
+
+def _transfer_activities(transfers: list[PlacedTransfer], levels: Mapping[str, DeviceLevels],
+                         last_instance: Mapping[str, str],
+                         slow_ready: Mapping[tuple[str, str], list[str]]) -> list[Activity]:
+    """Each transfer on its link, in the schedule's order: after its producer's last instance
+    and, from a planned device, after its tensors are ready in slow memory."""
+    acts = []
     for k, t in enumerate(transfers):
         deps = [last_instance[t.src_op]]
         if t.src_device in levels:
@@ -269,14 +322,12 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
                 deps += slow_ready.get((t.src_device, x), [])
         acts.append(Activity(f"xfer:{k}", f"link:{t.link}", t.duration_cycles, tuple(dict.fromkeys(deps)),
                              priority=k))
+    return acts
 
-    start = list_schedule(acts, sequences)
-    duration = {a.name: a.duration for a in acts}
 
-    def end(name: str) -> int:
-        return start[name] + duration[name]
-
-    # ---- the re-timed plan ---------------------------------------------------------------
+def _retimed_plan(plan: Plan, levels: Mapping[str, DeviceLevels], names: Mapping[str, _Names],
+                  start: Mapping[str, int], duration: Mapping[str, int], transfers: list[PlacedTransfer]) -> Plan:
+    """The plan at the list schedule's times, instances in place of ops on planned devices."""
     new_ops: list[PlacedOp] = []
     for o in plan.ops:
         if o.device not in levels:
@@ -285,16 +336,9 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
         for inst in names[d].instances:
             new_ops.append(PlacedOp(inst, d, 0, start[f"op:{inst}"], duration[f"op:{inst}"]))
     new_transfers = tuple(replace(t, start_cycle=start[f"xfer:{k}"]) for k, t in enumerate(transfers))
-    makespan = max([end(a.name) for a in acts], default=0)
-
-    # ---- buffers and DMAs ---------------------------------------------------------------
-    device_plans: dict[str, DeviceMemoryPlan] = {}
-    for d, lv in levels.items():
-        device_plans[d] = _device_plan(d, lv, names[d], accesses[d], dmas[d], start, end, transfers, graph,
-                                       hardware, alignment_bytes, (stats or {}).get(d, {}))
-    new_plan = replace(plan, ops=tuple(sorted(new_ops, key=lambda o: (o.start_cycle, o.device, o.stream, o.name))),
-                       transfers=new_transfers, makespan_cycles=makespan, objective=makespan)
-    return new_plan, MemoryPlan(device_plans)
+    makespan = max([start[a] + duration[a] for a in duration], default=0)
+    return replace(plan, ops=tuple(sorted(new_ops, key=lambda o: (o.start_cycle, o.device, o.stream, o.name))),
+                   transfers=new_transfers, makespan_cycles=makespan, objective=makespan)
 
 
 def _expanded_id(names: _Names, orig: int, portion: int) -> int:
@@ -302,66 +346,115 @@ def _expanded_id(names: _Names, orig: int, portion: int) -> int:
     return ids[portion] if portion >= 0 else ids[0]
 
 
+@dataclass(frozen=True)
+class _DeviceTimes:
+    """A planned device's re-timed instances and its end, with the point → cycle map (module docstring)."""
+
+    inst_start: list[int]
+    inst_end: list[int]
+    device_end: int
+
+    def point_start(self, p: int) -> int:
+        i = p // 2
+        if p % 2:
+            return self.inst_start[i]
+        return self.inst_end[i - 1] if i > 0 else 0
+
+    def point_end(self, p: int) -> int:
+        i = p // 2
+        if p % 2:
+            return self.inst_start[i] if i < len(self.inst_start) else self.device_end
+        return self.inst_end[i - 1]
+
+
 def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, end, transfers, graph: Graph,
                  hardware: Hardware, alignment: int, stats) -> DeviceMemoryPlan:
-    e, b = lv.expanded, lv.bridge
-    n = e.num_ops
-    inst_start = [start[f"op:{x}"] for x in names.instances]
-    inst_end = [end(f"op:{x}") for x in names.instances]
+    """One device's memory plan at the re-timed cycles: fast pieces, slow copies (portions as
+    views), zero-byte control copies, and the DMAs."""
+    b = lv.bridge
     dma_names = [f"dma:{d}:{q}" for q in range(len(dma_rows))]
     sends = [k for k, t in enumerate(transfers) if t.src_device == d]
     recvs = [k for k, t in enumerate(transfers) if t.dst_device == d]
-    device_end = max([*inst_end, *(end(x) for x in dma_names), *(end(f"xfer:{k}") for k in sends + recvs), 0])
+    inst_end = [end(f"op:{x}") for x in names.instances]
+    times = _DeviceTimes([start[f"op:{x}"] for x in names.instances], inst_end, max(
+        [*inst_end, *(end(x) for x in dma_names), *(end(f"xfer:{k}") for k in sends + recvs), 0]))
+    fast = [MemoryBuffer(name, b.tensors[lv.tensor_origin[t][0]].tensor, _portion(lv, t), b.fast_level, address,
+                         lv.expanded.tensor_bytes[t], times.point_start(lo), times.point_end(hi))
+            for t, lo, hi, name, address in names.pieces]
+    uses = _slow_uses(names, accesses, dma_rows, dma_names, times, start, end)
+    slow, views = _slow_copies(lv, uses, _sent_cycles(transfers, sends, start, end), transfers, graph, times,
+                               start, end)
+    slow += _control_copies(lv, transfers, recvs, times, start, end)
+    slow = _place_slow(slow, hardware, d, alignment, b)
+    by_name = {x.name: x for x in slow}
+    for name, parent, orig, p, offset in views:
+        par = by_name[parent]
+        fast.append(MemoryBuffer(name, par.tensor, p, b.slow_level, par.address + offset,
+                                 par.size_bytes // lv.factors_of_tensor[orig], par.start_cycle, par.end_cycle,
+                                 view_of=parent))
+    buffers = sorted(slow + fast, key=lambda x: (x.start_cycle, x.level, x.address, x.name))
+    mem_transfers = tuple(
+        MemoryTransfer(row[0], b.tensors[row[1]].tensor, row[2], row[3], row[4], row[5], row[6], row[7],
+                       start[dma_names[q]], end(dma_names[q]) - start[dma_names[q]])
+        for q, row in enumerate(dma_rows))
+    factors = {label: k for label, k in zip(b.group_labels, lv.solution.split_factors)}
+    return DeviceMemoryPlan(d, b.fast_level, b.slow_level, tuple(names.instances), accesses, tuple(buffers),
+                            mem_transfers, factors, dict(stats))
 
-    def point_start(p: int) -> int:
-        i = p // 2
-        if p % 2:
-            return inst_start[i]
-        return inst_end[i - 1] if i > 0 else 0
 
-    def point_end(p: int) -> int:
-        i = p // 2
-        if p % 2:
-            return inst_start[i] if i < n else device_end
-        return inst_end[i - 1]
+def _portion(lv: DeviceLevels, t: int) -> int:
+    """The portion an expanded tensor holds (-1: its tensor is whole)."""
+    orig, p = lv.tensor_origin[t]
+    return p if lv.factors_of_tensor[orig] > 1 else -1
 
-    buffers: list[MemoryBuffer] = []
-    for t, lo, hi, name, address in names.pieces:
-        orig, p = lv.tensor_origin[t]
-        buffers.append(MemoryBuffer(name, b.tensors[orig].tensor, p if lv.factors_of_tensor[orig] > 1 else -1,
-                                    b.fast_level, address, e.tensor_bytes[t], point_start(lo), point_end(hi)))
 
-    # Slow copies: one whole buffer per bridge tensor that ever lives slow, portions as views.
-    uses: dict[str, list[int]] = {}  # slow buffer name -> cycles it must cover
+def _slow_uses(names: _Names, accesses: Mapping[str, OpAccess], dma_rows: list[_DmaRow], dma_names: list[str],
+               times: _DeviceTimes, start, end) -> dict[str, list[int]]:
+    """Slow buffer name -> the cycles it must cover: the instances that access it, the DMAs that read or write it."""
+    uses: dict[str, list[int]] = {}
     slow_names = set(names.slow)
     for inst, acc in accesses.items():
         i = names.instances.index(inst)
         for group in (*acc.inputs, *acc.outputs):
             for name in group:
                 if name in slow_names:
-                    uses.setdefault(name, []).extend((inst_start[i], inst_end[i]))
+                    uses.setdefault(name, []).extend((times.inst_start[i], times.inst_end[i]))
     for q, row in enumerate(dma_rows):
         slow_name = row[3] if row[0] == "prefetch" else row[4]
         uses.setdefault(slow_name, []).extend((start[dma_names[q]], end(dma_names[q])))
-    sent_by_tensor: dict[str, list[int]] = {}
+    return uses
+
+
+def _sent_cycles(transfers, sends: list[int], start, end) -> dict[str, list[int]]:
+    """Tensor -> the cycles the transfers sending it from the device run."""
+    sent: dict[str, list[int]] = {}
     for k in sends:
         for x in transfers[k].tensors:
-            sent_by_tensor.setdefault(x, []).extend((start[f"xfer:{k}"], end(f"xfer:{k}")))
+            sent.setdefault(x, []).extend((start[f"xfer:{k}"], end(f"xfer:{k}")))
+    return sent
+
+
+def _slow_copies(lv: DeviceLevels, uses: Mapping[str, list[int]], sent: Mapping[str, list[int]], transfers,
+                 graph: Graph, times: _DeviceTimes, start,
+                 end) -> tuple[list[MemoryBuffer], list[tuple[str, str, int, int, int]]]:
+    """One whole slow buffer (address 0 until placed) per bridge tensor that ever lives slow, and
+    its portions' views: (name, parent, tensor index, portion, offset)."""
+    b = lv.bridge
     slow: list[MemoryBuffer] = []
-    views: list[tuple[str, str, int, int, int]] = []  # name, parent, tensor index, portion, offset
+    views: list[tuple[str, str, int, int, int]] = []
     for orig, lt in enumerate(b.tensors):
         k = lv.factors_of_tensor[orig]
         members = [lt.name] if k == 1 else [f"{lt.name}#{p}" for p in range(k)]
         cycles = [c for m in members for c in uses.get(m, [])]
         if lt.role == "activation":
-            cycles += sent_by_tensor.get(lt.tensor, [])
+            cycles += sent.get(lt.tensor, [])
             if graph.tensors[lt.tensor].kind == "output":
-                cycles.append(device_end)  # the host reads graph outputs after the run
+                cycles.append(times.device_end)  # the host reads graph outputs after the run
         if lt.role == "received":
             k_x = [x for x, tr in enumerate(transfers) if (tr.src_op, tr.dst_op) == lt.transfer]
             cycles += [start[f"xfer:{x}"] for x in k_x] + [end(f"xfer:{x}") for x in k_x]
         if lt.preloaded:
-            lo, hi = 0, device_end
+            lo, hi = 0, times.device_end
         elif not cycles:
             continue
         else:
@@ -370,32 +463,23 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
                                  preloaded=lt.preloaded))
         if k > 1:
             part = lt.size_bytes // k
-            for p in range(k):
-                views.append((f"{lt.name}#{p}", lt.name, orig, p, p * part))
+            views += [(f"{lt.name}#{p}", lt.name, orig, p, p * part) for p in range(k)]
+    return slow, views
+
+
+def _control_copies(lv: DeviceLevels, transfers, recvs: list[int], times: _DeviceTimes, start,
+                    end) -> list[MemoryBuffer]:
+    """A zero-byte slow buffer per control edge into the device, live until its consumer's instances end."""
+    b = lv.bridge
+    copies = []
     for k in recvs:
         t = transfers[k]
         if not t.tensors:
-            slow.append(MemoryBuffer(f"after:{t.src_op}@{t.src_device}->{t.dst_op}", "", -1, b.slow_level, 0, 0,
-                                     start[f"xfer:{k}"], max(end(f"xfer:{k}"), *(
-                                         inst_end[i] for i, o in enumerate(lv.op_origin)
-                                         if b.ops[o[0]] == t.dst_op))))
-    slow = _place_slow(slow, hardware, d, alignment, b)
-    by_name = {x.name: x for x in slow}
-    for name, parent, orig, p, offset in views:
-        par = by_name[parent]
-        buffers.append(MemoryBuffer(name, par.tensor, p, b.slow_level, par.address + offset,
-                                    par.size_bytes // lv.factors_of_tensor[orig], par.start_cycle, par.end_cycle,
-                                    view_of=parent))
-    buffers = slow + buffers
-    buffers.sort(key=lambda x: (x.start_cycle, x.level, x.address, x.name))
-
-    mem_transfers = tuple(
-        MemoryTransfer(row[0], b.tensors[row[1]].tensor, row[2], row[3], row[4], row[5], row[6], row[7],
-                       start[dma_names[q]], end(dma_names[q]) - start[dma_names[q]])
-        for q, row in enumerate(dma_rows))
-    factors = {label: k for label, k in zip(b.group_labels, lv.solution.split_factors)}
-    return DeviceMemoryPlan(d, b.fast_level, b.slow_level, tuple(names.instances), accesses, tuple(buffers),
-                            mem_transfers, factors, dict(stats))
+            copies.append(MemoryBuffer(f"after:{t.src_op}@{t.src_device}->{t.dst_op}", "", -1, b.slow_level, 0, 0,
+                                       start[f"xfer:{k}"], max(end(f"xfer:{k}"), *(
+                                           times.inst_end[i] for i, o in enumerate(lv.op_origin)
+                                           if b.ops[o[0]] == t.dst_op))))
+    return copies
 
 
 def _place_slow(buffers: list[MemoryBuffer], hardware: Hardware, device: str, alignment: int,

@@ -481,33 +481,48 @@ def _blas_controller() -> Any:
 
 def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, np.ndarray],
                          t0: float) -> NumericResult:
+    """Scan the programs, lay their buffers out in poisoned arenas, check the host's inputs,
+    build one step per effective record, then run the steps in order."""
     devices = sorted(programs)
-    buffers: dict[_Key, _Buffer] = {}
-    per_device: dict[str, dict[int, _Buffer]] = {}
+    scans = {dev: _scan(programs[dev]) for dev in devices}
+    buffers = {(dev, bid): buf for dev in devices for bid, buf in scans[dev].buffers.items()}
+    layouts = _infer_layouts(programs, buffers, _view_parents(programs, scans), inputs, scans)
+    for dev in devices:
+        _place_in_arenas(programs[dev], scans[dev].buffers)
+    steps, values, count = _Steps(programs, scans, layouts, _preloads(buffers, inputs, layouts)).build()
+    t1 = time.perf_counter()
+    with np.errstate(all="ignore"):
+        for step in steps:
+            step()
+    wall = time.perf_counter() - t0
+    logger.info("numeric mode: %d instructions (%d steps) in %.3f s (%.3f s executing)", count, len(steps),
+                wall, wall - (t1 - t0))
+    return NumericResult(dict(sorted(values.items())), count, wall)
+
+
+def _view_parents(programs: Mapping[str, Program], scans: Mapping[str, _Scan]) -> dict[_Key, _Key]:
+    """Each view's parent buffer, across devices (only addressed programs have views)."""
     parents: dict[_Key, _Key] = {}
-    scans: dict[str, _Scan] = {}
-    for dev in devices:
+    for dev, scan in scans.items():
         p = programs[dev]
-        scan = scans[dev] = _scan(p)
-        bufs = scan.buffers
-        per_device[dev] = bufs
-        for bid, buf in bufs.items():
-            buffers[(dev, bid)] = buf
-        if p.addressed and any(b.view for b in bufs.values()):
+        if p.addressed and any(b.view for b in scan.buffers.values()):
             parents.update({(dev, v): (dev, par) for v, par in view_parents(p).items()})
-    layouts = _infer_layouts(programs, buffers, parents, inputs, scans)
+    return parents
 
-    # One arena per (device, level), sized by its used extent, poisoned.
-    for dev in devices:
-        p = programs[dev]
-        extent = [0] * len(p.levels)
-        for buf in per_device[dev].values():
-            extent[buf.level] = max(extent[buf.level], buf.address + buf.size)
-        arenas = [np.full(n, POISON_BYTE, np.uint8) for n in extent]
-        for buf in per_device[dev].values():
-            buf.bytes = arenas[buf.level][buf.address:buf.address + buf.size]
 
-    # Host-filled buffers: validated before anything runs.
+def _place_in_arenas(p: Program, bufs: Mapping[int, _Buffer]) -> None:
+    """One arena per level of ``p``, sized by its used extent and poisoned; each buffer's bytes a slice of it."""
+    extent = [0] * len(p.levels)
+    for buf in bufs.values():
+        extent[buf.level] = max(extent[buf.level], buf.address + buf.size)
+    arenas = [np.full(n, POISON_BYTE, np.uint8) for n in extent]
+    for buf in bufs.values():
+        buf.bytes = arenas[buf.level][buf.address:buf.address + buf.size]
+
+
+def _preloads(buffers: Mapping[_Key, _Buffer], inputs: Mapping[str, np.ndarray],
+              layouts: Mapping[_Key, _Layout]) -> dict[_Key, np.ndarray]:
+    """The raw bytes the host fills each preloaded buffer with, validated before anything runs."""
     preload: dict[_Key, np.ndarray] = {}
     for key in sorted(buffers):
         buf = buffers[key]
@@ -528,130 +543,156 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
             raise SpecError(f"numeric mode: input {buf.name!r} has {raw.size} bytes, buffer {buf.name!r} on "
                             f"{buf.device} holds {buf.size}")
         preload[key] = raw
+    return preload
 
-    values: dict[str, np.ndarray] = {}
-    views = _Views()
 
-    def capturer(buf: _Buffer, layout: _Layout | None, *, at_halt: bool = False) -> Callable[[], None]:
+# Plain ints: comparing with Opcode members looked up on the enum class costs more.
+_ALLOC, _FREE, _HALT, _DMA, _SEND, _RECV = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.HALT), int(Opcode.DMA),
+                                            int(Opcode.SEND), int(Opcode.RECV))
+_COMPUTE = frozenset(int(c) for c in COMPUTE_OPCODES)
+
+
+class _Steps:
+    """The replay's steps, one per record that acts, in the order the records act; and the
+    values the steps capture (graph tensors in main memory, at their FREE or the HALT)."""
+
+    def __init__(self, programs: Mapping[str, Program], scans: Mapping[str, _Scan],
+                 layouts: Mapping[_Key, _Layout], preload: Mapping[_Key, np.ndarray]) -> None:
+        self.programs, self.scans, self.layouts, self.preload = programs, scans, layouts, preload
+        self.devices = sorted(programs)
+        self.values: dict[str, np.ndarray] = {}
+        self.views = _Views()
+        self.pending: dict[int, np.ndarray] = {}  # transfer id -> bytes sent, until received
+        self.send_parts: dict[int, list[np.ndarray]] = {}
+        for dev in self.devices:
+            bufs = scans[dev].buffers
+            for tid, reads in scans[dev].sends.items():
+                self.send_parts[tid] = [bufs[b].bytes for b in reads if b in bufs]  # else: the replay reports it
+
+    def build(self) -> tuple[list[Callable[[], None]], dict[str, np.ndarray], int]:
+        """(steps in order, the dictionary they capture values into, instructions counted).
+
+        Instructions without an effect (SIGNAL, WAIT, ALLOC of a view or of untouched bytes,
+        FREE of an uncaptured buffer) are counted, not stepped.
+        """
+        pristine = {(d, i) for d, dev in enumerate(self.devices) for i in _pristine_allocs(self.scans[dev])}
+        keyed: list[tuple[int, int, int, int, Callable[[], None]]] = []
+        count = 0
+        for d, dev in enumerate(self.devices):
+            p = self.programs[dev]
+            bufs = self.scans[dev].buffers
+            kernels = {k.op: k for k in p.kernels}
+            count += len(p.instructions)
+            for i, ins in self.scans[dev].effective:  # SIGNAL and WAIT have no effect here
+                code = ins.opcode
+                if code == _ALLOC:
+                    step = self._alloc(bufs[ins.a], dev, ins, (d, i) in pristine)
+                elif code in _COMPUTE and not (code == _DMA and ins.stream == DMA_STREAM):  # not a memory DMA
+                    step = self._compute(kernels.get(ins.op), bufs, dev, ins)
+                else:
+                    step = self._other(p, bufs, dev, ins)
+                if step is None:
+                    continue
+                if code == _RECV and ins.duration_cycles > 0:  # its bytes arrive at its end, before that cycle's
+                    keyed.append((ins.end_cycle, 0, d, i, step))  # records
+                else:  # everything else acts at its place in the record order of its start cycle
+                    keyed.append((ins.start_cycle, 1, d, i, step))
+        keyed.sort()  # (cycle, phase, device, index) is unique: the steps themselves are never compared
+        return [k[4] for k in keyed], self.values, count
+
+    def _alloc(self, buf: _Buffer, dev: str, ins: Any, pristine: bool) -> Callable[[], None] | None:
+        """An ALLOC poisons its bytes (the host's input for a preloaded buffer); none for a view
+        or bytes nothing wrote since the arena was poisoned."""
+        if buf.view:
+            return None
+        raw = buf.bytes
+        if buf.preloaded:
+            def load(raw: np.ndarray = raw, data: np.ndarray = self.preload[(dev, ins.a)]) -> None:
+                raw[:data.size] = data
+                raw[data.size:] = POISON_BYTE
+
+            return load
+        if pristine:
+            return None
+        return partial(raw.fill, POISON_BYTE)
+
+    def _compute(self, kernel: Any, bufs: Mapping[int, _Buffer], dev: str, ins: Any) -> Callable[[], None]:
+        if kernel is None:
+            raise UnsupportedError(f"numeric mode cannot run op {ins.op!r} ({ins.opcode.name} on {dev}): its "
+                                   f"binary has no kernel for it (task ops have no arithmetic meaning)")
+        return self.views.kernel_step(kernel, bufs, f"op {ins.op!r} on {dev}")
+
+    def _other(self, p: Program, bufs: Mapping[int, _Buffer], dev: str, ins: Any) -> Callable[[], None] | None:
+        """FREE and HALT capture values; a memory DMA copies; SEND and RECV move a transfer's bytes."""
+        code = ins.opcode
+        if code == _FREE:
+            buf = bufs.get(ins.a)
+            if buf is None or not _captured(p, buf):
+                return None
+            return self._capturer(buf, self.layouts.get((dev, ins.a)))
+        if code == _HALT:
+            freed = self.scans[dev].freed
+            halt = [self._capturer(bufs[b], self.layouts.get((dev, b)), at_halt=True) for b in sorted(bufs)
+                    if b not in freed and _captured(p, bufs[b])]
+
+            def capture_all() -> None:
+                for capture in halt:
+                    capture()
+
+            return capture_all
+        if code == _DMA and ins.stream == DMA_STREAM:
+            if len(ins.reads) != 1 or len(ins.writes) != 1:
+                raise SimulationError(f"numeric mode: DMA {ins.op!r} on {dev} must read one buffer and write one")
+            src = _buffer(bufs, ins.reads[0], dev, ins).bytes[:ins.c]
+            dst = _buffer(bufs, ins.writes[0], dev, ins).bytes[:ins.c]
+            n = min(src.size, dst.size)
+            return partial(np.copyto, dst[:n], src[:n])
+        if code == _SEND:
+            def send(tid: int = ins.c) -> None:
+                self.pending[tid] = self._payload(tid)
+
+            return send
+        if code == _RECV:
+            def receive(tid: int = ins.c,
+                        targets: list[np.ndarray] = [_buffer(bufs, b, dev, ins).bytes for b in ins.writes]) -> None:
+                payload = self.pending.pop(tid, None)
+                # None: a zero-duration transfer (no bytes) whose SEND's device sorts later.
+                _stream_into(targets, self._payload(tid) if payload is None else payload)
+
+            return receive
+        return None
+
+    def _payload(self, tid: int) -> np.ndarray:
+        parts = self.send_parts.get(tid, [])
+        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
+
+    def _capturer(self, buf: _Buffer, layout: _Layout | None, *, at_halt: bool = False) -> Callable[[], None]:
+        """A step that stores ``buf``'s value (typed by its layout when numpy can hold it)."""
         view = buf.bytes
         if layout is not None:
             try:
                 if math.prod(layout[1]) * _np_dtype(layout[0]).itemsize <= view.size:
-                    view = views.of(buf, layout[0], layout[1])
+                    view = self.views.of(buf, layout[0], layout[1])
             except UnsupportedError:
                 pass  # a dtype numpy cannot hold: keep the raw bytes
         if at_halt:  # nothing writes this device's memory after its HALT: a read-only view will do
             view = view.view()
             view.flags.writeable = False
-            return partial(values.__setitem__, buf.name, view)
-        return partial(_store, values, buf.name, view)
+            return partial(self.values.__setitem__, buf.name, view)
+        return partial(_store, self.values, buf.name, view)
 
-    def captured(p: Program, buf: _Buffer) -> bool:
-        return (buf.level == p.main_level and not buf.view and "@" not in buf.name and "#" not in buf.name)
 
-    # Steps in record order; instructions without an effect (SIGNAL, WAIT, ALLOC of a view,
-    # FREE of an uncaptured buffer) are counted, not stepped.
-    pending: dict[int, np.ndarray] = {}
-    send_parts: dict[int, list[np.ndarray]] = {}
-    for dev in devices:
-        bufs = per_device[dev]
-        for tid, reads in scans[dev].sends.items():
-            send_parts[tid] = [bufs[b].bytes for b in reads if b in bufs]  # else: the replay reports it
+def _captured(p: Program, buf: _Buffer) -> bool:
+    """Whether ``buf`` holds a graph tensor whole in main memory (not a copy, portion or view)."""
+    return buf.level == p.main_level and not buf.view and "@" not in buf.name and "#" not in buf.name
 
-    def payload_of(tid: int) -> np.ndarray:
-        parts = send_parts.get(tid, [])
-        return np.concatenate(parts) if parts else np.empty(0, np.uint8)
 
-    def buffer(bufs: Mapping[int, _Buffer], bid: int, dev: str, ins: Any) -> _Buffer:
-        buf = bufs.get(bid)
-        if buf is None:
-            raise SimulationError(f"numeric mode: {ins.opcode.name} {ins.op!r} on {dev} uses buffer {bid}, "
-                                  f"which is never allocated")
-        return buf
-
-    pristine = {(d, i) for d, dev in enumerate(devices) for i in _pristine_allocs(scans[dev])}
-    keyed: list[tuple[int, int, int, int, Callable[[], None]]] = []
-    count = 0
-    # Plain ints: comparing with Opcode members looked up on the enum class costs more.
-    alloc_, free_, halt_, dma_, send_, recv_ = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.HALT),
-                                                int(Opcode.DMA), int(Opcode.SEND), int(Opcode.RECV))
-    compute = frozenset(int(c) for c in COMPUTE_OPCODES)
-    for d, dev in enumerate(devices):
-        p = programs[dev]
-        bufs = per_device[dev]
-        kernels = {k.op: k for k in p.kernels}
-        count += len(p.instructions)
-        for i, ins in scans[dev].effective:  # SIGNAL and WAIT have no effect here
-            code = ins.opcode
-            step: Callable[[], None] | None = None
-            if code == alloc_:
-                buf = bufs[ins.a]
-                if buf.view:
-                    continue
-                raw = buf.bytes
-                if buf.preloaded:
-                    def load(raw: np.ndarray = raw, data: np.ndarray = preload[(dev, ins.a)]) -> None:
-                        raw[:data.size] = data
-                        raw[data.size:] = POISON_BYTE
-
-                    step = load
-                elif (d, i) in pristine:  # the arena starts poisoned and nothing wrote here yet
-                    continue
-                else:
-                    step = partial(raw.fill, POISON_BYTE)
-            elif code == free_:
-                buf = bufs.get(ins.a)
-                if buf is None or not captured(p, buf):
-                    continue
-                step = capturer(buf, layouts.get((dev, ins.a)))
-            elif code == halt_:
-                freed = scans[dev].freed
-                halt = [capturer(bufs[b], layouts.get((dev, b)), at_halt=True) for b in sorted(bufs)
-                        if b not in freed and captured(p, bufs[b])]
-
-                def step() -> None:
-                    for capture in halt:
-                        capture()
-            elif code == dma_ and ins.stream == DMA_STREAM:
-                if len(ins.reads) != 1 or len(ins.writes) != 1:
-                    raise SimulationError(f"numeric mode: DMA {ins.op!r} on {dev} must read one buffer and "
-                                          f"write one")
-                src = buffer(bufs, ins.reads[0], dev, ins).bytes[:ins.c]
-                dst = buffer(bufs, ins.writes[0], dev, ins).bytes[:ins.c]
-                n = min(src.size, dst.size)
-                step = partial(np.copyto, dst[:n], src[:n])
-            elif code == send_:
-                def step(tid: int = ins.c) -> None:
-                    pending[tid] = payload_of(tid)
-            elif code == recv_:
-                def step(tid: int = ins.c,
-                         targets: list[np.ndarray] = [buffer(bufs, b, dev, ins).bytes for b in ins.writes]) -> None:
-                    payload = pending.pop(tid, None)
-                    # None: a zero-duration transfer (no bytes) whose SEND's device sorts later.
-                    _stream_into(targets, payload_of(tid) if payload is None else payload)
-            elif code in compute:
-                kernel = kernels.get(ins.op)
-                if kernel is None:
-                    raise UnsupportedError(f"numeric mode cannot run op {ins.op!r} ({code.name} on {dev}): its "
-                                           f"binary has no kernel for it (task ops have no arithmetic meaning)")
-                step = views.kernel_step(kernel, bufs, f"op {ins.op!r} on {dev}")
-            else:
-                continue
-            if code == recv_ and ins.duration_cycles > 0:  # its bytes arrive at its end, before that cycle's records
-                keyed.append((ins.end_cycle, 0, d, i, step))
-            else:  # everything else acts at its place in the record order of its start cycle
-                keyed.append((ins.start_cycle, 1, d, i, step))
-    keyed.sort()  # (cycle, phase, device, index) is unique: the steps themselves are never compared
-    steps = [k[4] for k in keyed]
-
-    t1 = time.perf_counter()
-    with np.errstate(all="ignore"):
-        for step in steps:
-            step()
-    wall = time.perf_counter() - t0
-    logger.info("numeric mode: %d instructions (%d steps) in %.3f s (%.3f s executing)", count, len(steps),
-                wall, wall - (t1 - t0))
-    return NumericResult(dict(sorted(values.items())), count, wall)
+def _buffer(bufs: Mapping[int, _Buffer], bid: int, dev: str, ins: Any) -> _Buffer:
+    buf = bufs.get(bid)
+    if buf is None:
+        raise SimulationError(f"numeric mode: {ins.opcode.name} {ins.op!r} on {dev} uses buffer {bid}, "
+                              f"which is never allocated")
+    return buf
 
 
 def simulate_numeric(binaries: Mapping[str, bytes], inputs: Mapping[str, np.ndarray]) -> NumericResult:

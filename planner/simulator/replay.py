@@ -753,11 +753,8 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
     (5, OpTiming(device='d0', stream=0, start_cycle=0, end_cycle=5), True)
     """
     v: list[str] = []
-    ops: dict[str, OpTiming] = {}
     peaks: dict[str, dict[str, int]] = {}
-    sends: dict[int, list[tuple[Program, Instruction]]] = defaultdict(list)
-    recvs: dict[int, list[tuple[Program, Instruction]]] = defaultdict(list)
-    dmas: list[DmaTiming] = []
+    timings = _Timings()
     count = 0
     names = sorted(programs)
     for key in names:
@@ -766,36 +763,79 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
             v.append(f"binary {key!r} is for device {p.device!r}")
         peaks[p.device], x = _check_program(p, v)
         count += len(p.instructions)
+        timings.collect(p, x, v)
+    links = _link_table(programs, names, v)
+    transfers, occupancy = _match_transfers(timings, links, v)
+    _check_link_occupancy(occupancy, links, v)
+    for key in names:
+        for peer in sorted({ins.peer for ins in programs[key].instructions if ins.peer}):
+            if peer not in programs:
+                v.append(f"{key} exchanges data with {peer!r}, which has no binary")
+    makespan = max((p.end_cycle for p in programs.values()), default=0)
+    result = SimulationResult(makespan, timings.ops, dict(sorted(transfers.items())), peaks, count, tuple(v),
+                              tuple(names), tuple(sorted(timings.dmas, key=lambda d: (d.device, d.start_cycle, d.op))))
+    if strict:
+        result.raise_if_invalid()
+    return result
+
+
+class _Timings:
+    """What the programs' timed records say: each op's timing, the memory DMAs, and the SENDs
+    and RECVs by transfer id (matched once every program is read)."""
+
+    def __init__(self) -> None:
+        self.ops: dict[str, OpTiming] = {}
+        self.dmas: list[DmaTiming] = []
+        self.sends: dict[int, list[tuple[Program, Instruction]]] = defaultdict(list)
+        self.recvs: dict[int, list[tuple[Program, Instruction]]] = defaultdict(list)
+
+    def collect(self, p: Program, x: _Index, v: list[str]) -> None:
+        """The compute, DMA, SEND and RECV records of ``p``, in record order; an op run twice is a violation."""
         for i in sorted(_compute_records(x) + x.by_code.get(Opcode.SEND, []) + x.by_code.get(Opcode.RECV, [])):
             ins = p.instructions[i]
             if _is_memory_dma(ins):
-                src = p.buffers[ins.reads[0]] if ins.reads else ""
-                dst = p.buffers[ins.writes[0]] if ins.writes else ""
-                lv = p.levels
-                dmas.append(DmaTiming(p.device, ins.op, ins.op.split(":", 1)[0], src, dst,
-                                      lv[ins.a].name if ins.a < len(lv) else "?",
-                                      lv[ins.b].name if ins.b < len(lv) else "?", ins.c,
-                                      ins.start_cycle, ins.end_cycle))
+                self.dmas.append(_dma_timing(p, ins))
             elif ins.opcode in COMPUTE_OPCODES and ins.op:
-                if ins.op in ops:
-                    v.append(f"{_where(p, i, ins)}: op {ins.op!r} runs twice (also on {ops[ins.op].device})")
+                if ins.op in self.ops:
+                    v.append(f"{_where(p, i, ins)}: op {ins.op!r} runs twice (also on {self.ops[ins.op].device})")
                     continue
-                ops[ins.op] = OpTiming(p.device, ins.stream, ins.start_cycle, ins.end_cycle)
+                self.ops[ins.op] = OpTiming(p.device, ins.stream, ins.start_cycle, ins.end_cycle)
             elif ins.opcode == Opcode.SEND:
-                sends[ins.c].append((p, ins))
+                self.sends[ins.c].append((p, ins))
             elif ins.opcode == Opcode.RECV:
-                recvs[ins.c].append((p, ins))
+                self.recvs[ins.c].append((p, ins))
 
-    transfers: dict[int, TransferTiming] = {}
+
+def _dma_timing(p: Program, ins: Instruction) -> DmaTiming:
+    """A memory DMA's timing, its buffers and levels by name ("?" for a level out of range)."""
+    src = p.buffers[ins.reads[0]] if ins.reads else ""
+    dst = p.buffers[ins.writes[0]] if ins.writes else ""
+    lv = p.levels
+    return DmaTiming(p.device, ins.op, ins.op.split(":", 1)[0], src, dst,
+                     lv[ins.a].name if ins.a < len(lv) else "?", lv[ins.b].name if ins.b < len(lv) else "?",
+                     ins.c, ins.start_cycle, ins.end_cycle)
+
+
+def _link_table(programs: Mapping[str, Program], names: list[str], v: list[str]) -> dict[int, tuple[str, int, int]]:
+    """Link id -> (name, bandwidth, latency), as the first program lists it; a program that
+    disagrees is a violation."""
     links: dict[int, tuple[str, int, int]] = {}
     for key in names:
         for lk in programs[key].links:
             params = (lk.name, lk.bandwidth_bytes_per_s, lk.latency_cycles)
             if links.setdefault(lk.id, params) != params:
                 v.append(f"link {lk.id} is {params} in {key} but {links[lk.id]} elsewhere")
+    return links
+
+
+def _match_transfers(timings: _Timings, links: Mapping[int, tuple[str, int, int]], v: list[str]
+                     ) -> tuple[dict[int, TransferTiming], dict[int, list[tuple[int, int, int]]]]:
+    """Each transfer's one SEND and one RECV, matched (link, bytes, peers, RECV not before SEND):
+    its timing, and per link the spans it is held (start, end, transfer id)."""
+    transfers: dict[int, TransferTiming] = {}
     occupancy: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for tid in sorted(set(sends) | set(recvs)):
-        s, r = sends.get(tid, []), recvs.get(tid, [])
+    for tid in sorted(set(timings.sends) | set(timings.recvs)):
+        s, r = timings.sends.get(tid, []), timings.recvs.get(tid, [])
         if len(s) != 1 or len(r) != 1:
             v.append(f"transfer {tid}: {len(s)} SEND and {len(r)} RECV (expected one of each)")
             if not s or not r:
@@ -812,23 +852,18 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
         occupancy[si.a].append((start, end, tid))
         transfers[tid] = TransferTiming(tid, sp.device, rp.device, links.get(si.a, ("?",))[0], si.b,
                                         start, end, si.op, ri.op)
+    return transfers, occupancy
+
+
+def _check_link_occupancy(occupancy: Mapping[int, list[tuple[int, int, int]]],
+                          links: Mapping[int, tuple[str, int, int]], v: list[str]) -> None:
+    """A link carries one transfer at a time (zero-length transfers hold it not at all)."""
     for link_id in sorted(occupancy):
         spans = sorted(x for x in occupancy[link_id] if x[1] > x[0])
         for (s0, e0, t0), (s1, _e1, t1) in zip(spans, spans[1:]):
             if s1 < e0:
                 v.append(f"link {links.get(link_id, ('?',))[0]}: transfer {t1} starts at {s1} while "
                          f"transfer {t0} holds the link until {e0}")
-    for key in names:
-        for peer in sorted({ins.peer for ins in programs[key].instructions if ins.peer}):
-            if peer not in programs:
-                v.append(f"{key} exchanges data with {peer!r}, which has no binary")
-
-    makespan = max((p.end_cycle for p in programs.values()), default=0)
-    result = SimulationResult(makespan, ops, dict(sorted(transfers.items())), peaks, count, tuple(v),
-                              tuple(names), tuple(sorted(dmas, key=lambda d: (d.device, d.start_cycle, d.op))))
-    if strict:
-        result.raise_if_invalid()
-    return result
 
 
 def simulate(binaries: Mapping[str, bytes], *, strict: bool = False) -> SimulationResult:

@@ -20,12 +20,12 @@ from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.onnx_convert import load_onnx_graph
 from planner.hardware import Device, Hardware, Link, MemoryLevel
 from planner.stage_timing import stage
-from planner.isa.profiles import PROFILES, get_profile
+from planner.isa.profiles import PROFILES, Profile, get_profile
 from planner.reader import format_path
 from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.locator import Locator, did_you_mean
 from planner.spec.memory_options import MemoryOptions
-from planner.spec.models import ModelSpec, SpecDocument, normalize_objective
+from planner.spec.models import DeviceSpec, ModelSpec, SpecDocument, normalize_objective
 from planner.spec.sizes import (
     check_device_count,
     check_generator_size,
@@ -58,30 +58,35 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
     >>> [l.name for l in resolve_hardware(doc, Locator(doc.model_dump())).links]
     ['link_n0_n1', 'link_n1_n2', 'link_n2_n0']
     """
-    hw = document.hardware
-    clock = hw.clock
     check_device_count(document, locator)
+    devices, kinds = _resolve_devices(document, locator)
+    names = [d.name for d in devices]
+    check_topology_size(document, len(names), locator)
+    links = _explicit_links(document, names, kinds, locator)
+    links += _topology_links(document, names, {link.name for link in links}, locator)
+    _check_connected(names, links, locator)
+    limits: dict[str, int] = {}
+    for j, lim in enumerate(document.constraints.memory_limits):
+        targets = _device_targets(lim.device, kinds, names, locator,
+                                  ("constraints", "memory_limits", j, "device"))
+        for t in targets:
+            limits[t] = min(limits.get(t, lim.max), lim.max)
+    devices = [dataclasses.replace(d, memory_limit_bytes=limits[d.name]) if d.name in limits else d
+               for d in devices]
+    return Hardware(tuple(devices), tuple(links), document.hardware.clock)
+
+
+def _resolve_devices(document: SpecDocument, locator: Locator) -> tuple[list[Device], dict[str, tuple[str, ...]]]:
+    """The device instances of every kind (``big0``, ``big1``...), and each kind's instance names;
+    a name that is both a kind and an instance is refused."""
     devices: list[Device] = []
     kinds: dict[str, tuple[str, ...]] = {}
     owner: dict[str, tuple] = {}  # every instance and kind name -> where it was declared
-    for i, dspec in enumerate(hw.devices):
+    for i, dspec in enumerate(document.hardware.devices):
         where = ("hardware", "devices", i)
         if dspec.name in kinds:
             raise locator.error(f"device kind {dspec.name!r} is declared twice", (*where, "name"))
-        try:
-            profile = get_profile(dspec.profile)
-        except KeyError:
-            raise locator.error(f"unknown profile {dspec.profile!r}" + did_you_mean(dspec.profile, list(PROFILES))
-                                + f" (known: {', '.join(sorted(PROFILES))})", (*where, "profile")) from None
-        if dspec.clock is not None:
-            profile = dataclasses.replace(profile, clock_hz=dspec.clock)
-        if dspec.memory is not None:
-            names = [m.name for m in dspec.memory]
-            for j, m in enumerate(dspec.memory):
-                if names.index(m.name) != j:
-                    raise locator.error(f"memory level {m.name!r} is listed twice", (*where, "memory", j, "name"))
-            profile = dataclasses.replace(profile, memory=tuple(
-                MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory))
+        profile = _device_profile(dspec, where, locator)
         instances = tuple(f"{dspec.name}{k}" for k in range(dspec.count))
         for name in (dspec.name, *instances):
             if name in owner and owner[name] != where:
@@ -91,12 +96,34 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
             owner[name] = where
         kinds[dspec.name] = instances
         devices.extend(Device(n, dspec.name, profile, dspec.streams) for n in instances)
-    names = [d.name for d in devices]
-    check_topology_size(document, len(names), locator)
+    return devices, kinds
 
+
+def _device_profile(dspec: DeviceSpec, where: tuple, locator: Locator) -> Profile:
+    """A device kind's profile, with the spec's clock and memory levels in place of the profile's."""
+    try:
+        profile = get_profile(dspec.profile)
+    except KeyError:
+        raise locator.error(f"unknown profile {dspec.profile!r}" + did_you_mean(dspec.profile, list(PROFILES))
+                            + f" (known: {', '.join(sorted(PROFILES))})", (*where, "profile")) from None
+    if dspec.clock is not None:
+        profile = dataclasses.replace(profile, clock_hz=dspec.clock)
+    if dspec.memory is not None:
+        names = [m.name for m in dspec.memory]
+        for j, m in enumerate(dspec.memory):
+            if names.index(m.name) != j:
+                raise locator.error(f"memory level {m.name!r} is listed twice", (*where, "memory", j, "name"))
+        profile = dataclasses.replace(profile, memory=tuple(
+            MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory))
+    return profile
+
+
+def _explicit_links(document: SpecDocument, names: list[str], kinds: dict[str, tuple[str, ...]],
+                    locator: Locator) -> list[Link]:
+    """The spec's ``links``, between device instances each named once."""
     links: list[Link] = []
     link_names: set[str] = set()
-    for j, lspec in enumerate(hw.links or []):
+    for j, lspec in enumerate(document.hardware.links or []):
         where = ("hardware", "links", j)
         if lspec.name in link_names:
             raise locator.error(f"link {lspec.name!r} is declared twice", (*where, "name"))
@@ -109,27 +136,38 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
                 raise locator.error(f"device {dev!r} is listed twice", (*where, "between", k))
         link_names.add(lspec.name)
         links.append(Link(lspec.name, tuple(lspec.between), lspec.bandwidth,
-                          parse_duration_cycles(lspec.latency, clock)))
-    if hw.topology is not None and len(names) > 1:
-        topo = hw.topology
-        latency = parse_duration_cycles(topo.latency, clock)
-        n = len(names)
-        if topo.kind == "all-to-all":
-            pairs = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n)]
-        elif topo.kind == "ring":
-            pairs = [(names[i], names[(i + 1) % n]) for i in range(n if n > 2 else 1)]
-        else:
-            pairs = []
-        generated = ([(f"link_{a}_{b}", (a, b)) for a, b in pairs] if topo.kind != "bus"
-                     else [("bus", tuple(names))])
-        for lname, members in generated:
-            if lname in link_names:
-                raise locator.error(f"link {lname!r} of the topology has the name of an explicit link",
-                                    ("hardware", "topology"))
-            link_names.add(lname)
-            links.append(Link(lname, members, topo.bandwidth, latency))
-    # Devices not joined directly (e.g. across a ring) simply never exchange data; devices
-    # in separate islands of links could never cooperate, which is a spec mistake.
+                          parse_duration_cycles(lspec.latency, document.hardware.clock)))
+    return links
+
+
+def _topology_links(document: SpecDocument, names: list[str], link_names: set[str], locator: Locator) -> list[Link]:
+    """The links the ``topology`` generates (all-to-all, ring or one bus), none of them named as an explicit one."""
+    topo = document.hardware.topology
+    if topo is None or len(names) <= 1:
+        return []
+    latency = parse_duration_cycles(topo.latency, document.hardware.clock)
+    n = len(names)
+    if topo.kind == "all-to-all":
+        pairs = [(names[a], names[b]) for a in range(n) for b in range(a + 1, n)]
+    elif topo.kind == "ring":
+        pairs = [(names[i], names[(i + 1) % n]) for i in range(n if n > 2 else 1)]
+    else:
+        pairs = []
+    generated = ([(f"link_{a}_{b}", (a, b)) for a, b in pairs] if topo.kind != "bus"
+                 else [("bus", tuple(names))])
+    links = []
+    for lname, members in generated:
+        if lname in link_names:
+            raise locator.error(f"link {lname!r} of the topology has the name of an explicit link",
+                                ("hardware", "topology"))
+        link_names.add(lname)
+        links.append(Link(lname, members, topo.bandwidth, latency))
+    return links
+
+
+def _check_connected(names: list[str], links: list[Link], locator: Locator) -> None:
+    """Devices not joined directly (e.g. across a ring) simply never exchange data; devices
+    in separate islands of links could never cooperate, which is a spec mistake."""
     if len(names) > 1 and not links:
         raise locator.error(f"devices {names[0]} and {names[1]} cannot exchange data: "
                             "add links or a topology", ("hardware",))
@@ -147,16 +185,6 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
         if root(b) != root(names[0]):
             raise locator.error(f"devices {names[0]} and {b} cannot exchange data: no chain of links "
                                 "joins them; add links or a topology", ("hardware", "links"))
-
-    limits: dict[str, int] = {}
-    for j, lim in enumerate(document.constraints.memory_limits):
-        targets = _device_targets(lim.device, kinds, names, locator,
-                                  ("constraints", "memory_limits", j, "device"))
-        for t in targets:
-            limits[t] = min(limits.get(t, lim.max), lim.max)
-    devices = [dataclasses.replace(d, memory_limit_bytes=limits[d.name]) if d.name in limits else d
-               for d in devices]
-    return Hardware(tuple(devices), tuple(links), clock)
 
 
 def _device_targets(name: str, kinds: dict[str, tuple[str, ...]], instances: Sequence[str],
@@ -644,55 +672,9 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     """
     base_dir = base_dir if base_dir is not None else Path.cwd()
     hw = resolve_hardware(document, locator)
-    kinds = sorted({d.kind for d in hw.devices})
-
-    tensors: list[Tensor] = []
-    ops: list[Op] = []
-    op_loc: dict[str, tuple] = {}
-    tensor_loc: dict[str, tuple] = {}
-    model_names: list[str] = []
-    for i, m in enumerate(document.models):
-        where = ("models", i)
-        if m.name in model_names:
-            raise locator.error(f"model {m.name!r} is declared twice", (*where, "name"))
-        model_names.append(m.name)
-        if m.generator is not None:
-            params = m.generator.model_dump(exclude={"kind"}, exclude_none=True)
-            check_generator_size(m.generator.kind, params, len(ops), (*where, "generator"), locator)
-            try:
-                mt, mo = generate(m.generator.kind, params, m.name)
-            except (ValueError, GraphError) as e:
-                raise locator.error(str(e), (*where, "generator")) from None
-            for o in mo:
-                op_loc[o.name] = (*where, "generator")
-        elif m.graph is not None and m.graph.onnx is not None:
-            mt, mo = _onnx_graph(m, where, locator, base_dir)
-            for o in mo:
-                op_loc[o.name] = (*where, "graph", "onnx")
-        else:
-            mt, mo = _inline_graph(m, where, locator, op_loc)
-        if m.graph is not None and m.graph.tensors is not None:
-            tensor_loc.update({f"{m.name}/{t.name}": (*where, "graph", "tensors", k)
-                               for k, t in enumerate(m.graph.tensors)})
-        else:
-            source_loc = (*where, "generator") if m.generator is not None else (*where, "graph", "onnx")
-            tensor_loc.update({t.name: source_loc for t in mt})
-        tensors.extend(mt)
-        ops.extend(mo)
-
-    check_counts(ops, tensors, locator, op_loc)
-    for op in ops:
-        for kind in op.cycles:
-            if kind not in kinds:
-                loc = op_loc[op.name]
-                raise locator.error(f"op {op.name!r} gives cycles for unknown device kind {kind!r}"
-                                    + did_you_mean(kind, kinds) + f" (kinds: {', '.join(kinds)})",
-                                    (*loc, "cycles", kind) if loc[-2:-1] == ("ops",) else loc, key=True)
-    try:
-        graph = Graph(tensors, ops)
-    except GraphError as e:
-        loc = op_loc.get(e.op or "", ("models",))
-        raise locator.error(str(e), loc) from None
+    models = _model_graphs(document, locator, base_dir)
+    graph = _merged_graph(models, sorted({d.kind for d in hw.devices}), locator)
+    op_loc, tensor_loc = models.op_loc, models.tensor_loc
     check_graph_size(graph, hw, op_loc, tensor_loc, locator)
     check_op_shapes(graph, op_loc, locator)
     with stage("costing"):
@@ -726,9 +708,72 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         search=document.solver.search,
         strategy=document.solver.strategy,
         groups=document.solver.groups,
-        models=tuple(model_names),
+        models=tuple(models.names),
         document=document,
         memory=memory,
         max_load=max_load,
         device_cycles=device_cycles,
     )
+
+
+@dataclasses.dataclass
+class _Models:
+    """Every model's tensors and ops (prefixed), where in the spec each op and tensor comes from, the model names."""
+
+    tensors: list[Tensor] = dataclasses.field(default_factory=list)
+    ops: list[Op] = dataclasses.field(default_factory=list)
+    op_loc: dict[str, tuple] = dataclasses.field(default_factory=dict)
+    tensor_loc: dict[str, tuple] = dataclasses.field(default_factory=dict)
+    names: list[str] = dataclasses.field(default_factory=list)
+
+
+def _model_graphs(document: SpecDocument, locator: Locator, base_dir: Path) -> _Models:
+    """Each model's graph: from its generator, its ONNX file or inline; a model named twice is refused."""
+    out = _Models()
+    for i, m in enumerate(document.models):
+        where = ("models", i)
+        if m.name in out.names:
+            raise locator.error(f"model {m.name!r} is declared twice", (*where, "name"))
+        out.names.append(m.name)
+        if m.generator is not None:
+            params = m.generator.model_dump(exclude={"kind"}, exclude_none=True)
+            check_generator_size(m.generator.kind, params, len(out.ops), (*where, "generator"), locator)
+            try:
+                mt, mo = generate(m.generator.kind, params, m.name)
+            except (ValueError, GraphError) as e:
+                raise locator.error(str(e), (*where, "generator")) from None
+            for o in mo:
+                out.op_loc[o.name] = (*where, "generator")
+        elif m.graph is not None and m.graph.onnx is not None:
+            mt, mo = _onnx_graph(m, where, locator, base_dir)
+            for o in mo:
+                out.op_loc[o.name] = (*where, "graph", "onnx")
+        else:
+            mt, mo = _inline_graph(m, where, locator, out.op_loc)
+        if m.graph is not None and m.graph.tensors is not None:
+            out.tensor_loc.update({f"{m.name}/{t.name}": (*where, "graph", "tensors", k)
+                                   for k, t in enumerate(m.graph.tensors)})
+        else:
+            source_loc = (*where, "generator") if m.generator is not None else (*where, "graph", "onnx")
+            out.tensor_loc.update({t.name: source_loc for t in mt})
+        out.tensors.extend(mt)
+        out.ops.extend(mo)
+    return out
+
+
+def _merged_graph(models: _Models, kinds: list[str], locator: Locator) -> Graph:
+    """The one graph of every model, after the counts and each op's device kinds are checked."""
+    op_loc = models.op_loc
+    check_counts(models.ops, models.tensors, locator, op_loc)
+    for op in models.ops:
+        for kind in op.cycles:
+            if kind not in kinds:
+                loc = op_loc[op.name]
+                raise locator.error(f"op {op.name!r} gives cycles for unknown device kind {kind!r}"
+                                    + did_you_mean(kind, kinds) + f" (kinds: {', '.join(kinds)})",
+                                    (*loc, "cycles", kind) if loc[-2:-1] == ("ops",) else loc, key=True)
+    try:
+        return Graph(models.tensors, models.ops)
+    except GraphError as e:
+        loc = op_loc.get(e.op or "", ("models",))
+        raise locator.error(str(e), loc) from None

@@ -18,11 +18,17 @@ from planner.isa import (
     op_duration_cycles,
 )
 from planner.lowering import allocation, lower, peak_memory, write_allocation, write_binaries
+from planner.memory.address_pass import address_programs
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.simulator import simulate, simulate_dir, simulate_programs
 from planner.verify import compare_with_plan
 
 GEN = get_profile("generic")
+
+
+def lowered(plan, graph, hw, **kwargs):
+    """What the pipeline replays: the lowered programs after the address pass."""
+    return address_programs(lower(plan, graph, hw, **kwargs))
 
 
 def make_plan(ops, transfers=()) -> Plan:
@@ -101,7 +107,7 @@ def opcodes(program):
 
 def test_two_devices_lower_to_send_recv_and_replay_exactly():
     plan, graph, hw = two_device_case()
-    programs = lower(plan, graph, hw)
+    programs = lowered(plan, graph, hw)
     assert list(programs) == ["d0", "d1"]
     d0, d1 = programs["d0"], programs["d1"]
     sends = [i for i in d0.instructions if i.opcode == Opcode.SEND]
@@ -133,7 +139,7 @@ def test_two_devices_lower_to_send_recv_and_replay_exactly():
 
 def test_buffer_lifetimes_follow_the_scheduler_model():
     plan, graph, hw = two_device_case()
-    d0 = lower(plan, graph, hw)["d0"]
+    d0 = lowered(plan, graph, hw)["d0"]
     spans = {}
     for i in d0.instructions:
         if i.opcode in (Opcode.ALLOC, Opcode.FREE):
@@ -148,7 +154,7 @@ def test_buffer_lifetimes_follow_the_scheduler_model():
 
 def test_compute_instructions_carry_graph_dimensions():
     plan, graph, hw = tpu_case()
-    prog = lower(plan, graph, hw)["t0"]
+    prog = lowered(plan, graph, hw)["t0"]
     mm = next(i for i in prog.instructions if i.opcode == Opcode.MATMUL)
     assert (mm.a, mm.b, mm.c, mm.d, mm.mem_bytes, mm.duration_cycles) == (256, 256, 256, 1, 196608, 5783)
     act = next(i for i in prog.instructions if i.opcode == Opcode.VECTOR)
@@ -162,7 +168,7 @@ def test_compute_instructions_carry_graph_dimensions():
 
 def test_cross_stream_dependencies_get_semaphores():
     plan, graph, hw = two_stream_case()
-    prog = lower(plan, graph, hw)["d0"]
+    prog = lowered(plan, graph, hw)["d0"]
     sync = [(i.opcode.name, i.stream, i.start_cycle, i.a) for i in prog.instructions
             if i.opcode in (Opcode.SIGNAL, Opcode.WAIT)]
     # a (s0) -> b (s1): semaphore 0 signalled at 4; b (s1) -> d (s0): semaphore 1 at 10.
@@ -174,23 +180,23 @@ def test_cross_stream_dependencies_get_semaphores():
 
 def test_deterministic_order_and_bytes():
     plan, graph, hw = two_device_case()
-    a = {k: encode(v) for k, v in lower(plan, graph, hw).items()}
-    b = {k: encode(v) for k, v in lower(plan, graph, hw).items()}
+    a = {k: encode(v) for k, v in lowered(plan, graph, hw).items()}
+    b = {k: encode(v) for k, v in lowered(plan, graph, hw).items()}
     assert a == b
-    for prog in lower(plan, graph, hw).values():
+    for prog in lowered(plan, graph, hw).values():
         starts = [i.start_cycle for i in prog.instructions]
         assert starts == sorted(starts)
 
 
 def test_round_trip_of_lowered_programs():
     for plan, graph, hw in (two_device_case(), two_stream_case(), tpu_case()):
-        for prog in lower(plan, graph, hw).values():
+        for prog in lowered(plan, graph, hw).values():
             assert decode(encode(prog)) == prog
 
 
 def test_allocation_document():
     plan, graph, hw = two_device_case()
-    doc = allocation(plan, graph, hw)
+    doc = allocation(plan, graph, hw, lowered(plan, graph, hw))
     assert doc["devices"]["d0"]["memory"]["mem"]["reserved_bytes"] == 2400
     assert doc["devices"]["d1"]["streams_used"] == [0]
     assert doc["ops"]["c"] == {"device": "d1", "stream": 0, "start_cycle": 16, "end_cycle": 22}
@@ -198,11 +204,13 @@ def test_allocation_document():
     assert doc["resources"]["devices"]["d0"]["busy_cycles"] == 4 + 6 + 2
     assert [t["id"] for t in doc["transfers"]] == [0, 1]
     json.dumps(doc)  # serializable
+    with pytest.raises(ValueError, match=r"allocation.json needs addressed programs; d0, d1 have no addresses"):
+        allocation(plan, graph, hw, lower(plan, graph, hw))  # its addresses would be placeholders
 
 
 def test_write_and_simulate_dir(tmp_path):
     plan, graph, hw = two_device_case()
-    programs = lower(plan, graph, hw)
+    programs = lowered(plan, graph, hw)
     paths = write_binaries(programs, tmp_path)
     write_allocation(allocation(plan, graph, hw, programs), tmp_path)
     assert sorted(p.name for p in paths) == ["d0.bin", "d0.lst", "d1.bin", "d1.lst"]
@@ -225,6 +233,6 @@ def test_lowering_rejects_a_plan_missing_a_transfer():
 def test_device_without_ops_gets_a_halt_only_program():
     plan, graph, hw = two_stream_case()
     hw2 = Hardware(hw.devices + (Device("idle", "g", GEN),), ())
-    programs = lower(plan, graph, hw2)
+    programs = lowered(plan, graph, hw2)
     assert opcodes(programs["idle"]) == [("HALT", 0, "")]
     assert simulate_programs(programs).valid

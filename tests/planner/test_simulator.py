@@ -11,6 +11,7 @@ from planner.graph.ir import Graph, Op, Tensor
 from planner.hardware import Device, Hardware, Link
 from planner.isa import Opcode, decode, encode, get_profile
 from planner.lowering import lower
+from planner.memory.address_pass import address_programs
 from planner.plan import PlacedOp, PlacedTransfer
 from planner.simulator import SimulationError, simulate, simulate_programs
 from planner.verify import compare_with_plan
@@ -19,9 +20,14 @@ from tests.planner.test_lowering import make_plan, two_device_case, two_stream_c
 GEN = get_profile("generic")
 
 
+def lowered(plan, graph, hw, **kwargs):
+    """What the pipeline replays: the lowered programs after the address pass."""
+    return address_programs(lower(plan, graph, hw, **kwargs))
+
+
 def binaries(case):
     plan, graph, hw = case
-    return {name: encode(p) for name, p in lower(plan, graph, hw).items()}
+    return {name: encode(p) for name, p in lowered(plan, graph, hw).items()}
 
 
 def reencode(data: bytes, edit) -> bytes:
@@ -91,7 +97,7 @@ def test_wait_before_signal():
     plan, graph, hw = two_stream_case()
     # b on stream 1 starts at 3, before a (stream 0) ends at 4.
     early = make_plan([o if o.name != "b" else dataclasses.replace(o, start_cycle=3) for o in plan.ops])
-    violations = simulate_programs(lower(early, graph, hw)).violations
+    violations = simulate_programs(lowered(early, graph, hw)).violations
     assert any("semaphore 0, signalled only at 4" in v for v in violations)
     assert any("dependency violation" in v and "(b)" in v for v in violations)
 
@@ -116,18 +122,18 @@ def test_link_is_exclusive_across_binaries():
            PlacedOp("e", "d1", 0, 20, 1)]
     bad = make_plan(ops, [PlacedTransfer("a", "c", ("ta",), 1000, "d0", "d1", "l0", 4, 12),
                           PlacedTransfer("b", "e", ("tb",), 1000, "d0", "d1", "l0", 8, 12)])
-    violations = simulate_programs(lower(bad, graph, hw)).violations
+    violations = simulate_programs(lowered(bad, graph, hw)).violations
     assert violations == ("link l0: transfer 1 starts at 8 while transfer 0 holds the link until 16",)
     good = make_plan(ops[:3] + [PlacedOp("e", "d1", 0, 28, 1)],
                      [PlacedTransfer("a", "c", ("ta",), 1000, "d0", "d1", "l0", 4, 12),
                       PlacedTransfer("b", "e", ("tb",), 1000, "d0", "d1", "l0", 16, 12)])
-    assert simulate_programs(lower(good, graph, hw)).valid
+    assert simulate_programs(lowered(good, graph, hw)).valid
 
 
 def test_transfer_duration_is_checked_against_the_link():
     plan, graph, hw = two_device_case()
     short = make_plan(plan.ops, [dataclasses.replace(plan.transfers[0], duration_cycles=11), plan.transfers[1]])
-    violations = simulate_programs(lower(short, graph, hw)).violations
+    violations = simulate_programs(lowered(short, graph, hw)).violations
     assert any("SEND (a): duration mismatch: encoded 11 cycles, the ISA formulas give 12" in v for v in violations)
 
 
@@ -135,7 +141,7 @@ def test_memory_over_capacity():
     # d0 peaks at 2400 B (see test_lowering); cap it at 2000 in the binary's header (lowering
     # itself refuses buffers that do not fit). The addressed buffers also end beyond 2000.
     plan, graph, hw = two_device_case()
-    programs = lower(plan, graph, hw)
+    programs = lowered(plan, graph, hw)
     d0 = programs["d0"]
     capped = dataclasses.replace(d0, levels=tuple(dataclasses.replace(lv, capacity_bytes=2000)
                                                   for lv in d0.levels))

@@ -9,6 +9,7 @@ from planner.graph.ir import Graph, Op, Tensor
 from planner.hardware import Device, Hardware, Link
 from planner.isa import encode, get_profile
 from planner.lowering import lower
+from planner.memory.address_pass import address_programs
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.simulator import simulate
 from planner.verify import compare_with_plan
@@ -16,6 +17,11 @@ from planner.verify import compare_with_plan
 GEN = get_profile("generic")
 HW = Hardware((Device("d0", "g", GEN, streams=2), Device("d1", "g", GEN, streams=2)),
               (Link("l0", ("d0", "d1"), 10**9, 3),))
+
+
+def lowered(plan, graph, hw, **kwargs):
+    """What the pipeline replays: the lowered programs after the address pass."""
+    return address_programs(lower(plan, graph, hw, **kwargs))
 
 
 @st.composite
@@ -63,7 +69,7 @@ def scheduled_dags(draw):
 @given(scheduled_dags())
 def test_valid_plans_replay_exactly(case):
     plan, graph = case
-    result = simulate({name: encode(p) for name, p in lower(plan, graph, HW).items()})
+    result = simulate({name: encode(p) for name, p in lowered(plan, graph, HW).items()})
     assert result.violations == ()
     assert compare_with_plan(result, plan) == []
     assert result.makespan_cycles == plan.makespan_cycles

@@ -1,4 +1,8 @@
-"""Addresses without a memory plan: aligned, packed per level, never overlapping while live."""
+"""Addresses without a memory plan: aligned, packed per level, never overlapping while live.
+
+Lowering leaves these programs unaddressed; the address pass
+(:func:`planner.memory.address_pass.address_programs`) packs them, so the plans here go through both.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from planner.graph.ir import Graph, Op, Tensor
 from planner.hardware import Device, Hardware
 from planner.isa import Opcode, get_profile
 from planner.lowering import allocation, lower
+from planner.memory.address_pass import address_programs
 from planner.memory.addresses import Lifetime, assign_addresses
 from planner.plan import PlacedOp
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem
@@ -107,11 +112,16 @@ def trap_plan():
     return make_plan(placed), Graph(tensors, ops), hw
 
 
-def test_lowering_reports_fragmentation():
+def lower_and_address(plan, graph, hw, alignment_bytes: int = 64):
+    return address_programs(lower(plan, graph, hw), alignment_bytes)
+
+
+def test_the_address_pass_reports_fragmentation():
     plan, graph, hw = trap_plan()
+    programs = lower(plan, graph, hw)  # lowering itself never solves, so it cannot fail here
     with pytest.raises(InfeasibleError, match=r"device d0: the buffers of memory level 'mem' \(capacity 256 B\)"
                                               r".*at most 256 B are live at once.*\(proven by CP-SAT\)"):
-        lower(plan, graph, hw)
+        address_programs(programs)
 
 
 def test_hand_checked_addresses_of_the_two_device_case():
@@ -119,7 +129,7 @@ def test_hand_checked_addresses_of_the_two_device_case():
     # the whole run. Greedy-by-size: ta 0; tb (live with ta) 1024; tc (ta is gone) 0; w, live
     # with all three, above tb: 2048.
     plan, graph, hw = two_device_case()
-    programs = lower(plan, graph, hw)
+    programs = lower_and_address(plan, graph, hw)
     doc = allocation(plan, graph, hw, programs)
     rows = {b["name"]: (b["address"], b["size_bytes"], b["start_cycle"], b["end_cycle"])
             for b in doc["devices"]["d0"]["buffers"]}
@@ -137,9 +147,9 @@ def test_alignment_can_make_a_tight_limit_infeasible():
     plan, graph, hw = two_device_case(memory_limit=2400)
     with pytest.raises(InfeasibleError,
                        match=r"at cycle 4, 3 buffers are live, holding 2.44 KiB \(2496 B\) .* more than the capacity"):
-        lower(plan, graph, hw)
+        lower_and_address(plan, graph, hw)
     # Byte alignment: ta 0, tb 1000, tc 0, w above tb at 2000: exactly 2400.
-    programs = lower(plan, graph, hw, alignment_bytes=1)
+    programs = lower_and_address(plan, graph, hw, alignment_bytes=1)
     assert address_violations(programs["d0"], 1) == []
     assert {programs["d0"].buffers[i.a]: i.d for i in programs["d0"].instructions
             if i.opcode == Opcode.ALLOC} == {"ta": 0, "tb": 1000, "tc@d1->d": 0, "w": 2000}
@@ -150,7 +160,7 @@ def test_hand_made_plans_get_valid_addresses(case):
     plan, graph, hw = case()
     if case is trap_plan:
         hw = Hardware((Device("d0", "g", get_profile("generic"), streams=20, memory_limit_bytes=320),), ())
-    for program in lower(plan, graph, hw).values():
+    for program in lower_and_address(plan, graph, hw).values():
         assert address_violations(program) == []
 
 
