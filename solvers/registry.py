@@ -15,14 +15,14 @@ pluggable ``flow_func`` and SAGA's scheduler table.
 Examples
 --------
 >>> names("scheduling")
-('scheduling.cpsat', 'scheduling.heft', 'scheduling.listsearch', 'scheduling.portfolio')
+('scheduling.contiguous', 'scheduling.cpsat', 'scheduling.heft', 'scheduling.listsearch', 'scheduling.portfolio')
 >>> get("placement.greedy").name
 'greedy'
 >>> from solvers.scheduling import SchedulingProblem
 >>> two_devices = SchedulingProblem(((3, 3),), (), (1, 1), ((-1, 0), (0, -1)), ())
 >>> accepting(two_devices)  # doctest: +NORMALIZE_WHITESPACE
 ('hierarchical.lns', 'hierarchical.placer', 'hierarchical.strategy', 'learned.reinforce',
- 'scheduling.cpsat', 'scheduling.heft', 'scheduling.portfolio')
+ 'scheduling.contiguous', 'scheduling.cpsat', 'scheduling.heft', 'scheduling.portfolio')
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffs
 from solvers.placement.cpsat import CpSatPlacementSolver
 from solvers.placement.greedy import GreedyPlacementSolver
 from solvers.portfolio import Portfolio
+from solvers.scheduling.contiguous import ContiguousSplitScheduler
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
 from solvers.scheduling.heft import HeftScheduler
 from solvers.scheduling.listsearch import ListSearchScheduler
@@ -60,6 +61,7 @@ def _portfolio(heuristic: Callable[[], Solver], exact: Callable[..., Solver], **
 SOLVERS: dict[str, Callable[..., Solver]] = {
     "scheduling.heft": HeftScheduler,
     "scheduling.listsearch": ListSearchScheduler,
+    "scheduling.contiguous": ContiguousSplitScheduler,  # memory-feasible contiguous splits, sequenced by HEFT
     "scheduling.cpsat": CpSatScheduler,
     "scheduling.portfolio": partial(_portfolio, HeftScheduler, CpSatScheduler),
     "hierarchical.lns": LnsScheduler,

@@ -2,8 +2,10 @@
 
 Notes
 -----
-Every path starts from the warm start (``options.hint``, else HEFT) and returns the best
-schedule it saw, so the result is never worse than HEFT.
+Every path starts from the warm start (``options.hint``, else HEFT; on LATENCY problems with
+a memory limit, the contiguous split of :mod:`~solvers.scheduling.contiguous` instead when it is
+better, ``stats["warm_start"]`` says which) and returns the best schedule it saw, so the result
+is never worse than HEFT or that split.
 
 * **flat** (``num_ops <= flat_max_ops`` under ``auto``): LNS
   (:class:`~solvers.hierarchical.lns.LnsScheduler`, LATENCY, graphs of at least
@@ -13,9 +15,10 @@ schedule it saw, so the result is never worse than HEFT.
   its own search) and is never worse than its hint.
 * **hierarchical**: :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
-  its schedule and HEFT's warm-starts LNS for ``lns_share``. The bound is
-  :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` (segments up to
-  ``segment_max_ops`` ops), raised by CP-SAT proofs on repeated segments
+  its schedule and HEFT's warm-starts LNS for ``lns_share``. The bound is the best of
+  :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` and, up to ``segment_max_ops``
+  ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
+  and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
   (:func:`~solvers.scheduling.cpsat.segment_lower_bound`) up to ``segment_proof_max_ops``
   ops with ``bound_share`` of the limit.
 
@@ -44,6 +47,8 @@ from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
 from solvers.hierarchical.state import warm_start
+from solvers.scheduling.bounds import lower_bound
+from solvers.scheduling.contiguous import contiguous_schedule
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
 from solvers.scheduling.cpsat.segments import segment_lower_bound
@@ -158,6 +163,8 @@ class StrategyScheduler(Accepting):
         if warm is None:  # no heuristic schedule: only CP-SAT can decide
             r = CpSatScheduler(self.config.cpsat).solve(problem, options)
             return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})
+        heft_objective = objective_value(problem, warm)
+        warm, start = _better_start(problem, warm, "hint" if warm is options.hint else "heft")
         choice = choose_strategy(problem, self.config)
         if choice == "flat":
             result = self._flat(problem, options, warm, t0)
@@ -165,7 +172,7 @@ class StrategyScheduler(Accepting):
             result = self._hierarchical(problem, options, warm, t0)
         stages = result.stats["strategy_stages"]
         stats = {**result.stats, "strategy": choice, "requested_strategy": self.config.strategy,
-                 "heft_objective": objective_value(problem, warm), "search": options.search,
+                 "heft_objective": heft_objective, "warm_start": start, "search": options.search,
                  "stopped_by": combine_stops(v.get("stopped_by") for v in stages.values())}
         return replace(result, wall_time_s=time.perf_counter() - t0, stats=stats)
 
@@ -223,8 +230,13 @@ class StrategyScheduler(Accepting):
     def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float) -> tuple[int, dict]:
         cfg = self.config
         t0 = time.perf_counter()
-        bound = quick_lower_bound(problem, segments=problem.num_ops <= cfg.segment_max_ops)
+        small = problem.num_ops <= cfg.segment_max_ops
+        bound = quick_lower_bound(problem, segments=small)
         stats: dict[str, Any] = {"quick_bound": bound}
+        if small:  # the static bounds without the LP relaxation: paths with memory, segment runs
+            static = lower_bound(problem, lp=False)
+            stats["static_bound"] = static
+            bound = max(bound, static)
         if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
                 and problem.num_ops <= cfg.segment_proof_max_ops):
             opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)
@@ -235,6 +247,19 @@ class StrategyScheduler(Accepting):
                          stopped_by=seg_stats.get("segment_bound_stopped_by"))
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
+
+
+def _better_start(problem: SchedulingProblem, warm: SchedulingSolution, label: str) -> tuple[SchedulingSolution, str]:
+    """The warm start, or the contiguous split (:mod:`~solvers.scheduling.contiguous`) when it
+    is better: LATENCY problems with a memory limit, where memory forces the model across
+    devices and HEFT's op-by-op placement pays transfers it did not plan for."""
+    capped = any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices))
+    if problem.objective is not Objective.LATENCY or not capped:
+        return warm, label
+    split = contiguous_schedule(problem)
+    if split is not None and objective_value(problem, split) < objective_value(problem, warm):
+        return split, "contiguous split"
+    return warm, label
 
 
 def _brief(stats: dict) -> dict:

@@ -66,6 +66,7 @@ from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
 from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.structure import (cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
                                           topological_order)
 
@@ -235,7 +236,18 @@ def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | N
         if not relaxed.status.startswith("SKIPPED"):
             parts["lp"] = relaxed.bound
     if latency and segments:
-        parts["segment_chain"] = segment_bound(r)
+        parts.update(_segment_parts(r, memory=capped))
+    return parts
+
+
+def _segment_parts(problem: SchedulingProblem, memory: bool) -> dict[str, int]:
+    """The segment chain and, with a memory limit, the segment-run bound, from one set of
+    segment floors (of an already restricted problem)."""
+    pruned, segs = bound_segments(problem, restrict=False)
+    floors = [_restricted_floor(sub) for sub, _ in segs]
+    parts = {"segment_chain": chain_segment_bound(pruned, segs, floors)}
+    if memory:
+        parts["segment_runs"] = segment_run_bound(pruned, segs, floors)
     return parts
 
 

@@ -46,7 +46,7 @@ from solvers.scheduling.path_bounds import DevicePools, chain_bound, pool_finish
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import segment_ranges
 
-__all__ = ["chain_segment_bound", "prune_free_ends"]
+__all__ = ["chain_segment_bound", "segment_chain_terms", "prune_free_ends"]
 
 
 def _floored(values: np.ndarray, floor: float) -> np.ndarray:
@@ -94,31 +94,62 @@ def chain_segment_bound(problem: SchedulingProblem,
     """
     if problem.objective is not Objective.LATENCY or not segments:
         return 0
+    plain = sum(int(f) for f in floors)
+    terms = segment_chain_terms(problem, segments, floors)
+    if terms is None:
+        return plain
+    pools, first, steps, last, cuts, _ = terms
+    value = chain_bound(first, lambda j: steps[j], last, held_weights(problem, cuts), pools.capacity)
+    if not math.isfinite(value):
+        return plain
+    return max(plain, int(value))
+
+
+def segment_chain_terms(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
+                        floors: Sequence[int]) -> tuple | None:
+    """The terms :func:`chain_segment_bound` chains (module Notes), for it and for
+    :func:`~solvers.scheduling.segment_runs.segment_run_bound`.
+
+    Returns
+    -------
+    tuple or None
+        ``(pools, first, steps, last, cuts, middles)``: the device pools, the head term per
+        pool, per middle segment ``(stay, move)`` (the diagonal and the pool-to-pool table,
+        floored), the tail term per pool, the cut ops, and the middle segments as
+        ``(subproblem, ops)``; None for THROUGHPUT or without segments.
+
+    Examples
+    --------
+    >>> from solvers.scheduling.bounds import segment_problems
+    >>> p = SchedulingProblem(((1,), (2,), (3,)), ((0, 1, 0), (1, 2, 0)), (1,), ((-1,),), ((), ()))
+    >>> pools, first, steps, last, cuts, middles = segment_chain_terms(p, segment_problems(p), [1, 2, 3])
+    >>> first.tolist(), [s.tolist() for s, _ in steps], cuts, [ops for _, ops in middles]
+    ([1.0], [[2.0], [3.0]], [0, 1, 2], [(0, 1), (1, 2)])
+    """
+    if problem.objective is not Objective.LATENCY or not segments:
+        return None
     ranges = segment_ranges(problem)
     if len(ranges) != len(segments) or len(floors) != len(segments):
         raise ValueError("segments and floors must follow segment_problems(problem)")
-    plain = sum(int(f) for f in floors)
     pools = DevicePools(problem)
     head, _ = segments[0]
     first = _floored(pool_finish(head, DevicePools(head, pools.pools))[head.num_ops - 1], float(floors[0]))
     cuts = [sink for _, _, _, sink in ranges if sink is not None]
-    steps = []
-    for j, ((sub, _), (_, _, source, sink)) in enumerate(zip(segments, ranges)):
+    steps, middles = [], []
+    for j, ((sub, ops), (_, _, source, sink)) in enumerate(zip(segments, ranges)):
         if source is not None and sink is not None:
             reach = _floored(pool_finish_from_source(sub, 0, DevicePools(sub, pools.pools))[:, sub.num_ops - 1, :],
                              float(floors[j]))
             # one device for both cut ops: the diagonal; two devices (of one pool or not): the
             # pool table is a bound for them too (it lets the segment move for free inside a pool)
             steps.append((np.diagonal(reach).copy(), reach))
+            middles.append((sub, ops))
     last = np.zeros(pools.size)
     if ranges[-1][3] is None:  # a tail after the last cut op
         sub, _ = segments[-1]
         tail = pool_finish_from_source(sub, 0, DevicePools(sub, pools.pools))[:, 1:, :].min(axis=2).max(axis=1)
         last = np.maximum(np.where(np.isfinite(tail), tail, 0.0), float(floors[-1]))
-    value = chain_bound(first, lambda j: steps[j], last, held_weights(problem, cuts), pools.capacity)
-    if not math.isfinite(value):
-        return plain
-    return max(plain, int(value))
+    return pools, first, steps, last, cuts, middles
 
 
 def prune_free_ends(problem: SchedulingProblem) -> SchedulingProblem:

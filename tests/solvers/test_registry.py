@@ -114,7 +114,7 @@ def test_accepting_lists_the_solvers_of_the_problem_family():
     # the same SchedulingProblem, solved at scale, and by the REINFORCE baseline
     others = registry.names("hierarchical") + registry.names("learned")
     assert registry.accepting(_SCHED_ONE_DEVICE) == others + registry.names("scheduling")
-    assert registry.accepting(_SCHED_TWO_DEVICES) == others + ("scheduling.cpsat", "scheduling.heft",
-                                                               "scheduling.portfolio")
+    assert registry.accepting(_SCHED_TWO_DEVICES) == others + ("scheduling.contiguous", "scheduling.cpsat",
+                                                               "scheduling.heft", "scheduling.portfolio")
     assert registry.accepting(_COLOC_BALANCE) == ("colocation.cpsat", "colocation.ffd")
     assert registry.accepting(object()) == ()

@@ -268,15 +268,21 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
     for u in need_bend:
         v.bend[u] = model.new_int_var(0, H, f"bufend_{u}")
         model.add(v.bend[u] >= v.end[u])
+    # indexed once, in the dictionaries' order (a scan per edge and device was quadratic)
+    z_of: dict[int, list] = {}
+    for (e2, link), zl in v.z.items():
+        z_of.setdefault(e2, []).append((link, zl))
+    y_into: dict[tuple[int, int], list] = {}
+    for (e2, _a, bb), y in v.y.items():
+        y_into.setdefault((e2, bb), []).append(y)
     for e, (u, w, _b) in enumerate(problem.edges):
         if u not in v.bend:
             continue
         for d in v.allowed[u]:
             if d in v.allowed[w]:
                 enforce_if(model.add(v.bend[u] >= v.end[w]), v.x[u, d], v.x[w, d])
-        for (e2, link), zl in v.z.items():
-            if e2 == e:
-                enforce_if(model.add(v.bend[u] >= v.ts[e] + problem.transfer_cycles[e][link]), zl)
+        for link, zl in z_of.get(e, ()):
+            enforce_if(model.add(v.bend[u] >= v.ts[e] + problem.transfer_cycles[e][link]), zl)
     for d in devs:
         cap = problem.memory_bytes(d)
         ivs, demands = [], []
@@ -304,7 +310,7 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
         for e, (u, w, b) in enumerate(problem.edges):
             if b <= 0 or d not in v.allowed[w] or e not in v.ts:
                 continue
-            ys = [y for (e2, a, bb), y in v.y.items() if e2 == e and bb == d]
+            ys = y_into.get((e, d), [])
             if not ys:
                 continue
             if len(ys) == 1:

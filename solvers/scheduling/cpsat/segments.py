@@ -19,6 +19,7 @@ from solvers.scheduling.cpsat.search import solve
 from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.validate import validate_schedule
 
 __all__ = ["segment_lower_bound", "segment_schedule"]
@@ -94,7 +95,8 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
                 bounds[k] = max(bounds[k], int(r.bound))
     stats = {"segments": len(segs), "segment_groups": len(order), "segment_groups_proved": proved,
              "segment_bound_dtime": budget.used, "segment_bound_stopped_by": budget.stop_word()}
-    return chain_segment_bound(pruned, segs, bounds), stats
+    # with a memory limit, the same proven floors also tighten the segment-run bound
+    return max(chain_segment_bound(pruned, segs, bounds), segment_run_bound(pruned, segs, bounds)), stats
 
 
 def _inner_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOptions, budget: Budget,

@@ -1,0 +1,237 @@
+"""Contiguous splits: cut the topological order into blocks, one device each, by dynamic
+programming, then sequence the placement with HEFT.
+
+Notes
+-----
+On graphs whose weights exceed one device (the dnn-partitioning latency inputs: a model
+spread over 2 GiB accelerators), HEFT places op by op and pays transfers it did not plan
+for; the plans that win keep long stretches of the model on one device and cross between
+devices where little data flows. This solver builds such plans directly:
+
+* a *home pool* is a set of interchangeable devices (same durations and memory,
+  :class:`~solvers.scheduling.path_bounds.DevicePools`); ops the pool cannot run stay on
+  their fastest allowed device;
+* the pool's ops, in topological order, are cut into at most ``|pool|`` contiguous blocks,
+  block b on the pool's device b. A block must hold its weights (``op_resident_bytes`` of
+  its ops) in the device's memory and keep each colocation group whole. Its cost is its work
+  on the pool plus the cheapest transfer of every edge entering it from an earlier block (the
+  data it waits for); the dynamic program minimises the sum of block costs for every number
+  of blocks, in ``O(blocks * L^2)`` over ``L`` positions (long orders are cut into at most
+  ``max_positions`` chunks of consecutive ops, blocks starting only at chunk starts);
+* each block count's best split (also with the weights limited to 90% and 75% of the memory,
+  leaving room for activation buffers) is sequenced by HEFT with the placement fixed
+  (:func:`~solvers.scheduling.heft.heft_schedule`), checked by
+  :func:`~solvers.scheduling.validate.validate_schedule` (memory with activations, links),
+  and the best valid schedule over all pools and block counts is returned.
+
+The block cost is a proxy (blocks overlap in time where the graph allows, transfers of one
+link queue); the returned objective is the real makespan of the sequenced schedule, and
+nothing here is a bound. Deterministic: no randomness and no clock in any decision.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.scheduling.heft import heft_schedule, upward_ranks
+from solvers.scheduling.forced import colocation_closure
+from solvers.scheduling.path_bounds import DevicePools
+from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.structure import topological_order
+from solvers.scheduling.validate import objective_value, validate_schedule
+
+__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "contiguous_schedule"]
+
+
+# The memory share a block's weights may fill: below 1, room for the activations the block
+# also holds (the weights alone are what the dynamic program sees).
+_FILLS = (1.0, 0.9, 0.75)
+
+
+def _chunks(count: int, max_positions: int) -> list[int]:
+    """Start index of each chunk of ``range(count)`` (at most ``max_positions`` chunks)."""
+    size = max(1, -(-count // max_positions))
+    return list(range(0, count, size))
+
+
+def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int],
+                starts: list[int], fill: float = 1.0) -> np.ndarray:
+    """``C[i, j]``: the cost of one block made of chunks ``i .. j-1`` of ``ops`` (module Notes),
+    ``inf`` where the block's weights exceed ``fill`` times the device's memory (a colocation
+    group counts where its first op is).
+
+    Examples
+    --------
+    A chain a -> b -> c of 2-cycle ops with 5-cycle transfers, on two devices:
+
+    >>> p = SchedulingProblem(((2, 2),) * 3, ((0, 1, 8), (1, 2, 8)), (1, 1), ((-1, 0), (0, -1)), ((5,), (5,)))
+    >>> block_costs(p, (0, 1), [0, 1, 2], [0, 1, 2])[0].tolist()  # blocks starting at a
+    [inf, 2.0, 4.0, 6.0]
+    >>> float(block_costs(p, (0, 1), [0, 1, 2], [0, 1, 2])[2, 3])  # c alone waits for b's data
+    7.0
+    """
+    n_chunks = len(starts)
+    d = pool[0]
+    pos = _chunk_positions(problem, ops, starts)  # a colocation group goes where its first op goes
+    work = np.zeros(n_chunks)
+    weight = np.zeros(n_chunks)
+    for op in ops:
+        work[pos[op]] += problem.durations_cycles[op][d]
+        weight[pos[op]] += problem.resident_bytes(op)
+    links = sorted({problem.link_of[a][b] for a in pool for b in pool if a != b and problem.link_of[a][b] >= 0})
+    # an edge from chunk cu into chunk cv > cu is paid by every block [i, j) with cu < i <= cv < j
+    enter = np.zeros((n_chunks + 1, n_chunks + 1))
+    for e, (u, v, _) in enumerate(problem.edges):
+        if u in pos and v in pos and pos[u] < pos[v]:
+            cost = min((problem.transfer_cycles[e][x] for x in links), default=0)
+            enter[pos[u] + 1, pos[v] + 1] += cost
+            enter[pos[v] + 1, pos[v] + 1] -= cost
+    enter = enter.cumsum(axis=0).cumsum(axis=1)
+    pw, pm = np.concatenate([[0.0], work.cumsum()]), np.concatenate([[0.0], weight.cumsum()])
+    cost = pw[None, :] - pw[:, None] + enter
+    cap = problem.memory_bytes(d) * fill
+    idx = np.arange(n_chunks + 1)
+    bad = idx[None, :] <= idx[:, None]
+    if cap:
+        bad |= pm[None, :] - pm[:, None] > cap
+    cost[bad] = np.inf
+    return cost
+
+
+def best_splits(cost: np.ndarray, max_blocks: int) -> dict[int, list[int]]:
+    """For each number of blocks 1..max_blocks, the chunk boundaries of the cheapest split of
+    all chunks (only block counts with a finite split).
+
+    Examples
+    --------
+    >>> inf = float("inf")
+    >>> c = np.array([[inf, 1, 5, 9], [inf, inf, 1, 6], [inf, inf, inf, 1], [inf] * 4])
+    >>> best_splits(c, 3)
+    {1: [0, 3], 2: [0, 2, 3], 3: [0, 1, 2, 3]}
+    """
+    n = cost.shape[0] - 1
+    f = np.full(n + 1, np.inf)
+    f[0] = 0.0
+    back: list[np.ndarray] = []
+    out: dict[int, list[int]] = {}
+    for m in range(1, max_blocks + 1):
+        total = f[:, None] + cost  # total[i, j]: m-1 blocks up to i, then block [i, j)
+        arg = total.argmin(axis=0)
+        f = total[arg, np.arange(n + 1)]
+        back.append(arg)
+        if np.isfinite(f[n]):
+            cuts, j = [n], n
+            for level in range(m - 1, -1, -1):
+                j = int(back[level][j])
+                cuts.append(j)
+            out[m] = cuts[::-1]
+    return out
+
+
+def _home_ops(problem: SchedulingProblem, pool: tuple[int, ...], order: tuple[int, ...]) -> list[int]:
+    """The ops, in order, whose whole colocation group may run on the pool."""
+    closure = colocation_closure(problem)
+    return [op for op in order if all(problem.durations_cycles[j][pool[0]] >= 0 for j in closure[op])]
+
+
+def _placement(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int], starts: list[int],
+               cuts: list[int]) -> tuple[int, ...]:
+    """Each block's ops on the pool's devices in order (a colocation group in the block of its
+    first op); every other op's group on the device fastest for the whole group."""
+    closure = colocation_closure(problem)
+    device = [-1] * problem.num_ops
+    for op in range(problem.num_ops):
+        rows = [problem.durations_cycles[j] for j in closure[op]]
+        usable = [d for d in range(problem.num_devices) if all(r[d] >= 0 for r in rows)]
+        device[op] = min(usable, key=lambda d: (sum(r[d] for r in rows), d), default=0)
+    pos = _chunk_positions(problem, ops, starts)
+    block = np.searchsorted(np.asarray(cuts), np.arange(len(starts)), side="right") - 1
+    for op in ops:
+        device[op] = pool[int(block[pos[op]])]
+    return tuple(device)
+
+
+def _chunk_positions(problem: SchedulingProblem, ops: list[int], starts: list[int]) -> dict[int, int]:
+    """The chunk each op of ``ops`` counts in: its colocation group's first op's chunk."""
+    chunk_of = np.zeros(len(ops), dtype=np.int64)
+    for c, s in enumerate(starts):
+        chunk_of[s:] = c
+    at = {op: k for k, op in enumerate(ops)}
+    closure = colocation_closure(problem)
+    return {op: int(chunk_of[min(at[j] for j in closure[op])]) for op in ops}
+
+
+def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -> SchedulingSolution | None:
+    """The best valid schedule over home pools and block counts (module Notes), or None.
+
+    Examples
+    --------
+    Four 3-byte ops in a chain, devices holding 6 bytes: two blocks of two, one transfer.
+
+    >>> p = SchedulingProblem(((2, 2),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,),) * 3, device_memory_bytes=(6, 6),
+    ...                       op_resident_bytes=(3, 3, 3, 3))
+    >>> s = contiguous_schedule(p)
+    >>> s.op_device, s.makespan_cycles
+    ((0, 0, 1, 1), 13)
+    """
+    order = topological_order(problem)
+    ranks = upward_ranks(problem)
+    best, best_value = None, None
+    for pool in DevicePools(problem).pools:
+        ops = _home_ops(problem, pool, order)
+        if not ops:
+            continue
+        starts = _chunks(len(ops), max_positions)
+        tried = set()
+        for fill in _FILLS:
+            for cuts in best_splits(block_costs(problem, pool, ops, starts, fill), len(pool)).values():
+                if tuple(cuts) in tried:
+                    continue
+                tried.add(tuple(cuts))
+                sol = heft_schedule(problem, _placement(problem, pool, ops, starts, cuts), ranks)
+                if sol is None or validate_schedule(problem, sol):
+                    continue
+                value = objective_value(problem, sol)
+                if best_value is None or value < best_value:
+                    best, best_value = sol, value
+    return best
+
+
+class ContiguousSplitScheduler(Accepting):
+    """Contiguous splits sequenced by HEFT (module Notes): FEASIBLE with ``bound=None``, or
+    UNKNOWN when no split is valid. LATENCY only.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((2, 2),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,),) * 3, device_memory_bytes=(6, 6),
+    ...                       op_resident_bytes=(3, 3, 3, 3))
+    >>> r = ContiguousSplitScheduler().solve(p)
+    >>> r.status.value, r.objective, r.bound
+    ('FEASIBLE', 13, None)
+    """
+
+    name = "contiguous"
+    problem_type = SchedulingProblem
+
+    def __init__(self, max_positions: int = 1200) -> None:
+        self.max_positions = max_positions
+
+    def refusal(self, problem) -> str | None:
+        why = Accepting.refusal(self, problem)
+        if why is None and problem.objective is not Objective.LATENCY:
+            why = "contiguous takes LATENCY problems only"
+        return why
+
+    def solve(self, problem: SchedulingProblem,
+              options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
+        t0 = time.perf_counter()
+        sol = contiguous_schedule(problem, self.max_positions)
+        wall = time.perf_counter() - t0
+        if sol is None:
+            return failure_result(Status.UNKNOWN, self.name, wall, reason="no contiguous split is valid")
+        return SolveResult(Status.FEASIBLE, objective_value(problem, sol), None, sol, wall, self.name, {})

@@ -1,0 +1,264 @@
+"""The segment-run bound (LATENCY with memory limits): runs of cut ops on one device must
+hold their segments' weights too, or pay for sending a branch away and back.
+
+Notes
+-----
+With cut ops ``c_0 < ... < c_(S-1)`` (:func:`~solvers.scheduling.structure.cut_vertices`)
+the makespan telescopes into ``end(c_0) + sum_j (end(c_(j+1)) - end(c_j)) + (makespan -
+end(c_(S-1)))`` (:mod:`~solvers.scheduling.decomposition`). Every schedule splits the cut
+ops into *runs*: maximal stretches of consecutive cut ops on one device. Take a run
+``c_s .. c_t`` on device d and a segment j inside it (``s <= j < t``: both ``c_j`` and
+``c_(j+1)`` on d). Its *interior* ops (strictly between them) descend from ``c_j`` and
+precede ``c_(j+1)``, so one of these holds:
+
+* **full**: every interior op is on d. Then d holds their weights, and the step ``end(c_(j+1))
+  - end(c_j)`` is at least the work of the interior ops and ``c_(j+1)`` on d divided by d's
+  streams (they all run on d in that window);
+* **split**: some interior op x is on a device ``d' != d``. A path ``c_j -> .. -> x -> .. ->
+  c_(j+1)`` leaves d and comes back, so the step is at least ``F(x, d') + R(x, d') -
+  dur(x, d') + dur(c_(j+1), d)``, where F is the earliest finish of x after ``c_j``
+  (:func:`~solvers.scheduling.path_bounds.pool_finish_from_source`, ``c_j`` a zero-duration
+  source on d) and R the same run backwards from ``c_(j+1)`` on d (x's duration plus the
+  least time from x's end to ``c_(j+1)``'s start): call it ``through(x)``.
+
+So if the step is s, every interior op with ``through(x) > s`` is on d. For every threshold t
+among the ``through`` values the segment offers the option (weight of the interior ops with
+``through > t``, step ``max(t, their work and c_(j+1)'s on d / streams)``), besides the full
+option; a schedule whose off-device ops have the largest ``through`` t fits that option, one
+with none off fits the full one. (A segment without interior weights offers one option of
+weight 0 and no step beyond the floors: there is nothing to trade.)
+
+Either way the step is also at least the plain segment terms of
+:func:`~solvers.scheduling.decomposition.segment_chain_terms` (its floor and the pooled
+earliest finish). The run's weight on d (its cut ops' and the weights its segments' options
+count, each colocation group counted once, :func:`~solvers.scheduling.forced.held_weights`
+over the topological order) is at most d's memory. Between runs (``c_j`` on a, ``c_(j+1)``
+on another device b) the step is at least the pooled earliest finish of ``c_(j+1)`` on b after ``c_j`` on a; when a
+and b are two devices of one pool this is computed with a and b as pools of their own, so
+the path pays a real transfer (the plain chain lets a pool move for free).
+
+The bound is the minimum over sequences of runs, by dynamic programming over the cut ops
+with, per device pool and run start, the least run time for each weight (a knapsack). The
+weights are counted in units of ``capacity / _UNITS`` *rounded down*: any run that fits
+has at most ``_UNITS`` rounded units, so every real placement stays admissible (a
+relaxation). Runs on a pool whose memory holds every weight of the problem are not limited.
+A run's start can be dropped once a later start is at least as good at every weight (the
+same steps follow both, so it stays so).
+
+Each run is checked on its own device only; two runs on one device, or weights outside the
+counted ones, are not added up (relaxations again). The bound is sound whatever the chosen
+sequence, and never below the plain chain of :func:`~solvers.scheduling.decomposition.chain_segment_bound`'s
+terms without memory.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+from solvers.scheduling.decomposition import segment_chain_terms
+from solvers.scheduling.forced import held_weights
+from solvers.scheduling.path_bounds import DevicePools, pool_finish_from_source
+from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.structure import topological_order
+
+__all__ = ["segment_run_bound", "reversed_problem"]
+
+_UNITS = 1024
+
+
+def reversed_problem(problem: SchedulingProblem) -> SchedulingProblem:
+    """The problem with every edge turned around (and the link table transposed, so an edge's
+    transfer uses the same link).
+
+    A path's earliest finish in it, from an op as zero-duration source, bounds the time from
+    a path op's start to that op's start in the original (the same durations and transfers,
+    read backwards).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 2), (3, 4)), ((0, 1, 8),), (1, 1), ((-1, 0), (1, -1)), ((5, 6),))
+    >>> q = reversed_problem(p)
+    >>> q.edges, q.link_of
+    (((1, 0, 8),), ((-1, 1), (0, -1)))
+    """
+    nd = problem.num_devices
+    return SchedulingProblem(problem.durations_cycles, tuple((v, u, b) for u, v, b in problem.edges),
+                             problem.device_streams, tuple(tuple(problem.link_of[b][a] for b in range(nd))
+                                                           for a in range(nd)),
+                             problem.transfer_cycles, Objective.LATENCY)
+
+
+def _split_pools(pools: DevicePools, b: int) -> tuple[list[tuple[int, ...]], int | None]:
+    """The pools with pool b's first device alone (index 0) and, when b has more, its second
+    alone too (index 1); also the index of that second device's pool (None without one)."""
+    members = pools.pools[b]
+    parts: list[tuple[int, ...]] = [(members[0],)]
+    other = None
+    if len(members) > 1:
+        parts.append((members[1],))
+        other = 1
+        if len(members) > 2:
+            parts.append(tuple(members[2:]))
+    parts += [g for k, g in enumerate(pools.pools) if k != b]
+    return parts, other
+
+
+def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other: int | None,
+                     held_inner: Sequence[int]) -> tuple[list[tuple[int, float]], float]:
+    """For a middle segment ``sub`` (source first, sink last) whose cut ops both sit on device
+    ``parts[0][0]``: the (interior weight on the device, step) options of the module Notes,
+    before floors, and the step when the sink moves to ``parts[other]`` (another device of
+    the pool)."""
+    n = sub.num_ops
+    d = parts[0][0]
+    fwd = pool_finish_from_source(sub, 0, DevicePools(sub, parts))[0]  # (ops, parts), source on d
+    move = float(fwd[n - 1, other]) if other is not None else math.inf
+    sink_d = sub.durations_cycles[n - 1][d]
+    if sink_d < 0:
+        return [], move
+    inner = list(range(1, n - 1))
+    dur_d = np.array([x if x >= 0 else np.inf for x in (sub.durations_cycles[i][d] for i in inner)])
+
+    def serial(on: np.ndarray) -> float:  # the ops on d and the sink share d's streams
+        work = float(dur_d[on].sum()) + sink_d
+        return float(-(-work // sub.device_streams[d])) if math.isfinite(work) else math.inf
+
+    if not inner:
+        return [(0, serial(np.zeros(0, dtype=bool)))], move
+    if sum(held_inner) == 0:  # no weight to save: only the floors hold
+        return [(0, 0.0)], move
+    rev = reversed_problem(sub)
+    rev_pools = DevicePools(rev, parts)
+    back = pool_finish_from_source(rev, n - 1, rev_pools)[0]
+    dur = rev_pools.durations[inner, 1:]
+    allowed = np.isfinite(dur)
+    through = np.where(allowed, fwd[inner, 1:] + back[inner, 1:] - np.where(allowed, dur, 0.0), np.inf)
+    held = np.asarray(held_inner, dtype=np.int64)
+    options = [(int(held.sum()), serial(np.ones(len(inner), dtype=bool)))]
+    if through.shape[1] == 0:  # d is the only device: every interior op is on it
+        return options, move
+    through = through.min(axis=1) + sink_d  # x off d: the step is at least this
+    for t in np.unique(through[np.isfinite(through)]):
+        on = through > t  # every op off d has through <= t, so these are on d
+        options.append((int(held[on].sum()), max(float(t), serial(on))))
+    return options, move
+
+
+def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
+                      floors: Sequence[int]) -> int:
+    """The segment-run bound of the module Notes.
+
+    Parameters
+    ----------
+    problem : SchedulingProblem
+        With free ends pruned, as for :func:`~solvers.scheduling.decomposition.chain_segment_bound`.
+    segments : sequence
+        :func:`~solvers.scheduling.bounds.segment_problems` of ``problem``.
+    floors : sequence of int
+        A lower bound on each segment's own optimum, in the same order.
+
+    Returns
+    -------
+    int
+        A lower bound on the makespan (0 for THROUGHPUT, without segments or without a
+        memory limit).
+
+    Examples
+    --------
+    A chain of three fork-joins ``c_j -> {x_j, y_j} -> c_(j+1)`` on two devices that each hold
+    10 of the 18 weight bytes (x and y hold 3 each), every op 1 cycle, transfers 5. Without
+    memory everything runs on one device in 10 cycles; here some segment must send a branch
+    away and back (5 + 1 + 5) or change device at a cut op (5 more).
+
+    >>> from solvers.scheduling.bounds import bound_segments, segment_floor, lower_bound
+    >>> edges = [e for j in range(3) for e in ((3 * j, 3 * j + 1, 1), (3 * j, 3 * j + 2, 1),
+    ...                                         (3 * j + 1, 3 * j + 3, 1), (3 * j + 2, 3 * j + 3, 1))]
+    >>> p = SchedulingProblem(((1, 1),) * 10, edges, (1, 1), ((-1, 0), (0, -1)), ((5,),) * 12,
+    ...                       device_memory_bytes=(10, 10),
+    ...                       op_resident_bytes=(0,) + (3, 3, 0) * 3)
+    >>> pruned, segs = bound_segments(p)
+    >>> lower_bound(p, segments=False), segment_run_bound(pruned, segs, [segment_floor(s) for s, _ in segs])
+    (7, 14)
+    """
+    if problem.objective is not Objective.LATENCY or not segments:
+        return 0
+    if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
+        return 0
+    terms = segment_chain_terms(problem, segments, floors)
+    if terms is None:
+        return 0
+    pools, first, steps, last, cuts, middles = terms
+    order = topological_order(problem)
+    held = dict(zip(order, held_weights(problem, order)))
+    stays: list[list[list[tuple[int, float]]]] = [[] for _ in range(pools.size)]  # per pool, per step
+    moves = [np.array(reach, dtype=np.float64) for _, reach in steps]
+    for j, (sub, ops) in enumerate(middles):
+        held_inner = [held[i] for i in ops[1:-1]]
+        for b in range(pools.size):
+            parts, other = _split_pools(pools, b)
+            options, move = _segment_options(sub, parts, other, held_inner)
+            base = float(steps[j][0][b])
+            stays[b].append([(w, max(base, t)) for w, t in options])
+            # a run boundary inside pool b changes device: impossible in a pool of one
+            moves[j][b, b] = max(moves[j][b, b], move)
+    value = _chain(pools, first, moves, last, stays, [held[c] for c in cuts], sum(held.values()))
+    return int(value) if math.isfinite(value) else 0
+
+
+def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last: np.ndarray,
+           stays: list[list[list[tuple[int, float]]]], own: list[int], total: int) -> float:
+    """The run DP over the cut ops (module Notes): the best end of each cut op per pool, a run
+    of any pool starting after a run of any other one ended."""
+    count, cap = len(own), pools.capacity
+    limited = [0 < c < total for c in cap]
+    states = [_RunState(_UNITS if limited[b] else 0) for b in range(pools.size)]
+    best = np.asarray(first, dtype=np.float64)
+    for j in range(count):
+        enter = best if j == 0 else (best[:, None] + moves[j - 1]).min(axis=0)
+        nxt = np.full(pools.size, np.inf)
+        for b, state in enumerate(states):
+            def units(w: int, b: int = b) -> int:
+                return w * _UNITS // cap[b] if limited[b] else 0
+            stay = None
+            if j:
+                stay = [(units(w + own[j]), t) for w, t in stays[b][j - 1]]
+            nxt[b] = state.advance(float(enter[b]), stay, units(own[j]))
+        best = nxt
+    return float((best + np.asarray(last, dtype=np.float64)).min())
+
+
+class _RunState:
+    """The open runs of one pool: per run start, its entry time and the least run time for
+    each weight in units (prefix minima: "at most w units"; ``units`` 0 = not limited)."""
+
+    def __init__(self, units: int) -> None:
+        self.units = units
+        self.rows = np.empty((0, units + 1))
+        self.starts = np.empty(0)
+
+    def advance(self, enter: float, stay: list[tuple[int, float]] | None, own: int) -> float:
+        """Extend every open run by one step (``stay``: its (units, time) options, the cut op's
+        own units included), open one at this cut op unless an open
+        run is as good at every weight, drop runs a newer one beats, and return the best end
+        of this cut op on the pool."""
+        u = self.units
+        if stay is not None and len(self.rows):
+            nxt = np.full_like(self.rows, np.inf)
+            for w, t in stay:
+                if w <= u and math.isfinite(t):
+                    nxt[:, w:] = np.minimum(nxt[:, w:], self.rows[:, :u + 1 - w] + t)
+            self.rows = nxt
+        if own <= u and math.isfinite(enter):
+            row = np.full(u + 1, np.inf)
+            row[own:] = 0.0
+            held = self.starts[:, None] + self.rows
+            if not np.any(np.all(held <= enter + row[None, :], axis=1)):
+                keep = ~np.all(enter + row[None, :] <= held, axis=1)
+                self.rows = np.vstack([self.rows[keep], row])
+                self.starts = np.append(self.starts[keep], enter)
+        alive = np.isfinite(self.rows[:, -1])
+        self.rows, self.starts = self.rows[alive], self.starts[alive]
+        return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
