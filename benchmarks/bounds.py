@@ -130,7 +130,7 @@ def _gap(objective: int | None, bound: int | None) -> float | None:
 
 def measure(name: str, spec: dict[str, Any], args: argparse.Namespace, known: dict[str, int]) -> dict[str, Any]:
     """One row of the table (see the module docstring)."""
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
     from solvers.scheduling import lower_bounds
 

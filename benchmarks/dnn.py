@@ -126,7 +126,7 @@ def _expert_path(root: Path, rel: str) -> Path | None:
 
 def _heft_placement(spec: dict[str, Any], w) -> tuple[tuple[int, ...] | None, Any]:
     """The project's HEFT on the planner's reduction of the spec; devices mapped to node order."""
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
     from solvers.scheduling import HeftScheduler
 
@@ -283,7 +283,7 @@ def expert_misfit(w, split: tuple[int, ...]) -> str | None:
 
 def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
     from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json, read_expert_split
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler, HeftScheduler

@@ -3,7 +3,7 @@
 Issue 11, Build 3: the learned baseline's makespan and training time beside the exact
 planner's on at least four graphs. Each graph is reduced to a
 :class:`~solvers.scheduling.SchedulingProblem` exactly as the planner does
-(``planner.pipeline.to_problem``); then, on that one problem:
+(``planner.reductions.scheduling.to_problem``); then, on that one problem:
 
 * HEFT (the planner's heuristic and warm start);
 * ``learned.reinforce`` (:mod:`solvers.learned`): ``--episodes`` sampled placements per
@@ -139,7 +139,7 @@ def run_learned(problem, args: argparse.Namespace) -> list[dict[str, Any]]:
 
 def run_graph(name: str, spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     """HEFT, the learned baseline and the exact planner on one graph."""
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
     from solvers.scheduling import HeftScheduler
 

@@ -193,7 +193,7 @@ def _stage_summary(stages: dict) -> dict:
 
 def run_solver_pair(name: str, source, time_limit: float) -> dict:
     """Today's flat CP-SAT against the hierarchical strategy on the same problem (solver level)."""
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from solvers.core import SolveOptions
     from solvers.hierarchical import StrategyOptions, StrategyScheduler
     from solvers.scheduling import CpSatScheduler, HeftScheduler
@@ -273,7 +273,7 @@ def child_huge(time_limit: float) -> None:
     """Spec loading, costing, HEFT and the strategy's solve of 100,000 ops (solver level:
     lowering's address assignment is quadratic today, 177 s of a 229-s run at 10,000 ops, so
     the whole pipeline cannot finish 100,000 ops in 10 minutes whatever the solver does)."""
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from solvers.core import SolveOptions
     from solvers.hierarchical import StrategyScheduler
     from solvers.scheduling import HeftScheduler, validate_schedule

@@ -1,7 +1,7 @@
 """Any registered solvers on the same problems, in one table: objective, bound, gap, time.
 
 Solvers are named by their registry keys (:mod:`solvers.registry`); problems are the
-scheduling problems of specs (the planner's reduction, ``planner.pipeline.to_problem``) and
+scheduling problems of specs (the planner's reduction, ``planner.reductions.scheduling.to_problem``) and
 of STG instances (``planner.importers.stg``). A solver that refuses a problem
 (``accepts``) gets a row saying why instead of a run. Every solve stops on its
 deterministic budget, so objectives and bounds repeat on a busy machine; only the time
@@ -35,7 +35,7 @@ DEFAULT_PROBLEMS = ("specs/demo.yaml", "stg:50/rand0000.stg@4", "stg:100/rand000
 
 def load_problem(ref: str, data: Path) -> Any:
     """The scheduling problem of ``ref``: a spec path, or ``stg:<file>@<processors>`` under ``data``."""
-    from planner.pipeline import to_problem
+    from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
 
     if ref.startswith("stg:"):

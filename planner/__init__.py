@@ -41,12 +41,18 @@ def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None =
     The plan is returned only after the simulator replayed its binaries and agreed with it.
     ``search="deterministic"`` (the spec's default) gives the same plan for the same spec,
     seed and workers; ``"until-limit"`` searches until the wall clock (never reproducible).
-    ``plan.solver["reproducible"]`` says which one you got.
+    ``plan.solver["reproducible"]`` says which one you got. A fleet spec has no single plan:
+    :func:`planner.pipeline.run` returns its :class:`~planner.fleet.FleetResult`.
     """
-    from planner.pipeline import run  # start-up time: `import planner` stays light
+    from planner.errors import SpecError  # start-up time: `import planner` stays light
+    from planner.pipeline import load, route_name, run  # start-up time: `import planner` stays light
 
     if search is not None and search not in ("deterministic", "until-limit"):
         raise ValueError(f"search must be 'deterministic' or 'until-limit', got {search!r}")
+    spec = load(spec)
+    if route_name(spec) == "fleet":
+        raise SpecError("a fleet spec has no single plan: planner.pipeline.run(spec) returns its FleetResult",
+                        file=None if spec.source is None else str(spec.source))
     return run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, search=search).plan
 
 

@@ -18,6 +18,7 @@ search (see also ``PLAN_TEST_PAUSE_WRITE`` in :mod:`planner.safe_output`).
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import math
@@ -186,12 +187,13 @@ class _LiveLine:
         if p is None:
             return Text(head)
         bound = "-" if p.bound is None else f"{p.bound:,.0f}"
+        found_by = "heuristic" if getattr(p, "source", None) == "heuristic" else "incumbent"  # before the search
         if self.provisional:
             gap = "gap after memory planning"
         else:
             gap = "gap -" if p.bound is None else \
                 f"gap {100 * abs(p.objective - p.bound) / max(1, abs(p.objective)):.2f}%"
-        return Text(f"{head}  incumbent {p.objective:,.0f}  bound {bound}  {gap}")
+        return Text(f"{head}  {found_by} {p.objective:,.0f}  bound {bound}  {gap}")
 
 
 def _in_units(plan, cycles) -> str:
@@ -268,30 +270,26 @@ def solve(
     def body() -> int:
         if output is not None:  # refuse a bad -o before any slow import or solve
             check_directory_target(output, force=force, inputs=[spec])
-        from planner.fleet import is_fleet_spec  # start-up time
-
         _check_flags(time_limit, workers, seed)
-        if is_fleet_spec(spec):
-            return _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search_mode)
+        from planner.fleet import FleetSpec  # start-up time
         from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir  # start-up time
-        from planner.pipeline import run  # start-up time
-        from planner.spec import load_spec  # start-up time
+        from planner.pipeline import load, run  # start-up time
         from planner.stage_timing import stage, timing  # start-up time
 
         with timing() as clock:
             with stage("spec"):
-                loaded = load_spec(spec)
-            target = Path("out") / output_name(loaded.name, "the spec name") if output is None else Path(output)
-            check_directory_target(output if output is not None else target, force=force, inputs=[spec])
-            live = None if (quiet or as_json or not err.is_terminal) else _LiveLine(
+                loaded = load(spec)
+            fleet = isinstance(loaded, FleetSpec)
+            target, inputs = _target_and_inputs(loaded, spec, output, fleet)
+            check_directory_target(output if output is not None else target, force=force, inputs=inputs)
+            live = None if (quiet or as_json or not err.is_terminal or fleet) else _LiveLine(
                 err, clock, time_limit if time_limit is not None else loaded.time_limit_s,
                 later_stage_changes_objective=loaded.memory.enabled)
-            if live:
-                with live:
-                    outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
-                                  search=search_mode)
-            else:
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, search=search_mode)
+            with live or contextlib.nullcontext():
+                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
+                              search=search_mode)
+            if fleet:
+                return _write_fleet(outcome, spec, target, force, inputs, quiet, as_json)
             verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
                                      force=force, inputs=[spec])
         plan = outcome.plan
@@ -347,15 +345,19 @@ def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
               f"{where} says solver.reproducible: false", highlight=False)
 
 
-def _solve_fleet(spec, output, force, time_limit, workers, seed, quiet, as_json, search=None) -> int:
-    from planner.fleet import fleet_summary_rows, load_fleet_spec, solve_fleet, write_fleet_outputs  # start-up time
+def _target_and_inputs(loaded, spec: Path, output: str | None, fleet: bool) -> tuple[Path, list[Path]]:
+    """The output directory (``-o``, else out/<the spec's name>) and the files it must not replace:
+    the spec, and a fleet's tenants' compiled plans."""
+    if not fleet:
+        return (Path("out") / output_name(loaded.name, "the spec name") if output is None else Path(output)), [spec]
+    target = Path("out") / output_name(Path(spec).stem, "the spec file's name") if output is None else Path(output)
+    return target, [spec, *(Path(spec).parent / t.plan for t in loaded.document.fleet.tenants if t.plan)]
 
-    fleet = load_fleet_spec(spec)
-    target = (Path("out") / output_name(Path(spec).stem, "the spec file's name") if output is None
-              else Path(output))
-    inputs = [spec, *(Path(spec).parent / t.plan for t in fleet.document.fleet.tenants if t.plan)]
-    check_directory_target(output if output is not None else target, force=force, inputs=inputs)
-    result = solve_fleet(fleet, time_limit_s=time_limit, workers=workers, seed=seed, search=search)
+
+def _write_fleet(result, spec, target, force, inputs, quiet, as_json) -> int:
+    """Write a fleet's outputs (:func:`planner.fleet.write_fleet_outputs`) and print its summary."""
+    from planner.fleet import fleet_summary_rows, write_fleet_outputs  # start-up time
+
     with atomic_directory(target, force=force, inputs=inputs) as tmp:
         write_fleet_outputs(result, tmp)
     rows = fleet_summary_rows(result)

@@ -15,8 +15,11 @@ problem and inverse), the strategy that solves and inverts it (every strategy re
 objective adds to the :class:`~planner.stages.Outcome`. Each stage is timed
 (:func:`planner.stage_timing.stage`: solve, memory, lowering, replay; ``plan solve`` adds spec,
 costing, numeric, writing and verify), and the latency/throughput strategy keeps part of the
-time limit for the stages after the solve (:func:`planner.stage_timing.post_solve_reserve_s`). Fleets (:mod:`planner.fleet`) have
-their own spec and outputs; :func:`planner.fleet.solve_fleet` is their route.
+time limit for the stages after the solve (:func:`planner.stage_timing.post_solve_reserve_s`).
+A fleet spec (:mod:`planner.fleet`: many models on many processors) takes the ``"fleet"``
+route, a :class:`FleetRoute`: its own reductions per co-location mode and no lowering, so it
+returns a :class:`~planner.fleet.FleetResult`, which :func:`planner.fleet.write_fleet_outputs`
+writes.
 
 Examples
 --------
@@ -24,8 +27,10 @@ Examples
 >>> outcome = run("specs/taskgraph.yaml", time_limit_s=5, workers=1)
 >>> outcome.plan.status, outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
 (<PlanStatus.OPTIMAL: 'OPTIMAL'>, True)
+>>> run("specs/fleet-colocation.yaml", time_limit_s=5, workers=1).allocation.status
+'OPTIMAL'
 >>> sorted(OBJECTIVES)
-['latency', 'max-load', 'throughput']
+['fleet', 'latency', 'max-load', 'throughput']
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from planner.fleet import FleetResult, FleetSpec, is_fleet_spec, load_fleet_spec
+from planner.fleet.pipeline import plan_fleet
 from planner.lower_and_replay import lower_stage
 from planner.max_load import max_load_outcome, solve_max_load
 from planner.reductions.max_load import to_placement_problem
@@ -46,7 +53,7 @@ from planner.stage_timing import stage
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.core import ProgressPoint
 
-__all__ = ["Route", "OBJECTIVES", "run"]
+__all__ = ["Route", "FleetRoute", "OBJECTIVES", "route_name", "load", "run"]
 
 
 def _as_is(outcome: Outcome, solved: Solved) -> Outcome:
@@ -69,19 +76,86 @@ class Route:
     memory_planning: bool = False
     finish: Callable[[Outcome, Solved], Outcome] = _as_is
 
+    def plan(self, spec: Spec, settings: RunSettings) -> Outcome:
+        """Reduce, solve and invert, chain memory planning, lower and replay: the verified outcome."""
+        with stage("solve"):  # the reduction is timed on its own first: the stages are listed in first-run order
+            problem = Problem(spec, settings, *self.reduce(spec))
+        with stage("solve"):  # the stages nested in a strategy (its costing for lowering) count as theirs
+            solved = self.solve(problem)
+        memory = None
+        if self.memory_planning and spec.memory.enabled:
+            with stage("memory"):
+                memory = plan_memory_after(solved, spec, settings)
+        chosen = solved.plan if memory is None else memory.plan
+        lowered, listings, allocation = lower_stage(chosen, spec, None if memory is None else memory.memory_plan,
+                                                    None if memory is None else memory.lowered)
+        plan = replace(chosen, wall_time_s=time.perf_counter() - settings.started_s)
+        return self.finish(Outcome.of(solved, memory, lowered, plan=plan, listings=listings,
+                                      allocation=allocation), solved)
 
-#: Objective kind -> its route (the spec's ``objective``).
-OBJECTIVES: dict[str, Route] = {
+
+@dataclass(frozen=True)
+class FleetRoute:
+    """How a fleet spec is planned: ``solve`` places the tenants in each co-location mode
+    (each mode its own reduction, :mod:`planner.fleet.reduction`), picks the spec's mode and
+    simulates backfill. There is nothing to lower: the outcome is the allocation.
+    """
+
+    solve: Callable[[FleetSpec, RunSettings], FleetResult] = plan_fleet
+
+    def plan(self, spec: FleetSpec, settings: RunSettings) -> FleetResult:
+        """The fleet's :class:`~planner.fleet.FleetResult` (timed as the solve stage)."""
+        with stage("solve"):
+            return self.solve(spec, settings)
+
+
+#: Route name -> its route: a model spec's ``objective``, or ``"fleet"`` (:func:`route_name`).
+OBJECTIVES: dict[str, Route | FleetRoute] = {
     "latency": Route(to_problem, solve_schedule, memory_planning=True),
     "throughput": Route(to_problem, solve_schedule, memory_planning=True),
     "max-load": Route(to_placement_problem, solve_max_load, finish=max_load_outcome),
+    "fleet": FleetRoute(),
 }
 
 
-def run(spec_or_path: Spec | str | Path | dict, *, time_limit_s: float | None = None, workers: int | None = None,
-        seed: int | None = None, progress: Callable[[ProgressPoint], None] | None = None,
-        solver_log: Callable[[str], None] | None = None, search: str | None = None) -> Outcome:
-    """Plan a spec end to end and verify it by replaying the binaries.
+def route_name(spec: Spec | FleetSpec) -> str:
+    """The :data:`OBJECTIVES` key that plans ``spec``: ``"fleet"`` for a fleet spec, else its objective.
+
+    Examples
+    --------
+    >>> route_name(load("specs/throughput.yaml")), route_name(load("specs/fleet-backfill.yaml"))
+    ('throughput', 'fleet')
+    """
+    return "fleet" if isinstance(spec, FleetSpec) else spec.objective
+
+
+def load(spec_or_path: Spec | FleetSpec | str | Path | dict) -> Spec | FleetSpec:
+    """A loaded spec: a fleet spec (it has a top-level ``fleet:`` key) or a model spec.
+
+    Raises
+    ------
+    SpecError
+        Bad input (one error naming the file, line and spec path).
+
+    Examples
+    --------
+    >>> type(load("specs/demo.yaml")).__name__, type(load("specs/fleet-variants.yaml")).__name__
+    ('Spec', 'FleetSpec')
+    """
+    if not isinstance(spec_or_path, (str, Path, dict)):
+        return spec_or_path
+    return load_fleet_spec(spec_or_path) if is_fleet_spec(spec_or_path) else load_spec(spec_or_path)
+
+
+def run(spec_or_path: Spec | FleetSpec | str | Path | dict, *, time_limit_s: float | None = None,
+        workers: int | None = None, seed: int | None = None,
+        progress: Callable[[ProgressPoint], None] | None = None,
+        solver_log: Callable[[str], None] | None = None, search: str | None = None) -> Outcome | FleetResult:
+    """Plan a spec end to end and verify it by replaying the binaries (a fleet: allocate it).
+
+    The spec's route (:func:`route_name`, :data:`OBJECTIVES`) plans it: a model spec gives an
+    :class:`~planner.stages.Outcome` (:func:`planner.output.write_plan_dir` writes it), a
+    fleet spec a :class:`~planner.fleet.FleetResult` (:func:`planner.fleet.write_fleet_outputs`).
 
     ``time_limit_s``, ``workers``, ``seed`` and ``search`` override the spec's ``solver:``
     settings. With ``search="deterministic"`` (the default) every solve stops on a budget of
@@ -101,20 +175,6 @@ def run(spec_or_path: Spec | str | Path | dict, *, time_limit_s: float | None = 
     InternalError
         A plan that fails its own checks (a bug).
     """
-    spec = load_spec(spec_or_path) if isinstance(spec_or_path, (str, Path, dict)) else spec_or_path
+    spec = load(spec_or_path)
     settings = RunSettings.of(spec, time_limit_s, workers, seed, search, progress, solver_log)
-    route = OBJECTIVES[spec.objective]
-    with stage("solve"):  # the reduction is timed on its own first: the stages are listed in first-run order
-        problem = Problem(spec, settings, *route.reduce(spec))
-    with stage("solve"):  # the stages nested in a strategy (its costing for lowering) count as theirs
-        solved = route.solve(problem)
-    memory = None
-    if route.memory_planning and spec.memory.enabled:
-        with stage("memory"):
-            memory = plan_memory_after(solved, spec, settings)
-    chosen = solved.plan if memory is None else memory.plan
-    lowered, listings, allocation = lower_stage(chosen, spec, None if memory is None else memory.memory_plan,
-                                                None if memory is None else memory.lowered)
-    plan = replace(chosen, wall_time_s=time.perf_counter() - settings.started_s)
-    return route.finish(Outcome.of(solved, memory, lowered, plan=plan, listings=listings, allocation=allocation),
-                        solved)
+    return OBJECTIVES[route_name(spec)].plan(spec, settings)

@@ -12,7 +12,8 @@ that maps its solution back. :class:`Solved` is the plan in the user's names wit
 solver results behind it. :class:`MemoryPlanned` is the memory-planning reduction chained
 after scheduling (which plan was kept, and the others' replayed figures). :class:`Lowered`
 holds the binaries and their verified replay. :class:`Outcome` is what
-:func:`planner.pipeline.run` returns and :mod:`planner.output` writes.
+:func:`planner.pipeline.run` returns for a model spec and :mod:`planner.output` writes (a fleet
+spec's route returns a :class:`planner.fleet.FleetResult` instead).
 
 Examples
 --------

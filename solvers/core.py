@@ -54,11 +54,21 @@ class Status(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ProgressPoint:
-    """One improvement seen during a solve (recorded by callbacks, never printed there)."""
+    """One improvement seen during a solve (recorded by callbacks, never printed there).
+
+    ``source`` says who found it: ``"search"`` (the solver's own search) or ``"heuristic"``
+    (a :class:`~solvers.portfolio.Portfolio`'s heuristic, reported before the exact solve).
+
+    Examples
+    --------
+    >>> ProgressPoint(0.5, 120, 100).source, ProgressPoint(0.1, 130, None, "heuristic").source
+    ('search', 'heuristic')
+    """
 
     wall_time_s: float
     objective: float
     bound: float | None
+    source: str = "search"
 
 
 @dataclass(frozen=True, slots=True)

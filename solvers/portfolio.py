@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from solvers.core import Accepting, SolveOptions, SolveResult, Solver, Status, failure_result
+from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Solver, Status, failure_result
 
 __all__ = ["Portfolio", "PortfolioRun", "best_of"]
 
@@ -99,7 +99,9 @@ class Portfolio(Accepting):
 
     The two run one after the other with the same options (heuristics take a small part of
     the time limit; the exact solver's budget is its own). A solver that refuses the
-    problem (``accepts``) is skipped; the portfolio accepts what either accepts.
+    problem (``accepts``) is skipped; the portfolio accepts what either accepts. The
+    heuristic's solution is the first point ``options.progress`` sees (``source``
+    ``"heuristic"``), as soon as the heuristic finishes.
 
     Parameters
     ----------
@@ -145,6 +147,10 @@ class Portfolio(Accepting):
         """
         t0 = time.perf_counter()
         heuristic = self.heuristic.solve(problem, options) if self.heuristic.accepts(problem) else None
+        if heuristic is not None and heuristic.status.has_solution and options.progress is not None:
+            # the heuristic's point first, so a live view shows it during the exact solve
+            options.progress(ProgressPoint(time.perf_counter() - t0, heuristic.objective, heuristic.bound,
+                                           "heuristic"))
         exact = None
         if self.exact.accepts(problem):
             hint = heuristic.solution if heuristic is not None and heuristic.status.has_solution else options.hint

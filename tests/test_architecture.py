@@ -278,12 +278,7 @@ def test_no_private_name_is_imported_across_modules():
 LOCAL_IMPORT_REASONS = ("optional dependency", "start-up time")
 
 # Function-local imports without a reason still to fix, each with the owning helper (shrinks to empty).
-LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = {
-    # arch-solvers:
-    ("solvers.colocation.cpsat", "random"),
-    ("solvers.colocation.greedy", "numpy"),
-    ("solvers.colocation.greedy", "sys"),
-}
+LOCAL_IMPORT_EXCEPTIONS: set[tuple[str, str]] = set()
 
 
 def test_function_local_imports_say_why():
@@ -325,21 +320,7 @@ def _functions(module: str):
 
 
 # Long functions still to split, each with the owning helper (shrinks to empty).
-LONG_FUNCTION_EXCEPTIONS: set[str] = {
-    # arch-solvers:
-    "solvers.colocation.greedy.bin_completion",
-    "solvers.colocation.greedy.improve_balance",
-    "solvers.colocation.milp._column_generation",
-    "solvers.memory.levels.cpsat.add_fast_capacity",
-    "solvers.memory.levels.cpsat.build_level_model",
-    "solvers.memory.levels.greedy.plan_greedy",
-    "solvers.memory.levels.split.expand_splits",
-    "solvers.memory.levels.validate.validate_levels",
-    "solvers.scheduling.cpsat.model.add_memory",
-    "solvers.scheduling.heft.heft_schedule",
-    "solvers.scheduling.listsearch.list_search",
-    "solvers.scheduling.validate.validate_schedule",
-}
+LONG_FUNCTION_EXCEPTIONS: set[str] = set()
 
 
 def test_long_functions_are_split_or_say_why():

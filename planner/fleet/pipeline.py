@@ -62,7 +62,7 @@ from solvers.colocation.validate import solution_cost
 from solvers.core import ProgressPoint, SolveOptions, SolveResult, Status, relative_gap
 
 __all__ = ["Item", "VariantChoice", "ModeResult", "FleetResult", "choose_variants", "expand_items", "to_problem",
-           "solve_fleet"]
+           "solve_fleet", "plan_fleet"]
 
 log = logging.getLogger(__name__)
 
@@ -502,7 +502,21 @@ def solve_fleet(spec: FleetSpec, *, time_limit_s: float | None = None, workers: 
     >>> r.allocation.placement, r.allocation.processors_used, r.allocation.status
     ({'a': 'p0', 'b': 'p0'}, 1, 'OPTIMAL')
     """
-    settings = RunSettings.of(spec, time_limit_s, workers, seed, search, progress)
+    return plan_fleet(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))
+
+
+def plan_fleet(spec: FleetSpec, settings: RunSettings) -> "FleetResult":
+    """The fleet's route (:data:`planner.pipeline.OBJECTIVES` ``"fleet"``): :func:`solve_fleet`
+    with the run's settings already resolved (the spec's, overridden by the caller).
+
+    Examples
+    --------
+    >>> from planner.fleet import load_fleet_spec
+    >>> from planner.fleet.spec import ISSUE_EXAMPLE
+    >>> spec = load_fleet_spec(ISSUE_EXAMPLE)
+    >>> plan_fleet(spec, RunSettings.of(spec, time_limit_s=2, workers=1)).allocation.processors_used
+    1
+    """
     options = settings.solve_options()
     choices = {}
     for t in spec.tenants:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 import math
+import random
 import time
 from dataclasses import dataclass, field
 
@@ -269,8 +270,6 @@ def repack_busiest(problem: ColocationProblem, solution: ColocationSolution, bud
     >>> colocation_objective(p, sol), info["improved"]   # 6+4 | 3+5 -> 6+3 | 5+4
     (9000, 1)
     """
-    import random
-
     allowed = list(range(problem.num_bins)) if bins is None else sorted(bins)
     where = list(solution.bin_of_item)
     caps = [problem.capacity[problem.bin_class(b)] for b in range(problem.num_bins)]

@@ -6,8 +6,11 @@ CP-SAT warm start.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
+
+import numpy as np
 
 from solvers.colocation.bounds import explain_infeasibility
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
@@ -184,99 +187,111 @@ def bin_completion(problem: ColocationProblem, num_bins: int, *, deadline_s: flo
     """
     if problem.num_classes != 1 or num_bins > problem.class_count[0]:
         return None
-    cap = problem.capacity[0]
-    nd = problem.num_dims
-    vecs = [problem.demand[problem.item_type(i)][0] for i in range(problem.num_items)]
-    order = [i for t in decreasing_order(problem) for i in problem.type_items(t)]
-    waste = [num_bins * cap[d] - sum(v[d] for v in vecs) for d in range(nd)]
-    if any(w < 0 for w in waste):
+    search = _BinCompletion(problem, num_bins, deadline_s, max_nodes)
+    if any(w < 0 for w in search.waste):
         return None
-    by_vec: dict[tuple[int, ...], list[int]] = {}
-    for i in order:
-        by_vec.setdefault(vecs[i], []).append(i)
-    placed = [False] * problem.num_items
-    where = [-1] * problem.num_items
-    nodes = 0
-    stopped = "finished"
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, 20 * problem.num_items + 1000))
+    try:
+        found = search.fill(0, search.waste)
+    except _Stop:
+        found = False
+    finally:
+        sys.setrecursionlimit(old)
+    if info is not None:
+        info.update(nodes=search.nodes, stopped_by=search.stopped)
+    return ColocationSolution(tuple(search.where)) if found else None
 
-    class _Stop(Exception):
-        pass
 
-    def tick() -> None:
-        nonlocal nodes, stopped
-        nodes += 1
-        if nodes > max_nodes:
-            stopped = "nodes"
+class _Stop(Exception):
+    """Raised by :meth:`_BinCompletion.tick` when the search's budget is spent."""
+
+
+class _BinCompletion:
+    """The depth-first state of :func:`bin_completion`: the items in decreasing order, which
+    are placed and where, the nodes counted and why the search stopped."""
+
+    def __init__(self, problem: ColocationProblem, num_bins: int, deadline_s: float | None,
+                 max_nodes: int) -> None:
+        self.num_bins, self.deadline_s, self.max_nodes = num_bins, deadline_s, max_nodes
+        self.cap = problem.capacity[0]
+        self.vecs = [problem.demand[problem.item_type(i)][0] for i in range(problem.num_items)]
+        self.order = [i for t in decreasing_order(problem) for i in problem.type_items(t)]
+        # the room every packing into num_bins bins leaves, per dimension
+        self.waste = [num_bins * self.cap[d] - sum(v[d] for v in self.vecs) for d in range(problem.num_dims)]
+        self.by_vec: dict[tuple[int, ...], list[int]] = {}
+        for i in self.order:
+            self.by_vec.setdefault(self.vecs[i], []).append(i)
+        self.pos = {i: k for k, i in enumerate(self.order)}
+        self.placed = [False] * problem.num_items
+        self.where = [-1] * problem.num_items
+        self.nodes = 0
+        self.stopped = "finished"
+
+    def tick(self) -> None:
+        """Count a node; raise :class:`_Stop` past ``max_nodes`` or (every 1024 nodes) the deadline."""
+        self.nodes += 1
+        if self.nodes > self.max_nodes:
+            self.stopped = "nodes"
             raise _Stop
-        if deadline_s is not None and nodes & 1023 == 0 and time.perf_counter() > deadline_s:
-            stopped = "wall_time"
+        if self.deadline_s is not None and self.nodes & 1023 == 0 and time.perf_counter() > self.deadline_s:
+            self.stopped = "wall_time"
             raise _Stop
 
-    def completions(room: list[int], start: int, budget: list[int]):
+    def completions(self, room: list[int], start: int, budget: list[int]):
         """Subsets of unplaced items after ``start`` (order positions) fitting ``room``, with
         leftover room within ``budget``; exact lookups first."""
+        placed, order = self.placed, self.order
         key = tuple(room)
         if any(room):
-            for j in by_vec.get(key, ()):
-                if not placed[j] and pos[j] >= start:
+            for j in self.by_vec.get(key, ()):
+                if not placed[j] and self.pos[j] >= start:
                     yield [j]
                     break
         for k in range(start, len(order)):
             j = order[k]
             if placed[j]:
                 continue
-            v = vecs[j]
+            v = self.vecs[j]
             if any(x > r for x, r in zip(v, room)):
                 continue
             if tuple(v) == key:
                 continue  # already yielded by the lookup
-            tick()
+            self.tick()
             placed[j] = True
-            for rest in completions([r - x for r, x in zip(room, v)], k + 1, budget):
+            for rest in self.completions([r - x for r, x in zip(room, v)], k + 1, budget):
                 yield [j] + rest
             placed[j] = False
         if all(r <= b for r, b in zip(room, budget)):
             yield []
 
-    pos = {i: k for k, i in enumerate(order)}
-
-    def fill(bin_index: int, budget: list[int]) -> bool:
+    def fill(self, bin_index: int, budget: list[int]) -> bool:
+        """Whether the unplaced items fill bins ``bin_index..`` wasting at most ``budget``: the
+        largest opens the bin, each completion of it is tried in turn."""
+        placed, order = self.placed, self.order
         first = next((k for k, i in enumerate(order) if not placed[i]), None)
         if first is None:
             return True
-        if bin_index >= num_bins:
+        if bin_index >= self.num_bins:
             return False
         i = order[first]
         placed[i] = True
-        room = [k - x for k, x in zip(cap, vecs[i])]
-        for subset in completions(room, first + 1, budget):
-            tick()
+        room = [k - x for k, x in zip(self.cap, self.vecs[i])]
+        for subset in self.completions(room, first + 1, budget):
+            self.tick()
             left = list(room)
             for j in subset:
                 placed[j] = True
-                left = [r - x for r, x in zip(left, vecs[j])]
-            if fill(bin_index + 1, [b - r for b, r in zip(budget, left)]):
-                where[i] = bin_index
+                left = [r - x for r, x in zip(left, self.vecs[j])]
+            if self.fill(bin_index + 1, [b - r for b, r in zip(budget, left)]):
+                self.where[i] = bin_index
                 for j in subset:
-                    where[j] = bin_index
+                    self.where[j] = bin_index
                 return True
             for j in subset:
                 placed[j] = False
         placed[i] = False
         return False
-
-    import sys
-    old = sys.getrecursionlimit()
-    sys.setrecursionlimit(max(old, 20 * problem.num_items + 1000))
-    try:
-        found = fill(0, waste)
-    except _Stop:
-        found = False
-    finally:
-        sys.setrecursionlimit(old)
-    if info is not None:
-        info.update(nodes=nodes, stopped_by=stopped)
-    return ColocationSolution(tuple(where)) if found else None
 
 
 def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *, max_work: int = 10**10,
@@ -307,27 +322,11 @@ def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *,
     >>> colocation_objective(p, improve_balance(p, s))
     9000
     """
-    import numpy as np
-
-    nb, nd, nc, n = problem.num_bins, problem.num_dims, problem.num_classes, problem.num_items
-    cls = np.array([problem.bin_class(b) for b in range(nb)], dtype=np.int64)
-    capb = np.array([problem.capacity[c] for c in cls], dtype=np.int64)
-    inv = 1.0 / capb
-    typ = np.array([problem.item_type(i) for i in range(n)], dtype=np.int64)
-    tdem = np.zeros((problem.num_types, nc, nd), dtype=np.int64)
-    tok = np.zeros((problem.num_types, nc), dtype=bool)
-    for t in range(problem.num_types):
-        for c, v in enumerate(problem.demand[t]):
-            if v is not None:
-                tdem[t, c] = v
-                tok[t, c] = True
-    dem, ok_cls = tdem[typ], tok[typ]  # (n, nc, nd), (n, nc)
-    allowed = np.zeros(nb, dtype=bool)
-    allowed[list(range(nb)) if bins is None else list(bins)] = True
+    a = _BalanceArrays.of(problem, bins)
+    n, nb = problem.num_items, problem.num_bins
     where = np.array(solution.bin_of_item, dtype=np.int64)
-    loads = np.zeros((nb, nd), dtype=np.int64)
-    np.add.at(loads, where, dem[np.arange(n), cls[where]])
-    idx = np.arange(n)
+    loads = np.zeros((nb, problem.num_dims), dtype=np.int64)
+    np.add.at(loads, where, a.dem[np.arange(n), a.bin_class[where]])
     steps, work, stopped = 0, 0, "local_optimum"
     while True:
         if work >= max_work:
@@ -337,46 +336,89 @@ def improve_balance(problem: ColocationProblem, solution: ColocationSolution, *,
             stopped = "wall_time"
             break
         steps += 1
-        util = (loads * inv).max(axis=1)
+        util = (loads * a.inv).max(axis=1)
         worst = int(np.argmax(util))
-        peak = util[worst] - 1e-12
-        cw = cls[worst]
         members = np.flatnonzero(where == worst)
         work += len(members) * (n + nb)
-        src_bin = where
-        src_cls = cls[src_bin]
-        dem_src = dem[idx, src_cls]  # every item's demand where it is
-        in_worst = dem[:, cw]  # every item's demand on the worst bin's class
-        can_enter_worst = ok_cls[:, cw] & (src_bin != worst) & allowed[src_bin]
-        best = None  # (key, kind, i, j, target)
-        for i in members:
-            rest = loads[worst] - dem[i, cw]
-            rest_u = (rest * inv[worst]).max()
-            if rest_u >= peak:
-                continue
-            moved = loads + dem[i, cls]
-            fit = allowed & ok_cls[i, cls] & (moved <= capb).all(axis=1)
-            fit[worst] = False
-            key = np.where(fit, np.maximum(rest_u, (moved * inv).max(axis=1)), np.inf)
-            b = int(np.argmin(key))
-            if key[b] < peak and (best is None or key[b] < best[0]):
-                best = (float(key[b]), "move", int(i), -1, b)
-            a = rest + in_worst  # the worst bin after the swap, per partner j
-            c = loads[src_bin] - dem_src + dem[i, src_cls]  # j's bin after the swap
-            fit = (can_enter_worst & ok_cls[i, src_cls] & (typ != typ[i])
-                   & (a <= capb[worst]).all(axis=1) & (c <= capb[src_bin]).all(axis=1))
-            key = np.where(fit, np.maximum((a * inv[worst]).max(axis=1), (c * inv[src_bin]).max(axis=1)), np.inf)
-            j = int(np.argmin(key))
-            if key[j] < peak and (best is None or key[j] < best[0]):
-                best = (float(key[j]), "swap", int(i), j, int(src_bin[j]))
+        best = _best_relief(a, loads, where, worst, members, util[worst] - 1e-12)
         if best is None:
             steps -= 1
             break
         _, kind, i, j, b = best
         for item, src, dst in ((i, worst, b),) + (((j, b, worst),) if kind == "swap" else ()):
-            loads[src] -= dem[item, cls[src]]
-            loads[dst] += dem[item, cls[dst]]
+            loads[src] -= a.dem[item, a.bin_class[src]]
+            loads[dst] += a.dem[item, a.bin_class[dst]]
             where[item] = dst
     if info is not None:
         info.update(steps=steps, work=work, stopped_by=stopped)
     return ColocationSolution(tuple(int(b) for b in where))
+
+
+@dataclass(frozen=True)
+class _BalanceArrays:
+    """The fixed data of :func:`improve_balance` as arrays: each bin's class, capacity and its
+    inverse, each item's type, demand per class and the classes it may use, and the bins
+    items may move to."""
+
+    bin_class: np.ndarray  # (bins,)
+    capb: np.ndarray  # (bins, dims)
+    inv: np.ndarray  # (bins, dims)
+    typ: np.ndarray  # (items,)
+    dem: np.ndarray  # (items, classes, dims)
+    ok_cls: np.ndarray  # (items, classes)
+    allowed: np.ndarray  # (bins,)
+    idx: np.ndarray  # (items,): 0..items-1
+
+    @classmethod
+    def of(cls, problem: ColocationProblem, bins: list[int] | None) -> "_BalanceArrays":
+        """The arrays of ``problem``; items may move to ``bins`` (None: every bin)."""
+        nb, nd, nc, n = problem.num_bins, problem.num_dims, problem.num_classes, problem.num_items
+        bin_class = np.array([problem.bin_class(b) for b in range(nb)], dtype=np.int64)
+        capb = np.array([problem.capacity[c] for c in bin_class], dtype=np.int64)
+        typ = np.array([problem.item_type(i) for i in range(n)], dtype=np.int64)
+        tdem = np.zeros((problem.num_types, nc, nd), dtype=np.int64)
+        tok = np.zeros((problem.num_types, nc), dtype=bool)
+        for t in range(problem.num_types):
+            for c, v in enumerate(problem.demand[t]):
+                if v is not None:
+                    tdem[t, c] = v
+                    tok[t, c] = True
+        allowed = np.zeros(nb, dtype=bool)
+        allowed[list(range(nb)) if bins is None else list(bins)] = True
+        return cls(bin_class, capb, 1.0 / capb, typ, tdem[typ], tok[typ], allowed, np.arange(n))
+
+
+def _best_relief(a: _BalanceArrays, loads: np.ndarray, where: np.ndarray, worst: int, members: np.ndarray,
+                 peak: float) -> tuple | None:
+    """The move or swap out of bin ``worst`` that leaves both bins below ``peak`` and lowest:
+    ``(key, kind, item, partner or -1, target bin)``, or None."""
+    cw = a.bin_class[worst]
+    src_bin = where
+    src_cls = a.bin_class[src_bin]
+    dem, ok_cls, inv, capb = a.dem, a.ok_cls, a.inv, a.capb
+    dem_src = dem[a.idx, src_cls]  # every item's demand where it is
+    in_worst = dem[:, cw]  # every item's demand on the worst bin's class
+    can_enter_worst = ok_cls[:, cw] & (src_bin != worst) & a.allowed[src_bin]
+    best = None  # (key, kind, i, j, target)
+    for i in members:
+        rest = loads[worst] - dem[i, cw]
+        rest_u = (rest * inv[worst]).max()
+        if rest_u >= peak:
+            continue
+        moved = loads + dem[i, a.bin_class]
+        fit = a.allowed & ok_cls[i, a.bin_class] & (moved <= capb).all(axis=1)
+        fit[worst] = False
+        key = np.where(fit, np.maximum(rest_u, (moved * inv).max(axis=1)), np.inf)
+        b = int(np.argmin(key))
+        if key[b] < peak and (best is None or key[b] < best[0]):
+            best = (float(key[b]), "move", int(i), -1, b)
+        after_worst = rest + in_worst  # the worst bin after the swap, per partner j
+        after_src = loads[src_bin] - dem_src + dem[i, src_cls]  # j's bin after the swap
+        fit = (can_enter_worst & ok_cls[i, src_cls] & (a.typ != a.typ[i])
+               & (after_worst <= capb[worst]).all(axis=1) & (after_src <= capb[src_bin]).all(axis=1))
+        key = np.where(fit, np.maximum((after_worst * inv[worst]).max(axis=1),
+                                       (after_src * inv[src_bin]).max(axis=1)), np.inf)
+        j = int(np.argmin(key))
+        if key[j] < peak and (best is None or key[j] < best[0]):
+            best = (float(key[j]), "swap", int(i), j, int(src_bin[j]))
+    return best

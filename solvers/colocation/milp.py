@@ -187,97 +187,122 @@ def _column_generation(problem: ColocationProblem, budget: Budget, dtime: float,
     """Column generation charging at most about ``dtime`` to ``budget`` (LP iterations and
     pricing); also returns the LP values of the patterns (empty on failure)."""
     start = budget.used
-
-    def spent() -> float:
-        return budget.used - start
-
-    def solve_lp() -> int:
-        code = lp.Solve()
-        its = lp.iterations() if code == pywraplp.Solver.OPTIMAL else 0  # simplex iterations of this solve
-        budget.charge(LP_SOLVE_DTIME + max(0, its) / ITERATIONS_PER_DTIME)
-        return code
-
-    nt, nc = problem.num_types, problem.num_classes
-    lp = pywraplp.Solver.CreateSolver("GLOP")
-    cover = [lp.Constraint(problem.multiplicity[t], lp.infinity(), f"cover_{t}") for t in range(nt)]
-    pool = [lp.Constraint(-lp.infinity(), problem.class_count[c], f"pool_{c}") for c in range(nc)]
-    objective = lp.Objective()
-    objective.SetMinimization()
-    patterns: list[Pattern] = []
-    seen: set[Pattern] = set()
-
-    def add(p: Pattern) -> None:
-        if p in seen or not p.counts:
-            return
-        seen.add(p)
-        patterns.append(p)
-        y = lp.NumVar(0, problem.class_count[p.klass], f"y_{len(patterns)}")
-        objective.SetCoefficient(y, problem.class_cost[p.klass])
-        pool[p.klass].SetCoefficient(y, 1)
-        for t, n in p.counts:
-            cover[t].SetCoefficient(y, n)
-
+    master = _Master(problem, budget)
     for p in seed_patterns:
-        add(p)
+        master.add(p)
     # One single-type pattern per type and class keeps the master feasible when pools allow.
+    nt, nc = problem.num_types, problem.num_classes
     for t in range(nt):
         for c in range(nc):
             if problem.fits_alone(t, c):
                 v = problem.demand[t][c]
                 n = min([problem.multiplicity[t]] + [problem.capacity[c][d] // x for d, x in enumerate(v) if x > 0])
-                add(Pattern(c, ((t, n),)))
+                master.add(Pattern(c, ((t, n),)))
     best = -math.inf
     center: list[float] | None = None  # the duals of the best Lagrangian bound (stability center)
     for _ in range(max_iterations):
-        if spent() >= dtime or budget.wall_expired():
+        if budget.used - start >= dtime or budget.wall_expired():
             break
-        if solve_lp() != pywraplp.Solver.OPTIMAL:
+        if master.solve() != pywraplp.Solver.OPTIMAL:
             break
-        lp_value = objective.Value()
+        lp_value = master.objective.Value()
         if best > -math.inf and math.ceil(best - 1e-6) >= math.ceil(lp_value - 1e-6):
             break  # the bound's ceiling cannot rise any further
-        duals = [max(0.0, cover[t].dual_value()) for t in range(nt)]
-        mu = [min(0.0, pool[c].dual_value()) for c in range(nc)]
+        duals = [max(0.0, master.cover[t].dual_value()) for t in range(nt)]
+        mu = [min(0.0, master.pool[c].dual_value()) for c in range(nc)]
+        if master.add_cheap(duals, mu, _greedy_columns(problem, duals)):
+            continue
+        added, best, center = _price_exactly(master, duals, mu, best, center, lambda: dtime - (budget.used - start))
+        if not added:
+            break
+    values = ([var.solution_value() for var in master.lp.variables()]
+              if master.solve() == pywraplp.Solver.OPTIMAL else [])
+    return best, master.patterns, values
 
-        def reduced(pat: Pattern) -> float:
-            return problem.class_cost[pat.klass] - sum(duals[t] * n for t, n in pat.counts) - mu[pat.klass]
 
-        cheap = False
+class _Master:
+    """The restricted master LP of column generation: one variable per pattern (how many bins
+    use it), types covered, pools not exceeded, cost minimized; each solve charged to the budget."""
+
+    def __init__(self, problem: ColocationProblem, budget: Budget) -> None:
+        self.problem, self.budget = problem, budget
+        lp = self.lp = pywraplp.Solver.CreateSolver("GLOP")
+        self.cover = [lp.Constraint(problem.multiplicity[t], lp.infinity(), f"cover_{t}")
+                      for t in range(problem.num_types)]
+        self.pool = [lp.Constraint(-lp.infinity(), problem.class_count[c], f"pool_{c}")
+                     for c in range(problem.num_classes)]
+        self.objective = lp.Objective()
+        self.objective.SetMinimization()
+        self.patterns: list[Pattern] = []
+        self.seen: set[Pattern] = set()
+
+    def solve(self) -> int:
+        """Solve the LP, charging its simplex iterations to the budget; the solver's status code."""
+        code = self.lp.Solve()
+        its = self.lp.iterations() if code == pywraplp.Solver.OPTIMAL else 0  # simplex iterations of this solve
+        self.budget.charge(LP_SOLVE_DTIME + max(0, its) / ITERATIONS_PER_DTIME)
+        return code
+
+    def add(self, p: Pattern) -> None:
+        """A column for pattern ``p`` (unless empty or already there)."""
+        if p in self.seen or not p.counts:
+            return
+        problem = self.problem
+        self.seen.add(p)
+        self.patterns.append(p)
+        y = self.lp.NumVar(0, problem.class_count[p.klass], f"y_{len(self.patterns)}")
+        self.objective.SetCoefficient(y, problem.class_cost[p.klass])
+        self.pool[p.klass].SetCoefficient(y, 1)
+        for t, n in p.counts:
+            self.cover[t].SetCoefficient(y, n)
+
+    def add_cheap(self, duals: list[float], mu: list[float], candidates) -> bool:
+        """Add the new ``candidates`` of negative reduced cost; whether any was added."""
+        added = False
+        for pat in candidates:
+            reduced = (self.problem.class_cost[pat.klass] - sum(duals[t] * n for t, n in pat.counts)
+                       - mu[pat.klass])
+            if reduced < -1e-7 and pat not in self.seen:
+                self.add(pat)
+                added = True
+        return added
+
+
+def _greedy_columns(problem: ColocationProblem, duals: list[float]):
+    """The greedy pricing's patterns of every class with processors, class by class."""
+    for c in range(problem.num_classes):
+        if problem.class_count[c] == 0:
+            continue
+        yield from _greedy_price(problem, c, duals)
+
+
+def _price_exactly(master: _Master, duals: list[float], mu: list[float], best: float,
+                   center: list[float] | None, dtime_left) -> tuple[bool, float, list[float] | None]:
+    """Exact pricing at smoothed duals (Wentges: between the stability ``center`` and the LP
+    duals), which also gives a Lagrangian bound; returns whether a column was added, and the
+    best bound and its center. ``dtime_left()`` is the deterministic time left, shared by the
+    classes' pricing."""
+    problem, budget = master.problem, master.budget
+    nt, nc = problem.num_types, problem.num_classes
+    added = False
+    for alpha in (0.5, 0.0) if center is not None else (0.0,):
+        sep = duals if center is None else [alpha * a + (1 - alpha) * b for a, b in zip(center, duals)]
+        duals_int = [max(0, int(math.floor(d * _DUAL_SCALE))) for d in sep]
+        bound = sum(duals_int[t] * problem.multiplicity[t] for t in range(nt)) / _DUAL_SCALE
+        left = dtime_left()
         for c in range(nc):
             if problem.class_count[c] == 0:
                 continue
-            for pat in _greedy_price(problem, c, duals):
-                if reduced(pat) < -1e-7 and pat not in seen:
-                    add(pat)
-                    cheap = True
-        if cheap:
-            continue
-        # Exact pricing at smoothed duals (Wentges): between the center and the LP duals.
-        added = False
-        for alpha in (0.5, 0.0) if center is not None else (0.0,):
-            sep = duals if center is None else [alpha * a + (1 - alpha) * b for a, b in zip(center, duals)]
-            duals_int = [max(0, int(math.floor(d * _DUAL_SCALE))) for d in sep]
-            bound = sum(duals_int[t] * problem.multiplicity[t] for t in range(nt)) / _DUAL_SCALE
-            left = dtime - spent()
-            for c in range(nc):
-                if problem.class_count[c] == 0:
-                    continue
-                pats, _, upper = _price(problem, c, duals_int,
-                                        min(budget.scale(_PRICE_MAX_DTIME),
-                                            max(budget.scale(_PRICE_MIN_DTIME), left / (2 * nc))), budget)
-                bound += problem.class_count[c] * min(0.0, problem.class_cost[c] - upper / _DUAL_SCALE)
-                for pat in pats:
-                    if reduced(pat) < -1e-7 and pat not in seen:
-                        add(pat)
-                        added = True
-            if bound > best:
-                best, center = bound, [d / _DUAL_SCALE for d in duals_int]
-            if added:
-                break
-        if not added:
+            pats, _, upper = _price(problem, c, duals_int,
+                                    min(budget.scale(_PRICE_MAX_DTIME),
+                                        max(budget.scale(_PRICE_MIN_DTIME), left / (2 * nc))), budget)
+            bound += problem.class_count[c] * min(0.0, problem.class_cost[c] - upper / _DUAL_SCALE)
+            added = master.add_cheap(duals, mu, pats) or added
+        if bound > best:
+            best, center = bound, [d / _DUAL_SCALE for d in duals_int]
+        if added:
             break
-    values = [var.solution_value() for var in lp.variables()] if solve_lp() == pywraplp.Solver.OPTIMAL else []
-    return best, patterns, values
+    return added, best, center
 
 
 def _dive(problem: ColocationProblem, patterns: list[Pattern], values: list[float], budget: Budget, dtime: float

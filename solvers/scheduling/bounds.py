@@ -346,7 +346,7 @@ def subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -
             transfer.append(problem.transfer_cycles[e])
     groups = tuple(g2 for g2 in (tuple(index[i] for i in g if i in index)
                                  for g in problem.colocation_groups) if len(g2) > 1)
-    names = tuple(problem._name(op) for op in ops)
+    names = tuple(problem.op_name(op) for op in ops)
     return SchedulingProblem(tuple(durations), tuple(edges), problem.device_streams,
                              problem.link_of, tuple(transfer), Objective.LATENCY,
                              colocation_groups=groups, device_class=problem.device_class,

@@ -223,5 +223,5 @@ def _keep(problem: SchedulingProblem, kept: list[int]) -> SchedulingProblem:
         tuple(problem.durations_cycles[i] for i in kept), tuple(edges), problem.device_streams,
         problem.link_of, tuple(transfer), problem.objective, problem.device_memory_bytes, tuple(resident),
         tuple(problem.output_bytes(i) for i in kept) if problem.op_output_bytes else (),
-        groups, problem.device_class, tuple(problem._name(i) for i in kept))
+        groups, problem.device_class, tuple(problem.op_name(i) for i in kept))
 

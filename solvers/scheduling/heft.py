@@ -189,58 +189,86 @@ def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None 
     >>> s.op_device, s.op_start, s.makespan_cycles
     ((0, 1), (0, 0), 4)
     """
-    n, nd, nl = problem.num_ops, problem.num_devices, problem.num_links
-    throughput = problem.objective is Objective.THROUGHPUT
     topo = topological_order(problem)
     pos = {op: k for k, op in enumerate(topo)}
     rank = upward_ranks(problem) if ranks is None else ranks
-    in_edges: list[list[int]] = [[] for _ in range(n)]
-    succs: list[list[int]] = [[] for _ in range(n)]
-    indeg = [0] * n
-    for e, (u, v, _) in enumerate(problem.edges):
-        in_edges[v].append(e)
-        succs[u].append(v)
+    state = _PartialSchedule(problem, placement)
+    indeg = [0] * problem.num_ops
+    for _u, v, _ in problem.edges:
         indeg[v] += 1
-    groups = merged_colocation_groups(problem)
-    group_of = {i: g for g, members in enumerate(groups) for i in members}
-    group_device: dict[int, int] = {}
-
-    dev = [-1] * n
-    stream = [0] * n
-    start = [0] * n
-    dur = [0] * n
-    transfers: list[ScheduledTransfer] = []
-    lanes = [[[] for _ in range(problem.device_streams[d])] for d in range(nd)]
-    links: list[list[tuple[int, int]]] = [[] for _ in range(nl)]
-    dev_load = [0] * nd
-    link_load = [0] * nl
-    # memory (devices with a limit): resident bytes and the activation profile
-    caps = [problem.memory_bytes(d) for d in range(nd)]
-    resident = [0] * nd
-    profiles = [_Profile() for _ in range(nd)]
-    out_edges: list[list[int]] = [[] for _ in range(n)]
-    for e, (u, _, _) in enumerate(problem.edges):
-        out_edges[u].append(e)
-    pending = [len(out_edges[i]) for i in range(n)]  # consumers not yet placed
-    # A placed group reserves, on its device, room for the buffers its unplaced members
-    # may open (output plus every incoming edge's copy), so they always fit later.
-    share = [problem.output_bytes(i) for i in range(n)]
-    for u, v, b in problem.edges:
-        share[v] += b
-    reserve = [0] * nd
-    buf_end = [0] * n
-
-    ready = [(-rank[i], pos[i], i) for i in range(n) if indeg[i] == 0]
+    ready = [(-rank[i], pos[i], i) for i in range(problem.num_ops) if indeg[i] == 0]
     heapq.heapify(ready)
     while ready:
         _, _, i = heapq.heappop(ready)
-        g = group_of.get(i)
-        if g is not None and g in group_device:
-            cands = (group_device[g],)
+        if not state.place(i):
+            return None
+        for j in state.succs[i]:
+            indeg[j] -= 1
+            if indeg[j] == 0:
+                heapq.heappush(ready, (-rank[j], pos[j], j))
+    return state.solution()
+
+
+class _PartialSchedule:
+    """HEFT's schedule while it grows: the placed ops, their transfers, the busy intervals of
+    every stream and link, the loads, and the memory of the devices with a limit."""
+
+    def __init__(self, problem: SchedulingProblem, placement: tuple[int, ...] | None) -> None:
+        n, nd, nl = problem.num_ops, problem.num_devices, problem.num_links
+        self.problem, self.placement = problem, placement
+        self.throughput = problem.objective is Objective.THROUGHPUT
+        self.in_edges: list[list[int]] = [[] for _ in range(n)]
+        self.out_edges: list[list[int]] = [[] for _ in range(n)]
+        self.succs: list[list[int]] = [[] for _ in range(n)]
+        for e, (u, v, _) in enumerate(problem.edges):
+            self.in_edges[v].append(e)
+            self.out_edges[u].append(e)
+            self.succs[u].append(v)
+        self.groups = merged_colocation_groups(problem)
+        self.group_of = {i: g for g, members in enumerate(self.groups) for i in members}
+        self.group_device: dict[int, int] = {}
+        self.dev, self.stream, self.start, self.dur = [-1] * n, [0] * n, [0] * n, [0] * n
+        self.transfers: list[ScheduledTransfer] = []
+        self.lanes = [[[] for _ in range(problem.device_streams[d])] for d in range(nd)]
+        self.links: list[list[tuple[int, int]]] = [[] for _ in range(nl)]
+        self.dev_load, self.link_load = [0] * nd, [0] * nl
+        # memory (devices with a limit): resident bytes and the activation profile
+        self.caps = [problem.memory_bytes(d) for d in range(nd)]
+        self.resident = [0] * nd
+        self.profiles = [_Profile() for _ in range(nd)]
+        self.pending = [len(self.out_edges[i]) for i in range(n)]  # consumers not yet placed
+        # A placed group reserves, on its device, room for the buffers its unplaced members
+        # may open (output plus every incoming edge's copy), so they always fit later.
+        self.share = [problem.output_bytes(i) for i in range(n)]
+        for _u, v, b in problem.edges:
+            self.share[v] += b
+        self.reserve = [0] * nd
+        self.buf_end = [0] * n
+
+    def place(self, i: int) -> bool:
+        """Put op ``i`` where it finishes first (throughput: least max load); False if nowhere."""
+        cands, new_resident, new_reserve = self._candidates(i)
+        best = None
+        for d in cands:
+            option = self._option(i, d, new_resident, new_reserve)
+            if option is not None and (best is None or option[0] < best[0]):
+                best = option
+        if best is None:
+            return False
+        self._commit(i, best, new_resident, new_reserve)
+        return True
+
+    def _candidates(self, i: int) -> tuple[tuple[int, ...], int, int]:
+        """The devices ``i`` may take (its group's, once placed), and the resident and reserved
+        bytes placing it adds there."""
+        problem, share = self.problem, self.share
+        g = self.group_of.get(i)
+        if g is not None and g in self.group_device:
+            cands = (self.group_device[g],)
             new_resident = 0  # reserved when the group's first op was placed
             new_reserve = -share[i]  # i's reserved room becomes its real buffers
         elif g is not None:
-            members = groups[g]
+            members = self.groups[g]
             cands = tuple(d for d in problem.allowed_devices(i)
                           if all(problem.durations_cycles[j][d] >= 0 for j in members))
             new_resident = sum(problem.resident_bytes(j) for j in members)
@@ -248,95 +276,112 @@ def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None 
         else:
             cands = problem.allowed_devices(i)
             new_resident, new_reserve = problem.resident_bytes(i), 0
-        if placement is not None:
-            cands = tuple(d for d in cands if d == placement[i])
-        best = None
-        for d in cands:
-            if problem.durations_cycles[i][d] < 0:
-                continue
-            if any(dev[problem.edges[e][0]] != d and problem.link_of[dev[problem.edges[e][0]]][d] < 0
-                   for e in in_edges[i]):
-                continue
-            cap = caps[d]
-            base = resident[d] + new_resident + reserve[d] + new_reserve
-            if cap > 0 and base + profiles[d].peak > cap:
-                continue
-            # tentative transfers, in edge order
-            tent: dict[int, list[tuple[int, int]]] = {}
-            moves = []
-            data_ready = 0
-            for e in in_edges[i]:
-                u = problem.edges[e][0]
-                end_u = start[u] + dur[u]
-                if dev[u] == d:
-                    data_ready = max(data_ready, end_u)
-                    continue
-                link = problem.link_of[dev[u]][d]
-                c = problem.transfer_cycles[e][link]
-                busy = tent.setdefault(link, list(links[link]))
-                t = _earliest_gap(busy, end_u, c)
-                _insert(busy, t, c)
-                moves.append((e, link, t, c))
-                data_ready = max(data_ready, t + c)
-            length = problem.durations_cycles[i][d]
-            s_best, t_best = 0, None
-            for s, lane in enumerate(lanes[d]):
-                t = _earliest_gap(lane, data_ready, length)
-                if t_best is None or t < t_best:
-                    s_best, t_best = s, t
-            finish = t_best + length
-            if cap > 0:
-                # i's output (open until its consumers are placed) and its received copies
-                extra = [(t_best, _OPEN if out_edges[i] else finish, problem.output_bytes(i))]
-                extra += [(ts, finish, problem.edges[e][2]) for e, _, ts, _ in moves]
-                if (base + profiles[d].peak + sum(x[2] for x in extra) > cap
-                        and base + profiles[d].peak_with(extra) > cap):
-                    continue
-            if throughput:
-                dl = list(dev_load)
-                dl[d] += length
-                ll = list(link_load)
-                for _, link, _, c in moves:
-                    ll[link] += c
-                key = (max(dl + ll), finish, d)
-            else:
-                key = (finish, d)
-            if best is None or key < best[0]:
-                best = (key, d, s_best, t_best, length, moves)
-        if best is None:
+        if self.placement is not None:
+            cands = tuple(d for d in cands if d == self.placement[i])
+        return cands, new_resident, new_reserve
+
+    def _option(self, i: int, d: int, new_resident: int, new_reserve: int):
+        """``(key, d, stream, start, length, moves)`` of ``i`` on device ``d``, or None when
+        ``d`` cannot run it, cannot receive its inputs, or has no room for its buffers."""
+        problem = self.problem
+        if problem.durations_cycles[i][d] < 0:
             return None
+        if any(self.dev[problem.edges[e][0]] != d and problem.link_of[self.dev[problem.edges[e][0]]][d] < 0
+               for e in self.in_edges[i]):
+            return None
+        cap = self.caps[d]
+        base = self.resident[d] + new_resident + self.reserve[d] + new_reserve
+        if cap > 0 and base + self.profiles[d].peak > cap:
+            return None
+        moves, data_ready = self._tentative_transfers(i, d)
+        length = problem.durations_cycles[i][d]
+        s_best, t_best = 0, None
+        for s, lane in enumerate(self.lanes[d]):
+            t = _earliest_gap(lane, data_ready, length)
+            if t_best is None or t < t_best:
+                s_best, t_best = s, t
+        finish = t_best + length
+        if cap > 0:
+            # i's output (open until its consumers are placed) and its received copies
+            extra = [(t_best, _OPEN if self.out_edges[i] else finish, problem.output_bytes(i))]
+            extra += [(ts, finish, problem.edges[e][2]) for e, _, ts, _ in moves]
+            if (base + self.profiles[d].peak + sum(x[2] for x in extra) > cap
+                    and base + self.profiles[d].peak_with(extra) > cap):
+                return None
+        if self.throughput:
+            dl = list(self.dev_load)
+            dl[d] += length
+            ll = list(self.link_load)
+            for _, link, _, c in moves:
+                ll[link] += c
+            key = (max(dl + ll), finish, d)
+        else:
+            key = (finish, d)
+        return key, d, s_best, t_best, length, moves
+
+    def _tentative_transfers(self, i: int, d: int) -> tuple[list[tuple[int, int, int, int]], int]:
+        """The transfers ``(edge, link, start, cycles)`` bringing ``i``'s inputs to ``d``, in edge
+        order, each in its link's earliest gap, and when all of ``i``'s data is there."""
+        problem = self.problem
+        tent: dict[int, list[tuple[int, int]]] = {}
+        moves = []
+        data_ready = 0
+        for e in self.in_edges[i]:
+            u = problem.edges[e][0]
+            end_u = self.start[u] + self.dur[u]
+            if self.dev[u] == d:
+                data_ready = max(data_ready, end_u)
+                continue
+            link = problem.link_of[self.dev[u]][d]
+            c = problem.transfer_cycles[e][link]
+            busy = tent.setdefault(link, list(self.links[link]))
+            t = _earliest_gap(busy, end_u, c)
+            _insert(busy, t, c)
+            moves.append((e, link, t, c))
+            data_ready = max(data_ready, t + c)
+        return moves, data_ready
+
+    def _commit(self, i: int, best, new_resident: int, new_reserve: int) -> None:
+        """Place ``i`` as ``best`` says: its stream and links busy, its loads and memory counted."""
+        problem = self.problem
         _, d, s, t, length, moves = best
-        dev[i], stream[i], start[i], dur[i] = d, s, t, length
-        _insert(lanes[d][s], t, length)
-        dev_load[d] += length
+        self.dev[i], self.stream[i], self.start[i], self.dur[i] = d, s, t, length
+        _insert(self.lanes[d][s], t, length)
+        self.dev_load[d] += length
         finish = t + length
         for e, link, ts, c in moves:
-            _insert(links[link], ts, c)
-            link_load[link] += c
-            transfers.append(ScheduledTransfer(e, link, ts, c))
-        if g is not None and g not in group_device:
-            group_device[g] = d
-        if caps[d] > 0:
-            resident[d] += new_resident
-            reserve[d] += new_reserve
-            profiles[d].add(t, _OPEN if out_edges[i] else finish, problem.output_bytes(i))
+            _insert(self.links[link], ts, c)
+            self.link_load[link] += c
+            self.transfers.append(ScheduledTransfer(e, link, ts, c))
+        g = self.group_of.get(i)
+        if g is not None and g not in self.group_device:
+            self.group_device[g] = d
+        if self.caps[d] > 0:
+            self.resident[d] += new_resident
+            self.reserve[d] += new_reserve
+            self.profiles[d].add(t, _OPEN if self.out_edges[i] else finish, problem.output_bytes(i))
             for e, _, ts, _ in moves:
-                profiles[d].add(ts, finish, problem.edges[e][2])
-        # i's producers: their buffers live until i ends (same device) or its transfer ends
-        buf_end[i] = finish
+                self.profiles[d].add(ts, finish, problem.edges[e][2])
+        self._release_inputs(i, finish, moves)
+
+    def _release_inputs(self, i: int, finish: int, moves) -> None:
+        """``i``'s producers' buffers live until ``i`` ends (same device) or its transfer ends;
+        a producer whose consumers are all placed closes its open buffer."""
+        problem = self.problem
+        self.buf_end[i] = finish
         moved = {e: ts + c for e, _, ts, c in moves}
-        for e in in_edges[i]:
+        for e in self.in_edges[i]:
             u = problem.edges[e][0]
-            buf_end[u] = max(buf_end[u], moved.get(e, finish))
-            pending[u] -= 1
-            if pending[u] == 0 and caps[dev[u]] > 0:
-                profiles[dev[u]].add(buf_end[u], _OPEN, -problem.output_bytes(u))
-        for j in succs[i]:
-            indeg[j] -= 1
-            if indeg[j] == 0:
-                heapq.heappush(ready, (-rank[j], pos[j], j))
-    transfers.sort(key=lambda tr: tr.edge)
-    return SchedulingSolution(tuple(dev), tuple(stream), tuple(start), tuple(dur), tuple(transfers))
+            self.buf_end[u] = max(self.buf_end[u], moved.get(e, finish))
+            self.pending[u] -= 1
+            if self.pending[u] == 0 and self.caps[self.dev[u]] > 0:
+                self.profiles[self.dev[u]].add(self.buf_end[u], _OPEN, -problem.output_bytes(u))
+
+    def solution(self) -> SchedulingSolution:
+        """The schedule of every placed op, transfers in edge order."""
+        transfers = sorted(self.transfers, key=lambda tr: tr.edge)
+        return SchedulingSolution(tuple(self.dev), tuple(self.stream), tuple(self.start), tuple(self.dur),
+                                  tuple(transfers))
 
 
 def fallback_schedule(problem: SchedulingProblem) -> SchedulingSolution | None:

@@ -284,7 +284,6 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
     if placement is None or problem.num_ops == 0:
         return None, {"work": 0, "steps": 0}
     sgs = _Sgs(problem, placement)
-    n = sgs.n
     rng = random.Random(seed)
     base = [-b for b in sgs.bottom_levels()]
     best_ms, best_starts = sgs.justify(sgs.order_by(base))
@@ -294,11 +293,7 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
         if ms < best_ms:
             best_ms, best_starts, work_at_best = ms, starts, sgs.work
     cur_ms, cur_key = best_ms, best_starts
-    positive = [d for d in sgs.dur if d > 0]
-    mean = sum(positive) / len(positive) if positive else 1.0
-    amplitude = max(1, round(options.perturb_amplitude * mean))
-    moves = max(1, n // options.perturb_divisor)
-    noise = 0.1 * mean
+    perturb = _Perturbation.of(sgs, options)
     steps = 0
     stopped = "target"
     while best_ms > target:
@@ -309,13 +304,7 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
             stopped = "wall_time"
             break
         steps += 1
-        if rng.random() < options.restart_probability:
-            key = [b * (1.0 + 0.3 * rng.random()) for b in base]
-        else:
-            key = list(cur_key)
-            for _ in range(moves):
-                key[rng.randrange(n)] += rng.randint(-amplitude, amplitude)
-            key = [k + noise * rng.random() for k in key]
+        key = perturb.next_key(rng, base, cur_key)
         ms, starts = sgs.justify(sgs.order_by(key))
         if ms <= cur_ms:
             cur_ms, cur_key = ms, starts
@@ -324,6 +313,34 @@ def list_search(problem: SchedulingProblem, work: int, *, seed: int = 0, target:
     solution = _solution(problem, placement, best_starts, sgs.dur)
     return solution, {"work": sgs.work, "steps": steps, "makespan": best_ms,
                       "work_at_best": work_at_best, "stopped_by": stopped}
+
+
+@dataclass(frozen=True)
+class _Perturbation:
+    """How the search draws its next priority key: a restart near the bottom levels, or the
+    current schedule's start times with a few ops moved and a little noise on every key."""
+
+    restart_probability: float
+    amplitude: int  # the largest move of one op's key, in cycles
+    moves: int  # ops moved per step
+    noise: float  # the noise's scale, which breaks ties between equal keys
+
+    @classmethod
+    def of(cls, sgs: "_Sgs", options: ListSearchOptions) -> "_Perturbation":
+        """Moves scaled to the ops' mean positive duration and their number."""
+        positive = [d for d in sgs.dur if d > 0]
+        mean = sum(positive) / len(positive) if positive else 1.0
+        return cls(options.restart_probability, max(1, round(options.perturb_amplitude * mean)),
+                   max(1, sgs.n // options.perturb_divisor), 0.1 * mean)
+
+    def next_key(self, rng: random.Random, base: list[float], current: list[float]) -> list[float]:
+        """The next key to justify (the random draws in a fixed order, so a seed repeats)."""
+        if rng.random() < self.restart_probability:
+            return [b * (1.0 + 0.3 * rng.random()) for b in base]
+        key = list(current)
+        for _ in range(self.moves):
+            key[rng.randrange(len(key))] += rng.randint(-self.amplitude, self.amplitude)
+        return [k + self.noise * rng.random() for k in key]
 
 
 def _solution(problem: SchedulingProblem, placement, starts, dur) -> SchedulingSolution:

@@ -120,9 +120,9 @@ class SchedulingProblem:
             if len(row) != d:
                 raise ValueError(f"durations_cycles[{i}] has {len(row)} entries, expected {d}")
             if all(x == FORBIDDEN for x in row):
-                raise ValueError(f"op {self._name(i)} may run on no device")
+                raise ValueError(f"op {self.op_name(i)} may run on no device")
             if any(x < FORBIDDEN for x in row):
-                raise ValueError(f"op {self._name(i)} has a negative duration")
+                raise ValueError(f"op {self.op_name(i)} has a negative duration")
         if len(self.link_of) != d or any(len(r) != d for r in self.link_of):
             raise ValueError(f"link_of must be {d}x{d}")
         nl = self.num_links
@@ -149,7 +149,15 @@ class SchedulingProblem:
             if any(not 0 <= i < n for i in g):
                 raise ValueError(f"colocation group {g} names an unknown op")
 
-    def _name(self, i: int) -> str:
+    def op_name(self, i: int) -> str:
+        """Op ``i``'s name for messages: its entry in ``op_names``, else its index.
+
+        Examples
+        --------
+        >>> p = SchedulingProblem(((1,), (1,)), (), (1,), ((-1,),), (), op_names=("load",))
+        >>> p.op_name(0), p.op_name(1)
+        ('load', '1')
+        """
         return self.op_names[i] if i < len(self.op_names) else str(i)
 
     @property

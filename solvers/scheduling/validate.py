@@ -61,12 +61,12 @@ def memory_profile(problem: SchedulingProblem, solution: SchedulingSolution,
     for i in range(n):
         if solution.op_device[i] == device and problem.output_bytes(i) > 0:
             out.append((solution.op_start[i], buf_end[i], problem.output_bytes(i),
-                        f"output of {problem._name(i)}"))
+                        f"output of {problem.op_name(i)}"))
     for e, (u, v, b) in enumerate(problem.edges):
         t = t_of_edge.get(e)
         if t is not None and solution.op_device[v] == device and b > 0:
             out.append((t.start_cycle, ends[v], b,
-                        f"copy of edge {e} ({problem._name(u)}->{problem._name(v)})"))
+                        f"copy of edge {e} ({problem.op_name(u)}->{problem.op_name(v)})"))
     return out
 
 
@@ -117,20 +117,30 @@ def validate_schedule(problem: SchedulingProblem, solution: SchedulingSolution) 
     >>> validate_schedule(p, bad)
     ['edge 0 (0->1): op 1 starts at 8 before its transfer ends at 9']
     """
-    errs: list[str] = []
-    n, nd, nl = problem.num_ops, problem.num_devices, problem.num_links
-    name = problem._name
+    n = problem.num_ops
     for field_name in ("op_device", "op_stream", "op_start", "op_duration"):
         if len(getattr(solution, field_name)) != n:
             return [f"{field_name} has {len(getattr(solution, field_name))} entries, expected {n}"]
-    dev, stream, start, dur = (solution.op_device, solution.op_stream, solution.op_start,
-                               solution.op_duration)
-    placed_ok = True
-    for i in range(n):
+    errs = _check_placements(problem, solution)
+    if any(not 0 <= d < problem.num_devices for d in solution.op_device):
+        return errs  # the later checks index by device
+    errs += _check_streams(problem, solution)
+    errs += _check_edges(problem, solution)
+    errs += _check_colocation(problem, solution)
+    for d in range(problem.num_devices):
+        errs.extend(_check_memory(problem, solution, d))
+    return errs
+
+
+def _check_placements(problem: SchedulingProblem, solution: SchedulingSolution) -> list[str]:
+    """Each op on a known device that may run it, for its duration there, on one of its streams, from cycle >= 0."""
+    errs: list[str] = []
+    name = problem.op_name
+    dev, stream, start, dur = solution.op_device, solution.op_stream, solution.op_start, solution.op_duration
+    for i in range(problem.num_ops):
         d = dev[i]
-        if not 0 <= d < nd:
+        if not 0 <= d < problem.num_devices:
             errs.append(f"op {name(i)}: unknown device {d}")
-            placed_ok = False
             continue
         want = problem.durations_cycles[i][d]
         if want < 0:
@@ -141,16 +151,23 @@ def validate_schedule(problem: SchedulingProblem, solution: SchedulingSolution) 
             errs.append(f"op {name(i)}: stream {stream[i]} not in [0, {problem.device_streams[d]})")
         if start[i] < 0:
             errs.append(f"op {name(i)} starts at negative cycle {start[i]}")
-    if not placed_ok:
-        return errs
-    # streams
+    return errs
+
+
+def _check_streams(problem: SchedulingProblem, solution: SchedulingSolution) -> list[str]:
+    """No two ops overlap on one stream of one device."""
     lanes: dict[tuple[int, int], list[tuple[int, int, str]]] = {}
-    for i in range(n):
-        lanes.setdefault((dev[i], stream[i]), []).append((start[i], start[i] + dur[i], name(i)))
-    for (d, s), items in sorted(lanes.items()):
-        for a, b in _pairwise_overlaps(items):
-            errs.append(f"ops {a} and {b} overlap on device {d} stream {s}")
-    # transfers and precedence
+    for i in range(problem.num_ops):
+        start = solution.op_start[i]
+        lanes.setdefault((solution.op_device[i], solution.op_stream[i]), []).append(
+            (start, start + solution.op_duration[i], problem.op_name(i)))
+    return [f"ops {a} and {b} overlap on device {d} stream {s}"
+            for (d, s), items in sorted(lanes.items()) for a, b in _pairwise_overlaps(items)]
+
+
+def _check_edges(problem: SchedulingProblem, solution: SchedulingSolution) -> list[str]:
+    """Every edge's precedence and transfer (:func:`_check_edge`), then no two transfers overlap on a link."""
+    errs: list[str] = []
     by_edge: dict[int, list] = {}
     for t in solution.transfers:
         if not 0 <= t.edge < len(problem.edges):
@@ -158,47 +175,57 @@ def validate_schedule(problem: SchedulingProblem, solution: SchedulingSolution) 
             continue
         by_edge.setdefault(t.edge, []).append(t)
     link_items: dict[int, list[tuple[int, int, str]]] = {}
-    for e, (u, v, _b) in enumerate(problem.edges):
-        tag = f"edge {e} ({name(u)}->{name(v)})"
-        end_u = start[u] + dur[u]
-        ts = by_edge.get(e, [])
-        a, b = dev[u], dev[v]
-        if a == b:
-            if ts:
-                errs.append(f"{tag}: both ops on device {a} but {len(ts)} transfer(s) scheduled")
-            if start[v] < end_u:
-                errs.append(f"{tag}: op {name(v)} starts at {start[v]} before {name(u)} ends at {end_u}")
-            continue
-        link = problem.link_of[a][b]
-        if link < 0:
-            errs.append(f"{tag}: devices {a} and {b} cannot exchange data (link_of is -1)")
-            continue
-        if len(ts) != 1:
-            errs.append(f"{tag}: across devices {a}->{b} needs exactly one transfer, got {len(ts)}")
-            continue
-        t = ts[0]
-        if t.link != link:
-            errs.append(f"{tag}: transfer on link {t.link}, expected link {link}")
-        if 0 <= t.link < nl and t.duration_cycles != problem.transfer_cycles[e][t.link]:
-            errs.append(f"{tag}: transfer duration {t.duration_cycles} != "
-                        f"{problem.transfer_cycles[e][t.link]}")
-        if t.start_cycle < end_u:
-            errs.append(f"{tag}: transfer starts at {t.start_cycle} before {name(u)} ends at {end_u}")
-        if start[v] < t.end_cycle:
-            errs.append(f"{tag}: op {name(v)} starts at {start[v]} before its transfer ends at {t.end_cycle}")
-        link_items.setdefault(t.link, []).append((t.start_cycle, t.end_cycle, tag))
+    for e in range(len(problem.edges)):
+        errs += _check_edge(problem, solution, e, by_edge.get(e, []), link_items)
     for link, items in sorted(link_items.items()):
         for a_, b_ in _pairwise_overlaps(items):
             errs.append(f"transfers of {a_} and {b_} overlap on link {link}")
-    # colocation
+    return errs
+
+
+def _check_edge(problem: SchedulingProblem, solution: SchedulingSolution, e: int, ts: list,
+                link_items: dict[int, list[tuple[int, int, str]]]) -> list[str]:
+    """Edge ``e``: on one device, no transfer and v after u; across devices, one transfer on
+    their link, of the edge's duration there, after u and before v (added to ``link_items``)."""
+    name, start = problem.op_name, solution.op_start
+    u, v, _b = problem.edges[e]
+    tag = f"edge {e} ({name(u)}->{name(v)})"
+    end_u = start[u] + solution.op_duration[u]
+    a, b = solution.op_device[u], solution.op_device[v]
+    errs: list[str] = []
+    if a == b:
+        if ts:
+            errs.append(f"{tag}: both ops on device {a} but {len(ts)} transfer(s) scheduled")
+        if start[v] < end_u:
+            errs.append(f"{tag}: op {name(v)} starts at {start[v]} before {name(u)} ends at {end_u}")
+        return errs
+    link = problem.link_of[a][b]
+    if link < 0:
+        return [f"{tag}: devices {a} and {b} cannot exchange data (link_of is -1)"]
+    if len(ts) != 1:
+        return [f"{tag}: across devices {a}->{b} needs exactly one transfer, got {len(ts)}"]
+    t = ts[0]
+    if t.link != link:
+        errs.append(f"{tag}: transfer on link {t.link}, expected link {link}")
+    if 0 <= t.link < problem.num_links and t.duration_cycles != problem.transfer_cycles[e][t.link]:
+        errs.append(f"{tag}: transfer duration {t.duration_cycles} != "
+                    f"{problem.transfer_cycles[e][t.link]}")
+    if t.start_cycle < end_u:
+        errs.append(f"{tag}: transfer starts at {t.start_cycle} before {name(u)} ends at {end_u}")
+    if start[v] < t.end_cycle:
+        errs.append(f"{tag}: op {name(v)} starts at {start[v]} before its transfer ends at {t.end_cycle}")
+    link_items.setdefault(t.link, []).append((t.start_cycle, t.end_cycle, tag))
+    return errs
+
+
+def _check_colocation(problem: SchedulingProblem, solution: SchedulingSolution) -> list[str]:
+    """Each colocation group on one device."""
+    errs = []
     for g in problem.colocation_groups:
-        devs = sorted({dev[i] for i in g})
+        devs = sorted({solution.op_device[i] for i in g})
         if len(devs) > 1:
-            errs.append("colocation group [" + ", ".join(name(i) for i in g)
+            errs.append("colocation group [" + ", ".join(problem.op_name(i) for i in g)
                         + f"] spans devices {devs}")
-    # memory
-    for d in range(nd):
-        errs.extend(_check_memory(problem, solution, d))
     return errs
 
 

@@ -138,3 +138,21 @@ def test_placement_portfolio_is_never_worse_than_greedy():
     assert run.best.objective <= run.heuristic.objective
     assert run.best.objective == max_load(p, run.best.solution.device_of) == 7
     assert run.best.status is Status.OPTIMAL
+
+
+def test_the_first_progress_point_is_the_heuristics():
+    # CP-SAT reports its warm start (HEFT's 12) and its proof at once: those points must come after HEFT's
+    p = SchedulingProblem(((4, 4), (3, 3), (5, 5)), ((0, 1, 64), (0, 2, 64)), (1, 1),
+                          ((-1, 0), (0, -1)), ((50,), (50,)))
+    points = []
+    run = Portfolio(HeftScheduler(), CpSatScheduler()).run(p, SolveOptions(time_limit_s=2, progress=points.append))
+    assert points[0].source == "heuristic"
+    assert (points[0].objective, points[0].bound) == (run.heuristic.objective, run.heuristic.bound)
+    assert all(q.source == "search" for q in points[1:])
+    assert points[-1].objective == run.best.objective
+
+
+def test_no_heuristic_point_without_a_heuristic_solution():
+    points = []
+    Portfolio(_Recorder(), HeftScheduler()).run(_TWO_OPS, SolveOptions(time_limit_s=1, progress=points.append))
+    assert points == []  # the recorder found nothing and HEFT, as the 'exact' solver here, reports no points

@@ -467,66 +467,16 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
     >>> cp_model.CpSolver().solve(model) == cp_model.INFEASIBLE
     True
     """
-    n_points = 2 * problem.num_ops + 1
-    profile = [0] * (n_points + 1)  # difference array of the constant pieces
-    intervals, demands = [], []
-    region = [n_points, 0]
-
-    def piece(start, size, end, present, lo: int, hi: int, demand: int, name: str) -> None:
-        """A piece over ``[start, end)``, somewhere within ``[lo, hi)``."""
-        if lo >= hi:
-            return
-        if isinstance(present, int) and isinstance(start, int) and isinstance(size, int):
-            profile[start] += demand
-            profile[start + size] -= demand
-            return
-        region[0], region[1] = min(region[0], lo), max(region[1], hi)
-        intervals.append(_interval(model, start, size, end, present, name))
-        demands.append(demand)
-
+    pieces = _FastPieces(model, 2 * problem.num_ops + 1)
     for t in range(problem.num_tensors):
-        size = problem.tensor_bytes[t]
-        if not size:
-            continue
-        acc = problem.accesses(t)
-        for j, a in enumerate(acc):
-            x = v.fast[t, j]
-            if not (isinstance(x, int) and x == 0):
-                piece(2 * a + 1, 1, 2 * a + 2, x, 2 * a + 1, 2 * a + 2, size, f"at_{t}_{j}")
-            if j == 0:
-                continue
-            k = v.kept.get((t, j), 0)
-            if not (isinstance(k, int) and k == 0):
-                lo = 2 * acc[j - 1] + 2
-                piece(lo, 2 * a + 1 - lo, 2 * a + 1, k, lo, 2 * a + 1, size, f"keep_{t}_{j}")
-            if (t, j) in v.prefetch:
-                base = v.trigger_base[t, j]
-                trig = v.trigger[t, j]
-                width = _domain_max(model, trig)
-                if width == 0:
-                    begin = 2 * base + 2
-                    piece(begin, 2 * a + 1 - begin, 2 * a + 1, v.prefetch[t, j], begin, 2 * a + 1, size,
-                          f"pf_pts_{t}_{j}")
-                else:
-                    begin = 2 * (base + trig) + 2
-                    piece(begin, 2 * a + 1 - begin, 2 * a + 1, v.prefetch[t, j], 2 * base + 2, 2 * a + 1, size,
-                          f"pf_pts_{t}_{j}")
-            if (t, j) in v.evict:
-                lo = 2 * acc[j - 1] + 2
-                rel = v.release[t, j]
-                r_lo, r_hi = _domain_min(model, rel), _domain_max(model, rel)
-                if r_lo == r_hi:
-                    finish = 2 * (acc[j - 1] + 1 + r_lo) + 1
-                    piece(lo, finish - lo, finish, v.evict[t, j], lo, finish, size, f"ev_pts_{t}_{j}")
-                else:
-                    finish = 2 * (acc[j - 1] + 1 + rel) + 1
-                    piece(lo, finish - lo, finish, v.evict[t, j], lo, 2 * (acc[j - 1] + 1 + r_hi) + 1, size,
-                          f"ev_pts_{t}_{j}")
+        if problem.tensor_bytes[t]:
+            _add_tensor_pieces(model, problem, v, pieces, t)
+    intervals, demands = pieces.intervals, pieces.demands
     levels, level = [], 0
-    for p in range(n_points):
-        level += profile[p]
+    for p in range(pieces.n_points):
+        level += pieces.profile[p]
         levels.append(level)
-    p, hi = region
+    p, hi = pieces.region
     while p < hi:  # the constant load over the free region, as runs of equal level
         q = p
         while q < hi and levels[q] == levels[p]:
@@ -537,6 +487,72 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
         p = q
     if intervals:
         model.add_cumulative(intervals, demands, problem.capacity_bytes[0])
+
+
+class _FastPieces:
+    """The pieces of fast occupancy on the point axis: a constant profile (a difference array)
+    for the pieces fixed in place, intervals and demands for the others, and the region of
+    points the free pieces may cover."""
+
+    def __init__(self, model: cp_model.CpModel, n_points: int) -> None:
+        self.model, self.n_points = model, n_points
+        self.profile = [0] * (n_points + 1)
+        self.intervals: list = []
+        self.demands: list[int] = []
+        self.region = [n_points, 0]
+
+    def add(self, start, size, end, present, lo: int, hi: int, demand: int, name: str) -> None:
+        """A piece over ``[start, end)``, somewhere within ``[lo, hi)``."""
+        if lo >= hi:
+            return
+        if isinstance(present, int) and isinstance(start, int) and isinstance(size, int):
+            self.profile[start] += demand
+            self.profile[start + size] -= demand
+            return
+        self.region[0], self.region[1] = min(self.region[0], lo), max(self.region[1], hi)
+        self.intervals.append(_interval(self.model, start, size, end, present, name))
+        self.demands.append(demand)
+
+
+def _add_tensor_pieces(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, pieces: _FastPieces,
+                       t: int) -> None:
+    """Tensor ``t``'s fast pieces, access by access: the access itself, the kept gap before it,
+    its prefetch (from the trigger) and its eviction (until the release)."""
+    size = problem.tensor_bytes[t]
+    acc = problem.accesses(t)
+    for j, a in enumerate(acc):
+        x = v.fast[t, j]
+        if not (isinstance(x, int) and x == 0):
+            pieces.add(2 * a + 1, 1, 2 * a + 2, x, 2 * a + 1, 2 * a + 2, size, f"at_{t}_{j}")
+        if j == 0:
+            continue
+        k = v.kept.get((t, j), 0)
+        if not (isinstance(k, int) and k == 0):
+            lo = 2 * acc[j - 1] + 2
+            pieces.add(lo, 2 * a + 1 - lo, 2 * a + 1, k, lo, 2 * a + 1, size, f"keep_{t}_{j}")
+        if (t, j) in v.prefetch:
+            base = v.trigger_base[t, j]
+            trig = v.trigger[t, j]
+            width = _domain_max(model, trig)
+            if width == 0:
+                begin = 2 * base + 2
+                pieces.add(begin, 2 * a + 1 - begin, 2 * a + 1, v.prefetch[t, j], begin, 2 * a + 1, size,
+                           f"pf_pts_{t}_{j}")
+            else:
+                begin = 2 * (base + trig) + 2
+                pieces.add(begin, 2 * a + 1 - begin, 2 * a + 1, v.prefetch[t, j], 2 * base + 2, 2 * a + 1, size,
+                           f"pf_pts_{t}_{j}")
+        if (t, j) in v.evict:
+            lo = 2 * acc[j - 1] + 2
+            rel = v.release[t, j]
+            r_lo, r_hi = _domain_min(model, rel), _domain_max(model, rel)
+            if r_lo == r_hi:
+                finish = 2 * (acc[j - 1] + 1 + r_lo) + 1
+                pieces.add(lo, finish - lo, finish, v.evict[t, j], lo, finish, size, f"ev_pts_{t}_{j}")
+            else:
+                finish = 2 * (acc[j - 1] + 1 + rel) + 1
+                pieces.add(lo, finish - lo, finish, v.evict[t, j], lo, 2 * (acc[j - 1] + 1 + r_hi) + 1, size,
+                           f"ev_pts_{t}_{j}")
 
 
 def _domain_min(model: cp_model.CpModel, var) -> int:
@@ -595,6 +611,28 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     >>> v.fast[0, 1], sorted(v.prefetch)
     (0, [])
     """
+    _check_buildable(problem, fixed, free_ops)
+    model = cp_model.CpModel()
+    h = upper_cycles if upper_cycles is not None else _horizon(problem)
+    v = LevelVars(problem, h, prefetch_window_ops, fixed, free_ops)
+    lo_op, h = _add_op_windows(model, problem, v, h, fixed, free_ops)
+    _add_op_times(model, problem, v, h, fixed, lo_op)
+    if v.shift is not None:
+        v.makespan = fixed.makespan_cycles + v.shift
+    else:
+        v.makespan = model.new_int_var(min(max(lower_cycles, v.earliest[problem.num_ops]), h), h, "makespan")
+    add_residency(model, problem, v)
+    add_durations(model, problem, v)
+    add_transfers(model, problem, v)
+    add_fast_capacity(model, problem, v)
+    model.minimize(add_makespan(model, problem, v))
+    if hint is not None:
+        _add_hint(model, problem, v, hint)
+    return model, v
+
+
+def _check_buildable(problem: LevelProblem, fixed: LevelSolution | None, free_ops: range | None) -> None:
+    """Raise ValueError unless :func:`build_level_model` can model ``problem`` exactly."""
     if problem.splits:
         raise ValueError("expand split groups first (solvers.memory.levels.split.expand_splits)")
     if not exact_model_fits(problem):
@@ -602,14 +640,18 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
                          "see exact_model_fits")
     if (fixed is None) != (free_ops is None):
         raise ValueError("fixed and free_ops go together")
-    model = cp_model.CpModel()
-    h = upper_cycles if upper_cycles is not None else _horizon(problem)
-    v = LevelVars(problem, h, prefetch_window_ops, fixed, free_ops)
-    bf, bs = problem.bandwidth_bytes_per_cycle
+
+
+def _add_op_windows(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, h: int,
+                    fixed: LevelSolution | None, free_ops: range | None) -> tuple[int, int]:
+    """Each op's start window (``v.earliest``, ``v.latest``, ``v.shortest``; around ``fixed``, the
+    shift of the ops after the free ones); returns the first free op and the horizon.
+
+    Ops run one after another: op i starts after the shortest durations of ops 0..i-1,
+    and early enough for the shortest durations of ops i..n-1 to end by the horizon.
+    (Redundant windows, but presolve otherwise walks the chain one op per loop.)
+    """
     n = problem.num_ops
-    # Ops run one after another: op i starts after the shortest durations of ops 0..i-1,
-    # and early enough for the shortest durations of ops i..n-1 to end by the horizon.
-    # (Redundant windows, but presolve otherwise walks the chain one op per loop.)
     shortest = list(op_duration_lower_bounds(problem))
     v.earliest = [0] * (n + 1)
     v.latest = [h] * (n + 1)
@@ -641,6 +683,15 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     if v.latest[lo_op] < v.earliest[lo_op]:  # no plan fits under the horizon: well-formed, infeasible
         v.latest = [max(x, e) for x, e in zip(v.latest, v.earliest)]
         model.add_bool_or([])
+    return lo_op, h
+
+
+def _add_op_times(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, h: int,
+                  fixed: LevelSolution | None, lo_op: int) -> None:
+    """Each op's start and duration (the fixed ops' from ``fixed``), and its compute and fast
+    and slow transfer cycles (``v.cf``, ``v.cs``) when free."""
+    bf, bs = problem.bandwidth_bytes_per_cycle
+    shortest = v.shortest
     for i, row in enumerate(problem.op_accesses()):
         if not v.op_is_free(i):
             if i < lo_op:
@@ -658,18 +709,6 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
         v.cf.append(model.new_int_var(0, cycles_for_bytes(b, bf), f"cf_{i}"))
         v.cs.append(model.new_int_var(0, cycles_for_bytes(b, bs), f"cs_{i}"))
         model.add(v.start[i] + v.dur[i] <= h)
-    if v.shift is not None:
-        v.makespan = fixed.makespan_cycles + v.shift
-    else:
-        v.makespan = model.new_int_var(min(max(lower_cycles, v.earliest[n]), h), h, "makespan")
-    add_residency(model, problem, v)
-    add_durations(model, problem, v)
-    add_transfers(model, problem, v)
-    add_fast_capacity(model, problem, v)
-    model.minimize(add_makespan(model, problem, v))
-    if hint is not None:
-        _add_hint(model, problem, v, hint)
-    return model, v
 
 
 def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: LevelSolution) -> None:

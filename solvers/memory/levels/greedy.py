@@ -78,25 +78,56 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
     >>> s.in_fast, [(t.kind.value, t.trigger_op, t.start_cycle) for t in s.transfers], s.makespan_cycles
     (((False, True),), [('prefetch', -1, 0)], 12)
     """
-    n, nt = problem.num_ops, problem.num_tensors
-    cap = problem.capacity_bytes[0]
-    size = problem.tensor_bytes
-    acc = [problem.accesses(t) for t in range(nt)]
-    in_fast = [[False] * len(a) for a in acc]
-    kept = [[False] * len(a) for a in acc]
-    fast_only = set(problem.fast_only_ops)
-    carried: dict[int, int] = {}  # tensor -> index of its last fast access (copy held onward)
-    orig: set[int] = set()  # tensors whose fast copy is the producer's, not yet saved
-    evictions: dict[int, list[int]] = {}  # tensor -> [gap, release op]
-    prefetches: list[tuple[int, int]] = []  # (tensor, gap)
-
-    def cut(t: int) -> None:
-        jl = carried.pop(t)
-        if t in orig:
-            orig.discard(t)
-            evictions[t] = [jl + 1, acc[t][jl] + 1]
-
+    residency = _GreedyResidency(problem)
     for i, row in enumerate(problem.op_accesses()):
+        slow = residency.make_room(i, row)
+        if slow is None:
+            return None
+        residency.record(i, row, slow)
+    # Phase B: DMA windows on the point axis, within the fast capacity.
+    acc, evictions, prefetches = residency.acc, residency.evictions, residency.prefetches
+    occ = _FastOccupancy(problem)
+    occ.add_residency(residency.in_fast, residency.kept)
+    _hold_evictions(problem, occ, evictions, prefetches)
+    triggers = _prefetch_triggers(problem, occ, evictions, prefetches, prefetch_window_ops)
+    transfers = [Transfer(TransferKind.EVICT, t, g, acc[t][g - 1], r, 0, problem.dma_cycles(t))
+                 for t, (g, r) in evictions.items()]
+    transfers += [Transfer(TransferKind.PREFETCH, t, j, k, acc[t][j], 0, problem.dma_cycles(t))
+                  for (t, j), k in triggers.items()]
+    transfers.sort(key=_queue_order)
+    n = problem.num_ops
+    draft = LevelSolution(tuple(map(tuple, residency.in_fast)), tuple(map(tuple, residency.kept)),
+                          tuple(transfers), (0,) * n, (0,) * n)
+    return retime(problem, draft)
+
+
+class _GreedyResidency:
+    """Phase A of :func:`plan_greedy`: which accesses are fast, op by op, evicting as Belady does."""
+
+    def __init__(self, problem: LevelProblem) -> None:
+        self.problem = problem
+        self.cap = problem.capacity_bytes[0]
+        self.size = problem.tensor_bytes
+        self.acc = [problem.accesses(t) for t in range(problem.num_tensors)]
+        self.in_fast = [[False] * len(a) for a in self.acc]
+        self.kept = [[False] * len(a) for a in self.acc]
+        self.fast_only = set(problem.fast_only_ops)
+        self.carried: dict[int, int] = {}  # tensor -> index of its last fast access (copy held onward)
+        self.orig: set[int] = set()  # tensors whose fast copy is the producer's, not yet saved
+        self.evictions: dict[int, list[int]] = {}  # tensor -> [gap, release op]
+        self.prefetches: list[tuple[int, int]] = []  # (tensor, gap)
+
+    def cut(self, t: int) -> None:
+        """Stop carrying ``t`` in fast memory (saving the producer's copy to slow first)."""
+        jl = self.carried.pop(t)
+        if t in self.orig:
+            self.orig.discard(t)
+            self.evictions[t] = [jl + 1, self.acc[t][jl] + 1]
+
+    def make_room(self, i: int, row) -> set[int] | None:
+        """The tensors op ``i`` reads slow so that the op and the gap before it fit the fast
+        capacity (dropping idle carried tensors first); None when nothing fits."""
+        size, carried, cap = self.size, self.carried, self.cap
         touched = {t: j for t, j in row}
         slow = {t for t, _ in row if size[t] == 0}
         while True:
@@ -104,71 +135,105 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
             hits = [t for t in fast if t in carried]
             idle = [t for t in carried if t not in touched]
             fetch = [t for t in fast if t not in carried and touched[t] > 0]
-            evicting = sum(size[t] for t, (g, r) in evictions.items() if r == i)
+            evicting = sum(size[t] for t, (g, r) in self.evictions.items() if r == i)
             at_op = sum(size[t] for t in fast) + sum(size[t] for t in idle)
             at_gap = sum(size[t] for t in carried) + sum(size[t] for t in fetch) + evicting
             if at_op <= cap and at_gap <= cap:
-                break
+                return slow
             if idle:  # Belady: drop the resident tensor used farthest in the future
-                victim = max(idle, key=lambda t: (acc[t][carried[t] + 1], size[t], -t))
-                cut(victim)
+                victim = max(idle, key=lambda t: (self.acc[t][carried[t] + 1], size[t], -t))
+                self.cut(victim)
                 continue
-            if i in fast_only:
+            if i in self.fast_only:
                 return None
             movable = fetch or [t for t in fast if touched[t] == 0] or hits
             if not movable:
                 return None
             victim = max(movable, key=lambda t: (size[t], -t))
             if victim in carried:
-                cut(victim)
+                self.cut(victim)
             slow.add(victim)
+
+    def record(self, i: int, row, slow: set[int]) -> None:
+        """Op ``i``'s accesses: fast unless in ``slow``, kept or prefetched, carried onward or saved."""
+        acc, carried, orig = self.acc, self.carried, self.orig
         for t, j in row:
             f = t not in slow
-            in_fast[t][j] = f
+            self.in_fast[t][j] = f
             if t in carried:
-                kept[t][j] = True
+                self.kept[t][j] = True
                 del carried[t]
             elif f and j > 0:
-                prefetches.append((t, j))
+                self.prefetches.append((t, j))
             if t in slow and t in carried:
-                cut(t)
+                self.cut(t)
             if f:
                 if j == 0:
                     orig.add(t)
-                if j + 1 < len(acc[t]) and problem.is_real(acc[t][j + 1]):
+                if j + 1 < len(acc[t]) and self.problem.is_real(acc[t][j + 1]):
                     carried[t] = j
                 elif j + 1 < len(acc[t]):  # next is the live-out end: save to slow
                     if t in orig:
                         orig.discard(t)
-                        evictions[t] = [j + 1, i + 1]
+                        self.evictions[t] = [j + 1, i + 1]
                 else:
                     orig.discard(t)
-    # Phase B: DMA windows on the point axis, within the fast capacity.
-    occ = [0] * (2 * n + 1)
 
-    def add(t: int, lo: int, hi: int) -> None:
+
+class _FastOccupancy:
+    """Fast bytes at every point ``0..2*num_ops`` as phase B of :func:`plan_greedy` lays DMAs out."""
+
+    def __init__(self, problem: LevelProblem) -> None:
+        self.problem = problem
+        self.occ = [0] * (2 * problem.num_ops + 1)
+
+    def add(self, t: int, lo: int, hi: int) -> None:
+        """Tensor ``t`` over the points ``[lo, hi)``."""
+        occ, size = self.occ, self.problem.tensor_bytes[t]
         for p in range(lo, min(hi, len(occ))):
-            occ[p] += size[t]
+            occ[p] += size
 
-    for t in range(nt):
-        for j, a in enumerate(acc[t]):
-            if problem.is_real(a) and in_fast[t][j]:
-                add(t, 2 * a + 1, 2 * a + 2)
-            if j and kept[t][j]:
-                add(t, 2 * acc[t][j - 1] + 2, 2 * a + 1)
+    def fits(self, t: int, p: int) -> bool:
+        """Whether tensor ``t`` fits at point ``p`` too."""
+        return self.occ[p] + self.problem.tensor_bytes[t] <= self.problem.capacity_bytes[0]
+
+    def add_residency(self, in_fast: list[list[bool]], kept: list[list[bool]]) -> None:
+        """The fast accesses and the kept gaps."""
+        problem = self.problem
+        for t in range(problem.num_tensors):
+            acc = problem.accesses(t)
+            for j, a in enumerate(acc):
+                if problem.is_real(a) and in_fast[t][j]:
+                    self.add(t, 2 * a + 1, 2 * a + 2)
+                if j and kept[t][j]:
+                    self.add(t, 2 * acc[j - 1] + 2, 2 * a + 1)
+
+
+def _hold_evictions(problem: LevelProblem, occ: _FastOccupancy, evictions: dict[int, list[int]],
+                    prefetches: list[tuple[int, int]]) -> None:
+    """Lay each eviction out from its gap's start to its release, one op longer where that fits
+    (so its DMA overlaps an op), leaving room for the prefetches (counted first)."""
+    acc = [problem.accesses(t) for t in range(problem.num_tensors)]
     refetched = set(prefetches)
     # A prefetch occupies at least the gap right before its consumer: count that first, so
     # no eviction below is held into a gap a prefetch must land in.
     for t, j in prefetches:
-        add(t, 2 * acc[t][j], 2 * acc[t][j] + 1)
+        occ.add(t, 2 * acc[t][j], 2 * acc[t][j] + 1)
     for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
         g, r = evictions[t]
-        add(t, 2 * acc[t][g - 1] + 2, 2 * r + 1)
+        occ.add(t, 2 * acc[t][g - 1] + 2, 2 * r + 1)
         # A prefetch in the same gap is triggered at or after the release: keep one op for it.
         last = acc[t][g] - 1 if (t, g) in refetched else acc[t][g]
-        if r < last and all(occ[p] + size[t] <= cap for p in (2 * r + 1, 2 * r + 2) if p < len(occ)):
-            add(t, 2 * r + 1, 2 * r + 3)
+        if r < last and all(occ.fits(t, p) for p in (2 * r + 1, 2 * r + 2) if p < len(occ.occ)):
+            occ.add(t, 2 * r + 1, 2 * r + 3)
             evictions[t][1] = r + 1
+
+
+def _prefetch_triggers(problem: LevelProblem, occ: _FastOccupancy, evictions: dict[int, list[int]],
+                       prefetches: list[tuple[int, int]], prefetch_window_ops: int | None) -> dict:
+    """Each prefetch's trigger op: as early as fits (after its eviction in the same gap, within
+    the window), earliest consumer first; its DMA is laid out from there."""
+    acc = [problem.accesses(t) for t in range(problem.num_tensors)]
     triggers = {}
     for t, j in sorted(prefetches, key=lambda x: (acc[x[0]][x[1]], x[0])):
         hi = acc[t][j]
@@ -178,18 +243,11 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
         k = hi - 1
         if prefetch_window_ops is not None:
             lo = max(lo, hi - prefetch_window_ops)
-        while k > lo and occ[2 * k] + size[t] <= cap and occ[2 * k + 1] + size[t] <= cap:
+        while k > lo and occ.fits(t, 2 * k) and occ.fits(t, 2 * k + 1):
             k -= 1
         triggers[(t, j)] = k
-        add(t, 2 * k + 2, 2 * hi)  # the gap right before the consumer is counted already
-    transfers = [Transfer(TransferKind.EVICT, t, g, acc[t][g - 1], r, 0, problem.dma_cycles(t))
-                 for t, (g, r) in evictions.items()]
-    transfers += [Transfer(TransferKind.PREFETCH, t, j, k, acc[t][j], 0, problem.dma_cycles(t))
-                  for (t, j), k in triggers.items()]
-    transfers.sort(key=_queue_order)
-    draft = LevelSolution(tuple(map(tuple, in_fast)), tuple(map(tuple, kept)), tuple(transfers),
-                          (0,) * n, (0,) * n)
-    return retime(problem, draft)
+        occ.add(t, 2 * k + 2, 2 * hi)  # the gap right before the consumer is counted already
+    return triggers
 
 
 def _best_over_splits(problem: LevelProblem, plan, name: str, t0: float,

@@ -88,24 +88,56 @@ def expand_splits(problem: LevelProblem, factors: tuple[int, ...]) -> tuple[Leve
         if k not in g.factors:
             raise ValueError(f"factor {k} is not allowed for split group {g.first_op}..{g.last_op}")
     factor_of_tensor = {t: k for g, k in zip(problem.splits, factors) for t in g.tensors}
+    tensors = _PortionTensors.of(problem, factor_of_tensor)
+    compute, reads, writes, origin, new_fast_only = _unrolled_ops(problem, factors, tensors)
+    expanded = LevelProblem(
+        compute_cycles=tuple(compute), reads=tuple(reads), writes=tuple(writes), tensor_bytes=tuple(tensors.sizes),
+        capacity_bytes=problem.capacity_bytes, bandwidth_bytes_per_cycle=problem.bandwidth_bytes_per_cycle,
+        dma_bytes_per_cycle=problem.dma_bytes_per_cycle, dma_latency_cycles=problem.dma_latency_cycles,
+        live_out=tensors.all_portions(problem.live_out), fast_only_ops=tuple(new_fast_only), splits=(),
+        op_names=tuple(f"{problem.op_name(o)}#{p}" if factor_of_op > 1 else problem.op_name(o)
+                       for (o, p), factor_of_op in zip(origin, _op_factors(problem, factors, origin))),
+        tensor_names=tuple(f"{problem.tensor_name(t)}#{p}" if factor_of_tensor.get(t, 1) > 1
+                           else problem.tensor_name(t) for t, p in tensors.origin),
+    )
+    return expanded, SplitMap(tuple(origin), tuple(tensors.origin), tuple(factors))
+
+
+@dataclass(frozen=True)
+class _PortionTensors:
+    """The expanded problem's tensors: each original tensor in order, its portions consecutive
+    (``ids[t]``), with their origin ``(tensor, portion)`` and ``ceil(size / k)`` bytes."""
+
+    ids: list[list[int]]
+    origin: list[tuple[int, int]]
+    sizes: list[int]
+
+    @classmethod
+    def of(cls, problem: LevelProblem, factor_of_tensor: dict[int, int]) -> "_PortionTensors":
+        ids: list[list[int]] = []
+        origin: list[tuple[int, int]] = []
+        sizes: list[int] = []
+        for t in range(problem.num_tensors):
+            k = factor_of_tensor.get(t, 1)
+            ids.append(list(range(len(sizes), len(sizes) + k)))
+            for p in range(k):
+                origin.append((t, p))
+                sizes.append(ceil_div(problem.tensor_bytes[t], k))
+        return cls(ids, origin, sizes)
+
+    def all_portions(self, ts) -> tuple[int, ...]:
+        """Every portion of the tensors ``ts`` (an op outside the split groups)."""
+        return tuple(x for t in ts for x in self.ids[t])
+
+    def portion(self, ts, p: int) -> tuple[int, ...]:
+        """Portion ``p`` of the split tensors among ``ts``, and the unsplit ones whole."""
+        return tuple(self.ids[t][p] if len(self.ids[t]) > 1 else self.ids[t][0] for t in ts)
+
+
+def _unrolled_ops(problem: LevelProblem, factors: tuple[int, ...], tensors: _PortionTensors):
+    """The expanded ops in order: compute, reads, writes, origin ``(op, portion)`` of each, and
+    the fast-only ones; a split group's ops repeated portion by portion."""
     group_at = {g.first_op: (g, k) for g, k in zip(problem.splits, factors)}
-    # New tensor ids: each original tensor in order, its portions consecutive.
-    new_ids: list[list[int]] = []
-    tensor_origin: list[tuple[int, int]] = []
-    sizes: list[int] = []
-    for t in range(problem.num_tensors):
-        k = factor_of_tensor.get(t, 1)
-        new_ids.append(list(range(len(sizes), len(sizes) + k)))
-        for p in range(k):
-            tensor_origin.append((t, p))
-            sizes.append(ceil_div(problem.tensor_bytes[t], k))
-
-    def all_portions(ts):
-        return tuple(x for t in ts for x in new_ids[t])
-
-    def portion(ts, p):
-        return tuple(new_ids[t][p] if len(new_ids[t]) > 1 else new_ids[t][0] for t in ts)
-
     compute, reads, writes, origin = [], [], [], []
     fast_only = set(problem.fast_only_ops)
     new_fast_only: list[int] = []
@@ -120,29 +152,19 @@ def expand_splits(problem: LevelProblem, factors: tuple[int, ...]) -> tuple[Leve
                     if op in fast_only:
                         new_fast_only.append(len(compute))
                     compute.append(c)
-                    reads.append(portion(problem.reads[op], p))
-                    writes.append(portion(problem.writes[op], p))
+                    reads.append(tensors.portion(problem.reads[op], p))
+                    writes.append(tensors.portion(problem.writes[op], p))
                     origin.append((op, p))
             i = g.last_op + 1
             continue
         if i in fast_only:
             new_fast_only.append(len(compute))
         compute.append(problem.compute_cycles[i])
-        reads.append(all_portions(problem.reads[i]))
-        writes.append(all_portions(problem.writes[i]))
+        reads.append(tensors.all_portions(problem.reads[i]))
+        writes.append(tensors.all_portions(problem.writes[i]))
         origin.append((i, 0))
         i += 1
-    expanded = LevelProblem(
-        compute_cycles=tuple(compute), reads=tuple(reads), writes=tuple(writes), tensor_bytes=tuple(sizes),
-        capacity_bytes=problem.capacity_bytes, bandwidth_bytes_per_cycle=problem.bandwidth_bytes_per_cycle,
-        dma_bytes_per_cycle=problem.dma_bytes_per_cycle, dma_latency_cycles=problem.dma_latency_cycles,
-        live_out=all_portions(problem.live_out), fast_only_ops=tuple(new_fast_only), splits=(),
-        op_names=tuple(f"{problem.op_name(o)}#{p}" if factor_of_op > 1 else problem.op_name(o)
-                       for (o, p), factor_of_op in zip(origin, _op_factors(problem, factors, origin))),
-        tensor_names=tuple(f"{problem.tensor_name(t)}#{p}" if factor_of_tensor.get(t, 1) > 1
-                           else problem.tensor_name(t) for t, p in tensor_origin),
-    )
-    return expanded, SplitMap(tuple(origin), tuple(tensor_origin), tuple(factors))
+    return compute, reads, writes, origin, new_fast_only
 
 
 def _op_factors(problem: LevelProblem, factors, origin) -> list[int]:

@@ -167,13 +167,33 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
     except ValueError as e:
         return [str(e)]
     n, nt = problem.num_ops, problem.num_tensors
-    errs: list[str] = []
     if len(solution.in_fast) != nt or len(solution.kept) != nt:
         return [f"expected residency rows for {nt} tensors"]
     if len(solution.op_start) != n or len(solution.op_duration) != n:
         return [f"expected times for {n} ops"]
+    errs = _check_residency(problem, solution)
+    if errs:
+        return errs
+    errs = _check_transfer_set(problem, solution)
+    if errs:
+        return errs
+    durations = op_durations(problem, solution.in_fast)
+    errs = _check_op_times(problem, solution, durations)
+    end = [s + d for s, d in zip(solution.op_start, durations)]
+    evict_of = {tr.tensor: tr for tr in solution.transfers if tr.kind is TransferKind.EVICT}
+    for tr in solution.transfers:
+        errs += _check_transfer(problem, solution, tr, end, evict_of)
+    errs += _check_dma_queue(solution)
+    errs += _check_capacities(problem, solution)
+    return errs
+
+
+def _check_residency(problem: LevelProblem, solution: LevelSolution) -> list[str]:
+    """One residency flag per access; virtual accesses slow, fast-only ops' reads fast, kept
+    gaps between two fast accesses (a tensor with the wrong number of flags: that alone)."""
+    errs: list[str] = []
     fast_only = set(problem.fast_only_ops)
-    for t in range(nt):
+    for t in range(problem.num_tensors):
         acc = problem.accesses(t)
         if len(solution.in_fast[t]) != len(acc) or len(solution.kept[t]) != len(acc):
             return [f"tensor {problem.tensor_name(t)}: expected {len(acc)} accesses"]
@@ -185,52 +205,72 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
                 errs.append(f"tensor {problem.tensor_name(t)}: fast-only op {problem.op_name(a)} reads it slow")
             if solution.kept[t][j] and (j == 0 or not (f and solution.in_fast[t][j - 1])):
                 errs.append(f"tensor {problem.tensor_name(t)}: gap {j} kept without fast accesses on both sides")
-    if errs:
-        return errs
+    return errs
+
+
+def _check_transfer_set(problem: LevelProblem, solution: LevelSolution) -> list[str]:
+    """The transfers are exactly those the residency requires (:func:`required_transfers`)."""
     need = required_transfers(problem, solution.in_fast, solution.kept)
     have = sorted(((tr.kind, tr.tensor, tr.gap) for tr in solution.transfers),
                   key=lambda x: (x[1], x[2], x[0] is TransferKind.PREFETCH))
-    if need != have:
-        missing = [f"{k.value} {t} gap {j}" for k, t, j in need if (k, t, j) not in have]
-        extra = [f"{k.value} {t} gap {j}" for k, t, j in have if (k, t, j) not in need]
-        return [f"transfers do not match the residency: missing {missing}, unexpected {extra}"]
-    durations = op_durations(problem, solution.in_fast)
+    if need == have:
+        return []
+    missing = [f"{k.value} {t} gap {j}" for k, t, j in need if (k, t, j) not in have]
+    extra = [f"{k.value} {t} gap {j}" for k, t, j in have if (k, t, j) not in need]
+    return [f"transfers do not match the residency: missing {missing}, unexpected {extra}"]
+
+
+def _check_op_times(problem: LevelProblem, solution: LevelSolution, durations: list[int]) -> list[str]:
+    """Each op lasts its duration under the residency, and the ops run in order from cycle 0."""
+    errs: list[str] = []
+    n, start = problem.num_ops, solution.op_start
     for i in range(n):
         if solution.op_duration[i] != durations[i]:
             errs.append(f"op {problem.op_name(i)} lasts {solution.op_duration[i]}, expected {durations[i]}")
-    start = solution.op_start
     end = [s + d for s, d in zip(start, durations)]
     if n and start[0] < 0:
         errs.append("op 0 starts before 0")
     for i in range(1, n):
         if start[i] < end[i - 1]:
             errs.append(f"op {problem.op_name(i)} starts at {start[i]} before op {i - 1} ends at {end[i - 1]}")
-    evict_of = {tr.tensor: tr for tr in solution.transfers if tr.kind is TransferKind.EVICT}
-    for tr in solution.transfers:
-        t, acc = tr.tensor, problem.accesses(tr.tensor)
-        name = f"{tr.kind.value} of tensor {problem.tensor_name(t)}"
-        lo, hi = acc[tr.gap - 1], acc[tr.gap]
-        if tr.duration_cycles != problem.dma_cycles(t):
-            errs.append(f"{name} lasts {tr.duration_cycles}, expected {problem.dma_cycles(t)}")
-        if tr.kind is TransferKind.PREFETCH:
-            if not (lo <= tr.trigger_op <= hi - 1) or tr.release_op != hi:
-                errs.append(f"{name}: trigger {tr.trigger_op} / release {tr.release_op} outside [{lo}, {hi - 1}] / {hi}")
-                continue
-            ev = evict_of.get(t)
-            if ev is not None:
-                if tr.start_cycle < ev.end_cycle:
-                    errs.append(f"{name} starts at {tr.start_cycle} before its eviction ends at {ev.end_cycle}")
-                if ev.gap == tr.gap and tr.trigger_op < ev.release_op:
-                    errs.append(f"{name}: trigger {tr.trigger_op} before the eviction's release {ev.release_op}")
-        else:
-            if tr.trigger_op != lo or not (lo + 1 <= tr.release_op <= hi):
-                errs.append(f"{name}: trigger {tr.trigger_op} / release {tr.release_op} outside {lo} / [{lo + 1}, {hi}]")
-                continue
-        if tr.start_cycle < (end[tr.trigger_op] if tr.trigger_op >= 0 else 0):
-            errs.append(f"{name} starts at {tr.start_cycle} before its trigger op {tr.trigger_op} ends")
-        if tr.release_op < n and tr.end_cycle > start[tr.release_op]:
-            errs.append(f"{name} ends at {tr.end_cycle} after op {problem.op_name(tr.release_op)} starts "
-                        f"at {start[tr.release_op]}")
+    return errs
+
+
+def _check_transfer(problem: LevelProblem, solution: LevelSolution, tr, end: list[int],
+                    evict_of: dict) -> list[str]:
+    """One transfer: its DMA duration, its trigger and release ops inside its gap (a prefetch
+    after its tensor's eviction), started after its trigger ends, ended before its release starts."""
+    errs: list[str] = []
+    t, acc = tr.tensor, problem.accesses(tr.tensor)
+    name = f"{tr.kind.value} of tensor {problem.tensor_name(t)}"
+    lo, hi = acc[tr.gap - 1], acc[tr.gap]
+    if tr.duration_cycles != problem.dma_cycles(t):
+        errs.append(f"{name} lasts {tr.duration_cycles}, expected {problem.dma_cycles(t)}")
+    if tr.kind is TransferKind.PREFETCH:
+        if not (lo <= tr.trigger_op <= hi - 1) or tr.release_op != hi:
+            errs.append(f"{name}: trigger {tr.trigger_op} / release {tr.release_op} outside [{lo}, {hi - 1}] / {hi}")
+            return errs
+        ev = evict_of.get(t)
+        if ev is not None:
+            if tr.start_cycle < ev.end_cycle:
+                errs.append(f"{name} starts at {tr.start_cycle} before its eviction ends at {ev.end_cycle}")
+            if ev.gap == tr.gap and tr.trigger_op < ev.release_op:
+                errs.append(f"{name}: trigger {tr.trigger_op} before the eviction's release {ev.release_op}")
+    elif tr.trigger_op != lo or not (lo + 1 <= tr.release_op <= hi):
+        errs.append(f"{name}: trigger {tr.trigger_op} / release {tr.release_op} outside {lo} / [{lo + 1}, {hi}]")
+        return errs
+    if tr.start_cycle < (end[tr.trigger_op] if tr.trigger_op >= 0 else 0):
+        errs.append(f"{name} starts at {tr.start_cycle} before its trigger op {tr.trigger_op} ends")
+    start = solution.op_start
+    if tr.release_op < problem.num_ops and tr.end_cycle > start[tr.release_op]:
+        errs.append(f"{name} ends at {tr.end_cycle} after op {problem.op_name(tr.release_op)} starts "
+                    f"at {start[tr.release_op]}")
+    return errs
+
+
+def _check_dma_queue(solution: LevelSolution) -> list[str]:
+    """The transfers are listed in start order and one DMA runs at a time."""
+    errs: list[str] = []
     for a, b in zip(solution.transfers, solution.transfers[1:]):
         if b.start_cycle < a.start_cycle:
             errs.append(f"transfers are not in queue (start) order: {a.kind.value} of {a.tensor} at "
@@ -238,8 +278,13 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
         elif b.start_cycle < a.end_cycle:
             errs.append(f"DMAs overlap: {a.kind.value} of {a.tensor} ends at {a.end_cycle}, "
                         f"{b.kind.value} of {b.tensor} starts at {b.start_cycle}")
-    occ = fast_occupancy(problem, solution)
-    for p, b in enumerate(occ):
+    return errs
+
+
+def _check_capacities(problem: LevelProblem, solution: LevelSolution) -> list[str]:
+    """Fast memory never holds more than its capacity; slow memory holds what is not fast."""
+    errs: list[str] = []
+    for p, b in enumerate(fast_occupancy(problem, solution)):
         if b > problem.capacity_bytes[0]:
             where = f"op {problem.op_name(p // 2)}" if p % 2 else f"the gap before op {p // 2}"
             errs.append(f"fast memory holds {b} > {problem.capacity_bytes[0]} bytes during {where}")

@@ -262,19 +262,37 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
     devs = _memory_devices(problem, v.allowed)
     if not devs:
         return []
-    H = v.horizon
-    need_bend = sorted({u for u in range(problem.num_ops) if problem.output_bytes(u) > 0
-                        and any(d in devs for d in v.allowed[u])})
-    for u in need_bend:
-        v.bend[u] = model.new_int_var(0, H, f"bufend_{u}")
-        model.add(v.bend[u] >= v.end[u])
-    # indexed once, in the dictionaries' order (a scan per edge and device was quadratic)
-    z_of: dict[int, list] = {}
-    for (e2, link), zl in v.z.items():
-        z_of.setdefault(e2, []).append((link, zl))
+    _add_buffer_ends(model, problem, v, devs)
+    # indexed once, in the dictionary's order (a scan per edge and device was quadratic)
     y_into: dict[tuple[int, int], list] = {}
     for (e2, _a, bb), y in v.y.items():
         y_into.setdefault((e2, bb), []).append(y)
+    for d in devs:
+        cap = problem.memory_bytes(d)
+        op_ivs, op_demands = _op_memory_intervals(model, problem, v, d)
+        copy_ivs, copy_demands = _copy_memory_intervals(model, problem, v, d, y_into)
+        if op_ivs or copy_ivs:
+            model.add_cumulative(op_ivs + copy_ivs, op_demands + copy_demands, cap)
+        resident = [problem.resident_bytes(i) * v.x[i, d] for i in range(problem.num_ops)
+                    if d in v.allowed[i] and problem.resident_bytes(i) > 0]
+        if resident:  # redundant with the cumulative, but propagates on placement alone
+            model.add(sum(resident) <= cap)
+    return []
+
+
+def _add_buffer_ends(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
+                     devs: list[int]) -> None:
+    """``v.bend[u]``: when op ``u``'s output buffer is freed, after ``u``, after each consumer on
+    its device and after each transfer of it (for the ops that may land on ``devs``)."""
+    need_bend = sorted({u for u in range(problem.num_ops) if problem.output_bytes(u) > 0
+                        and any(d in devs for d in v.allowed[u])})
+    for u in need_bend:
+        v.bend[u] = model.new_int_var(0, v.horizon, f"bufend_{u}")
+        model.add(v.bend[u] >= v.end[u])
+    # indexed once, in the dictionary's order (a scan per edge was quadratic)
+    z_of: dict[int, list] = {}
+    for (e2, link), zl in v.z.items():
+        z_of.setdefault(e2, []).append((link, zl))
     for e, (u, w, _b) in enumerate(problem.edges):
         if u not in v.bend:
             continue
@@ -283,56 +301,61 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
                 enforce_if(model.add(v.bend[u] >= v.end[w]), v.x[u, d], v.x[w, d])
         for link, zl in z_of.get(e, ()):
             enforce_if(model.add(v.bend[u] >= v.ts[e] + problem.transfer_cycles[e][link]), zl)
-    for d in devs:
-        cap = problem.memory_bytes(d)
-        ivs, demands = [], []
-        for i in range(problem.num_ops):
-            if d not in v.allowed[i]:
-                continue
-            xd = v.x[i, d]
-            r = problem.resident_bytes(i)
-            if r > 0:  # [0, H + 1) covers every instant, even with H = 0
-                if xd is True:
-                    ivs.append(model.new_fixed_size_interval_var(0, H + 1, f"res_{i}_{d}"))
-                else:
-                    ivs.append(model.new_optional_fixed_size_interval_var(0, H + 1, xd,
-                                                                          f"res_{i}_{d}"))
-                demands.append(r)
-            ob = problem.output_bytes(i)
-            if ob > 0:
-                size = model.new_int_var(0, H, f"bufsize_{i}_{d}")
-                if xd is True:
-                    ivs.append(model.new_interval_var(v.start[i], size, v.bend[i], f"buf_{i}_{d}"))
-                else:
-                    ivs.append(model.new_optional_interval_var(v.start[i], size, v.bend[i], xd,
-                                                               f"buf_{i}_{d}"))
-                demands.append(ob)
-        for e, (u, w, b) in enumerate(problem.edges):
-            if b <= 0 or d not in v.allowed[w] or e not in v.ts:
-                continue
-            ys = y_into.get((e, d), [])
-            if not ys:
-                continue
-            if len(ys) == 1:
-                rl = ys[0]
+
+
+def _op_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
+                         d: int) -> tuple[list, list[int]]:
+    """The intervals and bytes ops occupy on ``d`` if placed there: resident bytes over the
+    whole horizon, the output buffer from the op's start to ``v.bend``."""
+    H = v.horizon
+    ivs, demands = [], []
+    for i in range(problem.num_ops):
+        if d not in v.allowed[i]:
+            continue
+        xd = v.x[i, d]
+        r = problem.resident_bytes(i)
+        if r > 0:  # [0, H + 1) covers every instant, even with H = 0
+            if xd is True:
+                ivs.append(model.new_fixed_size_interval_var(0, H + 1, f"res_{i}_{d}"))
             else:
-                rl = model.new_bool_var(f"recv_{e}_{d}")
-                model.add(rl == sum(ys))
-            v.recv[e, d] = rl
-            size = model.new_int_var(0, H, f"copysize_{e}_{d}")
-            if rl is True:
-                ivs.append(model.new_interval_var(v.ts[e], size, v.end[w], f"copy_{e}_{d}"))
+                ivs.append(model.new_optional_fixed_size_interval_var(0, H + 1, xd, f"res_{i}_{d}"))
+            demands.append(r)
+        ob = problem.output_bytes(i)
+        if ob > 0:
+            size = model.new_int_var(0, H, f"bufsize_{i}_{d}")
+            if xd is True:
+                ivs.append(model.new_interval_var(v.start[i], size, v.bend[i], f"buf_{i}_{d}"))
             else:
-                ivs.append(model.new_optional_interval_var(v.ts[e], size, v.end[w], rl,
-                                                           f"copy_{e}_{d}"))
-            demands.append(b)
-        if ivs:
-            model.add_cumulative(ivs, demands, cap)
-        resident = [problem.resident_bytes(i) * v.x[i, d] for i in range(problem.num_ops)
-                    if d in v.allowed[i] and problem.resident_bytes(i) > 0]
-        if resident:  # redundant with the cumulative, but propagates on placement alone
-            model.add(sum(resident) <= cap)
-    return []
+                ivs.append(model.new_optional_interval_var(v.start[i], size, v.bend[i], xd, f"buf_{i}_{d}"))
+            demands.append(ob)
+    return ivs, demands
+
+
+def _copy_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
+                           d: int, y_into: dict[tuple[int, int], list]) -> tuple[list, list[int]]:
+    """The intervals and bytes received copies occupy on ``d``: from the transfer's start to the
+    consumer's end, present when the edge is received there (``v.recv[e, d]``; ``y_into[e, d]``
+    are the edge's transfer literals into ``d``)."""
+    ivs, demands = [], []
+    for e, (u, w, b) in enumerate(problem.edges):
+        if b <= 0 or d not in v.allowed[w] or e not in v.ts:
+            continue
+        ys = y_into.get((e, d), [])
+        if not ys:
+            continue
+        if len(ys) == 1:
+            rl = ys[0]
+        else:
+            rl = model.new_bool_var(f"recv_{e}_{d}")
+            model.add(rl == sum(ys))
+        v.recv[e, d] = rl
+        size = model.new_int_var(0, v.horizon, f"copysize_{e}_{d}")
+        if rl is True:
+            ivs.append(model.new_interval_var(v.ts[e], size, v.end[w], f"copy_{e}_{d}"))
+        else:
+            ivs.append(model.new_optional_interval_var(v.ts[e], size, v.end[w], rl, f"copy_{e}_{d}"))
+        demands.append(b)
+    return ivs, demands
 
 
 def add_load_cuts(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars) -> list:
