@@ -9,6 +9,9 @@ Python API for capacity-planning scripts and notebooks::
     same = planner.read("out/demo")       # verified again, as `plan simulate` does
     ops = plan.to_frame()                 # a pandas DataFrame (the `notebook` extra)
 
+    # what-if scenarios: every combination, one verified plan directory each, one table
+    result = planner.sweep("specs/mlp.yaml", {"models[0].generator.batch": [1, 8]}, "out/sweep", jobs=2)
+
 Glossary
 --------
 spec        the YAML description of hardware, models, objective, constraints, solver.
@@ -26,7 +29,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-__all__ = ["load_spec", "solve", "write", "read", "Plan", "UnverifiedPlanWarning"]
+__all__ = ["load_spec", "solve", "write", "read", "sweep", "Plan", "UnverifiedPlanWarning"]
 
 # The runs behind the plans solve() returned last (plan, outcome, spec), so that write(plan, ...)
 # can write the binaries the plan was verified with; and the directories read() verified.
@@ -167,6 +170,10 @@ def read(directory: str | Path, *, verify: bool = True, numeric: bool = False):
 
 
 def __getattr__(name: str):
+    if name == "sweep":  # the package planner.sweep, callable as planner.sweep(spec, sets, output, ...)
+        import planner.sweep  # start-up time: `import planner` stays light
+
+        return planner.sweep
     if name == "Plan":
         from planner.plan import Plan  # start-up time: `import planner` stays light
 

@@ -45,8 +45,10 @@ __all__ = ["app", "main"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan ML models on accelerators: place, schedule, lower, verify.")
-out = Console(soft_wrap=True)
+# Piped or redirected, a table is as wide as its content: never cut to 80 columns ("OPTI…").
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 100_000)
 err = Console(stderr=True, soft_wrap=True)
+_JSON_HELP = "Print the result as JSON on stdout; an error as {\"error\": ..., \"exit_code\": ...} there too."
 
 
 class _Search(str, enum.Enum):
@@ -56,35 +58,44 @@ class _Search(str, enum.Enum):
     until_limit = "until-limit"
 
 
-def _guarded(fn: Callable[[], int | None]) -> None:
-    """Run a command body, mapping errors to messages and stable exit codes."""
+def _guarded(fn: Callable[[], int | None], as_json: bool = False) -> None:
+    """Run a command body, mapping errors to messages and stable exit codes (as JSON with ``--json``)."""
     _watch_solves_for_tests()
     with handle_interrupts(stop=_stop_running_solvers) as guard:
         try:
-            code = _mapped(fn)
+            code = _mapped(fn, as_json)
         except KeyboardInterrupt as e:  # planner.interrupts.Interrupted, or Python's own
             written = guard.outputs if guard is not None else []
             if written:
-                err.print(f"interrupted; {', '.join(map(str, written))} had been written in full before it",
-                          highlight=False, markup=False)
+                message = f"interrupted; {', '.join(map(str, written))} had been written in full before it"
             else:
-                err.print("interrupted; nothing was written", highlight=False, markup=False)
+                message = "interrupted; nothing was written"
+            err.print(message, highlight=False, markup=False)
             code = getattr(e, "exit_code", 130)
+            _print_json_error(message, code, as_json)
     raise typer.Exit(code)
 
 
-def _mapped(fn: Callable[[], int | None]) -> int:
+def _print_json_error(message: str, code: int, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps({"error": message, "exit_code": code}), flush=True)
+
+
+def _mapped(fn: Callable[[], int | None], as_json: bool = False) -> int:
     """The body's exit code; user and internal errors printed and mapped to theirs."""
     try:
         return fn() or 0
     except PlannerError as e:
         # The message may quote the user's text ("[/]" in a name): never read it as markup.
         err.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False, markup=True, soft_wrap=True)
+        _print_json_error(str(e), e.exit_code, as_json)
         return e.exit_code
     except Exception as e:  # InternalError, or any exception nobody anticipated: a bug (exit 3)
         err.print(traceback.format_exc(), highlight=False, markup=False)
         err.print(f"[bold red]internal error (a bug in plan, please report it):[/] {type(e).__name__}: "
                   f"{escape(str(e))}", highlight=False, markup=True)
+        _print_json_error(f"internal error (a bug in plan, please report it): {type(e).__name__}: {e}",
+                          EXIT_INTERNAL, as_json)
         return EXIT_INTERNAL
 
 
@@ -135,16 +146,26 @@ def _check_flags(time_limit: float | None = None, workers: int | None = None, se
         raise SpecError(f"--seed: expected an integer from 0 to {top:,}, got {seed}")
 
 
+# The live line's names of the pipeline's stages (planner.stage_timing.STAGES).
+_PHASES = {"solve": "placement", "memory": "memory planning", "costing": "costing", "spec": "reading the spec"}
+
+
 class _LiveLine:
-    """A one-line live view of the incumbent, bound and gap, fed by the solver's callback.
+    """A one-line live view of the phase, the incumbent, bound and gap, fed by the solver's callback.
 
     The line is re-rendered on every refresh, so the elapsed time ticks even while the
-    solver finds nothing new.
+    solver finds nothing new. The phase is the pipeline's running stage (``clock.current``).
+    When memory planning comes after placement the objective can still change, so no gap is
+    shown: a placement proved optimal is not a plan proved optimal.
     """
 
-    def __init__(self, console: Console) -> None:
+    def __init__(self, console: Console, clock=None, time_limit_s: float | None = None,
+                 later_stage_changes_objective: bool = False) -> None:
         self.start = time.perf_counter()
         self.point = None
+        self.clock = clock
+        self.time_limit_s = time_limit_s
+        self.provisional = later_stage_changes_objective
         self.live = Live(self, console=console, refresh_per_second=4, transient=True)
 
     def __enter__(self) -> "_LiveLine":
@@ -158,19 +179,38 @@ class _LiveLine:
         self.point = point  # one reference swap: safe from the solver's thread
 
     def __rich__(self) -> Text:
-        elapsed = f"{time.perf_counter() - self.start:.1f} s"
+        elapsed = time.perf_counter() - self.start
+        limit = "" if self.time_limit_s is None else f" (limit {self.time_limit_s:g} s)"
+        current = getattr(self.clock, "current", None) or "solve"
+        head = f"{_PHASES.get(current, current):<15} {elapsed:.1f} s{limit}"
         p = self.point
         if p is None:
-            return Text(f"solving  {elapsed}")
+            return Text(head)
         bound = "-" if p.bound is None else f"{p.bound:,.0f}"
-        gap = "-" if p.bound is None else f"{100 * abs(p.objective - p.bound) / max(1, abs(p.objective)):.2f}%"
-        found_by = "heuristic" if p.source == "heuristic" else "incumbent"  # the heuristic's, before the search
-        return Text(f"solving  {found_by} {p.objective:,.0f}  bound {bound}  gap {gap}  {elapsed}")
+        found_by = "heuristic" if getattr(p, "source", None) == "heuristic" else "incumbent"  # before the search
+        if self.provisional:
+            gap = "gap after memory planning"
+        else:
+            gap = "gap -" if p.bound is None else \
+                f"gap {100 * abs(p.objective - p.bound) / max(1, abs(p.objective)):.2f}%"
+        return Text(f"{head}  {found_by} {p.objective:,.0f}  bound {bound}  {gap}")
+
+
+def _in_units(plan, cycles) -> str:
+    """An objective or bound in the user's units: a time for latency, inferences/s for throughput."""
+    from planner.units import format_cycles_time, format_rate  # start-up time
+
+    if cycles is None or plan.objective_kind not in ("latency", "throughput"):
+        return "-"
+    if plan.objective_kind == "throughput":
+        return format_rate(plan.clock_hz / cycles if cycles else None)
+    return format_cycles_time(cycles, plan.clock_hz)
 
 
 def _summary_table(plan, rows) -> Table:
     table = Table(title=f"plan {plan.spec_name}: {plan.status}", title_justify="left")
-    for col in ("solver", "status", "objective", "bound", "gap"):
+    unit = {"latency": "time", "throughput": "throughput"}.get(plan.objective_kind)
+    for col in ("solver", "status", "objective", "bound", "gap", *([unit] if unit else [])):
         table.add_column(col, justify="right" if col not in ("solver", "status") else "left")
     from planner.plan import relative_gap  # start-up time
     from planner.report import format_gap  # start-up time
@@ -179,7 +219,9 @@ def _summary_table(plan, rows) -> Table:
         table.add_row(str(r["solver"]), str(r["status"]),
                       "-" if r["objective"] is None else f"{r['objective']:,.0f}",
                       "-" if r["bound"] is None else f"{r['bound']:,.0f}",
-                      format_gap(relative_gap(r["objective"], r["bound"])))
+                      format_gap(relative_gap(r["objective"], r["bound"])),
+                      *([_in_units(plan, r["objective"] if r["objective"] is not None else r["bound"])]
+                        if unit else []))
     return table
 
 
@@ -187,10 +229,13 @@ def _device_table(plan, hardware, peaks, graph) -> Table:
     from planner.report import device_rows, format_levels  # start-up time
 
     table = Table(title="devices", title_justify="left")
-    for col in ("device", "profile", "streams", "ops", "busy cycles", "util", "memory: peak of capacity"):
+    from planner.units import format_cycles_time  # start-up time
+
+    for col in ("device", "profile", "streams", "ops", "busy cycles", "busy", "util", "memory: peak of capacity"):
         table.add_column(col, justify="left" if col in ("device", "profile", "memory: peak of capacity") else "right")
     for r in device_rows(plan, hardware, peaks, graph):
         table.add_row(r["device"], r["profile"], str(r["streams"]), r["ops"], f"{r['busy_cycles']:,}",
+                      format_cycles_time(r["busy_cycles"], plan.clock_hz),
                       f"{100 * r['utilization']:.1f}%", format_levels(r["levels"]))
     return table
 
@@ -237,7 +282,9 @@ def solve(
             fleet = isinstance(loaded, FleetSpec)
             target, inputs = _target_and_inputs(loaded, spec, output, fleet)
             check_directory_target(output if output is not None else target, force=force, inputs=inputs)
-            live = None if (quiet or as_json or not err.is_terminal or fleet) else _LiveLine(err)
+            live = None if (quiet or as_json or not err.is_terminal or fleet) else _LiveLine(
+                err, clock, time_limit if time_limit is not None else loaded.time_limit_s,
+                later_stage_changes_objective=loaded.memory.enabled)
             with live or contextlib.nullcontext():
                 outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
                               search=search_mode)
@@ -253,12 +300,17 @@ def solve(
             summary.update(output=str(target), wall_time_s=round(plan.wall_time_s, 3),
                            stages_s={k: round(v, 3) for k, v in clock.seconds.items()}, overrun=overrun,
                            simulated_makespan_cycles=verdict.simulation.makespan_cycles,
+                           simulated_makespan_us=round(verdict.simulation.makespan_cycles * 1e6 / plan.clock_hz, 6),
                            numeric=verdict.numeric.claim)
             print(json.dumps(summary, indent=2))
         elif not quiet:
             out.print(_summary_table(plan, baseline_rows(outcome)))
             out.print(_device_table(plan, loaded.hardware, peak_memory_by_device(verdict.simulation), loaded.graph))
-            out.print(f"verified by replay: makespan {verdict.simulation.makespan_cycles:,} cycles; every figure of "
+            from planner.units import format_cycles_time  # start-up time
+
+            makespan = verdict.simulation.makespan_cycles
+            out.print(f"verified by replay: makespan {makespan:,} cycles ({format_cycles_time(makespan, plan.clock_hz)})"
+                      f"; every figure of "
                       f"the directory checked by the independent verifier in {verdict.seconds:.2f} s", highlight=False)
             out.print(verdict.numeric.summary(), highlight=False)
             out.print(f"wrote {target}/ in {clock.total_s:.1f} s ({clock.line()})", highlight=False)
@@ -267,7 +319,7 @@ def solve(
         _warn_unless_reproducible(plan.solver)
         return 0
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 def _rows_table(title: str, rows: list[list[str]]) -> Table:
@@ -319,7 +371,8 @@ def _write_fleet(result, spec, target, force, inputs, quiet, as_json) -> int:
 
 
 @app.command()
-def validate(spec: Path = typer.Argument(..., help="The YAML spec to check.")) -> None:
+def validate(spec: Path = typer.Argument(..., help="The YAML spec to check."),
+             as_json: bool = typer.Option(False, "--json", help=_JSON_HELP)) -> None:
     """Check a spec (syntax, units, references, graph) without solving."""
 
     def body() -> int:
@@ -329,17 +382,25 @@ def validate(spec: Path = typer.Argument(..., help="The YAML spec to check.")) -
             from planner.fleet import load_fleet_spec  # start-up time
 
             load_fleet_spec(spec)
-            out.print(f"{spec}: valid fleet spec", highlight=False)
+            if as_json:
+                print(json.dumps({"spec": str(spec), "valid": True, "kind": "fleet"}, indent=2))
+            else:
+                out.print(f"{spec}: valid fleet spec", highlight=False)
             return 0
         from planner.spec import load_spec  # start-up time
 
         s = load_spec(spec)
+        if as_json:
+            print(json.dumps({"spec": str(spec), "valid": True, "kind": "model", "ops": len(s.graph.ops),
+                              "tensors": len(s.graph.tensors), "devices": len(s.hardware.devices),
+                              "links": len(s.hardware.links), "objective": str(s.objective)}, indent=2))
+            return 0
         out.print(f"{spec}: valid — {len(s.graph.ops)} ops, {len(s.graph.tensors)} tensors, "
                   f"{len(s.hardware.devices)} devices, {len(s.hardware.links)} links, objective {s.objective}",
                   highlight=False)
         return 0
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 @app.command()
@@ -349,6 +410,7 @@ def simulate(
                                  "compare every tensor with a plain numpy evaluation of graph.json (rtol 1e-5), "
                                  "whatever the number of instructions."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Verify PLAN_DIR: replay its binaries and check every figure of its files against the replay.
 
@@ -361,6 +423,9 @@ def simulate(
         from planner.verify import verify_plan_dir  # start-up time
 
         verdict = verify_plan_dir(plan_dir, numeric=numeric, seed=seed)
+        if as_json:
+            print(json.dumps(_verdict_summary(verdict), indent=2))
+            return 0
         out.print(verdict.summary(), highlight=False)
         if verdict.numeric is not None:
             comparison = verdict.numeric.comparison
@@ -369,20 +434,33 @@ def simulate(
                       highlight=False)
         return 0
 
-    _guarded(body)
+    _guarded(body, as_json)
+
+
+def _verdict_summary(verdict) -> dict[str, Any]:
+    """``plan simulate --json``: what was verified, and the replay's figures."""
+    plan = verdict.plan
+    makespan = verdict.simulation.makespan_cycles
+    summary = {"plan_dir": str(verdict.plan_dir), "verified": True, "objective_kind": plan.objective_kind,
+               "objective": plan.objective, "makespan_cycles": makespan,
+               "makespan_us": round(makespan * 1e6 / plan.clock_hz, 6), "instructions": verdict.instructions}
+    if verdict.numeric is not None:
+        summary["numeric"] = verdict.numeric.claim
+    return summary
 
 
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema of the spec (for editors)."""
+def schema(as_json: bool = typer.Option(False, "--json", help="Accepted for uniformity: the schema is JSON; "
+                                        "errors come as JSON too.")) -> None:
+    """Print the JSON Schema of every spec, model or fleet (for editors)."""
 
     def body() -> int:
-        from planner.spec import spec_json_schema  # start-up time
+        from planner.schema import plan_json_schema  # start-up time
 
-        print(json.dumps(spec_json_schema(), indent=2))
+        print(json.dumps(plan_json_schema(), indent=2))
         return 0
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 @app.command("import")
@@ -397,6 +475,7 @@ def import_(
     contiguous: bool = typer.Option(False, "--contiguous", help="dnn-partitioning max-load: contiguous splits."),
     dim: Optional[list[str]] = typer.Option(None, "--dim", help="ONNX only: NAME=VALUE gives a symbolic "
                                             "dimension a value (repeatable), e.g. --dim N=1."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Import a model or a public benchmark instance as a spec."""
 
@@ -419,12 +498,16 @@ def import_(
         if result.notes:
             header += ["imported with approximations:", *(f"- {n}" for n in result.notes)]
         write_spec_yaml(result.spec, output, header=header, force=force, inputs=[source])
+        if as_json:
+            print(json.dumps({"output": str(output), "format": result.format, "notes": list(result.notes)},
+                             indent=2))
+            return 0
         if result.notes:
             out.print("imported with approximations:\n" + "\n".join(f"  {n}" for n in result.notes), highlight=False)
         out.print(f"wrote {output}", highlight=False)
         return 0
 
-    _guarded(body)
+    _guarded(body, as_json)
 
 
 @app.command()
@@ -434,8 +517,9 @@ def quote(
                                          help="JSON file for the quote (default: out/<spec file name>-quote.json; "
                                               "a new file, see --force)."),
     force: bool = typer.Option(False, "--force", help=_FORCE_FILE_HELP),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
-    """Price each tenant per operation from the determined counts; write them as JSON."""
+    """Price each tenant per operation; write the quote as JSON (default out/<spec>-quote.json), say where."""
 
     def body() -> int:
         from planner.fleet import load_fleet_spec, quote as make_quote  # start-up time
@@ -444,16 +528,126 @@ def quote(
         target = (Path("out") / output_name(f"{spec.stem}-quote.json", "the spec file's name")
                   if output is None else output)
         q.write_quote_json(target, force=force, inputs=[spec])
+        if as_json:
+            print(json.dumps({"output": str(target), "quote": q.to_dict()}, indent=2))
+            return 0
         out.print(_rows_table(f"quote {spec.stem}", q.quote_rows))
         out.print(f"wrote {target}", highlight=False)
         return 0
 
-    _guarded(body)
+    _guarded(body, as_json)
+
+
+class _Backend(str, enum.Enum):
+    """``plan sweep --backend`` (see planner.sweep.backends)."""
+
+    local = "local"
+    ray = "ray"
+
+
+@app.command()
+def sweep(
+    spec: Path = typer.Argument(..., help="The base model spec (YAML)."),
+    sets: list[str] = typer.Option(..., "--set", metavar="PATH=V1,V2,...",
+                                   help="A spec path and the values it takes, e.g. hardware.devices[0].count=2,4,8 "
+                                        "or models[0].generator.batch=1,8 (repeatable: the cross product is swept)."),
+    output: str = typer.Option(..., "-o", "--output", metavar="DIR",
+                               help="The sweep directory: new, empty, or a sweep to resume (scenarios whose "
+                                    "directories verify are not planned again). Nothing else is replaced."),
+    jobs: int = typer.Option(max(1, (os.cpu_count() or 2) // 2), "--jobs", "-j",
+                             help="Scenarios planned at once (processes, or the local Ray's CPUs)."),
+    backend: _Backend = typer.Option(_Backend.local, "--backend",
+                                     help="local: a process pool; ray: Ray tasks (pip install 'plan\\[ray]')."),
+    address: Optional[str] = typer.Option(None, "--address", help="With --backend ray: an existing Ray "
+                                          "cluster's address (default: start Ray on this machine)."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds per scenario (overrides the spec)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers per scenario (overrides the spec)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay of every scenario."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
+) -> None:
+    """Plan every combination of --set values; write one plan directory per scenario and one results table.
+
+    Exit 0 when every scenario has a plan, 1 when one is infeasible, 4 when one found no plan
+    within its time limit (its row says so; the others are written).
+    """
+
+    def body() -> int:
+        _check_flags(time_limit, workers, seed)
+        if not 1 <= jobs <= 1024:
+            raise SpecError(f"--jobs: expected an integer from 1 to 1024, got {jobs}")
+        if address is not None and backend is not _Backend.ray:
+            raise SpecError("--address applies to --backend ray only")
+        from planner.sweep import sweep as run_sweep  # start-up time
+
+        def progress(name: str, row: dict, reused: bool) -> None:
+            if not (quiet or as_json):
+                what = "done before, verified" if reused else row["status"]
+                err.print(f"{name}: {what}" + ("" if row["objective"] is None else f", objective {row['objective']:,}"),
+                          highlight=False, markup=False)
+
+        result = run_sweep(spec, sets, output, jobs=jobs, backend=backend.value, address=address,
+                           time_limit_s=time_limit, workers=workers, seed=seed,
+                           numeric="off" if no_numeric else "default", on_scenario=progress)
+        if as_json:
+            print(json.dumps({"output": str(result.output), "files": [str(f) for f in result.files],
+                              "reused": list(result.reused), "rows": list(result.rows)}, indent=2))
+        elif not quiet:
+            out.print(_sweep_table(result))
+            out.print(f"wrote {result.output}/: {', '.join(f.name for f in result.files)} and "
+                      f"{len(result.rows)} plan directories ({len(result.reused)} done before)", highlight=False)
+        statuses = {r["status"] for r in result.rows}
+        return 1 if "INFEASIBLE" in statuses else 4 if "NO_PLAN" in statuses else 0
+
+    _guarded(body, as_json)
+
+
+def _sweep_table(result) -> Table:
+    from planner.units import format_cycles_time, format_rate  # start-up time
+
+    paths = list(result.columns[1:result.columns.index("status")])  # the varied spec paths
+    table = Table(title=f"sweep {result.output}", title_justify="left")
+    for col in ("scenario", *paths, "status", "objective", "gap", "makespan", "throughput"):
+        table.add_column(col, justify="left" if col in ("scenario", "status") else "right")
+    for r in result.rows:
+        makespan = None if r["makespan_us"] is None else format_cycles_time(r["makespan_us"], 10**6)
+        table.add_row(r["scenario"], *(json.dumps(r[p]) if not isinstance(r[p], str) else r[p] for p in paths),
+                      r["status"], "-" if r["objective"] is None else f"{r['objective']:,}",
+                      "-" if r["gap"] is None else f"{100 * r['gap']:.2f}%", makespan or "-",
+                      format_rate(r["throughput_per_s"]))
+    return table
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version  # start-up time
+
+        print(f"plan {version('plan')}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="Print plan's version and exit.")) -> None:
+    """Plan ML models on accelerators: place, schedule, lower, verify."""
 
 
 def main(argv: list[str] | None = None) -> Any:
-    """Entry point of the ``plan`` console script."""
-    return app(args=argv, prog_name="plan")
+    """Entry point of the ``plan`` console script.
+
+    With ``--json`` a usage error (an unknown option, a missing argument) is JSON on stdout too.
+    """
+    args = sys.argv[1:] if argv is None else list(argv)
+    if "--json" not in args:
+        return app(args=args, prog_name="plan")
+    try:
+        return app(args=args, prog_name="plan", standalone_mode=False)
+    except typer.TyperException as e:  # a usage error: typer's click parses the command line
+        e.show()
+        code = getattr(e, "exit_code", 2)
+        print(json.dumps({"error": e.format_message(), "exit_code": code}), flush=True)
+        return code
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -99,6 +99,7 @@ class StageClock:
     """
 
     seconds: dict[str, float] = field(default_factory=dict)
+    current: str | None = None  # the innermost stage running now (read by the live line's thread)
 
     @property
     def total_s(self) -> float:
@@ -147,18 +148,31 @@ def timing() -> Iterator[StageClock]:
 
 @contextmanager
 def stage(name: str) -> Iterator[None]:
-    """Count the block's wall time to stage ``name`` of the active :func:`timing` (none: a no-op)."""
+    """Count the block's wall time to stage ``name`` of the active :func:`timing` (none: a no-op).
+
+    While the block runs, the clock's ``current`` names it (the live line shows it).
+
+    Examples
+    --------
+    >>> with timing() as clock:
+    ...     with stage("solve"):
+    ...         running = clock.current
+    >>> running, clock.current
+    ('solve', None)
+    """
     stack = _ACTIVE.get()
     if stack is None:
         yield
         return
     frame = [0.0]  # seconds of the stages nested in this one
     stack.append(frame)
+    outer, stack[0].current = stack[0].current, name
     start = time.perf_counter()
     try:
         yield
     finally:
         spent = time.perf_counter() - start
+        stack[0].current = outer
         stack.pop()
         stack[0].add(name, spent - frame[0])
         if len(stack) > 1:

@@ -160,7 +160,7 @@ LAYERS = (
     ("isa", ("planner.isa",)),
     ("spec", ("planner.spec",)),
     ("importers", ("planner.importers",)),
-    ("solve", ("planner.plan", "planner.memory", "planner.fleet.spec", "planner.fleet.resolve")),
+    ("solve", ("planner.plan", "planner.memory", "planner.fleet.spec", "planner.fleet.resolve", "planner.schema")),
     ("lowering", ("planner.lowering",)),
     ("numeric", ("planner.numeric",)),
     ("simulator", ("planner.simulator",)),
@@ -169,6 +169,7 @@ LAYERS = (
     ("driver", ("planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
                 "planner.max_load", "planner.lower_and_replay", "planner.fleet")),
     ("output", ("planner.output",)),
+    ("sweep", ("planner.sweep",)),
     ("cli", ("planner.cli", "planner")),
 )
 

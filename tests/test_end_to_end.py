@@ -186,7 +186,8 @@ def test_validate_and_schema(tmp_path):
     assert res.exit_code == 0 and "4 ops" in res.output
     res = runner.invoke(app, ["schema"])
     assert res.exit_code == 0
-    assert "hardware" in json.loads(res.stdout)["properties"]
+    model_form, fleet_form = json.loads(res.stdout)["oneOf"]  # plan schema covers both kinds of spec
+    assert "hardware" in model_form["properties"] and "fleet" in fleet_form["properties"]
 
 
 def test_python_api_returns_verified_plan():
