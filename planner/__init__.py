@@ -170,10 +170,10 @@ def read(directory: str | Path, *, verify: bool = True, numeric: bool = False):
 
 
 def __getattr__(name: str):
-    if name == "sweep":  # the package planner.sweep, callable as planner.sweep(spec, sets, output, ...)
-        import planner.sweep  # start-up time: `import planner` stays light
+    if name == "sweep":  # planner.sweep(spec, sets, output, ...): the function of planner.sweeps
+        from planner.sweeps import sweep  # start-up time: `import planner` stays light
 
-        return planner.sweep
+        return sweep
     if name == "Plan":
         from planner.plan import Plan  # start-up time: `import planner` stays light
 

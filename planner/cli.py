@@ -539,7 +539,7 @@ def quote(
 
 
 class _Backend(str, enum.Enum):
-    """``plan sweep --backend`` (see planner.sweep.backends)."""
+    """``plan sweep --backend`` (see planner.sweeps.backends)."""
 
     local = "local"
     ray = "ray"
@@ -579,7 +579,7 @@ def sweep(
             raise SpecError(f"--jobs: expected an integer from 1 to 1024, got {jobs}")
         if address is not None and backend is not _Backend.ray:
             raise SpecError("--address applies to --backend ray only")
-        from planner.sweep import sweep as run_sweep  # start-up time
+        from planner.sweeps import sweep as run_sweep  # start-up time
 
         def progress(name: str, row: dict, reused: bool) -> None:
             if not (quiet or as_json):

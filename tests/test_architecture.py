@@ -169,7 +169,7 @@ LAYERS = (
     ("driver", ("planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
                 "planner.max_load", "planner.lower_and_replay", "planner.fleet")),
     ("output", ("planner.output",)),
-    ("sweep", ("planner.sweep",)),
+    ("sweep", ("planner.sweeps",)),
     ("cli", ("planner.cli", "planner")),
 )
 

@@ -17,7 +17,7 @@ from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.safe_output import is_plan_output
 from planner.spec import load_spec
-from planner.sweep.table import failed_row, scenario_row
+from planner.sweeps.table import failed_row, scenario_row
 from planner.verify import verify_plan_dir
 
 __all__ = ["ScenarioJob", "run_job", "finished_row"]

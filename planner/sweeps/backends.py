@@ -1,6 +1,6 @@
 """Where a sweep's scenarios run: in this process, on a local process pool, or as Ray tasks.
 
-Every backend runs :func:`planner.sweep.jobs.run_job` on the same jobs and yields each row as it
+Every backend runs :func:`planner.sweeps.jobs.run_job` on the same jobs and yields each row as it
 finishes (in completion order; the driver puts them back in grid order). Scenarios stop on
 deterministic budgets (:mod:`solvers.budget`), so the rows are the same whichever runs them.
 Ray is optional (``pip install 'plan[ray]'``): it starts a local Ray instance with ``jobs`` CPUs,
@@ -14,7 +14,7 @@ from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from typing import Any, Iterator, Sequence
 
 from planner.errors import SpecError
-from planner.sweep.jobs import ScenarioJob, run_job
+from planner.sweeps.jobs import ScenarioJob, run_job
 
 __all__ = ["BACKENDS", "run_jobs"]
 

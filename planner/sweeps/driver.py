@@ -22,11 +22,11 @@ from planner.errors import SpecError
 from planner.reader import read_text_file, read_yaml
 from planner.safe_output import OutputTargetError, atomic_file, check_directory_target, is_plan_output
 from planner.spec import load_spec
-from planner.sweep.backends import run_jobs
-from planner.sweep.grid import Scenario, Variation, parse_set, scenarios
-from planner.sweep.jobs import ScenarioJob
-from planner.sweep.plot import objective_svg
-from planner.sweep.table import csv_text, jsonl_text, parquet_available, table_columns, write_parquet
+from planner.sweeps.backends import run_jobs
+from planner.sweeps.grid import Scenario, Variation, parse_set, scenarios
+from planner.sweeps.jobs import ScenarioJob
+from planner.sweeps.plot import objective_svg
+from planner.sweeps.table import csv_text, jsonl_text, parquet_available, table_columns, write_parquet
 
 __all__ = ["SweepResult", "sweep"]
 
