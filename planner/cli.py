@@ -209,7 +209,7 @@ def _in_units(plan, cycles) -> str:
 
 def _summary_table(plan, rows) -> Table:
     table = Table(title=f"plan {plan.spec_name}: {plan.status}", title_justify="left")
-    unit = {"latency": "time", "throughput": "throughput"}.get(plan.objective_kind)
+    unit = {"latency": "latency", "throughput": "throughput"}.get(plan.objective_kind)
     for col in ("solver", "status", "objective", "bound", "gap", *([unit] if unit else [])):
         table.add_column(col, justify="right" if col not in ("solver", "status") else "left")
     from planner.plan import relative_gap  # start-up time
@@ -314,6 +314,7 @@ def solve(
                       f"the directory checked by the independent verifier in {verdict.seconds:.2f} s", highlight=False)
             out.print(verdict.numeric.summary(), highlight=False)
             out.print(f"wrote {target}/ in {clock.total_s:.1f} s ({clock.line()})", highlight=False)
+            out.print(f"open {target / 'report.html'} to see the schedule and memory over time", highlight=False)
         if overrun and not quiet:
             err.print(f"[yellow]warning:[/yellow] {overrun}", highlight=False)
         _warn_unless_reproducible(plan.solver)
