@@ -165,7 +165,8 @@ def graph_from_dict(data: Mapping[str, Any]) -> Graph:
         raise _bad(f"expected a mapping, got {type(data).__name__}")
     if data.get("format") != GRAPH_FORMAT:
         raise _bad(f"format is {data.get('format')!r}, expected {GRAPH_FORMAT!r}")
-    if data.get("version") != GRAPH_FORMAT_VERSION:
+    version = data.get("version")
+    if type(version) is not int or version != GRAPH_FORMAT_VERSION:  # JSON true is not version 1
         raise _bad(f"unsupported version {data.get('version')!r} "
                    f"(this planner reads version {GRAPH_FORMAT_VERSION})")
     _fields(data, ("format", "version", "tensors", "ops"), "the document")

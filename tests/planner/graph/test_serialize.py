@@ -102,6 +102,8 @@ def doc(**over):
     ([], "expected a mapping"),
     (doc(format="onnx"), "format is 'onnx'"),
     (doc(version=2), "unsupported version 2"),
+    (doc(version=True), "unsupported version True"),   # JSON true equals 1 in Python
+    (doc(version=1.0), "unsupported version 1.0"),
     (doc(extra=1), "unknown extra"),
     (doc(tensors={}), "tensors and ops must be lists"),
     (doc(tensors=[{"name": "x", "shape": [2], "dtype": "fp32"}]), r"tensors\[0\]: missing kind"),

@@ -230,6 +230,7 @@ def test_edited_graph_json(plans, tmp_path, resealed):
     (lambda doc: doc["tensors"][0].update(shape=[1, 2, 3]), "graph.json: not a valid graph (graph data: op "),
     (lambda doc: doc["ops"].pop(), "plan.json: ops["),
     (lambda doc: doc.update(version=9), "graph.json: not a valid graph (graph data: unsupported version 9"),
+    (lambda doc: doc.update(version=True), "graph.json: not a valid graph (graph data: unsupported version True"),
     (lambda doc: doc["ops"][1].update(inputs=["nope"]), "graph.json: not a valid graph"),
     (lambda doc: doc["ops"][1].update(inputs=[doc["ops"][2]["outputs"][0]]), "graph.json: not a valid graph"),
 ])
