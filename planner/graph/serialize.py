@@ -127,6 +127,17 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _check_header(data: Any) -> None:
+    """A mapping of this format and version (JSON ``true`` or ``1.0`` is not version 1)."""
+    if not isinstance(data, Mapping):
+        raise _bad(f"expected a mapping, got {type(data).__name__}")
+    if data.get("format") != GRAPH_FORMAT:
+        raise _bad(f"format is {data.get('format')!r}, expected {GRAPH_FORMAT!r}")
+    version = data.get("version")
+    if type(version) is not int or version != GRAPH_FORMAT_VERSION:
+        raise _bad(f"unsupported version {version!r} (this planner reads version {GRAPH_FORMAT_VERSION})")
+
+
 def graph_from_dict(data: Mapping[str, Any]) -> Graph:
     """The graph :func:`graph_to_dict` wrote (validated again by :class:`Graph`).
 
@@ -161,14 +172,7 @@ def graph_from_dict(data: Mapping[str, Any]) -> Graph:
     ...
     planner.errors.BinaryFormatError: graph data: unsupported version 9 (this planner reads version 1)
     """
-    if not isinstance(data, Mapping):
-        raise _bad(f"expected a mapping, got {type(data).__name__}")
-    if data.get("format") != GRAPH_FORMAT:
-        raise _bad(f"format is {data.get('format')!r}, expected {GRAPH_FORMAT!r}")
-    version = data.get("version")
-    if type(version) is not int or version != GRAPH_FORMAT_VERSION:  # JSON true is not version 1
-        raise _bad(f"unsupported version {data.get('version')!r} "
-                   f"(this planner reads version {GRAPH_FORMAT_VERSION})")
+    _check_header(data)
     _fields(data, ("format", "version", "tensors", "ops"), "the document")
     if not isinstance(data["tensors"], list) or not isinstance(data["ops"], list):
         raise _bad("tensors and ops must be lists")
