@@ -24,18 +24,24 @@ binary      a per-device program for the ISA (:mod:`planner.isa.binary`), replay
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
-from collections import deque
+import weakref
 from pathlib import Path
 from typing import Any
 
 __all__ = ["load_spec", "solve", "write", "read", "sweep", "Plan", "UnverifiedPlanWarning"]
 
-# The runs behind the plans solve() returned last (plan, outcome, spec), so that write(plan, ...)
-# can write the binaries the plan was verified with; and the directories read() verified.
-_KEPT_RUNS = 4
-_recent_runs: deque = deque(maxlen=_KEPT_RUNS)
-_read_dirs: deque = deque(maxlen=64)
+# What write(plan, ...) needs beside a plan, kept exactly as long as the plan object lives (keyed by
+# its id, dropped by a finalizer when it is collected): the run behind a plan solve() returned (its
+# outcome without the plan, so the entry does not keep the plan alive, and its spec), whose binaries
+# the plan was verified with; or the directory read() verified it in.
+_origins: dict[int, tuple[str, Any]] = {}
+
+
+def _remember(plan: Any, kind: str, origin: Any) -> None:
+    _origins[id(plan)] = (kind, origin)
+    weakref.finalize(plan, _origins.pop, id(plan), None)
 
 
 class UnverifiedPlanWarning(UserWarning):
@@ -69,7 +75,7 @@ def solve(spec: Any, *, time_limit_s: float | None = None, workers: int | None =
         raise SpecError("a fleet spec has no single plan: planner.pipeline.run(spec) returns its FleetResult",
                         file=None if spec.source is None else str(spec.source))
     outcome = run(spec, time_limit_s=time_limit_s, workers=workers, seed=seed, search=search)
-    _recent_runs.append((outcome.plan, outcome, spec))  # write() needs the run and its spec
+    _remember(outcome.plan, "run", (dataclasses.replace(outcome, plan=None), spec))  # write() needs both
     return outcome.plan
 
 
@@ -77,8 +83,8 @@ def write(source: Any, directory: str | Path, *, spec: Any = None, force: bool =
           numeric: str = "default") -> Path:
     """Write a plan's verified directory (plan.json, binaries, report.md, report.html, trace.json, ...).
 
-    ``source`` is a :class:`Plan` returned by :func:`solve` (one of its last four: the
-    binaries of older ones are not kept), the ``Outcome`` of :func:`planner.pipeline.run`
+    ``source`` is a :class:`Plan` returned by :func:`solve` (its run is kept while the plan
+    lives), the ``Outcome`` of :func:`planner.pipeline.run`
     (with the loaded ``spec`` it ran), or a :class:`Plan` returned by :func:`read` (its
     verified directory is copied). The directory
     is verified as ``plan simulate`` would before it is put in place, exactly as ``plan solve``
@@ -106,16 +112,16 @@ def write(source: Any, directory: str | Path, *, spec: Any = None, force: bool =
         write_plan_dir(source, load_spec(spec) if isinstance(spec, (str, Path, dict)) else spec, target,
                        numeric=numeric, force=force)
         return target
-    for plan, outcome, spec in _recent_runs:
-        if plan is source:
-            write_plan_dir(outcome, spec, target, numeric=numeric, force=force)
-            return target
-    for plan, origin in _read_dirs:
-        if plan is source:
-            return _copy_verified(origin, target, force=force)
-    raise ValueError("planner.write: this plan's binaries are not kept (write takes a plan from one of the last "
-                     f"{_KEPT_RUNS} planner.solve calls, one from planner.read, or the Outcome of "
-                     "planner.pipeline.run); solve again and write the plan it returns")
+    kind, origin = _origins.get(id(source), (None, None))
+    if kind == "run":
+        outcome, run_spec = origin
+        write_plan_dir(dataclasses.replace(outcome, plan=source), run_spec, target, numeric=numeric, force=force)
+        return target
+    if kind == "read":
+        return _copy_verified(origin, target, force=force)
+    raise ValueError("planner.write: this plan's binaries are not kept (write takes a plan returned by "
+                     "planner.solve or planner.read, or the Outcome of planner.pipeline.run); solve again "
+                     "and write the plan it returns")
 
 
 def _copy_verified(origin: Path, target: Path, *, force: bool) -> Path:
@@ -158,7 +164,7 @@ def read(directory: str | Path, *, verify: bool = True, numeric: bool = False):
         from planner.verify import verify_plan_dir  # start-up time: `import planner` stays light
 
         plan = verify_plan_dir(directory, numeric=numeric).plan
-        _read_dirs.append((plan, directory))
+        _remember(plan, "read", directory)
         return plan
     import json  # start-up time
 

@@ -120,7 +120,7 @@ class PlacedTransfer:
         return self.start_cycle + self.duration_cycles
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)  # planner.write keeps a plan's run while it lives
 class Plan:
     """A verified (or to-be-verified) schedule with its optimality evidence.
 

@@ -76,3 +76,14 @@ def test_write_refuses_a_plan_whose_run_is_not_kept(tmp_path):
     with pytest.raises(ValueError, match="binaries are not kept"):
         planner.write(stranger, tmp_path / "x")
     assert not (tmp_path / "x").exists()
+
+
+def test_write_keeps_a_plans_run_exactly_as_long_as_the_plan_lives(solved, tmp_path):
+    import gc
+
+    later = [planner.solve(FORK_JOIN, time_limit_s=5, workers=1) for _ in range(5)]  # more solves since `solved`
+    assert (planner.write(solved, tmp_path / "first") / "plan.json").is_file()
+    kept = len(planner._origins)
+    del later
+    gc.collect()
+    assert len(planner._origins) == kept - 5  # the five later plans' runs went with them
