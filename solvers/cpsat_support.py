@@ -31,7 +31,7 @@ from ortools.sat.python import cp_model
 from solvers.core import ProgressPoint, SolveOptions, Status
 
 __all__ = ["STATUS_MAP", "ProgressRecorder", "WallNet", "run_cpsat", "solve_stoppable", "stop_running_solvers",
-           "solve_counts"]
+           "solve_counts", "interval_if"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -208,3 +208,28 @@ def solve_counts() -> tuple[int, int]:
     """
     with _RUNNING_LOCK:
         return _STARTED[0], len(_RUNNING)
+
+
+def interval_if(model: cp_model.CpModel, start, size, end, present, name: str):
+    """An interval present if ``present`` holds: a plain one when ``present`` is a true constant
+    (``True`` or ``1``), an optional one otherwise; fixed-size when ``size`` is an int (``end``
+    is then ``start + size`` and may be None), else ``[start, end)`` of length ``size``.
+
+    Examples
+    --------
+    Two intervals starting together, one always there and one present iff ``b``: they cannot
+    both be, so ``b`` is false.
+
+    >>> m = cp_model.CpModel(); s = m.new_int_var(0, 9, "s"); b = m.new_bool_var("b")
+    >>> _ = m.add_no_overlap([interval_if(m, s, 3, None, True, "i"), interval_if(m, s, 3, None, b, "j")])
+    >>> solver = cp_model.CpSolver(); solver.parameters.num_workers = 1
+    >>> solver.solve(m) == cp_model.OPTIMAL, solver.boolean_value(b)
+    (True, False)
+    """
+    if isinstance(present, int) and present:
+        if isinstance(size, int):
+            return model.new_fixed_size_interval_var(start, size, name)
+        return model.new_interval_var(start, size, end, name)
+    if isinstance(size, int):
+        return model.new_optional_fixed_size_interval_var(start, size, present, name)
+    return model.new_optional_interval_var(start, size, end, present, name)

@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 from ortools.sat.python import cp_model
 
+from solvers.cpsat_support import interval_if
 from solvers.hierarchical.state import ScheduleState
 from solvers.scheduling.cpsat.variables import enforce_if, literal_and
 
@@ -286,10 +287,7 @@ def add_window_ops(model: cp_model.CpModel, state: ScheduleState, v: WindowVars)
                 dur = p.durations_cycles[i][d]
                 if dur > 0:
                     r = g.resource_of_op(d, k)
-                    if lit is True:
-                        iv = model.new_fixed_size_interval_var(s, dur, f"op_{i}_{d}_{k}")
-                    else:
-                        iv = model.new_optional_fixed_size_interval_var(s, dur, lit, f"op_{i}_{d}_{k}")
+                    iv = interval_if(model, s, dur, None, lit, f"op_{i}_{d}_{k}")
                     v.intervals.setdefault(r, []).append(iv)
                     v.ends_on.setdefault(r, []).append((s + dur, lit))
             if len(lits) == 1:
@@ -375,10 +373,7 @@ def add_window_edges(model: cp_model.CpModel, state: ScheduleState, v: WindowVar
             enforce_if(model.add(start_w >= ts + c), zl)
             if c > 0:
                 r = g.resource_of_link(link)
-                if zl is True:
-                    iv = model.new_fixed_size_interval_var(ts, c, f"xfer_{e}_{link}")
-                else:
-                    iv = model.new_optional_fixed_size_interval_var(ts, c, zl, f"xfer_{e}_{link}")
+                iv = interval_if(model, ts, c, None, zl, f"xfer_{e}_{link}")
                 v.intervals.setdefault(r, []).append(iv)
                 v.ends_on.setdefault(r, []).append((ts + c, zl))
                 v.starts_on.setdefault(r, []).append((e, ts, zl))

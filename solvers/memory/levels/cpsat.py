@@ -76,6 +76,7 @@ from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
+from solvers.cpsat_support import interval_if
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
@@ -369,18 +370,6 @@ def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         model.add_max_equality(v.dur[i], [problem.compute_cycles[i], cf + cs])
 
 
-def _interval(model: cp_model.CpModel, start, size, end, present, name: str):
-    """An interval that is optional unless ``present`` is the constant 1."""
-    fixed_size = isinstance(size, int)
-    if isinstance(present, int):
-        if fixed_size:
-            return model.new_fixed_size_interval_var(start, size, name)
-        return model.new_interval_var(start, size, end, name)
-    if fixed_size:
-        return model.new_optional_fixed_size_interval_var(start, size, present, name)
-    return model.new_optional_interval_var(start, size, end, present, name)
-
-
 def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
     """DMA intervals with their triggers and releases, on one engine.
 
@@ -415,7 +404,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         if s is None:
             s = model.new_int_var(first, last, f"prefetch_start_{t}_{j}")
         v.dma_start["p", t, j] = s
-        intervals.append(_interval(model, s, d, s + d, pf, f"prefetch_{t}_{j}"))
+        intervals.append(interval_if(model, s, d, s + d, pf, f"prefetch_{t}_{j}"))
         ready = v.trigger_end[t, j] = model.new_int_var(first, v.end_window(hi_trig)[1], f"trigger_end_{t}_{j}")
         model.add_element(trig, [v.end(k) for k in range(lo, hi_trig + 1)], ready)
         _add(model, s >= ready, pf)
@@ -436,7 +425,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         if s is None:
             s = model.new_int_var(first, last, f"evict_start_{t}_{j}")
         v.dma_start["e", t, j] = s
-        intervals.append(_interval(model, s, d, s + d, ev, f"evict_{t}_{j}"))
+        intervals.append(interval_if(model, s, d, s + d, ev, f"evict_{t}_{j}"))
         deadline = v.release_start[t, j] = model.new_int_var(v.earliest[rel_lo], v.latest[rel_hi],
                                                              f"release_start_{t}_{j}")
         model.add_element(rel, starts_ext[lo + 1:hi + 1], deadline)
@@ -510,7 +499,7 @@ class _FastPieces:
             self.profile[start + size] -= demand
             return
         self.region[0], self.region[1] = min(self.region[0], lo), max(self.region[1], hi)
-        self.intervals.append(_interval(self.model, start, size, end, present, name))
+        self.intervals.append(interval_if(self.model, start, size, end, present, name))
         self.demands.append(demand)
 
 

@@ -68,6 +68,7 @@ from __future__ import annotations
 
 from ortools.sat.python import cp_model
 
+from solvers.cpsat_support import interval_if
 from solvers.scheduling.cpsat.symmetry import add_symmetry_breaking, interchangeable_classes
 from solvers.scheduling.cpsat.variables import SchedulingVars, create_variables, enforce_if, literal_and
 from solvers.scheduling.problem import Objective, SchedulingProblem
@@ -184,11 +185,7 @@ def add_precedence(model: cp_model.CpModel, problem: SchedulingProblem, v: Sched
             v.z[e, link] = zl
             enforce_if(model.add(v.start[w] >= ts + c), zl)
             if c > 0:
-                if zl is True:
-                    v.t_iv[e, link] = model.new_fixed_size_interval_var(ts, c, f"xfer_{e}_{link}")
-                else:
-                    v.t_iv[e, link] = model.new_optional_fixed_size_interval_var(
-                        ts, c, zl, f"xfer_{e}_{link}")
+                v.t_iv[e, link] = interval_if(model, ts, c, None, zl, f"xfer_{e}_{link}")
     return []
 
 
@@ -315,18 +312,12 @@ def _op_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v:
         xd = v.x[i, d]
         r = problem.resident_bytes(i)
         if r > 0:  # [0, H + 1) covers every instant, even with H = 0
-            if xd is True:
-                ivs.append(model.new_fixed_size_interval_var(0, H + 1, f"res_{i}_{d}"))
-            else:
-                ivs.append(model.new_optional_fixed_size_interval_var(0, H + 1, xd, f"res_{i}_{d}"))
+            ivs.append(interval_if(model, 0, H + 1, None, xd, f"res_{i}_{d}"))
             demands.append(r)
         ob = problem.output_bytes(i)
         if ob > 0:
             size = model.new_int_var(0, H, f"bufsize_{i}_{d}")
-            if xd is True:
-                ivs.append(model.new_interval_var(v.start[i], size, v.bend[i], f"buf_{i}_{d}"))
-            else:
-                ivs.append(model.new_optional_interval_var(v.start[i], size, v.bend[i], xd, f"buf_{i}_{d}"))
+            ivs.append(interval_if(model, v.start[i], size, v.bend[i], xd, f"buf_{i}_{d}"))
             demands.append(ob)
     return ivs, demands
 
@@ -350,10 +341,7 @@ def _copy_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, 
             model.add(rl == sum(ys))
         v.recv[e, d] = rl
         size = model.new_int_var(0, v.horizon, f"copysize_{e}_{d}")
-        if rl is True:
-            ivs.append(model.new_interval_var(v.ts[e], size, v.end[w], f"copy_{e}_{d}"))
-        else:
-            ivs.append(model.new_optional_interval_var(v.ts[e], size, v.end[w], rl, f"copy_{e}_{d}"))
+        ivs.append(interval_if(model, v.ts[e], size, v.end[w], rl, f"copy_{e}_{d}"))
         demands.append(b)
     return ivs, demands
 
