@@ -263,8 +263,24 @@ def solve(
     no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay (by default it runs "
                                     "whenever the binaries hold at most 10^5 instructions and 10^10 "
                                     "multiply-accumulates)."),
+    warm_start: Optional[Path] = typer.Option(None, "--warm-start", metavar="DIR",
+                                              help="A previous plan directory as the starting point: its ops keep "
+                                                   "their devices where they still can, new ops are placed by the "
+                                                   "heuristic; never worse than that start."),
 ) -> None:
     """Solve a spec, lower it to binaries, replay them, verify the directory, and only then write it."""
+    from planner.replan.commands import warm_start_lines, warm_started  # start-up time
+
+    _solve_and_write(spec, output, force, time_limit, workers, seed, search, quiet, as_json, no_numeric,
+                     None if warm_start is None else _deferred(lambda: warm_started(warm_start)),
+                     None if warm_start is None else warm_start_lines)
+
+
+def _solve_and_write(spec, output, force, time_limit, workers, seed, search, quiet, as_json, no_numeric,
+                     plan_with=None, after=None) -> None:
+    """``plan solve``'s body; ``plan_with(loaded, **run_settings)`` replaces :func:`planner.pipeline.run`
+    (``plan score``, ``plan replan``) and ``after(outcome)`` gives what that command adds: JSON fields
+    and lines to print."""
     search_mode = search.value if search is not None else None
 
     def body() -> int:
@@ -286,8 +302,8 @@ def solve(
                 err, clock, time_limit if time_limit is not None else loaded.time_limit_s,
                 later_stage_changes_objective=loaded.memory.enabled)
             with live or contextlib.nullcontext():
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
-                              search=search_mode)
+                outcome = (plan_with or run)(loaded, time_limit_s=time_limit, workers=workers, seed=seed,
+                                             progress=live, search=search_mode)
             if fleet:
                 return _write_fleet(outcome, spec, target, force, inputs, quiet, as_json)
             verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
@@ -302,6 +318,7 @@ def solve(
                            simulated_makespan_cycles=verdict.simulation.makespan_cycles,
                            simulated_makespan_us=round(verdict.simulation.makespan_cycles * 1e6 / plan.clock_hz, 6),
                            numeric=verdict.numeric.claim)
+            summary.update(after(outcome)[0] if after is not None else {})
             print(json.dumps(summary, indent=2))
         elif not quiet:
             out.print(_summary_table(plan, baseline_rows(outcome)))
@@ -315,12 +332,41 @@ def solve(
             out.print(verdict.numeric.summary(), highlight=False)
             out.print(f"wrote {target}/ in {clock.total_s:.1f} s ({clock.line()})", highlight=False)
             out.print(f"open {target / 'report.html'} to see the schedule and memory over time", highlight=False)
+        if after is not None and not (quiet or as_json):
+            out.print("\n".join(after(outcome)[1]), highlight=False)
         if overrun and not quiet:
             err.print(f"[yellow]warning:[/yellow] {overrun}", highlight=False)
         _warn_unless_reproducible(plan.solver)
         return 0
 
     _guarded(body, as_json)
+
+
+@app.command()
+def score(
+    spec: Path = typer.Argument(..., help="The YAML spec the placement is for."),
+    placement: Path = typer.Option(..., "--placement", metavar="DIR_or_JSON",
+                                   help='A plan directory, or a JSON file mapping every op to a device: '
+                                        '{"model/op": "device0", ...}.'),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="DIR", help=_OUTPUT_DIR_HELP),
+    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for scheduling (overrides the spec)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
+    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay."),
+) -> None:
+    """Evaluate a given placement without optimising it: schedule, lower, replay, verify, print its objective."""
+    from planner.replan.commands import scored  # start-up time
+
+    _solve_and_write(spec, output, force, time_limit, workers, seed, None, quiet, as_json, no_numeric,
+                     _deferred(lambda: scored(placement)))
+
+
+def _deferred(make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    """A ``plan_with`` built when first called, so its input errors are mapped like the command's own."""
+    return lambda *args, **kwargs: make()(*args, **kwargs)
 
 
 def _rows_table(title: str, rows: list[list[str]]) -> Table:
