@@ -456,28 +456,53 @@ def simulate(
     numeric: bool = typer.Option(False, "--numeric", help="Also execute the arithmetic on random inputs and "
                                  "compare every tensor with a plain numpy evaluation of graph.json (rtol 1e-5), "
                                  "whatever the number of instructions."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric, and of --noise."),
+    slow: Optional[str] = typer.Option(None, "--slow", metavar="NAME=FACTOR,...",
+                                       help="What-if replay: every op on a device (or transfer on a link) takes "
+                                            "FACTOR x its cycles, e.g. tpu0=2,pcie=1.5."),
+    noise: float = typer.Option(0.0, "--noise", metavar="PCT", help="What-if replay: per-op jitter, uniform in "
+                                "±PCT percent, drawn from --seed and the op's name."),
+    stats_out: Optional[str] = typer.Option(None, "--stats-out", metavar="FILE", help="Write the what-if "
+                                            "replay's measured per-op and per-transfer cycles as JSON (a new file)."),
+    trace_out: Optional[str] = typer.Option(None, "--trace-out", metavar="FILE", help="Write the what-if "
+                                            "replay as a Chrome/Perfetto trace (a new file)."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_FILE_HELP),
     as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Verify PLAN_DIR: replay its binaries and check every figure of its files against the replay.
 
     Exit 2 names the first disagreement (a tampered or malformed directory); with --numeric,
     numbers that differ from the reference although every file is as written exit 3 (a bug).
+    With --slow, --noise, --stats-out or --trace-out it then replays the verified plan again on
+    slower hardware (a what-if: not a check of the plan) and writes what that replay measured.
     """
 
     def body() -> int:
         _check_flags(seed=seed, max_seed=2**63 - 1)
+        for target in (stats_out, trace_out):
+            if target is not None:
+                check_file_target(target, force=force, inputs=[plan_dir])
         from planner.verify import verify_plan_dir  # start-up time
 
         verdict = verify_plan_dir(plan_dir, numeric=numeric, seed=seed)
+        what_if = None
+        if slow is not None or noise or stats_out is not None or trace_out is not None:
+            from planner.replan.commands_simulate import write_what_if  # start-up time
+
+            what_if = write_what_if(verdict, slow, noise, seed, stats_out, trace_out, force)
         if as_json:
-            print(json.dumps(_verdict_summary(verdict), indent=2))
+            print(json.dumps({**_verdict_summary(verdict), **({} if what_if is None else {"what_if": what_if})},
+                             indent=2))
             return 0
         out.print(verdict.summary(), highlight=False)
         if verdict.numeric is not None:
             comparison = verdict.numeric.comparison
             out.print(verdict.numeric.summary() + ("" if comparison is None else
                       f"; {comparison.instructions:,} instructions at {comparison.instructions_per_s:,.0f}/s"),
+                      highlight=False)
+        if what_if is not None:
+            out.print(f"what-if replay (not the plan's timing): makespan {what_if['makespan_cycles']:,} cycles, "
+                      f"{what_if['change']:+.2%} against the plan" + "".join(f"; wrote {f}" for f in what_if["wrote"]),
                       highlight=False)
         return 0
 
