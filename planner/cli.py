@@ -364,6 +364,39 @@ def score(
                      _deferred(lambda: scored(placement)))
 
 
+@app.command()
+def replan(
+    plan_dir: Path = typer.Argument(..., help="A directory written by `plan solve` (verified first)."),
+    stats: Path = typer.Option(..., "--stats", metavar="FILE", help="Measured statistics: `plan simulate "
+                               "--stats-out` JSON, or a Chrome/Perfetto trace such as trace.json."),
+    spec: Path = typer.Option(..., "--spec", metavar="SPEC", help="The spec the plan was solved from (its graph "
+                              "must be the directory's graph.json)."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="NEWDIR",
+                                         help="Output directory (default: PLAN_DIR-replan); as plan solve's -o."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    min_gain: float = typer.Option(5.0, "--min-gain", metavar="PCT", help="Move nothing unless the predicted "
+                                   "gain, net of migration, is at least PCT percent (hysteresis against noise)."),
+    headroom: float = typer.Option(90.0, "--headroom", metavar="PCT", help="Moves may not fill a device's memory "
+                                   "above PCT percent."),
+    amortize_runs: int = typer.Option(100, "--amortize-runs", metavar="N", help="Migration cycles are charged "
+                                      "over the next N runs."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the re-solve "
+                                               "(default: a tenth of the spec's limit)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan summary and what moved as JSON on stdout."),
+    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay."),
+) -> None:
+    """Re-place a plan from measured statistics: what moved, why, the predicted gain, and a verified plan."""
+    from planner.replan.replan import replan_lines, replanned  # start-up time
+
+    target = output if output is not None else str(plan_dir).rstrip("/") + "-replan"
+    _solve_and_write(spec, target, force, time_limit, workers, seed, None, quiet, as_json, no_numeric,
+                     _deferred(lambda: replanned(plan_dir, stats, spec, min_gain, headroom, amortize_runs)),
+                     replan_lines)
+
+
 def _deferred(make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
     """A ``plan_with`` built when first called, so its input errors are mapped like the command's own."""
     return lambda *args, **kwargs: make()(*args, **kwargs)

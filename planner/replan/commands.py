@@ -121,3 +121,4 @@ def warm_start_lines(outcome: Outcome) -> tuple[dict[str, Any], list[str]]:
         return {}, []
     return {"warm_start": warm}, [f"warm start: {warm['ops_placed']} of {warm['ops']} ops placed as in the "
                                   f"previous plan (its schedule: objective {warm['objective']})"]
+
