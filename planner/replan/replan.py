@@ -254,8 +254,8 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     """Re-place ``plan_dir``'s plan from the statistics at ``stats_path``: the verified outcome, with
     ``plan.solver["replan"]`` (:meth:`Decision.to_dict`) saying what moved, why and the predicted gain.
 
-    ``time_limit_s`` (default: the spec's limit / 10) bounds the two predictions and the final
-    scheduling alike.
+    ``time_limit_s`` (default: the spec's limit / 10) is the whole re-plan's: a third for each of
+    the two predictions and for the final scheduling.
 
     Raises
     ------
@@ -274,10 +274,10 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     measured = measured_ops(doc, str(stats_path), verdict.plan.clock_hz)
     _check_stats(doc, verdict.document.model_dump(), planned, measured, str(stats_path))
     limit = time_limit_s or settings.time_limit_s or spec.time_limit_s / 10
-    run = RunSettings.of(spec, limit, workers, seed, search, progress)
+    run = RunSettings.of(spec, limit * 2 / 3, workers, seed, search, progress)  # a third per prediction
     decision = decide(spec, read_placement(plan_dir), speed_ratios(spec, planned, measured), _link_ratios(doc),
                       settings, run)
-    outcome = score_placement(spec, decision.placement, time_limit_s=limit, workers=workers, seed=seed,
+    outcome = score_placement(spec, decision.placement, time_limit_s=limit / 3, workers=workers, seed=seed,
                               search=search, progress=progress, source=str(plan_dir))
     return _with_decision(decision, outcome)
 
