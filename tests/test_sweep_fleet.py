@@ -25,10 +25,11 @@ NAMES = ["count-1_objective-power", "count-1_objective-spread", "count-2_objecti
 
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
-    """The shipped co-location fleet (no prices) over 1 or 2 processors and both modes, on a process pool."""
+    """The shipped co-location fleet (no prices) over 1 or 2 processors and both modes, in this process
+    (tests/test_sweep.py covers the process pool)."""
     out = tmp_path_factory.mktemp("fleet-sweep") / "grid"
     res = CliRunner().invoke(app, ["sweep", str(ROOT / "specs" / "fleet-colocation.yaml"),
-                                   *(a for s in SETS for a in ("--set", s)), "-o", str(out), "-j", "2", "--json"])
+                                   *(a for s in SETS for a in ("--set", s)), "-o", str(out), "--json"])
     return out, res
 
 
@@ -111,3 +112,13 @@ def test_the_ray_backend_writes_the_same_fleet_directories(swept, tmp_path):
     for name in ["results.csv", "results.jsonl", *(f"{n}/{f}" for n in NAMES for f in ("allocation.json",
                                                                                         "report.md", "report.html"))]:
         assert (out / name).read_bytes() == (tmp_path / "ray" / name).read_bytes(), name
+
+
+def test_a_tenant_no_processor_fits_exits_2_before_anything_runs(tmp_path):
+    res = CliRunner().invoke(app, ["sweep", str(ROOT / "specs" / "fleet-colocation.yaml"), "--set",
+                                   "fleet.tenants[1].rate=1/s,2/s", "-o", str(tmp_path / "out"), "--json"])
+    assert res.exit_code == EXIT_BAD_INPUT
+    error = json.loads(res.stdout)["error"]
+    assert "scenario rate-2_s (fleet.tenants[1].rate='2/s'): fleet.tenants[1]: tenant 'large' fits no processor" \
+        in error, error
+    assert not (tmp_path / "out").exists()

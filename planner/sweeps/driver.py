@@ -3,9 +3,11 @@
 The sweep directory holds ``sweep.json`` (the base spec's sha256 and the solver options, so a
 resumed sweep is the same sweep), one plan directory per scenario, ``results.csv``,
 ``results.jsonl`` (and ``results.parquet`` with pyarrow) and one ``objective-<parameter>.svg``
-per varied parameter. It may be a new or empty directory, or one that ``plan sweep`` wrote
-before, which resumes: scenarios whose directories verify are not planned again. Nothing else is
-ever replaced (the rules of :mod:`planner.safe_output`).
+per varied parameter. A fleet spec (a top-level ``fleet:``) sweeps the same way, each scenario a
+fleet directory (:mod:`planner.sweeps.fleet_jobs`) and the table the fleet's columns. It may be a
+new or empty directory, or one that ``plan sweep`` wrote before, which resumes: scenarios whose
+directories verify are not planned again. Nothing else is ever replaced (the rules of
+:mod:`planner.safe_output`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from planner.reader import read_text_file, read_yaml
 from planner.safe_output import OutputTargetError, atomic_file, check_directory_target, is_plan_output
 from planner.spec import load_spec
 from planner.sweeps.backends import run_jobs
-from planner.sweeps.fleet_jobs import load_fleet_scenario, priced
+from planner.sweeps.fleet_jobs import check_fleet_scenario, priced
 from planner.sweeps.grid import Scenario, Variation, parse_set, scenarios
 from planner.sweeps.jobs import ScenarioJob
 from planner.sweeps.plot import objective_svg
@@ -69,7 +71,7 @@ def _validated(spec: Path, grid: Sequence[Scenario], fleet: bool) -> None:
     for s in grid:
         try:
             if fleet:
-                load_fleet_scenario(s.spec, spec.parent)
+                check_fleet_scenario(s.spec, spec.parent)
             else:
                 load_spec(dict(s.spec), base_dir=spec.parent)
         except SpecError as e:
@@ -132,7 +134,7 @@ def sweep(spec: str | Path, sets: Sequence[str] | Mapping[str, Sequence[Any]], o
     Parameters
     ----------
     spec : str or Path
-        The base model spec (YAML).
+        The base spec (YAML): a model spec, or a fleet spec.
     sets : sequence of str, or mapping
         ``"PATH=V1,V2"`` texts as on the command line, or ``{path: [values]}``.
     output : str or Path

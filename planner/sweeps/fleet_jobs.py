@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from planner.fleet import solve_fleet, write_fleet_outputs
+from planner.fleet.pipeline import expand_items
 from planner.fleet.resolve import FleetSpec, resolve_fleet
 from planner.fleet.spec import read_fleet_document
 from planner.report.fleet_html import render_fleet_html
 from planner.safe_output import atomic_directory, is_plan_output
 
-__all__ = ["load_fleet_scenario", "plan_fleet_scenario", "finished_fleet_allocation", "priced"]
+__all__ = ["load_fleet_scenario", "check_fleet_scenario", "plan_fleet_scenario", "finished_fleet_allocation", "priced"]
 
 _ALLOCATION = "plan-fleet-allocation"
 
@@ -38,6 +39,23 @@ def load_fleet_scenario(spec: Mapping[str, Any], base_dir: str | Path) -> FleetS
     """
     doc, locator, _ = read_fleet_document(spec)
     return resolve_fleet(doc, locator, base_dir=Path(base_dir))
+
+
+def check_fleet_scenario(spec: Mapping[str, Any], base_dir: str | Path) -> None:
+    """Refuse a scenario before any runs: its spec, and (without variants, whose mixes need a solve) every
+    tenant instance fitting some processor and its deadline, as the fleet solver checks first.
+
+    Examples
+    --------
+    >>> check_fleet_scenario({"fleet": {"pools": [{"name": "p", "profile": "generic", "capacity": {"ops": 10}}],
+    ...     "tenants": [{"name": "a", "rate": 1, "requirements": {"ops": 20}}]}}, ".")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: fleet.tenants[0]: tenant 'a' fits no processor: it needs 20 ops/s of ops on pool 'p', which offers 10 ops/s (short by 10 ops/s, 100.0%); give it replicas: 2 or more
+    """
+    fleet = load_fleet_scenario(spec, base_dir)
+    if not any(t.variants for t in fleet.tenants):
+        expand_items(fleet, {})
 
 
 def priced(spec: Mapping[str, Any]) -> bool:

@@ -78,9 +78,10 @@ def objective_svg(rows: Sequence[Mapping[str, Any]], path: str, values: Sequence
              f'<text x="{_LEFT}" y="20" font-size="14">{escape(_AXIS.get(kind, kind))} against {escape(path)}</text>',
              f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_LEFT + plot_w}" y2="{_TOP + plot_h}" stroke="black"/>',
              f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}" stroke="black"/>']
+    decimals = _decimals(high - low)
     for tick in range(5):
         y = low + (high - low) * tick / 4
-        parts.append(f'<text x="{_LEFT - 6}" y="{y_of(y) + 4:.1f}" text-anchor="end">{y:,.{_decimals(high - low)}f}</text>')
+        parts.append(f'<text x="{_LEFT - 6}" y="{y_of(y) + 4:.1f}" text-anchor="end">{y:,.{decimals}f}</text>')
     for value, label in zip(values, labels):
         parts.append(f'<text x="{x_of(value):.1f}" y="{_TOP + plot_h + 18}" text-anchor="middle">'
                      f'{escape(label)}</text>')

@@ -13,8 +13,8 @@ import io
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["FLEET_TAIL", "scenario_row", "fleet_row", "failed_row", "table_columns", "csv_text", "jsonl_text", "parquet_available",
-           "write_parquet"]
+__all__ = ["FLEET_TAIL", "scenario_row", "fleet_row", "failed_row", "table_columns", "csv_text", "jsonl_text",
+           "parquet_available", "write_parquet"]
 
 _HEAD = ("scenario",)
 _TAIL = ("status", "objective_kind", "objective", "bound", "gap", "makespan_cycles", "makespan_us",

@@ -5,8 +5,8 @@ plan.json, memory.json, allocation.json or graph.json deleted, duplicated, retyp
 replaced (null, strings, huge numbers, deep nesting, another field's value); bytes of any
 file truncated, flipped or made non-UTF-8; an instruction of a binary changed and the binary
 re-encoded (a well-formed binary that says something else); report.html's text edited (a figure, a
-name, a bar) and resealed (only its redraw from the verified files can refuse it); a file deleted, added, replaced by a directory,
-a symbolic link or a FIFO, or swapped in from another plan; plan.json re-serialized (key
+name, a bar) and resealed (only its redraw from the verified files can refuse it); a file deleted,
+added, replaced by a directory, a symbolic link or a FIFO, or swapped in from another plan; plan.json re-serialized (key
 order, indentation: the same document). Half the JSON edits, and every binary edit, are *resealed*: the
 adversary also recomputes the sha256 of every file and plan.json's seal, so only the
 semantic checks can catch them.
