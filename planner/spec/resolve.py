@@ -469,6 +469,8 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
         raise locator.error(f"alignment {format_bytes(mem.alignment)} is larger than memory level {level.name} of "
                             f"device kind {owner} ({format_bytes(level.capacity_bytes)}): no second buffer could "
                             "start in it", ("memory", "alignment"))
+    if mem.plan:
+        _check_default_fast_levels(profiles, fast, locator)
     factors = tuple(sorted({1, *mem.split_factors}))
     return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
                          alignment_bytes=mem.alignment)
@@ -510,6 +512,19 @@ def _fast_level(kind: str, level: str, profiles: dict, loc: tuple, locator: Loca
                             f"memory {main} (its DMA paths: {paths}); the levels between them cannot be "
                             f"skipped. Levels with a path to {main}: {', '.join(usable) or 'none'}", loc)
     return level
+
+
+def _check_default_fast_levels(profiles: dict, fast: dict[str, str], locator: Locator) -> None:
+    """A kind with no fast level named plans over its fastest: it too needs a DMA path to main."""
+    for kind, profile in profiles.items():
+        fastest = profile.memory[0].name
+        if kind not in fast and fastest != profile.main_memory.name and not profile.has_dma_path(
+                fastest, profile.main_memory.name):
+            usable = [m.name for m in profile.memory if m.name != profile.main_memory.name
+                      and profile.has_dma_path(m.name, profile.main_memory.name)]
+            raise locator.error(f"device kind {kind!r}: its fastest level {fastest}, the default fast level, has "
+                                f"no DMA path to main memory {profile.main_memory.name}; name a fast level with "
+                                f"one (memory.fast: {{{kind}: {usable[0] if usable else '...'}}})", ("memory", "plan"))
 
 
 def _fastest_other(profile) -> str | None:

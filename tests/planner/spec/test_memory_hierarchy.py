@@ -132,3 +132,16 @@ def test_the_shipped_four_level_spec_plans_vmem_over_hbm_and_replays_equal(tmp_p
     res = CliRunner().invoke(app, ["simulate", str(out), "--numeric"])
     assert res.exit_code == 0, res.output
     assert "equal to the reference" in res.output
+
+
+def test_the_default_fast_level_needs_a_dma_path_too(tmp_path):
+    # No `fast:` given: the planner would use vmem, the fastest, which these paths leave two hops from HBM.
+    text = spec_text(", dma_paths: [[vmem, cmem], [cmem, hbm]]").replace("  fast: {tpu: vmem}\n", "")
+    err = error_of(tmp_path, text)
+    assert (err.line, err.path) == (10, "memory.plan")
+    assert err.message == ("device kind 'tpu': its fastest level vmem, the default fast level, has no DMA path to "
+                           "main memory hbm; name a fast level with one (memory.fast: {tpu: cmem})")
+    # Without memory planning, the hierarchy's paths do not matter.
+    file = tmp_path / "off.yaml"
+    file.write_text(text.replace("plan: true", "plan: false"))
+    assert load_spec(file).hardware.devices[0].profile.dma_paths == (("vmem", "cmem"), ("cmem", "hbm"))
