@@ -18,10 +18,11 @@ from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.onnx_convert import load_onnx_graph
-from planner.hardware import Device, Hardware, Link, MemoryLevel
+from planner.hardware import Device, Hardware, Island, Link, MemoryLevel
 from planner.stage_timing import stage
 from planner.isa.profiles import PROFILES, Profile, get_profile
 from planner.reader import format_path
+from planner.spec.islands import resolve_islands
 from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.locator import Locator, did_you_mean
 from planner.spec.memory_options import MemoryOptions
@@ -63,7 +64,12 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
     names = [d.name for d in devices]
     check_topology_size(document, len(names), locator)
     links = _explicit_links(document, names, kinds, locator)
-    links += _topology_links(document, names, {link.name for link in links}, locator)
+    islands: tuple[Island, ...] = ()
+    if document.hardware.islands:
+        island_links, islands = resolve_islands(document, names, kinds, links, locator)
+        links += island_links
+    else:
+        links += _topology_links(document, names, {link.name for link in links}, locator)
     _check_connected(names, links, locator)
     limits: dict[str, int] = {}
     for j, lim in enumerate(document.constraints.memory_limits):
@@ -73,7 +79,7 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
             limits[t] = min(limits.get(t, lim.max), lim.max)
     devices = [dataclasses.replace(d, memory_limit_bytes=limits[d.name]) if d.name in limits else d
                for d in devices]
-    return Hardware(tuple(devices), tuple(links), document.hardware.clock)
+    return Hardware(tuple(devices), tuple(links), document.hardware.clock, islands)
 
 
 def _resolve_devices(document: SpecDocument, locator: Locator) -> tuple[list[Device], dict[str, tuple[str, ...]]]:
