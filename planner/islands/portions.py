@@ -4,8 +4,9 @@ A portion is a run of one model's ops in the graph's topological order, cut wher
 running work reaches an equal share (``per_island`` portions per island and model, at
 most one per op). Runs of a topological order make the portions acyclic: every edge
 between portions goes forward, so no island ever waits on a portion that waits on it.
-Pins restrict a portion to the islands holding an allowed device of each of its ops, and
-colocation groups keep their portions together.
+Pins restrict a portion to the islands holding an allowed device of each of its ops;
+colocation groups and gangs keep their portions together (a gang only on an island with a
+device for each of its shards).
 
 Examples
 --------
@@ -54,7 +55,9 @@ def to_split_problem(spec: Spec, per_island: int = PORTIONS_PER_ISLAND) -> tuple
     ops_of = _portions(spec, order, cycles, per_island * len(islands))
     portion_of = {op: p for p, ops in enumerate(ops_of) for op in ops}
     devices = {d.name: d for d in hw.devices}
-    work = tuple(tuple(_work_on(spec, ops, [devices[n] for n in island.devices], cycles) for island in islands)
+    gang_size = {op: len(gang) for gang in spec.gangs for op in gang}
+    work = tuple(tuple(None if max((gang_size.get(op, 0) for op in ops), default=0) > len(island.devices)
+                       else _work_on(spec, ops, [devices[n] for n in island.devices], cycles) for island in islands)
                  for ops in ops_of)
     memory = tuple(sum(resident_bytes(graph, op) for op in ops) for ops in ops_of)
     network = hw.links[-1] if islands[0].network else None
@@ -70,7 +73,9 @@ def to_split_problem(spec: Spec, per_island: int = PORTIONS_PER_ISLAND) -> tuple
                                                               if network else 0)
     edges = tuple((p, q, size) for (p, q), size in sorted(edge_bytes.items()))
     network_cycles = tuple(edge_cycles[p, q] for p, q, _ in edges)
-    together = tuple(tuple(sorted({portion_of[op] for op in group})) for group in spec.colocation_groups)
+    # A colocation group shares a device, a gang an island (its shards on distinct devices of it).
+    together = tuple(tuple(sorted({portion_of[op] for op in group}))
+                     for group in (*spec.colocation_groups, *spec.gangs))
     problem = SplitProblem(
         portion_work=work, portion_memory=memory,
         island_lanes=tuple(sum(devices[n].streams for n in island.devices) for island in islands),

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.plan import Plan
+from planner.units import format_bytes
 
 __all__ = ["render_islands_section"]
 
@@ -34,11 +35,16 @@ def render_islands_section(plan: Plan, details: Any) -> str:
              f"(bound {split['bound']}: the split's load bound at portion granularity). "
              f"Cross-island traffic: {doc['cross_bytes']:,} bytes, {doc['network_cycles']} cycles on the shared "
              "network link.", "",
-             "| island | devices | portions | ops | status | objective | bound given the split |",
-             "|---|---|---|---|---|---|---|"]
+             "| island | devices | host memory | portions | ops | status | objective | bound given the split |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in doc["islands"]:
-        lines.append(f"| {r['name']} | {', '.join(r['devices'])} | {counts.get(r['name'], 0)} | {r['ops']} | "
-                     f"{r['status']} | {r['objective']} | {r['bound_given_split']} |")
+        host = "-" if r["host_memory_bytes"] is None else format_bytes(r["host_memory_bytes"])
+        lines.append(f"| {r['name']} | {', '.join(r['devices'])} | {host} | {counts.get(r['name'], 0)} | {r['ops']} "
+                     f"| {r['status']} | {r['objective']} | {r['bound_given_split']} |")
+    gangs = plan.solver["islands"].get("gangs", [])
+    if gangs:
+        lines += ["", "Gangs (each gang's shards start on one cycle, each on its own device; checked in the replay):", ""]
+        lines += [f"- {', '.join(g['ops'])}: cycle {g['start_cycle']}" for g in gangs]
     one = doc["one_problem"]
     ratio = "-" if not plan.objective else f"{100 * one['objective'] / plan.objective:.1f}%"
     lines += ["", f"Each island was scheduled on its own devices and fast links, then the whole graph once with "

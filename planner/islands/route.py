@@ -3,15 +3,18 @@
 1. **Split** (:class:`solvers.islands.CpSatSplitSolver`, 5% of the limit): each portion
    (:mod:`planner.islands.portions`) to one island, minimising the bottleneck (island work
    per device lane, network busy cycles), then the cross-island bytes.
-2. **Per-island solves** (35% of the limit each, all at once): each island's ops, with
+2. **Per-island solves** (35% of the limit each, all at once, the run's workers shared
+   among them): each island's ops, with
    the tensors they receive from other islands as graph inputs, on the island's devices
    and fast links only, solved by the existing spine (:func:`planner.scheduling.solve_schedule`)
-   in a process pool. Given the split they share nothing, so they are independent: the
+   in a process pool (a gang's shards pinned to distinct devices of its island,
+   :mod:`planner.islands.gang`). Given the split they share nothing, so they are independent: the
    deterministic budget makes each one's result the same in the pool and in sequence.
 3. **Global schedule** (20%): the islands' placement fixed (every op pinned to its device),
    the whole graph scheduled once over all devices, the network included, so cross-island
-   transfers are sequenced on the one network link. This is the plan that is lowered and
-   replayed.
+   transfers are sequenced on the one network link; then re-timed so every gang starts on
+   one cycle. This is the plan that is lowered and replayed (and each gang's start checked
+   in the replay).
 4. **One problem** (35%): the same workload on the same hardware with the placement free
    (no split), planned in the same run. Its lower bound is a bound of the global problem,
    so it is the plan's bound: the islands plan is one feasible point of that problem. Each
@@ -37,7 +40,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, InternalError
+from planner.islands.gang import align_gangs, check_replayed_gangs, pin_shards
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
 from planner.islands.portions import Portions
@@ -70,6 +74,7 @@ class IslandResult:
     objective: int | None
     bound: int | None
     wall_time_s: float
+    host_memory_bytes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +87,7 @@ class IslandsDetails:
     whole: Solved
     pool_wall_s: float
     concurrent: bool
+    gangs: tuple[tuple[str, ...], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The plan.json ``solver.islands`` entry (no wall times: equal inputs give equal bytes)."""
@@ -94,7 +100,8 @@ class IslandsDetails:
                                    for ops, i in zip(self.portions.ops_of, split.island_of)]},
             "cross_bytes": split.cross_bytes, "network_cycles": split.network_cycles,
             "islands": [{"name": r.name, "devices": list(r.devices), "ops": len(r.placement),
-                         "status": r.status, "objective": r.objective, "bound_given_split": r.bound}
+                         "host_memory_bytes": r.host_memory_bytes, "status": r.status, "objective": r.objective,
+                         "bound_given_split": r.bound}
                         for r in self.islands],
             "one_problem": {"status": self.whole.plan.status, "objective": self.whole.plan.objective,
                             "bound": self.whole.plan.bound},
@@ -180,13 +187,19 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
     for k, (name, devices) in enumerate(zip(portions.island_names, portions.island_devices)):
         ops = {op for op, i in island_of.items() if i == k}
         if ops:
-            parts.append((name, island_spec(spec, devices, ops)))
-    results, pool_wall = solve_island_specs(parts, _share(settings, "island"), concurrent=concurrent)
+            part = island_spec(spec, devices, ops)
+            parts.append((name, replace(part, allowed_devices=pin_shards(part, devices))))
+    # The islands share the run's CP-SAT workers (a function of the spec, so pool and sequence agree).
+    island_settings = replace(_share(settings, "island"), workers=max(1, settings.workers // max(1, len(parts))))
+    results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent)
+    host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
+    results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
     placement = {op: (device,) for r in results for op, device in r.placement}
     fixed_spec = replace(spec, allowed_devices=placement)
     fixed = solve_schedule(Problem(fixed_spec, _share(settings, "global"), *to_problem(fixed_spec)))
+    fixed = align_gangs(fixed, spec)
     whole = solve_schedule(Problem(spec, _share(settings, "whole"), *to_problem(spec)))
-    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent)
+    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs)
     return _with_global_bound(fixed, whole, details)
 
 
@@ -202,7 +215,9 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails) ->
     # The verifier checks every baseline row beyond the heuristic against solver.baselines.
     heuristic = _whole(fixed.heuristic.objective) if fixed.heuristic.status.has_solution else None
     baselines = {fixed.heuristic.solver_name: heuristic, ONE_PROBLEM: whole.plan.objective}
-    solver = {**plan.solver, "baselines": baselines, "islands": details.to_dict()}
+    starts = {o.name: o.start_cycle for o in plan.ops}
+    gangs = [{"ops": list(g), "start_cycle": starts[g[0]]} for g in details.gangs]
+    solver = {**plan.solver, "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
     plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap, solver=solver)
     return replace(fixed, plan=plan, result=result, details=details)
 
@@ -210,6 +225,10 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails) ->
 def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:
     """The outcome with the one-problem comparison as a baseline row and the islands section in report.md."""
     details: IslandsDetails = solved.details
+    replayed = check_replayed_gangs(outcome.simulation.ops, details.gangs)
+    planned = [g["start_cycle"] for g in outcome.plan.solver["islands"]["gangs"]]
+    if replayed != planned:
+        raise InternalError(f"the replayed gangs start on cycles {replayed}, the plan says {planned}")
     whole = details.whole.plan
     row = {"solver": ONE_PROBLEM, "status": whole.status, "objective": whole.objective,
            "bound": whole.bound}

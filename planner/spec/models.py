@@ -385,6 +385,10 @@ class ConstraintsSpec(_Model):
         examples=[[["gpt/layer0/attn_qkv", "gpt/layer0/attn_out"]]])
     memory_limits: list[MemoryLimitSpec] = Field(default_factory=list,
                                                  description="Caps on main memory (the tightest applies).")
+    gang: list[Annotated[list[OpName], Field(min_length=1)]] = Field(
+        default_factory=list, description="Gangs (with hardware.islands): groups of ops (names or patterns), the "
+        "shards of one portion, that start on the same cycle, each on its own device of one island.",
+        examples=[[["gpt/layer0/head*"]]])
 
 
 class SolverSpec(_Model):

@@ -393,6 +393,40 @@ def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str,
     return tuple(sorted(out, key=lambda g: position[g[0]]))
 
 
+def _gangs(document: SpecDocument, order: Sequence[str], hw: Hardware,
+           locator: Locator) -> tuple[tuple[str, ...], ...]:
+    """``constraints.gang``: each gang's ops (graph order), at least two, in no other gang, no more
+    than the largest island has devices; only with islands and without memory planning."""
+    entries = document.constraints.gang
+    if not entries:
+        return ()
+    where = ("constraints", "gang")
+    if len(hw.islands) < 2:
+        raise locator.error("gangs are planned by island: constraints.gang needs hardware.islands (two or more)",
+                            where)
+    if document.memory is not None and document.memory.plan:
+        raise locator.error("constraints.gang with memory planning is not supported yet (memory planning "
+                            "re-times the schedule); turn memory.plan off", where)
+    largest = max(len(island.devices) for island in hw.islands)
+    owner: dict[str, int] = {}
+    position = {n: k for k, n in enumerate(order)}
+    known = set(order)
+    gangs = []
+    for i, patterns in enumerate(entries):
+        members = dict.fromkeys(op for j, p in enumerate(patterns)
+                                for op in _expand(p, order, locator, (*where, i, j), known))
+        for op in members:
+            if op in owner:
+                raise locator.error(f"op {op!r} is in two gangs (constraints.gang[{owner[op]}] and [{i}])",
+                                    (*where, i))
+            owner[op] = i
+        if not 2 <= len(members) <= largest:
+            raise locator.error(f"a gang needs 2 to {largest} ops (the largest island's devices, one shard each); "
+                                f"this one has {len(members)}", (*where, i))
+        gangs.append(tuple(sorted(members, key=position.__getitem__)))
+    return tuple(gangs)
+
+
 def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> MemoryOptions:
     """The ``memory:`` section as :class:`~planner.spec.memory_options.MemoryOptions`.
 
@@ -690,6 +724,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     check_pattern_work(_glob_patterns(document), len(order), locator)
     allowed = _pins(document, hw, order, locator)
     groups = _colocation(document, order, allowed, locator)
+    gangs = _gangs(document, order, hw, locator)
     memory = resolve_memory(document, hw, locator)
     objective, max_load = resolve_objective(document, hw, locator)
     if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
@@ -708,6 +743,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         objective=objective,
         allowed_devices=allowed,
         colocation_groups=groups,
+        gangs=gangs,
         time_limit_s=float(document.solver.time_limit),
         workers=document.solver.workers,
         seed=document.solver.seed,

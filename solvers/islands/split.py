@@ -29,18 +29,18 @@ the network: the best split cuts the chain once (bottleneck 20, one edge of 8 by
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import run_cpsat
 
 __all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads"]
 
 # Deterministic time per second of the time limit (a small model: the split rarely needs it).
 _DTIME_PER_SECOND = 0.5
 _MAX_DTIME = 20.0
-_SOLVED = (cp_model.OPTIMAL, cp_model.FEASIBLE)
 
 
 @dataclass(frozen=True)
@@ -107,24 +107,24 @@ class CpSatSplitSolver(Accepting):
         started = time.perf_counter()
         dtime = min(_MAX_DTIME, _DTIME_PER_SECOND * options.time_limit_s)
         model, x, cut, bottleneck = _build(problem)
-        first, first_status = _run(model, options, dtime / 2)
-        if first_status not in _SOLVED:
-            status = Status.INFEASIBLE if first_status == cp_model.INFEASIBLE else Status.UNKNOWN
+        first_status, first = _run(model, options, dtime / 2)
+        if not first_status.has_solution:
+            status = Status.INFEASIBLE if first_status is Status.INFEASIBLE else Status.UNKNOWN
             return failure_result(status, self.name, time.perf_counter() - started)
         best, bound = int(first.ObjectiveValue()), int(first.BestObjectiveBound())
-        proven = first_status == cp_model.OPTIMAL
+        proven = first_status is Status.OPTIMAL
         model.Add(bottleneck <= best)
         model.Minimize(sum(problem.edges[e][2] * c for e, c in enumerate(cut)))
         for p in range(problem.num_portions):  # start the second phase from the first's split
             for i, var in x[p].items():
                 model.AddHint(var, first.Value(var))
-        second, second_status = _run(model, options, dtime / 2)
-        chosen = second if second_status in _SOLVED else first
+        second_status, second = _run(model, options, dtime / 2)
+        chosen = second if second_status.has_solution else first
         island_of = tuple(next(i for i, var in x[p].items() if chosen.Value(var)) for p in range(problem.num_portions))
         value, cross, network = split_loads(problem, island_of)
         status = Status.OPTIMAL if proven and value == bound else Status.FEASIBLE
         stats = {"stopped_by": "deterministic_budget" if not proven else "optimal",
-                 "cross_bytes_optimal": second_status == cp_model.OPTIMAL}
+                 "cross_bytes_optimal": second_status is Status.OPTIMAL}
         return SolveResult(status, value, bound, SplitSolution(island_of, value, cross, network),
                            time.perf_counter() - started, self.name, stats)
 
@@ -168,10 +168,9 @@ def _build(problem: SplitProblem):
     return model, x, cut, bottleneck
 
 
-def _run(model: cp_model.CpModel, options: SolveOptions, dtime: float) -> tuple[cp_model.CpSolver, int]:
-    solver = cp_model.CpSolver()
-    solver.parameters.num_workers = 1
-    solver.parameters.random_seed = options.random_seed
-    solver.parameters.max_deterministic_time = max(dtime, 0.01)
-    solver.parameters.max_time_in_seconds = max(options.time_limit_s, 1.0)  # the safety net
-    return solver, solver.Solve(model)
+def _run(model: cp_model.CpModel, options: SolveOptions, dtime: float) -> tuple[Status, cp_model.CpSolver]:
+    """One worker, the caller's seed, ``dtime`` of deterministic time; the time limit as the safety net."""
+    quiet = replace(options, num_workers=1, progress=None, log=None)
+    status, solver, _ = run_cpsat(model, quiet, max(options.time_limit_s, 1.0),
+                                  max_deterministic_time=max(dtime, 0.01))
+    return status, solver

@@ -89,7 +89,7 @@ def test_the_chain_plan_places_each_island_on_its_half_and_replays(chain, tmp_pa
     verdict = write_plan_dir(outcome, chain, tmp_path / "plan")
     assert verdict.plan_dir.exists()
     report = (tmp_path / "plan" / "report.md").read_text()
-    assert "## Islands" in report and "| x | a0 | 2 | 2 |" in report and "40 bytes" in report
+    assert "## Islands" in report and "| x | a0 | - | 2 | 2 |" in report and "40 bytes" in report
 
 
 def test_per_island_solves_agree_in_the_pool_and_in_sequence():
@@ -132,3 +132,31 @@ def test_several_models_share_the_islands(tmp_path):
     portions = outcome.plan.solver["islands"]["split"]["portions"]
     assert {p["first"].split("/")[0] for p in portions} == {"g", "m"}  # each model cut into its own portions
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+
+
+def test_gang_shards_start_on_one_cycle_in_the_replayed_binaries(tmp_path):
+    spec = load_spec(ROOT / "specs" / "islands.yaml")
+    assert spec.gangs == (("gpt/layer1/head0/scores", "gpt/layer1/head1/scores"),
+                          ("gpt/layer2/head2/scores", "gpt/layer2/head3/scores"))
+    outcome = run(spec, time_limit_s=3, workers=1)
+    replayed = outcome.simulation.ops
+    planned = outcome.plan.solver["islands"]["gangs"]
+    for gang, claim in zip(spec.gangs, planned):
+        assert {replayed[op].start_cycle for op in gang} == {claim["start_cycle"]}
+        devices = [replayed[op].device for op in gang]
+        assert len(set(devices)) == len(devices)  # one shard per device
+        island = next(i for i in spec.hardware.islands if devices[0] in i.devices)
+        assert set(devices) <= set(island.devices)  # one island
+    write_plan_dir(outcome, spec, tmp_path / "plan")  # the verifier replays the written binaries again
+    assert "Gangs (each gang's shards start on one cycle" in (tmp_path / "plan" / "report.md").read_text()
+
+
+def test_a_replay_with_a_gang_on_two_cycles_is_a_bug():
+    from planner.errors import InternalError
+    from planner.islands.gang import check_replayed_gangs
+    from planner.simulator.replay import OpTiming
+
+    ops = {"a": OpTiming("d0", 0, 10, 20), "b": OpTiming("d1", 0, 10, 15), "c": OpTiming("d1", 0, 11, 12)}
+    assert check_replayed_gangs(ops, [("a", "b")]) == [10]
+    with pytest.raises(InternalError, match=r"cycles \[10, 11\]"):
+        check_replayed_gangs(ops, [("a", "c")])

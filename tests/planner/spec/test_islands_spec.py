@@ -113,3 +113,29 @@ def test_the_schema_describes_islands_and_network():
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, schema)
     jsonschema.validate(yaml.safe_load((ROOT / "specs" / "islands.yaml").read_text()), schema)
+
+
+@pytest.mark.parametrize("extra, path, words", [
+    ("constraints:\n  gang: [[\"m/fc0\", \"m/fc1\"]]\n", "constraints.gang", "needs hardware.islands"),
+])
+def test_a_gang_without_islands_is_refused(tmp_path, extra, path, words):
+    err = error_of(tmp_path, HEAD + "  topology: {kind: bus, bandwidth: 1 GB/s}\n" + MODELS + extra)
+    assert err.path == path and words in err.message
+
+
+@pytest.mark.parametrize("gang, path, words", [
+    ('[["m/fc0", "m/fc1"], ["m/fc1", "m/act0"]]', "constraints.gang[1]", "op 'm/fc1' is in two gangs"),
+    ('[["m/fc0"]]', "constraints.gang[0]", "a gang needs 2 to 2 ops"),
+    ('[["m/fc*", "m/act0"]]', "constraints.gang[0]", "this one has 3"),
+    ('[["m/nope", "m/fc0"]]', "constraints.gang[0][0]", "unknown op 'm/nope'"),
+])
+def test_gang_errors(tmp_path, gang, path, words):
+    err = error_of(tmp_path, HEAD + GOOD_ISLANDS + NETWORK + MODELS + f"constraints:\n  gang: {gang}\n")
+    assert err.path == path, err
+    assert words in err.message, err
+    assert err.line is not None
+
+
+def test_a_gang_resolves_in_graph_order(tmp_path):
+    spec = load_text(tmp_path, HEAD + GOOD_ISLANDS + NETWORK + MODELS + 'constraints:\n  gang: [["m/fc1", "m/fc0"]]\n')
+    assert spec.gangs == (("m/fc0", "m/fc1"),)
