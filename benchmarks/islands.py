@@ -3,8 +3,10 @@
 ``pipeline``: ``specs/islands.yaml`` (a pipelined 4-layer transformer, throughput objective,
 two islands of two TPU v4 cores joined by a 25 GB/s data-centre network) planned by the
 islands route, against the same four devices as one island (one all-to-all topology of the
-islands' 300 GB/s links), planned by the ordinary route. Throughput is 1 / max-load, so the
-ratio is ``one-island objective / islands objective``; target >= 0.97.
+islands' 300 GB/s links), planned by the ordinary route. The islands plan keeps the spec's two
+gangs, the one island has none (gangs need islands), so the ratio is if anything conservative.
+Throughput is 1 / max-load, so the ratio is ``one-island objective / islands objective``;
+target >= 0.97.
 
 ``concurrent``: four islands of two TPU v4 cores, four transformer models of 990 ops each
 (3,960 ops); the split is solved once, then the four per-island solves run in a process pool
@@ -57,6 +59,7 @@ def one_island(document: dict) -> dict:
     hw.pop("islands")
     hw.pop("network")
     hw["topology"] = topology
+    doc.get("constraints", {}).pop("gang", None)  # gangs are planned by island (the islands plan keeps them)
     doc["name"] = doc.get("name", "spec") + "-one-island"
     return doc
 

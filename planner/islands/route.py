@@ -3,7 +3,7 @@
 1. **Split** (:class:`solvers.islands.CpSatSplitSolver`, 5% of the limit): each portion
    (:mod:`planner.islands.portions`) to one island, minimising the bottleneck (island work
    per device lane, network busy cycles), then the cross-island bytes.
-2. **Per-island solves** (35% of the limit each, all at once, the run's workers shared
+2. **Per-island solves** (30% of the limit each, all at once, the run's workers shared
    among them): each island's ops, with
    the tensors they receive from other islands as graph inputs, on the island's devices
    and fast links only, solved by the existing spine (:func:`planner.scheduling.solve_schedule`)
@@ -15,15 +15,19 @@
    transfers are sequenced on the one network link; then re-timed so every gang starts on
    one cycle. This is the plan that is lowered and replayed (and each gang's start checked
    in the replay).
-4. **One problem** (35%): the same workload on the same hardware with the placement free
+4. **One problem** (20%): the same workload on the same hardware with the placement free
    (no split), planned in the same run. Its lower bound is a bound of the global problem,
    so it is the plan's bound: the islands plan is one feasible point of that problem. Each
    island's own bound is reported too, but it bounds that island's part *given the split*.
+5. **One big island** (20%): the same workload on the same devices as one island
+   (:func:`one_island_hardware`: every cross-island pair joined as fast as the fastest
+   island link), the comparison the report states as a ratio. Different hardware, so its
+   bound is no bound of this plan.
 
 Examples
 --------
 >>> from planner.pipeline import run
->>> outcome = run("specs/islands.yaml", time_limit_s=4, workers=1)
+>>> outcome = run("specs/islands.yaml", time_limit_s=2, workers=1)
 >>> details = outcome.plan.solver["islands"]
 >>> [i["name"] for i in details["islands"]], details["cross_bytes"] > 0
 (['pod-a', 'pod-b'], True)
@@ -43,24 +47,25 @@ from typing import Any
 from planner.errors import InfeasibleError, InternalError
 from planner.islands.gang import align_gangs, check_replayed_gangs, pin_shards
 from planner.graph.ir import Graph
-from planner.hardware import Hardware
+from planner.hardware import Hardware, Link
 from planner.islands.portions import Portions
 from planner.islands.report import render_islands_section
 from planner.reductions.scheduling import to_problem
 from planner.scheduling import solve_schedule
 from planner.spec import Spec
+from planner.spec.limits import MAX_LINKS
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.core import SolveResult, Status
 from solvers.islands import CpSatSplitSolver
 
 __all__ = ["IslandResult", "IslandsDetails", "solve_islands", "solve_island_specs", "island_spec",
-           "islands_outcome", "SHARES", "ONE_PROBLEM"]
+           "islands_outcome", "one_island_hardware", "SHARES", "ONE_PROBLEM"]
 
 #: The name of the one-problem comparison among the plan's baselines.
 ONE_PROBLEM = "one problem (no split)"
 
 #: Shares of the time limit: the split, each per-island solve, the global schedule, the one-problem comparison.
-SHARES = {"split": 0.05, "island": 0.35, "global": 0.2, "whole": 0.35}
+SHARES = {"split": 0.05, "island": 0.3, "global": 0.2, "whole": 0.2, "one_island": 0.2}
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class IslandsDetails:
     pool_wall_s: float
     concurrent: bool
     gangs: tuple[tuple[str, ...], ...] = ()
+    one_island: Solved | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The plan.json ``solver.islands`` entry (no wall times: equal inputs give equal bytes)."""
@@ -105,6 +111,9 @@ class IslandsDetails:
                         for r in self.islands],
             "one_problem": {"status": self.whole.plan.status, "objective": self.whole.plan.objective,
                             "bound": self.whole.plan.bound},
+            "one_island": None if self.one_island is None else {
+                "status": self.one_island.plan.status, "objective": self.one_island.plan.objective,
+                "bound": self.one_island.plan.bound},
         }
 
 
@@ -133,6 +142,39 @@ def island_spec(spec: Spec, devices: tuple[str, ...], ops: set[str]) -> Spec:
     groups = tuple(g for g in spec.colocation_groups if set(g) <= ops)
     return replace(spec, graph=Graph(tensors, kept_ops), hardware=hardware, allowed_devices=allowed,
                    colocation_groups=groups, document=None)
+
+
+def one_island_hardware(hardware: Hardware) -> Hardware | None:
+    """The same devices as one big island: the islands' links kept, and every cross-island pair
+    joined by its own link as fast as the fastest island link (no network). None when that
+    needs more than :data:`~planner.spec.limits.MAX_LINKS` links.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> big = one_island_hardware(load_spec("specs/islands.yaml").hardware)
+    >>> [l.name for l in big.links][-2:], big.links[-1].bandwidth_bytes_per_s, big.islands
+    (['one_island_tpu1_tpu2', 'one_island_tpu1_tpu3'], 300000000000, ())
+    """
+    networks = {island.network for island in hardware.islands if island.network}
+    fast = [link for link in hardware.links if link.name not in networks]
+    best = max(fast or hardware.links, key=lambda l: (l.bandwidth_bytes_per_s, -l.latency_cycles))
+    island_of = {d: k for k, island in enumerate(hardware.islands) for d in island.devices}
+    names = [d.name for d in hardware.devices]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if island_of[a] != island_of[b]]
+    if len(fast) + len(pairs) > MAX_LINKS:
+        return None
+    taken = {link.name for link in fast}
+    added = [Link(_free_name(f"one_island_{a}_{b}", taken), (a, b), best.bandwidth_bytes_per_s, best.latency_cycles)
+             for a, b in pairs]
+    return Hardware(hardware.devices, (*fast, *added), hardware.clock_hz)
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
 
 
 def _solve_one(name: str, spec: Spec, settings: RunSettings) -> IslandResult:
@@ -199,7 +241,12 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
     fixed = solve_schedule(Problem(fixed_spec, _share(settings, "global"), *to_problem(fixed_spec)))
     fixed = align_gangs(fixed, spec)
     whole = solve_schedule(Problem(spec, _share(settings, "whole"), *to_problem(spec)))
-    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs)
+    big = one_island_hardware(spec.hardware)
+    one_island = None
+    if big is not None:
+        big_spec = replace(spec, hardware=big, gangs=())
+        one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island"), *to_problem(big_spec)))
+    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
     return _with_global_bound(fixed, whole, details)
 
 

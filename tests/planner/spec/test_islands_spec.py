@@ -1,8 +1,6 @@
 """``hardware.islands`` and ``hardware.network``: resolution, every error (message, spec path,
 line, exit 2 through the CLI), the JSON Schema, and a spec without islands unchanged."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import jsonschema
@@ -95,14 +93,17 @@ def test_island_errors_name_the_file_line_and_spec_path(tmp_path, islands, netwo
 
 
 def test_an_island_error_exits_2_with_no_traceback_and_no_output(tmp_path):
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
     file = tmp_path / "s.yaml"
     file.write_text(HEAD + "  islands:\n    - {name: x, devices: [a, b0]}\n    - {name: y, devices: [b]}\n"
                     + NETWORK + MODELS)
     out = tmp_path / "out"
-    proc = subprocess.run([sys.executable, "-m", "planner.cli", "solve", str(file), "-o", str(out), "--quiet"],
-                          capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2, proc.stderr
-    assert "in two islands" in proc.stderr and "Traceback" not in proc.stderr
+    result = CliRunner().invoke(app, ["solve", str(file), "-o", str(out), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "in two islands" in result.output and "Traceback" not in result.output
     assert not out.exists()
 
 
