@@ -247,11 +247,12 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
         big_spec = replace(spec, hardware=big, gangs=())
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island"), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
-    return _with_global_bound(fixed, whole, details)
+    return _with_global_bound(fixed, whole, details, settings)
 
 
-def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails) -> Solved:
-    """The global schedule with the one-problem bound (sound for the global problem) as its bound."""
+def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, settings: RunSettings) -> Solved:
+    """The global schedule with the one-problem bound (sound for the global problem) as its bound,
+    and the run's own time limit and workers (each stage had its share) in its solver record."""
     bound = whole.result.bound
     if bound is not None and fixed.result.bound is not None:
         bound = min(bound, fixed.result.objective)  # never above the plan itself
@@ -264,7 +265,8 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails) ->
     baselines = {fixed.heuristic.solver_name: heuristic, ONE_PROBLEM: whole.plan.objective}
     starts = {o.name: o.start_cycle for o in plan.ops}
     gangs = [{"ops": list(g), "start_cycle": starts[g[0]]} for g in details.gangs]
-    solver = {**plan.solver, "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
+    solver = {**plan.solver, "time_limit_s": settings.time_limit_s, "workers": settings.workers,
+              "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
     plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap, solver=solver)
     return replace(fixed, plan=plan, result=result, details=details)
 
