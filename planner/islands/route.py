@@ -51,7 +51,7 @@ from planner.hardware import Hardware, Link
 from planner.islands.portions import Portions
 from planner.islands.report import render_islands_section
 from planner.reductions.scheduling import to_problem
-from planner.scheduling import solve_schedule
+from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
 from planner.stages import Outcome, Problem, RunSettings, Solved
@@ -205,8 +205,9 @@ def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *,
     return results, time.perf_counter() - started
 
 
-def _share(settings: RunSettings, stage_name: str) -> RunSettings:
-    return replace(settings, time_limit_s=settings.time_limit_s * SHARES[stage_name])
+def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSettings:
+    """The stage's share of what the limit leaves after the reserve for lowering, replay and writing."""
+    return replace(settings, time_limit_s=(settings.time_limit_s - reserve_s) * SHARES[stage_name])
 
 
 def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
@@ -219,8 +220,9 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
     """
     spec, settings = problem.spec, problem.settings
     portions: Portions = problem.inverse
+    reserve_s = run_reserve_s(spec, settings.time_limit_s)
     split = CpSatSplitSolver().solve(problem.solver_problem,
-                                     _share(settings, "split").solve_options(num_workers=1))
+                                     _share(settings, "split", reserve_s).solve_options(num_workers=1))
     if not split.status.has_solution:
         raise InfeasibleError("no split of the workload fits the islands: each portion needs an island whose "
                               "devices can run all its ops (pins included) and whose memory holds its weights")
@@ -232,25 +234,26 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
             part = island_spec(spec, devices, ops)
             parts.append((name, replace(part, allowed_devices=pin_shards(part, devices))))
     # The islands share the run's CP-SAT workers (a function of the spec, so pool and sequence agree).
-    island_settings = replace(_share(settings, "island"), workers=max(1, settings.workers // max(1, len(parts))))
+    island_settings = replace(_share(settings, "island", reserve_s), workers=max(1, settings.workers // max(1, len(parts))))
     results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent)
     host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
     results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
     placement = {op: (device,) for r in results for op, device in r.placement}
     fixed_spec = replace(spec, allowed_devices=placement)
-    fixed = solve_schedule(Problem(fixed_spec, _share(settings, "global"), *to_problem(fixed_spec)))
+    fixed = solve_schedule(Problem(fixed_spec, _share(settings, "global", reserve_s), *to_problem(fixed_spec)))
     fixed = align_gangs(fixed, spec)
-    whole = solve_schedule(Problem(spec, _share(settings, "whole"), *to_problem(spec)))
+    whole = solve_schedule(Problem(spec, _share(settings, "whole", reserve_s), *to_problem(spec)))
     big = one_island_hardware(spec.hardware)
     one_island = None
     if big is not None:
         big_spec = replace(spec, hardware=big, gangs=())
-        one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island"), *to_problem(big_spec)))
+        one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
-    return _with_global_bound(fixed, whole, details, settings)
+    return _with_global_bound(fixed, whole, details, settings, reserve_s)
 
 
-def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, settings: RunSettings) -> Solved:
+def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, settings: RunSettings,
+                       reserve_s: float) -> Solved:
     """The global schedule with the one-problem bound (sound for the global problem) as its bound,
     and the run's own time limit and workers (each stage had its share) in its solver record."""
     bound = whole.result.bound
@@ -266,9 +269,9 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, se
     starts = {o.name: o.start_cycle for o in plan.ops}
     gangs = [{"ops": list(g), "start_cycle": starts[g[0]]} for g in details.gangs]
     solver = {**plan.solver, "time_limit_s": settings.time_limit_s, "workers": settings.workers,
-              "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
+              "post_solve_reserve_s": reserve_s, "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
     plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap, solver=solver)
-    return replace(fixed, plan=plan, result=result, details=details)
+    return replace(fixed, plan=plan, result=result, details=details, post_solve_reserve_s=reserve_s)
 
 
 def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:

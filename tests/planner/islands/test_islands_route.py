@@ -11,6 +11,7 @@ from planner.islands import to_split_problem
 from planner.islands.route import island_spec, solve_island_specs
 from planner.output import write_plan_dir
 from planner.pipeline import route_name, run
+from planner.scheduling import run_reserve_s
 from planner.spec import load_spec
 from planner.stages import RunSettings
 from solvers.islands import CpSatSplitSolver, split_loads
@@ -183,3 +184,11 @@ def test_one_big_island_joins_every_cross_pair_as_fast_as_the_fastest_island_lin
     outcome = run(chain)
     assert outcome.plan.solver["islands"]["one_island"]["objective"] == 800
     assert "reaches 100.0% of its throughput figure" in outcome.report_sections[-1]
+
+
+def test_a_limit_above_the_free_seconds_keeps_the_run_reserve_the_verifier_checks(chain, tmp_path):
+    # Above RESERVE_FREE_S (10 s) the run keeps a reserve for the stages after the solve, and
+    # plan.json must record the run's reserve, not one of its shares' (whose limit is smaller).
+    outcome = run(chain, time_limit_s=12)
+    assert outcome.plan.solver["post_solve_reserve_s"] == run_reserve_s(chain, 12) > 0
+    assert write_plan_dir(outcome, chain, tmp_path / "plan").plan_dir.exists()
