@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from planner.errors import SpecError
-from planner.pipeline import OBJECTIVES, Route
+from planner.pipeline import OBJECTIVES, Route, route_name
 from planner.reductions.scheduling import to_problem
 from planner.replan.placement import check_placement, pin, read_placement, usable_placement
 from planner.replan.warm import with_warm_start_section
@@ -30,7 +30,29 @@ from planner.scheduling import solve_schedule
 from planner.spec import Spec
 from planner.stages import Outcome, RunSettings
 
-__all__ = ["warm_started", "solve_warm", "score_placement", "scored", "warm_start_lines"]
+__all__ = ["warm_started", "solve_warm", "score_placement", "scored", "warm_start_lines", "check_flat_route"]
+
+
+def check_flat_route(spec: Spec, command: str) -> None:
+    """Refuse a spec the planner does not plan on the flat latency/throughput route (max-load, islands).
+
+    Raises
+    ------
+    SpecError
+        Such a spec, naming ``command``.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> check_flat_route(load_spec("specs/islands.yaml"), "plan score")
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: plan score takes latency and throughput specs without islands; this spec is planned by the islands route
+    """
+    name = route_name(spec)
+    if name not in ("latency", "throughput"):
+        raise SpecError(f"{command} takes latency and throughput specs without islands; this spec is planned by "
+                        f"the {name} route")
 
 
 def warm_started(plan_dir: Path | None) -> Callable[..., Any] | None:
@@ -61,8 +83,9 @@ def solve_warm(placement: Mapping[str, str], spec: Spec, *, time_limit_s: float 
     SpecError
         A spec whose objective is not latency or throughput.
     """
-    if not isinstance(spec, Spec) or spec.objective not in ("latency", "throughput"):
-        raise SpecError("a warm start applies to latency and throughput specs only")
+    if not isinstance(spec, Spec):
+        raise SpecError("a warm start applies to model specs, not fleet specs")
+    check_flat_route(spec, "plan solve --warm-start")
     route = replace(OBJECTIVES[spec.objective], solve=partial(solve_schedule, warm_start=usable_placement(placement, spec)),
                     finish=with_warm_start_section)
     return route.plan(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))
@@ -87,8 +110,7 @@ def score_placement(spec: Spec, placement: Mapping[str, str], *, time_limit_s: f
         A placement that does not place every op of ``spec`` on a device it may run on, or a
         spec whose objective is not latency or throughput.
     """
-    if spec.objective not in ("latency", "throughput"):
-        raise SpecError(f"plan score evaluates latency and throughput specs, not {spec.objective}")
+    check_flat_route(spec, "plan score")
     placement = check_placement(placement, spec, source)
     route = Route(_pinned_reduction(placement), partial(solve_schedule, warm_start=placement),
                   memory_planning=True, finish=partial(_given_placement, source))

@@ -34,7 +34,7 @@ from planner.errors import SpecError
 from planner.graph.serialize import graph_to_dict
 from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
-from planner.replan.commands import score_placement
+from planner.replan.commands import check_flat_route, score_placement
 from planner.replan.placement import read_placement
 from planner.replan.stats import measured_links, measured_ops
 from planner.scheduling import PlacementStart, best_of_heuristic_and_exact, pin_devices, solver_choice
@@ -265,8 +265,7 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     VerificationError
         ``plan_dir`` does not verify.
     """
-    if spec.objective not in ("latency", "throughput"):
-        raise SpecError(f"plan replan re-places latency and throughput plans, not {spec.objective}")
+    check_flat_route(spec, "plan replan")
     verdict = verify_plan_dir(plan_dir)
     _check_spec(spec, Path(plan_dir), spec_source)
     planned = {o.name: (o.device, o.duration_cycles) for o in verdict.plan.ops}
