@@ -43,6 +43,25 @@ class Profile:
     ``mxu_rows x mxu_cols`` is the systolic matrix unit; ``vector_lanes`` elements per
     cycle for vector ops; ``memory`` lists levels fastest first; ``dma_latency_cycles`` is
     the fixed start-up cost of a DMA (device cycles).
+
+    ``main_level`` names the level where weights and activations live in the spine's model
+    (empty: the largest level); a hierarchy with host memory below its device memory names
+    the device memory here. ``dma_paths`` lists the pairs of levels a DMA can move bytes
+    between (either direction, at the slower level's bandwidth); empty: every pair.
+
+    Examples
+    --------
+    >>> levels = (MemoryLevel("sram", 1 << 20, 10**11), MemoryLevel("dram", 1 << 30, 10**10),
+    ...           MemoryLevel("host", 1 << 34, 10**9))
+    >>> p = Profile("p", 10**9, 8, 8, 8, levels, main_level="dram", dma_paths=(("sram", "dram"), ("dram", "host")))
+    >>> p.main_memory.name, p.has_dma_path("dram", "sram"), p.has_dma_path("sram", "host")
+    ('dram', True, False)
+    >>> Profile("p", 10**9, 8, 8, 8, levels).main_memory.name
+    'host'
+    >>> Profile("p", 10**9, 8, 8, 8, levels, dma_paths=(("sram", "l2"),))
+    Traceback (most recent call last):
+    ...
+    ValueError: profile 'p': DMA path sram-l2 names a level it lacks (its levels: sram, dram, host)
     """
 
     name: str
@@ -53,6 +72,19 @@ class Profile:
     memory: tuple[MemoryLevel, ...]
     dma_latency_cycles: int = 0
     description: str = ""
+    main_level: str = ""
+    dma_paths: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        names = [m.name for m in self.memory]
+        if self.main_level and self.main_level not in names:
+            raise ValueError(f"profile {self.name!r}: main level {self.main_level!r} is not one of its levels "
+                             f"({', '.join(names)})")
+        for a, b in self.dma_paths:
+            if a not in names or b not in names or a == b:
+                raise ValueError(f"profile {self.name!r}: DMA path {a}-{b} names a level it lacks "
+                                 f"(its levels: {', '.join(names)})" if a != b else
+                                 f"profile {self.name!r}: DMA path {a}-{b} joins a level to itself")
 
     def level(self, name: str) -> MemoryLevel:
         for m in self.memory:
@@ -60,9 +92,15 @@ class Profile:
                 return m
         raise KeyError(name)
 
+    def has_dma_path(self, a: str, b: str) -> bool:
+        """Whether a DMA can move bytes between levels ``a`` and ``b`` (either direction)."""
+        return not self.dma_paths or (a, b) in self.dma_paths or (b, a) in self.dma_paths
+
     @property
     def main_memory(self) -> MemoryLevel:
-        """The largest level: where weights and activations live in the spine's model."""
+        """The main level: ``main_level`` if named, else the largest level."""
+        if self.main_level:
+            return self.level(self.main_level)
         return max(self.memory, key=lambda m: (m.capacity_bytes, -self.memory.index(m)))
 
 

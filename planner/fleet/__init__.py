@@ -63,7 +63,7 @@ def load_fleet_spec(path: str | Path | Mapping[str, Any]) -> FleetSpec:
     ...                                   "tenants": [{"name": "a", "rate": 1, "requirements": {"ops": 1}}]}})
     Traceback (most recent call last):
     ...
-    planner.errors.SpecError: fleet.pools[0].profile: unknown ISA profile 'tpu-v9'; did you mean 'tpu-v4'? (known: edge-npu, generic, tpu-v1, tpu-v4)
+    planner.errors.SpecError: fleet.pools[0].profile: unknown ISA profile 'tpu-v9'; did you mean 'tpu-v4'? (known: edge-npu, generic, tpu-v1, tpu-v4, tpu-v4-host)
     """
     doc, locator, base = read_fleet_document(path)
     spec = resolve_fleet(doc, locator, base_dir=base)

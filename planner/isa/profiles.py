@@ -40,6 +40,26 @@ PROFILES: dict[str, Profile] = {
             dma_latency_cycles=500,
             description="TPU v4 TensorCore: 128x128 MXU, 1050 MHz, 32 MiB VMEM, 128 MiB CMEM, 32 GiB HBM2",
         ),
+        # Four levels: the TPU v4 TensorCore above (same paper) with the host's memory below
+        # HBM, reached over the chip's PCIe Gen3 x16 host interface (Google Cloud, "TPU v4"
+        # system architecture page: 32 GiB HBM2 at 1200 GB/s, x16 PCIe Gen3), i.e.
+        # 16 lanes x 8 GT/s x 128/130 = 15.75 GB/s per direction. The host's capacity is a VM
+        # choice, not a chip figure: 96 GiB per chip is an assumption. HBM stays the main
+        # level (weights live there); DMAs join vmem and cmem to each other and to HBM, and
+        # only HBM to the host.
+        Profile(
+            name="tpu-v4-host", clock_hz=1_050_000_000, mxu_rows=128, mxu_cols=128, vector_lanes=1024,
+            memory=(
+                MemoryLevel("vmem", 32 * MiB, 1_050_000_000 * 1024 * 4),
+                MemoryLevel("cmem", 128 * MiB, 1_050_000_000 * 1024),
+                MemoryLevel("hbm", 32 * GiB, 1200 * GB),
+                MemoryLevel("host", 96 * GiB, 15_750_000_000),
+            ),
+            dma_latency_cycles=500,
+            description="TPU v4 TensorCore with host memory: vmem, cmem, 32 GiB HBM2 (main), host over PCIe Gen3 x16",
+            main_level="hbm",
+            dma_paths=(("vmem", "cmem"), ("vmem", "hbm"), ("cmem", "hbm"), ("hbm", "host")),
+        ),
         # A small edge NPU in the class of mobile accelerators: 32x32 MAC array at 1 GHz,
         # 4 MiB SRAM, 4 GiB LPDDR4X at 17 GB/s.
         Profile(
@@ -71,7 +91,7 @@ def get_profile(name: str) -> Profile:
     >>> get_profile("tpu-v9")
     Traceback (most recent call last):
     ...
-    KeyError: "unknown ISA profile 'tpu-v9'; known: edge-npu, generic, tpu-v1, tpu-v4"
+    KeyError: "unknown ISA profile 'tpu-v9'; known: edge-npu, generic, tpu-v1, tpu-v4, tpu-v4-host"
     """
     try:
         return PROFILES[name]

@@ -189,6 +189,13 @@ class DeviceSpec(_Model):
     memory: Optional[list[MemorySpec]] = Field(
         None, min_length=1, max_length=MAX_MEMORY_LEVELS,
         description="Replaces the profile's memory levels (fastest first).")
+    main: Optional[Name] = Field(
+        None, description="The main memory level, where weights live (default: the profile's; with `memory` "
+                          "given, the largest level).", examples=["hbm"])
+    dma_paths: Optional[list[Annotated[list[Name], Field(min_length=2, max_length=2)]]] = Field(
+        None, max_length=MAX_MEMORY_LEVELS * (MAX_MEMORY_LEVELS - 1) // 2,
+        description="Pairs of levels a DMA can move bytes between, either way (default: the profile's; with "
+                    "`memory` given, every pair).", examples=[[["vmem", "hbm"], ["hbm", "host"]]])
 
 
 class LinkSpec(_Model):

@@ -113,8 +113,35 @@ def _device_profile(dspec: DeviceSpec, where: tuple, locator: Locator) -> Profil
         for j, m in enumerate(dspec.memory):
             if names.index(m.name) != j:
                 raise locator.error(f"memory level {m.name!r} is listed twice", (*where, "memory", j, "name"))
+        # The spec's levels replace the profile's hierarchy whole: the largest is main and a
+        # DMA joins every pair, as the profile's own main level and paths name its levels.
         profile = dataclasses.replace(profile, memory=tuple(
-            MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory))
+            MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory), main_level="", dma_paths=())
+    return _hierarchy_overrides(profile, dspec, where, locator)
+
+
+def _hierarchy_overrides(profile: Profile, dspec: DeviceSpec, where: tuple, locator: Locator) -> Profile:
+    """The profile with the spec's ``main`` level and ``dma_paths`` in place, each name checked."""
+    names = [m.name for m in profile.memory]
+
+    def known(name: str, loc: tuple) -> str:
+        if name not in names:
+            raise locator.error(f"profile {profile.name} has no memory level {name!r} (its levels: "
+                                f"{', '.join(names)})" + did_you_mean(name, names), loc)
+        return name
+
+    if dspec.main is not None:
+        profile = dataclasses.replace(profile, main_level=known(dspec.main, (*where, "main")))
+    if dspec.dma_paths is not None:
+        pairs: list[tuple[str, str]] = []
+        for j, (a, b) in enumerate(dspec.dma_paths):
+            pair = (known(a, (*where, "dma_paths", j, 0)), known(b, (*where, "dma_paths", j, 1)))
+            if a == b:
+                raise locator.error(f"a DMA path joins two different levels, got {a} twice", (*where, "dma_paths", j))
+            if pair in pairs or pair[::-1] in pairs:
+                raise locator.error(f"DMA path {a}-{b} is listed twice", (*where, "dma_paths", j))
+            pairs.append(pair)
+        profile = dataclasses.replace(profile, dma_paths=tuple(pairs))
     return profile
 
 
@@ -442,6 +469,8 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
         raise locator.error(f"alignment {format_bytes(mem.alignment)} is larger than memory level {level.name} of "
                             f"device kind {owner} ({format_bytes(level.capacity_bytes)}): no second buffer could "
                             "start in it", ("memory", "alignment"))
+    if mem.plan:
+        _check_default_fast_levels(profiles, fast, locator)
     factors = tuple(sorted({1, *mem.split_factors}))
     return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
                          alignment_bytes=mem.alignment)
@@ -469,7 +498,33 @@ def _fast_level(kind: str, level: str, profiles: dict, loc: tuple, locator: Loca
                 else "; it has one level only, so it cannot be memory-planned")
         raise locator.error(f"device kind {kind!r}: the fast level must differ from main memory {main}; "
                             f"memory planning keeps the slow copy in main memory" + hint, loc)
+    # A named main level orders the hierarchy around it (host memory below the device's); the
+    # largest-is-main rule never did, so levels listed after it stay usable there.
+    if profile.main_level and levels.index(level) > levels.index(main):
+        raise locator.error(f"device kind {kind!r}: the fast level {level} is listed after main memory {main} "
+                            f"(levels are fastest first: {', '.join(levels)}); memory planning moves data "
+                            f"from main memory up to a faster level", loc)
+    if not profile.has_dma_path(level, main):
+        paths = ", ".join(f"{a}-{b}" for a, b in profile.dma_paths)
+        usable = [n for n in levels if n != main and profile.has_dma_path(n, main)
+                  and not (profile.main_level and levels.index(n) > levels.index(main))]
+        raise locator.error(f"device kind {kind!r} (profile {profile.name}): no DMA path joins {level} to main "
+                            f"memory {main} (its DMA paths: {paths}); the levels between them cannot be "
+                            f"skipped. Levels with a path to {main}: {', '.join(usable) or 'none'}", loc)
     return level
+
+
+def _check_default_fast_levels(profiles: dict, fast: dict[str, str], locator: Locator) -> None:
+    """A kind with no fast level named plans over its fastest: it too needs a DMA path to main."""
+    for kind, profile in profiles.items():
+        fastest = profile.memory[0].name
+        if kind not in fast and fastest != profile.main_memory.name and not profile.has_dma_path(
+                fastest, profile.main_memory.name):
+            usable = [m.name for m in profile.memory if m.name != profile.main_memory.name
+                      and profile.has_dma_path(m.name, profile.main_memory.name)]
+            raise locator.error(f"device kind {kind!r}: its fastest level {fastest}, the default fast level, has "
+                                f"no DMA path to main memory {profile.main_memory.name}; name a fast level with "
+                                f"one (memory.fast: {{{kind}: {usable[0] if usable else '...'}}})", ("memory", "plan"))
 
 
 def _fastest_other(profile) -> str | None:

@@ -21,7 +21,7 @@ CASES = [
      ['expected a bandwidth such as "900 GB/s", got "900 MHz"', '"MHz" is a frequency']),
     ("zero_capacity", 8, "hardware.devices[1].memory[0].capacity", ['size must be > 0, got "0 MiB"']),
     ("unknown_profile", 5, "hardware.devices[1].profile",
-     ["unknown profile 'tpu-v5'", "known: edge-npu, generic, tpu-v1, tpu-v4"]),
+     ["unknown profile 'tpu-v5'", "known: edge-npu, generic, tpu-v1, tpu-v4, tpu-v4-host"]),
     ("missing_tensor", 13, "models[0].graph.ops[0].outputs[0]", ["op 'fc' references unknown tensor 'h'"]),
     ("unknown_pin_device", 11, "constraints.pins[1].device",
      ["unknown device 'big2'", "instances: big0, big1; kinds: big"]),

@@ -343,6 +343,8 @@ SHIPPED = {
                            2 * (11 + 4 * 4) + 1, 96, None, 4 * 64 * 1024 * 4, 4 * MiB),
     "memory-cnn": ("edge-npu", MemoryOptions(enabled=True), 6 + 5 * 2 + 1, 25, None,
                    4 * 32 * 112 * 112 * 4, 4 * MiB),
+    "memory-4level": ("tpu-v4-host", MemoryOptions(enabled=True, fast={"tpu": "vmem"}),
+                      7, 12, 4 * 2048 * 2048 * 4, 8 * 2048 * 4, 32 * MiB),
 }
 
 
