@@ -263,8 +263,24 @@ def solve(
     no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay (by default it runs "
                                     "whenever the binaries hold at most 10^5 instructions and 10^10 "
                                     "multiply-accumulates)."),
+    warm_start: Optional[Path] = typer.Option(None, "--warm-start", metavar="DIR",
+                                              help="A previous plan directory as the starting point: its ops keep "
+                                                   "their devices where they still can, new ops are placed by the "
+                                                   "heuristic; never worse than that start."),
 ) -> None:
     """Solve a spec, lower it to binaries, replay them, verify the directory, and only then write it."""
+    from planner.replan.commands import warm_start_lines, warm_started  # start-up time
+
+    _solve_and_write(spec, output, force, time_limit, workers, seed, search, quiet, as_json, no_numeric,
+                     None if warm_start is None else _deferred(lambda: warm_started(warm_start)),
+                     None if warm_start is None else warm_start_lines)
+
+
+def _solve_and_write(spec, output, force, time_limit, workers, seed, search, quiet, as_json, no_numeric,
+                     plan_with=None, after=None) -> None:
+    """``plan solve``'s body; ``plan_with(loaded, **run_settings)`` replaces :func:`planner.pipeline.run`
+    (``plan score``, ``plan replan``) and ``after(outcome)`` gives what that command adds: JSON fields
+    and lines to print."""
     search_mode = search.value if search is not None else None
 
     def body() -> int:
@@ -286,8 +302,8 @@ def solve(
                 err, clock, time_limit if time_limit is not None else loaded.time_limit_s,
                 later_stage_changes_objective=loaded.memory.enabled)
             with live or contextlib.nullcontext():
-                outcome = run(loaded, time_limit_s=time_limit, workers=workers, seed=seed, progress=live,
-                              search=search_mode)
+                outcome = (plan_with or run)(loaded, time_limit_s=time_limit, workers=workers, seed=seed,
+                                             progress=live, search=search_mode)
             if fleet:
                 return _write_fleet(outcome, spec, target, force, inputs, quiet, as_json)
             verdict = write_plan_dir(outcome, loaded, target, numeric="off" if no_numeric else "default",
@@ -302,6 +318,7 @@ def solve(
                            simulated_makespan_cycles=verdict.simulation.makespan_cycles,
                            simulated_makespan_us=round(verdict.simulation.makespan_cycles * 1e6 / plan.clock_hz, 6),
                            numeric=verdict.numeric.claim)
+            summary.update(after(outcome)[0] if after is not None else {})
             print(json.dumps(summary, indent=2))
         elif not quiet:
             out.print(_summary_table(plan, baseline_rows(outcome)))
@@ -315,12 +332,74 @@ def solve(
             out.print(verdict.numeric.summary(), highlight=False)
             out.print(f"wrote {target}/ in {clock.total_s:.1f} s ({clock.line()})", highlight=False)
             out.print(f"open {target / 'report.html'} to see the schedule and memory over time", highlight=False)
+        if after is not None and not (quiet or as_json):
+            out.print("\n".join(after(outcome)[1]), highlight=False)
         if overrun and not quiet:
             err.print(f"[yellow]warning:[/yellow] {overrun}", highlight=False)
         _warn_unless_reproducible(plan.solver)
         return 0
 
     _guarded(body, as_json)
+
+
+@app.command()
+def score(
+    spec: Path = typer.Argument(..., help="The YAML spec the placement is for."),
+    placement: Path = typer.Option(..., "--placement", metavar="DIR_or_JSON",
+                                   help='A plan directory, or a JSON file mapping every op to a device: '
+                                        '{"model/op": "device0", ...}.'),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="DIR", help=_OUTPUT_DIR_HELP),
+    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for scheduling (overrides the spec)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
+    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay."),
+) -> None:
+    """Evaluate a given placement without optimising it: schedule, lower, replay, verify, print its objective."""
+    from planner.replan.commands import scored  # start-up time
+
+    _solve_and_write(spec, output, force, time_limit, workers, seed, None, quiet, as_json, no_numeric,
+                     _deferred(lambda: scored(placement)))
+
+
+@app.command()
+def replan(
+    plan_dir: Path = typer.Argument(..., help="A directory written by `plan solve` (verified first)."),
+    stats: Path = typer.Option(..., "--stats", metavar="FILE", help="Measured statistics: `plan simulate "
+                               "--stats-out` JSON, or a Chrome/Perfetto trace such as trace.json."),
+    spec: Path = typer.Option(..., "--spec", metavar="SPEC", help="The spec the plan was solved from (its graph "
+                              "must be the directory's graph.json)."),
+    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="NEWDIR",
+                                         help="Output directory (default: PLAN_DIR-replan); as plan solve's -o."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    min_gain: float = typer.Option(5.0, "--min-gain", metavar="PCT", help="Move nothing unless the predicted "
+                                   "gain, net of migration, is at least PCT percent (hysteresis against noise)."),
+    headroom: float = typer.Option(90.0, "--headroom", metavar="PCT", help="Moves may not fill a device's memory "
+                                   "above PCT percent."),
+    amortize_runs: int = typer.Option(100, "--amortize-runs", metavar="N", help="Migration cycles are charged "
+                                      "over the next N runs."),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the re-solve "
+                                               "(default: a tenth of the spec's limit)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    as_json: bool = typer.Option(False, "--json", help="Print the plan summary and what moved as JSON on stdout."),
+    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay."),
+) -> None:
+    """Re-place a plan from measured statistics: what moved, why, the predicted gain, and a verified plan."""
+    from planner.replan.replan import replan_lines, replanned  # start-up time
+
+    target = output if output is not None else str(plan_dir).rstrip("/") + "-replan"
+    _solve_and_write(spec, target, force, time_limit, workers, seed, None, quiet, as_json, no_numeric,
+                     _deferred(lambda: replanned(plan_dir, stats, spec, min_gain, headroom, amortize_runs)),
+                     replan_lines)
+
+
+def _deferred(make: Callable[[], Callable[..., Any]]) -> Callable[..., Any]:
+    """A ``plan_with`` built when first called, so its input errors are mapped like the command's own."""
+    return lambda *args, **kwargs: make()(*args, **kwargs)
 
 
 def _rows_table(title: str, rows: list[list[str]]) -> Table:
@@ -410,28 +489,53 @@ def simulate(
     numeric: bool = typer.Option(False, "--numeric", help="Also execute the arithmetic on random inputs and "
                                  "compare every tensor with a plain numpy evaluation of graph.json (rtol 1e-5), "
                                  "whatever the number of instructions."),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random inputs for --numeric, and of --noise."),
+    slow: Optional[str] = typer.Option(None, "--slow", metavar="NAME=FACTOR,...",
+                                       help="What-if replay: every op on a device (or transfer on a link) takes "
+                                            "FACTOR x its cycles, e.g. tpu0=2,pcie=1.5."),
+    noise: float = typer.Option(0.0, "--noise", metavar="PCT", help="What-if replay: per-op jitter, uniform in "
+                                "±PCT percent, drawn from --seed and the op's name."),
+    stats_out: Optional[str] = typer.Option(None, "--stats-out", metavar="FILE", help="Write the what-if "
+                                            "replay's measured per-op and per-transfer cycles as JSON (a new file)."),
+    trace_out: Optional[str] = typer.Option(None, "--trace-out", metavar="FILE", help="Write the what-if "
+                                            "replay as a Chrome/Perfetto trace (a new file)."),
+    force: bool = typer.Option(False, "--force", help=_FORCE_FILE_HELP),
     as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Verify PLAN_DIR: replay its binaries and check every figure of its files against the replay.
 
     Exit 2 names the first disagreement (a tampered or malformed directory); with --numeric,
     numbers that differ from the reference although every file is as written exit 3 (a bug).
+    With --slow, --noise, --stats-out or --trace-out it then replays the verified plan again on
+    slower hardware (a what-if: not a check of the plan) and writes what that replay measured.
     """
 
     def body() -> int:
         _check_flags(seed=seed, max_seed=2**63 - 1)
+        for target in (stats_out, trace_out):
+            if target is not None:
+                check_file_target(target, force=force, inputs=[plan_dir])
         from planner.verify import verify_plan_dir  # start-up time
 
         verdict = verify_plan_dir(plan_dir, numeric=numeric, seed=seed)
+        what_if = None
+        if slow is not None or noise or stats_out is not None or trace_out is not None:
+            from planner.replan.commands_simulate import write_what_if  # start-up time
+
+            what_if = write_what_if(verdict, slow, noise, seed, stats_out, trace_out, force)
         if as_json:
-            print(json.dumps(_verdict_summary(verdict), indent=2))
+            print(json.dumps({**_verdict_summary(verdict), **({} if what_if is None else {"what_if": what_if})},
+                             indent=2))
             return 0
         out.print(verdict.summary(), highlight=False)
         if verdict.numeric is not None:
             comparison = verdict.numeric.comparison
             out.print(verdict.numeric.summary() + ("" if comparison is None else
                       f"; {comparison.instructions:,} instructions at {comparison.instructions_per_s:,.0f}/s"),
+                      highlight=False)
+        if what_if is not None:
+            out.print(f"what-if replay (not the plan's timing): makespan {what_if['makespan_cycles']:,} cycles, "
+                      f"{what_if['change']:+.2%} against the plan" + "".join(f"; wrote {f}" for f in what_if["wrote"]),
                       highlight=False)
         return 0
 

@@ -23,7 +23,8 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar, Mapping
 
 from planner.errors import InfeasibleError, InternalError, TimeLimitError
 from planner.isa.resources import determine_resources
@@ -33,12 +34,14 @@ from planner.stage_timing import post_solve_reserve_s, stage
 from planner.stages import Problem, RunSettings, Solved
 from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 from solvers.budget import run_summary
-from solvers.core import SolveOptions, SolveResult, Solver, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Solver, Status, failure_result
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.portfolio import Portfolio
-from solvers.scheduling import HeftScheduler, SchedulingProblem, validate_schedule
+from solvers.scheduling import HeftScheduler, SchedulingProblem, SchedulingSolution, validate_schedule
+from solvers.scheduling.problem import FORBIDDEN
 
-__all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule", "run_reserve_s"]
+__all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule", "run_reserve_s", "pin_devices",
+           "PlacementStart"]
 
 
 def _check_solution(problem: SchedulingProblem, result: SolveResult) -> None:
@@ -63,13 +66,68 @@ def solver_choice(spec: Spec | None = None) -> tuple[Solver, Solver]:
     return HeftScheduler(), StrategyScheduler(strategy)
 
 
+def pin_devices(problem: SchedulingProblem, device_of: tuple[int, ...]) -> SchedulingProblem:
+    """``problem`` with op ``i`` allowed on device ``device_of[i]`` only (-1: as it was).
+    Device classes are dropped: pinned devices are no longer interchangeable.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> pin_devices(p, (1, -1)).durations_cycles
+    ((-1, 4), (3, 3))
+    """
+    rows = tuple(row if d < 0 or row[d] == FORBIDDEN else tuple(c if i == d else FORBIDDEN for i, c in enumerate(row))
+                 for d, row in zip(device_of, problem.durations_cycles))
+    return replace(problem, durations_cycles=rows, device_class=())
+
+
+@dataclass(frozen=True)
+class PlacementStart(Accepting):
+    """A warm start from a previous placement: HEFT with op ``i`` pinned to device ``device_of[i]``
+    (-1: HEFT places it). Its schedule is valid for the unpinned problem too, so the exact
+    scheduler takes it as its hint (``plan solve --warm-start``).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> r = PlacementStart((1, 1)).solve(p)
+    >>> r.solver_name, r.solution.op_device, r.objective
+    ('warm-start', (1, 1), 7)
+    """
+
+    device_of: tuple[int, ...]
+    name: str = "warm-start"
+    problem_type: ClassVar[type] = SchedulingProblem
+
+    @classmethod
+    def of(cls, reduction: Any, placement: Mapping[str, str]) -> "PlacementStart":
+        """The start keeping ``placement`` (``{op: device}`` by name; ops it lacks are left to HEFT)."""
+        device_index = {name: i for i, name in enumerate(reduction.device_names)}
+        return cls(tuple(device_index.get(placement.get(name, ""), -1) for name in reduction.op_names))
+
+    @property
+    def covered(self) -> int:
+        """How many ops the previous placement places."""
+        return sum(1 for d in self.device_of if d >= 0)
+
+    def solve(self, problem: SchedulingProblem,
+              options: SolveOptions = SolveOptions()) -> SolveResult[SchedulingSolution]:
+        """HEFT on the pinned problem."""
+        result = HeftScheduler().solve(pin_devices(problem, self.device_of), options)
+        return replace(result, solver_name=self.name)
+
+
 def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOptions,
-                                solvers: tuple[Solver, Solver] | None = None) -> tuple[SolveResult, SolveResult]:
+                                solvers: tuple[Solver, Solver] | None = None,
+                                start: Solver | None = None) -> tuple[SolveResult, SolveResult]:
     """The heuristic, then the exact scheduler warm-started from it: :class:`solvers.portfolio.Portfolio`.
 
     ``solvers`` is ``(heuristic, exact)``, by default :func:`solver_choice`'s. Returns the
     heuristic's result (the baseline the report shows) and the portfolio's (the better of
-    the two, never worse than the heuristic), each schedule checked.
+    the two, never worse than the heuristic), each schedule checked. With ``start`` (a warm
+    start, :class:`PlacementStart`) the exact scheduler is hinted from
+    ``start``'s schedule instead and the result is never worse than it; the heuristic still
+    runs, as the baseline.
 
     Examples
     --------
@@ -81,16 +139,22 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     ('heft', True)
     """
     heuristic_solver, exact_solver = solvers or solver_choice()
-    run = Portfolio(heuristic_solver, exact_solver).run(problem, options)
-    for result in (run.heuristic, run.exact):
+    run = Portfolio(start or heuristic_solver, exact_solver).run(problem, options)
+    if start is not None:
+        run = run._replace(heuristic=heuristic_solver.solve(problem, options))
+    for result in (run.heuristic, run.exact, run.best):
         if result is not None and result.status.has_solution:
             _check_solution(problem, result)
     heuristic = run.heuristic or failure_result(Status.UNKNOWN, heuristic_solver.name, 0.0)  # it refused
     return heuristic, run.best
 
 
-def solve_schedule(problem: Problem) -> Solved:
+def solve_schedule(problem: Problem, warm_start: Mapping[str, str] | None = None) -> Solved:
     """The latency/throughput strategy: solve the scheduling reduction and invert it into a plan.
+
+    ``warm_start`` is a previous placement ``{op: device}`` (already cut to the ops and devices
+    that still apply: :func:`planner.replan.placement.usable_placement`): the exact solve starts
+    from it and ``plan.solver["warm_start"]`` says how many ops it placed.
 
     Raises
     ------
@@ -109,7 +173,8 @@ def solve_schedule(problem: Problem) -> Solved:
     # function of the graph, so the deterministic budget still depends on the spec alone.
     reserve_s = post_solve_reserve_s(sproblem.num_ops, _numeric_macs(resources), settings.time_limit_s)
     options = settings.solve_options(time_limit_s=settings.time_limit_s - reserve_s)
-    heuristic, result = best_of_heuristic_and_exact(sproblem, options, solver_choice(spec))
+    start = None if warm_start is None else PlacementStart.of(reduction, warm_start)
+    heuristic, result = best_of_heuristic_and_exact(sproblem, options, solver_choice(spec), start)
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(explain_infeasible(spec, sproblem))
     if result.status is Status.MODEL_INVALID:
@@ -121,7 +186,7 @@ def solve_schedule(problem: Problem) -> Solved:
     plan = from_solution(
         result, reduction, sproblem, spec_name=spec.name,
         heuristic_objective=int(heuristic.objective) if heuristic.status.has_solution else None,
-        solver_info=_solver_info(settings, result, heuristic, reserve_s),
+        solver_info=_solver_info(settings, result, heuristic, reserve_s, start),
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     return Solved(plan, sproblem, reduction, result, heuristic, post_solve_reserve_s=reserve_s)
 
@@ -141,9 +206,12 @@ def _numeric_macs(resources: Any) -> int:
 
 
 def _solver_info(settings: RunSettings, result: SolveResult, heuristic: SolveResult,
-                 reserve_s: float) -> dict[str, Any]:
+                 reserve_s: float, start: PlacementStart | None = None) -> dict[str, Any]:
     """plan.json's ``solver`` record of a latency or throughput run."""
-    return {"name": result.solver_name, "heuristic": heuristic.solver_name, "workers": settings.workers,
+    warm = {} if start is None else {"warm_start": {
+        "ops_placed": start.covered, "ops": len(start.device_of),
+        "objective": result.stats.get("portfolio", {}).get("heuristic_objective")}}
+    return {**warm, "name": result.solver_name, "heuristic": heuristic.solver_name, "workers": settings.workers,
             "seed": settings.seed, "time_limit_s": settings.time_limit_s, "post_solve_reserve_s": reserve_s,
             **run_summary(settings.search, [result.stats.get("stopped_by")]),
             **_strategy_info(result.stats)}

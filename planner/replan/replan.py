@@ -1,0 +1,316 @@
+"""``plan replan``: re-place a plan from monitored statistics, warm-started from the plan itself.
+
+1. **Re-estimate** each device's speed from the statistics (:mod:`planner.replan.stats`): per
+   device and op type, the median of measured / planned cycles (the median, so a few noisy
+   or odd ops do not move the estimate); a device and type without a measurement takes the
+   device's median, else 1. Links likewise, from the measured transfers.
+2. **Predict** with the spec's scheduling problem re-timed by those ratios: the current
+   placement scheduled (placement fixed), then the placement re-optimised, warm-started from
+   the current one (so never worse than it), in ``time_limit_s`` (default a tenth of the
+   spec's limit). The **memory-headroom guard** caps every device at ``headroom`` of its
+   capacity in that solve (a device already fuller keeps its capacity).
+3. **Decide**: each moved op costs its migration (its weights over the link from its old
+   device to its new one, :func:`migration_cycles`), charged once over ``amortize_runs``
+   runs against the objective; the moves happen only when the predicted gain, net of that
+   charge, is at least ``min_gain`` of the current prediction (hysteresis: noise moves nothing).
+4. **Plan** the chosen placement at the spec's own (ISA) costs: ``plan score``'s path, so the
+   directory is verified as always; plan.json ``solver.replan`` and report.md say what moved,
+   why and the predicted gain.
+
+Examples
+--------
+>>> ReplanSettings().min_gain, ReplanSettings().headroom
+(0.05, 0.9)
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from planner.errors import SpecError
+from planner.graph.serialize import graph_to_dict
+from planner.reader import read_json, read_text_file
+from planner.reductions.scheduling import resident_bytes, to_problem
+from planner.replan.commands import check_flat_route, score_placement
+from planner.replan.placement import read_placement
+from planner.replan.stats import measured_links, measured_ops
+from planner.scheduling import PlacementStart, best_of_heuristic_and_exact, pin_devices, solver_choice
+from planner.spec import Spec
+from planner.stages import Outcome, RunSettings
+from planner.verify import verify_plan_dir
+from solvers.scheduling import SchedulingProblem
+
+__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "replan",
+           "replanned", "replan_lines"]
+
+
+@dataclass(frozen=True)
+class ReplanSettings:
+    """``plan replan``'s knobs: ``min_gain`` and ``headroom`` are fractions (0.05 = 5%)."""
+
+    min_gain: float = 0.05
+    headroom: float = 0.9
+    amortize_runs: int = 100
+    time_limit_s: float | None = None
+
+
+@dataclass(frozen=True)
+class Move:
+    """One op moved: from where to where, why, and what moving its weights costs."""
+
+    op: str
+    from_device: str
+    to_device: str
+    migration_bytes: int
+    migration_cycles: int
+    why: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What replan decided: the speed ratios it estimated, both predictions, the moves and the placement."""
+
+    ratios: Mapping[str, Mapping[str, float]]
+    link_ratios: Mapping[str, float]
+    current_cycles: int
+    candidate_cycles: int
+    migration_cycles: int
+    gain: float
+    moves: tuple[Move, ...]
+    placement: Mapping[str, str]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """plan.json ``solver.replan`` and ``--json``'s ``replan``."""
+        return {"ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
+                "predicted_current_cycles": self.current_cycles, "predicted_new_cycles": self.candidate_cycles,
+                "migration_cycles": self.migration_cycles, "predicted_gain": round(self.gain, 6),
+                "moved": [vars(m) for m in self.moves], "reason": self.reason}
+
+
+def _base(name: str) -> str:
+    head, sep, tail = name.rpartition("#")
+    return head if sep and tail.isdigit() else name
+
+
+def speed_ratios(spec: Spec, planned: Mapping[str, tuple[str, int]],
+                 measured: Mapping[str, tuple[str, int]]) -> dict[str, dict[str, float]]:
+    """Device -> op type -> median of measured / planned cycles (``"*"``: the device's median).
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> spec = load_spec("specs/taskgraph.yaml")
+    >>> speed_ratios(spec, {"tg/a": ("fast0", 1000), "tg/b": ("slow0", 4000)},
+    ...              {"tg/a": ("fast0", 2000), "tg/b": ("slow0", 4100)})
+    {'fast0': {'task': 2.0, '*': 2.0}, 'slow0': {'task': 1.025, '*': 1.025}}
+    """
+    samples: dict[str, dict[str, list[float]]] = {}
+    for name, (device, cycles) in sorted(planned.items()):
+        if name not in measured or cycles <= 0:
+            continue
+        kind = spec.graph.ops[_base(name)].type
+        samples.setdefault(device, {}).setdefault(kind, []).append(measured[name][1] / cycles)
+    ratios: dict[str, dict[str, float]] = {}
+    for device, by_kind in samples.items():
+        ratios[device] = {kind: statistics.median(v) for kind, v in sorted(by_kind.items())}
+        ratios[device]["*"] = statistics.median([x for v in by_kind.values() for x in v])
+    return ratios
+
+
+def migration_cycles(spec: Spec, op: str, from_device: str, to_device: str) -> tuple[int, int]:
+    """(bytes, cycles) to move ``op``'s weights and inputs it keeps resident from one device to another
+    (over the link between them; no link: the sum over any two-hop route is not modelled, so 2^62)."""
+    size = resident_bytes(spec.graph, op)
+    link = spec.hardware.link_between(from_device, to_device)
+    if link is None:
+        return size, 2**62
+    return size, link.transfer_cycles(size, spec.hardware.clock_hz) if size else 0
+
+
+def _check_spec(spec: Spec, plan_dir: Path, spec_source: str) -> None:
+    """``--spec`` must be the spec the directory was planned from: its graph equals graph.json."""
+    path = plan_dir / "graph.json"
+    if read_json(read_text_file(path, what="graph.json"), str(path)) != graph_to_dict(spec.graph):
+        raise SpecError(f"--spec {spec_source}: its graph is not {plan_dir}'s graph.json (ops, tensors or edges "
+                        "differ): give the spec the plan was solved from")
+
+
+def _check_stats(doc: Any, plan_doc: Mapping[str, Any], planned: Mapping[str, tuple[str, int]],
+                 measured: Mapping[str, tuple[str, int]], source: str) -> None:
+    """Refuse statistics of another plan: another graph, or ops that are not this plan's, or elsewhere."""
+    sha = doc.get("graph_sha256") if isinstance(doc, dict) else None
+    if sha is not None and sha != plan_doc["files"]["graph.json"]:
+        raise SpecError(f"{source}: these are statistics of another plan (graph_sha256 {str(sha)[:12]}... is not "
+                        f"the plan's graph.json {plan_doc['files']['graph.json'][:12]}...)")
+    for name, (device, _) in sorted(measured.items()):
+        if name not in planned:
+            raise SpecError(f"{source}: these are statistics of another plan (op {name!r} is not in it)")
+        if planned[name][0] != device:
+            raise SpecError(f"{source}: these are statistics of another plan (op {name!r} ran on {device!r}, "
+                            f"the plan has it on {planned[name][0]!r})")
+    if not measured:
+        raise SpecError(f"{source}: no op was measured")
+
+
+def _retimed(problem: SchedulingProblem, reduction: Any, spec: Spec, ratios: Mapping[str, Mapping[str, float]],
+             link_ratios: Mapping[str, float], headroom: float, current: tuple[int, ...]) -> SchedulingProblem:
+    """The scheduling problem at the measured speeds, each device capped at ``headroom`` of its memory."""
+    devices = reduction.device_names
+    rows = []
+    for name, row in zip(reduction.op_names, problem.durations_cycles):
+        kind = spec.graph.ops[name].type
+        rows.append(tuple(c if c < 0 else round(c * ratios.get(devices[d], {}).get(
+            kind, ratios.get(devices[d], {}).get("*", 1.0))) for d, c in enumerate(row)))
+    factors = [link_ratios.get(link, 1.0) for link in reduction.link_names]
+    transfers = tuple(tuple(round(c * f) for c, f in zip(row, factors)) for row in problem.transfer_cycles)
+    resident = [0] * len(devices)
+    for i, d in enumerate(current):
+        resident[d] += problem.resident_bytes(i)
+    caps = tuple(cap if cap <= 0 or resident[d] > headroom * cap else int(headroom * cap)
+                 for d, cap in enumerate(problem.device_memory_bytes))
+    return replace(problem, durations_cycles=tuple(rows), transfer_cycles=transfers, device_memory_bytes=caps)
+
+
+def _why(ratios: Mapping[str, Mapping[str, float]], spec: Spec, op: str, a: str, b: str) -> str:
+    kind = spec.graph.ops[op].type
+    ra, rb = (ratios.get(d, {}).get(kind, ratios.get(d, {}).get("*", 1.0)) for d in (a, b))
+    return f"{kind} ops measured {ra:.2f}x their planned cycles on {a}, {rb:.2f}x on {b}"
+
+
+def _link_ratios(doc: Any) -> dict[str, float]:
+    return {link: statistics.median(m / p for p, m in pairs if p > 0)
+            for link, pairs in sorted(measured_links(doc).items()) if any(p > 0 for p, _ in pairs)}
+
+
+def _moves(spec: Spec, current: Mapping[str, str], new: Mapping[str, str],
+           ratios: Mapping[str, Mapping[str, float]]) -> tuple[Move, ...]:
+    moves = []
+    for op in spec.graph.topological_order():
+        if current[op] != new[op]:
+            size, cycles = migration_cycles(spec, op, current[op], new[op])
+            moves.append(Move(op, current[op], new[op], size, cycles, _why(ratios, spec, op, current[op], new[op])))
+    return tuple(moves)
+
+
+def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[str, float]],
+           link_ratios: Mapping[str, float], settings: ReplanSettings, run: RunSettings) -> Decision:
+    """Predict the current placement and a re-optimised one at the measured speeds; keep the
+    current one unless the net predicted gain reaches ``settings.min_gain`` (module docstring)."""
+    problem, reduction = to_problem(spec)
+    start = PlacementStart.of(reduction, current)
+    scaled = _retimed(problem, reduction, spec, ratios, link_ratios, settings.headroom, start.device_of)
+    options = run.solve_options(time_limit_s=run.time_limit_s / 2)
+    solvers = solver_choice(spec)
+    _, now = best_of_heuristic_and_exact(pin_devices(scaled, start.device_of), options, solvers, start)
+    if not now.status.has_solution:
+        return Decision(ratios, link_ratios, 0, 0, 0, 0.0, (), dict(current),
+                        "kept: the current placement has no schedule within the memory headroom at the measured speeds")
+    _, best = best_of_heuristic_and_exact(scaled, options, solvers, PlacementStart(tuple(now.solution.op_device)))
+    if best.objective >= now.objective:
+        best = now
+    new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
+    moves = _moves(spec, current, new, ratios)
+    migration = sum(m.migration_cycles for m in moves)
+    gain = (now.objective - best.objective - migration / settings.amortize_runs) / max(now.objective, 1)
+    if not moves:
+        reason = "kept: no other placement is predicted faster at the measured speeds"
+    elif gain < settings.min_gain:
+        reason = (f"kept: the best re-placement is predicted {gain:.2%} better net of migration, below the "
+                  f"minimum gain {settings.min_gain:.0%}")
+    else:
+        reason = (f"moved {len(moves)} op{'s' * (len(moves) != 1)}: predicted {gain:.2%} better net of migration "
+                  f"(at least {settings.min_gain:.0%} asked)")
+    if gain < settings.min_gain:
+        moves, new = (), dict(current)
+    return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason)
+
+
+def _report_section(decision: Decision) -> str:
+    lines = ["## Re-placement", "", decision.reason + ".", "",
+             f"Predicted at the measured speeds: current placement {decision.current_cycles} cycles, re-placed "
+             f"{decision.candidate_cycles} cycles; migration {decision.migration_cycles} cycles (charged over the "
+             "amortisation runs). The figures above this section are the new placement at the spec's own costs.", ""]
+    lines += ["| device | op type | measured / planned |", "|---|---|---|"]
+    lines += [f"| {d} | {k} | {r:.3f} |" for d, by in decision.ratios.items() for k, r in by.items() if k != "*"]
+    if decision.moves:
+        lines += ["", "| op | from | to | migration bytes | migration cycles | why |", "|---|---|---|---|---|---|"]
+        lines += [f"| {m.op} | {m.from_device} | {m.to_device} | {m.migration_bytes} | {m.migration_cycles} | {m.why} |"
+                  for m in decision.moves]
+    return "\n".join(lines)
+
+
+def _with_decision(decision: Decision, outcome: Outcome) -> Outcome:
+    plan = replace(outcome.plan, solver={**outcome.plan.solver, "replan": decision.to_dict()})
+    return replace(outcome, plan=plan, report_sections=(*outcome.report_sections, _report_section(decision)))
+
+
+def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSettings = ReplanSettings(), *,
+           spec_source: str = "SPEC", time_limit_s: float | None = None, workers: int | None = None,
+           seed: int | None = None, search: str | None = None, progress: Any = None) -> Outcome:
+    """Re-place ``plan_dir``'s plan from the statistics at ``stats_path``: the verified outcome, with
+    ``plan.solver["replan"]`` (:meth:`Decision.to_dict`) saying what moved, why and the predicted gain.
+
+    ``time_limit_s`` (default: the spec's limit / 10) is the whole re-plan's: a third for each of
+    the two predictions and for the final scheduling.
+
+    Raises
+    ------
+    SpecError
+        ``spec`` is not the directory's, statistics of another plan, a malformed stats file,
+        or a spec whose objective is not latency or throughput.
+    VerificationError
+        ``plan_dir`` does not verify.
+    """
+    check_flat_route(spec, "plan replan")
+    verdict = verify_plan_dir(plan_dir)
+    _check_spec(spec, Path(plan_dir), spec_source)
+    planned = {o.name: (o.device, o.duration_cycles) for o in verdict.plan.ops}
+    doc = read_json(read_text_file(stats_path, what="statistics"), str(stats_path))
+    measured = measured_ops(doc, str(stats_path), verdict.plan.clock_hz)
+    _check_stats(doc, verdict.document.model_dump(), planned, measured, str(stats_path))
+    limit = time_limit_s or settings.time_limit_s or spec.time_limit_s / 10
+    run = RunSettings.of(spec, limit * 2 / 3, workers, seed, search, progress)  # a third per prediction
+    decision = decide(spec, read_placement(plan_dir), speed_ratios(spec, planned, measured), _link_ratios(doc),
+                      settings, run)
+    outcome = score_placement(spec, decision.placement, time_limit_s=limit / 3, workers=workers, seed=seed,
+                              search=search, progress=progress, source=str(plan_dir))
+    return _with_decision(decision, outcome)
+
+
+def replanned(plan_dir: Path, stats: Path, spec_path: Path, min_gain_pct: float, headroom_pct: float,
+              amortize_runs: int) -> Callable[..., Outcome]:
+    """``plan replan``: :func:`planner.replan.replan.replan` with the command's flags checked.
+
+    Raises
+    ------
+    SpecError
+        A percentage or a run count out of range.
+    """
+    if not 0 <= min_gain_pct < 100:
+        raise SpecError(f"--min-gain: expected a percentage from 0 to below 100, got {min_gain_pct!r}")
+    if not 0 < headroom_pct <= 100:
+        raise SpecError(f"--headroom: expected a percentage above 0 and at most 100, got {headroom_pct!r}")
+    if amortize_runs < 1:
+        raise SpecError(f"--amortize-runs: expected an integer >= 1, got {amortize_runs}")
+    settings = ReplanSettings(min_gain_pct / 100, headroom_pct / 100, amortize_runs)
+
+    def plan_with(spec: Spec, *, time_limit_s: float | None = None, **run: Any) -> Outcome:
+        if not isinstance(spec, Spec):
+            raise SpecError("plan replan re-places a model spec's plan, not a fleet spec's")
+        return replan(spec, Path(plan_dir), Path(stats), settings, spec_source=str(spec_path),
+                      time_limit_s=time_limit_s, **run)
+    return plan_with
+
+
+def replan_lines(outcome: Outcome) -> tuple[dict[str, Any], list[str]]:
+    """What ``plan replan`` adds: the decision as JSON, and a line per move."""
+    decision = outcome.plan.solver["replan"]
+    lines = [f"re-placement: {decision['reason']}; predicted {decision['predicted_current_cycles']:,} -> "
+             f"{decision['predicted_new_cycles']:,} cycles at the measured speeds"]
+    lines += [f"  moved {m['op']}: {m['from_device']} -> {m['to_device']} ({m['why']}; migration "
+              f"{m['migration_bytes']:,} bytes, {m['migration_cycles']:,} cycles)" for m in decision["moved"]]
+    return {"replan": decision}, lines

@@ -1,0 +1,185 @@
+"""What-if replay: the replayed plan re-timed with devices and links slowed down (and noise).
+
+This is not a check of the plan (the verified replay is, :mod:`planner.simulator.replay`): it
+asks what the same binaries would measure on slower hardware. Every op keeps its device,
+stream and order, every transfer its link and order; op ``i`` on a device slowed by factor
+``f`` takes ``round(f x its cycles x jitter)``, with ``jitter`` uniform in
+``[1 - noise, 1 + noise]`` drawn per op from the seed and the op's name (so the same seed
+gives the same jitter whatever else changes). An op starts at its planned cycle or, when
+later, once its stream, its inputs on the same device and its incoming transfers are done;
+a transfer once its producer and the previous transfer on its link are done. With no
+slowdown and no noise the what-if replay is the plan itself.
+
+Examples
+--------
+>>> from planner.simulator import OpTiming, SimulationResult, TransferTiming
+>>> sim = SimulationResult(30, {"a": OpTiming("d0", 0, 0, 10), "b": OpTiming("d1", 0, 14, 30)},
+...                        {0: TransferTiming(0, "d0", "d1", "l", 8, 10, 14, "a", "b")}, {}, 0)
+>>> r = what_if(sim, [("a", "b")], parse_slowdown("d0=2", ["d0", "d1"], ["l"]))
+>>> r.ops["a"], r.ops["b"], r.makespan_cycles
+(MeasuredOp(device='d0', stream=0, start_cycle=0, measured_cycles=20, planned_cycles=10), \
+MeasuredOp(device='d1', stream=0, start_cycle=24, measured_cycles=16, planned_cycles=16), 40)
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from collections import defaultdict
+from dataclasses import dataclass, field
+from graphlib import TopologicalSorter
+from typing import Any, Iterable, Mapping, NamedTuple
+
+import numpy as np
+
+from planner.errors import SpecError
+
+__all__ = ["Slowdown", "MeasuredOp", "MeasuredTransfer", "WhatIf", "parse_slowdown", "what_if"]
+
+
+@dataclass(frozen=True)
+class Slowdown:
+    """Factors by device and link name (1 where absent), and ``noise`` (a fraction, 0.05 = ±5%) with its seed."""
+
+    factors: Mapping[str, float] = field(default_factory=dict)
+    noise: float = 0.0
+    seed: int = 0
+
+    def cycles(self, name: str, where: str, planned: int) -> int:
+        """The measured cycles of ``name`` (an op or a transfer) on ``where`` (its device or link)."""
+        jitter = 1.0
+        if self.noise > 0:
+            rng = np.random.default_rng([self.seed, zlib.crc32(name.encode("utf-8"))])
+            jitter = 1.0 + self.noise * (2.0 * float(rng.random()) - 1.0)
+        return int(round(planned * self.factors.get(where, 1.0) * jitter))
+
+
+def parse_slowdown(text: str | None, devices: Iterable[str], links: Iterable[str], *, noise_pct: float = 0.0,
+                   seed: int = 0) -> Slowdown:
+    """``"tpu0=2,pcie=1.5"`` as a :class:`Slowdown` over the plan's ``devices`` and ``links``.
+
+    Raises
+    ------
+    SpecError
+        A name that is neither a device nor a link, a factor that is not a finite number
+        above 0, a name given twice, or a noise outside [0, 100) percent.
+
+    Examples
+    --------
+    >>> parse_slowdown("d0=2", ["d0", "d1"], ["l"]).factors
+    {'d0': 2.0}
+    >>> parse_slowdown("d9=2", ["d0", "d1"], ["l"])
+    Traceback (most recent call last):
+    ...
+    planner.errors.SpecError: --slow: unknown device or link 'd9' (devices: d0, d1; links: l)
+    """
+    devices, links = list(devices), list(links)
+    if not (math.isfinite(noise_pct) and 0 <= noise_pct < 100):
+        raise SpecError(f"--noise: expected a percentage from 0 to below 100, got {noise_pct!r}")
+    factors: dict[str, float] = {}
+    for item in [] if not text else text.split(","):
+        name, sep, value = item.strip().partition("=")
+        if not sep:
+            raise SpecError(f"--slow: expected NAME=FACTOR, got {item.strip()!r}")
+        if name not in devices and name not in links:
+            raise SpecError(f"--slow: unknown device or link {name!r} (devices: {', '.join(devices)}; "
+                            f"links: {', '.join(links) or 'none'})")
+        try:
+            factor = float(value)
+        except ValueError:
+            factor = math.nan
+        if not (math.isfinite(factor) and factor > 0):
+            raise SpecError(f"--slow: {name}: expected a factor above 0, got {value!r}")
+        if name in factors:
+            raise SpecError(f"--slow: {name} is given twice")
+        factors[name] = factor
+    return Slowdown(factors, noise_pct / 100.0, seed)
+
+
+class MeasuredOp(NamedTuple):
+    """An op as the what-if replay measured it (reference cycles)."""
+
+    device: str
+    stream: int
+    start_cycle: int
+    measured_cycles: int
+    planned_cycles: int
+
+
+class MeasuredTransfer(NamedTuple):
+    """A transfer as the what-if replay measured it (reference cycles)."""
+
+    src_op: str
+    dst_op: str
+    link: str
+    size_bytes: int
+    start_cycle: int
+    measured_cycles: int
+    planned_cycles: int
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    """The what-if replay: every op and transfer measured, and the makespan."""
+
+    ops: Mapping[str, MeasuredOp]
+    transfers: tuple[MeasuredTransfer, ...]
+    makespan_cycles: int
+
+
+def _base(name: str, known: Any) -> str:
+    head, sep, tail = name.rpartition("#")
+    return head if sep and tail.isdigit() and name not in known else name
+
+
+def _dependencies(simulation: Any, op_edges: Iterable[tuple[str, str]]) -> dict[Any, set[Any]]:
+    """Node -> the nodes it waits for: stream and link order, same-device inputs, transfers."""
+    ops, transfers = simulation.ops, simulation.transfers
+    preds: dict[Any, set[Any]] = {("op", n): set() for n in ops}
+    preds.update({("tx", i): set() for i in transfers})
+    lanes: dict[tuple, list] = defaultdict(list)
+    for n, t in ops.items():
+        lanes[("stream", t.device, t.stream)].append((t.start_cycle, t.end_cycle, n, ("op", n)))
+    for i, t in transfers.items():
+        lanes[("link", t.link)].append((t.start_cycle, t.end_cycle, str(i), ("tx", i)))
+        preds[("tx", i)].update({("op", t.src_op)} & preds.keys())
+        if ("op", t.dst_op) in preds:
+            preds[("op", t.dst_op)].add(("tx", i))
+    for lane in lanes.values():
+        lane.sort()
+        for before, after in zip(lane, lane[1:]):
+            preds[after[3]].add(before[3])
+    instances: dict[str, list[str]] = defaultdict(list)
+    for n in ops:
+        instances[_base(n, ())].append(n)
+    for u, v in op_edges:
+        for a in instances.get(u, ()):
+            for b in instances.get(v, ()):
+                if ops[a].device == ops[b].device:
+                    preds[("op", b)].add(("op", a))
+    return preds
+
+
+def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slowdown) -> WhatIf:
+    """The replayed ``simulation`` (:class:`~planner.simulator.SimulationResult`) re-timed under
+    ``slowdown``; ``op_edges`` are the graph's ``(producer, consumer)`` op pairs."""
+    ops, transfers = simulation.ops, simulation.transfers
+    end: dict[Any, int] = {}
+    measured_ops: dict[str, MeasuredOp] = {}
+    measured_tx: dict[int, MeasuredTransfer] = {}
+    preds = _dependencies(simulation, op_edges)
+    for node in TopologicalSorter(preds).static_order():
+        kind, key = node
+        t = ops[key] if kind == "op" else transfers[key]
+        ready = max((end[p] for p in preds[node]), default=0)
+        start = max(t.start_cycle, ready)
+        planned = t.end_cycle - t.start_cycle
+        if kind == "op":
+            cycles = slowdown.cycles(key, t.device, planned)
+            measured_ops[key] = MeasuredOp(t.device, t.stream, start, cycles, planned)
+        else:
+            cycles = slowdown.cycles(f"{t.src_op}->{t.dst_op}#{t.id}", t.link, planned)
+            measured_tx[key] = MeasuredTransfer(t.src_op, t.dst_op, t.link, t.size_bytes, start, cycles, planned)
+        end[node] = start + cycles
+    ordered = {n: measured_ops[n] for n in sorted(measured_ops)}
+    return WhatIf(ordered, tuple(measured_tx[i] for i in sorted(measured_tx)), max(end.values(), default=0))
