@@ -129,7 +129,6 @@ def _copy_verified(origin: Path, target: Path, *, force: bool) -> Path:
     import json  # start-up time: `import planner` stays light
     import shutil  # start-up time
 
-    from planner.output import write_html_report  # start-up time
     from planner.safe_output import atomic_directory  # start-up time
     from planner.verify import verify_plan_dir  # start-up time
 
@@ -138,8 +137,7 @@ def _copy_verified(origin: Path, target: Path, *, force: bool) -> Path:
         for name in ["plan.json", *files]:
             (tmp / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(origin / name, tmp / name)
-        verify_plan_dir(tmp)
-        write_html_report(tmp)
+        verify_plan_dir(tmp)  # report.html is among the files, checked and redrawn
     return target
 
 

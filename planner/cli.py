@@ -608,6 +608,8 @@ def _sweep_table(result) -> Table:
     from planner.units import format_cycles_time, format_rate  # start-up time
 
     paths = list(result.columns[1:result.columns.index("status")])  # the varied spec paths
+    if "makespan_us" not in result.columns:  # a fleet sweep
+        return _fleet_sweep_table(result, paths)
     table = Table(title=f"sweep {result.output}", title_justify="left")
     for col in ("scenario", *paths, "status", "objective", "gap", "makespan", "throughput"):
         table.add_column(col, justify="left" if col in ("scenario", "status") else "right")
@@ -617,6 +619,22 @@ def _sweep_table(result) -> Table:
                       r["status"], "-" if r["objective"] is None else f"{r['objective']:,}",
                       "-" if r["gap"] is None else f"{100 * r['gap']:.2f}%", makespan or "-",
                       format_rate(r["throughput_per_s"]))
+    return table
+
+
+def _fleet_sweep_table(result, paths: list[str]) -> Table:
+    peaks = [c for c in result.columns if c.startswith("peak_util.")]
+    table = Table(title=f"sweep {result.output}", title_justify="left")
+    for col in ("scenario", *paths, "status", "mode", "objective", "gap", "processors", "cost",
+                *(f"peak {c.split('.', 1)[1]}" for c in peaks)):
+        table.add_column(col, justify="left" if col in ("scenario", "status", "mode") else "right")
+    for r in result.rows:
+        table.add_row(r["scenario"], *(json.dumps(r[p]) if not isinstance(r[p], str) else r[p] for p in paths),
+                      r["status"], r["mode"] or "-", "-" if r["objective"] is None else f"{r['objective']:,}",
+                      "-" if r["gap"] is None else f"{100 * r['gap']:.2f}%",
+                      "-" if r["processors_used"] is None else str(r["processors_used"]),
+                      "none" if r["cost"] is None else f"{r['cost']:,}",
+                      *("-" if r.get(c) is None else f"{100 * r[c]:.1f}%" for c in peaks))
     return table
 
 

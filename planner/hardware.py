@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MemoryLevel", "Profile", "Device", "Link", "Hardware", "ceil_div"]
+__all__ = ["MemoryLevel", "Profile", "Device", "Link", "Island", "Hardware", "ceil_div"]
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -140,12 +140,34 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
+class Island:
+    """An accelerator island: device instances joined by their own fast links.
+
+    ``network`` names the data-centre link that joins it to the other islands (None: a
+    lone island); ``host_memory_bytes`` is the spec's ``host_memory`` (None: not given).
+
+    >>> Island("pod-a", ("tpu0", "tpu1"), "network").devices
+    ('tpu0', 'tpu1')
+    """
+
+    name: str
+    devices: tuple[str, ...]
+    network: str | None = None
+    host_memory_bytes: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Hardware:
-    """All devices and links, and the reference clock of the plan's timeline."""
+    """All devices and links, and the reference clock of the plan's timeline.
+
+    ``islands`` is empty unless the spec gives ``hardware.islands`` (then every device is
+    in exactly one, and the network is the last link, joining them all).
+    """
 
     devices: tuple[Device, ...]
     links: tuple[Link, ...]
     clock_hz: int = 1_000_000_000
+    islands: tuple[Island, ...] = ()
 
     def device(self, name: str) -> Device:
         for d in self.devices:

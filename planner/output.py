@@ -162,30 +162,36 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
                         "memory": memory_planning, "numeric": checked.summary()},
                 sections=_memory_sections(outcome, spec, json.loads((tmp / "memory.json").read_text())
                                           if memory_planning else None), graph=spec.graph))
-            files = {name: sha256_hex((tmp / name).read_bytes())
-                     for name in expected_files([d["name"] for d in devices], memory_planning=memory_planning)}
+            names = expected_files([d["name"] for d in devices], memory_planning=memory_planning)
+            files = {name: sha256_hex((tmp / name).read_bytes()) for name in names if name != "report.html"}
             document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
                                      numeric=checked.claim, files=files, baselines=baseline_rows(outcome))
+            # The page draws no checksum or seal, so it is drawn from the document before its own checksum is in.
+            files["report.html"] = sha256_hex(write_html_report(tmp, json.loads(json.dumps(document))).read_bytes())
+            document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
+                                     numeric=checked.claim, files=dict(sorted(files.items())),
+                                     baselines=baseline_rows(outcome))
             (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
         try:
             with stage("verify"):
                 verdict = verify_plan_dir(tmp)
         except PlannerError as e:
             raise InternalError(f"the plan directory `plan solve` wrote fails its own verification: {e}") from e
-        with stage("writing"):
-            write_html_report(tmp)
     return replace(verdict, plan_dir=Path(out_dir), numeric=checked)
 
 
-def write_html_report(plan_dir: Path) -> Path:
-    """Draw ``report.html`` from a verified plan directory's plan.json, allocation.json and memory.json.
+def write_html_report(plan_dir: Path, document: dict[str, Any] | None = None) -> Path:
+    """Draw ``report.html`` from a plan directory's plan.json (or ``document``, the plan.json to be written),
+    allocation.json and memory.json.
 
-    Called only after the verifier passed: the page draws the verified files and nothing else
-    (it is not in plan.json's manifest, so it can be redrawn without touching the seal).
+    The page is in plan.json's ``files`` and the verifier redraws it from the verified files
+    and compares the bytes, so it draws those files and nothing else.
     """
     plan_dir = Path(plan_dir)
     memory = plan_dir / "memory.json"
-    page = render_html(json.loads((plan_dir / "plan.json").read_text()),
+    if document is None:
+        document = json.loads((plan_dir / "plan.json").read_text())
+    page = render_html(document,
                        json.loads((plan_dir / "allocation.json").read_text()),
                        json.loads(memory.read_text()) if memory.exists() else None)
     (plan_dir / "report.html").write_text(page, encoding="utf-8")

@@ -30,7 +30,7 @@ Examples
 >>> run("specs/fleet-colocation.yaml", time_limit_s=5, workers=1).allocation.status
 'OPTIMAL'
 >>> sorted(OBJECTIVES)
-['fleet', 'latency', 'max-load', 'throughput']
+['fleet', 'islands', 'latency', 'max-load', 'throughput']
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from planner.fleet import FleetResult, FleetSpec, is_fleet_spec, load_fleet_spec
 from planner.fleet.pipeline import plan_fleet
+from planner.islands import islands_outcome, solve_islands, to_split_problem
 from planner.lower_and_replay import lower_stage
 from planner.max_load import max_load_outcome, solve_max_load
 from planner.reductions.max_load import to_placement_problem
@@ -115,6 +116,8 @@ OBJECTIVES: dict[str, Route | FleetRoute] = {
     "throughput": Route(to_problem, solve_schedule, memory_planning=True),
     "max-load": Route(to_placement_problem, solve_max_load, finish=max_load_outcome),
     "fleet": FleetRoute(),
+    # A latency/throughput spec whose hardware has two islands or more (planner.islands).
+    "islands": Route(to_split_problem, solve_islands, memory_planning=True, finish=islands_outcome),
 }
 
 
@@ -125,8 +128,14 @@ def route_name(spec: Spec | FleetSpec) -> str:
     --------
     >>> route_name(load("specs/throughput.yaml")), route_name(load("specs/fleet-backfill.yaml"))
     ('throughput', 'fleet')
+    >>> route_name(load("specs/islands.yaml"))
+    'islands'
     """
-    return "fleet" if isinstance(spec, FleetSpec) else spec.objective
+    if isinstance(spec, FleetSpec):
+        return "fleet"
+    if len(spec.hardware.islands) > 1 and spec.objective in ("latency", "throughput"):
+        return "islands"
+    return spec.objective
 
 
 def load(spec_or_path: Spec | FleetSpec | str | Path | dict) -> Spec | FleetSpec:

@@ -38,7 +38,7 @@ from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.portfolio import Portfolio
 from solvers.scheduling import HeftScheduler, SchedulingProblem, validate_schedule
 
-__all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule"]
+__all__ = ["solver_choice", "best_of_heuristic_and_exact", "solve_schedule", "run_reserve_s"]
 
 
 def _check_solution(problem: SchedulingProblem, result: SolveResult) -> None:
@@ -124,6 +124,13 @@ def solve_schedule(problem: Problem) -> Solved:
         solver_info=_solver_info(settings, result, heuristic, reserve_s),
         resources=resources.to_dict() if hasattr(resources, "to_dict") else dict(resources))
     return Solved(plan, sproblem, reduction, result, heuristic, post_solve_reserve_s=reserve_s)
+
+
+def run_reserve_s(spec: Spec, time_limit_s: float) -> float:
+    """The part of a run's ``time_limit_s`` kept for the stages after the solve, for a route that
+    splits the rest among several solves of its own (the verifier checks plan.json's figure is this)."""
+    return post_solve_reserve_s(len(spec.graph.ops),
+                                _numeric_macs(determine_resources(spec.graph, spec.hardware)), time_limit_s)
 
 
 def _numeric_macs(resources: Any) -> int:

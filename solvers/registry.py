@@ -2,7 +2,7 @@
 
 A qualified name is ``<family>.<backend>``: the family is the problem's package under
 ``solvers`` (``scheduling``, ``placement``, ``colocation``, ``colocation.variants``,
-``memory.levels``, ``memory.offsets``), the backend what the solver does (``heft``,
+``memory.levels``, ``memory.offsets``, ``islands``), the backend what the solver does (``heft``,
 ``cpsat``, ``greedy``, ...). Short names alone are ambiguous ("cpsat" is five solvers), so
 the registry never uses them; each solver keeps its short ``name``, the one results and
 output files carry.
@@ -36,6 +36,7 @@ from solvers.colocation.milp import ColumnGenerationColocationSolver
 from solvers.colocation.variants import CpSatVariantSolver
 from solvers.core import Solver
 from solvers.hierarchical import HierarchicalScheduler, LnsScheduler, StrategyScheduler
+from solvers.islands import CpSatSplitSolver
 from solvers.learned.reinforce import ReinforceScheduler
 from solvers.memory.levels.cpsat import CpSatLevelSolver
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver
@@ -81,6 +82,7 @@ SOLVERS: dict[str, Callable[..., Solver]] = {
     "memory.offsets.greedy": GreedyBySizeOffsetSolver,
     "memory.offsets.firstfit": FirstFitOffsetSolver,
     "memory.offsets.cpsat": CpSatOffsetSolver,
+    "islands.cpsat": CpSatSplitSolver,  # portions to accelerator islands (planner.islands)
 }
 
 

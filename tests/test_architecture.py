@@ -53,7 +53,8 @@ def test_only_the_bridge_imports_both_packages():
             if "solvers" in imported_modules(p)]
     # The bridge: the driver, its stage types and strategies
     allowed = {"pipeline.py", "stages.py", "scheduling.py", "max_load.py", "cli.py"}
-    assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "memory", "reductions") for p in both), both
+    assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "islands", "memory", "reductions")
+               for p in both), both
 
 
 _SOLVE_STAGE = ("solvers", "ortools", "planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
@@ -167,7 +168,7 @@ LAYERS = (
     ("report", ("planner.report",)),
     ("verify", ("planner.verify",)),
     ("driver", ("planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
-                "planner.max_load", "planner.lower_and_replay", "planner.fleet")),
+                "planner.max_load", "planner.lower_and_replay", "planner.fleet", "planner.islands")),
     ("output", ("planner.output",)),
     ("sweep", ("planner.sweeps",)),
     ("cli", ("planner.cli", "planner")),

@@ -145,11 +145,6 @@ def test_a_bad_path_or_value_exits_2_naming_it_and_writes_nothing(base, tmp_path
     assert not (tmp_path / "out").exists()
 
 
-def test_a_fleet_spec_is_refused(tmp_path):
-    with pytest.raises(SpecError, match="plan sweep takes a model spec"):
-        planner.sweep(ROOT / "specs" / "fleet-datacenter.yaml", ["fleet.pools[0].count=1,2"], tmp_path / "o")
-
-
 @pytest.mark.ray
 def test_the_ray_backend_writes_the_same_directories_as_the_process_pool(resumed, base, tmp_path):
     pytest.importorskip("ray", reason="the Ray backend needs the optional extra: pip install 'plan[ray]'")

@@ -219,6 +219,29 @@ class TopologySpec(_Model):
     latency: Latency = Field(0, description="Latency of each link.")
 
 
+class IslandSpec(_Model):
+    """An accelerator island: devices joined by their own fast links (and a host memory)."""
+
+    name: Name = Field(description="Island name.", examples=["pod-a"])
+    devices: list[Name] = Field(min_length=1, max_length=MAX_DEVICES,
+                                description="Device instances or kinds (a kind: all its instances) in the island.",
+                                examples=[["tpu"], ["gpu0", "gpu1"]])
+    topology: Optional[TopologySpec] = Field(
+        None, description="The island's fast links, generated over its devices (or hardware.links inside it).")
+    host_memory: Optional[Size] = Field(
+        None, description="Host memory of the island (reported; the split balances device memory).")
+
+
+class NetworkSpec(_Model):
+    """The data-centre network between islands: one link shared by all cross-island traffic."""
+
+    name: Name = Field("network", description="Link name of the network.")
+    bandwidth: Bandwidth = Field(description="Bandwidth (shared: one cross-island transfer at a time).")
+    latency: Latency = Field(0, description="Fixed latency of each cross-island transfer.")
+    islands: Optional[list[Name]] = Field(None, min_length=1, max_length=MAX_DEVICES,
+                                          description="The islands it joins (default: all).")
+
+
 class HardwareSpec(_Model):
     """Devices, links and the plan's reference clock."""
 
@@ -227,6 +250,10 @@ class HardwareSpec(_Model):
     devices: list[DeviceSpec] = Field(min_length=1, max_length=MAX_DEVICES, description="Device kinds.")
     links: Optional[list[LinkSpec]] = Field(None, max_length=MAX_LINKS, description="Explicit links.")
     topology: Optional[TopologySpec] = Field(None, description="Generated links.")
+    islands: Optional[list[IslandSpec]] = Field(
+        None, min_length=1, max_length=MAX_DEVICES,
+        description="Accelerator islands: every device in exactly one (none given: one island).")
+    network: Optional[NetworkSpec] = Field(None, description="Data-centre links between the islands.")
 
 
 class TensorSpec(_Model):
@@ -365,6 +392,10 @@ class ConstraintsSpec(_Model):
         examples=[[["gpt/layer0/attn_qkv", "gpt/layer0/attn_out"]]])
     memory_limits: list[MemoryLimitSpec] = Field(default_factory=list,
                                                  description="Caps on main memory (the tightest applies).")
+    gang: list[Annotated[list[OpName], Field(min_length=1)]] = Field(
+        default_factory=list, description="Gangs (with hardware.islands): groups of ops (names or patterns), the "
+        "shards of one portion, that start on the same cycle, each on its own device of one island.",
+        examples=[[["gpt/layer0/head*"]]])
 
 
 class SolverSpec(_Model):

@@ -18,10 +18,11 @@ from planner.errors import PlannerError, SpecError
 from planner.graph.generators import generate
 from planner.graph.ir import Graph, GraphError, Op, Tensor
 from planner.graph.onnx_convert import load_onnx_graph
-from planner.hardware import Device, Hardware, Link, MemoryLevel
+from planner.hardware import Device, Hardware, Island, Link, MemoryLevel
 from planner.stage_timing import stage
 from planner.isa.profiles import PROFILES, Profile, get_profile
 from planner.reader import format_path
+from planner.spec.islands import resolve_islands
 from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.locator import Locator, did_you_mean
 from planner.spec.memory_options import MemoryOptions
@@ -63,7 +64,12 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
     names = [d.name for d in devices]
     check_topology_size(document, len(names), locator)
     links = _explicit_links(document, names, kinds, locator)
-    links += _topology_links(document, names, {link.name for link in links}, locator)
+    islands: tuple[Island, ...] = ()
+    if document.hardware.islands:
+        island_links, islands = resolve_islands(document, names, kinds, links, locator)
+        links += island_links
+    else:
+        links += _topology_links(document, names, {link.name for link in links}, locator)
     _check_connected(names, links, locator)
     limits: dict[str, int] = {}
     for j, lim in enumerate(document.constraints.memory_limits):
@@ -73,7 +79,7 @@ def resolve_hardware(document: SpecDocument, locator: Locator) -> Hardware:
             limits[t] = min(limits.get(t, lim.max), lim.max)
     devices = [dataclasses.replace(d, memory_limit_bytes=limits[d.name]) if d.name in limits else d
                for d in devices]
-    return Hardware(tuple(devices), tuple(links), document.hardware.clock)
+    return Hardware(tuple(devices), tuple(links), document.hardware.clock, islands)
 
 
 def _resolve_devices(document: SpecDocument, locator: Locator) -> tuple[list[Device], dict[str, tuple[str, ...]]]:
@@ -414,6 +420,40 @@ def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str,
     return tuple(sorted(out, key=lambda g: position[g[0]]))
 
 
+def _gangs(document: SpecDocument, order: Sequence[str], hw: Hardware,
+           locator: Locator) -> tuple[tuple[str, ...], ...]:
+    """``constraints.gang``: each gang's ops (graph order), at least two, in no other gang, no more
+    than the largest island has devices; only with islands and without memory planning."""
+    entries = document.constraints.gang
+    if not entries:
+        return ()
+    where = ("constraints", "gang")
+    if len(hw.islands) < 2:
+        raise locator.error("gangs are planned by island: constraints.gang needs hardware.islands (two or more)",
+                            where)
+    if document.memory is not None and document.memory.plan:
+        raise locator.error("constraints.gang with memory planning is not supported yet (memory planning "
+                            "re-times the schedule); turn memory.plan off", where)
+    largest = max(len(island.devices) for island in hw.islands)
+    owner: dict[str, int] = {}
+    position = {n: k for k, n in enumerate(order)}
+    known = set(order)
+    gangs = []
+    for i, patterns in enumerate(entries):
+        members = dict.fromkeys(op for j, p in enumerate(patterns)
+                                for op in _expand(p, order, locator, (*where, i, j), known))
+        for op in members:
+            if op in owner:
+                raise locator.error(f"op {op!r} is in two gangs (constraints.gang[{owner[op]}] and [{i}])",
+                                    (*where, i))
+            owner[op] = i
+        if not 2 <= len(members) <= largest:
+            raise locator.error(f"a gang needs 2 to {largest} ops (the largest island's devices, one shard each); "
+                                f"this one has {len(members)}", (*where, i))
+        gangs.append(tuple(sorted(members, key=position.__getitem__)))
+    return tuple(gangs)
+
+
 def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> MemoryOptions:
     """The ``memory:`` section as :class:`~planner.spec.memory_options.MemoryOptions`.
 
@@ -739,6 +779,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     check_pattern_work(_glob_patterns(document), len(order), locator)
     allowed = _pins(document, hw, order, locator)
     groups = _colocation(document, order, allowed, locator)
+    gangs = _gangs(document, order, hw, locator)
     memory = resolve_memory(document, hw, locator)
     objective, max_load = resolve_objective(document, hw, locator)
     if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
@@ -757,6 +798,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
         objective=objective,
         allowed_devices=allowed,
         colocation_groups=groups,
+        gangs=gangs,
         time_limit_s=float(document.solver.time_limit),
         workers=document.solver.workers,
         seed=document.solver.seed,

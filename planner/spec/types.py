@@ -61,6 +61,9 @@ class Spec:
         For pinned ops only: the device instances each may use (hardware order).
     colocation_groups : tuple of tuple of str
         Ops that must share one device (overlapping groups merged; topological order).
+    gangs : tuple of tuple of str
+        ``constraints.gang`` (with islands only): each gang's ops start on the same cycle,
+        each on its own device of one island (graph order).
     time_limit_s, workers, seed, search
         Solver settings (defaults 30 s, 2 workers, seed 0, ``"deterministic"`` search).
     strategy, groups
@@ -97,6 +100,7 @@ class Spec:
     objective: str = "latency"
     allowed_devices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     colocation_groups: tuple[tuple[str, ...], ...] = ()
+    gangs: tuple[tuple[str, ...], ...] = ()
     time_limit_s: float = 30.0
     workers: int = 2
     seed: int = 0

@@ -3,9 +3,11 @@
 The sweep directory holds ``sweep.json`` (the base spec's sha256 and the solver options, so a
 resumed sweep is the same sweep), one plan directory per scenario, ``results.csv``,
 ``results.jsonl`` (and ``results.parquet`` with pyarrow) and one ``objective-<parameter>.svg``
-per varied parameter. It may be a new or empty directory, or one that ``plan sweep`` wrote
-before, which resumes: scenarios whose directories verify are not planned again. Nothing else is
-ever replaced (the rules of :mod:`planner.safe_output`).
+per varied parameter. A fleet spec (a top-level ``fleet:``) sweeps the same way, each scenario a
+fleet directory (:mod:`planner.sweeps.fleet_jobs`) and the table the fleet's columns. It may be a
+new or empty directory, or one that ``plan sweep`` wrote before, which resumes: scenarios whose
+directories verify are not planned again. Nothing else is ever replaced (the rules of
+:mod:`planner.safe_output`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from planner.reader import read_text_file, read_yaml
 from planner.safe_output import OutputTargetError, atomic_file, check_directory_target, is_plan_output
 from planner.spec import load_spec
 from planner.sweeps.backends import run_jobs
+from planner.sweeps.fleet_jobs import check_fleet_scenario, priced
 from planner.sweeps.grid import Scenario, Variation, parse_set, scenarios
 from planner.sweeps.jobs import ScenarioJob
 from planner.sweeps.plot import objective_svg
@@ -60,17 +63,17 @@ def _read_base(spec: str | Path) -> tuple[dict[str, Any], str]:
     document = read_yaml(text, file=str(spec))
     if not isinstance(document, dict):
         raise SpecError(f"{spec}: expected a mapping at the top of the spec")
-    if "fleet" in document:  # planner.fleet.is_fleet_spec's test, without importing the fleet solver
-        raise SpecError(f"{spec}: plan sweep takes a model spec (hardware: and models:); fleet specs are not "
-                        f"swept yet")
     return document, hashlib.sha256(text.encode()).hexdigest()
 
 
-def _validated(spec: Path, grid: Sequence[Scenario]) -> None:
+def _validated(spec: Path, grid: Sequence[Scenario], fleet: bool) -> None:
     """Every scenario loads and validates, before anything runs (the first bad one is the error)."""
     for s in grid:
         try:
-            load_spec(dict(s.spec), base_dir=spec.parent)
+            if fleet:
+                check_fleet_scenario(s.spec, spec.parent)
+            else:
+                load_spec(dict(s.spec), base_dir=spec.parent)
         except SpecError as e:
             values = ", ".join(f"{p}={v!r}" for p, v in s.values)
             raise SpecError(f"{spec}: scenario {s.name} ({values}): {e}") from None
@@ -102,9 +105,10 @@ def _claim_directory(output: Path, spec: Path, record: dict[str, Any]) -> None:
         tmp.write_text(json.dumps(record, indent=2) + "\n")
 
 
-def _write_results(output: Path, rows: list[dict[str, Any]], variations: Sequence[Variation]) -> list[Path]:
+def _write_results(output: Path, rows: list[dict[str, Any]], variations: Sequence[Variation],
+                   fleet: bool) -> list[Path]:
     paths = [v.path for v in variations]
-    columns = table_columns(rows, paths)
+    columns = table_columns(rows, paths, fleet)
     files = {output / "results.csv": csv_text(rows, columns), output / "results.jsonl": jsonl_text(rows, columns)}
     for i, v in enumerate(variations):
         slug = re.sub(r"[^A-Za-z0-9.+\-]+", "_", v.path).strip("_")
@@ -130,7 +134,7 @@ def sweep(spec: str | Path, sets: Sequence[str] | Mapping[str, Sequence[Any]], o
     Parameters
     ----------
     spec : str or Path
-        The base model spec (YAML).
+        The base spec (YAML): a model spec, or a fleet spec.
     sets : sequence of str, or mapping
         ``"PATH=V1,V2"`` texts as on the command line, or ``{path: [values]}``.
     output : str or Path
@@ -159,15 +163,17 @@ def sweep(spec: str | Path, sets: Sequence[str] | Mapping[str, Sequence[Any]], o
     output = Path(output)
     variations = _variations(sets)
     base, sha = _read_base(spec)
+    fleet = "fleet" in base  # planner.fleet.is_fleet_data's test
     grid = scenarios(base, variations)
-    _validated(spec, grid)
+    _validated(spec, grid, fleet)
     record = {"tool": "plan sweep", "format_version": 1, "spec_sha256": sha,
               "options": {"time_limit_s": time_limit_s, "workers": workers, "seed": seed, "search": search,
                           "numeric": numeric}}
     _claim_directory(output, spec, record)
     todo = [ScenarioJob(name=s.name, values=s.values, spec=s.spec, base_dir=str(spec.parent.resolve()),
                         target=str(output / s.name), inputs=(str(spec),), time_limit_s=time_limit_s,
-                        workers=workers, seed=seed, search=search, numeric=numeric) for s in grid]
+                        workers=workers, seed=seed, search=search, numeric=numeric, fleet=fleet,
+                        priced=fleet and priced(s.spec)) for s in grid]
     rows, done_before = {}, set()
     for job, (row, reused) in run_jobs(todo, backend=backend, processes=jobs, address=address):
         rows[job.name] = row
@@ -177,7 +183,7 @@ def sweep(spec: str | Path, sets: Sequence[str] | Mapping[str, Sequence[Any]], o
             on_scenario(job.name, row, reused)
     ordered = [rows[s.name] for s in grid]
     reused_names = [s.name for s in grid if s.name in done_before]
-    files = _write_results(output, ordered, variations)
-    columns = table_columns(ordered, [v.path for v in variations])
+    files = _write_results(output, ordered, variations, fleet)
+    columns = table_columns(ordered, [v.path for v in variations], fleet)
     return SweepResult(output=output, rows=tuple(ordered), columns=tuple(columns), files=tuple(files),
                        reused=tuple(reused_names))

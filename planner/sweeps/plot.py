@@ -38,6 +38,11 @@ def _series(rows: Sequence[Mapping[str, Any]], path: str, paths: Sequence[str]) 
     return series
 
 
+def _decimals(span: float) -> int:
+    """Digits after the point for axis ticks: none for cycles, enough for a fleet's fractions."""
+    return 0 if span >= 40 else 3
+
+
 def objective_svg(rows: Sequence[Mapping[str, Any]], path: str, values: Sequence[Any],
                   paths: Sequence[str]) -> str:
     """An SVG plot of each scenario's objective against ``path`` (taking ``values``, in order).
@@ -50,7 +55,8 @@ def objective_svg(rows: Sequence[Mapping[str, Any]], path: str, values: Sequence
     >>> svg.startswith("<svg") and svg.count("<circle") == 2 and "latency (cycles)" in svg
     True
     """
-    kind = next((r.get("objective_kind") for r in rows if r.get("objective_kind")), "objective")
+    kind = next((r.get("objective_kind") or r.get("objective_unit") for r in rows
+                 if r.get("objective_kind") or r.get("objective_unit")), "objective")  # a fleet: its unit
     series = _series(rows, path, paths)
     ys = [y for points in series.values() for _, y in points] or [0.0]
     low, high = min(0.0, min(ys)), max(ys) or 1.0
@@ -72,9 +78,10 @@ def objective_svg(rows: Sequence[Mapping[str, Any]], path: str, values: Sequence
              f'<text x="{_LEFT}" y="20" font-size="14">{escape(_AXIS.get(kind, kind))} against {escape(path)}</text>',
              f'<line x1="{_LEFT}" y1="{_TOP + plot_h}" x2="{_LEFT + plot_w}" y2="{_TOP + plot_h}" stroke="black"/>',
              f'<line x1="{_LEFT}" y1="{_TOP}" x2="{_LEFT}" y2="{_TOP + plot_h}" stroke="black"/>']
+    decimals = _decimals(high - low)
     for tick in range(5):
         y = low + (high - low) * tick / 4
-        parts.append(f'<text x="{_LEFT - 6}" y="{y_of(y) + 4:.1f}" text-anchor="end">{y:,.0f}</text>')
+        parts.append(f'<text x="{_LEFT - 6}" y="{y_of(y) + 4:.1f}" text-anchor="end">{y:,.{decimals}f}</text>')
     for value, label in zip(values, labels):
         parts.append(f'<text x="{x_of(value):.1f}" y="{_TOP + plot_h + 18}" text-anchor="middle">'
                      f'{escape(label)}</text>')

@@ -13,12 +13,15 @@ import io
 import json
 from typing import Any, Iterable, Mapping, Sequence
 
-__all__ = ["scenario_row", "failed_row", "table_columns", "csv_text", "jsonl_text", "parquet_available",
-           "write_parquet"]
+__all__ = ["FLEET_TAIL", "scenario_row", "fleet_row", "failed_row", "table_columns", "csv_text", "jsonl_text",
+           "parquet_available", "write_parquet"]
 
 _HEAD = ("scenario",)
 _TAIL = ("status", "objective_kind", "objective", "bound", "gap", "makespan_cycles", "makespan_us",
          "throughput_per_s", "reproducible", "error")
+#: A fleet sweep's columns between the varied paths and the per-resource peaks.
+FLEET_TAIL = ("status", "mode", "objective", "objective_unit", "bound", "gap", "processors_used", "cost",
+              "reproducible", "error")
 
 
 def scenario_row(name: str, values: Sequence[tuple[str, Any]], plan, simulation) -> dict[str, Any]:
@@ -52,7 +55,47 @@ def scenario_row(name: str, values: Sequence[tuple[str, Any]], plan, simulation)
     return row
 
 
-def failed_row(name: str, values: Sequence[tuple[str, Any]], status: str, error: str) -> dict[str, Any]:
+def fleet_row(name: str, values: Sequence[tuple[str, Any]], allocation: Mapping[str, Any],
+              priced: bool) -> dict[str, Any]:
+    """A fleet scenario's row from its ``allocation.json``: the chosen mode's figures and utilisation peaks.
+
+    ``cost`` is the allocation's cost (the sum of the used processors' prices) when the spec
+    prices its pools, else None (a processor count is not a cost). ``peak_util.<resource>`` is
+    the highest utilisation of that resource over the processors used.
+
+    Examples
+    --------
+    >>> allocation = {"mode": "power", "status": "OPTIMAL", "objective": 2, "bound": 2, "gap": 0.0,
+    ...               "processors_used": 2, "cost": 4, "solver": {"reproducible": True},
+    ...               "modes": {"power": {"objective_unit": "cost of the processors used"}},
+    ...               "processors": {"p0": {"utilization": {"ops": 0.5, "io": 0.25}},
+    ...                              "p1": {"utilization": {"ops": 0.75, "io": 0.125}}}}
+    >>> row = fleet_row("count-2", [("fleet.pools[0].count", 2)], allocation, priced=False)
+    >>> row["cost"], row["peak_util.ops"], row["peak_util.io"]
+    (None, 0.75, 0.25)
+    >>> fleet_row("count-2", [], allocation, priced=True)["cost"]
+    4
+    """
+    mode = allocation["mode"]
+    row: dict[str, Any] = {"scenario": name, **dict(values), "status": str(allocation["status"]), "mode": mode,
+                           "objective": allocation["objective"],
+                           "objective_unit": allocation["modes"][mode]["objective_unit"],
+                           "bound": allocation["bound"],
+                           "gap": None if allocation["gap"] is None else round(allocation["gap"], 6),
+                           "processors_used": allocation["processors_used"],
+                           "cost": allocation["cost"] if priced else None,
+                           "reproducible": bool(allocation["solver"].get("reproducible", True)), "error": None}
+    peaks: dict[str, float] = {}
+    for processor in allocation["processors"].values():
+        for resource, share in processor["utilization"].items():
+            peaks[resource] = max(peaks.get(resource, 0.0), share)
+    for resource, share in sorted(peaks.items()):
+        row[f"peak_util.{resource}"] = round(share, 6)
+    return row
+
+
+def failed_row(name: str, values: Sequence[tuple[str, Any]], status: str, error: str,
+               tail: Sequence[str] = _TAIL) -> dict[str, Any]:
     """A scenario that has no plan (infeasible, or none within its time limit).
 
     Examples
@@ -60,19 +103,21 @@ def failed_row(name: str, values: Sequence[tuple[str, Any]], status: str, error:
     >>> failed_row("count-1", [("hardware.devices[0].count", 1)], "INFEASIBLE", "memory")["objective"] is None
     True
     """
-    return {"scenario": name, **dict(values), **{c: None for c in _TAIL}, "status": status, "error": error}
+    return {"scenario": name, **dict(values), **{c: None for c in tail}, "status": status, "error": error}
 
 
-def table_columns(rows: Iterable[Mapping[str, Any]], paths: Sequence[str]) -> list[str]:
-    """The table's columns: scenario, the varied paths, the results, then every device's memory peaks.
+def table_columns(rows: Iterable[Mapping[str, Any]], paths: Sequence[str], fleet: bool = False) -> list[str]:
+    """The table's columns: scenario, the varied paths, the results, then every device's memory peaks
+    (a fleet: every resource's utilisation peak).
 
     Examples
     --------
     >>> table_columns([{"peak.b0.sram_bytes": 1}, {"peak.a0.sram_bytes": 2}], ["solver.seed"])[-3:]
     ['error', 'peak.a0.sram_bytes', 'peak.b0.sram_bytes']
     """
-    peaks = sorted({k for r in rows for k in r if k.startswith("peak.")})
-    return [*_HEAD, *paths, *_TAIL, *peaks]
+    prefix = "peak_util." if fleet else "peak."
+    peaks = sorted({k for r in rows for k in r if k.startswith(prefix)})
+    return [*_HEAD, *paths, *(FLEET_TAIL if fleet else _TAIL), *peaks]
 
 
 def _cell(value: Any) -> str:

@@ -20,7 +20,11 @@ was found):
 7. ``memory.json`` (when memory planning ran) and ``allocation.json`` against the binaries;
 8. the listings and ``trace.json``: byte for byte what the verified plan renders;
 9. ``plan.json`` ``numeric`` (and, with ``numeric=True``, the numeric replay itself);
-10. the seal of ``plan.json``: a figure no replay recomputes (a seed, a baseline) edited.
+10. the seal of ``plan.json``: a figure no replay recomputes (a seed, a baseline) edited;
+11. ``report.html``: byte for byte the page :func:`planner.report.html.render_html` draws from
+    the verified ``plan.json``, ``allocation.json`` and ``memory.json`` (its sha256 in
+    ``files`` already refused an edited page at step 2; the redraw refuses a page of other
+    figures sealed by hand).
 
 Nothing here imports the solve stage (``solvers``, ``planner.pipeline``,
 ``planner.memory``, OR-Tools): a test imports this module in a fresh interpreter and
@@ -46,6 +50,7 @@ from planner.graph.ir import GraphError
 from planner.graph.serialize import graph_from_dict
 from planner.isa.binary import decode, listing
 from planner.plan import Plan, seal_of
+from planner.report.html import render_html
 from planner.report.trace import trace_json
 from planner.simulator import simulate_programs
 from planner.stage_timing import post_solve_reserve_s
@@ -193,6 +198,15 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
         raise VerificationError("trace.json", "", detail="not the trace of the verified plan")
 
 
+def _check_page(raw: Mapping[str, Any], files: Mapping[str, bytes], memory_planning: bool) -> None:
+    """report.html is the page the verified plan.json, allocation.json and memory.json draw."""
+    memory = parse_json(files["memory.json"], "memory.json") if memory_planning else None
+    page = render_html(raw, parse_json(files["allocation.json"], "allocation.json"), memory).encode("utf-8")
+    if files["report.html"] != page:
+        raise VerificationError("report.html", "", detail="not the page the verified plan.json, allocation.json "
+                                                          "and memory.json draw")
+
+
 def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], programs: Mapping[str, Any],
                  simulation: Any, graph: Any, base: Mapping[str, str]) -> None:
     """memory.json, allocation.json, the listings and trace.json."""
@@ -285,6 +299,7 @@ def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -
         raise VerificationError("plan.json", "seal", expected=f"{seal_of(raw)[:16]}... (the document's sha256)",
                                 found=f"{str(raw.get('seal'))[:16]}...", detail="a field was edited after `plan "
                                 "solve` wrote it")
+    _check_page(raw, files, doc.memory_planning)
     return Verdict(plan_dir, plan, doc, simulation, programs, ran, time.perf_counter() - start)
 
 

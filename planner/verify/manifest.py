@@ -12,7 +12,7 @@ are left alone.
 Examples
 --------
 >>> expected_files(["d0"], memory_planning=False)
-['allocation.json', 'bin/d0.bin', 'bin/d0.lst', 'graph.json', 'report.md', 'trace.json']
+['allocation.json', 'bin/d0.bin', 'bin/d0.lst', 'graph.json', 'report.html', 'report.md', 'trace.json']
 >>> sha256_hex(b"")[:16]
 'e3b0c44298fc1c14'
 """
@@ -29,7 +29,7 @@ from planner.verify.jsonfile import read_bytes
 __all__ = ["DIRECTORY_FILES", "MAX_FILE_BYTES", "expected_files", "sha256_hex", "read_manifest_files"]
 
 # Written by every `plan solve` besides plan.json and the binaries.
-DIRECTORY_FILES = ("allocation.json", "graph.json", "report.md", "trace.json")
+DIRECTORY_FILES = ("allocation.json", "graph.json", "report.html", "report.md", "trace.json")
 # No file of a plan directory is larger (a binary of 10^6 instructions is 80 MB).
 MAX_FILE_BYTES = 512 << 20
 
@@ -46,8 +46,8 @@ def sha256_hex(data: bytes) -> str:
 def expected_files(devices: Sequence[str], *, memory_planning: bool) -> list[str]:
     """The relative paths ``plan.json`` ``files`` must list, sorted.
 
-    >>> expected_files(["a"], memory_planning=True)[-3:]
-    ['memory.json', 'report.md', 'trace.json']
+    >>> expected_files(["a"], memory_planning=True)[-4:]
+    ['memory.json', 'report.html', 'report.md', 'trace.json']
     """
     names = [*DIRECTORY_FILES, *(f"bin/{d}.{ext}" for d in devices for ext in ("bin", "lst"))]
     if memory_planning:

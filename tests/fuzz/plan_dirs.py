@@ -4,8 +4,9 @@ Each example copies a directory `plan solve` wrote and changes it one way: a fie
 plan.json, memory.json, allocation.json or graph.json deleted, duplicated, retyped or
 replaced (null, strings, huge numbers, deep nesting, another field's value); bytes of any
 file truncated, flipped or made non-UTF-8; an instruction of a binary changed and the binary
-re-encoded (a well-formed binary that says something else); a file deleted, added, replaced by a directory,
-a symbolic link or a FIFO, or swapped in from another plan; plan.json re-serialized (key
+re-encoded (a well-formed binary that says something else); report.html's text edited (a figure, a
+name, a bar) and resealed (only its redraw from the verified files can refuse it); a file deleted,
+added, replaced by a directory, a symbolic link or a FIFO, or swapped in from another plan; plan.json re-serialized (key
 order, indentation: the same document). Half the JSON edits, and every binary edit, are *resealed*: the
 adversary also recomputes the sha256 of every file and plan.json's seal, so only the
 semantic checks can catch them.
@@ -373,12 +374,33 @@ def _binary_edit(data: st.DataObject, plan_dir: Path) -> Case:
     return Case("binary-resealed", f"{path.name} #{i} {ins.opcode.name}.{field}={new!r}")
 
 
+_HTML_EDITS = (("OPTIMAL", "FEASIBLE"), ("</h1>", " (edited)</h1>"), ('class="bar op"', 'class="bar"'),
+               ("<title>plan", "<title>plan!"), ("%", "%%"), ("1", "7"))
+
+
+def _html_edit(data: st.DataObject, plan_dir: Path) -> Case:
+    """report.html edited like a person would (a status, a figure, a bar, a title) and resealed."""
+    path = plan_dir / "report.html"
+    page = path.read_text(encoding="utf-8")
+    present = [(a, b) for a, b in _HTML_EDITS if a in page]
+    old, new = data.draw(st.sampled_from(present), label="edit")
+    at = data.draw(st.integers(0, page.count(old) - 1), label="occurrence")
+    start = -1
+    for _ in range(at + 1):
+        start = page.index(old, start + 1)
+    path.write_text(page[:start] + new + page[start + len(old):], encoding="utf-8")
+    reseal(plan_dir)
+    return Case("html-resealed", f"{old!r} -> {new!r} #{at}")
+
+
 def mutate(data: st.DataObject, plan_dir: Path, other: Path) -> Case:
     """Apply one drawn tampering to ``plan_dir`` (``other``: a plan to swap files from)."""
     family = data.draw(st.sampled_from(["json", "json", "json-resealed", "json-resealed", "bytes", "file",
-                                        "binary"]), label="family")
+                                        "binary", "html"]), label="family")
     if family == "binary":
         return _binary_edit(data, plan_dir)
+    if family == "html":
+        return _html_edit(data, plan_dir)
     if family.startswith("json"):
         present = [n for n in _JSON_FILES if (plan_dir / n).is_file()]
         return _json_edit(data, plan_dir, data.draw(st.sampled_from(present), label="file"), family != "json")

@@ -357,3 +357,26 @@ def test_resealed_post_solve_reserve_edits(plans, tmp_path, value, message):
     assert json.loads((d / "plan.json").read_text())["solver"]["post_solve_reserve_s"] == 0.0
     edit(d, "plan.json", lambda doc: doc["solver"].update(post_solve_reserve_s=value), resealed=True)
     refused(d, message)
+
+
+@pytest.mark.parametrize("base", ["taskgraph", "memory"])
+def test_an_edited_report_html_is_refused(plans, tmp_path, base):
+    d = copy(plans, base, tmp_path)
+    page = (d / "report.html").read_text()
+    assert page.count("</h1>") == 1
+    (d / "report.html").write_text(page.replace("</h1>", " (checked by hand)</h1>"))
+    refused(d, "report.html: sha256 checksum", "the file changed after `plan solve` wrote it")
+    reseal(d)  # the checksum recomputed too: only the redraw from the verified files can tell
+    refused(d, "report.html: not the page the verified plan.json, allocation.json and memory.json draw")
+    d = copy(plans, base, tmp_path / "deleted")
+    (d / "report.html").unlink()
+    refused(d, "report.html")
+
+
+def test_a_resealed_figure_only_the_seal_kept_is_refused_by_the_page_it_draws(plans, tmp_path):
+    # plan.json's spec name is a figure no replay recomputes; allocation.json agrees with it, so
+    # before report.html was sealed a resealed rename of both was accepted. The page draws the name.
+    d = copy(plans, "taskgraph", tmp_path)
+    edit(d, "allocation.json", lambda doc: doc.update(spec="renamed"))
+    edit(d, "plan.json", lambda doc: doc.update(spec="renamed"), resealed=True)
+    refused(d, "report.html: not the page the verified plan.json")

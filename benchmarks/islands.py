@@ -1,0 +1,132 @@
+"""Island planning benchmark (issue 13): two islands against one, and per-island solves in a pool.
+
+``pipeline``: ``specs/islands.yaml`` (a pipelined 4-layer transformer, throughput objective,
+two islands of two TPU v4 cores joined by a 25 GB/s data-centre network) planned by the
+islands route, against the same four devices as one island (one all-to-all topology of the
+islands' 300 GB/s links), planned by the ordinary route. The islands plan keeps the spec's two
+gangs, the one island has none (gangs need islands), so the ratio is if anything conservative.
+Throughput is 1 / max-load, so the ratio is ``one-island objective / islands objective``;
+target >= 0.97.
+
+``concurrent``: four islands of two TPU v4 cores, four transformer models of 990 ops each
+(3,960 ops); the split is solved once, then the four per-island solves run in a process pool
+and one after the other, each with one CP-SAT worker and the same deterministic budget (so
+the two do the same work and give the same placements, which is checked). Ratio = pool wall
+time / sequential wall time; target <= 0.6 on 2 cores.
+
+Every row prints ``uptime``'s load; values are medians over ``--repeats``.
+
+Usage::
+
+    python benchmarks/islands.py --repeats 3 --time-limit 20
+    python benchmarks/islands.py --only pipeline --time-limit 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from planner.islands import to_split_problem  # noqa: E402
+from planner.islands.route import island_spec, solve_island_specs  # noqa: E402
+from planner.pipeline import run  # noqa: E402
+from planner.spec import load_spec  # noqa: E402
+from planner.stages import RunSettings  # noqa: E402
+from solvers.islands import CpSatSplitSolver  # noqa: E402
+
+__all__ = ["pipeline_row", "concurrent_row", "main"]
+
+
+def _load() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def one_island(document: dict) -> dict:
+    """The same devices as one island: the islands' fast topology over all of them, no network."""
+    doc = copy.deepcopy(document)
+    hw = doc["hardware"]
+    topology = hw["islands"][0]["topology"]
+    hw.pop("islands")
+    hw.pop("network")
+    hw["topology"] = topology
+    doc.get("constraints", {}).pop("gang", None)  # gangs are planned by island (the islands plan keeps them)
+    doc["name"] = doc.get("name", "spec") + "-one-island"
+    return doc
+
+
+def pipeline_row(time_limit_s: float, repeats: int) -> dict:
+    document = yaml.safe_load((ROOT / "specs" / "islands.yaml").read_text())
+    ratios, islands_obj, one_obj = [], [], []
+    for _ in range(repeats):
+        islands = run(document, time_limit_s=time_limit_s, workers=2)
+        one = run(one_island(document), time_limit_s=time_limit_s, workers=2)
+        islands_obj.append(islands.plan.objective)
+        one_obj.append(one.plan.objective)
+        ratios.append(one.plan.objective / islands.plan.objective)
+    return {"row": "pipeline", "islands_max_load": statistics.median(islands_obj),
+            "one_island_max_load": statistics.median(one_obj), "throughput_ratio": statistics.median(ratios),
+            "cross_bytes": islands.plan.solver["islands"]["cross_bytes"], "gap": islands.plan.gap,
+            "target": ">= 0.97", "load": _load()}
+
+
+def four_island_document() -> dict:
+    topo = {"kind": "all-to-all", "bandwidth": "300 GB/s", "latency": "200 ns"}
+    model = {"kind": "transformer", "layers": 23, "d_model": 256, "heads": 8, "seq": 64, "batch": 1, "dtype": "fp16"}
+    return {"version": 1, "name": "four-islands",
+            "hardware": {"devices": [{"name": "tpu", "profile": "tpu-v4", "count": 8}],
+                         "islands": [{"name": f"pod{k}", "devices": [f"tpu{2 * k}", f"tpu{2 * k + 1}"],
+                                      "topology": topo} for k in range(4)],
+                         "network": {"bandwidth": "25 GB/s", "latency": "5 us"}},
+            "models": [{"name": f"m{k}", "generator": model} for k in range(4)],
+            "objective": "throughput"}
+
+
+def concurrent_row(time_limit_s: float, repeats: int) -> dict:
+    spec = load_spec(four_island_document())
+    problem, portions = to_split_problem(spec)
+    island_of = portions.island_of_op(CpSatSplitSolver().solve(problem).solution.island_of)
+    parts = [(name, island_spec(spec, devices, {op for op, i in island_of.items() if i == k}))
+             for k, (name, devices) in enumerate(zip(portions.island_names, portions.island_devices))]
+    settings = RunSettings(time_limit_s=time_limit_s, workers=1, seed=0, search="deterministic")
+    pool_s, serial_s, same = [], [], True
+    for _ in range(repeats):
+        pooled, wall_pool = solve_island_specs(parts, settings, concurrent=True)
+        serial, wall_serial = solve_island_specs(parts, settings, concurrent=False)
+        same &= [r.placement for r in pooled] == [r.placement for r in serial]
+        pool_s.append(wall_pool)
+        serial_s.append(wall_serial)
+    return {"row": "concurrent", "ops": len(spec.graph.ops), "islands": len(parts),
+            "ops_per_island": [len(r.placement) for r in pooled], "pool_s": statistics.median(pool_s),
+            "sequential_s": statistics.median(serial_s),
+            "ratio": statistics.median(p / s for p, s in zip(pool_s, serial_s)),
+            "same_placements": same, "statuses": sorted({str(getattr(r.status, "value", r.status)) for r in pooled}),
+            "target": "<= 0.6",
+            "load": _load()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per plan (per island solve)")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", choices=("pipeline", "concurrent"))
+    args = parser.parse_args(argv)
+    print(f"# islands benchmark, {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
+    if args.only in (None, "pipeline"):
+        print(pipeline_row(args.time_limit, args.repeats), flush=True)
+    if args.only in (None, "concurrent"):
+        print(concurrent_row(args.time_limit, args.repeats), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

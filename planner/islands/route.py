@@ -1,0 +1,288 @@
+"""The islands strategy: split, one scheduling solve per island (concurrently), one global schedule.
+
+1. **Split** (:class:`solvers.islands.CpSatSplitSolver`, 5% of the limit): each portion
+   (:mod:`planner.islands.portions`) to one island, minimising the bottleneck (island work
+   per device lane, network busy cycles), then the cross-island bytes.
+2. **Per-island solves** (30% of the limit each, all at once, the run's workers shared
+   among them): each island's ops, with
+   the tensors they receive from other islands as graph inputs, on the island's devices
+   and fast links only, solved by the existing spine (:func:`planner.scheduling.solve_schedule`)
+   in a process pool (a gang's shards pinned to distinct devices of its island,
+   :mod:`planner.islands.gang`). Given the split they share nothing, so they are independent: the
+   deterministic budget makes each one's result the same in the pool and in sequence.
+3. **Global schedule** (20%): the islands' placement fixed (every op pinned to its device),
+   the whole graph scheduled once over all devices, the network included, so cross-island
+   transfers are sequenced on the one network link; then re-timed so every gang starts on
+   one cycle. This is the plan that is lowered and replayed (and each gang's start checked
+   in the replay).
+4. **One problem** (20%): the same workload on the same hardware with the placement free
+   (no split), planned in the same run. Its lower bound is a bound of the global problem,
+   so it is the plan's bound: the islands plan is one feasible point of that problem. Each
+   island's own bound is reported too, but it bounds that island's part *given the split*.
+5. **One big island** (20%): the same workload on the same devices as one island
+   (:func:`one_island_hardware`: every cross-island pair joined as fast as the fastest
+   island link), the comparison the report states as a ratio. Different hardware, so its
+   bound is no bound of this plan.
+
+Examples
+--------
+>>> from planner.pipeline import run
+>>> outcome = run("specs/islands.yaml", time_limit_s=2, workers=1)
+>>> details = outcome.plan.solver["islands"]
+>>> [i["name"] for i in details["islands"]], details["cross_bytes"] > 0
+(['pod-a', 'pod-b'], True)
+>>> outcome.plan.bound <= outcome.plan.objective and outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+True
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+from planner.errors import InfeasibleError, InternalError
+from planner.islands.gang import align_gangs, check_replayed_gangs, pin_shards
+from planner.graph.ir import Graph
+from planner.hardware import Hardware, Link
+from planner.islands.portions import Portions
+from planner.islands.report import render_islands_section
+from planner.reductions.scheduling import to_problem
+from planner.scheduling import run_reserve_s, solve_schedule
+from planner.spec import Spec
+from planner.spec.limits import MAX_LINKS
+from planner.stages import Outcome, Problem, RunSettings, Solved
+from solvers.core import SolveResult, Status
+from solvers.islands import CpSatSplitSolver
+
+__all__ = ["IslandResult", "IslandsDetails", "solve_islands", "solve_island_specs", "island_spec",
+           "islands_outcome", "one_island_hardware", "SHARES", "ONE_PROBLEM"]
+
+#: The name of the one-problem comparison among the plan's baselines.
+ONE_PROBLEM = "one problem (no split)"
+
+#: Shares of the time limit: the split, each per-island solve, the global schedule, the one-problem comparison.
+SHARES = {"split": 0.05, "island": 0.3, "global": 0.2, "whole": 0.2, "one_island": 0.2}
+
+
+@dataclass(frozen=True)
+class IslandResult:
+    """One island's solve given the split: its placement and its figures (``bound`` bounds this island only)."""
+
+    name: str
+    devices: tuple[str, ...]
+    placement: tuple[tuple[str, str], ...]
+    status: str
+    objective: int | None
+    bound: int | None
+    wall_time_s: float
+    host_memory_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class IslandsDetails:
+    """What the islands route adds: the split, each island's solve, and the one-problem comparison."""
+
+    split: SolveResult
+    portions: Portions
+    islands: tuple[IslandResult, ...]
+    whole: Solved
+    pool_wall_s: float
+    concurrent: bool
+    gangs: tuple[tuple[str, ...], ...] = ()
+    one_island: Solved | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The plan.json ``solver.islands`` entry (no wall times: equal inputs give equal bytes)."""
+        split = self.split.solution
+        return {
+            "split": {"solver": self.split.solver_name, "status": self.split.status.value,
+                      "bottleneck_cycles": split.bottleneck, "bound": _whole(self.split.bound),
+                      "portions": [{"island": self.portions.island_names[i], "ops": len(ops),
+                                    "first": ops[0], "last": ops[-1]}
+                                   for ops, i in zip(self.portions.ops_of, split.island_of)]},
+            "cross_bytes": split.cross_bytes, "network_cycles": split.network_cycles,
+            "islands": [{"name": r.name, "devices": list(r.devices), "ops": len(r.placement),
+                         "host_memory_bytes": r.host_memory_bytes, "status": r.status, "objective": r.objective,
+                         "bound_given_split": r.bound}
+                        for r in self.islands],
+            "one_problem": {"status": self.whole.plan.status, "objective": self.whole.plan.objective,
+                            "bound": self.whole.plan.bound},
+            "one_island": None if self.one_island is None else {
+                "status": self.one_island.plan.status, "objective": self.one_island.plan.objective,
+                "bound": self.one_island.plan.bound},
+        }
+
+
+def _whole(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def island_spec(spec: Spec, devices: tuple[str, ...], ops: set[str]) -> Spec:
+    """The spec of one island's part: its ops (tensors from other islands become graph inputs),
+    its devices and the links among them only."""
+    graph = spec.graph
+    order = [op for op in graph.topological_order() if op in ops]
+    kept_ops = [replace(graph.ops[op], after=tuple(a for a in graph.ops[op].after if a in ops)) for op in order]
+    names = dict.fromkeys(t for op in kept_ops for t in (*op.inputs, *op.outputs))
+    tensors = []
+    for name in names:
+        tensor = graph.tensors[name]
+        producer = graph.producer(name)
+        if producer is not None and producer not in ops:
+            tensor = replace(tensor, kind="input")  # it arrives over the network
+        tensors.append(tensor)
+    inside = set(devices)
+    hardware = Hardware(tuple(d for d in spec.hardware.devices if d.name in inside),
+                        tuple(l for l in spec.hardware.links if set(l.devices) <= inside), spec.hardware.clock_hz)
+    allowed = {op: tuple(d for d in devs if d in inside) for op, devs in spec.allowed_devices.items() if op in ops}
+    groups = tuple(g for g in spec.colocation_groups if set(g) <= ops)
+    return replace(spec, graph=Graph(tensors, kept_ops), hardware=hardware, allowed_devices=allowed,
+                   colocation_groups=groups, document=None)
+
+
+def one_island_hardware(hardware: Hardware) -> Hardware | None:
+    """The same devices as one big island: the islands' links kept, and every cross-island pair
+    joined by its own link as fast as the fastest island link (no network). None when that
+    needs more than :data:`~planner.spec.limits.MAX_LINKS` links.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> big = one_island_hardware(load_spec("specs/islands.yaml").hardware)
+    >>> [l.name for l in big.links][-2:], big.links[-1].bandwidth_bytes_per_s, big.islands
+    (['one_island_tpu1_tpu2', 'one_island_tpu1_tpu3'], 300000000000, ())
+    """
+    networks = {island.network for island in hardware.islands if island.network}
+    fast = [link for link in hardware.links if link.name not in networks]
+    best = max(fast or hardware.links, key=lambda l: (l.bandwidth_bytes_per_s, -l.latency_cycles))
+    island_of = {d: k for k, island in enumerate(hardware.islands) for d in island.devices}
+    names = [d.name for d in hardware.devices]
+    pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if island_of[a] != island_of[b]]
+    if len(fast) + len(pairs) > MAX_LINKS:
+        return None
+    taken = {link.name for link in fast}
+    added = [Link(_free_name(f"one_island_{a}_{b}", taken), (a, b), best.bandwidth_bytes_per_s, best.latency_cycles)
+             for a, b in pairs]
+    return Hardware(hardware.devices, (*fast, *added), hardware.clock_hz)
+
+
+def _free_name(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name += "_"
+    taken.add(name)
+    return name
+
+
+def _solve_one(name: str, spec: Spec, settings: RunSettings) -> IslandResult:
+    started = time.perf_counter()
+    solved = solve_schedule(Problem(spec, settings, *to_problem(spec)))
+    plan = solved.plan
+    return IslandResult(name, tuple(d.name for d in spec.hardware.devices),
+                        tuple((o.name, o.device) for o in plan.ops), plan.status, plan.objective, plan.bound,
+                        time.perf_counter() - started)
+
+
+def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *,
+                       concurrent: bool = True) -> tuple[tuple[IslandResult, ...], float]:
+    """Solve each island's spec, in a process pool (``concurrent``) or one after the other; and the wall time.
+
+    The results are the same either way (each solve's deterministic budget depends on its
+    spec alone); only the wall time differs.
+    """
+    quiet = replace(settings, progress=None, solver_log=None)
+    started = time.perf_counter()
+    if concurrent and len(parts) > 1:
+        context = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(max_workers=min(len(parts), os.cpu_count() or 1), mp_context=context) as pool:
+            futures = [pool.submit(_solve_one, name, part, quiet) for name, part in parts]
+            results = tuple(f.result() for f in futures)
+    else:
+        results = tuple(_solve_one(name, part, quiet) for name, part in parts)
+    return results, time.perf_counter() - started
+
+
+def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSettings:
+    """The stage's share of what the limit leaves after the reserve for lowering, replay and writing."""
+    return replace(settings, time_limit_s=(settings.time_limit_s - reserve_s) * SHARES[stage_name])
+
+
+def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
+    """The islands strategy (module docstring): the verified-to-be plan is the global schedule of the islands' placement.
+
+    Raises
+    ------
+    InfeasibleError
+        No split fits the islands (memory, pins), or an island's part has no schedule.
+    """
+    spec, settings = problem.spec, problem.settings
+    portions: Portions = problem.inverse
+    reserve_s = run_reserve_s(spec, settings.time_limit_s)
+    split = CpSatSplitSolver().solve(problem.solver_problem,
+                                     _share(settings, "split", reserve_s).solve_options(num_workers=1))
+    if not split.status.has_solution:
+        raise InfeasibleError("no split of the workload fits the islands: each portion needs an island whose "
+                              "devices can run all its ops (pins included) and whose memory holds its weights")
+    island_of = portions.island_of_op(split.solution.island_of)
+    parts = []
+    for k, (name, devices) in enumerate(zip(portions.island_names, portions.island_devices)):
+        ops = {op for op, i in island_of.items() if i == k}
+        if ops:
+            part = island_spec(spec, devices, ops)
+            parts.append((name, replace(part, allowed_devices=pin_shards(part, devices))))
+    # The islands share the run's CP-SAT workers (a function of the spec, so pool and sequence agree).
+    island_settings = replace(_share(settings, "island", reserve_s), workers=max(1, settings.workers // max(1, len(parts))))
+    results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent)
+    host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
+    results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
+    placement = {op: (device,) for r in results for op, device in r.placement}
+    fixed_spec = replace(spec, allowed_devices=placement)
+    fixed = solve_schedule(Problem(fixed_spec, _share(settings, "global", reserve_s), *to_problem(fixed_spec)))
+    fixed = align_gangs(fixed, spec)
+    whole = solve_schedule(Problem(spec, _share(settings, "whole", reserve_s), *to_problem(spec)))
+    big = one_island_hardware(spec.hardware)
+    one_island = None
+    if big is not None:
+        big_spec = replace(spec, hardware=big, gangs=())
+        one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
+    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
+    return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, settings: RunSettings,
+                       reserve_s: float) -> Solved:
+    """The global schedule with the one-problem bound (sound for the global problem) as its bound,
+    and the run's own time limit and workers (each stage had its share) in its solver record."""
+    bound = whole.result.bound
+    if bound is not None and fixed.result.bound is not None:
+        bound = min(bound, fixed.result.objective)  # never above the plan itself
+    status = Status.OPTIMAL if bound is not None and bound >= fixed.result.objective else Status.FEASIBLE
+    result = replace(fixed.result, status=status, bound=bound,
+                     stats={**fixed.result.stats, "lower_bound": whole.result.stats.get("lower_bound")})
+    plan = fixed.plan
+    # The verifier checks every baseline row beyond the heuristic against solver.baselines.
+    heuristic = _whole(fixed.heuristic.objective) if fixed.heuristic.status.has_solution else None
+    baselines = {fixed.heuristic.solver_name: heuristic, ONE_PROBLEM: whole.plan.objective}
+    starts = {o.name: o.start_cycle for o in plan.ops}
+    gangs = [{"ops": list(g), "start_cycle": starts[g[0]]} for g in details.gangs]
+    solver = {**plan.solver, "time_limit_s": settings.time_limit_s, "workers": settings.workers,
+              "post_solve_reserve_s": reserve_s, "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
+    plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap, solver=solver)
+    return replace(fixed, plan=plan, result=result, details=details, post_solve_reserve_s=reserve_s)
+
+
+def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:
+    """The outcome with the one-problem comparison as a baseline row and the islands section in report.md."""
+    details: IslandsDetails = solved.details
+    replayed = check_replayed_gangs(outcome.simulation.ops, details.gangs)
+    planned = [g["start_cycle"] for g in outcome.plan.solver["islands"]["gangs"]]
+    if replayed != planned:
+        raise InternalError(f"the replayed gangs start on cycles {replayed}, the plan says {planned}")
+    whole = details.whole.plan
+    row = {"solver": ONE_PROBLEM, "status": whole.status, "objective": whole.objective,
+           "bound": whole.bound}
+    return replace(outcome, extra_baselines=(*outcome.extra_baselines, row),
+                   report_sections=(*outcome.report_sections, render_islands_section(outcome.plan, details)))

@@ -1,0 +1,176 @@
+"""The island split: each portion to one island, minimising the bottleneck, then the cross-island bytes.
+
+The model (CP-SAT): ``x[p][i]`` is 1 when portion ``p`` goes to island ``i`` (exactly one,
+only where every op of ``p`` can run on ``i``); portions that must share a device share an
+island; each island's memory holds its portions' resident bytes; ``cut[e]`` is 1 when
+edge ``e``'s ends are on different islands. The bottleneck ``B`` is at least each island's
+work divided over its device lanes (``lanes_i * B >= sum_p work[p][i] x[p][i]``) and at least
+the network's busy cycles (``sum_e cut[e] * network_cycles[e]``: the network carries one
+transfer at a time). First ``B`` is minimised, then, with ``B`` fixed to the value found,
+the cross-island bytes. The bound is CP-SAT's bound on ``B`` for *this* model: the split's
+load bound at portion granularity, not a bound of the scheduled plan.
+
+Determinism: one worker, a fixed seed and a deterministic-time limit proportional to the
+time limit; the wall clock only as a safety net (``stats["stopped_by"]``).
+
+Examples
+--------
+Two islands of one lane each, a chain of four portions of 10 cycles, each edge 4 cycles on
+the network: the best split cuts the chain once (bottleneck 20, one edge of 8 bytes across).
+
+>>> p = SplitProblem(portion_work=((10, 10),) * 4, portion_memory=(0,) * 4, island_lanes=(1, 1),
+...                  island_memory=(100, 100), edges=((0, 1, 8), (1, 2, 8), (2, 3, 8)),
+...                  network_cycles=(4, 4, 4))
+>>> r = CpSatSplitSolver().solve(p)
+>>> r.status.value, r.objective, r.solution.cross_bytes, r.solution.island_of in [(0, 0, 1, 1), (1, 1, 0, 0)]
+('OPTIMAL', 20, 8, True)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from ortools.sat.python import cp_model
+
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import run_cpsat
+
+__all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads"]
+
+# Deterministic time per second of the time limit (a small model: the split rarely needs it).
+_DTIME_PER_SECOND = 0.5
+_MAX_DTIME = 20.0
+
+
+@dataclass(frozen=True)
+class SplitProblem:
+    """Portions, islands and the network, in integers.
+
+    ``portion_work[p][i]``: cycles of portion ``p``'s ops on island ``i``'s fastest kind (None:
+    it cannot run there); ``portion_memory[p]``: bytes it keeps resident; ``island_lanes[i]``:
+    device instances times streams; ``island_memory[i]``: main-memory bytes of its devices;
+    ``edges``: ``(p, q, bytes)`` between portions; ``network_cycles[e]``: edge ``e``'s
+    transfer on the network; ``together``: groups of portions that must share an island.
+    """
+
+    portion_work: tuple[tuple[int | None, ...], ...]
+    portion_memory: tuple[int, ...]
+    island_lanes: tuple[int, ...]
+    island_memory: tuple[int, ...]
+    edges: tuple[tuple[int, int, int], ...]
+    network_cycles: tuple[int, ...]
+    together: tuple[tuple[int, ...], ...] = ()
+
+    @property
+    def num_portions(self) -> int:
+        return len(self.portion_work)
+
+    @property
+    def num_islands(self) -> int:
+        return len(self.island_lanes)
+
+
+@dataclass(frozen=True)
+class SplitSolution:
+    """Each portion's island, and what the split costs: its bottleneck, and the cut's bytes and network cycles."""
+
+    island_of: tuple[int, ...]
+    bottleneck: int
+    cross_bytes: int
+    network_cycles: int
+
+
+def split_loads(problem: SplitProblem, island_of: tuple[int, ...]) -> tuple[int, int, int]:
+    """The bottleneck, cross-island bytes and network cycles of a given split (for checks and reports).
+
+    >>> p = SplitProblem(((3, 3), (5, 5)), (0, 0), (1, 2), (9, 9), ((0, 1, 7),), (2,))
+    >>> split_loads(p, (0, 1))
+    (3, 7, 2)
+    """
+    loads = [0] * problem.num_islands
+    for p, i in enumerate(island_of):
+        loads[i] += problem.portion_work[p][i]
+    per_lane = max(-(-load // lanes) for load, lanes in zip(loads, problem.island_lanes))
+    cut = [e for e, (p, q, _) in enumerate(problem.edges) if island_of[p] != island_of[q]]
+    network = sum(problem.network_cycles[e] for e in cut)
+    return max(per_lane, network), sum(problem.edges[e][2] for e in cut), network
+
+
+class CpSatSplitSolver(Accepting):
+    """The split as a CP-SAT model (module docstring): bottleneck first, then cross-island bytes."""
+
+    name = "cpsat-split"
+    problem_type = SplitProblem
+
+    def solve(self, problem: SplitProblem, options: SolveOptions = SolveOptions()) -> SolveResult[SplitSolution]:
+        started = time.perf_counter()
+        dtime = min(_MAX_DTIME, _DTIME_PER_SECOND * options.time_limit_s)
+        model, x, cut, bottleneck = _build(problem)
+        first_status, first = _run(model, options, dtime / 2)
+        if not first_status.has_solution:
+            status = Status.INFEASIBLE if first_status is Status.INFEASIBLE else Status.UNKNOWN
+            return failure_result(status, self.name, time.perf_counter() - started)
+        best, bound = int(first.ObjectiveValue()), int(first.BestObjectiveBound())
+        proven = first_status is Status.OPTIMAL
+        model.Add(bottleneck <= best)
+        model.Minimize(sum(problem.edges[e][2] * c for e, c in enumerate(cut)))
+        for p in range(problem.num_portions):  # start the second phase from the first's split
+            for i, var in x[p].items():
+                model.AddHint(var, first.Value(var))
+        second_status, second = _run(model, options, dtime / 2)
+        chosen = second if second_status.has_solution else first
+        island_of = tuple(next(i for i, var in x[p].items() if chosen.Value(var)) for p in range(problem.num_portions))
+        value, cross, network = split_loads(problem, island_of)
+        status = Status.OPTIMAL if proven and value == bound else Status.FEASIBLE
+        stats = {"stopped_by": "deterministic_budget" if not proven else "optimal",
+                 "cross_bytes_optimal": second_status is Status.OPTIMAL}
+        return SolveResult(status, value, bound, SplitSolution(island_of, value, cross, network),
+                           time.perf_counter() - started, self.name, stats)
+
+
+def _build(problem: SplitProblem):
+    """The model with the bottleneck as its objective; returns the model and its variables."""
+    model = cp_model.CpModel()
+    x: list[dict[int, cp_model.IntVar]] = []
+    for p, work in enumerate(problem.portion_work):
+        row = {i: model.NewBoolVar(f"x{p}_{i}") for i, w in enumerate(work) if w is not None}
+        model.AddExactlyOne(row.values())
+        x.append(row)
+    for group in problem.together:
+        for p in group[1:]:
+            for i in range(problem.num_islands):
+                a, b = x[group[0]].get(i), x[p].get(i)
+                if a is None or b is None:
+                    for var in (a, b):
+                        if var is not None:
+                            model.Add(var == 0)
+                else:
+                    model.Add(a == b)
+    total_work = sum(max(w for w in work if w is not None) for work in problem.portion_work)
+    network_total = sum(problem.network_cycles)
+    bottleneck = model.NewIntVar(0, max(total_work, network_total), "bottleneck")
+    for i, lanes in enumerate(problem.island_lanes):
+        mine = [(problem.portion_work[p][i], x[p][i]) for p in range(problem.num_portions) if i in x[p]]
+        model.Add(sum(w * v for w, v in mine) <= lanes * bottleneck)
+        model.Add(sum(problem.portion_memory[p] * x[p][i] for p in range(problem.num_portions) if i in x[p])
+                  <= problem.island_memory[i])
+    cut = []
+    for e, (p, q, _) in enumerate(problem.edges):
+        c = model.NewBoolVar(f"cut{e}")
+        for i in range(problem.num_islands):
+            a, b = x[p].get(i), x[q].get(i)
+            if a is not None:
+                model.Add(c >= a - (b if b is not None else 0))
+        cut.append(c)
+    model.Add(sum(problem.network_cycles[e] * c for e, c in enumerate(cut)) <= bottleneck)
+    model.Minimize(bottleneck)
+    return model, x, cut, bottleneck
+
+
+def _run(model: cp_model.CpModel, options: SolveOptions, dtime: float) -> tuple[Status, cp_model.CpSolver]:
+    """One worker, the caller's seed, ``dtime`` of deterministic time; the time limit as the safety net."""
+    quiet = replace(options, num_workers=1, progress=None, log=None)
+    status, solver, _ = run_cpsat(model, quiet, max(options.time_limit_s, 1.0),
+                                  max_deterministic_time=max(dtime, 0.01))
+    return status, solver
