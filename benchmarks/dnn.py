@@ -41,8 +41,16 @@ load 9-11 on 2 cores; before/after the contiguous split and the segment-run boun
 run settings): never worse than HEFT or its best warm start on all 8 inputs; Inception-V3
 1,384.6 / 739.6 (46.6%) -> 1,224.6 / 803.5 (34.4%, from the contiguous split), ResNet-50
 layers 1,701.6 / 546.3 (67.9%) -> 1,300.1 / 546.3 (58.0%); unchanged: BERT-24 0%, GNMT 2.95%,
-BERT-L 3/6/12 10.2/10.1/7.8%, ResNet-50 operators 47.0% (the contiguous split is worse than
-the max-load split there: CPU-only ops sit between the accelerator ops). Gap <= 5% on 2 of 8.
+BERT-L 3/6/12 10.2/10.1/7.8%, ResNet-50 operators 47.0% (the contiguous split was worse than
+the max-load split there). Gap <= 5% on 2 of 8.
+
+Then (2026-11-23 20:28-20:43 UTC, the same settings, load 4-8, before/after the contiguous split
+also splits the order with each weight source next to its first consumer): the operator graphs
+list their weight sources first, which made the split's first block hold them all. BERT-L 3
+247.7 / 222.5 (10.2%) -> 225.0 / 222.5 (1.09%), BERT-L 6 277.7 / 249.7 (10.1%) -> 253.9 / 249.7
+(1.65%), BERT-L 12 667.5 / 609.4 (8.7%) -> 657.4 / 609.4 (7.3%), ResNet-50 operators 611.6 / 324.3
+(47.0%) -> 458.2 / 324.3 (29.2%), each now the contiguous split unchanged by CP-SAT; the layer
+graphs unchanged (no free sources). Gap <= 5% on 4 of 8; never worse than HEFT or the best start.
 
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through

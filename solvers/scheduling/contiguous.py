@@ -18,6 +18,14 @@ devices where little data flows. This solver builds such plans directly:
   data it waits for); the dynamic program minimises the sum of block costs for every number
   of blocks, in ``O(blocks * L^2)`` over ``L`` positions (long orders are cut into at most
   ``max_positions`` chunks of consecutive ops, blocks starting only at chunk starts);
+* the topological order is taken twice: as :func:`~solvers.scheduling.structure.topological_order`
+  gives it, and with every *free source* (an op of zero duration everywhere and no
+  predecessor, such as an operator graph's weight or constant node) moved to just before its
+  first consumer (:func:`sources_at_first_use`). A plain topological order may list such
+  sources long before their use (the dnn-partitioning operator graphs start with all of
+  them), so the first block would hold every weight and each later block would wait for a
+  transfer of its own weights; next to its consumer a source's weights fall into the block
+  that uses them;
 * each block count's best split (also with the weights limited to 90% and 75% of the memory,
   leaving room for activation buffers) is sequenced by HEFT with the placement fixed
   (:func:`~solvers.scheduling.heft.heft_schedule`), checked by
@@ -43,7 +51,7 @@ from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingS
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "contiguous_schedule"]
+__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "contiguous_schedule", "sources_at_first_use"]
 
 
 # The memory share a block's weights may fill: below 1, room for the activations the block
@@ -131,6 +139,43 @@ def best_splits(cost: np.ndarray, max_blocks: int) -> dict[int, list[int]]:
     return out
 
 
+def sources_at_first_use(problem: SchedulingProblem, order: tuple[int, ...]) -> tuple[int, ...]:
+    """``order`` with every free source (zero duration on every device, no predecessor, a
+    successor) moved to just before its first successor in ``order``.
+
+    Still a topological order: a source has no predecessor, and every successor of it comes
+    at or after the first one; the other ops keep their relative order.
+
+    Examples
+    --------
+    Two weight sources w1, w2 listed first, feeding the second and third op of a chain a -> b -> c:
+
+    >>> p = SchedulingProblem(((1,), (1,), (1,), (0,), (0,)), ((0, 1, 0), (1, 2, 0), (3, 1, 0), (4, 2, 0)),
+    ...                       (1,), ((-1,),), ((),) * 4)
+    >>> sources_at_first_use(p, (3, 4, 0, 1, 2))
+    (0, 3, 1, 4, 2)
+    """
+    pos = {op: k for k, op in enumerate(order)}
+    first_use: dict[int, int] = {}
+    has_pred = [False] * problem.num_ops
+    for u, v, _ in problem.edges:
+        has_pred[v] = True
+        if u not in first_use or pos[v] < pos[first_use[u]]:
+            first_use[u] = v
+    moved = {op for op in order if op in first_use and not has_pred[op]
+             and all(x <= 0 for x in problem.durations_cycles[op])}
+    before: dict[int, list[int]] = {}
+    for op in order:
+        if op in moved:
+            before.setdefault(first_use[op], []).append(op)
+    out: list[int] = []
+    for op in order:
+        if op not in moved:
+            out += before.get(op, [])
+            out.append(op)
+    return tuple(out)
+
+
 def _home_ops(problem: SchedulingProblem, pool: tuple[int, ...], order: tuple[int, ...]) -> list[int]:
     """The ops, in order, whose whole colocation group may run on the pool."""
     closure = colocation_closure(problem)
@@ -178,26 +223,29 @@ def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -
     >>> s.op_device, s.makespan_cycles
     ((0, 0, 1, 1), 13)
     """
-    order = topological_order(problem)
+    plain = topological_order(problem)
+    orders = dict.fromkeys((plain, sources_at_first_use(problem, plain)))  # one when they agree
     ranks = upward_ranks(problem)
     best, best_value = None, None
-    for pool in DevicePools(problem).pools:
-        ops = _home_ops(problem, pool, order)
-        if not ops:
-            continue
-        starts = _chunks(len(ops), max_positions)
-        tried = set()
-        for fill in _FILLS:
-            for cuts in best_splits(block_costs(problem, pool, ops, starts, fill), len(pool)).values():
-                if tuple(cuts) in tried:
-                    continue
-                tried.add(tuple(cuts))
-                sol = heft_schedule(problem, _placement(problem, pool, ops, starts, cuts), ranks)
-                if sol is None or validate_schedule(problem, sol):
-                    continue
-                value = objective_value(problem, sol)
-                if best_value is None or value < best_value:
-                    best, best_value = sol, value
+    tried: set[tuple[int, ...]] = set()  # placements already sequenced
+    for order in orders:
+        for pool in DevicePools(problem).pools:
+            ops = _home_ops(problem, pool, order)
+            if not ops:
+                continue
+            starts = _chunks(len(ops), max_positions)
+            for fill in _FILLS:
+                for cuts in best_splits(block_costs(problem, pool, ops, starts, fill), len(pool)).values():
+                    placement = _placement(problem, pool, ops, starts, cuts)
+                    if placement in tried:
+                        continue
+                    tried.add(placement)
+                    sol = heft_schedule(problem, placement, ranks)
+                    if sol is None or validate_schedule(problem, sol):
+                        continue
+                    value = objective_value(problem, sol)
+                    if best_value is None or value < best_value:
+                        best, best_value = sol, value
     return best
 
 
