@@ -52,6 +52,7 @@ __all__ = [
     "CALIBRATION_CORES", "PARALLEL_SPEEDUP",
     "Calibration", "SCHEDULING", "PLACEMENT", "MEMORY_LEVELS", "MEMORY_OFFSETS", "COLOCATION",
     "Budget", "combine_stops", "is_reproducible", "run_summary",
+    "MODEL_ELEMENTS_PER_UNIT", "FULL_MODEL_SHARE", "FULL_MODEL_FREE_ELEMENTS", "BOUND_ELEMENTS_PER_UNIT", "build_units", "affordable",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -152,6 +153,55 @@ COLOCATION = Calibration("colocation", 0.2)
 converted at ``solvers.colocation.budget``'s rates, one rate for any worker count. Kept from
 2026-11-22: CP-SAT spends 0.1-0.3 units per wall second on the co-location models (busy 2-core
 machine); the benchmark's fleets end on the budget."""
+
+
+MODEL_ELEMENTS_PER_UNIT = 50_000
+"""Predicted model elements (placement literals plus transfer-pair literals, see
+``solvers.scheduling.cpsat.search.full_model_elements``) whose building and CP-SAT loading and
+presolve cost one :data:`SCHEDULING` unit. Neither is in CP-SAT's deterministic time (it counts
+search). Measured 2026-11-23 on the dnn-partitioning Inception-V3 latency input (326 ops, 20
+devices, about 152,000 elements; load 7 on 2 cores): 31 s building the full model in Python and
+40 s inside CP-SAT for 0.27 units of deterministic time at a 2-s limit, so the net fired at 87 s;
+about 27 s on an idle machine, 3 units at the two-worker rate of 0.112 units per second."""
+
+FULL_MODEL_SHARE = 0.5
+"""The largest share of a scheduling budget the full model's predicted build may cost
+(:func:`affordable`); above it the main solve fixes the hint's placement and only sequences
+(a model about ``devices`` times smaller)."""
+
+FULL_MODEL_FREE_ELEMENTS = 10_000
+"""Models up to this many predicted elements are always built in full, whatever the limit:
+0.2 units, about 2 s on the calibration machine, which :data:`NET_CONSTANT_S` leaves room for
+(the demo's full model is 7,548 elements)."""
+
+BOUND_ELEMENTS_PER_UNIT = 120_000
+"""Elements, ``(ops + edges) x devices``, the static lower bounds (placement and memory paths,
+segment chain and runs, without the LP) process per :data:`SCHEDULING` unit. Measured
+2026-11-23 on transformer-10k (10,020 ops, 15,843 edges, 8 devices: 207,000 elements): 31 s
+under load 7, about 15 s idle, i.e. 1.7 units at 0.112 units per second."""
+
+
+def build_units(elements: int, per_unit: float) -> float:
+    """Predicted deterministic units of a step processing ``elements`` at ``per_unit`` each.
+
+    Examples
+    --------
+    >>> build_units(25_000, MODEL_ELEMENTS_PER_UNIT)
+    0.5
+    """
+    return elements / per_unit
+
+
+def affordable(elements: int, per_unit: float, allowance: float) -> bool:
+    """Whether a step of ``elements`` fits ``allowance`` units: the size-based cap that keeps
+    uncounted Python and presolve work inside the limit without reading the clock.
+
+    Examples
+    --------
+    >>> affordable(25_000, MODEL_ELEMENTS_PER_UNIT, 0.5), affordable(25_001, MODEL_ELEMENTS_PER_UNIT, 0.5)
+    (True, False)
+    """
+    return build_units(elements, per_unit) <= allowance
 
 
 def combine_stops(stops) -> str:

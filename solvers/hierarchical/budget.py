@@ -21,9 +21,11 @@ Examples
 
 from __future__ import annotations
 
-from solvers.budget import Budget, Calibration
+from solvers.budget import BOUND_ELEMENTS_PER_UNIT, SCHEDULING, Budget, Calibration, build_units
+from solvers.scheduling.problem import SchedulingProblem
 
-__all__ = ["LNS", "STEPS_PER_UNIT", "charge_steps", "exhausted"]
+__all__ = ["LNS", "STEPS_PER_UNIT", "CONTIGUOUS_ELEMENTS_PER_UNIT", "CONTIGUOUS_SHARE", "STATIC_BOUND_SHARE",
+           "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s"]
 
 LNS = Calibration("lns", 0.1)
 """LNS refinement (``solvers.hierarchical.lns``): work units per second of limit, one CP-SAT
@@ -59,3 +61,57 @@ def exhausted(budget: Budget) -> bool:
     True
     """
     return budget.left <= 0 or budget.wall_expired()
+
+
+CONTIGUOUS_ELEMENTS_PER_UNIT = 20_000
+"""(op, device) pairs the contiguous split (``solvers.scheduling.contiguous``) processes per
+:data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-23 (load 5.4-7 on 2 cores):
+Inception-V3 layers 6,520 pairs 1.3 s, ResNet-50 operators 10,268 pairs 3.7 s, BERT-12 12,528
+pairs 4.8 s, transformer-1k 7,920 pairs 3.7 s, transformer-3k 24,088 pairs 11 s,
+transformer-10k 80,160 pairs 74 s (it grows faster than linearly; the constant is set from the
+10k row, about 37 s idle, 4 units at 0.112 units per second, so it over-predicts small graphs)."""
+
+CONTIGUOUS_SHARE = 0.25
+"""The largest share of the limit the contiguous split's predicted cost may take; above it the
+warm start is HEFT's alone (``stats["warm_start"]`` says so)."""
+
+STATIC_BOUND_SHARE = 0.25
+"""The largest share of the limit the hierarchical path's static bounds (segment parts of the
+quick bound and ``lower_bound`` without the LP) may take; their predicted cost is taken off the
+placer's and LNS's time, and above the share only the quick bound without segments runs."""
+
+
+def _seconds(units: float, time_limit_s: float, workers: int) -> float:
+    """``units`` scheduling units as seconds of the limit (the family's rate for ``workers``)."""
+    rate = SCHEDULING.units(time_limit_s, workers) / time_limit_s if time_limit_s > 0 else 1.0
+    return units / rate
+
+
+def contiguous_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float | None:
+    """Predicted seconds of the limit the contiguous split costs, or None when above
+    :data:`CONTIGUOUS_SHARE` of the limit (skip it). Size-based: the same on any machine.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> round(contiguous_cost_s(p, 10.0, 2), 3), contiguous_cost_s(p, 1.0, 2)
+    (0.893, None)
+    """
+    cost = _seconds(build_units(problem.num_ops * problem.num_devices, CONTIGUOUS_ELEMENTS_PER_UNIT),
+                    time_limit_s, workers)
+    return cost if cost <= CONTIGUOUS_SHARE * time_limit_s else None
+
+
+def static_bound_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float | None:
+    """Predicted seconds of the limit the static bounds cost, ``(ops + edges) x devices`` at
+    :data:`~solvers.budget.BOUND_ELEMENTS_PER_UNIT`, or None above :data:`STATIC_BOUND_SHARE`.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> round(static_bound_cost_s(p, 10.0, 2), 3), static_bound_cost_s(p, 0.5, 2)
+    (0.149, None)
+    """
+    elements = (problem.num_ops + len(problem.edges)) * problem.num_devices
+    cost = _seconds(build_units(elements, BOUND_ELEMENTS_PER_UNIT), time_limit_s, workers)
+    return cost if cost <= STATIC_BOUND_SHARE * time_limit_s else None

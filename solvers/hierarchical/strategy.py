@@ -22,6 +22,13 @@ is never worse than HEFT or that split.
   (:func:`~solvers.scheduling.cpsat.segment_lower_bound`) up to ``segment_proof_max_ops``
   ops with ``bound_share`` of the limit.
 
+Work no solver counts is predicted from the problem's size and capped or charged
+(:mod:`solvers.hierarchical.budget`): the contiguous split runs only when its predicted cost
+fits :data:`~solvers.hierarchical.budget.CONTIGUOUS_SHARE` of the limit, the static bounds
+only within :data:`~solvers.hierarchical.budget.STATIC_BOUND_SHARE`, and on the hierarchical
+path both predicted costs come off the limit the placer and LNS share
+(``stats["strategy_stages"]["charged"]``).
+
 Each stage's time is a fixed share of the limit (never what an earlier stage left on the
 wall clock), so under the default ``search: deterministic`` stages get the same deterministic
 budgets (:mod:`solvers.budget`) on every run. Under ``search: until-limit`` a stage gets its
@@ -43,6 +50,7 @@ from typing import Any
 
 from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
+from solvers.hierarchical.budget import contiguous_cost_s, static_bound_cost_s
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
@@ -164,12 +172,13 @@ class StrategyScheduler(Accepting):
             r = CpSatScheduler(self.config.cpsat).solve(problem, options)
             return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})
         heft_objective = objective_value(problem, warm)
-        warm, start = _better_start(problem, warm, "hint" if warm is options.hint else "heft")
+        contiguous_s = contiguous_cost_s(problem, options.time_limit_s, options.num_workers)
+        warm, start = _better_start(problem, warm, "hint" if warm is options.hint else "heft", contiguous_s)
         choice = choose_strategy(problem, self.config)
         if choice == "flat":
             result = self._flat(problem, options, warm, t0)
-        else:
-            result = self._hierarchical(problem, options, warm, t0)
+        else:  # the pre-search work the hierarchical path charges: the split, if it ran
+            result = self._hierarchical(problem, options, warm, t0, contiguous_s or 0.0)
         stages = result.stats["strategy_stages"]
         stats = {**result.stats, "strategy": choice, "requested_strategy": self.config.strategy,
                  "heft_objective": heft_objective, "warm_start": start, "search": options.search,
@@ -200,12 +209,20 @@ class StrategyScheduler(Accepting):
                        stats={**flat.stats, "strategy_stages": stages})
 
     def _hierarchical(self, problem: SchedulingProblem, options: SolveOptions,
-                      warm: SchedulingSolution, t0: float) -> SolveResult:
+                      warm: SchedulingSolution, t0: float, charged_s: float = 0.0) -> SolveResult:
         cfg = self.config
         stages: dict[str, Any] = {}
+        small = problem.num_ops <= cfg.segment_max_ops
+        static_s = static_bound_cost_s(problem, options.time_limit_s, options.num_workers) if small else None
+        # the predicted cost of the split and the static bounds comes off the placer's and
+        # LNS's time, by arithmetic on sizes (solvers.hierarchical.budget), never the clock
+        charged_s += static_s or 0.0
+        stages["charged"] = {"contiguous_s": round(charged_s - (static_s or 0.0), 3),
+                             "static_bound_s": None if static_s is None else round(static_s, 3)}
+        search = replace(options, time_limit_s=max(0.1, options.time_limit_s - charged_s))
         placer = HierarchicalScheduler(HierarchicalOptions(groups=cfg.groups))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
-        placed = placer.solve(problem, _share(options, cfg.placer_share, warm, t0, total))
+        placed = placer.solve(problem, _share(search, cfg.placer_share, warm, t0, total))
         stages["placer"] = {"objective": placed.objective, **{k: placed.stats.get(k) for k in (
             "groups", "coarse_status", "coarse_objective", "uncoarsened_objectives", "returned",
             "stopped_by")}}
@@ -213,12 +230,12 @@ class StrategyScheduler(Accepting):
         if objective_value(problem, warm) < objective_value(problem, best):
             best = warm
         if problem.objective is Objective.LATENCY and cfg.lns_share > 0:
-            lns = LnsScheduler(cfg.lns).solve(problem, _share(options, cfg.lns_share, best, t0,
+            lns = LnsScheduler(cfg.lns).solve(problem, _share(search, cfg.lns_share, best, t0,
                                                               cfg.lns_share + cfg.bound_share))
             stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
             if lns.status.has_solution and lns.objective <= objective_value(problem, best):
                 best = lns.solution
-        bound, bound_stats = self._bound(problem, options, t0)
+        bound, bound_stats = self._bound(problem, options, t0, static_s is not None)
         stages["bound"] = bound_stats
         obj = objective_value(problem, best)
         bound = min(bound, obj)
@@ -227,10 +244,13 @@ class StrategyScheduler(Accepting):
         return SolveResult(status, obj, bound, best, 0.0, name,
                            {"lower_bound": bound, "strategy_stages": stages})
 
-    def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float) -> tuple[int, dict]:
+    def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float,
+               small: bool) -> tuple[int, dict]:
+        """The quick bound, with segments and the static bounds when ``small`` (their
+        predicted cost fits the limit, :func:`~solvers.hierarchical.budget.static_bound_cost_s`),
+        raised by the segment proofs."""
         cfg = self.config
         t0 = time.perf_counter()
-        small = problem.num_ops <= cfg.segment_max_ops
         bound = quick_lower_bound(problem, segments=small)
         stats: dict[str, Any] = {"quick_bound": bound}
         if small:  # the static bounds without the LP relaxation: paths with memory, segment runs
@@ -249,12 +269,14 @@ class StrategyScheduler(Accepting):
         return bound, stats
 
 
-def _better_start(problem: SchedulingProblem, warm: SchedulingSolution, label: str) -> tuple[SchedulingSolution, str]:
+def _better_start(problem: SchedulingProblem, warm: SchedulingSolution, label: str,
+                  affordable: float | None = 0.0) -> tuple[SchedulingSolution, str]:
     """The warm start, or the contiguous split (:mod:`~solvers.scheduling.contiguous`) when it
     is better: LATENCY problems with a memory limit, where memory forces the model across
-    devices and HEFT's op-by-op placement pays transfers it did not plan for."""
+    devices and HEFT's op-by-op placement pays transfers it did not plan for. ``affordable``
+    None: the split's predicted cost does not fit the limit, so it is not computed."""
     capped = any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices))
-    if problem.objective is not Objective.LATENCY or not capped:
+    if problem.objective is not Objective.LATENCY or not capped or affordable is None:
         return warm, label
     split = contiguous_schedule(problem)
     if split is not None and objective_value(problem, split) < objective_value(problem, warm):

@@ -15,7 +15,8 @@ from typing import Any, Callable
 
 from ortools.sat.python import cp_model
 
-from solvers.budget import Budget
+from solvers.budget import (FULL_MODEL_FREE_ELEMENTS, FULL_MODEL_SHARE, MODEL_ELEMENTS_PER_UNIT, Budget,
+                            build_units)
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.scheduling.bounds import lower_bound
 from solvers.scheduling.cpsat.extraction import checked_solution, run_stats
@@ -26,7 +27,8 @@ from solvers.scheduling.cpsat.symmetry import canonical_solution, interchangeabl
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["Stage", "solve", "finish", "main_solve", "probe_bound", "run", "serial_horizon", "SOLVER_NAME"]
+__all__ = ["Stage", "solve", "finish", "main_solve", "probe_bound", "run", "serial_horizon", "SOLVER_NAME",
+           "full_model_elements", "sequencing_only"]
 
 SOLVER_NAME = "cpsat"  # the name results carry (CpSatScheduler.name)
 
@@ -124,10 +126,53 @@ def _horizon(problem: SchedulingProblem, hint: SchedulingSolution | None) -> int
     return max(serial_horizon(problem), hint.makespan_cycles)
 
 
+def full_model_elements(problem: SchedulingProblem) -> int:
+    """Predicted size of the full model: a placement literal per allowed (op, device) and a
+    transfer literal per allowed device pair of each edge (what building and presolve cost).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1), (5, 5), (5, -1)), ((0, 1, 8), (0, 2, 8)),
+    ...                       (1, 1), ((-1, 0), (0, -1)), ((1,), (1,)))
+    >>> full_model_elements(p)  # 2 + 2 + 1 placements, 2 x 2 + 2 x 1 pairs
+    11
+    """
+    allowed = [len(problem.allowed_devices(i)) for i in range(problem.num_ops)]
+    return sum(allowed) + sum(allowed[u] * allowed[w] for u, w, _b in problem.edges)
+
+
+def sequencing_only(problem: SchedulingProblem, budget: Budget, cfg: CpSatOptions) -> bool:
+    """Whether the main solve fixes the hint's placement: above ``cfg.max_full_ops`` ops, or
+    when building the full model would cost more than :data:`~solvers.budget.FULL_MODEL_SHARE`
+    of the budget at :data:`~solvers.budget.MODEL_ELEMENTS_PER_UNIT` (work CP-SAT's
+    deterministic time does not count; a size-based cap, so the same on any machine) and is
+    above :data:`~solvers.budget.FULL_MODEL_FREE_ELEMENTS`.
+
+    Examples
+    --------
+    >>> from solvers.budget import SCHEDULING
+    >>> n, k = 400, 8; chain = tuple((i, i + 1, 8) for i in range(n - 1))
+    >>> links = tuple(tuple(-1 if a == b else 0 for b in range(k)) for a in range(k))
+    >>> p = SchedulingProblem(((1,) * k,) * n, chain, (1,) * k, links, ((1,),) * (n - 1))
+    >>> full_model_elements(p), full_model_elements(p) / MODEL_ELEMENTS_PER_UNIT  # 400 x 8 + 399 x 64
+    (28736, 0.57472)
+    >>> sequencing_only(p, Budget.start(20.0, SCHEDULING), CpSatOptions())  # 1.4 units: 0.7 may build
+    False
+    >>> sequencing_only(p, Budget.start(10.0, SCHEDULING), CpSatOptions())  # 0.7 units: 0.35 may build
+    True
+    """
+    if problem.num_ops > cfg.max_full_ops:
+        return True
+    elements = full_model_elements(problem)
+    if elements <= FULL_MODEL_FREE_ELEMENTS:
+        return False
+    return budget.scale(build_units(elements, MODEL_ELEMENTS_PER_UNIT)) > FULL_MODEL_SHARE * budget.total
+
+
 def main_solve(problem: SchedulingProblem, options: SolveOptions, budget: Budget, cfg: CpSatOptions,
                hint: SchedulingSolution | None, bound: int, stats: dict,
                t0: float) -> SolveResult[SchedulingSolution]:
-    """The full model (or sequencing only, above ``max_full_ops``) warm-started from ``hint``;
+    """The full model (or sequencing only, :func:`sequencing_only`) warm-started from ``hint``;
     never worse than the hint.
 
     Examples
@@ -140,7 +185,7 @@ def main_solve(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     ('OPTIMAL', 7, 7)
     """
     hint_obj = objective_value(problem, hint) if hint is not None else None
-    decompose = hint is not None and problem.num_ops > cfg.max_full_ops
+    decompose = hint is not None and sequencing_only(problem, budget, cfg)
     placement = hint.op_device if decompose else None
     stats["mode"] = "sequencing (hint placement fixed)" if decompose else "full"
     horizon = _horizon(problem, hint)

@@ -1,0 +1,72 @@
+"""Work no solver counts (model building, presolve, static bounds, the contiguous split) is
+predicted from sizes and capped or charged, never timed (issue 11, the budget at scale)."""
+
+from __future__ import annotations
+
+import pytest
+
+from solvers.budget import (BOUND_ELEMENTS_PER_UNIT, FULL_MODEL_FREE_ELEMENTS, MODEL_ELEMENTS_PER_UNIT, SCHEDULING,
+                            Budget)
+from solvers.core import SolveOptions
+from solvers.hierarchical import StrategyOptions, StrategyScheduler
+from solvers.hierarchical.budget import (CONTIGUOUS_ELEMENTS_PER_UNIT, STATIC_BOUND_SHARE,
+                                         contiguous_cost_s, static_bound_cost_s)
+from solvers.scheduling import CpSatScheduler
+from solvers.scheduling.cpsat.options import CpSatOptions
+from solvers.scheduling.cpsat.search import full_model_elements, sequencing_only
+from solvers.scheduling.problem import SchedulingProblem
+
+
+def _chain(n: int, k: int) -> SchedulingProblem:
+    links = tuple(tuple(-1 if a == b else 0 for b in range(k)) for a in range(k))
+    durations = tuple(tuple(10 + (i * 7 + d) % 5 for d in range(k)) for i in range(n))
+    edges = tuple((i, i + 1, 64) for i in range(n - 1))
+    return SchedulingProblem(durations, edges, (1,) * k, links, ((3,),) * (n - 1))
+
+
+def test_the_full_model_size_is_counted_exactly():
+    p = _chain(200, 8)
+    assert full_model_elements(p) == 200 * 8 + 199 * 8 * 8  # placements + transfer pairs per edge
+    assert full_model_elements(_chain(10, 2)) == 10 * 2 + 9 * 4
+
+
+def test_a_model_too_big_for_its_budget_is_only_sequenced():
+    p = _chain(200, 8)  # 14,336 elements: 0.287 units to build
+    units = full_model_elements(p) / MODEL_ELEMENTS_PER_UNIT
+    assert full_model_elements(p) > FULL_MODEL_FREE_ELEMENTS
+    just_enough = 2 * units / SCHEDULING.units_per_second  # FULL_MODEL_SHARE = 0.5 of the budget
+    assert not sequencing_only(p, Budget.start(just_enough * 1.01, SCHEDULING), CpSatOptions())
+    assert sequencing_only(p, Budget.start(just_enough * 0.99, SCHEDULING), CpSatOptions())
+    r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=0.5, num_workers=1))
+    assert r.status.has_solution and r.stats["mode"] == "sequencing (hint placement fixed)"
+
+
+def test_a_small_model_is_always_built_in_full():
+    p = _chain(20, 4)
+    assert not sequencing_only(p, Budget.start(0.01, SCHEDULING), CpSatOptions())
+    r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=0.1, num_workers=1))
+    assert r.stats["mode"] == "full"
+
+
+def test_pre_search_costs_are_predicted_from_sizes():
+    p = _chain(1000, 8)
+    rate = SCHEDULING.units(10.0, 2) / 10.0
+    assert contiguous_cost_s(p, 60.0, 2) == pytest.approx(1000 * 8 / CONTIGUOUS_ELEMENTS_PER_UNIT / rate)
+    elements = (1000 + 999) * 8
+    static = static_bound_cost_s(p, 60.0, 2)
+    assert static == pytest.approx(elements / BOUND_ELEMENTS_PER_UNIT / rate)
+    assert static_bound_cost_s(p, static / STATIC_BOUND_SHARE * 0.99, 2) is None  # capped above the share
+
+
+def test_the_hierarchical_path_charges_the_static_bounds_or_skips_them():
+    p = _chain(60, 2)
+    hier = StrategyScheduler(StrategyOptions(strategy="hierarchical"))
+    charged = hier.solve(p, SolveOptions(time_limit_s=0.5, num_workers=1))
+    stages = charged.stats["strategy_stages"]
+    assert stages["charged"]["static_bound_s"] == pytest.approx(static_bound_cost_s(p, 0.5, 1), abs=1e-3)
+    assert "static_bound" in stages["bound"]
+    tiny = (60 + 59) * 2 / BOUND_ELEMENTS_PER_UNIT / SCHEDULING.units_per_second / STATIC_BOUND_SHARE * 0.5
+    skipped = hier.solve(p, SolveOptions(time_limit_s=tiny, num_workers=1))
+    stages = skipped.stats["strategy_stages"]
+    assert stages["charged"]["static_bound_s"] is None and "static_bound" not in stages["bound"]
+    assert skipped.objective >= skipped.bound
