@@ -172,7 +172,9 @@ class StrategyScheduler(Accepting):
             r = CpSatScheduler(self.config.cpsat).solve(problem, options)
             return replace(r, stats={**r.stats, "strategy": "flat", "warm_start": None})
         heft_objective = objective_value(problem, warm)
-        contiguous_s = contiguous_cost_s(problem, options.time_limit_s, options.num_workers)
+        # the split's predicted cost, charged only where it runs (latency under memory limits)
+        contiguous_s = (contiguous_cost_s(problem, options.time_limit_s, options.num_workers)
+                        if _split_applies(problem) else None)
         warm, start = _better_start(problem, warm, "hint" if warm is options.hint else "heft", contiguous_s)
         choice = choose_strategy(problem, self.config)
         if choice == "flat":
@@ -269,14 +271,19 @@ class StrategyScheduler(Accepting):
         return bound, stats
 
 
+def _split_applies(problem: SchedulingProblem) -> bool:
+    """Whether :func:`_better_start` considers the contiguous split: a latency problem with a memory limit."""
+    return problem.objective is Objective.LATENCY and any(
+        problem.memory_bytes(d) > 0 for d in range(problem.num_devices))
+
+
 def _better_start(problem: SchedulingProblem, warm: SchedulingSolution, label: str,
                   affordable: float | None = 0.0) -> tuple[SchedulingSolution, str]:
     """The warm start, or the contiguous split (:mod:`~solvers.scheduling.contiguous`) when it
     is better: LATENCY problems with a memory limit, where memory forces the model across
     devices and HEFT's op-by-op placement pays transfers it did not plan for. ``affordable``
     None: the split's predicted cost does not fit the limit, so it is not computed."""
-    capped = any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices))
-    if problem.objective is not Objective.LATENCY or not capped or affordable is None:
+    if not _split_applies(problem) or affordable is None:
         return warm, label
     split = contiguous_schedule(problem)
     if split is not None and objective_value(problem, split) < objective_value(problem, warm):
