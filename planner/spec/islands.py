@@ -32,12 +32,14 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from networkx.utils import UnionFind
+
 from planner.hardware import Island, Link
 from planner.spec.limits import MAX_LINKS
 from planner.spec.locator import Locator, did_you_mean
 from planner.spec.units import parse_duration_cycles
 
-__all__ = ["resolve_islands"]
+__all__ = ["resolve_islands", "first_unjoined"]
 
 _ISLANDS = ("hardware", "islands")
 
@@ -155,23 +157,30 @@ def _island_links(document: Any, members: list[tuple[str, ...]], taken: set[str]
     return links
 
 
+def first_unjoined(devices: Sequence[str], links: Sequence[Link]) -> str | None:
+    """The first of ``devices`` no chain of ``links`` joins to ``devices[0]`` (links' other
+    devices ignored), or None when all are joined.
+
+    Examples
+    --------
+    >>> ab = Link("ab", ("a", "b"), 1, 0)
+    >>> first_unjoined(("a", "b"), [ab]), first_unjoined(("a", "b", "c"), [ab])
+    (None, 'c')
+    """
+    groups = UnionFind(devices)
+    for link in links:
+        inside = [d for d in link.devices if d in groups.parents]
+        if inside:
+            groups.union(*inside)
+    return next((d for d in devices[1:] if groups[d] != groups[devices[0]]), None)
+
+
 def _check_island_connected(name: str, devices: tuple[str, ...], links: list[Link], index: int,
                             locator: Locator) -> None:
     """An island's devices must be joined by a chain of its own links (the network is between islands)."""
-    parent = {d: d for d in devices}
-
-    def root(x: str) -> str:
-        while parent[x] != x:
-            x = parent[x]
-        return x
-
-    for link in links:
-        inside = [d for d in link.devices if d in parent]
-        for other in inside[1:]:
-            parent[root(other)] = root(inside[0])
-    for d in devices[1:]:
-        if root(d) != root(devices[0]):
-            raise locator.error(f"island {name!r}: devices {devices[0]} and {d} are not joined by the island's "
+    d = first_unjoined(devices, links)
+    if d is not None:
+        raise locator.error(f"island {name!r}: devices {devices[0]} and {d} are not joined by the island's "
                                 "links; give the island a topology or add hardware.links inside it",
                                 (*_ISLANDS, index))
 

@@ -22,7 +22,7 @@ from planner.hardware import Device, Hardware, Island, Link, MemoryLevel
 from planner.stage_timing import stage
 from planner.isa.profiles import PROFILES, Profile, get_profile
 from planner.reader import format_path
-from planner.spec.islands import resolve_islands
+from planner.spec.islands import first_unjoined, resolve_islands
 from planner.spec.limits import MAX_NAME_LENGTH
 from planner.spec.locator import Locator, did_you_mean
 from planner.spec.memory_options import MemoryOptions
@@ -204,20 +204,10 @@ def _check_connected(names: list[str], links: list[Link], locator: Locator) -> N
     if len(names) > 1 and not links:
         raise locator.error(f"devices {names[0]} and {names[1]} cannot exchange data: "
                             "add links or a topology", ("hardware",))
-    island = {n: n for n in names}
-
-    def root(x: str) -> str:
-        while island[x] != x:
-            x = island[x]
-        return x
-
-    for link in links:
-        for other in link.devices[1:]:
-            island[root(other)] = root(link.devices[0])
-    for b in names[1:]:
-        if root(b) != root(names[0]):
-            raise locator.error(f"devices {names[0]} and {b} cannot exchange data: no chain of links "
-                                "joins them; add links or a topology", ("hardware", "links"))
+    b = first_unjoined(names, links)
+    if b is not None:
+        raise locator.error(f"devices {names[0]} and {b} cannot exchange data: no chain of links "
+                            "joins them; add links or a topology", ("hardware", "links"))
 
 
 def _device_targets(name: str, kinds: dict[str, tuple[str, ...]], instances: Sequence[str],
