@@ -234,7 +234,8 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
             part = island_spec(spec, devices, ops)
             parts.append((name, replace(part, allowed_devices=pin_shards(part, devices))))
     # The islands share the run's CP-SAT workers (a function of the spec, so pool and sequence agree).
-    island_settings = replace(_share(settings, "island", reserve_s), workers=max(1, settings.workers // max(1, len(parts))))
+    island_settings = replace(_share(settings, "island", reserve_s),
+                              workers=max(1, settings.workers // max(1, len(parts))))
     results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent)
     host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
     results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
@@ -269,7 +270,8 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, se
     starts = {o.name: o.start_cycle for o in plan.ops}
     gangs = [{"ops": list(g), "start_cycle": starts[g[0]]} for g in details.gangs]
     solver = {**plan.solver, "time_limit_s": settings.time_limit_s, "workers": settings.workers,
-              "post_solve_reserve_s": reserve_s, "baselines": baselines, "islands": {**details.to_dict(), "gangs": gangs}}
+              "post_solve_reserve_s": reserve_s, "baselines": baselines,
+              "islands": {**details.to_dict(), "gangs": gangs}}
     plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap, solver=solver)
     return replace(fixed, plan=plan, result=result, details=details, post_solve_reserve_s=reserve_s)
 
