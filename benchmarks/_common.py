@@ -19,11 +19,12 @@ import argparse
 import fnmatch
 import json
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from benchmarks._machine import machine_facts
 
@@ -31,8 +32,29 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script: python benchmarks/stg.py
     sys.path.insert(0, str(REPO))
 
-__all__ = ["REPO", "data_dir", "machine_facts", "add_common_args", "select", "write_results",
+__all__ = ["REPO", "median_times", "data_dir", "machine_facts", "add_common_args", "select", "write_results",
            "print_table", "SpecRun", "solve_spec", "fmt"]
+
+
+def median_times(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
+    """Median wall and CPU seconds of ``repeat`` calls of ``fn``, and the last call's result.
+
+    CPU time beside wall time because the benchmark machine is shared: under load, wall time
+    measures the load more than the code.
+
+    Examples
+    --------
+    >>> wall, cpu, out = median_times(lambda: sum(range(1000)), 3)
+    >>> out, wall >= 0, cpu >= 0
+    (499500, True, True)
+    """
+    walls, cpus, out = [], [], None
+    for _ in range(repeat):
+        w, c = time.perf_counter(), time.process_time()
+        out = fn()
+        cpus.append(time.process_time() - c)
+        walls.append(time.perf_counter() - w)
+    return statistics.median(walls), statistics.median(cpus), out
 
 
 def data_dir(flag: str | None = None) -> Path:

@@ -44,14 +44,14 @@ import json
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import REPO, add_common_args, data_dir, print_table, select, solve_spec, write_results
+from benchmarks._common import (REPO, add_common_args, data_dir, median_times, print_table, select, solve_spec,
+                                write_results)
 
 __all__ = ["previous_lower_bound", "instances", "measure", "synthetic_problem", "measure_scale", "main"]
 
@@ -113,15 +113,6 @@ def _on_demo_hardware(path: str) -> dict[str, Any]:
     return spec
 
 
-def _timed(fn, repeats: int):
-    times, value = [], None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        value = fn()
-        times.append(time.perf_counter() - t0)
-    return value, statistics.median(times)
-
-
 def _gap(objective: int | None, bound: int | None) -> float | None:
     if objective is None or bound is None or objective <= 0:
         return None
@@ -135,8 +126,8 @@ def measure(name: str, spec: dict[str, Any], args: argparse.Namespace, known: di
     from solvers.scheduling import lower_bounds
 
     problem, _ = to_problem(load_spec(spec))
-    old, old_s = _timed(lambda: previous_lower_bound(problem), args.repeats)
-    parts, new_s = _timed(lambda: lower_bounds(problem), args.repeats)
+    old_s, _cpu, old = median_times(lambda: previous_lower_bound(problem), args.repeats)
+    new_s, _cpu, parts = median_times(lambda: lower_bounds(problem), args.repeats)
     new = max(parts.values(), default=0)
     row: dict[str, Any] = {"instance": name, "ops": problem.num_ops, "devices": problem.num_devices,
                            "old_bound": old, "old_bound_s": round(old_s, 3), "new_bound": new,
@@ -211,7 +202,7 @@ def measure_scale(num_ops: int, repeats: int) -> dict[str, Any]:
                      ("paths", lambda: path_bounds(r)), ("fractional_load", lambda: fractional_load_bound(r)),
                      ("lp", lambda: lp_relaxation(r).bound), ("segment_chain", lambda: segment_bound(r)),
                      ("lower_bound", lambda: lower_bound(p))):
-        value, seconds = _timed(fn, repeats)
+        seconds, _cpu, value = median_times(fn, repeats)
         row[name] = value
         row[f"{name}_s"] = round(seconds, 3)
     row["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

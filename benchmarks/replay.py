@@ -50,19 +50,17 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 if __package__ in (None, ""):  # run as a script: python benchmarks/replay.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import REPO, print_table, write_results
+from benchmarks._common import REPO, median_times, print_table, write_results
 
-__all__ = ["transformer_spec", "heft_binaries", "timed", "main"]
+__all__ = ["transformer_spec", "heft_binaries", "main"]
 
 
 def transformer_spec(layers: int) -> dict[str, Any]:
@@ -91,17 +89,6 @@ def heft_binaries(spec) -> dict[str, bytes]:
     return {name: encode(p) for name, p in sorted(programs.items())}
 
 
-def timed(fn: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
-    """Median wall and CPU seconds of ``repeat`` calls, and the last call's result."""
-    walls, cpus, out = [], [], None
-    for _ in range(repeat):
-        w, c = time.perf_counter(), time.process_time()
-        out = fn()
-        cpus.append(time.process_time() - c)
-        walls.append(time.perf_counter() - w)
-    return statistics.median(walls), statistics.median(cpus), out
-
-
 def _load() -> str:
     one, five, fifteen = os.getloadavg()
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
@@ -116,7 +103,7 @@ def measure(layers: int, repeat: int, verify: bool, time_limit: float, root: Pat
 
     spec = load_spec(transformer_spec(layers))
     binaries = heft_binaries(spec)
-    wall, cpu, sim = timed(lambda: simulate(binaries), repeat)
+    wall, cpu, sim = median_times(lambda: simulate(binaries), repeat)
     assert sim.valid, sim.violations[:3]
     row: dict[str, Any] = {"ops": len(spec.graph.ops), "instructions": sim.instruction_count,
                            "replay_wall_s": wall, "replay_cpu_s": cpu, "load_after_replay": _load()}
@@ -124,7 +111,7 @@ def measure(layers: int, repeat: int, verify: bool, time_limit: float, root: Pat
         outcome = run(spec, time_limit_s=time_limit, workers=2, seed=0)
         out = root / f"t{layers}"
         write_plan_dir(outcome, spec, out, numeric="off")
-        wall, cpu, verdict = timed(lambda: verify_plan_dir(out), repeat)
+        wall, cpu, verdict = median_times(lambda: verify_plan_dir(out), repeat)
         row.update(verify_instructions=verdict.instructions, verify_wall_s=wall, verify_cpu_s=cpu,
                    load_after_verify=_load())
     return row

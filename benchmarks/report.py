@@ -38,14 +38,13 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import statistics
 import sys
-import time
 from pathlib import Path
 
 if __package__ in (None, ""):  # run as a script: python benchmarks/report.py
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks._common import median_times
 from planner.plan import Plan
 from planner.report.html import render_html
 from planner.report.trace import trace_json
@@ -83,23 +82,13 @@ def synthetic_plan(ops: int, seed: int = 0) -> tuple[dict, dict]:
     return doc, allocation
 
 
-def _median_times(fn, repeat: int) -> tuple[float, float, object]:
-    cpu, wall, out = [], [], None
-    for _ in range(repeat):
-        c, w = time.process_time(), time.perf_counter()
-        out = fn()
-        cpu.append(time.process_time() - c)
-        wall.append(time.perf_counter() - w)
-    return statistics.median(cpu), statistics.median(wall), out
-
-
 def measure(ops: int, repeat: int) -> dict:
     doc, allocation = synthetic_plan(ops)
     plan = Plan.from_dict(doc)
     names = [d["name"] for d in doc["devices"]]
     links = [l["name"] for l in doc["links"]]
-    html_cpu, html_wall, page = _median_times(lambda: render_html(doc, allocation), repeat)
-    trace_cpu, trace_wall, trace = _median_times(lambda: trace_json(plan, names, links, allocation=allocation), repeat)
+    html_wall, html_cpu, page = median_times(lambda: render_html(doc, allocation), repeat)
+    trace_wall, trace_cpu, trace = median_times(lambda: trace_json(plan, names, links, allocation=allocation), repeat)
     return {"ops": ops, "html_cpu_s": html_cpu, "html_wall_s": html_wall, "html_bytes": len(page.encode()),
             "html_bars": page.count('<rect class="bar '), "trace_cpu_s": trace_cpu, "trace_wall_s": trace_wall,
             "trace_bytes": len(trace.encode())}
