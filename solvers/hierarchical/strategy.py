@@ -278,12 +278,13 @@ def _split_applies(problem: SchedulingProblem) -> bool:
 
 
 def _better_start(problem: SchedulingProblem, warm: SchedulingSolution, label: str,
-                  affordable: float | None = 0.0) -> tuple[SchedulingSolution, str]:
+                  split_cost_s: float | None) -> tuple[SchedulingSolution, str]:
     """The warm start, or the contiguous split (:mod:`~solvers.scheduling.contiguous`) when it
-    is better: LATENCY problems with a memory limit, where memory forces the model across
-    devices and HEFT's op-by-op placement pays transfers it did not plan for. ``affordable``
-    None: the split's predicted cost does not fit the limit, so it is not computed."""
-    if not _split_applies(problem) or affordable is None:
+    is better: LATENCY problems with a memory limit (:func:`_split_applies`), where memory
+    forces the model across devices and HEFT's op-by-op placement pays transfers it did not
+    plan for. ``split_cost_s`` None: the split does not apply, or its predicted cost does not
+    fit the limit, so it is not computed."""
+    if split_cost_s is None:
         return warm, label
     split = contiguous_schedule(problem)
     if split is not None and objective_value(problem, split) < objective_value(problem, warm):
