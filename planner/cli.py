@@ -81,9 +81,20 @@ def _print_json_error(message: str, code: int, as_json: bool) -> None:
         print(json.dumps({"error": message, "exit_code": code}), flush=True)
 
 
+def _check_environment() -> None:
+    """A bad ``PLAN_NET_SLOWDOWN`` is the user's input: exit 2 before any work, not 3 mid-solve."""
+    from solvers.budget import net_slowdown
+
+    try:
+        net_slowdown()
+    except ValueError as e:
+        raise PlannerError(str(e)) from None
+
+
 def _mapped(fn: Callable[[], int | None], as_json: bool = False) -> int:
     """The body's exit code; user and internal errors printed and mapped to theirs."""
     try:
+        _check_environment()
         return fn() or 0
     except PlannerError as e:
         # The message may quote the user's text ("[/]" in a name): never read it as markup.

@@ -12,7 +12,8 @@ constant's docstring; models differ, so some end earlier than others).
 
 The wall clock stays as a **safety net** only, at ``NET_SLOWDOWN x time_limit_s +
 NET_CONSTANT_S`` from the start: room for a machine three times slower than the calibration
-machine, plus model building and CP-SAT's batch overshoot on small budgets. When the net
+machine, plus model building and CP-SAT's batch overshoot on small budgets (the
+``PLAN_NET_SLOWDOWN`` environment variable widens it on a machine shared more heavily). When the net
 fires first, :attr:`Budget.stopped_by` becomes ``"wall_clock"`` and the result is marked not
 reproducible (the planner puts that in plan.json, the report and on the terminal).
 
@@ -38,6 +39,8 @@ Examples
 from __future__ import annotations
 
 import logging
+import math
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,7 +51,8 @@ from solvers.core import ProgressPoint, SolveOptions, Status
 from solvers.cpsat_support import WallNet, run_cpsat
 
 __all__ = [
-    "DETERMINISTIC", "UNTIL_LIMIT", "SEARCH_MODES", "NET_SLOWDOWN", "NET_CONSTANT_S",
+    "DETERMINISTIC", "UNTIL_LIMIT", "SEARCH_MODES", "NET_SLOWDOWN", "NET_SLOWDOWN_ENV", "NET_CONSTANT_S",
+    "net_slowdown",
     "CALIBRATION_CORES", "PARALLEL_SPEEDUP",
     "Calibration", "SCHEDULING", "PLACEMENT", "MEMORY_LEVELS", "MEMORY_OFFSETS", "COLOCATION",
     "Budget", "combine_stops", "is_reproducible", "run_summary",
@@ -61,11 +65,40 @@ DETERMINISTIC = "deterministic"
 UNTIL_LIMIT = "until-limit"
 SEARCH_MODES = (DETERMINISTIC, UNTIL_LIMIT)
 
-# The net leaves room for a machine this many times slower than the calibration machine...
+# The net leaves room for a machine this many times slower than the calibration machine
+# (PLAN_NET_SLOWDOWN overrides it: see net_slowdown)...
 NET_SLOWDOWN = 3.0
+NET_SLOWDOWN_ENV = "PLAN_NET_SLOWDOWN"
 # ...plus this many seconds (model building, presolve, and interleaved CP-SAT overshooting a
 # small deterministic budget by a batch: 0.077 asked, 0.20 used on a co-location model).
 NET_CONSTANT_S = 5.0
+
+
+
+def net_slowdown() -> float:
+    """How many times slower than the calibration machine a run may be before the net fires.
+
+    :data:`NET_SLOWDOWN`, unless the ``PLAN_NET_SLOWDOWN`` environment variable gives another
+    factor (a number >= 1): on a machine shared so heavily that a run is more than 3x slower
+    than an idle 2-core one, a larger factor keeps deterministic runs reproducible, at the
+    price of a later backstop. Read at each :meth:`Budget.start`, so it needs no restart.
+    Raises ValueError naming the variable when its value is not such a number.
+
+    >>> import os; os.environ.pop(NET_SLOWDOWN_ENV, None) is None and net_slowdown() == NET_SLOWDOWN
+    True
+    """
+    raw = os.environ.get(NET_SLOWDOWN_ENV, "").strip()
+    if not raw:
+        return NET_SLOWDOWN
+    try:
+        factor = float(raw)
+    except ValueError:
+        factor = math.nan
+    if not (math.isfinite(factor) and factor >= 1.0):
+        raise ValueError(f"{NET_SLOWDOWN_ENV}={raw!r}: expected a number >= 1, how many times slower than an idle "
+                         "2-core machine a run may be before the wall-clock safety net stops it")
+    return factor
+
 
 # Stop words, most to least serious (combine_stops keeps the first present).
 _STOP_ORDER = ("wall_clock", "time_limit", "deterministic_budget", "finished")
@@ -289,7 +322,7 @@ class Budget:
         rate = total / time_limit_s if time_limit_s > 0 else calibration.units_per_second
         if search == UNTIL_LIMIT:
             return cls(time_limit_s, t0 + time_limit_s, search, rate, started=t0)
-        return cls(max(1e-3, total), t0 + NET_SLOWDOWN * time_limit_s + NET_CONSTANT_S, search, rate, started=t0)
+        return cls(max(1e-3, total), t0 + net_slowdown() * time_limit_s + NET_CONSTANT_S, search, rate, started=t0)
 
     @classmethod
     def of(cls, options: SolveOptions, calibration: Calibration, t0: float | None = None) -> "Budget":

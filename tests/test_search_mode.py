@@ -52,6 +52,25 @@ def test_when_the_wall_clock_net_fires_plan_report_and_terminal_say_so(tmp_path,
     assert "warning: this plan is not reproducible" in res.output
 
 
+def test_plan_net_slowdown_moves_the_net_and_nothing_else(monkeypatch):
+    monkeypatch.delenv(solvers.budget.NET_SLOWDOWN_ENV, raising=False)
+    default = solvers.budget.Budget.start(2.0, solvers.budget.SCHEDULING, t0=100.0)
+    assert default.wall_deadline == 100.0 + 3.0 * 2.0 + 5.0
+    monkeypatch.setenv(solvers.budget.NET_SLOWDOWN_ENV, "20")
+    wide = solvers.budget.Budget.start(2.0, solvers.budget.SCHEDULING, t0=100.0)
+    assert wide.wall_deadline == 100.0 + 20.0 * 2.0 + 5.0
+    assert (wide.total, wide.rate) == (default.total, default.rate)  # the budget, hence the plan, is the same
+
+
+@pytest.mark.parametrize("value", ["fast", "0.5", "nan", "-3"])
+def test_a_bad_plan_net_slowdown_is_bad_input_and_writes_nothing(tmp_path, monkeypatch, value):
+    monkeypatch.setenv(solvers.budget.NET_SLOWDOWN_ENV, value)
+    res, out = _solve(tmp_path, SPINE)
+    assert res.exit_code == 2, res.output
+    assert f"PLAN_NET_SLOWDOWN={value!r}: expected a number >= 1" in res.output
+    assert "Traceback" not in res.output and not out.exists()
+
+
 def test_until_limit_search_from_the_flag_or_the_spec_is_marked_not_reproducible(tmp_path):
     res, out = _solve(tmp_path, SPINE, "--search", "until-limit")
     assert res.exit_code == 0, res.output
