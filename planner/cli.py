@@ -58,12 +58,13 @@ class _Search(str, enum.Enum):
     until_limit = "until-limit"
 
 
-def _guarded(fn: Callable[[], int | None], as_json: bool = False) -> None:
-    """Run a command body, mapping errors to messages and stable exit codes (as JSON with ``--json``)."""
+def _guarded(fn: Callable[[], int | None], as_json: bool = False, solves: bool = False) -> None:
+    """Run a command body, mapping errors to messages and stable exit codes (as JSON with ``--json``);
+    ``solves``: the command runs solvers, so their environment is checked first."""
     _watch_solves_for_tests()
     with handle_interrupts(stop=_stop_running_solvers) as guard:
         try:
-            code = _mapped(fn, as_json)
+            code = _mapped(fn, as_json, solves)
         except KeyboardInterrupt as e:  # planner.interrupts.Interrupted, or Python's own
             written = guard.outputs if guard is not None else []
             if written:
@@ -81,9 +82,9 @@ def _print_json_error(message: str, code: int, as_json: bool) -> None:
         print(json.dumps({"error": message, "exit_code": code}), flush=True)
 
 
-def _check_environment() -> None:
+def _check_solver_environment() -> None:
     """A bad ``PLAN_NET_SLOWDOWN`` is the user's input: exit 2 before any work, not 3 mid-solve."""
-    from solvers.budget import net_slowdown
+    from solvers.budget import net_slowdown  # start-up time, and `plan simulate` never loads solvers
 
     try:
         net_slowdown()
@@ -91,10 +92,11 @@ def _check_environment() -> None:
         raise PlannerError(str(e)) from None
 
 
-def _mapped(fn: Callable[[], int | None], as_json: bool = False) -> int:
+def _mapped(fn: Callable[[], int | None], as_json: bool = False, solves: bool = False) -> int:
     """The body's exit code; user and internal errors printed and mapped to theirs."""
     try:
-        _check_environment()
+        if solves:
+            _check_solver_environment()
         return fn() or 0
     except PlannerError as e:
         # The message may quote the user's text ("[/]" in a name): never read it as markup.
@@ -350,7 +352,7 @@ def _solve_and_write(spec, output, force, time_limit, workers, seed, search, qui
         _warn_unless_reproducible(plan.solver)
         return 0
 
-    _guarded(body, as_json)
+    _guarded(body, as_json, solves=True)
 
 
 @app.command()
@@ -651,7 +653,7 @@ def quote(
         out.print(f"wrote {target}", highlight=False)
         return 0
 
-    _guarded(body, as_json)
+    _guarded(body, as_json, solves=True)
 
 
 class _Backend(str, enum.Enum):
@@ -716,7 +718,7 @@ def sweep(
         statuses = {r["status"] for r in result.rows}
         return 1 if "INFEASIBLE" in statuses else 4 if "NO_PLAN" in statuses else 0
 
-    _guarded(body, as_json)
+    _guarded(body, as_json, solves=True)
 
 
 def _sweep_table(result) -> Table:
