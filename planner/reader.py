@@ -154,11 +154,20 @@ class _Frame:
         self.merges: list[Any] = []
 
 
-def _syntax_error(e: yaml.YAMLError, file: str | None) -> SpecError:
+# libyaml (PyYAML >= 6.0.3's wheels) refuses flow collections nested this deep itself, while
+# scanning ahead for a possible key: before the event that would cross a lower max_depth.
+LIBYAML_MAX_DEPTH = 1000
+
+
+def _syntax_error(e: yaml.YAMLError, file: str | None, max_depth: int) -> SpecError:
     """A parser error as a SpecError with its line and column."""
     if not isinstance(e, yaml.MarkedYAMLError):
         return SpecError(f"malformed YAML: {e}", file=file)
     mark = e.problem_mark or e.context_mark
+    if "maximum nesting depth" in (e.problem or ""):  # libyaml's own limit: say ours, which is lower
+        depth = min(max_depth, LIBYAML_MAX_DEPTH - 1)
+        return SpecError(f"values are nested more than {depth} levels deep", file=file,
+                         line=mark.line + 1 if mark else None)
     what = e.problem or e.context or "cannot parse"
     if e.context and e.problem:
         where = (f" started on line {e.context_mark.line + 1}"
@@ -168,7 +177,7 @@ def _syntax_error(e: yaml.YAMLError, file: str | None) -> SpecError:
                      column=mark.column + 1 if mark else None)
 
 
-def _events(text: str, file: str | None) -> Iterator[Any]:
+def _events(text: str, file: str | None, max_depth: int) -> Iterator[Any]:
     """The parser's events; a syntax error becomes a SpecError with its line and column."""
     loader = _Parser(text)
     end = yaml.StreamEndEvent
@@ -179,7 +188,7 @@ def _events(text: str, file: str | None) -> Iterator[Any]:
                 return
             yield event
     except yaml.YAMLError as e:
-        raise _syntax_error(e, file) from None
+        raise _syntax_error(e, file, max_depth) from None
     finally:
         loader.dispose()
 
@@ -236,7 +245,7 @@ def find_lines(text: str, locs: Iterable[tuple],
             else:
                 frame[2] += 1
 
-    for event in _events(text, None):
+    for event in _events(text, None, limits.max_depth):
         kind = type(event)
         if kind in (yaml.StreamStartEvent, yaml.StreamEndEvent, yaml.DocumentStartEvent, yaml.DocumentEndEvent):
             continue
@@ -305,7 +314,7 @@ class _Reader:
         try:
             self.consume(loader.get_event)
         except yaml.YAMLError as e:
-            raise _syntax_error(e, self.file) from None
+            raise _syntax_error(e, self.file, self.limits.max_depth) from None
         finally:
             loader.dispose()
         return self.result[0] if self.result else None

@@ -90,6 +90,19 @@ def test_malformed_documents(text, line, fragment):
     assert fragment in info.value.message and info.value.line == line, str(info.value)
 
 
+@pytest.mark.parametrize("depth, limit, said", [(100, 64, 64), (2000, 64, 64), (2000, 5000, 999), (900, 5000, None)])
+def test_nesting_is_refused_at_our_limit_or_libyamls_whichever_is_lower(depth, limit, said):
+    # libyaml (PyYAML >= 6.0.3) stops flow collections 1,000 deep while scanning ahead, before
+    # our own check sees the events: either way the message gives a depth that was exceeded
+    text = "a: " + "[" * depth + "]" * depth + "\n"
+    if said is None:
+        read_yaml(text, "s.yaml", ReadLimits(max_depth=limit))
+        return
+    with pytest.raises(SpecError) as info:
+        read_yaml(text, "s.yaml", ReadLimits(max_depth=limit))
+    assert info.value.message == f"values are nested more than {said} levels deep" and info.value.line == 1
+
+
 def test_files_are_read_within_the_size_limit(tmp_path):
     big = write(tmp_path, b"# " + b"x" * (16 * 2**20) + b"\n")
     assert "larger than 16 MiB" in error_of(big).message
