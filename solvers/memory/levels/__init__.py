@@ -17,7 +17,7 @@ window        a run of consecutive ops re-optimised exactly with every other dec
 
 N levels (issue 14): :class:`HierarchyProblem` (any number of levels joined by DMA paths,
 moves along routes, capacity per level at every point), its validator
-(:func:`validate_hierarchy`) and :class:`GreedyHierarchySolver` /
+(:func:`validate_hierarchy`), :class:`CpSatHierarchySolver` (exact), :class:`GreedyHierarchySolver` /
 :class:`AllHomeHierarchySolver`; two levels are :class:`LevelProblem` exactly
 (:func:`from_level_problem`, :func:`from_level_solution`).
 
@@ -33,6 +33,10 @@ from solvers.memory.levels.cpsat import (
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver, plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.hierarchy import (
     HierarchyProblem, HierarchySolution, Move, from_level_problem, from_level_solution,
+)
+from solvers.memory.levels.hierarchy_cpsat import (
+    CpSatHierarchySolver, HierarchyVars, HopVars, add_level_capacities, add_level_durations, add_levels, add_moves,
+    build_hierarchy_model,
 )
 from solvers.memory.levels.hierarchy_greedy import (
     AllHomeHierarchySolver, GreedyHierarchySolver, plan_hierarchy_all_home, plan_hierarchy_greedy, retime_hierarchy,
@@ -63,5 +67,6 @@ __all__ = [
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
     "live_bytes_bounds", "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy",
-    "AllHomeHierarchySolver", "GreedyHierarchySolver",
+    "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
+    "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
 ]
