@@ -43,7 +43,7 @@ from solvers.memory.levels.hierarchy_greedy import (
 )
 from solvers.memory.levels.hierarchy_validate import (
     HierarchyMetrics, HierarchyReplay, hierarchy_metrics, hierarchy_op_durations, level_occupancy, level_pieces,
-    live_bytes_bounds, op_level_bytes, replay_hierarchy, required_moves, validate_hierarchy,
+    op_level_bytes, replay_hierarchy, required_moves, validate_hierarchy,
 )
 from solvers.memory.levels.problem import (
     LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
@@ -66,7 +66,7 @@ __all__ = [
     "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
-    "live_bytes_bounds", "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy",
+    "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy",
     "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
     "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
 ]

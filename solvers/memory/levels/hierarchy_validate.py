@@ -16,7 +16,6 @@ from solvers.memory.levels.problem import TransferKind
 __all__ = [
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
-    "live_bytes_bounds",
 ]
 
 PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
@@ -441,26 +440,3 @@ def hierarchy_metrics(problem: HierarchyProblem, solution: HierarchySolution) ->
     peaks = tuple(max(row, default=0) for row in level_occupancy(problem, solution))
     return HierarchyMetrics(solution.makespan_cycles, peaks, tuple(access), moved, len(solution.moves))
 
-
-def live_bytes_bounds(problem: HierarchyProblem, solution: HierarchySolution) -> tuple[int, ...]:
-    """Per level, the most bytes the solution's accesses and kept gaps need at one point: the
-    floor any buffer layout of that level must hold (staging and DMA buffers excluded).
-
-    Examples
-    --------
-    >>> p = HierarchyProblem((1, 1), ((), (0,)), ((0,), ()), (8,), (16, 64), (8, 4), 1, ((0, 1),))
-    >>> live_bytes_bounds(p, HierarchySolution(((0, 0),), ((False, True),), (), (0, 1), (1, 1)))
-    (8, 0)
-    """
-    occ = [[0] * (2 * problem.num_ops + 1) for _ in range(problem.num_levels)]
-    for t in range(problem.num_tensors):
-        acc, home = problem.accesses(t), problem.home(t)
-        for j, a in enumerate(acc):
-            lv = solution.level[t][j]
-            spans = [(2 * a + 1, 2 * a + 2)] if problem.is_real(a) and lv != home else []
-            if j and solution.kept[t][j]:
-                spans.append((2 * acc[j - 1] + 2, 2 * a + 1))
-            for lo, hi in spans:
-                for p in range(lo, hi):
-                    occ[lv][p] += problem.tensor_bytes[t]
-    return tuple(max(row, default=0) for row in occ)

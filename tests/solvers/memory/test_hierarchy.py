@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
+from solvers.memory import fast_offset_problem, level_offset_problems
 from solvers.memory.levels import (
     AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver, LevelProblem, TransferKind, plan_greedy, replay_levels,
     validate_levels,
@@ -22,8 +23,9 @@ from solvers.memory.levels.hierarchy_greedy import (
     AllHomeHierarchySolver, GreedyHierarchySolver, plan_hierarchy_all_home, plan_hierarchy_greedy, retime_hierarchy,
 )
 from solvers.memory.levels.hierarchy_validate import (
-    hierarchy_metrics, live_bytes_bounds, replay_hierarchy, required_moves, validate_hierarchy,
+    hierarchy_metrics, replay_hierarchy, required_moves, validate_hierarchy,
 )
+from solvers.memory.offsets import GreedyBySizeOffsetSolver, live_bytes_lower_bound, validate_offsets
 from tests.solvers.memory.strategies import level_problems
 
 PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
@@ -106,7 +108,6 @@ def test_three_levels_host_weight_reaches_vmem_in_two_hops():
     m = hierarchy_metrics(p, s)
     # hbm holds w's staging copy before op 0 (point 0) and y's home copy after op 1 (point 4): never both.
     assert m.peak_bytes == (16, 8, 8) and m.bytes_moved == {(2, 1): 8, (1, 0): 8, (0, 1): 8}
-    assert live_bytes_bounds(p, s) == (16, 0, 0)
 
 
 def four_levels(**kw) -> HierarchyProblem:
@@ -368,3 +369,33 @@ def test_four_level_cpsat_hides_a_host_fetch_behind_host_reads():
     assert s.op_start == (0, 16, 32) and s.op_duration == (16, 16, 2)
     assert [(m.src_level, m.dst_level, m.trigger_op, m.release_op, m.start_cycle) for m in s.moves] == [
         (3, 2, -1, 1, 0), (2, 1, 0, 2, 16)]
+
+
+# --- offsets per level --------------------------------------------------------------------------
+
+@QUICK
+@given(level_problems(max_ops=5, max_tensors=5, max_latency=2))
+def test_two_level_offset_problem_of_level_0_is_todays(p):
+    s = plan_greedy(p)
+    if s is None:
+        return
+    (fast, fast_tensors), _ = level_offset_problems(from_level_problem(p), from_level_solution(s))
+    theirs, their_tensors = fast_offset_problem(p, s)
+    if not theirs.num_buffers:
+        assert fast is None
+        return
+    assert (fast, fast_tensors) == (theirs, their_tensors)
+
+
+def test_every_level_packs_within_its_live_bound():
+    # The three-level plan of test_three_levels_host_weight_reaches_vmem_in_two_hops: each
+    # level's greedy-by-size peak equals its live-bytes bound (16, 8, 8).
+    p = three_levels(compute_cycles=(4, 4), reads=((0,), (1,)), writes=((1,), ()), tensor_bytes=(8, 8),
+                     tensor_home=(2, 1), live_out=(1,))
+    s = plan_hierarchy_greedy(p)
+    peaks = []
+    for op, _ in level_offset_problems(p, s):
+        r = GreedyBySizeOffsetSolver().solve(op)
+        assert validate_offsets(op, r.solution) == []
+        peaks.append((r.objective, live_bytes_lower_bound(op)))
+    assert peaks == [(16, 16), (8, 8), (8, 8)]
