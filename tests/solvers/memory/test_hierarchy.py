@@ -399,3 +399,13 @@ def test_every_level_packs_within_its_live_bound():
         assert validate_offsets(op, r.solution) == []
         peaks.append((r.objective, live_bytes_lower_bound(op)))
     assert peaks == [(16, 16), (8, 8), (8, 8)]
+
+
+def test_cpsat_keeps_the_best_baseline_above_its_model_size():
+    # Two ops > max_model_ops = 1: no model; of the baselines (greedy 20, everything at home 14,
+    # see test_three_levels_host_weight_reaches_vmem_in_two_hops) home is kept, without a bound.
+    p = three_levels(compute_cycles=(4, 4), reads=((0,), (1,)), writes=((1,), ()), tensor_bytes=(8, 8),
+                     tensor_home=(2, 1), live_out=(1,))
+    r = CpSatHierarchySolver(max_model_ops=1).solve(p, cpsat_options())
+    assert (r.status, r.objective, r.bound, r.stats["model"]) == (Status.FEASIBLE, 14, None, "too large")
+    assert validate_hierarchy(p, r.solution) == []
