@@ -40,6 +40,8 @@ from solvers.islands import CpSatSplitSolver
 from solvers.learned.reinforce import ReinforceScheduler
 from solvers.memory.levels.cpsat import CpSatLevelSolver
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver
+from solvers.memory.levels.hierarchy_cpsat import CpSatHierarchySolver
+from solvers.memory.levels.hierarchy_greedy import AllHomeHierarchySolver, GreedyHierarchySolver
 from solvers.memory.offsets.cpsat import CpSatOffsetSolver
 from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffsetSolver
 from solvers.placement.cpsat import CpSatPlacementSolver
@@ -79,6 +81,10 @@ SOLVERS: dict[str, Callable[..., Solver]] = {
     "memory.levels.allslow": AllSlowLevelSolver,
     "memory.levels.greedy": GreedyLevelSolver,
     "memory.levels.cpsat": CpSatLevelSolver,
+    # N levels (HierarchyProblem; issue 14): everything at home, Belady per level, exact CP-SAT
+    "memory.levels.hierarchy_allhome": AllHomeHierarchySolver,
+    "memory.levels.hierarchy_greedy": GreedyHierarchySolver,
+    "memory.levels.hierarchy_cpsat": CpSatHierarchySolver,
     "memory.offsets.greedy": GreedyBySizeOffsetSolver,
     "memory.offsets.firstfit": FirstFitOffsetSolver,
     "memory.offsets.cpsat": CpSatOffsetSolver,

@@ -15,10 +15,11 @@ Subpackages
 -----------
 :mod:`solvers.memory.levels`   level assignment with prefetch/evict and splitting.
 :mod:`solvers.memory.offsets`  offset assignment (CP-SAT NoOverlap2D, greedy-by-size, first-fit).
-:mod:`solvers.memory.arena`    from a level plan to the offset problem of its fast buffers.
+:mod:`solvers.memory.arena`    from a level plan to the offset problem of its fast buffers
+                               (of every level's buffers, over N levels).
 """
 
 from solvers.memory import levels, offsets
-from solvers.memory.arena import fast_offset_problem
+from solvers.memory.arena import fast_offset_problem, level_offset_problems
 
-__all__ = ["levels", "offsets", "fast_offset_problem"]
+__all__ = ["levels", "offsets", "fast_offset_problem", "level_offset_problems"]

@@ -13,7 +13,7 @@ from solvers import registry
 from solvers.colocation import ColocationObjective, ColocationProblem, VariantProblem
 from solvers.islands import SplitProblem
 from solvers.core import SolveOptions
-from solvers.memory.levels import LevelProblem
+from solvers.memory.levels import HierarchyProblem, LevelProblem
 from solvers.memory.offsets import OffsetProblem
 from solvers.placement import PlacementProblem
 from solvers.scheduling import SchedulingProblem
@@ -81,6 +81,8 @@ SAMPLES = {
     "colocation, balance": _COLOC_BALANCE,
     "variants": VariantProblem(100, 9000, None, (20, 50), (9500, 8500), (10, 5), (10, 3)),
     "memory levels": LevelProblem((3, 1), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1)),
+    "memory hierarchy": HierarchyProblem((4,), ((0,),), ((),), (8,), (16, 64, 1024), (8, 4, 1), 1, ((0, 1), (1, 2)),
+                                         tensor_home=(2,)),
     "islands split": SplitProblem(((3, 4), (2, None)), (1, 1), (1, 1), (8, 8), ((0, 1, 5),), (5,)),
     "memory offsets": OffsetProblem(size_bytes=(4, 3, 2, 3), start=(1, 2, 2, 1), end=(2, 3, 3, 4),
                                     capacity_bytes=16),

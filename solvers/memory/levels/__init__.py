@@ -15,6 +15,12 @@ rate          a bandwidth in exact bytes per cycle (int or Fraction, e.g.
               ``Fraction(bytes_per_s, clock_hz)``); every ceil is exact (:func:`cycles_for_bytes`).
 window        a run of consecutive ops re-optimised exactly with every other decision fixed.
 
+N levels (issue 14): :class:`HierarchyProblem` (any number of levels joined by DMA paths,
+moves along routes, capacity per level at every point), its validator
+(:func:`validate_hierarchy`), :class:`CpSatHierarchySolver` (exact), :class:`GreedyHierarchySolver` /
+:class:`AllHomeHierarchySolver`; two levels are :class:`LevelProblem` exactly
+(:func:`from_level_problem`, :func:`from_level_solution`).
+
 Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice, up to 64 ops;
 window search around the best plan above), :class:`GreedyLevelSolver` (Belady-like),
 :class:`AllSlowLevelSolver` (everything in HBM).
@@ -25,6 +31,20 @@ from solvers.memory.levels.cpsat import (
     build_level_model, exact_model_fits,
 )
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver, plan_all_slow, plan_greedy, retime
+from solvers.memory.levels.hierarchy import (
+    HierarchyProblem, HierarchySolution, Move, from_level_problem, from_level_solution,
+)
+from solvers.memory.levels.hierarchy_cpsat import (
+    CpSatHierarchySolver, HierarchyVars, HopVars, add_level_capacities, add_level_durations, add_levels, add_moves,
+    build_hierarchy_model,
+)
+from solvers.memory.levels.hierarchy_greedy import (
+    AllHomeHierarchySolver, GreedyHierarchySolver, plan_hierarchy_all_home, plan_hierarchy_greedy, retime_hierarchy,
+)
+from solvers.memory.levels.hierarchy_validate import (
+    HierarchyMetrics, HierarchyReplay, hierarchy_metrics, hierarchy_op_durations, level_occupancy, level_pieces,
+    op_level_bytes, replay_hierarchy, required_moves, validate_hierarchy,
+)
 from solvers.memory.levels.problem import (
     LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
 )
@@ -43,4 +63,10 @@ __all__ = [
     "retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver",
     "CpSatLevelSolver", "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
     "add_fast_capacity", "add_makespan",
+    "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",
+    "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
+    "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
+    "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy",
+    "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
+    "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
 ]
