@@ -896,7 +896,24 @@ def simulate(binaries: Mapping[str, bytes], *, strict: bool = False) -> Simulati
     >>> simulate({"d0": encode(p)}).violations
     ('d0#0 TASK (t): duration mismatch: encoded 4 cycles, the ISA formulas give 5',)
     """
-    programs = {name: decode(data, name=name) for name, data in sorted(binaries.items())}
+    return _replay({name: (data, name) for name, data in binaries.items()}, strict)
+
+
+def _replay(binaries: Mapping[str, tuple[bytes, str]], strict: bool) -> SimulationResult:
+    """Binaries (device -> (bytes, label for errors)) screened all at once; the record-by-record
+    replay only when the screen cannot show them valid (it names the violations).
+
+    The screen (:mod:`planner.simulator.screen`) imports this module's result types, hence the
+    import here.
+    """
+    from planner.isa.binary import decode_tables
+    from planner.simulator.screen import screened_replay
+
+    tables = {name: decode_tables(data, name=label) for name, (data, label) in sorted(binaries.items())}
+    result = screened_replay(tables)
+    if result is not None:
+        return result
+    programs = {name: decode(data, name=label) for name, (data, label) in sorted(binaries.items())}
     return simulate_programs(programs, strict=strict)
 
 
@@ -919,5 +936,4 @@ def simulate_dir(path: str | Path, *, strict: bool = False) -> SimulationResult:
     files = sorted(folder.glob("*.bin")) if folder.is_dir() else []
     if not files:
         raise BinaryFormatError(f"no binaries in {folder}")
-    programs = {f.stem: decode(f.read_bytes(), name=str(f)) for f in files}
-    return simulate_programs(programs, strict=strict)
+    return _replay({f.stem: (f.read_bytes(), str(f)) for f in files}, strict)
