@@ -50,7 +50,7 @@ from planner.isa.instructions import (
     Program,
     expected_duration_cycles,
 )
-from planner.simulator.replay import DmaTiming, OpTiming, SimulationResult, TransferTiming
+from planner.simulator.replay import DmaTiming, OpTiming, SimulationResult, TransferTiming, _coverage_end
 
 __all__ = ["SCREENED_FORMAT", "screened_replay"]
 
@@ -357,9 +357,34 @@ def _buffers_ok(p: Program, x: _Columns, bufs: _Buffers, acc: _Accesses, parents
     np.minimum.at(first_written, b[acc.write], end[acc.write])
     reads = ~acc.write
     rb, rs = b[reads], start[reads]
-    if not ((first_written[rb] < rs) | (first_written[root[rb]] < rs)).all():
+    unsure = np.flatnonzero(~((first_written[rb] < rs) | (first_written[root[rb]] < rs)))
+    if len(unsure) and not _covered(bufs, acc, root, p.addressed, rb[unsure], rs[unsure], end):
         return False
     return _races_ok(x, bufs, acc, root, p.addressed)
+
+
+def _covered(bufs: _Buffers, acc: _Accesses, root: np.ndarray, addressed: bool, rb: np.ndarray, rs: np.ndarray,
+             end: np.ndarray) -> bool:
+    """The record-by-record readiness rule for these reads (buffers ``rb`` at start keys ``rs``):
+    the writes of the read's root allocation that ended before it cover every byte it reads
+    (a buffer written in portions through its views, say)."""
+    lo_of = bufs.address if addressed else np.zeros_like(bufs.address)
+    writes: dict[int, list[tuple[int, int, int]]] = defaultdict(list)  # root -> (end key, lo, hi)
+    wanted = set(root[rb].tolist())
+    for b in np.flatnonzero(bufs.preloaded).tolist():
+        if int(root[b]) in wanted:
+            writes[int(root[b])].append((int(bufs.akey[b]), int(lo_of[b]), int(lo_of[b] + bufs.size[b])))
+    w = np.flatnonzero(acc.write)
+    for b, e in zip(acc.buffer[w].tolist(), end[w].tolist()):
+        if int(root[b]) in wanted:
+            writes[int(root[b])].append((e, int(lo_of[b]), int(lo_of[b] + bufs.size[b])))
+    for b, start in zip(rb.tolist(), rs.tolist()):
+        lo, hi = int(lo_of[b]), int(lo_of[b] + bufs.size[b])
+        before = sorted(wr for wr in writes.get(int(root[b]), ()) if wr[0] < start and
+                        (wr[1] < hi and lo < wr[2] or (lo == hi and wr[1] <= lo <= wr[2])))
+        if _coverage_end(lo, hi, before) is None:
+            return False
+    return True
 
 
 def _races_ok(x: _Columns, bufs: _Buffers, acc: _Accesses, root: np.ndarray, addressed: bool) -> bool:
