@@ -50,8 +50,10 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -94,6 +96,27 @@ def _load() -> str:
     return f"{one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+def record_by_record(binaries: dict[str, bytes]):
+    """The replay as main ran it before the fast path: decode every record into an object, then
+    :func:`planner.simulator.simulate_programs` (what :func:`planner.simulator.simulate` still
+    runs when the screen cannot show the binaries valid)."""
+    from planner.isa.binary import decode
+    from planner.simulator import simulate_programs
+
+    return simulate_programs({name: decode(data, name=name) for name, data in sorted(binaries.items())})
+
+
+def alternated(fns: dict[str, Callable[[], Any]], repeat: int) -> dict[str, tuple[float, float, Any]]:
+    """Median (wall, CPU, last result) of each function, the functions run in turn ``repeat`` times
+    (so a change in the machine's load hits all of them alike)."""
+    runs: dict[str, list[tuple[float, float, Any]]] = {name: [] for name in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            runs[name].append(median_times(fn, 1))
+    return {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs), rs[-1][2])
+            for name, rs in runs.items()}
+
+
 def measure(layers: int, repeat: int, verify: bool, time_limit: float, root: Path) -> dict[str, Any]:
     from planner.output import write_plan_dir
     from planner.pipeline import run
@@ -103,10 +126,12 @@ def measure(layers: int, repeat: int, verify: bool, time_limit: float, root: Pat
 
     spec = load_spec(transformer_spec(layers))
     binaries = heft_binaries(spec)
-    wall, cpu, sim = median_times(lambda: simulate(binaries), repeat)
-    assert sim.valid, sim.violations[:3]
+    times = alternated({"fast": lambda: simulate(binaries), "slow": lambda: record_by_record(binaries)}, repeat)
+    (wall, cpu, sim), (slow_wall, slow_cpu, slow) = times["fast"], times["slow"]
+    assert sim.valid and sim == slow, sim.violations[:3]
     row: dict[str, Any] = {"ops": len(spec.graph.ops), "instructions": sim.instruction_count,
-                           "replay_wall_s": wall, "replay_cpu_s": cpu, "load_after_replay": _load()}
+                           "replay_wall_s": wall, "replay_cpu_s": cpu, "record_by_record_wall_s": slow_wall,
+                           "record_by_record_cpu_s": slow_cpu, "load_after_replay": _load()}
     if verify:
         outcome = run(spec, time_limit_s=time_limit, workers=2, seed=0)
         out = root / f"t{layers}"
@@ -115,6 +140,36 @@ def measure(layers: int, repeat: int, verify: bool, time_limit: float, root: Pat
         row.update(verify_instructions=verdict.instructions, verify_wall_s=wall, verify_cpu_s=cpu,
                    load_after_verify=_load())
     return row
+
+
+def measure_numeric(repeat: int) -> dict[str, Any]:
+    """The numeric replay of the many-tiny-kernels transformer (``benchmarks.memory_plans``'s
+    ``numeric-small-kernels``, issue 14's target): CPU rates of preparing + executing the decoded
+    programs, and with decoding; the values checked against the graph's numpy reference."""
+    from benchmarks.memory_plans import small_kernels_spec
+    from planner.isa.binary import decode
+    from planner.numeric.reference import random_inputs
+    from planner.pipeline import run
+    from planner.simulator.numeric import simulate_numeric_programs
+    from planner.spec import load_spec
+    from planner.verify.compare import compare_numeric
+
+    spec = load_spec(small_kernels_spec())
+    binaries = run(spec, time_limit_s=spec.time_limit_s, workers=spec.workers, seed=spec.seed).binaries
+    assert compare_numeric(binaries, spec.graph).ok
+    inputs = random_inputs(spec.graph)
+    replay, total = [], []
+    for _ in range(repeat):
+        c0 = time.process_time()
+        programs = {name: decode(data) for name, data in sorted(binaries.items())}
+        c1 = time.process_time()
+        result = simulate_numeric_programs(programs, inputs)
+        c2 = time.process_time()
+        replay.append(c2 - c1)
+        total.append(c2 - c0)
+    return {"ops": len(spec.graph.ops), "instructions": result.instructions,
+            "numeric_cpu_s": statistics.median(replay), "numeric_with_decode_cpu_s": statistics.median(total),
+            "load_after_numeric": _load()}
 
 
 def _rate(n: int, seconds: float | None) -> str:
@@ -126,22 +181,36 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", default="23,232,2325", help="transformer depths (43 ops per layer)")
     p.add_argument("--verify-layers", default="23,232", help="depths whose plan directory is solved and verified")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--numeric-repeat", type=int, default=7, help="numeric replays of the tiny-kernels transformer "
+                   "(0: skip)")
     p.add_argument("--time-limit", type=float, default=10.0, help="plan solve's limit for the verified directories")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     verify_layers = {int(x) for x in args.verify_layers.split(",") if x}
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for layers in (int(x) for x in args.layers.split(",")):
+        for layers in (int(x) for x in args.layers.split(",") if x):
             rows.append(measure(layers, args.repeat, layers in verify_layers, args.time_limit, Path(tmp)))
     print(f"load average (1/5/15 min) at the end: {_load()}")
-    print_table("timing replay (decode included) and the whole verifier, medians", ["ops", "instructions", "replay instr/s (CPU)", "replay instr/s (wall)", "verify instr/s (CPU)",
-                 "verify instr/s (wall)"],
+    print_table("timing replay (decode included), fast path and record by record alternated, and the whole "
+                "verifier, medians", ["ops", "instructions", "replay instr/s (CPU)", "replay instr/s (wall)",
+                                      "record-by-record instr/s (CPU)", "record-by-record instr/s (wall)",
+                                      "CPU speed-up", "verify instr/s (CPU)", "verify instr/s (wall)"],
                 [[f"{r['ops']:,}", f"{r['instructions']:,}", _rate(r["instructions"], r["replay_cpu_s"]),
-                  _rate(r["instructions"], r["replay_wall_s"]),
+                  _rate(r["instructions"], r["replay_wall_s"]), _rate(r["instructions"], r["record_by_record_cpu_s"]),
+                  _rate(r["instructions"], r["record_by_record_wall_s"]),
+                  f"{r['record_by_record_cpu_s'] / r['replay_cpu_s']:.1f}x",
                   _rate(r.get("verify_instructions", 0), r.get("verify_cpu_s")),
                   _rate(r.get("verify_instructions", 0), r.get("verify_wall_s"))] for r in rows])
-    write_results("replay", rows, {"load": _load()}, args, args.out)
+    summary: dict[str, Any] = {"load": _load()}
+    if args.numeric_repeat:
+        n = measure_numeric(args.numeric_repeat)
+        summary["numeric"] = n
+        print_table("numeric replay (tiny-kernels transformer), medians", ["ops", "instructions",
+                    "prepare + execute instr/s (CPU)", "with decode instr/s (CPU)"],
+                    [[f"{n['ops']:,}", f"{n['instructions']:,}", _rate(n["instructions"], n["numeric_cpu_s"]),
+                      _rate(n["instructions"], n["numeric_with_decode_cpu_s"])]])
+    write_results("replay", rows, summary, args, args.out)
     return 0
 
 
