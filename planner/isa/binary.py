@@ -243,7 +243,7 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     pos += 4 * h.n_lists
     if h.n_lists and max(lists) >= h.n_buffers:
         raise _fail(f"buffer lists name a buffer id out of range ({h.n_buffers} buffers)", name)
-    kernels = _read_kernels(body, pos, h, s, lists, name)
+    kernels = _read_kernels(body, pos, h, s, strings, lists, name)
     pos += h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
     instructions = _instructions(body[pos:], h.n_records, strings, lists, h.n_buffers, h.n_levels,
                                  {lk[0] for lk in raw_links}, name)
@@ -410,14 +410,19 @@ def _read_strings(body: bytes, pos: int, h: _Header, name: str) -> list[str]:
     return strings
 
 
-def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str], lists: list[int],
-                  name: str) -> list[Kernel]:
-    """The kernel, operand and dims tables at ``pos``, as kernels (every index checked)."""
-    raw_kernels = list(zip(*(c.tolist() for c in _columns(body, pos, KERNEL_DTYPE, h.n_kernels))))
+def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str], strings: list[str],
+                  lists: list[int], name: str) -> list[Kernel]:
+    """The kernel, operand and dims tables at ``pos``, as kernels (every index checked: all at
+    once with numpy, then record by record only to name the first bad entry)."""
+    table = np.frombuffer(body, dtype=KERNEL_DTYPE, count=h.n_kernels, offset=pos)
+    raw_kernels = list(zip(*(table[f].tolist() for f in KERNEL_DTYPE.names)))
     pos += KERNEL.size * h.n_kernels
-    raw_operands = list(zip(*(c.tolist() for c in _columns(body, pos, OPERAND_DTYPE, h.n_operands))))
+    table_ops = np.frombuffer(body, dtype=OPERAND_DTYPE, count=h.n_operands, offset=pos)
+    raw_operands = list(zip(*(table_ops[f].tolist() for f in OPERAND_DTYPE.names)))
     pos += OPERAND.size * h.n_operands
     dims = tuple(np.frombuffer(body, dtype="<u8", count=h.n_dims, offset=pos).tolist())
+    if _kernels_ok(table, table_ops, h, len(strings), np.array([x in DTYPE_BYTES for x in strings], dtype=bool)):
+        return _built_kernels(raw_kernels, raw_operands, dims, strings, lists)
     operands: list[Operand] = []
     for j, (dtype_idx, dim0, list0, n_dim, n_buf) in enumerate(raw_operands):
         dtype = s(dtype_idx, f"operand {j} dtype")
@@ -436,17 +441,37 @@ def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str
     return kernels
 
 
+def _built_kernels(raw_kernels: list[tuple], raw_operands: list[tuple], dims: tuple[int, ...], strings: list[str],
+                   lists: list[int]) -> list[Kernel]:
+    """Kernels from tables :func:`_kernels_ok` accepted, built without ``__init__`` (its
+    conversions hold by construction: plain ints and tuples)."""
+    new_operand, new_kernel = _builder(Operand), _builder(Kernel)
+    operands = [new_operand(dims[dim0:dim0 + n_dim], strings[dtype_idx], tuple(lists[list0:list0 + n_buf]))
+                for dtype_idx, dim0, list0, n_dim, n_buf in raw_operands]
+    return [new_kernel(strings[op_idx], strings[type_idx], strings[attrs_idx], tuple(operands[first:first + n_in]),
+                       tuple(operands[first + n_in:first + n_in + n_out]))
+            for op_idx, type_idx, attrs_idx, first, n_in, n_out in raw_kernels]
+
+
+def _builder(cls):
+    """``build(*fields) -> cls`` for a frozen, slotted dataclass, without ``__init__``."""
+    setters = [getattr(cls, f).__set__ for f in cls.__dataclass_fields__]
+    new = object.__new__
+
+    def build(*values):
+        obj = new(cls)
+        for set_field, value in zip(setters, values):
+            set_field(obj, value)
+        return obj
+
+    return build
+
+
 KERNEL_DTYPE = np.dtype([("op", "<u4"), ("type", "<u4"), ("attrs", "<u4"), ("first", "<u4"), ("inputs", "<u2"),
                           ("outputs", "<u2")])
 OPERAND_DTYPE = np.dtype([("dtype", "<u4"), ("dim0", "<u4"), ("list0", "<u4"), ("dims", "<u2"),
                            ("buffers", "<u2")])
 assert (KERNEL_DTYPE.itemsize, OPERAND_DTYPE.itemsize) == (KERNEL.size, OPERAND.size)
-
-
-def _columns(body: bytes, pos: int, dtype: np.dtype, count: int) -> list[np.ndarray]:
-    """The fields of ``count`` fixed-width entries at ``pos``, one array each."""
-    table = np.frombuffer(body, dtype=dtype, count=count, offset=pos)
-    return [table[f] for f in dtype.names]
 
 
 # The records as numpy sees them: the fields of RECORD, in order (80 bytes, no padding).
