@@ -57,7 +57,7 @@ import numpy as np
 
 from planner.errors import BinaryFormatError, InternalError
 from planner.graph.ir import DTYPE_BYTES
-from planner.isa.binary import decode
+from planner.isa.binary import decode, decode_tables
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
     ALLOC_VIEW,
@@ -69,6 +69,7 @@ from planner.isa.instructions import (
     Program,
     expected_duration_cycles,
 )
+from planner.simulator.screen import Screened, coverage_end, screened_replay
 
 __all__ = [
     "OpTiming",
@@ -477,24 +478,6 @@ def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dic
     return {lv.name: peak[i] for i, lv in enumerate(p.levels)}, parents
 
 
-def _coverage_end(lo: int, hi: int, writes: list[tuple[int, int, int]]) -> int | None:
-    """The earliest cycle by which ``writes`` ((end, lo, hi), sorted by end) cover ``[lo, hi)``."""
-    if lo >= hi:
-        return writes[0][0] if writes else None
-    got: list[tuple[int, int]] = []
-    for end, wlo, whi in writes:
-        got.append((max(lo, wlo), min(hi, whi)))
-        got.sort()
-        reach = lo
-        for a, b in got:
-            if a > reach:
-                break
-            reach = max(reach, b)
-        if reach >= hi:
-            return end
-    return None
-
-
 def _check_buffers(p: Program, x: _Index, alloc: dict[int, _Buf], parents: dict[int, int], v: list[str]) -> None:
     """Allocation windows, readiness (every byte read was written before), and races."""
     instrs = p.instructions
@@ -571,9 +554,9 @@ def _check_ready(p: Program, i: int, b: int, start: _Key, lo: int, hi: int,
     touching = sorted((we, wlo, whi) for _ws, we, wlo, whi, _wi, _wb in ws
                       if wlo < hi and lo < whi or (lo == hi and wlo <= lo <= whi))
     before = [w for w in touching if w[0] < start]
-    if _coverage_end(lo, hi, before) is not None:
+    if coverage_end(lo, hi, before) is not None:
         return
-    ready = _coverage_end(lo, hi, touching)
+    ready = coverage_end(lo, hi, touching)
     where, name = _where(p, i, p.instructions[i]), p.buffers[b]
     if not touching:
         v.append(f"{where}: reads buffer {b} ({name}), which nothing writes")
@@ -901,20 +884,20 @@ def simulate(binaries: Mapping[str, bytes], *, strict: bool = False) -> Simulati
 
 def _replay(binaries: Mapping[str, tuple[bytes, str]], strict: bool) -> SimulationResult:
     """Binaries (device -> (bytes, label for errors)) screened all at once; the record-by-record
-    replay only when the screen cannot show them valid (it names the violations).
-
-    The screen (:mod:`planner.simulator.screen`) imports this module's result types, hence the
-    import here.
-    """
-    from planner.isa.binary import decode_tables
-    from planner.simulator.screen import screened_replay
-
+    replay only when the screen cannot show them valid (it names the violations)."""
     tables = {name: decode_tables(data, name=label) for name, (data, label) in sorted(binaries.items())}
-    result = screened_replay(tables)
-    if result is not None:
-        return result
+    screened = screened_replay(tables)
+    if screened is not None:
+        return _result(screened)
     programs = {name: decode(data, name=label) for name, (data, label) in sorted(binaries.items())}
     return simulate_programs(programs, strict=strict)
+
+
+def _result(s: Screened) -> SimulationResult:
+    """The result of binaries the screen showed valid (no violations)."""
+    return SimulationResult(s.makespan_cycles, {op: OpTiming(*timing) for op, *timing in s.ops},
+                            {t[0]: TransferTiming(*t) for t in s.transfers}, s.peak_bytes, s.instruction_count, (),
+                            s.devices, tuple(DmaTiming(*d) for d in s.dmas))
 
 
 def simulate_dir(path: str | Path, *, strict: bool = False) -> SimulationResult:

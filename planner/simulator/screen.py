@@ -50,9 +50,8 @@ from planner.isa.instructions import (
     Program,
     expected_duration_cycles,
 )
-from planner.simulator.replay import DmaTiming, OpTiming, SimulationResult, TransferTiming, _coverage_end
 
-__all__ = ["SCREENED_FORMAT", "screened_replay"]
+__all__ = ["SCREENED_FORMAT", "Screened", "screened_replay", "coverage_end"]
 
 SCREENED_FORMAT = 2  # the binary format whose rules the screen knows (planner.isa.binary.FORMAT_VERSION)
 
@@ -111,17 +110,36 @@ class _Accesses(NamedTuple):
     write: np.ndarray
 
 
+class Screened(NamedTuple):
+    """The replay's result for binaries the screen shows valid, as plain tuples in the fields'
+    order of :class:`~planner.simulator.replay.SimulationResult`'s types (which the replay builds).
+
+    Examples
+    --------
+    >>> Screened(5, [("t", "d0", 0, 0, 5)], [], {"d0": {"mem": 0}}, 2, ("d0",), []).ops[0][0]
+    't'
+    """
+
+    makespan_cycles: int
+    ops: list[tuple[str, str, int, int, int]]  # (op, device, stream, start, end) in record order
+    transfers: list[tuple]  # (id, src device, dst device, link, bytes, start, end, src op, dst op), by id
+    peak_bytes: dict[str, dict[str, int]]
+    instruction_count: int
+    devices: tuple[str, ...]
+    dmas: list[tuple]  # (device, op, kind, src buffer, dst buffer, src level, dst level, bytes, start, end)
+
+
 class _Found(NamedTuple):
     """What a screened program contributes to the result."""
 
     peaks: dict[str, int]
-    ops: list[tuple[str, OpTiming]]
-    dmas: list[DmaTiming]
+    ops: list[tuple[str, str, int, int, int]]
+    dmas: list[tuple]
     transfers: list[tuple]  # (opcode, transfer id, link, bytes, start, end, peer, op) of each SEND and RECV
     end: int
 
 
-def screened_replay(tables: Mapping[str, Tables]) -> SimulationResult | None:
+def screened_replay(tables: Mapping[str, Tables]) -> Screened | None:
     """The record-by-record replay's result for ``tables`` (device name -> decoded tables) when it
     would find no violation; ``None`` when it might find one (run it, then).
 
@@ -132,8 +150,8 @@ def screened_replay(tables: Mapping[str, Tables]) -> SimulationResult | None:
     >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),),
     ...             0, (), 1, (), (Instruction(Opcode.TASK, 0, 0, 5, op="t", a=5),
     ...                            Instruction(Opcode.HALT, 0, 5, 0)))
-    >>> screened_replay({"d0": decode_tables(encode(p))}).ops["t"]
-    OpTiming(device='d0', stream=0, start_cycle=0, end_cycle=5)
+    >>> screened_replay({"d0": decode_tables(encode(p))}).ops
+    [('t', 'd0', 0, 0, 5)]
     >>> from dataclasses import replace
     >>> wrong = replace(p, instructions=(replace(p.instructions[0], duration_cycles=4), p.instructions[1]))
     >>> screened_replay({"d0": decode_tables(encode(wrong))}) is None
@@ -382,7 +400,7 @@ def _covered(bufs: _Buffers, acc: _Accesses, root: np.ndarray, addressed: bool, 
         lo, hi = int(lo_of[b]), int(lo_of[b] + bufs.size[b])
         before = sorted(wr for wr in writes.get(int(root[b]), ()) if wr[0] < start and
                         (wr[1] < hi and lo < wr[2] or (lo == hi and wr[1] <= lo <= wr[2])))
-        if _coverage_end(lo, hi, before) is None:
+        if coverage_end(lo, hi, before) is None:
             return False
     return True
 
@@ -588,7 +606,7 @@ def _timings(t: Tables, x: _Columns, peaks: dict[str, int]) -> _Found:
     dev = p.device
     memory_dma = (x.code == _DMA) & (x.stream == DMA_STREAM)
     compute = np.flatnonzero(np.isin(x.code, _COMPUTE) & ~memory_dma & (x.op != NONE))
-    ops = [(strings[o], OpTiming(dev, s, a, e)) for o, s, a, e in
+    ops = [(strings[o], dev, s, a, e) for o, s, a, e in
            zip(x.op[compute].tolist(), x.stream[compute].tolist(), x.start[compute].tolist(),
                x.end[compute].tolist())]
     dmas = []
@@ -596,8 +614,8 @@ def _timings(t: Tables, x: _Columns, peaks: dict[str, int]) -> _Found:
     for i in np.flatnonzero(memory_dma).tolist():
         op = strings[int(x.op[i])] if x.op[i] != NONE else ""
         src, dst = p.buffers[int(t.lists[x.off[i]])], p.buffers[int(t.lists[x.off[i] + 1])]
-        dmas.append(DmaTiming(dev, op, op.split(":", 1)[0], src, dst, lv[int(x.a[i])].name, lv[int(x.b[i])].name,
-                              int(x.c[i]), int(x.start[i]), int(x.end[i])))
+        dmas.append((dev, op, op.split(":", 1)[0], src, dst, lv[int(x.a[i])].name, lv[int(x.b[i])].name,
+                     int(x.c[i]), int(x.start[i]), int(x.end[i])))
     xfer = np.flatnonzero((x.code == _SEND) | (x.code == _RECV))
     transfers = [(code, tid, link, size, start, end, strings[peer], op) for code, tid, link, size, start, end, peer, op
                  in zip(*(col[xfer].tolist() for col in (x.code, x.c, x.a, x.b, x.start, x.end, x.d, x.op)))]
@@ -606,20 +624,34 @@ def _timings(t: Tables, x: _Columns, peaks: dict[str, int]) -> _Found:
     return _Found(peaks, ops, dmas, named, int(x.end.max()))
 
 
-def _assemble(tables: Mapping[str, Tables], names: list[str], found: Mapping[str, _Found]) -> SimulationResult | None:
+def _assemble(tables: Mapping[str, Tables], names: list[str], found: Mapping[str, _Found]) -> Screened | None:
     """Ops run once across devices, links agree, transfers match and hold their link alone."""
-    ops: dict[str, OpTiming] = {}
+    seen: set[str] = set()
     for name in names:
-        for op, timing in found[name].ops:
-            if op in ops:
+        for op, *_ in found[name].ops:
+            if op in seen:
                 return None
-            ops[op] = timing
+            seen.add(op)
     links: dict[int, tuple[str, int, int]] = {}
     for name in names:
         for lk in tables[name].program.links:
             params = (lk.name, lk.bandwidth_bytes_per_s, lk.latency_cycles)
             if links.setdefault(lk.id, params) != params:
                 return None
+    transfers = _matched_transfers(tables, names, found, links)
+    if transfers is None:
+        return None
+    count = sum(len(tables[name].records) for name in names)
+    dmas = sorted((d for name in names for d in found[name].dmas), key=lambda d: (d[0], d[8], d[1]))
+    makespan = max((found[name].end for name in names), default=0)
+    return Screened(makespan, [op for name in names for op in found[name].ops], transfers,
+                    {name: found[name].peaks for name in names}, count, tuple(names), dmas)
+
+
+def _matched_transfers(tables: Mapping[str, Tables], names: list[str], found: Mapping[str, _Found],
+                       links: Mapping[int, tuple[str, int, int]]) -> list[tuple] | None:
+    """Each transfer's one SEND and one RECV (link, bytes, crossed peers, RECV not before SEND),
+    and no two transfers holding one link at once; None otherwise."""
     sends: dict[int, tuple] = {}
     recvs: dict[int, tuple] = {}
     for name in names:
@@ -630,7 +662,7 @@ def _assemble(tables: Mapping[str, Tables], names: list[str], found: Mapping[str
             side[tid] = (name, *rest)
     if sends.keys() != recvs.keys():
         return None
-    transfers: dict[int, TransferTiming] = {}
+    transfers = []
     occupancy: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for tid in sorted(sends):
         sd, link, size, s_start, s_end, s_peer, s_op = sends[tid]
@@ -639,13 +671,35 @@ def _assemble(tables: Mapping[str, Tables], names: list[str], found: Mapping[str
             return None
         start, end = min(s_start, r_start), max(s_end, r_end)
         occupancy[link].append((start, end, tid))
-        transfers[tid] = TransferTiming(tid, sd, rd, links.get(link, ("?",))[0], size, start, end, s_op, r_op)
+        transfers.append((tid, sd, rd, links.get(link, ("?",))[0], size, start, end, s_op, r_op))
     for link in occupancy:
         spans = sorted(span for span in occupancy[link] if span[1] > span[0])
         if any(s1 < e0 for (_s0, e0, _t0), (s1, _e1, _t1) in zip(spans, spans[1:])):
             return None
-    count = sum(len(tables[name].records) for name in names)
-    dmas = sorted((d for name in names for d in found[name].dmas), key=lambda d: (d.device, d.start_cycle, d.op))
-    makespan = max((found[name].end for name in names), default=0)
-    return SimulationResult(makespan, ops, transfers, {tables[n].program.device: found[n].peaks for n in names},
-                            count, (), tuple(names), tuple(dmas))
+    return transfers
+
+
+def coverage_end(lo: int, hi: int, writes: list[tuple[int, int, int]]) -> int | None:
+    """The earliest cycle by which ``writes`` ((end, lo, hi), sorted by end) cover ``[lo, hi)``.
+
+    Examples
+    --------
+    >>> coverage_end(0, 8, [(3, 0, 4), (5, 2, 6), (9, 4, 8)])
+    9
+    >>> coverage_end(0, 8, [(3, 0, 4)]) is None
+    True
+    """
+    if lo >= hi:
+        return writes[0][0] if writes else None
+    got: list[tuple[int, int]] = []
+    for end, wlo, whi in writes:
+        got.append((max(lo, wlo), min(hi, whi)))
+        got.sort()
+        reach = lo
+        for a, b in got:
+            if a > reach:
+                break
+            reach = max(reach, b)
+        if reach >= hi:
+            return end
+    return None
