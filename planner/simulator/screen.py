@@ -250,9 +250,12 @@ def _durations_ok(p: Program, x: _Columns) -> bool:
         return True
     xfer = (x.code == _SEND) | (x.code == _RECV)
     # SEND/RECV: c is the transfer id and d the peer, neither of which times it.
-    table = np.stack([x.code, x.subop, x.a, x.b, np.where(xfer, 0, x.c), np.where(xfer, 0, x.d), x.mem, x.fast],
-                     axis=1)[timed]
-    rows, inverse = np.unique(table, axis=0, return_inverse=True)
+    table = np.ascontiguousarray(np.stack([x.code, x.subop, x.a, x.b, np.where(xfer, 0, x.c), np.where(xfer, 0, x.d),
+                                           x.mem, x.fast], axis=1)[timed])
+    # Rows as opaque 64-byte keys: np.unique sorts them as bytes, 5x faster than along axis 0.
+    _, first, inverse = np.unique(table.view(np.dtype((np.void, table.shape[1] * 8))).ravel(), return_index=True,
+                                  return_inverse=True)
+    rows = table[first]
     expected = np.empty(len(rows), dtype=np.int64)
     for k, (code, subop, a, b, c, d, mem, fast) in enumerate(rows.tolist()):
         ins = Instruction(Opcode(code), 0, 0, 0, subop=subop, a=a, b=b, c=c, d=d, mem_bytes=mem, fast_bytes=fast)
@@ -319,6 +322,10 @@ def _address_sweep(p: Program, x: _Columns, bufs: _Buffers) -> dict[int, int] | 
     capacity = np.array([min(lv.capacity_bytes, _LIMIT) for lv in p.levels], dtype=np.int64)
     if len(ids) and (bufs.address[ids] + bufs.size[ids] > capacity[bufs.level[ids]]).any():
         return None
+    if not bufs.view.any():
+        disjoint = _disjoint_in_time_or_space(p, x, bufs)
+        if disjoint is not None:
+            return {} if disjoint else None
     records = np.flatnonzero((x.code == _ALLOC) | (x.code == _FREE))
     b = x.a[records]
     keep = ~bufs.view[b] & (bufs.size[b] > 0) | bufs.view[b] & (x.code[records] == _ALLOC)
@@ -350,6 +357,38 @@ def _address_sweep(p: Program, x: _Columns, bufs: _Buffers) -> dict[int, int] | 
                 return None
             parents[buf] = parent
     return parents
+
+
+def _disjoint_in_time_or_space(p: Program, x: _Columns, bufs: _Buffers) -> bool | None:
+    """Whether no two buffers of a level that are live at once overlap in address: the level's
+    address range is cut at every buffer's start and end, and the buffers covering each piece
+    must live one after another. None when the pieces are too many (then the sweep decides)."""
+    ids = np.flatnonzero(bufs.allocated & (bufs.size > 0))
+    # Each buffer's life in record indices: from its ALLOC to its FREE (past the end when never freed).
+    born = np.zeros(len(bufs.size), dtype=np.int64)
+    dies = np.full(len(bufs.size), len(x.code), dtype=np.int64)
+    alloc, free = np.flatnonzero(x.code == _ALLOC), np.flatnonzero(x.code == _FREE)
+    born[x.a[alloc]], dies[x.a[free]] = alloc, free
+    budget = 16 * len(ids) + 100_000
+    for level in range(len(p.levels)):
+        mine = ids[bufs.level[ids] == level]
+        lo, hi = bufs.address[mine], bufs.address[mine] + bufs.size[mine]
+        cuts = np.unique(np.concatenate([lo, hi]))
+        first, counts = np.searchsorted(cuts, lo), np.searchsorted(cuts, hi) - np.searchsorted(cuts, lo)
+        total = int(counts.sum())
+        budget -= total
+        if budget < 0:
+            return None
+        if not total:
+            continue
+        owner = np.repeat(mine, counts)
+        piece = np.repeat(first, counts) + np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+        order = np.lexsort((born[owner], piece))
+        piece, owner = piece[order], owner[order]
+        same = piece[1:] == piece[:-1]
+        if (same & (born[owner[1:]] < dies[owner[:-1]])).any():
+            return False
+    return True
 
 
 def _accesses(t: Tables, x: _Columns) -> _Accesses:
