@@ -42,6 +42,11 @@ Checks
   addressed program (``Program.addressed``), live non-view buffers of a level never
   overlap in ``[address, address + bytes)`` and end within the level's capacity, and a
   view lies inside one live non-view buffer of its level for its whole life.
+
+Speed: :func:`simulate` and :func:`simulate_dir` screen the binaries' columns with numpy
+first (:mod:`planner.simulator.screen`); only binaries the screen cannot show valid go
+through the record-by-record checks below (:func:`simulate_programs`), which name every
+violation.
 """
 
 from __future__ import annotations
