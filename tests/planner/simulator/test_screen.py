@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import random
+import struct
 
 import pytest
 
@@ -107,7 +108,10 @@ def test_planted_violations_are_refused_with_the_record_by_record_messages(name)
 
 
 def _mutated(data: bytes, rng: random.Random) -> bytes:
-    """``data`` with one field of one record changed (a neighbour's value, +-1, or 0), checksum fixed."""
+    """``data`` with one field of one record, or one buffer-list entry or dimension, changed (a
+    neighbour's value, +-1, or 0), checksum fixed."""
+    if rng.random() < 0.25:
+        return _table_mutated(data, rng)
     n = HEADER.unpack_from(data)[17]
     r, other = rng.randrange(n), rng.randrange(n)
     at = len(data) - (n - r) * RECORD.size
@@ -149,3 +153,25 @@ def test_random_corruptions_never_pass_the_screen_unless_the_replay_passes_them(
         assert simulate(mutant) == slow  # the screened result when the screen passed it
         invalid += not slow.valid
     assert invalid >= 25  # the mutations do break rules: the comparison above is not vacuous
+
+
+def _table_mutated(data: bytes, rng: random.Random) -> bytes:
+    """``data`` with one buffer-list entry (u32) or one operand dimension (u64) changed."""
+    h = HEADER.unpack_from(data)
+    levels, links, string_bytes, buffers, lists, kernels, operands, dims = (h[13], h[15], h[19], h[20], h[21], h[24],
+                                                                           h[25], h[26])
+    at_lists = HEADER.size + 24 * levels + 24 * links + string_bytes + 4 * buffers
+    at_dims = at_lists + 4 * lists + 20 * kernels + 16 * operands
+    table = [(at_lists, lists, "<I")] if lists else []
+    table += [(at_dims, dims, "<Q")] if dims else []
+    if not table:
+        return data
+    start, count, fmt = rng.choice(table)
+    width = struct.calcsize(fmt)
+    k = rng.randrange(count)
+    value = struct.unpack_from(fmt, data, start + width * k)[0]
+    value = rng.choice((0, value + 1, max(0, value - 1), struct.unpack_from(fmt, data, start + width * rng.randrange(count))[0]))
+    out = bytearray(data)
+    struct.pack_into(fmt, out, start + width * k, value)
+    out[HEADER.size - 32:HEADER.size] = hashlib.sha256(bytes(out[:HEADER.size - 32]) + bytes(out[HEADER.size:])).digest()
+    return bytes(out)
