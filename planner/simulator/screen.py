@@ -173,6 +173,7 @@ def screened_replay(tables: Mapping[str, Tables]) -> Screened | None:
 
 
 def _screen_program(t: Tables) -> _Found | None:
+    """Every per-program rule on one binary's tables; what it contributes to the result, or None."""
     p = t.program
     if len(set(t.strings)) != len(t.strings):
         return None  # op names are compared by string index
@@ -392,6 +393,7 @@ def _disjoint_in_time_or_space(p: Program, x: _Columns, bufs: _Buffers) -> bool 
 
 
 def _accesses(t: Tables, x: _Columns) -> _Accesses:
+    """Each record's reads then writes, expanded from the buffer lists in one pass."""
     owner = np.flatnonzero(x.nr + x.nw)
     counts = x.nr[owner] + x.nw[owner]
     rows = np.repeat(owner, counts)

@@ -11,6 +11,7 @@ record-by-record replay does.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import random
 import struct
@@ -32,6 +33,7 @@ def _encoded(programs) -> dict[str, bytes]:
     return {name: encode(p) for name, p in programs.items()}
 
 
+@functools.lru_cache(maxsize=1)
 def _lowered_transformer() -> dict[str, bytes]:
     """A one-layer transformer on the demo's hardware, scheduled by HEFT, lowered and addressed."""
     from benchmarks.replay import heft_binaries, transformer_spec
@@ -138,7 +140,8 @@ def test_random_corruptions_never_pass_the_screen_unless_the_replay_passes_them(
     rng = random.Random(11)
     binaries = VALID[name]()
     invalid = 0
-    for _ in range(150):
+    mutants = 60 if name == "lowered-transformer" else 150  # its replays take longer (3,000 records)
+    for _ in range(mutants):
         victim = rng.choice(sorted(binaries))
         mutant = dict(binaries, **{victim: _mutated(binaries[victim], rng)})
         try:
@@ -152,7 +155,7 @@ def test_random_corruptions_never_pass_the_screen_unless_the_replay_passes_them(
         assert _screened(mutant) is None or slow.valid, slow.violations[:3]
         assert simulate(mutant) == slow  # the screened result when the screen passed it
         invalid += not slow.valid
-    assert invalid >= 25  # the mutations do break rules: the comparison above is not vacuous
+    assert invalid >= mutants // 6  # the mutations do break rules: the comparison above is not vacuous
 
 
 def _table_mutated(data: bytes, rng: random.Random) -> bytes:
