@@ -23,7 +23,7 @@ from typing import Callable, NamedTuple
 
 import numpy as np
 
-from planner.errors import BinaryFormatError
+from planner.errors import BinaryFormatError, InternalError
 from planner.graph.ir import DTYPE_BYTES
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
@@ -41,7 +41,8 @@ from planner.isa.instructions import (
 )
 
 __all__ = ["MAGIC", "FORMAT_VERSION", "HEADER", "RECORD", "KERNEL", "OPERAND", "FLAG_ADDRESSED",
-           "encode", "decode", "listing"]
+           "RECORD_DTYPE", "KERNEL_DTYPE", "OPERAND_DTYPE", "Tables", "encode", "decode", "decode_tables",
+           "listing"]
 
 MAGIC = b"PLANISA\x00"
 FORMAT_VERSION = 2
@@ -242,10 +243,22 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     pos += 4 * h.n_lists
     if h.n_lists and max(lists) >= h.n_buffers:
         raise _fail(f"buffer lists name a buffer id out of range ({h.n_buffers} buffers)", name)
-    kernels = _read_kernels(body, pos, h, s, lists, name)
+    kernels = _read_kernels(body, pos, h, s, strings, lists, name)
     pos += h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
     instructions = _instructions(body[pos:], h.n_records, strings, lists, h.n_buffers, h.n_levels,
                                  {lk[0] for lk in raw_links}, name)
+    return _program(h, strings, raw_levels, raw_links, buffers, instructions, kernels, name)
+
+
+def _program(h: _Header, strings: list[str], raw_levels: list[tuple], raw_links: list[tuple], buffers: tuple[str, ...],
+             instructions: list[Instruction], kernels: list[Kernel], name: str) -> Program:
+    """The program the header and tables describe (levels checked, names looked up)."""
+
+    def s(i: int, what: str) -> str:
+        if not 0 <= i < len(strings):
+            raise _fail(f"{what} names string {i}, table has {len(strings)}", name)
+        return strings[i]
+
     if not 0 <= h.main_level < h.n_levels:
         raise _fail(f"main level {h.main_level} out of range ({h.n_levels} levels)", name)
     if not -1 <= h.fast_level < h.n_levels:
@@ -259,6 +272,94 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
         links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
         num_streams=h.n_streams, buffers=buffers, instructions=tuple(instructions),
         fast_level=h.fast_level, kernels=tuple(kernels), addressed=bool(h.flags & FLAG_ADDRESSED))
+
+
+class Tables(NamedTuple):
+    """A binary's tables as numpy arrays, for a replay that works on columns (no per-record objects).
+
+    ``program`` has every header field, level, link and buffer name, and no instructions or
+    kernels: those are ``records`` (:data:`RECORD_DTYPE`; a SEND/RECV's ``d`` is its peer's
+    string index), ``kernels`` (:data:`KERNEL_DTYPE`), ``operands`` (:data:`OPERAND_DTYPE`),
+    ``dims`` and ``lists`` (the buffer-list entries). Every index is checked as :func:`decode`
+    checks it.
+    """
+
+    program: Program
+    strings: list[str]
+    records: np.ndarray
+    lists: np.ndarray
+    kernels: np.ndarray
+    operands: np.ndarray
+    dims: np.ndarray
+
+
+def decode_tables(data: bytes, *, name: str = "binary") -> Tables:
+    """Parse and verify a binary like :func:`decode` (same errors), into :class:`Tables`.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import Instruction, LevelInfo, Opcode, Program
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),),
+    ...             0, (), 1, (), (Instruction(Opcode.TASK, 0, 0, 5, op="t", a=5),
+    ...                            Instruction(Opcode.HALT, 0, 5, 0)))
+    >>> t = decode_tables(encode(p))
+    >>> t.records["opcode"].tolist(), t.strings[t.records["op"][0]], t.program.instructions
+    ([11, 12], 't', ())
+    """
+    data = bytes(data)
+    h = _check_header(data, name)
+    body = data[HEADER.size:]
+    pos = h.n_levels * LEVEL.size + h.n_links * LINK.size
+    strings = _read_strings(body, pos, h, name)
+    pos += h.string_bytes
+    n_strings = len(strings)
+    buffer_names = np.frombuffer(body, dtype="<u4", count=h.n_buffers, offset=pos)
+    pos += 4 * h.n_buffers
+    lists = np.frombuffer(body, dtype="<u4", count=h.n_lists, offset=pos)
+    pos += 4 * h.n_lists
+    kernels = np.frombuffer(body, dtype=KERNEL_DTYPE, count=h.n_kernels, offset=pos)
+    pos += KERNEL.size * h.n_kernels
+    operands = np.frombuffer(body, dtype=OPERAND_DTYPE, count=h.n_operands, offset=pos)
+    pos += OPERAND.size * h.n_operands
+    dims = np.frombuffer(body, dtype="<u8", count=h.n_dims, offset=pos)
+    pos += 8 * h.n_dims
+    records = np.frombuffer(body, dtype=RECORD_DTYPE, count=h.n_records, offset=pos)
+    dtype_ok = np.array([s in DTYPE_BYTES for s in strings], dtype=bool)
+    link_ids = {LINK.unpack_from(body, h.n_levels * LEVEL.size + k * LINK.size)[0] for k in range(h.n_links)}
+    ok = (not h.n_buffers or int(buffer_names.max()) < n_strings) and (not h.n_lists or int(lists.max()) < h.n_buffers)
+    ok = ok and _kernels_ok(kernels, operands, h, n_strings, dtype_ok)
+    ok = ok and _first_bad_record(records, n_strings, h.n_lists, h.n_buffers, h.n_levels, link_ids) is None
+    ok = ok and 0 <= h.main_level < h.n_levels and -1 <= h.fast_level < h.n_levels
+    ok = ok and max(h.device_idx, h.profile_idx) < n_strings
+    ok = ok and all(n < n_strings for lk in range(h.n_links)
+                    for n in [LINK.unpack_from(body, h.n_levels * LEVEL.size + lk * LINK.size)[1]])
+    ok = ok and all(LEVEL.unpack_from(body, k * LEVEL.size)[0] < n_strings for k in range(h.n_levels))
+    if not ok:
+        decode(data, name=name)  # raises the error the record-by-record decoder gives
+        raise InternalError(f"{name}: decode accepts what decode_tables refuses")  # a bug in one of them
+    raw_levels = [LEVEL.unpack_from(body, k * LEVEL.size) for k in range(h.n_levels)]
+    raw_links = [LINK.unpack_from(body, h.n_levels * LEVEL.size + k * LINK.size) for k in range(h.n_links)]
+    names = buffer_names.tolist()
+    shell = _program(h, strings, raw_levels, raw_links, tuple(strings[x] for x in names), [], [], name)
+    return Tables(shell, strings, records, lists, kernels, operands, dims)
+
+
+def _kernels_ok(kernels: np.ndarray, operands: np.ndarray, h: _Header, n_strings: int, dtype_ok: np.ndarray) -> bool:
+    """Whether :func:`_read_kernels` accepts the kernel and operand tables (checked all at once)."""
+    if len(operands):
+        dtype = operands["dtype"].astype(np.int64)
+        if int(dtype.max()) >= n_strings or not dtype_ok[dtype].all():
+            return False
+        if (operands["dim0"].astype(np.int64) + operands["dims"] > h.n_dims).any():
+            return False
+        if (operands["list0"].astype(np.int64) + operands["buffers"] > h.n_lists).any():
+            return False
+    if len(kernels):
+        if (kernels["first"].astype(np.int64) + kernels["inputs"] + kernels["outputs"] > h.n_operands).any():
+            return False
+        if max(int(kernels[f].max()) for f in ("op", "type", "attrs")) >= n_strings:
+            return False
+    return True
 
 
 def _check_header(data: bytes, name: str) -> _Header:
@@ -309,14 +410,19 @@ def _read_strings(body: bytes, pos: int, h: _Header, name: str) -> list[str]:
     return strings
 
 
-def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str], lists: list[int],
-                  name: str) -> list[Kernel]:
-    """The kernel, operand and dims tables at ``pos``, as kernels (every index checked)."""
-    raw_kernels = list(zip(*(c.tolist() for c in _columns(body, pos, _KERNEL_DTYPE, h.n_kernels))))
+def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str], strings: list[str],
+                  lists: list[int], name: str) -> list[Kernel]:
+    """The kernel, operand and dims tables at ``pos``, as kernels (every index checked: all at
+    once with numpy, then record by record only to name the first bad entry)."""
+    table = np.frombuffer(body, dtype=KERNEL_DTYPE, count=h.n_kernels, offset=pos)
+    raw_kernels = list(zip(*(table[f].tolist() for f in KERNEL_DTYPE.names)))
     pos += KERNEL.size * h.n_kernels
-    raw_operands = list(zip(*(c.tolist() for c in _columns(body, pos, _OPERAND_DTYPE, h.n_operands))))
+    table_ops = np.frombuffer(body, dtype=OPERAND_DTYPE, count=h.n_operands, offset=pos)
+    raw_operands = list(zip(*(table_ops[f].tolist() for f in OPERAND_DTYPE.names)))
     pos += OPERAND.size * h.n_operands
     dims = tuple(np.frombuffer(body, dtype="<u8", count=h.n_dims, offset=pos).tolist())
+    if _kernels_ok(table, table_ops, h, len(strings), np.array([x in DTYPE_BYTES for x in strings], dtype=bool)):
+        return _built_kernels(raw_kernels, raw_operands, dims, strings, lists)
     operands: list[Operand] = []
     for j, (dtype_idx, dim0, list0, n_dim, n_buf) in enumerate(raw_operands):
         dtype = s(dtype_idx, f"operand {j} dtype")
@@ -335,25 +441,45 @@ def _read_kernels(body: bytes, pos: int, h: _Header, s: Callable[[int, str], str
     return kernels
 
 
-_KERNEL_DTYPE = np.dtype([("op", "<u4"), ("type", "<u4"), ("attrs", "<u4"), ("first", "<u4"), ("inputs", "<u2"),
+def _built_kernels(raw_kernels: list[tuple], raw_operands: list[tuple], dims: tuple[int, ...], strings: list[str],
+                   lists: list[int]) -> list[Kernel]:
+    """Kernels from tables :func:`_kernels_ok` accepted, built without ``__init__`` (its
+    conversions hold by construction: plain ints and tuples)."""
+    new_operand, new_kernel = _builder(Operand), _builder(Kernel)
+    operands = [new_operand(dims[dim0:dim0 + n_dim], strings[dtype_idx], tuple(lists[list0:list0 + n_buf]))
+                for dtype_idx, dim0, list0, n_dim, n_buf in raw_operands]
+    return [new_kernel(strings[op_idx], strings[type_idx], strings[attrs_idx], tuple(operands[first:first + n_in]),
+                       tuple(operands[first + n_in:first + n_in + n_out]))
+            for op_idx, type_idx, attrs_idx, first, n_in, n_out in raw_kernels]
+
+
+def _builder(cls):
+    """``build(*fields) -> cls`` for a frozen, slotted dataclass, without ``__init__``."""
+    setters = [getattr(cls, f).__set__ for f in cls.__dataclass_fields__]
+    new = object.__new__
+
+    def build(*values):
+        obj = new(cls)
+        for set_field, value in zip(setters, values):
+            set_field(obj, value)
+        return obj
+
+    return build
+
+
+KERNEL_DTYPE = np.dtype([("op", "<u4"), ("type", "<u4"), ("attrs", "<u4"), ("first", "<u4"), ("inputs", "<u2"),
                           ("outputs", "<u2")])
-_OPERAND_DTYPE = np.dtype([("dtype", "<u4"), ("dim0", "<u4"), ("list0", "<u4"), ("dims", "<u2"),
+OPERAND_DTYPE = np.dtype([("dtype", "<u4"), ("dim0", "<u4"), ("list0", "<u4"), ("dims", "<u2"),
                            ("buffers", "<u2")])
-assert (_KERNEL_DTYPE.itemsize, _OPERAND_DTYPE.itemsize) == (KERNEL.size, OPERAND.size)
-
-
-def _columns(body: bytes, pos: int, dtype: np.dtype, count: int) -> list[np.ndarray]:
-    """The fields of ``count`` fixed-width entries at ``pos``, one array each."""
-    table = np.frombuffer(body, dtype=dtype, count=count, offset=pos)
-    return [table[f] for f in dtype.names]
+assert (KERNEL_DTYPE.itemsize, OPERAND_DTYPE.itemsize) == (KERNEL.size, OPERAND.size)
 
 
 # The records as numpy sees them: the fields of RECORD, in order (80 bytes, no padding).
-_RECORD_DTYPE = np.dtype([("opcode", "<u1"), ("subop", "<u1"), ("stream", "<u2"), ("op", "<u4"),
+RECORD_DTYPE = np.dtype([("opcode", "<u1"), ("subop", "<u1"), ("stream", "<u2"), ("op", "<u4"),
                           ("start", "<u8"), ("duration", "<u8"), ("a", "<u8"), ("b", "<u8"), ("c", "<u8"),
                           ("d", "<u8"), ("mem", "<u8"), ("fast", "<u8"), ("list", "<u4"), ("reads", "<u2"),
                           ("writes", "<u2")])
-assert _RECORD_DTYPE.itemsize == RECORD.size
+assert RECORD_DTYPE.itemsize == RECORD.size
 _OPCODES = np.array(sorted(int(c) for c in Opcode), dtype=np.int64)
 _VECTOR_SUBOPS = np.array(sorted(int(v) for v in VectorOp), dtype=np.int64)
 
@@ -429,7 +555,7 @@ def _instructions(records: bytes, n_records: int, strings: list[str], lists: lis
     A refused binary gets the message of its first bad record, as a record-by-record
     check would give it.
     """
-    rec = np.frombuffer(records, dtype=_RECORD_DTYPE, count=n_records)
+    rec = np.frombuffer(records, dtype=RECORD_DTYPE, count=n_records)
     bad = _first_bad_record(rec, len(strings), len(lists), n_buffers, n_levels, link_ids)
     if bad is not None:
         raise _record_error(bad, RECORD.unpack_from(records, bad * RECORD.size), strings, len(lists),
@@ -439,7 +565,7 @@ def _instructions(records: bytes, n_records: int, strings: list[str], lists: lis
     out = []
     append = out.append
     build = _instruction_builder()
-    columns = [rec[f].tolist() for f in _RECORD_DTYPE.names]
+    columns = [rec[f].tolist() for f in RECORD_DTYPE.names]
     for opcode, subop, stream, op_idx, start, dur, a, b, c, d, mem, fast, off, nr, nw in zip(*columns):
         code = codes[opcode]
         peer = ""

@@ -42,6 +42,11 @@ Checks
   addressed program (``Program.addressed``), live non-view buffers of a level never
   overlap in ``[address, address + bytes)`` and end within the level's capacity, and a
   view lies inside one live non-view buffer of its level for its whole life.
+
+Speed: :func:`simulate` and :func:`simulate_dir` screen the binaries' columns with numpy
+first (:mod:`planner.simulator.screen`); only binaries the screen cannot show valid go
+through the record-by-record checks below (:func:`simulate_programs`), which name every
+violation.
 """
 
 from __future__ import annotations
@@ -57,7 +62,7 @@ import numpy as np
 
 from planner.errors import BinaryFormatError, InternalError
 from planner.graph.ir import DTYPE_BYTES
-from planner.isa.binary import decode
+from planner.isa.binary import decode, decode_tables
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
     ALLOC_VIEW,
@@ -69,6 +74,7 @@ from planner.isa.instructions import (
     Program,
     expected_duration_cycles,
 )
+from planner.simulator.screen import Screened, coverage_end, screened_replay
 
 __all__ = [
     "OpTiming",
@@ -477,24 +483,6 @@ def _sweep_memory(p: Program, alloc: dict[int, _Buf], v: list[str]) -> tuple[dic
     return {lv.name: peak[i] for i, lv in enumerate(p.levels)}, parents
 
 
-def _coverage_end(lo: int, hi: int, writes: list[tuple[int, int, int]]) -> int | None:
-    """The earliest cycle by which ``writes`` ((end, lo, hi), sorted by end) cover ``[lo, hi)``."""
-    if lo >= hi:
-        return writes[0][0] if writes else None
-    got: list[tuple[int, int]] = []
-    for end, wlo, whi in writes:
-        got.append((max(lo, wlo), min(hi, whi)))
-        got.sort()
-        reach = lo
-        for a, b in got:
-            if a > reach:
-                break
-            reach = max(reach, b)
-        if reach >= hi:
-            return end
-    return None
-
-
 def _check_buffers(p: Program, x: _Index, alloc: dict[int, _Buf], parents: dict[int, int], v: list[str]) -> None:
     """Allocation windows, readiness (every byte read was written before), and races."""
     instrs = p.instructions
@@ -571,9 +559,9 @@ def _check_ready(p: Program, i: int, b: int, start: _Key, lo: int, hi: int,
     touching = sorted((we, wlo, whi) for _ws, we, wlo, whi, _wi, _wb in ws
                       if wlo < hi and lo < whi or (lo == hi and wlo <= lo <= whi))
     before = [w for w in touching if w[0] < start]
-    if _coverage_end(lo, hi, before) is not None:
+    if coverage_end(lo, hi, before) is not None:
         return
-    ready = _coverage_end(lo, hi, touching)
+    ready = coverage_end(lo, hi, touching)
     where, name = _where(p, i, p.instructions[i]), p.buffers[b]
     if not touching:
         v.append(f"{where}: reads buffer {b} ({name}), which nothing writes")
@@ -896,8 +884,25 @@ def simulate(binaries: Mapping[str, bytes], *, strict: bool = False) -> Simulati
     >>> simulate({"d0": encode(p)}).violations
     ('d0#0 TASK (t): duration mismatch: encoded 4 cycles, the ISA formulas give 5',)
     """
-    programs = {name: decode(data, name=name) for name, data in sorted(binaries.items())}
+    return _replay({name: (data, name) for name, data in binaries.items()}, strict)
+
+
+def _replay(binaries: Mapping[str, tuple[bytes, str]], strict: bool) -> SimulationResult:
+    """Binaries (device -> (bytes, label for errors)) screened all at once; the record-by-record
+    replay only when the screen cannot show them valid (it names the violations)."""
+    tables = {name: decode_tables(data, name=label) for name, (data, label) in sorted(binaries.items())}
+    screened = screened_replay(tables)
+    if screened is not None:
+        return _result(screened)
+    programs = {name: decode(data, name=label) for name, (data, label) in sorted(binaries.items())}
     return simulate_programs(programs, strict=strict)
+
+
+def _result(s: Screened) -> SimulationResult:
+    """The result of binaries the screen showed valid (no violations)."""
+    return SimulationResult(s.makespan_cycles, {op: OpTiming(*timing) for op, *timing in s.ops},
+                            {t[0]: TransferTiming(*t) for t in s.transfers}, s.peak_bytes, s.instruction_count, (),
+                            s.devices, tuple(DmaTiming(*d) for d in s.dmas))
 
 
 def simulate_dir(path: str | Path, *, strict: bool = False) -> SimulationResult:
@@ -919,5 +924,4 @@ def simulate_dir(path: str | Path, *, strict: bool = False) -> SimulationResult:
     files = sorted(folder.glob("*.bin")) if folder.is_dir() else []
     if not files:
         raise BinaryFormatError(f"no binaries in {folder}")
-    programs = {f.stem: decode(f.read_bytes(), name=str(f)) for f in files}
-    return simulate_programs(programs, strict=strict)
+    return _replay({f.stem: (f.read_bytes(), str(f)) for f in files}, strict)

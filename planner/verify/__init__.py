@@ -8,7 +8,7 @@ Glossary
 --------
 claim          a figure a file states: an op's start, a transfer's link, the objective, a
                buffer's address, a DMA's trigger op, a level's peak...
-replay         :func:`planner.simulator.simulate_programs` on the decoded binaries: the
+replay         :func:`planner.simulator.simulate` on the binaries (their fast path): the
                ground truth every claim is checked against.
 disagreement   a claim the replay (or another file) contradicts: the file, the field, what
                was expected and what was found (:class:`Disagreement`); the first one is

@@ -52,7 +52,7 @@ from planner.isa.binary import decode, listing
 from planner.plan import Plan, seal_of
 from planner.report.html import render_html
 from planner.report.trace import trace_json
-from planner.simulator import simulate_programs
+from planner.simulator import simulate
 from planner.stage_timing import post_solve_reserve_s
 from planner.verify.agreement import compare_with_plan
 from planner.verify.allocation import check_allocation_document
@@ -174,9 +174,10 @@ def _base_ops(plan: Plan, graph: Any, memory_planning: bool) -> dict[str, str]:
     return base
 
 
-def _check_plan_against_replay(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any]) -> Any:
-    try:
-        simulation = simulate_programs(programs)
+def _check_plan_against_replay(doc: PlanDocument, plan: Plan, programs: Mapping[str, Any],
+                               files: Mapping[str, bytes]) -> Any:
+    try:  # from the bytes: the replay's fast path screens their columns (the programs are decoded already)
+        simulation = simulate({name: files[f"bin/{name}.bin"] for name in programs})
     except (IndexError, KeyError, ValueError) as e:  # a well-formed binary naming a table entry it lacks
         raise VerificationError("bin", "", detail=f"the binaries cannot be replayed ({type(e).__name__}: {e})") from None
     problems = compare_with_plan(simulation, plan)
@@ -288,7 +289,7 @@ def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -
     programs = _decode(files, devices)
     _check_headers(doc, programs)
     plan = Plan.from_dict(doc.model_dump())
-    simulation = _check_plan_against_replay(doc, plan, programs)
+    simulation = _check_plan_against_replay(doc, plan, programs, files)
     graph = _read_graph(files["graph.json"])
     base = _base_ops(plan, graph, doc.memory_planning)
     _check_claims(doc, plan, programs, simulation, graph, base)
