@@ -91,18 +91,23 @@ def solve_warm(placement: Mapping[str, str], spec: Spec, *, time_limit_s: float 
     return route.plan(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))
 
 
-def _pinned_reduction(placement: Mapping[str, str]) -> Callable[[Spec], tuple[Any, Any]]:
+def _pinned_reduction(placement: Mapping[str, str], built: tuple[Any, Any] | None) -> Callable[[Spec], tuple[Any, Any]]:
     def reduce(spec: Spec) -> tuple[Any, Any]:
-        problem, reduction = to_problem(spec)
+        problem, reduction = built or to_problem(spec)
         return pin(problem, reduction, placement), reduction
     return reduce
 
 
 def score_placement(spec: Spec, placement: Mapping[str, str], *, time_limit_s: float | None = None,
                     workers: int | None = None, seed: int | None = None, search: str | None = None,
-                    progress: Callable | None = None, source: str = "--placement") -> Outcome:
+                    progress: Callable | None = None, source: str = "--placement",
+                    built: tuple[Any, Any] | None = None, exact: Any = None) -> Outcome:
     """A given placement scheduled (each op on its device), lowered, replayed: the placement is
     not optimised, only the order and start of the ops on each device and the transfers.
+
+    ``built`` is ``to_problem(spec)`` when the caller has it already (so it is built once);
+    ``exact`` replaces the exact scheduler (``plan replan`` keeps a plan's schedule so:
+    :class:`planner.replan.kept.KeptSchedule`).
 
     Raises
     ------
@@ -112,7 +117,7 @@ def score_placement(spec: Spec, placement: Mapping[str, str], *, time_limit_s: f
     """
     check_flat_route(spec, "plan score")
     placement = check_placement(placement, spec, source)
-    route = Route(_pinned_reduction(placement), partial(solve_schedule, warm_start=placement),
+    route = Route(_pinned_reduction(placement, built), partial(solve_schedule, warm_start=placement, exact=exact),
                   memory_planning=True, finish=partial(_given_placement, source))
     return route.plan(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))
 
