@@ -85,10 +85,13 @@ class Decision:
     moves: tuple[Move, ...]
     placement: Mapping[str, str]
     reason: str
+    # The whole re-plan's limit and the part of it kept for its fixed costs (:func:`fixed_costs_s`).
+    time_limit_s: float = 0.0
+    fixed_costs_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         """plan.json ``solver.replan`` and ``--json``'s ``replan``."""
-        return {"ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
+        return {"time_limit_s": self.time_limit_s, "fixed_costs_s": self.fixed_costs_s, "ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
                 "predicted_current_cycles": self.current_cycles, "predicted_new_cycles": self.candidate_cycles,
                 "migration_cycles": self.migration_cycles, "predicted_gain": round(self.gain, 6),
                 "moved": [vars(m) for m in self.moves], "reason": self.reason}
@@ -314,12 +317,14 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     measured = measured_ops(doc, str(stats_path), verdict.plan.clock_hz)
     _check_stats(doc, verdict.document.model_dump(), planned, measured, str(stats_path))
     limit = time_limit_s or settings.time_limit_s or spec.time_limit_s / 10
-    solves_s = limit - fixed_costs_s(spec, limit)
+    fixed_s = fixed_costs_s(spec, limit)
+    solves_s = limit - fixed_s
     with stage("solve"):  # the predictions are the re-plan's solve, with the final schedule below
         built = to_problem(spec)
         run = RunSettings.of(spec, solves_s * 3 / 4, workers, seed, search, progress)
         decision = decide(spec, _placement(verdict.plan), speed_ratios(spec, planned, measured),
                           _link_ratios(doc), settings, run, built)
+        decision = replace(decision, time_limit_s=limit, fixed_costs_s=fixed_s)
         kept = None if decision.moves else plan_schedule(verdict.plan, *built)
     outcome = score_placement(spec, decision.placement, time_limit_s=solves_s / 4, workers=workers, seed=seed,
                               search=search, progress=progress, source=str(plan_dir), built=built,
