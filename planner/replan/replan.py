@@ -35,7 +35,7 @@ from planner.errors import InternalError, SpecError
 from planner.graph.serialize import graph_to_dict
 from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
-from planner.replan.commands import check_flat_route, score_placement
+from planner.replan.commands import check_route, score_placement
 from planner.replan.kept import KeptSchedule, plan_schedule
 from planner.replan.stats import measured_links, measured_ops
 from planner.scheduling import PlacementStart, best_of_heuristic_and_exact, pin_devices, solver_choice
@@ -215,6 +215,10 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
     problem, reduction = built or to_problem(spec)
     start = PlacementStart.of(reduction, current)
     scaled = _retimed(problem, reduction, spec, ratios, link_ratios, settings.headroom, start.device_of)
+    gang_ops = {op for gang in spec.gangs for op in gang}
+    if gang_ops:  # a gang's shards stay where they are (one island, one per device): the others may move
+        scaled = pin_devices(scaled, tuple(d if name in gang_ops else -1
+                                           for name, d in zip(reduction.op_names, start.device_of)))
     solvers = solver_choice(spec)
     _, now = best_of_heuristic_and_exact(pin_devices(scaled, start.device_of),
                                          run.solve_options(time_limit_s=run.time_limit_s / 3), solvers, start)
@@ -308,7 +312,7 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     VerificationError
         ``plan_dir`` does not verify.
     """
-    check_flat_route(spec, "plan replan")
+    check_route(spec, "plan replan")
     with stage("verify"):  # the input directory's verification, timed as the verify stage
         verdict = verify_plan_dir(plan_dir)
     _check_spec(spec, Path(plan_dir), spec_source)
