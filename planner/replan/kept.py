@@ -1,8 +1,10 @@
-"""A plan's own schedule as a solver result: what ``plan replan`` keeps when nothing moves.
+"""A plan's own schedule as a solver result: what ``plan replan`` keeps instead of a final solve.
 
 When the re-plan moves no op, the placement is the plan's own, and so is its schedule: scheduling
 that placement again at the spec's costs would spend the final solve's budget to find (at best)
-the same thing, and could only churn the order. :class:`KeptSchedule` returns the schedule read
+the same thing, and could only churn the order. When it moves ops, the re-placement's schedule
+at the measured speeds, its order on every stream and link kept and re-timed at the spec's costs
+(:func:`at_spec_costs`), is the final schedule: the order chosen for the devices as they run. :class:`KeptSchedule` returns the schedule read
 back from the verified plan, with a lower bound computed here for this spec (never the input's
 own figure, which a changed spec would not bound), so its status and gap are honest.
 
@@ -20,13 +22,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from planner.islands.gang import retime
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.scheduling import SchedulingProblem, SchedulingSolution, validate_schedule
 from solvers.scheduling.bounds import lower_bound
 from solvers.scheduling.problem import ScheduledTransfer
 from solvers.scheduling.validate import objective_value
 
-__all__ = ["KeptSchedule", "plan_schedule"]
+__all__ = ["KeptSchedule", "plan_schedule", "at_spec_costs"]
 
 
 @dataclass(frozen=True)
@@ -35,7 +38,7 @@ class KeptSchedule(Accepting):
     problem's static lower bound: OPTIMAL when that bound meets it, else FEASIBLE."""
 
     solution: SchedulingSolution
-    name: str = "kept"
+    name: str = "kept"  # "re-timed": the re-placement's schedule at the spec's costs
     problem_type: ClassVar[type] = SchedulingProblem
 
     def solve(self, problem: SchedulingProblem,
@@ -79,3 +82,25 @@ def plan_schedule(plan: Any, problem: SchedulingProblem, reduction: Any) -> Sche
         tuple(ScheduledTransfer(edge[(t.src_op, t.dst_op)], link[t.link], t.start_cycle, t.duration_cycles)
               for t in plan.transfers))
     return None if validate_schedule(problem, solution) else solution
+
+
+def at_spec_costs(solution: SchedulingSolution, problem: SchedulingProblem) -> SchedulingSolution | None:
+    """``solution`` (a schedule of ``problem`` at other speeds: same ops, edges and links) with
+    ``problem``'s durations, its placement and its order on every stream and link kept, each op and
+    transfer as early as that order allows; None when that is no valid schedule of ``problem``
+    (memory, for one).
+
+    Examples
+    --------
+    >>> from solvers.scheduling import SchedulingProblem
+    >>> p = SchedulingProblem(((4, 4), (3, 3)), ((0, 1, 64),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> slow = SchedulingSolution((0, 0), (0, 0), (0, 8), (8, 6), ())  # measured 2x slower
+    >>> at_spec_costs(slow, p).op_start
+    (0, 4)
+    """
+    durations = tuple(problem.durations_cycles[i][d] for i, d in enumerate(solution.op_device))
+    transfers = tuple(ScheduledTransfer(t.edge, t.link, t.start_cycle, problem.transfer_cycles[t.edge][t.link])
+                      for t in solution.transfers)
+    timed = retime(SchedulingSolution(solution.op_device, solution.op_stream, solution.op_start, durations, transfers),
+                   edges=problem.edges, gangs=())
+    return None if validate_schedule(problem, timed) else timed

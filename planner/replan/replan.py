@@ -27,7 +27,7 @@ Examples
 from __future__ import annotations
 
 import statistics
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -36,7 +36,7 @@ from planner.graph.serialize import graph_to_dict
 from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
 from planner.replan.commands import check_route, score_placement
-from planner.replan.kept import KeptSchedule, plan_schedule
+from planner.replan.kept import KeptSchedule, at_spec_costs, plan_schedule
 from planner.replan.stats import measured_links, measured_ops
 from planner.scheduling import PlacementStart, best_of_heuristic_and_exact, pin_devices, solver_choice
 from planner.spec import Spec
@@ -88,6 +88,8 @@ class Decision:
     # The whole re-plan's limit and the part of it kept for its fixed costs (:func:`fixed_costs_s`).
     time_limit_s: float = 0.0
     fixed_costs_s: float = 0.0
+    # The re-placement's schedule at the measured speeds (None when nothing moved).
+    solution: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
         """plan.json ``solver.replan`` and ``--json``'s ``replan``."""
@@ -240,7 +242,8 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
                   f"(at least {settings.min_gain:.0%} asked)")
     if gain < settings.min_gain:
         moves, new = (), dict(current)
-    return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason)
+    return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason,
+                    solution=best.solution if moves else None)
 
 
 def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any]) -> SolveResult:
@@ -300,9 +303,11 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
 
     ``time_limit_s`` (default: the spec's limit / 10) is the whole re-plan's: its fixed costs
     (:func:`fixed_costs_s`) first, then of the rest a quarter to predict the current placement,
-    a half to re-place it, a quarter to schedule the chosen placement at the spec's costs. When
-    nothing moves, that last solve is skipped: the plan keeps its own schedule
-    (:class:`planner.replan.kept.KeptSchedule`, with a bound computed for this spec).
+    a half to re-place it, a quarter to schedule the chosen placement at the spec's costs. That
+    last solve runs only when neither of these is a valid schedule (it is skipped otherwise,
+    :class:`planner.replan.kept.KeptSchedule`, with a bound computed for this spec): when nothing
+    moves, the plan's own schedule; when ops move, the re-placement's schedule re-timed at the
+    spec's costs (:func:`planner.replan.kept.at_spec_costs`).
 
     Raises
     ------
@@ -329,10 +334,11 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
         decision = decide(spec, _placement(verdict.plan), speed_ratios(spec, planned, measured),
                           _link_ratios(doc), settings, run, built)
         decision = replace(decision, time_limit_s=limit, fixed_costs_s=fixed_s)
-        kept = None if decision.moves else plan_schedule(verdict.plan, *built)
+        kept = (at_spec_costs(decision.solution, built[0]) if decision.moves
+                else plan_schedule(verdict.plan, *built))
+    exact = None if kept is None else KeptSchedule(kept, "re-timed" if decision.moves else "kept")
     outcome = score_placement(spec, decision.placement, time_limit_s=solves_s / 4, workers=workers, seed=seed,
-                              search=search, progress=progress, source=str(plan_dir), built=built,
-                              exact=None if kept is None else KeptSchedule(kept))
+                              search=search, progress=progress, source=str(plan_dir), built=built, exact=exact)
     return _with_decision(decision, outcome)
 
 

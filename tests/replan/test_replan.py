@@ -106,6 +106,8 @@ def test_a_real_slowdown_moves_the_op_off_the_slowed_device(plans, tmp_path):
     assert [(m["op"], m["from_device"], m["to_device"]) for m in decision["moved"]] == [("tg/b", "slow0", "fast0")]
     assert decision["ratios"]["slow0"]["task"] == 3.0 and decision["ratios"]["fast0"]["task"] == 1.0
     assert summary["objective"] == 8000  # all four tasks on fast0: 1000 + 3000 + 3000 + 1000
+    # no final solve: the re-placement's schedule re-timed at the spec's costs, proven by the bound (work on fast0)
+    assert (summary["solver"]["name"], summary["status"], summary["bound"]) == ("re-timed", "OPTIMAL", 8000)
     # at the measured speeds: the current plan's 14400 (b 1200-13200, its result at 13400, d till 14400) -> 8000
     assert (decision["predicted_current_cycles"], decision["predicted_new_cycles"]) == (14400, 8000)
     assert "## Re-placement" in (tmp_path / "r" / "report.md").read_text()
