@@ -23,6 +23,7 @@ from typing import Any, Callable, Mapping
 
 from planner.errors import InternalError, SpecError
 from planner.islands import solve_islands
+from planner.max_load import GivenPlacement, solve_max_load
 from planner.islands.gang import align_gangs, check_replayed_gangs
 from planner.pipeline import OBJECTIVES, Route, route_name
 from planner.reductions.scheduling import to_problem
@@ -38,12 +39,12 @@ __all__ = ["warm_started", "solve_warm", "score_placement", "scored", "warm_star
 
 #: The routes a given placement can be planned on: a flat machine's, and the islands' (whose plan is the
 #: global schedule of a placement, so a given one takes the split's and the per-island solves' place).
-PLACEMENT_ROUTES = ("latency", "throughput", "islands")
+PLACEMENT_ROUTES = ("latency", "throughput", "islands", "max-load")
 
 
 def check_route(spec: Spec, command: str, routes: tuple[str, ...] = PLACEMENT_ROUTES) -> None:
-    """Refuse a spec whose route ``command`` does not plan (max-load, whose objective is a placement's
-    loads and not a schedule's).
+    """Refuse a spec whose route ``command`` does not plan (``plan replan`` does not plan max-load,
+    whose objective is a placement's loads and not a schedule's).
 
     Raises
     ------
@@ -54,10 +55,10 @@ def check_route(spec: Spec, command: str, routes: tuple[str, ...] = PLACEMENT_RO
     --------
     >>> from planner.reductions.max_load import EXAMPLE
     >>> from planner.spec import load_spec
-    >>> check_route(load_spec(EXAMPLE), "plan score")
+    >>> check_route(load_spec(EXAMPLE), "plan replan", ("latency", "throughput", "islands"))
     Traceback (most recent call last):
     ...
-    planner.errors.SpecError: plan score takes latency, throughput and islands specs; this spec is planned by the max-load route
+    planner.errors.SpecError: plan replan takes latency, throughput and islands specs; this spec is planned by the max-load route
     """
     name = route_name(spec)
     if name not in routes:
@@ -120,6 +121,9 @@ def solve_warm(placement: Mapping[str, str], spec: Spec, *, time_limit_s: float 
     if name == "islands":  # the islands route warm-started (planner.islands.route.solve_islands)
         route = replace(OBJECTIVES[name], solve=partial(solve_islands, warm_start=usable),
                         finish=partial(_then_warm_section, OBJECTIVES[name].finish))
+    elif name == "max-load":  # CP-SAT's placement starts from the previous one when it places every op
+        route = replace(OBJECTIVES[name], solve=partial(_max_load_warm, usable),
+                        finish=partial(_then_warm_section, OBJECTIVES[name].finish))
     else:
         route = replace(OBJECTIVES[name], solve=partial(solve_schedule, warm_start=usable),
                         finish=with_warm_start_section)
@@ -128,6 +132,24 @@ def solve_warm(placement: Mapping[str, str], spec: Spec, *, time_limit_s: float 
 
 def _then_warm_section(finish: Callable[[Outcome, Any], Outcome], outcome: Outcome, solved: Any) -> Outcome:
     return with_warm_start_section(finish(outcome, solved), solved)
+
+
+def _then_given(finish: Callable[[Outcome, Any], Outcome], source: str, outcome: Outcome, solved: Any) -> Outcome:
+    return _given_placement(source, finish(outcome, solved), solved)
+
+
+def _max_load_warm(usable: Mapping[str, str], problem: Problem) -> Solved:
+    """The max-load strategy started from a previous placement (when it places every op), with
+    ``plan.solver["warm_start"]`` saying how much of it applied."""
+    ops = problem.spec.graph.ops
+    complete = all(op in usable for op in ops)
+    solved = solve_max_load(problem, start=dict(usable) if complete else None, start_name="warm-start")
+    objective = None
+    if complete:
+        _, reduction = problem.solver_problem, problem.inverse
+        objective = int(GivenPlacement.of(reduction, usable).solve(problem.solver_problem).objective)
+    warm = {"ops_placed": len(usable), "ops": len(ops), "objective": objective}
+    return replace(solved, plan=replace(solved.plan, solver={**solved.plan.solver, "warm_start": warm}))
 
 
 def _pinned_reduction(placement: Mapping[str, str], built: tuple[Any, Any] | None) -> Callable[[Spec], tuple[Any, Any]]:
@@ -157,6 +179,10 @@ def score_placement(spec: Spec, placement: Mapping[str, str], *, time_limit_s: f
     check_route(spec, "plan score")
     placement = check_placement(placement, spec, source)
     check_gangs(spec, placement, source)
+    if route_name(spec) == "max-load":  # the placement's max-load and its one-sample schedule
+        route = replace(OBJECTIVES["max-load"], solve=partial(solve_max_load, start=placement, start_name="given"),
+                        finish=partial(_then_given, OBJECTIVES["max-load"].finish, source))
+        return route.plan(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))
     route = Route(_pinned_reduction(placement, built), partial(_schedule_given, placement, exact),
                   memory_planning=True, finish=partial(_given_placement, source))
     return route.plan(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))

@@ -317,7 +317,7 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     VerificationError
         ``plan_dir`` does not verify.
     """
-    check_route(spec, "plan replan")
+    check_route(spec, "plan replan", ("latency", "throughput", "islands"))
     with stage("verify"):  # the input directory's verification, timed as the verify stage
         verdict = verify_plan_dir(plan_dir)
     _check_spec(spec, Path(plan_dir), spec_source)

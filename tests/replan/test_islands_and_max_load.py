@@ -1,4 +1,5 @@
-"""``plan score``, ``plan solve --warm-start`` and ``plan replan`` on islands specs; max-load refused (exit 2)."""
+"""``plan score``, ``plan solve --warm-start`` and ``plan replan`` on islands specs; score and warm start on
+max-load specs (``plan replan`` refuses them with exit 2)."""
 
 from __future__ import annotations
 
@@ -121,15 +122,51 @@ def test_score_refuses_a_placement_that_breaks_a_gang(tmp_path):
     assert not (tmp_path / "s").exists()
 
 
-@pytest.mark.parametrize("command", ["score", "warm-start"])
-def test_max_load_specs_are_refused_with_exit_2(islands, tmp_path, command):
-    """Max-load's objective is a placement's loads, not a schedule's: these commands do not plan it."""
-    spec = tmp_path / "max-load.yaml"
+@pytest.fixture(scope="module")
+def max_load(tmp_path_factory):
+    """planner.reductions.max_load.EXAMPLE (two 30-cycle ops in a chain, two accelerators; apart each
+    carries 30 + 10 cycles of communication = 40, together 60) and its plan: 40, OPTIMAL."""
+    base = tmp_path_factory.mktemp("max-load")
+    spec = base / "max-load.json"
     spec.write_text(json.dumps(EXAMPLE))
+    summary = _json(runner.invoke(app, ["solve", str(spec), "-o", str(base / "plan"), "--json"]))
+    assert (summary["objective"], summary["status"]) == (40, "OPTIMAL")
+    return spec, base / "plan"
+
+
+def test_score_agrees_with_solve_on_a_max_load_plans_own_placement(max_load, tmp_path):
+    spec, plan = max_load
+    summary = _json(runner.invoke(app, ["score", str(spec), "--placement", str(plan), "-o", str(tmp_path / "s"),
+                                        "--json"]))
+    assert (summary["objective"], summary["status"], summary["solver"]["placement"]) == (40, "OPTIMAL", "given")
+    assert _placement(tmp_path / "s") == _placement(plan)
+    assert runner.invoke(app, ["simulate", str(tmp_path / "s")]).exit_code == 0
+
+
+def test_score_of_a_max_load_placement_is_not_optimised(max_load, tmp_path):
+    spec, _ = max_load
     placement = tmp_path / "p.json"
     placement.write_text(json.dumps({op: "acc0" for op in load_spec(spec).graph.ops}))
-    args = (["score", str(spec), "--placement", str(placement)] if command == "score"
-            else ["solve", str(spec), "--warm-start", str(islands[1])])
-    res = runner.invoke(app, [*args, "-o", str(tmp_path / "out")])
+    summary = _json(runner.invoke(app, ["score", str(spec), "--placement", str(placement), "-o", str(tmp_path / "s"),
+                                        "--json"]))
+    assert summary["objective"] == 60 and set(_placement(tmp_path / "s").values()) == {"acc0"}
+
+
+def test_warm_start_from_a_max_load_plan(max_load, tmp_path):
+    spec, plan = max_load
+    summary = _json(runner.invoke(app, ["solve", str(spec), "--warm-start", str(plan), "-o", str(tmp_path / "w"),
+                                        "--json"]))
+    assert summary["warm_start"] == {"ops_placed": 2, "ops": 2, "objective": 40} and summary["objective"] == 40
+    assert "## Warm start" in (tmp_path / "w" / "report.md").read_text()
+
+
+def test_replan_refuses_a_max_load_plan_with_exit_2(max_load, tmp_path):
+    """Max-load's objective is a placement's loads, not a schedule's: replan's prediction does not apply."""
+    spec, plan = max_load
+    stats = tmp_path / "s.json"
+    stats.write_text("{}")
+    res = runner.invoke(app, ["replan", str(plan), "--stats", str(stats), "--spec", str(spec),
+                              "-o", str(tmp_path / "out")])
     assert res.exit_code == EXIT_BAD_INPUT, res.output
     assert "this spec is planned by the max-load route" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "out").exists()
