@@ -51,7 +51,6 @@ from planner.hardware import Hardware, Link
 from planner.islands.portions import Portions
 from planner.islands.report import render_islands_section
 from planner.reductions.scheduling import to_problem
-from planner.replan.placement import usable_placement
 from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
@@ -196,7 +195,7 @@ def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *, 
     spec alone); only the wall time differs. ``warm_start`` (a previous placement) starts each
     island's solve from the part of it that applies to that island.
     """
-    warm = [None if warm_start is None else usable_placement(warm_start, part) or None for _, part in parts]
+    warm = [None if warm_start is None else _island_part(warm_start, part) or None for _, part in parts]
     quiet = replace(settings, progress=None, solver_log=None)
     started = time.perf_counter()
     if concurrent and len(parts) > 1:
@@ -207,6 +206,14 @@ def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *, 
     else:
         results = tuple(_solve_one(name, part, quiet, w) for (name, part), w in zip(parts, warm))
     return results, time.perf_counter() - started
+
+
+def _island_part(placement: Mapping[str, str], part: Spec) -> dict[str, str]:
+    """The part of a (whole spec's usable) placement that applies to one island's spec: its ops on its
+    devices, within its pins (a gang's shards are pinned per island)."""
+    devices = {d.name for d in part.hardware.devices}
+    return {op: d for op, d in placement.items() if op in part.graph.ops and d in devices
+            and d in part.allowed_devices.get(op, (d,))}
 
 
 def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSettings:
