@@ -222,7 +222,8 @@ def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSetti
 
 
 def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapping[str, str] | None = None) -> Solved:
-    """The islands strategy (module docstring): the verified-to-be plan is the global schedule of the islands' placement.
+    """The islands strategy (module docstring): the verified-to-be plan is the global schedule of the
+    islands' placement.
 
     ``warm_start`` (``plan solve --warm-start``: a previous placement, cut to what still applies)
     starts each island's solve from its part, and when it places every op (and keeps every gang

@@ -55,10 +55,11 @@ def check_route(spec: Spec, command: str, routes: tuple[str, ...] = PLACEMENT_RO
     --------
     >>> from planner.reductions.max_load import EXAMPLE
     >>> from planner.spec import load_spec
-    >>> check_route(load_spec(EXAMPLE), "plan replan", ("latency", "throughput", "islands"))
-    Traceback (most recent call last):
-    ...
-    planner.errors.SpecError: plan replan takes latency, throughput and islands specs; this spec is planned by the max-load route
+    >>> try:
+    ...     check_route(load_spec(EXAMPLE), "plan replan", ("latency", "throughput", "islands"))
+    ... except SpecError as error:
+    ...     print(error)
+    plan replan takes latency, throughput and islands specs; this spec is planned by the max-load route
     """
     name = route_name(spec)
     if name not in routes:

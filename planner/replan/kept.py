@@ -4,9 +4,10 @@ When the re-plan moves no op, the placement is the plan's own, and so is its sch
 that placement again at the spec's costs would spend the final solve's budget to find (at best)
 the same thing, and could only churn the order. When it moves ops, the re-placement's schedule
 at the measured speeds, its order on every stream and link kept and re-timed at the spec's costs
-(:func:`at_spec_costs`), is the final schedule: the order chosen for the devices as they run. :class:`KeptSchedule` returns the schedule read
-back from the verified plan, with a lower bound computed here for this spec (never the input's
-own figure, which a changed spec would not bound), so its status and gap are honest.
+(:func:`at_spec_costs`), is the final schedule: the order chosen for the devices as they run.
+:class:`KeptSchedule` returns such a schedule with a lower bound computed here for this spec
+(never the input's own figure, which a changed spec would not bound), so its status and gap
+are honest.
 
 Examples
 --------

@@ -15,9 +15,9 @@
    runs against the objective; the moves happen only when the predicted gain, net of that
    charge, is at least ``min_gain`` of the current prediction (hysteresis: noise moves nothing).
 4. **Plan** the chosen placement at the spec's own (ISA) costs: ``plan score``'s path, so the
-   directory is verified as always (when nothing moved, the plan's own schedule is kept:
-   no solve, no churn); plan.json ``solver.replan`` and report.md say what moved,
-   why and the predicted gain.
+   directory is verified as always (its schedule: the plan's own when nothing moved, no churn;
+   else the re-placement's re-timed at the spec's costs, see :func:`replan`); plan.json
+   ``solver.replan`` and report.md say what moved, why and the predicted gain.
 
 Examples
 --------
@@ -47,8 +47,8 @@ from planner.verify import verify_plan_dir
 from solvers.core import SolveResult
 from solvers.scheduling import SchedulingProblem, validate_schedule
 
-__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "fixed_costs_s", "replan",
-           "replanned", "replan_lines"]
+__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "fixed_costs_s",
+           "replan", "replanned", "replan_lines"]
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,8 @@ class Decision:
 
     def to_dict(self) -> dict[str, Any]:
         """plan.json ``solver.replan`` and ``--json``'s ``replan``."""
-        return {"time_limit_s": self.time_limit_s, "fixed_costs_s": self.fixed_costs_s, "ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
+        return {"time_limit_s": self.time_limit_s, "fixed_costs_s": self.fixed_costs_s,
+                "ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
                 "predicted_current_cycles": self.current_cycles, "predicted_new_cycles": self.candidate_cycles,
                 "migration_cycles": self.migration_cycles, "predicted_gain": round(self.gain, 6),
                 "moved": [vars(m) for m in self.moves], "reason": self.reason}
