@@ -323,7 +323,10 @@ def _solve_and_write(spec, output, force, time_limit, workers, seed, search, qui
                                      force=force, inputs=[spec])
         plan = outcome.plan
         limit = plan.solver.get("time_limit_s") or loaded.time_limit_s
-        overrun = clock.overrun(limit, solve_limit_s=limit - plan.solver.get("post_solve_reserve_s", 0.0))
+        reserve = plan.solver.get("post_solve_reserve_s", 0.0)
+        if "replan" in plan.solver:  # the re-plan's whole limit, not its final schedule's share
+            limit, reserve = plan.solver["replan"]["time_limit_s"], plan.solver["replan"]["fixed_costs_s"]
+        overrun = clock.overrun(limit, solve_limit_s=limit - reserve)
         if as_json:
             summary = {k: v for k, v in plan.to_dict().items() if k not in ("ops", "transfers", "resources")}
             summary.update(output=str(target), wall_time_s=round(plan.wall_time_s, 3),

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Mapping
+from typing import Any, ClassVar, Mapping
 
-from planner.errors import InfeasibleError, InternalError, TimeLimitError
+from planner.errors import InfeasibleError, InternalError, SpecError, TimeLimitError
 from planner.isa.resources import determine_resources
 from planner.plan import Plan
 from planner.reductions.max_load import EXAMPLE, MaxLoadReduction, comm_cycles, to_placement_problem
@@ -52,7 +52,7 @@ from planner.report.markdown import format_bytes
 from planner.spec import Spec
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.budget import run_summary
-from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.placement import (
     FORBIDDEN,
     CpSatPlacementSolver,
@@ -70,6 +70,7 @@ from solvers.scheduling import CpSatScheduler, HeftScheduler, SchedulingProblem,
 
 __all__ = [
     "MaxLoadSettings",
+    "GivenPlacement",
     "MaxLoadDetails",
     "MaxLoadOutcome",
     "placement_baselines",
@@ -381,12 +382,52 @@ def _explain_infeasible(spec: Spec, problem: PlacementProblem, reduction: MaxLoa
     return msg + (": " + "; ".join(parts) if parts else " (the placement solver proved it)")
 
 
-def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec,
-           options: SolveOptions) -> tuple[SolveResult, SolveResult]:
+@dataclass(frozen=True)
+class GivenPlacement(Accepting):
+    """A placement given by name (``plan score``, ``plan solve --warm-start``) as a solver result:
+    its max-load, exact for that placement, so OPTIMAL for it (``name`` says where it came from).
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> problem, reduction = to_placement_problem(load_spec(EXAMPLE))
+    >>> r = GivenPlacement.of(reduction, {op: "acc0" for op in reduction.op_names}).solve(problem)
+    >>> r.solver_name, r.status.value, r.objective  # both ops on one accelerator: 30 + 30
+    ('given', 'OPTIMAL', 60)
+    """
+
+    device_of: tuple[int, ...]
+    name: str = "given"
+    problem_type: ClassVar[type] = PlacementProblem
+
+    @classmethod
+    def of(cls, reduction: MaxLoadReduction, placement: Mapping[str, str], name: str = "given") -> "GivenPlacement":
+        index = {d: i for i, d in enumerate(reduction.device_names)}
+        return cls(tuple(index[placement[op]] for op in reduction.op_names), name)
+
+    def solve(self, problem: PlacementProblem, options: SolveOptions = SolveOptions()) -> SolveResult:
+        value = max_load(problem, self.device_of)
+        return SolveResult(Status.OPTIMAL, value, value, PlacementSolution(self.device_of), 0.0, self.name,
+                           {"stopped_by": "finished"})
+
+
+def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec, options: SolveOptions,
+           start: GivenPlacement | None = None) -> tuple[SolveResult, SolveResult]:
     """The greedy split and CP-SAT warm-started from it (a :class:`~solvers.portfolio.Portfolio`):
-    the greedy result and the better of the two, checked twice."""
-    run = Portfolio(GreedyPlacementSolver(), CpSatPlacementSolver()).run(problem, options)
+    the greedy result and the better of the two, checked twice. ``start``: ``"given"`` is the
+    result as it is; another name is CP-SAT's start instead of the greedy split (never worse than it)."""
+    if start is not None:
+        errors = validate_placement(problem, PlacementSolution(start.device_of))
+        if errors:
+            raise SpecError(f"the {start.name} placement breaks the max-load constraints: {'; '.join(errors[:3])}")
+    if start is not None and start.name == "given":
+        greedy = GreedyPlacementSolver().solve(problem, options)
+        given = start.solve(problem, options)
+        return greedy, given
+    run = Portfolio(start or GreedyPlacementSolver(), CpSatPlacementSolver()).run(problem, options)
     greedy = run.heuristic or failure_result(Status.UNKNOWN, GreedyPlacementSolver.name, 0.0)  # it refused
+    if start is not None:
+        greedy = GreedyPlacementSolver().solve(problem, options)
     result = run.best
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(_explain_infeasible(spec, problem, reduction))
@@ -419,8 +460,13 @@ def _solver_info(settings: RunSettings, reduction: MaxLoadReduction, result: Sol
     }
 
 
-def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings()) -> Solved:
+def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings(),
+                   start: Mapping[str, str] | None = None, start_name: str = "given") -> Solved:
     """The max-load strategy: place, schedule one sample, and invert both into a plan.
+
+    ``start`` is a placement ``{op: device}`` of every op: with ``start_name`` ``"given"``
+    (``plan score``) it is the placement, not optimised; with another name (``"warm-start"``)
+    CP-SAT starts from it instead of the greedy split, and the plan is never worse than it.
 
     ``problem`` is :func:`~planner.reductions.max_load.to_placement_problem`'s reduction.
     The time limit is shared between the placement and the single-sample schedule
@@ -449,7 +495,9 @@ def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings
     schedule_s = min(tunables.schedule_max_s,
                      max(tunables.schedule_min_s, tunables.schedule_share * settings.time_limit_s))
     placement_s = max(0.1, settings.time_limit_s - schedule_s)
-    greedy, result = _place(placement_problem, reduction, spec, settings.solve_options(time_limit_s=placement_s))
+    given = None if start is None else GivenPlacement.of(reduction, start, start_name)
+    greedy, result = _place(placement_problem, reduction, spec, settings.solve_options(time_limit_s=placement_s),
+                            given)
     objective = int(result.objective)
     schedule, fixed, sred = schedule_placement(
         spec, reduction.device_of(result.solution), time_limit_s=schedule_s, workers=settings.workers,

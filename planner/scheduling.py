@@ -149,12 +149,14 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     return heuristic, run.best
 
 
-def solve_schedule(problem: Problem, warm_start: Mapping[str, str] | None = None) -> Solved:
+def solve_schedule(problem: Problem, warm_start: Mapping[str, str] | None = None,
+                   exact: Solver | None = None) -> Solved:
     """The latency/throughput strategy: solve the scheduling reduction and invert it into a plan.
 
     ``warm_start`` is a previous placement ``{op: device}`` (already cut to the ops and devices
     that still apply: :func:`planner.replan.placement.usable_placement`): the exact solve starts
-    from it and ``plan.solver["warm_start"]`` says how many ops it placed.
+    from it and ``plan.solver["warm_start"]`` says how many ops it placed. ``exact`` replaces the
+    exact scheduler of :func:`solver_choice` (``plan replan`` keeps a plan's own schedule so).
 
     Raises
     ------
@@ -174,7 +176,8 @@ def solve_schedule(problem: Problem, warm_start: Mapping[str, str] | None = None
     reserve_s = post_solve_reserve_s(sproblem.num_ops, _numeric_macs(resources), settings.time_limit_s)
     options = settings.solve_options(time_limit_s=settings.time_limit_s - reserve_s)
     start = None if warm_start is None else PlacementStart.of(reduction, warm_start)
-    heuristic, result = best_of_heuristic_and_exact(sproblem, options, solver_choice(spec), start)
+    heuristic_solver, exact_solver = solver_choice(spec)
+    heuristic, result = best_of_heuristic_and_exact(sproblem, options, (heuristic_solver, exact or exact_solver), start)
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(explain_infeasible(spec, sproblem))
     if result.status is Status.MODEL_INVALID:

@@ -42,7 +42,7 @@ import os
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, Mapping
 
 from planner.errors import InfeasibleError, InternalError
 from planner.islands.gang import align_gangs, check_replayed_gangs, pin_shards
@@ -177,32 +177,43 @@ def _free_name(name: str, taken: set[str]) -> str:
     return name
 
 
-def _solve_one(name: str, spec: Spec, settings: RunSettings) -> IslandResult:
+def _solve_one(name: str, spec: Spec, settings: RunSettings,
+               warm_start: Mapping[str, str] | None = None) -> IslandResult:
     started = time.perf_counter()
-    solved = solve_schedule(Problem(spec, settings, *to_problem(spec)))
+    solved = solve_schedule(Problem(spec, settings, *to_problem(spec)), warm_start=warm_start)
     plan = solved.plan
     return IslandResult(name, tuple(d.name for d in spec.hardware.devices),
                         tuple((o.name, o.device) for o in plan.ops), plan.status, plan.objective, plan.bound,
                         time.perf_counter() - started)
 
 
-def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *,
-                       concurrent: bool = True) -> tuple[tuple[IslandResult, ...], float]:
+def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *, concurrent: bool = True,
+                       warm_start: Mapping[str, str] | None = None) -> tuple[tuple[IslandResult, ...], float]:
     """Solve each island's spec, in a process pool (``concurrent``) or one after the other; and the wall time.
 
     The results are the same either way (each solve's deterministic budget depends on its
-    spec alone); only the wall time differs.
+    spec alone); only the wall time differs. ``warm_start`` (a previous placement) starts each
+    island's solve from the part of it that applies to that island.
     """
+    warm = [None if warm_start is None else _island_part(warm_start, part) or None for _, part in parts]
     quiet = replace(settings, progress=None, solver_log=None)
     started = time.perf_counter()
     if concurrent and len(parts) > 1:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(len(parts), os.cpu_count() or 1), mp_context=context) as pool:
-            futures = [pool.submit(_solve_one, name, part, quiet) for name, part in parts]
+            futures = [pool.submit(_solve_one, name, part, quiet, w) for (name, part), w in zip(parts, warm)]
             results = tuple(f.result() for f in futures)
     else:
-        results = tuple(_solve_one(name, part, quiet) for name, part in parts)
+        results = tuple(_solve_one(name, part, quiet, w) for (name, part), w in zip(parts, warm))
     return results, time.perf_counter() - started
+
+
+def _island_part(placement: Mapping[str, str], part: Spec) -> dict[str, str]:
+    """The part of a (whole spec's usable) placement that applies to one island's spec: its ops on its
+    devices, within its pins (a gang's shards are pinned per island)."""
+    devices = {d.name for d in part.hardware.devices}
+    return {op: d for op, d in placement.items() if op in part.graph.ops and d in devices
+            and d in part.allowed_devices.get(op, (d,))}
 
 
 def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSettings:
@@ -210,8 +221,14 @@ def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSetti
     return replace(settings, time_limit_s=(settings.time_limit_s - reserve_s) * SHARES[stage_name])
 
 
-def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
-    """The islands strategy (module docstring): the verified-to-be plan is the global schedule of the islands' placement.
+def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapping[str, str] | None = None) -> Solved:
+    """The islands strategy (module docstring): the verified-to-be plan is the global schedule of the
+    islands' placement.
+
+    ``warm_start`` (``plan solve --warm-start``: a previous placement, cut to what still applies)
+    starts each island's solve from its part, and when it places every op (and keeps every gang
+    in one island, one shard per device) its own global schedule competes with the islands' (the
+    global share halved between the two): the plan is never worse than that start.
 
     Raises
     ------
@@ -236,13 +253,25 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
     # The islands share the run's CP-SAT workers (a function of the spec, so pool and sequence agree).
     island_settings = replace(_share(settings, "island", reserve_s),
                               workers=max(1, settings.workers // max(1, len(parts))))
-    results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent)
+    results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent, warm_start=warm_start)
     host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
     results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
     placement = {op: (device,) for r in results for op, device in r.placement}
-    fixed_spec = replace(spec, allowed_devices=placement)
-    fixed = solve_schedule(Problem(fixed_spec, _share(settings, "global", reserve_s), *to_problem(fixed_spec)))
-    fixed = align_gangs(fixed, spec)
+    global_settings = _share(settings, "global", reserve_s)
+    previous = _complete_start(spec, warm_start)
+    if previous is not None:
+        global_settings = replace(global_settings, time_limit_s=global_settings.time_limit_s / 2)
+    fixed = _global_schedule(spec, placement, global_settings)
+    if previous is not None:
+        start = _global_schedule(spec, previous, global_settings)
+        warm = {"ops_placed": len(previous), "ops": len(spec.graph.ops), "objective": int(start.result.objective)}
+        if start.result.objective < fixed.result.objective:
+            fixed = start
+        fixed = replace(fixed, plan=replace(fixed.plan, solver={**fixed.plan.solver, "warm_start": warm}))
+    elif warm_start is not None:
+        covered = sum(1 for op in spec.graph.ops if op in warm_start)
+        fixed = replace(fixed, plan=replace(fixed.plan, solver={**fixed.plan.solver, "warm_start": {
+            "ops_placed": covered, "ops": len(spec.graph.ops), "objective": None}}))
     whole = solve_schedule(Problem(spec, _share(settings, "whole", reserve_s), *to_problem(spec)))
     big = one_island_hardware(spec.hardware)
     one_island = None
@@ -251,6 +280,27 @@ def solve_islands(problem: Problem, *, concurrent: bool = True) -> Solved:
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
     return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+def _global_schedule(spec: Spec, placement: Mapping[str, Any], settings: RunSettings) -> Solved:
+    """The whole graph scheduled with every op on its device (``{op: device}`` or ``{op: (device,)}``),
+    the network included, then every gang started on one cycle."""
+    pins = {op: (d,) if isinstance(d, str) else tuple(d) for op, d in placement.items()}
+    fixed_spec = replace(spec, allowed_devices=pins)
+    return align_gangs(solve_schedule(Problem(fixed_spec, settings, *to_problem(fixed_spec))), spec)
+
+
+def _complete_start(spec: Spec, warm_start: Mapping[str, str] | None) -> dict[str, str] | None:
+    """The previous placement when it places every op and keeps each gang in one island, one shard
+    per device (a placement the global schedule can take as it is); else None."""
+    if warm_start is None or any(op not in warm_start for op in spec.graph.ops):
+        return None
+    island_of = {d: island.name for island in spec.hardware.islands for d in island.devices}
+    for gang in spec.gangs:
+        devices = [warm_start[op] for op in gang]
+        if len({island_of[d] for d in devices}) > 1 or len(set(devices)) < len(devices):
+            return None
+    return {op: warm_start[op] for op in spec.graph.ops}
 
 
 def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, settings: RunSettings,

@@ -25,9 +25,11 @@ def warm_start_sections(solver: dict[str, Any]) -> tuple[str, ...]:
     warm = solver.get("warm_start")
     if warm is None:
         return ()
-    return (f"## Warm start\n\nThe solve started from a previous plan: {warm['ops_placed']} of the {warm['ops']} "
-            f"ops kept their devices (ops that no longer exist dropped, new ops placed by the heuristic); that "
-            f"start scheduled to objective {warm['objective']}, and the plan is never worse than it.",)
+    head = (f"## Warm start\n\nThe solve started from a previous plan: {warm['ops_placed']} of the {warm['ops']} "
+            f"ops kept their devices (ops that no longer exist dropped, new ops placed by the heuristic); ")
+    if warm["objective"] is None:  # islands: a partial start hints each island's solve, it is no plan itself
+        return (head + "each island's solve started from its part of that placement.",)
+    return (head + f"that start scheduled to objective {warm['objective']}, and the plan is never worse than it.",)
 
 
 def with_warm_start_section(outcome: Any, solved: Any) -> Any:
