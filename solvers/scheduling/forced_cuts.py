@@ -39,9 +39,8 @@ relaxes. The slots of one pool with equal streams are interchangeable in the mod
 transfers do not depend on the link), so their first uses follow the topological order
 (value precedence): any solution relabelled by first use satisfies it, with the same makespan.
 
-The placement and the schedule's end times of a known solution (a hint) are a solution of the
-model, so the makespan is also capped by the hint's (the optimum is not cut off) and CP-SAT
-starts from it.
+A known schedule (a hint) is a solution of the model, so the probes never need to look above
+its makespan.
 
 References
 ----------
@@ -147,11 +146,10 @@ class _Model:
     horizon: int
 
 
-def forced_cut_model(problem: SchedulingProblem, floor: int = 0, hint: SchedulingSolution | None = None,
-                     cap: int | None = None) -> _Model:
+def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None = None) -> _Model:
     """The CP-SAT model of the module Notes on ``problem`` (restricted already), with the
-    makespan at least ``floor`` (another proven bound) and at most the hint's makespan;
-    with ``cap``, the makespan at most ``cap`` and no objective (a probe)."""
+    makespan at least ``floor`` (another proven bound); with ``cap``, the makespan at most
+    ``cap`` and no objective (a probe)."""
     slots = cut_slots(problem)
     n, ns = problem.num_ops, len(slots)
     m = cp_model.CpModel()
@@ -191,8 +189,6 @@ def forced_cut_model(problem: SchedulingProblem, floor: int = 0, hint: Schedulin
             m.add(sum(problem.resident_bytes(i) * x for i, x in on) <= slot.capacity)
         m.add(sum(dur[i][s] * x for i, x in on) <= slot.streams * makespan)
     _value_precedence(m, problem, slots, place)
-    if hint is not None:
-        _add_hint(m, problem, slots, place, ends, makespan, hint)
     if cap is None:
         m.minimize(makespan)
     else:
@@ -225,33 +221,6 @@ def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: li
                 m.add(u <= used[k] + place[i][s])
                 nxt.append(u)
             used = nxt
-
-
-def _add_hint(m: cp_model.CpModel, problem: SchedulingProblem, slots: list[Slot], place: list[list],
-              ends: list, makespan, hint: SchedulingSolution) -> None:
-    """Cap the makespan at the hint's and hint its placement, relabelled to satisfy the value
-    precedence (module Notes)."""
-    slot_of_device = {d: s for s, slot in enumerate(slots) for d in slot.devices}
-    order = topological_order(problem)
-    relabel: dict[int, int] = {}
-    by_group: dict[int, list[int]] = {}
-    for s, slot in enumerate(slots):
-        by_group.setdefault(slot.group, []).append(s)
-    taken: dict[int, int] = {}
-    for i in order:
-        s = slot_of_device[hint.op_device[i]]
-        if s not in relabel:
-            g = slots[s].group
-            relabel[s] = by_group[g][taken.get(g, 0)]
-            taken[g] = taken.get(g, 0) + 1
-    end = max(hint.op_start[i] + hint.op_duration[i] for i in range(problem.num_ops))
-    m.add(makespan <= max(end, hint.makespan_cycles))
-    for i in range(problem.num_ops):
-        s = relabel[slot_of_device[hint.op_device[i]]]
-        for k, x in enumerate(place[i]):
-            if x is not None:
-                m.add_hint(x, k == s)
-        m.add_hint(ends[i], hint.op_start[i] + hint.op_duration[i])
 
 
 def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
