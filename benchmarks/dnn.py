@@ -52,6 +52,16 @@ list their weight sources first, which made the split's first block hold them al
 (47.0%) -> 458.2 / 324.3 (29.2%), each now the contiguous split unchanged by CP-SAT; the layer
 graphs unchanged (no free sources). Gap <= 5% on 4 of 8; never worse than HEFT or the best start.
 
+Then (2026-11-28 03:37-03:50 UTC, the same settings, load 9-15 on 2 cores; before/after the
+forced-cut bound, docs/bounds.md): ResNet-50 operators 458.2 / 324.3 (29.2%) -> 458.2 / 334.5
+(27.0%), BERT-L 3 225.0 / 222.5 (1.09%) -> 225.0 / 223.2 (0.77%), BERT-L 6 253.9 / 249.7 (1.65%)
+-> 253.9 / 250.4 (1.36%); the rest unchanged (BERT-L 12 7.3%, Inception-V3 34.4%, ResNet-50
+layers 58.0%, GNMT 2.95%, BERT-24 0%). Gap <= 5% on 4 of 8; never worse than HEFT or the best
+start. The forced-cut relaxation's own optimum on ResNet-50 operators is 372.3 ms (67 s of
+CP-SAT outside the benchmark); within the benchmark's share its probes reach 334.5. On the
+ResNet-50 layer graph the relaxation has a placement of 853.9 ms (120 s, not proven): the
+plan, 1,300.1, is the weak side there, or link contention the relaxation drops.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and

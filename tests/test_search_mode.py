@@ -17,7 +17,7 @@ from planner.spec import load_spec
 from tests.test_determinism_under_load import SPEC
 
 runner = CliRunner()
-SPINE = {**SPEC, "name": "search", "memory": {"plan": False}}  # 55 ops on 4 devices: CP-SAT has work to do
+SPINE = {**SPEC, "name": "search", "memory": {"plan": False}}  # 87 ops on 4 devices: CP-SAT has work to do
 
 
 def _solve(tmp_path, spec: dict, *flags: str):

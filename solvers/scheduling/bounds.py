@@ -13,7 +13,9 @@ lower a bound, never make it unsound); :func:`lower_bound` takes the best of the
 * :mod:`~solvers.scheduling.linear_relaxation`: the LP with fractional placement, times,
   communication, work and memory per device class, certified from its duals;
 * :mod:`~solvers.scheduling.decomposition`: segment bounds joined at the cut ops, each cut
-  op on one device for both of its segments.
+  op on one device for both of its segments;
+* :mod:`~solvers.scheduling.window_load`: with one source and one sink, devices that hold
+  neither idle for a transfer at each end, so the work fits in less than the makespan.
 
 Notes
 -----
@@ -67,6 +69,7 @@ from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relax
 from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound
+from solvers.scheduling.window_load import window_load_bound
 from solvers.scheduling.structure import (cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
                                           topological_order)
 
@@ -208,7 +211,7 @@ def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | N
 
     A bound that cannot beat the others is skipped: the fractional load when placing each
     op on its fastest device already gives no more (its LP optimum is no larger), the memory
-    path without a memory limit.
+    path without a memory limit, the window load when it is not above the others.
 
     Examples
     --------
@@ -231,6 +234,10 @@ def lower_bounds(problem: SchedulingProblem, segments: bool = True, lp: bool | N
         parts = {"largest_op": max_op_bound(r)}
     if _fastest_device_load(r) > max(parts.values()):
         parts["fractional_load"] = fractional_load_bound(r)
+    if latency:
+        window = window_load_bound(r)
+        if window > max(parts.values()):
+            parts["window_load"] = window
     if lp:
         relaxed = lp_relaxation(r)
         if not relaxed.status.startswith("SKIPPED"):

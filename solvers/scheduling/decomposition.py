@@ -77,8 +77,10 @@ def chain_segment_bound(problem: SchedulingProblem,
     --------
     a -> {b, c} -> d -> e on two devices with 3-cycle transfers: a (1 cycle) runs only on
     device 0; b and c take 4, d 1 anywhere; e takes 9 on device 0 but 1 on device 1. Alone,
-    the fork-join segment may start anywhere and split b and c (floor: ``ceil((4 + 4 + 1) /
-    2) = 5``) and e may run on device 1 (floor 1): 1 + 5 + 1 = 7. Chained, a is on device 0:
+    the fork-join segment may start anywhere and split b and c (fractional load: ``ceil((4 +
+    4 + 1) / 2) = 5``; window load: the device without a idles 3 cycles before its ops and,
+    without d, 3 + 1 after them, ``2 C - 7 >= 9``: 8) and e may run on device 1 (floor 1):
+    1 + 8 + 1 = 10. Chained, a is on device 0:
     d on device 1 ends at best 3 + 4 + 1 = 8 after a (b or c must cross), then e 1 more;
     d on device 0 ends at best 4 + 4 + 1 = 9 or 4 + 3 + 1 = 8 (c across and back), then e
     costs 9 there or 3 + 1 elsewhere. So 1 + 8 + 1 = 10, the optimum.
@@ -90,7 +92,7 @@ def chain_segment_bound(problem: SchedulingProblem,
     >>> segs = segment_problems(p)
     >>> floors = [lower_bound(sub, segments=False) for sub, _ in segs]
     >>> floors, chain_segment_bound(p, segs, floors)
-    ([1, 5, 1], 10)
+    ([1, 8, 1], 10)
     """
     if problem.objective is not Objective.LATENCY or not segments:
         return 0

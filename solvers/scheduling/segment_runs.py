@@ -181,7 +181,7 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
     ...                       op_resident_bytes=(0,) + (3, 3, 0) * 3)
     >>> pruned, segs = bound_segments(p)
     >>> lower_bound(p, segments=False), segment_run_bound(pruned, segs, [segment_floor(s) for s, _ in segs])
-    (7, 14)
+    (10, 14)
     """
     if problem.objective is not Objective.LATENCY or not segments:
         return 0

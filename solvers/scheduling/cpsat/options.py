@@ -38,6 +38,9 @@ class CpSatOptions:
     # LATENCY: share of the time budget spent building a hint from per-segment solutions
     # (see segment_schedule); 0 turns it off.
     segment_schedule_share: float = 0.3
+    # LATENCY problems whose weights need several devices: share of the time budget spent
+    # refuting makespans of the forced-cut relaxation (see forced_cut_bound); 0 turns it off.
+    forced_cut_share: float = 0.2
     # Segments with fewer ops than this keep their cheap bound and use HEFT.
     segment_min_ops: int = 4
     # segment_schedule solves windows of consecutive segments with at least this many ops.
@@ -101,4 +104,5 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
     """
     return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
-                        segment_bound_share=0.0, segment_schedule_share=0.0)
+                        segment_bound_share=0.0, segment_schedule_share=0.0,
+                        forced_cut_share=0.0)

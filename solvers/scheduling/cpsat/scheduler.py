@@ -21,7 +21,10 @@ placement- and memory-aware paths, the LP relaxation, the segment chain: see
 bounds with CP-SAT on the segments between cut ops (layers), one proof per group of
 same-shape segments, joined by the segment chain. The result's bound is ``max(that, CP-SAT's
 best bound)``; in the sequencing-only mode CP-SAT's own bound is for the restricted model
-and is not used.
+and is not used. When the weights need several devices,
+:func:`~solvers.scheduling.forced_cuts.forced_cut_bound` then spends up to
+``forced_cut_share`` of the budget refuting makespans of the forced-cut relaxation (every
+memory-feasible placement with the transfers of the edges it cuts, without contention).
 
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
@@ -106,6 +109,7 @@ from solvers.core import Accepting, SolveOptions, SolveResult
 from solvers.scheduling.cpsat.options import CpSatOptions, calibration
 from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
+from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value
 
@@ -164,6 +168,12 @@ class CpSatScheduler(Accepting):
             budget.absorb(child, "segment_bound")
             bound = max(bound, seg)
             stats.update(seg_stats, lower_bound=bound)
+        if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
+            child = budget.child(cfg.forced_cut_share * budget.total)
+            cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint)
+            budget.absorb(child, "forced_cut_bound")
+            bound = max(bound, cut)
+            stats.update(cut_stats, lower_bound=bound)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
             child = budget.child(cfg.segment_schedule_share * budget.total)
