@@ -25,7 +25,9 @@ from solvers.budget import BOUND_ELEMENTS_PER_UNIT, SCHEDULING, Budget, Calibrat
 from solvers.scheduling.problem import SchedulingProblem
 
 __all__ = ["LNS", "STEPS_PER_UNIT", "CONTIGUOUS_ELEMENTS_PER_UNIT", "CONTIGUOUS_SHARE", "STATIC_BOUND_SHARE",
-           "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s"]
+           "HEFT_ELEMENTS_PER_UNIT", "GROUPING_ELEMENTS_PER_UNIT",
+           "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s", "heft_cost_s",
+           "grouping_cost_s"]
 
 LNS = Calibration("lns", 0.1)
 """LNS refinement (``solvers.hierarchical.lns``): work units per second of limit, one CP-SAT
@@ -115,3 +117,54 @@ def static_bound_cost_s(problem: SchedulingProblem, time_limit_s: float, workers
     elements = (problem.num_ops + len(problem.edges)) * problem.num_devices
     cost = _seconds(build_units(elements, BOUND_ELEMENTS_PER_UNIT), time_limit_s, workers)
     return cost if cost <= STATIC_BOUND_SHARE * time_limit_s else None
+
+
+HEFT_ELEMENTS_PER_UNIT = 900_000
+"""Elements, ``(ops + edges) x devices``, HEFT's warm start (ranks, list scheduling, its
+validation) processes per :data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-28 as CPU
+seconds of the one Python thread (``time.process_time``, so the machine's load of 11-12 does not
+inflate it): transformer-3k 62,160 elements 0.22 s, branchy-3k 53,144 0.28 s, transformer-10k
+206,904 1.46 s, branchy-10k 177,144 1.71 s. It grows faster than linearly; the constant is
+set from branchy-10k (104,000 elements per second, 8.9 s per unit at 0.112 units per second),
+so it over-predicts smaller graphs."""
+
+GROUPING_ELEMENTS_PER_UNIT = 850_000
+"""Elements, ``(ops + edges) x devices``, the placer's work outside its coarse CP-SAT solve
+(checking the warm start, grouping, the coarse problem and its hint, expanding, compacting and
+list-scheduling the fine graph, validating both) processes per
+:data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-28 as the CPU seconds of
+``HierarchicalScheduler.solve`` with a 0.1-s limit (its coarse solve spent under 0.0002
+deterministic units): transformer-3k 0.40 s, branchy-3k 0.39 s, transformer-10k 1.88 s,
+branchy-10k 1.86 s; set from branchy-10k (95,000 elements per second)."""
+
+
+def _elements(problem: SchedulingProblem) -> int:
+    return (problem.num_ops + len(problem.edges)) * problem.num_devices
+
+
+def heft_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
+    """Predicted seconds of the limit HEFT's warm start costs (:data:`HEFT_ELEMENTS_PER_UNIT`).
+    It always runs (it is the planner's baseline and every path's warm start), so the cost is
+    charged, never capped. Size-based: the same on any machine.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> round(heft_cost_s(p, 10.0, 2), 4), round(heft_cost_s(p, 10.0, 1), 4)  # 2,000 elements
+    (0.0198, 0.0317)
+    """
+    return _seconds(build_units(_elements(problem), HEFT_ELEMENTS_PER_UNIT), time_limit_s, workers)
+
+
+def grouping_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
+    """Predicted seconds of the limit the placer's grouping and uncoarsening cost
+    (:data:`GROUPING_ELEMENTS_PER_UNIT`); the strategy skips the placer when this does not fit
+    the placer's share of the limit. Size-based: the same on any machine.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> round(grouping_cost_s(p, 10.0, 2), 4)
+    0.021
+    """
+    return _seconds(build_units(_elements(problem), GROUPING_ELEMENTS_PER_UNIT), time_limit_s, workers)
