@@ -65,13 +65,16 @@ def exhausted(budget: Budget) -> bool:
     return budget.left <= 0 or budget.wall_expired()
 
 
-CONTIGUOUS_ELEMENTS_PER_UNIT = 20_000
+CONTIGUOUS_ELEMENTS_PER_UNIT = 55_000
 """(op, device) pairs the contiguous split (``solvers.scheduling.contiguous``) processes per
-:data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-23 (load 5.4-7 on 2 cores):
-Inception-V3 layers 6,520 pairs 1.3 s, ResNet-50 operators 10,268 pairs 3.7 s, BERT-12 12,528
-pairs 4.8 s, transformer-1k 7,920 pairs 3.7 s, transformer-3k 24,088 pairs 11 s,
-transformer-10k 80,160 pairs 74 s (it grows faster than linearly; the constant is set from the
-10k row, about 37 s idle, 4 units at 0.112 units per second, so it over-predicts small graphs)."""
+:data:`~solvers.budget.SCHEDULING` unit. Re-measured 2026-11-28 as CPU seconds of its one
+Python thread (``time.process_time``, so the machine's load of 11-12 does not inflate it, as
+the wall times of the first measurement, 2026-11-23 at load 5-7, did: 74 s at 10k ops):
+Inception-V3 layers 6,520 pairs 0.28 s, ResNet-50 operators 10,268 pairs 1.23 s, BERT-12
+12,528 pairs 1.50 s, transformer-1k 7,920 pairs 0.55 s, transformer-3k 24,088 pairs 1.98 s,
+transformer-10k 80,160 pairs 12.2 s. It grows faster than linearly; the constant is set from
+the 10k row (6,600 pairs per second, 13.0 s predicted at 0.112 units per second), so it
+over-predicts smaller graphs."""
 
 CONTIGUOUS_SHARE = 0.25
 """The largest share of the limit the contiguous split's predicted cost may take; above it the
@@ -97,7 +100,7 @@ def contiguous_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: 
     --------
     >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> round(contiguous_cost_s(p, 10.0, 2), 3), contiguous_cost_s(p, 1.0, 2)
-    (0.893, None)
+    (0.325, None)
     """
     cost = _seconds(build_units(problem.num_ops * problem.num_devices, CONTIGUOUS_ELEMENTS_PER_UNIT),
                     time_limit_s, workers)
