@@ -20,7 +20,8 @@ is never worse than HEFT or that split.
   ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
   and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
   (:func:`~solvers.scheduling.cpsat.segment_lower_bound`) up to ``segment_proof_max_ops``
-  ops with ``bound_share`` of the limit.
+  ops with ``bound_share`` of the limit (less the segment floors' predicted cost,
+  :func:`~solvers.hierarchical.budget.floor_units`; skipped when that is all of it).
 
 Work no solver counts is predicted from the problem's size and capped or charged
 (:mod:`solvers.hierarchical.budget`): the contiguous split runs only when its predicted cost
@@ -53,7 +54,8 @@ from typing import Any
 
 from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
-from solvers.hierarchical.budget import contiguous_cost_s, grouping_cost_s, heft_cost_s, static_bound_cost_s
+from solvers.hierarchical.budget import (contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
+                                         static_bound_cost_s)
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
@@ -284,11 +286,17 @@ class StrategyScheduler(Accepting):
         if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
                 and problem.num_ops <= cfg.segment_proof_max_ops):
             opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)
-            seg, seg_stats = segment_lower_bound(problem, opts, Budget.of(opts, SCHEDULING),
-                                                 cfg.cpsat)
-            bound = max(bound, seg)
-            stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"),
-                         stopped_by=seg_stats.get("segment_bound_stopped_by"))
+            budget = Budget.of(opts, SCHEDULING)
+            floors = budget.scale(floor_units(problem))  # predicted, never timed
+            stats["floors_dtime"] = round(floors, 6)
+            if floors < budget.total:
+                budget.note("segment_floors", floors)
+                seg, seg_stats = segment_lower_bound(problem, opts, budget, cfg.cpsat)
+                bound = max(bound, seg)
+                stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"),
+                             stopped_by=seg_stats.get("segment_bound_stopped_by"))
+            else:
+                stats["segment_proofs"] = "skipped: the segment floors alone would spend the proofs' budget"
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
 

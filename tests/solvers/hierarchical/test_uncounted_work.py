@@ -13,9 +13,10 @@ from solvers.budget import (BOUND_ELEMENTS_PER_UNIT, FULL_MODEL_FREE_ELEMENTS, M
                             Budget)
 from solvers.core import SolveOptions
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
-from solvers.hierarchical.budget import (CONTIGUOUS_ELEMENTS_PER_UNIT, GROUPING_ELEMENTS_PER_UNIT,
-                                         HEFT_ELEMENTS_PER_UNIT, STATIC_BOUND_SHARE, contiguous_cost_s,
-                                         grouping_cost_s, heft_cost_s, static_bound_cost_s)
+from solvers.hierarchical.budget import (CONTIGUOUS_ELEMENTS_PER_UNIT, FLOOR_ELEMENTS_PER_UNIT,
+                                         GROUPING_ELEMENTS_PER_UNIT, HEFT_ELEMENTS_PER_UNIT, STATIC_BOUND_SHARE,
+                                         contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
+                                         static_bound_cost_s)
 from solvers.scheduling import CpSatScheduler
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.search import full_model_elements, sequencing_only
@@ -138,3 +139,18 @@ def test_predicted_charges_keep_results_identical_under_load():
         hog.wait()
     assert loaded.solution == quiet.solution and loaded.bound == quiet.bound
     assert loaded.stats["strategy_stages"]["charged"] == quiet.stats["strategy_stages"]["charged"]
+
+
+def test_the_segment_floors_are_charged_to_the_proofs_or_skip_them():
+    assert floor_units(_chain(1000, 8)) == (1000 + 999) * 8 / FLOOR_ELEMENTS_PER_UNIT
+    hier = StrategyScheduler(StrategyOptions(strategy="hierarchical"))
+    small = _chain(60, 2)
+    r = hier.solve(small, SolveOptions(time_limit_s=2.0, num_workers=1))
+    bound = r.stats["strategy_stages"]["bound"]
+    assert bound["floors_dtime"] == round(floor_units(small), 6) and isinstance(bound["segment_proofs"], int)
+    # 1,500 ops on 8 devices: 0.03 units of floors against a proofs' budget of 0.1 s x 0.07 units
+    big = _chain(1500, 8)
+    r = hier.solve(big, SolveOptions(time_limit_s=1.0, num_workers=1))
+    bound = r.stats["strategy_stages"]["bound"]
+    assert bound["floors_dtime"] == round(floor_units(big), 6) > 0.1 * SCHEDULING.units_per_second
+    assert bound["segment_proofs"].startswith("skipped") and r.objective >= r.bound
