@@ -305,6 +305,10 @@ class _Reader:
         try:
             self.consume(loader.get_event)
         except yaml.YAMLError as e:
+            if "maximum nesting depth" in str(e):  # libyaml's own limit (1,000 levels) is above ours
+                mark = getattr(e, "problem_mark", None)
+                raise self.fail(f"values are nested more than {self.limits.max_depth} levels deep",
+                                mark.line + 1 if mark else None) from None
             raise _syntax_error(e, self.file) from None
         finally:
             loader.dispose()
