@@ -14,7 +14,8 @@ from solvers.budget import (BOUND_ELEMENTS_PER_UNIT, FULL_MODEL_FREE_ELEMENTS, M
 from solvers.core import SolveOptions
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.hierarchical.budget import (CONTIGUOUS_ELEMENTS_PER_UNIT, FLOOR_ELEMENTS_PER_UNIT,
-                                         GROUPING_ELEMENTS_PER_UNIT, HEFT_ELEMENTS_PER_UNIT, STATIC_BOUND_SHARE,
+                                         GROUPING_ELEMENTS_PER_UNIT, HEFT_ELEMENTS_PER_UNIT,
+                                         QUADRATIC_FROM_ELEMENTS, STATIC_BOUND_SHARE,
                                          contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
                                          static_bound_cost_s)
 from solvers.scheduling import CpSatScheduler
@@ -97,6 +98,14 @@ def test_heft_and_grouping_costs_are_exact_functions_of_sizes():
     big = (10_020 + 15_843) * 8
     assert big / HEFT_ELEMENTS_PER_UNIT / rate == pytest.approx(2.05, abs=0.01)
     assert big / GROUPING_ELEMENTS_PER_UNIT / rate == pytest.approx(2.17, abs=0.01)
+    # above QUADRATIC_FROM_ELEMENTS list scheduling grows with the square: 3x the size, 9x the cost
+    huge = _chain(30_000, 8)
+    huge_elements = (30_000 + 29_999) * 8
+    assert huge_elements > 2 * QUADRATIC_FROM_ELEMENTS
+    assert heft_cost_s(huge, 60.0, 2) == pytest.approx(
+        huge_elements / HEFT_ELEMENTS_PER_UNIT / rate * huge_elements / QUADRATIC_FROM_ELEMENTS)
+    assert grouping_cost_s(huge, 600.0, 2) == pytest.approx(
+        huge_elements / GROUPING_ELEMENTS_PER_UNIT / rate * huge_elements / QUADRATIC_FROM_ELEMENTS)
     # one worker: the family's rate is lower, so the same work is more seconds of the limit
     assert heft_cost_s(p, 60.0, 1) == pytest.approx(elements / HEFT_ELEMENTS_PER_UNIT / SCHEDULING.units_per_second)
 
