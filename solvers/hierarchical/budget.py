@@ -25,7 +25,9 @@ from solvers.budget import BOUND_ELEMENTS_PER_UNIT, SCHEDULING, Budget, Calibrat
 from solvers.scheduling.problem import SchedulingProblem
 
 __all__ = ["LNS", "STEPS_PER_UNIT", "CONTIGUOUS_ELEMENTS_PER_UNIT", "CONTIGUOUS_SHARE", "STATIC_BOUND_SHARE",
-           "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s"]
+           "HEFT_ELEMENTS_PER_UNIT", "GROUPING_ELEMENTS_PER_UNIT", "QUADRATIC_FROM_ELEMENTS", "list_work_units", "FLOOR_ELEMENTS_PER_UNIT", "floor_units",
+           "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s", "heft_cost_s",
+           "grouping_cost_s"]
 
 LNS = Calibration("lns", 0.1)
 """LNS refinement (``solvers.hierarchical.lns``): work units per second of limit, one CP-SAT
@@ -63,13 +65,16 @@ def exhausted(budget: Budget) -> bool:
     return budget.left <= 0 or budget.wall_expired()
 
 
-CONTIGUOUS_ELEMENTS_PER_UNIT = 20_000
+CONTIGUOUS_ELEMENTS_PER_UNIT = 55_000
 """(op, device) pairs the contiguous split (``solvers.scheduling.contiguous``) processes per
-:data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-23 (load 5.4-7 on 2 cores):
-Inception-V3 layers 6,520 pairs 1.3 s, ResNet-50 operators 10,268 pairs 3.7 s, BERT-12 12,528
-pairs 4.8 s, transformer-1k 7,920 pairs 3.7 s, transformer-3k 24,088 pairs 11 s,
-transformer-10k 80,160 pairs 74 s (it grows faster than linearly; the constant is set from the
-10k row, about 37 s idle, 4 units at 0.112 units per second, so it over-predicts small graphs)."""
+:data:`~solvers.budget.SCHEDULING` unit. Re-measured 2026-11-28 as CPU seconds of its one
+Python thread (``time.process_time``, so the machine's load of 11-12 does not inflate it, as
+the wall times of the first measurement, 2026-11-23 at load 5-7, did: 74 s at 10k ops):
+Inception-V3 layers 6,520 pairs 0.28 s, ResNet-50 operators 10,268 pairs 1.23 s, BERT-12
+12,528 pairs 1.50 s, transformer-1k 7,920 pairs 0.55 s, transformer-3k 24,088 pairs 1.98 s,
+transformer-10k 80,160 pairs 12.2 s. It grows faster than linearly; the constant is set from
+the 10k row (6,600 pairs per second, 13.0 s predicted at 0.112 units per second), so it
+over-predicts smaller graphs."""
 
 CONTIGUOUS_SHARE = 0.25
 """The largest share of the limit the contiguous split's predicted cost may take; above it the
@@ -95,7 +100,7 @@ def contiguous_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: 
     --------
     >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> round(contiguous_cost_s(p, 10.0, 2), 3), contiguous_cost_s(p, 1.0, 2)
-    (0.893, None)
+    (0.325, None)
     """
     cost = _seconds(build_units(problem.num_ops * problem.num_devices, CONTIGUOUS_ELEMENTS_PER_UNIT),
                     time_limit_s, workers)
@@ -115,3 +120,99 @@ def static_bound_cost_s(problem: SchedulingProblem, time_limit_s: float, workers
     elements = (problem.num_ops + len(problem.edges)) * problem.num_devices
     cost = _seconds(build_units(elements, BOUND_ELEMENTS_PER_UNIT), time_limit_s, workers)
     return cost if cost <= STATIC_BOUND_SHARE * time_limit_s else None
+
+
+HEFT_ELEMENTS_PER_UNIT = 900_000
+"""Elements, ``(ops + edges) x devices``, HEFT's warm start (ranks, list scheduling, its
+validation) processes per :data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-28 as CPU
+seconds of the one Python thread (``time.process_time``, so the machine's load of 11-12 does not
+inflate it): transformer-3k 62,160 elements 0.22 s, branchy-3k 53,144 0.28 s, transformer-10k
+206,904 1.46 s, branchy-10k 177,144 1.71 s, transformer-30k 619,824 11.7 s, branchy-30k
+531,288 18.0 s (and 1,773 wall seconds for transformer-100k at load 11-14). It grows about with
+the square of the size above 10k ops (:data:`QUADRATIC_FROM_ELEMENTS`); the constant is set from
+branchy-10k (104,000 elements per second, 8.9 s per unit at 0.112 units per second), so it
+over-predicts smaller graphs."""
+
+GROUPING_ELEMENTS_PER_UNIT = 850_000
+"""Elements, ``(ops + edges) x devices``, the placer's work outside its coarse CP-SAT solve
+(checking the warm start, grouping, the coarse problem and its hint, expanding, compacting and
+list-scheduling the fine graph, validating both) processes per
+:data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-28 as the CPU seconds of
+``HierarchicalScheduler.solve`` with a 0.1-s limit (its coarse solve spent under 0.0002
+deterministic units): transformer-3k 0.40 s, branchy-3k 0.39 s, transformer-10k 1.88 s,
+branchy-10k 1.86 s, transformer-30k 11.3 s, branchy-30k 12.0 s; set from branchy-10k (95,000
+elements per second), growing with the square above :data:`QUADRATIC_FROM_ELEMENTS`."""
+
+QUADRATIC_FROM_ELEMENTS = 175_000
+"""Above this many elements (about branchy-10k) HEFT's and the placer's list scheduling cost
+grows with the square of the size (10k to 30k ops: 3 x the elements, 8-10.5 x the CPU
+seconds): :func:`list_work_units` multiplies the linear prediction by ``elements / this``.
+Predicted at 30k ops: HEFT 21.5 s (transformer) and 15.8 s (branchy) against 11.7 and 18.0
+measured; grouping 23 s and 17 s against 11.3 and 12.0."""
+
+
+def list_work_units(elements: int, per_unit: float) -> float:
+    """Predicted units of list-scheduling work over ``elements`` (linear at ``per_unit``, times
+    ``elements / QUADRATIC_FROM_ELEMENTS`` above that size).
+
+    Examples
+    --------
+    >>> list_work_units(90_000, 900_000), list_work_units(350_000, 700_000)
+    (0.1, 1.0)
+    """
+    return build_units(elements, per_unit) * max(1.0, elements / QUADRATIC_FROM_ELEMENTS)
+
+
+def _elements(problem: SchedulingProblem) -> int:
+    return (problem.num_ops + len(problem.edges)) * problem.num_devices
+
+
+def heft_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
+    """Predicted seconds of the limit HEFT's warm start costs (:data:`HEFT_ELEMENTS_PER_UNIT`,
+    :func:`list_work_units`).
+    It always runs (it is the planner's baseline and every path's warm start), so the cost is
+    charged, never capped. Size-based: the same on any machine.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> round(heft_cost_s(p, 10.0, 2), 4), round(heft_cost_s(p, 10.0, 1), 4)  # 2,000 elements
+    (0.0198, 0.0317)
+    """
+    return _seconds(list_work_units(_elements(problem), HEFT_ELEMENTS_PER_UNIT), time_limit_s, workers)
+
+
+def grouping_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
+    """Predicted seconds of the limit the placer's grouping and uncoarsening cost
+    (:data:`GROUPING_ELEMENTS_PER_UNIT`, :func:`list_work_units`); the strategy skips the placer when this does not fit
+    the placer's share of the limit. Size-based: the same on any machine.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> round(grouping_cost_s(p, 10.0, 2), 4)
+    0.021
+    """
+    return _seconds(list_work_units(_elements(problem), GROUPING_ELEMENTS_PER_UNIT), time_limit_s, workers)
+
+
+FLOOR_ELEMENTS_PER_UNIT = 800_000
+"""Elements, ``(ops + edges) x devices`` of the whole graph, that cutting it into segments and
+computing every segment's floor bound (``bound_segments`` and ``segment_floor``, with the LP)
+process per :data:`~solvers.budget.SCHEDULING` unit: the Python work before the segment proofs'
+CP-SAT solves. Measured 2026-11-28 as CPU seconds (``time.process_time``): transformer-1k
+20,424 elements 0.18 s, branchy-1k 17,680 0.24 s, transformer-2.5k 51,504 0.57 s (90,000 per
+second, 8.9 s per unit at 0.112 units per second); the dnn latency inputs 0.01-0.1 s."""
+
+
+def floor_units(problem: SchedulingProblem) -> float:
+    """Predicted units the segment floors cost (:data:`FLOOR_ELEMENTS_PER_UNIT`), charged to the
+    segment proofs' budget before they run; the proofs are skipped when it does not fit.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
+    >>> floor_units(p)
+    0.0025
+    """
+    return build_units(_elements(problem), FLOOR_ELEMENTS_PER_UNIT)

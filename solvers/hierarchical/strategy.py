@@ -20,14 +20,18 @@ is never worse than HEFT or that split.
   ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
   and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
   (:func:`~solvers.scheduling.cpsat.segment_lower_bound`) up to ``segment_proof_max_ops``
-  ops with ``bound_share`` of the limit.
+  ops with ``bound_share`` of the limit (less the segment floors' predicted cost,
+  :func:`~solvers.hierarchical.budget.floor_units`; skipped when that is all of it).
 
 Work no solver counts is predicted from the problem's size and capped or charged
 (:mod:`solvers.hierarchical.budget`): the contiguous split runs only when its predicted cost
 fits :data:`~solvers.hierarchical.budget.CONTIGUOUS_SHARE` of the limit, the static bounds
-only within :data:`~solvers.hierarchical.budget.STATIC_BOUND_SHARE`, and on the hierarchical
-path both predicted costs come off the limit the placer and LNS share
-(``stats["strategy_stages"]["charged"]``).
+only within :data:`~solvers.hierarchical.budget.STATIC_BOUND_SHARE`, the placer only when its
+grouping and uncoarsening fit its own share (``placer_share``; else LNS gets that share too),
+and on the hierarchical path these predicted costs and HEFT's warm start (which always runs:
+here, or as the planner's heuristic just before) come off the limit the placer and LNS share
+(``stats["strategy_stages"]["charged"]``). The flat path (up to ``flat_max_ops`` ops under
+``auto``) charges none of them: HEFT and the static bounds cost under 0.1 s there.
 
 Each stage's time is a fixed share of the limit (never what an earlier stage left on the
 wall clock), so under the default ``search: deterministic`` stages get the same deterministic
@@ -50,7 +54,8 @@ from typing import Any
 
 from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
-from solvers.hierarchical.budget import contiguous_cost_s, static_bound_cost_s
+from solvers.hierarchical.budget import (contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
+                                         static_bound_cost_s)
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
@@ -218,22 +223,27 @@ class StrategyScheduler(Accepting):
         static_s = static_bound_cost_s(problem, options.time_limit_s, options.num_workers) if small else None
         # the predicted cost of the split and the static bounds comes off the placer's and
         # LNS's time, by arithmetic on sizes (solvers.hierarchical.budget), never the clock
-        charged_s += static_s or 0.0
-        stages["charged"] = {"contiguous_s": round(charged_s - (static_s or 0.0), 3),
-                             "static_bound_s": None if static_s is None else round(static_s, 3)}
+        # HEFT's warm start ran once before the search (here or as the planner's heuristic)
+        heft_s = heft_cost_s(problem, options.time_limit_s, options.num_workers)
+        grouping_s = grouping_cost_s(problem, options.time_limit_s, options.num_workers)
+        place = grouping_s <= cfg.placer_share * options.time_limit_s
+        contiguous_s = charged_s
+        charged_s += (static_s or 0.0) + heft_s + (grouping_s if place else 0.0)
+        stages["charged"] = {"contiguous_s": round(contiguous_s, 3),
+                             "static_bound_s": None if static_s is None else round(static_s, 3),
+                             "heft_s": round(heft_s, 3), "grouping_s": round(grouping_s, 3) if place else None}
         search = replace(options, time_limit_s=max(0.1, options.time_limit_s - charged_s))
-        placer = HierarchicalScheduler(HierarchicalOptions(groups=cfg.groups))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
-        placed = placer.solve(problem, _share(search, cfg.placer_share, warm, t0, total))
-        stages["placer"] = {"objective": placed.objective, **{k: placed.stats.get(k) for k in (
-            "groups", "coarse_status", "coarse_objective", "uncoarsened_objectives", "returned",
-            "stopped_by")}}
-        best = placed.solution if placed.status.has_solution else warm
-        if objective_value(problem, warm) < objective_value(problem, best):
-            best = warm
-        if problem.objective is Objective.LATENCY and cfg.lns_share > 0:
-            lns = LnsScheduler(cfg.lns).solve(problem, _share(search, cfg.lns_share, best, t0,
-                                                              cfg.lns_share + cfg.bound_share))
+        best = warm
+        if place:
+            best, stages["placer"] = self._place(problem, search, warm, t0, total)
+        else:  # grouping and uncoarsening alone would take more than the placer's share
+            stages["placer"] = {"skipped": f"predicted grouping and uncoarsening {grouping_s:.3g} s > "
+                                           f"{cfg.placer_share:g} of the limit", "stopped_by": "finished"}
+        lns_share = cfg.lns_share + (0.0 if place else cfg.placer_share)
+        if problem.objective is Objective.LATENCY and lns_share > 0:
+            lns = LnsScheduler(cfg.lns).solve(problem, _share(search, lns_share, best, t0,
+                                                              lns_share + cfg.bound_share))
             stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
             if lns.status.has_solution and lns.objective <= objective_value(problem, best):
                 best = lns.solution
@@ -245,6 +255,20 @@ class StrategyScheduler(Accepting):
         name = "hierarchical+lns" if "lns" in stages else "hierarchical"
         return SolveResult(status, obj, bound, best, 0.0, name,
                            {"lower_bound": bound, "strategy_stages": stages})
+
+    def _place(self, problem: SchedulingProblem, search: SolveOptions, warm: SchedulingSolution,
+               t0: float, total: float) -> tuple[SchedulingSolution, dict]:
+        """The placer's schedule (group, place, uncoarsen) for its share, or ``warm`` when better."""
+        cfg = self.config
+        placer = HierarchicalScheduler(HierarchicalOptions(groups=cfg.groups))
+        placed = placer.solve(problem, _share(search, cfg.placer_share, warm, t0, total))
+        stage = {"objective": placed.objective, **{k: placed.stats.get(k) for k in (
+            "groups", "coarse_status", "coarse_objective", "uncoarsened_objectives", "returned",
+            "stopped_by")}}
+        best = placed.solution if placed.status.has_solution else warm
+        if objective_value(problem, warm) < objective_value(problem, best):
+            best = warm
+        return best, stage
 
     def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float,
                small: bool) -> tuple[int, dict]:
@@ -262,11 +286,17 @@ class StrategyScheduler(Accepting):
         if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
                 and problem.num_ops <= cfg.segment_proof_max_ops):
             opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)
-            seg, seg_stats = segment_lower_bound(problem, opts, Budget.of(opts, SCHEDULING),
-                                                 cfg.cpsat)
-            bound = max(bound, seg)
-            stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"),
-                         stopped_by=seg_stats.get("segment_bound_stopped_by"))
+            budget = Budget.of(opts, SCHEDULING)
+            floors = budget.scale(floor_units(problem))  # predicted, never timed
+            stats["floors_dtime"] = round(floors, 6)
+            if floors < budget.total:
+                budget.note("segment_floors", floors)
+                seg, seg_stats = segment_lower_bound(problem, opts, budget, cfg.cpsat)
+                bound = max(bound, seg)
+                stats.update(segment_proofs=seg, segment_groups_proved=seg_stats.get("segment_groups_proved"),
+                             stopped_by=seg_stats.get("segment_bound_stopped_by"))
+            else:
+                stats["segment_proofs"] = "skipped: the segment floors alone would spend the proofs' budget"
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
 

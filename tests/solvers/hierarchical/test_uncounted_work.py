@@ -1,7 +1,11 @@
-"""Work no solver counts (model building, presolve, static bounds, the contiguous split) is
+"""Work no solver counts (model building, presolve, static bounds, the contiguous split, HEFT,
+grouping and uncoarsening) is
 predicted from sizes and capped or charged, never timed (issue 11, the budget at scale)."""
 
 from __future__ import annotations
+
+import subprocess
+import sys
 
 import pytest
 
@@ -9,8 +13,11 @@ from solvers.budget import (BOUND_ELEMENTS_PER_UNIT, FULL_MODEL_FREE_ELEMENTS, M
                             Budget)
 from solvers.core import SolveOptions
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
-from solvers.hierarchical.budget import (CONTIGUOUS_ELEMENTS_PER_UNIT, STATIC_BOUND_SHARE,
-                                         contiguous_cost_s, static_bound_cost_s)
+from solvers.hierarchical.budget import (CONTIGUOUS_ELEMENTS_PER_UNIT, FLOOR_ELEMENTS_PER_UNIT,
+                                         GROUPING_ELEMENTS_PER_UNIT, HEFT_ELEMENTS_PER_UNIT,
+                                         QUADRATIC_FROM_ELEMENTS, STATIC_BOUND_SHARE,
+                                         contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
+                                         static_bound_cost_s)
 from solvers.scheduling import CpSatScheduler
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.search import full_model_elements, sequencing_only
@@ -79,3 +86,80 @@ def test_the_contiguous_split_is_charged_only_where_it_runs():
     assert contiguous_cost_s(p, 5.0, 1) > 0
     r = StrategyScheduler(StrategyOptions(strategy="hierarchical")).solve(p, SolveOptions(time_limit_s=5.0, num_workers=1))
     assert r.stats["strategy_stages"]["charged"]["contiguous_s"] == 0.0 and r.stats["warm_start"] == "heft"
+
+
+def test_heft_and_grouping_costs_are_exact_functions_of_sizes():
+    p = _chain(1000, 8)
+    rate = SCHEDULING.units(10.0, 2) / 10.0  # 0.112 units per second at two workers
+    elements = (1000 + 999) * 8
+    assert heft_cost_s(p, 60.0, 2) == pytest.approx(elements / HEFT_ELEMENTS_PER_UNIT / rate)
+    assert grouping_cost_s(p, 60.0, 2) == pytest.approx(elements / GROUPING_ELEMENTS_PER_UNIT / rate)
+    # transformer-10k's size (10,020 ops, 15,843 edges, 8 devices): about 2 s each
+    big = (10_020 + 15_843) * 8
+    assert big / HEFT_ELEMENTS_PER_UNIT / rate == pytest.approx(2.05, abs=0.01)
+    assert big / GROUPING_ELEMENTS_PER_UNIT / rate == pytest.approx(2.17, abs=0.01)
+    # above QUADRATIC_FROM_ELEMENTS list scheduling grows with the square: 3x the size, 9x the cost
+    huge = _chain(30_000, 8)
+    huge_elements = (30_000 + 29_999) * 8
+    assert huge_elements > 2 * QUADRATIC_FROM_ELEMENTS
+    assert heft_cost_s(huge, 60.0, 2) == pytest.approx(
+        huge_elements / HEFT_ELEMENTS_PER_UNIT / rate * huge_elements / QUADRATIC_FROM_ELEMENTS)
+    assert grouping_cost_s(huge, 600.0, 2) == pytest.approx(
+        huge_elements / GROUPING_ELEMENTS_PER_UNIT / rate * huge_elements / QUADRATIC_FROM_ELEMENTS)
+    # one worker: the family's rate is lower, so the same work is more seconds of the limit
+    assert heft_cost_s(p, 60.0, 1) == pytest.approx(elements / HEFT_ELEMENTS_PER_UNIT / SCHEDULING.units_per_second)
+
+
+def test_the_hierarchical_path_charges_heft_and_grouping():
+    p = _chain(60, 2)
+    r = StrategyScheduler(StrategyOptions(strategy="hierarchical")).solve(p, SolveOptions(time_limit_s=2.0, num_workers=1))
+    charged = r.stats["strategy_stages"]["charged"]
+    assert charged["heft_s"] == round(heft_cost_s(p, 2.0, 1), 3) and charged["heft_s"] > 0
+    assert charged["grouping_s"] == round(grouping_cost_s(p, 2.0, 1), 3)
+    assert "skipped" not in r.stats["strategy_stages"]["placer"]
+
+
+def test_the_placer_is_skipped_when_grouping_does_not_fit_its_share():
+    p = _chain(60, 2)
+    cfg = StrategyOptions(strategy="hierarchical")
+    fits = grouping_cost_s(p, 1.0, 1) / cfg.placer_share  # the limit where grouping just fits
+    hier = StrategyScheduler(cfg)
+    skipped = hier.solve(p, SolveOptions(time_limit_s=fits * 0.99, num_workers=1))
+    stages = skipped.stats["strategy_stages"]
+    assert "skipped" in stages["placer"] and stages["charged"]["grouping_s"] is None
+    assert "lns" in stages and skipped.objective >= skipped.bound
+    assert skipped.objective <= skipped.stats["heft_objective"]
+    placed = hier.solve(p, SolveOptions(time_limit_s=fits * 1.01, num_workers=1))
+    assert "groups" in placed.stats["strategy_stages"]["placer"]
+
+
+def test_predicted_charges_keep_results_identical_under_load():
+    # the charges are arithmetic on sizes, never the clock: a CPU hog next to the solve
+    # changes nothing
+    p = _chain(120, 4)
+    hier = StrategyScheduler(StrategyOptions(strategy="hierarchical"))
+    opts = SolveOptions(time_limit_s=1.0, num_workers=1)
+    quiet = hier.solve(p, opts)
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        loaded = hier.solve(p, opts)
+    finally:
+        hog.kill()
+        hog.wait()
+    assert loaded.solution == quiet.solution and loaded.bound == quiet.bound
+    assert loaded.stats["strategy_stages"]["charged"] == quiet.stats["strategy_stages"]["charged"]
+
+
+def test_the_segment_floors_are_charged_to_the_proofs_or_skip_them():
+    assert floor_units(_chain(1000, 8)) == (1000 + 999) * 8 / FLOOR_ELEMENTS_PER_UNIT
+    hier = StrategyScheduler(StrategyOptions(strategy="hierarchical"))
+    small = _chain(60, 2)
+    r = hier.solve(small, SolveOptions(time_limit_s=2.0, num_workers=1))
+    bound = r.stats["strategy_stages"]["bound"]
+    assert bound["floors_dtime"] == round(floor_units(small), 6) and isinstance(bound["segment_proofs"], int)
+    # 1,500 ops on 8 devices: 0.03 units of floors against a proofs' budget of 0.1 s x 0.07 units
+    big = _chain(1500, 8)
+    r = hier.solve(big, SolveOptions(time_limit_s=1.0, num_workers=1))
+    bound = r.stats["strategy_stages"]["bound"]
+    assert bound["floors_dtime"] == round(floor_units(big), 6) > 0.1 * SCHEDULING.units_per_second
+    assert bound["segment_proofs"].startswith("skipped") and r.objective >= r.bound
