@@ -25,7 +25,7 @@ from solvers.budget import BOUND_ELEMENTS_PER_UNIT, SCHEDULING, Budget, Calibrat
 from solvers.scheduling.problem import SchedulingProblem
 
 __all__ = ["LNS", "STEPS_PER_UNIT", "CONTIGUOUS_ELEMENTS_PER_UNIT", "CONTIGUOUS_SHARE", "STATIC_BOUND_SHARE",
-           "HEFT_ELEMENTS_PER_UNIT", "GROUPING_ELEMENTS_PER_UNIT", "QUADRATIC_FROM_ELEMENTS", "list_work_units", "FLOOR_ELEMENTS_PER_UNIT", "floor_units",
+           "HEFT_ELEMENTS_PER_UNIT", "GROUPING_ELEMENTS_PER_UNIT", "FLOOR_ELEMENTS_PER_UNIT", "floor_units",
            "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s", "heft_cost_s",
            "grouping_cost_s"]
 
@@ -122,45 +122,28 @@ def static_bound_cost_s(problem: SchedulingProblem, time_limit_s: float, workers
     return cost if cost <= STATIC_BOUND_SHARE * time_limit_s else None
 
 
-HEFT_ELEMENTS_PER_UNIT = 900_000
+HEFT_ELEMENTS_PER_UNIT = 2_000_000
 """Elements, ``(ops + edges) x devices``, HEFT's warm start (ranks, list scheduling, its
-validation) processes per :data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-28 as CPU
-seconds of the one Python thread (``time.process_time``, so the machine's load of 11-12 does not
-inflate it): transformer-3k 62,160 elements 0.22 s, branchy-3k 53,144 0.28 s, transformer-10k
-206,904 1.46 s, branchy-10k 177,144 1.71 s, transformer-30k 619,824 11.7 s, branchy-30k
-531,288 18.0 s (and 1,773 wall seconds for transformer-100k at load 11-14). It grows about with
-the square of the size above 10k ops (:data:`QUADRATIC_FROM_ELEMENTS`); the constant is set from
-branchy-10k (104,000 elements per second, 8.9 s per unit at 0.112 units per second), so it
-over-predicts smaller graphs."""
+validation) processes per :data:`~solvers.budget.SCHEDULING` unit (8.9 s of the limit at two
+workers). Measured 2026-11-28 as CPU seconds of the one Python thread (``time.process_time``,
+which load does not inflate), ``HeftScheduler.solve``: transformer-3k 62,160 elements 0.15 s,
+branchy-3k 53,144 0.14 s, transformer-10k 206,904 0.52 s, branchy-10k 177,144 0.60 s,
+transformer-30k 619,824 1.92 s, branchy-30k 531,288 1.94 s, transformer-100k 2,065,488 8.9 s.
+Set from the slowest rate, at 100k ops (232,000 elements per second), so it over-predicts the
+smaller graphs. (Before HEFT's memory profile kept its peak with numpy, recomputing ``max`` of a
+Python list after every change made it quadratic: 11.7 s at 30k ops, 1,773 wall seconds at
+100k under load.)"""
 
-GROUPING_ELEMENTS_PER_UNIT = 850_000
+GROUPING_ELEMENTS_PER_UNIT = 1_800_000
 """Elements, ``(ops + edges) x devices``, the placer's work outside its coarse CP-SAT solve
 (checking the warm start, grouping, the coarse problem and its hint, expanding, compacting and
 list-scheduling the fine graph, validating both) processes per
 :data:`~solvers.budget.SCHEDULING` unit. Measured 2026-11-28 as the CPU seconds of
-``HierarchicalScheduler.solve`` with a 0.1-s limit (its coarse solve spent under 0.0002
-deterministic units): transformer-3k 0.40 s, branchy-3k 0.39 s, transformer-10k 1.88 s,
-branchy-10k 1.86 s, transformer-30k 11.3 s, branchy-30k 12.0 s; set from branchy-10k (95,000
-elements per second), growing with the square above :data:`QUADRATIC_FROM_ELEMENTS`."""
-
-QUADRATIC_FROM_ELEMENTS = 175_000
-"""Above this many elements (about branchy-10k) HEFT's and the placer's list scheduling cost
-grows with the square of the size (10k to 30k ops: 3 x the elements, 8-10.5 x the CPU
-seconds): :func:`list_work_units` multiplies the linear prediction by ``elements / this``.
-Predicted at 30k ops: HEFT 21.5 s (transformer) and 15.8 s (branchy) against 11.7 and 18.0
-measured; grouping 23 s and 17 s against 11.3 and 12.0."""
-
-
-def list_work_units(elements: int, per_unit: float) -> float:
-    """Predicted units of list-scheduling work over ``elements`` (linear at ``per_unit``, times
-    ``elements / QUADRATIC_FROM_ELEMENTS`` above that size).
-
-    Examples
-    --------
-    >>> list_work_units(90_000, 900_000), list_work_units(350_000, 700_000)
-    (0.1, 1.0)
-    """
-    return build_units(elements, per_unit) * max(1.0, elements / QUADRATIC_FROM_ELEMENTS)
+``HierarchicalScheduler.solve`` with a 0.1-s limit (its coarse solve spent under 0.003
+deterministic units): transformer-3k 0.43 s, branchy-3k 0.45 s, transformer-10k 0.89 s,
+branchy-10k 0.84 s, transformer-30k 2.19 s, branchy-30k 1.98 s, transformer-100k 8.7 s; set
+from branchy-10k (211,000 elements per second; the 3k graphs' fixed costs make them slower per
+element, by at most 0.15 s)."""
 
 
 def _elements(problem: SchedulingProblem) -> int:
@@ -168,8 +151,7 @@ def _elements(problem: SchedulingProblem) -> int:
 
 
 def heft_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
-    """Predicted seconds of the limit HEFT's warm start costs (:data:`HEFT_ELEMENTS_PER_UNIT`,
-    :func:`list_work_units`).
+    """Predicted seconds of the limit HEFT's warm start costs (:data:`HEFT_ELEMENTS_PER_UNIT`).
     It always runs (it is the planner's baseline and every path's warm start), so the cost is
     charged, never capped. Size-based: the same on any machine.
 
@@ -177,23 +159,23 @@ def heft_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -
     --------
     >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> round(heft_cost_s(p, 10.0, 2), 4), round(heft_cost_s(p, 10.0, 1), 4)  # 2,000 elements
-    (0.0198, 0.0317)
+    (0.0089, 0.0143)
     """
-    return _seconds(list_work_units(_elements(problem), HEFT_ELEMENTS_PER_UNIT), time_limit_s, workers)
+    return _seconds(build_units(_elements(problem), HEFT_ELEMENTS_PER_UNIT), time_limit_s, workers)
 
 
 def grouping_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
     """Predicted seconds of the limit the placer's grouping and uncoarsening cost
-    (:data:`GROUPING_ELEMENTS_PER_UNIT`, :func:`list_work_units`); the strategy skips the placer when this does not fit
+    (:data:`GROUPING_ELEMENTS_PER_UNIT`); the strategy skips the placer when this does not fit
     the placer's share of the limit. Size-based: the same on any machine.
 
     Examples
     --------
     >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> round(grouping_cost_s(p, 10.0, 2), 4)
-    0.021
+    0.0099
     """
-    return _seconds(list_work_units(_elements(problem), GROUPING_ELEMENTS_PER_UNIT), time_limit_s, workers)
+    return _seconds(build_units(_elements(problem), GROUPING_ELEMENTS_PER_UNIT), time_limit_s, workers)
 
 
 FLOOR_ELEMENTS_PER_UNIT = 800_000
