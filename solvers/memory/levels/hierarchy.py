@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from solvers.memory.levels.problem import (
-    LevelProblem, LevelSolution, TransferKind, cycles_for_bytes, to_rate,
+    LevelProblem, LevelSolution, OpsAndTensors, TransferKind, cycles_for_bytes, to_rate,
 )
 
 __all__ = ["HierarchyProblem", "Move", "HierarchySolution", "from_level_problem", "from_level_solution"]
@@ -81,7 +81,7 @@ def _check_int(x, what: str) -> int:
 
 
 @dataclass(frozen=True, slots=True)
-class HierarchyProblem:
+class HierarchyProblem(OpsAndTensors):
     """Ops in a fixed order, the tensors they touch, N memory levels joined by DMA paths.
 
     Examples
@@ -211,32 +211,11 @@ class HierarchyProblem:
         return tuple((producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt))
 
     @property
-    def num_ops(self) -> int:
-        return len(self.compute_cycles)
-
-    @property
-    def num_tensors(self) -> int:
-        return len(self.tensor_bytes)
-
-    @property
     def num_levels(self) -> int:
         return len(self.capacity_bytes)
 
     def level_name(self, lv: int) -> str:
         return self.level_names[lv] if lv < len(self.level_names) else str(lv)
-
-    def op_name(self, i: int) -> str:
-        return self.op_names[i] if i < len(self.op_names) else str(i)
-
-    def tensor_name(self, t: int) -> str:
-        return self.tensor_names[t] if t < len(self.tensor_names) else str(t)
-
-    def accesses(self, t: int) -> tuple[int, ...]:
-        """``(producer or -1, readers..., num_ops if live-out)``."""
-        return self._accesses[t]
-
-    def is_real(self, op: int) -> bool:
-        return 0 <= op < self.num_ops
 
     def home(self, t: int) -> int:
         return self.tensor_home[t]

@@ -59,8 +59,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 __all__ = [
-    "SplitGroup", "LevelProblem", "TransferKind", "Transfer", "LevelSolution", "ceil_div", "cycles_for_bytes",
-    "to_rate",
+    "SplitGroup", "OpsAndTensors", "LevelProblem", "TransferKind", "Transfer", "LevelSolution", "ceil_div",
+    "cycles_for_bytes", "to_rate",
 ]
 
 
@@ -200,8 +200,37 @@ def _t2(rows) -> tuple[tuple[int, ...], ...]:
     return tuple(tuple(int(x) for x in row) for row in rows)
 
 
+class OpsAndTensors:
+    """What every memory-level problem (two levels, :class:`LevelProblem`; N levels,
+    ``HierarchyProblem``) says of its ops and tensors: counts, names and each tensor's accesses
+    (the subclass sets ``compute_cycles``, ``tensor_bytes``, the names and ``_accesses``)."""
+
+    __slots__ = ()
+
+    @property
+    def num_ops(self) -> int:
+        return len(self.compute_cycles)
+
+    @property
+    def num_tensors(self) -> int:
+        return len(self.tensor_bytes)
+
+    def op_name(self, i: int) -> str:
+        return self.op_names[i] if i < len(self.op_names) else str(i)
+
+    def tensor_name(self, t: int) -> str:
+        return self.tensor_names[t] if t < len(self.tensor_names) else str(t)
+
+    def accesses(self, t: int) -> tuple[int, ...]:
+        """``(producer or -1, readers..., num_ops if live-out)``."""
+        return self._accesses[t]
+
+    def is_real(self, op: int) -> bool:
+        return 0 <= op < self.num_ops
+
+
 @dataclass(frozen=True, slots=True)
-class LevelProblem:
+class LevelProblem(OpsAndTensors):
     """Ops in a fixed order, the tensors they touch, two memory levels and one DMA engine.
 
     Examples
@@ -309,26 +338,6 @@ class LevelProblem:
         object.__setattr__(self, "_accesses", tuple(
             (producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt)))
 
-    @property
-    def num_ops(self) -> int:
-        return len(self.compute_cycles)
-
-    @property
-    def num_tensors(self) -> int:
-        return len(self.tensor_bytes)
-
-    def op_name(self, i: int) -> str:
-        return self.op_names[i] if i < len(self.op_names) else str(i)
-
-    def tensor_name(self, t: int) -> str:
-        return self.tensor_names[t] if t < len(self.tensor_names) else str(t)
-
-    def accesses(self, t: int) -> tuple[int, ...]:
-        """``(producer or -1, readers..., num_ops if live-out)``."""
-        return self._accesses[t]
-
-    def is_real(self, op: int) -> bool:
-        return 0 <= op < self.num_ops
 
     @property
     def dma_rate(self) -> Fraction:
