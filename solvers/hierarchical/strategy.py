@@ -105,9 +105,10 @@ class StrategyOptions:
     placer_share: float = 0.3
     lns_share: float = 0.6
     bound_share: float = 0.1
-    # Largest graphs whose bound includes the segment part / CP-SAT segment proofs.
+    # Largest graphs whose bound includes the segment part / CP-SAT segment proofs (the proofs
+    # share one model per repeated segment group, so 10k-op graphs afford them: docs/bounds.md).
     segment_max_ops: int = 12_000
-    segment_proof_max_ops: int = 2_500
+    segment_proof_max_ops: int = 12_000
     cpsat: CpSatOptions = field(default_factory=CpSatOptions)
     lns: LnsOptions = field(default_factory=LnsOptions)
 
