@@ -36,7 +36,7 @@ from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 from solvers.budget import run_summary
 from solvers.core import Accepting, SolveOptions, SolveResult, Solver, Status, failure_result
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
-from solvers.portfolio import Portfolio
+from solvers.portfolio import Portfolio, best_of
 from solvers.scheduling import HeftScheduler, SchedulingProblem, SchedulingSolution, validate_schedule
 from solvers.scheduling.problem import FORBIDDEN
 
@@ -126,8 +126,9 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     heuristic's result (the baseline the report shows) and the portfolio's (the better of
     the two, never worse than the heuristic), each schedule checked. With ``start`` (a warm
     start, :class:`PlacementStart`) the exact scheduler is hinted from
-    ``start``'s schedule instead and the result is never worse than it; the heuristic still
-    runs, as the baseline.
+    ``start``'s schedule instead; the heuristic still runs, as the baseline, and the result is
+    the best of the three, so never worse than the start or the heuristic (a poor start, such
+    as every op on one device, must not leave the plan worse than a cold solve's heuristic).
 
     Examples
     --------
@@ -141,12 +142,24 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     heuristic_solver, exact_solver = solvers or solver_choice()
     run = Portfolio(start or heuristic_solver, exact_solver).run(problem, options)
     if start is not None:
-        run = run._replace(heuristic=heuristic_solver.solve(problem, options))
+        plain = heuristic_solver.solve(problem, options)
+        run = run._replace(heuristic=plain, best=_unless_the_heuristic_is_better(plain, run.best))
     for result in (run.heuristic, run.exact, run.best):
         if result is not None and result.status.has_solution:
             _check_solution(problem, result)
     heuristic = run.heuristic or failure_result(Status.UNKNOWN, heuristic_solver.name, 0.0)  # it refused
     return heuristic, run.best
+
+
+def _unless_the_heuristic_is_better(plain: SolveResult, started: SolveResult) -> SolveResult:
+    """The warm-started result, or the plain heuristic's schedule when it is strictly better (a
+    poor start, e.g. every op on one device, that the budget could not repair): then with the
+    better bound of the two, its own name marked, and the started run's record: its search,
+    its lower bound, and the start's objective that plan.json's ``warm_start`` reports."""
+    if not plain.status.has_solution or (started.status.has_solution and plain.objective >= started.objective):
+        return started
+    best = best_of(plain, started)
+    return replace(best, solver_name=f"{plain.solver_name} (better than the warm start)", stats=started.stats)
 
 
 def solve_schedule(problem: Problem, warm_start: Mapping[str, str] | None = None,

@@ -127,6 +127,27 @@ def test_warm_start_is_never_worse_than_the_plan_it_starts_from(solved, tmp_path
     assert summary["objective"] <= summary["warm_start"]["objective"]
 
 
+def test_a_poor_warm_start_never_leaves_the_plan_worse_than_the_heuristic(tmp_path):
+    # every demo op on one edge NPU: 9x HEFT's makespan, more than a 0.2-s budget repairs
+    demo = ROOT / "specs" / "demo.yaml"
+    solo = tmp_path / "solo.json"
+    res = runner.invoke(app, ["solve", str(demo), "-o", str(tmp_path / "d"), "--time-limit", "0.2", "--quiet",
+                              "--no-numeric"])
+    assert res.exit_code == 0, res.output
+    solo.write_text(json.dumps({op: "small1" for op in _placement(tmp_path / "d")}))
+    res = runner.invoke(app, ["score", str(demo), "--placement", str(solo), "-o", str(tmp_path / "s"), "--quiet",
+                              "--no-numeric"])
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["solve", str(demo), "--warm-start", str(tmp_path / "s"), "-o", str(tmp_path / "w"),
+                              "--time-limit", "0.2", "--quiet", "--no-numeric"])
+    assert res.exit_code == 0, res.output
+    plan = _plan_json(tmp_path / "w")
+    assert plan["solver"]["warm_start"]["objective"] == _plan_json(tmp_path / "s")["objective"] > 5_000_000
+    assert plan["objective"] == plan["heuristic_objective"] == 607_739  # HEFT's, not the start's
+    assert plan["solver"]["name"] == "heft (better than the warm start)"
+    assert runner.invoke(app, ["simulate", str(tmp_path / "w")]).exit_code == 0
+
+
 def test_warm_start_needs_a_plan_directory(tmp_path):
     res = runner.invoke(app, ["solve", str(TASKGRAPH), "--warm-start", str(tmp_path / "nowhere"),
                               "-o", str(tmp_path / "w")])
