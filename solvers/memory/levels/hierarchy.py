@@ -182,34 +182,6 @@ class HierarchyProblem(OpsAndTensors):
                                  f"{self.level_name(self.main_level)} (a level order that skips a level?)")
         object.__setattr__(self, "_routes", routes)
 
-    def _build_accesses(self) -> tuple[tuple[int, ...], ...]:
-        """Per tensor ``(producer or -1, readers..., num_ops if live-out)``; checks the op rows."""
-        n, nt = self.num_ops, self.num_tensors
-        if len(self.reads) != n or len(self.writes) != n:
-            raise ValueError(f"reads and writes need {n} rows each")
-        producer = [-1] * nt
-        readers: list[list[int]] = [[] for _ in range(nt)]
-        for i in range(n):
-            rs, ws = self.reads[i], self.writes[i]
-            if len(set(rs)) != len(rs) or len(set(ws)) != len(ws) or set(rs) & set(ws):
-                raise ValueError(f"op {self.op_name(i)} lists a tensor twice")
-            for t in (*rs, *ws):
-                if not 0 <= t < nt:
-                    raise ValueError(f"op {self.op_name(i)} names unknown tensor {t}")
-            for t in ws:
-                if producer[t] >= 0:
-                    raise ValueError(f"tensor {self.tensor_name(t)} is written by two ops")
-                producer[t] = i
-            for t in rs:
-                readers[t].append(i)
-        for t in range(nt):
-            if readers[t] and producer[t] >= 0 and readers[t][0] <= producer[t]:
-                raise ValueError(f"tensor {self.tensor_name(t)} is read before it is written")
-        if any(not 0 <= t < nt for t in self.live_out) or any(not 0 <= i < n for i in self.fast_only_ops):
-            raise ValueError("live_out / fast_only_ops name an unknown tensor / op")
-        live = set(self.live_out)
-        return tuple((producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt))
-
     @property
     def num_levels(self) -> int:
         return len(self.capacity_bytes)

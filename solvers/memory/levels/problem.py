@@ -203,7 +203,8 @@ def _t2(rows) -> tuple[tuple[int, ...], ...]:
 class OpsAndTensors:
     """What every memory-level problem (two levels, :class:`LevelProblem`; N levels,
     ``HierarchyProblem``) says of its ops and tensors: counts, names and each tensor's accesses
-    (the subclass sets ``compute_cycles``, ``tensor_bytes``, the names and ``_accesses``)."""
+    (the subclass has ``compute_cycles``, ``tensor_bytes``, ``reads``, ``writes``, ``live_out``,
+    ``fast_only_ops`` and the names, and sets ``_accesses`` from :meth:`_build_accesses`)."""
 
     __slots__ = ()
 
@@ -227,6 +228,36 @@ class OpsAndTensors:
 
     def is_real(self, op: int) -> bool:
         return 0 <= op < self.num_ops
+
+    def _build_accesses(self) -> tuple[tuple[int, ...], ...]:
+        """Per tensor ``(producer or -1, readers..., num_ops if live-out)``; checks the op rows."""
+        n, nt = self.num_ops, self.num_tensors
+        if len(self.reads) != n or len(self.writes) != n:
+            raise ValueError(f"reads and writes need {n} rows each")
+        producer = [-1] * nt
+        readers: list[list[int]] = [[] for _ in range(nt)]
+        for i in range(n):
+            rs, ws = self.reads[i], self.writes[i]
+            if len(set(rs)) != len(rs) or len(set(ws)) != len(ws):
+                raise ValueError(f"op {self.op_name(i)} lists a tensor twice")
+            if set(rs) & set(ws):
+                raise ValueError(f"op {self.op_name(i)} reads and writes the same tensor")
+            for t in (*rs, *ws):
+                if not 0 <= t < nt:
+                    raise ValueError(f"op {self.op_name(i)} names unknown tensor {t}")
+            for t in ws:
+                if producer[t] >= 0:
+                    raise ValueError(f"tensor {self.tensor_name(t)} is written by two ops")
+                producer[t] = i
+            for t in rs:
+                readers[t].append(i)
+        for t in range(nt):
+            if readers[t] and producer[t] >= 0 and readers[t][0] <= producer[t]:
+                raise ValueError(f"tensor {self.tensor_name(t)} is read before it is written")
+        if any(not 0 <= t < nt for t in self.live_out) or any(not 0 <= i < n for i in self.fast_only_ops):
+            raise ValueError("live_out / fast_only_ops name an unknown tensor / op")
+        live = set(self.live_out)
+        return tuple((producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt))
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,28 +324,7 @@ class LevelProblem(OpsAndTensors):
             raise ValueError("DMA bandwidth and latency must be >= 0")
         if any(c < 0 for c in self.compute_cycles) or any(b < 0 for b in self.tensor_bytes):
             raise ValueError("compute cycles and tensor bytes must be >= 0")
-        producer = [-1] * nt
-        readers: list[list[int]] = [[] for _ in range(nt)]
-        for i in range(n):
-            rs, ws = self.reads[i], self.writes[i]
-            if len(set(rs)) != len(rs) or len(set(ws)) != len(ws):
-                raise ValueError(f"op {self.op_name(i)} lists a tensor twice")
-            if set(rs) & set(ws):
-                raise ValueError(f"op {self.op_name(i)} reads and writes the same tensor")
-            for t in (*rs, *ws):
-                if not 0 <= t < nt:
-                    raise ValueError(f"op {self.op_name(i)} names unknown tensor {t}")
-            for t in ws:
-                if producer[t] >= 0:
-                    raise ValueError(f"tensor {self.tensor_name(t)} is written by two ops")
-                producer[t] = i
-            for t in rs:
-                readers[t].append(i)
-        for t in range(nt):
-            if readers[t] and producer[t] >= 0 and readers[t][0] <= producer[t]:
-                raise ValueError(f"tensor {self.tensor_name(t)} is read before it is written")
-        if any(not 0 <= t < nt for t in self.live_out) or any(not 0 <= i < n for i in self.fast_only_ops):
-            raise ValueError("live_out / fast_only_ops name an unknown tensor / op")
+        accesses = self._build_accesses()
         seen_ops: set[int] = set()
         seen_tensors: set[int] = set()
         for g in self.splits:
@@ -334,9 +344,7 @@ class LevelProblem(OpsAndTensors):
                 raise ValueError(f"split group {g.first_op}..{g.last_op}: portion_compute for factor 1 {whole} "
                                  f"differs from the ops' compute_cycles "
                                  f"{self.compute_cycles[g.first_op:g.last_op + 1]}")
-        live = set(self.live_out)
-        object.__setattr__(self, "_accesses", tuple(
-            (producer[t], *readers[t], *((n,) if t in live else ())) for t in range(nt)))
+        object.__setattr__(self, "_accesses", accesses)
 
 
     @property
