@@ -18,6 +18,7 @@ does not plan the home levels' room: a plan that overflows one is dropped).
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
@@ -302,7 +303,11 @@ def _prefetch_triggers(problem: HierarchyProblem, occ: _Occupancy, evictions: di
     return triggers
 
 
-def _result(problem: HierarchyProblem, s: HierarchySolution | None, name: str, t0: float) -> SolveResult:
+def _result(problem: HierarchyProblem, plan: Callable[[HierarchyProblem], HierarchySolution | None],
+            name: str) -> SolveResult:
+    """``plan(problem)`` as a solver result, its wall time included."""
+    t0 = time.perf_counter()
+    s = plan(problem)
     if s is None:
         return failure_result(Status.UNKNOWN, name, time.perf_counter() - t0)
     return SolveResult(Status.FEASIBLE, s.makespan_cycles, None, s, time.perf_counter() - t0, name,
@@ -324,8 +329,7 @@ class AllHomeHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
-        t0 = time.perf_counter()  # before the plan: its wall time is the solve's
-        return _result(problem, plan_hierarchy_all_home(problem), self.name, t0)
+        return _result(problem, plan_hierarchy_all_home, self.name)
 
 
 class GreedyHierarchySolver(Accepting):
@@ -343,5 +347,4 @@ class GreedyHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
-        t0 = time.perf_counter()  # before the plan: its wall time is the solve's
-        return _result(problem, plan_hierarchy_greedy(problem), self.name, t0)
+        return _result(problem, plan_hierarchy_greedy, self.name)
