@@ -21,7 +21,7 @@ Examples
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 from planner.errors import SpecError
 from planner.reader import read_json, read_text_file
@@ -30,7 +30,7 @@ from planner.spec import Spec
 from planner.scheduling import PlacementStart, pin_devices
 from solvers.scheduling import SchedulingProblem
 
-__all__ = ["read_placement", "check_placement", "usable_placement", "pin"]
+__all__ = ["base_op_name", "placement_of", "read_placement", "check_placement", "usable_placement", "pin"]
 
 
 def _plan_dir_placement(directory: Path) -> dict[str, str]:
@@ -44,11 +44,29 @@ def _plan_dir_placement(directory: Path) -> dict[str, str]:
     if not isinstance(ops, list) or not all(isinstance(o, dict) and isinstance(o.get("name"), str)
                                             and isinstance(o.get("device"), str) for o in ops):
         raise SpecError(f"{path}: ops: expected a list of {{name, device, ...}} objects")
+    return placement_of((o["name"], o["device"]) for o in ops)
+
+
+def base_op_name(name: str) -> str:
+    """The graph op a planned op's name stands for: ``op#p`` (a memory instance) is ``op``.
+
+    >>> base_op_name("m/fc#1"), base_op_name("m/fc"), base_op_name("m/a#b")
+    ('m/fc', 'm/fc', 'm/a#b')
+    """
+    head, sep, tail = name.rpartition("#")
+    return head if sep and tail.isdigit() else name
+
+
+def placement_of(ops: Iterable[tuple[str, str]]) -> dict[str, str]:
+    """op -> device from planned ``(name, device)`` pairs, memory instances folded into their op
+    (the first instance's device).
+
+    >>> placement_of([("m/a#0", "d0"), ("m/a#1", "d1"), ("m/b", "d1")])
+    {'m/a': 'd0', 'm/b': 'd1'}
+    """
     placement: dict[str, str] = {}
-    for o in ops:
-        head, sep, tail = o["name"].rpartition("#")
-        name = head if sep and tail.isdigit() else o["name"]
-        placement.setdefault(name, o["device"])
+    for name, device in ops:
+        placement.setdefault(base_op_name(name), device)
     return placement
 
 

@@ -38,6 +38,7 @@ from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
 from planner.replan.commands import check_route, score_placement
 from planner.replan.kept import KeptSchedule, at_spec_costs, plan_schedule
+from planner.replan.placement import base_op_name, placement_of
 from planner.replan.stats import measured_links, measured_ops
 from planner.scheduling import PlacementStart, best_of_heuristic_and_exact, pin_devices, solver_choice
 from planner.spec import Spec
@@ -101,11 +102,6 @@ class Decision:
                 "moved": [vars(m) for m in self.moves], "reason": self.reason}
 
 
-def _base(name: str) -> str:
-    head, sep, tail = name.rpartition("#")
-    return head if sep and tail.isdigit() else name
-
-
 def speed_ratios(spec: Spec, planned: Mapping[str, tuple[str, int]],
                  measured: Mapping[str, tuple[str, int]]) -> dict[str, dict[str, float]]:
     """Device -> op type -> median of measured / planned cycles (``"*"``: the device's median).
@@ -122,7 +118,7 @@ def speed_ratios(spec: Spec, planned: Mapping[str, tuple[str, int]],
     for name, (device, cycles) in sorted(planned.items()):
         if name not in measured or cycles <= 0:
             continue
-        kind = spec.graph.ops[_base(name)].type
+        kind = spec.graph.ops[base_op_name(name)].type
         samples.setdefault(device, {}).setdefault(kind, []).append(measured[name][1] / cycles)
     ratios: dict[str, dict[str, float]] = {}
     for device, by_kind in samples.items():
@@ -338,8 +334,9 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     with stage("solve"):  # the predictions are the re-plan's solve, with the final schedule below
         built = to_problem(spec)
         run = RunSettings.of(spec, solves_s * 2 / 3, workers, seed, search, progress)
-        decision = decide(spec, _placement(verdict.plan), speed_ratios(spec, planned, measured),
-                          _link_ratios(doc), settings, run, built)
+        current = placement_of((o.name, o.device) for o in verdict.plan.ops)
+        decision = decide(spec, current, speed_ratios(spec, planned, measured), _link_ratios(doc), settings, run,
+                          built)
         decision = replace(decision, time_limit_s=limit, fixed_costs_s=fixed_s)
         kept = (at_spec_costs(decision.solution, built[0]) if decision.moves
                 else plan_schedule(verdict.plan, *built))
@@ -347,14 +344,6 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     outcome = score_placement(spec, decision.placement, time_limit_s=solves_s / 3, workers=workers, seed=seed,
                               search=search, progress=progress, source=str(plan_dir), built=built, exact=exact)
     return _with_decision(decision, outcome)
-
-
-def _placement(plan: Any) -> dict[str, str]:
-    """op -> device of a verified plan (an op planned as memory instances ``op#p``: its first one's)."""
-    placement: dict[str, str] = {}
-    for o in plan.ops:
-        placement.setdefault(_base(o.name), o.device)
-    return placement
 
 
 def replanned(plan_dir: Path, stats: Path, spec_path: Path, min_gain_pct: float, headroom_pct: float,
