@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Any, Callable, Mapping, Sequence
 
+from planner.instances import base_op_name
 from planner.units import format_bytes
 
 __all__ = ["GanttBar", "Series", "gantt_svg", "gantt_section", "dma_transfers", "step_chart_svg", "bars_svg", "nice_step", "summary_cards",
@@ -352,11 +353,6 @@ def summary_cards(doc: Mapping[str, Any]) -> str:
     ]) + "</div>"
 
 
-def _base(name: str) -> str:
-    head, sep, tail = name.rpartition("#")
-    return head if sep and tail.isdigit() else name
-
-
 def dma_transfers(memory: Mapping[str, Any] | None) -> dict[str, list[Mapping[str, Any]]]:
     """Device -> its DMAs (memory.json ``devices.<name>.transfers``), by device name; ``{}`` without memory.json."""
     return {name: list(dp.get("transfers", ())) for name, dp in sorted(((memory or {}).get("devices") or {}).items())}
@@ -368,10 +364,10 @@ def _op_colors(doc: Mapping[str, Any]) -> tuple[dict[str, str], Any]:
     kind_of = {d["name"]: d["kind"] for d in doc["devices"]}
     if len({info.get("model", "") for info in ops.values()}) > 1:
         def key(op: Mapping[str, Any]) -> str:
-            return (ops.get(_base(op["name"])) or {}).get("model", "ops")
+            return (ops.get(base_op_name(op["name"])) or {}).get("model", "ops")
     else:
         def key(op: Mapping[str, Any]) -> str:
-            units = (ops.get(_base(op["name"])) or {}).get("units") or {}
+            units = (ops.get(base_op_name(op["name"])) or {}).get("units") or {}
             if kind_of.get(op["device"]) in units:
                 return f"{units[kind_of[op['device']]]} unit"
             unanimous = set(units.values())  # the device's kind unknown (a bare Plan): the unit if every kind agrees

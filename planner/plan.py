@@ -21,6 +21,7 @@ from html import escape
 from typing import Any, Mapping
 
 from planner.charts import NOTEBOOK_STYLE, gantt_section, summary_cards
+from planner.instances import base_op_name
 
 __all__ = ["PlacedOp", "PlacedTransfer", "Plan", "PlanStatus", "PLAN_FORMAT_VERSION", "PLAN_STATUSES", "relative_gap",
            "plan_document", "seal_of"]
@@ -199,8 +200,7 @@ class Plan:
             row = {"name": o.name, "device": o.device, "stream": o.stream, "start_cycle": o.start_cycle,
                    "duration_cycles": o.duration_cycles, "end_cycle": o.end_cycle,
                    "start_us": o.start_cycle * 1e6 / self.clock_hz, "duration_us": o.duration_cycles * 1e6 / self.clock_hz}
-            head, sep, tail = o.name.rpartition("#")
-            graph_op = head if sep and tail.isdigit() and head in ops else o.name
+            graph_op = base_op_name(o.name, ops)
             if graph_op in ops:
                 row.update(graph_op=graph_op, model=ops[graph_op]["model"], macs=ops[graph_op]["macs"])
             rows.append(row)

@@ -155,7 +155,7 @@ IMPORTS = [i for m in sorted(MODULES) for i in _imports_of(m)]
 # docs/architecture.md ("Layers").
 LAYERS = (
     ("solvers", ("solvers",)),
-    ("base", ("planner.errors", "planner.hardware", "planner.interrupts", "planner.safe_output",
+    ("base", ("planner.errors", "planner.hardware", "planner.instances", "planner.interrupts", "planner.safe_output",
               "planner.units", "planner.reader", "planner.input_files", "planner.stage_timing", "planner.charts")),
     ("graph", ("planner.graph",)),
     ("isa", ("planner.isa",)),

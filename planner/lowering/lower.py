@@ -45,6 +45,7 @@ from typing import Any, Mapping
 
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
+from planner.instances import base_op_name
 from planner.isa.cost import OpCost, op_cost
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
@@ -179,12 +180,10 @@ def base_op(name: str, graph: Graph) -> str:
     >>> base_op("fc#1", g), base_op("fc", g)
     ('fc', 'fc')
     """
-    if name in graph.ops:
-        return name
-    head, sep, tail = name.rpartition("#")
-    if sep and tail.isdigit() and head in graph.ops:
-        return head
-    raise KeyError(name)
+    base = base_op_name(name, graph.ops)
+    if base not in graph.ops:
+        raise KeyError(name)
+    return base
 
 
 def _compute_instruction(name: str, cost: OpCost, op_type: str, main: int, stream: int, start: int,

@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from planner.errors import SpecError
+from planner.instances import base_op_name
 from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import op_device_cycles
 from planner.spec import Spec
 from planner.scheduling import PlacementStart, pin_devices
 from solvers.scheduling import SchedulingProblem
 
-__all__ = ["base_op_name", "placement_of", "read_placement", "check_placement", "usable_placement", "pin"]
+__all__ = ["placement_of", "read_placement", "check_placement", "usable_placement", "pin"]
 
 
 def _plan_dir_placement(directory: Path) -> dict[str, str]:
@@ -45,16 +46,6 @@ def _plan_dir_placement(directory: Path) -> dict[str, str]:
                                             and isinstance(o.get("device"), str) for o in ops):
         raise SpecError(f"{path}: ops: expected a list of {{name, device, ...}} objects")
     return placement_of((o["name"], o["device"]) for o in ops)
-
-
-def base_op_name(name: str) -> str:
-    """The graph op a planned op's name stands for: ``op#p`` (a memory instance) is ``op``.
-
-    >>> base_op_name("m/fc#1"), base_op_name("m/fc"), base_op_name("m/a#b")
-    ('m/fc', 'm/fc', 'm/a#b')
-    """
-    head, sep, tail = name.rpartition("#")
-    return head if sep and tail.isdigit() else name
 
 
 def placement_of(ops: Iterable[tuple[str, str]]) -> dict[str, str]:

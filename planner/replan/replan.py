@@ -38,7 +38,8 @@ from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
 from planner.replan.commands import check_route, score_placement
 from planner.replan.kept import KeptSchedule, at_spec_costs, plan_schedule
-from planner.replan.placement import base_op_name, placement_of
+from planner.instances import base_op_name
+from planner.replan.placement import placement_of
 from planner.replan.stats import measured_links, measured_ops
 from planner.scheduling import PlacementStart, best_of_heuristic_and_exact, pin_devices, solver_choice
 from planner.spec import Spec

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from planner.hardware import Hardware
+from planner.instances import base_op_name
 from planner.plan import Plan
 from planner.units import format_bytes  # re-exported: the report's byte format
 
@@ -79,11 +80,7 @@ def op_count(names: list[str], graph=None) -> str:
     >>> op_count(["fc#0", "fc#1", "relu"], Graph([], [Op("fc", "task"), Op("relu", "task")]))
     '2 ops (3 instances)'
     """
-    bases = set()
-    for name in names:
-        head, sep, tail = name.rpartition("#")
-        in_graph = graph is not None and name not in graph.ops and head in graph.ops
-        bases.add(head if sep and tail.isdigit() and in_graph else name)
+    bases = set(names) if graph is None else {base_op_name(name, graph.ops) for name in names}
     ops = f"{len(bases)} op" + ("" if len(bases) == 1 else "s")
     return ops + (f" ({len(names)} instances)" if len(bases) != len(names) else "")
 

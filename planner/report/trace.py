@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
+from planner.instances import base_op_name
 from planner.isa.instructions import COMPUTE_OPCODES, DMA_STREAM
 from planner.plan import Plan
 
@@ -25,11 +26,6 @@ DMA_TID = 1000  # the DMA engine's thread in its device's process (after any str
 
 def _us(cycles: int, clock_hz: int) -> float:
     return cycles * 1_000_000 / clock_hz
-
-
-def _base(name: str) -> str:
-    head, sep, tail = name.rpartition("#")
-    return head if sep and tail.isdigit() else name
 
 
 def _metadata(plan: Plan, device_names: list[str], link_names: list[str],
@@ -78,7 +74,7 @@ def _op_bytes(plan: Plan, programs: Mapping[str, Any], memory: Mapping[str, Any]
             out[access["instance"]] = {dp["fast_level"]: access["fast_bytes"], dp["slow_level"]: access["slow_bytes"]}
     ops = plan.resources.get("ops") or {}
     for op in plan.ops:
-        program, info = programs.get(op.device), ops.get(_base(op.name))
+        program, info = programs.get(op.device), ops.get(base_op_name(op.name))
         if op.name not in out and program is not None and info is not None:
             out[op.name] = {program.levels[program.main_level].name: info["bytes_read"] + info["bytes_written"]}
     return out
@@ -91,11 +87,11 @@ def _op_events(plan: Plan, pid_of: Mapping[str, int], programs: Mapping[str, Any
     events = []
     for op in sorted(plan.ops, key=lambda o: (o.start_cycle, o.device, o.stream, o.name)):
         args: dict[str, Any] = {"start_cycle": op.start_cycle, "duration_cycles": op.duration_cycles}
-        info = resources.get(_base(op.name))
-        if info is not None and _base(op.name) == op.name:
+        info = resources.get(base_op_name(op.name))
+        if info is not None and base_op_name(op.name) == op.name:
             args.update(model=info["model"], macs=info["macs"], flops=info["flops"])
         elif info is not None:  # a portion of a split op: the figures are the whole op's
-            args.update(model=info["model"], graph_op=_base(op.name), graph_op_macs=info["macs"],
+            args.update(model=info["model"], graph_op=base_op_name(op.name), graph_op_macs=info["macs"],
                         graph_op_flops=info["flops"])
         if op.name in per_level:
             args["bytes_by_level"] = per_level[op.name]

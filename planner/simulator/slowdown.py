@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 import numpy as np
 
 from planner.errors import SpecError
+from planner.instances import base_op_name
 
 __all__ = ["Slowdown", "MeasuredOp", "MeasuredTransfer", "WhatIf", "parse_slowdown", "what_if"]
 
@@ -127,11 +128,6 @@ class WhatIf:
     makespan_cycles: int
 
 
-def _base(name: str, known: Any) -> str:
-    head, sep, tail = name.rpartition("#")
-    return head if sep and tail.isdigit() and name not in known else name
-
-
 def _dependencies(simulation: Any, op_edges: Iterable[tuple[str, str]]) -> dict[Any, set[Any]]:
     """Node -> the nodes it waits for: stream and link order, same-device inputs, transfers."""
     ops, transfers = simulation.ops, simulation.transfers
@@ -151,7 +147,7 @@ def _dependencies(simulation: Any, op_edges: Iterable[tuple[str, str]]) -> dict[
             preds[after[3]].add(before[3])
     instances: dict[str, list[str]] = defaultdict(list)
     for n in ops:
-        instances[_base(n, ())].append(n)
+        instances[base_op_name(n)].append(n)
     for u, v in op_edges:
         for a in instances.get(u, ()):
             for b in instances.get(v, ()):

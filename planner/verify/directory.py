@@ -48,6 +48,7 @@ from typing import Any, Mapping
 from planner.errors import BinaryFormatError, VerificationError
 from planner.graph.ir import GraphError
 from planner.graph.serialize import graph_from_dict
+from planner.instances import base_op_name
 from planner.isa.binary import decode, listing
 from planner.plan import Plan, seal_of
 from planner.report.html import render_html
@@ -161,11 +162,9 @@ def _base_ops(plan: Plan, graph: Any, memory_planning: bool) -> dict[str, str]:
     """Plan op (or op instance ``"op#p"``) -> graph op; every graph op placed."""
     base: dict[str, str] = {}
     for i, o in enumerate(plan.ops):
-        head, sep, tail = o.name.rpartition("#")
-        if o.name in graph.ops:
-            base[o.name] = o.name
-        elif memory_planning and sep and tail.isdigit() and head in graph.ops:
-            base[o.name] = head
+        graph_op = base_op_name(o.name, graph.ops)
+        if graph_op in graph.ops and (memory_planning or graph_op == o.name):
+            base[o.name] = graph_op
         else:
             raise VerificationError("plan.json", f"ops[{i}] {o.name!r}", detail="graph.json has no such op")
     unplaced = sorted(set(graph.ops) - set(base.values()))

@@ -36,6 +36,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from planner.errors import VerificationError
+from planner.instances import split_instance
 
 __all__ = ["instance_portion", "check_memory_document", "replayed_figures"]
 
@@ -48,9 +49,8 @@ def instance_portion(name: str) -> int:
     >>> instance_portion("x#1@sram.0")
     1
     """
-    head = name.split("@", 1)[0]
-    _, sep, tail = head.rpartition("#")
-    return int(tail) if sep and tail.isdigit() else -1
+    _, portion = split_instance(name.split("@", 1)[0])
+    return -1 if portion is None else portion
 
 
 def _fail(field: str, expected: Any, found: Any, detail: str | None = None) -> VerificationError:
