@@ -14,6 +14,16 @@ __all__ = ["PROFILES", "get_profile"]
 KiB, MiB, GiB = 1 << 10, 1 << 20, 1 << 30
 GB = 10**9
 
+# Jouppi et al., ISCA 2023: a TPU v4 TensorCore at 1050 MHz with 128x128 MXUs, 32 GiB HBM2 at
+# 1200 GB/s, 128 MiB CMEM, 16 MiB VMEM per TensorCore (two cores: 32 MiB). Shared by the
+# `tpu-v4` profile and `tpu-v4-host`, which adds the host's memory below HBM.
+_TPU_V4_CORE = dict(clock_hz=1_050_000_000, mxu_rows=128, mxu_cols=128, vector_lanes=1024)
+_TPU_V4_LEVELS = (
+    MemoryLevel("vmem", 32 * MiB, 1_050_000_000 * 1024 * 4),
+    MemoryLevel("cmem", 128 * MiB, 1_050_000_000 * 1024),
+    MemoryLevel("hbm", 32 * GiB, 1200 * GB),
+)
+
 PROFILES: dict[str, Profile] = {
     p.name: p
     for p in (
@@ -28,16 +38,9 @@ PROFILES: dict[str, Profile] = {
             dma_latency_cycles=100,
             description="TPU v1 (inference): 256x256 int8 MXU, 700 MHz, 28 MiB on chip, 8 GiB DDR3",
         ),
-        # Jouppi et al., ISCA 2023: 1050 MHz, 128x128 MXUs, 32 GiB HBM2 at 1200 GB/s,
-        # 128 MiB CMEM, 16 MiB VMEM per TensorCore (two cores: 32 MiB).
+        # The TensorCore's figures are above (_TPU_V4_CORE, _TPU_V4_LEVELS).
         Profile(
-            name="tpu-v4", clock_hz=1_050_000_000, mxu_rows=128, mxu_cols=128, vector_lanes=1024,
-            memory=(
-                MemoryLevel("vmem", 32 * MiB, 1_050_000_000 * 1024 * 4),
-                MemoryLevel("cmem", 128 * MiB, 1_050_000_000 * 1024),
-                MemoryLevel("hbm", 32 * GiB, 1200 * GB),
-            ),
-            dma_latency_cycles=500,
+            name="tpu-v4", **_TPU_V4_CORE, memory=_TPU_V4_LEVELS, dma_latency_cycles=500,
             description="TPU v4 TensorCore: 128x128 MXU, 1050 MHz, 32 MiB VMEM, 128 MiB CMEM, 32 GiB HBM2",
         ),
         # Four levels: the TPU v4 TensorCore above (same paper) with the host's memory below
@@ -48,13 +51,8 @@ PROFILES: dict[str, Profile] = {
         # level (weights live there); DMAs join vmem and cmem to each other and to HBM, and
         # only HBM to the host.
         Profile(
-            name="tpu-v4-host", clock_hz=1_050_000_000, mxu_rows=128, mxu_cols=128, vector_lanes=1024,
-            memory=(
-                MemoryLevel("vmem", 32 * MiB, 1_050_000_000 * 1024 * 4),
-                MemoryLevel("cmem", 128 * MiB, 1_050_000_000 * 1024),
-                MemoryLevel("hbm", 32 * GiB, 1200 * GB),
-                MemoryLevel("host", 96 * GiB, 15_750_000_000),
-            ),
+            name="tpu-v4-host", **_TPU_V4_CORE,
+            memory=_TPU_V4_LEVELS + (MemoryLevel("host", 96 * GiB, 15_750_000_000),),
             dma_latency_cycles=500,
             description="TPU v4 TensorCore with host memory: vmem, cmem, 32 GiB HBM2 (main), host over PCIe Gen3 x16",
             main_level="hbm",
