@@ -50,7 +50,7 @@ from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import interval_if
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
-from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy, retime_hierarchy
+from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_best, retime_hierarchy
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, validate_hierarchy
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
@@ -498,7 +498,7 @@ class CpSatHierarchySolver(Accepting):
               ) -> SolveResult[HierarchySolution]:
         t0 = time.perf_counter()
         budget = Budget.of(options, Calibration("memory-hierarchy", self.dtime_per_second), t0)
-        candidates = [s for s in (plan_hierarchy_greedy(problem), plan_hierarchy_all_home(problem)) if s is not None]
+        candidates = [s for s in (plan_hierarchy_best(problem),) if s is not None]
         if isinstance(options.hint, HierarchySolution) and not validate_hierarchy(problem, options.hint):
             candidates.append(retime_hierarchy(problem, options.hint))
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)

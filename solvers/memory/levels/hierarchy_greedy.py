@@ -11,6 +11,12 @@ held one op longer where every level on the route has room, fetches triggered as
 every level on the route has room. With two levels this is exactly
 :func:`~solvers.memory.levels.greedy.plan_greedy` (tests/solvers/memory/test_hierarchy.py).
 
+The greedy is not cost-aware by itself: over a slow host link it may stage weights whose
+fetches cost more than the reads they speed up. ``cost_aware=True`` offers an input tensor
+only the levels whose fetch pays for itself, and :class:`GreedyHierarchySolver` keeps the best
+of both greedy plans and everything at home (:func:`plan_hierarchy_best`), so it is never
+slower than everything at home.
+
 Heuristics: FEASIBLE with ``bound=None``, or UNKNOWN when they find no plan (the greedy
 does not plan the home levels' room: a plan that overflows one is dropped).
 """
@@ -23,10 +29,10 @@ from typing import Callable
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, level_occupancy, replay_hierarchy
-from solvers.memory.levels.problem import TransferKind
+from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
-__all__ = ["retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "AllHomeHierarchySolver",
-           "GreedyHierarchySolver"]
+__all__ = ["retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best",
+           "AllHomeHierarchySolver", "GreedyHierarchySolver"]
 
 
 def retime_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> HierarchySolution:
@@ -68,9 +74,14 @@ def plan_hierarchy_all_home(problem: HierarchyProblem) -> HierarchySolution | No
     return s if _fits_everywhere(problem, s) else None
 
 
-def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | None = None
-                          ) -> HierarchySolution | None:
+def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | None = None,
+                          cost_aware: bool = False) -> HierarchySolution | None:
     """The Belady-like greedy plan over every level (None when it finds none).
+
+    ``cost_aware``: an input tensor (one that starts at home) is only offered the levels
+    whose fetch pays for itself: the DMA cycles along ``route(home, level)`` at most the op
+    cycles its reads save there (``ceil(b/bw_home) - ceil(b/bw_level)`` per read). Over a
+    slow host link, reading straight from host then beats staging through hbm.
 
     Examples
     --------
@@ -83,7 +94,7 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     >>> s.level, [(m.src_level, m.dst_level, m.start_cycle) for m in s.moves], s.makespan_cycles
     (((2, 0),), [(2, 1, 0), (1, 0, 8)], 14)
     """
-    residency = _Residency(problem)
+    residency = _Residency(problem, cost_aware)
     for i, row in enumerate(problem.op_accesses()):
         assigned = residency.make_room(i, row)
         if assigned is None:
@@ -109,6 +120,39 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     return s if _fits_everywhere(problem, s) else None
 
 
+def _fetch_pays(problem: HierarchyProblem, t: int, lv: int) -> bool:
+    """Whether an input tensor's fetch to ``lv`` costs no more DMA cycles than its reads save
+    there (always, for a tensor an op produces: it need not move at all)."""
+    acc = problem.accesses(t)
+    if problem.is_real(acc[0]):
+        return True
+    home, size, bw = problem.home(t), problem.tensor_bytes[t], problem.bandwidth_bytes_per_cycle
+    route = problem.route(home, lv)
+    dma = sum(problem.hop_cycles(t, a, b) for a, b in zip(route, route[1:]))
+    reads = sum(1 for a in acc if problem.is_real(a))
+    return dma <= reads * (cycles_for_bytes(size, bw[home]) - cycles_for_bytes(size, bw[lv]))
+
+
+def plan_hierarchy_best(problem: HierarchyProblem) -> HierarchySolution | None:
+    """The shortest of the Belady greedy, the cost-aware greedy and everything at home (in
+    that order on ties), so never slower than everything at home when that plan exists.
+
+    Examples
+    --------
+    Three host weights over a slow host link (1 B/cycle): staging each through hbm into vmem
+    takes 20 DMA cycles for 16 cycles of host reads, so the plain greedy (66) loses to
+    reading from host (48); the cost-aware greedy reads from host:
+
+    >>> p = HierarchyProblem((2, 2, 2), ((0,), (1,), (2,)), ((), (), ()), (16, 16, 16), (16, 32, 256, 4096),
+    ...                      (16, 8, 4, 1), 2, ((0, 1), (0, 2), (1, 2), (2, 3)), tensor_home=(3, 3, 3))
+    >>> plan_hierarchy_greedy(p).makespan_cycles, plan_hierarchy_best(p).makespan_cycles
+    (66, 48)
+    """
+    plans = (plan_hierarchy_greedy(problem), plan_hierarchy_greedy(problem, cost_aware=True),
+             plan_hierarchy_all_home(problem))
+    return min((s for s in plans if s is not None), key=lambda s: s.makespan_cycles, default=None)
+
+
 def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route, trigger: int,
           release: int) -> list[Move]:
     return [Move(kind, t, gap, h, route[h], route[h + 1], trigger, release, 0,
@@ -118,7 +162,7 @@ def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route
 class _Residency:
     """Phase A: the level of every access, op by op, one Belady cache per level."""
 
-    def __init__(self, problem: HierarchyProblem) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False) -> None:
         self.problem = problem
         self.size = problem.tensor_bytes
         self.acc = [problem.accesses(t) for t in range(problem.num_tensors)]
@@ -131,6 +175,9 @@ class _Residency:
         # level 0 (the fast level, as in the two-level greedy) and any faster than home.
         self.candidates = [tuple(lv for lv in range(problem.home(t)) if lv == 0 or bw[lv] > bw[problem.home(t)])
                            for t in range(problem.num_tensors)]
+        if cost_aware:
+            self.candidates = [tuple(lv for lv in c if _fetch_pays(problem, t, lv))
+                               for t, c in enumerate(self.candidates)]
         self.carried: list[dict[int, int]] = [{} for _ in range(problem.num_levels)]  # level -> {tensor: access}
         self.orig: dict[int, int] = {}  # tensor -> level of the producer's copy, not yet saved home
         self.evictions: dict[int, list[int]] = {}  # tensor -> [gap, release op, source level]
@@ -227,7 +274,7 @@ class _Residency:
 class _Occupancy:
     """Bytes in every level at every point as phase B lays the moves out."""
 
-    def __init__(self, problem: HierarchyProblem) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False) -> None:
         self.problem = problem
         self.occ = [[0] * (2 * problem.num_ops + 1) for _ in range(problem.num_levels)]
 
@@ -333,7 +380,8 @@ class AllHomeHierarchySolver(Accepting):
 
 
 class GreedyHierarchySolver(Accepting):
-    """Belady per level with earliest-possible fetches along each route.
+    """Belady per level with earliest-possible fetches along each route; the best of the plain
+    and cost-aware greedy and everything at home (:func:`plan_hierarchy_best`).
 
     Examples
     --------
@@ -347,4 +395,4 @@ class GreedyHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
-        return _result(problem, plan_hierarchy_greedy, self.name)
+        return _result(problem, plan_hierarchy_best, self.name)
