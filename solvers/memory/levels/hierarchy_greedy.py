@@ -75,13 +75,16 @@ def plan_hierarchy_all_home(problem: HierarchyProblem) -> HierarchySolution | No
 
 
 def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | None = None,
-                          cost_aware: bool = False) -> HierarchySolution | None:
+                          cost_aware: bool = False, stay_home: frozenset = frozenset()
+                          ) -> HierarchySolution | None:
     """The Belady-like greedy plan over every level (None when it finds none).
 
     ``cost_aware``: an input tensor (one that starts at home) is only offered the levels
     whose fetch pays for itself: the DMA cycles along ``route(home, level)`` at most the op
     cycles its reads save there (``ceil(b/bw_home) - ceil(b/bw_level)`` per read). Over a
     slow host link, reading straight from host then beats staging through hbm.
+    ``stay_home``: tensors never offered another level (e.g. those a relaxation reads in place,
+    :func:`~solvers.memory.levels.hierarchy_bounds.solve_bound_relaxation`).
 
     Examples
     --------
@@ -94,7 +97,7 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     >>> s.level, [(m.src_level, m.dst_level, m.start_cycle) for m in s.moves], s.makespan_cycles
     (((2, 0),), [(2, 1, 0), (1, 0, 8)], 14)
     """
-    residency = _Residency(problem, cost_aware)
+    residency = _Residency(problem, cost_aware, stay_home)
     for i, row in enumerate(problem.op_accesses()):
         assigned = residency.make_room(i, row)
         if assigned is None:
@@ -162,7 +165,8 @@ def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route
 class _Residency:
     """Phase A: the level of every access, op by op, one Belady cache per level."""
 
-    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False, stay_home: frozenset = frozenset()
+                 ) -> None:
         self.problem = problem
         self.size = problem.tensor_bytes
         self.acc = [problem.accesses(t) for t in range(problem.num_tensors)]
@@ -178,6 +182,8 @@ class _Residency:
         if cost_aware:
             self.candidates = [tuple(lv for lv in c if _fetch_pays(problem, t, lv))
                                for t, c in enumerate(self.candidates)]
+        for t in stay_home:
+            self.candidates[t] = ()
         self.carried: list[dict[int, int]] = [{} for _ in range(problem.num_levels)]  # level -> {tensor: access}
         self.orig: dict[int, int] = {}  # tensor -> level of the producer's copy, not yet saved home
         self.evictions: dict[int, list[int]] = {}  # tensor -> [gap, release op, source level]
@@ -274,7 +280,8 @@ class _Residency:
 class _Occupancy:
     """Bytes in every level at every point as phase B lays the moves out."""
 
-    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False, stay_home: frozenset = frozenset()
+                 ) -> None:
         self.problem = problem
         self.occ = [[0] * (2 * problem.num_ops + 1) for _ in range(problem.num_levels)]
 
