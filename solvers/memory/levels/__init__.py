@@ -46,6 +46,10 @@ from solvers.memory.levels.hierarchy_validate import (
     HierarchyMetrics, HierarchyReplay, hierarchy_metrics, hierarchy_op_durations, level_occupancy, level_pieces,
     op_level_bytes, replay_hierarchy, required_moves, validate_hierarchy,
 )
+from solvers.memory.levels.hierarchy_bounds import (
+    RelaxationResult, build_bound_model, hierarchy_lower_bound, op_cycle_lower_bounds, relaxation_stays_home,
+    solve_bound_relaxation,
+)
 from solvers.memory.levels.problem import (
     LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
 )
@@ -70,4 +74,6 @@ __all__ = [
     "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best",
     "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
     "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
+    "op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home", "RelaxationResult",
+    "solve_bound_relaxation", "hierarchy_lower_bound",
 ]
