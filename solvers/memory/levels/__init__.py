@@ -40,7 +40,7 @@ from solvers.memory.levels.hierarchy_cpsat import (
 )
 from solvers.memory.levels.hierarchy_greedy import (
     AllHomeHierarchySolver, GreedyHierarchySolver, plan_hierarchy_all_home, plan_hierarchy_best, plan_hierarchy_greedy,
-    retime_hierarchy,
+    retime_hierarchy, search_stay_home,
 )
 from solvers.memory.levels.hierarchy_validate import (
     HierarchyMetrics, HierarchyReplay, hierarchy_metrics, hierarchy_op_durations, level_occupancy, level_pieces,
@@ -71,7 +71,7 @@ __all__ = [
     "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
-    "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best",
+    "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best", "search_stay_home",
     "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
     "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
     "op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home", "RelaxationResult",

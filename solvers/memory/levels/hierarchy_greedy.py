@@ -32,6 +32,7 @@ from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, level_oc
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
 __all__ = ["retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best",
+           "search_stay_home",
            "AllHomeHierarchySolver", "GreedyHierarchySolver"]
 
 
@@ -154,6 +155,68 @@ def plan_hierarchy_best(problem: HierarchyProblem) -> HierarchySolution | None:
     plans = (plan_hierarchy_greedy(problem), plan_hierarchy_greedy(problem, cost_aware=True),
              plan_hierarchy_all_home(problem))
     return min((s for s in plans if s is not None), key=lambda s: s.makespan_cycles, default=None)
+
+
+def search_stay_home(problem: HierarchyProblem, stay_home: frozenset, op_evaluations: float,
+                     stop: Callable[[], bool] = lambda: False) -> tuple[HierarchySolution | None, dict]:
+    """Local search over which tensors the greedy keeps home, from ``stay_home``: sweep the
+    tensors that may stay home (slowest home first, where the choice weighs most; then first
+    access first), flip one at a time, keep a flip when the
+    greedy plan gets shorter; sweep again while a sweep improved. Never worse than its start.
+    Work is counted: each greedy plan costs ``num_ops`` of ``op_evaluations`` (deterministic);
+    ``stop()`` is a safety net only (then ``stopped_by`` says so).
+
+    Examples
+    --------
+    Two host weights over a slow link: keeping both home costs 16 + 16 = 32. Flipping w0
+    fetches it before op 0 (host -> hbm 16, hbm -> vmem 4): 20 + 2 + 16 = 38, not kept;
+    flipping w1 fetches it while op 0 reads w0 from host [0, 16): its hops end at 20, op 1
+    [20, 22): 22, kept:
+
+    >>> p = HierarchyProblem((2, 2), ((0,), (1,)), ((), ()), (16, 16), (16, 32, 256, 4096), (16, 8, 4, 1), 2,
+    ...                      ((0, 1), (0, 2), (1, 2), (2, 3)), tensor_home=(3, 3))
+    >>> plan_hierarchy_greedy(p, stay_home=frozenset({0, 1})).makespan_cycles
+    32
+    >>> s, info = search_stay_home(p, frozenset({0, 1}), 100)
+    >>> s.makespan_cycles, info["flips_kept"]
+    (22, 1)
+    """
+    stay = set(stay_home)
+    best = plan_hierarchy_greedy(problem, stay_home=frozenset(stay))
+    order = sorted((t for t in range(problem.num_tensors) if _may_stay_home(problem, t)),
+                   key=lambda t: (problem.bandwidth_bytes_per_cycle[problem.home(t)], _first_real_access(problem, t), t))
+    used, tried, kept, stopped = float(problem.num_ops), 0, 0, "converged"
+    improved = True
+    while improved and stopped == "converged":
+        improved = False
+        for t in order:
+            if used + problem.num_ops > op_evaluations:
+                stopped = "work_budget"
+                break
+            if stop():
+                stopped = "wall_clock"
+                break
+            trial = stay ^ {t}
+            s = plan_hierarchy_greedy(problem, stay_home=frozenset(trial))
+            used += problem.num_ops
+            tried += 1
+            if s is not None and (best is None or s.makespan_cycles < best.makespan_cycles):
+                best, stay, improved = s, trial, True
+                kept += 1
+    return best, {"flips_tried": tried, "flips_kept": kept, "op_evaluations": used, "stopped_by": stopped}
+
+
+def _may_stay_home(problem: HierarchyProblem, t: int) -> bool:
+    """Whether keeping ``t`` home is a real choice: it has bytes, a home slower than some level,
+    and no fast-only op reads it away from level 0."""
+    bw, acc = problem.bandwidth_bytes_per_cycle, problem.accesses(t)
+    if not problem.tensor_bytes[t] or bw[problem.home(t)] >= max(bw):
+        return False
+    return problem.home(t) == 0 or not any(a in problem.fast_only_ops for a in acc if problem.is_real(a))
+
+
+def _first_real_access(problem: HierarchyProblem, t: int) -> int:
+    return next((a for a in problem.accesses(t) if problem.is_real(a)), problem.num_ops)
 
 
 def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route, trigger: int,
@@ -320,14 +383,19 @@ def _hold_evictions(problem: HierarchyProblem, occ: _Occupancy, evictions: dict,
         for lv in problem.route(problem.home(t), level[t][j])[1:]:
             occ.add(lv, t, 2 * acc[t][j], 2 * acc[t][j] + 1)
     end = 2 * problem.num_ops + 1
-    for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
+    order = sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t))
+    # Every eviction's own span before any is held longer: a hold checked against fewer
+    # pieces could overflow once a later eviction's span is added.
+    for t in order:
         g, r, src = evictions[t]
         route = problem.route(src, problem.home(t))
-        held = route[:-1]
         lo = 2 * acc[t][g - 1] + 2
-        for lv in held:
+        for lv in route[:-1]:
             occ.add(lv, t, lo, 2 * r + 1)
         occ.add(route[-1], t, lo, end)
+    for t in order:
+        g, r, src = evictions[t]
+        held = problem.route(src, problem.home(t))[:-1]
         last = acc[t][g] - 1 if (t, g) in refetched else acc[t][g]
         if r < last and all(occ.fits(held, t, p) for p in (2 * r + 1, 2 * r + 2) if p < end):
             for lv in held:
