@@ -9,8 +9,10 @@ host over PCIe):
 * ``chain-1000``: a synthetic 1,000-tensor chain (residual blocks with 64 KiB - 4 MiB
   activations and 1 - 8 MiB weights, some weights on host), for the solve-time target.
 
-Per instance: the N-level greedy and CP-SAT makespans (and CP-SAT's bound), everything at
-home, today's two-level plan (vmem over hbm: ``CpSatLevelSolver`` on the two-level problem,
+Per instance: the N-level Belady greedy (``greedy``), the best of it, its cost-aware variant
+and everything at home (``greedy_best``, :class:`GreedyHierarchySolver`), the CP-SAT solver's
+makespan, bound and gap (above 64 ops: the relaxation bound and the stay-home search, see
+``solvers/memory/levels/hierarchy_cpsat.py``), everything at home, today's two-level plan (vmem over hbm: ``CpSatLevelSolver`` on the two-level problem,
 where it exists), each plan's buffers packed per level by greedy-by-size (64-B alignment)
 against the level's live-bytes bound, and packed by CP-SAT offsets
 (``solvers.memory.levels.hierarchy_offsets.pack_levels``, ``packed_peak_over_live``), the
@@ -159,7 +161,7 @@ def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
     """Every solver on one instance; a row of figures."""
     from solvers.core import SolveOptions
     from solvers.memory.levels import (
-        CpSatHierarchySolver, CpSatLevelSolver, plan_hierarchy_all_home, plan_hierarchy_greedy,
+        CpSatHierarchySolver, CpSatLevelSolver, plan_hierarchy_all_home, plan_hierarchy_best, plan_hierarchy_greedy,
     )
 
     if name == "chain-1000":
@@ -171,6 +173,8 @@ def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
     row["all_home"] = _plan_row(four, plan_hierarchy_all_home(four), time.perf_counter() - t)
     t = time.perf_counter()
     row["greedy"] = _plan_row(four, plan_hierarchy_greedy(four), time.perf_counter() - t)
+    t = time.perf_counter()
+    row["greedy_best"] = _plan_row(four, plan_hierarchy_best(four), time.perf_counter() - t)
     options = SolveOptions(time_limit_s=time_limit, num_workers=1, random_seed=0)
     if cpsat:
         t = time.perf_counter()

@@ -19,7 +19,11 @@ N levels (issue 14): :class:`HierarchyProblem` (any number of levels joined by D
 moves along routes, capacity per level at every point), its validator
 (:func:`validate_hierarchy`), :class:`CpSatHierarchySolver` (exact), :class:`GreedyHierarchySolver` /
 :class:`AllHomeHierarchySolver`; two levels are :class:`LevelProblem` exactly
-(:func:`from_level_problem`, :func:`from_level_solution`).
+(:func:`from_level_problem`, :func:`from_level_solution`). Sound lower bounds for any size
+(:func:`hierarchy_lower_bound`: per-op fractional knapsack and a CP-SAT relaxation of which
+tensors leave home); above 64 ops the CP-SAT solver reports that bound and improves the
+relaxation-guided greedy by :func:`search_stay_home`. Offsets in every level:
+:mod:`solvers.memory.levels.hierarchy_offsets` (CP-SAT NoOverlap2D per level).
 
 Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice, up to 64 ops;
 window search around the best plan above), :class:`GreedyLevelSolver` (Belady-like),
