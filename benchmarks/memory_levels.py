@@ -9,10 +9,15 @@ host over PCIe):
 * ``chain-1000``: a synthetic 1,000-tensor chain (residual blocks with 64 KiB - 4 MiB
   activations and 1 - 8 MiB weights, some weights on host), for the solve-time target.
 
-Per instance: the N-level greedy and CP-SAT makespans (and CP-SAT's bound), everything at
-home, today's two-level plan (vmem over hbm: ``CpSatLevelSolver`` on the two-level problem,
+Per instance: the N-level Belady greedy (``greedy``), the best of it, its cost-aware variant
+and everything at home (``greedy_best``, :class:`GreedyHierarchySolver`), the CP-SAT solver's
+makespan, bound and gap (above 64 ops: the relaxation bound and the stay-home search, see
+``solvers/memory/levels/hierarchy_cpsat.py``), everything at home, today's two-level plan (vmem over hbm: ``CpSatLevelSolver`` on the two-level problem,
 where it exists), each plan's buffers packed per level by greedy-by-size (64-B alignment)
-against the level's live-bytes bound, the validator's verdict and the wall time. Not through ``plan solve``:
+against the level's live-bytes bound, and packed by CP-SAT offsets
+(``solvers.memory.levels.hierarchy_offsets.pack_levels``, ``packed_peak_over_live``), the
+validator's verdict, the plan's wall time (``seconds``) and the packing's
+(``packed_seconds``). Not through ``plan solve``:
 lowering, binaries and the simulator are still two-level (docs/memory.md, "Toward N levels").
 
     python -m benchmarks.memory_levels [--time-limit S] [--only NAME]
@@ -33,6 +38,7 @@ from benchmarks._machine import machine_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 PEAK_TARGET, TIME_TARGET_S = 1.02, 60.0
+PACK_TIME_S = 10.0  # CP-SAT offsets per plan, shared by its levels (deterministic time)
 MiB = 1 << 20
 
 __all__ = ["lift_to_profile", "mlp_instance", "chain_instance", "run_one", "main"]
@@ -119,6 +125,8 @@ def _plan_row(problem, solution, seconds: float) -> dict:
     whether greedy-by-size packs every level within its capacity."""
     from solvers.memory import level_offset_problems
     from solvers.memory.levels import hierarchy_metrics, validate_hierarchy
+    from solvers.core import SolveOptions
+    from solvers.memory.levels.hierarchy_offsets import pack_levels
     from solvers.memory.offsets import GreedyBySizeOffsetSolver, live_bytes_lower_bound, validate_offsets
 
     if solution is None:
@@ -135,17 +143,25 @@ def _plan_row(problem, solution, seconds: float) -> dict:
         unbounded = dataclasses.replace(op, capacity_bytes=1 << 62)  # the peak, even past capacity
         peaks.append(GreedyBySizeOffsetSolver().solve(unbounded).objective)
         live.append(live_bytes_lower_bound(op))
+    t = time.perf_counter()
+    packed = pack_levels(problem, solution, 64, SolveOptions(time_limit_s=PACK_TIME_S, num_workers=1, random_seed=0))
+    pack_seconds = time.perf_counter() - t
+    packed_ok = all(lv.problem is None or (lv.peak_bytes is not None and validate_offsets(lv.problem, lv.result.solution)
+                                           == []) for lv in packed)
     return {"makespan": solution.makespan_cycles, "seconds": round(seconds, 2),
             "valid": validate_hierarchy(problem, solution) == [], "offsets_fit": fits,
             "occupancy_peak_bytes": list(m.peak_bytes), "offsets_peak_bytes": peaks, "live_bytes_bound": live,
-            "peak_over_live": [round(pk / lb, 4) if lb and pk is not None else None for pk, lb in zip(peaks, live)]}
+            "peak_over_live": [round(pk / lb, 4) if lb and pk is not None else None for pk, lb in zip(peaks, live)],
+            "packed_valid": packed_ok, "packed_seconds": round(pack_seconds, 2),
+            "packed_peak_over_live": [None if lv.peak_over_live is None else round(lv.peak_over_live, 4)
+                                      for lv in packed]}
 
 
 def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
     """Every solver on one instance; a row of figures."""
     from solvers.core import SolveOptions
     from solvers.memory.levels import (
-        CpSatHierarchySolver, CpSatLevelSolver, plan_hierarchy_all_home, plan_hierarchy_greedy,
+        CpSatHierarchySolver, CpSatLevelSolver, plan_hierarchy_all_home, plan_hierarchy_best, plan_hierarchy_greedy,
     )
 
     if name == "chain-1000":
@@ -157,12 +173,14 @@ def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
     row["all_home"] = _plan_row(four, plan_hierarchy_all_home(four), time.perf_counter() - t)
     t = time.perf_counter()
     row["greedy"] = _plan_row(four, plan_hierarchy_greedy(four), time.perf_counter() - t)
+    t = time.perf_counter()
+    row["greedy_best"] = _plan_row(four, plan_hierarchy_best(four), time.perf_counter() - t)
     options = SolveOptions(time_limit_s=time_limit, num_workers=1, random_seed=0)
     if cpsat:
         t = time.perf_counter()
         r = CpSatHierarchySolver().solve(four, options)
         row["cpsat"] = {**_plan_row(four, r.solution, time.perf_counter() - t), "status": r.status.value,
-                        "bound": r.bound}
+                        "bound": r.bound, "gap": None if r.bound is None else round(r.gap, 4)}
     if two is not None:
         t = time.perf_counter()
         r2 = CpSatLevelSolver().solve(two, options)

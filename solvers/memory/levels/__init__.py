@@ -19,7 +19,11 @@ N levels (issue 14): :class:`HierarchyProblem` (any number of levels joined by D
 moves along routes, capacity per level at every point), its validator
 (:func:`validate_hierarchy`), :class:`CpSatHierarchySolver` (exact), :class:`GreedyHierarchySolver` /
 :class:`AllHomeHierarchySolver`; two levels are :class:`LevelProblem` exactly
-(:func:`from_level_problem`, :func:`from_level_solution`).
+(:func:`from_level_problem`, :func:`from_level_solution`). Sound lower bounds for any size
+(:func:`hierarchy_lower_bound`: per-op fractional knapsack and a CP-SAT relaxation of which
+tensors leave home); above 64 ops the CP-SAT solver reports that bound and improves the
+relaxation-guided greedy by :func:`search_stay_home`. Offsets in every level:
+:mod:`solvers.memory.levels.hierarchy_offsets` (CP-SAT NoOverlap2D per level).
 
 Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice, up to 64 ops;
 window search around the best plan above), :class:`GreedyLevelSolver` (Belady-like),
@@ -39,11 +43,16 @@ from solvers.memory.levels.hierarchy_cpsat import (
     build_hierarchy_model,
 )
 from solvers.memory.levels.hierarchy_greedy import (
-    AllHomeHierarchySolver, GreedyHierarchySolver, plan_hierarchy_all_home, plan_hierarchy_greedy, retime_hierarchy,
+    AllHomeHierarchySolver, GreedyHierarchySolver, plan_hierarchy_all_home, plan_hierarchy_best, plan_hierarchy_greedy,
+    retime_hierarchy, search_stay_home,
 )
 from solvers.memory.levels.hierarchy_validate import (
     HierarchyMetrics, HierarchyReplay, hierarchy_metrics, hierarchy_op_durations, level_occupancy, level_pieces,
     op_level_bytes, replay_hierarchy, required_moves, validate_hierarchy,
+)
+from solvers.memory.levels.hierarchy_bounds import (
+    RelaxationResult, build_bound_model, hierarchy_lower_bound, op_cycle_lower_bounds, relaxation_stays_home,
+    solve_bound_relaxation,
 )
 from solvers.memory.levels.problem import (
     LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
@@ -66,7 +75,9 @@ __all__ = [
     "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
-    "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy",
+    "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best", "search_stay_home",
     "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
     "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
+    "op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home", "RelaxationResult",
+    "solve_bound_relaxation", "hierarchy_lower_bound",
 ]

@@ -219,9 +219,14 @@ def _hold_evictions(problem: LevelProblem, occ: _FastOccupancy, evictions: dict[
     # no eviction below is held into a gap a prefetch must land in.
     for t, j in prefetches:
         occ.add(t, 2 * acc[t][j], 2 * acc[t][j] + 1)
-    for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
+    order = sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t))
+    # Every eviction's own span before any is held longer: a hold checked against fewer
+    # pieces could overflow once a later eviction's span is added.
+    for t in order:
         g, r = evictions[t]
         occ.add(t, 2 * acc[t][g - 1] + 2, 2 * r + 1)
+    for t in order:
+        g, r = evictions[t]
         # A prefetch in the same gap is triggered at or after the release: keep one op for it.
         last = acc[t][g] - 1 if (t, g) in refetched else acc[t][g]
         if r < last and all(occ.fits(t, p) for p in (2 * r + 1, 2 * r + 2) if p < len(occ.occ)):

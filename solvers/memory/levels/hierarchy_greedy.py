@@ -11,6 +11,12 @@ held one op longer where every level on the route has room, fetches triggered as
 every level on the route has room. With two levels this is exactly
 :func:`~solvers.memory.levels.greedy.plan_greedy` (tests/solvers/memory/test_hierarchy.py).
 
+The greedy is not cost-aware by itself: over a slow host link it may stage weights whose
+fetches cost more than the reads they speed up. ``cost_aware=True`` offers an input tensor
+only the levels whose fetch pays for itself, and :class:`GreedyHierarchySolver` keeps the best
+of both greedy plans and everything at home (:func:`plan_hierarchy_best`), so it is never
+slower than everything at home.
+
 Heuristics: FEASIBLE with ``bound=None``, or UNKNOWN when they find no plan (the greedy
 does not plan the home levels' room: a plan that overflows one is dropped).
 """
@@ -23,10 +29,11 @@ from typing import Callable
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, level_occupancy, replay_hierarchy
-from solvers.memory.levels.problem import TransferKind
+from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
-__all__ = ["retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "AllHomeHierarchySolver",
-           "GreedyHierarchySolver"]
+__all__ = ["retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best",
+           "search_stay_home",
+           "AllHomeHierarchySolver", "GreedyHierarchySolver"]
 
 
 def retime_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> HierarchySolution:
@@ -68,9 +75,17 @@ def plan_hierarchy_all_home(problem: HierarchyProblem) -> HierarchySolution | No
     return s if _fits_everywhere(problem, s) else None
 
 
-def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | None = None
+def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | None = None,
+                          cost_aware: bool = False, stay_home: frozenset = frozenset()
                           ) -> HierarchySolution | None:
     """The Belady-like greedy plan over every level (None when it finds none).
+
+    ``cost_aware``: an input tensor (one that starts at home) is only offered the levels
+    whose fetch pays for itself: the DMA cycles along ``route(home, level)`` at most the op
+    cycles its reads save there (``ceil(b/bw_home) - ceil(b/bw_level)`` per read). Over a
+    slow host link, reading straight from host then beats staging through hbm.
+    ``stay_home``: tensors never offered another level (e.g. those a relaxation reads in place,
+    :func:`~solvers.memory.levels.hierarchy_bounds.solve_bound_relaxation`).
 
     Examples
     --------
@@ -83,7 +98,7 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     >>> s.level, [(m.src_level, m.dst_level, m.start_cycle) for m in s.moves], s.makespan_cycles
     (((2, 0),), [(2, 1, 0), (1, 0, 8)], 14)
     """
-    residency = _Residency(problem)
+    residency = _Residency(problem, cost_aware, stay_home)
     for i, row in enumerate(problem.op_accesses()):
         assigned = residency.make_room(i, row)
         if assigned is None:
@@ -109,6 +124,101 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     return s if _fits_everywhere(problem, s) else None
 
 
+def _fetch_pays(problem: HierarchyProblem, t: int, lv: int) -> bool:
+    """Whether an input tensor's fetch to ``lv`` costs no more DMA cycles than its reads save
+    there (always, for a tensor an op produces: it need not move at all)."""
+    acc = problem.accesses(t)
+    if problem.is_real(acc[0]):
+        return True
+    home, size, bw = problem.home(t), problem.tensor_bytes[t], problem.bandwidth_bytes_per_cycle
+    route = problem.route(home, lv)
+    dma = sum(problem.hop_cycles(t, a, b) for a, b in zip(route, route[1:]))
+    reads = sum(1 for a in acc if problem.is_real(a))
+    return dma <= reads * (cycles_for_bytes(size, bw[home]) - cycles_for_bytes(size, bw[lv]))
+
+
+def plan_hierarchy_best(problem: HierarchyProblem) -> HierarchySolution | None:
+    """The shortest of the Belady greedy, the cost-aware greedy and everything at home (in
+    that order on ties), so never slower than everything at home when that plan exists.
+
+    Examples
+    --------
+    Three host weights over a slow host link (1 B/cycle): staging each through hbm into vmem
+    takes 20 DMA cycles for 16 cycles of host reads, so the plain greedy (66) loses to
+    reading from host (48); the cost-aware greedy reads from host:
+
+    >>> p = HierarchyProblem((2, 2, 2), ((0,), (1,), (2,)), ((), (), ()), (16, 16, 16), (16, 32, 256, 4096),
+    ...                      (16, 8, 4, 1), 2, ((0, 1), (0, 2), (1, 2), (2, 3)), tensor_home=(3, 3, 3))
+    >>> plan_hierarchy_greedy(p).makespan_cycles, plan_hierarchy_best(p).makespan_cycles
+    (66, 48)
+    """
+    plans = (plan_hierarchy_greedy(problem), plan_hierarchy_greedy(problem, cost_aware=True),
+             plan_hierarchy_all_home(problem))
+    return min((s for s in plans if s is not None), key=lambda s: s.makespan_cycles, default=None)
+
+
+def search_stay_home(problem: HierarchyProblem, stay_home: frozenset, op_evaluations: float,
+                     stop: Callable[[], bool] = lambda: False) -> tuple[HierarchySolution | None, dict]:
+    """Local search over which tensors the greedy keeps home, from ``stay_home``: sweep the
+    tensors that may stay home (slowest home first, where the choice weighs most; then first
+    access first), flip one at a time, keep a flip when the
+    greedy plan gets shorter; sweep again while a sweep improved. Never worse than its start.
+    Work is counted: each greedy plan costs ``num_ops`` of ``op_evaluations`` (deterministic);
+    ``stop()`` is a safety net only (then ``stopped_by`` says so).
+
+    Examples
+    --------
+    Two host weights over a slow link: keeping both home costs 16 + 16 = 32. Flipping w0
+    fetches it before op 0 (host -> hbm 16, hbm -> vmem 4): 20 + 2 + 16 = 38, not kept;
+    flipping w1 fetches it while op 0 reads w0 from host [0, 16): its hops end at 20, op 1
+    [20, 22): 22, kept:
+
+    >>> p = HierarchyProblem((2, 2), ((0,), (1,)), ((), ()), (16, 16), (16, 32, 256, 4096), (16, 8, 4, 1), 2,
+    ...                      ((0, 1), (0, 2), (1, 2), (2, 3)), tensor_home=(3, 3))
+    >>> plan_hierarchy_greedy(p, stay_home=frozenset({0, 1})).makespan_cycles
+    32
+    >>> s, info = search_stay_home(p, frozenset({0, 1}), 100)
+    >>> s.makespan_cycles, info["flips_kept"]
+    (22, 1)
+    """
+    stay = set(stay_home)
+    best = plan_hierarchy_greedy(problem, stay_home=frozenset(stay))
+    order = sorted((t for t in range(problem.num_tensors) if _may_stay_home(problem, t)),
+                   key=lambda t: (problem.bandwidth_bytes_per_cycle[problem.home(t)], _first_real_access(problem, t), t))
+    used, tried, kept, stopped = float(problem.num_ops), 0, 0, "converged"
+    improved = True
+    while improved and stopped == "converged":
+        improved = False
+        for t in order:
+            if used + problem.num_ops > op_evaluations:
+                stopped = "work_budget"
+                break
+            if stop():
+                stopped = "wall_clock"
+                break
+            trial = stay ^ {t}
+            s = plan_hierarchy_greedy(problem, stay_home=frozenset(trial))
+            used += problem.num_ops
+            tried += 1
+            if s is not None and (best is None or s.makespan_cycles < best.makespan_cycles):
+                best, stay, improved = s, trial, True
+                kept += 1
+    return best, {"flips_tried": tried, "flips_kept": kept, "op_evaluations": used, "stopped_by": stopped}
+
+
+def _may_stay_home(problem: HierarchyProblem, t: int) -> bool:
+    """Whether keeping ``t`` home is a real choice: it has bytes, a home slower than some level,
+    and no fast-only op reads it away from level 0."""
+    bw, acc = problem.bandwidth_bytes_per_cycle, problem.accesses(t)
+    if not problem.tensor_bytes[t] or bw[problem.home(t)] >= max(bw):
+        return False
+    return problem.home(t) == 0 or not any(a in problem.fast_only_ops for a in acc if problem.is_real(a))
+
+
+def _first_real_access(problem: HierarchyProblem, t: int) -> int:
+    return next((a for a in problem.accesses(t) if problem.is_real(a)), problem.num_ops)
+
+
 def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route, trigger: int,
           release: int) -> list[Move]:
     return [Move(kind, t, gap, h, route[h], route[h + 1], trigger, release, 0,
@@ -118,7 +228,8 @@ def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route
 class _Residency:
     """Phase A: the level of every access, op by op, one Belady cache per level."""
 
-    def __init__(self, problem: HierarchyProblem) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False, stay_home: frozenset = frozenset()
+                 ) -> None:
         self.problem = problem
         self.size = problem.tensor_bytes
         self.acc = [problem.accesses(t) for t in range(problem.num_tensors)]
@@ -131,6 +242,11 @@ class _Residency:
         # level 0 (the fast level, as in the two-level greedy) and any faster than home.
         self.candidates = [tuple(lv for lv in range(problem.home(t)) if lv == 0 or bw[lv] > bw[problem.home(t)])
                            for t in range(problem.num_tensors)]
+        if cost_aware:
+            self.candidates = [tuple(lv for lv in c if _fetch_pays(problem, t, lv))
+                               for t, c in enumerate(self.candidates)]
+        for t in stay_home:
+            self.candidates[t] = ()
         self.carried: list[dict[int, int]] = [{} for _ in range(problem.num_levels)]  # level -> {tensor: access}
         self.orig: dict[int, int] = {}  # tensor -> level of the producer's copy, not yet saved home
         self.evictions: dict[int, list[int]] = {}  # tensor -> [gap, release op, source level]
@@ -227,7 +343,8 @@ class _Residency:
 class _Occupancy:
     """Bytes in every level at every point as phase B lays the moves out."""
 
-    def __init__(self, problem: HierarchyProblem) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False, stay_home: frozenset = frozenset()
+                 ) -> None:
         self.problem = problem
         self.occ = [[0] * (2 * problem.num_ops + 1) for _ in range(problem.num_levels)]
 
@@ -266,14 +383,19 @@ def _hold_evictions(problem: HierarchyProblem, occ: _Occupancy, evictions: dict,
         for lv in problem.route(problem.home(t), level[t][j])[1:]:
             occ.add(lv, t, 2 * acc[t][j], 2 * acc[t][j] + 1)
     end = 2 * problem.num_ops + 1
-    for t in sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t)):
+    order = sorted(evictions, key=lambda t: (acc[t][evictions[t][0] - 1], t))
+    # Every eviction's own span before any is held longer: a hold checked against fewer
+    # pieces could overflow once a later eviction's span is added.
+    for t in order:
         g, r, src = evictions[t]
         route = problem.route(src, problem.home(t))
-        held = route[:-1]
         lo = 2 * acc[t][g - 1] + 2
-        for lv in held:
+        for lv in route[:-1]:
             occ.add(lv, t, lo, 2 * r + 1)
         occ.add(route[-1], t, lo, end)
+    for t in order:
+        g, r, src = evictions[t]
+        held = problem.route(src, problem.home(t))[:-1]
         last = acc[t][g] - 1 if (t, g) in refetched else acc[t][g]
         if r < last and all(occ.fits(held, t, p) for p in (2 * r + 1, 2 * r + 2) if p < end):
             for lv in held:
@@ -333,7 +455,8 @@ class AllHomeHierarchySolver(Accepting):
 
 
 class GreedyHierarchySolver(Accepting):
-    """Belady per level with earliest-possible fetches along each route.
+    """Belady per level with earliest-possible fetches along each route; the best of the plain
+    and cost-aware greedy and everything at home (:func:`plan_hierarchy_best`).
 
     Examples
     --------
@@ -347,4 +470,4 @@ class GreedyHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
-        return _result(problem, plan_hierarchy_greedy, self.name)
+        return _result(problem, plan_hierarchy_best, self.name)
