@@ -123,3 +123,27 @@ def test_bad_home_exits_2_without_output(tmp_path):
     assert done.returncode == 2
     assert "s.yaml:31: memory.home.m/w" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_three_level_plan_assembles_lowers_and_replays():
+    from planner.lower_and_replay import replay
+    from planner.memory.hierarchy_assemble import assemble_hierarchy
+    from planner.verify.compare import compare_numeric
+
+    spec = load_spec(THREE)
+    plan = spine_plan(spec)
+    bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, spec.hardware.devices[0], spec.memory)
+    new_plan, memory = assemble_hierarchy(plan, spec.hardware, bridge, solve_hierarchy(bridge, 5).solution, 64)
+    assert new_plan.makespan_cycles == 5220  # 1 GHz: device cycles are timeline cycles
+    mp = memory.devices["npu0"]
+    assert [(t.src_buffer, t.dst_buffer, t.start_cycle, t.end_cycle, t.release_op) for t in mp.transfers] == [
+        ("m/w", "m/w@dram.0", 0, 4146, "m/mm1"), ("m/w@dram.0", "m/w@sram.0", 4146, 4452, "m/mm1")]
+    assert {b.name: b.level for b in mp.buffers} == {"m/x": "dram", "m/w": "host", "m/w@dram.0": "dram",
+                                                     "m/w@sram.0": "sram", "m/h@sram.0": "sram", "m/y": "dram"}
+    assert dict(mp.accesses["m/mm1"].level_bytes) == {"sram": 8192, "dram": 4096, "host": 0}
+    lowered = replay(new_plan, spec, memory)
+    assert lowered.simulation.valid and lowered.simulation.makespan_cycles == 5220
+    mm1 = next(i for i in lowered.programs["npu0"].instructions if i.op == "m/mm1")
+    assert (mm1.level_bytes, mm1.mem_bytes, mm1.fast_bytes, mm1.duration_cycles) == ((8192, 4096, 0), 4096, 8192, 384)
+    numeric = compare_numeric(lowered.binaries, spec.graph)
+    assert all(c.ok for c in numeric.checks) and {c.tensor for c in numeric.checks if c.graph_output} == {"m/y"}
