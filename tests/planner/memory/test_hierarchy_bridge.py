@@ -143,7 +143,7 @@ def test_three_level_plan_assembles_lowers_and_replays():
     assert dict(mp.accesses["m/mm1"].level_bytes) == {"sram": 8192, "dram": 4096, "host": 0}
     lowered = replay(new_plan, spec, memory)
     assert lowered.simulation.valid and lowered.simulation.makespan_cycles == 5220
-    mm1 = next(i for i in lowered.programs["npu0"].instructions if i.op == "m/mm1")
+    mm1 = next(i for i in lowered.programs["npu0"].instructions if i.op == "m/mm1" and i.opcode.name == "MATMUL")
     assert (mm1.level_bytes, mm1.mem_bytes, mm1.fast_bytes, mm1.duration_cycles) == ((8192, 4096, 0), 4096, 8192, 384)
     numeric = compare_numeric(lowered.binaries, spec.graph)
     assert all(c.ok for c in numeric.checks) and {c.tensor for c in numeric.checks if c.graph_output} == {"m/y"}
