@@ -517,13 +517,17 @@ def resolve_homes(document: SpecDocument, graph, hw: Hardware, locator: Locator)
     Raises
     ------
     planner.errors.SpecError
-        At ``memory.home.<tensor>`` for an unknown tensor, an activation or output, an unknown
+        At ``memory.home`` when the spec has more than one device instance; at
+        ``memory.home.<tensor>`` for an unknown tensor, an activation or output, an unknown
         level or a level listed before main memory.
     """
     homes: dict[str, str] = {}
     profiles: dict[str, object] = {}
     for d in hw.devices:
         profiles.setdefault(d.kind, d.profile)
+    if document.memory.home and len(hw.devices) != 1:
+        raise locator.error(f"homes outside main memory need the plan over every level, which covers one device; "
+                            f"this spec has {len(hw.devices)} device instances", ("memory", "home"))
     for tensor, level in document.memory.home.items():
         loc = ("memory", "home", tensor)
         if tensor not in graph.tensors:

@@ -75,7 +75,7 @@ def test_four_level_mlp_equals_the_two_level_optimum_and_gains_with_host_weights
     # tpu-v4-host: the MLP is compute-bound and cmem is slower than HBM, so four levels give
     # the two-level optimum (docs/memory.md); with the four weights in host memory the plan
     # stages them through HBM and beats reading them from host (4,474,733 cycles).
-    spec, bridge = _bridge(ROOT / "specs" / "memory-4level.yaml")
+    spec, bridge = _bridge(ROOT / "specs" / "memory-4level.yaml", home={})  # the spec offloads; not here
     assert bridge.levels == ("vmem", "cmem", "hbm", "host") and bridge.problem.main_level == 2
     out = solve_hierarchy(bridge, time_limit_s=10)
     assert (out.best.status.value, out.best.objective) == ("OPTIMAL", 399456)
@@ -147,3 +147,13 @@ def test_three_level_plan_assembles_lowers_and_replays():
     assert (mm1.level_bytes, mm1.mem_bytes, mm1.fast_bytes, mm1.duration_cycles) == ((8192, 4096, 0), 4096, 8192, 384)
     numeric = compare_numeric(lowered.binaries, spec.graph)
     assert all(c.ok for c in numeric.checks) and {c.tensor for c in numeric.checks if c.graph_output} == {"m/y"}
+
+
+def test_homes_need_a_single_device(tmp_path):
+    file = tmp_path / "s.yaml"
+    text = THREE.read_text().replace("      profile: edge-npu\n", "      profile: edge-npu\n      count: 2\n")
+    text = text.replace("models:", "  topology: {kind: bus, bandwidth: 1 GB/s}\nmodels:")
+    file.write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_spec(file)
+    assert info.value.path == "memory.home" and "covers one device; this spec has 2 device instances" in str(info.value)
