@@ -226,9 +226,9 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
                                                         options.alignment_bytes, stats)
         home_plan, home_memory = assemble_hierarchy(plan, hardware, bridge, out.all_home.solution,
                                                     options.alignment_bytes, stats)
-    except InfeasibleError:
-        if two_levels is not None:  # a level's buffers do not pack at aligned addresses: keep two levels
-            log.warning("device %s: the plan over all levels does not pack; keeping the two-level plan", name)
+    except (InfeasibleError, UnsupportedError) as e:
+        if two_levels is not None:  # e.g. a level's buffers do not pack at aligned addresses: keep two levels
+            log.warning("device %s: no plan over all levels (%s); keeping the two-level plan", name, e)
             return two_levels
         raise
     stopped = combine_stops([out.best.stats.get("stopped_by")])

@@ -148,6 +148,11 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
     times = _DeviceTimes(inst_start, inst_end, max([*inst_end, *dma_end, 0]))
     buffers = _placed_buffers(bridge, pieces, times, hardware, alignment_bytes)
     transfers = []
+    destinations = [pieces.at(m.dst_level, m.tensor, 2 * m.trigger_op + 2) for m in moves]
+    if len(set(destinations)) != len(destinations):
+        # Two hops into one (merged) buffer would give two DMAs one name in the binary.
+        raise UnsupportedError(f"device {d}: two DMAs write the same buffer "
+                               f"{next(x for x in destinations if destinations.count(x) > 1)!r}")
     for q, m in enumerate(moves):
         point = 2 * m.trigger_op + 2
         lt = bridge.tensors[m.tensor]
