@@ -86,3 +86,12 @@ def test_without_homes_a_tie_keeps_the_two_level_plan(tmp_path):
     assert "all in main memory" in memory["baselines"]
     assert all("level_bytes" not in a for a in memory["devices"]["npu0"]["accesses"])
     assert (out / "bin" / "npu0.bin").read_bytes()[8:10] == (2).to_bytes(2, "little")
+
+
+def test_three_level_binaries_take_the_screened_fast_path(three):
+    from planner.isa.binary import decode_tables
+    from planner.simulator.screen import screened_replay
+
+    tables = {p.stem: decode_tables(p.read_bytes(), name=p.stem) for p in sorted((three / "bin").glob("*.bin"))}
+    assert len(tables["npu0"].level_rows) == 2  # the two matmuls carry level bytes
+    assert screened_replay(tables) is not None
