@@ -138,6 +138,16 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
                                f"{len(hardware.devices)} devices")
     if options.home:
         return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, None)
+    two_levels = _plan_two_levels(spec, plan, time_limit_s, seed, search)
+    if n_level is None or n_level not in two_levels.bridges_order:
+        return two_levels
+    return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, two_levels)
+
+
+def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) -> MemoryOutcome:
+    """Every memory-planned device over its fast level and main memory (issue 3), the budget split
+    over the devices; see :func:`plan_memory`."""
+    graph, hardware, options = spec.graph, spec.hardware, spec.memory
     skipped: dict[str, str] = {}
     bridges = {}
     for dev in hardware.devices:
@@ -186,11 +196,8 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
         greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
-    two_levels = MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
-                               {name: b.ops for name, b in bridges.items()}, combine_stops(stops))
-    if n_level is None or n_level not in bridges:
-        return two_levels
-    return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, two_levels)
+    return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
+                         {name: b.ops for name, b in bridges.items()}, combine_stops(stops))
 
 
 def _n_level_device(spec, plan) -> str | None:

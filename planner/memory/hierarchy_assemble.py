@@ -30,7 +30,7 @@ from typing import Mapping
 from planner.errors import UnsupportedError
 from planner.hardware import Hardware
 from planner.memory.addresses import Lifetime, assign_addresses
-from planner.memory.assemble import _DeviceTimes
+from planner.memory.assemble import DeviceTimes
 from planner.memory.hierarchy_bridge import HierarchyBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
@@ -145,7 +145,7 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
                                                                  bridge.device) for q, m in enumerate(moves)]
     inst_start = [start[f"op:{n}"] for n in bridge.ops]
     inst_end = [start[f"op:{n}"] + durations[f"op:{n}"] for n in bridge.ops]
-    times = _DeviceTimes(inst_start, inst_end, max([*inst_end, *dma_end, 0]))
+    times = DeviceTimes(inst_start, inst_end, max([*inst_end, *dma_end, 0]))
     buffers = _placed_buffers(bridge, pieces, times, hardware, alignment_bytes)
     transfers = []
     destinations = [pieces.at(m.dst_level, m.tensor, 2 * m.trigger_op + 2) for m in moves]
@@ -171,7 +171,7 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
             MemoryPlan({d: device_plan}))
 
 
-def _placed_buffers(bridge: HierarchyBridge, pieces: _Pieces, times: _DeviceTimes, hardware: Hardware,
+def _placed_buffers(bridge: HierarchyBridge, pieces: _Pieces, times: DeviceTimes, hardware: Hardware,
                     alignment: int) -> list[MemoryBuffer]:
     """Every piece as a buffer at its cycles, with an address per level."""
     p = bridge.problem

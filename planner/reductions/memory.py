@@ -115,6 +115,9 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     bound = max(memory_bound(spec, solved.problem, solved.reduction, planned), _forced_order_bound(spec, memory))
     bound = min(bound, makespan)
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
+    if memory.all_home_plan is not None:  # homes outside main memory: the spine's heuristic ignores them;
+        # the memory plan's own is the greedy it starts from (or everything at home)
+        plan = replace(plan, heuristic_objective=min(baselines[n] for n in baselines if n != "memory plan"))
     plan = replace(plan, status=status, objective=makespan, bound=bound,
                    gap=(makespan - bound) / makespan if makespan else 0.0,
                    solver={**spine.solver, "memory": choice,
