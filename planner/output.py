@@ -98,9 +98,13 @@ def memory_document(outcome: Outcome, graph) -> dict[str, Any]:
         columns = [("memory plan", dp, memory.plan)]
         if memory.greedy_memory is not None and name in memory.greedy_memory.devices:
             columns.append(("greedy prefetch + greedy-by-size", memory.greedy_memory.devices[name], memory.greedy_plan))
+        if memory.all_home_memory is not None and name in memory.all_home_memory.devices:
+            columns.append(("all at home", memory.all_home_memory.devices[name], memory.all_home_plan))
         for plan_name, device_plan, schedule in columns:
             figures.setdefault(plan_name, {})[name] = _plan_figures(plan_name, device_plan, schedule,
                                                                     outcome.memory_peaks)
+        if "all in main memory" not in outcome.memory_baselines:
+            continue
         main = (outcome.memory_peaks.get("all in main memory") or {}).get(name) or {}
         figures.setdefault("all in main memory", {})[name] = {
             "peak_live_bytes": dict(main), "fast_footprint_bytes": 0,

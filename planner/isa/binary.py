@@ -13,6 +13,13 @@ Version 2 added: the instruction's ``fast_bytes``, the header's fast level and `
 flag, and the kernel tables (what each compute instruction computes, for numeric mode).
 Version 1 binaries are refused with a clear :class:`~planner.errors.BinaryFormatError`
 (re-lower the plan to get version 2).
+
+Version 3 (issue 14, memory plans over more than two levels) appends a *level-bytes table*
+after the records: per instruction with :attr:`~planner.isa.instructions.Instruction.level_bytes`,
+in record order, a :data:`LEVEL_ROW` (record index, reserved) and one u64 per level; the
+header's second reserved field counts its rows. A program without level bytes is written
+as version 2, byte for byte as before, so two-level plans keep their binaries; both
+versions are read.
 """
 
 from __future__ import annotations
@@ -40,12 +47,13 @@ from planner.isa.instructions import (
     VectorOp,
 )
 
-__all__ = ["MAGIC", "FORMAT_VERSION", "HEADER", "RECORD", "KERNEL", "OPERAND", "FLAG_ADDRESSED",
+__all__ = ["MAGIC", "FORMAT_VERSION", "READ_VERSIONS", "LEVEL_ROW", "format_version", "HEADER", "RECORD", "KERNEL", "OPERAND", "FLAG_ADDRESSED",
            "RECORD_DTYPE", "KERNEL_DTYPE", "OPERAND_DTYPE", "Tables", "encode", "decode", "decode_tables",
            "listing"]
 
 MAGIC = b"PLANISA\x00"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # the newest version written (only when a program has level bytes)
+READ_VERSIONS = (2, 3)  # versions decoded (version 2 is version 3 without a level-bytes table)
 NONE = 0xFFFFFFFF  # "no op" in a record's op field
 FLAG_ADDRESSED = 1  # header flags bit 0: ALLOC/FREE d are real addresses (Program.addressed)
 
@@ -58,6 +66,7 @@ HEADER = struct.Struct("<8sHHHHQQIIIIIIHHHHIIIIIhHIIIIQ32s")
 _CHECKSUM_AT = HEADER.size - 32
 LEVEL = struct.Struct("<IIQQ")  # name, reserved, capacity bytes, bandwidth bytes/s
 LINK = struct.Struct("<IIQQ")  # link id, name, bandwidth bytes/s, latency cycles
+LEVEL_ROW = struct.Struct("<II")  # record index, reserved; then one u64 of bytes per level (version 3)
 # opcode, subop, stream, op, start, duration, a, b, c, d, mem_bytes, fast_bytes,
 # list offset, reads, writes.
 RECORD = struct.Struct("<BBHIQQQQQQQQIHH")
@@ -89,6 +98,35 @@ class _Strings:
                 raise ValueError(f"string too long for the string table: {s[:40]!r}...")
             out += _U16.pack(len(b)) + b
         return bytes(out)
+
+
+def format_version(program: Program) -> int:
+    """The format version ``program`` is written in: 3 when an instruction has level bytes, else 2.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import Instruction, LevelInfo, Opcode, Program
+    >>> p = Program("d0", "generic", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("mem", 1 << 20, 10**12),), 0, (), 1, (),
+    ...             (Instruction(Opcode.HALT, 0, 0, 0),))
+    >>> format_version(p)
+    2
+    """
+    return 3 if any(ins.level_bytes for ins in program.instructions) else 2
+
+
+def _level_table(program: Program) -> tuple[bytes, int]:
+    """The version-3 level-bytes table and its row count (empty for a version-2 program)."""
+    rows = bytearray()
+    count = 0
+    n = len(program.levels)
+    for r, ins in enumerate(program.instructions):
+        if ins.level_bytes:
+            if len(ins.level_bytes) != n:
+                raise ValueError(f"instruction {r} ({ins.opcode.name}) gives bytes for {len(ins.level_bytes)} "
+                                 f"levels, the program has {n}")
+            rows += LEVEL_ROW.pack(r, 0) + b"".join(_U64.pack(x) for x in ins.level_bytes)
+            count += 1
+    return bytes(rows), count
 
 
 def encode(program: Program) -> bytes:
@@ -148,16 +186,17 @@ def encode(program: Program) -> bytes:
             lists.extend(o.buffers)
             n_operands += 1
     string_bytes = strings.pack()
+    level_rows, n_level_rows = _level_table(program)
     body = (levels + links + string_bytes + buffers + b"".join(_U32.pack(b) for b in lists)
-            + bytes(kernels) + bytes(operands) + b"".join(_U64.pack(x) for x in dims) + bytes(records))
+            + bytes(kernels) + bytes(operands) + b"".join(_U64.pack(x) for x in dims) + bytes(records) + level_rows)
     header = HEADER.pack(
-        MAGIC, FORMAT_VERSION, HEADER.size, RECORD.size, FLAG_ADDRESSED if program.addressed else 0,
+        MAGIC, format_version(program), HEADER.size, RECORD.size, FLAG_ADDRESSED if program.addressed else 0,
         program.device_clock_hz, program.reference_clock_hz,
         program.mxu_rows, program.mxu_cols, program.vector_lanes, program.dma_latency_cycles,
         profile_idx, device_idx,
         len(program.levels), program.main_level, len(program.links), program.num_streams,
         len(program.instructions), len(strings.items), len(string_bytes), len(program.buffers),
-        len(lists), program.fast_level, 0, len(program.kernels), n_operands, len(dims), 0,
+        len(lists), program.fast_level, 0, len(program.kernels), n_operands, len(dims), n_level_rows,
         len(body), bytes(32))
     digest = hashlib.sha256(header[:_CHECKSUM_AT] + body).digest()
     return header[:_CHECKSUM_AT] + digest + body
@@ -197,7 +236,7 @@ class _Header(NamedTuple):
     n_kernels: int
     n_operands: int
     n_dims: int
-    reserved2: int
+    n_level_rows: int  # version 3: rows of the level-bytes table (version 2: reserved)
     body_bytes: int
     checksum: bytes
 
@@ -245,8 +284,12 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
         raise _fail(f"buffer lists name a buffer id out of range ({h.n_buffers} buffers)", name)
     kernels = _read_kernels(body, pos, h, s, strings, lists, name)
     pos += h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
-    instructions = _instructions(body[pos:], h.n_records, strings, lists, h.n_buffers, h.n_levels,
-                                 {lk[0] for lk in raw_links}, name)
+    instructions = _instructions(body[pos:pos + h.n_records * RECORD.size], h.n_records, strings, lists,
+                                 h.n_buffers, h.n_levels, {lk[0] for lk in raw_links}, name)
+    rows, table = _level_rows(body, pos + h.n_records * RECORD.size, h, name)
+    set_level_bytes = Instruction.level_bytes.__set__
+    for r, row in zip(rows.tolist(), table.tolist()):
+        set_level_bytes(instructions[r], tuple(row))
     return _program(h, strings, raw_levels, raw_links, buffers, instructions, kernels, name)
 
 
@@ -274,6 +317,29 @@ def _program(h: _Header, strings: list[str], raw_levels: list[tuple], raw_links:
         fast_level=h.fast_level, kernels=tuple(kernels), addressed=bool(h.flags & FLAG_ADDRESSED))
 
 
+def _level_row_count(h: _Header) -> int:
+    """Rows of the level-bytes table (version 2 has none, whatever its reserved field holds)."""
+    return h.n_level_rows if h.version >= 3 else 0
+
+
+def _level_rows(body: bytes, pos: int, h: _Header, name: str) -> tuple[np.ndarray, np.ndarray]:
+    """The level-bytes table at ``pos``: record indices (strictly increasing, in range) and a
+    ``rows x levels`` int64 array of bytes (each below 2**62)."""
+    n = _level_row_count(h)
+    width = LEVEL_ROW.size + 8 * h.n_levels
+    raw = np.frombuffer(body, dtype=np.uint8, count=n * width, offset=pos).reshape(n, width)
+    head = raw[:, :LEVEL_ROW.size].copy().view("<u4").reshape(n, 2)
+    table = raw[:, LEVEL_ROW.size:].copy().view("<u8").reshape(n, h.n_levels)
+    rows = head[:, 0].astype(np.int64)
+    if n and ((rows >= h.n_records).any() or (np.diff(rows) <= 0).any() or head[:, 1].any()):
+        raise _fail("level-bytes table: record indices must increase and name records, reserved fields be 0", name)
+    if h.version >= 3 and n == 0:
+        raise _fail("format version 3 without a level-bytes table (write version 2)", name)
+    if n and int(table.max()) >= 1 << 62:
+        raise _fail("level-bytes table: a byte count is out of range", name)
+    return rows, table.astype(np.int64)
+
+
 class Tables(NamedTuple):
     """A binary's tables as numpy arrays, for a replay that works on columns (no per-record objects).
 
@@ -291,6 +357,8 @@ class Tables(NamedTuple):
     kernels: np.ndarray
     operands: np.ndarray
     dims: np.ndarray
+    level_rows: np.ndarray = np.zeros(0, dtype=np.int64)  # version 3: records with level bytes, increasing
+    level_bytes: np.ndarray = np.zeros((0, 0), dtype=np.int64)  # per level row, bytes per level
 
 
 def decode_tables(data: bytes, *, name: str = "binary") -> Tables:
@@ -324,6 +392,7 @@ def decode_tables(data: bytes, *, name: str = "binary") -> Tables:
     dims = np.frombuffer(body, dtype="<u8", count=h.n_dims, offset=pos)
     pos += 8 * h.n_dims
     records = np.frombuffer(body, dtype=RECORD_DTYPE, count=h.n_records, offset=pos)
+    level_rows, level_bytes = _level_rows(body, pos + RECORD.size * h.n_records, h, name)
     dtype_ok = np.array([s in DTYPE_BYTES for s in strings], dtype=bool)
     link_ids = {LINK.unpack_from(body, h.n_levels * LEVEL.size + k * LINK.size)[0] for k in range(h.n_links)}
     ok = (not h.n_buffers or int(buffer_names.max()) < n_strings) and (not h.n_lists or int(lists.max()) < h.n_buffers)
@@ -341,7 +410,7 @@ def decode_tables(data: bytes, *, name: str = "binary") -> Tables:
     raw_links = [LINK.unpack_from(body, h.n_levels * LEVEL.size + k * LINK.size) for k in range(h.n_links)]
     names = buffer_names.tolist()
     shell = _program(h, strings, raw_levels, raw_links, tuple(strings[x] for x in names), [], [], name)
-    return Tables(shell, strings, records, lists, kernels, operands, dims)
+    return Tables(shell, strings, records, lists, kernels, operands, dims, level_rows, level_bytes)
 
 
 def _kernels_ok(kernels: np.ndarray, operands: np.ndarray, h: _Header, n_strings: int, dtype_ok: np.ndarray) -> bool:
@@ -368,9 +437,9 @@ def _check_header(data: bytes, name: str) -> _Header:
         raise _fail(f"bad magic {data[:len(MAGIC)]!r} (expected {MAGIC!r}): not a plan ISA binary", name)
     if len(data) >= 10:
         (version,) = _U16.unpack_from(data, 8)
-        if version != FORMAT_VERSION:
-            raise _fail(f"format version {version} is not supported (this planner reads version "
-                        f"{FORMAT_VERSION}; re-lower the plan)", name)
+        if version not in READ_VERSIONS:
+            raise _fail(f"format version {version} is not supported (this planner reads versions "
+                        f"{' and '.join(map(str, READ_VERSIONS))}; re-lower the plan)", name)
     if len(data) < HEADER.size:
         raise _fail(f"truncated: {len(data)} bytes, the header alone needs {HEADER.size}", name)
     h = _Header(*HEADER.unpack_from(data))
@@ -384,7 +453,7 @@ def _check_header(data: bytes, name: str) -> _Header:
         raise _fail("checksum mismatch: the file is corrupted or was modified after encoding", name)
     expected = (h.n_levels * LEVEL.size + h.n_links * LINK.size + h.string_bytes + 4 * h.n_buffers
                 + 4 * h.n_lists + h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
-                + h.n_records * RECORD.size)
+                + h.n_records * RECORD.size + _level_row_count(h) * (LEVEL_ROW.size + 8 * h.n_levels))
     if expected != h.body_bytes:
         raise _fail(f"section sizes add up to {expected} bytes, body has {h.body_bytes}", name)
     if h.flags & ~FLAG_ADDRESSED:
@@ -536,13 +605,13 @@ def _instruction_builder():
     large plan. Only for decoded records: ``__post_init__``'s conversions and checks hold by
     construction there (an :class:`Opcode`, tuples, unsigned fields)."""
     s = [getattr(Instruction, f).__set__ for f in Instruction.__dataclass_fields__]
-    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14 = s
+    s0, s1, s2, s3, s4, s5, s6, s7, s8, s9, s10, s11, s12, s13, s14, s15 = s
     new = object.__new__
 
     def build(v0, v1, v2, v3, v4, v5, v6, v7, v8, v9, v10, v11, v12, v13, v14):
         i = new(Instruction)
         s0(i, v0), s1(i, v1), s2(i, v2), s3(i, v3), s4(i, v4), s5(i, v5), s6(i, v6), s7(i, v7)
-        s8(i, v8), s9(i, v9), s10(i, v10), s11(i, v11), s12(i, v12), s13(i, v13), s14(i, v14)
+        s8(i, v8), s9(i, v9), s10(i, v10), s11(i, v11), s12(i, v12), s13(i, v13), s14(i, v14), s15(i, ())
         return i
 
     return build
@@ -581,10 +650,12 @@ def _operands(ins: Instruction, program: Program) -> str:
     op = ins.opcode
     lv = program.levels
     fast = f" fast={ins.fast_bytes}B" if ins.fast_bytes else ""
+    levels = (" levels=" + ",".join(f"{lv[k].name}:{b}B" for k, b in enumerate(ins.level_bytes) if b)
+              if ins.level_bytes else "")
     if op in (Opcode.MATMUL, Opcode.CONV):
-        return f"T={ins.a} K={ins.b} N={ins.c} sets={ins.d} mem={ins.mem_bytes}B{fast}"
+        return f"T={ins.a} K={ins.b} N={ins.c} sets={ins.d} mem={ins.mem_bytes}B{fast}{levels}"
     if op == Opcode.VECTOR:
-        return f"{VectorOp(ins.subop).op_type} elements={ins.a} window={ins.b} mem={ins.mem_bytes}B{fast}"
+        return f"{VectorOp(ins.subop).op_type} elements={ins.a} window={ins.b} mem={ins.mem_bytes}B{fast}{levels}"
     if op == Opcode.DMA:
         return f"{lv[ins.a].name}->{lv[ins.b].name} bytes={ins.c}"
     if op in (Opcode.SEND, Opcode.RECV):
@@ -637,7 +708,7 @@ def listing(program: Program) -> str:
              5          0      0  HALT
     """
     lines = [
-        f"; plan ISA v{FORMAT_VERSION} program for device {program.device} (profile {program.profile})",
+        f"; plan ISA v{format_version(program)} program for device {program.device} (profile {program.profile})",
         f"; clocks: device {program.device_clock_hz} Hz, reference {program.reference_clock_hz} Hz; "
         f"streams {program.num_streams}; mxu {program.mxu_rows}x{program.mxu_cols}, "
         f"{program.vector_lanes} lanes, dma latency {program.dma_latency_cycles}"

@@ -15,6 +15,11 @@ operands       ``a, b, c, d``: meaning per opcode (see :class:`Opcode`).
 mem_bytes      bytes a MATMUL or VECTOR reads and writes in main memory (its roofline).
 fast_bytes     bytes it reads and writes in the program's fast level (memory plans, issue 3);
                the roofline is ``max(compute, ceil(fast_bytes·clk/bw_fast) + ceil(mem_bytes·clk/bw_main))``.
+level_bytes    per level of the program (index order), the bytes it reads and writes there, for a
+               memory plan over more than two levels (issue 14; binary format version 3); empty:
+               ``fast_bytes``/``mem_bytes`` say it all. When given, its main entry is ``mem_bytes``,
+               its fast entry ``fast_bytes``, and the roofline is ``max(compute, sum over levels of
+               ceil(bytes_l·clk/bw_l))``.
 address        ALLOC/FREE ``d``: the buffer's byte offset in its level; no two live buffers of
                one level overlap in address (views excepted, see :data:`ALLOC_VIEW`).
 kernel         what a compute instruction computes, for the simulator's numeric mode: op type,
@@ -159,6 +164,7 @@ class Instruction:
     writes: tuple[int, ...] = ()
     peer: str = ""
     fast_bytes: int = 0
+    level_bytes: tuple[int, ...] = ()  # per program level; () for the two-field roofline
 
     def __post_init__(self) -> None:
         # Decoding builds one per record: skip conversions that are already done.
@@ -172,6 +178,11 @@ class Instruction:
         if (self.start_cycle | self.duration_cycles | self.a | self.b | self.c | self.d
                 | self.mem_bytes | self.stream | self.subop | self.fast_bytes) < 0:
             raise ValueError(f"{self.opcode.name}: fields must be non-negative")
+        if self.level_bytes:
+            if type(self.level_bytes) is not tuple:
+                object.__setattr__(self, "level_bytes", tuple(int(x) for x in self.level_bytes))
+            if min(self.level_bytes) < 0:
+                raise ValueError(f"{self.opcode.name}: level bytes must be non-negative")
 
     @property
     def end_cycle(self) -> int:
@@ -335,7 +346,14 @@ class Program:
 
 
 def _roofline_memory_cycles(instr: Instruction, program: Program) -> int:
-    """``ceil(fast_bytes·clk/bw_fast) + ceil(mem_bytes·clk/bw_main)`` (levels are read in series)."""
+    """``ceil(fast_bytes·clk/bw_fast) + ceil(mem_bytes·clk/bw_main)`` (levels are read in series);
+    with ``level_bytes``, the same sum over every level."""
+    if instr.level_bytes:
+        if len(instr.level_bytes) != len(program.levels):
+            raise ValueError(f"{instr.opcode.name} of {instr.op!r} gives bytes for {len(instr.level_bytes)} levels, "
+                             f"the program has {len(program.levels)}")
+        return sum(memory_cycles(b, program.device_clock_hz, lv.bandwidth_bytes_per_s)
+                   for b, lv in zip(instr.level_bytes, program.levels) if b)
     cycles = memory_cycles(instr.mem_bytes, program.device_clock_hz, program.main.bandwidth_bytes_per_s)
     if instr.fast_bytes:
         fast = program.fast
@@ -367,7 +385,7 @@ def device_cycles(instr: Instruction, program: Program) -> int:
         compute = vector_cycles(instr.a, program.vector_lanes, sub.factor, instr.b)
         return max(compute, _roofline_memory_cycles(instr, program))
     if op == Opcode.DMA:
-        if instr.mem_bytes or instr.fast_bytes:
+        if instr.mem_bytes or instr.fast_bytes or any(instr.level_bytes):
             # A data-movement op of a memory-planned program (reshape, transpose, concat, split):
             # a copy through the load/store path, timed by the roofline of the bytes it moves.
             return _roofline_memory_cycles(instr, program)

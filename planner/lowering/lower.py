@@ -188,9 +188,13 @@ def base_op(name: str, graph: Graph) -> str:
 
 def _compute_instruction(name: str, cost: OpCost, op_type: str, main: int, stream: int, start: int,
                          duration: int, reads: tuple[int, ...], writes: tuple[int, ...],
-                         mem_bytes: int | None = None, fast_bytes: int = 0) -> Instruction:
-    """The instruction of one op (or instance) from its cost; ``mem_bytes`` None: the cost's."""
+                         mem_bytes: int | None = None, fast_bytes: int = 0,
+                         level_bytes: tuple[int, ...] = ()) -> Instruction:
+    """The instruction of one op (or instance) from its cost; ``mem_bytes`` None: the cost's;
+    ``level_bytes``: per program level, for a memory plan over more than two levels."""
     common = dict(op=name, reads=reads, writes=writes)
+    if level_bytes and not cost.explicit:
+        common["level_bytes"] = level_bytes
     if cost.explicit:
         return Instruction(Opcode.TASK, stream, start, duration, a=cost.operands[0], **common)
     moved = cost.bytes_moved if mem_bytes is None else mem_bytes
@@ -672,8 +676,13 @@ def _lower_instances(name: str, graph: Graph, hardware: Hardware, b: _DeviceProg
         changed = {x: s for x, s in shapes.items() if s != graph.tensors[x].shape}
         cost = (portion_cost(op, graph, changed, b.device.profile, kind) if changed
                 else op_cost(op, graph, b.device.profile, kind))
+        level_bytes = ()
+        if acc.level_bytes:
+            given = dict(acc.level_bytes)
+            level_bytes = tuple(given.get(lv.name, 0) for lv in b.device.profile.memory)
         b.add(_compute_instruction(o.name, cost, op.type, b.main, o.stream, o.start_cycle, o.duration_cycles,
-                                   reads, writes, mem_bytes=acc.slow_bytes, fast_bytes=acc.fast_bytes))
+                                   reads, writes, mem_bytes=acc.slow_bytes, fast_bytes=acc.fast_bytes,
+                                   level_bytes=level_bytes))
         if has_kernel(op):
             b.kernels.append(make_kernel(o.name, op, ins, outs))
         # Cross-stream order: every instance of a predecessor on this device (portion to portion

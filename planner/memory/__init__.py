@@ -23,9 +23,11 @@ import logging
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from planner.errors import UnsupportedError
+from planner.errors import InfeasibleError, UnsupportedError
 from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason
+from planner.memory.hierarchy_assemble import assemble_hierarchy
+from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
@@ -57,6 +59,10 @@ class MemoryOutcome:
     skipped: dict[str, str] = field(default_factory=dict)  # device -> why it is not memory-planned
     bridges_order: dict[str, tuple[str, ...]] = field(default_factory=dict)  # device -> its ops' fixed order
     stopped_by: str = "finished"  # how the memory solves ended (solvers.budget words)
+    # With tensors homed outside main memory (memory.home): every tensor read from its home, the
+    # baseline in place of "all in main memory" (which would ignore the homes).
+    all_home_plan: Any = None
+    all_home_memory: MemoryPlan | None = None
 
 
 def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
@@ -125,6 +131,23 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
         raise UnsupportedError("memory planning needs `objective: latency`; "
                                f"this spec asks for {plan.objective_kind}")
     graph, hardware = spec.graph, spec.hardware
+    n_level = _n_level_device(spec, plan)
+    if options.home and n_level is None:
+        raise UnsupportedError("memory.home needs memory planning over all levels, which covers a single "
+                               "memory-planned device without transfers; this spec has "
+                               f"{len(hardware.devices)} devices")
+    if options.home:
+        return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, None)
+    two_levels = _plan_two_levels(spec, plan, time_limit_s, seed, search)
+    if n_level is None or n_level not in two_levels.bridges_order:
+        return two_levels
+    return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, two_levels)
+
+
+def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) -> MemoryOutcome:
+    """Every memory-planned device over its fast level and main memory (issue 3), the budget split
+    over the devices; see :func:`plan_memory`."""
+    graph, hardware, options = spec.graph, spec.hardware, spec.memory
     skipped: dict[str, str] = {}
     bridges = {}
     for dev in hardware.devices:
@@ -175,6 +198,77 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
         greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops))
+
+
+def _n_level_device(spec, plan) -> str | None:
+    """The device to plan over all its levels: the spec's only device, when it can be memory-planned
+    and has more than two levels from its fast level on (or tensors homed outside main memory)."""
+    hardware, options = spec.hardware, spec.memory
+    if len(hardware.devices) != 1 or plan.transfers:
+        return None
+    dev = hardware.devices[0]
+    if skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options) or not plans_n_levels(
+            dev, options):
+        return None
+    return dev.name
+
+
+def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search: str,
+                   two_levels: MemoryOutcome | None) -> MemoryOutcome:
+    """Plan ``name`` over every level (issue 14); keep ``two_levels`` unless strictly slower.
+
+    Without homes, the two-level plan (splits included) stays unless the N-level plan is
+    strictly faster, so specs it already served keep their plans. With homes (``two_levels``
+    None) the N-level plans are the only ones that honour them: the greedy and the
+    everything-at-home plans are its baselines.
+    """
+    graph, hardware, options = spec.graph, spec.hardware, spec.memory
+    dev = hardware.device(name)
+    bridge = build_hierarchy_problem(graph, hardware, plan, dev, options)
+    out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search)
+    stats = _hierarchy_stats(bridge, out)
+    try:
+        best_plan, best_memory = assemble_hierarchy(plan, hardware, bridge, out.solution, options.alignment_bytes, stats)
+        greedy_plan, greedy_memory = assemble_hierarchy(plan, hardware, bridge, out.greedy.solution,
+                                                        options.alignment_bytes, stats)
+        home_plan, home_memory = assemble_hierarchy(plan, hardware, bridge, out.all_home.solution,
+                                                    options.alignment_bytes, stats)
+    except (InfeasibleError, UnsupportedError) as e:
+        if two_levels is not None:  # e.g. a level's buffers do not pack at aligned addresses: keep two levels
+            log.warning("device %s: no plan over all levels (%s); keeping the two-level plan", name, e)
+            return two_levels
+        raise
+    stopped = combine_stops([out.best.stats.get("stopped_by")])
+    if two_levels is not None:
+        if best_plan.makespan_cycles >= two_levels.plan.makespan_cycles:
+            return two_levels
+        return MemoryOutcome(best_plan, best_memory, greedy_plan, greedy_memory, dict(two_levels.skipped),
+                             {name: bridge.ops}, combine_stops([two_levels.stopped_by, stopped]))
+    return MemoryOutcome(best_plan, best_memory, greedy_plan, greedy_memory, {}, {name: bridge.ops}, stopped,
+                         home_plan, home_memory)
+
+
+def _hierarchy_stats(bridge, out) -> dict[str, Any]:
+    """The N-level solve's figures for the report. Its bound holds over unsplit plans of the fixed
+    order only, so it is reported as ``hierarchy_bound_device_cycles`` and never proves a plan
+    optimal (``level_bound_device_cycles`` stays None)."""
+    best = out.best
+    return {
+        "levels": list(bridge.levels),
+        "homes": {bridge.tensors[t].tensor: bridge.levels[h] for t, h in enumerate(bridge.problem.tensor_home)
+                  if h != bridge.problem.main_level},
+        "level_solver": best.solver_name,
+        "level_status": best.status.value,
+        "level_makespan_device_cycles": best.objective,
+        "level_bound_device_cycles": None,
+        "hierarchy_bound_device_cycles": best.bound,
+        "level_gap": best.gap,
+        "level_stopped_by": best.stats.get("stopped_by", "finished"),
+        "greedy_makespan_device_cycles": out.greedy.objective,
+        "all_home_makespan_device_cycles": out.all_home.objective,
+        "split_factors": [],
+        "reserve_bytes": bridge.reserve_bytes,
+    }
 
 
 def _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_offsets, hardware):

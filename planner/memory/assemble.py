@@ -29,7 +29,7 @@ from planner.memory.retime import Activity, list_schedule
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from solvers.memory.levels import LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, op_durations
 
-__all__ = ["DeviceLevels", "expand", "assemble"]
+__all__ = ["DeviceLevels", "DeviceTimes", "expand", "assemble"]
 
 
 @dataclass(frozen=True)
@@ -347,8 +347,15 @@ def _expanded_id(names: _Names, orig: int, portion: int) -> int:
 
 
 @dataclass(frozen=True)
-class _DeviceTimes:
-    """A planned device's re-timed instances and its end, with the point → cycle map (module docstring)."""
+class DeviceTimes:
+    """A planned device's re-timed instances and its end, with the point → cycle map (module docstring).
+
+    Examples
+    --------
+    >>> t = DeviceTimes([0, 10], [10, 25], 30)
+    >>> t.point_start(3), t.point_end(2), t.point_end(5)  # op 1 starts; op 0 ends; the device's end
+    (10, 10, 30)
+    """
 
     inst_start: list[int]
     inst_end: list[int]
@@ -376,7 +383,7 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
     sends = [k for k, t in enumerate(transfers) if t.src_device == d]
     recvs = [k for k, t in enumerate(transfers) if t.dst_device == d]
     inst_end = [end(f"op:{x}") for x in names.instances]
-    times = _DeviceTimes([start[f"op:{x}"] for x in names.instances], inst_end, max(
+    times = DeviceTimes([start[f"op:{x}"] for x in names.instances], inst_end, max(
         [*inst_end, *(end(x) for x in dma_names), *(end(f"xfer:{k}") for k in sends + recvs), 0]))
     fast = [MemoryBuffer(name, b.tensors[lv.tensor_origin[t][0]].tensor, _portion(lv, t), b.fast_level, address,
                          lv.expanded.tensor_bytes[t], times.point_start(lo), times.point_end(hi))
@@ -409,7 +416,7 @@ def _portion(lv: DeviceLevels, t: int) -> int:
 
 
 def _slow_uses(names: _Names, accesses: Mapping[str, OpAccess], dma_rows: list[_DmaRow], dma_names: list[str],
-               times: _DeviceTimes, start, end) -> dict[str, list[int]]:
+               times: DeviceTimes, start, end) -> dict[str, list[int]]:
     """Slow buffer name -> the cycles it must cover: the instances that access it, the DMAs that read or write it."""
     uses: dict[str, list[int]] = {}
     slow_names = set(names.slow)
@@ -435,7 +442,7 @@ def _sent_cycles(transfers, sends: list[int], start, end) -> dict[str, list[int]
 
 
 def _slow_copies(lv: DeviceLevels, uses: Mapping[str, list[int]], sent: Mapping[str, list[int]], transfers,
-                 graph: Graph, times: _DeviceTimes, start,
+                 graph: Graph, times: DeviceTimes, start,
                  end) -> tuple[list[MemoryBuffer], list[tuple[str, str, int, int, int]]]:
     """One whole slow buffer (address 0 until placed) per bridge tensor that ever lives slow, and
     its portions' views: (name, parent, tensor index, portion, offset)."""
@@ -467,7 +474,7 @@ def _slow_copies(lv: DeviceLevels, uses: Mapping[str, list[int]], sent: Mapping[
     return slow, views
 
 
-def _control_copies(lv: DeviceLevels, transfers, recvs: list[int], times: _DeviceTimes, start,
+def _control_copies(lv: DeviceLevels, transfers, recvs: list[int], times: DeviceTimes, start,
                     end) -> list[MemoryBuffer]:
     """A zero-byte slow buffer per control edge into the device, live until its consumer's instances end."""
     b = lv.bridge

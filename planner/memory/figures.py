@@ -49,17 +49,23 @@ def _overlap(intervals: list[tuple[int, int]], lo: int, hi: int) -> int:
 def device_figures(plan: DeviceMemoryPlan, schedule) -> dict[str, Any]:
     """Peaks, bytes moved, hidden DMA time and the level solver's figures for one device."""
     fast, slow = plan.fast_level, plan.slow_level
+    # Main <-> fast always; any other pair of levels (a plan over more than two) when a DMA joins them.
     dma_bytes = {f"{slow}->{fast}": 0, f"{fast}->{slow}": 0}
     dma_cycles = 0
     compute = sorted((o.start_cycle, o.end_cycle) for o in schedule.ops if o.device == plan.device)
     hidden = 0
+    level_of = {b.name: b.level for b in plan.buffers}
     for t in plan.transfers:
-        key = f"{slow}->{fast}" if t.kind == "prefetch" else f"{fast}->{slow}"
-        dma_bytes[key] += t.size_bytes
+        key = f"{level_of.get(t.src_buffer, slow)}->{level_of.get(t.dst_buffer, fast)}"
+        dma_bytes[key] = dma_bytes.get(key, 0) + t.size_bytes
         dma_cycles += t.duration_cycles
         hidden += _overlap(compute, t.start_cycle, t.end_cycle)
     op_bytes = {fast: sum(a.fast_bytes for a in plan.accesses.values()),
                 slow: sum(a.slow_bytes for a in plan.accesses.values())}
+    for a in plan.accesses.values():  # levels other than fast and main: the N-level plan's level bytes
+        for level, moved in a.level_bytes:
+            if level not in (fast, slow) and moved:
+                op_bytes[level] = op_bytes.get(level, 0) + moved
     return {
         "device": plan.device,
         "fast_level": fast,

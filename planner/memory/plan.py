@@ -97,7 +97,9 @@ class MemoryTransfer:
 class OpAccess:
     """What one op instance reads and writes: per graph input/output (in the op's order),
     the buffer names holding it (several = portions, concatenated along dimension 0),
-    and the bytes it moves in the fast and in the slow level (its roofline).
+    and the bytes it moves in the fast and in the slow level (its roofline). A plan over
+    more than two levels (issue 14) also gives ``level_bytes``: ``(level, bytes)`` for every
+    level of the device, fastest first (the instruction's level-bytes row); empty otherwise.
 
     Examples
     --------
@@ -114,11 +116,15 @@ class OpAccess:
     outputs: tuple[tuple[str, ...], ...]
     fast_bytes: int
     slow_bytes: int
+    level_bytes: tuple[tuple[str, int], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"instance": self.instance, "op": self.op, "portion": self.portion, "factor": self.factor,
-                "inputs": [list(x) for x in self.inputs], "outputs": [list(x) for x in self.outputs],
-                "fast_bytes": self.fast_bytes, "slow_bytes": self.slow_bytes}
+        out = {"instance": self.instance, "op": self.op, "portion": self.portion, "factor": self.factor,
+               "inputs": [list(x) for x in self.inputs], "outputs": [list(x) for x in self.outputs],
+               "fast_bytes": self.fast_bytes, "slow_bytes": self.slow_bytes}
+        if self.level_bytes:  # two-level plans keep their plan.json bytes
+            out["level_bytes"] = {name: b for name, b in self.level_bytes}
+        return out
 
 
 @dataclass(frozen=True)

@@ -98,9 +98,13 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     candidates = [("memory plan", memory.plan, memory.memory)]
     if memory.greedy_plan is not None:
         candidates.append(("greedy prefetch + greedy-by-size", memory.greedy_plan, memory.greedy_memory))
-    candidates.append(("all in main memory", spine, None))
-    # Replayed in this order: the spine first, as the figures have always been computed.
-    replays = {"all in main memory": replay(spine, spec, None)}
+    if memory.all_home_plan is not None:  # tensors homed outside main memory: main-only plans ignore them
+        candidates.append(("all at home", memory.all_home_plan, memory.all_home_memory))
+        replays = {}
+    else:
+        candidates.append(("all in main memory", spine, None))
+        # Replayed in this order: the spine first, as the figures have always been computed.
+        replays = {"all in main memory": replay(spine, spec, None)}
     replays = {name: replays.get(name) or replay(plan, spec, memory_plan) for name, plan, memory_plan in candidates}
     baselines = {name: replays[name].simulation.makespan_cycles for name, _, _ in candidates}
     peaks = {name: replays[name].simulation.peak_bytes for name, _, _ in candidates}
@@ -111,6 +115,9 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     bound = max(memory_bound(spec, solved.problem, solved.reduction, planned), _forced_order_bound(spec, memory))
     bound = min(bound, makespan)
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
+    if memory.all_home_plan is not None:  # homes outside main memory: the spine's heuristic ignores them;
+        # the memory plan's own is the greedy it starts from (or everything at home)
+        plan = replace(plan, heuristic_objective=min(baselines[n] for n in baselines if n != "memory plan"))
     plan = replace(plan, status=status, objective=makespan, bound=bound,
                    gap=(makespan - bound) / makespan if makespan else 0.0,
                    solver={**spine.solver, "memory": choice,
@@ -121,5 +128,5 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
 
 def _in_report_order(by_name: dict) -> dict:
     """Memory plan, everything in main memory, then the greedy baseline (memory.json's order)."""
-    order = ("memory plan", "all in main memory", "greedy prefetch + greedy-by-size")
+    order = ("memory plan", "all in main memory", "all at home", "greedy prefetch + greedy-by-size")
     return {name: by_name[name] for name in order if name in by_name}

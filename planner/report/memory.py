@@ -48,6 +48,16 @@ def _hidden(fig: Mapping[str, Any]) -> str:
     return f"{100 * fig['dma_hidden_cycles'] / fig['dma_cycles']:.1f}% of {fig['dma_cycles']} cycles"
 
 
+def _others(figs: Mapping[str, Any], key: str, known: tuple[str, ...]) -> list[str]:
+    """The entries of ``key`` beyond ``known`` in any plan's figures, sorted."""
+    return sorted({k for fig in figs.values() for k in fig[key] if k not in known})
+
+
+def _touches(fig: Mapping[str, Any], level: str) -> bool:
+    """Whether a plan's DMAs move bytes into or out of ``level``."""
+    return any(moved and level in pair.split("->") for pair, moved in fig["dma_bytes"].items())
+
+
 def _comparison(device: str, doc: Mapping[str, Any], fast: str, slow: str) -> str:
     """The figures of every plan for one device, side by side."""
     names = sorted((n for n in doc["baselines"] if device in doc["figures"].get(n, {})),
@@ -62,6 +72,14 @@ def _comparison(device: str, doc: Mapping[str, Any], fast: str, slow: str) -> st
           for pair in (f"{slow}->{fast}", f"{fast}->{slow}")],
         *[[f"ops read/write in {level}", *[format_bytes(figs[n]["op_bytes"][level]) for n in names]]
           for level in (fast, slow)],
+        # A plan over more than two levels: the other levels' peaks, DMA pairs and op bytes.
+        *[[f"peak live bytes, {level}", *[format_bytes(figs[n]["peak_live_bytes"].get(level, 0)) for n in names]]
+          for level in _others(figs, "peak_live_bytes", (fast, slow)) if any(figs[n]["op_bytes"].get(level)
+                                                                              or _touches(figs[n], level) for n in names)],
+        *[[f"DMA {pair}", *[format_bytes(figs[n]["dma_bytes"].get(pair, 0)) for n in names]]
+          for pair in _others(figs, "dma_bytes", (f"{slow}->{fast}", f"{fast}->{slow}"))],
+        *[[f"ops read/write in {level}", *[format_bytes(figs[n]["op_bytes"].get(level, 0)) for n in names]]
+          for level in _others(figs, "op_bytes", (fast, slow))],
         ["DMA time hidden under compute", *[_hidden(figs[n]) for n in names]],
         ["simulated makespan", *[doc["baselines"][n] for n in names]],
     ]
@@ -81,13 +99,24 @@ def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
     if dp.get("split_factors"):
         out.append("- Splits: " + ", ".join(f"`{g}` in {k} portions" for g, k in sorted(dp["split_factors"].items()))
                    + " (the portions run in series; each is its own instruction sequence in the binary).")
-    if st.get("level_solver"):
+    if st.get("level_solver") and st.get("levels"):  # the plan over every level
+        out.append(f"- Level assignment over every level ({st['level_solver']}, this device's op order fixed, "
+                   f"unsplit): {st.get('level_status')}, makespan in its model {st.get('level_makespan_device_cycles')} "
+                   f"device cycles, bound {st.get('hierarchy_bound_device_cycles')} (over unsplit plans of this order "
+                   f"only, so it proves nothing about the plan; the replayed makespans are in the table above).")
+    elif st.get("level_solver"):
         out.append(f"- Level assignment ({st['level_solver']}, this device's op order fixed): "
                    f"{st.get('level_status')}, makespan in its model {st.get('level_makespan_device_cycles')} device "
                    f"cycles, bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))} "
                    f"(the replayed makespans of every plan are in the table above).")
-        out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; "
-                   f"{format_bytes(st.get('reserve_bytes'))} of {dp['fast_level']} held back for alignment padding.")
+        if "fast_offsets_status" in st:
+            out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; {format_bytes(st.get('reserve_bytes'))} "
+                       f"of {dp['fast_level']} held back for alignment padding.")
+    if st.get("levels"):
+        homes = ", ".join(f"`{t}` in {lv}" for t, lv in sorted((st.get("homes") or {}).items())) or "none"
+        out.append(f"- Planned over every level: {', '.join(st['levels'])} (tensors homed outside main memory: "
+                   f"{homes}); in the model, greedy {st.get('greedy_makespan_device_cycles')} and everything at "
+                   f"home {st.get('all_home_makespan_device_cycles')} device cycles.")
     return out
 
 

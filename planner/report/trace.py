@@ -72,6 +72,9 @@ def _op_bytes(plan: Plan, programs: Mapping[str, Any], memory: Mapping[str, Any]
     for device, dp in sorted(((memory or {}).get("devices") or {}).items()):
         for access in dp.get("accesses", ()):
             out[access["instance"]] = {dp["fast_level"]: access["fast_bytes"], dp["slow_level"]: access["slow_bytes"]}
+            for level, moved in (access.get("level_bytes") or {}).items():  # a plan over every level
+                if moved and level not in (dp["fast_level"], dp["slow_level"]):
+                    out[access["instance"]][level] = moved
     ops = plan.resources.get("ops") or {}
     for op in plan.ops:
         program, info = programs.get(op.device), ops.get(base_op_name(op.name))

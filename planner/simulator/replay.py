@@ -32,7 +32,10 @@ Checks
   operand held in k buffers is split in k equal parts along dimension 0); with a memory
   plan (``fast_level >= 0``) a MATMUL/VECTOR's ``fast_bytes`` and ``mem_bytes`` equal the
   summed sizes of its distinct kernel operand buffers in the fast and in the main level, and no
-  operand lives in a third level;
+  operand lives in a third level, unless it has level bytes (format version 3): then each
+  level's entry is the summed size of its distinct operand buffers in that level;
+* level bytes: only on MATMUL/CONV/VECTOR and compute-stream DMAs, one entry per level, the
+  main entry equal to ``mem_bytes`` and the fast one to ``fast_bytes`` (0 without a fast level);
 * transfers: every RECV matches one SEND (same id, bytes and link, crossed peers) and
   starts no earlier than it; a link carries one transfer at a time across all binaries;
 * semaphores: each WAIT (any stream, DMA engine included) comes after its SIGNAL; a
@@ -343,7 +346,7 @@ def _check_streams_and_durations(p: Program, v: list[str]) -> None:
                 v.append(f"{_where(p, i, ins)}: only DMAs run on the DMA engine")
         elif stream >= num_streams:
             v.append(f"{_where(p, i, ins)} on stream {stream}; the device has {num_streams}")
-        operands = (code, ins.subop, ins.a, ins.b, ins.c, ins.d, ins.mem_bytes, ins.fast_bytes)
+        operands = (code, ins.subop, ins.a, ins.b, ins.c, ins.d, ins.mem_bytes, ins.fast_bytes, ins.level_bytes)
         expected = timed.get(operands)
         if expected is None:
             try:
@@ -576,6 +579,29 @@ def _check_ready(p: Program, i: int, b: int, start: _Key, lo: int, hi: int,
                  f"writes it, later in the record order of that cycle")
 
 
+def _level_text(p: Program, level_bytes) -> str:
+    return ", ".join(f"{lv.name}={b}" for lv, b in zip(p.levels, level_bytes))
+
+
+def _check_level_bytes(p: Program, v: list[str]) -> None:
+    """Level bytes (format version 3) only on roofline instructions, one per level, agreeing with
+    ``mem_bytes`` (main) and ``fast_bytes`` (fast level; none: 0)."""
+    for i, ins in enumerate(p.instructions):
+        lb = ins.level_bytes
+        if not lb:
+            continue
+        where = _where(p, i, ins)
+        if ins.opcode not in _ROOFLINE and not (ins.opcode == Opcode.DMA and not _is_memory_dma(ins)):
+            v.append(f"{where}: has level bytes, which only MATMUL, CONV, VECTOR and compute-stream DMAs move")
+        elif len(lb) != len(p.levels):
+            continue  # reported as an instruction that cannot be timed
+        else:
+            fast = lb[p.fast_level] if p.fast_level >= 0 else 0
+            if (ins.mem_bytes, ins.fast_bytes) != (lb[p.main_level], fast):
+                v.append(f"{where}: mem_bytes={ins.mem_bytes} fast_bytes={ins.fast_bytes} disagree with its level bytes "
+                         f"{_level_text(p, lb)}")
+
+
 def _check_kernels_and_dmas(p: Program, x: _Index, alloc: dict[int, _Buf], v: list[str]) -> None:
     """Kernels against their instructions (buffers, portion sizes, roofline bytes); memory DMAs."""
     instrs = p.instructions
@@ -602,6 +628,7 @@ def _check_kernels_and_dmas(p: Program, x: _Index, alloc: dict[int, _Buf], v: li
             v.append(f"{_where(p, i, ins)}: reads {sorted(ins.reads)} and writes {sorted(ins.writes)}, but its kernel's "
                      f"operands are in {sorted(ins_bufs)} and {sorted(out_bufs)}")
         fast = main = 0
+        per_level = [0] * len(p.levels)
         counted: set[int] = set()  # the roofline moves each buffer once, however many operands name it
         for o in k.inputs + k.outputs:
             if not o.buffers:
@@ -620,16 +647,21 @@ def _check_kernels_and_dmas(p: Program, x: _Index, alloc: dict[int, _Buf], v: li
                 if b in counted:
                     continue
                 counted.add(b)
+                if 0 <= buf.level < len(per_level):
+                    per_level[buf.level] += buf.size
                 if buf.level == p.fast_level:
                     fast += buf.size
                 elif buf.level == p.main_level:
                     main += buf.size
-                elif p.fast_level >= 0 and ins.opcode in _ROOFLINE:
+                elif p.fast_level >= 0 and ins.opcode in _ROOFLINE and not ins.level_bytes:
                     v.append(f"{_where(p, i, ins)}: operand buffer {b} ({names[b]}) is in level "
                              f"{p.levels[buf.level].name}, neither the fast nor the main level")
         if p.fast_level >= 0 and ins.opcode in _ROOFLINE and (ins.fast_bytes, ins.mem_bytes) != (fast, main):
             v.append(f"{_where(p, i, ins)}: roofline bytes fast={ins.fast_bytes} main={ins.mem_bytes}, but its operand "
                      f"buffers hold fast={fast} main={main}")
+        if ins.level_bytes and ins.opcode in _ROOFLINE and ins.level_bytes != tuple(per_level):
+            v.append(f"{_where(p, i, ins)}: level bytes {_level_text(p, ins.level_bytes)}, but its operand buffers "
+                     f"hold {_level_text(p, per_level)}")
     for i in x.by_code.get(Opcode.DMA, ()):
         ins = instrs[i]
         if not _is_memory_dma(ins):
@@ -723,6 +755,7 @@ def _check_program(p: Program, v: list[str]) -> tuple[dict[str, int], _Index]:
     peaks, parents = _sweep_memory(p, alloc, v)
     _check_buffers(p, x, alloc, parents, v)
     _check_kernels_and_dmas(p, x, alloc, v)
+    _check_level_bytes(p, v)
     _check_semaphores(p, x, v)
     return peaks, x
 

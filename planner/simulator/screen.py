@@ -20,7 +20,10 @@ record order's event keys as one int64):
   start with the running maximum of their ends (a candidate overlap is then checked exactly,
   bytes and instruction included);
 * kernels: operand buffer sets compared as sorted ``(kernel, buffer, direction)`` keys,
-  portion sizes and roofline bytes per kernel;
+  portion sizes and roofline bytes per kernel (with level bytes, format version 3: a
+  ``kernels x levels`` sum of operand buffer sizes against the level-bytes rows);
+* level bytes: opcodes, and the main and fast entries against ``mem_bytes``/``fast_bytes``, as
+  columns;
 * semaphores and anchors: sorted keys and ``searchsorted``;
 * transfers and links: one pass over the SEND and RECV records of all binaries.
 
@@ -53,7 +56,7 @@ from planner.isa.instructions import (
 
 __all__ = ["SCREENED_FORMAT", "Screened", "screened_replay", "coverage_end"]
 
-SCREENED_FORMAT = 2  # the binary format whose rules the screen knows (planner.isa.binary.FORMAT_VERSION)
+SCREENED_FORMAT = 3  # the binary format whose rules the screen knows (planner.isa.binary.FORMAT_VERSION)
 
 _LIMIT = 1 << 62  # fields and keys stay below this, so int64 arithmetic cannot overflow
 _NEVER = np.iinfo(np.int64).max  # the free key of a buffer never freed
@@ -178,7 +181,7 @@ def _screen_program(t: Tables) -> _Found | None:
     if len(set(t.strings)) != len(t.strings):
         return None  # op names are compared by string index
     x = _columns(t.records)
-    if x is None or not _shape_ok(p, x) or not _durations_ok(p, x):
+    if x is None or not _shape_ok(p, x) or not _level_bytes_ok(t, x) or not _durations_ok(p, x, _level_matrix(t)):
         return None
     bufs = _allocations(p, x)
     if bufs is None:
@@ -244,22 +247,57 @@ def _shape_ok(p: Program, x: _Columns) -> bool:
     return not (same & (x.start[order[1:]] < x.end[order[:-1]])).any()
 
 
-def _durations_ok(p: Program, x: _Columns) -> bool:
-    """Every timed record's duration as the ISA formulas give it, once per distinct operand tuple."""
+def _level_matrix(t: Tables) -> tuple[np.ndarray, np.ndarray] | None:
+    """``records x levels`` level bytes (zero rows without) and which records have a row, or
+    None for a version-2 binary."""
+    if not len(t.level_rows):
+        return None
+    matrix = np.zeros((len(t.records), len(t.program.levels)), dtype=np.int64)
+    matrix[t.level_rows] = t.level_bytes
+    has = np.zeros(len(t.records), dtype=bool)
+    has[t.level_rows] = True
+    return matrix, has
+
+
+def _level_bytes_ok(t: Tables, x: _Columns) -> bool:
+    """Level bytes only on roofline records and compute-stream DMAs, their main and fast entries
+    equal to ``mem``/``fast`` (the replay's ``_check_level_bytes``)."""
+    if not len(t.level_rows):
+        return True
+    p, rows, lb = t.program, t.level_rows, t.level_bytes
+    code = x.code[rows]
+    if not (np.isin(code, _ROOFLINE) | ((code == _DMA) & (x.stream[rows] != DMA_STREAM))).all():
+        return False
+    if lb.shape[1] != len(p.levels) or (x.mem[rows] != lb[:, p.main_level]).any():
+        return False
+    fast = lb[:, p.fast_level] if p.fast_level >= 0 else np.zeros(len(rows), dtype=np.int64)
+    return bool((x.fast[rows] == fast).all())
+
+
+def _durations_ok(p: Program, x: _Columns, levels: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
+    """Every timed record's duration as the ISA formulas give it, once per distinct operand tuple
+    (level bytes, ``levels``, part of the tuple: a flag column, then one column per level)."""
     timed = np.flatnonzero(~np.isin(x.code, _BOOKKEEPING))
     if not len(timed):
         return True
     xfer = (x.code == _SEND) | (x.code == _RECV)
     # SEND/RECV: c is the transfer id and d the peer, neither of which times it.
-    table = np.ascontiguousarray(np.stack([x.code, x.subop, x.a, x.b, np.where(xfer, 0, x.c), np.where(xfer, 0, x.d),
-                                           x.mem, x.fast], axis=1)[timed])
+    columns = [x.code, x.subop, x.a, x.b, np.where(xfer, 0, x.c), np.where(xfer, 0, x.d), x.mem, x.fast]
+    if levels is not None:
+        matrix, has = levels
+        if int(matrix.max(initial=0)) >= _LIMIT:
+            return False
+        columns += [has.astype(np.int64), *matrix.T]
+    table = np.ascontiguousarray(np.stack(columns, axis=1)[timed])
     # Rows as opaque 64-byte keys: np.unique sorts them as bytes, 5x faster than along axis 0.
     _, first, inverse = np.unique(table.view(np.dtype((np.void, table.shape[1] * 8))).ravel(), return_index=True,
                                   return_inverse=True)
     rows = table[first]
     expected = np.empty(len(rows), dtype=np.int64)
-    for k, (code, subop, a, b, c, d, mem, fast) in enumerate(rows.tolist()):
-        ins = Instruction(Opcode(code), 0, 0, 0, subop=subop, a=a, b=b, c=c, d=d, mem_bytes=mem, fast_bytes=fast)
+    for k, (code, subop, a, b, c, d, mem, fast, *level) in enumerate(rows.tolist()):
+        level_bytes = tuple(level[1:]) if level and level[0] else ()
+        ins = Instruction(Opcode(code), 0, 0, 0, subop=subop, a=a, b=b, c=c, d=d, mem_bytes=mem, fast_bytes=fast,
+                          level_bytes=level_bytes)
         try:
             cycles = expected_duration_cycles(ins, p)
         except (ValueError, IndexError, KeyError):
@@ -540,9 +578,10 @@ def _kernels_ok(t: Tables, x: _Columns, bufs: _Buffers, acc: _Accesses) -> bool:
     record_keys = np.unique((kr[mine] * n_buf + acc.buffer[mine]) * 2 + acc.write[mine])
     if not np.array_equal(kernel_keys, record_keys):
         return False
-    if p.fast_level < 0:
+    levels = _level_matrix(t)
+    if p.fast_level < 0 and levels is None:
         return True
-    return _roofline_ok(p, x, bufs, record, ko, ob)
+    return _roofline_ok(p, x, bufs, record, ko, ob, levels)
 
 
 def _portion_bytes(t: Tables, ops: np.ndarray) -> np.ndarray | None:
@@ -572,17 +611,30 @@ def _portion_bytes(t: Tables, ops: np.ndarray) -> np.ndarray | None:
 
 
 def _roofline_ok(p: Program, x: _Columns, bufs: _Buffers, record: np.ndarray, ko: np.ndarray,
-                 ob: np.ndarray) -> bool:
-    """A MATMUL/VECTOR's fast and main bytes are its distinct operand buffers' sizes per level."""
+                 ob: np.ndarray, levels: tuple[np.ndarray, np.ndarray] | None = None) -> bool:
+    """A MATMUL/VECTOR's fast and main bytes are its distinct operand buffers' sizes per level;
+    with level bytes (``levels``, records x levels), every level's entry likewise."""
     roof = np.isin(x.code[record], _ROOFLINE)
     pairs = np.unique(ko * max(len(p.buffers), 1) + ob)
     k, b = pairs // max(len(p.buffers), 1), pairs % max(len(p.buffers), 1)
     keep = roof[k]
     k, b = k[keep], b[keep]
     level = bufs.level[b]
+    has_levels = np.zeros(len(record), dtype=bool) if levels is None else levels[1][record]
+    if levels is not None:
+        matrix = levels[0]
+        if ((level < 0) | (level >= matrix.shape[1])).any():
+            return False
+        sums = np.zeros((len(record), matrix.shape[1]), dtype=np.int64)
+        np.add.at(sums, (k, level), bufs.size[b])
+        mine = roof & has_levels
+        if not np.array_equal(sums[mine], matrix[record[mine]]):
+            return False
+        if p.fast_level < 0:
+            return True
     fast_level = level == p.fast_level
     main_level = ~fast_level & (level == p.main_level)
-    if (~fast_level & ~main_level).any():
+    if (~fast_level & ~main_level & ~has_levels[k]).any():
         return False
     fast = np.zeros(len(record), dtype=np.int64)
     main = np.zeros(len(record), dtype=np.int64)

@@ -25,7 +25,9 @@ class MemoryOptions:
     A device whose fast level is its main level (one level only) is not memory-planned.
     ``split``: whether ops may be split into portions; ``split_factors``: the factors tried
     (each must divide dimension 0 of every split tensor). ``alignment_bytes``: every
-    buffer address is a multiple of it.
+    buffer address is a multiple of it. ``home`` maps a weight or graph input to the level
+    holding its persistent copy when that is not main memory (a level listed after main,
+    e.g. host memory for an offloaded weight); every other tensor's home is main memory.
     """
 
     enabled: bool = False
@@ -33,6 +35,17 @@ class MemoryOptions:
     split: bool = True
     split_factors: tuple[int, ...] = (1, 2, 4)
     alignment_bytes: int = 64
+    home: Mapping[str, str] = field(default_factory=dict)
+
+    def home_level(self, tensor: str, main: str) -> str:
+        """The level name holding ``tensor``'s persistent copy (``main`` unless ``home`` names one).
+
+        Examples
+        --------
+        >>> MemoryOptions(home={"m/w": "host"}).home_level("m/w", "hbm"), MemoryOptions().home_level("m/w", "hbm")
+        ('host', 'hbm')
+        """
+        return self.home.get(tensor, main)
 
     def fast_level(self, kind: str) -> str | None:
         """The fast level named for ``kind``, or None (use the profile's fastest)."""

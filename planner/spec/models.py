@@ -559,6 +559,12 @@ class MemoryPlanSpec(_Model):
     alignment: Annotated[Size, AfterValidator(_check_alignment)] = Field(
         "64 B", validate_default=True, description="Every buffer address is a multiple of this "
         "(a power of two).", examples=["64 B", "4 KiB"])
+    home: dict[OpName, Name] = Field(
+        default_factory=dict, max_length=MAX_TENSORS,
+        description="Per weight or graph input (its full name, \"<model>/<tensor>\"), the level holding its "
+                    "persistent copy when it is not main memory: a level listed after main, e.g. host memory "
+                    "for offloaded weights (default: main memory).",
+        examples=[{"mlp/fc0/w": "host"}])
 
 
 def _integer_version(value: Any) -> Any:

@@ -41,7 +41,7 @@ from planner.spec.types import MaxLoadOptions, Spec
 from planner.spec.units import parse_duration_cycles
 from planner.units import format_bytes
 
-__all__ = ["resolve", "name_from_stem", "resolve_hardware", "resolve_memory", "resolve_objective", "check_tensor_sizes"]
+__all__ = ["resolve", "name_from_stem", "resolve_hardware", "resolve_memory", "resolve_homes", "resolve_objective", "check_tensor_sizes"]
 
 _GLOB = set("*?[")
 
@@ -469,7 +469,7 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     ...         "memory": {"plan": True, "fast": {"npu": "sram"}, "split_factors": [4, 2]}}
     >>> doc = SpecDocument.model_validate(data)
     >>> resolve_memory(doc, resolve_hardware(doc, Locator(data)), Locator(data))
-    MemoryOptions(enabled=True, fast={'npu': 'sram'}, split=True, split_factors=(1, 2, 4), alignment_bytes=64)
+    MemoryOptions(enabled=True, fast={'npu': 'sram'}, split=True, split_factors=(1, 2, 4), alignment_bytes=64, home={})
     >>> data["memory"]["fast"] = "vmem"
     >>> resolve_memory(doc.model_validate(data), resolve_hardware(doc, Locator(data)), Locator(data))
     Traceback (most recent call last):
@@ -504,6 +504,51 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     factors = tuple(sorted({1, *mem.split_factors}))
     return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
                          alignment_bytes=mem.alignment)
+
+
+def resolve_homes(document: SpecDocument, graph, hw: Hardware, locator: Locator) -> dict[str, str]:
+    """``memory.home``: per weight or graph input, the level holding its persistent copy.
+
+    Each tensor must be a weight or graph input of the merged graph (full name,
+    ``"<model>/<tensor>"``), and its level a level of every device kind, listed at or after
+    that kind's main memory (a home holds the copy the plan starts from; a level faster than
+    main is a cache, not a home). Entries naming main memory are dropped (the default).
+
+    Raises
+    ------
+    planner.errors.SpecError
+        At ``memory.home`` when the spec has more than one device instance; at
+        ``memory.home.<tensor>`` for an unknown tensor, an activation or output, an unknown
+        level or a level listed before main memory.
+    """
+    homes: dict[str, str] = {}
+    profiles: dict[str, object] = {}
+    for d in hw.devices:
+        profiles.setdefault(d.kind, d.profile)
+    if document.memory.home and len(hw.devices) != 1:
+        raise locator.error(f"homes outside main memory need the plan over every level, which covers one device; "
+                            f"this spec has {len(hw.devices)} device instances", ("memory", "home"))
+    for tensor, level in document.memory.home.items():
+        loc = ("memory", "home", tensor)
+        if tensor not in graph.tensors:
+            raise locator.error(f"unknown tensor {tensor!r}" + did_you_mean(tensor, list(graph.tensors))
+                                + ' (tensors are named "<model>/<tensor>")', loc, key=True)
+        if graph.tensors[tensor].kind != "weight" and graph.producer(tensor) is not None:
+            raise locator.error(f"tensor {tensor!r} is produced by op {graph.producer(tensor)!r}: only weights "
+                                "and graph inputs have a home other than main memory", loc, key=True)
+        for kind, profile in profiles.items():
+            names = [m.name for m in profile.memory]
+            main = profile.main_memory.name
+            if level not in names:
+                raise locator.error(f"device kind {kind!r} (profile {profile.name}) has no memory level {level!r} "
+                                    f"(its levels: {', '.join(names)})" + did_you_mean(level, names), loc)
+            if names.index(level) < names.index(main):
+                below = [n for n in names[names.index(main):]]
+                raise locator.error(f"device kind {kind!r}: home level {level} is listed before main memory {main}; "
+                                    f"a home is main memory or a level after it ({', '.join(below)})", loc)
+        if any(level != p.main_memory.name for p in profiles.values()):
+            homes[tensor] = level
+    return dict(sorted(homes.items()))
 
 
 def _fast_level(kind: str, level: str, profiles: dict, loc: tuple, locator: Locator, *,
@@ -771,6 +816,7 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     groups = _colocation(document, order, allowed, locator)
     gangs = _gangs(document, order, hw, locator)
     memory = resolve_memory(document, hw, locator)
+    memory = dataclasses.replace(memory, home=resolve_homes(document, graph, hw, locator))
     objective, max_load = resolve_objective(document, hw, locator)
     if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
         raise locator.error("memory planning needs objective latency (its level solver minimizes a makespan); "

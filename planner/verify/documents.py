@@ -226,6 +226,7 @@ class MemoryAccess(StrictModel):
     outputs: list[list[Name]]
     fast_bytes: Count
     slow_bytes: Count
+    level_bytes: Optional[dict[Name, Count]] = None  # a plan over more than two levels: bytes per level
 
 
 class DeviceMemoryEntry(StrictModel):

@@ -16,7 +16,8 @@ fast level has none) must say what its binary does:
 * ``order``: the device's op instances as replayed, in start order; ``accesses``: per
   instance its graph op and portion, the buffers of each operand (the binary's kernel
   operands, or the instruction's reads and writes for ops without a kernel) and the bytes
-  it moves in the fast and the slow level (the instruction's roofline bytes);
+  it moves in the fast and the slow level (the instruction's roofline bytes) and, for a plan
+  over more than two levels, ``level_bytes`` per level (the instruction's level bytes);
 * ``split_factors``: each split group's factor is its first and last op's;
 * ``stats``: the fast level's capacity and footprint (highest address + size in use);
 
@@ -122,7 +123,8 @@ def _check_dmas(name: str, entry: Any, dmas: list[Any], facts: Any, simulation: 
             raise _fail(f"{at}.tensor/portion", "the tensor and portion its buffers name", f"{t.tensor!r} {t.portion}")
 
 
-def _check_accesses(name: str, entry: Any, facts: Any, simulation: Any, base: Mapping[str, str]) -> None:
+def _check_accesses(name: str, entry: Any, facts: Any, simulation: Any, base: Mapping[str, str],
+                    levels: tuple = ()) -> None:
     where = f"devices.{name}.accesses"
     mine = sorted((t.start_cycle, t.end_cycle, op) for op, t in simulation.ops.items() if t.device == name)
     if sorted(entry.order) != sorted(op for *_, op in mine) or len(set(entry.order)) != len(entry.order):
@@ -151,6 +153,12 @@ def _check_accesses(name: str, entry: Any, facts: Any, simulation: Any, base: Ma
                         [list(x) for x in a.outputs])
         if (a.fast_bytes, a.slow_bytes) != (ins.fast_bytes, ins.mem_bytes):
             raise _fail(f"{at}.fast_bytes/slow_bytes", (ins.fast_bytes, ins.mem_bytes), (a.fast_bytes, a.slow_bytes))
+        want_levels = {lv.name: b for lv, b in zip(levels, ins.level_bytes)} if ins.level_bytes else None
+        if want_levels is not None and a.level_bytes is not None:
+            # The access names the planned levels (from the fast level on); the others move nothing.
+            want_levels = {lv: b for lv, b in want_levels.items() if lv in a.level_bytes or b}
+        if (a.level_bytes or None) != want_levels:
+            raise _fail(f"{at}.level_bytes", f"{want_levels} (the instruction's level bytes)", a.level_bytes)
 
 
 def _names(facts: Any, ids: tuple[int, ...]) -> set[str]:
@@ -168,7 +176,7 @@ def _check_device(name: str, entry: Any, program: Any, facts: Any, simulation: A
                     (entry.fast_level, entry.slow_level))
     _check_buffers(name, entry, facts, graph)
     _check_dmas(name, entry, [d for d in simulation.dmas if d.device == name], facts, simulation)
-    _check_accesses(name, entry, facts, simulation, base)
+    _check_accesses(name, entry, facts, simulation, base, program.levels)
     for label, factor in entry.split_factors.items():
         first, _, last = label.partition("..")
         for op in {first, last or first}:
@@ -193,12 +201,19 @@ def replayed_figures(name: str, program: Any, facts: Any, simulation: Any) -> di
     hidden = sum(max(0, min(end, d.end_cycle) - max(start, d.start_cycle)) for d in dmas for start, end in compute)
     op_fast = sum(ins.fast_bytes for ins in facts.compute.values())
     op_main = sum(ins.mem_bytes for ins in facts.compute.values())
+    dma_bytes = {f"{main}->{fast}": 0, f"{fast}->{main}": 0}
+    for d in dmas:  # every pair a DMA joins (main <-> fast listed even without one)
+        dma_bytes[f"{d.src_level}->{d.dst_level}"] = dma_bytes.get(f"{d.src_level}->{d.dst_level}", 0) + d.size_bytes
+    op_bytes = {fast: op_fast, main: op_main} if fast is not None else {main: op_main}
+    for ins in facts.compute.values():  # level bytes (format version 3): the other levels the ops touch
+        for level, moved in zip(program.levels, ins.level_bytes):
+            if level.name not in (fast, main) and moved:
+                op_bytes[level.name] = op_bytes.get(level.name, 0) + moved
     return {"peak_live_bytes": dict(simulation.peak_bytes.get(name, {})),
             "fast_footprint_bytes": max((b.address + b.size_bytes for b in facts.buffers.values()
                                          if b.level == fast and not b.view), default=0),
-            "dma_bytes": {f"{main}->{fast}": sum(d.size_bytes for d in dmas if (d.src_level, d.dst_level) == (main, fast)),
-                          f"{fast}->{main}": sum(d.size_bytes for d in dmas if (d.src_level, d.dst_level) == (fast, main))},
-            "op_bytes": {fast: op_fast, main: op_main} if fast is not None else {main: op_main},
+            "dma_bytes": dma_bytes,
+            "op_bytes": op_bytes,
             "dma_count": len(dmas), "dma_cycles": sum(d.end_cycle - d.start_cycle for d in dmas),
             "dma_hidden_cycles": hidden}
 

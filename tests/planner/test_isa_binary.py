@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from planner.isa import (
-    FORMAT_VERSION,
     MAGIC,
     TRANSFER_STREAM,
     Instruction,
@@ -56,7 +55,7 @@ def test_header_byte_offsets():
     data = encode(p)
     assert HEADER.size == 144 and RECORD.size == 80
     assert data[0:8] == MAGIC
-    assert struct.unpack_from("<HHH", data, 8) == (FORMAT_VERSION, 144, 80)
+    assert struct.unpack_from("<HHH", data, 8) == (2, 144, 80)  # no level bytes: version 2
     assert struct.unpack_from("<QQ", data, 16) == (1_050_000_000, 10**9)  # device, reference clock
     assert struct.unpack_from("<IIII", data, 32) == (128, 128, 1024, 500)  # mxu rows/cols, lanes, dma
     assert struct.unpack_from("<HHHH", data, 56) == (2, 1, 1, 2)  # levels, main level, links, streams

@@ -85,8 +85,9 @@ def test_v2_header_and_sections():
     p = memory_program()
     data = encode(p)
     assert (HEADER.size, RECORD.size, KERNEL.size, OPERAND.size) == (144, 80, 20, 16)
-    assert struct.unpack_from("<HHHH", data, 8) == (FORMAT_VERSION, 144, 80, 1)  # flags: addressed
-    assert FORMAT_VERSION == 2
+    # No level bytes: written as version 2, byte for byte as before the version-3 table.
+    assert struct.unpack_from("<HHHH", data, 8) == (2, 144, 80, 1)  # flags: addressed
+    assert FORMAT_VERSION == 3
     # fast level, reserved, kernels, operands (3 + 3), dims (2+2+2 + 2+0+2 = 10).
     assert struct.unpack_from("<hHIII", data, 84) == (0, 0, 2, 6, 10)
     (body_bytes,) = struct.unpack_from("<Q", data, 104)
@@ -104,7 +105,7 @@ def test_version_1_is_refused_clearly():
     data = bytearray(encode(memory_program()))
     data[8:10] = (1).to_bytes(2, "little")
     with pytest.raises(BinaryFormatError, match=r"dev0.bin: format version 1 is not supported \(this planner "
-                                                r"reads version 2"):
+                                                r"reads versions 2 and 3"):
         decode(bytes(data), name="dev0.bin")
 
 

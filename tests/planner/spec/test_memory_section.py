@@ -343,7 +343,8 @@ SHIPPED = {
                            2 * (11 + 4 * 4) + 1, 96, None, 4 * 64 * 1024 * 4, 4 * MiB),
     "memory-cnn": ("edge-npu", MemoryOptions(enabled=True), 6 + 5 * 2 + 1, 25, None,
                    4 * 32 * 112 * 112 * 4, 4 * MiB),
-    "memory-4level": ("tpu-v4-host", MemoryOptions(enabled=True, fast={"tpu": "vmem"}),
+    "memory-4level": ("tpu-v4-host", MemoryOptions(enabled=True, fast={"tpu": "vmem"},
+                                                   home={f"mlp/fc{i}/w": "host" for i in range(4)}),
                       7, 12, 4 * 2048 * 2048 * 4, 8 * 2048 * 4, 32 * MiB),
 }
 
@@ -402,7 +403,8 @@ def test_schema_has_the_memory_section():
     section = schema["$defs"]["MemoryPlanSpec"]
     assert section["additionalProperties"] is False
     props = section["properties"]
-    assert list(props) == ["plan", "fast", "split", "split_factors", "alignment"]
+    assert list(props) == ["plan", "fast", "split", "split_factors", "alignment", "home"]
+    assert props["home"]["type"] == "object" and props["home"]["examples"] == [{"mlp/fc0/w": "host"}]
     assert (props["plan"]["default"], props["split"]["default"], props["split_factors"]["default"],
             props["alignment"]["default"]) == (False, True, [1, 2, 4], "64 B")
     assert props["split_factors"]["items"] == {"type": "integer", "minimum": 1, "maximum": 2**16}

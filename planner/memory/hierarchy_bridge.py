@@ -1,0 +1,197 @@
+"""From a schedule to one N-level problem per memory-planned device (issue 14, stage 1).
+
+The two-level bridge (:mod:`~planner.memory.bridge`) sees a device's fast level and its
+main memory; this one sees every level of the device's hierarchy from the fast level on
+(``tpu-v4-host``: vmem, cmem, hbm, host) as a
+:class:`~solvers.memory.levels.HierarchyProblem`:
+
+* the ops, tensors, compute cycles, live-out set and roofline rates are the two-level
+  bridge's (one table, :func:`~planner.memory.bridge.build_device_problem`), so both
+  problems cost every op alike;
+* levels in profile order (fastest first); level 0 is the fast level the spec names; main
+  is the profile's (or the spec's) main level, at the device's memory capacity (a memory
+  limit lowers it); every other level holds back the same reserve as the two-level fast
+  level (room to round addresses up to the alignment);
+* DMA paths: the profile's between those levels (none declared: every pair), each at the
+  slower end's bandwidth (the ISA's DMA rate), with the profile's DMA latency;
+* homes: a weight or graph input named in the spec's ``memory.home`` lives in that level
+  (host memory for an offloaded weight); every other tensor's home is main memory.
+
+Split groups are not offered (the N-level solvers plan unsplit problems; see
+``docs/memory.md``, "Toward N levels").
+
+:func:`solve_hierarchy` solves it with the registered hierarchy solvers: the greedy and
+all-at-home baselines and CP-SAT (which starts from the better baseline and keeps it when
+it finds nothing better); the best plan wins and its status and bound are CP-SAT's.
+
+Examples
+--------
+>>> from planner.spec import load_spec
+>>> spec = load_spec("specs/memory-4level.yaml")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from planner.errors import UnsupportedError
+from planner.graph.ir import Graph
+from planner.hardware import Device, Hardware
+from planner.memory.bridge import DeviceBridge, LevelTensor, build_device_problem, fast_level_name
+from planner.plan import Plan
+from planner.spec.memory_options import MemoryOptions
+from solvers.core import SolveOptions, SolveResult
+from solvers.memory.levels import (
+    AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
+)
+
+__all__ = ["HierarchyBridge", "hierarchy_levels", "plans_n_levels", "build_hierarchy_problem",
+           "HierarchyOutcome", "solve_hierarchy"]
+
+
+@dataclass(frozen=True)
+class HierarchyBridge:
+    """One device's N-level problem and the names to map its solution back.
+
+    ``levels`` are the level names (problem level index -> name); the op and tensor tables
+    are the two-level bridge's (``base``), index for index.
+    """
+
+    device: Device
+    levels: tuple[str, ...]
+    main_level: int
+    base: DeviceBridge
+    problem: HierarchyProblem
+    reserve_bytes: int  # held back from every level other than main
+
+    @property
+    def ops(self) -> tuple[str, ...]:
+        return self.base.ops
+
+    @property
+    def tensors(self) -> tuple[LevelTensor, ...]:
+        return self.base.tensors
+
+
+def hierarchy_levels(device: Device, options: MemoryOptions) -> tuple[str, ...]:
+    """The levels ``device`` is planned over: its profile's from the fast level on.
+
+    Examples
+    --------
+    >>> from planner.isa.profiles import get_profile
+    >>> hierarchy_levels(Device("t", "tpu", get_profile("tpu-v4-host")), MemoryOptions(enabled=True))
+    ('vmem', 'cmem', 'hbm', 'host')
+    >>> hierarchy_levels(Device("t", "tpu", get_profile("tpu-v4-host")), MemoryOptions(True, {"tpu": "cmem"}))
+    ('cmem', 'hbm', 'host')
+    """
+    names = [m.name for m in device.profile.memory]
+    return tuple(names[names.index(fast_level_name(device, options)):])
+
+
+def plans_n_levels(device: Device, options: MemoryOptions) -> bool:
+    """Whether ``device`` needs the N-level problem: more than two levels from its fast level
+    on, or a tensor homed outside main memory. Otherwise the two-level path plans it.
+
+    Examples
+    --------
+    >>> from planner.isa.profiles import get_profile
+    >>> plans_n_levels(Device("t", "tpu", get_profile("tpu-v4-host")), MemoryOptions(enabled=True))
+    True
+    >>> plans_n_levels(Device("n", "npu", get_profile("edge-npu")), MemoryOptions(enabled=True))
+    False
+    """
+    return len(hierarchy_levels(device, options)) > 2 or bool(options.home)
+
+
+def _rate(bytes_per_s: int, clock_hz: int) -> Fraction:
+    return Fraction(int(bytes_per_s), int(clock_hz))
+
+
+def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device: Device,
+                            options: MemoryOptions, reserve_factor: int = 0) -> HierarchyBridge:
+    """The N-level problem of ``device`` for the order ``plan`` gives it.
+
+    Call :func:`~planner.memory.bridge.skip_reason` first; this assumes the device can be
+    memory-planned. ``reserve_factor`` as in the two-level bridge (0: 32 alignments, else a
+    percentage of each level, at most an eighth of it).
+
+    Raises
+    ------
+    UnsupportedError
+        A tensor's home is not one of the planned levels (cannot happen for a resolved spec,
+        whose homes are at or after main memory).
+    """
+    base = build_device_problem(graph, hardware, plan, device, replace(options, split=False), reserve_factor)
+    profile = device.profile
+    names = hierarchy_levels(device, options)
+    levels = [profile.level(n) for n in names]
+    main_name = profile.main_memory.name
+    main = names.index(main_name)
+
+    def capacity(i: int) -> int:
+        if i == main:
+            return device.memory_capacity_bytes
+        cap = levels[i].capacity_bytes
+        reserve = 32 * options.alignment_bytes if reserve_factor == 0 else cap * reserve_factor // 100
+        return max(1, cap - min(cap // 8, reserve))
+
+    if profile.dma_paths:
+        paths = tuple(sorted((names.index(a), names.index(b)) if names.index(a) < names.index(b)
+                             else (names.index(b), names.index(a))
+                             for a, b in profile.dma_paths if a in names and b in names))
+    else:
+        paths = tuple((a, b) for a in range(len(names)) for b in range(a + 1, len(names)))
+    homes = []
+    for lt in base.tensors:
+        home = options.home_level(lt.tensor, main_name) if lt.preloaded else main_name
+        if home not in names:
+            raise UnsupportedError(f"device {device.name}: tensor {lt.tensor!r} lives in {home}, "
+                                   f"which is not one of its planned levels ({', '.join(names)})")
+        homes.append(names.index(home))
+    two = base.problem
+    problem = HierarchyProblem(
+        compute_cycles=two.compute_cycles, reads=two.reads, writes=two.writes, tensor_bytes=two.tensor_bytes,
+        capacity_bytes=tuple(capacity(i) for i in range(len(names))),
+        bandwidth_bytes_per_cycle=tuple(_rate(m.bandwidth_bytes_per_s, profile.clock_hz) for m in levels),
+        main_level=main, dma_paths=paths, dma_latency_cycles=profile.dma_latency_cycles,
+        tensor_home=tuple(homes), live_out=two.live_out, level_names=names,
+        op_names=two.op_names, tensor_names=two.tensor_names)
+    return HierarchyBridge(device, names, main, base, problem, levels[0].capacity_bytes - capacity(0))
+
+
+@dataclass(frozen=True)
+class HierarchyOutcome:
+    """The chosen N-level plan of one device and the results it was chosen from."""
+
+    best: SolveResult[HierarchySolution]  # CP-SAT's result (its plan is the best of all three)
+    greedy: SolveResult[HierarchySolution]
+    all_home: SolveResult[HierarchySolution]
+
+    @property
+    def solution(self) -> HierarchySolution:
+        return self.best.solution
+
+
+def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
+                    search: str = "deterministic") -> HierarchyOutcome:
+    """Level assignment over every level: greedy, all-at-home and CP-SAT (hinted by the greedy).
+
+    CP-SAT keeps the better baseline when it finds nothing better, so its plan is the best
+    of the three; its status is OPTIMAL only when its bound meets the plan. One worker, as
+    for the two-level solver (deterministic on a loaded machine).
+
+    Raises
+    ------
+    UnsupportedError
+        No solver found a plan (the levels cannot hold the device's tensors).
+    """
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
+    greedy = GreedyHierarchySolver().solve(bridge.problem, opts)
+    all_home = AllHomeHierarchySolver().solve(bridge.problem, opts)
+    hint = greedy.solution if greedy.status.has_solution else None
+    exact = CpSatHierarchySolver().solve(bridge.problem, replace(opts, hint=hint))
+    if not exact.status.has_solution:
+        raise UnsupportedError(f"device {bridge.device.name}: no memory plan over "
+                               f"{', '.join(bridge.levels)} found ({exact.status.value})")
+    return HierarchyOutcome(exact, greedy, all_home)
