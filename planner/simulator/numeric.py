@@ -33,7 +33,10 @@ SEND / RECV     the RECV writes the bytes its SEND read (the SEND's buffers conc
                 into its buffers, in order, as one byte stream (up to the shorter length).
 capture         the value of every main-level, non-view buffer whose name has neither
                 ``@`` nor ``#`` (a whole tensor) is copied when it is freed; one still
-                live at HALT is returned as a read-only view of the final memory.
+                live at HALT is returned as a read-only view of the final memory. A
+                buffer that nothing writes whole, and some of whose views nothing writes
+                (portions a memory plan keeps in a fast level all their life), does not
+                hold its tensor and is not captured.
                 Its dtype and shape come from the kernels that use it, else through the
                 DMAs and transfers that copy it, else from its views (portions in address
                 order), else from ``inputs``; a buffer none of these describe is captured
@@ -147,13 +150,14 @@ def _typed(raw: np.ndarray, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
 class _Scan:
     """What one pass over a program's instructions collects for numeric mode."""
 
-    __slots__ = ("buffers", "effective", "allocs", "freed", "edges", "sends", "recvs")
+    __slots__ = ("buffers", "effective", "allocs", "freed", "written", "edges", "sends", "recvs")
 
     def __init__(self) -> None:
         self.buffers: dict[int, _Buffer] = {}  # every allocated buffer, with its address
         self.effective: list[tuple[int, Any]] = []  # (program index, instruction) of those that act
         self.allocs: list[tuple[int, int, int, int]] = []  # (start, duration, program index, buffer) of ALLOCs
         self.freed: set[int] = set()
+        self.written: set[int] = set()  # buffers some instruction writes or the host preloads
         self.edges: list[tuple[int, int]] = []  # (source, destination) of the memory DMAs
         self.sends: dict[int, tuple[int, ...]] = {}  # transfer id -> buffers sent
         self.recvs: dict[int, tuple[int, ...]] = {}  # transfer id -> buffers received into
@@ -164,6 +168,7 @@ def _scan(p: Program) -> _Scan:
     instructions that act, and what :func:`_infer_layouts` needs."""
     out = _Scan()
     bufs, effective, freed, edges, allocs = out.buffers, out.effective, out.freed, out.edges, out.allocs
+    written = out.written
     next_free = [0] * len(p.levels)
     # Plain ints: comparing with an enum member looked up per instruction costs more.
     alloc_, free_, dma_, send_, recv_ = (int(Opcode.ALLOC), int(Opcode.FREE), int(Opcode.DMA), int(Opcode.SEND),
@@ -189,9 +194,14 @@ def _scan(p: Program) -> _Scan:
                 next_free[ins.b] += ins.c
             bufs[ins.a] = _Buffer(p.device, ins.a, names[ins.a], ins.b, ins.c, address,
                                   bool(ins.subop & ALLOC_PRELOADED), view)
-        elif code == free_:
+            if ins.subop & ALLOC_PRELOADED:
+                written.add(ins.a)
+            continue
+        if code == free_:
             freed.add(ins.a)
-        elif code == dma_:
+            continue
+        written.update(ins.writes)
+        if code == dma_:
             if ins.stream == DMA_STREAM and len(ins.reads) == len(ins.writes) == 1:
                 edges.append((ins.reads[0], ins.writes[0]))
         elif code == send_:
@@ -486,10 +496,11 @@ def _run_single_threaded(programs: Mapping[str, Program], inputs: Mapping[str, n
     devices = sorted(programs)
     scans = {dev: _scan(programs[dev]) for dev in devices}
     buffers = {(dev, bid): buf for dev in devices for bid, buf in scans[dev].buffers.items()}
-    layouts = _infer_layouts(programs, buffers, _view_parents(programs, scans), inputs, scans)
+    parents = _view_parents(programs, scans)
+    layouts = _infer_layouts(programs, buffers, parents, inputs, scans)
     for dev in devices:
         _place_in_arenas(programs[dev], scans[dev].buffers)
-    steps, values, count = _Steps(programs, scans, layouts, _preloads(buffers, inputs, layouts)).build()
+    steps, values, count = _Steps(programs, scans, layouts, _preloads(buffers, inputs, layouts), parents).build()
     t1 = time.perf_counter()
     with np.errstate(all="ignore"):
         for step in steps:
@@ -508,6 +519,18 @@ def _view_parents(programs: Mapping[str, Program], scans: Mapping[str, _Scan]) -
         if p.addressed and any(b.view for b in scan.buffers.values()):
             parents.update({(dev, v): (dev, par) for v, par in view_parents(p).items()})
     return parents
+
+
+def _partly_written(scans: Mapping[str, _Scan], parents: Mapping[_Key, _Key]) -> set[_Key]:
+    """Buffers nothing writes whole, only some of their views: a memory plan can keep some
+    portions of a tensor in a fast level for their whole life, so the tensor's buffer in main
+    memory never holds those portions, and its bytes are not the tensor's value."""
+    views: dict[_Key, list[_Key]] = {}
+    for view, parent in parents.items():
+        views.setdefault(parent, []).append(view)
+    return {parent for parent, parts in views.items()
+            if parent[1] not in scans[parent[0]].written
+            and any(v[1] not in scans[v[0]].written for v in parts)}
 
 
 def _place_in_arenas(p: Program, bufs: Mapping[int, _Buffer]) -> None:
@@ -557,8 +580,10 @@ class _Steps:
     values the steps capture (graph tensors in main memory, at their FREE or the HALT)."""
 
     def __init__(self, programs: Mapping[str, Program], scans: Mapping[str, _Scan],
-                 layouts: Mapping[_Key, _Layout], preload: Mapping[_Key, np.ndarray]) -> None:
+                 layouts: Mapping[_Key, _Layout], preload: Mapping[_Key, np.ndarray],
+                 parents: Mapping[_Key, _Key]) -> None:
         self.programs, self.scans, self.layouts, self.preload = programs, scans, layouts, preload
+        self.partial = _partly_written(scans, parents)
         self.devices = sorted(programs)
         self.values: dict[str, np.ndarray] = {}
         self.views = _Views()
@@ -627,13 +652,13 @@ class _Steps:
         code = ins.opcode
         if code == _FREE:
             buf = bufs.get(ins.a)
-            if buf is None or not _captured(p, buf):
+            if buf is None or not _captured(p, buf) or (dev, ins.a) in self.partial:
                 return None
             return self._capturer(buf, self.layouts.get((dev, ins.a)))
         if code == _HALT:
             freed = self.scans[dev].freed
             halt = [self._capturer(bufs[b], self.layouts.get((dev, b)), at_halt=True) for b in sorted(bufs)
-                    if b not in freed and _captured(p, bufs[b])]
+                    if b not in freed and _captured(p, bufs[b]) and (dev, b) not in self.partial]
 
             def capture_all() -> None:
                 for capture in halt:
