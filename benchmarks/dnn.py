@@ -371,7 +371,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     row["planner_bound"] = r.bound / CYCLES_PER_MS if r.bound is not None else None
     row["planner_gap"] = (None if r.objective is None or r.bound is None or r.objective <= 0
                           else (r.objective - r.bound) / r.objective)
-    row["planner_hint"] = best_start[1]
+    # the start CP-SAT began from: the benchmark's best warm start, or a candidate of the
+    # scheduler's own (e.g. the forced-cut relaxation's placement) that beat it
+    source = r.stats.get("hint_source")
+    row["planner_hint"] = best_start[1] if source in (None, "options") else source
+    row["planner_start_candidates"] = r.stats.get("start_candidates")
     row["not_worse_than_starts"] = (None if r.objective is None or best_start[0] is None
                                     else r.objective <= best_start[0])
 

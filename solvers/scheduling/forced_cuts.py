@@ -224,7 +224,8 @@ def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: li
 
 
 def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
-                     hint: SchedulingSolution | None = None, max_probes: int = 12) -> tuple[int, dict]:
+                     hint: SchedulingSolution | None = None, max_probes: int = 12,
+                     found: list[tuple[int, ...]] | None = None) -> tuple[int, dict]:
     """A proven bound on the relaxation of the module Notes, by probes within ``budget``.
 
     Each probe asks CP-SAT for a placement of makespan at most B (the model with ``makespan
@@ -239,7 +240,9 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
     proved nothing above the floor in 3.3.
 
     Returns ``(bound, stats)``: ``(0, {})`` when the bound does not apply (THROUGHPUT, or no
-    memory limit that forces a cut), else a bound ``>= floor``.
+    memory limit that forces a cut), else a bound ``>= floor``. With ``found``, each probe's
+    placement (the slot of each op, slots of :func:`cut_slots` of the restricted problem) is
+    appended to it: candidates for a start (:mod:`solvers.scheduling.forced_start`).
 
     Examples
     --------
@@ -271,6 +274,9 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
             step *= 2
         else:  # a solution, or nothing proved: look below target
             hi = solver.value(built.makespan) if status in (Status.OPTIMAL, Status.FEASIBLE) else target
+            if found is not None and status in (Status.OPTIMAL, Status.FEASIBLE):
+                found.append(tuple(next(k for k, x in enumerate(row) if x is not None and solver.value(x))
+                                   for row in built.place))
             step = max(1, (hi - lo) // 4)
     budget.note("forced_cut_bound", 0.0, stopped_by="finished" if lo >= hi else "deterministic_budget",
                 probes=probes, refuted=refuted)

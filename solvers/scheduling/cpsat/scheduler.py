@@ -110,6 +110,8 @@ from solvers.scheduling.cpsat.options import CpSatOptions, calibration
 from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
+from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
+from solvers.scheduling.forced_start import forced_cut_start
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value
 
@@ -170,10 +172,15 @@ class CpSatScheduler(Accepting):
             stats.update(seg_stats, lower_bound=bound)
         if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
             child = budget.child(cfg.forced_cut_share * budget.total)
-            cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint)
+            seeds: list[tuple[int, ...]] = []
+            cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds)
             budget.absorb(child, "forced_cut_bound")
             bound = max(bound, cut)
             stats.update(cut_stats, lower_bound=bound)
+            if cfg.forced_cut_start_share > 0 and not settled():
+                hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
+                                                           tuple(seeds), stats)
+                hint_obj = objective_value(problem, hint) if hint is not None else None
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
             child = budget.child(cfg.segment_schedule_share * budget.total)
@@ -184,3 +191,21 @@ class CpSatScheduler(Accepting):
                 hint_obj = objective_value(problem, hint)
                 stats.update(hint_source=hint_source, hint_objective=hint_obj)
         return hint, hint_source, bound
+
+    def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                          hint: SchedulingSolution | None, hint_source: str, seeds: tuple[tuple[int, ...], ...],
+                          stats: dict) -> tuple[SchedulingSolution | None, str]:
+        """The forced-cut relaxation's placement, sequenced, as a start candidate: (hint, hint
+        source), the candidate only when shorter than ``hint``; ``stats["start_candidates"]``
+        gets every candidate's objective by source."""
+        child = budget.child(self.config.forced_cut_start_share * budget.total)
+        candidate, cand_stats = forced_cut_start(problem, options, child, hint, seeds)
+        budget.absorb(child, "forced_cut_start")
+        stats.update(cand_stats)
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        cand_obj = objective_value(problem, candidate) if candidate is not None else None
+        stats["start_candidates"] = {hint_source: hint_obj, FORCED_CUT_SOURCE: cand_obj}
+        if cand_obj is not None and (hint_obj is None or cand_obj < hint_obj):
+            stats.update(hint_source=FORCED_CUT_SOURCE, hint_objective=cand_obj)
+            return candidate, FORCED_CUT_SOURCE
+        return hint, hint_source
