@@ -10,17 +10,20 @@ problem on memory-forced graphs, where HEFT (op by op) and the contiguous split 
 choose cuts badly, but their relaxed makespan is no schedule. This module turns one into a
 schedule:
 
-1. **Relaxed placement.** CP-SAT minimises the relaxation (the model of
+1. **Relaxed placements.** CP-SAT minimises the relaxation (the model of
    :func:`~solvers.scheduling.forced_cuts.forced_cut_model`) within the budget it is given,
    warm-started from the best placement known: the incumbent's (mapped to slots and relabelled
    to the model's first-use order of interchangeable slots, so the hint satisfies its symmetry
    breaking) or a placement the bound's probes found (``seeds``), whichever is shorter in the
-   relaxation.
-2. **Sequencing.** Each op may then use only the devices of its slot (one device, or the pooled
+   relaxation. Its result and the seeds are the candidate placements.
+2. **Sequencing.** For each candidate placement, each op may use only the devices of its slot (one device, or the pooled
    devices of an unlimited slot), and HEFT (:func:`~solvers.scheduling.heft.heft_schedule`)
    places and sequences on that restriction with the true rules: streams, transfers on their
    links, activation memory. The schedule is checked by
-   :func:`~solvers.scheduling.validate.validate_schedule` on the unrestricted problem.
+   :func:`~solvers.scheduling.validate.validate_schedule` on the unrestricted problem. The
+   shortest valid schedule is the candidate: the relaxation's best placement need not sequence
+   best, because it drops the contention (on the dnn layer graphs, where transfers dominate,
+   the links' contention is most of the makespan).
 
 The caller keeps the candidate only when it is shorter than its incumbent, so a candidate never
 makes a result worse. Deterministic: CP-SAT runs within deterministic units, HEFT has no
@@ -187,10 +190,18 @@ def forced_cut_start(problem: SchedulingProblem, options: SolveOptions, budget: 
     start = min(starts, key=lambda s: relaxed_makespan(restricted, slots, s), default=None)
     placement, status = _minimise(restricted, slots, options, budget, start)
     stats: dict = {"forced_cut_start_status": status}
-    if placement is None:
-        return None, stats
-    budget.note("forced_cut_start_sequencing", budget.scale(_heft_units(problem)))
-    sol = sequence_slots(problem, slots, placement)
-    stats["forced_cut_start_relaxed"] = relaxed_makespan(restricted, slots, placement)
-    stats["forced_cut_start_objective"] = objective_value(problem, sol) if sol is not None else None
-    return sol, stats
+    # the relaxation's best need not sequence best (it drops contention): every distinct
+    # placement it produced is sequenced, the shortest schedule kept (the first on a tie)
+    tried = list(dict.fromkeys(([placement] if placement is not None else []) + list(reversed(seeds))))
+    best, best_relaxed = None, None
+    for candidate in tried:
+        budget.note("forced_cut_start_sequencing", budget.scale(_heft_units(problem)))
+        sol = sequence_slots(problem, slots, candidate)
+        if sol is not None and (best is None or objective_value(problem, sol) < objective_value(problem, best)):
+            best, best_relaxed = sol, relaxed_makespan(restricted, slots, candidate)
+    stats["forced_cut_start_sequenced"] = len(tried)
+    if placement is not None:
+        stats["forced_cut_start_relaxed"] = relaxed_makespan(restricted, slots, placement)
+    stats["forced_cut_start_objective"] = objective_value(problem, best) if best is not None else None
+    stats["forced_cut_start_objective_relaxed"] = best_relaxed
+    return best, stats

@@ -83,7 +83,7 @@ def test_the_candidate_is_valid_and_the_result_never_worse_than_heft(p):
         assert not validate_schedule(p, sol)
         assert stats["forced_cut_start_objective"] == objective_value(p, sol)
         # the relaxation drops contention: its makespan never exceeds the schedule's
-        assert stats["forced_cut_start_relaxed"] <= objective_value(p, sol)
+        assert stats["forced_cut_start_objective_relaxed"] <= objective_value(p, sol)
     r = CpSatScheduler(_STAGES).solve(p, SolveOptions(num_workers=1, time_limit_s=2))
     if heft.solution is not None:
         assert r.objective <= heft.objective
