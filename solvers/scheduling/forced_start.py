@@ -93,6 +93,12 @@ def relaxed_makespan(problem: SchedulingProblem, slots: list[Slot], slot_of_op: 
     >>> relaxed_makespan(p, cut_slots(p), (0, 0, 1)), relaxed_makespan(p, cut_slots(p), (0, 0, 0))
     (13, 6)
     """
+    return _relaxed_schedule(problem, slots, slot_of_op)[1]
+
+
+def _relaxed_schedule(problem: SchedulingProblem, slots: list[Slot],
+                      slot_of_op: tuple[int, ...]) -> tuple[list[int], int]:
+    """The earliest ends ``T_i`` of :func:`relaxed_makespan`'s longest path, and the makespan."""
     dur = [min(row[d] for d in slots[slot_of_op[i]].devices if row[d] >= 0)
            for i, row in enumerate(problem.durations_cycles)]
     preds: list[list[tuple[int, int]]] = [[] for _ in range(problem.num_ops)]
@@ -105,7 +111,7 @@ def relaxed_makespan(problem: SchedulingProblem, slots: list[Slot], slot_of_op: 
     load = [0] * len(slots)
     for i, s in enumerate(slot_of_op):
         load[s] += dur[i]
-    return max(max(end, default=0), max(-(-w // slots[s].streams) for s, w in enumerate(load)))
+    return end, max(max(end, default=0), max(-(-w // slots[s].streams) for s, w in enumerate(load)))
 
 
 def sequence_slots(problem: SchedulingProblem, slots: list[Slot],
@@ -138,15 +144,36 @@ def _heft_units(problem: SchedulingProblem) -> float:
     return build_units((problem.num_ops + len(problem.edges)) * problem.num_devices, MODEL_ELEMENTS_PER_UNIT)
 
 
+def _hint_placement(built, problem: SchedulingProblem, slots: list[Slot], slot_of_op: tuple[int, ...]) -> None:
+    """Hint every variable of the relaxation's model with ``slot_of_op``'s solution (a
+    complete hint: on the 783-op BERT-L 12 graph a hint of the placement alone left CP-SAT
+    without any solution in 0.34 units)."""
+    m = built.model
+    for i, s in enumerate(slot_of_op):
+        for k, x in enumerate(built.place[i]):
+            if x is not None:
+                m.add_hint(x, k == s)
+    ends, makespan = _relaxed_schedule(problem, slots, slot_of_op)
+    for i, t in enumerate(ends):
+        m.add_hint(built.ends[i], t)
+    for e, z in built.cuts.items():
+        u, v, _ = problem.edges[e]
+        m.add_hint(z, slot_of_op[u] != slot_of_op[v])
+    order = {op: k for k, op in enumerate(topological_order(problem))}
+    first_use = {}
+    for i, s in enumerate(slot_of_op):
+        first_use[s] = min(first_use.get(s, order[i]), order[i])
+    for literal, i, s in built.used:
+        m.add_hint(literal, s in first_use and first_use[s] <= order[i])
+    m.add_hint(built.makespan, makespan)
+
+
 def _minimise(restricted: SchedulingProblem, slots: list[Slot], options: SolveOptions, budget: Budget,
               start: tuple[int, ...] | None) -> tuple[tuple[int, ...] | None, str]:
     """The relaxation minimised within ``budget`` from ``start``: (slot per op, CP-SAT status)."""
     built = forced_cut_model(restricted)
     if start is not None:
-        for i, s in enumerate(start):
-            for k, x in enumerate(built.place[i]):
-                if x is not None:
-                    built.model.add_hint(x, k == s)
+        _hint_placement(built, restricted, slots, start)
     status, solver, _ = budget.run_cpsat(built.model, options, budget.left, "forced_cut_start")
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return None, status.value
