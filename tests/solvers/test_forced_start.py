@@ -4,7 +4,7 @@ winning source, and deterministic."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 
 from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
@@ -16,6 +16,8 @@ from solvers.scheduling.forced_start import (SOURCE, forced_cut_start, relaxed_m
                                              slots_of_solution)
 from solvers.scheduling.validate import objective_value, validate_schedule
 from tests.solvers.test_forced_cuts import _SETTINGS, _two_splits, tight_graphs
+
+_FEWER = settings(_SETTINGS, max_examples=40)  # each example runs CP-SAT twice or more
 
 _ONE = SolveOptions(num_workers=1, time_limit_s=5)
 # only the forced-cut stages before the main solve (no segment stages, no bound probe)
@@ -74,7 +76,7 @@ def test_slots_are_relabelled_by_first_use_and_the_relaxed_makespan_is_the_longe
     assert relaxed_makespan(p, slots, (0, 0, 1, 0, 1)) == 33
 
 
-@_SETTINGS
+@_FEWER
 @given(tight_graphs())
 def test_the_candidate_is_valid_and_the_result_never_worse_than_heft(p):
     heft = HeftScheduler().solve(p)
@@ -91,7 +93,7 @@ def test_the_candidate_is_valid_and_the_result_never_worse_than_heft(p):
         assert r.objective <= objective_value(p, sol)
 
 
-@_SETTINGS
+@_FEWER
 @given(tight_graphs())
 def test_probe_placements_are_placements_of_the_relaxation(p):
     restricted = restrict_placements(p)
