@@ -65,7 +65,7 @@ plan, 1,300.1, is the weak side there, or link contention the relaxation drops.
 Then (2026-11-28 05:59-06:10 UTC, the same settings, load 6-12 on 2 cores; before/after the
 forced-cut start, :mod:`solvers.scheduling.forced_start`: the relaxation's placements sequenced
 by HEFT compete with the warm start inside the scheduler; column ``hint`` names the start CP-SAT
-began from): GNMT 206.9 / 200.9 (2.95%) -> 200.7 proven optimal (the candidate), BERT-L 3
+began from): GNMT 206.9 (2.95%) -> 200.7 proven optimal (the candidate), BERT-L 3
 225.0 / 223.2 (0.77%) -> 224.6 / 223.2 (0.62%, the candidate), Inception-V3 1,224.6 / 803.5
 (34.4%) -> 1,221.7 / 803.5 (34.2%, the candidate; the wall-clock net stopped this run under
 load); unchanged: BERT-24 0%, BERT-L 6 1.36% (a tie), BERT-L 12 7.3% (the relaxation of its 783
