@@ -222,6 +222,8 @@ def forced_cut_start(problem: SchedulingProblem, options: SolveOptions, budget: 
     tried = list(dict.fromkeys(([placement] if placement is not None else []) + list(reversed(seeds))))
     best, best_relaxed = None, None
     for candidate in tried:
+        if best is not None and budget.wall_expired():  # the safety net fired: keep what we have
+            break
         budget.note("forced_cut_start_sequencing", budget.scale(_heft_units(problem)))
         sol = sequence_slots(problem, slots, candidate)
         if sol is not None and (best is None or objective_value(problem, sol) < objective_value(problem, best)):

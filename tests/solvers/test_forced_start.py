@@ -113,3 +113,11 @@ def test_the_candidate_stage_is_deterministic():
     assert runs[0].stats["start_candidates"] == runs[1].stats["start_candidates"]
     sols = [forced_cut_start(p, opts, Budget.start(5, SCHEDULING)) for _ in range(2)]
     assert repr(sols[0]) == repr(sols[1])
+
+
+def test_a_zero_share_turns_the_candidate_off():
+    off = CpSatScheduler(CpSatOptions(segment_bound_share=0.0, segment_schedule_share=0.0, bound_probe_share=0.0,
+                                      forced_cut_start_share=0.0)).solve(_chain(), _ONE)
+    assert "start_candidates" not in off.stats
+    assert off.stats["hint_source"] == "heft"
+    assert off.objective == 7  # the main solve still finds the optimum on three ops
