@@ -33,9 +33,10 @@ and every placement it and the bound's probes produced is sequenced by HEFT on t
 only when shorter, so it never makes the result worse; ``stats["start_candidates"]`` has the
 objective of each start by source and ``stats["hint_source"]`` the one the main solve began
 from (``"forced-cut relaxation"`` when it won). Measured (``benchmarks/dnn.py --objective
-latency --time-limit 60``, load 5-6 on 2 cores): it won on GNMT (206.9 -> 200.7 ms, then
-proven optimal), Inception-V3 layers (1,224.6 -> 1,207.2, CP-SAT then 1,171.9), BERT-L 3 and 6;
-on BERT-L 12 and the ResNet-50 graphs it lost to the contiguous split.
+latency --time-limit 60``, 2 busy cores): with ``--search deterministic`` (load 6-12) it won on
+GNMT (206.9 -> 200.7 ms, then proven optimal), Inception-V3 layers (1,224.6 -> 1,221.7) and
+BERT-L 3, tied on BERT-L 6; with until-limit search (load 5-6) also Inception-V3 (1,207.2, CP-SAT
+then 1,171.9) and BERT-L 6. On BERT-L 12 and the ResNet-50 graphs it lost to the contiguous split.
 
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
