@@ -62,6 +62,24 @@ CP-SAT outside the benchmark); within the benchmark's share its probes reach 334
 ResNet-50 layer graph the relaxation has a placement of 853.9 ms (120 s, not proven): the
 plan, 1,300.1, is the weak side there, or link contention the relaxation drops.
 
+Then (2026-11-28 05:59-06:10 UTC, the same settings, load 6-12 on 2 cores; before/after the
+forced-cut start, :mod:`solvers.scheduling.forced_start`: the relaxation's placements sequenced
+by HEFT compete with the warm start inside the scheduler; column ``hint`` names the start CP-SAT
+began from): GNMT 206.9 (2.95%) -> 200.7 proven optimal (the candidate), BERT-L 3
+225.0 / 223.2 (0.77%) -> 224.6 / 223.2 (0.62%, the candidate), Inception-V3 1,224.6 / 803.5
+(34.4%) -> 1,221.7 / 803.5 (34.2%, the candidate; the wall-clock net stopped this run under
+load); unchanged: BERT-24 0%, BERT-L 6 1.36% (a tie), BERT-L 12 7.3% (the relaxation of its 783
+ops finds no solution in its 0.34 units, even fully hinted), ResNet-50 operators 27.0%
+(candidate 470.2 against the split's 458.2), ResNet-50 layers 58.0% (candidate 1,304.0 against
+1,300.1). Gap <= 5% on 4 of 8; never worse than HEFT or the best start. With until-limit search
+(the default, load 5-6) the candidate also won BERT-L 6 (252.8, 0.73%) and Inception-V3
+(1,207.2, CP-SAT then 1,171.9: 30.9%). Which side is weak, by relaxation runs outside the
+benchmark (12 units, 2 workers, no hint): ResNet-50 layers, a placement of relaxed makespan
+976.7 sequences to 1,270.6 (2.3% below the plan: the plan is a little weak, but the relaxation
+drops 30% of contention there, so the bound is the weak side); Inception-V3, the relaxation
+reaches only 1,253.6 (it sequences to 1,551.9) and proves 643.4, below the bound's 803.5: no sign
+of a much better plan, the bound is the weak side as far as measured.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
@@ -371,7 +389,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     row["planner_bound"] = r.bound / CYCLES_PER_MS if r.bound is not None else None
     row["planner_gap"] = (None if r.objective is None or r.bound is None or r.objective <= 0
                           else (r.objective - r.bound) / r.objective)
-    row["planner_hint"] = best_start[1]
+    # the start CP-SAT began from: the benchmark's best warm start, or a candidate of the
+    # scheduler's own (e.g. the forced-cut relaxation's placement) that beat it
+    source = r.stats.get("hint_source")
+    row["planner_hint"] = best_start[1] if source in (None, "options") else source
+    row["planner_start_candidates"] = r.stats.get("start_candidates")
     row["not_worse_than_starts"] = (None if r.objective is None or best_start[0] is None
                                     else r.objective <= best_start[0])
 

@@ -50,7 +50,7 @@ References
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -144,6 +144,9 @@ class _Model:
     makespan: cp_model.IntVar
     place: list[list]  # per op, per slot: a Boolean, or None where the op may not go
     horizon: int
+    ends: list = field(default_factory=list)  # per op: T_i
+    cuts: dict = field(default_factory=dict)  # per edge with a transfer: z_e
+    used: list = field(default_factory=list)  # (Boolean, op, slot): slot used by op or an earlier op
 
 
 def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None = None) -> _Model:
@@ -160,6 +163,7 @@ def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None
     makespan = m.new_int_var(floor, horizon, "makespan")
     ends = [m.new_int_var(0, horizon, f"T{i}") for i in range(n)]
     length = []
+    cuts: dict = {}
     for i in range(n):
         m.add_exactly_one(v for v in place[i] if v is not None)
         length.append(sum(dur[i][s] * place[i][s] for s in range(ns) if place[i][s] is not None))
@@ -171,6 +175,7 @@ def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None
             m.add(ends[v] >= ends[u] + length[v])
             continue
         cut = m.new_bool_var(f"z{e}")
+        cuts[e] = cut
         for s in range(ns):
             a, b = place[u][s], place[v][s]
             if a is not None:
@@ -188,18 +193,20 @@ def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None
         if slot.capacity:
             m.add(sum(problem.resident_bytes(i) * x for i, x in on) <= slot.capacity)
         m.add(sum(dur[i][s] * x for i, x in on) <= slot.streams * makespan)
-    _value_precedence(m, problem, slots, place)
+    used = _value_precedence(m, problem, slots, place)
     if cap is None:
         m.minimize(makespan)
     else:
         m.add(makespan <= cap)
-    return _Model(m, makespan, place, horizon)
+    return _Model(m, makespan, place, horizon, ends, cuts, used)
 
 
 def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: list[Slot],
-                      place: list[list]) -> None:
-    """Interchangeable slots are first used in topological order (module Notes)."""
+                      place: list[list]) -> list:
+    """Interchangeable slots are first used in topological order (module Notes); returns the
+    first-use literals as (Boolean, op, slot)."""
     order = topological_order(problem)
+    literals = []
     groups: dict[int, list[int]] = {}
     for s, slot in enumerate(slots):
         groups.setdefault(slot.group, []).append(s)
@@ -220,11 +227,14 @@ def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: li
                     m.add(u >= used[k])
                 m.add(u <= used[k] + place[i][s])
                 nxt.append(u)
+                literals.append((u, i, s))
             used = nxt
+    return literals
 
 
 def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
-                     hint: SchedulingSolution | None = None, max_probes: int = 12) -> tuple[int, dict]:
+                     hint: SchedulingSolution | None = None, max_probes: int = 12,
+                     found: list[tuple[int, ...]] | None = None) -> tuple[int, dict]:
     """A proven bound on the relaxation of the module Notes, by probes within ``budget``.
 
     Each probe asks CP-SAT for a placement of makespan at most B (the model with ``makespan
@@ -239,7 +249,9 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
     proved nothing above the floor in 3.3.
 
     Returns ``(bound, stats)``: ``(0, {})`` when the bound does not apply (THROUGHPUT, or no
-    memory limit that forces a cut), else a bound ``>= floor``.
+    memory limit that forces a cut), else a bound ``>= floor``. With ``found``, each probe's
+    placement (the slot of each op, slots of :func:`cut_slots` of the restricted problem) is
+    appended to it: candidates for a start (:mod:`solvers.scheduling.forced_start`).
 
     Examples
     --------
@@ -271,6 +283,9 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
             step *= 2
         else:  # a solution, or nothing proved: look below target
             hi = solver.value(built.makespan) if status in (Status.OPTIMAL, Status.FEASIBLE) else target
+            if found is not None and status in (Status.OPTIMAL, Status.FEASIBLE):
+                found.append(tuple(next(k for k, x in enumerate(row) if x is not None and solver.value(x))
+                                   for row in built.place))
             step = max(1, (hi - lo) // 4)
     budget.note("forced_cut_bound", 0.0, stopped_by="finished" if lo >= hi else "deterministic_budget",
                 probes=probes, refuted=refuted)

@@ -41,6 +41,10 @@ class CpSatOptions:
     # LATENCY problems whose weights need several devices: share of the time budget spent
     # refuting makespans of the forced-cut relaxation (see forced_cut_bound); 0 turns it off.
     forced_cut_share: float = 0.2
+    # ... and share spent minimising that relaxation for a placement, which is then sequenced
+    # by HEFT and replaces the hint when shorter (see solvers.scheduling.forced_start); 0 turns
+    # it off.
+    forced_cut_start_share: float = 0.1
     # Segments with fewer ops than this keep their cheap bound and use HEFT.
     segment_min_ops: int = 4
     # segment_schedule solves windows of consecutive segments with at least this many ops.
@@ -105,4 +109,4 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
     return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
-                        forced_cut_share=0.0)
+                        forced_cut_share=0.0, forced_cut_start_share=0.0)
