@@ -40,6 +40,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
@@ -56,7 +57,8 @@ from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.core import SolveResult, Status
-from solvers.islands import CpSatSplitSolver
+from solvers.islands import CpSatSplitSolver, GivenSplit
+from solvers.portfolio import Portfolio
 
 __all__ = ["IslandResult", "IslandsDetails", "solve_islands", "solve_island_specs", "island_spec",
            "islands_outcome", "one_island_hardware", "SHARES", "ONE_PROBLEM"]
@@ -226,6 +228,7 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     islands' placement.
 
     ``warm_start`` (``plan solve --warm-start``: a previous placement, cut to what still applies)
+    gives the split a start (:func:`_split`: the better of it and CP-SAT's split, hinted from it),
     starts each island's solve from its part, and when it places every op (and keeps every gang
     in one island, one shard per device) its own global schedule competes with the islands' (the
     global share halved between the two): the plan is never worse than that start.
@@ -238,8 +241,7 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     spec, settings = problem.spec, problem.settings
     portions: Portions = problem.inverse
     reserve_s = run_reserve_s(spec, settings.time_limit_s)
-    split = CpSatSplitSolver().solve(problem.solver_problem,
-                                     _share(settings, "split", reserve_s).solve_options(num_workers=1))
+    split = _split(problem, _share(settings, "split", reserve_s).solve_options(num_workers=1), warm_start)
     if not split.status.has_solution:
         raise InfeasibleError("no split of the workload fits the islands: each portion needs an island whose "
                               "devices can run all its ops (pins included) and whose memory holds its weights")
@@ -280,6 +282,28 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
     return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+def _split(problem: Problem, options: Any, warm_start: Mapping[str, str] | None) -> SolveResult:
+    """The split by CP-SAT; with a warm start, a portfolio of the start's split (each portion on the
+    island most of its previously placed ops were on) and CP-SAT hinted from it: the better wins."""
+    start = None if warm_start is None else _start_split(problem.spec, problem.inverse, warm_start)
+    if start is None:
+        return CpSatSplitSolver().solve(problem.solver_problem, options)
+    return Portfolio(GivenSplit(start), CpSatSplitSolver()).solve(problem.solver_problem, options)
+
+
+def _start_split(spec: Spec, portions: Portions, warm_start: Mapping[str, str]) -> tuple[int, ...] | None:
+    """Each portion's island under a previous placement: the island holding most of its placed ops
+    (the first such island on a tie); None when a portion has no placed op."""
+    island_index = {d: k for k, devices in enumerate(portions.island_devices) for d in devices}
+    start = []
+    for ops in portions.ops_of:
+        votes = Counter(island_index[warm_start[op]] for op in ops if warm_start.get(op) in island_index)
+        if not votes:
+            return None
+        start.append(min(votes, key=lambda k: (-votes[k], k)))
+    return tuple(start)
 
 
 def _global_schedule(spec: Spec, placement: Mapping[str, Any], settings: RunSettings) -> Solved:

@@ -75,3 +75,35 @@ def test_a_max_load_warm_start_worse_than_the_greedy_split_never_leaves_the_plan
     assert solved.plan.objective == 40
     assert solved.result.stats["portfolio"]["start_objective"] == 60
     assert solved.plan.solver["name"] in ("warm-start", "greedy", "cpsat-placement")
+
+
+def _chain_split_problem():
+    """solvers.islands.split's docstring: four 10-cycle portions in a chain on two one-lane islands, each
+    cut edge 4 network cycles: the best split cuts once (bottleneck 20); all on one island is 40."""
+    from solvers.islands import SplitProblem
+    return SplitProblem(portion_work=((10, 10),) * 4, portion_memory=(0,) * 4, island_lanes=(1, 1),
+                        island_memory=(100, 100), edges=((0, 1, 8), (1, 2, 8), (2, 3, 8)), network_cycles=(4, 4, 4))
+
+
+def test_the_islands_split_from_a_poor_start_is_never_worse_than_cpsat_and_from_a_good_one_keeps_it():
+    from solvers.islands import CpSatSplitSolver, GivenSplit
+    p = _chain_split_problem()
+    options = SolveOptions(time_limit_s=2)
+    assert GivenSplit((0, 0, 0, 0)).solve(p).objective == 40
+    poor = Portfolio(GivenSplit((0, 0, 0, 0)), CpSatSplitSolver()).solve(p, options)
+    assert (poor.objective, poor.solver_name, poor.status.value) == (20, "cpsat-split", "OPTIMAL")
+    good = Portfolio(GivenSplit((1, 1, 0, 0)), CpSatSplitSolver()).solve(p, options)
+    assert good.objective == 20 and good.stats["portfolio"]["heuristic_objective"] == 20
+    assert GivenSplit((0, 5, 0, 0)).solve(p).status is Status.UNKNOWN  # no island 5: not a split
+
+
+def test_an_islands_warm_start_split_puts_each_portion_where_most_of_its_ops_were():
+    from planner.islands.portions import to_split_problem
+    from planner.islands.route import _start_split
+    from tests.replan.test_islands_and_max_load import TWO_ISLANDS
+    spec = load_spec(TWO_ISLANDS)
+    _, portions = to_split_problem(spec)
+    placement = {f"m/o{i}": ("a0" if i <= 4 else "b1") for i in range(1, 9)}
+    expected = tuple(0 if all(int(op.rsplit("o", 1)[1]) <= 4 for op in ops) else 1 for ops in portions.ops_of)
+    assert _start_split(spec, portions, placement) == expected
+    assert _start_split(spec, portions, {"m/o1": "a0"}) is None  # a portion with no placed op: no start
