@@ -14,6 +14,8 @@
    device to its new one, :func:`migration_cycles`), charged once over ``amortize_runs``
    runs against the objective; the moves happen only when the predicted gain, net of that
    charge, is at least ``min_gain`` of the current prediction (hysteresis: noise moves nothing).
+   Before that, moves the gain does not need are put back (:mod:`planner.replan.churn`: the
+   re-placement keeps at least ``keep_gain`` of its predicted gain, each revert verified).
 4. **Plan** the chosen placement at the spec's own (ISA) costs: ``plan score``'s path, so the
    directory is verified as always (its schedule: the plan's own when nothing moved, no churn;
    else the re-placement's re-timed at the spec's costs, see :func:`replan`); plan.json
@@ -36,6 +38,7 @@ from planner.errors import InternalError, SpecError
 from planner.graph.serialize import graph_to_dict
 from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
+from planner.replan.churn import ceiling, fewer_moves
 from planner.replan.commands import check_route, score_placement
 from planner.replan.kept import KeptSchedule, at_spec_costs, plan_schedule
 from planner.replan.placement import base_op_name, placement_of
@@ -60,6 +63,9 @@ class ReplanSettings:
     headroom: float = 0.9
     amortize_runs: int = 100
     time_limit_s: float | None = None
+    # The share of a re-placement's predicted gain that must stay when its moves are put back
+    # (planner.replan.churn: fewer moves for at most 5% of the gain; 1.0: only reverts that cost nothing).
+    keep_gain: float = 0.95
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,8 @@ class Decision:
     # The whole re-plan's limit and the part of it kept for its fixed costs (:func:`fixed_costs_s`).
     time_limit_s: float = 0.0
     fixed_costs_s: float = 0.0
+    # Ops the move-back pass put back on their devices (planner.replan.churn), not counted in ``moves``.
+    moved_back: int = 0
     # The re-placement's schedule at the measured speeds (None when nothing moved).
     solution: Any = field(default=None, compare=False, repr=False)
 
@@ -99,7 +107,7 @@ class Decision:
                 "ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
                 "predicted_current_cycles": self.current_cycles, "predicted_new_cycles": self.candidate_cycles,
                 "migration_cycles": self.migration_cycles, "predicted_gain": round(self.gain, 6),
-                "moved": [vars(m) for m in self.moves], "reason": self.reason}
+                "moved": [vars(m) for m in self.moves], "moved_back": self.moved_back, "reason": self.reason}
 
 
 def speed_ratios(spec: Spec, planned: Mapping[str, tuple[str, int]],
@@ -231,6 +239,11 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
         return Decision(ratios, link_ratios, 0, 0, 0, 0.0, (), dict(current),
                         "kept: the current placement has no schedule within the memory headroom at the measured speeds")
     best = _replaced(scaled, now, run.solve_options(), solvers)
+    moved_back = 0
+    if best is not now:
+        weights = {i: scaled.resident_bytes(i) for i in range(scaled.num_ops)}
+        best, moved_back = fewer_moves(scaled, start.device_of, best,
+                                       ceiling(int(now.objective), int(best.objective), settings.keep_gain), weights)
     new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
     moves = _moves(spec, current, new, ratios)
     migration = sum(m.migration_cycles for m in moves)
@@ -242,11 +255,13 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
                   f"minimum gain {settings.min_gain:.0%}")
     else:
         reason = (f"moved {len(moves)} op{'s' * (len(moves) != 1)}: predicted {gain:.2%} better net of migration "
-                  f"(at least {settings.min_gain:.0%} asked)")
+                  f"(at least {settings.min_gain:.0%} asked)"
+                  + (f"; {moved_back} other moves put back, keeping at least {settings.keep_gain:.0%} of the "
+                     "predicted gain" if moved_back else ""))
     if gain < settings.min_gain:
         moves, new = (), dict(current)
     return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason,
-                    solution=best.solution if moves else None)
+                    moved_back=moved_back if moves else 0, solution=best.solution if moves else None)
 
 
 def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any]) -> SolveResult:
