@@ -40,6 +40,9 @@ from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
 from planner.replan.churn import ceiling, fewer_moves
 from planner.replan.commands import check_route, score_placement
+from planner.replan.max_load import measured_loads, relieve
+from planner.pipeline import route_name
+from planner.reductions.max_load import to_placement_problem
 from planner.replan.kept import KeptSchedule, at_spec_costs, plan_schedule
 from planner.replan.placement import base_op_name, placement_of
 from planner.replan.stats import measured_links, measured_ops
@@ -49,9 +52,11 @@ from planner.stage_timing import RESERVE_S_PER_OP, stage
 from planner.stages import Outcome, RunSettings
 from planner.verify import verify_plan_dir
 from solvers.core import SolveResult
+from solvers.placement import PlacementSolution, validate_placement
 from solvers.scheduling import SchedulingProblem, validate_schedule
 
-__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "fixed_costs_s",
+__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "decide_max_load",
+           "fixed_costs_s",
            "replan", "replanned", "replan_lines"]
 
 
@@ -335,7 +340,7 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     VerificationError
         ``plan_dir`` does not verify.
     """
-    check_route(spec, "plan replan", ("latency", "throughput", "islands"))
+    check_route(spec, "plan replan")
     with stage("verify"):  # the input directory's verification, timed as the verify stage
         verdict = verify_plan_dir(plan_dir)
     _check_spec(spec, Path(plan_dir), spec_source)
@@ -346,6 +351,9 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     limit = time_limit_s or settings.time_limit_s or spec.time_limit_s / 10
     fixed_s = fixed_costs_s(spec, limit)
     solves_s = limit - fixed_s
+    if route_name(spec) == "max-load":
+        return _replan_max_load(spec, verdict, planned, measured, doc, settings, limit, fixed_s, solves_s,
+                                workers=workers, seed=seed, search=search, progress=progress, source=str(plan_dir))
     with stage("solve"):  # the predictions are the re-plan's solve, with the final schedule below
         built = to_problem(spec)
         run = RunSettings.of(spec, solves_s * 2 / 3, workers, seed, search, progress)
@@ -358,6 +366,50 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     exact = None if kept is None else KeptSchedule(kept, "re-timed" if decision.moves else "kept")
     outcome = score_placement(spec, decision.placement, time_limit_s=solves_s / 3, workers=workers, seed=seed,
                               search=search, progress=progress, source=str(plan_dir), built=built, exact=exact)
+    return _with_decision(decision, outcome)
+
+
+def decide_max_load(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[str, float]],
+                    settings: ReplanSettings) -> Decision:
+    """:func:`decide` for a max-load plan: the predictions are the current placement's and the
+    re-placement's largest loads at the measured speeds (:mod:`planner.replan.max_load`); the
+    same migration charge and minimum gain decide."""
+    problem, reduction = to_placement_problem(spec)
+    index = {name: d for d, name in enumerate(reduction.device_names)}
+    now = tuple(index[current[op]] for op in reduction.op_names)
+    guarded = replace(problem, memory_bytes=int(settings.headroom * problem.memory_bytes))
+    if problem.memory_bytes and not validate_placement(guarded, PlacementSolution(now)):
+        problem = guarded  # the memory-headroom guard, unless the current placement is fuller already
+    new = relieve(problem, reduction, spec, ratios, now)
+    now_load = max(measured_loads(problem, reduction, spec, ratios, now))
+    new_load = max(measured_loads(problem, reduction, spec, ratios, new))
+    placement = {op: reduction.device_names[d] for op, d in zip(reduction.op_names, new)}
+    moves = _moves(spec, current, placement, ratios)
+    migration = sum(m.migration_cycles for m in moves)
+    gain = (now_load - new_load - migration / settings.amortize_runs) / max(now_load, 1)
+    if not moves:
+        reason = "kept: no other placement is predicted to carry a smaller largest load at the measured speeds"
+    elif gain < settings.min_gain:
+        reason = (f"kept: the best re-placement's largest load is predicted {gain:.2%} smaller net of migration, "
+                  f"below the minimum gain {settings.min_gain:.0%}")
+    else:
+        reason = (f"moved {len(moves)} op{'s' * (len(moves) != 1)}: largest load predicted {gain:.2%} smaller net "
+                  f"of migration (at least {settings.min_gain:.0%} asked)")
+    if gain < settings.min_gain:
+        moves, placement = (), dict(current)
+    return Decision(ratios, {}, now_load, new_load, migration, gain, moves, placement, reason)
+
+
+def _replan_max_load(spec: Spec, verdict: Any, planned: Mapping[str, tuple[str, int]],
+                     measured: Mapping[str, tuple[str, int]], doc: Any, settings: ReplanSettings, limit: float,
+                     fixed_s: float, solves_s: float, *, source: str, **run: Any) -> Outcome:
+    """:func:`replan` of a max-load plan: :func:`decide_max_load`, then the chosen placement planned
+    as ``plan score`` plans a given one (its loads, one sample scheduled, lowered and replayed)."""
+    with stage("solve"):
+        current = placement_of((o.name, o.device) for o in verdict.plan.ops)
+        decision = decide_max_load(spec, current, speed_ratios(spec, planned, measured), settings)
+        decision = replace(decision, time_limit_s=limit, fixed_costs_s=fixed_s)
+    outcome = score_placement(spec, decision.placement, time_limit_s=solves_s, source=source, **run)
     return _with_decision(decision, outcome)
 
 
