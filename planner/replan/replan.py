@@ -54,6 +54,7 @@ from planner.verify import verify_plan_dir
 from solvers.core import SolveResult
 from solvers.placement import PlacementSolution, validate_placement
 from solvers.scheduling import SchedulingProblem, validate_schedule
+from solvers.scheduling.bounds import lower_bound
 
 __all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "decide_max_load",
            "fixed_costs_s",
@@ -71,6 +72,10 @@ class ReplanSettings:
     # The share of a re-placement's predicted gain that must stay when its moves are put back
     # (planner.replan.churn: fewer moves for at most 5% of the gain; 1.0: only reverts that cost nothing).
     keep_gain: float = 0.95
+    # The exact re-solve is skipped when the best of the current placement and the heuristic is
+    # within this fraction of the current prediction above a proven lower bound (and what is left
+    # could not lift the gain over min_gain): it has no more worth having to gain.
+    settle_gap: float = 0.02
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,9 @@ class Decision:
     fixed_costs_s: float = 0.0
     # Ops the move-back pass put back on their devices (planner.replan.churn), not counted in ``moves``.
     moved_back: int = 0
+    # What the exact re-solve did: "skipped" (nothing worth having left) or how it stopped, with the
+    # lower bound at the measured speeds and the room left (_replaced).
+    exact: Mapping[str, Any] = field(default_factory=dict)
     # The re-placement's schedule at the measured speeds (None when nothing moved).
     solution: Any = field(default=None, compare=False, repr=False)
 
@@ -112,7 +120,8 @@ class Decision:
                 "ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
                 "predicted_current_cycles": self.current_cycles, "predicted_new_cycles": self.candidate_cycles,
                 "migration_cycles": self.migration_cycles, "predicted_gain": round(self.gain, 6),
-                "moved": [vars(m) for m in self.moves], "moved_back": self.moved_back, "reason": self.reason}
+                "moved": [vars(m) for m in self.moves], "moved_back": self.moved_back,
+                "exact": dict(self.exact), "reason": self.reason}
 
 
 def speed_ratios(spec: Spec, planned: Mapping[str, tuple[str, int]],
@@ -243,7 +252,7 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
     if not now.status.has_solution:
         return Decision(ratios, link_ratios, 0, 0, 0, 0.0, (), dict(current),
                         "kept: the current placement has no schedule within the memory headroom at the measured speeds")
-    best = _replaced(scaled, now, run.solve_options(), solvers)
+    best, exact = _replaced(scaled, now, run.solve_options(), solvers, settings)
     moved_back = 0
     if best is not now:
         weights = {i: scaled.resident_bytes(i) for i in range(scaled.num_ops)}
@@ -266,22 +275,48 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
     if gain < settings.min_gain:
         moves, new = (), dict(current)
     return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason,
-                    moved_back=moved_back if moves else 0, solution=best.solution if moves else None)
+                    moved_back=moved_back if moves else 0, exact=exact, solution=best.solution if moves else None)
 
 
-def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any]) -> SolveResult:
+def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any],
+              settings: ReplanSettings) -> tuple[SolveResult, dict[str, Any]]:
     """The best placement at the measured speeds: the exact scheduler warm-started from the better
     of the current placement's schedule and the heuristic's own (a slowed device can make a far
-    placement the better start), never worse than the current one."""
+    placement the better start), never worse than the current one; and what the exact phase did.
+
+    The exact phase runs only when it has something to gain (:func:`_exact_worthwhile`): the
+    better of the two candidates is more than ``settings.settle_gap`` above a proven lower bound
+    of the measured-speed problem, or what is left could carry the gain over ``min_gain``."""
     heuristic = solvers[0].solve(scaled, options)
     if heuristic.status.has_solution and validate_schedule(scaled, heuristic.solution):
         raise InternalError(f"{heuristic.solver_name} returned an invalid schedule at the measured speeds")
-    start = now.solution.op_device
-    if heuristic.status.has_solution and heuristic.objective < now.objective:
-        start = heuristic.solution.op_device
-    _, best = best_of_heuristic_and_exact(scaled, options, solvers, PlacementStart(tuple(start)))
+    better = heuristic if heuristic.status.has_solution and heuristic.objective < now.objective else now
+    bound = lower_bound(scaled, lp=False)
+    room = (better.objective - bound) / max(now.objective, 1)
+    if not _exact_worthwhile(now.objective, better.objective, room, settings):
+        return better, {"exact": "skipped", "lower_bound": int(bound), "room": round(room, 6)}
+    _, best = best_of_heuristic_and_exact(scaled, options, solvers, PlacementStart(tuple(better.solution.op_device)))
     found = [r for r in (best, heuristic) if r.status.has_solution and r.objective < now.objective]
-    return min(found, key=lambda r: r.objective) if found else now
+    return (min(found, key=lambda r: r.objective) if found else now), {
+        "exact": best.stats.get("stopped_by", "ran"), "lower_bound": int(max(bound, best.bound or 0)),
+        "room": round(room, 6)}
+
+
+def _exact_worthwhile(now: float, better: float, room: float, settings: ReplanSettings) -> bool:
+    """Whether the exact re-solve may change what the re-plan does: at least ``settle_gap`` of the
+    current prediction is left between the best candidate and the lower bound, or the gain so far
+    is below ``min_gain`` and what is left could lift it over (migration aside).
+
+    >>> s = ReplanSettings()
+    >>> _exact_worthwhile(100, 70, 0.01, s), _exact_worthwhile(100, 70, 0.03, s), _exact_worthwhile(100, 97, 0.01, s)
+    (False, True, False)
+    >>> _exact_worthwhile(100, 97, 0.019, s)  # 3% so far, up to 1.9% more: 4.9% cannot reach 5%
+    False
+    >>> _exact_worthwhile(100, 96, 0.019, s)  # 4% so far, up to 1.9% more: it could reach 5%
+    True
+    """
+    gain = (now - better) / max(now, 1)
+    return room >= settings.settle_gap or gain < settings.min_gain <= gain + room
 
 
 def _report_section(decision: Decision) -> str:

@@ -66,3 +66,16 @@ def test_throughput_under_a_2x_slowdown_moves_three_ops_not_seven_and_still_reco
     assert "4 other moves put back" in decision["reason"]
     from benchmarks.replan import _objective_slowed
     assert _objective_slowed(tmp_path / "r", "npu0=2") == 341776
+
+
+def test_the_exact_re_solve_is_skipped_when_the_heuristic_meets_the_lower_bound():
+    """One op, 30 cycles on its (slowed) device d0, 10 on d1: HEFT's 10 is the critical path, nothing
+    is left to gain, so the exact scheduler does not run."""
+    from planner.replan.replan import ReplanSettings, _replaced
+    from planner.scheduling import solver_choice
+    from solvers.core import SolveOptions
+    problem = SchedulingProblem(((30, 10),), (), (1, 1), ((-1, 0), (0, -1)), ())
+    now = PlacementStart((0,)).solve(problem)
+    best, exact = _replaced(problem, now, SolveOptions(time_limit_s=1), solver_choice(), ReplanSettings())
+    assert (now.objective, best.objective, best.solution.op_device, best.solver_name) == (30, 10, (1,), "heft")
+    assert exact == {"exact": "skipped", "lower_bound": 10, "room": 0.0}
