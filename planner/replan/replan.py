@@ -29,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -257,7 +258,7 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
     if best is not now:
         weights = {i: scaled.resident_bytes(i) for i in range(scaled.num_ops)}
         best, moved_back = fewer_moves(scaled, start.device_of, best,
-                                       ceiling(int(now.objective), int(best.objective), settings.keep_gain), weights)
+                                       _move_back_limit(spec, reduction, current, now, best, settings), weights)
     new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
     moves = _moves(spec, current, new, ratios)
     migration = sum(m.migration_cycles for m in moves)
@@ -276,6 +277,20 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
         moves, new = (), dict(current)
     return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason,
                     moved_back=moved_back if moves else 0, exact=exact, solution=best.solution if moves else None)
+
+
+def _move_back_limit(spec: Spec, reduction: Any, current: Mapping[str, str], now: SolveResult, best: SolveResult,
+                     settings: ReplanSettings) -> int:
+    """The largest prediction the move-back pass may leave: :func:`planner.replan.churn.ceiling`,
+    and, when the re-placement clears ``min_gain``, no more than keeps it clear (net of its own
+    migration, which reverts only lower): putting moves back never turns a move into a keep."""
+    limit = ceiling(int(now.objective), int(best.objective), settings.keep_gain)
+    new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
+    migration = sum(m.migration_cycles for m in _moves(spec, current, new, {}))
+    clear = math.floor(now.objective * (1 - settings.min_gain) - migration / settings.amortize_runs)
+    if clear >= best.objective:
+        limit = min(limit, clear)
+    return max(limit, int(best.objective))
 
 
 def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any],

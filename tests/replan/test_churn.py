@@ -79,3 +79,22 @@ def test_the_exact_re_solve_is_skipped_when_the_heuristic_meets_the_lower_bound(
     best, exact = _replaced(problem, now, SolveOptions(time_limit_s=1), solver_choice(), ReplanSettings())
     assert (now.objective, best.objective, best.solution.op_device, best.solver_name) == (30, 10, (1,), "heft")
     assert exact == {"exact": "skipped", "lower_bound": 10, "room": 0.0}
+
+
+def test_putting_moves_back_never_turns_a_move_into_a_keep():
+    """taskgraph, now 100 -> best 90 (10% gain, no weights to migrate): keeping half the gain allows 95 (as
+    does the 5% minimum gain); a minimum gain of 8% allows no more than 92; a re-placement that does not
+    clear a 20% minimum moves nothing anyway, so only the share of the gain limits it (95)."""
+    from types import SimpleNamespace
+
+    from planner.reductions.scheduling import to_problem
+    from planner.replan.replan import ReplanSettings, _move_back_limit
+    from planner.spec import load_spec
+    spec = load_spec(ROOT / "specs" / "taskgraph.yaml")
+    _, reduction = to_problem(spec)
+    current = {name: "fast0" for name in reduction.op_names}
+    now = SimpleNamespace(objective=100, solution=SimpleNamespace(op_device=(0, 0, 0, 0)))
+    best = SimpleNamespace(objective=90, solution=SimpleNamespace(op_device=(0, 1, 0, 0)))
+    assert _move_back_limit(spec, reduction, current, now, best, ReplanSettings(keep_gain=0.5)) == 95
+    assert _move_back_limit(spec, reduction, current, now, best, ReplanSettings(keep_gain=0.5, min_gain=0.08)) == 92
+    assert _move_back_limit(spec, reduction, current, now, best, ReplanSettings(keep_gain=0.5, min_gain=0.2)) == 95
