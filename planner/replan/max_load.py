@@ -37,10 +37,11 @@ from planner.reductions.max_load import MaxLoadReduction
 from planner.spec import Spec
 from solvers.placement import GreedyPlacementSolver, PlacementProblem, PlacementSolution, device_loads, validate_placement
 
-__all__ = ["measured_loads", "relieve", "BUDGET_TRIALS"]
+__all__ = ["measured_loads", "relieve", "BUDGET_WORK"]
 
-#: Placements the local search may score (each O(ops + edges)): a bound independent of the clock.
-BUDGET_TRIALS = 20_000
+#: Ops and edges the local search may score in all (each trial scores every op and edge once): a
+#: bound independent of the clock, about 2 s of Python on the reference machine.
+BUDGET_WORK = 2_000_000
 
 
 def _ratio(ratios: Mapping[str, Mapping[str, float]], device: str, kind: str) -> float:
@@ -69,7 +70,7 @@ def _score(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec,
 
 def relieve(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec,
             ratios: Mapping[str, Mapping[str, float]], current: tuple[int, ...],
-            budget_trials: int = BUDGET_TRIALS) -> tuple[int, ...]:
+            budget_work: int = BUDGET_WORK) -> tuple[int, ...]:
     """The re-placement: steepest descent on the measured loads by moves of one op (or colour
     class) off the busiest device, from the better of ``current`` and the greedy split (``current`` on a tie)."""
     starts = [current]
@@ -78,7 +79,7 @@ def relieve(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec,
         starts.append(tuple(greedy.solution.device_of))
     placement = min(starts, key=lambda s: _score(problem, reduction, spec, ratios, s))
     score = _score(problem, reduction, spec, ratios, placement)
-    trials = budget_trials
+    trials = budget_work // max(problem.num_nodes + len(problem.edges), 1)
     while trials > 0:
         loads = measured_loads(problem, reduction, spec, ratios, placement)
         busiest = max(range(len(loads)), key=lambda d: (loads[d], -d))

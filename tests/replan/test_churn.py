@@ -66,6 +66,15 @@ def test_throughput_under_a_2x_slowdown_moves_three_ops_not_seven_and_still_reco
     assert "4 other moves put back" in decision["reason"]
     from benchmarks.replan import _objective_slowed
     assert _objective_slowed(tmp_path / "r", "npu0=2") == 341776
+    # deterministic: the same re-plan again writes the same plan (the seal and report hashes aside)
+    res = runner.invoke(app, ["replan", str(tmp_path / "p"), "--stats", str(tmp_path / "s.json"), "--spec", str(spec),
+                              "-o", str(tmp_path / "r2"), "--quiet"])
+    assert res.exit_code == 0, res.output
+    first, second = (json.loads((tmp_path / d / "plan.json").read_text()) for d in ("r", "r2"))
+    for doc in (first, second):
+        doc.pop("seal"), doc["files"].pop("report.md", None), doc["files"].pop("report.html", None)
+    assert first == second
+    assert (tmp_path / "r" / "trace.json").read_text() == (tmp_path / "r2" / "trace.json").read_text()
 
 
 def test_the_exact_re_solve_is_skipped_when_the_heuristic_meets_the_lower_bound():
