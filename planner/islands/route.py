@@ -56,11 +56,11 @@ from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
 from planner.stages import Outcome, Problem, RunSettings, Solved
-from solvers.core import SolveResult, Status
-from solvers.islands import CpSatSplitSolver, GivenSplit
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.islands import CpSatSplitSolver, SplitProblem, SplitSolution, split_errors, split_loads
 from solvers.portfolio import Portfolio
 
-__all__ = ["IslandResult", "IslandsDetails", "solve_islands", "solve_island_specs", "island_spec",
+__all__ = ["IslandResult", "IslandsDetails", "GivenSplit", "solve_islands", "solve_island_specs", "island_spec",
            "islands_outcome", "one_island_hardware", "SHARES", "ONE_PROBLEM"]
 
 #: The name of the one-problem comparison among the plan's baselines.
@@ -282,6 +282,30 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
     return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+@dataclass(frozen=True)
+class GivenSplit(Accepting):
+    """A split given up front (a warm start's: each portion where most of its ops were), as a
+    solver result: FEASIBLE with its bottleneck, no bound; UNKNOWN when it is not a valid split
+    (a planner-side start, as :class:`planner.scheduling.PlacementStart` is; not a registered solver).
+
+    >>> p = SplitProblem(((3, 3), (5, 5)), (0, 0), (1, 2), (9, 9), ((0, 1, 7),), (2,))
+    >>> r = GivenSplit((0, 1)).solve(p)
+    >>> r.status.value, r.objective, r.solution.cross_bytes, r.solver_name
+    ('FEASIBLE', 3, 7, 'warm-start')
+    """
+
+    island_of: tuple[int, ...]
+    name: str = "warm-start"
+    problem_type = SplitProblem
+
+    def solve(self, problem: SplitProblem, options: SolveOptions = SolveOptions()) -> SolveResult[SplitSolution]:
+        if split_errors(problem, self.island_of):
+            return failure_result(Status.UNKNOWN, self.name, 0.0)
+        value, cross, network = split_loads(problem, self.island_of)
+        return SolveResult(Status.FEASIBLE, value, None, SplitSolution(self.island_of, value, cross, network),
+                           0.0, self.name, {"stopped_by": "finished"})
 
 
 def _split(problem: Problem, options: Any, warm_start: Mapping[str, str] | None) -> SolveResult:

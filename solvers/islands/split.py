@@ -36,7 +36,7 @@ from ortools.sat.python import cp_model
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import run_cpsat
 
-__all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "GivenSplit", "split_loads", "split_errors"]
+__all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads", "split_errors"]
 
 # Deterministic time per second of the time limit (a small model: the split rarely needs it).
 _DTIME_PER_SECOND = 0.5
@@ -120,32 +120,10 @@ def split_errors(problem: SplitProblem, island_of: tuple[int, ...]) -> list[str]
     return errors
 
 
-@dataclass(frozen=True)
-class GivenSplit(Accepting):
-    """A split given up front (a warm start's: each portion where most of its ops were), as a
-    solver result: FEASIBLE with its bottleneck, no bound; UNKNOWN when it is not a valid split.
-
-    >>> p = SplitProblem(((3, 3), (5, 5)), (0, 0), (1, 2), (9, 9), ((0, 1, 7),), (2,))
-    >>> r = GivenSplit((0, 1)).solve(p)
-    >>> r.status.value, r.objective, r.solution.cross_bytes, r.solver_name
-    ('FEASIBLE', 3, 7, 'warm-start')
-    """
-
-    island_of: tuple[int, ...]
-    name: str = "warm-start"
-    problem_type = SplitProblem
-
-    def solve(self, problem: SplitProblem, options: SolveOptions = SolveOptions()) -> SolveResult[SplitSolution]:
-        if split_errors(problem, self.island_of):
-            return failure_result(Status.UNKNOWN, self.name, 0.0)
-        value, cross, network = split_loads(problem, self.island_of)
-        return SolveResult(Status.FEASIBLE, value, None, SplitSolution(self.island_of, value, cross, network),
-                           0.0, self.name, {"stopped_by": "finished"})
-
-
 class CpSatSplitSolver(Accepting):
     """The split as a CP-SAT model (module docstring): bottleneck first, then cross-island bytes.
-    ``options.hint`` (a :class:`SplitSolution`, e.g. a warm start's) starts the first phase."""
+    ``options.hint`` (a :class:`SplitSolution`, e.g. a warm start's)
+    starts the first phase."""
 
     name = "cpsat-split"
     problem_type = SplitProblem

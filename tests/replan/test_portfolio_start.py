@@ -86,7 +86,8 @@ def _chain_split_problem():
 
 
 def test_the_islands_split_from_a_poor_start_is_never_worse_than_cpsat_and_from_a_good_one_keeps_it():
-    from solvers.islands import CpSatSplitSolver, GivenSplit
+    from planner.islands.route import GivenSplit
+    from solvers.islands import CpSatSplitSolver
     p = _chain_split_problem()
     options = SolveOptions(time_limit_s=2)
     assert GivenSplit((0, 0, 0, 0)).solve(p).objective == 40
