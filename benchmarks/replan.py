@@ -4,7 +4,9 @@ For each spec: solve it cold (``plan solve SPEC -o DIR --json``), replay the pla
 slowed 2x (``plan simulate --slow``'s what-if replay), re-plan from those statistics (``plan replan
 DIR --stats S --spec SPEC -o NEW --json``), and replay the new plan with the same slowdown. Then
 replay the original with ±5% noise and no slowdown (``--noise 5``, seeds 0-4) and re-plan each:
-nothing should move.
+nothing should move. Also recorded: the moves the move-back pass put back (``moved back``,
+:mod:`planner.replan.churn`) and what the exact re-solve did (``exact``: ``skipped`` when it had
+nothing worth having to gain).
 
 What is timed, on both sides the same way (median of ``--repeats``):
 
@@ -116,7 +118,8 @@ def measure(name: str, device: str, work: Path, repeats: int) -> dict:
         noise_moves.append(len(summary["replan"]["moved"]))
     return {"spec": name, "slowed": device, "objective": spec.objective, "planned": planned,
             "slowed_2x": slowed, "replanned_slowed_2x": recovered_slowed, "recovery": recovery,
-            "moved": len(decision["moved"]), "predicted_gain": decision["predicted_gain"],
+            "moved": len(decision["moved"]), "moved_back": decision.get("moved_back", 0),
+            "exact": decision.get("exact", {}).get("exact"), "predicted_gain": decision["predicted_gain"],
             "cold": cold, "replan": warm,
             "wall_ratio": warm["wall_s"] / cold["wall_s"], "cpu_ratio": warm["cpu_s"] / cold["cpu_s"],
             "solve_ratio": warm["solve_s"] / cold["solve_s"],
@@ -137,9 +140,10 @@ def main(argv: list[str] | None = None) -> None:
             rows.append(measure(name, device, Path(tmp), args.repeats))
             print(f"{name}: done ({_load()})", flush=True)
     print_table("re-placement after a 2x slowdown", ["spec", "slowed", "objective", "planned", "slowed 2x",
-                                                     "re-planned", "recovery", "moved", "noise moves", "load"],
+                                                     "re-planned", "recovery", "moved", "moved back", "exact",
+                                                     "noise moves", "load"],
                 [[r["spec"], r["slowed"], r["objective"], r["planned"], r["slowed_2x"], r["replanned_slowed_2x"],
-                  r["recovery"], r["moved"], r["noise_moves"], r["load"]] for r in rows])
+                  r["recovery"], r["moved"], r["moved_back"], r["exact"], r["noise_moves"], r["load"]] for r in rows])
     print_table("re-plan cost against a cold solve (whole commands in-process; solve stage alone)",
                 ["spec", "solve wall s", "replan wall s", "wall ratio", "solve cpu s", "replan cpu s", "cpu ratio",
                  "solve stage s", "replan solve stage s", "stage ratio", "budget ratio"],

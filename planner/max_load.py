@@ -415,7 +415,8 @@ def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec, o
            start: GivenPlacement | None = None) -> tuple[SolveResult, SolveResult]:
     """The greedy split and CP-SAT warm-started from it (a :class:`~solvers.portfolio.Portfolio`):
     the greedy result and the better of the two, checked twice. ``start``: ``"given"`` is the
-    result as it is; another name is CP-SAT's start instead of the greedy split (never worse than it)."""
+    result as it is; another name is a third candidate of the portfolio (CP-SAT starts from the
+    better of it and the greedy split; the result is never worse than either)."""
     if start is not None:
         errors = validate_placement(problem, PlacementSolution(start.device_of))
         if errors:
@@ -424,10 +425,10 @@ def _place(problem: PlacementProblem, reduction: MaxLoadReduction, spec: Spec, o
         greedy = GreedyPlacementSolver().solve(problem, options)
         given = start.solve(problem, options)
         return greedy, given
-    run = Portfolio(start or GreedyPlacementSolver(), CpSatPlacementSolver()).run(problem, options)
+    # A warm start is a third candidate: CP-SAT starts from the better of it and the greedy split,
+    # and the result (named after its source) is never worse than either.
+    run = Portfolio(GreedyPlacementSolver(), CpSatPlacementSolver(), start=start).run(problem, options)
     greedy = run.heuristic or failure_result(Status.UNKNOWN, GreedyPlacementSolver.name, 0.0)  # it refused
-    if start is not None:
-        greedy = GreedyPlacementSolver().solve(problem, options)
     result = run.best
     if result.status is Status.INFEASIBLE:
         raise InfeasibleError(_explain_infeasible(spec, problem, reduction))
@@ -466,7 +467,7 @@ def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings
 
     ``start`` is a placement ``{op: device}`` of every op: with ``start_name`` ``"given"``
     (``plan score``) it is the placement, not optimised; with another name (``"warm-start"``)
-    CP-SAT starts from it instead of the greedy split, and the plan is never worse than it.
+    the portfolio also tries it (CP-SAT starts from the better of it and the greedy split), and the plan is never worse than either.
 
     ``problem`` is :func:`~planner.reductions.max_load.to_placement_problem`'s reduction.
     The time limit is shared between the placement and the single-sample schedule

@@ -36,7 +36,7 @@ from planner.verify.numeric import NUMERIC_DEFAULT_MAX_MACS
 from solvers.budget import run_summary
 from solvers.core import Accepting, SolveOptions, SolveResult, Solver, Status, failure_result
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
-from solvers.portfolio import Portfolio, best_of
+from solvers.portfolio import Portfolio
 from solvers.scheduling import HeftScheduler, SchedulingProblem, SchedulingSolution, validate_schedule
 from solvers.scheduling.problem import FORBIDDEN
 
@@ -125,10 +125,11 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     ``solvers`` is ``(heuristic, exact)``, by default :func:`solver_choice`'s. Returns the
     heuristic's result (the baseline the report shows) and the portfolio's (the better of
     the two, never worse than the heuristic), each schedule checked. With ``start`` (a warm
-    start, :class:`PlacementStart`) the exact scheduler is hinted from
-    ``start``'s schedule instead; the heuristic still runs, as the baseline, and the result is
-    the best of the three, so never worse than the start or the heuristic (a poor start, such
-    as every op on one device, must not leave the plan worse than a cold solve's heuristic).
+    start, :class:`PlacementStart`) the portfolio has three candidates: the exact scheduler is
+    hinted from the better of the start's and the heuristic's schedules (the start's on a tie),
+    and the result is the best of the three, so never worse than the start or the heuristic (a
+    poor start, such as every op on one device, must not leave the plan worse than a cold
+    solve's heuristic).
 
     Examples
     --------
@@ -140,10 +141,9 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     ('heft', True)
     """
     heuristic_solver, exact_solver = solvers or solver_choice()
-    run = Portfolio(start or heuristic_solver, exact_solver).run(problem, options)
+    run = Portfolio(heuristic_solver, exact_solver, start=start).run(problem, options)
     if start is not None:
-        plain = heuristic_solver.solve(problem, options)
-        run = run._replace(heuristic=plain, best=_unless_the_heuristic_is_better(plain, run.best))
+        run = run._replace(best=_named_if_the_heuristic_won(heuristic_solver, run.best))
     for result in (run.heuristic, run.exact, run.best):
         if result is not None and result.status.has_solution:
             _check_solution(problem, result)
@@ -151,15 +151,12 @@ def best_of_heuristic_and_exact(problem: SchedulingProblem, options: SolveOption
     return heuristic, run.best
 
 
-def _unless_the_heuristic_is_better(plain: SolveResult, started: SolveResult) -> SolveResult:
-    """The warm-started result, or the plain heuristic's schedule when it is strictly better (a
-    poor start, e.g. every op on one device, that the budget could not repair): then with the
-    better bound of the two, its own name marked, and the started run's record: its search,
-    its lower bound, and the start's objective that plan.json's ``warm_start`` reports."""
-    if not plain.status.has_solution or (started.status.has_solution and plain.objective >= started.objective):
-        return started
-    best = best_of(plain, started)
-    return replace(best, solver_name=f"{plain.solver_name} (better than the warm start)", stats=started.stats)
+def _named_if_the_heuristic_won(heuristic: Solver, best: SolveResult) -> SolveResult:
+    """A warm-started result that is the plain heuristic's schedule says so in its name (a poor
+    start, e.g. every op on one device, that the budget could not repair)."""
+    if best.solver_name != heuristic.name:
+        return best
+    return replace(best, solver_name=f"{best.solver_name} (better than the warm start)")
 
 
 def solve_schedule(problem: Problem, warm_start: Mapping[str, str] | None = None,
@@ -226,7 +223,7 @@ def _solver_info(settings: RunSettings, result: SolveResult, heuristic: SolveRes
     """plan.json's ``solver`` record of a latency or throughput run."""
     warm = {} if start is None else {"warm_start": {
         "ops_placed": start.covered, "ops": len(start.device_of),
-        "objective": result.stats.get("portfolio", {}).get("heuristic_objective")}}
+        "objective": result.stats.get("portfolio", {}).get("start_objective")}}
     return {**warm, "name": result.solver_name, "heuristic": heuristic.solver_name, "workers": settings.workers,
             "seed": settings.seed, "time_limit_s": settings.time_limit_s, "post_solve_reserve_s": reserve_s,
             **run_summary(settings.search, [result.stats.get("stopped_by")]),

@@ -28,7 +28,8 @@ __all__ = ["Portfolio", "PortfolioRun", "best_of"]
 
 class PortfolioRun(NamedTuple):
     """What :meth:`Portfolio.run` saw: the combined result and each solver's own (None when
-    the solver refused the problem)."""
+    the solver refused the problem). A start's result, when the portfolio has one, is in
+    ``best.stats["portfolio"]`` (``start``, ``start_status``, ``start_objective``)."""
 
     best: SolveResult[Any]
     heuristic: SolveResult[Any] | None
@@ -84,6 +85,14 @@ def best_of(heuristic: SolveResult[Any] | None, exact: SolveResult[Any] | None,
                        {**winner.stats, **stats}, progress)
 
 
+def _better_start(start: SolveResult[Any] | None, heuristic: SolveResult[Any] | None) -> SolveResult[Any] | None:
+    """The better of a start's and a heuristic's results (the start on a tie), None when neither ran."""
+    solved = [r for r in (start, heuristic) if r is not None and r.status.has_solution]
+    if solved:
+        return min(solved, key=lambda r: r.objective)
+    return start if start is not None else heuristic
+
+
 def _summary(heuristic: SolveResult[Any] | None, exact: SolveResult[Any] | None) -> dict[str, Any]:
     facts: dict[str, Any] = {}
     for role, r in (("heuristic", heuristic), ("exact", exact)):
@@ -108,6 +117,12 @@ class Portfolio(Accepting):
     heuristic, exact : Solver
         Two solvers of the same problem type. The exact one receives the heuristic's
         solution as ``options.hint`` (the caller's hint when the heuristic found none).
+    start : Solver, optional
+        A third candidate of the same type, e.g. a warm start from a previous solution. It
+        runs first, then the heuristic; the exact solver is hinted from the better of the two
+        (the start on a tie: it is what the caller asked to keep), and the result is the best
+        of the three, so never worse than the start or the heuristic. Its ``solver_name``
+        names the winner's source.
 
     Examples
     --------
@@ -123,10 +138,11 @@ class Portfolio(Accepting):
 
     heuristic: Solver
     exact: Solver
+    start: Solver | None = None
 
     @property
     def name(self) -> str:
-        return f"{self.heuristic.name}+{self.exact.name}"
+        return "+".join(s.name for s in (self.start, self.heuristic, self.exact) if s is not None)
 
     @property
     def problem_type(self) -> type:  # type: ignore[override]
@@ -146,18 +162,26 @@ class Portfolio(Accepting):
             Neither solver accepts ``problem`` (ask :meth:`accepts` first).
         """
         t0 = time.perf_counter()
+        start = self.start.solve(problem, options) if self.start is not None and self.start.accepts(problem) else None
         heuristic = self.heuristic.solve(problem, options) if self.heuristic.accepts(problem) else None
-        if heuristic is not None and heuristic.status.has_solution and options.progress is not None:
+        first = _better_start(start, heuristic)
+        if first is not None and first.status.has_solution and options.progress is not None:
             # the heuristic's point first, so a live view shows it during the exact solve
-            options.progress(ProgressPoint(time.perf_counter() - t0, heuristic.objective, heuristic.bound,
-                                           "heuristic"))
+            options.progress(ProgressPoint(time.perf_counter() - t0, first.objective, first.bound, "heuristic"))
         exact = None
         if self.exact.accepts(problem):
-            hint = heuristic.solution if heuristic is not None and heuristic.status.has_solution else options.hint
+            hint = first.solution if first is not None and first.status.has_solution else options.hint
             exact = self.exact.solve(problem, replace(options, hint=hint))
-        if heuristic is None and exact is None:
+        if first is None and exact is None:
             raise ValueError(f"{self.name} cannot take this problem: {self.refusal(problem)}")
-        return PortfolioRun(best_of(heuristic, exact, time.perf_counter() - t0), heuristic, exact)
+        best = best_of(first, exact, time.perf_counter() - t0)
+        if start is not None and heuristic is not None:  # both candidates' objectives on record (the
+            # "heuristic" role above is the better of the two)
+            best = replace(best, stats={**best.stats, "portfolio": {
+                **best.stats["portfolio"], "start": start.solver_name, "start_status": start.status.value,
+                "start_objective": start.objective, "plain_heuristic": heuristic.solver_name,
+                "plain_heuristic_objective": heuristic.objective if heuristic.status.has_solution else None}})
+        return PortfolioRun(best, heuristic, exact)
 
     def solve(self, problem: Any, options: SolveOptions = SolveOptions()) -> SolveResult[Any]:
         """The better of the two results (see :func:`best_of`)."""

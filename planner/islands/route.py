@@ -40,6 +40,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
@@ -55,10 +56,11 @@ from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
 from planner.stages import Outcome, Problem, RunSettings, Solved
-from solvers.core import SolveResult, Status
-from solvers.islands import CpSatSplitSolver
+from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.islands import CpSatSplitSolver, SplitProblem, SplitSolution, split_errors, split_loads
+from solvers.portfolio import Portfolio
 
-__all__ = ["IslandResult", "IslandsDetails", "solve_islands", "solve_island_specs", "island_spec",
+__all__ = ["IslandResult", "IslandsDetails", "GivenSplit", "solve_islands", "solve_island_specs", "island_spec",
            "islands_outcome", "one_island_hardware", "SHARES", "ONE_PROBLEM"]
 
 #: The name of the one-problem comparison among the plan's baselines.
@@ -226,6 +228,7 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     islands' placement.
 
     ``warm_start`` (``plan solve --warm-start``: a previous placement, cut to what still applies)
+    gives the split a start (:func:`_split`: the better of it and CP-SAT's split, hinted from it),
     starts each island's solve from its part, and when it places every op (and keeps every gang
     in one island, one shard per device) its own global schedule competes with the islands' (the
     global share halved between the two): the plan is never worse than that start.
@@ -238,8 +241,7 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     spec, settings = problem.spec, problem.settings
     portions: Portions = problem.inverse
     reserve_s = run_reserve_s(spec, settings.time_limit_s)
-    split = CpSatSplitSolver().solve(problem.solver_problem,
-                                     _share(settings, "split", reserve_s).solve_options(num_workers=1))
+    split = _split(problem, _share(settings, "split", reserve_s).solve_options(num_workers=1), warm_start)
     if not split.status.has_solution:
         raise InfeasibleError("no split of the workload fits the islands: each portion needs an island whose "
                               "devices can run all its ops (pins included) and whose memory holds its weights")
@@ -280,6 +282,52 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
     return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+@dataclass(frozen=True)
+class GivenSplit(Accepting):
+    """A split given up front (a warm start's: each portion where most of its ops were), as a
+    solver result: FEASIBLE with its bottleneck, no bound; UNKNOWN when it is not a valid split
+    (a planner-side start, as :class:`planner.scheduling.PlacementStart` is; not a registered solver).
+
+    >>> p = SplitProblem(((3, 3), (5, 5)), (0, 0), (1, 2), (9, 9), ((0, 1, 7),), (2,))
+    >>> r = GivenSplit((0, 1)).solve(p)
+    >>> r.status.value, r.objective, r.solution.cross_bytes, r.solver_name
+    ('FEASIBLE', 3, 7, 'warm-start')
+    """
+
+    island_of: tuple[int, ...]
+    name: str = "warm-start"
+    problem_type = SplitProblem
+
+    def solve(self, problem: SplitProblem, options: SolveOptions = SolveOptions()) -> SolveResult[SplitSolution]:
+        if split_errors(problem, self.island_of):
+            return failure_result(Status.UNKNOWN, self.name, 0.0)
+        value, cross, network = split_loads(problem, self.island_of)
+        return SolveResult(Status.FEASIBLE, value, None, SplitSolution(self.island_of, value, cross, network),
+                           0.0, self.name, {"stopped_by": "finished"})
+
+
+def _split(problem: Problem, options: Any, warm_start: Mapping[str, str] | None) -> SolveResult:
+    """The split by CP-SAT; with a warm start, a portfolio of the start's split (each portion on the
+    island most of its previously placed ops were on) and CP-SAT hinted from it: the better wins."""
+    start = None if warm_start is None else _start_split(problem.spec, problem.inverse, warm_start)
+    if start is None:
+        return CpSatSplitSolver().solve(problem.solver_problem, options)
+    return Portfolio(GivenSplit(start), CpSatSplitSolver()).solve(problem.solver_problem, options)
+
+
+def _start_split(spec: Spec, portions: Portions, warm_start: Mapping[str, str]) -> tuple[int, ...] | None:
+    """Each portion's island under a previous placement: the island holding most of its placed ops
+    (the first such island on a tie); None when a portion has no placed op."""
+    island_index = {d: k for k, devices in enumerate(portions.island_devices) for d in devices}
+    start = []
+    for ops in portions.ops_of:
+        votes = Counter(island_index[warm_start[op]] for op in ops if warm_start.get(op) in island_index)
+        if not votes:
+            return None
+        start.append(min(votes, key=lambda k: (-votes[k], k)))
+    return tuple(start)
 
 
 def _global_schedule(spec: Spec, placement: Mapping[str, Any], settings: RunSettings) -> Solved:

@@ -43,8 +43,8 @@ PLACEMENT_ROUTES = ("latency", "throughput", "islands", "max-load")
 
 
 def check_route(spec: Spec, command: str, routes: tuple[str, ...] = PLACEMENT_ROUTES) -> None:
-    """Refuse a spec whose route ``command`` does not plan (``plan replan`` does not plan max-load,
-    whose objective is a placement's loads and not a schedule's).
+    """Refuse a spec whose route ``command`` does not plan (every route in ``routes``; fleet specs
+    are refused before this).
 
     Raises
     ------
@@ -56,10 +56,10 @@ def check_route(spec: Spec, command: str, routes: tuple[str, ...] = PLACEMENT_RO
     >>> from planner.reductions.max_load import EXAMPLE
     >>> from planner.spec import load_spec
     >>> try:
-    ...     check_route(load_spec(EXAMPLE), "plan replan", ("latency", "throughput", "islands"))
+    ...     check_route(load_spec(EXAMPLE), "a command", ("latency", "throughput", "islands"))
     ... except SpecError as error:
     ...     print(error)
-    plan replan takes latency, throughput and islands specs; this spec is planned by the max-load route
+    a command takes latency, throughput and islands specs; this spec is planned by the max-load route
     """
     name = route_name(spec)
     if name not in routes:

@@ -14,6 +14,8 @@
    device to its new one, :func:`migration_cycles`), charged once over ``amortize_runs``
    runs against the objective; the moves happen only when the predicted gain, net of that
    charge, is at least ``min_gain`` of the current prediction (hysteresis: noise moves nothing).
+   Before that, moves the gain does not need are put back (:mod:`planner.replan.churn`: the
+   re-placement keeps at least ``keep_gain`` of its predicted gain, each revert verified).
 4. **Plan** the chosen placement at the spec's own (ISA) costs: ``plan score``'s path, so the
    directory is verified as always (its schedule: the plan's own when nothing moved, no churn;
    else the re-placement's re-timed at the spec's costs, see :func:`replan`); plan.json
@@ -27,6 +29,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -36,7 +39,11 @@ from planner.errors import InternalError, SpecError
 from planner.graph.serialize import graph_to_dict
 from planner.reader import read_json, read_text_file
 from planner.reductions.scheduling import resident_bytes, to_problem
+from planner.replan.churn import ceiling, fewer_moves
 from planner.replan.commands import check_route, score_placement
+from planner.replan.max_load import measured_loads, relieve
+from planner.pipeline import route_name
+from planner.reductions.max_load import to_placement_problem
 from planner.replan.kept import KeptSchedule, at_spec_costs, plan_schedule
 from planner.instances import base_op_name
 from planner.replan.placement import placement_of
@@ -47,9 +54,12 @@ from planner.stage_timing import RESERVE_S_PER_OP, stage
 from planner.stages import Outcome, RunSettings
 from planner.verify import verify_plan_dir
 from solvers.core import SolveResult
+from solvers.placement import PlacementSolution, validate_placement
 from solvers.scheduling import SchedulingProblem, validate_schedule
+from solvers.scheduling.bounds import lower_bound
 
-__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "fixed_costs_s",
+__all__ = ["ReplanSettings", "Move", "Decision", "speed_ratios", "migration_cycles", "decide", "decide_max_load",
+           "fixed_costs_s",
            "replan", "replanned", "replan_lines"]
 
 
@@ -61,6 +71,13 @@ class ReplanSettings:
     headroom: float = 0.9
     amortize_runs: int = 100
     time_limit_s: float | None = None
+    # The share of a re-placement's predicted gain that must stay when its moves are put back
+    # (planner.replan.churn: fewer moves for at most 5% of the gain; 1.0: only reverts that cost nothing).
+    keep_gain: float = 0.95
+    # The exact re-solve is skipped when the best of the current placement and the heuristic is
+    # within this fraction of the current prediction above a proven lower bound (and what is left
+    # could not lift the gain over min_gain): it has no more worth having to gain.
+    settle_gap: float = 0.02
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,11 @@ class Decision:
     # The whole re-plan's limit and the part of it kept for its fixed costs (:func:`fixed_costs_s`).
     time_limit_s: float = 0.0
     fixed_costs_s: float = 0.0
+    # Ops the move-back pass put back on their devices (planner.replan.churn), not counted in ``moves``.
+    moved_back: int = 0
+    # What the exact re-solve did: "skipped" (nothing worth having left) or how it stopped, with the
+    # lower bound at the measured speeds and the room left (_replaced).
+    exact: Mapping[str, Any] = field(default_factory=dict)
     # The re-placement's schedule at the measured speeds (None when nothing moved).
     solution: Any = field(default=None, compare=False, repr=False)
 
@@ -100,7 +122,8 @@ class Decision:
                 "ratios": {d: dict(r) for d, r in self.ratios.items()}, "link_ratios": dict(self.link_ratios),
                 "predicted_current_cycles": self.current_cycles, "predicted_new_cycles": self.candidate_cycles,
                 "migration_cycles": self.migration_cycles, "predicted_gain": round(self.gain, 6),
-                "moved": [vars(m) for m in self.moves], "reason": self.reason}
+                "moved": [vars(m) for m in self.moves], "moved_back": self.moved_back,
+                "exact": dict(self.exact), "reason": self.reason}
 
 
 def speed_ratios(spec: Spec, planned: Mapping[str, tuple[str, int]],
@@ -231,7 +254,12 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
     if not now.status.has_solution:
         return Decision(ratios, link_ratios, 0, 0, 0, 0.0, (), dict(current),
                         "kept: the current placement has no schedule within the memory headroom at the measured speeds")
-    best = _replaced(scaled, now, run.solve_options(), solvers)
+    best, exact = _replaced(scaled, now, run.solve_options(), solvers, settings)
+    moved_back = 0
+    if best is not now:
+        weights = {i: scaled.resident_bytes(i) for i in range(scaled.num_ops)}
+        best, moved_back = fewer_moves(scaled, start.device_of, best,
+                                       _move_back_limit(spec, reduction, current, now, best, settings), weights)
     new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
     moves = _moves(spec, current, new, ratios)
     migration = sum(m.migration_cycles for m in moves)
@@ -243,26 +271,68 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
                   f"minimum gain {settings.min_gain:.0%}")
     else:
         reason = (f"moved {len(moves)} op{'s' * (len(moves) != 1)}: predicted {gain:.2%} better net of migration "
-                  f"(at least {settings.min_gain:.0%} asked)")
+                  f"(at least {settings.min_gain:.0%} asked)"
+                  + (f"; {moved_back} other moves put back, keeping at least {settings.keep_gain:.0%} of the "
+                     "predicted gain" if moved_back else ""))
     if gain < settings.min_gain:
         moves, new = (), dict(current)
     return Decision(ratios, link_ratios, int(now.objective), int(best.objective), migration, gain, moves, new, reason,
-                    solution=best.solution if moves else None)
+                    moved_back=moved_back if moves else 0, exact=exact, solution=best.solution if moves else None)
 
 
-def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any]) -> SolveResult:
+def _move_back_limit(spec: Spec, reduction: Any, current: Mapping[str, str], now: SolveResult, best: SolveResult,
+                     settings: ReplanSettings) -> int:
+    """The largest prediction the move-back pass may leave: :func:`planner.replan.churn.ceiling`,
+    and, when the re-placement clears ``min_gain``, no more than keeps it clear (net of its own
+    migration, which reverts only lower): putting moves back never turns a move into a keep."""
+    limit = ceiling(int(now.objective), int(best.objective), settings.keep_gain)
+    new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
+    migration = sum(m.migration_cycles for m in _moves(spec, current, new, {}))
+    clear = math.floor(now.objective * (1 - settings.min_gain) - migration / settings.amortize_runs)
+    if clear >= best.objective:
+        limit = min(limit, clear)
+    return max(limit, int(best.objective))
+
+
+def _replaced(scaled: SchedulingProblem, now: SolveResult, options: Any, solvers: tuple[Any, Any],
+              settings: ReplanSettings) -> tuple[SolveResult, dict[str, Any]]:
     """The best placement at the measured speeds: the exact scheduler warm-started from the better
     of the current placement's schedule and the heuristic's own (a slowed device can make a far
-    placement the better start), never worse than the current one."""
+    placement the better start), never worse than the current one; and what the exact phase did.
+
+    The exact phase runs only when it has something to gain (:func:`_exact_worthwhile`): the
+    better of the two candidates is more than ``settings.settle_gap`` above a proven lower bound
+    of the measured-speed problem, or what is left could carry the gain over ``min_gain``."""
     heuristic = solvers[0].solve(scaled, options)
     if heuristic.status.has_solution and validate_schedule(scaled, heuristic.solution):
         raise InternalError(f"{heuristic.solver_name} returned an invalid schedule at the measured speeds")
-    start = now.solution.op_device
-    if heuristic.status.has_solution and heuristic.objective < now.objective:
-        start = heuristic.solution.op_device
-    _, best = best_of_heuristic_and_exact(scaled, options, solvers, PlacementStart(tuple(start)))
+    better = heuristic if heuristic.status.has_solution and heuristic.objective < now.objective else now
+    bound = lower_bound(scaled, lp=False)
+    room = (better.objective - bound) / max(now.objective, 1)
+    if not _exact_worthwhile(now.objective, better.objective, room, settings):
+        return better, {"exact": "skipped", "lower_bound": int(bound), "room": round(room, 6)}
+    _, best = best_of_heuristic_and_exact(scaled, options, solvers, PlacementStart(tuple(better.solution.op_device)))
     found = [r for r in (best, heuristic) if r.status.has_solution and r.objective < now.objective]
-    return min(found, key=lambda r: r.objective) if found else now
+    return (min(found, key=lambda r: r.objective) if found else now), {
+        "exact": best.stats.get("stopped_by", "ran"), "lower_bound": int(max(bound, best.bound or 0)),
+        "room": round(room, 6)}
+
+
+def _exact_worthwhile(now: float, better: float, room: float, settings: ReplanSettings) -> bool:
+    """Whether the exact re-solve may change what the re-plan does: at least ``settle_gap`` of the
+    current prediction is left between the best candidate and the lower bound, or the gain so far
+    is below ``min_gain`` and what is left could lift it over (migration aside).
+
+    >>> s = ReplanSettings()
+    >>> _exact_worthwhile(100, 70, 0.01, s), _exact_worthwhile(100, 70, 0.03, s), _exact_worthwhile(100, 97, 0.01, s)
+    (False, True, False)
+    >>> _exact_worthwhile(100, 97, 0.019, s)  # 3% so far, up to 1.9% more: 4.9% cannot reach 5%
+    False
+    >>> _exact_worthwhile(100, 96, 0.019, s)  # 4% so far, up to 1.9% more: it could reach 5%
+    True
+    """
+    gain = (now - better) / max(now, 1)
+    return room >= settings.settle_gap or gain < settings.min_gain <= gain + room
 
 
 def _report_section(decision: Decision) -> str:
@@ -321,7 +391,7 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     VerificationError
         ``plan_dir`` does not verify.
     """
-    check_route(spec, "plan replan", ("latency", "throughput", "islands"))
+    check_route(spec, "plan replan")
     with stage("verify"):  # the input directory's verification, timed as the verify stage
         verdict = verify_plan_dir(plan_dir)
     _check_spec(spec, Path(plan_dir), spec_source)
@@ -332,6 +402,9 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     limit = time_limit_s or settings.time_limit_s or spec.time_limit_s / 10
     fixed_s = fixed_costs_s(spec, limit)
     solves_s = limit - fixed_s
+    if route_name(spec) == "max-load":
+        return _replan_max_load(spec, verdict, planned, measured, doc, settings, limit, fixed_s, solves_s,
+                                workers=workers, seed=seed, search=search, progress=progress, source=str(plan_dir))
     with stage("solve"):  # the predictions are the re-plan's solve, with the final schedule below
         built = to_problem(spec)
         run = RunSettings.of(spec, solves_s * 2 / 3, workers, seed, search, progress)
@@ -344,6 +417,50 @@ def replan(spec: Spec, plan_dir: Path, stats_path: Path, settings: ReplanSetting
     exact = None if kept is None else KeptSchedule(kept, "re-timed" if decision.moves else "kept")
     outcome = score_placement(spec, decision.placement, time_limit_s=solves_s / 3, workers=workers, seed=seed,
                               search=search, progress=progress, source=str(plan_dir), built=built, exact=exact)
+    return _with_decision(decision, outcome)
+
+
+def decide_max_load(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[str, float]],
+                    settings: ReplanSettings) -> Decision:
+    """:func:`decide` for a max-load plan: the predictions are the current placement's and the
+    re-placement's largest loads at the measured speeds (:mod:`planner.replan.max_load`); the
+    same migration charge and minimum gain decide."""
+    problem, reduction = to_placement_problem(spec)
+    index = {name: d for d, name in enumerate(reduction.device_names)}
+    now = tuple(index[current[op]] for op in reduction.op_names)
+    guarded = replace(problem, memory_bytes=int(settings.headroom * problem.memory_bytes))
+    if problem.memory_bytes and not validate_placement(guarded, PlacementSolution(now)):
+        problem = guarded  # the memory-headroom guard, unless the current placement is fuller already
+    new = relieve(problem, reduction, spec, ratios, now)
+    now_load = max(measured_loads(problem, reduction, spec, ratios, now))
+    new_load = max(measured_loads(problem, reduction, spec, ratios, new))
+    placement = {op: reduction.device_names[d] for op, d in zip(reduction.op_names, new)}
+    moves = _moves(spec, current, placement, ratios)
+    migration = sum(m.migration_cycles for m in moves)
+    gain = (now_load - new_load - migration / settings.amortize_runs) / max(now_load, 1)
+    if not moves:
+        reason = "kept: no other placement is predicted to carry a smaller largest load at the measured speeds"
+    elif gain < settings.min_gain:
+        reason = (f"kept: the best re-placement's largest load is predicted {gain:.2%} smaller net of migration, "
+                  f"below the minimum gain {settings.min_gain:.0%}")
+    else:
+        reason = (f"moved {len(moves)} op{'s' * (len(moves) != 1)}: largest load predicted {gain:.2%} smaller net "
+                  f"of migration (at least {settings.min_gain:.0%} asked)")
+    if gain < settings.min_gain:
+        moves, placement = (), dict(current)
+    return Decision(ratios, {}, now_load, new_load, migration, gain, moves, placement, reason)
+
+
+def _replan_max_load(spec: Spec, verdict: Any, planned: Mapping[str, tuple[str, int]],
+                     measured: Mapping[str, tuple[str, int]], doc: Any, settings: ReplanSettings, limit: float,
+                     fixed_s: float, solves_s: float, *, source: str, **run: Any) -> Outcome:
+    """:func:`replan` of a max-load plan: :func:`decide_max_load`, then the chosen placement planned
+    as ``plan score`` plans a given one (its loads, one sample scheduled, lowered and replayed)."""
+    with stage("solve"):
+        current = placement_of((o.name, o.device) for o in verdict.plan.ops)
+        decision = decide_max_load(spec, current, speed_ratios(spec, planned, measured), settings)
+        decision = replace(decision, time_limit_s=limit, fixed_costs_s=fixed_s)
+    outcome = score_placement(spec, decision.placement, time_limit_s=solves_s, source=source, **run)
     return _with_decision(decision, outcome)
 
 

@@ -154,6 +154,7 @@ def what_if_stats(verdict: Any, slow: str | None, noise_pct: float, seed: int) -
     slowdown = parse_slowdown(slow, [d.name for d in doc.devices], [link.name for link in doc.links],
                               noise_pct=noise_pct, seed=seed)
     graph = read_graph_json(verdict.plan_dir / "graph.json")
-    replay = what_if(verdict.simulation, [(u, v) for u, v, _ in graph.op_edges()], slowdown)
+    tensors = {name: (*op.inputs, *op.outputs) for name, op in graph.ops.items()}
+    replay = what_if(verdict.simulation, [(u, v) for u, v, _ in graph.op_edges()], slowdown, tensors)
     return replay, stats_document(replay, graph_sha256=doc.files["graph.json"], clock_hz=doc.clock_hz,
                                   spec=doc.spec, slowdown=slowdown.factors, noise=slowdown.noise, seed=seed)

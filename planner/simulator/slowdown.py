@@ -7,8 +7,11 @@ stream and order, every transfer its link and order; op ``i`` on a device slowed
 ``[1 - noise, 1 + noise]`` drawn per op from the seed and the op's name (so the same seed
 gives the same jitter whatever else changes). An op starts at its planned cycle or, when
 later, once its stream, its inputs on the same device and its incoming transfers are done;
-a transfer once its producer and the previous transfer on its link are done. With no
-slowdown and no noise the what-if replay is the plan itself.
+a transfer once its producer and the previous transfer on its link are done. Memory DMAs
+(prefetches and evictions between memory levels) are re-timed too, when the ops' tensors are
+given: a DMA takes its device's factor, runs in order on its device's DMA engine, after the ops
+of that device that touch its tensor and ended before it in the plan, and before those that
+started after it. With no slowdown and no noise the what-if replay is the plan itself.
 
 Examples
 --------
@@ -35,7 +38,7 @@ import numpy as np
 from planner.errors import SpecError
 from planner.instances import base_op_name
 
-__all__ = ["Slowdown", "MeasuredOp", "MeasuredTransfer", "WhatIf", "parse_slowdown", "what_if"]
+__all__ = ["Slowdown", "MeasuredOp", "MeasuredTransfer", "MeasuredDma", "WhatIf", "parse_slowdown", "what_if"]
 
 
 @dataclass(frozen=True)
@@ -119,13 +122,25 @@ class MeasuredTransfer(NamedTuple):
     planned_cycles: int
 
 
+class MeasuredDma(NamedTuple):
+    """A memory DMA as the what-if replay measured it (reference cycles)."""
+
+    device: str
+    op: str
+    start_cycle: int
+    measured_cycles: int
+    planned_cycles: int
+
+
 @dataclass(frozen=True)
 class WhatIf:
-    """The what-if replay: every op and transfer measured, and the makespan."""
+    """The what-if replay: every op, transfer and memory DMA measured, and the makespan (of the
+    ops and transfers, as the plan's)."""
 
     ops: Mapping[str, MeasuredOp]
     transfers: tuple[MeasuredTransfer, ...]
     makespan_cycles: int
+    dmas: tuple[MeasuredDma, ...] = ()
 
 
 def _dependencies(simulation: Any, op_edges: Iterable[tuple[str, str]]) -> dict[Any, set[Any]]:
@@ -151,31 +166,74 @@ def _dependencies(simulation: Any, op_edges: Iterable[tuple[str, str]]) -> dict[
     for u, v in op_edges:
         for a in instances.get(u, ()):
             for b in instances.get(v, ()):
-                if ops[a].device == ops[b].device:
+                # an op split into memory instances (op#p) feeds its consumer's instances in parts: an
+                # instance waits for the producer's instances that ended before it in the plan, not for
+                # later ones (that would be a cycle)
+                if ops[a].device == ops[b].device and ops[a].end_cycle <= ops[b].start_cycle:
                     preds[("op", b)].add(("op", a))
     return preds
 
 
-def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slowdown) -> WhatIf:
+def _dma_tensor(dma: Any) -> str:
+    """The tensor a DMA moves: its buffers are the tensor's name, at a level ``name@level.k``."""
+    return dma.src_buffer.split("@", 1)[0] if dma.kind == "prefetch" else dma.dst_buffer.split("@", 1)[0]
+
+
+def _add_dmas(preds: dict[Any, set[Any]], simulation: Any, op_tensors: Mapping[str, Iterable[str]]) -> None:
+    """DMA nodes: in plan order on their device's DMA engine, after the device's ops touching their
+    tensor that ended before them, before those that started after them (module docstring)."""
+    touching: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for n, t in simulation.ops.items():
+        for tensor in op_tensors.get(_base(n, ()), ()):
+            touching[t.device, tensor].append(n)
+    engine: dict[str, list] = defaultdict(list)
+    for k, dma in enumerate(simulation.dmas):
+        node = ("dma", k)
+        preds[node] = set()
+        engine[dma.device].append((dma.start_cycle, dma.end_cycle, dma.op, node))
+        for n in touching.get((dma.device, _dma_tensor(dma)), ()):
+            t = simulation.ops[n]
+            if t.end_cycle <= dma.start_cycle:
+                preds[node].add(("op", n))
+            elif t.start_cycle >= dma.end_cycle:
+                preds[("op", n)].add(node)
+    for lane in engine.values():
+        lane.sort()
+        for before, after in zip(lane, lane[1:]):
+            preds[after[3]].add(before[3])
+
+
+def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slowdown,
+            op_tensors: Mapping[str, Iterable[str]] | None = None) -> WhatIf:
     """The replayed ``simulation`` (:class:`~planner.simulator.SimulationResult`) re-timed under
-    ``slowdown``; ``op_edges`` are the graph's ``(producer, consumer)`` op pairs."""
+    ``slowdown``; ``op_edges`` are the graph's ``(producer, consumer)`` op pairs; ``op_tensors``
+    the tensors each graph op reads or writes (None: memory DMAs are not re-timed)."""
     ops, transfers = simulation.ops, simulation.transfers
+    dmas = getattr(simulation, "dmas", ()) if op_tensors is not None else ()
     end: dict[Any, int] = {}
     measured_ops: dict[str, MeasuredOp] = {}
     measured_tx: dict[int, MeasuredTransfer] = {}
+    measured_dma: dict[int, MeasuredDma] = {}
     preds = _dependencies(simulation, op_edges)
+    if dmas:
+        _add_dmas(preds, simulation, op_tensors)
     for node in TopologicalSorter(preds).static_order():
         kind, key = node
-        t = ops[key] if kind == "op" else transfers[key]
+        t = ops[key] if kind == "op" else transfers[key] if kind == "tx" else dmas[key]
         ready = max((end[p] for p in preds[node]), default=0)
         start = max(t.start_cycle, ready)
         planned = t.end_cycle - t.start_cycle
         if kind == "op":
             cycles = slowdown.cycles(key, t.device, planned)
             measured_ops[key] = MeasuredOp(t.device, t.stream, start, cycles, planned)
-        else:
+        elif kind == "tx":
             cycles = slowdown.cycles(f"{t.src_op}->{t.dst_op}#{t.id}", t.link, planned)
             measured_tx[key] = MeasuredTransfer(t.src_op, t.dst_op, t.link, t.size_bytes, start, cycles, planned)
+        else:
+            cycles = slowdown.cycles(f"dma:{t.device}:{t.op}", t.device, planned)
+            measured_dma[key] = MeasuredDma(t.device, t.op, start, cycles, planned)
         end[node] = start + cycles
     ordered = {n: measured_ops[n] for n in sorted(measured_ops)}
-    return WhatIf(ordered, tuple(measured_tx[i] for i in sorted(measured_tx)), max(end.values(), default=0))
+    makespan = max((v for n, v in end.items() if n[0] != "dma"), default=0)
+    return WhatIf(ordered, tuple(measured_tx[i] for i in sorted(measured_tx)), makespan,
+                  tuple(measured_dma[k] for k in sorted(measured_dma)))

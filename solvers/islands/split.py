@@ -36,7 +36,7 @@ from ortools.sat.python import cp_model
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import run_cpsat
 
-__all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads"]
+__all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads", "split_errors"]
 
 # Deterministic time per second of the time limit (a small model: the split rarely needs it).
 _DTIME_PER_SECOND = 0.5
@@ -97,8 +97,33 @@ def split_loads(problem: SplitProblem, island_of: tuple[int, ...]) -> tuple[int,
     return max(per_lane, network), sum(problem.edges[e][2] for e in cut), network
 
 
+def split_errors(problem: SplitProblem, island_of: tuple[int, ...]) -> list[str]:
+    """Why a given split is not one of ``problem``'s (empty when it is): a portion on an island it
+    cannot run on, a portion group split up, or an island's memory overfull.
+
+    >>> p = SplitProblem(((3, None), (5, 5)), (4, 4), (1, 1), (6, 9), ((0, 1, 7),), (2,), ((0, 1),))
+    >>> split_errors(p, (1, 1)), split_errors(p, (0, 1)), split_errors(p, (0, 0))
+    (['portion 0 cannot run on island 1'], ['portions 0 and 1 must share an island'], ['island 0 holds 8 bytes, more than its 6'])
+    """
+    if len(island_of) != problem.num_portions:
+        return [f"{len(island_of)} islands given for {problem.num_portions} portions"]
+    errors = [f"portion {p} cannot run on island {i}" for p, i in enumerate(island_of)
+              if not 0 <= i < problem.num_islands or problem.portion_work[p][i] is None]
+    if errors:
+        return errors
+    errors += [f"portions {g[0]} and {q} must share an island" for g in problem.together for q in g[1:]
+               if island_of[q] != island_of[g[0]]]
+    for i, cap in enumerate(problem.island_memory):
+        held = sum(m for p, m in enumerate(problem.portion_memory) if island_of[p] == i)
+        if held > cap:
+            errors.append(f"island {i} holds {held} bytes, more than its {cap}")
+    return errors
+
+
 class CpSatSplitSolver(Accepting):
-    """The split as a CP-SAT model (module docstring): bottleneck first, then cross-island bytes."""
+    """The split as a CP-SAT model (module docstring): bottleneck first, then cross-island bytes.
+    ``options.hint`` (a :class:`SplitSolution`, e.g. a warm start's)
+    starts the first phase."""
 
     name = "cpsat-split"
     problem_type = SplitProblem
@@ -107,6 +132,10 @@ class CpSatSplitSolver(Accepting):
         started = time.perf_counter()
         dtime = min(_MAX_DTIME, _DTIME_PER_SECOND * options.time_limit_s)
         model, x, cut, bottleneck = _build(problem)
+        if isinstance(options.hint, SplitSolution):
+            for p, i_hint in enumerate(options.hint.island_of):
+                for i, var in x[p].items():
+                    model.AddHint(var, int(i == i_hint))
         first_status, first = _run(model, options, dtime / 2)
         if not first_status.has_solution:
             status = Status.INFEASIBLE if first_status is Status.INFEASIBLE else Status.UNKNOWN

@@ -1,5 +1,4 @@
-"""``plan score``, ``plan solve --warm-start`` and ``plan replan`` on islands specs; score and warm start on
-max-load specs (``plan replan`` refuses them with exit 2)."""
+"""``plan score``, ``plan solve --warm-start`` and ``plan replan`` on islands and max-load specs."""
 
 from __future__ import annotations
 
@@ -160,13 +159,35 @@ def test_warm_start_from_a_max_load_plan(max_load, tmp_path):
     assert "## Warm start" in (tmp_path / "w" / "report.md").read_text()
 
 
-def test_replan_refuses_a_max_load_plan_with_exit_2(max_load, tmp_path):
-    """Max-load's objective is a placement's loads, not a schedule's: replan's prediction does not apply."""
+def _max_load_replan(max_load, tmp_path, *flags: str) -> dict:
     spec, plan = max_load
-    stats = tmp_path / "s.json"
-    stats.write_text("{}")
-    res = runner.invoke(app, ["replan", str(plan), "--stats", str(stats), "--spec", str(spec),
-                              "-o", str(tmp_path / "out")])
-    assert res.exit_code == EXIT_BAD_INPUT, res.output
-    assert "this spec is planned by the max-load route" in res.output and "Traceback" not in res.output
-    assert not (tmp_path / "out").exists()
+    res = runner.invoke(app, ["simulate", str(plan), "--stats-out", str(tmp_path / "s.json"), *flags])
+    assert res.exit_code == 0, res.output
+    summary = _json(runner.invoke(app, ["replan", str(plan), "--stats", str(tmp_path / "s.json"), "--spec", str(spec),
+                                        "-o", str(tmp_path / "out"), "--json"]))
+    assert runner.invoke(app, ["simulate", str(tmp_path / "out")]).exit_code == 0  # a verified directory
+    return summary
+
+
+def test_replan_of_a_max_load_plan_moves_the_op_off_a_3x_slowed_accelerator(max_load, tmp_path):
+    """Measured loads: the op on the slowed accelerator takes 90 cycles, +10 to receive: 100 (the other 40);
+    both ops on the other accelerator carry 30 + 30 = 60, no communication. Gain (100 - 60) / 100 = 40%
+    (no weights to migrate). The new plan at the spec's costs: max-load 60."""
+    _, plan = max_load
+    slowed = _placement(plan)["m/y"]
+    other = next(d for d in ("acc0", "acc1") if d != slowed)
+    summary = _max_load_replan(max_load, tmp_path, "--slow", f"{slowed}=3")
+    decision = summary["replan"]
+    assert [(m["op"], m["from_device"], m["to_device"]) for m in decision["moved"]] == [("m/y", slowed, other)]
+    assert (decision["predicted_current_cycles"], decision["predicted_new_cycles"]) == (100, 60)
+    assert decision["predicted_gain"] == 0.4 and decision["ratios"][slowed]["task"] == 3.0
+    assert summary["objective"] == 60 and set(_placement(tmp_path / "out").values()) == {other}
+    assert "## Re-placement" in (tmp_path / "out" / "report.md").read_text()
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_replan_of_a_max_load_plan_moves_nothing_under_noise(max_load, tmp_path, seed):
+    _, plan = max_load
+    decision = _max_load_replan(max_load, tmp_path, "--noise", "5", "--seed", str(seed))["replan"]
+    assert decision["moved"] == [] and decision["reason"].startswith("kept")
+    assert _placement(tmp_path / "out") == _placement(plan)

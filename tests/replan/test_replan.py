@@ -111,6 +111,8 @@ def test_a_real_slowdown_moves_the_op_off_the_slowed_device(plans, tmp_path):
     # at the measured speeds: the current plan's 14400 (b 1200-13200, its result at 13400, d till 14400) -> 8000
     assert (decision["predicted_current_cycles"], decision["predicted_new_cycles"]) == (14400, 8000)
     assert "## Re-placement" in (tmp_path / "r" / "report.md").read_text()
+    # HEFT's 9,120 leaves 1,120 cycles (7.8% of 14,400) above the 8,000 bound: the exact re-solve runs, finds 8,000
+    assert decision["exact"] == {"exact": "finished", "lower_bound": 8000, "room": round(1120 / 14400, 6)}
 
 
 def test_the_minimum_gain_holds_back_a_smaller_gain(plans, tmp_path):

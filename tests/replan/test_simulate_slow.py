@@ -75,3 +75,35 @@ def test_bad_what_if_flags_exit_2_and_write_nothing(plan_dir, tmp_path, flags, f
     assert res.exit_code == EXIT_BAD_INPUT, res.output
     assert fragment in res.output and "Traceback" not in res.output
     assert not (tmp_path / "s.json").exists()
+
+
+def test_the_what_if_replay_re_times_memory_dmas():
+    """d0 prefetches b's weight w (cycles 0-20) while a runs (0-10); b reads w at 20-30. With d0 slowed
+    2x the prefetch takes 40 cycles, a 20, and b waits for the prefetch: 40-60 (without the DMA it would
+    start when a ends, at 20). Unslowed, the replay is the plan; without the ops' tensors the DMA is ignored."""
+    from planner.simulator import OpTiming, SimulationResult
+    from planner.simulator.replay import DmaTiming
+    from planner.simulator.slowdown import MeasuredDma, parse_slowdown, what_if
+    sim = SimulationResult(30, {"a": OpTiming("d0", 0, 0, 10), "b": OpTiming("d0", 0, 20, 30)}, {}, {}, 0, (),
+                           ("d0",), (DmaTiming("d0", "prefetch:w@fast.0", "prefetch", "w", "w@fast.0", "slow", "fast",
+                                               64, 0, 20),))
+    tensors = {"a": ("x",), "b": ("w", "x")}
+    slow = what_if(sim, [], parse_slowdown("d0=2", ["d0"], []), tensors)
+    assert (slow.ops["a"].start_cycle, slow.ops["b"].start_cycle, slow.makespan_cycles) == (0, 40, 60)
+    assert slow.dmas == (MeasuredDma("d0", "prefetch:w@fast.0", 0, 40, 20),)
+    same = what_if(sim, [], parse_slowdown(None, ["d0"], []), tensors)
+    assert (same.ops["b"].start_cycle, same.makespan_cycles, same.dmas[0].start_cycle) == (20, 30, 0)
+    assert what_if(sim, [], parse_slowdown("d0=2", ["d0"], [])).makespan_cycles == 40
+
+
+def test_the_what_if_replay_takes_an_op_split_into_memory_instances():
+    """p and its consumer c each run as two memory instances, interleaved p#0 c#0 p#1 c#1 (10 cycles each)
+    on one stream: c#0 waits for p#0 only (waiting for p#1 as well was a cycle, specs/memory-cnn.yaml's
+    what-if failed so). d0 slowed 2x: 20 cycles each, one after the other, 80."""
+    from planner.simulator import OpTiming, SimulationResult
+    from planner.simulator.slowdown import parse_slowdown, what_if
+    ops = {n: OpTiming("d0", 0, 10 * k, 10 * k + 10) for k, n in enumerate(("p#0", "c#0", "p#1", "c#1"))}
+    sim = SimulationResult(40, ops, {}, {}, 0)
+    slow = what_if(sim, [("p", "c")], parse_slowdown("d0=2", ["d0"], []))
+    assert [slow.ops[n].start_cycle for n in ("p#0", "c#0", "p#1", "c#1")] == [0, 20, 40, 60]
+    assert slow.makespan_cycles == 80
