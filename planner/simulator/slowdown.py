@@ -184,7 +184,7 @@ def _add_dmas(preds: dict[Any, set[Any]], simulation: Any, op_tensors: Mapping[s
     tensor that ended before them, before those that started after them (module docstring)."""
     touching: dict[tuple[str, str], list[str]] = defaultdict(list)
     for n, t in simulation.ops.items():
-        for tensor in op_tensors.get(_base(n, ()), ()):
+        for tensor in op_tensors.get(base_op_name(n), ()):
             touching[t.device, tensor].append(n)
     engine: dict[str, list] = defaultdict(list)
     for k, dma in enumerate(simulation.dmas):
