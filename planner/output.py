@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
+from planner import json_text
 from planner.errors import InternalError, PlannerError
 from planner.graph.serialize import graph_to_dict
 from planner.memory.figures import device_figures
@@ -35,7 +36,7 @@ __all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    path.write_text(json_text.dumps(data, indent=2) + "\n")
 
 
 def _hardware_entries(hardware) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -171,7 +172,7 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
             document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
                                      numeric=checked.claim, files=dict(sorted(files.items())),
                                      baselines=baseline_rows(outcome))
-            (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+            (tmp / "plan.json").write_text(json_text.dumps(document, indent=2) + "\n")
         try:
             with stage("verify"):
                 verdict = verify_plan_dir(tmp)
