@@ -80,11 +80,13 @@ class _Writer:
         kind = type(value)
         if kind is str:
             return encode_basestring_ascii(value)
+        if kind is int:
+            return int.__repr__(value)
         if kind is dict:
             return self._dict(value, depth)
         if kind is list or kind is tuple:
             return self._list(value, depth)
-        if kind in _SCALARS or isinstance(value, _SCALAR_BASES):
+        if kind in _SCALARS or isinstance(value, _SCALAR_BASES):  # floats, bools, None, subclasses: as C writes them
             return "".join(self.flat_encoder(depth)(value, 0))
         return self.standard(value, depth)
 
@@ -101,8 +103,8 @@ class _Writer:
         if all(type(v) in _SCALARS or isinstance(v, _SCALAR_BASES) for v in value.values()):
             return self._flat_text(value, depth)
         items = sorted(value.items()) if self.sort_keys else value.items()
-        inner = " " * (self.indent * (depth + 1))
-        body = f",\n{inner}".join(f"{encode_basestring_ascii(k)}: {self.text(v, depth + 1)}" for k, v in items)
+        inner, text = " " * (self.indent * (depth + 1)), self.text
+        body = f",\n{inner}".join([f"{encode_basestring_ascii(k)}: {text(v, depth + 1)}" for k, v in items])
         return f"{{\n{inner}{body}\n{' ' * (self.indent * depth)}}}"
 
     def _list(self, value: list | tuple, depth: int) -> str:
