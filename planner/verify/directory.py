@@ -139,6 +139,9 @@ class _LastParsed:
 
 
 _decode_binary = _LastParsed(lambda data, label: decode(data, name=label))
+# allocation.json and memory.json: the checks of the document, of trace.json and of
+# report.html each read them (a 10k-op plan's allocation.json is 14 MB); one parse serves all.
+_parse_document = _LastParsed(parse_json)
 
 
 def _decode(files: Mapping[str, bytes], devices: list[str]) -> dict[str, Any]:
@@ -227,9 +230,9 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
     for name, program in programs.items():
         if files[f"bin/{name}.lst"] != listing(program).encode("utf-8"):
             raise VerificationError(f"bin/{name}.lst", "", detail=f"not the listing of bin/{name}.bin")
-    memory = parse_json(files["memory.json"], "memory.json") if doc.memory_planning else None
+    memory = _parse_document(files["memory.json"], "memory.json") if doc.memory_planning else None
     rendered = trace_json(plan, [d.name for d in doc.devices], [l.name for l in doc.links], programs=programs,
-                          allocation=parse_json(files["allocation.json"], "allocation.json"),
+                          allocation=_parse_document(files["allocation.json"], "allocation.json"),
                           memory=memory).encode("utf-8")
     if files["trace.json"] != rendered:
         raise VerificationError("trace.json", "", detail="not the trace of the verified plan")
@@ -237,8 +240,8 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
 
 def _check_page(raw: Mapping[str, Any], files: Mapping[str, bytes], memory_planning: bool) -> None:
     """report.html is the page the verified plan.json, allocation.json and memory.json draw."""
-    memory = parse_json(files["memory.json"], "memory.json") if memory_planning else None
-    page = render_html(raw, parse_json(files["allocation.json"], "allocation.json"), memory).encode("utf-8")
+    memory = _parse_document(files["memory.json"], "memory.json") if memory_planning else None
+    page = render_html(raw, _parse_document(files["allocation.json"], "allocation.json"), memory).encode("utf-8")
     if files["report.html"] != page:
         raise VerificationError("report.html", "", detail="not the page the verified plan.json, allocation.json "
                                                           "and memory.json draw")
@@ -250,13 +253,14 @@ def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], prog
     facts = {name: program_facts(p, f"bin/{name}.bin") for name, p in programs.items()}
     memory = None
     if doc.memory_planning:
-        memory = validate_document(MemoryDocument, parse_json(files["memory.json"], "memory.json"), "memory.json")
+        memory = validate_document(MemoryDocument, _parse_document(files["memory.json"], "memory.json"),
+                                   "memory.json")
         check_memory_document(memory, doc, programs, facts, simulation, graph, base)
     elif any(p.fast_level >= 0 for p in programs.values()):
         raise VerificationError("plan.json", "memory_planning", expected="true (a binary has a fast level)",
                                 found="false")
     check_baselines(doc, memory)
-    alloc = validate_document(AllocationDocument, parse_json(files["allocation.json"], "allocation.json"),
+    alloc = validate_document(AllocationDocument, _parse_document(files["allocation.json"], "allocation.json"),
                               "allocation.json")
     check_allocation_document(alloc, doc, programs, facts, simulation, graph, base)
     _check_renderings(files, plan, doc, programs)
