@@ -10,7 +10,7 @@ because on a shared machine the wall clock measures the load as much as the code
 deterministic search budget does not depend on it, so a loaded machine also hits the
 wall-clock safety net of the solve).
 
-Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120]``; JSON lands in
+Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT]``; JSON lands in
 ``benchmarks/results/end_to_end-<date>.json``.
 
 Results (2026-11-23 14:53 UTC, the 2-core machine shared with six other helpers, load average
@@ -39,6 +39,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -57,23 +58,37 @@ __all__ = ["solve_once", "ratio", "main"]
 _STAGES = ("spec", "costing", "solve", "memory", "lowering", "replay", "numeric", "writing", "verify")
 
 
+def _children_cpu_s() -> float:
+    """CPU seconds (user + system) of this process's finished children: the run's CPU time,
+    which a loaded machine stretches far less than its wall time."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def ratio(row: dict[str, Any], limit: float) -> float:
     """Total wall time over the time limit, to two decimals."""
     return round(row["total_s"] / limit, 2)
 
 
-def solve_once(spec_path: Path, out: Path, limit: float) -> dict[str, Any]:
-    """One ``plan solve --json`` run: its wall time, stage times, solve share and overrun note."""
+def solve_once(spec_path: Path, out: Path, limit: float, code: str | None = None) -> dict[str, Any]:
+    """One ``plan solve --json`` run: its wall and CPU time, stage times, solve share and overrun note.
+
+    ``code``: the root of another checkout whose ``planner`` runs instead (put first on
+    ``PYTHONPATH``), to compare before and after on the same machine in one session.
+    """
+    env = None if code is None else {**os.environ, "PYTHONPATH": code}
     plan = Path(sys.executable).with_name("plan")
+    cpu_before = _children_cpu_s()
     start = time.perf_counter()
     done = subprocess.run([str(plan), "solve", str(spec_path), "-o", str(out), "--force", "--time-limit", str(limit),
-                           "--json"], capture_output=True, text=True)
+                           "--json"], capture_output=True, text=True, env=env)
     total = time.perf_counter() - start
+    cpu = round(_children_cpu_s() - cpu_before, 2)
     if done.returncode != 0:
-        return {"total_s": total, "error": done.stderr.strip()[-400:], "exit": done.returncode}
+        return {"total_s": total, "cpu_s": cpu, "error": done.stderr.strip()[-400:], "exit": done.returncode}
     summary = json.loads(done.stdout)
     solver = summary.get("solver", {})
-    return {"total_s": total, "stages_s": summary.get("stages_s", {}), "overrun": summary.get("overrun"),
+    return {"total_s": total, "cpu_s": cpu, "stages_s": summary.get("stages_s", {}), "overrun": summary.get("overrun"),
             "solve_limit_s": limit - solver.get("post_solve_reserve_s", 0.0), "status": summary.get("status"),
             "gap": summary.get("gap"), "stopped_by": solver.get("stopped_by"), "load": os.getloadavg()}
 
@@ -84,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--layers", default="23,232", help="transformer depths (43 ops per layer + 1)")
     p.add_argument("--limits", default="30,60,120", help="time limits S in seconds")
+    p.add_argument("--code", default=None, help="run the planner of this checkout instead (before/after)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     rows = []
@@ -92,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
             spec_path = Path(tmp) / f"t{layers}.yaml"
             spec_path.write_text(yaml.safe_dump(transformer_spec(layers)))
             for limit in (float(x) for x in args.limits.split(",")):
-                row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit)
+                row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit, args.code)
                 row.update(ops=layers * 43 + 1, limit_s=limit)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -100,10 +116,11 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         stages = r.get("stages_s", {})
         table.append([f"{r['ops']:,}", f"{r['limit_s']:g}", f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
+                      f"{r.get('cpu_s', 0):.1f}",
                       *(f"{stages[s]:.1f}" if s in stages else "-" for s in _STAGES),
                       f"{ratio(r, r['limit_s']):.2f}", " ".join(f"{x:.1f}" for x in r.get("load", ()))])
-    print_table("plan solve --time-limit S: wall seconds per stage", ["ops", "S", "solve share", "total", *_STAGES,
-                                                                        "total/S", "load 1/5/15"], table)
+    print_table("plan solve --time-limit S: wall seconds per stage (CPU: the whole process)",
+                ["ops", "S", "solve share", "total", "CPU", *_STAGES, "total/S", "load 1/5/15"], table)
     write_results("end_to_end", rows, {"load": os.getloadavg()}, args, args.out)
     return 0
 
