@@ -45,9 +45,21 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 # Subclasses of these (a StrEnum status, an IntEnum) are written as their plain value by both
 # of the standard library's encoders, so they count as scalars too.
 _SCALAR_BASES = (str, int, float)
+_STR = frozenset({str})
 # Deeper than this the walk hands over to json.dumps (whose circular-reference check then
 # raises its own ValueError, instead of this walk recursing without end).
 _MAX_WALK_DEPTH = 200
+
+
+def _all_scalars(values: Any) -> bool:
+    """Whether every value is a scalar; the types are gathered in C (a set of a few types)."""
+    kinds = set(map(type, values))
+    return kinds <= _SCALARS or all(k in _SCALARS or issubclass(k, _SCALAR_BASES) for k in kinds)
+
+
+def _all_string_keys(value: dict) -> bool:
+    kinds = set(map(type, value))
+    return kinds <= _STR or all(issubclass(k, str) for k in kinds)
 
 
 def _no_default(value: Any) -> Any:
@@ -98,9 +110,9 @@ class _Writer:
     def _dict(self, value: dict, depth: int) -> str:
         if not value:
             return "{}"
-        if depth > _MAX_WALK_DEPTH or not all(type(k) is str or isinstance(k, str) for k in value):
+        if depth > _MAX_WALK_DEPTH or not _all_string_keys(value):
             return self.standard(value, depth)
-        if all(type(v) in _SCALARS or isinstance(v, _SCALAR_BASES) for v in value.values()):
+        if _all_scalars(value.values()):
             return self._flat_text(value, depth)
         items = sorted(value.items()) if self.sort_keys else value.items()
         inner, text = " " * (self.indent * (depth + 1)), self.text
@@ -112,7 +124,7 @@ class _Writer:
             return "[]"
         if depth > _MAX_WALK_DEPTH:
             return self.standard(value, depth)
-        if all(type(v) in _SCALARS or isinstance(v, _SCALAR_BASES) for v in value):
+        if _all_scalars(value):
             return self._flat_text(value, depth)
         inner = " " * (self.indent * (depth + 1))
         body = f",\n{inner}".join([self.text(v, depth + 1) for v in value])
