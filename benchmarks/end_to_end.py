@@ -10,7 +10,8 @@ because on a shared machine the wall clock measures the load as much as the code
 deterministic search budget does not depend on it, so a loaded machine also hits the
 wall-clock safety net of the solve).
 
-Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT]``; JSON lands in
+Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT] [--simulate]``
+(``--simulate``: also ``plan simulate`` each directory, its CPU seconds in the table); JSON lands in
 ``benchmarks/results/end_to_end-<date>.json``.
 
 Results (2026-11-23 14:53 UTC, the 2-core machine shared with six other helpers, load average
@@ -93,6 +94,16 @@ def solve_once(spec_path: Path, out: Path, limit: float, code: str | None = None
             "gap": summary.get("gap"), "stopped_by": solver.get("stopped_by"), "load": os.getloadavg()}
 
 
+def simulate_once(out: Path, code: str | None = None) -> dict[str, Any]:
+    """``plan simulate <dir> --json`` on a directory ``plan solve`` wrote: its wall and CPU seconds."""
+    env = None if code is None else {**os.environ, "PYTHONPATH": code}
+    plan = Path(sys.executable).with_name("plan")
+    cpu_before, start = _children_cpu_s(), time.perf_counter()
+    done = subprocess.run([str(plan), "simulate", str(out), "--json"], capture_output=True, text=True, env=env)
+    return {"simulate_wall_s": round(time.perf_counter() - start, 2),
+            "simulate_cpu_s": round(_children_cpu_s() - cpu_before, 2), "simulate_exit": done.returncode}
+
+
 def main(argv: list[str] | None = None) -> int:
     import yaml
 
@@ -100,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--layers", default="23,232", help="transformer depths (43 ops per layer + 1)")
     p.add_argument("--limits", default="30,60,120", help="time limits S in seconds")
     p.add_argument("--code", default=None, help="run the planner of this checkout instead (before/after)")
+    p.add_argument("--simulate", action="store_true", help="also time `plan simulate` of each directory written")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
     rows = []
@@ -109,6 +121,8 @@ def main(argv: list[str] | None = None) -> int:
             spec_path.write_text(yaml.safe_dump(transformer_spec(layers)))
             for limit in (float(x) for x in args.limits.split(",")):
                 row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit, args.code)
+                if args.simulate and "error" not in row:
+                    row.update(simulate_once(Path(tmp) / f"out{layers}", args.code))
                 row.update(ops=layers * 43 + 1, limit_s=limit)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
@@ -118,9 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         table.append([f"{r['ops']:,}", f"{r['limit_s']:g}", f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
                       f"{r.get('cpu_s', 0):.1f}",
                       *(f"{stages[s]:.1f}" if s in stages else "-" for s in _STAGES),
-                      f"{ratio(r, r['limit_s']):.2f}", " ".join(f"{x:.1f}" for x in r.get("load", ()))])
+                      f"{ratio(r, r['limit_s']):.2f}",
+                      f"{r['simulate_cpu_s']:.1f}" if "simulate_cpu_s" in r else "-",
+                      " ".join(f"{x:.1f}" for x in r.get("load", ()))])
     print_table("plan solve --time-limit S: wall seconds per stage (CPU: the whole process)",
-                ["ops", "S", "solve share", "total", "CPU", *_STAGES, "total/S", "load 1/5/15"], table)
+                ["ops", "S", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU", "load 1/5/15"], table)
     write_results("end_to_end", rows, {"load": os.getloadavg()}, args, args.out)
     return 0
 
