@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from planner import json_text
 from planner.errors import InternalError, PlannerError
 from planner.graph.serialize import graph_to_dict
 from planner.memory.figures import device_figures
@@ -35,7 +36,7 @@ __all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_
 
 
 def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n")
+    path.write_text(json_text.dumps(data, indent=2) + "\n")
 
 
 def _hardware_entries(hardware) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -47,8 +48,12 @@ def _hardware_entries(hardware) -> tuple[list[dict[str, Any]], list[dict[str, An
     return devices, links
 
 
-def _write_replayed_files(outcome: Outcome, spec: Spec, tmp: Path) -> None:
-    """Everything but report.md and plan.json: binaries, listings, graph, allocation, trace, memory."""
+def _write_replayed_files(outcome: Outcome, spec: Spec, tmp: Path) -> dict[str, Any]:
+    """Everything but report.md and plan.json: binaries, listings, graph, allocation, trace, memory.
+
+    Returns allocation.json and memory.json (None without memory planning) as read back from
+    the files written, for the report and the page, which draw those files (one parse each).
+    """
     plan = outcome.plan
     bin_dir = tmp / "bin"
     bin_dir.mkdir()
@@ -60,11 +65,12 @@ def _write_replayed_files(outcome: Outcome, spec: Spec, tmp: Path) -> None:
     if outcome.memory is not None:
         write_json(tmp / "memory.json", memory_document(outcome, spec.graph))
     # Drawn from the files as written, as the verifier reads them back to render it again.
-    memory = json.loads((tmp / "memory.json").read_text()) if outcome.memory is not None else None
+    read = {"allocation.json": json.loads((tmp / "allocation.json").read_text()),
+            "memory.json": json.loads((tmp / "memory.json").read_text()) if outcome.memory is not None else None}
     (tmp / "trace.json").write_text(trace_json(plan, [d.name for d in spec.hardware.devices],
                                                [l.name for l in spec.hardware.links], programs=outcome.programs,
-                                               allocation=json.loads((tmp / "allocation.json").read_text()),
-                                               memory=memory))
+                                               allocation=read["allocation.json"], memory=read["memory.json"]))
+    return read
 
 
 def _plan_figures(name: str, dp, schedule, peaks: dict[str, Any]) -> dict[str, Any]:
@@ -155,7 +161,7 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
     devices, links = _hardware_entries(spec.hardware)
     with atomic_directory(Path(out_dir), force=force, inputs=inputs) as tmp:
         with stage("writing"):
-            _write_replayed_files(outcome, spec, tmp)
+            read = _write_replayed_files(outcome, spec, tmp)
         with stage("numeric"):
             checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
         memory_planning = outcome.memory is not None
@@ -164,18 +170,19 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
                 plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
                 replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
                         "memory": memory_planning, "numeric": checked.summary()},
-                sections=_memory_sections(outcome, spec, json.loads((tmp / "memory.json").read_text())
-                                          if memory_planning else None), graph=spec.graph))
+                sections=_memory_sections(outcome, spec, read["memory.json"] if memory_planning else None),
+                graph=spec.graph))
             names = expected_files([d["name"] for d in devices], memory_planning=memory_planning)
             files = {name: sha256_hex((tmp / name).read_bytes()) for name in names if name != "report.html"}
             document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
                                      numeric=checked.claim, files=files, baselines=baseline_rows(outcome))
             # The page draws no checksum or seal, so it is drawn from the document before its own checksum is in.
-            files["report.html"] = sha256_hex(write_html_report(tmp, json.loads(json.dumps(document))).read_bytes())
+            files["report.html"] = sha256_hex(write_html_report(tmp, json.loads(json.dumps(document)),
+                                                                read=read).read_bytes())
             document = plan_document(plan, devices=devices, links=links, memory_planning=memory_planning,
                                      numeric=checked.claim, files=dict(sorted(files.items())),
                                      baselines=baseline_rows(outcome))
-            (tmp / "plan.json").write_text(json.dumps(document, indent=2) + "\n")
+            (tmp / "plan.json").write_text(json_text.dumps(document, indent=2) + "\n")
         try:
             with stage("verify"):
                 verdict = verify_plan_dir(tmp)
@@ -184,9 +191,10 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
     return replace(verdict, plan_dir=Path(out_dir), numeric=checked)
 
 
-def write_html_report(plan_dir: Path, document: dict[str, Any] | None = None) -> Path:
+def write_html_report(plan_dir: Path, document: dict[str, Any] | None = None, *,
+                      read: Mapping[str, Any] | None = None) -> Path:
     """Draw ``report.html`` from a plan directory's plan.json (or ``document``, the plan.json to be written),
-    allocation.json and memory.json.
+    allocation.json and memory.json (or ``read``: those two files as already read back from the directory).
 
     The page is in plan.json's ``files`` and the verifier redraws it from the verified files
     and compares the bytes, so it draws those files and nothing else.
@@ -195,9 +203,10 @@ def write_html_report(plan_dir: Path, document: dict[str, Any] | None = None) ->
     memory = plan_dir / "memory.json"
     if document is None:
         document = json.loads((plan_dir / "plan.json").read_text())
-    page = render_html(document,
-                       json.loads((plan_dir / "allocation.json").read_text()),
-                       json.loads(memory.read_text()) if memory.exists() else None)
+    if read is None:
+        read = {"allocation.json": json.loads((plan_dir / "allocation.json").read_text()),
+                "memory.json": json.loads(memory.read_text()) if memory.exists() else None}
+    page = render_html(document, read["allocation.json"], read["memory.json"])
     (plan_dir / "report.html").write_text(page, encoding="utf-8")
     return plan_dir / "report.html"
 

@@ -156,7 +156,8 @@ IMPORTS = [i for m in sorted(MODULES) for i in _imports_of(m)]
 LAYERS = (
     ("solvers", ("solvers",)),
     ("base", ("planner.errors", "planner.hardware", "planner.instances", "planner.interrupts", "planner.safe_output",
-              "planner.units", "planner.reader", "planner.input_files", "planner.stage_timing", "planner.charts")),
+              "planner.units", "planner.reader", "planner.input_files", "planner.stage_timing", "planner.charts",
+              "planner.json_text")),
     ("graph", ("planner.graph",)),
     ("isa", ("planner.isa",)),
     ("spec", ("planner.spec",)),

@@ -14,7 +14,7 @@ busy cycles    the sum of a device's op durations on the plan's timeline.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Mapping
 
 from planner.errors import UnsupportedError
@@ -24,6 +24,16 @@ from planner.isa.cost import op_cost
 
 __all__ = ["OpResources", "DeviceResources", "ModelResources", "Resources", "determine_resources"]
 
+
+
+def _record_dict(record: Any) -> dict[str, Any]:
+    """``dataclasses.asdict`` of a record whose fields are scalars or flat dicts of scalars.
+
+    The same dict, built without ``asdict``'s recursive deep copy of every value: a
+    10,000-op plan has 10^4 of these records, written into allocation.json and plan.json.
+    """
+    return {f.name: dict(value) if type(value) is dict else value
+            for f in fields(record) for value in (getattr(record, f.name),)}
 
 @dataclass(frozen=True, slots=True)
 class OpResources:
@@ -52,7 +62,7 @@ class OpResources:
     units: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _record_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +87,7 @@ class DeviceResources:
     output_bytes: int
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _record_dict(self)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +113,7 @@ class ModelResources:
     timeline_cycles: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return _record_dict(self)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,10 @@ it into place, so a failure leaves nothing half-written).
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
+from planner import json_text
 from planner.isa.binary import encode, listing
 from planner.isa.instructions import Program
 
@@ -56,5 +56,5 @@ def write_allocation(document: dict[str, Any], directory: str | Path) -> Path:
     """
     path = Path(directory) / "allocation.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n")
+    path.write_text(json_text.dumps(document, indent=2) + "\n")
     return path

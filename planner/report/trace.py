@@ -12,9 +12,9 @@ it from the verified plan directory and compares).
 
 from __future__ import annotations
 
-import json
 from typing import Any, Mapping
 
+from planner import json_text
 from planner.instances import base_op_name
 from planner.isa.instructions import COMPUTE_OPCODES, DMA_STREAM
 from planner.plan import Plan
@@ -220,4 +220,4 @@ def trace_json(plan: Plan, device_names: list[str], link_names: list[str], **fil
     >>> trace_json(p, ["d0"], []).splitlines()[0]
     '{'
     """
-    return json.dumps(trace_document(plan, device_names, link_names, **files), indent=2) + "\n"
+    return json_text.dumps(trace_document(plan, device_names, link_names, **files), indent=2) + "\n"

@@ -105,6 +105,8 @@ _MEANINGFUL = {
     Opcode.FREE: ("subop", "a", "b", "c", "d", "op"), Opcode.TASK: ("a", "op", "reads", "writes"), Opcode.HALT: (),
 }
 _FIELDS = ("subop", "a", "b", "c", "d", "mem_bytes", "fast_bytes", "op", "reads", "writes", "peer")
+# Per opcode, the fields it leaves unused, in _FIELDS's order (an opcode not listed uses them all).
+_UNUSED = {opcode: tuple(f for f in _FIELDS if f not in meaningful) for opcode, meaningful in _MEANINGFUL.items()}
 
 
 def check_unused_fields(p: Program, label: str) -> None:
@@ -121,10 +123,9 @@ def check_unused_fields(p: Program, label: str) -> None:
     planner.errors.VerificationError: bin/d0.bin: instruction 0 (HALT).mem_bytes: expected 0 (unused by HALT), found 3
     """
     for i, ins in enumerate(p.instructions):
-        meaningful = _MEANINGFUL.get(ins.opcode, _FIELDS)
-        for field in _FIELDS:
+        for field in _UNUSED.get(ins.opcode, ()):
             value = getattr(ins, field)
-            if field not in meaningful and value not in (0, "", ()):
+            if value not in (0, "", ()):
                 raise VerificationError(label, f"instruction {i} ({ins.opcode.name}).{field}",
                                         expected=f"{'0' if isinstance(value, int) else 'empty'} (unused by "
                                                  f"{ins.opcode.name})", found=repr(value))

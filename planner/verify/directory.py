@@ -109,12 +109,48 @@ def _read_plan_json(plan_dir: Path) -> dict[str, Any]:
     return raw
 
 
+class _LastParsed:
+    """A parse of bytes, and the value it gave for the last bytes it parsed under each label.
+
+    ``plan solve`` reads its temporary directory twice in one process: the numeric replay
+    reads graph.json and the binaries, then the verifier reads the same files again. Parsing
+    is a function of the bytes alone, so the same bytes (compared whole) get the value their
+    first parse gave (a graph or a program: neither is changed by anything that reads it)
+    instead of 10^4 ops parsed again. Only the last bytes per label are kept.
+
+    Examples
+    --------
+    >>> calls = []
+    >>> parse = _LastParsed(lambda data, label: calls.append(label) or len(data))
+    >>> parse(b"abc", "f"), parse(b"abc", "f"), parse(b"abcd", "f"), len(calls)
+    (3, 3, 4, 2)
+    """
+
+    def __init__(self, parse: Any) -> None:
+        self._parse = parse
+        self._last: dict[str, tuple[bytes, Any]] = {}
+
+    def __call__(self, data: bytes, label: str) -> Any:
+        last = self._last.get(label)
+        if last is not None and last[0] == data:
+            return last[1]
+        value = self._parse(data, label)
+        self._last[label] = (data, value)
+        return value
+
+
+_decode_binary = _LastParsed(lambda data, label: decode(data, name=label))
+# allocation.json and memory.json: the checks of the document, of trace.json and of
+# report.html each read them (a 10k-op plan's allocation.json is 14 MB); one parse serves all.
+_parse_document = _LastParsed(parse_json)
+
+
 def _decode(files: Mapping[str, bytes], devices: list[str]) -> dict[str, Any]:
     programs = {}
     for name in devices:
         label = f"bin/{name}.bin"
         try:
-            program = decode(files[label], name=label)
+            program = _decode_binary(files[label], label)
         except (ValueError, IndexError, KeyError, OverflowError) as e:  # a table the header describes wrongly
             raise VerificationError(label, "", detail=f"malformed binary ({e})") from None
         if program.device != name:
@@ -149,9 +185,12 @@ def _check_headers(doc: PlanDocument, programs: Mapping[str, Any]) -> None:
                                     f"know link {link.name!r})", found=str(list(link.devices)))
 
 
+_parse_graph = _LastParsed(lambda data, label: graph_from_dict(parse_json(data, label)))
+
+
 def _read_graph(data: bytes) -> Any:
     try:
-        return graph_from_dict(parse_json(data, "graph.json"))
+        return _parse_graph(data, "graph.json")
     except VerificationError:
         raise
     except (BinaryFormatError, GraphError, ValueError, KeyError, TypeError) as e:
@@ -190,9 +229,9 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
     for name, program in programs.items():
         if files[f"bin/{name}.lst"] != listing(program).encode("utf-8"):
             raise VerificationError(f"bin/{name}.lst", "", detail=f"not the listing of bin/{name}.bin")
-    memory = parse_json(files["memory.json"], "memory.json") if doc.memory_planning else None
+    memory = _parse_document(files["memory.json"], "memory.json") if doc.memory_planning else None
     rendered = trace_json(plan, [d.name for d in doc.devices], [l.name for l in doc.links], programs=programs,
-                          allocation=parse_json(files["allocation.json"], "allocation.json"),
+                          allocation=_parse_document(files["allocation.json"], "allocation.json"),
                           memory=memory).encode("utf-8")
     if files["trace.json"] != rendered:
         raise VerificationError("trace.json", "", detail="not the trace of the verified plan")
@@ -200,8 +239,8 @@ def _check_renderings(files: Mapping[str, bytes], plan: Plan, doc: PlanDocument,
 
 def _check_page(raw: Mapping[str, Any], files: Mapping[str, bytes], memory_planning: bool) -> None:
     """report.html is the page the verified plan.json, allocation.json and memory.json draw."""
-    memory = parse_json(files["memory.json"], "memory.json") if memory_planning else None
-    page = render_html(raw, parse_json(files["allocation.json"], "allocation.json"), memory).encode("utf-8")
+    memory = _parse_document(files["memory.json"], "memory.json") if memory_planning else None
+    page = render_html(raw, _parse_document(files["allocation.json"], "allocation.json"), memory).encode("utf-8")
     if files["report.html"] != page:
         raise VerificationError("report.html", "", detail="not the page the verified plan.json, allocation.json "
                                                           "and memory.json draw")
@@ -213,13 +252,14 @@ def _check_files(doc: PlanDocument, plan: Plan, files: Mapping[str, bytes], prog
     facts = {name: program_facts(p, f"bin/{name}.bin") for name, p in programs.items()}
     memory = None
     if doc.memory_planning:
-        memory = validate_document(MemoryDocument, parse_json(files["memory.json"], "memory.json"), "memory.json")
+        memory = validate_document(MemoryDocument, _parse_document(files["memory.json"], "memory.json"),
+                                   "memory.json")
         check_memory_document(memory, doc, programs, facts, simulation, graph, base)
     elif any(p.fast_level >= 0 for p in programs.values()):
         raise VerificationError("plan.json", "memory_planning", expected="true (a binary has a fast level)",
                                 found="false")
     check_baselines(doc, memory)
-    alloc = validate_document(AllocationDocument, parse_json(files["allocation.json"], "allocation.json"),
+    alloc = validate_document(AllocationDocument, _parse_document(files["allocation.json"], "allocation.json"),
                               "allocation.json")
     check_allocation_document(alloc, doc, programs, facts, simulation, graph, base)
     _check_renderings(files, plan, doc, programs)
@@ -316,6 +356,6 @@ def numeric_replay_dir(path: str | Path, devices: list[str], *, mode: str, seed:
     """
     plan_dir = Path(path)
     graph = _read_graph(read_bytes(plan_dir / "graph.json", "graph.json", max_bytes=MAX_JSON_BYTES))
-    programs = {d: decode(read_bytes(plan_dir / "bin" / f"{d}.bin", f"bin/{d}.bin", max_bytes=MAX_FILE_BYTES),
-                          name=f"bin/{d}.bin") for d in devices}
+    programs = {d: _decode_binary(read_bytes(plan_dir / "bin" / f"{d}.bin", f"bin/{d}.bin",
+                                             max_bytes=MAX_FILE_BYTES), f"bin/{d}.bin") for d in devices}
     return run_numeric(programs, graph, mode=mode, seed=seed)

@@ -62,25 +62,36 @@ def _bounded_int(text: str) -> int:
 
 
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
+    out = dict(pairs)
+    if len(out) == len(pairs):  # the common case, checked in C: no key twice
+        return out
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
             raise _Refused(f"key {key[:80]!r} appears twice in one object")
-        out[key] = value
-    return out
+        seen.add(key)
+    raise AssertionError("unreachable: fewer keys than pairs means a key appears twice")  # pragma: no cover
+
+
+# Every digit made "0": a run of MAX_INT_DIGITS + 1 zeros in the translated bytes is the only
+# way an integer of the text can be longer than MAX_INT_DIGITS digits.
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_LONG_DIGIT_RUN = b"0" * (MAX_INT_DIGITS + 1)
+
+
+def _may_hold_long_int(data: bytes) -> bool:
+    """Whether some run of digits in ``data`` is longer than :data:`MAX_INT_DIGITS` (a few ms
+    for 10 MB, where checking each integer in Python costs a call per integer)."""
+    return _LONG_DIGIT_RUN in data.translate(_DIGITS_AS_ZERO)
 
 
 def _depth(value: Any) -> int:
-    """The nesting depth of parsed JSON (a scalar is 0), without recursion."""
-    deepest, todo = 0, [(value, 0)]
-    while todo:
-        item, depth = todo.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
-        deepest = max(deepest, depth + 1)
-        todo.extend((x, depth + 1) for x in item if isinstance(x, (dict, list)))
+    """The nesting depth of parsed JSON (a scalar is 0), level by level, without recursion."""
+    deepest, level = 0, [value] if isinstance(value, (dict, list)) else []
+    while level:
+        deepest += 1
+        level = [x for item in level for x in (item.values() if type(item) is dict else item)
+                 if type(x) is dict or type(x) is list]
     return deepest
 
 
@@ -115,9 +126,12 @@ def parse_json(data: bytes, label: str, *, max_depth: int = MAX_JSON_DEPTH) -> A
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise VerificationError(label, "", detail=f"not UTF-8 text (byte {e.start})") from None
+    # Without a digit run longer than MAX_INT_DIGITS no integer can be refused, so the parser's
+    # own int (in C) gives the same values as _bounded_int, without a Python call per integer.
+    parse_int = _bounded_int if _may_hold_long_int(data) else None
     try:
         value = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant,
-                           parse_float=_finite_float, parse_int=_bounded_int)
+                           parse_float=_finite_float, parse_int=parse_int)
     except RecursionError:
         raise VerificationError(label, "", detail=f"not valid JSON: nested too deeply (at most {max_depth} "
                                                   "levels)") from None

@@ -380,3 +380,20 @@ def test_a_resealed_figure_only_the_seal_kept_is_refused_by_the_page_it_draws(pl
     edit(d, "allocation.json", lambda doc: doc.update(spec="renamed"))
     edit(d, "plan.json", lambda doc: doc.update(spec="renamed"), resealed=True)
     refused(d, "report.html: not the page the verified plan.json")
+
+
+def test_an_edit_after_a_verification_in_the_same_process_is_refused(plans, tmp_path):
+    # The verifier keeps its last parse of graph.json, the binaries and allocation.json (plan solve
+    # reads them twice): an edited file has other bytes, so it is parsed and refused again.
+    d = copy(plans, "memory", tmp_path)
+    verify_plan_dir(d)
+    edit(d, "graph.json", lambda doc: next(op for op in doc["ops"] if op["type"] == "relu").update(type="gelu"),
+         resealed=True)
+    with pytest.raises(VerificationError, match="graph.json: ops 'mlp/act0': expected relu"):
+        verify_plan_dir(d)
+    t = copy(plans, "taskgraph", tmp_path)
+    verify_plan_dir(t)
+    edit(t, "allocation.json", lambda doc: doc["devices"]["fast0"].update(ops=1), resealed=True)
+    with pytest.raises(VerificationError, match="allocation.json: devices.fast0.ops: expected 3"):
+        verify_plan_dir(t)
+    verify_plan_dir(plans["taskgraph"])  # the unedited directory still verifies

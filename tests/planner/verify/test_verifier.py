@@ -167,3 +167,43 @@ def test_a_graph_whose_shapes_its_ops_do_not_compute_is_named_and_nothing_is_wri
     if "graph.json" in result.output:  # (once the spec loader checks pool shapes, it refuses them first)
         assert "graph.json: op 'm/p': maxpool computes shape (1, 1, 2, 2) but the output is declared (1, 1, 3, 3)" \
             in result.output and "--no-numeric" in result.output
+
+
+def _depth_reference(value) -> int:
+    if isinstance(value, dict):
+        value = list(value.values())
+    elif not isinstance(value, list):
+        return 0
+    return 1 + max((_depth_reference(x) for x in value), default=0)
+
+
+@given(st.recursive(st.integers(-9, 9) | st.text(max_size=2), lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=2), inner, max_size=3), max_leaves=25), st.integers(0, 6))
+def test_parse_json_measures_nesting_as_the_recursive_definition(value, max_depth):
+    depth = _depth_reference(value)
+    data = json.dumps(value).encode()
+    if depth <= max_depth:
+        assert parse_json(data, "f.json", max_depth=max_depth) == value
+    else:
+        with pytest.raises(VerificationError, match=f"nested {depth} levels deep"):
+            parse_json(data, "f.json", max_depth=max_depth)
+
+
+@pytest.mark.parametrize("digits, refused", [(24, False), (25, True)])
+def test_parse_json_bounds_integers_at_24_digits(digits, refused):
+    data = b'{"s": "' + b"9" * 40 + b'", "n": -' + b"9" * digits + b"}"
+    if refused:
+        with pytest.raises(VerificationError, match=f"an integer of {digits + 1} digits"):
+            parse_json(data, "f.json")
+    else:
+        assert parse_json(data, "f.json") == {"s": "9" * 40, "n": -int("9" * digits)}
+
+
+def test_parse_json_reads_long_digit_runs_in_strings():
+    # A run of 40 digits inside a string is text, not an integer: the careful path reads it too.
+    assert parse_json(b'["' + b"1" * 40 + b'", 1e5, 7]', "f.json") == ["1" * 40, 1e5, 7]
+
+
+def test_parse_json_names_the_first_key_given_twice():
+    with pytest.raises(VerificationError, match="key 'a' appears twice"):
+        parse_json(b'{"a": 1, "b": 2, "a": 3, "b": 4}', "f.json")
