@@ -63,7 +63,7 @@ References
 
 from __future__ import annotations
 
-from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
+from solvers.scheduling.decomposition import chain_segment_bound, main_span, prune_free_ends
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
 from solvers.scheduling.path_bounds import path_bounds
@@ -183,7 +183,9 @@ def bound_segments(problem: SchedulingProblem, restrict: bool = True,
                    ) -> tuple[SchedulingProblem, list[tuple[SchedulingProblem, tuple[int, ...]]]]:
     """The problem the segment bounds work on (placements restricted by
     :func:`~solvers.scheduling.forced.restrict_placements`, free ends pruned by
-    :func:`~solvers.scheduling.decomposition.prune_free_ends`) and its segments;
+    :func:`~solvers.scheduling.decomposition.prune_free_ends`, and cut down to
+    :func:`~solvers.scheduling.decomposition.main_span` when that shows more cut ops) and its
+    segments;
     ``restrict=False`` for a problem restricted already.
 
     Ops of the segments are indices of that problem, not of ``problem``.
@@ -196,6 +198,9 @@ def bound_segments(problem: SchedulingProblem, restrict: bool = True,
     (2, [(0,), (0, 1)])
     """
     pruned = prune_free_ends(restrict_placements(problem) if restrict else problem)
+    span = prune_free_ends(main_span(pruned))  # side sources and sinks hide cut ops
+    if span is not pruned and len(cut_vertices(span)) > len(cut_vertices(pruned)):
+        pruned = span
     return pruned, segment_problems(pruned)
 
 
