@@ -63,6 +63,8 @@ References
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from solvers.scheduling.decomposition import chain_segment_bound, main_span, prune_free_ends
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
@@ -70,7 +72,7 @@ from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.window_load import window_load_bound
-from solvers.scheduling.structure import (cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
+from solvers.scheduling.structure import (clean_cut_vertices, cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
                                           topological_order)
 
 __all__ = [
@@ -260,6 +262,11 @@ def _segment_parts(problem: SchedulingProblem, memory: bool) -> dict[str, int]:
     parts = {"segment_chain": chain_segment_bound(pruned, segs, floors)}
     if memory:
         parts["segment_runs"] = segment_run_bound(pruned, segs, floors)
+        clean = clean_cut_vertices(pruned)
+        if clean and len(clean) < len(cut_vertices(pruned)):  # an edge jumps some cut op: change at clean ones
+            clean_segs = segment_problems(pruned, clean)
+            clean_floors = [_restricted_floor(sub) for sub, _ in clean_segs]
+            parts["clean_segment_runs"] = segment_run_bound(pruned, clean_segs, clean_floors, clean)
     return parts
 
 
@@ -365,11 +372,13 @@ def subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -
                              op_names=names)
 
 
-def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+def segment_problems(problem: SchedulingProblem, cuts: Sequence[int] | None = None,
+                     ) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
     """The segment subproblems of the decomposition bound (module Notes), with their ops.
 
     The makespan of the problem is at least the sum of the segments' optimal makespans.
-    Empty when the problem has no cut op.
+    Empty when the problem has no cut op. ``cuts``: cut at these cut ops only (see
+    :func:`~solvers.scheduling.structure.segment_ranges`).
 
     Examples
     --------
@@ -383,4 +392,4 @@ def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem
     """
     order = topological_order(problem)
     return [(subproblem(problem, list(order[lo:hi + 1]), source), order[lo:hi + 1])
-            for lo, hi, source, _ in segment_ranges(problem)]
+            for lo, hi, source, _ in segment_ranges(problem, cuts)]

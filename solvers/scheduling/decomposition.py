@@ -65,7 +65,7 @@ def _floored(values: np.ndarray, floor: float) -> np.ndarray:
 
 def chain_segment_bound(problem: SchedulingProblem,
                         segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
-                        floors: Sequence[int]) -> int:
+                        floors: Sequence[int], cuts: Sequence[int] | None = None) -> int:
     """The chain bound of the module Notes.
 
     Parameters
@@ -76,6 +76,9 @@ def chain_segment_bound(problem: SchedulingProblem,
         segments, tail), each a subproblem and its ops.
     floors : sequence of int
         A lower bound on each segment's own optimum, in the same order.
+    cuts : sequence of int, optional
+        The cut ops the segments were cut at, when not all of them
+        (``segment_problems(problem, cuts)``).
 
     Returns
     -------
@@ -107,7 +110,7 @@ def chain_segment_bound(problem: SchedulingProblem,
     if problem.objective is not Objective.LATENCY or not segments:
         return 0
     plain = sum(int(f) for f in floors)
-    terms = segment_chain_terms(problem, segments, floors)
+    terms = segment_chain_terms(problem, segments, floors, cuts)
     if terms is None:
         return plain
     pools, first, steps, last, cuts, _ = terms
@@ -118,7 +121,7 @@ def chain_segment_bound(problem: SchedulingProblem,
 
 
 def segment_chain_terms(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
-                        floors: Sequence[int]) -> tuple | None:
+                        floors: Sequence[int], cuts: Sequence[int] | None = None) -> tuple | None:
     """The terms :func:`chain_segment_bound` chains (module Notes), for it and for
     :func:`~solvers.scheduling.segment_runs.segment_run_bound`.
 
@@ -140,7 +143,7 @@ def segment_chain_terms(problem: SchedulingProblem, segments: Sequence[tuple[Sch
     """
     if problem.objective is not Objective.LATENCY or not segments:
         return None
-    ranges = segment_ranges(problem)
+    ranges = segment_ranges(problem, cuts)
     if len(ranges) != len(segments) or len(floors) != len(segments):
         raise ValueError("segments and floors must follow segment_problems(problem)")
     pools = DevicePools(problem)

@@ -148,7 +148,7 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
 
 
 def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
-                      floors: Sequence[int]) -> int:
+                      floors: Sequence[int], cuts: Sequence[int] | None = None) -> int:
     """The segment-run bound of the module Notes.
 
     Parameters
@@ -159,6 +159,8 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         :func:`~solvers.scheduling.bounds.segment_problems` of ``problem``.
     floors : sequence of int
         A lower bound on each segment's own optimum, in the same order.
+    cuts : sequence of int, optional
+        The cut ops the segments were cut at, when not all of them.
 
     Returns
     -------
@@ -187,7 +189,7 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         return 0
     if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
         return 0
-    terms = segment_chain_terms(problem, segments, floors)
+    terms = segment_chain_terms(problem, segments, floors, cuts)
     if terms is None:
         return 0
     pools, first, steps, last, cuts, middles = terms
