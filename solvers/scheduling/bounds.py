@@ -262,12 +262,19 @@ def _segment_parts(problem: SchedulingProblem, memory: bool) -> dict[str, int]:
     parts = {"segment_chain": chain_segment_bound(pruned, segs, floors)}
     if memory:
         parts["segment_runs"] = segment_run_bound(pruned, segs, floors)
-        clean = clean_cut_vertices(pruned)
+        clean = clean_cut_vertices(pruned) if _weights_need_devices(pruned) else ()
         if clean and len(clean) < len(cut_vertices(pruned)):  # an edge jumps some cut op: change at clean ones
             clean_segs = segment_problems(pruned, clean)
             clean_floors = [_restricted_floor(sub) for sub, _ in clean_segs]
             parts["clean_segment_runs"] = segment_run_bound(pruned, clean_segs, clean_floors, clean)
     return parts
+
+
+def _weights_need_devices(problem: SchedulingProblem) -> bool:
+    """Some device cannot hold every weight (then runs must change device: the clean segment
+    runs have something to see)."""
+    total = sum(problem.resident_bytes(i) for i in range(problem.num_ops))
+    return any(0 < problem.memory_bytes(d) < total for d in range(problem.num_devices))
 
 
 def _fastest_device_load(problem: SchedulingProblem) -> float:
