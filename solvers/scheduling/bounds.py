@@ -13,7 +13,11 @@ lower a bound, never make it unsound); :func:`lower_bound` takes the best of the
 * :mod:`~solvers.scheduling.linear_relaxation`: the LP with fractional placement, times,
   communication, work and memory per device class, certified from its duals;
 * :mod:`~solvers.scheduling.decomposition`: segment bounds joined at the cut ops, each cut
-  op on one device for both of its segments;
+  op on one device for both of its segments (side sources and sinks dropped first when they
+  hide cut ops, :func:`~solvers.scheduling.decomposition.main_span`);
+* :mod:`~solvers.scheduling.segment_runs`: runs of cut ops on one device hold their segments'
+  weights; with memory that needs several devices also over the clean cut ops only
+  (``clean_segment_runs``), where a device change pays for residual edges too;
 * :mod:`~solvers.scheduling.window_load`: with one source and one sink, devices that hold
   neither idle for a transfer at each end, so the work fits in less than the makespan.
 
