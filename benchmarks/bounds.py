@@ -317,7 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.glue:
         rows = [measure_glue(x, args.time_limit) for x in args.glue.split(",")]
         print_table("Glued per-segment optima (cut ops on device 0) against the proved segment bound, cycles",
-                    ["instance", "ops", "glued", "valid", "segment bound", "gap", "solves", "worst", "glue s", "bound s"],
+                    ["instance", "ops", "glued", "valid", "segment bound", "gap", "solves", "worst", "glue s",
+                     "bound s"],
                     [[r["instance"], r["ops"], r["glued"], r["valid"], r["segment_bound"], _pct(r["gap"]),
                       r["segment_solves"], r["worst_status"], r["glue_s"], r["bound_s"]] for r in rows])
         print(f"results: {write_results('bounds-glue', rows, {}, args, args.out)}")

@@ -76,8 +76,8 @@ from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.window_load import window_load_bound
-from solvers.scheduling.structure import (clean_cut_vertices, cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
-                                          topological_order)
+from solvers.scheduling.structure import (clean_cut_vertices, cut_vertices, min_durations, min_transfer_cycles,
+                                          segment_ranges, topological_order)
 
 __all__ = [
     "lower_bound",
