@@ -13,7 +13,11 @@ lower a bound, never make it unsound); :func:`lower_bound` takes the best of the
 * :mod:`~solvers.scheduling.linear_relaxation`: the LP with fractional placement, times,
   communication, work and memory per device class, certified from its duals;
 * :mod:`~solvers.scheduling.decomposition`: segment bounds joined at the cut ops, each cut
-  op on one device for both of its segments;
+  op on one device for both of its segments (side sources and sinks dropped first when they
+  hide cut ops, :func:`~solvers.scheduling.decomposition.main_span`);
+* :mod:`~solvers.scheduling.segment_runs`: runs of cut ops on one device hold their segments'
+  weights; with memory that needs several devices also over the clean cut ops only
+  (``clean_segment_runs``), where a device change pays for residual edges too;
 * :mod:`~solvers.scheduling.window_load`: with one source and one sink, devices that hold
   neither idle for a transfer at each end, so the work fits in less than the makespan.
 
@@ -63,15 +67,17 @@ References
 
 from __future__ import annotations
 
-from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends
+from typing import Sequence
+
+from solvers.scheduling.decomposition import chain_segment_bound, main_span, prune_free_ends
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
 from solvers.scheduling.path_bounds import path_bounds
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.window_load import window_load_bound
-from solvers.scheduling.structure import (cut_vertices, min_durations, min_transfer_cycles, segment_ranges,
-                                          topological_order)
+from solvers.scheduling.structure import (clean_cut_vertices, cut_vertices, min_durations, min_transfer_cycles,
+                                          segment_ranges, topological_order)
 
 __all__ = [
     "lower_bound",
@@ -183,7 +189,9 @@ def bound_segments(problem: SchedulingProblem, restrict: bool = True,
                    ) -> tuple[SchedulingProblem, list[tuple[SchedulingProblem, tuple[int, ...]]]]:
     """The problem the segment bounds work on (placements restricted by
     :func:`~solvers.scheduling.forced.restrict_placements`, free ends pruned by
-    :func:`~solvers.scheduling.decomposition.prune_free_ends`) and its segments;
+    :func:`~solvers.scheduling.decomposition.prune_free_ends`, and cut down to
+    :func:`~solvers.scheduling.decomposition.main_span` when that shows more cut ops) and its
+    segments;
     ``restrict=False`` for a problem restricted already.
 
     Ops of the segments are indices of that problem, not of ``problem``.
@@ -196,6 +204,9 @@ def bound_segments(problem: SchedulingProblem, restrict: bool = True,
     (2, [(0,), (0, 1)])
     """
     pruned = prune_free_ends(restrict_placements(problem) if restrict else problem)
+    span = prune_free_ends(main_span(pruned))  # side sources and sinks hide cut ops
+    if span is not pruned and len(cut_vertices(span)) > len(cut_vertices(pruned)):
+        pruned = span
     return pruned, segment_problems(pruned)
 
 
@@ -255,7 +266,19 @@ def _segment_parts(problem: SchedulingProblem, memory: bool) -> dict[str, int]:
     parts = {"segment_chain": chain_segment_bound(pruned, segs, floors)}
     if memory:
         parts["segment_runs"] = segment_run_bound(pruned, segs, floors)
+        clean = clean_cut_vertices(pruned) if _weights_need_devices(pruned) else ()
+        if clean and len(clean) < len(cut_vertices(pruned)):  # an edge jumps some cut op: change at clean ones
+            clean_segs = segment_problems(pruned, clean)
+            clean_floors = [_restricted_floor(sub) for sub, _ in clean_segs]
+            parts["clean_segment_runs"] = segment_run_bound(pruned, clean_segs, clean_floors, clean)
     return parts
+
+
+def _weights_need_devices(problem: SchedulingProblem) -> bool:
+    """Some device cannot hold every weight (then runs must change device: the clean segment
+    runs have something to see)."""
+    total = sum(problem.resident_bytes(i) for i in range(problem.num_ops))
+    return any(0 < problem.memory_bytes(d) < total for d in range(problem.num_devices))
 
 
 def _fastest_device_load(problem: SchedulingProblem) -> float:
@@ -360,11 +383,13 @@ def subproblem(problem: SchedulingProblem, ops: list[int], source: int | None) -
                              op_names=names)
 
 
-def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+def segment_problems(problem: SchedulingProblem, cuts: Sequence[int] | None = None,
+                     ) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
     """The segment subproblems of the decomposition bound (module Notes), with their ops.
 
     The makespan of the problem is at least the sum of the segments' optimal makespans.
-    Empty when the problem has no cut op.
+    Empty when the problem has no cut op. ``cuts``: cut at these cut ops only (see
+    :func:`~solvers.scheduling.structure.segment_ranges`).
 
     Examples
     --------
@@ -378,4 +403,4 @@ def segment_problems(problem: SchedulingProblem) -> list[tuple[SchedulingProblem
     """
     order = topological_order(problem)
     return [(subproblem(problem, list(order[lo:hi + 1]), source), order[lo:hi + 1])
-            for lo, hi, source, _ in segment_ranges(problem)]
+            for lo, hi, source, _ in segment_ranges(problem, cuts)]

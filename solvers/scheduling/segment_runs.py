@@ -45,6 +45,13 @@ relaxation). Runs on a pool whose memory holds every weight of the problem are n
 A run's start can be dropped once a later start is at least as good at every weight (the
 same steps follow both, so it stays so).
 
+Nothing above needs *every* cut op: the argument holds for any subset of them (the segments
+between the chosen ones are then longer). Cut at the clean ones only
+(:func:`~solvers.scheduling.structure.clean_cut_vertices`, ``cuts``), a segment holds every
+edge that spans it, residual connections included, so a device change inside it pays for
+them; cut at all of them, a residual edge jumping a cut op lies in no segment and a change
+after a free chain edge costs nothing (docs/bounds.md, Memory-forced device changes).
+
 Each run is checked on its own device only; two runs on one device, or weights outside the
 counted ones, are not added up (relaxations again). The bound is sound whatever the chosen
 sequence, and never below the plain chain of :func:`~solvers.scheduling.decomposition.chain_segment_bound`'s
@@ -148,7 +155,7 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
 
 
 def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
-                      floors: Sequence[int]) -> int:
+                      floors: Sequence[int], cuts: Sequence[int] | None = None) -> int:
     """The segment-run bound of the module Notes.
 
     Parameters
@@ -159,6 +166,8 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         :func:`~solvers.scheduling.bounds.segment_problems` of ``problem``.
     floors : sequence of int
         A lower bound on each segment's own optimum, in the same order.
+    cuts : sequence of int, optional
+        The cut ops the segments were cut at, when not all of them.
 
     Returns
     -------
@@ -187,7 +196,7 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         return 0
     if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
         return 0
-    terms = segment_chain_terms(problem, segments, floors)
+    terms = segment_chain_terms(problem, segments, floors, cuts)
     if terms is None:
         return 0
     pools, first, steps, last, cuts, middles = terms

@@ -21,10 +21,13 @@ ancestors of b: a contiguous range of the order.
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from solvers.dag import kahn_order
 from solvers.scheduling.problem import SchedulingProblem
 
-__all__ = ["topological_order", "min_durations", "min_transfer_cycles", "cut_vertices", "segment_ranges"]
+__all__ = ["topological_order", "min_durations", "min_transfer_cycles", "cut_vertices", "clean_cut_vertices",
+           "segment_ranges"]
 
 
 def topological_order(problem: SchedulingProblem) -> tuple[int, ...]:
@@ -117,10 +120,45 @@ def cut_vertices(problem: SchedulingProblem) -> tuple[int, ...]:
     return tuple(out)
 
 
-def segment_ranges(problem: SchedulingProblem) -> list[tuple[int, int, int | None, int | None]]:
+def clean_cut_vertices(problem: SchedulingProblem) -> tuple[int, ...]:
+    """The cut ops no edge jumps over (no edge from an op before it to an op after it), in
+    topological order: a device change between two consecutive ones moves every edge between
+    them, residual connections included.
+
+    Examples
+    --------
+    a -> b -> c -> d with a residual edge a -> d: b and c are cut ops, but the edge jumps them.
+
+    >>> p = SchedulingProblem(((1,),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0), (0, 3, 0)), (1,),
+    ...                       ((-1,),), ((),) * 4)
+    >>> cut_vertices(p), clean_cut_vertices(p)
+    ((0, 1, 2, 3), (0, 3))
+    """
+    cuts = cut_vertices(problem)
+    if not cuts:
+        return cuts
+    order = topological_order(problem)
+    pos = [0] * len(order)
+    for k, op in enumerate(order):
+        pos[op] = k
+    jumped = [0] * (len(order) + 1)  # positions strictly inside some edge's span
+    for u, v, _ in problem.edges:
+        if pos[v] - pos[u] > 1:
+            jumped[pos[u] + 1] += 1
+            jumped[pos[v]] -= 1
+    inside, running = [False] * len(order), 0
+    for k in range(len(order)):
+        running += jumped[k]
+        inside[k] = running > 0
+    return tuple(c for c in cuts if not inside[pos[c]])
+
+
+def segment_ranges(problem: SchedulingProblem, cuts: Sequence[int] | None = None,
+                   ) -> list[tuple[int, int, int | None, int | None]]:
     """The segments between cut ops as ``(first, last, source, sink)``: an inclusive position
     range of the topological order, the cut op that opens it (None for the head) and the one
-    that closes it (None for the tail). Empty without cut ops.
+    that closes it (None for the tail). Empty without cut ops. ``cuts`` (optional): a subset
+    of :func:`cut_vertices` to cut at instead of all of them (e.g. :func:`clean_cut_vertices`).
 
     The head holds the ops up to the first cut op; each middle segment runs from a cut op
     (its source) to the next; the tail from the last cut op to the end, when ops follow it.
@@ -132,7 +170,7 @@ def segment_ranges(problem: SchedulingProblem) -> list[tuple[int, int, int | Non
     >>> segment_ranges(p)
     [(0, 0, None, 0), (0, 3, 0, 3)]
     """
-    cuts = cut_vertices(problem)
+    cuts = cut_vertices(problem) if cuts is None else tuple(cuts)
     if not cuts:
         return []
     order = topological_order(problem)

@@ -119,9 +119,19 @@ def window_load_bound(problem: SchedulingProblem) -> int:
         allowed = any(row[d] >= 0 for row in problem.durations_cycles)
         rho.append(max(ratios, default=Fraction(1 if allowed else 0)))
     into, out = entry_exit_transfers(problem)
+    # the terms depend on ds and dt only through their kinds (durations, streams, transfers in
+    # and out) and whether they are one device (permuting the devices of one kind keeps the
+    # multiset of terms): one pair per case gives the same minimum (a segment on 16 devices
+    # of two kinds: 6 pairs instead of 256)
+    kinds: dict[tuple, list[int]] = {}
+    for d in range(nd):
+        kinds.setdefault((tuple(row[d] for row in problem.durations_cycles), problem.device_streams[d],
+                          into[d], out[d]), []).append(d)
+    firsts = {members[0] for members in kinds.values()}
+    second = {members[0]: members[1] for members in kinds.values() if len(members) > 1}
     best = None
-    for ds in problem.allowed_devices(s):
-        for dt in problem.allowed_devices(t):
+    for ds in (d for d in problem.allowed_devices(s) if d in firsts):
+        for dt in (d for d in problem.allowed_devices(t) if d in firsts or d == second.get(ds)):
             tail = problem.durations_cycles[t][dt]
             terms = [(rho[d] * problem.device_streams[d],
                       (0 if d == ds else into[d]) + (0 if d == dt else out[d] + tail)) for d in range(nd)]

@@ -96,3 +96,42 @@ def test_the_demo_attention_segment():
     # 486 / 3,856 >= 8,836 gives 4,726; the fractional load alone 4,418
     assert window_load_bound(attention[0]) == 4726
     assert segment_floor(attention[0]) == 4726
+
+
+def test_one_device_pair_per_kind_gives_the_full_minimum():
+    """The window load tries one (source device, sink device) pair per pair of device kinds (and
+    one device or two of one kind); the minimum over every pair is the same."""
+    import random
+    from fractions import Fraction
+
+    from solvers.scheduling.structure import min_durations
+    from solvers.scheduling.window_load import _least_makespan, entry_exit_transfers
+
+    def every_pair(p):
+        m = min_durations(p)
+        rho = [max((Fraction(m[i], r[d]) for i, r in enumerate(p.durations_cycles) if r[d] > 0),
+                   default=Fraction(1 if any(r[d] >= 0 for r in p.durations_cycles) else 0))
+               for d in range(p.num_devices)]
+        into, out = entry_exit_transfers(p)
+        s, t = 0, p.num_ops - 1
+        values = [_least_makespan(sum(m), [(rho[d] * p.device_streams[d], (0 if d == ds else into[d])
+                                            + (0 if d == dt else out[d] + p.durations_cycles[t][dt]))
+                                           for d in range(p.num_devices)])
+                  for ds in p.allowed_devices(s) for dt in p.allowed_devices(t)]
+        return min((v for v in values if v is not None), default=0)
+
+    rnd = random.Random(7)
+    checked = 0
+    for _ in range(400):
+        nd, n = rnd.randint(2, 5), rnd.randint(3, 6)
+        kind = [rnd.randint(0, 1) for _ in range(nd)]
+        base = [[rnd.choice([-1, 0, 1, 2, 3, 5]) for _ in range(2)] for _ in range(n)]
+        rows = [tuple(base[i][kind[d]] for d in range(nd)) for i in range(n)]
+        rows = [r if any(x >= 0 for x in r) else (1,) * nd for r in rows]
+        edges = [(0, i, 0) for i in range(1, n - 1)] + [(i, n - 1, 0) for i in range(1, n - 1)]
+        links = tuple(tuple(-1 if a == b else 0 for b in range(nd)) for a in range(nd))
+        p = SchedulingProblem(tuple(rows), tuple(edges), tuple(1 + k for k in kind), links,
+                              tuple((rnd.randint(0, 4),) for _ in edges))
+        assert window_load_bound(p) == every_pair(p), p
+        checked += window_load_bound(p) > 0
+    assert checked > 300
