@@ -13,9 +13,15 @@ is never worse than HEFT or that split.
   ``flat_lns_share`` of the time limit, then :class:`~solvers.scheduling.cpsat.CpSatScheduler` for the rest,
   warm-started from LNS's schedule: CP-SAT proves the bound (lower bound, segment proofs,
   its own search) and is never worse than its hint.
-* **hierarchical**: :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
+* **hierarchical**: on LATENCY graphs with cut ops (up to ``segment_max_ops`` ops, when the
+  glue's predicted work fits ``segment_share`` of the limit), first a schedule glued from
+  per-window CP-SAT solutions (:func:`~solvers.scheduling.cpsat.segment_schedule` with
+  ``reuse``: each distinct window of a graph of repeated blocks solved once, one worker) for
+  ``segment_share`` of the limit, taken from LNS's, replaces the warm start when shorter
+  (branchy-10k: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
+  :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
-  its schedule and HEFT's warm-starts LNS for ``lns_share``. The bound is the best of
+  its schedule and the start warm-starts LNS for the rest of ``lns_share``. The bound is the best of
   :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` and, up to ``segment_max_ops``
   ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
   and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
@@ -55,7 +61,7 @@ from typing import Any
 from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.hierarchical.budget import (contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
-                                         static_bound_cost_s)
+                                         segment_glue_cost_s, static_bound_cost_s)
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
@@ -64,7 +70,7 @@ from solvers.scheduling.bounds import lower_bound
 from solvers.scheduling.contiguous import contiguous_schedule
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.scheduler import CpSatScheduler
-from solvers.scheduling.cpsat.segments import segment_lower_bound
+from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value
 
@@ -105,6 +111,10 @@ class StrategyOptions:
     placer_share: float = 0.3
     lns_share: float = 0.6
     bound_share: float = 0.1
+    # hierarchical path, LATENCY graphs with cut ops up to segment_max_ops ops: the share of
+    # LNS's time a schedule glued from per-window CP-SAT solutions gets (segment_schedule with
+    # reuse: repeated blocks are solved once); it competes with the warm start before the placer.
+    segment_share: float = 0.1
     # Largest graphs whose bound includes the segment part / CP-SAT segment proofs (the proofs
     # share one model per repeated segment group, so 10k-op graphs afford them: docs/bounds.md).
     segment_max_ops: int = 12_000
@@ -228,20 +238,27 @@ class StrategyScheduler(Accepting):
         heft_s = heft_cost_s(problem, options.time_limit_s, options.num_workers)
         grouping_s = grouping_cost_s(problem, options.time_limit_s, options.num_workers)
         place = grouping_s <= cfg.placer_share * options.time_limit_s
+        glue_s = segment_glue_cost_s(problem, options.time_limit_s, options.num_workers)
+        glue = (small and problem.objective is Objective.LATENCY and cfg.segment_share > 0
+                and glue_s <= cfg.segment_share * options.time_limit_s)
         contiguous_s = charged_s
-        charged_s += (static_s or 0.0) + heft_s + (grouping_s if place else 0.0)
+        charged_s += (static_s or 0.0) + heft_s + (grouping_s if place else 0.0) + (glue_s if glue else 0.0)
         stages["charged"] = {"contiguous_s": round(contiguous_s, 3),
                              "static_bound_s": None if static_s is None else round(static_s, 3),
-                             "heft_s": round(heft_s, 3), "grouping_s": round(grouping_s, 3) if place else None}
+                             "heft_s": round(heft_s, 3), "grouping_s": round(grouping_s, 3) if place else None,
+                             "segment_glue_s": round(glue_s, 3) if glue else None}
         search = replace(options, time_limit_s=max(0.1, options.time_limit_s - charged_s))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
+        glue_share = cfg.segment_share if glue else 0.0
+        if glue:
+            warm, stages["segments"] = self._glue(problem, _share(search, glue_share, None, t0, total), warm)
         best = warm
         if place:
             best, stages["placer"] = self._place(problem, search, warm, t0, total)
         else:  # grouping and uncoarsening alone would take more than the placer's share
             stages["placer"] = {"skipped": f"predicted grouping and uncoarsening {grouping_s:.3g} s > "
                                            f"{cfg.placer_share:g} of the limit", "stopped_by": "finished"}
-        lns_share = cfg.lns_share + (0.0 if place else cfg.placer_share)
+        lns_share = cfg.lns_share - glue_share + (0.0 if place else cfg.placer_share)
         if problem.objective is Objective.LATENCY and lns_share > 0:
             lns = LnsScheduler(cfg.lns).solve(problem, _share(search, lns_share, best, t0,
                                                               lns_share + cfg.bound_share))
@@ -256,6 +273,23 @@ class StrategyScheduler(Accepting):
         name = "hierarchical+lns" if "lns" in stages else "hierarchical"
         return SolveResult(status, obj, bound, best, 0.0, name,
                            {"lower_bound": bound, "strategy_stages": stages})
+
+    def _glue(self, problem: SchedulingProblem, options: SolveOptions, warm: SchedulingSolution
+              ) -> tuple[SchedulingSolution, dict]:
+        """A schedule glued from per-window CP-SAT solutions (each distinct window solved once),
+        or ``warm`` when it is not shorter: on graphs of repeated blocks between cut ops the glue
+        is close to the segment bound, where the placer's groups are not."""
+        used: dict = {}
+        # one worker per window, as LNS: on branchy-10k's windows two workers given the same
+        # units ended near HEFT (4,739,303) where one reached the segment bound (3,737,279)
+        budget = Budget.of(options, SCHEDULING)
+        glued = segment_schedule(problem, replace(options, num_workers=1), budget, self.config.cpsat, used,
+                                 reuse=True)
+        objective = None if glued is None else objective_value(problem, glued)
+        stage = {"objective": objective, **used, "stopped_by": "finished"}
+        if objective is not None and objective < objective_value(problem, warm):
+            return glued, {**stage, "returned": "glued"}
+        return warm, {**stage, "returned": "warm start"}
 
     def _place(self, problem: SchedulingProblem, search: SolveOptions, warm: SchedulingSolution,
                t0: float, total: float) -> tuple[SchedulingSolution, dict]:

@@ -113,7 +113,7 @@ def _inner_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOption
 
 def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: Budget | float,
                      cfg: CpSatOptions | None = None,
-                     stats: dict | None = None) -> SchedulingSolution | None:
+                     stats: dict | None = None, reuse: bool = False) -> SchedulingSolution | None:
     """A schedule glued from per-segment CP-SAT solutions (LATENCY, graphs with cut ops).
 
     Segments (see :func:`~solvers.scheduling.bounds.segment_problems`) are solved in
@@ -125,7 +125,12 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     (edges between windows get their transfers there). None when that fails validation
     (e.g. memory, which windows ignore). The windows share ``budget`` (a
     :class:`~solvers.budget.Budget`, or that many deterministic-time units with the net of
-    ``options``) in proportion to their ops; ``stats["dtime_used"]`` receives what they used.
+    ``options``) in proportion to their ops; ``stats["dtime_used"]`` receives what they used,
+    ``stats["windows"]`` and ``stats["windows_solved"]`` how many windows there were and how
+    many CP-SAT solved.
+    With ``reuse``, windows equal to an earlier one (the same problem once its source is
+    pinned, names aside) take its solution: a graph of repeated blocks (10^4 ops of stacked
+    modules) costs one solve per distinct block, and the budget is shared by distinct windows.
 
     Examples
     --------
@@ -146,7 +151,9 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     def worth(sub: SchedulingProblem) -> bool:  # huge windows would just repeat the main solve
         return cfg.segment_min_ops <= sub.num_ops <= cfg.max_full_ops
 
-    big_ops = sum(sub.num_ops for sub, _ in segs if worth(sub))
+    big_ops = sum(sub.num_ops for sub, _ in (_distinct(segs) if reuse else segs) if worth(sub))
+    solved: dict[tuple, SchedulingSolution | None] = {}
+    solves = 0
     n = problem.num_ops
     placement, stream = [-1] * n, [0] * n
     key_op, key_tr = [0] * n, {}
@@ -155,28 +162,22 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
         source = k > 0
         if source:  # pin the source (first op) where the previous window put it
             sub = _pin_source(sub, placement[ops[0]])
-        sol = None
-        if worth(sub) and big_ops and budget.left > 0 and not budget.wall_expired():
-            share = budget.left * sub.num_ops / big_ops
+        key = _window_key(sub) if reuse else None
+        sol = solved.get(key)
+        if sol is None and worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
+            share = budget.left * min(1.0, sub.num_ops / big_ops)
             big_ops -= sub.num_ops
             sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
+            solves += 1
+            if reuse:
+                solved[key] = sol
         if sol is None:
             sol = heft_schedule(sub)
         if sol is None:
             return None
-        shift = end_of[ops[0]] - sol.op_end(0) if source else 0
-        for local, op in enumerate(ops):
-            if source and local == 0:
-                continue
-            placement[op], stream[op] = sol.op_device[local], sol.op_stream[local]
-            key_op[op] = sol.op_start[local] + shift
-            end_of[op] = sol.op_end(local) + shift
-        inside = set(ops)
-        global_edges = [e for e, (u, v, _) in enumerate(problem.edges) if u in inside and v in inside]
-        for t in sol.transfers:
-            key_tr[global_edges[t.edge]] = t.start_cycle + shift
+        _lay_out(problem, sol, ops, source, (placement, stream, key_op, end_of), key_tr)
     if stats is not None:
-        stats["dtime_used"] = budget.used
+        stats.update(dtime_used=budget.used, windows=len(segs), windows_solved=solves)
     out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
     if out is None or validate_schedule(problem, out):
         return None
@@ -207,6 +208,42 @@ def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tup
             windows.append((subproblem(problem, acc, first_source), tuple(acc)))
             acc = []
     return windows
+
+
+def _lay_out(problem: SchedulingProblem, sol: SchedulingSolution, ops: tuple[int, ...], source: bool,
+             per_op: tuple[list[int], list[int], list[int], list[int]], key_tr: dict[int, int]) -> None:
+    """Copy a window's schedule into the glued one (``per_op``: placement, stream, start key and
+    end per global op; ``key_tr``: start key per global edge), shifted to start when its source
+    (already laid out by the previous window) ends."""
+    placement, stream, key_op, end_of = per_op
+    shift = end_of[ops[0]] - sol.op_end(0) if source else 0
+    for local, op in enumerate(ops):
+        if source and local == 0:
+            continue
+        placement[op], stream[op] = sol.op_device[local], sol.op_stream[local]
+        key_op[op] = sol.op_start[local] + shift
+        end_of[op] = sol.op_end(local) + shift
+    inside = set(ops)
+    global_edges = [e for e, (u, v, _) in enumerate(problem.edges) if u in inside and v in inside]
+    for t in sol.transfers:
+        key_tr[global_edges[t.edge]] = t.start_cycle + shift
+
+
+def _window_key(sub: SchedulingProblem) -> tuple:
+    """What makes two windows the same problem (their op names aside)."""
+    return (sub.durations_cycles, sub.edges, sub.transfer_cycles, sub.colocation_groups)
+
+
+def _distinct(segs: list[tuple[SchedulingProblem, tuple[int, ...]]]) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+    """The windows of ``segs`` with every repeat of an earlier one left out (before sources are pinned)."""
+    seen: set[tuple] = set()
+    out = []
+    for sub, ops in segs:
+        key = _window_key(sub)
+        if key not in seen:
+            seen.add(key)
+            out.append((sub, ops))
+    return out
 
 
 def _pin_source(sub: SchedulingProblem, device: int) -> SchedulingProblem:
