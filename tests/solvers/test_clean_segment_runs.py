@@ -13,6 +13,7 @@ from solvers.scheduling.bounds import bound_segments, segment_floor, segment_pro
 from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.structure import clean_cut_vertices, cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
+from tests.solvers.tight_memory import tight_memory_problem
 
 _SETTINGS = settings(max_examples=160, deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -30,20 +31,7 @@ def residual_chains(draw):
         v = draw(st.integers(u + 2, n - 1))
         if (u, v, 0) not in edges:
             edges.append((u, v, 0))
-    slow = draw(st.booleans())
-    nd = 3 if slow else 2
-    durations = []
-    for _ in range(n):
-        fast = draw(st.integers(0, 4))
-        second = -1 if draw(st.integers(0, 4)) == 0 else fast
-        durations.append((fast, second) + ((2 * fast + 1,) if slow else ()))
-    link_of = [[-1, 0, 1], [0, -1, 2], [1, 2, -1]] if slow else [[-1, 0], [0, -1]]
-    nl = 3 if slow else 1
-    transfer = tuple(tuple(draw(st.integers(0, 6)) for _ in range(nl)) for _ in edges)
-    resident = tuple(draw(st.integers(0, 4)) for _ in range(n))
-    cap = draw(st.integers(max(resident), max(max(resident), sum(resident))))
-    return SchedulingProblem(tuple(durations), tuple(edges), (1,) * nd, tuple(map(tuple, link_of)), transfer,
-                             device_memory_bytes=(cap, cap) + ((0,) if slow else ()), op_resident_bytes=resident)
+    return tight_memory_problem(draw, n, edges, max_transfer=6)
 
 
 @_SETTINGS

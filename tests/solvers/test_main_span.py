@@ -4,6 +4,8 @@ with side ends and tight memory."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +14,7 @@ from solvers.scheduling.bounds import bound_segments
 from solvers.scheduling.decomposition import main_span
 from solvers.scheduling.structure import cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
+from tests.solvers.tight_memory import tight_memory_problem
 
 _SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
@@ -32,24 +35,10 @@ def side_chains(draw):
         at = draw(st.integers(1, main - 1))
         edges.append((s, at, 0) if draw(st.booleans()) else (at - 1, s, 0))
     n = main + sides
-    slow = draw(st.booleans())
-    nd = 3 if slow else 2
-    durations = []
-    for _ in range(n):
-        fast = draw(st.integers(0, 4))
-        second = -1 if draw(st.integers(0, 4)) == 0 else fast
-        durations.append((fast, second) + ((2 * fast + 1,) if slow else ()))
-    link_of = [[-1, 0, 1], [0, -1, 2], [1, 2, -1]] if slow else [[-1, 0], [0, -1]]
-    nl = 3 if slow else 1
-    transfer = tuple(tuple(draw(st.integers(0, 5)) for _ in range(nl)) for _ in edges)
-    resident = tuple(draw(st.integers(0, 4)) for _ in range(n))
-    cap = draw(st.integers(max(resident), max(max(resident), sum(resident))))
-    kw = {}
+    problem = tight_memory_problem(draw, n, edges, max_transfer=5)
     if draw(st.booleans()):
-        kw["colocation_groups"] = ((draw(st.integers(0, main - 1)), draw(st.integers(main, n - 1))),)
-    return SchedulingProblem(tuple(durations), tuple(edges), (1,) * nd, tuple(map(tuple, link_of)), transfer,
-                             device_memory_bytes=(cap, cap) + ((0,) if slow else ()), op_resident_bytes=resident,
-                             **kw)
+        problem = replace(problem, colocation_groups=((draw(st.integers(0, main - 1)), draw(st.integers(main, n - 1))),))
+    return problem
 
 
 @_SETTINGS

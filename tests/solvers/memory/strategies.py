@@ -6,7 +6,20 @@ from hypothesis import strategies as st
 
 from solvers.memory.levels import LevelProblem
 
-__all__ = ["level_problems"]
+__all__ = ["level_problems", "draw_ops_and_tensors"]
+
+
+def draw_ops_and_tensors(draw, n: int, nt: int) -> tuple[list[int], list[tuple[int, ...]], list[tuple[int, ...]]]:
+    """(producer per tensor, -1 for an input; reads per op; writes per op): each tensor written by
+    at most one op, each op reading up to two tensors written before it (``draw`` is a
+    :func:`hypothesis.strategies.composite`'s)."""
+    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
+    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
+    reads = []
+    for i in range(n):
+        cand = [t for t in range(nt) if producer[t] < i]
+        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
+    return producer, reads, writes
 
 
 @st.composite
@@ -18,12 +31,7 @@ def level_problems(draw, *, min_ops: int = 1, max_ops: int = 3, max_tensors: int
     one op in ``fast_only_one_in`` is fast-only, and some produced tensors are live-out."""
     n = draw(st.integers(min_ops, max_ops))
     nt = draw(st.integers(1, max_tensors))
-    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
-    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
-    reads = []
-    for i in range(n):
-        cand = [t for t in range(nt) if producer[t] < i]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
+    producer, reads, writes = draw_ops_and_tensors(draw, n, nt)
     return LevelProblem(
         compute_cycles=tuple(draw(st.integers(0, 12)) for _ in range(n)), reads=tuple(reads), writes=tuple(writes),
         tensor_bytes=tuple(draw(st.integers(1, 8)) for _ in range(nt)),

@@ -30,7 +30,7 @@ from solvers.memory.levels.hierarchy_bounds import (
     hierarchy_lower_bound, op_cycle_lower_bounds, relaxation_stays_home, solve_bound_relaxation,
 )
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, live_bytes_lower_bound, validate_offsets
-from tests.solvers.memory.strategies import level_problems
+from tests.solvers.memory.strategies import draw_ops_and_tensors, level_problems
 
 PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
 QUICK = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -296,12 +296,7 @@ def hierarchy_problems(draw, max_ops: int = 2, max_tensors: int = 2) -> Hierarch
     0-2), tensors at home in main or host, small capacities so that levels fill."""
     n = draw(st.integers(1, max_ops))
     nt = draw(st.integers(1, max_tensors))
-    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
-    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
-    reads = []
-    for i in range(n):
-        cand = [t for t in range(nt) if producer[t] < i]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
+    producer, reads, writes = draw_ops_and_tensors(draw, n, nt)
     paths = ((0, 1), (1, 2), (0, 2)) if draw(st.booleans()) else ((0, 1), (1, 2))
     return HierarchyProblem(
         compute_cycles=tuple(draw(st.integers(0, 6)) for _ in range(n)), reads=tuple(reads), writes=tuple(writes),
@@ -476,12 +471,7 @@ def four_level_problems(draw, max_ops: int = 4, max_tensors: int = 4) -> Hierarc
     host, some live-out, one op in four fast-only."""
     n = draw(st.integers(1, max_ops))
     nt = draw(st.integers(1, max_tensors))
-    producer = [draw(st.integers(-1, n - 1)) for _ in range(nt)]
-    writes = [tuple(t for t in range(nt) if producer[t] == i) for i in range(n)]
-    reads = []
-    for i in range(n):
-        cand = [t for t in range(nt) if producer[t] < i]
-        reads.append(tuple(sorted(draw(st.sets(st.sampled_from(cand), max_size=2))) if cand else ()))
+    producer, reads, writes = draw_ops_and_tensors(draw, n, nt)
     return four_levels(
         compute_cycles=tuple(draw(st.integers(0, 20)) for _ in range(n)), reads=tuple(reads), writes=tuple(writes),
         tensor_bytes=tuple(draw(st.sampled_from((4, 8, 16))) for _ in range(nt)),
