@@ -178,13 +178,17 @@ def grouping_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: in
     return _seconds(build_units(_elements(problem), GROUPING_ELEMENTS_PER_UNIT), time_limit_s, workers)
 
 
-GLUE_ELEMENTS_PER_UNIT = 450_000
+GLUE_ELEMENTS_PER_UNIT = 1_800_000
 """Elements, ``(ops + edges) x devices``, that gluing a schedule from per-window solutions
 (:func:`~solvers.scheduling.cpsat.segment_schedule` with ``reuse``: the segments, windows at
 clean cut ops, re-timing and validating the glued schedule) processes per
-:data:`~solvers.budget.SCHEDULING` unit, outside its CP-SAT solves. Measured 2026-11-28 on an
-idle machine with 0.001 units for the solves: transformer-10k 206,904 elements 4.1 s,
-branchy-10k 177,144 2.1 s; set from the slower (50,000 per second, 8.9 s per unit)."""
+:data:`~solvers.budget.SCHEDULING` unit, outside its CP-SAT solves. Measured 2026-11-28 as CPU
+seconds (``time.process_time``) with 0.001 units for the solves: transformer-10k 206,904
+elements 0.88 s, branchy-10k 177,144 0.73 s (234,000 and 243,000 per second); set at 202,000
+per second (8.9 s per unit). The 1k graphs' fixed costs make them slower per element
+(transformer-1k 0.19 s, branchy-1k 0.16 s), by about 0.1 s. (Before each segment and window
+found its edges through each op's out-edges instead of a scan of every edge, transformer-10k
+took 4.1 s.)"""
 
 
 def segment_glue_cost_s(problem: SchedulingProblem, time_limit_s: float, workers: int) -> float:
@@ -195,7 +199,7 @@ def segment_glue_cost_s(problem: SchedulingProblem, time_limit_s: float, workers
     --------
     >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
     >>> round(segment_glue_cost_s(p, 10.0, 2), 4)
-    0.0397
+    0.0099
     """
     return _seconds(build_units(_elements(problem), GLUE_ELEMENTS_PER_UNIT), time_limit_s, workers)
 

@@ -18,7 +18,7 @@ is never worse than HEFT or that split.
   per-window CP-SAT solutions (:func:`~solvers.scheduling.cpsat.segment_schedule` with
   ``reuse``: each distinct window of a graph of repeated blocks solved once, one worker) for
   ``segment_share`` of the limit, taken from LNS's, replaces the warm start when shorter
-  (branchy-10k: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
+  (branchy-10k at 120 s: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
   :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
   its schedule and the start warm-starts LNS for the rest of ``lns_share``. The bound is the best of

@@ -10,10 +10,11 @@ from hypothesis import strategies as st
 from solvers.core import SolveOptions
 from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.scheduling import SchedulingProblem, lower_bounds, validate_schedule
-from solvers.scheduling.bounds import bound_segments, segment_floor
+from solvers.scheduling.bounds import bound_segments, out_edge_lists, segment_floor, subproblem
 from solvers.scheduling.contiguous import ContiguousSplitScheduler, contiguous_schedule
 from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.validate import objective_value
+from tests.solvers.hierarchical.random_problems import random_problem
 from tests.solvers.test_scheduling_bruteforce import brute_force
 
 _SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
@@ -143,3 +144,14 @@ def test_one_device_and_forbidden_ops():
                             op_resident_bytes=(1, 2, 3, 1))
     pruned, segs = bound_segments(two)
     assert segment_run_bound(pruned, segs, [segment_floor(sub) for sub, _ in segs]) == brute_force(two) == 7
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(st.integers(0, 10_000), st.integers(2, 30), st.data())
+def test_a_subproblem_from_out_edge_lists_is_the_same_problem(seed, n, data):
+    # segment_problems passes each op's out-edges so that a 10^4-op graph's thousands of
+    # segments do not each scan every edge; the subproblem must not change.
+    p = random_problem(seed, n)
+    ops = sorted(data.draw(st.sets(st.integers(0, n - 1), min_size=1)))
+    source = data.draw(st.sampled_from([None] + ops))
+    assert subproblem(p, ops, source, out_edge_lists(p)) == subproblem(p, ops, source)

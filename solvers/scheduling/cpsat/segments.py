@@ -13,13 +13,15 @@ from typing import Any
 
 from solvers.budget import Budget
 from solvers.core import SolveOptions, SolveResult
-from solvers.scheduling.bounds import bound_segments, reach_sets, segment_floor, segment_problems, subproblem
+from solvers.scheduling.bounds import (bound_segments, out_edge_lists, segment_floor, segment_problems,
+                                       subproblem)
 from solvers.scheduling.cpsat.options import CpSatOptions, as_budget, inner_config
 from solvers.scheduling.cpsat.search import solve
 from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.segment_runs import segment_run_bound
+from solvers.scheduling.structure import clean_cut_vertices
 from solvers.scheduling.validate import validate_schedule
 
 __all__ = ["segment_lower_bound", "segment_schedule"]
@@ -154,6 +156,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     big_ops = sum(sub.num_ops for sub, _ in (_distinct(segs) if reuse else segs) if worth(sub))
     solved: dict[tuple, SchedulingSolution | None] = {}
     solves = 0
+    out_edges = out_edge_lists(problem)
     n = problem.num_ops
     placement, stream = [-1] * n, [0] * n
     key_op, key_tr = [0] * n, {}
@@ -175,7 +178,7 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
             sol = heft_schedule(sub)
         if sol is None:
             return None
-        _lay_out(problem, sol, ops, source, (placement, stream, key_op, end_of), key_tr)
+        _lay_out(problem, out_edges, sol, ops, source, (placement, stream, key_op, end_of), key_tr)
     if stats is not None:
         stats.update(dtime_used=budget.used, windows=len(segs), windows_solved=solves)
     out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
@@ -189,12 +192,10 @@ def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tup
     """Consecutive segments merged into windows of at least ``window_ops`` ops (the last may
     be smaller): (window problem, its ops), its source being the previous window's last op."""
     # a window closes only at a "clean" cut op (no edge jumps over it), so residual
-    # connections stay inside a window
-    anc, desc = reach_sets(problem)
+    # connections stay inside a window; every window but the last ends at a cut op
+    clean = set(clean_cut_vertices(problem)).__contains__
 
-    def clean(c: int) -> bool:
-        return not any(anc[c] >> u & 1 and desc[c] >> v & 1 for u, v, _ in problem.edges)
-
+    out_edges = out_edge_lists(problem)
     windows: list[tuple[SchedulingProblem, tuple[int, ...]]] = []
     acc: list[int] = []
     first_source: int | None = None
@@ -205,13 +206,14 @@ def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tup
         else:
             acc += [op for op in ops if op != acc[-1]]
         if (len(acc) >= window_ops and clean(acc[-1])) or k == len(segs) - 1:
-            windows.append((subproblem(problem, acc, first_source), tuple(acc)))
+            windows.append((subproblem(problem, acc, first_source, out_edges), tuple(acc)))
             acc = []
     return windows
 
 
-def _lay_out(problem: SchedulingProblem, sol: SchedulingSolution, ops: tuple[int, ...], source: bool,
-             per_op: tuple[list[int], list[int], list[int], list[int]], key_tr: dict[int, int]) -> None:
+def _lay_out(problem: SchedulingProblem, out_edges: list[list[int]], sol: SchedulingSolution,
+             ops: tuple[int, ...], source: bool, per_op: tuple[list[int], list[int], list[int], list[int]],
+             key_tr: dict[int, int]) -> None:
     """Copy a window's schedule into the glued one (``per_op``: placement, stream, start key and
     end per global op; ``key_tr``: start key per global edge), shifted to start when its source
     (already laid out by the previous window) ends."""
@@ -224,7 +226,7 @@ def _lay_out(problem: SchedulingProblem, sol: SchedulingSolution, ops: tuple[int
         key_op[op] = sol.op_start[local] + shift
         end_of[op] = sol.op_end(local) + shift
     inside = set(ops)
-    global_edges = [e for e, (u, v, _) in enumerate(problem.edges) if u in inside and v in inside]
+    global_edges = sorted(e for op in ops for e in out_edges[op] if problem.edges[e][1] in inside)
     for t in sol.transfers:
         key_tr[global_edges[t.edge]] = t.start_cycle + shift
 
