@@ -45,10 +45,10 @@ The hierarchical placement beats HEFT by 0.4% and 14.0% and the METIS-grouped pl
 (one METIS part per device, heaviest part on the fastest device, HEFT-sequenced) by 5.2x and
 2.6x; the gap target (<= 2%) is met on neither at 60 s.
 
-With the segment glue starting the hierarchical path (e021bfd; ``--only scale`` at 120 s,
-2026-11-28 07:08-07:11 UTC, idle, load 0.3-1.0): transformer-1k 2,396,399 (OPTIMAL, 55.9 s),
-branchy-1k 372,704 (bound 372,617, 0.023%, 32.3 s), transformer-10k 24,290,873 (bound
-24,273,779, 0.070%, 58.5 s), branchy-10k 3,736,880 (bound 3,736,793, 0.0023%, 37.0 s);
+With the segment glue starting the hierarchical path (0d48f53; ``--only scale`` at 120 s,
+2026-11-28 07:30-07:33 UTC, idle, load 1.0-1.4): transformer-1k 2,396,399 (OPTIMAL, 54.5 s),
+branchy-1k 372,704 (bound 372,617, 0.023%, 32.4 s), transformer-10k 24,290,796 (bound
+24,273,779, 0.070%, 54.7 s), branchy-10k 3,736,880 (bound 3,736,793, 0.0023%, 35.2 s);
 METIS-grouped 5.3x and 2.8x worse on the 10k graphs.
 
     python -m benchmarks.placement                       # everything (hours on 2 busy cores)
