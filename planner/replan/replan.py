@@ -216,6 +216,13 @@ def _link_ratios(doc: Any) -> dict[str, float]:
             for link, pairs in sorted(measured_links(doc).items()) if any(p > 0 for p, _ in pairs)}
 
 
+def _net_gain(before: int, after: int, moves: tuple[Move, ...], settings: ReplanSettings) -> tuple[int, float]:
+    """(the moves' migration cycles, the predicted gain net of migration as a share of ``before``):
+    the one rule both routes decide by (latency/throughput makespans, max-load largest loads)."""
+    migration = sum(m.migration_cycles for m in moves)
+    return migration, (before - after - migration / settings.amortize_runs) / max(before, 1)
+
+
 def _moves(spec: Spec, current: Mapping[str, str], new: Mapping[str, str],
            ratios: Mapping[str, Mapping[str, float]]) -> tuple[Move, ...]:
     moves = []
@@ -262,8 +269,7 @@ def decide(spec: Spec, current: Mapping[str, str], ratios: Mapping[str, Mapping[
                                        _move_back_limit(spec, reduction, current, now, best, settings), weights)
     new = {name: reduction.device_names[d] for name, d in zip(reduction.op_names, best.solution.op_device)}
     moves = _moves(spec, current, new, ratios)
-    migration = sum(m.migration_cycles for m in moves)
-    gain = (now.objective - best.objective - migration / settings.amortize_runs) / max(now.objective, 1)
+    migration, gain = _net_gain(now.objective, best.objective, moves, settings)
     if not moves:
         reason = "kept: no other placement is predicted faster at the measured speeds"
     elif gain < settings.min_gain:
@@ -436,8 +442,7 @@ def decide_max_load(spec: Spec, current: Mapping[str, str], ratios: Mapping[str,
     new_load = max(measured_loads(problem, reduction, spec, ratios, new))
     placement = {op: reduction.device_names[d] for op, d in zip(reduction.op_names, new)}
     moves = _moves(spec, current, placement, ratios)
-    migration = sum(m.migration_cycles for m in moves)
-    gain = (now_load - new_load - migration / settings.amortize_runs) / max(now_load, 1)
+    migration, gain = _net_gain(now_load, new_load, moves, settings)
     if not moves:
         reason = "kept: no other placement is predicted to carry a smaller largest load at the measured speeds"
     elif gain < settings.min_gain:
