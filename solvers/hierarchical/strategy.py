@@ -17,7 +17,8 @@ is never worse than HEFT or that split.
   glue's predicted work fits ``segment_share`` of the limit), first a schedule glued from
   per-window CP-SAT solutions (:func:`~solvers.scheduling.cpsat.segment_schedule` with
   ``reuse``: each distinct window of a graph of repeated blocks solved once, one worker) for
-  ``segment_share`` of the limit, taken from LNS's, replaces the warm start when shorter
+  ``segment_share`` of the limit (raised to ``segment_min_units`` of deterministic budget, up
+  to ``segment_max_share``), taken from LNS's, replaces the warm start when shorter
   (branchy-10k at 120 s: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
   :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
@@ -115,6 +116,12 @@ class StrategyOptions:
     # LNS's time a schedule glued from per-window CP-SAT solutions gets (segment_schedule with
     # reuse: repeated blocks are solved once); it competes with the warm start before the placer.
     segment_share: float = 0.1
+    # ... raised to give the glue at least this many deterministic units in all, up to
+    # segment_max_share of the limit: its windows need about that much to reach their optima
+    # (measured on branchy-10k and transformer-10k at 30 s: 0.86 units reach the bound, 0.62
+    # and 0.35 end at HEFT's makespan).
+    segment_min_units: float = 1.0
+    segment_max_share: float = 0.4
     # Largest graphs whose bound includes the segment part / CP-SAT segment proofs (the proofs
     # share one model per repeated segment group, so 10k-op graphs afford them: docs/bounds.md).
     segment_max_ops: int = 12_000
@@ -249,7 +256,7 @@ class StrategyScheduler(Accepting):
                              "segment_glue_s": round(glue_s, 3) if glue else None}
         search = replace(options, time_limit_s=max(0.1, options.time_limit_s - charged_s))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
-        glue_share = cfg.segment_share if glue else 0.0
+        glue_share = _glue_share(cfg, search) if glue else 0.0
         if glue:
             warm, stages["segments"] = self._glue(problem, _share(search, glue_share, None, t0, total), warm)
         best = warm
@@ -334,6 +341,19 @@ class StrategyScheduler(Accepting):
                 stats["segment_proofs"] = "skipped: the segment floors alone would spend the proofs' budget"
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
+
+
+def _glue_share(cfg: StrategyOptions, search: SolveOptions) -> float:
+    """The glue's share of the limit: ``segment_share``, raised to ``segment_min_units`` of the
+    deterministic budget up to ``segment_max_share`` (the rest of LNS's share stays LNS's).
+
+    >>> cfg = StrategyOptions()
+    >>> [round(_glue_share(cfg, SolveOptions(time_limit_s=t, num_workers=2)), 3) for t in (5, 30, 120)]
+    [0.4, 0.298, 0.1]
+    """
+    units = SCHEDULING.units(search.time_limit_s, search.num_workers)
+    needed = cfg.segment_min_units / units if units > 0 else cfg.segment_max_share
+    return min(max(cfg.segment_share, needed), max(cfg.segment_max_share, cfg.segment_share))
 
 
 def _split_applies(problem: SchedulingProblem) -> bool:
