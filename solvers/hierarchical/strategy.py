@@ -293,7 +293,8 @@ class StrategyScheduler(Accepting):
         glued = segment_schedule(problem, replace(options, num_workers=1), budget, self.config.cpsat, used,
                                  reuse=True)
         objective = None if glued is None else objective_value(problem, glued)
-        stage = {"objective": objective, **used, "stopped_by": "finished"}
+        # the budget's own word: a window cut by the wall-clock net makes the run not reproducible
+        stage = {"objective": objective, **used, "stopped_by": budget.stop_word()}
         if objective is not None and objective < objective_value(problem, warm):
             return glued, {**stage, "returned": "glued"}
         return warm, {**stage, "returned": "warm start"}
