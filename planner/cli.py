@@ -28,7 +28,7 @@ import threading
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 from rich.console import Console
@@ -259,19 +259,27 @@ _FORCE_DIR_HELP = ("Replace an existing directory that plan did not write. Never
                    "directory or its ancestors, the current directory or its ancestors, / or your home.")
 _FORCE_FILE_HELP = "Replace an existing file (never a directory, a link or this command's input)."
 
+# Options that several commands take with the same meaning (one definition, so their help cannot drift apart).
+_OutputDir = Annotated[Optional[str], typer.Option("-o", "--output", metavar="DIR", help=_OUTPUT_DIR_HELP)]
+_ForceDir = Annotated[bool, typer.Option("--force", help=_FORCE_DIR_HELP)]
+_Workers = Annotated[Optional[int], typer.Option("--workers", help="Solver workers (overrides the spec).")]
+_Seed = Annotated[Optional[int], typer.Option("--seed", help="Random seed (overrides the spec).")]
+_Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")]
+_SkipNumeric = Annotated[bool, typer.Option("--no-numeric", help="Skip the numeric replay.")]
+
 
 @app.command()
 def solve(
     spec: Path = typer.Argument(..., help="The YAML spec to plan."),
-    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="DIR", help=_OUTPUT_DIR_HELP),
-    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    output: _OutputDir = None,
+    force: _ForceDir = False,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the solver (overrides the spec)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    workers: _Workers = None,
+    seed: _Seed = None,
     search: Optional[_Search] = typer.Option(
         None, "--search", help="deterministic (default): the same spec, seed and workers give the same files; "
                                "until-limit: search until the time limit (never reproducible). Overrides the spec."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: _Quiet = False,
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
     no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay (by default it runs "
                                     "whenever the binaries hold at most 10^5 instructions and 10^10 "
@@ -364,14 +372,14 @@ def score(
     placement: Path = typer.Option(..., "--placement", metavar="DIR_or_JSON",
                                    help='A plan directory, or a JSON file mapping every op to a device: '
                                         '{"model/op": "device0", ...}.'),
-    output: Optional[str] = typer.Option(None, "-o", "--output", metavar="DIR", help=_OUTPUT_DIR_HELP),
-    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    output: _OutputDir = None,
+    force: _ForceDir = False,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for scheduling (overrides the spec)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    workers: _Workers = None,
+    seed: _Seed = None,
+    quiet: _Quiet = False,
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary as JSON on stdout."),
-    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay."),
+    no_numeric: _SkipNumeric = False,
 ) -> None:
     """Evaluate a given placement without optimising it: schedule, lower, replay, verify, print its objective."""
     from planner.replan.commands import scored  # start-up time
@@ -389,7 +397,7 @@ def replan(
                               "must be the directory's graph.json)."),
     output: Optional[str] = typer.Option(None, "-o", "--output", metavar="NEWDIR",
                                          help="Output directory (default: PLAN_DIR-replan); as plan solve's -o."),
-    force: bool = typer.Option(False, "--force", help=_FORCE_DIR_HELP),
+    force: _ForceDir = False,
     min_gain: float = typer.Option(5.0, "--min-gain", metavar="PCT", help="Move nothing unless the predicted "
                                    "gain, net of migration, is at least PCT percent (hysteresis against noise)."),
     headroom: float = typer.Option(90.0, "--headroom", metavar="PCT", help="Moves may not fill a device's memory "
@@ -398,11 +406,11 @@ def replan(
                                       "over the next N runs."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds for the re-solve "
                                                "(default: a tenth of the spec's limit)."),
-    workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers (overrides the spec)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    workers: _Workers = None,
+    seed: _Seed = None,
+    quiet: _Quiet = False,
     as_json: bool = typer.Option(False, "--json", help="Print the plan summary and what moved as JSON on stdout."),
-    no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay."),
+    no_numeric: _SkipNumeric = False,
 ) -> None:
     """Re-place a plan from measured statistics: what moved, why, the predicted gain, and a verified plan."""
     from planner.replan.replan import replan_lines, replanned  # start-up time
@@ -683,9 +691,9 @@ def sweep(
                                           "cluster's address (default: start Ray on this machine)."),
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="Seconds per scenario (overrides the spec)."),
     workers: Optional[int] = typer.Option(None, "--workers", help="Solver workers per scenario (overrides the spec)."),
-    seed: Optional[int] = typer.Option(None, "--seed", help="Random seed (overrides the spec)."),
+    seed: _Seed = None,
     no_numeric: bool = typer.Option(False, "--no-numeric", help="Skip the numeric replay of every scenario."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing but errors."),
+    quiet: _Quiet = False,
     as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Plan every combination of --set values; write one plan directory per scenario and one results table.
