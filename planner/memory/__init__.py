@@ -63,6 +63,9 @@ class MemoryOutcome:
     # baseline in place of "all in main memory" (which would ignore the homes).
     all_home_plan: Any = None
     all_home_memory: MemoryPlan | None = None
+    # Two-level path: per device, its level plans by name ("memory plan", "greedy") as
+    # assemble's DeviceLevels, which the cross-device choice combines.
+    device_levels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
@@ -196,8 +199,10 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
         greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
+    levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
+              for name in chosen}
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
-                         {name: b.ops for name, b in bridges.items()}, combine_stops(stops))
+                         {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels)
 
 
 def _n_level_device(spec, plan) -> str | None:
