@@ -226,8 +226,8 @@ def _add_heads_tails(model, problem: LevelProblem, v, ht: HeadsTails, upper: int
         producer = problem.accesses(t)[0]
         if not tail:
             continue
-        if problem.is_real(producer):  # the transfer waits for the producer in any case
-            model.add(objective >= v.end(producer) + tail)
+        # the transfer waits for the producer in any case (an input is in slow memory from 0)
+        model.add(objective >= (v.end(producer) if problem.is_real(producer) else 0) + tail)
         for (kind, t2, j), s in v.dma_start.items():
             if kind == "e" and t2 == t:
                 _add(model, objective >= s + problem.dma_cycles(t) + tail, v.evict[t, j])
