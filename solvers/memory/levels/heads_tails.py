@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
-from solvers.memory.levels.cpsat import _add, build_level_model, exact_model_fits
+from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import SplitMap
@@ -208,6 +208,13 @@ def _baselines(problem: LevelProblem, ht: HeadsTails, incumbent: LevelSolution |
     return [retime_heads_tails(problem, s, ht) for s in plans]
 
 
+def _add_if(model, relation, literal) -> None:
+    """``relation`` when ``literal`` holds (a constant 1: always; the model fixes absent DMAs' out)."""
+    ct = model.add(relation)
+    if not isinstance(literal, int):
+        ct.only_enforce_if(literal)
+
+
 def _add_heads_tails(model, problem: LevelProblem, v, ht: HeadsTails, upper: int):
     """Start bounds for the heads, and the objective ``max(makespan, ends + tails)`` (returned)."""
     for i in range(problem.num_ops):
@@ -215,7 +222,7 @@ def _add_heads_tails(model, problem: LevelProblem, v, ht: HeadsTails, upper: int
             model.add(v.start[i] >= ht.release(i))
     for (kind, t, j), s in v.dma_start.items():
         if kind == "p" and ht.ready(t):
-            _add(model, s >= ht.ready(t), v.prefetch[t, j])
+            _add_if(model, s >= ht.ready(t), v.prefetch[t, j])
     objective = model.new_int_var(0, upper, "objective")
     model.add(objective >= v.makespan)
     for i in range(problem.num_ops):
@@ -230,7 +237,7 @@ def _add_heads_tails(model, problem: LevelProblem, v, ht: HeadsTails, upper: int
         model.add(objective >= (v.end(producer) if problem.is_real(producer) else 0) + tail)
         for (kind, t2, j), s in v.dma_start.items():
             if kind == "e" and t2 == t:
-                _add(model, objective >= s + problem.dma_cycles(t) + tail, v.evict[t, j])
+                _add_if(model, objective >= s + problem.dma_cycles(t) + tail, v.evict[t, j])
     return objective
 
 
