@@ -39,8 +39,10 @@ from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, assemble, expand
 from planner.plan import Plan
 from solvers.core import SolveOptions
-from solvers.memory.levels import expand_splits
-from solvers.memory.levels.heads_tails import HeadsTails, solve_heads_tails, with_split_factors
+from solvers.memory.levels import expand_splits, plan_all_slow
+from solvers.memory.levels.heads_tails import (
+    HeadsTails, objective_cycles, retime_heads_tails, solve_heads_tails, with_split_factors,
+)
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "device_slack"]
@@ -67,11 +69,18 @@ class DeviceExplanation:
     alone_makespan: int  # the whole plan with only this device memory-planned
     main_makespan: int  # the whole plan with no device memory-planned (re-timed alike)
     slack_cycles: int  # in the kept plan: how far its ops could slip without delaying the end
+    # The last re-solve under the heads and tails (device cycles of its objective): the best plan
+    # found, a lower bound over every plan of its ops, and everything in main memory.
+    resolved_cycles: int | None = None
+    resolved_bound_cycles: int | None = None
+    resolved_main_cycles: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"plan": self.plan, "own_memory_cycles": self.own_memory_cycles,
                 "own_main_cycles": self.own_main_cycles, "alone_makespan": self.alone_makespan,
-                "main_makespan": self.main_makespan, "slack_cycles": self.slack_cycles}
+                "main_makespan": self.main_makespan, "slack_cycles": self.slack_cycles,
+                "resolved_cycles": self.resolved_cycles, "resolved_bound_cycles": self.resolved_bound_cycles,
+                "resolved_main_cycles": self.resolved_main_cycles}
 
 
 @dataclass(frozen=True)
@@ -236,14 +245,15 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     none = {d: MAIN for d in names}
     choice = dict(min(_starts(names), key=lambda c: (run(c).makespan_cycles, sum(v == MAIN for v in c.values()))))
     stops: list[str | None] = []
+    resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
     passes = 0
     for passes in range(1, MAX_PASSES + 1):
         changed = False
         for d in names:
             current = run(choice)
             lv = (options[d][choice[d]] or options[d]["memory plan"])[0]
-            found, stop = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed, search,
-                                   offsets_of)
+            found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
+                                                search, offsets_of)
             stops.append(stop)
             if found is not None:
                 options[d][f"{HEADS_TAILS} {passes}"] = found
@@ -262,7 +272,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             own_memory_cycles=st.get("level_makespan_device_cycles"),
             own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
             alone_makespan=run({**none, d: "memory plan"}).makespan_cycles, main_makespan=main_makespan,
-            slack_cycles=device_slack(plan, graph, d))
+            slack_cycles=device_slack(plan, graph, d), **dict(zip(
+                ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops))
 
@@ -278,8 +289,10 @@ def _starts(names: list[str]) -> list[dict[str, str]]:
 
 
 def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-             search: str, offsets_of) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None]:
-    """``lv``'s device re-solved under the heads and tails of ``current`` (its split factors kept)."""
+             search: str, offsets_of) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
+    """``lv``'s device re-solved under the heads and tails of ``current`` (its split factors kept):
+    the new plan with its stats (None: nothing new that packs), how the solve stopped, and its
+    figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
     ht = device_heads_tails(current, graph, hardware, lv)
     problem = lv.expanded
@@ -287,19 +300,22 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)
     stop = result.stats.get("stopped_by")
+    all_slow = plan_all_slow(problem)
+    figures = (result.objective, result.bound,
+               objective_cycles(problem, retime_heads_tails(problem, all_slow, ht), ht) if all_slow else None)
     if not result.status.has_solution:
-        return None, stop
+        return None, stop, figures
     solution = with_split_factors(result.solution, lv.solution.split_factors)
     if solution.in_fast == lv.solution.in_fast and solution.kept == lv.solution.kept and [
             (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in solution.transfers] == [
             (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in lv.solution.transfers]:
-        return None, stop  # the same decisions: nothing new to try
+        return None, stop, figures  # the same decisions: nothing new to try
     packed = offsets_of(bridge, solution)
     if packed is None:
         log.info("device %s: the heads/tails plan's fast buffers do not pack; not tried", bridge.device.name)
-        return None, stop
+        return None, stop, figures
     offsets, offset_stats = packed
     return (expand(bridge, solution, offsets), {
         "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
         "heads_tails_objective_device_cycles": result.objective, "heads_tails_bound_device_cycles": result.bound,
-        "split_factors": list(solution.split_factors), **offset_stats}), stop
+        "split_factors": list(solution.split_factors), **offset_stats}), stop, figures

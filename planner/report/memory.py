@@ -164,11 +164,13 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
     --------
     >>> doc = {"choice": "all in main memory", "baselines": {"memory plan": 606856, "all in main memory": 606802},
     ...        "cross_device": {"big0": {"plan": "main", "own_memory_cycles": 329161, "own_main_cycles": 330966,
-    ...                                  "alone_makespan": 617324, "main_makespan": 606856, "slack_cycles": 0}}}
+    ...                                  "alone_makespan": 617324, "main_makespan": 606856, "slack_cycles": 0,
+    ...                                  "resolved_cycles": 637188, "resolved_bound_cycles": 636624,
+    ...                                  "resolved_main_cycles": 637188}}}
     >>> for line in _cross_device_lines(doc): print(line)
     Across devices (each device's plan chosen by the whole plan's re-timed makespan):
     <BLANKLINE>
-    - big0: main memory only. Its memory plan saves 1,805 device cycles on its own ops (329,161 vs 330,966 with everything in main memory), but on its own it makes the whole plan 617,324 cycles against 606,856 (+10,468), and neither it nor its re-solve under the other devices' release times and tails shortens the whole plan; the critical path (slack 0) runs through big0; big0's slack: 0 cycles.
+    - big0: main memory only. Its memory plan saves 1,805 device cycles on its own ops (329,161 vs 330,966 with everything in main memory), but on its own it makes the whole plan 617,324 cycles against 606,856 (+10,468), and neither it nor its re-solve under the other devices' release times and tails shortens the whole plan (re-solved with the other devices' waits and tails: 637,188 device cycles against 637,188 with everything in main memory, lower bound 636,624: at most 564 to gain); the critical path (slack 0) runs through big0; big0's slack: 0 cycles.
     - The best combination across devices re-times to 606,856 cycles in the replay, no faster than all in main memory (606,802), which the binaries use.
     <BLANKLINE>
     """
@@ -186,17 +188,27 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
         where = f"the critical path (slack 0) runs through {critical}; {d}'s slack: {e['slack_cycles']:,} cycles"
         if e["plan"] == "main":
             out.append(f"- {d}: main memory only. {saves}, but {alone}, and neither it nor its re-solve under the "
-                       f"other devices' release times and tails shortens the whole plan; {where}.")
+                       f"other devices' release times and tails shortens the whole plan{_resolved(e)}; {where}.")
         else:
             label = {"memory plan": "its memory plan",
                      "heads/tails": "its memory plan re-solved under the other devices' release times and tails",
                      "greedy": "the greedy prefetch plan"}.get(e["plan"], e["plan"])
-            out.append(f"- {d}: {label}. {saves}; {alone}; {where}.")
+            out.append(f"- {d}: {label}. {saves}; {alone}{_resolved(e)}; {where}.")
     if doc["choice"] != "memory plan" and "memory plan" in doc["baselines"]:
         out.append(f"- The best combination across devices re-times to {doc['baselines']['memory plan']:,} cycles "
                    f"in the replay, no faster than {doc['choice']} ({doc['baselines'][doc['choice']]:,}), which the "
                    "binaries use.")
     return out + [""]
+
+
+def _resolved(e: Mapping[str, Any]) -> str:
+    """The last re-solve's figures (device cycles, with the other devices' waits and tails)."""
+    best, bound, main = e.get("resolved_cycles"), e.get("resolved_bound_cycles"), e.get("resolved_main_cycles")
+    if best is None or main is None:
+        return ""
+    room = "" if bound is None else f", lower bound {bound:,}: at most {max(0, main - bound):,} to gain"
+    return (f" (re-solved with the other devices' waits and tails: {best:,} device cycles against {main:,} with "
+            f"everything in main memory{room})")
 
 
 def _levels(doc: Mapping[str, Any], device: str) -> tuple[str, str]:

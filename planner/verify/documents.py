@@ -265,6 +265,9 @@ class CrossDeviceEntry(StrictModel):
     alone_makespan: Count
     main_makespan: Count
     slack_cycles: Count
+    resolved_cycles: Optional[Count] = None
+    resolved_bound_cycles: Optional[Count] = None
+    resolved_main_cycles: Optional[Count] = None
 
 
 class MemoryDocument(StrictModel):

@@ -50,9 +50,10 @@ from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import SplitMap
-from solvers.memory.levels.validate import replay_levels, validate_levels
+from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
 
 __all__ = ["HeadsTails", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
+           "heads_tails_lower_bound",
            "with_split_factors",
            "HEADS_TAILS_WINDOW_ABOVE_OPS"]
 
@@ -200,6 +201,32 @@ def validate_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Hea
     return errs
 
 
+def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
+    """A lower bound on :func:`objective_cycles` over every plan of the unsplit ``problem``.
+
+    Ops run in order, each at least its shortest duration (:func:`op_duration_lower_bounds`:
+    every byte at the faster level) and no earlier than its release, so op i cannot end before
+    the chain ``e_i = max(e_{i-1}, release_i) + shortest_i``; a tensor is in slow memory no
+    earlier than its producer ends (an input from cycle 0). Capacity and DMAs are dropped.
+
+    Examples
+    --------
+    >>> p = LevelProblem((8, 2), ((), (0,)), ((), ()), (8,), (8, 99), (4, 1))
+    >>> heads_tails_lower_bound(p, HeadsTails(op_release=(5, 0), op_tail=(0, 3)))  # 5 + 8 + 2 + 3
+    18
+    """
+    shortest = op_duration_lower_bounds(problem)
+    end, best = [], 0
+    for i in range(problem.num_ops):
+        end.append(max(end[-1] if end else 0, ht.release(i)) + shortest[i])
+        best = max(best, end[i] + ht.tail_of_op(i))
+    for t in range(problem.num_tensors):
+        if ht.tail_of_tensor(t):
+            producer = problem.accesses(t)[0]
+            best = max(best, (end[producer] if problem.is_real(producer) else 0) + ht.tail_of_tensor(t))
+    return best
+
+
 def _baselines(problem: LevelProblem, ht: HeadsTails, incumbent: LevelSolution | None) -> list[LevelSolution]:
     window = _TRIGGER_WINDOW_OPS if problem.num_ops > HEADS_TAILS_WINDOW_ABOVE_OPS else None
     plans = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
@@ -261,30 +288,33 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
         return failure_result(Status.UNKNOWN, "cpsat-heads-tails", time.perf_counter() - t0)
     best = min(plans, key=lambda s: objective_cycles(problem, s, ht))
     best_obj = objective_cycles(problem, best, ht)
-    stats: dict = {"baseline_objective": best_obj}
-    if not exact_model_fits(problem):
-        return SolveResult(Status.FEASIBLE, best_obj, None, best, time.perf_counter() - t0, "cpsat-heads-tails",
-                           stats)
+    lower = heads_tails_lower_bound(problem, ht)
+    stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
+    if best_obj <= lower or not exact_model_fits(problem):
+        return SolveResult(Status.OPTIMAL if best_obj <= lower else Status.FEASIBLE, best_obj, min(lower, best_obj),
+                           best, time.perf_counter() - t0, "cpsat-heads-tails", stats)
     window = _TRIGGER_WINDOW_OPS if problem.num_ops > HEADS_TAILS_WINDOW_ABOVE_OPS else None
     hint = best if window is None or all(tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window
                                          for tr in best.transfers) else None
     model, v = build_level_model(problem, best_obj, 0, hint, window)
     objective = _add_heads_tails(model, problem, v, ht, best_obj)
+    model.add(objective >= lower)
     model.add_hint(objective, best_obj)
     model.minimize(objective)
     budget = Budget.of(options, calibration, t0)
     status, solver, progress = budget.run_cpsat(model, options, budget.left, "heads_tails", interleave=False)
     stats.update(budget.stats())
-    bound = None
+    bound = lower
     if status.has_solution:
         found = retime_heads_tails(problem, v.extract(solver), ht)
         if objective_cycles(problem, found, ht) < best_obj:
             best, best_obj = found, objective_cycles(problem, found, ht)
         if window is None:
-            bound = min(best_obj, int(solver.best_objective_bound))
+            bound = max(bound, int(solver.best_objective_bound))
     elif status is Status.INFEASIBLE and window is None:  # nothing below the baseline: it is optimal
         bound = best_obj
-    proven = bound is not None and bound >= best_obj
+    bound = min(bound, best_obj)
+    proven = bound >= best_obj
     return SolveResult(Status.OPTIMAL if proven else Status.FEASIBLE, best_obj, bound, best,
                        time.perf_counter() - t0, "cpsat-heads-tails", stats, progress)
 

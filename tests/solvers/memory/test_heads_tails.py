@@ -12,7 +12,8 @@ from solvers.memory.levels import (
     CpSatLevelSolver, LevelProblem, LevelSolution, Transfer, TransferKind, plan_greedy, required_transfers,
 )
 from solvers.memory.levels.heads_tails import (
-    HeadsTails, objective_cycles, retime_heads_tails, solve_heads_tails, validate_heads_tails,
+    HeadsTails, heads_tails_lower_bound, objective_cycles, retime_heads_tails, solve_heads_tails,
+    validate_heads_tails,
 )
 from tests.solvers.memory.strategies import level_problems
 
@@ -146,6 +147,7 @@ def test_cpsat_equals_brute_force_and_beats_greedy_under_heads_tails(case):
     assert validate_heads_tails(p, r.solution, ht) == []
     assert r.objective == expected == objective_cycles(p, r.solution, ht)
     assert r.bound is not None and r.bound <= expected  # the bound is sound
+    assert heads_tails_lower_bound(p, ht) <= expected
     g = plan_greedy(p)
     if g is not None:
         g = retime_heads_tails(p, g, ht)
@@ -175,3 +177,4 @@ def test_larger_random_problems_validate_and_never_lose_to_greedy(case):
     assert r.objective <= objective_cycles(p, retime_heads_tails(p, g, ht), ht)
     if r.bound is not None:
         assert r.bound <= r.objective
+    assert heads_tails_lower_bound(p, ht) <= r.objective
