@@ -12,7 +12,9 @@ memory, are computed in the same run as baselines.
 Modules: the spec's :mod:`~planner.spec.memory_options` (what the spec asks), :mod:`~planner.memory.bridge`
 (schedule → level problems), :mod:`~planner.memory.retime` (list schedule),
 :mod:`~planner.memory.assemble` (solutions → buffers, DMAs, re-timed plan),
-:mod:`~planner.memory.plan` (the result types); :mod:`~planner.memory.addresses` packs one level's
+:mod:`~planner.memory.plan` (the result types), :mod:`~planner.memory.cross_device` (on a plan with
+link transfers, each device's plan chosen by the whole plan's makespan, with heads and tails);
+:mod:`~planner.memory.addresses` packs one level's
 buffers and :mod:`~planner.memory.address_pass` gives lowered programs without a memory plan
 their addresses.
 """
