@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from dataclasses import dataclass, replace
 from typing import Any, Callable, Mapping
 
+from planner.errors import InfeasibleError
 from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, assemble, expand
 from planner.plan import Plan
@@ -66,7 +68,7 @@ class DeviceExplanation:
     plan: str  # which candidate the kept plan uses on this device
     own_memory_cycles: int | None  # the level solver's makespan of its ops alone (memory plan)
     own_main_cycles: int | None  # the same ops with every tensor in main memory
-    alone_makespan: int  # the whole plan with only this device memory-planned
+    alone_makespan: int | None  # the whole plan with only this device memory-planned (None: does not fit)
     main_makespan: int  # the whole plan with no device memory-planned (re-timed alike)
     slack_cycles: int  # in the kept plan: how far its ops could slip without delaying the end
     # The last re-solve under the heads and tails (device cycles of its objective): the best plan
@@ -214,10 +216,17 @@ class _Evaluator:
         self.spine, self.graph, self.hardware, self.alignment, self.stats = spine, graph, hardware, alignment, stats
         self.cache: dict[tuple, tuple[Plan, Any]] = {}
 
-    def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any]:
+    def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any] | None:
+        """The re-timed plan and memory plan, or None when the combination's slow copies do not
+        fit main memory (each device's plan was checked with the others in main memory only)."""
         if key not in self.cache:
-            self.cache[key] = assemble(self.spine, self.graph, self.hardware, {d: lv for d, (lv, _) in levels.items()},
-                                       self.alignment, {d: st for d, (_, st) in levels.items()})
+            try:
+                self.cache[key] = assemble(self.spine, self.graph, self.hardware,
+                                           {d: lv for d, (lv, _) in levels.items()}, self.alignment,
+                                           {d: st for d, (_, st) in levels.items()})
+            except InfeasibleError as e:
+                log.info("memory plans %s do not fit together: %s", key, e)
+                self.cache[key] = None
         return self.cache[key]
 
 
@@ -239,11 +248,16 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     def levels_of(choice: Mapping[str, str]) -> dict[str, tuple[DeviceLevels, Mapping]]:
         return {d: options[d][c] for d, c in choice.items() if options[d][c] is not None}
 
-    def run(choice: Mapping[str, str]) -> Plan:
-        return evaluate(levels_of(choice), tuple(sorted(choice.items())))[0]
+    def run(choice: Mapping[str, str]) -> Plan | None:
+        found = evaluate(levels_of(choice), tuple(sorted(choice.items())))
+        return None if found is None else found[0]
 
-    none = {d: MAIN for d in names}
-    choice = dict(min(_starts(names), key=lambda c: (run(c).makespan_cycles, sum(v == MAIN for v in c.values()))))
+    def span(choice: Mapping[str, str]) -> float:
+        plan = run(choice)
+        return math.inf if plan is None else plan.makespan_cycles
+
+    none = {d: MAIN for d in names}  # always fits: no level plan at all
+    choice = dict(min(_starts(names), key=lambda c: (span(c), sum(v == MAIN for v in c.values()))))
     stops: list[str | None] = []
     resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
     passes = 0
@@ -257,8 +271,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             stops.append(stop)
             if found is not None:
                 options[d][f"{HEADS_TAILS} {passes}"] = found
-            best = min(options[d], key=lambda c: (run({**choice, d: c}).makespan_cycles, c != choice[d], c))
-            if run({**choice, d: best}).makespan_cycles < current.makespan_cycles:
+            best = min(options[d], key=lambda c: (span({**choice, d: c}), c != choice[d], c))
+            if span({**choice, d: best}) < current.makespan_cycles:
                 choice[d], changed = best, True
         if not changed:
             break
@@ -271,11 +285,15 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             plan=choice[d].split(" ")[0] if choice[d].startswith(HEADS_TAILS) else choice[d],
             own_memory_cycles=st.get("level_makespan_device_cycles"),
             own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
-            alone_makespan=run({**none, d: "memory plan"}).makespan_cycles, main_makespan=main_makespan,
+            alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
             slack_cycles=device_slack(plan, graph, d), **dict(zip(
                 ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops))
+
+
+def _finite(value: float) -> int | None:
+    return None if value == math.inf else int(value)
 
 
 def _starts(names: list[str]) -> list[dict[str, str]]:

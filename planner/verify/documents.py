@@ -262,7 +262,7 @@ class CrossDeviceEntry(StrictModel):
     plan: Name
     own_memory_cycles: Optional[Count]
     own_main_cycles: Optional[Count]
-    alone_makespan: Count
+    alone_makespan: Optional[Count]
     main_makespan: Count
     slack_cycles: Count
     resolved_cycles: Optional[Count] = None
