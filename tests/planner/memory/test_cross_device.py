@@ -6,9 +6,12 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from planner.cli import app
+from planner.lower_and_replay import replay
 from planner.memory.assemble import expand
 from planner.memory.bridge import build_device_problem
 from planner.memory.cross_device import critical_tails, device_heads_tails, device_slack
@@ -17,6 +20,7 @@ from planner.plan import PlacedOp, PlacedTransfer, Plan
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
 from solvers.memory.levels import plan_all_slow
+from tests.planner.memory.test_memory_property import memory_specs
 
 SPECS = "tests/data/specs/memdevices"
 MEMORY_BOUND = f"{SPECS}/memory-bound-two-devices.yaml"
@@ -133,3 +137,32 @@ def test_single_device_memory_json_has_no_cross_device_entry(tmp_path):
     result = CliRunner().invoke(app, ["solve", "specs/memory-mlp.yaml", "-o", str(out), "--quiet"])
     assert result.exit_code == 0, result.output
     assert "cross_device" not in json.loads((out / "memory.json").read_text())
+
+
+@st.composite
+def two_device_specs(draw):
+    """The memory property test's random graphs, cut in two and pinned to two NPUs (transfers)."""
+    spec = draw(memory_specs())
+    spec["hardware"]["devices"][0]["count"] = 2
+    spec["hardware"]["topology"] = {"kind": "all-to-all", "bandwidth": "8 GB/s", "latency": "1 us"}
+    ops = [o["name"] for o in spec["models"][0]["graph"]["ops"]]
+    cut = draw(st.integers(1, len(ops) - 1))
+    spec["constraints"] = {"pins": [{"ops": [f"m/{n}" for n in ops[:cut]], "device": "npu0"},
+                                    {"ops": [f"m/{n}" for n in ops[cut:]], "device": "npu1"}]}
+    return spec
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(two_device_specs())
+def test_random_cross_device_plans_replay_equal_and_never_lose_to_main(spec):
+    outcome = run(spec)  # raises InternalError if the replay disagrees with the plan
+    assert outcome.plan.makespan_cycles <= outcome.memory_baselines["all in main memory"]
+    loaded = load_spec(spec)
+    memory = outcome.memory
+    if not outcome.plan.transfers:  # the cut crosses no edge: planned one device at a time, as before
+        assert memory.cross_device == {}
+        return
+    assert set(memory.cross_device) == set(memory.device_levels)
+    assert set(memory.memory.devices) == {d for d, e in memory.cross_device.items() if e.plan != "main"}
+    report = compare_numeric(replay(memory.plan, loaded, memory.memory).binaries, loaded.graph, seed=2)
+    assert report.ok, report.failures()
