@@ -166,3 +166,11 @@ def test_random_cross_device_plans_replay_equal_and_never_lose_to_main(spec):
     assert set(memory.memory.devices) == {d for d, e in memory.cross_device.items() if e.plan != "main"}
     report = compare_numeric(replay(memory.plan, loaded, memory.memory).binaries, loaded.graph, seed=2)
     assert report.ok, report.failures()
+
+
+def test_the_cross_device_choice_is_deterministic():
+    spec = load_spec(PINNED)
+    a, b = (run(spec, time_limit_s=5, workers=1) for _ in range(2))
+    assert a.binaries == b.binaries
+    assert {d: e.to_dict() for d, e in a.memory.cross_device.items()} == {
+        d: e.to_dict() for d, e in b.memory.cross_device.items()}
