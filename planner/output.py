@@ -120,7 +120,10 @@ def memory_document(outcome: Outcome, graph) -> dict[str, Any]:
     return {"format_version": 2, "choice": outcome.memory_choice,
             **(used.to_dict() if used is not None else {"devices": {}}),
             "skipped": dict(sorted(memory.skipped.items())), "baselines": dict(outcome.memory_baselines),
-            "figures": {name: figures[name] for name in outcome.memory_baselines if name in figures}}
+            "figures": {name: figures[name] for name in outcome.memory_baselines if name in figures},
+            # several devices (link transfers): the plan used per device, and why in numbers
+            **({"cross_device": {d: e.to_dict() for d, e in sorted(memory.cross_device.items())}}
+               if getattr(memory, "cross_device", None) else {})}
 
 
 def _memory_sections(outcome: Outcome, spec: Spec, memory_doc) -> list[str]:

@@ -12,7 +12,9 @@ memory, are computed in the same run as baselines.
 Modules: the spec's :mod:`~planner.spec.memory_options` (what the spec asks), :mod:`~planner.memory.bridge`
 (schedule → level problems), :mod:`~planner.memory.retime` (list schedule),
 :mod:`~planner.memory.assemble` (solutions → buffers, DMAs, re-timed plan),
-:mod:`~planner.memory.plan` (the result types); :mod:`~planner.memory.addresses` packs one level's
+:mod:`~planner.memory.plan` (the result types), :mod:`~planner.memory.cross_device` (on a plan with
+link transfers, each device's plan chosen by the whole plan's makespan, with heads and tails);
+:mod:`~planner.memory.addresses` packs one level's
 buffers and :mod:`~planner.memory.address_pass` gives lowered programs without a memory plan
 their addresses.
 """
@@ -26,6 +28,7 @@ from typing import Any
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason
+from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
@@ -63,6 +66,12 @@ class MemoryOutcome:
     # baseline in place of "all in main memory" (which would ignore the homes).
     all_home_plan: Any = None
     all_home_memory: MemoryPlan | None = None
+    # Two-level path: per device, its level plans by name ("memory plan", "greedy") as
+    # assemble's DeviceLevels, which the cross-device choice combines.
+    device_levels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A plan with link transfers: per planned device, which plan the memory plan uses on it and
+    # why, in numbers (planner.memory.cross_device); empty otherwise.
+    cross_device: dict[str, DeviceExplanation] = field(default_factory=dict)
 
 
 def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
@@ -112,7 +121,9 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     The memory stage has its own budget, ``time_limit_s`` split over the planned devices:
     per device 50% for the level solver and 30% for the offsets (both stop on deterministic
     time, usually well before), and when the offsets do not pack, re-solves holding back
-    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all. The solves use
+    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all, plus, on a plan with
+    link transfers, 15% per cross-device pass and device for the re-solves under heads and tails
+    (:mod:`~planner.memory.cross_device`, at most 3 passes). The solves use
     one CP-SAT worker whatever the spec's worker count (see :func:`_solve_device`). Each stops on
     deterministic work (``search="deterministic"``) or the wall clock (``"until-limit"``); the
     outcome's ``stopped_by`` says how they ended (see :mod:`solvers.budget`).
@@ -192,12 +203,34 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
         stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
                                     g_result, hardware)
-    new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats)
+    levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
+              for name in chosen}
+    explanations = {}
+    if plan.transfers and chosen:  # several devices: choose per device by the whole plan's makespan
+        cross = choose_across_devices(plan, graph, hardware, levels, options.alignment_bytes, stats,
+                                      {name: budget for name in chosen}, seed, search,
+                                      _packer(hardware, options.alignment_bytes, seed))
+        new_plan, memory, explanations = cross.plan, cross.memory, cross.explanations
+        stops += list(cross.stops)
+    else:
+        new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats)
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
         greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
-                         {name: b.ops for name, b in bridges.items()}, combine_stops(stops))
+                         {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
+                         cross_device=explanations)
+
+
+def _packer(hardware, alignment: int, seed: int):
+    """Fast offsets for a new level solution (greedy-by-size): ``(offsets, stats)`` or None."""
+    def pack(bridge, solution):
+        fast = bridge.device.profile.level(bridge.fast_level)
+        offsets, result, _, problem = _offsets(bridge, solution, alignment, fast.capacity_bytes, 1.0, seed, False)
+        if offsets is None:
+            return None
+        return offsets, {"fast_capacity_bytes": problem.capacity_bytes, "fast_peak_bytes": result.objective}
+    return pack
 
 
 def _n_level_device(spec, plan) -> str | None:

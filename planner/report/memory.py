@@ -139,6 +139,7 @@ def render_memory_section(doc: Mapping[str, Any], capacities: Mapping[str, Mappi
             _table(["plan", "simulated makespan (cycles)", f"vs {choice}"],
                    [[name, value, "-" if name == choice or not chosen else f"{value / chosen:.3f}x"]
                     for name, value in baselines.items()]), ""]
+    out += _cross_device_lines(doc)
     devices = sorted({d for per_plan in doc["figures"].values() for d in per_plan})
     for name in devices:
         dp = doc["devices"].get(name)
@@ -153,6 +154,62 @@ def render_memory_section(doc: Mapping[str, Any], capacities: Mapping[str, Mappi
             out.append(f"- The binaries keep every tensor of {name} in main memory ({choice}).")
         out.append("")
     return "\n".join(out)
+
+
+def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
+    """Per device of a multi-device plan, which plan the memory plan uses on it and, where it is
+    not the device's own memory plan (or the memory plan is not kept), why, in numbers.
+
+    Examples
+    --------
+    >>> doc = {"choice": "all in main memory", "baselines": {"memory plan": 606856, "all in main memory": 606802},
+    ...        "cross_device": {"big0": {"plan": "main", "own_memory_cycles": 329161, "own_main_cycles": 330966,
+    ...                                  "alone_makespan": 617324, "main_makespan": 606856, "slack_cycles": 0,
+    ...                                  "resolved_cycles": 637188, "resolved_bound_cycles": 636624,
+    ...                                  "resolved_main_cycles": 637188}}}
+    >>> for line in _cross_device_lines(doc): print(line)
+    Across devices (each device's plan chosen by the whole plan's re-timed makespan):
+    <BLANKLINE>
+    - big0: main memory only. Its memory plan saves 1,805 device cycles on its own ops (329,161 vs 330,966 with everything in main memory), but on its own it makes the whole plan 617,324 cycles against 606,856 (+10,468), and neither it nor its re-solve under the other devices' release times and tails shortens the whole plan (re-solved with the other devices' waits and tails: 637,188 device cycles against 637,188 with everything in main memory, lower bound 636,624: at most 564 to gain); the critical path (slack 0) runs through big0; big0's slack: 0 cycles.
+    - The best combination across devices re-times to 606,856 cycles in the replay, no faster than all in main memory (606,802), which the binaries use.
+    <BLANKLINE>
+    """
+    cross = doc.get("cross_device")
+    if not cross:
+        return []
+    critical = ", ".join(sorted(d for d, e in cross.items() if e["slack_cycles"] == 0)) or "no memory-planned device"
+    out = ["Across devices (each device's plan chosen by the whole plan's re-timed makespan):", ""]
+    for d, e in sorted(cross.items()):
+        own, main = e["own_memory_cycles"], e["own_main_cycles"]
+        saves = (f"Its memory plan saves {main - own:,} device cycles on its own ops ({own:,} vs {main:,} with "
+                 f"everything in main memory)" if own is not None and main is not None else "Its memory plan")
+        alone = ("on its own its slow copies do not fit main memory" if e["alone_makespan"] is None
+                 else f"on its own it makes the whole plan {e['alone_makespan']:,} cycles against "
+                      f"{e['main_makespan']:,} ({e['alone_makespan'] - e['main_makespan']:+,})")
+        where = f"the critical path (slack 0) runs through {critical}; {d}'s slack: {e['slack_cycles']:,} cycles"
+        if e["plan"] == "main":
+            out.append(f"- {d}: main memory only. {saves}, but {alone}, and neither it nor its re-solve under the "
+                       f"other devices' release times and tails shortens the whole plan{_resolved(e)}; {where}.")
+        else:
+            label = {"memory plan": "its memory plan",
+                     "heads/tails": "its memory plan re-solved under the other devices' release times and tails",
+                     "greedy": "the greedy prefetch plan"}.get(e["plan"], e["plan"])
+            out.append(f"- {d}: {label}. {saves}; {alone}{_resolved(e)}; {where}.")
+    if doc["choice"] != "memory plan" and "memory plan" in doc["baselines"]:
+        out.append(f"- The best combination across devices re-times to {doc['baselines']['memory plan']:,} cycles "
+                   f"in the replay, no faster than {doc['choice']} ({doc['baselines'][doc['choice']]:,}), which the "
+                   "binaries use.")
+    return out + [""]
+
+
+def _resolved(e: Mapping[str, Any]) -> str:
+    """The last re-solve's figures (device cycles, with the other devices' waits and tails)."""
+    best, bound, main = e.get("resolved_cycles"), e.get("resolved_bound_cycles"), e.get("resolved_main_cycles")
+    if best is None or main is None:
+        return ""
+    room = "" if bound is None else f", lower bound {bound:,}: at most {max(0, main - bound):,} to gain"
+    return (f" (re-solved with the other devices' waits and tails: {best:,} device cycles against {main:,} with "
+            f"everything in main memory{room})")
 
 
 def _levels(doc: Mapping[str, Any], device: str) -> tuple[str, str]:

@@ -255,6 +255,21 @@ class MemoryFigures(StrictModel):
     dma_hidden_cycles: Count
 
 
+class CrossDeviceEntry(StrictModel):
+    """``memory.json`` ``cross_device[d]``: which plan the memory plan uses on a device of a
+    multi-device plan, and why (``planner.memory.cross_device.DeviceExplanation``)."""
+
+    plan: Name
+    own_memory_cycles: Optional[Count]
+    own_main_cycles: Optional[Count]
+    alone_makespan: Optional[Count]
+    main_makespan: Count
+    slack_cycles: Count
+    resolved_cycles: Optional[Count] = None
+    resolved_bound_cycles: Optional[Count] = None
+    resolved_main_cycles: Optional[Count] = None
+
+
 class MemoryDocument(StrictModel):
     """``memory.json``, format version 2."""
 
@@ -264,6 +279,7 @@ class MemoryDocument(StrictModel):
     skipped: dict[Name, Text]
     baselines: dict[Name, Count]
     figures: dict[Name, dict[Name, MemoryFigures]]
+    cross_device: Optional[dict[Name, CrossDeviceEntry]] = None  # only for plans with link transfers
 
 
 class _AllocLevel(StrictModel):

@@ -25,6 +25,10 @@ tensors leave home); above 64 ops the CP-SAT solver reports that bound and impro
 relaxation-guided greedy by :func:`search_stay_home`. Offsets in every level:
 :mod:`solvers.memory.levels.hierarchy_offsets` (CP-SAT NoOverlap2D per level).
 
+Heads and tails (:mod:`solvers.memory.levels.heads_tails`): release times and tails from the
+rest of a multi-device plan, the objective ``max(makespan, end + tail)``, its exact solver and
+a sound lower bound.
+
 Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice, up to 64 ops;
 window search around the best plan above), :class:`GreedyLevelSolver` (Belady-like),
 :class:`AllSlowLevelSolver` (everything in HBM).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Sequence
 
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
@@ -309,10 +310,13 @@ class Replay:
     makespan_cycles: int
 
 
-def replay_levels(problem: LevelProblem, solution: LevelSolution) -> Replay:
+def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Sequence[int] = (),
+                  tensor_ready: Sequence[int] = ()) -> Replay:
     """Re-time the solution's decisions: each op starts when the previous op and every DMA
     it releases have ended; each DMA when the engine is free, its trigger op has ended and
     (prefetch) its tensor's eviction has ended. Never later than the solution's own times.
+    ``op_release`` / ``tensor_ready`` (optional heads, :mod:`solvers.memory.levels.heads_tails`):
+    no op starts before its release, no prefetch before its tensor is ready.
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -341,7 +345,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution) -> Replay:
     while oi < n or qi < len(queue):
         progressed = False
         if oi < n and all(q < qi for q in releases[oi]):
-            s = max([clock_op] + [tr_end[q] for q in releases[oi]])
+            s = max([clock_op, op_release[oi] if op_release else 0] + [tr_end[q] for q in releases[oi]])
             op_start[oi], op_end[oi] = s, s + dur[oi]
             clock_op = op_end[oi]
             oi += 1
@@ -351,7 +355,8 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution) -> Replay:
             ev = evict_q.get(tr.tensor) if tr.kind is TransferKind.PREFETCH else None
             if tr.trigger_op < oi and (ev is None or ev < qi):
                 s = max(clock_dma, op_end[tr.trigger_op] if tr.trigger_op >= 0 else 0,
-                        tr_end[ev] if ev is not None else 0)
+                        tr_end[ev] if ev is not None else 0,
+                        tensor_ready[tr.tensor] if tensor_ready and tr.kind is TransferKind.PREFETCH else 0)
                 tr_start[qi], tr_end[qi] = s, s + tr.duration_cycles
                 clock_dma = tr_end[qi]
                 qi += 1

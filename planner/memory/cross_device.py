@@ -1,0 +1,339 @@
+"""Memory plans across devices: a mixed choice per device, improved Gauss-Seidel style with heads and tails.
+
+Each memory-planned device's level problem sees its own ops only, in the spine's order, from
+cycle 0. On a multi-device plan the whole plan's makespan also depends on when a device
+receives data and how much work elsewhere waits for what it sends, so a plan that shortens
+the device's own ops can lengthen the whole plan. This module chooses, per device, one of
+
+* ``main``: every tensor in main memory (the schedule's own ops and streams),
+* ``memory plan``: the level solver's plan (CP-SAT), ``greedy``: the greedy baseline,
+* ``heads/tails``: the level problem re-solved under the heads and tails the rest of the
+  current whole plan imposes (:mod:`solvers.memory.levels.heads_tails`): each op's release
+  (the end of the link transfers into it), each received copy's arrival, each sent tensor's
+  tail (the longest path after its transfer through the other devices' ops and links);
+
+and keeps a combination only by the whole re-timed makespan (:func:`planner.memory.assemble.assemble`,
+the list schedule the binaries replay). Iteration: start from the better of "every device
+its memory plan" and "every device main"; then, device by device in the spec's order, derive
+its heads and tails from the current whole plan, re-solve it, and move it to whichever of its
+candidates makes the whole plan strictly shorter; repeat until a pass changes nothing (at
+most :data:`MAX_PASSES`). Every step is a complete, valid plan, so the result is never slower
+than its start, and the caller still replays it against everything in main memory.
+
+Budgets are deterministic: each re-solve gets a fixed share of the device's memory budget in
+CP-SAT deterministic time.
+
+The :class:`DeviceExplanation` of each planned device gives the report its numbers: what the
+memory plan saves on the device's own ops, what it does to the whole plan on its own, and the
+device's slack in the kept plan (zero on the critical path).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from dataclasses import dataclass, replace
+from typing import Any, Callable, Mapping
+
+from planner.errors import InfeasibleError
+from planner.hardware import Hardware
+from planner.memory.assemble import DeviceLevels, assemble, expand
+from planner.plan import Plan
+from solvers.core import SolveOptions
+from solvers.memory.levels import expand_splits, plan_all_slow
+from solvers.memory.levels.heads_tails import (
+    HeadsTails, objective_cycles, retime_heads_tails, solve_heads_tails, with_split_factors,
+)
+
+__all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
+           "critical_tails", "device_heads_tails", "device_slack"]
+
+log = logging.getLogger(__name__)
+
+MAX_PASSES = 3
+MAX_SUBSET_DEVICES = 5  # up to 2**5 whole-plan re-timings to start from the best subset
+# Of a device's memory budget (seconds of the time limit, turned into deterministic time),
+# the share each heads/tails re-solve gets.
+HEADS_TAILS_SHARE = 0.15
+MAIN = "main"
+HEADS_TAILS = "heads/tails"
+
+
+@dataclass(frozen=True)
+class DeviceExplanation:
+    """Why a device keeps the plan it keeps, in numbers (device cycles for its own ops, plan
+    cycles for whole plans)."""
+
+    plan: str  # which candidate the kept plan uses on this device
+    own_memory_cycles: int | None  # the level solver's makespan of its ops alone (memory plan)
+    own_main_cycles: int | None  # the same ops with every tensor in main memory
+    alone_makespan: int | None  # the whole plan with only this device memory-planned (None: does not fit)
+    main_makespan: int  # the whole plan with no device memory-planned (re-timed alike)
+    slack_cycles: int  # in the kept plan: how far its ops could slip without delaying the end
+    # The last re-solve under the heads and tails (device cycles of its objective): the best plan
+    # found, a lower bound over every plan of its ops, and everything in main memory.
+    resolved_cycles: int | None = None
+    resolved_bound_cycles: int | None = None
+    resolved_main_cycles: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"plan": self.plan, "own_memory_cycles": self.own_memory_cycles,
+                "own_main_cycles": self.own_main_cycles, "alone_makespan": self.alone_makespan,
+                "main_makespan": self.main_makespan, "slack_cycles": self.slack_cycles,
+                "resolved_cycles": self.resolved_cycles, "resolved_bound_cycles": self.resolved_bound_cycles,
+                "resolved_main_cycles": self.resolved_main_cycles}
+
+
+@dataclass(frozen=True)
+class CrossDeviceChoice:
+    """The kept combination: per device its candidate, the re-timed plan and memory plan."""
+
+    choice: dict[str, str]
+    levels: dict[str, DeviceLevels]
+    plan: Plan
+    memory: Any  # planner.memory.plan.MemoryPlan
+    passes: int
+    explanations: dict[str, DeviceExplanation]
+    stops: tuple[str | None, ...] = ()
+
+
+def _node_graph(plan: Plan, graph, exclude: str) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
+    """The re-timed plan as a precedence graph without ``exclude``'s ops: per node its start and
+    duration, and its successors (the next op on its stream, graph edges on one device, a
+    transfer after its source op's last instance and before its destination op's first
+    instance, the next transfer on its link). Instances ``op#p`` belong to ``op``."""
+    start: dict[str, int] = {}
+    duration: dict[str, int] = {}
+    succ: dict[str, list[str]] = {}
+    first: dict[tuple[str, str], str] = {}
+    last: dict[tuple[str, str], str] = {}
+    streams: dict[tuple[str, int], list] = {}
+    for o in plan.ops:
+        if o.device == exclude:
+            continue
+        name = f"op:{o.device}:{o.name}"
+        start[name], duration[name] = o.start_cycle, o.duration_cycles
+        succ[name] = []
+        streams.setdefault((o.device, o.stream), []).append(o)
+        base = (o.device, o.name.split("#")[0])
+        if base not in first or (o.start_cycle, o.name) < (start[first[base]], first[base]):
+            first[base] = name
+        if base not in last or (o.end_cycle, o.name) > (start[last[base]] + duration[last[base]], last[base]):
+            last[base] = name
+    for ops in streams.values():
+        ops.sort(key=lambda o: (o.start_cycle, o.end_cycle, o.name))
+        for a, b in zip(ops, ops[1:]):
+            succ[f"op:{a.device}:{a.name}"].append(f"op:{b.device}:{b.name}")
+    for (device, op), name in last.items():
+        for nxt in graph.dag.successors(op):
+            if (device, nxt) in first:
+                succ[name].append(first[(device, nxt)])
+    links: dict[str, list[tuple[int, str]]] = {}
+    for k, t in enumerate(plan.transfers):
+        name = f"xfer:{k}"
+        start[name], duration[name] = t.start_cycle, t.duration_cycles
+        succ[name] = []
+        if (t.dst_device, t.dst_op) in first:
+            succ[name].append(first[(t.dst_device, t.dst_op)])
+        if (t.src_device, t.src_op) in last:
+            succ[last[(t.src_device, t.src_op)]].append(name)
+        links.setdefault(t.link, []).append((t.start_cycle, name))
+    for row in links.values():
+        row.sort()
+        for (_, a), (_, b) in zip(row, row[1:]):
+            succ[a].append(b)
+    return start, duration, succ
+
+
+def critical_tails(plan: Plan, graph, exclude: str) -> dict[str, int]:
+    """Per node of the plan without ``exclude``: the longest path from its start to the end of
+    the plan through its successors, itself included (durations only; the waits the other
+    devices' DMAs add are not counted, so the tails are optimistic estimates)."""
+    start, duration, succ = _node_graph(plan, graph, exclude)
+    order = sorted(start, key=lambda n: (start[n], duration[n], n), reverse=True)
+    # Successors start no earlier than a node ends, except zero-cycle chains at one cycle:
+    # relax until nothing changes (a handful of sweeps).
+    tail = {n: duration[n] for n in start}
+    changed = True
+    while changed:
+        changed = False
+        for n in order:
+            value = duration[n] + max((tail[s] for s in succ[n]), default=0)
+            if value > tail[n]:
+                tail[n], changed = value, True
+    return tail
+
+
+def _to_device(cycles: int, hardware: Hardware, device) -> int:
+    """Plan cycles to the device's own, rounded down (heads and tails stay optimistic)."""
+    return max(0, cycles) * device.profile.clock_hz // hardware.clock_hz
+
+
+def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels) -> HeadsTails:
+    """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded problem."""
+    bridge = lv.bridge
+    dev = bridge.device
+    d = dev.name
+    tails = critical_tails(plan, graph, d)
+    arrive: dict[tuple[str, str], int] = {}
+    into: dict[str, int] = {}
+    sent_tail: dict[str, int] = {}
+    for k, t in enumerate(plan.transfers):
+        end = t.start_cycle + t.duration_cycles
+        if t.dst_device == d:
+            arrive[(t.src_op, t.dst_op)] = max(arrive.get((t.src_op, t.dst_op), 0), end)
+            into[t.dst_op] = max(into.get(t.dst_op, 0), end)
+        if t.src_device == d:
+            for x in t.tensors:
+                sent_tail[x] = max(sent_tail.get(x, 0), tails[f"xfer:{k}"])
+    op_release = tuple(_to_device(into.get(bridge.ops[i], 0), hardware, dev) for i in range(len(bridge.ops)))
+    ready, tail = [], []
+    for i, lt in enumerate(bridge.tensors):
+        ready.append(_to_device(arrive.get(lt.transfer, 0), hardware, dev) if lt.role == "received" else 0)
+        tail.append(_to_device(sent_tail.get(lt.tensor, 0), hardware, dev) if i in bridge.sent else 0)
+    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail))
+    if bridge.problem.splits:
+        _, smap = expand_splits(bridge.problem, lv.solution.split_factors)
+        ht = ht.expanded(bridge.problem, smap)
+    return ht
+
+
+def device_slack(plan: Plan, graph, device: str) -> int:
+    """How many cycles ``device``'s ops could all slip without delaying the plan's end: the
+    smallest ``makespan - start - tail`` over its ops (0: the critical path runs through it)."""
+    tails = critical_tails(plan, graph, "")
+    slack = [plan.makespan_cycles - start - tails[f"op:{o.device}:{o.name}"]
+             for o in plan.ops if o.device == device
+             for start in (o.start_cycle,)]
+    return max(0, min(slack, default=0))
+
+
+class _Evaluator:
+    """Whole-plan makespans of per-device choices (memoised: assembling re-times the whole plan)."""
+
+    def __init__(self, spine: Plan, graph, hardware: Hardware, alignment: int, stats: Mapping[str, Mapping]) -> None:
+        self.spine, self.graph, self.hardware, self.alignment, self.stats = spine, graph, hardware, alignment, stats
+        self.cache: dict[tuple, tuple[Plan, Any]] = {}
+
+    def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any] | None:
+        """The re-timed plan and memory plan, or None when the combination's slow copies do not
+        fit main memory (each device's plan was checked with the others in main memory only)."""
+        if key not in self.cache:
+            try:
+                self.cache[key] = assemble(self.spine, self.graph, self.hardware,
+                                           {d: lv for d, (lv, _) in levels.items()}, self.alignment,
+                                           {d: st for d, (_, st) in levels.items()})
+            except InfeasibleError as e:
+                log.info("memory plans %s do not fit together: %s", key, e)
+                self.cache[key] = None
+        return self.cache[key]
+
+
+def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Mapping[str, Mapping[str, DeviceLevels]],
+                          alignment: int, stats: Mapping[str, Mapping], budgets: Mapping[str, float], seed: int,
+                          search: str,
+                          offsets_of: Callable[[Any, Any], tuple[tuple[int, ...], dict] | None]) -> CrossDeviceChoice:
+    """The best combination found (see the module docstring). ``candidates`` per device its level
+    plans by name (``"memory plan"`` first); ``budgets`` per device its memory budget in seconds;
+    ``offsets_of(bridge, solution)`` packs a new solution's fast buffers: ``(offsets, stats)``
+    (the fast capacity and footprint memory.json states), or None when they do not fit."""
+    evaluate = _Evaluator(spine, graph, hardware, alignment, stats)
+    names = list(candidates)
+    # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
+    options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {
+        d: {MAIN: None, **{c: (lv, stats.get(d, {}) if c == "memory plan" else {}) for c, lv in candidates[d].items()}}
+        for d in names}
+
+    def levels_of(choice: Mapping[str, str]) -> dict[str, tuple[DeviceLevels, Mapping]]:
+        return {d: options[d][c] for d, c in choice.items() if options[d][c] is not None}
+
+    def run(choice: Mapping[str, str]) -> Plan | None:
+        found = evaluate(levels_of(choice), tuple(sorted(choice.items())))
+        return None if found is None else found[0]
+
+    def span(choice: Mapping[str, str]) -> float:
+        plan = run(choice)
+        return math.inf if plan is None else plan.makespan_cycles
+
+    none = {d: MAIN for d in names}  # always fits: no level plan at all
+    choice = dict(min(_starts(names), key=lambda c: (span(c), sum(v == MAIN for v in c.values()))))
+    stops: list[str | None] = []
+    resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
+    passes = 0
+    for passes in range(1, MAX_PASSES + 1):
+        changed = False
+        for d in names:
+            current = run(choice)
+            lv = (options[d][choice[d]] or options[d]["memory plan"])[0]
+            found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
+                                                search, offsets_of)
+            stops.append(stop)
+            if found is not None:
+                options[d][f"{HEADS_TAILS} {passes}"] = found
+            best = min(options[d], key=lambda c: (span({**choice, d: c}), c != choice[d], c))
+            if span({**choice, d: best}) < current.makespan_cycles:
+                choice[d], changed = best, True
+        if not changed:
+            break
+    plan, memory = evaluate(levels_of(choice), tuple(sorted(choice.items())))
+    main_makespan = run(none).makespan_cycles
+    explanations = {}
+    for d in names:
+        st = stats.get(d, {})
+        explanations[d] = DeviceExplanation(
+            plan=choice[d].split(" ")[0] if choice[d].startswith(HEADS_TAILS) else choice[d],
+            own_memory_cycles=st.get("level_makespan_device_cycles"),
+            own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
+            alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
+            slack_cycles=device_slack(plan, graph, d), **dict(zip(
+                ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
+    return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
+                             explanations, tuple(stops))
+
+
+def _finite(value: float) -> int | None:
+    return None if value == math.inf else int(value)
+
+
+def _starts(names: list[str]) -> list[dict[str, str]]:
+    """Where the iteration may start: every device's memory plan, none, and with at most
+    :data:`MAX_SUBSET_DEVICES` devices every subset (one device's plan may only pay off
+    together with another's, which single-device moves never find)."""
+    if len(names) > MAX_SUBSET_DEVICES:
+        return [{d: "memory plan" for d in names}, {d: MAIN for d in names}]
+    return [{d: ("memory plan" if bit else MAIN) for d, bit in zip(names, bits)}
+            for bits in itertools.product((True, False), repeat=len(names))]
+
+
+def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
+             search: str, offsets_of) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
+    """``lv``'s device re-solved under the heads and tails of ``current`` (its split factors kept):
+    the new plan with its stats (None: nothing new that packs), how the solve stopped, and its
+    figures (objective, lower bound, everything in main memory's objective)."""
+    bridge = lv.bridge
+    ht = device_heads_tails(current, graph, hardware, lv)
+    problem = lv.expanded
+    incumbent = replace(lv.solution, split_factors=())
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
+    result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)
+    stop = result.stats.get("stopped_by")
+    all_slow = plan_all_slow(problem)
+    figures = (result.objective, result.bound,
+               objective_cycles(problem, retime_heads_tails(problem, all_slow, ht), ht) if all_slow else None)
+    if not result.status.has_solution:
+        return None, stop, figures
+    solution = with_split_factors(result.solution, lv.solution.split_factors)
+    if solution.in_fast == lv.solution.in_fast and solution.kept == lv.solution.kept and [
+            (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in solution.transfers] == [
+            (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in lv.solution.transfers]:
+        return None, stop, figures  # the same decisions: nothing new to try
+    packed = offsets_of(bridge, solution)
+    if packed is None:
+        log.info("device %s: the heads/tails plan's fast buffers do not pack; not tried", bridge.device.name)
+        return None, stop, figures
+    offsets, offset_stats = packed
+    return (expand(bridge, solution, offsets), {
+        "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
+        "heads_tails_objective_device_cycles": result.objective, "heads_tails_bound_device_cycles": result.bound,
+        "split_factors": list(solution.split_factors), **offset_stats}), stop, figures
