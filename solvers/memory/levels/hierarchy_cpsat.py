@@ -106,6 +106,10 @@ class HopVars:
     release: object  # IntVar or int: the release op
     release_start: object
     start: object
+    trig_range: tuple[int, int] = (0, 0)  # the trigger op's range and the release op's (inclusive)
+    rel_range: tuple[int, int] = (0, 0)
+    kept: bool = False  # a window model's hop kept from the incumbent (start given)
+    incumbent_start: int | None = None  # then its start in the incumbent
 
     @property
     def end(self):
@@ -129,6 +133,7 @@ class HierarchyVars:
 
     problem: HierarchyProblem
     horizon: int
+    frame: "Frame | None" = None  # a window model's fixed incumbent and free ops (None: the whole model)
     x: dict = field(default_factory=dict)  # (t, j) -> {level: BoolVar | 1}
     kept: dict = field(default_factory=dict)  # (t, j) -> {level: BoolVar}
     chains: dict = field(default_factory=dict)  # (kind, t, j, level) -> list[HopVars]
@@ -159,6 +164,44 @@ class HierarchyVars:
                                  tuple(val(d) for d in self.dur))
 
 
+@dataclass
+class Frame:
+    """A window model's frame: the valid incumbent ``fixed`` and the ops ``free`` (consecutive)
+    whose accesses are re-decided; see :func:`build_hierarchy_model`.
+
+    ``margin`` ops on each side: a free move's trigger is at most that far before the first free
+    op, its release at most that far after the last (a restriction, which keeps the model small).
+    Gaps whose other access lies beyond the margin keep their kept status.
+
+    Examples
+    --------
+    >>> s = HierarchySolution(((1, 1),), ((False, False),), (), (0, 4), (4, 4))
+    >>> f = Frame(s, range(1, 2), 1)
+    >>> f.is_free_op(1), f.is_free_op(0), f.near(0), f.near(3)
+    (True, False, True, False)
+    """
+
+    fixed: HierarchySolution
+    free: range
+    margin: int = 8
+    shift: object = None  # the IntVar (<= 0) by which everything after the free ops moves
+    fixed_moves: dict = field(default_factory=dict)  # Move.key -> Move, of ``fixed``
+
+    def __post_init__(self) -> None:
+        self.fixed_moves = {m.key: m for m in self.fixed.moves}
+
+    def is_free_op(self, op: int) -> bool:
+        return self.free.start <= op < self.free.stop
+
+    def near(self, op: int) -> bool:
+        """Whether ``op`` lies within the margin around the free ops."""
+        return self.free.start - self.margin <= op < self.free.stop + self.margin
+
+    def shifted_start(self, op: int):
+        """Op ``op``'s start after the free ops: the incumbent's plus the shift."""
+        return self.fixed.op_start[op] + self.shift
+
+
 def _horizon(problem: HierarchyProblem) -> int:
     bw = problem.bandwidth_bytes_per_cycle
     h = 0
@@ -184,12 +227,15 @@ def add_levels(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyV
     ([0, 1, 2], [0, 2])
     """
     fast_only = set(problem.fast_only_ops)
+    frame = v.frame
     lits = {}
     for t in range(problem.num_tensors):
         acc, home = problem.accesses(t), problem.home(t)
         for j, a in enumerate(acc):
             if not problem.is_real(a):
                 v.x[t, j] = {home: 1}
+            elif frame is not None and not frame.is_free_op(a):
+                v.x[t, j] = {frame.fixed.level[t][j]: 1}
             elif a in fast_only:
                 v.x[t, j] = {0: 1}
             elif not problem.tensor_bytes[t]:
@@ -216,27 +262,42 @@ def _add_gap(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVar
     acc, home = problem.accesses(t), problem.home(t)
     prev, cur = v.x[t, j - 1], v.x[t, j]
     kept = {}
+    frame = v.frame
     if problem.is_real(acc[j - 1]) and problem.is_real(acc[j]):
-        for lv in set(prev) & set(cur) - {home}:
-            k = kept[lv] = model.new_bool_var(f"kept_{t}_{j}_{lv}")
-            for y in _lits(prev[lv], cur[lv]):
-                model.add_implication(k, y)
+        if frame is not None and not _gap_is_open(frame, acc[j - 1], acc[j]):
+            if frame.fixed.kept[t][j]:  # as the incumbent: both accesses stay at its level
+                lv = frame.fixed.level[t][j]
+                kept[lv] = 1
+                for side in (prev, cur):
+                    if lv not in side:
+                        model.add_bool_or([])
+                    elif not isinstance(side[lv], int):
+                        model.add(side[lv] == 1)
+        else:
+            for lv in set(prev) & set(cur) - {home}:
+                k = kept[lv] = model.new_bool_var(f"kept_{t}_{j}_{lv}")
+                for y in _lits(prev[lv], cur[lv]):
+                    model.add_implication(k, y)
     v.kept[t, j] = kept
     if problem.is_real(acc[j]):
         for lv, xl in cur.items():
             if lv == home:
                 continue
             if lv in kept:
-                f = model.new_bool_var(f"fetch_{t}_{j}_{lv}")
-                model.add(f == xl - kept[lv])
+                if isinstance(xl, int) and isinstance(kept[lv], int):
+                    f = xl - kept[lv]
+                else:
+                    f = model.new_bool_var(f"fetch_{t}_{j}_{lv}")
+                    model.add(f == xl - kept[lv])
             else:
                 f = xl
-            lits[PREFETCH, t, j, lv] = f
+            if not (isinstance(f, int) and f == 0):
+                lits[PREFETCH, t, j, lv] = f
     if isinstance(orig, int) and orig == 0:
         return 0
     any_kept = sum(kept.values()) if kept else 0
     if isinstance(any_kept, int):
-        new, evict = 0, orig
+        new, evict = (orig, 0) if any_kept else (0, orig)
     else:
         new = model.new_bool_var(f"orig_{t}_{j}")
         model.add(new <= any_kept)
@@ -256,6 +317,13 @@ def _add_gap(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVar
         if not (isinstance(e, int) and e == 0):
             lits[EVICT, t, j, lv] = e
     return new
+
+
+def _gap_is_open(frame: Frame, lo: int, hi: int) -> bool:
+    """Whether a gap between accesses at ops ``lo`` and ``hi`` is re-decided in ``frame``: one
+    end is a free op and the other within the margin (a gap reaching further keeps its kept
+    status, so a new kept copy never spans ops the window does not see)."""
+    return (frame.is_free_op(lo) or frame.is_free_op(hi)) and frame.near(lo) and frame.near(hi)
 
 
 def _and(model: cp_model.CpModel, e, a, b) -> None:
@@ -281,9 +349,14 @@ def add_level_durations(model: cp_model.CpModel, problem: HierarchyProblem, v: H
     >>> solver.value(v.dur[0])  # 8 bytes from level 1 at 4 B/cycle
     2
     """
+    frame = v.frame
     for i, row in enumerate(problem.op_accesses()):
+        if frame is not None and not (frame.is_free_op(i) or frame.is_free_op(i - 1)):
+            continue  # fixed ops keep their order and durations (constants, or rigidly shifted)
         if i:
             model.add(v.start[i] >= v.end(i - 1))
+        if frame is not None and not frame.is_free_op(i):
+            continue
         terms = []
         for lv, rate in enumerate(problem.bandwidth_bytes_per_cycle):
             b = sum(problem.tensor_bytes[t] * v.x[t, j].get(lv, 0) for t, j in row)
@@ -300,8 +373,11 @@ def add_level_durations(model: cp_model.CpModel, problem: HierarchyProblem, v: H
 
 
 def _new_hop(model: cp_model.CpModel, v: HierarchyVars, name: str, present, src: int, dst: int, duration: int,
-             trig: tuple[int, int], rel: tuple[int, int]) -> HopVars:
-    """A hop whose trigger op lies in ``trig`` and release op in ``rel`` (inclusive ranges)."""
+             trig: tuple[int, int], rel: tuple[int, int], start=None) -> HopVars:
+    """A hop whose trigger op lies in ``trig`` and release op in ``rel`` (inclusive ranges).
+
+    ``start`` given (a window model's hop kept from the incumbent, at its time or rigidly
+    shifted): its constraints hold already and are not added again."""
     starts_ext = [*v.start, v.makespan]
     if trig[0] == trig[1]:
         trigger, trigger_end = trig[0], v.end(trig[0])
@@ -315,16 +391,35 @@ def _new_hop(model: cp_model.CpModel, v: HierarchyVars, name: str, present, src:
         release = model.new_int_var(rel[0], rel[1], f"release_{name}")
         release_start = model.new_int_var(0, v.horizon, f"release_start_{name}")
         model.add_element(release - rel[0], starts_ext[rel[0]:rel[1] + 1], release_start)
-    start = model.new_int_var(0, v.horizon, f"start_{name}")
-    hop = HopVars(src, dst, duration, present, trigger, trigger_end, release, release_start, start)
-    _add(model, start >= trigger_end, present)
-    _add(model, hop.end <= release_start, present)
-    _add(model, hop.end <= v.makespan, present)
+    kept = start is not None
+    if not kept:
+        start = model.new_int_var(0, v.horizon, f"start_{name}")
+    hop = HopVars(src, dst, duration, present, trigger, trigger_end, release, release_start, start, trig, rel, kept)
+    if not kept:
+        _add(model, start >= trigger_end, present)
+        _add(model, hop.end <= release_start, present)
+        _add(model, hop.end <= v.makespan, present)
     return hop
+
+
+def _kept_hop_start(frame: Frame, m: Move):
+    """A window model's start of the incumbent's hop ``m`` whose chain is not re-decided: its
+    time when it is released before the free ops, shifted when triggered after them, else
+    None (a variable: the free ops' times move around it)."""
+    if m.release_op < frame.free.start:
+        return m.start_cycle
+    if m.trigger_op >= frame.free.stop:
+        return m.start_cycle + frame.shift
+    return None
 
 
 def add_moves(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVars, lits: dict) -> None:
     """Every possible chain, hop by hop along its route, on one DMA engine.
+
+    In a window model (``v.frame``) a chain the incumbent has and the window does not
+    re-decide keeps its triggers and releases (and its time, see :func:`_kept_hop_start`);
+    a re-decided chain triggers at most ``margin`` ops before the free ops and releases at
+    most ``margin`` ops after them.
 
     Examples
     --------
@@ -334,38 +429,88 @@ def add_moves(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVa
     >>> [(h.src, h.dst, h.duration) for h in v.chains[PREFETCH, 0, 1, 0]]
     [(2, 1, 8), (1, 0, 2)]
     """
+    frame = v.frame
     for (kind, t, j, lv), present in lits.items():
         acc, home = problem.accesses(t), problem.home(t)
         lo, hi = acc[j - 1], acc[j]
         route = problem.route(home, lv) if kind is PREFETCH else problem.route(lv, home)
+        incumbent = None
+        if frame is not None and isinstance(present, int):
+            incumbent = [frame.fixed_moves.get((kind, t, j, h, route[h], route[h + 1])) for h in range(len(route) - 1)]
+            incumbent = None if None in incumbent else incumbent
         hops: list[HopVars] = []
         for h in range(len(route) - 1):
             last = h == len(route) - 2
             trig = (lo, lo) if kind is EVICT and h == 0 else (lo, hi - 1)
             rel = (hi, hi) if kind is PREFETCH and last else (lo + 1, hi)
+            start = None
+            if incumbent is not None:
+                m = incumbent[h]
+                trig, rel, start = (m.trigger_op, m.trigger_op), (m.release_op, m.release_op), _kept_hop_start(frame, m)
+            elif frame is not None:  # re-decided: near the window, or where the incumbent has it
+                trig = (min(trig[1], max(trig[0], frame.free.start - frame.margin)), trig[1])
+                rel = (rel[0], max(rel[0], min(rel[1], frame.free.stop - 1 + frame.margin)))
+                m = frame.fixed_moves.get((kind, t, j, h, route[h], route[h + 1]))
+                if m is not None:
+                    trig, rel = (min(trig[0], m.trigger_op), trig[1]), (rel[0], max(rel[1], m.release_op))
             hop = _new_hop(model, v, f"{kind.value}_{t}_{j}_{lv}_{h}", present, route[h], route[h + 1],
-                           problem.hop_cycles(t, route[h], route[h + 1]), trig, rel)
-            _add(model, hop.release >= hop.trigger + 1, present)
-            if hops:
+                           problem.hop_cycles(t, route[h], route[h + 1]), trig, rel, start)
+            if incumbent is not None:
+                hop.incumbent_start = incumbent[h].start_cycle
+            if incumbent is None:
+                _add(model, hop.release >= hop.trigger + 1, present)
+            if hops and not (hop.kept and hops[-1].kept):
                 _add(model, hop.start >= hops[-1].end, present)
                 _add(model, hop.trigger >= hops[-1].trigger, present)
                 _add(model, hop.release >= hops[-1].release, present)
             hops.append(hop)
         v.chains[kind, t, j, lv] = hops
-    for (kind, t, j, lv), hops in v.chains.items():  # a fetch waits for the tensor's eviction
-        if kind is not EVICT:
+    by_tensor: dict[int, list] = {}
+    for key, hops in v.chains.items():
+        by_tensor.setdefault(key[1], []).append((key, hops))
+    for chains in by_tensor.values():  # a fetch waits for the tensor's eviction
+        for (kind, t, j, lv), hops in chains:
+            if kind is not EVICT:
+                continue
+            for (k2, _, j2, _), fetch in chains:
+                if k2 is PREFETCH and j2 >= j and not (hops[-1].kept and fetch[0].kept):
+                    _add(model, fetch[0].start >= hops[-1].end, hops[0].present, fetch[0].present)
+                    if j2 == j:
+                        _add(model, fetch[0].trigger >= hops[-1].release, hops[0].present, fetch[0].present)
+    hops = [(f"dma_{key}_{n}", h) for key, chain in v.chains.items() for n, h in enumerate(chain)]
+    if frame is not None:
+        hops = _hops_near_the_window(frame, hops)
+    model.add_no_overlap([interval_if(model, h.start, h.duration, None, h.present, name) for name, h in hops])
+
+
+def _hops_near_the_window(frame: Frame, hops: list) -> list:
+    """The hops a re-decided hop may overlap in time: a kept hop at its incumbent time that ends
+    before any re-decided hop can start, or a shifted one that starts after every re-decided
+    hop must have ended, is left out (the incumbent already orders those among themselves)."""
+    fixed = frame.fixed
+    ends = [st + du for st, du in zip(fixed.op_start, fixed.op_duration)]
+    starts = [*fixed.op_start, fixed.makespan_cycles]
+    moving = [h for _, h in hops if not h.kept]
+    if not moving:
+        return []
+    first = frame.free.start
+    earliest = min(0 if k < 0 or not first else ends[min(k, first - 1)] for k in (h.trig_range[0] for h in moving))
+    latest = starts[min(max(frame.free.stop, max(h.rel_range[1] for h in moving)), len(starts) - 1)]
+    out = []
+    for name, h in hops:
+        if h.kept and isinstance(h.start, int) and h.start + h.duration <= earliest:
             continue
-        for (k2, t2, j2, _), fetch in v.chains.items():
-            if k2 is PREFETCH and t2 == t and j2 >= j:
-                _add(model, fetch[0].start >= hops[-1].end, hops[0].present, fetch[0].present)
-                if j2 == j:
-                    _add(model, fetch[0].trigger >= hops[-1].release, hops[0].present, fetch[0].present)
-    model.add_no_overlap([interval_if(model, h.start, h.duration, None, h.present, f"dma_{key}_{n}")
-                          for key, hops in v.chains.items() for n, h in enumerate(hops)])
+        if h.kept and not isinstance(h.start, int) and h.incumbent_start >= latest:
+            continue
+        out.append((name, h))
+    return out
 
 
 def add_level_capacities(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVars) -> None:
     """Per level, a ``Cumulative`` on the point axis over every piece that may hold it.
+
+    In a window model only the points a re-decided piece may cover are checked (the rest is
+    the incumbent's, valid), and the kept pieces there become one fixed demand per stretch.
 
     Examples
     --------
@@ -387,48 +532,86 @@ def add_level_capacities(model: cp_model.CpModel, problem: HierarchyProblem, v: 
         cap = problem.capacity_bytes[lv]
         if sum(problem.tensor_bytes[t] for t, *_ in rows) <= cap:
             continue  # every piece at once fits: nothing to constrain
+        if v.frame is not None:
+            rows = _window_rows(rows, problem)
         intervals, demands = [], []
-        for n, (t, lo, hi, present) in enumerate(rows):
+        for n, (t, lo, hi, present, *_) in enumerate(rows):
             if isinstance(lo, int) and isinstance(hi, int):
                 size = hi - lo
             else:
                 size = model.new_int_var(0, end, f"piece_{lv}_{n}")
             intervals.append(interval_if(model, lo, size, hi, present, f"piece_{lv}_{n}"))
-            demands.append(problem.tensor_bytes[t])
-        model.add_cumulative(intervals, demands, cap)
+            demands.append(problem.tensor_bytes[t] if t >= 0 else -t)
+        if intervals:
+            model.add_cumulative(intervals, demands, cap)
+
+
+def _window_rows(rows: list, problem: HierarchyProblem) -> list:
+    """The pieces of one level a window model checks: every piece that may vary, and the fixed
+    ones over the points those may cover as ``(-demand, lo, hi, 1)`` stretches."""
+    varying = [r for r in rows if not all(isinstance(x, int) for x in r[1:4])]
+    if not varying:
+        return []
+    lo_pt = min(r[4] for r in varying)
+    hi_pt = max(r[5] for r in varying)
+    delta: dict[int, int] = {}
+    for t, lo, hi, present, *_ in rows:
+        if all(isinstance(x, int) for x in (lo, hi, present)) and present:
+            a, b = max(lo, lo_pt), min(hi, hi_pt)
+            if a < b:
+                delta[a] = delta.get(a, 0) + problem.tensor_bytes[t]
+                delta[b] = delta.get(b, 0) - problem.tensor_bytes[t]
+    fixed, load, prev = [], 0, None
+    for point in sorted(delta):
+        if load and prev is not None and point > prev:
+            fixed.append((-load, prev, point, 1))
+        load += delta[point]
+        prev = point
+    return varying + fixed
 
 
 def _tensor_pieces(problem: HierarchyProblem, v: HierarchyVars, t: int, end: int, put) -> None:
-    """Tensor ``t``'s pieces as ``put(level, t, first point, end point, literal)``: home copy,
-    accesses away from home, kept gaps, and the buffers of every possible chain's hops."""
+    """Tensor ``t``'s pieces as ``put(level, t, first point, end point, literal, least first point,
+    greatest end point)``: home copy, accesses away from home, kept gaps, and the buffers of
+    every possible chain's hops."""
     acc, home = problem.accesses(t), problem.home(t)
     if not problem.is_real(acc[0]):
-        put(home, t, 0, end, 1)
+        put(home, t, 0, end, 1, 0, end)
     elif home in v.x[t, 0]:
-        put(home, t, 2 * acc[0] + 1, end, v.x[t, 0][home])
+        put(home, t, 2 * acc[0] + 1, end, v.x[t, 0][home], 2 * acc[0] + 1, end)
     for j, a in enumerate(acc):
         if problem.is_real(a):
             for lv, lit in v.x[t, j].items():
                 if lv != home:
-                    put(lv, t, 2 * a + 1, 2 * a + 2, lit)
+                    put(lv, t, 2 * a + 1, 2 * a + 2, lit, 2 * a + 1, 2 * a + 2)
         for lv, k in v.kept.get((t, j), {}).items():
-            put(lv, t, 2 * acc[j - 1] + 2, 2 * a + 1, k)
+            put(lv, t, 2 * acc[j - 1] + 2, 2 * a + 1, k, 2 * acc[j - 1] + 2, 2 * a + 1)
     for (kind, tt, j, lv), hops in v.chains.items():
         if tt != t:
             continue
         if kind is EVICT:
-            put(lv, t, 2 * acc[j - 1] + 2, 2 * hops[0].release + 1, hops[0].present)
+            put(lv, t, 2 * acc[j - 1] + 2, 2 * hops[0].release + 1, hops[0].present,
+                2 * acc[j - 1] + 2, 2 * hops[0].rel_range[1] + 1)
         for h, hop in enumerate(hops):
             if h + 1 < len(hops):
-                hi = 2 * hops[h + 1].release + 1
+                hi, hi_max = 2 * hops[h + 1].release + 1, 2 * hops[h + 1].rel_range[1] + 1
             else:
-                hi = 2 * acc[j] + 1 if kind is PREFETCH else end
-            put(hop.dst, t, 2 * hop.trigger + 2, hi, hop.present)
+                hi = hi_max = 2 * acc[j] + 1 if kind is PREFETCH else end
+            put(hop.dst, t, 2 * hop.trigger + 2, hi, hop.present, 2 * hop.trig_range[0] + 2, hi_max)
 
 
 def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
-                          hint: HierarchySolution | None = None) -> tuple[cp_model.CpModel, HierarchyVars]:
+                          hint: HierarchySolution | None = None, fixed: HierarchySolution | None = None,
+                          free_ops: range | None = None, margin: int = 8) -> tuple[cp_model.CpModel, HierarchyVars]:
     """The whole model: levels, durations, moves, capacities, makespan (``<= upper`` if given).
+
+    A **window model** with ``fixed`` (a valid solution) and ``free_ops`` (consecutive ops):
+    the accesses of the free ops and the gaps next to them are re-decided (a gap reaching
+    more than ``margin`` ops away keeps its kept status), every other level, kept gap and
+    move is the incumbent's; ops before the free ones keep their times (constants), ops
+    after them and the moves they trigger keep theirs plus one ``shift <= 0``, so the model
+    is small, its makespan is never above the incumbent's, and each of its solutions is a
+    valid plan (:class:`Frame`).
 
     Examples
     --------
@@ -437,14 +620,32 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
     >>> solver.value(v.makespan)  # both accesses in level 0: 3 + 1
     4
+
+    Op 1 re-decided around a plan where it reads its weight at home (``max(1, 8/4)``: 2 + 2 = 4
+    cycles): the weight is fetched to level 0 under op 0 (8 / 4 = 2 DMA cycles), then read in
+    one cycle: 3.
+
+    >>> q = HierarchyProblem((2, 1), ((), (0,)), ((), ()), (8,), (16, 64), (8, 4), 1, ((0, 1),))
+    >>> home = HierarchySolution(((1, 1),), ((False, False),), (), (0, 2), (2, 2))
+    >>> model, v = build_hierarchy_model(q, fixed=home, free_ops=range(1, 2))
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> v.start[0], solver.value(v.makespan)  # op 0 kept at its time
+    (0, 3)
     """
-    horizon = _horizon(problem) if upper is None else upper
+    if (fixed is None) != (free_ops is None):
+        raise ValueError("fixed and free_ops go together")
     model = cp_model.CpModel()
-    v = HierarchyVars(problem, horizon)
     n = problem.num_ops
-    v.start = [model.new_int_var(0, horizon, f"start_{i}") for i in range(n)]
-    v.dur = [model.new_int_var(0, horizon, f"dur_{i}") for i in range(n)]
-    v.makespan = model.new_int_var(0, horizon, "makespan")
+    if fixed is None:
+        horizon = _horizon(problem) if upper is None else upper
+        v = HierarchyVars(problem, horizon)
+        v.start = [model.new_int_var(0, horizon, f"start_{i}") for i in range(n)]
+        v.dur = [model.new_int_var(0, horizon, f"dur_{i}") for i in range(n)]
+        v.makespan = model.new_int_var(0, horizon, "makespan")
+    else:
+        horizon = fixed.makespan_cycles if upper is None else min(upper, fixed.makespan_cycles)
+        v = HierarchyVars(problem, horizon, Frame(fixed, range(max(0, free_ops.start), min(n, free_ops.stop)), margin))
+        _add_window_times(model, v)
     lits = add_levels(model, problem, v)
     add_level_durations(model, problem, v)
     add_moves(model, problem, v, lits)
@@ -457,15 +658,46 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     return model, v
 
 
+def _add_window_times(model: cp_model.CpModel, v: HierarchyVars) -> None:
+    """A window model's op times: the incumbent's before the free ops, variables for them,
+    the incumbent's plus ``shift`` (in ``[-start of the first op after, 0]``) after them; the
+    makespan likewise."""
+    frame, fixed, n = v.frame, v.frame.fixed, v.problem.num_ops
+    free = frame.free
+    if free.stop < n:
+        frame.shift = model.new_int_var(-fixed.op_start[free.stop], 0, "shift")
+    for i in range(n):
+        if i < free.start:
+            v.start.append(fixed.op_start[i])
+            v.dur.append(fixed.op_duration[i])
+        elif i < free.stop:
+            v.start.append(model.new_int_var(0, v.horizon, f"start_{i}"))
+            v.dur.append(model.new_int_var(0, v.horizon, f"dur_{i}"))
+        else:
+            v.start.append(frame.shifted_start(i))
+            v.dur.append(fixed.op_duration[i])
+    if frame.shift is not None:
+        v.makespan = fixed.makespan_cycles + frame.shift
+    else:
+        v.makespan = model.new_int_var(0, v.horizon, "makespan")
+
+
 def _add_hint(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVars, hint: HierarchySolution) -> None:
-    """Hint the levels, kept gaps, chains and times of ``hint`` (a valid solution)."""
+    """Hint the levels, kept gaps, chains and times of ``hint`` (a valid solution); constants
+    and expressions (a window model's shifted times) are skipped, each variable hinted once."""
+    done: set[int] = set()
+
+    def put(var, value) -> None:
+        if isinstance(var, cp_model.IntVar) and var.index not in done:
+            done.add(var.index)
+            model.add_hint(var, value)
+
     for (t, j), row in v.x.items():
         for lv, lit in row.items():
-            if not isinstance(lit, int):
-                model.add_hint(lit, hint.level[t][j] == lv)
+            put(lit, hint.level[t][j] == lv)
     for (t, j), row in v.kept.items():
         for lv, k in row.items():
-            model.add_hint(k, hint.kept[t][j] and hint.level[t][j] == lv)
+            put(k, hint.kept[t][j] and hint.level[t][j] == lv)
     chosen = {}
     for m in hint.moves:
         lv = m.dst_level if m.kind is PREFETCH else hint.level[m.tensor][0]
@@ -474,12 +706,13 @@ def _add_hint(model: cp_model.CpModel, problem: HierarchyProblem, v: HierarchyVa
         given = sorted(chosen.get(key, ()), key=lambda m: m.hop)
         for hop, m in zip(hops, given):
             for var, value in ((hop.trigger, m.trigger_op), (hop.release, m.release_op), (hop.start, m.start_cycle)):
-                if not isinstance(var, int):
-                    model.add_hint(var, value)
+                put(var, value)
+    if v.frame is not None and v.frame.shift is not None:
+        put(v.frame.shift, hint.makespan_cycles - v.frame.fixed.makespan_cycles)
     for i in range(problem.num_ops):
-        model.add_hint(v.start[i], hint.op_start[i])
-        model.add_hint(v.dur[i], hint.op_duration[i])
-    model.add_hint(v.makespan, hint.makespan_cycles)
+        put(v.start[i], hint.op_start[i])
+        put(v.dur[i], hint.op_duration[i])
+    put(v.makespan, hint.makespan_cycles)
 
 
 class CpSatHierarchySolver(Accepting):
@@ -498,7 +731,8 @@ class CpSatHierarchySolver(Accepting):
     problem_type = HierarchyProblem
 
     def __init__(self, dtime_per_second: float = MEMORY_LEVELS.units_per_second, max_model_ops: int = 64,
-                 bound_share: float = 0.25, flip_op_evaluations_per_second: float = 4000.0) -> None:
+                 bound_share: float = 0.25, flip_op_evaluations_per_second: float = 4000.0,
+                 window_search: bool = True, window_settings=None, window_dtime_per_second: float = 0.12) -> None:
         # Deterministic units per second of the time limit (the two-level model's calibration).
         self.dtime_per_second = dtime_per_second
         # Above this many ops, no model: the best baseline (one model does not scale; see Notes).
@@ -509,12 +743,23 @@ class CpSatHierarchySolver(Accepting):
         # of the time limit (counted work, so deterministic; measured ~6,000 op-evaluations per
         # wall second on 666 ops at load 5 on two cores).
         self.flip_op_evaluations_per_second = flip_op_evaluations_per_second
+        # Above it, then: exact window models around the best plan with what is left
+        # (solvers.memory.levels.hierarchy_window; settings None: its defaults).
+        if window_search and window_settings is None:
+            from solvers.memory.levels.hierarchy_window import WindowSettings  # it imports this module
+
+            window_settings = WindowSettings()
+        self.window_settings = window_settings if window_search else None
+        # The window phase's deterministic units per second of the limit: a 24-op window of the
+        # 666-op chain (benchmarks/memory_levels.py) runs ~0.2 units per CPU second, so at 60 s
+        # the windows take ~25 CPU seconds of the minute.
+        self.window_dtime_per_second = window_dtime_per_second
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
         t0 = time.perf_counter()
         budget = Budget.of(options, Calibration("memory-hierarchy", self.dtime_per_second), t0)
-        candidates = [s for s in (plan_hierarchy_best(problem),) if s is not None]
+        candidates = [s for s in (plan_hierarchy_best(problem),) if s is not None and not validate_hierarchy(problem, s)]
         if isinstance(options.hint, HierarchySolution) and not validate_hierarchy(problem, options.hint):
             candidates.append(retime_hierarchy(problem, options.hint))
         if problem.num_ops > self.max_model_ops:
@@ -541,6 +786,22 @@ class CpSatHierarchySolver(Accepting):
         stats = {**hierarchy_metrics(problem, best).as_dict(), **budget.stats()}
         return SolveResult(final, best.makespan_cycles, bound, best, wall, self.name, stats, progress)
 
+    def _window_search(self, problem: HierarchyProblem, best: HierarchySolution, budget: Budget,
+                       options: SolveOptions, lower_bound: int) -> tuple[HierarchySolution, dict]:
+        """Window search with what is left of ``budget``, counted at ``window_dtime_per_second``
+        (a window solve runs more deterministic time per CPU second than the one model)."""
+        from solvers.memory.levels.hierarchy_window import window_search  # it imports this module
+
+        scale = self.window_dtime_per_second / self.dtime_per_second
+        if budget.deterministic:
+            windows = Budget(max(1e-3, budget.left * scale), budget.wall_deadline, budget.search, budget.rate * scale)
+        else:
+            windows = budget.child(budget.left)
+        best, info = window_search(problem, best, windows, options, lower_bound, self.window_settings)
+        budget.note("window_search", windows.used / scale if budget.deterministic else 0.0,
+                    stopped_by=windows.stopped_by or info["stopped_by"])
+        return best, info
+
     def _solve_large(self, problem: HierarchyProblem, options: SolveOptions, budget: Budget, candidates: list,
                      t0: float) -> SolveResult[HierarchySolution]:
         """Above ``max_model_ops``: the relaxation of :mod:`~solvers.memory.levels.hierarchy_bounds`
@@ -555,6 +816,9 @@ class CpSatHierarchySolver(Accepting):
             if guided is not None:
                 candidates.append(guided)
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
+        windows = {}
+        if best is not None and self.window_settings is not None and best.makespan_cycles > relax.bound_cycles:
+            best, windows = self._window_search(problem, best, budget, options, relax.bound_cycles)
         wall = time.perf_counter() - t0
         if best is None:
             return failure_result(Status.UNKNOWN, self.name, wall, bound=relax.bound_cycles, model="too large",
@@ -562,5 +826,5 @@ class CpSatHierarchySolver(Accepting):
         bound = min(relax.bound_cycles, best.makespan_cycles)
         final = Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE
         stats = {**hierarchy_metrics(problem, best).as_dict(), "model": "too large", "stay_home_search": search,
-                 **budget.stats()}
+                 "window_search": windows, **budget.stats()}
         return SolveResult(final, best.makespan_cycles, bound, best, wall, self.name, stats)

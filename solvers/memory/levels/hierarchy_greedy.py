@@ -276,6 +276,9 @@ class _Residency:
         assigned = {}
         for t, _ in row:
             held = self.carried_level(t)
+            if held not in (None, 0) and i in self.fast_only:  # a fast-only op reads it from level 0: refetch
+                self.cut(t, held)
+                held = None
             if held is not None:
                 assigned[t] = held
             elif size[t] and (i in self.fast_only or self.candidates[t]):
