@@ -119,7 +119,8 @@ def build_bound_model(problem: HierarchyProblem, splittable_ops: frozenset = fro
     """The relaxation of the module Notes; returns the model and its makespan variable.
 
     With ``splittable_ops`` / ``splittable_tensors`` (the ops a plan may split into portions
-    and the tensors it may cut with them) it bounds split plans too: those ops' per-op
+    and the tensors it may cut with them; the problem's own split groups always count) it
+    bounds split plans too: those ops' per-op
     bounds ignore capacity, and each of those tensors that has a "leaves home" choice gets a
     *fraction* moved instead (its portions may each be fetched or read at home): an integer
     ``k`` in ``0..UNITS`` with the DMA charged ``k/UNITS`` of the crossing and the reads at
@@ -146,6 +147,8 @@ def build_bound_model(problem: HierarchyProblem, splittable_ops: frozenset = fro
     >>> 8 <= solver.value(makespan) <= 9
     True
     """
+    splittable_ops = frozenset(splittable_ops) | {i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}
+    splittable_tensors = frozenset(splittable_tensors) | {t for g in problem.splits for t in g.tensors}
     bw = problem.bandwidth_bytes_per_cycle
     fast_only = set(problem.fast_only_ops)
     per_op = op_cycle_lower_bounds(problem, splittable_ops)
@@ -277,7 +280,8 @@ def solve_bound_relaxation(problem: HierarchyProblem, budget: Budget | None = No
     >>> r.bound_cycles
     16
     """
-    floor = sum(op_cycle_lower_bounds(problem, splittable_ops))
+    floor = sum(op_cycle_lower_bounds(problem, frozenset(splittable_ops) | {
+        i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}))
     model, _ = build_bound_model(problem, splittable_ops, splittable_tensors)
     if budget is None:
         budget = Budget.start(20.0, MEMORY_LEVELS)

@@ -50,7 +50,7 @@ window at 1 deterministic unit without finding its hint's solution (presolve ove
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
@@ -60,6 +60,7 @@ from solvers.cpsat_support import interval_if
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_bounds import relaxation_stays_home, solve_bound_relaxation
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_best, retime_hierarchy, search_stay_home
+from solvers.memory.levels.hierarchy_split import solve_each_split
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, validate_hierarchy
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
@@ -757,6 +758,9 @@ class CpSatHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
+        if problem.splits:  # every factor vector's expansion, each with its share of the limit
+            return solve_each_split(problem, lambda q, k: self.solve(
+                q, replace(options, time_limit_s=options.time_limit_s / k, hint=None)), self.name)
         t0 = time.perf_counter()
         budget = Budget.of(options, Calibration("memory-hierarchy", self.dtime_per_second), t0)
         candidates = [s for s in (plan_hierarchy_best(problem),) if s is not None and not validate_hierarchy(problem, s)]

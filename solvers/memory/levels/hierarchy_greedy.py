@@ -28,6 +28,7 @@ from typing import Callable
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
+from solvers.memory.levels.hierarchy_split import solve_each_split
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, level_occupancy, replay_hierarchy
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
@@ -454,6 +455,8 @@ class AllHomeHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
+        if problem.splits:
+            return solve_each_split(problem, lambda q, _: self.solve(q, options), self.name)
         return _result(problem, plan_hierarchy_all_home, self.name)
 
 
@@ -473,4 +476,6 @@ class GreedyHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
+        if problem.splits:
+            return solve_each_split(problem, lambda q, _: self.solve(q, options), self.name)
         return _result(problem, plan_hierarchy_best, self.name)

@@ -13,6 +13,8 @@ from solvers.core import SolveOptions, Status
 from solvers.memory.levels.hierarchy import HierarchyProblem
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound, op_cycle_lower_bounds
 from solvers.memory.levels.hierarchy_cpsat import CpSatHierarchySolver
+from solvers.memory.levels.hierarchy_validate import validate_hierarchy
+from solvers.memory.levels.problem import SplitGroup
 from tests.solvers.memory.test_hierarchy import four_level_problems, four_levels
 
 OPTIONS = SolveOptions(time_limit_s=10, num_workers=1, random_seed=0)
@@ -105,3 +107,38 @@ def test_a_splittable_tensor_may_leave_home_in_part():
     split = hierarchy_lower_bound(p, None, 0.5, frozenset({0}), frozenset({0}))
     assert 16 <= split <= 17
     assert op_cycle_lower_bounds(p) == (3,) and op_cycle_lower_bounds(p, frozenset({0})) == (2,)
+
+
+@st.composite
+def split_host_inputs(draw) -> HierarchyProblem:
+    """One or two ops reading a host or hbm input larger than vmem, the first op in halves or
+    quarters (where splitting wins: portions fit vmem, or half is fetched while half is read)."""
+    n = draw(st.integers(1, 2))
+    size = draw(st.sampled_from((16, 24, 32)))
+    reads = ((0,),) + (((0, 1),) if n == 2 else ())
+    writes = ((1,),) + (((),) if n == 2 else ())
+    return four_levels(compute_cycles=tuple(draw(st.integers(0, 4)) for _ in range(n)), reads=reads, writes=writes,
+                       tensor_bytes=(size, 8), tensor_home=(draw(st.sampled_from((2, 3))), 2),
+                       capacity_bytes=(16, 16, 256, 4096), dma_latency_cycles=draw(st.integers(0, 1)),
+                       splits=(SplitGroup(0, 0, (0, 1), draw(st.sampled_from(((1, 2), (1, 2, 4))))),))
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data())
+def test_the_bound_never_exceeds_the_optimum_over_split_factors(data):
+    # One op of a random problem may run in halves (what it writes and some of what it reads
+    # cut in two), or an input larger than vmem may be read in portions; the bound of the
+    # split problem never exceeds the best plan over the factors.
+    if data.draw(st.booleans()):
+        split = data.draw(split_host_inputs())
+    else:
+        p = data.draw(st.one_of(four_level_problems(max_ops=3, max_tensors=3), host_heavy_problems()))
+        op = data.draw(st.integers(0, p.num_ops - 1))
+        cut = set(p.writes[op]) | {t for t in p.reads[op] if data.draw(st.booleans())}
+        if not cut:
+            return
+        split = dataclasses.replace(p, splits=(SplitGroup(op, op, tuple(sorted(cut)), (1, 2)),))
+    r = CpSatHierarchySolver().solve(split, OPTIONS)
+    if r.status is Status.OPTIMAL:
+        assert hierarchy_lower_bound(split) <= r.objective
+        assert validate_hierarchy(split, r.solution) == []
