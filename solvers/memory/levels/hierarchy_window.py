@@ -3,7 +3,7 @@
 Above :class:`~solvers.memory.levels.hierarchy_cpsat.CpSatHierarchySolver`'s ``max_model_ops``
 one model of the whole problem does not scale (a 666-op chain ran minutes without improving
 its hint). Instead, as the two-level solver does, windows of ``window_ops`` consecutive ops
-are re-optimised exactly around the incumbent (:func:`build_hierarchy_model` with ``fixed``
+are re-optimised exactly around the incumbent (:func:`~solvers.memory.levels.hierarchy_model.build_hierarchy_model` with ``fixed``
 and ``free_ops``): the accesses of the window's ops and the gaps next to them are free, every
 other decision is the incumbent's, ops before the window keep their times and ops after it
 shift rigidly, so each window's solutions are valid plans, never longer than the incumbent
@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from solvers.budget import Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
-from solvers.memory.levels.hierarchy_cpsat import build_hierarchy_model
+from solvers.memory.levels.hierarchy_model import build_hierarchy_model
 from solvers.memory.levels.hierarchy_greedy import retime_hierarchy
 from solvers.memory.levels.hierarchy_validate import validate_hierarchy
 

@@ -433,7 +433,7 @@ def test_cpsat_keeps_the_best_baseline_above_its_model_size():
     # kept, with the relaxation's bound.
     p = three_levels(compute_cycles=(4, 4), reads=((0,), (1,)), writes=((1,), ()), tensor_bytes=(8, 8),
                      tensor_home=(2, 1), live_out=(1,))
-    r = CpSatHierarchySolver(max_model_ops=1, window_search=False).solve(p, cpsat_options())
+    r = CpSatHierarchySolver(max_model_ops=1, search_windows=False).solve(p, cpsat_options())
     # The bound: op 0 reads w (8 B) and writes y (8 B, live-out), op 1 reads y; w read at host
     # costs 8 op cycles, else its first hop host -> hbm costs 8 DMA cycles; y written at hbm
     # costs 2, else an eviction's last hop into hbm, 2 DMA cycles. Ops: compute 4 each. Best
@@ -555,5 +555,5 @@ def test_stay_home_search_improves_the_guided_chain_plan():
     found, info = search_stay_home(p, start, op_evaluations=200 * p.num_ops)
     assert found.makespan_cycles <= guided.makespan_cycles
     assert info["op_evaluations"] <= 200 * p.num_ops and info["flips_tried"] >= 1
-    r = CpSatHierarchySolver(window_search=False).solve(p, cpsat_options())
+    r = CpSatHierarchySolver(search_windows=False).solve(p, cpsat_options())
     assert r.stats["stay_home_search"]["flips_tried"] >= 1

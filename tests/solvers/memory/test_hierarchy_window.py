@@ -69,7 +69,7 @@ def test_windows_reach_the_optimum_above_the_model_size(p):
     r = CpSatHierarchySolver(max_model_ops=1).solve(p, OPTIONS)
     if exact.status is Status.OPTIMAL and p.num_ops > 1:
         assert r.objective == exact.objective and validate_hierarchy(p, r.solution) == []
-        baseline = CpSatHierarchySolver(max_model_ops=1, window_search=False).solve(p, OPTIONS)
+        baseline = CpSatHierarchySolver(max_model_ops=1, search_windows=False).solve(p, OPTIONS)
         if baseline.objective > exact.objective:
             assert r.stats["window_search"]["windows_improved"] >= 1
 
