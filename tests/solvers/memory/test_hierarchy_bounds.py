@@ -69,7 +69,7 @@ def host_heavy_problems(draw) -> HierarchyProblem:
                        live_out=(prev,), dma_latency_cycles=draw(st.integers(0, 2)))
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_the_bound_never_exceeds_the_optimum_of_any_order(data):
     # Homes in hbm or host, some live-out, fast-only ops, or host-heavy chains; the bound is

@@ -81,7 +81,7 @@ def test_window_search_improves_the_chain_and_repeats():
     start = plan_hierarchy_best(p)
 
     def run():
-        return window_search(p, start, Budget.start(4.0, MEMORY_LEVELS), OPTIONS, 0, WindowSettings(window_ops=12))
+        return window_search(p, start, Budget.start(1.0, MEMORY_LEVELS), OPTIONS, 0, WindowSettings(window_ops=12))
 
     best, info = run()
     assert best.makespan_cycles < start.makespan_cycles and validate_hierarchy(p, best) == []
