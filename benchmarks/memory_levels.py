@@ -177,10 +177,12 @@ def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
     row["greedy_best"] = _plan_row(four, plan_hierarchy_best(four), time.perf_counter() - t)
     options = SolveOptions(time_limit_s=time_limit, num_workers=1, random_seed=0)
     if cpsat:
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         r = CpSatHierarchySolver().solve(four, options)
+        cpu = time.process_time() - cpu
         row["cpsat"] = {**_plan_row(four, r.solution, time.perf_counter() - t), "status": r.status.value,
-                        "bound": r.bound, "gap": None if r.bound is None else round(r.gap, 4)}
+                        "bound": r.bound, "gap": None if r.bound is None else round(r.gap, 4),
+                        "cpu_seconds": round(cpu, 2), "window_search": r.stats.get("window_search")}
     if two is not None:
         t = time.perf_counter()
         r2 = CpSatLevelSolver().solve(two, options)

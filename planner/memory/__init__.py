@@ -295,6 +295,7 @@ def _hierarchy_stats(bridge, out) -> dict[str, Any]:
         "level_makespan_device_cycles": best.objective,
         "level_bound_device_cycles": None,
         "hierarchy_bound_device_cycles": best.bound,
+        "plan_bound_device_cycles": out.plan_bound,  # over every plan of the device (any order, split)
         "level_gap": best.gap,
         "level_stopped_by": best.stats.get("stopped_by", "finished"),
         "greedy_makespan_device_cycles": out.greedy.objective,

@@ -38,16 +38,18 @@ from fractions import Fraction
 from planner.errors import UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
-from planner.memory.bridge import DeviceBridge, LevelTensor, build_device_problem, fast_level_name
+from planner.memory.bridge import DeviceBridge, LevelTensor, build_device_problem, fast_level_name, row_separable
 from planner.plan import Plan
 from planner.spec.memory_options import MemoryOptions
+from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions, SolveResult
 from solvers.memory.levels import (
     AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
 )
+from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
 
 __all__ = ["HierarchyBridge", "hierarchy_levels", "plans_n_levels", "build_hierarchy_problem",
-           "HierarchyOutcome", "solve_hierarchy"]
+           "HierarchyOutcome", "solve_hierarchy", "plan_lower_bound", "PLAN_BOUND_SHARE"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,11 @@ class HierarchyBridge:
     base: DeviceBridge
     problem: HierarchyProblem
     reserve_bytes: int  # held back from every level other than main
+    # What any plan of the device's ops may split (any order: row-separable ops and the
+    # non-weight tensors they touch) and every level's full capacity: the plan's bound's view.
+    splittable_ops: frozenset = frozenset()
+    splittable_tensors: frozenset = frozenset()
+    full_capacity_bytes: tuple[int, ...] = ()
 
     @property
     def ops(self) -> tuple[str, ...]:
@@ -150,6 +157,10 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
                                    f"which is not one of its planned levels ({', '.join(names)})")
         homes.append(names.index(home))
     two = base.problem
+    splittable_ops = frozenset(i for i, name in enumerate(base.ops) if row_separable(graph, name)) \
+        if options.split and any(k > 1 for k in options.split_factors) else frozenset()
+    splittable_tensors = frozenset(t for i in splittable_ops for t in (*base.op_inputs[i], *base.op_outputs[i])
+                                   if base.tensors[t].role != "weight")
     problem = HierarchyProblem(
         compute_cycles=two.compute_cycles, reads=two.reads, writes=two.writes, tensor_bytes=two.tensor_bytes,
         capacity_bytes=tuple(capacity(i) for i in range(len(names))),
@@ -157,7 +168,9 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
         main_level=main, dma_paths=paths, dma_latency_cycles=profile.dma_latency_cycles,
         tensor_home=tuple(homes), live_out=two.live_out, level_names=names,
         op_names=two.op_names, tensor_names=two.tensor_names)
-    return HierarchyBridge(device, names, main, base, problem, levels[0].capacity_bytes - capacity(0))
+    full = tuple(device.memory_capacity_bytes if i == main else levels[i].capacity_bytes for i in range(len(names)))
+    return HierarchyBridge(device, names, main, base, problem, levels[0].capacity_bytes - capacity(0),
+                           splittable_ops, splittable_tensors, full)
 
 
 @dataclass(frozen=True)
@@ -167,6 +180,7 @@ class HierarchyOutcome:
     best: SolveResult[HierarchySolution]  # CP-SAT's result (its plan is the best of all three)
     greedy: SolveResult[HierarchySolution]
     all_home: SolveResult[HierarchySolution]
+    plan_bound: int | None = None  # device cycles, over every plan of the device (plan_lower_bound)
 
     @property
     def solution(self) -> HierarchySolution:
@@ -194,4 +208,26 @@ def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
     if not exact.status.has_solution:
         raise UnsupportedError(f"device {bridge.device.name}: no memory plan over "
                                f"{', '.join(bridge.levels)} found ({exact.status.value})")
-    return HierarchyOutcome(exact, greedy, all_home)
+    return HierarchyOutcome(exact, greedy, all_home, plan_lower_bound(bridge, opts.time_limit_s, search))
+
+
+# The share of the level solver's time the plan's bound may take (it is one small model).
+PLAN_BOUND_SHARE = 0.1
+
+
+def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str = "deterministic") -> int:
+    """A lower bound, in device cycles, on the makespan of every plan of the device's ops over
+    its levels: any order of them on its one compute stream, any split of its row-separable
+    ops, any level, move and DMA order, the levels at their full capacities (the level
+    solver's problem holds back a reserve). The relaxation of
+    :mod:`~solvers.memory.levels.hierarchy_bounds`: a host-homed tensor is read at the
+    host's bandwidth or crosses the host link on the one DMA engine, at least once.
+
+    Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
+    budget stays sound.
+    """
+    problem = bridge.problem
+    if bridge.full_capacity_bytes:
+        problem = replace(problem, capacity_bytes=bridge.full_capacity_bytes)
+    budget = Budget.start(max(0.05, PLAN_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
+    return hierarchy_lower_bound(problem, budget, budget.left, bridge.splittable_ops, bridge.splittable_tensors)

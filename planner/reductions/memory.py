@@ -84,6 +84,23 @@ def _forced_order_bound(spec: Spec, memory: MemoryOutcome) -> int:
     return -(-int(dp.stats["level_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
 
 
+def _n_level_bound(spec: Spec, memory: MemoryOutcome) -> int:
+    """The N-level plan bound (``plan_bound_device_cycles``), when it bounds every plan: one
+    device with one compute stream planned over its levels. It holds over every order of the
+    device's ops, every split and every level assignment
+    (:func:`planner.memory.hierarchy_bridge.plan_lower_bound`); scaled to the timeline as in
+    :func:`_forced_order_bound`.
+    """
+    hardware = spec.hardware
+    if len(hardware.devices) != 1 or hardware.devices[0].streams != 1:
+        return 0
+    dev = hardware.devices[0]
+    dp = memory.memory.devices.get(dev.name)
+    if dp is None or dp.stats.get("plan_bound_device_cycles") is None:
+        return 0
+    return -(-int(dp.stats["plan_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
+
+
 def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> MemoryPlanned:
     """Memory-plan the solved plan, replay it and its baselines, and keep the fastest.
 
@@ -112,7 +129,8 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     _, (choice, plan, memory_plan) = min(enumerate(candidates), key=lambda c: (baselines[c[1][0]], c[0]))
     makespan = baselines[choice]
     planned = set(memory_plan.devices) if memory_plan is not None else set(memory.memory.devices)
-    bound = max(memory_bound(spec, solved.problem, solved.reduction, planned), _forced_order_bound(spec, memory))
+    bound = max(memory_bound(spec, solved.problem, solved.reduction, planned), _forced_order_bound(spec, memory),
+                _n_level_bound(spec, memory))
     bound = min(bound, makespan)
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
     if memory.all_home_plan is not None:  # homes outside main memory: the spine's heuristic ignores them;

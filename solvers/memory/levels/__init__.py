@@ -22,7 +22,9 @@ moves along routes, capacity per level at every point), its validator
 (:func:`from_level_problem`, :func:`from_level_solution`). Sound lower bounds for any size
 (:func:`hierarchy_lower_bound`: per-op fractional knapsack and a CP-SAT relaxation of which
 tensors leave home); above 64 ops the CP-SAT solver reports that bound and improves the
-relaxation-guided greedy by :func:`search_stay_home`. Offsets in every level:
+relaxation-guided greedy by :func:`search_stay_home`, then re-optimises windows of consecutive ops
+exactly (:func:`window_search`). Split groups: expand first (:func:`expand_hierarchy_splits`);
+the solvers enumerate the factor vectors. Offsets in every level:
 :mod:`solvers.memory.levels.hierarchy_offsets` (CP-SAT NoOverlap2D per level).
 
 Heads and tails (:mod:`solvers.memory.levels.heads_tails`): release times and tails from the
@@ -54,6 +56,8 @@ from solvers.memory.levels.hierarchy_validate import (
     HierarchyMetrics, HierarchyReplay, hierarchy_metrics, hierarchy_op_durations, level_occupancy, level_pieces,
     op_level_bytes, replay_hierarchy, required_moves, validate_hierarchy,
 )
+from solvers.memory.levels.hierarchy_split import expand_hierarchy_splits, hierarchy_split_choices, solve_each_split
+from solvers.memory.levels.hierarchy_window import WindowSettings, improve_window, window_search
 from solvers.memory.levels.hierarchy_bounds import (
     RelaxationResult, build_bound_model, hierarchy_lower_bound, op_cycle_lower_bounds, relaxation_stays_home,
     solve_bound_relaxation,
@@ -80,6 +84,8 @@ __all__ = [
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",
     "retime_hierarchy", "plan_hierarchy_all_home", "plan_hierarchy_greedy", "plan_hierarchy_best", "search_stay_home",
+    "expand_hierarchy_splits", "hierarchy_split_choices", "solve_each_split", "WindowSettings", "improve_window",
+    "window_search",
     "AllHomeHierarchySolver", "GreedyHierarchySolver", "HopVars", "HierarchyVars", "build_hierarchy_model",
     "add_levels", "add_level_durations", "add_moves", "add_level_capacities", "CpSatHierarchySolver",
     "op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home", "RelaxationResult",

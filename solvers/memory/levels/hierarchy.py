@@ -112,6 +112,9 @@ class HierarchyProblem(OpsAndTensors):
     tensor_home: tuple[int, ...] = ()  # per tensor; empty: every tensor's home is main_level
     live_out: tuple[int, ...] = ()  # tensors that must be at home at the end
     fast_only_ops: tuple[int, ...] = ()  # ops whose accesses must all be at level 0
+    # Groups of ops that may run in portions (the two-level SplitGroup); solve the expansion
+    # (solvers.memory.levels.hierarchy_split), as the two-level solver does.
+    splits: tuple = ()
     level_names: tuple[str, ...] = field(default=(), compare=False)
     op_names: tuple[str, ...] = field(default=(), compare=False)
     tensor_names: tuple[str, ...] = field(default=(), compare=False)
@@ -136,6 +139,20 @@ class HierarchyProblem(OpsAndTensors):
             raise ValueError(f"tensor_home needs one known level per tensor ({nt}), got {self.tensor_home}")
         object.__setattr__(self, "tensor_home", homes)
         object.__setattr__(self, "_accesses", self._build_accesses())
+        object.__setattr__(self, "splits", tuple(self.splits))
+        if self.splits:  # the two-level view checks the groups (ops in range, disjoint, factors)
+            self.as_level_problem()
+
+    def as_level_problem(self) -> LevelProblem:
+        """The same ops, tensors and split groups over level 0 and main (the two-level view:
+        :func:`~solvers.memory.levels.split.expand_splits` expands it)."""
+        main = self.main_level
+        return LevelProblem(
+            compute_cycles=self.compute_cycles, reads=self.reads, writes=self.writes, tensor_bytes=self.tensor_bytes,
+            capacity_bytes=(self.capacity_bytes[0], self.capacity_bytes[main]),
+            bandwidth_bytes_per_cycle=(self.bandwidth_bytes_per_cycle[0], self.bandwidth_bytes_per_cycle[main]),
+            dma_latency_cycles=self.dma_latency_cycles, live_out=self.live_out, fast_only_ops=self.fast_only_ops,
+            splits=self.splits, op_names=self.op_names, tensor_names=self.tensor_names)
 
     def _check_levels(self) -> None:
         nl = len(self.capacity_bytes)
@@ -296,6 +313,9 @@ class HierarchySolution:
     moves: tuple[Move, ...]
     op_start: tuple[int, ...]
     op_duration: tuple[int, ...]
+    # One factor per split group of the problem: the solution is then one of its expansion's
+    # (solvers.memory.levels.hierarchy_split.expand_hierarchy_splits), op for op.
+    split_factors: tuple[int, ...] = ()
 
     @property
     def makespan_cycles(self) -> int:
@@ -305,9 +325,8 @@ class HierarchySolution:
 
 
 def from_level_problem(problem: LevelProblem) -> HierarchyProblem:
-    """The two-level problem as a hierarchy: level 0 fast, level 1 main, one path at the DMA rate.
-
-    Unsplit problems only (expand a split problem first).
+    """The two-level problem as a hierarchy: level 0 fast, level 1 main, one path at the DMA rate
+    (its split groups too).
 
     Examples
     --------
@@ -316,15 +335,13 @@ def from_level_problem(problem: LevelProblem) -> HierarchyProblem:
     >>> h.num_levels, h.main_level, h.route(1, 0), h.hop_cycles(0, 1, 0) == p.dma_cycles(0)
     (2, 1, (1, 0), True)
     """
-    if problem.splits:
-        raise ValueError("expand the split groups first (solvers.memory.levels.expand_splits)")
     return HierarchyProblem(
         compute_cycles=problem.compute_cycles, reads=problem.reads, writes=problem.writes,
         tensor_bytes=problem.tensor_bytes, capacity_bytes=problem.capacity_bytes,
         bandwidth_bytes_per_cycle=problem.bandwidth_bytes_per_cycle, main_level=1, dma_paths=((0, 1),),
         dma_path_bytes_per_cycle=(problem.dma_rate,), dma_latency_cycles=problem.dma_latency_cycles,
-        live_out=problem.live_out, fast_only_ops=problem.fast_only_ops, level_names=("fast", "slow"),
-        op_names=problem.op_names, tensor_names=problem.tensor_names)
+        live_out=problem.live_out, fast_only_ops=problem.fast_only_ops, splits=problem.splits,
+        level_names=("fast", "slow"), op_names=problem.op_names, tensor_names=problem.tensor_names)
 
 
 def from_level_solution(solution: LevelSolution) -> HierarchySolution:
@@ -336,10 +353,9 @@ def from_level_solution(solution: LevelSolution) -> HierarchySolution:
     >>> from_level_solution(s).level
     ((1, 0),)
     """
-    if solution.split_factors:
-        raise ValueError("convert the expanded problem's solution (no split factors)")
     level = tuple(tuple(0 if f else 1 for f in row) for row in solution.in_fast)
     moves = tuple(Move(tr.kind, tr.tensor, tr.gap, 0, *((1, 0) if tr.kind is TransferKind.PREFETCH else (0, 1)),
                        tr.trigger_op, tr.release_op, tr.start_cycle, tr.duration_cycles)
                   for tr in solution.transfers)
-    return HierarchySolution(level, solution.kept, moves, solution.op_start, solution.op_duration)
+    return HierarchySolution(level, solution.kept, moves, solution.op_start, solution.op_duration,
+                             tuple(solution.split_factors))

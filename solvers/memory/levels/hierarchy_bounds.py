@@ -24,6 +24,18 @@ costs (scaled by ``K`` and floored: never above the exact sum), the makespan ``M
 d_i`` and ``M >= sum_t f_t D_t + g_t E_t`` (first and last hop lengths). Minimising ``M`` over
 this relaxation is a lower bound on every plan; CP-SAT's proven bound on it (not its best
 solution) is what is returned, so a stop on the budget stays sound.
+
+What it bounds. Nothing in the relaxation depends on the op order (only on which ops touch
+which tensors), so it bounds every order of the same ops, not just the problem's. With the
+ops a plan may split and the tensors it may cut (``splittable_ops``, ``splittable_tensors``)
+it bounds split plans too, because a split only re-arranges the same charges: the portions
+of an op take at least its compute together (the ISA's fill and drain per portion; the
+caller vouches for this) and read every byte of each access at least once (a cut tensor's
+portions add up to it, an uncut one is read whole by every portion), so the per-op bound
+without capacity and the access terms still hold summed over the portions; an uncut tensor
+still leaves home whole or not at all; a cut one may leave in part, which its fraction
+variable allows (:func:`build_bound_model`). One compute stream is assumed (``M >= sum
+d_i``).
 """
 
 from __future__ import annotations
@@ -43,10 +55,14 @@ __all__ = ["op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home"
 
 # Access costs are compared in 1/K cycles, floored (a sound under-estimate of each term).
 _SCALE = 64
+# A splittable tensor's moved fraction is counted in 1/UNITS (see build_bound_model).
+UNITS = 256
 
 
-def op_cycle_lower_bounds(problem: HierarchyProblem) -> tuple[int, ...]:
-    """Per op, a lower bound on its duration in any plan.
+def op_cycle_lower_bounds(problem: HierarchyProblem, splittable_ops: frozenset = frozenset()) -> tuple[int, ...]:
+    """Per op, a lower bound on its duration in any plan (for an op of ``splittable_ops``, on
+    the summed durations of its portions under any split: its portions may each fit a level
+    the whole op does not, so its bytes are all charged at the fastest level it may use).
 
     Examples
     --------
@@ -56,6 +72,11 @@ def op_cycle_lower_bounds(problem: HierarchyProblem) -> tuple[int, ...]:
     >>> p = HierarchyProblem((3,), ((0, 1),), ((),), (16, 8), (16, 64), (8, 4), 1, ((0, 1),))
     >>> op_cycle_lower_bounds(p)
     (4,)
+
+    Split into portions it may read everything from level 0: ``24/8 = 3`` cycles.
+
+    >>> op_cycle_lower_bounds(p, splittable_ops=frozenset({0}))
+    (3,)
     """
     bw, caps = problem.bandwidth_bytes_per_cycle, problem.capacity_bytes
     fast_only = set(problem.fast_only_ops)
@@ -65,6 +86,8 @@ def op_cycle_lower_bounds(problem: HierarchyProblem) -> tuple[int, ...]:
         total = sum(problem.tensor_bytes[t] for t, _ in row)
         if i in fast_only:
             cycles = Fraction(total) / bw[0]
+        elif i in splittable_ops:
+            cycles = Fraction(total) / bw[order[0]]
         else:
             cycles, left = Fraction(0), total
             for lv in order:
@@ -91,8 +114,19 @@ def _hop_floor(problem: HierarchyProblem, t: int, home: int) -> int:
     return min(problem.hop_cycles(t, home, n) for n in nbrs)
 
 
-def build_bound_model(problem: HierarchyProblem) -> tuple[cp_model.CpModel, cp_model.IntVar]:
+def build_bound_model(problem: HierarchyProblem, splittable_ops: frozenset = frozenset(),
+                      splittable_tensors: frozenset = frozenset()) -> tuple[cp_model.CpModel, cp_model.IntVar]:
     """The relaxation of the module Notes; returns the model and its makespan variable.
+
+    With ``splittable_ops`` / ``splittable_tensors`` (the ops a plan may split into portions
+    and the tensors it may cut with them; the problem's own split groups always count) it
+    bounds split plans too: those ops' per-op
+    bounds ignore capacity, and each of those tensors that has a "leaves home" choice gets a
+    *fraction* moved instead (its portions may each be fetched or read at home): an integer
+    ``k`` in ``0..UNITS`` with the DMA charged ``k/UNITS`` of the crossing and the reads at
+    home ``1 - min(k+1, UNITS)/UNITS`` of the bytes, each rounded down: for every real
+    fraction ``z``, ``k = floor(z * UNITS)`` under-charges both sides, so the model stays a
+    relaxation.
 
     Examples
     --------
@@ -105,45 +139,84 @@ def build_bound_model(problem: HierarchyProblem) -> tuple[cp_model.CpModel, cp_m
     >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
     >>> solver.value(makespan)
     16
+
+    Split, half of it may be fetched while the other half is read at home: about 8 each.
+
+    >>> model, makespan = build_bound_model(p, frozenset({0}), frozenset({0}))
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> 8 <= solver.value(makespan) <= 9
+    True
     """
+    splittable_ops = frozenset(splittable_ops) | {i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}
+    splittable_tensors = frozenset(splittable_tensors) | {t for g in problem.splits for t in g.tensors}
     bw = problem.bandwidth_bytes_per_cycle
     fast_only = set(problem.fast_only_ops)
-    per_op = op_cycle_lower_bounds(problem)
+    per_op = op_cycle_lower_bounds(problem, splittable_ops)
     horizon = sum(per_op) + sum(_hop_floor(problem, t, problem.home(t)) for t in range(problem.num_tensors))
     horizon += sum(_ceil(Fraction(b) / min(bw)) * len(problem.accesses(t)) for t, b in enumerate(problem.tensor_bytes))
     model = cp_model.CpModel()
-    away: dict[tuple[int, int], cp_model.IntVar] = {}  # (tensor, access) -> its tensor's "leaves home"
-    dma_terms = []
+    away: dict[tuple[int, int], tuple] = {}  # (tensor, access) -> ("lit", its "leaves home") or ("units", w)
+    dma_terms = []  # in 1/K cycles
     for t in range(problem.num_tensors):
         lit_accesses = _home_bound_accesses(problem, t)
         if not lit_accesses:
             continue
+        forced = problem.home(t) != 0 and any(problem.accesses(t)[j] in fast_only for j in lit_accesses)
+        if t in splittable_tensors:
+            moved = model.new_int_var(UNITS if forced else 0, UNITS, f"moved_units_{t}")
+            upper = model.new_int_var(0, UNITS, f"moved_upper_{t}")  # min(moved + 1, UNITS)
+            model.add(upper <= moved + 1)
+            away.update({(t, j): ("units", upper) for j in lit_accesses})
+            dma_terms.append(_crossing_scaled(problem, t) // UNITS * moved)
+            continue
         lit = model.new_bool_var(f"leaves_home_{t}")
-        if problem.home(t) != 0 and any(problem.accesses(t)[j] in fast_only for j in lit_accesses):
+        if forced:
             model.add(lit == 1)
-        away.update({(t, j): lit for j in lit_accesses})
-        dma_terms.append(_hop_floor(problem, t, problem.home(t)) * lit)
+        away.update({(t, j): ("lit", lit) for j in lit_accesses})
+        dma_terms.append(_SCALE * _hop_floor(problem, t, problem.home(t)) * lit)
     durations = []
     for i, row in enumerate(problem.op_accesses()):
         d = model.new_int_var(per_op[i], horizon, f"dur_{i}")
         terms = []
         for t, j in row:
-            size = problem.tensor_bytes[t]
-            best = _scaled(size, bw[0] if i in fast_only else max(bw))
-            lit = away.get((t, j))
-            if lit is None:
-                terms.append(best)
-            else:
-                at_home = _scaled(size, bw[problem.home(t)])
-                terms.append(at_home + (best - at_home) * lit)
+            terms.append(_access_term(problem, t, bw[0] if i in fast_only else max(bw), away.get((t, j))))
         model.add(_SCALE * d >= sum(terms))
         durations.append(d)
     makespan = model.new_int_var(0, horizon, "makespan")
     model.add(makespan >= sum(durations))
     if dma_terms:
-        model.add(makespan >= sum(dma_terms))
+        model.add(_SCALE * makespan >= sum(dma_terms))
     model.minimize(makespan)
     return model, makespan
+
+
+def _access_term(problem: HierarchyProblem, t: int, best_bw: Fraction, choice):
+    """One access's op cycles in 1/K units, never above the exact value: at ``best_bw`` unless
+    ``choice`` may keep it home ("lit": all or nothing; "units": the fraction not moved)."""
+    size = problem.tensor_bytes[t]
+    best = _scaled(size, best_bw)
+    if choice is None:
+        return best
+    kind, var = choice
+    if kind == "lit":
+        at_home = _scaled(size, problem.bandwidth_bytes_per_cycle[problem.home(t)])
+        return at_home + (best - at_home) * var
+    # K * ((1 - z) * size / bw_home + z * size / best_bw) with z <= var / UNITS, rounded down.
+    exact_home = Fraction(_SCALE * size) / problem.bandwidth_bytes_per_cycle[problem.home(t)]
+    saving = exact_home - Fraction(_SCALE * size) / best_bw
+    return _floor(exact_home) - _ceil(saving / UNITS) * var
+
+
+def _floor(x: Fraction) -> int:
+    return x.numerator // x.denominator
+
+
+def _crossing_scaled(problem: HierarchyProblem, t: int) -> int:
+    """``floor(K * bytes / rate)`` over the fastest path out of ``t``'s home: what moving all of
+    ``t`` in portions costs the DMA engine at least (latencies left out)."""
+    home = problem.home(t)
+    rate = max(problem.path_rate(a, b) for a, b in problem.dma_paths if home in (a, b))
+    return _scaled(problem.tensor_bytes[t], rate)
 
 
 def relaxation_stays_home(problem: HierarchyProblem, leaving: frozenset) -> frozenset:
@@ -193,7 +266,9 @@ class RelaxationResult:
 
 
 def solve_bound_relaxation(problem: HierarchyProblem, budget: Budget | None = None, amount: float = 0.5,
-                           options: SolveOptions = SolveOptions(num_workers=1, random_seed=0)) -> RelaxationResult:
+                           options: SolveOptions = SolveOptions(num_workers=1, random_seed=0),
+                           splittable_ops: frozenset = frozenset(),
+                           splittable_tensors: frozenset = frozenset()) -> RelaxationResult:
     """The relaxation of the module Notes, solved by CP-SAT within ``amount`` units of
     ``budget`` (None: a 20-s memory-levels budget, one worker); its proven bound, never below
     the sum of the per-op bounds.
@@ -205,8 +280,9 @@ def solve_bound_relaxation(problem: HierarchyProblem, budget: Budget | None = No
     >>> r.bound_cycles
     16
     """
-    floor = sum(op_cycle_lower_bounds(problem))
-    model, _ = build_bound_model(problem)
+    floor = sum(op_cycle_lower_bounds(problem, frozenset(splittable_ops) | {
+        i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}))
+    model, _ = build_bound_model(problem, splittable_ops, splittable_tensors)
     if budget is None:
         budget = Budget.start(20.0, MEMORY_LEVELS)
         amount = budget.left
@@ -223,8 +299,11 @@ def _literals(model: cp_model.CpModel) -> list:
             if v.name.startswith("leaves_home_")]
 
 
-def hierarchy_lower_bound(problem: HierarchyProblem, budget: Budget | None = None, amount: float = 0.5) -> int:
-    """A lower bound on every plan's makespan (:func:`solve_bound_relaxation`'s).
+def hierarchy_lower_bound(problem: HierarchyProblem, budget: Budget | None = None, amount: float = 0.5,
+                          splittable_ops: frozenset = frozenset(), splittable_tensors: frozenset = frozenset()) -> int:
+    """A lower bound on every plan's makespan (:func:`solve_bound_relaxation`'s), in any op
+    order (nothing in the relaxation depends on it) and, with the splittable sets, under any
+    split of those ops and tensors.
 
     Examples
     --------
@@ -232,4 +311,5 @@ def hierarchy_lower_bound(problem: HierarchyProblem, budget: Budget | None = Non
     >>> hierarchy_lower_bound(p)
     16
     """
-    return solve_bound_relaxation(problem, budget, amount).bound_cycles
+    return solve_bound_relaxation(problem, budget, amount, splittable_ops=frozenset(splittable_ops),
+                                  splittable_tensors=frozenset(splittable_tensors)).bound_cycles

@@ -28,6 +28,7 @@ from typing import Callable
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
+from solvers.memory.levels.hierarchy_split import solve_each_split
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, level_occupancy, replay_hierarchy
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
@@ -276,6 +277,9 @@ class _Residency:
         assigned = {}
         for t, _ in row:
             held = self.carried_level(t)
+            if held not in (None, 0) and i in self.fast_only:  # a fast-only op reads it from level 0: refetch
+                self.cut(t, held)
+                held = None
             if held is not None:
                 assigned[t] = held
             elif size[t] and (i in self.fast_only or self.candidates[t]):
@@ -451,6 +455,8 @@ class AllHomeHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
+        if problem.splits:
+            return solve_each_split(problem, lambda q, _: self.solve(q, options), self.name)
         return _result(problem, plan_hierarchy_all_home, self.name)
 
 
@@ -470,4 +476,6 @@ class GreedyHierarchySolver(Accepting):
 
     def solve(self, problem: HierarchyProblem, options: SolveOptions = SolveOptions()
               ) -> SolveResult[HierarchySolution]:
+        if problem.splits:
+            return solve_each_split(problem, lambda q, _: self.solve(q, options), self.name)
         return _result(problem, plan_hierarchy_best, self.name)

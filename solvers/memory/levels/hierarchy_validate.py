@@ -8,9 +8,12 @@ queue order); :func:`hierarchy_metrics` gives the figures a report needs.
 
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
+from solvers.memory.levels.hierarchy_split import expand_hierarchy_splits
 from solvers.memory.levels.problem import TransferKind
 
 __all__ = [
@@ -183,6 +186,14 @@ def validate_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -
     >>> validate_hierarchy(p, HierarchySolution(((2, 0),), ((False, False),), hops, (9,), (4,)))
     ['prefetch of tensor 0 hop 1 ends at 10 after op 0 starts at 9']
     """
+    if problem.splits or solution.split_factors:  # a plan of the expansion its factors name
+        if len(solution.split_factors) != len(problem.splits):
+            return [f"expected {len(problem.splits)} split factors, got {len(solution.split_factors)}"]
+        try:
+            expanded, _ = expand_hierarchy_splits(problem, solution.split_factors)
+        except ValueError as e:
+            return [str(e)]
+        return validate_hierarchy(expanded, dataclasses.replace(solution, split_factors=()))
     n, nt = problem.num_ops, problem.num_tensors
     if len(solution.level) != nt or len(solution.kept) != nt:
         return [f"expected residency rows for {nt} tensors"]

@@ -126,6 +126,10 @@ def test_the_shipped_four_level_spec_plans_vmem_over_hbm_and_replays_equal(tmp_p
     memory = json.loads((out / "memory.json").read_text())
     device = memory["devices"]["tpu0"]
     assert (device["fast_level"], device["slow_level"]) == ("vmem", "hbm")
+    # The bound is the N-level plan bound (host weights cross the host link at least once), not
+    # the static one (380,437): the gap is honest and small.
+    plan = json.loads((out / "plan.json").read_text())
+    assert plan["objective"] * 0.9999 <= plan["bound"] <= plan["objective"] and plan["gap"] < 1e-4
     program = decode((out / "bin" / "tpu0.bin").read_bytes())
     # All four levels are in the binary; main is HBM (index 2), not the larger host (index 3).
     assert [lv.name for lv in program.levels] == ["vmem", "cmem", "hbm", "host"] and program.main_level == 2

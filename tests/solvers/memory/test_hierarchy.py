@@ -428,12 +428,12 @@ def test_every_level_packs_within_its_live_bound():
 
 
 def test_cpsat_keeps_the_best_baseline_above_its_model_size():
-    # Two ops > max_model_ops = 1: no model; of the baselines (greedy 20, everything at home 14,
-    # see test_three_levels_host_weight_reaches_vmem_in_two_hops) home is kept, with the
-    # relaxation's bound.
+    # Two ops > max_model_ops = 1: no model (and no window search); of the baselines (greedy 20,
+    # everything at home 14, see test_three_levels_host_weight_reaches_vmem_in_two_hops) home is
+    # kept, with the relaxation's bound.
     p = three_levels(compute_cycles=(4, 4), reads=((0,), (1,)), writes=((1,), ()), tensor_bytes=(8, 8),
                      tensor_home=(2, 1), live_out=(1,))
-    r = CpSatHierarchySolver(max_model_ops=1).solve(p, cpsat_options())
+    r = CpSatHierarchySolver(max_model_ops=1, search_windows=False).solve(p, cpsat_options())
     # The bound: op 0 reads w (8 B) and writes y (8 B, live-out), op 1 reads y; w read at host
     # costs 8 op cycles, else its first hop host -> hbm costs 8 DMA cycles; y written at hbm
     # costs 2, else an eviction's last hop into hbm, 2 DMA cycles. Ops: compute 4 each. Best
@@ -498,13 +498,15 @@ def test_cpsat_above_its_model_size_reports_a_sound_bound_and_a_guided_plan():
     # 70 ops > 64: no exact model. Every plan is valid, never slower than everything at home,
     # and its bound sits between the per-op bound and the plan; the same run repeats exactly.
     p = chain_problem(blocks=35)
-    r = CpSatHierarchySolver().solve(p, cpsat_options())
+    options = dataclasses.replace(cpsat_options(), time_limit_s=2)  # a short window search
+    r = CpSatHierarchySolver().solve(p, options)
     home = plan_hierarchy_all_home(p)
     assert validate_hierarchy(p, r.solution) == []
     assert r.status is Status.FEASIBLE and r.objective <= home.makespan_cycles
     assert sum(op_cycle_lower_bounds(p)) <= r.bound <= r.objective
-    again = CpSatHierarchySolver().solve(p, cpsat_options())
+    again = CpSatHierarchySolver().solve(p, options)
     assert (again.objective, again.bound, again.solution) == (r.objective, r.bound, r.solution)
+    assert r.stats["window_search"]["windows"] >= 1
 
 
 def chain_problem(blocks: int, seed: int = 1) -> HierarchyProblem:
@@ -553,5 +555,5 @@ def test_stay_home_search_improves_the_guided_chain_plan():
     found, info = search_stay_home(p, start, op_evaluations=200 * p.num_ops)
     assert found.makespan_cycles <= guided.makespan_cycles
     assert info["op_evaluations"] <= 200 * p.num_ops and info["flips_tried"] >= 1
-    r = CpSatHierarchySolver().solve(p, cpsat_options())
+    r = CpSatHierarchySolver(search_windows=False).solve(p, cpsat_options())
     assert r.stats["stay_home_search"]["flips_tried"] >= 1
