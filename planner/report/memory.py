@@ -104,6 +104,9 @@ def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
                    f"unsplit): {st.get('level_status')}, makespan in its model {st.get('level_makespan_device_cycles')} "
                    f"device cycles, bound {st.get('hierarchy_bound_device_cycles')} (over unsplit plans of this order "
                    f"only, so it proves nothing about the plan; the replayed makespans are in the table above).")
+        if st.get("plan_bound_device_cycles") is not None:
+            out.append(f"- Bound over every plan of this device (any order of its ops, any split, every level at "
+                       f"full capacity): {st['plan_bound_device_cycles']} device cycles (on a one-stream device the plan's bound includes it).")
     elif st.get("level_solver"):
         out.append(f"- Level assignment ({st['level_solver']}, this device's op order fixed): "
                    f"{st.get('level_status')}, makespan in its model {st.get('level_makespan_device_cycles')} device "
