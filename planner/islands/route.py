@@ -55,6 +55,7 @@ from planner.reductions.scheduling import to_problem
 from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
+from planner.units import format_bytes
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.islands import CpSatSplitSolver, SplitProblem, SplitSolution, split_errors, split_loads
@@ -243,8 +244,7 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     reserve_s = run_reserve_s(spec, settings.time_limit_s)
     split = _split(problem, _share(settings, "split", reserve_s).solve_options(num_workers=1), warm_start)
     if not split.status.has_solution:
-        raise InfeasibleError("no split of the workload fits the islands: each portion needs an island whose "
-                              "devices can run all its ops (pins included) and whose memory holds its weights")
+        raise InfeasibleError(_no_split_message(spec, problem.solver_problem, split.status))
     island_of = portions.island_of_op(split.solution.island_of)
     parts = []
     for k, (name, devices) in enumerate(zip(portions.island_names, portions.island_devices)):
@@ -282,6 +282,24 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
     return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+def _no_split_message(spec: Spec, split: SplitProblem, status: Status) -> str:
+    """Why no split was found, in the user's names: what each portion needs, and each island's host
+    memory (spec path) beside the host bytes the workload reads."""
+    proven = "no split of the workload fits the islands" if status is Status.INFEASIBLE else (
+        f"no split of the workload into islands was found (split solver status {status.value})")
+    message = (f"{proven}: each portion (a run of one model's ops) needs an island whose devices can run all "
+               "its ops (pins included), whose devices' memory holds its weights and, where host_memory is "
+               "given, whose host memory holds the weights and graph inputs of every portion on it")
+    limits = [(k, island) for k, island in enumerate(spec.hardware.islands) if island.host_memory_bytes is not None]
+    if limits:
+        every = list(range(split.num_portions))
+        needed = split.host_held(tuple(0 for _ in every), 0)
+        message += ("; the workload reads " + format_bytes(needed) + " of weights and graph inputs, and " +
+                    ", ".join(f"island {island.name!r} holds {format_bytes(island.host_memory_bytes)} "
+                              f"(hardware.islands[{k}].host_memory)" for k, island in limits))
+    return message
 
 
 @dataclass(frozen=True)
