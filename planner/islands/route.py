@@ -74,7 +74,7 @@ SHARES = {"split": 0.05, "island": 0.3, "global": 0.2, "whole": 0.2, "one_island
 #: Rounds of per-island solves and global schedule under the latency objective, each with the
 #: arrival times and tails of the previous one (each round gets its share of the island and
 #: global time). One round under throughput: its max load does not depend on when data arrives.
-ARRIVAL_ROUNDS = 3
+ARRIVAL_ROUNDS = 2
 
 
 @dataclass(frozen=True)
