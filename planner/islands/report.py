@@ -64,8 +64,9 @@ def render_islands_section(plan: Plan, details: Any) -> str:
         lines += [f"Latency: {len(rounds)} rounds of island solves and global schedule, each after the first "
                   "with the previous global schedule's arrival cycles of cross-island inputs (release times) "
                   "and the chains after cross-island outputs (tails); global makespan per round: "
-                  f"{', '.join(map(str, rounds))}; the best is the plan. The islands' objectives and bounds "
-                  "above are their chosen round's, release times and tails included.", ""]
+                  f"{', '.join(map(str, rounds))}; the best (the first on a tie) is the plan. The islands' "
+                  "objectives and bounds above are that round's (after the first round they include the "
+                  "release times and tails).", ""]
     if big is not None:
         lines.append(f"- **One big island** (the same devices, every cross-island pair joined as fast as the fastest "
                      f"island link): objective {big['objective']} ({big['status']}, bound {big['bound']}). The "

@@ -15,6 +15,14 @@
    transfers are sequenced on the one network link; then re-timed so every gang starts on
    one cycle. This is the plan that is lowered and replayed (and each gang's start checked
    in the replay).
+
+   Under the latency objective, steps 2 and 3 run :data:`ARRIVAL_ROUNDS` times (each round
+   with its share of their time): after the first, each island's solve is given the previous
+   global schedule's arrival cycle of every cross-island input (a release time) and the chain
+   after every cross-island output (a tail), :mod:`planner.islands.arrivals`, so it is solved
+   against when its data really arrives and what other islands wait for; the best round's
+   global schedule is the plan. Under throughput one round (the max load does not depend on
+   arrival times).
 4. **One problem** (20%): the same workload on the same hardware with the placement free
    (no split), planned in the same run. Its lower bound is a bound of the global problem,
    so it is the plan's bound: the islands plan is one feasible point of that problem. Each
