@@ -144,6 +144,7 @@ def latency_row(islands: int, time_limit_s: float, repeats: int) -> dict:
     document = latency_document(islands)
     rounds = route.ARRIVAL_ROUNDS
     figures: dict[int, tuple[list, list]] = {1: ([], []), rounds: ([], [])}
+    reproducible: list = []  # False: the wall-clock safety net cut a search (a busy machine)
     try:
         for _ in range(repeats):
             for r, (makespans, walls) in figures.items():
@@ -152,6 +153,7 @@ def latency_row(islands: int, time_limit_s: float, repeats: int) -> dict:
                 outcome = run(document, time_limit_s=time_limit_s, workers=2)
                 walls.append(time.perf_counter() - started)
                 makespans.append(outcome.plan.objective)
+                reproducible.append(outcome.plan.solver.get("reproducible"))
                 if r == rounds:
                     history, bound = outcome.plan.solver["islands"].get("arrival_rounds"), outcome.plan.bound
     finally:
@@ -160,7 +162,8 @@ def latency_row(islands: int, time_limit_s: float, repeats: int) -> dict:
     return {"row": f"latency-{islands}", "ops": len(load_spec(document).graph.ops),
             "makespan_before": before, "makespan_after": after, "ratio": after / before,
             "rounds": history, "bound": bound, "wall_before_s": statistics.median(figures[1][1]),
-            "wall_after_s": statistics.median(figures[rounds][1]), "load": _load()}
+            "wall_after_s": statistics.median(figures[rounds][1]), "reproducible": all(reproducible),
+            "load": _load()}
 
 
 def main(argv: list[str] | None = None) -> int:
