@@ -20,7 +20,10 @@ whose portions the split spreads over the islands, so they depend on each other 
 islands. Each is planned with one round (every cross-island input there at cycle 0: the
 behaviour before release times) and with :data:`planner.islands.route.ARRIVAL_ROUNDS`
 rounds (release times and tails from the previous round's global schedule), at the same time
-limit. Makespans are deterministic; the ratio is after / before (lower is better).
+limit. Makespans are deterministic (unless the wall-clock safety net of a busy machine cuts a
+search: ``reproducible`` says); the ratio is after / before (lower is better). ``latency-4x990``
+is the ``concurrent`` row's four islands and 3,960 ops under the latency objective (islands of
+about 1,000 ops, so the hierarchical path, where halving each round's budget costs the most).
 
 Every row prints ``uptime``'s load; values are medians over ``--repeats``.
 
@@ -140,11 +143,11 @@ def latency_document(islands: int) -> dict:
             "objective": "latency"}
 
 
-def latency_row(islands: int, time_limit_s: float, repeats: int) -> dict:
-    document = latency_document(islands)
+def latency_row(name: str, document: dict, time_limit_s: float, repeats: int) -> dict:
     rounds = route.ARRIVAL_ROUNDS
     figures: dict[int, tuple[list, list]] = {1: ([], []), rounds: ([], [])}
     reproducible: list = []  # False: the wall-clock safety net cut a search (a busy machine)
+    splits: dict[int, list[int]] = {}
     try:
         for _ in range(repeats):
             for r, (makespans, walls) in figures.items():
@@ -153,13 +156,14 @@ def latency_row(islands: int, time_limit_s: float, repeats: int) -> dict:
                 outcome = run(document, time_limit_s=time_limit_s, workers=2)
                 walls.append(time.perf_counter() - started)
                 makespans.append(outcome.plan.objective)
+                splits[r] = [i["ops"] for i in outcome.plan.solver["islands"]["islands"]]
                 reproducible.append(outcome.plan.solver.get("reproducible"))
                 if r == rounds:
                     history, bound = outcome.plan.solver["islands"].get("arrival_rounds"), outcome.plan.bound
     finally:
         route.ARRIVAL_ROUNDS = rounds
     before, after = (statistics.median(figures[r][0]) for r in (1, rounds))
-    return {"row": f"latency-{islands}", "ops": len(load_spec(document).graph.ops),
+    return {"row": name, "ops": len(load_spec(document).graph.ops), "same_split": splits[1] == splits[rounds],
             "makespan_before": before, "makespan_after": after, "ratio": after / before,
             "rounds": history, "bound": bound, "wall_before_s": statistics.median(figures[1][1]),
             "wall_after_s": statistics.median(figures[rounds][1]), "reproducible": all(reproducible),
@@ -179,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
         print(concurrent_row(args.time_limit, args.repeats), flush=True)
     if args.only in (None, "latency"):
         for islands in (2, 3):
-            print(latency_row(islands, args.time_limit, args.repeats), flush=True)
+            print(latency_row(f"latency-{islands}", latency_document(islands), args.time_limit, args.repeats),
+                  flush=True)
+        print(latency_row("latency-4x990", {**four_island_document(), "objective": "latency"}, args.time_limit,
+                          args.repeats), flush=True)
     return 0
 
 
