@@ -70,6 +70,14 @@ class SplitProblem:
     host_items: tuple[tuple[int, tuple[int, ...]], ...] = ()
     island_host_memory: tuple[int | None, ...] = ()
 
+    def __post_init__(self) -> None:
+        if self.island_host_memory and len(self.island_host_memory) != self.num_islands:
+            raise ValueError(f"island_host_memory has {len(self.island_host_memory)} entries, "
+                             f"expected {self.num_islands}")
+        for size, readers in self.host_items:
+            if size < 0 or not readers or any(not 0 <= p < self.num_portions for p in readers):
+                raise ValueError(f"host item ({size}, {readers}) needs bytes >= 0 and known portions")
+
     def host_limit(self, island: int) -> int | None:
         """Island ``island``'s host memory, or None when it is not limited."""
         return self.island_host_memory[island] if self.island_host_memory else None
