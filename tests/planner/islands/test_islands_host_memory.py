@@ -81,3 +81,57 @@ def test_a_split_no_host_memory_allows_is_infeasible_and_says_where(tmp_path):
     proc = plan("solve", str(file), "-o", str(out), cwd=tmp_path)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr and not out.exists()
     assert "no split of the workload fits the islands" in proc.stderr and "3.91 KiB" in proc.stderr
+
+
+def _random_split_problem(seed: int) -> SplitProblem:
+    """4-6 portions in a chain, 2-3 one-lane islands, 3-6 host items read by one or two portions each;
+    island 0 and maybe others limited to between an even share and half of all items' bytes."""
+    import random
+
+    rng = random.Random(seed)
+    portions, islands = rng.randint(4, 6), rng.randint(2, 3)
+    work = tuple(tuple(rng.randint(1, 20) for _ in range(islands)) for _ in range(portions))
+    edges = tuple((p, p + 1, rng.randint(0, 9)) for p in range(portions - 1))
+    items = tuple((rng.randint(1, 10), tuple(sorted(rng.sample(range(portions), rng.randint(1, 2)))))
+                  for _ in range(rng.randint(3, 6)))
+    total = sum(size for size, _ in items)
+
+    def limit() -> int:
+        return rng.randint(total // islands - 3, total // 2 + 3)
+
+    limits = tuple(limit() if k == 0 else rng.choice([None, limit()]) for k in range(islands))
+    return SplitProblem(work, (0,) * portions, (1,) * islands, (1,) * islands, edges,
+                        tuple(size // 3 for _, _, size in edges), host_items=items, island_host_memory=limits)
+
+
+def _brute_force(problem: SplitProblem) -> tuple[int | None, int]:
+    """The best bottleneck with host memory (None: no split fits) and without it."""
+    import itertools
+
+    from solvers.islands import split_loads
+
+    splits = list(itertools.product(range(problem.num_islands), repeat=problem.num_portions))
+    fits = [split_loads(problem, s)[0] for s in splits if not split_errors(problem, s)]
+    return (min(fits) if fits else None), min(split_loads(problem, s)[0] for s in splits)
+
+
+def test_the_random_problems_cover_infeasible_binding_and_free_host_memory():
+    kinds = set()
+    for seed in range(12):
+        best, free = _brute_force(_random_split_problem(seed))
+        kinds.add("infeasible" if best is None else "binding" if best > free else "free")
+    assert kinds == {"infeasible", "binding", "free"}
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_split_with_host_memory_matches_brute_force_on_small_random_problems(seed):
+    from solvers.core import SolveOptions
+
+    problem = _random_split_problem(seed)
+    best, _ = _brute_force(problem)
+    result = CpSatSplitSolver().solve(problem, SolveOptions(time_limit_s=5))
+    if best is None:
+        assert result.status.value == "INFEASIBLE"
+        return
+    assert result.status.value == "OPTIMAL" and result.objective == best
+    assert result.bound <= best and not split_errors(problem, result.solution.island_of)
