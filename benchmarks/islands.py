@@ -14,12 +14,24 @@ and one after the other, each with one CP-SAT worker and the same deterministic 
 the two do the same work and give the same placements, which is checked). Ratio = pool wall
 time / sequential wall time; target <= 0.6 on 2 cores.
 
+``latency``: two and three heterogeneous islands (each a TPU v4 core and an edge NPU on a
+100 GB/s link, joined by a 25 GB/s network), latency objective, two and three transformers
+whose portions the split spreads over the islands, so they depend on each other across
+islands. Each is planned with one round (every cross-island input there at cycle 0: the
+behaviour before release times) and with :data:`planner.islands.route.ARRIVAL_ROUNDS`
+rounds (release times and tails from the previous round's global schedule), at the same time
+limit. Makespans are deterministic (unless the wall-clock safety net of a busy machine cuts a
+search: ``reproducible`` says); the ratio is after / before (lower is better). ``latency-4x990``
+is the ``concurrent`` row's four islands and 3,960 ops under the latency objective (islands of
+about 1,000 ops, so the hierarchical path, where halving each round's budget costs the most).
+
 Every row prints ``uptime``'s load; values are medians over ``--repeats``.
 
 Usage::
 
     python benchmarks/islands.py --repeats 3 --time-limit 20
     python benchmarks/islands.py --only pipeline --time-limit 30
+    python benchmarks/islands.py --only latency --repeats 1 --time-limit 10
 """
 
 from __future__ import annotations
@@ -37,6 +49,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+import planner.islands.route as route  # noqa: E402
 from planner.islands import to_split_problem  # noqa: E402
 from planner.islands.route import island_spec, solve_island_specs  # noqa: E402
 from planner.pipeline import run  # noqa: E402
@@ -44,7 +57,7 @@ from planner.spec import load_spec  # noqa: E402
 from planner.stages import RunSettings  # noqa: E402
 from solvers.islands import CpSatSplitSolver  # noqa: E402
 
-__all__ = ["pipeline_row", "concurrent_row", "main"]
+__all__ = ["pipeline_row", "concurrent_row", "latency_document", "latency_row", "main"]
 
 
 def _load() -> str:
@@ -114,17 +127,66 @@ def concurrent_row(time_limit_s: float, repeats: int) -> dict:
             "load": _load()}
 
 
+def latency_document(islands: int) -> dict:
+    """``islands`` islands of a TPU v4 core and an edge NPU each; two (three) transformers; latency."""
+    topo = {"kind": "all-to-all", "bandwidth": "100 GB/s", "latency": "200 ns"}
+    sizes = [("a", 4, 512), ("b", 2, 256)] if islands == 2 else [("a", 4, 512), ("b", 3, 256), ("c", 2, 512)]
+    return {"version": 1, "name": f"latency-{islands}-islands",
+            "hardware": {"devices": [{"name": "tpu", "profile": "tpu-v4", "count": islands},
+                                     {"name": "npu", "profile": "edge-npu", "count": islands}],
+                         "islands": [{"name": f"pod{k}", "devices": [f"tpu{k}", f"npu{k}"], "topology": topo}
+                                     for k in range(islands)],
+                         "network": {"bandwidth": "25 GB/s", "latency": "5 us"}},
+            "models": [{"name": name, "generator": {"kind": "transformer", "layers": layers, "d_model": d,
+                                                    "heads": 4, "seq": 128, "batch": 1, "dtype": "fp16"}}
+                       for name, layers, d in sizes],
+            "objective": "latency"}
+
+
+def latency_row(name: str, document: dict, time_limit_s: float, repeats: int) -> dict:
+    rounds = route.ARRIVAL_ROUNDS
+    figures: dict[int, tuple[list, list]] = {1: ([], []), rounds: ([], [])}
+    reproducible: list = []  # False: the wall-clock safety net cut a search (a busy machine)
+    splits: dict[int, list[int]] = {}
+    try:
+        for _ in range(repeats):
+            for r, (makespans, walls) in figures.items():
+                route.ARRIVAL_ROUNDS = r
+                started = time.perf_counter()
+                outcome = run(document, time_limit_s=time_limit_s, workers=2)
+                walls.append(time.perf_counter() - started)
+                makespans.append(outcome.plan.objective)
+                splits[r] = [i["ops"] for i in outcome.plan.solver["islands"]["islands"]]
+                reproducible.append(outcome.plan.solver.get("reproducible"))
+                if r == rounds:
+                    history, bound = outcome.plan.solver["islands"].get("arrival_rounds"), outcome.plan.bound
+    finally:
+        route.ARRIVAL_ROUNDS = rounds
+    before, after = (statistics.median(figures[r][0]) for r in (1, rounds))
+    return {"row": name, "ops": len(load_spec(document).graph.ops), "same_split": splits[1] == splits[rounds],
+            "makespan_before": before, "makespan_after": after, "ratio": after / before,
+            "rounds": history, "bound": bound, "wall_before_s": statistics.median(figures[1][1]),
+            "wall_after_s": statistics.median(figures[rounds][1]), "reproducible": all(reproducible),
+            "load": _load()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--time-limit", type=float, default=20.0, help="seconds per plan (per island solve)")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", choices=("pipeline", "concurrent"))
+    parser.add_argument("--only", choices=("pipeline", "concurrent", "latency"))
     args = parser.parse_args(argv)
     print(f"# islands benchmark, {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime())} UTC, load {_load()}")
     if args.only in (None, "pipeline"):
         print(pipeline_row(args.time_limit, args.repeats), flush=True)
     if args.only in (None, "concurrent"):
         print(concurrent_row(args.time_limit, args.repeats), flush=True)
+    if args.only in (None, "latency"):
+        for islands in (2, 3):
+            print(latency_row(f"latency-{islands}", latency_document(islands), args.time_limit, args.repeats),
+                  flush=True)
+        print(latency_row("latency-4x990", {**four_island_document(), "objective": "latency"}, args.time_limit,
+                          args.repeats), flush=True)
     return 0
 
 

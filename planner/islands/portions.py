@@ -6,7 +6,8 @@ most one per op). Runs of a topological order make the portions acyclic: every e
 between portions goes forward, so no island ever waits on a portion that waits on it.
 Pins restrict a portion to the islands holding an allowed device of each of its ops;
 colocation groups and gangs keep their portions together (a gang only on an island with a
-device for each of its shards).
+device for each of its shards). An island's ``host_memory`` holds the weights and graph
+inputs its portions read (each tensor once per island): the split respects it.
 
 Examples
 --------
@@ -27,7 +28,7 @@ from planner.reductions.scheduling import op_device_cycles, resident_bytes
 from planner.spec import Spec
 from solvers.islands import SplitProblem
 
-__all__ = ["Portions", "to_split_problem", "PORTIONS_PER_ISLAND"]
+__all__ = ["Portions", "to_split_problem", "host_items", "PORTIONS_PER_ISLAND"]
 
 #: Portions per island and model: enough for the split to balance, few enough to solve at once.
 PORTIONS_PER_ISLAND = 8
@@ -76,12 +77,26 @@ def to_split_problem(spec: Spec, per_island: int = PORTIONS_PER_ISLAND) -> tuple
     # A colocation group shares a device, a gang an island (its shards on distinct devices of it).
     together = tuple(tuple(sorted({portion_of[op] for op in group}))
                      for group in (*spec.colocation_groups, *spec.gangs))
+    limits = tuple(island.host_memory_bytes for island in islands)
     problem = SplitProblem(
         portion_work=work, portion_memory=memory,
         island_lanes=tuple(sum(devices[n].streams for n in island.devices) for island in islands),
         island_memory=tuple(sum(devices[n].memory_capacity_bytes for n in island.devices) for island in islands),
-        edges=edges, network_cycles=network_cycles, together=tuple(g for g in together if len(g) > 1))
+        edges=edges, network_cycles=network_cycles, together=tuple(g for g in together if len(g) > 1),
+        host_items=host_items(spec, portion_of) if any(c is not None for c in limits) else (),
+        island_host_memory=limits if any(c is not None for c in limits) else ())
     return problem, Portions(ops_of, tuple(i.name for i in islands), tuple(i.devices for i in islands))
+
+
+def host_items(spec: Spec, portion_of: dict[str, int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """What an island's host memory holds: each weight and graph input (graph order) with the
+    portions whose ops read it (an island running any of them holds it once)."""
+    readers: dict[str, set[int]] = {}
+    for name, op in spec.graph.ops.items():
+        for t in op.inputs:
+            if spec.graph.tensors[t].kind in ("weight", "input"):
+                readers.setdefault(t, set()).add(portion_of[name])
+    return tuple((spec.graph.tensors[t].size_bytes, tuple(sorted(ps))) for t, ps in readers.items())
 
 
 def _fastest(spec: Spec, op: str, devices, cycles) -> int | None:

@@ -59,6 +59,14 @@ def render_islands_section(plan: Plan, details: Any) -> str:
     kind = plan.objective_kind
     lines += ["", f"Each island was scheduled on its own devices and fast links, then the whole graph once with "
               f"the islands' placement fixed (objective {plan.objective}).", ""]
+    rounds = doc.get("arrival_rounds")
+    if rounds:
+        lines += [f"Latency: {len(rounds)} rounds of island solves and global schedule, each after the first "
+                  "with the previous global schedule's arrival cycles of cross-island inputs (release times) "
+                  "and the chains after cross-island outputs (tails); global makespan per round: "
+                  f"{', '.join(map(str, rounds))}; the best (the first on a tie) is the plan. The islands' "
+                  "objectives and bounds above are that round's (after the first round they include the "
+                  "release times and tails).", ""]
     if big is not None:
         lines.append(f"- **One big island** (the same devices, every cross-island pair joined as fast as the fastest "
                      f"island link): objective {big['objective']} ({big['status']}, bound {big['bound']}). The "

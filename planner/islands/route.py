@@ -15,6 +15,14 @@
    transfers are sequenced on the one network link; then re-timed so every gang starts on
    one cycle. This is the plan that is lowered and replayed (and each gang's start checked
    in the replay).
+
+   Under the latency objective, steps 2 and 3 run :data:`ARRIVAL_ROUNDS` times (each round
+   with its share of their time): after the first, each island's solve is given the previous
+   global schedule's arrival cycle of every cross-island input (a release time) and the chain
+   after every cross-island output (a tail), :mod:`planner.islands.arrivals`, so it is solved
+   against when its data really arrives and what other islands wait for; the best round's
+   global schedule is the plan. Under throughput one round (the max load does not depend on
+   arrival times).
 4. **One problem** (20%): the same workload on the same hardware with the placement free
    (no split), planned in the same run. Its lower bound is a bound of the global problem,
    so it is the plan's bound: the islands plan is one feasible point of that problem. Each
@@ -46,6 +54,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
 from planner.errors import InfeasibleError, InternalError
+from planner.islands.arrivals import Arrivals, arrivals_from_plan, island_ops, with_arrivals
 from planner.islands.gang import align_gangs, check_replayed_gangs, pin_shards
 from planner.graph.ir import Graph
 from planner.hardware import Hardware, Link
@@ -55,19 +64,25 @@ from planner.reductions.scheduling import to_problem
 from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
+from planner.units import format_bytes
 from planner.stages import Outcome, Problem, RunSettings, Solved
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.islands import CpSatSplitSolver, SplitProblem, SplitSolution, split_errors, split_loads
 from solvers.portfolio import Portfolio
 
 __all__ = ["IslandResult", "IslandsDetails", "GivenSplit", "solve_islands", "solve_island_specs", "island_spec",
-           "islands_outcome", "one_island_hardware", "SHARES", "ONE_PROBLEM"]
+           "islands_outcome", "one_island_hardware", "SHARES", "ARRIVAL_ROUNDS", "ONE_PROBLEM"]
 
 #: The name of the one-problem comparison among the plan's baselines.
 ONE_PROBLEM = "one problem (no split)"
 
 #: Shares of the time limit: the split, each per-island solve, the global schedule, the one-problem comparison.
 SHARES = {"split": 0.05, "island": 0.3, "global": 0.2, "whole": 0.2, "one_island": 0.2}
+
+#: Rounds of per-island solves and global schedule under the latency objective, each with the
+#: arrival times and tails of the previous one (each round gets its share of the island and
+#: global time). One round under throughput: its max load does not depend on when data arrives.
+ARRIVAL_ROUNDS = 2
 
 
 @dataclass(frozen=True)
@@ -96,6 +111,7 @@ class IslandsDetails:
     concurrent: bool
     gangs: tuple[tuple[str, ...], ...] = ()
     one_island: Solved | None = None
+    rounds: tuple[int, ...] = ()  # each arrival round's global objective (latency), empty with one round
 
     def to_dict(self) -> dict[str, Any]:
         """The plan.json ``solver.islands`` entry (no wall times: equal inputs give equal bytes)."""
@@ -116,6 +132,7 @@ class IslandsDetails:
             "one_island": None if self.one_island is None else {
                 "status": self.one_island.plan.status, "objective": self.one_island.plan.objective,
                 "bound": self.one_island.plan.bound},
+            **({"arrival_rounds": list(self.rounds)} if self.rounds else {}),
         }
 
 
@@ -179,34 +196,40 @@ def _free_name(name: str, taken: set[str]) -> str:
     return name
 
 
-def _solve_one(name: str, spec: Spec, settings: RunSettings,
-               warm_start: Mapping[str, str] | None = None) -> IslandResult:
+def _solve_one(name: str, spec: Spec, settings: RunSettings, warm_start: Mapping[str, str] | None = None,
+               arrivals: Arrivals | None = None) -> IslandResult:
     started = time.perf_counter()
-    solved = solve_schedule(Problem(spec, settings, *to_problem(spec)), warm_start=warm_start)
-    plan = solved.plan
+    sproblem, reduction = to_problem(spec)
+    if arrivals:
+        sproblem, reduction = with_arrivals(sproblem, reduction, arrivals)
+    solved = solve_schedule(Problem(spec, settings, sproblem, reduction), warm_start=warm_start)
+    plan = island_ops(solved.plan)
     return IslandResult(name, tuple(d.name for d in spec.hardware.devices),
                         tuple((o.name, o.device) for o in plan.ops), plan.status, plan.objective, plan.bound,
                         time.perf_counter() - started)
 
 
 def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *, concurrent: bool = True,
-                       warm_start: Mapping[str, str] | None = None) -> tuple[tuple[IslandResult, ...], float]:
+                       warm_start: Mapping[str, str] | None = None,
+                       arrivals: Arrivals | None = None) -> tuple[tuple[IslandResult, ...], float]:
     """Solve each island's spec, in a process pool (``concurrent``) or one after the other; and the wall time.
 
     The results are the same either way (each solve's deterministic budget depends on its
     spec alone); only the wall time differs. ``warm_start`` (a previous placement) starts each
-    island's solve from the part of it that applies to that island.
+    island's solve from the part of it that applies to that island; ``arrivals`` (release
+    times and tails, :mod:`planner.islands.arrivals`) give each island's solve its part of them.
     """
     warm = [None if warm_start is None else _island_part(warm_start, part) or None for _, part in parts]
+    timed = [None if arrivals is None else arrivals.restricted(part.graph.ops) for _, part in parts]
     quiet = replace(settings, progress=None, solver_log=None)
     started = time.perf_counter()
     if concurrent and len(parts) > 1:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=min(len(parts), os.cpu_count() or 1), mp_context=context) as pool:
-            futures = [pool.submit(_solve_one, name, part, quiet, w) for (name, part), w in zip(parts, warm)]
+            futures = [pool.submit(_solve_one, name, part, quiet, w, a) for (name, part), w, a in zip(parts, warm, timed)]
             results = tuple(f.result() for f in futures)
     else:
-        results = tuple(_solve_one(name, part, quiet, w) for (name, part), w in zip(parts, warm))
+        results = tuple(_solve_one(name, part, quiet, w, a) for (name, part), w, a in zip(parts, warm, timed))
     return results, time.perf_counter() - started
 
 
@@ -218,9 +241,37 @@ def _island_part(placement: Mapping[str, str], part: Spec) -> dict[str, str]:
             and d in part.allowed_devices.get(op, (d,))}
 
 
-def _share(settings: RunSettings, stage_name: str, reserve_s: float) -> RunSettings:
-    """The stage's share of what the limit leaves after the reserve for lowering, replay and writing."""
-    return replace(settings, time_limit_s=(settings.time_limit_s - reserve_s) * SHARES[stage_name])
+def _share(settings: RunSettings, stage_name: str, reserve_s: float, rounds: int = 1) -> RunSettings:
+    """The stage's share of what the limit leaves after the reserve for lowering, replay and writing
+    (split evenly among ``rounds``)."""
+    return replace(settings, time_limit_s=(settings.time_limit_s - reserve_s) * SHARES[stage_name] / rounds)
+
+
+def _rounds(spec: Spec, parts: list[tuple[str, Spec]], island_of: Mapping[str, int], rounds: int,
+            island_settings: RunSettings, global_settings: RunSettings, concurrent: bool,
+            warm_start: Mapping[str, str] | None) -> tuple[tuple[IslandResult, ...], Solved, float, tuple[int, ...]]:
+    """Per-island solves and the global schedule of their placement, ``rounds`` times: the first
+    with every cross-island input there at cycle 0, each next one with the release times and tails
+    of the previous round's global schedule (:func:`~planner.islands.arrivals.arrivals_from_plan`).
+    Stops early when a round repeats a placement (the next would repeat it too). Returns the best
+    round's island results and global schedule (the earliest on a tie), the pools' summed wall
+    time, and each round's global objective (empty with one round: nothing to compare)."""
+    best: tuple[tuple[IslandResult, ...], Solved] | None = None
+    arrivals, seen, history, pool_wall = None, [], [], 0.0
+    for _ in range(rounds):
+        results, wall = solve_island_specs(parts, island_settings, concurrent=concurrent, warm_start=warm_start,
+                                           arrivals=arrivals)
+        pool_wall += wall
+        placement = {op: (device,) for r in results for op, device in r.placement}
+        if placement in seen:
+            break
+        seen.append(placement)
+        fixed = _global_schedule(spec, placement, global_settings)
+        history.append(int(fixed.result.objective))
+        if best is None or fixed.result.objective < best[1].result.objective:
+            best = (results, fixed)
+        arrivals = arrivals_from_plan(spec.graph, fixed.plan, island_of)
+    return best[0], best[1], pool_wall, tuple(history) if rounds > 1 else ()
 
 
 def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapping[str, str] | None = None) -> Solved:
@@ -243,8 +294,7 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     reserve_s = run_reserve_s(spec, settings.time_limit_s)
     split = _split(problem, _share(settings, "split", reserve_s).solve_options(num_workers=1), warm_start)
     if not split.status.has_solution:
-        raise InfeasibleError("no split of the workload fits the islands: each portion needs an island whose "
-                              "devices can run all its ops (pins included) and whose memory holds its weights")
+        raise InfeasibleError(_no_split_message(spec, problem.solver_problem, split.status))
     island_of = portions.island_of_op(split.solution.island_of)
     parts = []
     for k, (name, devices) in enumerate(zip(portions.island_names, portions.island_devices)):
@@ -252,18 +302,18 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
         if ops:
             part = island_spec(spec, devices, ops)
             parts.append((name, replace(part, allowed_devices=pin_shards(part, devices))))
+    rounds = ARRIVAL_ROUNDS if spec.objective == "latency" else 1
     # The islands share the run's CP-SAT workers (a function of the spec, so pool and sequence agree).
-    island_settings = replace(_share(settings, "island", reserve_s),
+    island_settings = replace(_share(settings, "island", reserve_s, rounds),
                               workers=max(1, settings.workers // max(1, len(parts))))
-    results, pool_wall = solve_island_specs(parts, island_settings, concurrent=concurrent, warm_start=warm_start)
-    host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
-    results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
-    placement = {op: (device,) for r in results for op, device in r.placement}
-    global_settings = _share(settings, "global", reserve_s)
+    global_settings = _share(settings, "global", reserve_s, rounds)
     previous = _complete_start(spec, warm_start)
     if previous is not None:
         global_settings = replace(global_settings, time_limit_s=global_settings.time_limit_s / 2)
-    fixed = _global_schedule(spec, placement, global_settings)
+    results, fixed, pool_wall, history = _rounds(spec, parts, island_of, rounds, island_settings, global_settings,
+                                                 concurrent, warm_start)
+    host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
+    results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
     if previous is not None:
         start = _global_schedule(spec, previous, global_settings)
         warm = {"ops_placed": len(previous), "ops": len(spec.graph.ops), "objective": int(start.result.objective)}
@@ -280,8 +330,25 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     if big is not None:
         big_spec = replace(spec, hardware=big, gangs=())
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
-    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island)
+    details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island, history)
     return _with_global_bound(fixed, whole, details, settings, reserve_s)
+
+
+def _no_split_message(spec: Spec, split: SplitProblem, status: Status) -> str:
+    """Why no split was found, in the user's names: what each portion needs, and each island's host
+    memory (spec path) beside the host bytes the workload reads."""
+    proven = "no split of the workload fits the islands" if status is Status.INFEASIBLE else (
+        f"no split of the workload into islands was found (split solver status {status.value})")
+    message = (f"{proven}: each portion (a run of one model's ops) needs an island whose devices can run all "
+               "its ops (pins included), whose devices' memory holds its weights and, where host_memory is "
+               "given, whose host memory holds the weights and graph inputs of every portion on it")
+    limits = [(k, island) for k, island in enumerate(spec.hardware.islands) if island.host_memory_bytes is not None]
+    if limits:
+        needed = split.host_held((0,) * split.num_portions, 0)  # every item, once
+        message += ("; the workload reads " + format_bytes(needed) + " of weights and graph inputs, and " +
+                    ", ".join(f"island {island.name!r} holds {format_bytes(island.host_memory_bytes)} "
+                              f"(hardware.islands[{k}].host_memory)" for k, island in limits))
+    return message
 
 
 @dataclass(frozen=True)

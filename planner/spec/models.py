@@ -229,7 +229,7 @@ class IslandSpec(_Model):
     topology: Optional[TopologySpec] = Field(
         None, description="The island's fast links, generated over its devices (or hardware.links inside it).")
     host_memory: Optional[Size] = Field(
-        None, description="Host memory of the island (reported; the split balances device memory).")
+        None, description="Host memory of the island: it holds the weights and graph inputs of the portions the split puts there.")
 
 
 class NetworkSpec(_Model):

@@ -2,7 +2,10 @@
 
 The model (CP-SAT): ``x[p][i]`` is 1 when portion ``p`` goes to island ``i`` (exactly one,
 only where every op of ``p`` can run on ``i``); portions that must share a device share an
-island; each island's memory holds its portions' resident bytes; ``cut[e]`` is 1 when
+island; each island's memory holds its portions' resident bytes, and each island's host memory
+(where given) the host items (weights and graph inputs, each counted once per island however
+many of its portions read it: ``h[t][i] >= x[p][i]`` for every portion ``p`` reading item ``t``)
+of the portions it holds; ``cut[e]`` is 1 when
 edge ``e``'s ends are on different islands. The bottleneck ``B`` is at least each island's
 work divided over its device lanes (``lanes_i * B >= sum_p work[p][i] x[p][i]``) and at least
 the network's busy cycles (``sum_e cut[e] * network_cycles[e]``: the network carries one
@@ -51,7 +54,10 @@ class SplitProblem:
     it cannot run there); ``portion_memory[p]``: bytes it keeps resident; ``island_lanes[i]``:
     device instances times streams; ``island_memory[i]``: main-memory bytes of its devices;
     ``edges``: ``(p, q, bytes)`` between portions; ``network_cycles[e]``: edge ``e``'s
-    transfer on the network; ``together``: groups of portions that must share an island.
+    transfer on the network; ``together``: groups of portions that must share an island;
+    ``host_items``: ``(bytes, portions)`` of each weight or graph input, held once by every
+    island running one of those portions; ``island_host_memory[i]``: island ``i``'s host
+    memory (None: not limited; empty: no island limited).
     """
 
     portion_work: tuple[tuple[int | None, ...], ...]
@@ -61,6 +67,30 @@ class SplitProblem:
     edges: tuple[tuple[int, int, int], ...]
     network_cycles: tuple[int, ...]
     together: tuple[tuple[int, ...], ...] = ()
+    host_items: tuple[tuple[int, tuple[int, ...]], ...] = ()
+    island_host_memory: tuple[int | None, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.island_host_memory and len(self.island_host_memory) != self.num_islands:
+            raise ValueError(f"island_host_memory has {len(self.island_host_memory)} entries, "
+                             f"expected {self.num_islands}")
+        for size, readers in self.host_items:
+            if size < 0 or not readers or any(not 0 <= p < self.num_portions for p in readers):
+                raise ValueError(f"host item ({size}, {readers}) needs bytes >= 0 and known portions")
+
+    def host_limit(self, island: int) -> int | None:
+        """Island ``island``'s host memory, or None when it is not limited."""
+        return self.island_host_memory[island] if self.island_host_memory else None
+
+    def host_held(self, island_of: tuple[int, ...], island: int) -> int:
+        """The host bytes ``island`` holds under a split: each item one of its portions reads, once.
+
+        >>> p = SplitProblem(((1, 1),) * 3, (0,) * 3, (1, 1), (9, 9), (), (),
+        ...                  host_items=((5, (0, 1)), (7, (2,))), island_host_memory=(6, None))
+        >>> p.host_held((0, 0, 1), 0), p.host_held((0, 0, 1), 1), p.host_held((0, 1, 0), 0)
+        (5, 7, 12)
+        """
+        return sum(size for size, readers in self.host_items if any(island_of[p] == island for p in readers))
 
     @property
     def num_portions(self) -> int:
@@ -104,6 +134,10 @@ def split_errors(problem: SplitProblem, island_of: tuple[int, ...]) -> list[str]
     >>> p = SplitProblem(((3, None), (5, 5)), (4, 4), (1, 1), (6, 9), ((0, 1, 7),), (2,), ((0, 1),))
     >>> split_errors(p, (1, 1)), split_errors(p, (0, 1)), split_errors(p, (0, 0))
     (['portion 0 cannot run on island 1'], ['portions 0 and 1 must share an island'], ['island 0 holds 8 bytes, more than its 6'])
+    >>> h = replace(p, portion_work=((3, 3), (5, 5)), together=(), host_items=((5, (0,)), (5, (1,))),
+    ...             island_host_memory=(None, 6))
+    >>> split_errors(h, (0, 1)), split_errors(h, (1, 1))
+    ([], ['island 1 holds 10 bytes of host items, more than its host memory 6'])
     """
     if len(island_of) != problem.num_portions:
         return [f"{len(island_of)} islands given for {problem.num_portions} portions"]
@@ -117,6 +151,10 @@ def split_errors(problem: SplitProblem, island_of: tuple[int, ...]) -> list[str]
         held = sum(m for p, m in enumerate(problem.portion_memory) if island_of[p] == i)
         if held > cap:
             errors.append(f"island {i} holds {held} bytes, more than its {cap}")
+    for i in range(problem.num_islands):
+        cap, held = problem.host_limit(i), problem.host_held(island_of, i)
+        if cap is not None and held > cap:
+            errors.append(f"island {i} holds {held} bytes of host items, more than its host memory {cap}")
     return errors
 
 
@@ -184,6 +222,7 @@ def _build(problem: SplitProblem):
         model.Add(sum(w * v for w, v in mine) <= lanes * bottleneck)
         model.Add(sum(problem.portion_memory[p] * x[p][i] for p in range(problem.num_portions) if i in x[p])
                   <= problem.island_memory[i])
+    _add_host_memory(model, problem, x)
     cut = []
     for e, (p, q, _) in enumerate(problem.edges):
         c = model.NewBoolVar(f"cut{e}")
@@ -195,6 +234,24 @@ def _build(problem: SplitProblem):
     model.Add(sum(problem.network_cycles[e] * c for e, c in enumerate(cut)) <= bottleneck)
     model.Minimize(bottleneck)
     return model, x, cut, bottleneck
+
+
+def _add_host_memory(model: cp_model.CpModel, problem: SplitProblem, x: list[dict[int, cp_model.IntVar]]) -> None:
+    """Each limited island's host memory holds every item one of its portions reads, once. An island
+    that could hold every item it may ever need gets no constraint (the model stays as without limits)."""
+    for i in range(problem.num_islands):
+        cap = problem.host_limit(i)
+        items = [(size, [x[p][i] for p in readers if i in x[p]]) for size, readers in problem.host_items]
+        items = [(size, held) for size, held in items if held and size > 0]
+        if cap is None or sum(size for size, _ in items) <= cap:
+            continue
+        terms = []
+        for t, (size, held) in enumerate(items):
+            h = model.NewBoolVar(f"host{t}_{i}")
+            for var in held:
+                model.AddImplication(var, h)
+            terms.append(size * h)
+        model.Add(sum(terms) <= cap)
 
 
 def _run(model: cp_model.CpModel, options: SolveOptions, dtime: float) -> tuple[Status, cp_model.CpSolver]:

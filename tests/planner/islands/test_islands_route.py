@@ -87,6 +87,7 @@ def test_the_chain_plan_places_each_island_on_its_half_and_replays(chain, tmp_pa
     assert outcome.plan.objective == 800 and outcome.plan.bound == 800 and outcome.plan.status == "OPTIMAL"
     details = outcome.plan.solver["islands"]
     assert details["cross_bytes"] == 40 and [i["ops"] for i in details["islands"]] == [2, 2]
+    assert "arrival_rounds" not in details  # throughput: one round (arrival times do not change a max load)
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
     verdict = write_plan_dir(outcome, chain, tmp_path / "plan")
     assert verdict.plan_dir.exists()
