@@ -554,6 +554,7 @@ def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVar
             if not (isinstance(alloc[i], int) and not alloc[i]):
                 released = _at_most(model, released_by, i, f"rel_{t}_{j}_le_{i}")
                 _add_when(model, v.start[i] >= finish, alloc[i], ev, released)
+    _add_copy_order(model, problem, v)
     for (t, j), pf in v.prefetch.items():
         if not problem.tensor_bytes[t]:
             continue
@@ -573,6 +574,24 @@ def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVar
                 continue  # released after every possible trigger
             before = _at_most(model, lo2 + 1 + v.release[t2, j2] - trig, 0, f"rel_{t2}_{j2}_le_trig_{t}_{j}")
             _add_when(model, begin >= v.dma_start["e", t2, j2] + problem.dma_cycles(t2), pf, ev, before)
+
+
+def _add_copy_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+    """Several streams: a kept gap orders its two accesses (one copy's accesses run one after
+    another), and a slow access after an eviction of its tensor starts after the eviction."""
+    for (t, j), k in v.kept.items():
+        acc = problem.accesses(t)
+        if j and problem.is_real(acc[j]) and problem.is_real(acc[j - 1]) and \
+                problem.stream_of(acc[j]) != problem.stream_of(acc[j - 1]):
+            _add_when(model, v.start[acc[j]] >= v.end(acc[j - 1]), k)
+    for (t, j0), ev in v.evict.items():
+        acc = problem.accesses(t)
+        finish = v.dma_start["e", t, j0] + problem.dma_cycles(t)
+        for j in range(j0, len(acc)):
+            if problem.is_real(acc[j]):
+                x = v.fast[t, j]
+                slow = 1 - x if isinstance(x, int) else x.Not()
+                _add_when(model, v.start[acc[j]] >= finish, ev, slow)
 
 
 def _add_when(model: cp_model.CpModel, relation, *lits) -> None:

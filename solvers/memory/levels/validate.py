@@ -188,6 +188,13 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
     errs += _check_capacities(problem, solution)
     if problem.multi_stream and not errs:
         errs += _check_memory_order(problem, solution, end)
+        for (_, i), (kind, x) in _copy_waits(problem, solution):
+            ready = end[x] if kind == "op" else solution.transfers[x].end_cycle
+            if solution.op_start[i] < ready:
+                what = (f"op {problem.op_name(x)}" if kind == "op"
+                        else f"the eviction of {problem.tensor_name(solution.transfers[x].tensor)}")
+                errs.append(f"op {problem.op_name(i)} starts at {solution.op_start[i]} before {what} ends at "
+                            f"{ready} (one copy's accesses in order; a slow read after its eviction)")
     return errs
 
 
@@ -251,7 +258,39 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[s
         chosen = {f for k, f in latest.items() if k != own and not (k == "dma" == alloc[0] and f[1] < alloc[1])}
         if chosen:
             waits.setdefault(alloc, set()).update(chosen)
+    for waiter, waited in _copy_waits(problem, solution):
+        waits.setdefault(waiter, set()).add(waited)
     return waits
+
+
+def _copy_waits(problem: LevelProblem, solution: LevelSolution) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """Several streams: the accesses of one fast copy run one after another (a kept gap: its
+    later access after its earlier one, so the copy is ready before each access and every
+    access has ended when it is freed), and a slow access after an eviction of its tensor
+    starts after that eviction (which writes the slow copy). Only the pairs on different
+    streams (with one stream, the order implies them)."""
+    out = []
+    evict_q = {}
+    for q, tr in enumerate(solution.transfers):
+        if tr.kind is TransferKind.EVICT:
+            evict_q[tr.tensor] = (q, tr)
+    for t in range(problem.num_tensors):
+        acc = problem.accesses(t)
+        for j in range(1, len(acc)):
+            a, prev = acc[j], acc[j - 1]
+            if solution.kept[t][j] and problem.stream_of(a) != problem.stream_of(prev):
+                out.append((("op", a), ("op", prev)))
+        if t in evict_q:
+            q, tr = evict_q[t]
+            for j in range(tr.gap, len(acc)):
+                a = acc[j]
+                if not problem.is_real(a) or solution.in_fast[t][j]:
+                    continue
+                implied = tr.release_op < problem.num_ops and problem.stream_of(a) == problem.stream_of(
+                    tr.release_op) and a >= tr.release_op
+                if not implied:
+                    out.append((("op", a), ("dma", q)))
+    return out
 
 
 def _check_memory_order(problem: LevelProblem, solution: LevelSolution, end: list[int]) -> list[str]:
