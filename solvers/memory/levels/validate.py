@@ -225,8 +225,9 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[s
     A waiter (``("op", i)`` before its start, ``("dma", q)`` before its start) waits for the
     end of every op or DMA that frees a fast piece ending on the point axis at or before
     the point where the waiter allocates one (:mod:`solvers.memory.levels.problem`). Only
-    the last such freer of each stream and the last such DMA in queue order are listed
-    (ends along a stream, and along the DMA queue, only grow). Empty with one stream.
+    the last such freeing op of each stream is listed (ends along a stream only grow), and
+    every such DMA; then the copy order's waits (one fast copy's accesses in order, a slow
+    read after its tensor's eviction). Empty with one stream.
 
     Examples
     --------
@@ -247,15 +248,18 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[s
     waits: dict[tuple[str, int], set[tuple[str, int]]] = {}
     for lo, _, alloc, _ in events:
         latest: dict = {}
+        chosen = set()
         for hi, free in frees:
             if hi > lo:
                 break
-            key = problem.stream_of(free[1]) if free[0] == "op" else "dma"
-            if free != alloc and (key not in latest or free[1] > latest[key][1]):
-                latest[key] = free
-        # an op's own stream frees in order before it; the DMA queue only when queued earlier
+            if free[0] == "dma":  # every one: a re-timing may run ready DMAs out of queue order
+                chosen.add(free)
+            elif free[1] > latest.get(problem.stream_of(free[1]), -1):
+                latest[problem.stream_of(free[1])] = free[1]
+        # an op's own stream frees in order before it
         own = problem.stream_of(alloc[1]) if alloc[0] == "op" else None
-        chosen = {f for k, f in latest.items() if k != own and not (k == "dma" == alloc[0] and f[1] < alloc[1])}
+        chosen |= {("op", a) for s, a in latest.items() if s != own}
+        chosen.discard(alloc)
         if chosen:
             waits.setdefault(alloc, set()).update(chosen)
     for waiter, waited in _copy_waits(problem, solution):
