@@ -80,3 +80,36 @@ def test_memory_order_waits_are_semaphores_in_the_binary(planned):
             assert ("", DMA_STREAM) in waits
         else:
             assert (waiter, placed[waiter].stream) in waits
+
+
+_TWO_DEVICES = """\
+version: 1
+name: streams-two-devices
+hardware:
+  clock: 1 GHz
+  devices:
+    - {name: big, profile: tpu-v4, count: 2, streams: 2}
+  links:
+    - {name: ici, between: [big0, big1], bandwidth: 300 GB/s, latency: 200 ns}
+models:
+  - name: gpt
+    generator: {kind: transformer, layers: 1, d_model: 128, heads: 4, seq: 32, batch: 1, dtype: fp16}
+objective: latency
+memory:
+  plan: true
+solver: {time_limit: 3 s, workers: 1, seed: 0}
+"""
+
+
+def test_streams_with_transfers_replay_whichever_plan_is_kept(tmp_path):
+    # Two TPUs with two streams each and transfers between them: the memory plan (ops on both
+    # streams of big0, with memory-order waits) is lowered and replayed like every candidate
+    # (a disagreement would raise InternalError), whichever plan is kept.
+    spec_file = tmp_path / "spec.yaml"
+    spec_file.write_text(_TWO_DEVICES)
+    outcome = run(load_spec(spec_file), time_limit_s=3, workers=1)
+    planned = outcome.memory
+    assert outcome.plan.transfers and "memory plan" in outcome.memory_baselines
+    streams = {o.stream for o in planned.plan.ops if o.device == "big0"}
+    assert streams == {0, 1} and planned.memory.devices["big0"].memory_waits
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
