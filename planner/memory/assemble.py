@@ -276,11 +276,13 @@ def _device_activities(d: str, lv: DeviceLevels, names: _Names, dmas: list[_DmaR
                        into: Mapping[str, list[str]], hardware: Hardware) -> list[Activity]:
     """A memory-planned device's DMAs (after their trigger, a prefetch after the eviction of its
     tensor and the transfer that received it) and instances (after the DMAs they release and
-    the transfers into their op), timed by the ISA on the device's clock."""
+    the transfers into their op; with several streams, also after their waits across streams,
+    :func:`_stream_waits`), timed by the ISA on the device's clock."""
     dev = hardware.device(d)
     cycles = op_durations(lv.expanded, lv.solution.in_fast)
     acts: list[Activity] = []
     released: dict[int, list[str]] = {}
+    waits = _stream_waits(d, lv, names)
     for q, row in enumerate(dmas):
         kind, orig, p, _, _, _, trigger, release, dev_cycles = row
         t = _expanded_id(names, orig, p)
@@ -291,17 +293,16 @@ def _device_activities(d: str, lv: DeviceLevels, names: _Names, dmas: list[_DmaR
             lt = lv.bridge.tensors[orig]
             if lt.role == "received":
                 deps += [f"xfer:{k}" for k, x in enumerate(transfers) if (x.src_op, x.dst_op) == lt.transfer]
+        deps += waits.get(f"dma:{d}:{q}", [])
         acts.append(Activity(f"dma:{d}:{q}", f"dma:{d}", hardware.to_timeline_cycles(dev_cycles, dev),
                              tuple(deps), priority=q))
         if release:
             released.setdefault(names.instances.index(release), []).append(f"dma:{d}:{q}")
-    waits = _stream_waits(d, lv, names)
     for i, inst in enumerate(names.instances):
         op = lv.bridge.ops[lv.op_origin[i][0]]
         acts.append(Activity(f"op:{inst}", _compute_resource(d, lv, i), hardware.to_timeline_cycles(cycles[i], dev),
                              tuple(released.get(i, []) + into.get(op, []) + waits.get(f"op:{inst}", []))))
-    return [replace(a, deps=a.deps + tuple(waits[a.name])) if a.name in waits and a.name.startswith("dma:") else a
-            for a in acts]
+    return acts
 
 
 def _activity(d: str, names: _Names, who: tuple[str, int]) -> str:
@@ -310,7 +311,7 @@ def _activity(d: str, names: _Names, who: tuple[str, int]) -> str:
 
 def _stream_waits(d: str, lv: DeviceLevels, names: _Names) -> dict[str, list[str]]:
     """Several streams: activity -> what it waits for besides its own stream's order: the
-    producers of what it reads on other streams, and the memory order
+    producers of what it reads on other streams, the copy order and the memory order
     (:func:`solvers.memory.levels.memory_waits`). Empty with one stream."""
     e = lv.expanded
     if not e.multi_stream:
