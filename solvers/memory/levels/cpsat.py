@@ -515,12 +515,14 @@ def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVar
     axis (the memory-order rule of :mod:`solvers.memory.levels.problem`).
 
     ``alloc[i]``: op i writes a tensor fast (allocated at its start); ``frees[a]``: some fast
-    copy may end with op a (a fast access of a that is neither kept nor evicted after it;
-    merely "may": a prefetch triggered by a into the same buffer continues it, and the extra
-    wait is then harmless). Then ``alloc[i] and frees[a] => start[i] >= end[a]`` for a < i on
-    another stream; ``alloc[i]`` and an eviction released by an op <= i => op i after the
-    eviction's end; a prefetch triggered by k starts after the end of every op a <= k that
-    frees and of every eviction released by an op <= k. Nothing with one stream.
+    copy ends with op a (a fast access of a that is neither kept nor evicted after it; a
+    prefetch triggered by a into the same buffer would continue it, and the extra
+    wait is never needed: :func:`_forbid_refetch_into_the_copy` rules that case out without
+    loss). Then ``alloc[i] and frees[a] => start[i] >= end[a]`` for a < i on another stream;
+    ``alloc[i]`` and an eviction released by an op <= i => op i after the eviction's end; a
+    prefetch triggered by k starts after the end of every op a <= k that frees and of every
+    eviction released by an op <= k; and the copy order (:func:`_add_copy_order`). Nothing
+    with one stream.
 
     Examples
     --------
@@ -555,6 +557,7 @@ def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVar
                 released = _at_most(model, released_by, i, f"rel_{t}_{j}_le_{i}")
                 _add_when(model, v.start[i] >= finish, alloc[i], ev, released)
     _add_copy_order(model, problem, v)
+    _forbid_refetch_into_the_copy(model, problem, v)
     for (t, j), pf in v.prefetch.items():
         if not problem.tensor_bytes[t]:
             continue
@@ -574,6 +577,21 @@ def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVar
                 continue  # released after every possible trigger
             before = _at_most(model, lo2 + 1 + v.release[t2, j2] - trig, 0, f"rel_{t2}_{j2}_le_trig_{t}_{j}")
             _add_when(model, begin >= v.dma_start["e", t2, j2] + problem.dma_cycles(t2), pf, ev, before)
+
+
+def _forbid_refetch_into_the_copy(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+    """Several streams: no copy is dropped after a fast access and prefetched again from the
+    end of that same access (a prefetch into the piece still holding it; ``frees`` would count
+    it as freed). Without loss: keeping the copy across the gap holds the same points, moves
+    nothing and waits for nothing more, so some optimum never does this, and with it
+    forbidden the model is exact."""
+    for (t, j), pf in v.prefetch.items():
+        acc = problem.accesses(t)
+        prev = v.fast[t, j - 1]
+        if not problem.is_real(acc[j - 1]) or v.trigger_base[t, j] != acc[j - 1] or (
+                isinstance(prev, int) and not prev):
+            continue
+        _add_when(model, v.trigger[t, j] >= 1, pf, prev)
 
 
 def _add_copy_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
@@ -1078,9 +1096,7 @@ class CpSatLevelSolver(Accepting):
                                                     **params)
         info["dtime"] = solver.deterministic_time
         info["stopped_by"] = budget.log[-1]["stopped_by"]
-        # A restriction (a trigger window; several streams, whose memory-order waits may be
-        # more than needed, see add_memory_order): its proofs say nothing about the problem.
-        if window is not None or problem.multi_stream:
+        if window is not None:  # a restriction: its proofs say nothing about the problem
             if status is Status.INFEASIBLE:
                 return ((Status.FEASIBLE, best, lb, progress, info) if best
                         else (Status.UNKNOWN, None, lb, progress, info))
@@ -1097,7 +1113,7 @@ class CpSatLevelSolver(Accepting):
         found = retime(problem, v.extract(solver))
         if best is None or found.makespan_cycles < best.makespan_cycles:
             best = found
-        bound = max(lb, int(solver.best_objective_bound)) if window is None and not problem.multi_stream else lb
+        bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
 
     def _window_search(self, problem: LevelProblem, best: LevelSolution, lb: int, window: int | None,
