@@ -13,6 +13,7 @@ graph planned within 60 s; numeric replay >= 1e5 instructions/s.
 
     python -m benchmarks.memory_plans                  # everything
     python -m benchmarks.memory_plans --only memory-   # name filter (substring)
+    python -m benchmarks.memory_plans --only memory-streams   # two streams against one
 """
 
 from __future__ import annotations
@@ -54,6 +55,17 @@ def large_spec() -> dict:
             "solver": {"time_limit": "20 s", "workers": 2, "seed": 0}}
 
 
+def one_stream_spec() -> dict:
+    """``specs/memory-streams.yaml`` with its NPU on one stream: the serialised comparison for the
+    two-stream plan (docs/memory.md, "Several compute streams")."""
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "specs" / "memory-streams.yaml").read_text())
+    spec["name"] = "memory-streams-one-stream"
+    spec["hardware"]["devices"][0]["streams"] = 1
+    return spec
+
+
 def small_kernels_spec() -> dict:
     """Many tiny kernels (a 24-layer transformer with d_model 16): the numeric replay's overhead."""
     return {"version": 1, "name": "numeric-small-kernels",
@@ -66,6 +78,7 @@ def small_kernels_spec() -> dict:
 
 def instances() -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = [(p.stem, p) for p in sorted((ROOT / "specs").glob("memory-*.yaml"))]
+    out.append(("memory-streams-one-stream", one_stream_spec()))
     for model in ONNX_CNNS:
         spec = onnx_spec(model)
         if spec is not None:

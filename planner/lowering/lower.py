@@ -457,6 +457,7 @@ def lower(plan: Plan, graph: Graph, hardware: Hardware, memory_plan: MemoryPlan 
             _lower_op(name, graph, builders[dev], where, received, control)
     for name, mp in memory.items():
         _lower_dmas(mp, builders[name], where)
+        _lower_memory_waits(mp, builders[name], where)
     preds = _op_predecessors(graph, where)
     return {dev.name: _finish_program(builders[dev.name], hardware, memory.get(dev.name), preds[dev.name])
             for dev in hardware.devices}
@@ -711,6 +712,31 @@ def _lower_dmas(mp: DeviceMemoryPlan, b: _DeviceProgram, where: _Placement) -> N
         if t.release_op:
             p = where.placed[t.release_op]
             b.sync(DMA_STREAM, t.end_cycle, name, p.stream, p.start_cycle, p.name)
+
+
+def _lower_memory_waits(mp: DeviceMemoryPlan, b: _DeviceProgram, where: _Placement) -> None:
+    """Several streams: the memory order (docs/memory.md, "Several compute streams") as
+    semaphores: an op on another stream, or an eviction DMA, signals at its end; the op or
+    prefetch DMA allocating after it waits at its start. A DMA side names no op, so the plan's
+    trigger and release ops stay the only ops a DMA's semaphores name; DMA after DMA is the
+    engine's own order."""
+    for waiter, waited in mp.memory_waits:
+        w_dma, x_dma = waiter.startswith("dma:"), waited.startswith("dma:")
+        if w_dma and x_dma:
+            continue
+        if x_dma:
+            t = mp.transfers[int(waited[4:])]
+            signal = (DMA_STREAM, t.end_cycle, "")
+        else:
+            p = where.placed[waited]
+            signal = (p.stream, p.end_cycle, p.name)
+        if w_dma:
+            wait = (DMA_STREAM, mp.transfers[int(waiter[4:])].start_cycle, "")
+        else:
+            o = where.placed[waiter]
+            wait = (o.stream, o.start_cycle, o.name)
+        if signal[0] != wait[0]:
+            b.sync(*signal, *wait)
 
 
 def peak_memory(program: Program) -> dict[str, int]:

@@ -27,7 +27,9 @@ from planner.memory.bridge import DeviceBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
 from planner.plan import PlacedOp, PlacedTransfer, Plan
-from solvers.memory.levels import LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, op_durations
+from solvers.memory.levels import (
+    LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, memory_waits, op_durations,
+)
 
 __all__ = ["DeviceLevels", "DeviceTimes", "expand", "assemble"]
 
@@ -222,7 +224,8 @@ def _sequences(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
     for d, lv in levels.items():
         for i, inst in enumerate(names[d].instances):
             last_instance[lv.bridge.ops[lv.op_origin[i][0]]] = f"op:{inst}"
-        sequences[f"compute:{d}"] = tuple(f"op:{inst}" for inst in names[d].instances)
+            resource = _compute_resource(d, lv, i)
+            sequences[resource] = sequences.get(resource, ()) + (f"op:{inst}",)
     rank = {n: i for i, n in enumerate(graph.topological_order())}
     for o in sorted(plan.ops, key=lambda o: (o.device, o.stream, o.start_cycle, o.end_cycle, rank[o.name])):
         if o.device not in levels:
@@ -230,6 +233,11 @@ def _sequences(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
             sequences.setdefault(f"stream:{o.device}:{o.stream}", ())
             sequences[f"stream:{o.device}:{o.stream}"] += (f"op:{o.name}",)
     return sequences, last_instance
+
+
+def _compute_resource(d: str, lv: DeviceLevels, i: int) -> str:
+    """The compute resource of expanded op ``i``: the device's one (one stream) or its stream's."""
+    return f"compute:{d}:{lv.expanded.stream_of(i)}" if lv.expanded.multi_stream else f"compute:{d}"
 
 
 def _evictions(levels: Mapping[str, DeviceLevels], names: Mapping[str, _Names],
@@ -268,11 +276,13 @@ def _device_activities(d: str, lv: DeviceLevels, names: _Names, dmas: list[_DmaR
                        into: Mapping[str, list[str]], hardware: Hardware) -> list[Activity]:
     """A memory-planned device's DMAs (after their trigger, a prefetch after the eviction of its
     tensor and the transfer that received it) and instances (after the DMAs they release and
-    the transfers into their op), timed by the ISA on the device's clock."""
+    the transfers into their op; with several streams, also after their waits across streams,
+    :func:`_stream_waits`), timed by the ISA on the device's clock."""
     dev = hardware.device(d)
     cycles = op_durations(lv.expanded, lv.solution.in_fast)
     acts: list[Activity] = []
     released: dict[int, list[str]] = {}
+    waits = _stream_waits(d, lv, names)
     for q, row in enumerate(dmas):
         kind, orig, p, _, _, _, trigger, release, dev_cycles = row
         t = _expanded_id(names, orig, p)
@@ -283,15 +293,38 @@ def _device_activities(d: str, lv: DeviceLevels, names: _Names, dmas: list[_DmaR
             lt = lv.bridge.tensors[orig]
             if lt.role == "received":
                 deps += [f"xfer:{k}" for k, x in enumerate(transfers) if (x.src_op, x.dst_op) == lt.transfer]
+        deps += waits.get(f"dma:{d}:{q}", [])
         acts.append(Activity(f"dma:{d}:{q}", f"dma:{d}", hardware.to_timeline_cycles(dev_cycles, dev),
                              tuple(deps), priority=q))
         if release:
             released.setdefault(names.instances.index(release), []).append(f"dma:{d}:{q}")
     for i, inst in enumerate(names.instances):
         op = lv.bridge.ops[lv.op_origin[i][0]]
-        acts.append(Activity(f"op:{inst}", f"compute:{d}", hardware.to_timeline_cycles(cycles[i], dev),
-                             tuple(released.get(i, []) + into.get(op, []))))
+        acts.append(Activity(f"op:{inst}", _compute_resource(d, lv, i), hardware.to_timeline_cycles(cycles[i], dev),
+                             tuple(released.get(i, []) + into.get(op, []) + waits.get(f"op:{inst}", []))))
     return acts
+
+
+def _activity(d: str, names: _Names, who: tuple[str, int]) -> str:
+    return f"op:{names.instances[who[1]]}" if who[0] == "op" else f"dma:{d}:{who[1]}"
+
+
+def _stream_waits(d: str, lv: DeviceLevels, names: _Names) -> dict[str, list[str]]:
+    """Several streams: activity -> what it waits for besides its own stream's order: the
+    producers of what it reads on other streams, the copy order and the memory order
+    (:func:`solvers.memory.levels.memory_waits`). Empty with one stream."""
+    e = lv.expanded
+    if not e.multi_stream:
+        return {}
+    waits: dict[str, list[str]] = {}
+    for i in range(e.num_ops):
+        producers = sorted({e.accesses(t)[0] for t in e.reads[i] if e.is_real(e.accesses(t)[0])})
+        cross = [f"op:{names.instances[a]}" for a in producers if e.stream_of(a) != e.stream_of(i)]
+        if cross:
+            waits[f"op:{names.instances[i]}"] = cross
+    for waiter, waited in memory_waits(e, lv.solution).items():
+        waits.setdefault(_activity(d, names, waiter), []).extend(sorted(_activity(d, names, w) for w in waited))
+    return waits
 
 
 def _unplanned_activities(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
@@ -332,9 +365,9 @@ def _retimed_plan(plan: Plan, levels: Mapping[str, DeviceLevels], names: Mapping
     for o in plan.ops:
         if o.device not in levels:
             new_ops.append(replace(o, start_cycle=start[f"op:{o.name}"]))
-    for d in levels:
-        for inst in names[d].instances:
-            new_ops.append(PlacedOp(inst, d, 0, start[f"op:{inst}"], duration[f"op:{inst}"]))
+    for d, lv in levels.items():
+        for i, inst in enumerate(names[d].instances):
+            new_ops.append(PlacedOp(inst, d, lv.expanded.stream_of(i), start[f"op:{inst}"], duration[f"op:{inst}"]))
     new_transfers = tuple(replace(t, start_cycle=start[f"xfer:{k}"]) for k, t in enumerate(transfers))
     makespan = max([start[a] + duration[a] for a in duration], default=0)
     return replace(plan, ops=tuple(sorted(new_ops, key=lambda o: (o.start_cycle, o.device, o.stream, o.name))),
@@ -385,9 +418,10 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
     inst_end = [end(f"op:{x}") for x in names.instances]
     times = DeviceTimes([start[f"op:{x}"] for x in names.instances], inst_end, max(
         [*inst_end, *(end(x) for x in dma_names), *(end(f"xfer:{k}") for k in sends + recvs), 0]))
+    life = _fast_lifetimes(lv, names, times, dma_names, start, end)
     fast = [MemoryBuffer(name, b.tensors[lv.tensor_origin[t][0]].tensor, _portion(lv, t), b.fast_level, address,
-                         lv.expanded.tensor_bytes[t], times.point_start(lo), times.point_end(hi))
-            for t, lo, hi, name, address in names.pieces]
+                         lv.expanded.tensor_bytes[t], *life[k])
+            for k, (t, lo, hi, name, address) in enumerate(names.pieces)]
     uses = _slow_uses(names, accesses, dma_rows, dma_names, times, start, end)
     slow, views = _slow_copies(lv, uses, _sent_cycles(transfers, sends, start, end), transfers, graph, times,
                                start, end)
@@ -405,8 +439,42 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
                        start[dma_names[q]], end(dma_names[q]) - start[dma_names[q]])
         for q, row in enumerate(dma_rows))
     factors = {label: k for label, k in zip(b.group_labels, lv.solution.split_factors)}
-    return DeviceMemoryPlan(d, b.fast_level, b.slow_level, tuple(names.instances), accesses, tuple(buffers),
-                            mem_transfers, factors, dict(stats))
+    order = tuple(names.instances)
+    waits: tuple[tuple[str, str], ...] = ()
+    if lv.expanded.multi_stream:  # streams overlap: the order is by start, and the memory order is kept
+        order = tuple(x for _, _, x in sorted((times.inst_start[i], i, x) for i, x in enumerate(names.instances)))
+        waits = tuple((_plan_name(names, w), _plan_name(names, x))
+                      for w, xs in sorted(memory_waits(lv.expanded, lv.solution).items()) for x in sorted(xs))
+    return DeviceMemoryPlan(d, b.fast_level, b.slow_level, order, accesses, tuple(buffers),
+                            mem_transfers, factors, dict(stats), memory_waits=waits)
+
+
+def _plan_name(names: _Names, who: tuple[str, int]) -> str:
+    return names.instances[who[1]] if who[0] == "op" else f"dma:{who[1]}"
+
+
+def _fast_lifetimes(lv: DeviceLevels, names: _Names, times: DeviceTimes, dma_names: list[str], start,
+                    end) -> list[tuple[int, int]]:
+    """Each fast piece's cycles: its points mapped by :class:`DeviceTimes`; with several streams
+    a prefetched piece starts with its DMA and an evicted one ends with its DMA (the memory
+    order's allocation and free; docs/memory.md, "Several compute streams")."""
+    life = [(times.point_start(lo), times.point_end(hi)) for _, lo, hi, _, _ in names.pieces]
+    if not lv.expanded.multi_stream:
+        return life
+    prefetch_at, evict_at = {}, {}
+    for q, tr in enumerate(lv.solution.transfers):
+        if tr.kind is TransferKind.PREFETCH:
+            prefetch_at[tr.tensor, 2 * tr.trigger_op + 2] = dma_names[q]
+        else:
+            evict_at[tr.tensor, 2 * tr.release_op + 1] = dma_names[q]
+    for k, (t, lo, hi, _, _) in enumerate(names.pieces):
+        begin, finish = life[k]
+        if lo % 2 == 0 and (t, lo) in prefetch_at:
+            begin = start[prefetch_at[t, lo]]
+        if hi % 2 and (t, hi) in evict_at:
+            finish = end(evict_at[t, hi])
+        life[k] = (begin, finish)
+    return life
 
 
 def _portion(lv: DeviceLevels, t: int) -> int:

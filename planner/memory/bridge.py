@@ -12,7 +12,11 @@ Tensors: weights and graph inputs start slow (preloaded); a tensor produced on a
 device arrives as a *received copy* in the slow level (one per transfer, as lowering
 does); graph outputs and tensors sent to other devices are live-out (they end slow).
 
-Split groups: maximal runs of consecutive *row-separable* ops (their output rows depend
+Streams: on a device whose ops use two streams or more, each op keeps its stream
+(``LevelProblem.op_streams``; docs/memory.md, "Several compute streams"); with one stream
+used the problem has none, as before.
+
+Split groups: maximal runs of consecutive *row-separable* ops (of one stream) (their output rows depend
 only on the same rows of their non-weight inputs, along dimension 0), offered only where
 some op touches more bytes than the fast level holds; every non-weight tensor a group
 touches is split, and a factor is offered only when it divides dimension 0 of every one.
@@ -267,8 +271,10 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
                else fast.capacity_bytes * reserve_factor // 100)
     reserve = min(fast.capacity_bytes // 8, reserve)
     capacity_fast = max(1, fast.capacity_bytes - reserve)
+    stream_of = {o.name: o.stream for o in plan.ops}
+    streams = tuple(stream_of[n] for n in ops) if len({stream_of[n] for n in ops}) > 1 else ()
     groups, labels = _split_groups(graph, ops, tensors, op_inputs, op_outputs, capacity_fast, options,
-                                   profile, device.kind) if options.split else ((), ())
+                                   profile, device.kind, streams) if options.split else ((), ())
     problem = LevelProblem(
         compute_cycles=tuple(compute), reads=tuple(reads), writes=tuple(writes),
         tensor_bytes=tuple(lt.size_bytes for lt in tensors),
@@ -277,13 +283,15 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
                                    _fraction(slow.bandwidth_bytes_per_s, profile.clock_hz)),
         dma_bytes_per_cycle=_fraction(min(fast.bandwidth_bytes_per_s, slow.bandwidth_bytes_per_s), profile.clock_hz),
         dma_latency_cycles=profile.dma_latency_cycles,
-        live_out=tuple(live_out), splits=groups, op_names=ops, tensor_names=tuple(lt.name for lt in tensors))
+        live_out=tuple(live_out), splits=groups, op_streams=streams, op_names=ops,
+        tensor_names=tuple(lt.name for lt in tensors))
     return DeviceBridge(device, fast.name, slow.name, ops, tuple(tensors), tuple(op_inputs), tuple(op_outputs),
                         problem, frozenset(sent), labels, reserve)
 
 
 def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fast: int,
-                  options: MemoryOptions, profile, kind) -> tuple[tuple[SplitGroup, ...], tuple[str, ...]]:
+                  options: MemoryOptions, profile, kind,
+                  streams: tuple[int, ...] = ()) -> tuple[tuple[SplitGroup, ...], tuple[str, ...]]:
     def touched(i: int) -> set[int]:
         return {t for t in (*op_inputs[i], *op_outputs[i]) if tensors[t].role != "weight"}
 
@@ -301,6 +309,8 @@ def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fa
 
     for i, name in enumerate(ops):
         mine = touched(i)
+        if streams and current and streams[current[-1]] != streams[i]:
+            close()  # a split group runs on one stream
         if not row_separable(graph, name) or mine & used:
             close()
             continue

@@ -140,12 +140,16 @@ class DeviceMemoryPlan:
     device: str
     fast_level: str
     slow_level: str
-    order: tuple[str, ...]  # op instances in execution order (one compute stream)
+    order: tuple[str, ...]  # op instances in execution order (start cycle; then the merged order)
     accesses: Mapping[str, OpAccess]  # by instance name
     buffers: tuple[MemoryBuffer, ...]
     transfers: tuple[MemoryTransfer, ...]
     split_factors: Mapping[str, int] = field(default_factory=dict)
     stats: Mapping[str, Any] = field(default_factory=dict)
+    # Several streams: (waiter, waited) memory-order waits, each an op instance or "dma:<index
+    # in transfers>": the waiter starts after the waited ends (docs/memory.md, "Several compute
+    # streams"); lowering enforces them with SIGNAL/WAIT. Empty with one stream.
+    memory_waits: tuple[tuple[str, str], ...] = ()
 
     def buffer(self, name: str) -> MemoryBuffer:
         for b in self.buffers:

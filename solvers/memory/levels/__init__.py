@@ -37,8 +37,8 @@ window search around the best plan above), :class:`GreedyLevelSolver` (Belady-li
 """
 
 from solvers.memory.levels.cpsat import (
-    CpSatLevelSolver, LevelVars, add_durations, add_fast_capacity, add_makespan, add_residency, add_transfers,
-    build_level_model, exact_model_fits,
+    CpSatLevelSolver, LevelVars, add_durations, add_fast_capacity, add_makespan, add_memory_order, add_residency,
+    add_transfers, build_level_model, exact_model_fits,
 )
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver, plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.hierarchy import (
@@ -67,19 +67,20 @@ from solvers.memory.levels.problem import (
 )
 from solvers.memory.levels.split import SplitMap, expand_splits, split_factor_choices
 from solvers.memory.levels.validate import (
-    LevelMetrics, Replay, fast_occupancy, fast_pieces, level_metrics, makespan_lower_bound, op_duration_lower_bounds,
-    op_durations, replay_levels, required_transfers, resolve_problem, validate_levels,
+    LevelMetrics, Replay, fast_occupancy, fast_pieces, level_metrics, makespan_lower_bound, memory_waits,
+    op_duration_lower_bounds, op_durations, replay_levels, required_transfers, resolve_problem, validate_levels,
 )
 
 __all__ = [
     "LevelProblem", "LevelSolution", "SplitGroup", "Transfer", "TransferKind", "ceil_div", "cycles_for_bytes",
     "to_rate",
     "SplitMap", "expand_splits", "split_factor_choices",
-    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "validate_levels",
+    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "memory_waits",
+    "validate_levels",
     "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds", "makespan_lower_bound",
     "retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver",
     "CpSatLevelSolver", "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
-    "add_fast_capacity", "add_makespan",
+    "add_fast_capacity", "add_memory_order", "add_makespan",
     "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",
     "validate_hierarchy", "HierarchyReplay", "replay_hierarchy", "HierarchyMetrics", "hierarchy_metrics",

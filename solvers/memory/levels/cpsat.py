@@ -88,7 +88,7 @@ from solvers.memory.levels.validate import (
 
 __all__ = [
     "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
-    "add_fast_capacity", "add_makespan", "CpSatLevelSolver",
+    "add_fast_capacity", "add_memory_order", "add_makespan", "CpSatLevelSolver",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -141,6 +141,7 @@ class LevelVars:
     earliest: list = field(default_factory=list)
     latest: list = field(default_factory=list)
     shortest: list = field(default_factory=list)  # a lower bound on each op's duration
+    latest_end: list | None = None  # several streams: each op's latest end (else latest[op + 1])
 
     def end(self, op: int):
         return 0 if op < 0 else self.start[op] + self.dur[op]
@@ -149,7 +150,23 @@ class LevelVars:
         """Earliest and latest end of ``op`` (``(0, 0)`` for the program start ``-1``)."""
         if op < 0:
             return 0, 0
+        if self.latest_end is not None:
+            return self.earliest[op] + self.shortest[op], self.latest_end[op]
         return self.earliest[op] + self.shortest[op], self.latest[op + 1]
+
+    def end_span(self, lo: int, hi: int) -> tuple[int, int]:
+        """Earliest and latest end of any op in ``lo..hi`` (ops of one stream end in order;
+        with several streams the window's extremes are taken)."""
+        if not self.problem.multi_stream:
+            return self.end_window(lo)[0], self.end_window(hi)[1]
+        windows = [self.end_window(op) for op in range(lo, hi + 1)]
+        return min(w[0] for w in windows), max(w[1] for w in windows)
+
+    def start_span(self, lo: int, hi: int) -> tuple[int, int]:
+        """Earliest and latest start of any op in ``lo..hi`` (index ``num_ops``: the makespan)."""
+        if not self.problem.multi_stream:
+            return self.earliest[lo], self.latest[hi]
+        return min(self.earliest[lo:hi + 1]), max(self.latest[lo:hi + 1])
 
     def op_is_free(self, op: int) -> bool:
         """Whether op ``op``'s accesses are decided by the model (always, without ``fixed``)."""
@@ -354,8 +371,10 @@ def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
     (4, 12)
     """
     (pf, qf), (ps, qs) = ((r.numerator, r.denominator) for r in problem.bandwidth_bytes_per_cycle)
+    if problem.multi_stream:
+        _add_stream_order(model, problem, v)
     for i, row in enumerate(problem.op_accesses()):
-        if i and (v.op_is_free(i) or v.op_is_free(i - 1)):
+        if i and not problem.multi_stream and (v.op_is_free(i) or v.op_is_free(i - 1)):
             _add(model, v.start[i] >= v.end(i - 1))
         cf, cs = v.cf[i], v.cs[i]
         if cf is None:  # every access fixed: the duration is a constant (set by the builder)
@@ -368,6 +387,19 @@ def add_durations(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         model.add(ps * cs >= qs * (total - fb))
         model.add(ps * cs <= qs * (total - fb) + ps - 1)
         model.add_max_equality(v.dur[i], [problem.compute_cycles[i], cf + cs])
+
+
+def _add_stream_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+    """Several streams: each op after the previous op of its stream and after the producer of
+    every tensor it reads."""
+    last: dict[int, int] = {}
+    for i in range(problem.num_ops):
+        s = problem.stream_of(i)
+        before = {last[s]} if s in last else set()
+        before |= {problem.accesses(t)[0] for t in problem.reads[i] if problem.is_real(problem.accesses(t)[0])}
+        for a in sorted(before):
+            model.add(v.start[i] >= v.end(a))
+        last[s] = i
 
 
 def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
@@ -396,7 +428,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
             hi_trig = hi - 1
         v.trigger_base[t, j] = lo
         trig = v.trigger[t, j] = model.new_int_var(0, hi_trig - lo, f"trigger_{t}_{j}")
-        first, last = v.end_window(lo)[0], v.latest[hi] - d
+        first, last = v.end_span(lo, hi_trig)[0], v.latest[hi] - d
         if last < first:  # no room for this DMA before its consumer within the makespan bound
             model.add_bool_or([]) if isinstance(pf, int) else model.add(pf == 0)
             last = first
@@ -405,7 +437,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
             s = model.new_int_var(first, last, f"prefetch_start_{t}_{j}")
         v.dma_start["p", t, j] = s
         intervals.append(interval_if(model, s, d, s + d, pf, f"prefetch_{t}_{j}"))
-        ready = v.trigger_end[t, j] = model.new_int_var(first, v.end_window(hi_trig)[1], f"trigger_end_{t}_{j}")
+        ready = v.trigger_end[t, j] = model.new_int_var(first, v.end_span(lo, hi_trig)[1], f"trigger_end_{t}_{j}")
         model.add_element(trig, [v.end(k) for k in range(lo, hi_trig + 1)], ready)
         _add(model, s >= ready, pf)
         _add(model, s + d <= v.start[hi], pf)
@@ -417,7 +449,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
         if tr is not None:  # (an eviction that may move here from a free gap keeps a free release)
             rel_lo = rel_hi = tr.release_op
         rel = v.release[t, j] = model.new_int_var(rel_lo - lo - 1, rel_hi - lo - 1, f"release_{t}_{j}")
-        first, last = v.end_window(lo)[0], v.latest[rel_hi] - d
+        first, last = v.end_window(lo)[0], v.start_span(rel_lo, rel_hi)[1] - d
         if last < first:
             model.add_bool_or([]) if isinstance(ev, int) else model.add(ev == 0)
             last = first
@@ -426,7 +458,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
             s = model.new_int_var(first, last, f"evict_start_{t}_{j}")
         v.dma_start["e", t, j] = s
         intervals.append(interval_if(model, s, d, s + d, ev, f"evict_{t}_{j}"))
-        deadline = v.release_start[t, j] = model.new_int_var(v.earliest[rel_lo], v.latest[rel_hi],
+        deadline = v.release_start[t, j] = model.new_int_var(*v.start_span(rel_lo, rel_hi),
                                                              f"release_start_{t}_{j}")
         model.add_element(rel, starts_ext[lo + 1:hi + 1], deadline)
         _add(model, s >= v.end(lo), ev)
@@ -476,6 +508,153 @@ def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVa
         p = q
     if intervals:
         model.add_cumulative(intervals, demands, problem.capacity_bytes[0])
+
+
+def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+    """Several streams: every fast allocation waits for the fast frees before it on the point
+    axis (the memory-order rule of :mod:`solvers.memory.levels.problem`).
+
+    ``alloc[i]``: op i writes a tensor fast (allocated at its start); ``frees[a]``: some fast
+    copy ends with op a (a fast access of a that is neither kept nor evicted after it; a
+    prefetch triggered by a into the same buffer would continue it, and the extra
+    wait is never needed: :func:`_forbid_refetch_into_the_copy` rules that case out without
+    loss). Then ``alloc[i] and frees[a] => start[i] >= end[a]`` for a < i on another stream;
+    ``alloc[i]`` and an eviction released by an op <= i => op i after the eviction's end; a
+    prefetch triggered by k starts after the end of every op a <= k that frees and of every
+    eviction released by an op <= k; and the copy order (:func:`_add_copy_order`). Nothing
+    with one stream.
+
+    Examples
+    --------
+    Op 0 (stream 0) reads weight 0, op 1 (stream 1) writes tensor 1; both fast means op 1
+    waits for op 0 (8-cycle prefetch, then 4 + 4), else they overlap:
+
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> model, v = build_level_model(p)
+    >>> _ = model.add(v.fast[0, 1] == 1); _ = model.add(v.fast[1, 0] == 1)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> solver.value(v.makespan)
+    16
+    """
+    if not problem.multi_stream:
+        return
+    n = problem.num_ops
+    alloc = [_any_of(model, [v.fast[t, 0] for t in problem.writes[i] if problem.tensor_bytes[t]], f"alloc_{i}")
+             for i in range(n)]
+    frees = [_any_of(model, [_ends_at(model, problem, v, t, j) for t, j in row if problem.tensor_bytes[t]],
+                     f"frees_{a}") for a, row in enumerate(problem.op_accesses())]
+    for i in range(n):
+        for a in range(i):
+            if problem.stream_of(a) != problem.stream_of(i):
+                _add_when(model, v.start[i] >= v.end(a), alloc[i], frees[a])
+    evictions = [(t, j, ev) for (t, j), ev in v.evict.items() if problem.tensor_bytes[t]]
+    for t, j, ev in evictions:
+        lo = problem.accesses(t)[j - 1]
+        released_by = lo + 1 + v.release[t, j]  # the absolute release op
+        finish = v.dma_start["e", t, j] + problem.dma_cycles(t)
+        for i in range(lo + 1, n):
+            if not (isinstance(alloc[i], int) and not alloc[i]):
+                released = _at_most(model, released_by, i, f"rel_{t}_{j}_le_{i}")
+                _add_when(model, v.start[i] >= finish, alloc[i], ev, released)
+    _add_copy_order(model, problem, v)
+    _forbid_refetch_into_the_copy(model, problem, v)
+    for (t, j), pf in v.prefetch.items():
+        if not problem.tensor_bytes[t]:
+            continue
+        base = v.trigger_base[t, j]
+        trig = base + v.trigger[t, j]
+        begin = v.dma_start["p", t, j]
+        for a in range(problem.accesses(t)[j]):
+            if isinstance(frees[a], int) and not frees[a]:
+                continue
+            triggered_after = 1 if a <= base else _at_most(model, -trig, -a, f"trig_{t}_{j}_ge_{a}")
+            _add_when(model, begin >= v.end(a), pf, frees[a], triggered_after)
+        for t2, j2, ev in evictions:
+            if t2 == t:
+                continue  # its own eviction is waited for already (add_transfers)
+            lo2 = problem.accesses(t2)[j2 - 1]
+            if lo2 + 1 > problem.accesses(t)[j] - 1:
+                continue  # released after every possible trigger
+            before = _at_most(model, lo2 + 1 + v.release[t2, j2] - trig, 0, f"rel_{t2}_{j2}_le_trig_{t}_{j}")
+            _add_when(model, begin >= v.dma_start["e", t2, j2] + problem.dma_cycles(t2), pf, ev, before)
+
+
+def _forbid_refetch_into_the_copy(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+    """Several streams: no copy is dropped after a fast access and prefetched again from the
+    end of that same access (a prefetch into the piece still holding it; ``frees`` would count
+    it as freed). Without loss: keeping the copy across the gap holds the same points, moves
+    nothing and waits for nothing more, so some optimum never does this, and with it
+    forbidden the model is exact."""
+    for (t, j), pf in v.prefetch.items():
+        acc = problem.accesses(t)
+        prev = v.fast[t, j - 1]
+        if not problem.is_real(acc[j - 1]) or v.trigger_base[t, j] != acc[j - 1] or (
+                isinstance(prev, int) and not prev):
+            continue
+        _add_when(model, v.trigger[t, j] >= 1, pf, prev)
+
+
+def _add_copy_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+    """Several streams: a kept gap orders its two accesses (one copy's accesses run one after
+    another), and a slow access after an eviction of its tensor starts after the eviction."""
+    for (t, j), k in v.kept.items():
+        acc = problem.accesses(t)
+        if j and problem.is_real(acc[j]) and problem.is_real(acc[j - 1]) and \
+                problem.stream_of(acc[j]) != problem.stream_of(acc[j - 1]):
+            _add_when(model, v.start[acc[j]] >= v.end(acc[j - 1]), k)
+    for (t, j0), ev in v.evict.items():
+        acc = problem.accesses(t)
+        finish = v.dma_start["e", t, j0] + problem.dma_cycles(t)
+        for j in range(j0, len(acc)):
+            if problem.is_real(acc[j]):
+                x = v.fast[t, j]
+                slow = 1 - x if isinstance(x, int) else x.Not()
+                _add_when(model, v.start[acc[j]] >= finish, ev, slow)
+
+
+def _add_when(model: cp_model.CpModel, relation, *lits) -> None:
+    """:func:`_add` unless a literal is the constant 0 (then the relation never applies)."""
+    if not any(isinstance(x, int) and not x for x in lits):
+        _add(model, relation, *lits)
+
+
+def _any_of(model: cp_model.CpModel, lits: list, name: str):
+    """A literal that is 1 when any of ``lits`` is (it may be 1 otherwise: used only to add waits)."""
+    if any(isinstance(x, int) and x for x in lits):
+        return 1
+    lits = _lits(*lits)
+    if not lits:
+        return 0
+    if len(lits) == 1:
+        return lits[0]
+    y = model.new_bool_var(name)
+    for x in lits:
+        model.add_implication(x, y)
+    return y
+
+
+def _ends_at(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, t: int, j: int):
+    """1 when access j of t is fast and its copy is neither kept across the next gap nor evicted
+    there (it may be 1 otherwise)."""
+    x = v.fast[t, j]
+    if isinstance(x, int) and not x:
+        return 0
+    if j + 1 >= len(problem.accesses(t)):
+        return x
+    k, ev = v.kept.get((t, j + 1), 0), v.evict.get((t, j + 1), 0)
+    if all(isinstance(z, int) for z in (x, k, ev)):
+        return int(bool(x) and not k and not ev)
+    y = model.new_bool_var(f"ends_{t}_{j}")
+    model.add(y >= x - k - ev)
+    return y
+
+
+def _at_most(model: cp_model.CpModel, expr, bound: int, name: str):
+    """A literal equal to ``expr <= bound`` (a constant when the domains decide it)."""
+    y = model.new_bool_var(name)
+    model.add(expr <= bound).only_enforce_if(y)
+    model.add(expr > bound).only_enforce_if(y.Not())
+    return y
 
 
 class _FastPieces:
@@ -565,7 +744,9 @@ def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -
     9
     """
     if problem.num_ops and v.shift is None:
-        model.add(v.makespan >= v.end(problem.num_ops - 1))
+        last = {problem.stream_of(i): i for i in range(problem.num_ops)}
+        for i in sorted(last.values()):
+            model.add(v.makespan >= v.end(i))
     return v.makespan
 
 
@@ -614,6 +795,7 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     add_durations(model, problem, v)
     add_transfers(model, problem, v)
     add_fast_capacity(model, problem, v)
+    add_memory_order(model, problem, v)
     model.minimize(add_makespan(model, problem, v))
     if hint is not None:
         _add_hint(model, problem, v, hint)
@@ -658,10 +840,13 @@ def _add_op_windows(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars
             v.earliest[i] = v.latest[i] = fixed.op_start[i]
         v.earliest[lo_op] = ends[lo_op - 1] if lo_op else 0
         v.latest[hi_op] = fixed.op_start[hi_op] if hi_op < n else h
-    for i in range(lo_op, hi_op):
-        v.earliest[i + 1] = v.earliest[i] + shortest[i]
-    for i in range(hi_op - 1, lo_op - 1, -1):
-        v.latest[i] = v.latest[i + 1] - shortest[i]
+    if problem.multi_stream:  # (fixed is None: window search is one-stream only)
+        _stream_windows(problem, v, shortest, h)
+    else:
+        for i in range(lo_op, hi_op):
+            v.earliest[i + 1] = v.earliest[i] + shortest[i]
+        for i in range(hi_op - 1, lo_op - 1, -1):
+            v.latest[i] = v.latest[i + 1] - shortest[i]
     if fixed is not None and hi_op < n:  # shifted after the free ops, by shift in [least, 0]
         least = min(0, v.earliest[hi_op] - fixed.op_start[hi_op])
         v.shift = model.new_int_var(least, 0, "shift")
@@ -673,6 +858,27 @@ def _add_op_windows(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars
         v.latest = [max(x, e) for x, e in zip(v.latest, v.earliest)]
         model.add_bool_or([])
     return lo_op, h
+
+
+def _stream_windows(problem: LevelProblem, v: LevelVars, shortest: list[int], h: int) -> None:
+    """Start windows with several streams: op i starts after the shortest durations of the
+    earlier ops of its stream and early enough for those of the later ones to end by ``h``;
+    ``v.latest[i+1]`` is not op i's latest end here (:meth:`LevelVars.end_window` is kept
+    right by ``v.latest_end``)."""
+    n = problem.num_ops
+    before: dict[int, int] = {}
+    for i in range(n):
+        s = problem.stream_of(i)
+        v.earliest[i] = before.get(s, 0)
+        before[s] = v.earliest[i] + shortest[i]
+    v.earliest[n] = max(before.values(), default=0)
+    after: dict[int, int] = {}
+    v.latest_end = [h] * n
+    for i in range(n - 1, -1, -1):
+        s = problem.stream_of(i)
+        v.latest_end[i] = h - after.get(s, 0)
+        after[s] = after.get(s, 0) + shortest[i]
+        v.latest[i] = v.latest_end[i] - shortest[i]
 
 
 def _add_op_times(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, h: int,
@@ -873,6 +1079,8 @@ class CpSatLevelSolver(Accepting):
         if not exact_model_fits(problem):
             _LOG.warning("level model: bandwidth fractions too fine for CP-SAT; keeping the best baseline")
             return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, (), info
+        if best is not None and problem.num_ops > self.window_above_ops and problem.multi_stream:
+            return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, (), info
         if best is not None and problem.num_ops > self.window_above_ops:
             best, progress = self._window_search(problem, best, lb, window, options, budget, windows, info)
             return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, progress, info

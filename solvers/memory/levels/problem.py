@@ -45,6 +45,27 @@ Semantics (what :func:`~solvers.memory.levels.validate.validate_levels` checks)
   ISA's ``ceil(bytes * clock_hz / bytes_per_s)`` to the cycle (:func:`cycles_for_bytes`);
 * objective: makespan = max end over ops and DMAs.
 
+Several compute streams (``op_streams``; see docs/memory.md, "Several compute streams")
+------------------------------------------------------------------------------------
+The op order ``0..num_ops-1`` stays one total *merged* order (the spine's: start cycle,
+then stream) and capacity is still checked on its points, exactly as above. Each op also
+has a stream (default: every op on stream 0, which is the one-stream problem above, to
+the byte). With two streams or more, "ops run in order" becomes:
+
+* ops of one stream run one at a time in the merged order; op i starts after the
+  previous op of its stream, after the producer of every tensor it reads (a data
+  dependency, on any stream) and after every DMA it releases;
+* **memory order**: every fast allocation waits for every fast free that precedes it on
+  the point axis. A fast piece (:func:`~solvers.memory.levels.validate.fast_pieces`) over
+  points ``[lo, hi)`` is allocated at the start of op i when ``lo = 2i+1`` (the producer's
+  write) and at the start of its prefetch DMA when ``lo`` is even, and freed at the end of
+  op a when ``hi = 2a+2`` and at the end of its eviction DMA when ``hi`` is odd; whenever
+  ``hi(c) <= lo(b)``, piece c is freed (in cycles) no later than piece b is allocated.
+  With one stream this always holds; with several, it makes the point check sound for
+  overlapping ops: every set of pieces live at one cycle is live together at one point
+  (the latest allocation among them), so capacity and the offsets found over points hold
+  in cycles. The lowered program enforces it with SIGNAL/WAIT (a DMA by its queue order).
+
 Splitting: a :class:`SplitGroup` names a run of consecutive ops and the tensors split
 along one dimension; with factor k the group runs k times in series on portions of
 ``ceil(size/k)`` bytes, each portion op taking the group's ``portion_compute`` cycles for
@@ -299,12 +320,14 @@ class LevelProblem(OpsAndTensors):
     live_out: tuple[int, ...] = ()  # tensors that must be in the slow level at the end
     fast_only_ops: tuple[int, ...] = ()  # ops that can only touch fast memory (e.g. a TPU MXU)
     splits: tuple[SplitGroup, ...] = ()
+    # per op, its compute stream (empty: every op on stream 0, the one-stream problem)
+    op_streams: tuple[int, ...] = ()
     op_names: tuple[str, ...] = field(default=(), compare=False)
     tensor_names: tuple[str, ...] = field(default=(), compare=False)
     _accesses: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
-        for name in ("compute_cycles", "tensor_bytes", "capacity_bytes", "live_out", "fast_only_ops"):
+        for name in ("compute_cycles", "tensor_bytes", "capacity_bytes", "live_out", "fast_only_ops", "op_streams"):
             object.__setattr__(self, name, tuple(int(x) for x in getattr(self, name)))
         object.__setattr__(self, "bandwidth_bytes_per_cycle", tuple(
             to_rate(x, "bandwidth_bytes_per_cycle") for x in self.bandwidth_bytes_per_cycle))
@@ -324,6 +347,8 @@ class LevelProblem(OpsAndTensors):
             raise ValueError("DMA bandwidth and latency must be >= 0")
         if any(c < 0 for c in self.compute_cycles) or any(b < 0 for b in self.tensor_bytes):
             raise ValueError("compute cycles and tensor bytes must be >= 0")
+        if self.op_streams and (len(self.op_streams) != n or min(self.op_streams) < 0):
+            raise ValueError(f"op_streams needs one stream >= 0 per op ({n}), got {self.op_streams}")
         accesses = self._build_accesses()
         seen_ops: set[int] = set()
         seen_tensors: set[int] = set()
@@ -331,6 +356,8 @@ class LevelProblem(OpsAndTensors):
             if g.last_op >= n or seen_ops & set(g.ops):
                 raise ValueError(f"split group {g.first_op}..{g.last_op} is out of range or overlaps another")
             seen_ops |= set(g.ops)
+            if len({self.stream_of(i) for i in g.ops}) > 1:
+                raise ValueError(f"split group {g.first_op}..{g.last_op} spans several streams")
             if seen_tensors & set(g.tensors) or any(not 0 <= t < nt for t in g.tensors):
                 raise ValueError("a tensor is split by two groups or is unknown")
             seen_tensors |= set(g.tensors)
@@ -346,6 +373,22 @@ class LevelProblem(OpsAndTensors):
                                  f"{self.compute_cycles[g.first_op:g.last_op + 1]}")
         object.__setattr__(self, "_accesses", accesses)
 
+
+    def stream_of(self, op: int) -> int:
+        """The compute stream of op ``op`` (0 without ``op_streams``)."""
+        return self.op_streams[op] if self.op_streams else 0
+
+    @property
+    def multi_stream(self) -> bool:
+        """Whether the ops use two streams or more (the memory-order rule then applies).
+
+        Examples
+        --------
+        >>> p = LevelProblem((1, 1), ((), ()), ((), ()), (), (8, 99), (4, 1), op_streams=(0, 1))
+        >>> p.multi_stream, p.stream_of(1), LevelProblem((1,), ((),), ((),), (), (8, 99), (4, 1)).multi_stream
+        (True, 1, False)
+        """
+        return len(set(self.op_streams)) > 1
 
     @property
     def dma_rate(self) -> Fraction:

@@ -8,6 +8,7 @@ DMAs in queue order); :func:`level_metrics` gives the report's figures.
 
 from __future__ import annotations
 
+import bisect
 import math
 from dataclasses import dataclass
 from typing import Sequence
@@ -16,7 +17,7 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer,
 from solvers.memory.levels.split import expand_splits
 
 __all__ = [
-    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy",
+    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "memory_waits",
     "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds",
     "makespan_lower_bound",
 ]
@@ -186,6 +187,141 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
         errs += _check_transfer(problem, solution, tr, end, evict_of)
     errs += _check_dma_queue(solution)
     errs += _check_capacities(problem, solution)
+    if problem.multi_stream and not errs:
+        errs += _check_memory_order(problem, solution, end)
+        for (_, i), (kind, x) in _copy_waits(problem, solution):
+            ready = end[x] if kind == "op" else solution.transfers[x].end_cycle
+            if solution.op_start[i] < ready:
+                what = (f"op {problem.op_name(x)}" if kind == "op"
+                        else f"the eviction of {problem.tensor_name(solution.transfers[x].tensor)}")
+                errs.append(f"op {problem.op_name(i)} starts at {solution.op_start[i]} before {what} ends at "
+                            f"{ready} (one copy's accesses in order; a slow read after its eviction)")
+    return errs
+
+
+def _piece_events(problem: LevelProblem, solution: LevelSolution):
+    """Each fast piece of nonzero size as ``(lo, hi, allocator, freer)``: who allocates it
+    (``("op", i)``: the producer's start; ``("dma", q)``: its prefetch's start) and who frees it
+    (``("op", a)``: that op's end; ``("dma", q)``: its eviction's end), q indexing
+    ``solution.transfers`` (the semantics in :mod:`solvers.memory.levels.problem`)."""
+    prefetch_at, evict_at = {}, {}
+    for q, tr in enumerate(solution.transfers):
+        if tr.kind is TransferKind.PREFETCH:
+            prefetch_at[tr.tensor, 2 * tr.trigger_op + 2] = q
+        else:
+            evict_at[tr.tensor, 2 * tr.release_op + 1] = q
+    out = []
+    for t, lo, hi in fast_pieces(problem, solution):
+        if not problem.tensor_bytes[t]:
+            continue
+        alloc = ("op", lo // 2) if lo % 2 else ("dma", prefetch_at[t, lo])
+        free = ("op", hi // 2 - 1) if hi % 2 == 0 else ("dma", evict_at[t, hi])
+        out.append((lo, hi, alloc, free))
+    return out
+
+
+def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[str, int], set[tuple[str, int]]]:
+    """The memory-order waits of a several-stream plan: ``waiter -> {what it waits for}``.
+
+    A waiter (``("op", i)`` before its start, ``("dma", q)`` before its start) waits for the
+    end of every op or DMA that frees a fast piece ending on the point axis at or before
+    the point where the waiter allocates one (:mod:`solvers.memory.levels.problem`). Only
+    the last such freeing op of each stream is listed (ends along a stream only grow), and
+    every such DMA; then the copy order's waits (one fast copy's accesses in order, a slow
+    read after its tensor's eviction). Empty with one stream.
+
+    Examples
+    --------
+    Op 0 (stream 0) reads weight 0 fast, freed at its end (point 2); op 1 (stream 1) writes
+    tensor 1 fast at its start (point 3), so it waits for op 0's end:
+
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> s = LevelSolution(((False, True), (True,)), ((False, False), (False,)), (pf,), (8, 12), (4, 4))
+    >>> memory_waits(p, s)
+    {('op', 1): {('op', 0)}}
+    """
+    if not problem.multi_stream:
+        return {}
+    events = _piece_events(problem, solution)
+    frees = sorted((hi, free) for _, hi, _, free in events)
+    waits: dict[tuple[str, int], set[tuple[str, int]]] = {}
+    for lo, _, alloc, _ in events:
+        latest: dict = {}
+        chosen = set()
+        for hi, free in frees:
+            if hi > lo:
+                break
+            if free[0] == "dma":  # every one: a re-timing may run ready DMAs out of queue order
+                chosen.add(free)
+            elif free[1] > latest.get(problem.stream_of(free[1]), -1):
+                latest[problem.stream_of(free[1])] = free[1]
+        # an op's own stream frees in order before it
+        own = problem.stream_of(alloc[1]) if alloc[0] == "op" else None
+        chosen |= {("op", a) for s, a in latest.items() if s != own}
+        chosen.discard(alloc)
+        if chosen:
+            waits.setdefault(alloc, set()).update(chosen)
+    for waiter, waited in _copy_waits(problem, solution):
+        waits.setdefault(waiter, set()).add(waited)
+    return waits
+
+
+def _copy_waits(problem: LevelProblem, solution: LevelSolution) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """Several streams: the accesses of one fast copy run one after another (a kept gap: its
+    later access after its earlier one, so the copy is ready before each access and every
+    access has ended when it is freed), and a slow access after an eviction of its tensor
+    starts after that eviction (which writes the slow copy). Only the pairs on different
+    streams (with one stream, the order implies them)."""
+    out = []
+    evict_q = {}
+    for q, tr in enumerate(solution.transfers):
+        if tr.kind is TransferKind.EVICT:
+            evict_q[tr.tensor] = (q, tr)
+    for t in range(problem.num_tensors):
+        acc = problem.accesses(t)
+        for j in range(1, len(acc)):
+            a, prev = acc[j], acc[j - 1]
+            if solution.kept[t][j] and problem.stream_of(a) != problem.stream_of(prev):
+                out.append((("op", a), ("op", prev)))
+        if t in evict_q:
+            q, tr = evict_q[t]
+            for j in range(tr.gap, len(acc)):
+                a = acc[j]
+                if not problem.is_real(a) or solution.in_fast[t][j]:
+                    continue
+                implied = tr.release_op < problem.num_ops and problem.stream_of(a) == problem.stream_of(
+                    tr.release_op) and a >= tr.release_op
+                if not implied:
+                    out.append((("op", a), ("dma", q)))
+    return out
+
+
+def _check_memory_order(problem: LevelProblem, solution: LevelSolution, end: list[int]) -> list[str]:
+    """Several streams: every fast allocation comes, in cycles, after every fast free before
+    it on the point axis (so the point capacity check holds for overlapping ops)."""
+    tr = solution.transfers
+
+    def alloc_cycle(who) -> int:
+        return solution.op_start[who[1]] if who[0] == "op" else tr[who[1]].start_cycle
+
+    def free_cycle(who) -> int:
+        return end[who[1]] if who[0] == "op" else tr[who[1]].end_cycle
+
+    events = _piece_events(problem, solution)
+    frees = sorted((hi, free_cycle(free)) for _, hi, _, free in events)
+    his = [h for h, _ in frees]
+    running, prefix = 0, []
+    for _, c in frees:
+        running = max(running, c)
+        prefix.append(running)
+    errs = []
+    for lo, _, alloc, _ in events:
+        k = bisect.bisect_right(his, lo)
+        if k and prefix[k - 1] > alloc_cycle(alloc):
+            errs.append(f"memory order: {alloc[0]} {alloc[1]} allocates fast memory at cycle {alloc_cycle(alloc)} "
+                        f"(point {lo}) before a piece freed at or before that point is freed (cycle {prefix[k - 1]})")
     return errs
 
 
@@ -229,11 +365,34 @@ def _check_op_times(problem: LevelProblem, solution: LevelSolution, durations: l
         if solution.op_duration[i] != durations[i]:
             errs.append(f"op {problem.op_name(i)} lasts {solution.op_duration[i]}, expected {durations[i]}")
     end = [s + d for s, d in zip(start, durations)]
+    if problem.multi_stream:
+        return errs + _check_stream_times(problem, start, end)
     if n and start[0] < 0:
         errs.append("op 0 starts before 0")
     for i in range(1, n):
         if start[i] < end[i - 1]:
             errs.append(f"op {problem.op_name(i)} starts at {start[i]} before op {i - 1} ends at {end[i - 1]}")
+    return errs
+
+
+def _check_stream_times(problem: LevelProblem, start, end) -> list[str]:
+    """Several streams: each op after the previous op of its stream and after the producers
+    of the tensors it reads (on any stream), from cycle 0."""
+    errs: list[str] = []
+    last: dict[int, int] = {}
+    for i in range(problem.num_ops):
+        if start[i] < 0:
+            errs.append(f"op {problem.op_name(i)} starts before 0")
+        s = problem.stream_of(i)
+        if s in last and start[i] < end[last[s]]:
+            errs.append(f"op {problem.op_name(i)} starts at {start[i]} before op {problem.op_name(last[s])} of "
+                        f"its stream {s} ends at {end[last[s]]}")
+        last[s] = i
+        for t in problem.reads[i]:
+            a = problem.accesses(t)[0]
+            if problem.is_real(a) and start[i] < end[a]:
+                errs.append(f"op {problem.op_name(i)} starts at {start[i]} before op {problem.op_name(a)}, "
+                            f"which writes {problem.tensor_name(t)}, ends at {end[a]}")
     return errs
 
 
@@ -329,6 +488,8 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Se
     Replay(op_start=(8,), op_duration=(4,), transfer_start=(0,), makespan_cycles=12)
     """
     problem = resolve_problem(problem, solution)
+    if problem.multi_stream:
+        return _replay_streams(problem, solution)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
     queue = solution.transfers
@@ -365,6 +526,65 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Se
             raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
     makespan = max([*op_end, *tr_end], default=0)
     return Replay(tuple(op_start), dur, tuple(tr_start), makespan)
+
+
+def _replay_streams(problem: LevelProblem, solution: LevelSolution) -> Replay:
+    """:func:`replay_levels` with several streams: every op and DMA as soon as the previous
+    op of its stream (the previous DMA in the queue), its data dependencies, its trigger or
+    released DMAs and its memory-order waits (:func:`memory_waits`) have ended."""
+    n, queue = problem.num_ops, solution.transfers
+    dur = op_durations(problem, solution.in_fast)
+    deps: dict[tuple[str, int], set[tuple[str, int]]] = {("op", i): set() for i in range(n)}
+    deps.update({("dma", q): set() for q in range(len(queue))})
+    last: dict[int, int] = {}
+    for i in range(n):
+        s = problem.stream_of(i)
+        if s in last:
+            deps["op", i].add(("op", last[s]))
+        last[s] = i
+        deps["op", i].update(("op", problem.accesses(t)[0]) for t in problem.reads[i]
+                             if problem.is_real(problem.accesses(t)[0]))
+    evict_q = {tr.tensor: q for q, tr in enumerate(queue) if tr.kind is TransferKind.EVICT}
+    for q, tr in enumerate(queue):
+        if q:
+            deps["dma", q].add(("dma", q - 1))
+        if tr.trigger_op >= 0:
+            deps["dma", q].add(("op", tr.trigger_op))
+        if tr.kind is TransferKind.PREFETCH and tr.tensor in evict_q:
+            deps["dma", q].add(("dma", evict_q[tr.tensor]))
+        if tr.release_op < n:
+            deps["op", tr.release_op].add(("dma", q))
+    for waiter, waited in memory_waits(problem, solution).items():
+        deps[waiter].update(waited)
+    length = {("op", i): dur[i] for i in range(n)}
+    length.update({("dma", q): tr.duration_cycles for q, tr in enumerate(queue)})
+    start = _topological_starts(deps, length)
+    op_start = tuple(start["op", i] for i in range(n))
+    tr_start = tuple(start["dma", q] for q in range(len(queue)))
+    makespan = max([s + length[k] for k, s in start.items()], default=0)
+    return Replay(op_start, dur, tr_start, makespan)
+
+
+def _topological_starts(deps: dict, length: dict) -> dict:
+    """Earliest starts over a dependency DAG (Kahn's order); ValueError on a cycle."""
+    users: dict = {k: [] for k in deps}
+    missing = {k: len(v) for k, v in deps.items()}
+    for k, v in deps.items():
+        for d in v:
+            users[d].append(k)
+    ready = sorted(k for k, m in missing.items() if m == 0)
+    start: dict = {}
+    while ready:
+        k = ready.pop()
+        start[k] = max((start[d] + length[d] for d in deps[k]), default=0)
+        for u in users[k]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                ready.append(u)
+    if len(start) != len(deps):
+        stuck = sorted(k for k in deps if k not in start)[:4]
+        raise ValueError(f"deadlock: {stuck} wait on each other")
+    return start
 
 
 @dataclass(frozen=True, slots=True)
@@ -425,12 +645,12 @@ def level_metrics(problem: LevelProblem, solution: LevelSolution) -> LevelMetric
             if problem.is_real(a):
                 acc[0 if solution.in_fast[t][j] else 1] += problem.tensor_bytes[t]
     moved = {(1, 0): 0, (0, 1): 0}
-    ops = sorted(zip(solution.op_start, (s + d for s, d in zip(solution.op_start, solution.op_duration))))
+    ops = _union(sorted(zip(solution.op_start, (s + d for s, d in zip(solution.op_start, solution.op_duration)))))
     hidden = total = 0
     for tr in solution.transfers:
         moved[(1, 0) if tr.kind is TransferKind.PREFETCH else (0, 1)] += problem.tensor_bytes[tr.tensor]
         total += tr.duration_cycles
-        for s, e in ops:  # ops never overlap each other, so the overlaps add up
+        for s, e in ops:  # disjoint busy intervals, so the overlaps add up
             hidden += max(0, min(e, tr.end_cycle) - max(s, tr.start_cycle))
     return LevelMetrics(
         makespan_cycles=solution.makespan_cycles,
@@ -441,6 +661,17 @@ def level_metrics(problem: LevelProblem, solution: LevelSolution) -> LevelMetric
         num_prefetches=sum(tr.kind is TransferKind.PREFETCH for tr in solution.transfers),
         num_evictions=sum(tr.kind is TransferKind.EVICT for tr in solution.transfers),
     )
+
+
+def _union(intervals: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted intervals merged where they overlap (ops of several streams may)."""
+    out: list[tuple[int, int]] = []
+    for s, e in intervals:
+        if out and s < out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], e))
+        else:
+            out.append((s, e))
+    return out
 
 
 # Ops touching more tensors than this get the fractional (continuous) per-op bound.
@@ -490,6 +721,9 @@ def op_duration_lower_bounds(problem: LevelProblem) -> tuple[int, ...]:
 def makespan_lower_bound(problem: LevelProblem) -> int:
     """A lower bound on the makespan of an unsplit problem (ops run one at a time).
 
+    With several streams: the largest sum of :func:`op_duration_lower_bounds` over one
+    stream's ops (each stream runs its ops one at a time).
+
     The sum of :func:`op_duration_lower_bounds`, plus, for the first op, the DMAs of the
     inputs it would read fast (they end before it starts) and, for the last op, the
     evictions of the live-out tensors it would write fast (they start after it ends),
@@ -514,6 +748,11 @@ def makespan_lower_bound(problem: LevelProblem) -> int:
     if not n:
         return 0
     per_op = list(op_duration_lower_bounds(problem))
+    if problem.multi_stream:  # each stream runs its own ops one at a time
+        per_stream: dict[int, int] = {}
+        for i, d in enumerate(per_op):
+            per_stream[problem.stream_of(i)] = per_stream.get(problem.stream_of(i), 0) + d
+        return max(per_stream.values())
     first_inputs = {t for t, j in problem.op_accesses()[0] if j > 0 and not problem.is_real(problem.accesses(t)[0])}
     last_outputs = {t for t, j in problem.op_accesses()[n - 1]
                     if j == 0 and problem.accesses(t)[-1] == n}
