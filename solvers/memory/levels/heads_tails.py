@@ -204,10 +204,12 @@ def validate_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Hea
 def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     """A lower bound on :func:`objective_cycles` over every plan of the unsplit ``problem``.
 
-    Ops run in order, each at least its shortest duration (:func:`op_duration_lower_bounds`:
-    every byte at the faster level) and no earlier than its release, so op i cannot end before
-    the chain ``e_i = max(e_{i-1}, release_i) + shortest_i``; a tensor is in slow memory no
-    earlier than its producer ends (an input from cycle 0). Capacity and DMAs are dropped.
+    Each op takes at least its shortest duration (:func:`op_duration_lower_bounds`: every byte
+    at the faster level) and starts no earlier than its release, the end of the previous op of
+    its stream (all of them run in order on one stream) and the ends of the producers of what it
+    reads, so op i cannot end before ``e_i = max(e_prev(i), e_producers(i), release_i) +
+    shortest_i``; a tensor is in slow memory no earlier than its producer ends (an input from
+    cycle 0). Capacity and DMAs are dropped.
 
     Examples
     --------
@@ -217,8 +219,13 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     """
     shortest = op_duration_lower_bounds(problem)
     end, best = [], 0
+    stream_end: dict[int, int] = {}
     for i in range(problem.num_ops):
-        end.append(max(end[-1] if end else 0, ht.release(i)) + shortest[i])
+        producers = (problem.accesses(t)[0] for t in problem.reads[i])
+        ready = max([stream_end.get(problem.stream_of(i), 0), ht.release(i)]
+                    + [end[p] for p in producers if problem.is_real(p)])
+        end.append(ready + shortest[i])
+        stream_end[problem.stream_of(i)] = end[i]
         best = max(best, end[i] + ht.tail_of_op(i))
     for t in range(problem.num_tensors):
         if ht.tail_of_tensor(t):

@@ -489,7 +489,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Se
     """
     problem = resolve_problem(problem, solution)
     if problem.multi_stream:
-        return _replay_streams(problem, solution)
+        return _replay_streams(problem, solution, op_release, tensor_ready)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
     queue = solution.transfers
@@ -528,10 +528,12 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Se
     return Replay(tuple(op_start), dur, tuple(tr_start), makespan)
 
 
-def _replay_streams(problem: LevelProblem, solution: LevelSolution) -> Replay:
+def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: Sequence[int] = (),
+                    tensor_ready: Sequence[int] = ()) -> Replay:
     """:func:`replay_levels` with several streams: every op and DMA as soon as the previous
     op of its stream (the previous DMA in the queue), its data dependencies, its trigger or
-    released DMAs and its memory-order waits (:func:`memory_waits`) have ended."""
+    released DMAs and its memory-order waits (:func:`memory_waits`) have ended, and no op
+    before its release, no prefetch before its tensor is ready (the optional heads)."""
     n, queue = problem.num_ops, solution.transfers
     dur = op_durations(problem, solution.in_fast)
     deps: dict[tuple[str, int], set[tuple[str, int]]] = {("op", i): set() for i in range(n)}
@@ -558,15 +560,20 @@ def _replay_streams(problem: LevelProblem, solution: LevelSolution) -> Replay:
         deps[waiter].update(waited)
     length = {("op", i): dur[i] for i in range(n)}
     length.update({("dma", q): tr.duration_cycles for q, tr in enumerate(queue)})
-    start = _topological_starts(deps, length)
+    floor = {("op", i): r for i, r in enumerate(op_release) if r}
+    floor.update({("dma", q): tensor_ready[tr.tensor] for q, tr in enumerate(queue)
+                  if tr.kind is TransferKind.PREFETCH and tensor_ready and tensor_ready[tr.tensor]})
+    start = _topological_starts(deps, length, floor)
     op_start = tuple(start["op", i] for i in range(n))
     tr_start = tuple(start["dma", q] for q in range(len(queue)))
     makespan = max([s + length[k] for k, s in start.items()], default=0)
     return Replay(op_start, dur, tr_start, makespan)
 
 
-def _topological_starts(deps: dict, length: dict) -> dict:
-    """Earliest starts over a dependency DAG (Kahn's order); ValueError on a cycle."""
+def _topological_starts(deps: dict, length: dict, floor: dict | None = None) -> dict:
+    """Earliest starts over a dependency DAG (Kahn's order), none before its ``floor`` entry;
+    ValueError on a cycle."""
+    floor = floor or {}
     users: dict = {k: [] for k in deps}
     missing = {k: len(v) for k, v in deps.items()}
     for k, v in deps.items():
@@ -576,7 +583,7 @@ def _topological_starts(deps: dict, length: dict) -> dict:
     start: dict = {}
     while ready:
         k = ready.pop()
-        start[k] = max((start[d] + length[d] for d in deps[k]), default=0)
+        start[k] = max([floor.get(k, 0)] + [start[d] + length[d] for d in deps[k]])
         for u in users[k]:
             missing[u] -= 1
             if missing[u] == 0:
