@@ -44,6 +44,9 @@ Semantics (what :func:`~solvers.memory.levels.validate.validate_levels` checks)
   ``ceil`` above is exact: ``ceil(bytes / (p/q)) = ceil(bytes*q / p)`` in integers, the
   ISA's ``ceil(bytes * clock_hz / bytes_per_s)`` to the cycle (:func:`cycles_for_bytes`);
 * objective: makespan = max end over ops and DMAs.
+* with ``shared_bandwidth``, ops and DMAs also contend for each level's bandwidth: see
+  :mod:`solvers.memory.levels.bandwidth` (every instruction holds a constant share of each
+  level it moves bytes in and starts only when that share is free).
 
 Splitting: a :class:`SplitGroup` names a run of consecutive ops and the tensors split
 along one dimension; with factor k the group runs k times in series on portions of
@@ -299,6 +302,9 @@ class LevelProblem(OpsAndTensors):
     live_out: tuple[int, ...] = ()  # tensors that must be in the slow level at the end
     fast_only_ops: tuple[int, ...] = ()  # ops that can only touch fast memory (e.g. a TPU MXU)
     splits: tuple[SplitGroup, ...] = ()
+    # Ops and DMAs contend for each level's bandwidth (solvers.memory.levels.bandwidth); False:
+    # each op has every level's full bandwidth whatever the DMAs move.
+    shared_bandwidth: bool = False
     op_names: tuple[str, ...] = field(default=(), compare=False)
     tensor_names: tuple[str, ...] = field(default=(), compare=False)
     _accesses: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False, default=())

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from solvers.memory.levels.bandwidth import check_bandwidth, replay_shared
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
@@ -185,6 +186,8 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
         errs += _check_transfer(problem, solution, tr, end, evict_of)
     errs += _check_dma_queue(solution)
     errs += _check_capacities(problem, solution)
+    if problem.shared_bandwidth and not errs:  # shared bandwidth: shares per level (bandwidth.py)
+        errs += check_bandwidth(problem, solution)
     return errs
 
 
@@ -309,10 +312,12 @@ class Replay:
     makespan_cycles: int
 
 
-def replay_levels(problem: LevelProblem, solution: LevelSolution) -> Replay:
+def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool = False) -> Replay:
     """Re-time the solution's decisions: each op starts when the previous op and every DMA
     it releases have ended; each DMA when the engine is free, its trigger op has ended and
     (prefetch) its tensor's eviction has ended. Never later than the solution's own times.
+    With shared bandwidth (unless ``separate``), also in the solution's start order and when
+    the shares fit (:func:`~solvers.memory.levels.bandwidth.replay_shared`).
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -327,6 +332,11 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution) -> Replay:
     problem = resolve_problem(problem, solution)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
+    if problem.shared_bandwidth and not separate:  # shared bandwidth: in order, when shares fit
+        op_start, tr_start = replay_shared(problem, solution, dur)
+        ends = [s + d for s, d in zip(op_start, dur)] + [s + tr.duration_cycles
+                                                         for s, tr in zip(tr_start, solution.transfers)]
+        return Replay(tuple(op_start), dur, tuple(tr_start), max(ends, default=0))
     queue = solution.transfers
     releases: list[list[int]] = [[] for _ in range(n + 1)]
     for q, tr in enumerate(queue):
