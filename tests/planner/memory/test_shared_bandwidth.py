@@ -1,0 +1,125 @@
+"""Shared bandwidth through plan solve (issue 14, item 4): spec switch, retiming, binary flag,
+the simulator's check (a plan timed without contention fails it), numbers equal."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.errors import SpecError
+from planner.isa.binary import FLAG_SHARED_BANDWIDTH, HEADER, decode, decode_tables, encode
+from planner.memory.retime import Activity, list_schedule
+from planner.memory.shared_bandwidth import BandwidthGate
+from planner.pipeline import run
+from planner.simulator import simulate
+from planner.simulator.bandwidth import SHARE_UNITS as SIMULATOR_UNITS
+from planner.simulator.replay import SimulationError
+from planner.simulator.screen import screened_replay
+from planner.spec import load_spec
+from planner.verify.compare import compare_numeric
+from solvers.memory.levels.bandwidth import SHARE_UNITS as SOLVER_UNITS
+
+ROOT = Path(__file__).resolve().parents[3]
+SPEC = ROOT / "tests" / "data" / "specs" / "memory-shared.yaml"
+
+
+@pytest.fixture(scope="module")
+def planned():
+    """The test spec planned with shared bandwidth and, switched off, with separate bandwidth."""
+    spec = load_spec(SPEC)
+    shared = run(spec, time_limit_s=5, workers=1)
+    separate = run(replace(spec, memory=replace(spec.memory, shared_bandwidth=False)), time_limit_s=5, workers=1)
+    return spec, shared, separate
+
+
+def test_the_switch_resolves_and_defaults_to_separate():
+    assert load_spec(SPEC).memory.shared_bandwidth is True
+    assert load_spec(ROOT / "specs" / "memory-mlp.yaml").memory.shared_bandwidth is False
+    assert SIMULATOR_UNITS == SOLVER_UNITS == 1000
+
+
+def test_shared_bandwidth_with_homes_is_a_spec_error(tmp_path):
+    text = (ROOT / "specs" / "memory-4level.yaml").read_text().replace("memory:\n", "memory:\n  bandwidth: shared\n", 1)
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_spec(tmp_path / "s.yaml")
+    assert info.value.path == "memory.bandwidth" and "two levels only" in info.value.message
+
+
+def test_shared_plan_is_replayed_verified_and_numerically_equal(planned):
+    spec, shared, _ = planned
+    assert shared.memory_choice == "memory plan"
+    sim = shared.simulation
+    assert sim.valid and sim.makespan_cycles == shared.plan.makespan_cycles
+    (program,) = shared.programs.values()
+    assert program.shared_bandwidth and decode(shared.binaries["tpu0"]).shared_bandwidth
+    assert len(program.instructions) and any(i.opcode.name == "DMA" for i in program.instructions)
+    report = compare_numeric(shared.binaries, spec.graph, seed=5)
+    assert report.ok, report.failures()
+
+
+def test_sharing_is_slower_and_the_replay_shows_where_levels_were_shared(planned):
+    _, shared, separate = planned
+    assert shared.plan.makespan_cycles > separate.plan.makespan_cycles
+    assert separate.simulation.bandwidth == {}
+    bw = shared.simulation.bandwidth["tpu0"]
+    # A DMA holds all of DDR3, and one op runs at a time: nothing ever shares DDR3. The on-chip
+    # level is shared (a prefetch beside a layer reading on-chip memory), never over-subscribed.
+    assert bw["ddr3"]["peak_shares"] == SOLVER_UNITS and bw["ddr3"]["shared_cycles"] == 0
+    assert bw["ddr3"]["full_cycles"] > shared.plan.makespan_cycles // 2
+    assert 0 < bw["onchip"]["shared_cycles"] and bw["onchip"]["peak_shares"] <= SOLVER_UNITS
+    assert shared.simulation.to_dict()["bandwidth"] == shared.simulation.bandwidth
+    assert "bandwidth" not in separate.simulation.to_dict()
+
+
+def test_a_plan_timed_without_contention_fails_the_replay(planned):
+    # Planted: the separate plan's binaries, claimed under shared bandwidth. Its prefetches run
+    # while layers read DDR3, so the replay must refuse them.
+    _, _, separate = planned
+    program = decode(separate.binaries["tpu0"])
+    assert not program.shared_bandwidth
+    planted = {"tpu0": encode(replace(program, shared_bandwidth=True))}
+    result = simulate(planted)
+    assert not result.valid
+    assert any("tpu0 ddr3: bandwidth over-subscribed" in v and "prefetch:" in v for v in result.violations)
+    with pytest.raises(SimulationError):
+        simulate(planted, strict=True)
+    assert simulate(separate.binaries).valid
+
+
+def test_the_screen_hands_shared_binaries_to_the_full_replay(planned):
+    _, shared, separate = planned
+    assert screened_replay({n: decode_tables(b) for n, b in shared.binaries.items()}) is None
+    assert screened_replay({n: decode_tables(b) for n, b in separate.binaries.items()}) is not None
+
+
+def test_switch_off_writes_no_flag():
+    spec = load_spec(ROOT / "specs" / "memory-mlp.yaml")
+    outcome = run(spec, time_limit_s=2, workers=1)
+    for data in outcome.binaries.values():
+        flags = HEADER.unpack_from(data)[4]
+        assert not flags & FLAG_SHARED_BANDWIDTH
+        assert encode(decode(data)) == data
+
+
+def test_retiming_gate_holds_the_next_activity_until_its_shares_fit():
+    # op a (800 main shares, 5 cycles) and DMA 0 (1000 main, 3 cycles) cannot overlap; op b
+    # (holds nothing) may. Order a, dma, b: the DMA waits for a; b follows a on the stream.
+    gate = BandwidthGate({"op:a": (("d", 1, 800),), "dma:d:0": (("d", 1, 1000),), "op:b": ()},
+                         {"d": ("op:a", "dma:d:0", "op:b")})
+    acts = [Activity("op:a", "compute", 5), Activity("op:b", "compute", 2), Activity("dma:d:0", "dma", 3)]
+    assert list_schedule(acts, {"compute": ("op:a", "op:b")}, gate) == {"op:a": 0, "dma:d:0": 5, "op:b": 5}
+    assert list_schedule(acts, {"compute": ("op:a", "op:b")}) == {"op:a": 0, "dma:d:0": 0, "op:b": 5}
+
+
+def test_plan_solve_and_simulate_from_the_cli(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "plan"
+    r = runner.invoke(app, ["solve", str(SPEC), "-o", str(out), "--quiet", "--time-limit", "3"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["simulate", str(out)])
+    assert r.exit_code == 0 and "verified" in r.output, r.output
