@@ -53,9 +53,8 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
     """Start cycle of every activity (see the module docstring).
 
     ``sequences`` gives the fixed order of each sequence resource; every other resource
-    dispatches. ``gate`` (optional, shared bandwidth: :class:`planner.memory.shared_bandwidth.
-    BandwidthGate`) must also ``admit(activity, now)`` an activity before it starts; its
-    ``start(activity, now)`` and ``finish(name)`` are called as activities start and end.
+    dispatches. A ``gate`` (shared bandwidth: :class:`planner.memory.shared_bandwidth.BandwidthGate`)
+    must ``admit(activity, now)`` each start and is told of it (``start``) and of each ``finish``.
     Raises InternalError on a dependency cycle (nothing can start).
     """
     acts = {a.name: a for a in activities}
@@ -78,9 +77,6 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
     def ready(a: Activity) -> bool:
         return all(d in finished for d in a.deps)
 
-    def admitted(a: Activity) -> bool:
-        return gate is None or gate.admit(a, now)
-
     def finish(name: str) -> None:
         finished.add(name)
         if gate is not None:
@@ -96,14 +92,15 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
                 chosen = None
                 if r in sequences:
                     seq = sequences[r]
-                    if heads[r] < len(seq) and ready(acts[seq[heads[r]]]) and admitted(acts[seq[heads[r]]]):
-                        chosen = acts[seq[heads[r]]]
+                    head = acts[seq[heads[r]]] if heads[r] < len(seq) else None
+                    if head is not None and ready(head) and (gate is None or gate.admit(head, now)):
+                        chosen = head
                         heads[r] += 1
                 else:
                     queue = pending.get(r, [])
                     for k, a in enumerate(queue):
                         if ready(a):
-                            chosen = queue.pop(k) if admitted(a) else None
+                            chosen = queue.pop(k) if gate is None or gate.admit(a, now) else None
                             break
                 if chosen is None:
                     continue
