@@ -196,7 +196,7 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
         acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
     acts += _unplanned_activities(plan, graph, levels, last_instance, into)
     acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
-    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels})  # memory.bandwidth: shared
+    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers)  # bandwidth: shared
     start = list_schedule(acts, sequences, gate)
     duration = {a.name: a.duration for a in acts}
 

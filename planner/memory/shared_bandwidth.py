@@ -8,7 +8,9 @@ gate before starting one: it starts only when it is the next of its device in th
 solution's start order (ops before DMAs on ties) and its shares fit beside those running.
 This is the level solver's replay (:func:`~solvers.memory.levels.bandwidth.replay_shared`)
 as events: what runs at ``now`` started no later, so the load ahead only falls, and checking
-``now`` suffices. The simulator checks the same shares with its own code.
+``now`` suffices. In a plan with transfers the order is not enforced (only the shares): the
+level solutions' times know nothing of the waits for other devices, and following them could
+deadlock; the gate then only refuses while shares are held, which always ends. The simulator checks the same shares with its own code.
 
 Examples
 --------
@@ -37,10 +39,14 @@ class BandwidthGate:
     """Admits an activity when it is its device's next in order and its shares fit.
 
     ``shares``: activity name -> the shares it holds; ``orders``: device -> its activities of
-    positive duration, in start order. Activities in neither are not gated.
+    positive duration, in start order. Activities in neither are not gated. ``in_order=False``:
+    the order is not enforced, only the shares (a plan with transfers: the level solutions'
+    times ignore the waits for other devices, so their order could contradict them).
     """
 
-    def __init__(self, shares: Mapping[str, tuple[_Share, ...]], orders: Mapping[str, tuple[str, ...]]) -> None:
+    def __init__(self, shares: Mapping[str, tuple[_Share, ...]], orders: Mapping[str, tuple[str, ...]],
+                 in_order: bool = True) -> None:
+        self.in_order = in_order
         self.shares = dict(shares)
         self.orders = {d: tuple(o) for d, o in orders.items()}
         self.device_of = {name: d for d, o in self.orders.items() for name in o}
@@ -53,7 +59,7 @@ class BandwidthGate:
         if d is None:
             return True
         order, head = self.orders[d], self.heads[d]
-        if head >= len(order) or order[head] != a.name:
+        if self.in_order and (head >= len(order) or order[head] != a.name):
             return False
         return all(self.load.get((dev, level), 0) + u <= SHARE_UNITS for dev, level, u in self.shares.get(a.name, ()))
 
@@ -110,11 +116,13 @@ def device_bandwidth(device: str, problem: LevelProblem, solution: LevelSolution
     return shares, tuple(name for _, name in sorted(keyed))
 
 
-def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]]) -> BandwidthGate | None:
+def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
+                   in_order: bool = True) -> BandwidthGate | None:
     """The gate over every device whose level problem shares bandwidth (None: none does).
 
     ``levels``: device -> :class:`~planner.memory.assemble.DeviceLevels`; ``instances``: device
-    -> its op instances in order (activities ``op:<instance>``; DMAs are ``dma:<device>:<q>``).
+    -> its op instances in order (activities ``op:<instance>``; DMAs are ``dma:<device>:<q>``);
+    ``in_order``: see :class:`BandwidthGate`.
 
     Examples
     --------
@@ -129,4 +137,4 @@ def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]]) ->
             s, orders[d] = device_bandwidth(d, lv.expanded, lv.solution, tuple(f"op:{i}" for i in instances[d]),
                                             dma_names)
             shares.update(s)
-    return BandwidthGate(shares, orders) if orders else None
+    return BandwidthGate(shares, orders, in_order) if orders else None

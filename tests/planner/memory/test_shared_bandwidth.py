@@ -116,6 +116,31 @@ def test_retiming_gate_holds_the_next_activity_until_its_shares_fit():
     assert list_schedule(acts, {"compute": ("op:a", "op:b")}) == {"op:a": 0, "dma:d:0": 0, "op:b": 5}
 
 
+def test_without_order_the_gate_only_waits_for_shares():
+    # In a plan with transfers the level solutions' order is not enforced: op b may start before
+    # the DMA listed ahead of it, and the DMA still waits until op a's shares are released.
+    gate = BandwidthGate({"op:a": (("d", 1, 800),), "dma:d:0": (("d", 1, 1000),), "op:b": (("d", 0, 100),)},
+                         {"d": ("op:a", "dma:d:0", "op:b")}, in_order=False)
+    acts = [Activity("op:a", "compute", 5), Activity("op:b", "compute", 2, deps=("x",)),
+            Activity("x", "link", 1), Activity("dma:d:0", "dma", 3, deps=("op:b",))]
+    assert list_schedule(acts, {"compute": ("op:a", "op:b")}, gate) == {"op:a": 0, "x": 0, "op:b": 5, "dma:d:0": 7}
+
+
+def test_a_multi_device_plan_with_transfers_shares_bandwidth_on_every_planned_device(tmp_path):
+    # pinned: a TPU v4 and two edge NPUs exchanging activations; each device's level solution is
+    # timed alone, so the retiming keeps only the shares (no order) and cannot deadlock.
+    text = (ROOT / "specs" / "pinned.yaml").read_text() + "memory:\n  plan: true\n  bandwidth: shared\n"
+    (tmp_path / "p.yaml").write_text(text)
+    spec = load_spec(tmp_path / "p.yaml")
+    outcome = run(spec, time_limit_s=2, workers=1)
+    assert outcome.plan.transfers and outcome.simulation.valid
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    planned = [p for p in outcome.programs.values() if p.fast_level >= 0]
+    assert outcome.memory_choice == "memory plan" and len(planned) == 3
+    assert all(p.shared_bandwidth for p in planned)
+    assert set(outcome.simulation.bandwidth) == {p.device for p in planned}
+
+
 def test_plan_solve_and_simulate_from_the_cli(tmp_path):
     runner = CliRunner()
     out = tmp_path / "plan"
