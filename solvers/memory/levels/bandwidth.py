@@ -42,8 +42,7 @@ __all__ = ["SHARE_UNITS", "share_of_cycles", "dma_share", "op_shares", "dma_shar
            "check_bandwidth", "replay_shared", "add_bandwidth"]
 
 SHARE_UNITS = 1000  # a level's whole bandwidth, in shares
-# An op touching more tensors than this is given every share of both levels in the CP-SAT model
-# (a restriction: its sums of fast bytes are too many to list); the replay stays exact.
+# Up to this many accesses an op's shares are a table over its sums of fast bytes; above, products.
 _MAX_TABLE_ACCESSES = 16
 
 
@@ -323,8 +322,10 @@ def _op_share_vars(model: cp_model.CpModel, problem: LevelProblem, v, i: int, ro
     sizes = [problem.tensor_bytes[t] for t, _ in row]
     total = sum(sizes)
     fb_expr = sum(problem.tensor_bytes[t] * v.fast[t, j] for t, j in row)
-    if len(sizes) > _MAX_TABLE_ACCESSES:  # too many sums to list: the most either level can take
-        return SHARE_UNITS if total else 0, SHARE_UNITS if total else 0
+    if not total:
+        return 0, 0
+    if len(sizes) > _MAX_TABLE_ACCESSES:  # too many sums to list: share * dur = ceil form
+        return _op_share_products(model, v, i)
     sums = {0}
     for b in sizes:
         sums |= {x + b for x in sums}
@@ -335,3 +336,20 @@ def _op_share_vars(model: cp_model.CpModel, problem: LevelProblem, v, i: int, ro
     us = model.new_int_var(min(r[2] for r in table), max(r[2] for r in table), f"slow_share_{i}")
     model.add_allowed_assignments([fb, uf, us], table)
     return uf, us
+
+
+def _op_share_products(model: cp_model.CpModel, v, i: int) -> tuple:
+    """Op i's shares as ``u = ceil(SHARE_UNITS * c / dur)`` through ``u * dur`` products (an op with
+    too many accesses for a table): ``u*dur >= U*c`` and ``u*dur <= U*c + dur - 1``, so ``u`` is the
+    ceiling (0 when ``c`` is; ``dur >= 1`` whenever the op moves a byte)."""
+    domain = model.proto.variables[v.dur[i].index].domain
+    longest = domain[len(domain) - 1]
+    out = []
+    for level, c in enumerate((v.cf[i], v.cs[i])):
+        u = model.new_int_var(0, SHARE_UNITS, f"{('fast', 'slow')[level]}_share_{i}")
+        product = model.new_int_var(0, SHARE_UNITS * max(1, longest), f"share_dur_{level}_{i}")
+        model.add_multiplication_equality(product, [u, v.dur[i]])
+        model.add(product >= SHARE_UNITS * c)
+        model.add(product <= SHARE_UNITS * c + v.dur[i] - 1)
+        out.append(u)
+    return tuple(out)

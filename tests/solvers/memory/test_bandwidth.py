@@ -60,6 +60,19 @@ def test_cpsat_finds_the_shared_optimum_of_the_hand_checked_case():
     assert CpSatLevelSolver().solve(separate(DELAY), SolveOptions(time_limit_s=10, num_workers=1)).objective == 10
 
 
+def test_share_products_solve_the_hand_checked_case(monkeypatch):
+    import solvers.memory.levels.bandwidth as bandwidth
+    from ortools.sat.python import cp_model
+
+    monkeypatch.setattr(bandwidth, "_MAX_TABLE_ACCESSES", 0)
+    model, v = build_level_model(DELAY)
+    assert "share_dur_1_0" in str(model.proto)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    assert solver.solve(model) == cp_model.OPTIMAL and solver.value(v.makespan) == 14
+    assert validate_levels(DELAY, v.extract(solver)) == []
+
+
 def test_model_refuses_the_separate_timing_when_shared():
     model, v = build_level_model(DELAY)
     for i, s in enumerate(DECISIONS.op_start):
@@ -115,3 +128,24 @@ def test_switch_off_is_todays_model(p):
     assert "bw_" not in str(model.proto)
     if a.solution is not None:
         assert replay_levels(p, a.solution) == replay_levels(p, a.solution, separate=True)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny())
+def test_share_products_give_the_table_optimum(p):
+    # Ops with more than 16 accesses get their shares from u * dur products instead of a table;
+    # forced on every op here, the optimum must not move.
+    import solvers.memory.levels.bandwidth as bandwidth
+
+    p = replace(p, shared_bandwidth=True)
+    opts = SolveOptions(time_limit_s=10, num_workers=1)
+    table = CpSatLevelSolver().solve(p, opts)
+    saved = bandwidth._MAX_TABLE_ACCESSES
+    bandwidth._MAX_TABLE_ACCESSES = 0
+    try:
+        products = CpSatLevelSolver().solve(p, opts)
+    finally:
+        bandwidth._MAX_TABLE_ACCESSES = saved
+    assert products.status is table.status
+    if table.solution is not None:
+        assert products.objective == table.objective and validate_levels(p, products.solution) == []
