@@ -148,3 +148,5 @@ def test_plan_solve_and_simulate_from_the_cli(tmp_path):
     assert r.exit_code == 0, r.output
     r = runner.invoke(app, ["simulate", str(out)])
     assert r.exit_code == 0 and "verified" in r.output, r.output
+    report = (out / "report.md").read_text()
+    assert "Ops and DMAs shared each level's bandwidth" in report and "| tpu0 | ddr3 | 1000 | 0 |" in report
