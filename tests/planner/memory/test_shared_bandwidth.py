@@ -60,6 +60,10 @@ def test_shared_plan_is_replayed_verified_and_numerically_equal(planned):
     assert len(program.instructions) and any(i.opcode.name == "DMA" for i in program.instructions)
     report = compare_numeric(shared.binaries, spec.graph, seed=5)
     assert report.ok, report.failures()
+    # The spec's reference clock is the device's, so the retimed plan's makespan is the level
+    # solver's own, to the cycle: the retiming's gate and the solver's replay agree.
+    stats = shared.memory.memory.devices["tpu0"].stats
+    assert stats["level_makespan_device_cycles"] == shared.plan.makespan_cycles
 
 
 def test_sharing_is_slower_and_the_replay_shows_where_levels_were_shared(planned):
