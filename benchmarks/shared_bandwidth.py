@@ -44,6 +44,7 @@ def measure(path: str, time_limit_s: float | None) -> dict:
         row[f"{label}_wall_s"] = round(time.perf_counter() - t0, 2)
         assert outcome.simulation.valid and outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
         row[f"{label}_makespan"] = outcome.plan.makespan_cycles
+        row[f"{label}_status"], row[f"{label}_bound"] = outcome.plan.status, outcome.plan.bound
         row[f"{label}_kept"] = outcome.memory_choice
         row[f"{label}_baselines"] = dict(outcome.memory_baselines)
         if shared:
@@ -59,10 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
     args = ap.parse_args(argv)
     rows = [measure(p, args.time_limit) for p in SPECS]
-    print(f"{'spec':22} {'separate':>12} {'shared':>12} {'ratio':>7}  kept (shared)")
+    print(f"{'spec':20} {'separate':>10} {'shared':>10} {'ratio':>7} {'shared bound':>12} {'gap':>7}  kept (shared)")
     for r in rows:
-        print(f"{r['spec']:22} {r['separate_makespan']:>12,} {r['shared_makespan']:>12,} "
-              f"{r['shared_over_separate']:>7.4f}  {r['shared_kept']}")
+        bound = r["shared_bound"]
+        gap = "-" if bound is None else f"{100 * (r['shared_makespan'] - bound) / r['shared_makespan']:.2f}%"
+        print(f"{r['spec']:20} {r['separate_makespan']:>10,} {r['shared_makespan']:>10,} "
+              f"{r['shared_over_separate']:>7.4f} {bound if bound is not None else '-':>12} {gap:>7}  {r['shared_kept']}")
     facts = machine_facts()
     print(f"load {facts['load_average']} on {facts['cores']} cores, {facts['date']}")
     if args.out:

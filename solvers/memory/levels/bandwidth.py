@@ -39,7 +39,7 @@ from ortools.sat.python import cp_model
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, ceil_div, cycles_for_bytes
 
 __all__ = ["SHARE_UNITS", "share_of_cycles", "dma_share", "op_shares", "dma_shares", "bandwidth_spans",
-           "check_bandwidth", "replay_shared", "add_bandwidth"]
+           "check_bandwidth", "replay_shared", "slow_traffic_lower_bound", "add_bandwidth"]
 
 SHARE_UNITS = 1000  # a level's whole bandwidth, in shares
 # Up to this many accesses an op's shares are a table over its sums of fast bytes; above, products.
@@ -263,6 +263,41 @@ def replay_shared(problem: LevelProblem, solution: LevelSolution,
         else:
             raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
     return op_start, tr_start
+
+
+def slow_traffic_lower_bound(problem: LevelProblem) -> int:
+    """A lower bound on the makespan under shared bandwidth: the slow level's forced traffic.
+
+    Over a plan of makespan T the slow level gives at most ``SHARE_UNITS * T`` share-cycles.
+    An op holding ``u = ceil(SHARE_UNITS * cs / dur)`` slow shares for ``dur`` cycles uses at
+    least ``SHARE_UNITS * cs >= SHARE_UNITS * SB / bw_s``, so each slow access of a tensor of b
+    bytes uses ``SHARE_UNITS * b / bw_s`` at least; a DMA of it uses exactly its slow shares
+    times its cycles. Two uses per tensor are forced: an input's first read (from the slow
+    level, or from a prefetch: access 0 is virtual, nothing can be kept) and a live-out
+    tensor's producer's write (to the slow level, or to the fast one and then an eviction). So
+    ``T >= sum over those tensors of min(b / bw_s, dma share-cycles / SHARE_UNITS)``, rounded
+    up; every term is a different access or DMA.
+
+    Examples
+    --------
+    An input of 4 B and a weight of 8 B, each read once, slow 1 B/cycle: 4 + 8 = 12 cycles:
+
+    >>> p = LevelProblem((4, 4, 2), ((0,), (), (1,)), ((), (), ()), (4, 8), (64, 99), (4, 1),
+    ...                  shared_bandwidth=True)
+    >>> slow_traffic_lower_bound(p)
+    12
+    """
+    bs = problem.bandwidth_bytes_per_cycle[1]
+    dma_slow = dma_shares(problem)[1]
+    total = Fraction(0)
+    for t in range(problem.num_tensors):
+        acc = problem.accesses(t)
+        b = problem.tensor_bytes[t]
+        forced = (acc[0] == -1 and len(acc) > 1 and problem.is_real(acc[1])) or (
+            problem.is_real(acc[0]) and acc[-1] == problem.num_ops)
+        if forced and b:
+            total += min(Fraction(b) / bs, Fraction(dma_slow * problem.dma_cycles(t), SHARE_UNITS))
+    return -(-total.numerator // total.denominator)
 
 
 def add_bandwidth(model: cp_model.CpModel, problem: LevelProblem, v) -> None:

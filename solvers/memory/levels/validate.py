@@ -9,9 +9,9 @@ DMAs in queue order); :func:`level_metrics` gives the report's figures.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from solvers.memory.levels.bandwidth import check_bandwidth, replay_shared
+from solvers.memory.levels.bandwidth import check_bandwidth, replay_shared, slow_traffic_lower_bound
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
@@ -499,7 +499,8 @@ def makespan_lower_bound(problem: LevelProblem) -> int:
     inputs it would read fast (they end before it starts) and, for the last op, the
     evictions of the live-out tensors it would write fast (they start after it ends),
     minimised jointly with that op's duration. (With split groups, take the minimum
-    over expansions.)
+    over expansions.) With shared bandwidth, the larger of that and
+    :func:`~solvers.memory.levels.bandwidth.slow_traffic_lower_bound`.
 
     Examples
     --------
@@ -518,6 +519,8 @@ def makespan_lower_bound(problem: LevelProblem) -> int:
     n = problem.num_ops
     if not n:
         return 0
+    if problem.shared_bandwidth:  # also: the slow level carries every byte that must cross it
+        return max(makespan_lower_bound(replace(problem, shared_bandwidth=False)), slow_traffic_lower_bound(problem))
     per_op = list(op_duration_lower_bounds(problem))
     first_inputs = {t for t, j in problem.op_accesses()[0] if j > 0 and not problem.is_real(problem.accesses(t)[0])}
     last_outputs = {t for t, j in problem.op_accesses()[n - 1]

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from solvers.core import SolveOptions, Status
 from solvers.memory.levels import (
     AllSlowLevelSolver, CpSatLevelSolver, GreedyLevelSolver, LevelProblem, LevelSolution, Transfer, TransferKind,
-    build_level_model, replay_levels, retime, validate_levels,
+    build_level_model, makespan_lower_bound, replay_levels, retime, validate_levels,
 )
 from solvers.memory.levels.bandwidth import SHARE_UNITS, check_bandwidth, dma_shares, op_shares
 from tests.solvers.memory.strategies import level_problems
@@ -56,6 +56,9 @@ def test_cpsat_finds_the_shared_optimum_of_the_hand_checked_case():
     # also needs before cycle 8... the solver proves it.
     r = CpSatLevelSolver().solve(DELAY, SolveOptions(time_limit_s=10, num_workers=1))
     assert r.status is Status.OPTIMAL and r.objective == 14
+    # A and W must cross the slow level (4 + 8 cycles at 1 B/cycle), whatever the plan: 12;
+    # separately the ops' own bound is 4 + 4 + 2 = 10.
+    assert makespan_lower_bound(DELAY) == 12 and makespan_lower_bound(separate(DELAY)) == 10
     assert validate_levels(DELAY, r.solution) == []
     assert CpSatLevelSolver().solve(separate(DELAY), SolveOptions(time_limit_s=10, num_workers=1)).objective == 10
 
@@ -149,3 +152,23 @@ def test_share_products_give_the_table_optimum(p):
     assert products.status is table.status
     if table.solution is not None:
         assert products.objective == table.objective and validate_levels(p, products.solution) == []
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(tiny())
+def test_the_shared_lower_bound_never_exceeds_the_optimum(p):
+    # The optimum of the exact model built without any lower bound (so an unsound bound cannot
+    # hide behind the model's own makespan >= LB).
+    from ortools.sat.python import cp_model
+
+    p = replace(p, shared_bandwidth=True)
+    model, v = build_level_model(p)
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.max_time_in_seconds = 10
+    status = solver.solve(model)
+    if status == cp_model.INFEASIBLE:
+        return
+    assert status == cp_model.OPTIMAL
+    assert makespan_lower_bound(p) <= solver.value(v.makespan)
+    assert makespan_lower_bound(separate(p)) <= makespan_lower_bound(p)
