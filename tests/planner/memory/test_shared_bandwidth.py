@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.errors import SpecError
 from planner.isa.binary import FLAG_SHARED_BANDWIDTH, HEADER, decode, decode_tables, encode
+from planner.isa.instructions import DMA_STREAM
 from planner.memory.retime import Activity, list_schedule
 from planner.memory.shared_bandwidth import BandwidthGate
 from planner.pipeline import run
@@ -31,8 +32,8 @@ SPEC = ROOT / "tests" / "data" / "specs" / "memory-shared.yaml"
 def planned():
     """The test spec planned with shared bandwidth and, switched off, with separate bandwidth."""
     spec = load_spec(SPEC)
-    shared = run(spec, time_limit_s=5, workers=1)
-    separate = run(replace(spec, memory=replace(spec.memory, shared_bandwidth=False)), time_limit_s=5, workers=1)
+    shared = run(spec, time_limit_s=3, workers=1)
+    separate = run(replace(spec, memory=replace(spec.memory, shared_bandwidth=False)), time_limit_s=3, workers=1)
     return spec, shared, separate
 
 
@@ -56,13 +57,13 @@ def test_shared_plan_is_replayed_verified_and_numerically_equal(planned):
     sim = shared.simulation
     assert sim.valid and sim.makespan_cycles == shared.plan.makespan_cycles
     (program,) = shared.programs.values()
-    assert program.shared_bandwidth and decode(shared.binaries["tpu0"]).shared_bandwidth
-    assert len(program.instructions) and any(i.opcode.name == "DMA" for i in program.instructions)
+    assert program.shared_bandwidth and decode(shared.binaries["npu0"]).shared_bandwidth
+    assert sum(i.opcode.name == "DMA" and i.stream == DMA_STREAM for i in program.instructions) >= 2
     report = compare_numeric(shared.binaries, spec.graph, seed=5)
     assert report.ok, report.failures()
     # The spec's reference clock is the device's, so the retimed plan's makespan is the level
     # solver's own, to the cycle: the retiming's gate and the solver's replay agree.
-    stats = shared.memory.memory.devices["tpu0"].stats
+    stats = shared.memory.memory.devices["npu0"].stats
     assert stats["level_makespan_device_cycles"] == shared.plan.makespan_cycles
 
 
@@ -70,12 +71,12 @@ def test_sharing_is_slower_and_the_replay_shows_where_levels_were_shared(planned
     _, shared, separate = planned
     assert shared.plan.makespan_cycles > separate.plan.makespan_cycles
     assert separate.simulation.bandwidth == {}
-    bw = shared.simulation.bandwidth["tpu0"]
-    # A DMA holds all of DDR3, and one op runs at a time: nothing ever shares DDR3. The on-chip
-    # level is shared (a prefetch beside a layer reading on-chip memory), never over-subscribed.
-    assert bw["ddr3"]["peak_shares"] == SOLVER_UNITS and bw["ddr3"]["shared_cycles"] == 0
-    assert bw["ddr3"]["full_cycles"] > shared.plan.makespan_cycles // 2
-    assert 0 < bw["onchip"]["shared_cycles"] and bw["onchip"]["peak_shares"] <= SOLVER_UNITS
+    bw = shared.simulation.bandwidth["npu0"]
+    # A DMA holds all of LPDDR, and one op runs at a time: nothing ever shares LPDDR. SRAM is
+    # shared (a prefetch beside a layer reading SRAM alone), never over-subscribed.
+    assert bw["lpddr"]["peak_shares"] == SOLVER_UNITS and bw["lpddr"]["shared_cycles"] == 0
+    assert bw["lpddr"]["full_cycles"] > shared.plan.makespan_cycles // 2
+    assert 0 < bw["sram"]["shared_cycles"] and bw["sram"]["peak_shares"] <= SOLVER_UNITS
     assert shared.simulation.to_dict()["bandwidth"] == shared.simulation.bandwidth
     assert "bandwidth" not in separate.simulation.to_dict()
 
@@ -84,12 +85,12 @@ def test_a_plan_timed_without_contention_fails_the_replay(planned):
     # Planted: the separate plan's binaries, claimed under shared bandwidth. Its prefetches run
     # while layers read DDR3, so the replay must refuse them.
     _, _, separate = planned
-    program = decode(separate.binaries["tpu0"])
+    program = decode(separate.binaries["npu0"])
     assert not program.shared_bandwidth
-    planted = {"tpu0": encode(replace(program, shared_bandwidth=True))}
+    planted = {"npu0": encode(replace(program, shared_bandwidth=True))}
     result = simulate(planted)
     assert not result.valid
-    assert any("tpu0 ddr3: bandwidth over-subscribed" in v and "prefetch:" in v for v in result.violations)
+    assert any("npu0 lpddr: bandwidth over-subscribed" in v and "prefetch:" in v for v in result.violations)
     with pytest.raises(SimulationError):
         simulate(planted, strict=True)
     assert simulate(separate.binaries).valid
@@ -153,4 +154,4 @@ def test_plan_solve_and_simulate_from_the_cli(tmp_path):
     r = runner.invoke(app, ["simulate", str(out)])
     assert r.exit_code == 0 and "verified" in r.output, r.output
     report = (out / "report.md").read_text()
-    assert "Ops and DMAs shared each level's bandwidth" in report and "| tpu0 | ddr3 | 1000 | 0 |" in report
+    assert "Ops and DMAs shared each level's bandwidth" in report and "| npu0 | lpddr | 1000 | 0 |" in report
