@@ -22,7 +22,6 @@ True
 from __future__ import annotations
 
 from dataclasses import replace
-
 from typing import Any
 
 from planner.errors import InternalError

@@ -50,8 +50,8 @@ Checks
   view lies inside one live non-view buffer of its level for its whole life.
 
 Speed: :func:`simulate` and :func:`simulate_dir` screen the binaries' columns with numpy
-first (:mod:`planner.simulator.screen`); only binaries the screen cannot show valid go
-through the record-by-record checks below (:func:`simulate_programs`), which name every
+first (:mod:`planner.simulator.screen`); only binaries the screen cannot show valid (and
+those sharing bandwidth, which it hands over) go through the record-by-record checks below (:func:`simulate_programs`), which name every
 violation.
 """
 
