@@ -3,10 +3,12 @@ the simulator's check (a plan timed without contention fails it), numbers equal.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from planner.cli import app
@@ -23,6 +25,7 @@ from planner.simulator.screen import screened_replay
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
 from solvers.memory.levels.bandwidth import SHARE_UNITS as SOLVER_UNITS
+from tests.planner.memory.test_memory_property import memory_specs
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = ROOT / "tests" / "data" / "specs" / "memory-shared.yaml"
@@ -155,3 +158,20 @@ def test_plan_solve_and_simulate_from_the_cli(tmp_path):
     assert r.exit_code == 0 and "verified" in r.output, r.output
     report = (out / "report.md").read_text()
     assert "Ops and DMAs shared each level's bandwidth" in report and "| npu0 | lpddr | 1000 | 0 |" in report
+
+
+@settings(max_examples=int(os.environ.get("SHARED_PROPERTY_EXAMPLES", 6)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(memory_specs())
+def test_random_memory_specs_with_shared_bandwidth_replay_and_compute_the_same_numbers(spec):
+    # The memory property test's random graphs (splits, zero-cycle reshapes, a second device
+    # with transfers, explicit-cycle models) with shared bandwidth: every plan replays exactly
+    # (run raises otherwise), its claimed bound holds, and the numbers are the reference's.
+    spec["memory"]["bandwidth"] = "shared"
+    spec["solver"]["time_limit"] = "1 s"
+    outcome = run(spec)
+    assert outcome.simulation.valid and outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    assert outcome.plan.bound <= outcome.plan.makespan_cycles
+    assert all(p.shared_bandwidth == (p.fast_level >= 0) for p in outcome.programs.values())
+    report = compare_numeric(outcome.binaries, load_spec(spec).graph, seed=2)
+    assert report.ok, report.failures()
