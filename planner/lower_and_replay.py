@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from planner.errors import InternalError
@@ -59,6 +60,8 @@ def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
     with stage("lowering"):
         programs = address_programs(lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan),
                                     spec.memory.alignment_bytes)
+        if spec.memory.shared_bandwidth:  # the switch reaches the simulator through the header flag only
+            programs = {n: replace(p, shared_bandwidth=True) if p.fast_level >= 0 else p for n, p in programs.items()}
         binaries = {name: encode(p) for name, p in sorted(programs.items())}
     with stage("replay"):
         simulation = simulate(binaries)

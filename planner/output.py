@@ -172,7 +172,7 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
             (tmp / "report.md").write_text(render_report(
                 plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
                 replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
-                        "memory": memory_planning, "numeric": checked.summary()},
+                        "memory": memory_planning, "numeric": checked.summary(), "bandwidth": sim.bandwidth},
                 sections=_memory_sections(outcome, spec, read["memory.json"] if memory_planning else None),
                 graph=spec.graph))
             names = expected_files([d["name"] for d in devices], memory_planning=memory_planning)

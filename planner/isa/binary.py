@@ -20,6 +20,10 @@ in record order, a :data:`LEVEL_ROW` (record index, reserved) and one u64 per le
 header's second reserved field counts its rows. A program without level bytes is written
 as version 2, byte for byte as before, so two-level plans keep their binaries; both
 versions are read.
+
+Header flag bit 1 (:data:`FLAG_SHARED_BANDWIDTH`, ``memory.bandwidth: shared``): the program's
+ops and memory DMAs share each level's bandwidth, and the simulator checks it (no version
+change: a program without it is written byte for byte as before).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ from planner.isa.instructions import (
     VectorOp,
 )
 
-__all__ = ["MAGIC", "FORMAT_VERSION", "READ_VERSIONS", "LEVEL_ROW", "format_version", "HEADER", "RECORD", "KERNEL", "OPERAND", "FLAG_ADDRESSED",
+__all__ = ["MAGIC", "FORMAT_VERSION", "READ_VERSIONS", "LEVEL_ROW", "format_version", "HEADER", "RECORD", "KERNEL", "OPERAND", "FLAG_ADDRESSED", "FLAG_SHARED_BANDWIDTH",
            "RECORD_DTYPE", "KERNEL_DTYPE", "OPERAND_DTYPE", "Tables", "encode", "decode", "decode_tables",
            "listing"]
 
@@ -56,6 +60,8 @@ FORMAT_VERSION = 3  # the newest version written (only when a program has level 
 READ_VERSIONS = (2, 3)  # versions decoded (version 2 is version 3 without a level-bytes table)
 NONE = 0xFFFFFFFF  # "no op" in a record's op field
 FLAG_ADDRESSED = 1  # header flags bit 0: ALLOC/FREE d are real addresses (Program.addressed)
+FLAG_SHARED_BANDWIDTH = 2  # bit 1: ops and DMAs share each level's bandwidth (Program.shared_bandwidth)
+_KNOWN_FLAGS = FLAG_ADDRESSED | FLAG_SHARED_BANDWIDTH
 
 # magic, version, header size, record size, flags, device clock, reference clock,
 # mxu rows, mxu cols, vector lanes, dma latency, profile name, device name,
@@ -190,7 +196,8 @@ def encode(program: Program) -> bytes:
     body = (levels + links + string_bytes + buffers + b"".join(_U32.pack(b) for b in lists)
             + bytes(kernels) + bytes(operands) + b"".join(_U64.pack(x) for x in dims) + bytes(records) + level_rows)
     header = HEADER.pack(
-        MAGIC, format_version(program), HEADER.size, RECORD.size, FLAG_ADDRESSED if program.addressed else 0,
+        MAGIC, format_version(program), HEADER.size, RECORD.size,
+        (FLAG_ADDRESSED if program.addressed else 0) | (FLAG_SHARED_BANDWIDTH if program.shared_bandwidth else 0),
         program.device_clock_hz, program.reference_clock_hz,
         program.mxu_rows, program.mxu_cols, program.vector_lanes, program.dma_latency_cycles,
         profile_idx, device_idx,
@@ -314,7 +321,8 @@ def _program(h: _Header, strings: list[str], raw_levels: list[tuple], raw_links:
         main_level=h.main_level,
         links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
         num_streams=h.n_streams, buffers=buffers, instructions=tuple(instructions),
-        fast_level=h.fast_level, kernels=tuple(kernels), addressed=bool(h.flags & FLAG_ADDRESSED))
+        fast_level=h.fast_level, kernels=tuple(kernels), addressed=bool(h.flags & FLAG_ADDRESSED),
+        shared_bandwidth=bool(h.flags & FLAG_SHARED_BANDWIDTH))
 
 
 def _level_row_count(h: _Header) -> int:
@@ -456,7 +464,7 @@ def _check_header(data: bytes, name: str) -> _Header:
                 + h.n_records * RECORD.size + _level_row_count(h) * (LEVEL_ROW.size + 8 * h.n_levels))
     if expected != h.body_bytes:
         raise _fail(f"section sizes add up to {expected} bytes, body has {h.body_bytes}", name)
-    if h.flags & ~FLAG_ADDRESSED:
+    if h.flags & ~_KNOWN_FLAGS:
         raise _fail(f"unknown header flags {h.flags:#x}", name)
     return h
 
@@ -712,7 +720,7 @@ def listing(program: Program) -> str:
         f"; clocks: device {program.device_clock_hz} Hz, reference {program.reference_clock_hz} Hz; "
         f"streams {program.num_streams}; mxu {program.mxu_rows}x{program.mxu_cols}, "
         f"{program.vector_lanes} lanes, dma latency {program.dma_latency_cycles}"
-        + ("; addressed" if program.addressed else ""),
+        + ("; addressed" if program.addressed else "") + ("; shared bandwidth" if program.shared_bandwidth else ""),
     ]
     for i, lv in enumerate(program.levels):
         main = " (main)" if i == program.main_level else ""

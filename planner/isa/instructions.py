@@ -314,6 +314,9 @@ class Program:
     fast_level: int = -1  # the level fast_bytes are counted in; -1: no memory plan (all in main)
     kernels: tuple[Kernel, ...] = ()  # sorted by op name; empty when lowered without kernels
     addressed: bool = False  # ALLOC/FREE d are real addresses (the simulator checks overlaps); False: d = 0
+    # Ops and memory DMAs contend for each level's bandwidth (docs/memory.md, "Shared bandwidth"):
+    # the simulator checks every level's shares; False: each has the full bandwidth (as before).
+    shared_bandwidth: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kernels", tuple(self.kernels))

@@ -237,7 +237,7 @@ def _n_level_device(spec, plan) -> str | None:
     """The device to plan over all its levels: the spec's only device, when it can be memory-planned
     and has more than two levels from its fast level on (or tensors homed outside main memory)."""
     hardware, options = spec.hardware, spec.memory
-    if len(hardware.devices) != 1 or plan.transfers:
+    if len(hardware.devices) != 1 or plan.transfers or options.shared_bandwidth:  # shared: two levels only
         return None
     dev = hardware.devices[0]
     if skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options) or not plans_n_levels(

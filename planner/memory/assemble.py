@@ -26,6 +26,7 @@ from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.bridge import DeviceBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
+from planner.memory.shared_bandwidth import bandwidth_gate
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from solvers.memory.levels import (
     LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, memory_waits, op_durations,
@@ -197,7 +198,8 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
         acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
     acts += _unplanned_activities(plan, graph, levels, last_instance, into)
     acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
-    start = list_schedule(acts, sequences)
+    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers)  # bandwidth: shared
+    start = list_schedule(acts, sequences, gate)
     duration = {a.name: a.duration for a in acts}
 
     def end(name: str) -> int:

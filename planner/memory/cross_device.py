@@ -312,8 +312,10 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     the new plan with its stats (None: nothing new that packs), how the solve stopped, and its
     figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
-    ht = device_heads_tails(current, graph, hardware, lv)
     problem = lv.expanded
+    if problem.shared_bandwidth:  # heads and tails are not modelled there: the other candidates only
+        return None, None, (None, None, None)
+    ht = device_heads_tails(current, graph, hardware, lv)
     incumbent = replace(lv.solution, split_factors=())
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)

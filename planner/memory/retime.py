@@ -48,11 +48,14 @@ class Activity:
     priority: int = 0
 
 
-def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[str, ...]]) -> dict[str, int]:
+def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[str, ...]],
+                  gate=None) -> dict[str, int]:
     """Start cycle of every activity (see the module docstring).
 
     ``sequences`` gives the fixed order of each sequence resource; every other resource
-    dispatches. Raises InternalError on a dependency cycle (nothing can start).
+    dispatches. A ``gate`` (shared bandwidth: :class:`planner.memory.shared_bandwidth.BandwidthGate`)
+    must ``admit(activity, now)`` each start and is told of it (``start``) and of each ``finish``.
+    Raises InternalError on a dependency cycle (nothing can start).
     """
     acts = {a.name: a for a in activities}
     for a in acts.values():
@@ -74,6 +77,11 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
     def ready(a: Activity) -> bool:
         return all(d in finished for d in a.deps)
 
+    def finish(name: str) -> None:
+        finished.add(name)
+        if gate is not None:
+            gate.finish(name)
+
     while True:
         progressed = True
         while progressed:
@@ -84,17 +92,20 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
                 chosen = None
                 if r in sequences:
                     seq = sequences[r]
-                    if heads[r] < len(seq) and ready(acts[seq[heads[r]]]):
-                        chosen = acts[seq[heads[r]]]
+                    head = acts[seq[heads[r]]] if heads[r] < len(seq) else None
+                    if head is not None and ready(head) and (gate is None or gate.admit(head, now)):
+                        chosen = head
                         heads[r] += 1
                 else:
                     queue = pending.get(r, [])
                     for k, a in enumerate(queue):
                         if ready(a):
-                            chosen = queue.pop(k)
+                            chosen = queue.pop(k) if gate is None or gate.admit(a, now) else None
                             break
                 if chosen is None:
                     continue
+                if gate is not None:
+                    gate.start(chosen, now)
                 start[chosen.name] = now
                 free_at[r] = now + chosen.duration
                 heapq.heappush(events, (now + chosen.duration, chosen.name))
@@ -103,13 +114,13 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
                     break  # let the zero-length activity finish before anything else starts
             if events and events[0][0] == now:
                 while events and events[0][0] == now:
-                    finished.add(heapq.heappop(events)[1])
+                    finish(heapq.heappop(events)[1])
                 progressed = True
         if not events:
             break
         now = events[0][0]
         while events and events[0][0] == now:
-            finished.add(heapq.heappop(events)[1])
+            finish(heapq.heappop(events)[1])
     missing = sorted(set(acts) - set(start))
     if missing:
         raise InternalError(f"retiming deadlocked: {len(missing)} activities never became ready, "

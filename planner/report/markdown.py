@@ -206,6 +206,13 @@ def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, A
                 f"{', memory.json' if replay.get('memory') else ''} and allocation.json against that replay."]
         if replay.get("numeric"):
             out += ["", f"- {replay['numeric']}"]
+        if replay.get("bandwidth"):  # memory.bandwidth: shared (planner.simulator.bandwidth)
+            out += ["", "Ops and DMAs shared each level's bandwidth (`memory.bandwidth: shared`, 1000 shares a "
+                    "level); the replay checked that no level was ever over-subscribed:", "",
+                    markdown_table(["device", "level", "peak shares", "cycles shared by 2+", "cycles fully held"],
+                                   [[d, lv, f["peak_shares"], f["shared_cycles"], f["full_cycles"]]
+                                    for d, levels in sorted(replay["bandwidth"].items())
+                                    for lv, f in levels.items()])]
     out += ["", "## Devices", ""]
     out.append(markdown_table(["device", "kind", "profile", "streams", "ops", "busy cycles", "utilization",
                                "memory: peak of capacity, per level"], [

@@ -38,6 +38,9 @@ Checks
   main entry equal to ``mem_bytes`` and the fast one to ``fast_bytes`` (0 without a fast level);
 * transfers: every RECV matches one SEND (same id, bytes and link, crossed peers) and
   starts no earlier than it; a link carries one transfer at a time across all binaries;
+* shared bandwidth (header flag, ``memory.bandwidth: shared``): at no cycle do the records
+  running hold more than a level's shares (:mod:`planner.simulator.bandwidth`); the result's
+  ``bandwidth`` gives each level's peak shares and contended cycles;
 * semaphores: each WAIT (any stream, DMA engine included) comes after its SIGNAL; a
   SIGNAL naming an op after that op's record ends, a WAIT naming one before it starts;
 * memory: live non-view bytes never exceed the header's capacity per level (ALLOC and
@@ -47,8 +50,8 @@ Checks
   view lies inside one live non-view buffer of its level for its whole life.
 
 Speed: :func:`simulate` and :func:`simulate_dir` screen the binaries' columns with numpy
-first (:mod:`planner.simulator.screen`); only binaries the screen cannot show valid go
-through the record-by-record checks below (:func:`simulate_programs`), which name every
+first (:mod:`planner.simulator.screen`); only binaries the screen cannot show valid (and
+those sharing bandwidth, which it hands over) go through the record-by-record checks below (:func:`simulate_programs`), which name every
 violation.
 """
 
@@ -77,6 +80,7 @@ from planner.isa.instructions import (
     Program,
     expected_duration_cycles,
 )
+from planner.simulator.bandwidth import check_shared_bandwidth
 from planner.simulator.screen import Screened, coverage_end, screened_replay
 
 __all__ = [
@@ -190,6 +194,9 @@ class SimulationResult:
     violations: tuple[str, ...] = ()
     devices: tuple[str, ...] = field(default=())
     dmas: tuple[DmaTiming, ...] = ()
+    # Shared bandwidth only: device -> level -> peak_shares, shared_cycles, full_cycles
+    # (planner.simulator.bandwidth); empty for programs that do not share bandwidth.
+    bandwidth: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
     @property
     def valid(self) -> bool:
@@ -216,6 +223,7 @@ class SimulationResult:
                            "end_cycle": t.end_cycle, "src_op": t.src_op, "dst_op": t.dst_op}
                           for t in self.transfers.values()],
             "dmas": [d._asdict() for d in self.dmas],
+            **({"bandwidth": self.bandwidth} if self.bandwidth else {}),
         }
 
 
@@ -776,6 +784,7 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
     v: list[str] = []
     peaks: dict[str, dict[str, int]] = {}
     timings = _Timings()
+    bandwidth: dict[str, dict[str, dict[str, int]]] = {}
     count = 0
     names = sorted(programs)
     for key in names:
@@ -783,6 +792,8 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
         if p.device != key:
             v.append(f"binary {key!r} is for device {p.device!r}")
         peaks[p.device], x = _check_program(p, v)
+        if p.shared_bandwidth:  # memory.bandwidth: shared (planner.simulator.bandwidth)
+            bandwidth[p.device] = check_shared_bandwidth(p, v)
         count += len(p.instructions)
         timings.collect(p, x, v)
     links = _link_table(programs, names, v)
@@ -794,7 +805,8 @@ def simulate_programs(programs: Mapping[str, Program], *, strict: bool = False) 
                 v.append(f"{key} exchanges data with {peer!r}, which has no binary")
     makespan = max((p.end_cycle for p in programs.values()), default=0)
     result = SimulationResult(makespan, timings.ops, dict(sorted(transfers.items())), peaks, count, tuple(v),
-                              tuple(names), tuple(sorted(timings.dmas, key=lambda d: (d.device, d.start_cycle, d.op))))
+                              tuple(names), tuple(sorted(timings.dmas, key=lambda d: (d.device, d.start_cycle, d.op))),
+                              bandwidth)
     if strict:
         result.raise_if_invalid()
     return result

@@ -166,7 +166,7 @@ def screened_replay(tables: Mapping[str, Tables]) -> Screened | None:
     found: dict[str, _Found] = {}
     for name in names:
         t = tables[name]
-        if t.program.device != name:
+        if t.program.device != name or t.program.shared_bandwidth:  # shared bandwidth: the full replay checks it
             return None
         one = _screen_program(t)
         if one is None:

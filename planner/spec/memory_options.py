@@ -28,6 +28,7 @@ class MemoryOptions:
     buffer address is a multiple of it. ``home`` maps a weight or graph input to the level
     holding its persistent copy when that is not main memory (a level listed after main,
     e.g. host memory for an offloaded weight); every other tensor's home is main memory.
+    ``shared_bandwidth``: ops and DMAs contend for each level's bandwidth (``bandwidth: shared``).
     """
 
     enabled: bool = False
@@ -36,6 +37,9 @@ class MemoryOptions:
     split_factors: tuple[int, ...] = (1, 2, 4)
     alignment_bytes: int = 64
     home: Mapping[str, str] = field(default_factory=dict)
+    # ``memory.bandwidth: shared``: ops and DMAs contend for each level's bandwidth on
+    # memory-planned devices (docs/memory.md, "Shared bandwidth"); False: "separate", as before.
+    shared_bandwidth: bool = False
 
     def home_level(self, tensor: str, main: str) -> str:
         """The level name holding ``tensor``'s persistent copy (``main`` unless ``home`` names one).

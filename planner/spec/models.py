@@ -559,6 +559,10 @@ class MemoryPlanSpec(_Model):
     alignment: Annotated[Size, AfterValidator(_check_alignment)] = Field(
         "64 B", validate_default=True, description="Every buffer address is a multiple of this "
         "(a power of two).", examples=["64 B", "4 KiB"])
+    bandwidth: Literal["separate", "shared"] = Field(
+        "separate", description="separate: an op has each level's full bandwidth whatever the DMAs move "
+        "(default); shared: ops and DMAs contend for each level's bandwidth (docs/memory.md, \"Shared "
+        "bandwidth\"), in the solver, the retiming and the simulator alike.", examples=["shared"])
     home: dict[OpName, Name] = Field(
         default_factory=dict, max_length=MAX_TENSORS,
         description="Per weight or graph input (its full name, \"<model>/<tensor>\"), the level holding its "

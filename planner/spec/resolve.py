@@ -469,7 +469,7 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
     ...         "memory": {"plan": True, "fast": {"npu": "sram"}, "split_factors": [4, 2]}}
     >>> doc = SpecDocument.model_validate(data)
     >>> resolve_memory(doc, resolve_hardware(doc, Locator(data)), Locator(data))
-    MemoryOptions(enabled=True, fast={'npu': 'sram'}, split=True, split_factors=(1, 2, 4), alignment_bytes=64, home={})
+    MemoryOptions(enabled=True, fast={'npu': 'sram'}, split=True, split_factors=(1, 2, 4), alignment_bytes=64, home={}, shared_bandwidth=False)
     >>> data["memory"]["fast"] = "vmem"
     >>> resolve_memory(doc.model_validate(data), resolve_hardware(doc, Locator(data)), Locator(data))
     Traceback (most recent call last):
@@ -503,7 +503,7 @@ def resolve_memory(document: SpecDocument, hw: Hardware, locator: Locator) -> Me
         _check_default_fast_levels(profiles, fast, locator)
     factors = tuple(sorted({1, *mem.split_factors}))
     return MemoryOptions(enabled=mem.plan, fast=fast, split=mem.split, split_factors=factors,
-                         alignment_bytes=mem.alignment)
+                         alignment_bytes=mem.alignment, shared_bandwidth=mem.bandwidth == "shared")
 
 
 def resolve_homes(document: SpecDocument, graph, hw: Hardware, locator: Locator) -> dict[str, str]:
@@ -817,6 +817,10 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     gangs = _gangs(document, order, hw, locator)
     memory = resolve_memory(document, hw, locator)
     memory = dataclasses.replace(memory, home=resolve_homes(document, graph, hw, locator))
+    if memory.shared_bandwidth and memory.home:  # the N-level planner does not model shared bandwidth yet
+        raise locator.error("shared bandwidth is modelled over two levels only, and homes outside main memory "
+                            "(memory.home) need the plan over every level; drop one of the two",
+                            ("memory", "bandwidth"))
     objective, max_load = resolve_objective(document, hw, locator)
     if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
         raise locator.error("memory planning needs objective latency (its level solver minimizes a makespan); "

@@ -33,6 +33,8 @@ Constraints:
 * fast capacity: ``Cumulative`` on the point axis over the pieces of every tensor (access
   point ``[2a+1, 2a+2)``, kept gap ``[2a_{j-1}+2, 2a_j+1)``, prefetch
   ``[2*trigger+2, 2a_j+1)``, eviction ``[2a_{j-1}+2, 2*release+1)``) with demands = bytes;
+* shared bandwidth (``problem.shared_bandwidth``): one ``Cumulative`` per level over the op
+  and DMA intervals, demands = shares (:func:`~solvers.memory.levels.bandwidth.add_bandwidth`);
 * ``makespan >= end of the last op``, ``makespan >= LB`` (:func:`makespan_lower_bound`),
   ``makespan <= U`` with U the best baseline's makespan.
 
@@ -79,6 +81,7 @@ from ortools.sat.python import cp_model
 from solvers.cpsat_support import interval_if
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
+from solvers.memory.levels.bandwidth import add_bandwidth
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
@@ -136,6 +139,7 @@ class LevelVars:
     cf: list = field(default_factory=list)  # None for an op whose accesses are all fixed
     cs: list = field(default_factory=list)
     makespan: cp_model.IntVar | None = None
+    dma_intervals: list = field(default_factory=list)  # every DMA's (optional) interval
     # Time windows from the per-op duration bounds and the makespan's upper bound:
     # op i starts in [earliest[i], latest[i]]; index num_ops is the makespan.
     earliest: list = field(default_factory=list)
@@ -470,6 +474,7 @@ def add_transfers(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) 
                 if j2 == j:
                     _add(model, v.trigger_base[t, j] + v.trigger[t, j] >= lo + 1 + rel, ev, pf)
     model.add_no_overlap(intervals)
+    v.dma_intervals = intervals  # shared bandwidth: the same intervals hold shares (bandwidth.py)
 
 
 def add_fast_capacity(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
@@ -796,6 +801,8 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     add_transfers(model, problem, v)
     add_fast_capacity(model, problem, v)
     add_memory_order(model, problem, v)
+    if problem.shared_bandwidth:
+        add_bandwidth(model, problem, v)
     model.minimize(add_makespan(model, problem, v))
     if hint is not None:
         _add_hint(model, problem, v, hint)

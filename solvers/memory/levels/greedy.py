@@ -27,8 +27,9 @@ from solvers.memory.levels.validate import level_metrics, replay_levels
 __all__ = ["retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver"]
 
 
-def retime(problem: LevelProblem, solution: LevelSolution) -> LevelSolution:
-    """The same decisions with the replayed (as-soon-as-possible) times.
+def retime(problem: LevelProblem, solution: LevelSolution, separate: bool = False) -> LevelSolution:
+    """The same decisions with the replayed (as-soon-as-possible) times (``separate``: as if
+    the bandwidth were not shared, see :func:`~solvers.memory.levels.validate.replay_levels`).
 
     Examples
     --------
@@ -37,7 +38,7 @@ def retime(problem: LevelProblem, solution: LevelSolution) -> LevelSolution:
     >>> retime(p, s) == s
     True
     """
-    r = replay_levels(problem, solution)
+    r = replay_levels(problem, solution, separate=separate)
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, r.transfer_start))
     return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,
@@ -98,6 +99,8 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
     n = problem.num_ops
     draft = LevelSolution(tuple(map(tuple, residency.in_fast)), tuple(map(tuple, residency.kept)),
                           tuple(transfers), (0,) * n, (0,) * n)
+    if problem.shared_bandwidth:  # the draft has no times: order the shared replay by the separate one's
+        draft = retime(problem, draft, separate=True)
     return retime(problem, draft)
 
 

@@ -289,6 +289,8 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
     t0 = time.perf_counter()
     if problem.splits:
         raise ValueError("expand split groups first (HeadsTails.expanded)")
+    if problem.shared_bandwidth:  # the shared replay has no heads (replay_levels)
+        raise ValueError("heads and tails are not modelled with shared bandwidth")
     ht.check(problem)
     plans = _baselines(problem, ht, incumbent)
     if not plans:

@@ -44,6 +44,9 @@ Semantics (what :func:`~solvers.memory.levels.validate.validate_levels` checks)
   ``ceil`` above is exact: ``ceil(bytes / (p/q)) = ceil(bytes*q / p)`` in integers, the
   ISA's ``ceil(bytes * clock_hz / bytes_per_s)`` to the cycle (:func:`cycles_for_bytes`);
 * objective: makespan = max end over ops and DMAs.
+* with ``shared_bandwidth``, ops and DMAs also contend for each level's bandwidth: see
+  :mod:`solvers.memory.levels.bandwidth` (every instruction holds a constant share of each
+  level it moves bytes in and starts only when that share is free).
 
 Several compute streams (``op_streams``; see docs/memory.md, "Several compute streams")
 ------------------------------------------------------------------------------------
@@ -322,6 +325,9 @@ class LevelProblem(OpsAndTensors):
     splits: tuple[SplitGroup, ...] = ()
     # per op, its compute stream (empty: every op on stream 0, the one-stream problem)
     op_streams: tuple[int, ...] = ()
+    # Ops and DMAs contend for each level's bandwidth (solvers.memory.levels.bandwidth); False:
+    # each op has every level's full bandwidth whatever the DMAs move.
+    shared_bandwidth: bool = False
     op_names: tuple[str, ...] = field(default=(), compare=False)
     tensor_names: tuple[str, ...] = field(default=(), compare=False)
     _accesses: tuple[tuple[int, ...], ...] = field(init=False, repr=False, compare=False, default=())
@@ -349,6 +355,9 @@ class LevelProblem(OpsAndTensors):
             raise ValueError("compute cycles and tensor bytes must be >= 0")
         if self.op_streams and (len(self.op_streams) != n or min(self.op_streams) < 0):
             raise ValueError(f"op_streams needs one stream >= 0 per op ({n}), got {self.op_streams}")
+        if self.shared_bandwidth and len(set(self.op_streams)) > 1:
+            raise ValueError("shared bandwidth is modelled on one compute stream: plan the ops in series "
+                             "(no op_streams)")
         accesses = self._build_accesses()
         seen_ops: set[int] = set()
         seen_tensors: set[int] = set()

@@ -96,6 +96,7 @@ def expand_splits(problem: LevelProblem, factors: tuple[int, ...]) -> tuple[Leve
         dma_bytes_per_cycle=problem.dma_bytes_per_cycle, dma_latency_cycles=problem.dma_latency_cycles,
         live_out=tensors.all_portions(problem.live_out), fast_only_ops=tuple(new_fast_only), splits=(),
         op_streams=tuple(problem.stream_of(o) for o, _ in origin) if problem.op_streams else (),
+        shared_bandwidth=problem.shared_bandwidth,
         op_names=tuple(f"{problem.op_name(o)}#{p}" if factor_of_op > 1 else problem.op_name(o)
                        for (o, p), factor_of_op in zip(origin, _op_factors(problem, factors, origin))),
         tensor_names=tuple(f"{problem.tensor_name(t)}#{p}" if factor_of_tensor.get(t, 1) > 1

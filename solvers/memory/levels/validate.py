@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
+from solvers.memory.levels.bandwidth import check_bandwidth, replay_shared, slow_traffic_lower_bound
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
@@ -196,6 +197,8 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
                         else f"the eviction of {problem.tensor_name(solution.transfers[x].tensor)}")
                 errs.append(f"op {problem.op_name(i)} starts at {solution.op_start[i]} before {what} ends at "
                             f"{ready} (one copy's accesses in order; a slow read after its eviction)")
+    if problem.shared_bandwidth and not errs:  # shared bandwidth: shares per level (bandwidth.py)
+        errs += check_bandwidth(problem, solution)
     return errs
 
 
@@ -469,13 +472,16 @@ class Replay:
     makespan_cycles: int
 
 
-def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Sequence[int] = (),
-                  tensor_ready: Sequence[int] = ()) -> Replay:
+def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool = False,
+                  op_release: Sequence[int] = (), tensor_ready: Sequence[int] = ()) -> Replay:
     """Re-time the solution's decisions: each op starts when the previous op and every DMA
     it releases have ended; each DMA when the engine is free, its trigger op has ended and
     (prefetch) its tensor's eviction has ended. Never later than the solution's own times.
     ``op_release`` / ``tensor_ready`` (optional heads, :mod:`solvers.memory.levels.heads_tails`):
     no op starts before its release, no prefetch before its tensor is ready.
+    With shared bandwidth (unless ``separate``), also in the solution's start order and when
+    the shares fit (:func:`~solvers.memory.levels.bandwidth.replay_shared`); heads are not
+    modelled there (a shared problem with heads is refused).
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -492,6 +498,11 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, op_release: Se
         return _replay_streams(problem, solution, op_release, tensor_ready)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
+    if problem.shared_bandwidth and not separate:  # shared bandwidth: in order, when shares fit
+        op_start, tr_start = replay_shared(problem, solution, dur)
+        ends = [s + d for s, d in zip(op_start, dur)] + [s + tr.duration_cycles
+                                                         for s, tr in zip(tr_start, solution.transfers)]
+        return Replay(tuple(op_start), dur, tuple(tr_start), max(ends, default=0))
     queue = solution.transfers
     releases: list[list[int]] = [[] for _ in range(n + 1)]
     for q, tr in enumerate(queue):
@@ -735,7 +746,8 @@ def makespan_lower_bound(problem: LevelProblem) -> int:
     inputs it would read fast (they end before it starts) and, for the last op, the
     evictions of the live-out tensors it would write fast (they start after it ends),
     minimised jointly with that op's duration. (With split groups, take the minimum
-    over expansions.)
+    over expansions.) With shared bandwidth, the larger of that and
+    :func:`~solvers.memory.levels.bandwidth.slow_traffic_lower_bound`.
 
     Examples
     --------
@@ -754,6 +766,8 @@ def makespan_lower_bound(problem: LevelProblem) -> int:
     n = problem.num_ops
     if not n:
         return 0
+    if problem.shared_bandwidth:  # also: the slow level carries every byte that must cross it
+        return max(makespan_lower_bound(replace(problem, shared_bandwidth=False)), slow_traffic_lower_bound(problem))
     per_op = list(op_duration_lower_bounds(problem))
     if problem.multi_stream:  # each stream runs its own ops one at a time
         per_stream: dict[int, int] = {}

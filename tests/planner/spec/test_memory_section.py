@@ -166,6 +166,8 @@ ERRORS = [
     ("memory:\n  plan: maybe\n", M + 1, "memory.plan", ["input should be a valid boolean, got 'maybe'"]),
     ("memory:\n  split: 1\n", M + 1, "memory.split", ["input should be a valid boolean, got 1"]),
     ("memory: true\n", M, "memory", ["expected a mapping of keys, got True"]),
+    # Shared bandwidth: one of two words.
+    ("memory:\n  plan: true\n  bandwidth: contended\n", M + 2, "memory.bandwidth", ["'separate'", "'shared'"]),
 ]
 
 
@@ -403,7 +405,8 @@ def test_schema_has_the_memory_section():
     section = schema["$defs"]["MemoryPlanSpec"]
     assert section["additionalProperties"] is False
     props = section["properties"]
-    assert list(props) == ["plan", "fast", "split", "split_factors", "alignment", "home"]
+    assert list(props) == ["plan", "fast", "split", "split_factors", "alignment", "bandwidth", "home"]
+    assert props["bandwidth"]["enum"] == ["separate", "shared"] and props["bandwidth"]["default"] == "separate"
     assert props["home"]["type"] == "object" and props["home"]["examples"] == [{"mlp/fc0/w": "host"}]
     assert (props["plan"]["default"], props["split"]["default"], props["split_factors"]["default"],
             props["alignment"]["default"]) == (False, True, [1, 2, 4], "64 B")

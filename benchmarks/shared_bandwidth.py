@@ -1,0 +1,77 @@
+"""Shared bandwidth (issue 14, item 4): each two-level memory spec with and without contention.
+
+Per shipped memory spec planned over two levels (``specs/memory-{mlp,transformer,cnn}.yaml``)
+and the test spec ``tests/data/specs/memory-shared.yaml``: the simulated makespan with
+``memory.bandwidth: separate`` (today's rule) and ``shared``, their ratio (at the optimum
+sharing is never faster: every shared plan is also a separate one; heuristic runs may differ),
+which plan each run kept, and the
+shared replay's figures per level (peak shares, cycles two or more records shared the level,
+cycles it was fully held). Every run is replayed and verified; the shared one also
+numerically (fp32 against the reference).
+
+    python -m benchmarks.shared_bandwidth                 # at each spec's own time limit
+    python -m benchmarks.shared_bandwidth --time-limit 5  # override
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from benchmarks._machine import machine_facts
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = ("specs/memory-mlp.yaml", "specs/memory-transformer.yaml", "specs/memory-cnn.yaml",
+         "tests/data/specs/memory-shared.yaml")
+
+
+def measure(path: str, time_limit_s: float | None) -> dict:
+    """Both runs of one spec: makespans, kept plans, the shared replay's figures, numbers."""
+    from planner.pipeline import run
+    from planner.spec import load_spec
+    from planner.verify.compare import compare_numeric
+
+    spec = load_spec(ROOT / path)
+    row: dict = {"spec": spec.name}
+    for label, shared in (("separate", False), ("shared", True)):
+        s = replace(spec, memory=replace(spec.memory, shared_bandwidth=shared))
+        t0 = time.perf_counter()
+        outcome = run(s, time_limit_s=time_limit_s)
+        row[f"{label}_wall_s"] = round(time.perf_counter() - t0, 2)
+        assert outcome.simulation.valid and outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+        row[f"{label}_makespan"] = outcome.plan.makespan_cycles
+        row[f"{label}_status"], row[f"{label}_bound"] = outcome.plan.status, outcome.plan.bound
+        row[f"{label}_kept"] = outcome.memory_choice
+        row[f"{label}_baselines"] = dict(outcome.memory_baselines)
+        if shared:
+            row["shared_figures"] = outcome.simulation.bandwidth
+            row["shared_numeric_ok"] = compare_numeric(outcome.binaries, spec.graph, seed=0).ok
+    row["shared_over_separate"] = round(row["shared_makespan"] / row["separate_makespan"], 4)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--time-limit", type=float, default=None, help="seconds per solve (default: the spec's)")
+    ap.add_argument("--out", type=Path, default=None, help="also write the rows as JSON here")
+    args = ap.parse_args(argv)
+    rows = [measure(p, args.time_limit) for p in SPECS]
+    print(f"{'spec':20} {'separate':>10} {'shared':>10} {'ratio':>7} {'shared bound':>12} {'gap':>7}  kept (shared)")
+    for r in rows:
+        bound = r["shared_bound"]
+        gap = "-" if bound is None else f"{100 * (r['shared_makespan'] - bound) / r['shared_makespan']:.2f}%"
+        print(f"{r['spec']:20} {r['separate_makespan']:>10,} {r['shared_makespan']:>10,} "
+              f"{r['shared_over_separate']:>7.4f} {bound if bound is not None else '-':>12} {gap:>7}  {r['shared_kept']}")
+    facts = machine_facts()
+    print(f"load {facts['load_average']} on {facts['cores']} cores, {facts['date']}")
+    if args.out:
+        args.out.write_text(json.dumps({"machine": facts, "rows": rows}, indent=2, default=str) + "\n")
+    return 0 if all(r["shared_numeric_ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

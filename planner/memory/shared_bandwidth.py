@@ -1,0 +1,140 @@
+"""Shared bandwidth in the retiming: the level plans' ops and DMAs wait for their shares.
+
+With ``memory.bandwidth: shared`` (docs/memory.md, "Shared bandwidth"), every op instance and
+DMA of positive duration on a memory-planned device holds a constant share of the fast and of
+the main level (:mod:`solvers.memory.levels.bandwidth`: ``SHARE_UNITS`` per level) for its
+whole duration. The list schedule (:func:`~planner.memory.retime.list_schedule`) asks this
+gate before starting one: it starts only when it is the next of its device in the level
+solution's start order (ops before DMAs on ties) and its shares fit beside those running.
+This is the level solver's replay (:func:`~solvers.memory.levels.bandwidth.replay_shared`)
+as events: what runs at ``now`` started no later, so the load ahead only falls, and checking
+``now`` suffices. In a plan with transfers the order is not enforced (only the shares): the
+level solutions' times know nothing of the waits for other devices, and following them could
+deadlock; the gate then only refuses while shares are held, which always ends. The simulator checks the same shares with its own code.
+
+Examples
+--------
+Two activities of one device, each holding 600 shares of the main level: the second waits.
+
+>>> from planner.memory.retime import Activity, list_schedule
+>>> gate = BandwidthGate({"op:a": (("d", 1, 600),), "dma:d:0": (("d", 1, 600),)}, {"d": ("op:a", "dma:d:0")})
+>>> list_schedule([Activity("op:a", "compute", 5), Activity("dma:d:0", "dma", 3)], {"compute": ("op:a",)}, gate)
+{'op:a': 0, 'dma:d:0': 5}
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from planner.memory.retime import Activity
+from solvers.memory.levels import LevelProblem, LevelSolution
+from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares, op_shares
+
+__all__ = ["BandwidthGate", "device_bandwidth", "bandwidth_gate"]
+
+_Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main, shares)
+
+
+class BandwidthGate:
+    """Admits an activity when it is its device's next in order and its shares fit.
+
+    ``shares``: activity name -> the shares it holds; ``orders``: device -> its activities of
+    positive duration, in start order. Activities in neither are not gated. ``in_order=False``:
+    the order is not enforced, only the shares (a plan with transfers: the level solutions'
+    times ignore the waits for other devices, so their order could contradict them).
+    """
+
+    def __init__(self, shares: Mapping[str, tuple[_Share, ...]], orders: Mapping[str, tuple[str, ...]],
+                 in_order: bool = True) -> None:
+        self.in_order = in_order
+        self.shares = dict(shares)
+        self.orders = {d: tuple(o) for d, o in orders.items()}
+        self.device_of = {name: d for d, o in self.orders.items() for name in o}
+        self.heads = {d: 0 for d in self.orders}
+        self.load: dict[tuple[str, int], int] = {}
+        self.running: set[str] = set()
+
+    def admit(self, a: Activity, now: int) -> bool:
+        d = self.device_of.get(a.name)
+        if d is None:
+            return True
+        order, head = self.orders[d], self.heads[d]
+        if self.in_order and (head >= len(order) or order[head] != a.name):
+            return False
+        return all(self.load.get((dev, level), 0) + u <= SHARE_UNITS for dev, level, u in self.shares.get(a.name, ()))
+
+    def start(self, a: Activity, now: int) -> None:
+        d = self.device_of.get(a.name)
+        if d is None:
+            return
+        self.heads[d] += 1
+        self.running.add(a.name)
+        for dev, level, u in self.shares.get(a.name, ()):
+            self.load[dev, level] = self.load.get((dev, level), 0) + u
+
+    def finish(self, name: str) -> None:
+        if name in self.running:
+            self.running.discard(name)
+            for dev, level, u in self.shares.get(name, ()):
+                self.load[dev, level] -= u
+
+
+def device_bandwidth(device: str, problem: LevelProblem, solution: LevelSolution, op_names: tuple[str, ...],
+                     dma_names: tuple[str, ...]) -> tuple[dict[str, tuple[_Share, ...]], tuple[str, ...]]:
+    """One device's shares per activity and its order, from its expanded level problem and
+    solution (``op_names[i]``, ``dma_names[q]``: the activities of op i and of the q-th DMA).
+
+    Examples
+    --------
+    >>> from solvers.memory.levels import Transfer, TransferKind
+    >>> p = LevelProblem((4, 2), ((0,), (1,)), ((), ()), (4, 8), (64, 99), (4, 1), shared_bandwidth=True)
+    >>> s = LevelSolution(((False, False), (False, True)), ((False, False), (False, False)),
+    ...                   (Transfer(TransferKind.PREFETCH, 1, 1, -1, 1, 4, 8),), (0, 12), (4, 2))
+    >>> device_bandwidth("d", p, s, ("op:a", "op:b"), ("dma:d:0",))
+    ({'op:a': (('d', 1, 1000),), 'op:b': (('d', 0, 1000),), 'dma:d:0': (('d', 0, 250), ('d', 1, 1000))}, ('op:a', 'dma:d:0', 'op:b'))
+    """
+    fb = [0] * problem.num_ops
+    sb = [0] * problem.num_ops
+    for t in range(problem.num_tensors):
+        for j, a in enumerate(problem.accesses(t)):
+            if problem.is_real(a):
+                if solution.in_fast[t][j]:
+                    fb[a] += problem.tensor_bytes[t]
+                else:
+                    sb[a] += problem.tensor_bytes[t]
+    shares: dict[str, tuple[_Share, ...]] = {}
+    keyed = []
+    for i, name in enumerate(op_names):
+        shares[name] = tuple((device, level, u) for level, u in enumerate(op_shares(problem, i, fb[i], sb[i])) if u)
+        if solution.op_duration[i] > 0:
+            keyed.append(((solution.op_start[i], 0, i), name))
+    dma = tuple((device, level, u) for level, u in enumerate(dma_shares(problem)) if u)
+    for q, (name, tr) in enumerate(zip(dma_names, solution.transfers)):
+        shares[name] = dma
+        if tr.duration_cycles > 0:
+            keyed.append(((tr.start_cycle, 1, q), name))
+    return shares, tuple(name for _, name in sorted(keyed))
+
+
+def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
+                   in_order: bool = True) -> BandwidthGate | None:
+    """The gate over every device whose level problem shares bandwidth (None: none does).
+
+    ``levels``: device -> :class:`~planner.memory.assemble.DeviceLevels`; ``instances``: device
+    -> its op instances in order (activities ``op:<instance>``; DMAs are ``dma:<device>:<q>``);
+    ``in_order``: see :class:`BandwidthGate`.
+
+    Examples
+    --------
+    >>> bandwidth_gate({}, {}) is None
+    True
+    """
+    shares: dict[str, tuple[_Share, ...]] = {}
+    orders: dict[str, tuple[str, ...]] = {}
+    for d, lv in levels.items():
+        if lv.expanded.shared_bandwidth:
+            dma_names = tuple(f"dma:{d}:{q}" for q in range(len(lv.solution.transfers)))
+            s, orders[d] = device_bandwidth(d, lv.expanded, lv.solution, tuple(f"op:{i}" for i in instances[d]),
+                                            dma_names)
+            shares.update(s)
+    return BandwidthGate(shares, orders, in_order) if orders else None

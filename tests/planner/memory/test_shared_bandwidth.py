@@ -1,0 +1,177 @@
+"""Shared bandwidth through plan solve (issue 14, item 4): spec switch, retiming, binary flag,
+the simulator's check (a plan timed without contention fails it), numbers equal."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.errors import SpecError
+from planner.isa.binary import FLAG_SHARED_BANDWIDTH, HEADER, decode, decode_tables, encode
+from planner.isa.instructions import DMA_STREAM
+from planner.memory.retime import Activity, list_schedule
+from planner.memory.shared_bandwidth import BandwidthGate
+from planner.pipeline import run
+from planner.simulator import simulate
+from planner.simulator.bandwidth import SHARE_UNITS as SIMULATOR_UNITS
+from planner.simulator.replay import SimulationError
+from planner.simulator.screen import screened_replay
+from planner.spec import load_spec
+from planner.verify.compare import compare_numeric
+from solvers.memory.levels.bandwidth import SHARE_UNITS as SOLVER_UNITS
+from tests.planner.memory.test_memory_property import memory_specs
+
+ROOT = Path(__file__).resolve().parents[3]
+SPEC = ROOT / "tests" / "data" / "specs" / "memory-shared.yaml"
+
+
+@pytest.fixture(scope="module")
+def planned():
+    """The test spec planned with shared bandwidth and, switched off, with separate bandwidth."""
+    spec = load_spec(SPEC)
+    shared = run(spec, time_limit_s=3, workers=1)
+    separate = run(replace(spec, memory=replace(spec.memory, shared_bandwidth=False)), time_limit_s=3, workers=1)
+    return spec, shared, separate
+
+
+def test_the_switch_resolves_and_defaults_to_separate():
+    assert load_spec(SPEC).memory.shared_bandwidth is True
+    assert load_spec(ROOT / "specs" / "memory-mlp.yaml").memory.shared_bandwidth is False
+    assert SIMULATOR_UNITS == SOLVER_UNITS == 1000
+
+
+def test_shared_bandwidth_with_homes_is_a_spec_error(tmp_path):
+    text = (ROOT / "specs" / "memory-4level.yaml").read_text().replace("memory:\n", "memory:\n  bandwidth: shared\n", 1)
+    (tmp_path / "s.yaml").write_text(text)
+    with pytest.raises(SpecError) as info:
+        load_spec(tmp_path / "s.yaml")
+    assert info.value.path == "memory.bandwidth" and "two levels only" in info.value.message
+
+
+def test_shared_plan_is_replayed_verified_and_numerically_equal(planned):
+    spec, shared, _ = planned
+    assert shared.memory_choice == "memory plan"
+    sim = shared.simulation
+    assert sim.valid and sim.makespan_cycles == shared.plan.makespan_cycles
+    (program,) = shared.programs.values()
+    assert program.shared_bandwidth and decode(shared.binaries["npu0"]).shared_bandwidth
+    assert sum(i.opcode.name == "DMA" and i.stream == DMA_STREAM for i in program.instructions) >= 2
+    report = compare_numeric(shared.binaries, spec.graph, seed=5)
+    assert report.ok, report.failures()
+    # The spec's reference clock is the device's, so the retimed plan's makespan is the level
+    # solver's own, to the cycle: the retiming's gate and the solver's replay agree.
+    stats = shared.memory.memory.devices["npu0"].stats
+    assert stats["level_makespan_device_cycles"] == shared.plan.makespan_cycles
+
+
+def test_sharing_is_slower_and_the_replay_shows_where_levels_were_shared(planned):
+    _, shared, separate = planned
+    assert shared.plan.makespan_cycles > separate.plan.makespan_cycles
+    assert separate.simulation.bandwidth == {}
+    bw = shared.simulation.bandwidth["npu0"]
+    # A DMA holds all of LPDDR, and one op runs at a time: nothing ever shares LPDDR. SRAM is
+    # shared (a prefetch beside a layer reading SRAM alone), never over-subscribed.
+    assert bw["lpddr"]["peak_shares"] == SOLVER_UNITS and bw["lpddr"]["shared_cycles"] == 0
+    assert bw["lpddr"]["full_cycles"] > shared.plan.makespan_cycles // 2
+    assert 0 < bw["sram"]["shared_cycles"] and bw["sram"]["peak_shares"] <= SOLVER_UNITS
+    assert shared.simulation.to_dict()["bandwidth"] == shared.simulation.bandwidth
+    assert "bandwidth" not in separate.simulation.to_dict()
+
+
+def test_a_plan_timed_without_contention_fails_the_replay(planned):
+    # Planted: the separate plan's binaries, claimed under shared bandwidth. Its prefetches run
+    # while layers read DDR3, so the replay must refuse them.
+    _, _, separate = planned
+    program = decode(separate.binaries["npu0"])
+    assert not program.shared_bandwidth
+    planted = {"npu0": encode(replace(program, shared_bandwidth=True))}
+    result = simulate(planted)
+    assert not result.valid
+    assert any("npu0 lpddr: bandwidth over-subscribed" in v and "prefetch:" in v for v in result.violations)
+    with pytest.raises(SimulationError):
+        simulate(planted, strict=True)
+    assert simulate(separate.binaries).valid
+
+
+def test_the_screen_hands_shared_binaries_to_the_full_replay(planned):
+    _, shared, separate = planned
+    assert screened_replay({n: decode_tables(b) for n, b in shared.binaries.items()}) is None
+    assert screened_replay({n: decode_tables(b) for n, b in separate.binaries.items()}) is not None
+
+
+def test_switch_off_writes_no_flag():
+    spec = load_spec(ROOT / "specs" / "memory-mlp.yaml")
+    outcome = run(spec, time_limit_s=2, workers=1)
+    for data in outcome.binaries.values():
+        flags = HEADER.unpack_from(data)[4]
+        assert not flags & FLAG_SHARED_BANDWIDTH
+        assert encode(decode(data)) == data
+
+
+def test_retiming_gate_holds_the_next_activity_until_its_shares_fit():
+    # op a (800 main shares, 5 cycles) and DMA 0 (1000 main, 3 cycles) cannot overlap; op b
+    # (holds nothing) may. Order a, dma, b: the DMA waits for a; b follows a on the stream.
+    gate = BandwidthGate({"op:a": (("d", 1, 800),), "dma:d:0": (("d", 1, 1000),), "op:b": ()},
+                         {"d": ("op:a", "dma:d:0", "op:b")})
+    acts = [Activity("op:a", "compute", 5), Activity("op:b", "compute", 2), Activity("dma:d:0", "dma", 3)]
+    assert list_schedule(acts, {"compute": ("op:a", "op:b")}, gate) == {"op:a": 0, "dma:d:0": 5, "op:b": 5}
+    assert list_schedule(acts, {"compute": ("op:a", "op:b")}) == {"op:a": 0, "dma:d:0": 0, "op:b": 5}
+
+
+def test_without_order_the_gate_only_waits_for_shares():
+    # In a plan with transfers the level solutions' order is not enforced: op b may start before
+    # the DMA listed ahead of it, and the DMA still waits until op a's shares are released.
+    gate = BandwidthGate({"op:a": (("d", 1, 800),), "dma:d:0": (("d", 1, 1000),), "op:b": (("d", 0, 100),)},
+                         {"d": ("op:a", "dma:d:0", "op:b")}, in_order=False)
+    acts = [Activity("op:a", "compute", 5), Activity("op:b", "compute", 2, deps=("x",)),
+            Activity("x", "link", 1), Activity("dma:d:0", "dma", 3, deps=("op:b",))]
+    assert list_schedule(acts, {"compute": ("op:a", "op:b")}, gate) == {"op:a": 0, "x": 0, "op:b": 5, "dma:d:0": 7}
+
+
+def test_a_multi_device_plan_with_transfers_shares_bandwidth_on_every_planned_device(tmp_path):
+    # pinned: a TPU v4 and two edge NPUs exchanging activations; each device's level solution is
+    # timed alone, so the retiming keeps only the shares (no order) and cannot deadlock.
+    text = (ROOT / "specs" / "pinned.yaml").read_text() + "memory:\n  plan: true\n  bandwidth: shared\n"
+    (tmp_path / "p.yaml").write_text(text)
+    spec = load_spec(tmp_path / "p.yaml")
+    outcome = run(spec, time_limit_s=2, workers=1)
+    assert outcome.plan.transfers and outcome.simulation.valid
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    planned = [p for p in outcome.programs.values() if p.fast_level >= 0]
+    assert outcome.memory_choice == "memory plan" and len(planned) == 3
+    assert all(p.shared_bandwidth for p in planned)
+    assert set(outcome.simulation.bandwidth) == {p.device for p in planned}
+
+
+def test_plan_solve_and_simulate_from_the_cli(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "plan"
+    r = runner.invoke(app, ["solve", str(SPEC), "-o", str(out), "--quiet", "--time-limit", "3"])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(app, ["simulate", str(out)])
+    assert r.exit_code == 0 and "verified" in r.output, r.output
+    report = (out / "report.md").read_text()
+    assert "Ops and DMAs shared each level's bandwidth" in report and "| npu0 | lpddr | 1000 | 0 |" in report
+
+
+@settings(max_examples=int(os.environ.get("SHARED_PROPERTY_EXAMPLES", 6)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(memory_specs())
+def test_random_memory_specs_with_shared_bandwidth_replay_and_compute_the_same_numbers(spec):
+    # The memory property test's random graphs (splits, zero-cycle reshapes, a second device
+    # with transfers, explicit-cycle models) with shared bandwidth: every plan replays exactly
+    # (run raises otherwise), its claimed bound holds, and the numbers are the reference's.
+    spec["memory"]["bandwidth"] = "shared"
+    spec["solver"]["time_limit"] = "1 s"
+    outcome = run(spec)
+    assert outcome.simulation.valid and outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    assert outcome.plan.bound <= outcome.plan.makespan_cycles
+    assert all(p.shared_bandwidth == (p.fast_level >= 0) for p in outcome.programs.values())
+    report = compare_numeric(outcome.binaries, load_spec(spec).graph, seed=2)
+    assert report.ok, report.failures()
