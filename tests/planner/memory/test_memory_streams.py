@@ -7,6 +7,7 @@ and activations sharing its SRAM (docs/memory.md, "Several compute streams").
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +17,7 @@ from planner.isa.instructions import DMA_STREAM, Opcode
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
+from solvers.memory.levels.validate import memory_waits
 from tests.planner.memory import test_memory_property as one_stream
 
 SPEC = "specs/memory-streams.yaml"
@@ -107,16 +109,21 @@ solver: {time_limit: 3 s, workers: 1, seed: 0}
 
 
 def test_streams_with_transfers_replay_whichever_plan_is_kept(tmp_path):
-    # Two TPUs with two streams each and transfers between them: the memory plan (ops on both
-    # streams of big0, with memory-order waits) is lowered and replayed like every candidate
-    # (a disagreement would raise InternalError), whichever plan is kept.
+    # Two TPUs with two streams each and transfers between them: big0's memory plan uses both
+    # streams with memory-order waits; the cross-device choice (planner.memory.cross_device)
+    # keeps it only where the whole plan gains, and the kept combination is lowered and
+    # replayed like every candidate (a disagreement would raise InternalError).
     spec_file = tmp_path / "spec.yaml"
     spec_file.write_text(_TWO_DEVICES)
     outcome = run(load_spec(spec_file), time_limit_s=3, workers=1)
     planned = outcome.memory
     assert outcome.plan.transfers and "memory plan" in outcome.memory_baselines
-    streams = {o.stream for o in planned.plan.ops if o.device == "big0"}
-    assert streams == {0, 1} and planned.memory.devices["big0"].memory_waits
+    levels = planned.device_levels["big0"]["memory plan"]
+    assert levels.expanded.multi_stream and memory_waits(levels.expanded, levels.solution)
+    kept = planned.memory.devices.get("big0")
+    assert (kept is None) == (planned.cross_device["big0"].plan == "main")
+    if kept is not None:
+        assert {o.stream for o in planned.plan.ops if o.device == "big0"} == {0, 1} and kept.memory_waits
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
 
 
@@ -135,3 +142,19 @@ def test_random_two_stream_memory_plans_replay_and_compute_the_same_numbers(spec
     # devices or a second model with explicit cycles) on devices with two streams each.
     # (measured: both streams carry ops in 36 of 40 examples; 250 examples pass)
     one_stream.test_random_memory_plans_replay_and_compute_the_same_numbers.hypothesis.inner_test(spec)
+
+
+def test_shared_bandwidth_plans_a_several_stream_device_in_series(tmp_path):
+    # Shared bandwidth is modelled on one stream (solvers.memory.levels.bandwidth): the bridge
+    # then gives the level problem no stream list, so its ops run in series (here everything in
+    # main memory on both streams wins); whichever plan is kept is replayed. The level problem
+    # refuses both together.
+    shared = tmp_path / "shared.yaml"
+    shared.write_text(open(SPEC).read().replace("  split: false", "  split: false\n  bandwidth: shared"))
+    outcome = run(load_spec(shared), time_limit_s=3, workers=1)
+    assert "memory plan" in outcome.memory_baselines
+    levels = outcome.memory.device_levels["npu0"]["memory plan"]
+    assert levels.expanded.shared_bandwidth and not levels.expanded.multi_stream
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    with pytest.raises(ValueError, match="one compute stream"):
+        replace(levels.expanded, op_streams=(0, 1) * (levels.expanded.num_ops // 2) + (0,) * (levels.expanded.num_ops % 2))
