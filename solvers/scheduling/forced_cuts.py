@@ -28,8 +28,33 @@ for edges between two slots. An edge between two devices has a transfer that sta
 ``end_u``, lasts at least ``tc_e`` and ends before ``start_v = end_v - D_v``; weights on a
 device stay for the whole run (activation buffers only add memory, dropped here); a device's
 ops run on its streams inside ``[0, makespan]``. So the model's optimum, and CP-SAT's proven
-bound on it, is ``<=`` the optimum of the problem. Dropped (relaxations): stream and link
-contention, activation buffers, the link each transfer uses.
+bound on it, is ``<=`` the optimum of the problem. Dropped (relaxations): activation
+buffers, the link each transfer uses beyond the pairs below, and contention outside the
+windows below.
+
+**Contention** (``contention=True``, the probes' model). A *window* is a pair (a, d): for
+an op a with two or more consumers, d is the first op in topological order that every
+consumer precedes or is (their first common descendant); for an op d with two or more
+producers, a is the last op that precedes or is every producer. Without such an op the window
+opens at 0 or closes at the makespan. In every schedule:
+
+* the ops strictly between a and d (descendants of a, ancestors of d) start after ``end_a``
+  and end before ``start_d = T_d - D_d``; those on a device with one stream run one at a
+  time, so ``T_d - D_d >= T_a + sum dur[i][s] x[i][s]`` over them, per such slot s (windows
+  of more than ``_WINDOW_MAX_OPS`` ops are left out: any subset of the terms is sound);
+* a's cut out-edges whose consumers sit on one single-device slot s (a not on s) all leave
+  a's one device for s's one device: one link, one transfer at a time. Each starts after
+  ``end_a`` and ends before its consumer starts, so before ``start_d``: ``T_d - D_d >= T_a +
+  sum tc_e l_e`` with ``l_e >= x[v][s] - x[a][s]``. The same for d's cut in-edges from one
+  single-device slot (each starts after its producer ends, so after ``end_a``). Without a
+  common op the window is the producers' least head (longest path of least durations to
+  their ends) up to the makespan less the consumers' least tail.
+
+Every schedule still maps to a solution (``l_e`` = 1 exactly when the edge uses that link),
+so the bound stays sound whatever the topology (one link per pair, a bus, pooled CPUs: only
+single-device slots get the link terms, since a pooled slot's ops may sit on different
+devices with different links). Interchangeable slots stay interchangeable (the terms are the
+same for every slot of a group), so the value precedence below still holds.
 
 **Slots.** A device whose memory cannot hold all the weights is a slot of its own. Devices of
 one pool (:class:`~solvers.scheduling.path_bounds.DevicePools`) that hold everything (CPUs,
