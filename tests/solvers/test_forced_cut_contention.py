@@ -31,12 +31,12 @@ def _relaxation(p: SchedulingProblem, contention: bool = True) -> int:
 
 @st.composite
 def fan_graphs(draw):
-    """Up to 6 ops whose edges favour fan-outs and fan-ins (each op draws a few producers among
+    """Up to 5 ops whose edges favour fan-outs and fan-ins (each op draws a few producers among
     the earlier ones), on 2-3 identical limited devices with one link per pair or one shared bus,
     sometimes 2 slow unlimited devices (a pool) or two streams; weights that need 2+ devices."""
-    n = draw(st.integers(3, 6))
-    limited = draw(st.integers(2, 3)) if n <= 5 else 2
-    slow = draw(st.booleans()) and n <= 5
+    n = draw(st.integers(3, 5))  # the exhaustive optimum of 6 fan-in ops costs seconds each
+    limited = draw(st.integers(2, 3)) if n <= 4 else 2
+    slow = draw(st.booleans()) and n <= 4
     nd = limited + (2 if slow else 0)
     streams = draw(st.sampled_from([1, 1, 2]))
     durations = []
@@ -63,7 +63,7 @@ def fan_graphs(draw):
                              op_resident_bytes=resident)
 
 
-@settings(max_examples=160, deadline=None, derandomize=True,
+@settings(max_examples=260, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(fan_graphs())
 def test_the_contention_terms_never_pass_the_optimum(p):
