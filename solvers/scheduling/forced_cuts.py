@@ -32,7 +32,9 @@ bound on it, is ``<=`` the optimum of the problem. Dropped (relaxations): activa
 buffers, the link each transfer uses beyond the pairs below, and contention outside the
 windows below.
 
-**Contention** (``contention=True``, the probes' model). A *window* is a pair (a, d): for
+**Contention** (``contention=True``; opt-in for the probes, ``CpSatOptions.forced_cut_contention``:
+at the dnn benchmark's budget they refute nothing more, and CP-SAT spends 2-10 times the wall
+time per deterministic unit on the larger model, docs/bounds.md). A *window* is a pair (a, d): for
 an op a with two or more consumers, d is the first op in topological order that every
 consumer precedes or is (their first common descendant); for an op d with two or more
 producers, a is the last op that precedes or is every producer. Without such an op the window
@@ -387,8 +389,9 @@ def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: li
 
 def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
                      hint: SchedulingSolution | None = None, max_probes: int = 12,
-                     found: list[tuple[int, ...]] | None = None) -> tuple[int, dict]:
-    """A proven bound on the relaxation of the module Notes, by probes within ``budget``.
+                     found: list[tuple[int, ...]] | None = None, contention: bool = False) -> tuple[int, dict]:
+    """A proven bound on the relaxation of the module Notes, by probes within ``budget``;
+    ``contention`` adds the window terms (module Notes, Contention) to every probe.
 
     Each probe asks CP-SAT for a placement of makespan at most B (the model with ``makespan
     <= B``, no objective) with a share of what is left: a proof that none exists raises the
@@ -428,7 +431,7 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
     step = max(1, lo // _FIRST_STEP)
     while lo < hi and probes < max_probes and budget.left > 0 and not budget.wall_expired():
         target = min(lo + step, lo + (hi - lo) // 2) if hi - lo > 1 else lo
-        built = forced_cut_model(restricted, lo, cap=target)
+        built = forced_cut_model(restricted, lo, cap=target, contention=contention)
         status, solver, _ = budget.run_cpsat(built.model, options, budget.left / _PROBE_SHARE, None)
         probes += 1
         if status is Status.INFEASIBLE:

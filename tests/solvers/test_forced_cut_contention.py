@@ -73,7 +73,7 @@ def test_the_contention_terms_never_pass_the_optimum(p):
     relaxed = _relaxation(p)
     assert relaxed <= opt
     assert relaxed >= _relaxation(p, contention=False)  # the terms only add constraints
-    assert forced_cut_bound(p, _ONE, Budget.start(5, SCHEDULING), floor=lower_bound(p))[0] <= opt
+    assert forced_cut_bound(p, _ONE, Budget.start(5, SCHEDULING), floor=lower_bound(p), contention=True)[0] <= opt
 
 
 def _fan_out() -> SchedulingProblem:
@@ -91,7 +91,9 @@ def test_a_fan_out_over_one_link_pays_both_transfers():
     assert brute_force(p) == 12
     assert _relaxation(p, contention=False) == 7
     assert _relaxation(p) == 12
-    assert forced_cut_bound(p, _ONE, Budget.start(5, SCHEDULING), floor=lower_bound(p))[0] == 12
+    # the probes see the terms only when asked (CpSatOptions.forced_cut_contention)
+    assert forced_cut_bound(p, _ONE, Budget.start(5, SCHEDULING), floor=lower_bound(p), contention=True)[0] == 12
+    assert forced_cut_bound(p, _ONE, Budget.start(5, SCHEDULING), floor=lower_bound(p))[0] == 7
 
 
 def test_a_fork_on_one_device_runs_its_branches_in_turn():
@@ -113,3 +115,14 @@ def test_windows_close_at_the_first_common_descendant():
     p = SchedulingProblem(((1,),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0), (0, 3, 0)), (1,), ((-1,),),
                           ((),) * 4)
     assert _windows(p, topological_order(p)) == [(0, 3, (1, 2), "out"), (0, 3, (1, 2), "in")]
+
+
+def test_the_scheduler_passes_the_option_to_the_probes():
+    from solvers.scheduling import CpSatScheduler
+    from solvers.scheduling.cpsat.options import CpSatOptions
+
+    p = _fan_out()
+    stats = {c: CpSatScheduler(CpSatOptions(forced_cut_contention=c, segment_bound_share=0.0)).solve(
+        p, SolveOptions(num_workers=1, time_limit_s=2)).stats for c in (False, True)}
+    assert stats[False]["forced_cut_bound"] == 7
+    assert stats[True]["forced_cut_bound"] == 12
