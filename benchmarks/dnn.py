@@ -80,6 +80,14 @@ drops 30% of contention there, so the bound is the weak side); Inception-V3, the
 reaches only 1,253.6 (it sequences to 1,551.9) and proves 643.4, below the bound's 803.5: no sign
 of a much better plan, the bound is the weak side as far as measured.
 
+Then (2026-11-28 08:35-08:42 / 09:14-09:30 UTC, ``--search deterministic --time-limit 60``, load
+4-11 on 2 cores; before/after the forced-cut relaxation's window terms for stream and link
+contention, docs/bounds.md, on by default in that run and opt-in since,
+``CpSatOptions.forced_cut_contention``): every plan, bound and gap unchanged (BERT-L 3 224.12 -> 224.35,
+both runs stopped by the wall-clock net under load); gap <= 5% on 4 of 8. On ResNet-50 layers the
+plan is the weak side: a placement of the relaxation, sequenced by CP-SAT with it fixed, is a
+valid schedule of 991.7 ms (proven optimal for that placement) against the plan's 1,300.1.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and

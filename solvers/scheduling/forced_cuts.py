@@ -28,8 +28,35 @@ for edges between two slots. An edge between two devices has a transfer that sta
 ``end_u``, lasts at least ``tc_e`` and ends before ``start_v = end_v - D_v``; weights on a
 device stay for the whole run (activation buffers only add memory, dropped here); a device's
 ops run on its streams inside ``[0, makespan]``. So the model's optimum, and CP-SAT's proven
-bound on it, is ``<=`` the optimum of the problem. Dropped (relaxations): stream and link
-contention, activation buffers, the link each transfer uses.
+bound on it, is ``<=`` the optimum of the problem. Dropped (relaxations): activation
+buffers, the link each transfer uses beyond the pairs below, and contention outside the
+windows below.
+
+**Contention** (``contention=True``; opt-in for the probes, ``CpSatOptions.forced_cut_contention``:
+at the dnn benchmark's budget they refute nothing more, and CP-SAT spends 2-10 times the wall
+time per deterministic unit on the larger model, docs/bounds.md). A *window* is a pair (a, d): for
+an op a with two or more consumers, d is the first op in topological order that every
+consumer precedes or is (their first common descendant); for an op d with two or more
+producers, a is the last op that precedes or is every producer. Without such an op the window
+opens at 0 or closes at the makespan. In every schedule:
+
+* the ops strictly between a and d (descendants of a, ancestors of d) start after ``end_a``
+  and end before ``start_d = T_d - D_d``; those on a device with one stream run one at a
+  time, so ``T_d - D_d >= T_a + sum dur[i][s] x[i][s]`` over them, per such slot s (windows
+  of more than ``_WINDOW_MAX_OPS`` ops are left out: any subset of the terms is sound);
+* a's cut out-edges whose consumers sit on one single-device slot s (a not on s) all leave
+  a's one device for s's one device: one link, one transfer at a time. Each starts after
+  ``end_a`` and ends before its consumer starts, so before ``start_d``: ``T_d - D_d >= T_a +
+  sum tc_e l_e`` with ``l_e >= x[v][s] - x[a][s]``. The same for d's cut in-edges from one
+  single-device slot (each starts after its producer ends, so after ``end_a``). Without a
+  common op the window is the producers' least head (longest path of least durations to
+  their ends) up to the makespan less the consumers' least tail.
+
+Every schedule still maps to a solution (``l_e`` = 1 exactly when the edge uses that link),
+so the bound stays sound whatever the topology (one link per pair, a bus, pooled CPUs: only
+single-device slots get the link terms, since a pooled slot's ops may sit on different
+devices with different links). Interchangeable slots stay interchangeable (the terms are the
+same for every slot of a group), so the value precedence below still holds.
 
 **Slots.** A device whose memory cannot hold all the weights is a slot of its own. Devices of
 one pool (:class:`~solvers.scheduling.path_bounds.DevicePools`) that hold everything (CPUs,
@@ -149,10 +176,12 @@ class _Model:
     used: list = field(default_factory=list)  # (Boolean, op, slot): slot used by op or an earlier op
 
 
-def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None = None) -> _Model:
+def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None = None,
+                     contention: bool = True) -> _Model:
     """The CP-SAT model of the module Notes on ``problem`` (restricted already), with the
     makespan at least ``floor`` (another proven bound); with ``cap``, the makespan at most
-    ``cap`` and no objective (a probe)."""
+    ``cap`` and no objective (a probe); ``contention`` adds the window terms (module Notes,
+    Contention)."""
     slots = cut_slots(problem)
     n, ns = problem.num_ops, len(slots)
     m = cp_model.CpModel()
@@ -193,12 +222,138 @@ def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None
         if slot.capacity:
             m.add(sum(problem.resident_bytes(i) * x for i, x in on) <= slot.capacity)
         m.add(sum(dur[i][s] * x for i, x in on) <= slot.streams * makespan)
+    if contention:
+        _add_contention(m, problem, slots, dur, place, ends, length, makespan)
     used = _value_precedence(m, problem, slots, place)
     if cap is None:
         m.minimize(makespan)
     else:
         m.add(makespan <= cap)
     return _Model(m, makespan, place, horizon, ends, cuts, used)
+
+
+_WINDOW_MAX_OPS = 64  # a stream term sums at most this many ops per slot (larger windows are left out)
+
+
+def _reach(problem: SchedulingProblem, order: list[int]) -> tuple[list[int], list[int]]:
+    """Per op, the bitsets of its strict descendants and strict ancestors."""
+    n = problem.num_ops
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for u, v, _ in problem.edges:
+        succ[u].append(v)
+        pred[v].append(u)
+    desc, anc = [0] * n, [0] * n
+    for i in reversed(order):
+        for v in succ[i]:
+            desc[i] |= desc[v] | (1 << v)
+    for i in order:
+        for u in pred[i]:
+            anc[i] |= anc[u] | (1 << u)
+    return desc, anc
+
+
+def _windows(problem: SchedulingProblem, order: list[int]) -> list[tuple[int, int, tuple[int, ...], str]]:
+    """The windows of the Contention terms, as (opening op or -1, closing op or -1, ops strictly
+    between, kind): for an op u with two or more consumers, the first op in topological order
+    that every consumer precedes or is ("out"); for an op v with two or more producers, the
+    last op that precedes or is every producer ("in"). -1: none, the window opens at 0 or
+    closes at the makespan."""
+    desc, anc = _reach(problem, order)
+    succ: dict[int, set[int]] = {}
+    pred: dict[int, set[int]] = {}
+    for u, v, _ in problem.edges:
+        succ.setdefault(u, set()).add(v)
+        pred.setdefault(v, set()).add(u)
+    everything = (1 << problem.num_ops) - 1
+    out = []
+    for u in order:
+        if len(succ.get(u, ())) >= 2:
+            common = everything
+            for v in succ[u]:
+                common &= desc[v] | (1 << v)
+            d = next((i for i in order if common >> i & 1), -1)
+            between = desc[u] & (anc[d] if d >= 0 else everything)
+            out.append((u, d, _members(between, order), "out"))
+        if len(pred.get(u, ())) >= 2:
+            common = everything
+            for w in pred[u]:
+                common &= anc[w] | (1 << w)
+            a = next((i for i in reversed(order) if common >> i & 1), -1)
+            between = anc[u] & (desc[a] if a >= 0 else everything)
+            out.append((a, u, _members(between, order), "in"))
+    return out
+
+
+def _head_tail(problem: SchedulingProblem, order: list[int]) -> tuple[list[int], list[int]]:
+    """Per op, the least time to its end (head) and from its start to the end of the run
+    (tail): the longest path of least durations, no transfers."""
+    n = problem.num_ops
+    least = [min(c for c in row if c >= 0) for row in problem.durations_cycles]
+    succ: list[list[int]] = [[] for _ in range(n)]
+    pred: list[list[int]] = [[] for _ in range(n)]
+    for u, v, _ in problem.edges:
+        succ[u].append(v)
+        pred[v].append(u)
+    head, tail = [0] * n, [0] * n
+    for i in order:
+        head[i] = max((head[u] for u in pred[i]), default=0) + least[i]
+    for i in reversed(order):
+        tail[i] = max((tail[v] for v in succ[i]), default=0) + least[i]
+    return head, tail
+
+
+def _members(bits: int, order: list[int]) -> tuple[int, ...]:
+    return tuple(i for i in order if bits >> i & 1)
+
+
+def _add_contention(m: cp_model.CpModel, problem: SchedulingProblem, slots: list[Slot], dur: list[list[int]],
+                    place: list[list], ends: list, length: list, makespan) -> None:
+    """The window terms of the module Notes (Contention): between the end of a window's opening
+    op and the start of its closing op, the ops of the window that sit on a one-stream device
+    run one after another, and so do the transfers that must share one link (an op's cut
+    out-edges into one device, or its cut in-edges from one device)."""
+    order = topological_order(problem)
+    single = [s for s, slot in enumerate(slots) if len(slot.devices) == 1 and slot.streams == 1]
+    linked = [s for s, slot in enumerate(slots) if len(slot.devices) == 1]
+    out_edges: dict[int, list[int]] = {}
+    in_edges: dict[int, list[int]] = {}
+    for e, (u, v, _) in enumerate(problem.edges):
+        if _cheapest_transfer(problem, e) > 0:
+            out_edges.setdefault(u, []).append(e)
+            in_edges.setdefault(v, []).append(e)
+    head, tail = _head_tail(problem, order)
+    seen: set[tuple[int, int]] = set()
+    for a, d, between, kind in _windows(problem, order):
+        opened = ends[a] if a >= 0 else 0
+        closed = (ends[d] - length[d]) if d >= 0 else makespan
+        if (a, d) not in seen and len(between) <= _WINDOW_MAX_OPS:
+            seen.add((a, d))
+            for s in single:
+                work = [(dur[i][s], place[i][s]) for i in between if place[i][s] is not None and dur[i][s] > 0]
+                if len(work) >= 2:
+                    m.add(closed >= opened + sum(t * x for t, x in work))
+        op, edges, far = (a, out_edges.get(a, []), 1) if kind == "out" else (d, in_edges.get(d, []), 0)
+        if len(edges) < 2:
+            continue
+        # the transfers start after their producers' earliest ends and end before their
+        # consumers' latest starts (least tails after them), a tighter window without a
+        # common ancestor (descendant)
+        if a < 0:
+            opened = min(head[problem.edges[e][0]] for e in edges)
+        if d < 0:
+            closed = makespan - min(tail[problem.edges[e][1]] for e in edges)
+        for s in linked:
+            terms = []
+            for e in edges:
+                there, here = place[problem.edges[e][far]][s], place[op][s]
+                if there is None:
+                    continue
+                on = m.new_bool_var(f"l{e}_{s}")  # at least 1 when the far end is on s and op is not
+                m.add(on >= there - (here if here is not None else 0))
+                terms.append(_cheapest_transfer(problem, e) * on)
+            if len(terms) >= 2:
+                m.add(closed >= opened + sum(terms))
 
 
 def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: list[Slot],
@@ -234,8 +389,9 @@ def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: li
 
 def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
                      hint: SchedulingSolution | None = None, max_probes: int = 12,
-                     found: list[tuple[int, ...]] | None = None) -> tuple[int, dict]:
-    """A proven bound on the relaxation of the module Notes, by probes within ``budget``.
+                     found: list[tuple[int, ...]] | None = None, contention: bool = False) -> tuple[int, dict]:
+    """A proven bound on the relaxation of the module Notes, by probes within ``budget``;
+    ``contention`` adds the window terms (module Notes, Contention) to every probe.
 
     Each probe asks CP-SAT for a placement of makespan at most B (the model with ``makespan
     <= B``, no objective) with a share of what is left: a proof that none exists raises the
@@ -275,7 +431,7 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
     step = max(1, lo // _FIRST_STEP)
     while lo < hi and probes < max_probes and budget.left > 0 and not budget.wall_expired():
         target = min(lo + step, lo + (hi - lo) // 2) if hi - lo > 1 else lo
-        built = forced_cut_model(restricted, lo, cap=target)
+        built = forced_cut_model(restricted, lo, cap=target, contention=contention)
         status, solver, _ = budget.run_cpsat(built.model, options, budget.left / _PROBE_SHARE, None)
         probes += 1
         if status is Status.INFEASIBLE:

@@ -171,7 +171,7 @@ def _hint_placement(built, problem: SchedulingProblem, slots: list[Slot], slot_o
 def _minimise(restricted: SchedulingProblem, slots: list[Slot], options: SolveOptions, budget: Budget,
               start: tuple[int, ...] | None) -> tuple[tuple[int, ...] | None, str]:
     """The relaxation minimised within ``budget`` from ``start``: (slot per op, CP-SAT status)."""
-    built = forced_cut_model(restricted)
+    built = forced_cut_model(restricted, contention=False)  # its complete hint is a contention-free schedule
     if start is not None:
         _hint_placement(built, restricted, slots, start)
     status, solver, _ = budget.run_cpsat(built.model, options, budget.left, "forced_cut_start")

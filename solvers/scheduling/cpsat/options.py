@@ -41,6 +41,9 @@ class CpSatOptions:
     # LATENCY problems whose weights need several devices: share of the time budget spent
     # refuting makespans of the forced-cut relaxation (see forced_cut_bound); 0 turns it off.
     forced_cut_share: float = 0.2
+    # ... with the relaxation's window terms for stream and link contention (sound; off: at
+    # the dnn benchmark's budget they refuted nothing more and cost wall time, docs/bounds.md).
+    forced_cut_contention: bool = False
     # ... and share spent minimising that relaxation for a placement, which is then sequenced
     # by HEFT and replaces the hint when shorter (see solvers.scheduling.forced_start); 0 turns
     # it off.

@@ -185,7 +185,8 @@ class CpSatScheduler(Accepting):
         if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
             child = budget.child(cfg.forced_cut_share * budget.total)
             seeds: list[tuple[int, ...]] = []
-            cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds)
+            cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds,
+                                              contention=cfg.forced_cut_contention)
             budget.absorb(child, "forced_cut_bound")
             bound = max(bound, cut)
             stats.update(cut_stats, lower_bound=bound)
