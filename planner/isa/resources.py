@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from planner.errors import UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
-from planner.isa.cost import op_cost
+from planner.isa.cost import cached_op_cost
 
 __all__ = ["OpResources", "DeviceResources", "ModelResources", "Resources", "determine_resources"]
 
@@ -154,7 +154,7 @@ def _op_resources(graph: Graph, hardware: Hardware) -> dict[str, OpResources]:
         work = None
         for kind, dev in kinds.items():
             try:
-                cost = op_cost(op, graph, dev.profile, kind)
+                cost = cached_op_cost(op, graph, dev.profile, kind)
             except UnsupportedError:
                 continue
             dev_cycles[kind] = cost.cycles
