@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner.verify.compare import RTOL, TensorCheck, _check
+from planner.verify.compare import RTOL, TensorCheck, _check, _Scratch
 
 # NaNs and infinities on purpose: numpy's warnings about them are expected on both sides.
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
@@ -49,6 +49,17 @@ def test_check_equals_its_definition(dtype, seed):
         for w in (want, cases[-1]):  # non-finite values on either side
             got_flat = np.asarray(got).reshape(-1)  # a flat got is reshaped to want's shape
             assert same(_check("t", got_flat, w, seed % 2 == 0), by_definition("t", got_flat, w, seed % 2 == 0))
+
+
+def test_one_scratch_serves_tensors_of_every_size_in_turn():
+    # compare_numeric_programs passes one _Scratch to every tensor's check: larger, then
+    # smaller, then larger again, what an earlier tensor left in it must not matter.
+    rng = np.random.default_rng(7)
+    scratch = _Scratch()
+    for size in (5, 300, 2, 300, 1000, 1, 64):
+        want = rng.standard_normal((size,)).astype(np.float32)
+        for got in (want, want + 1e-2, np.where(rng.random(size) < 0.5, np.nan, want)):
+            assert same(_check("t", got, want, False, scratch), by_definition("t", got, want, False))
 
 
 def test_check_of_overflowing_differences_and_empty_tensors():
