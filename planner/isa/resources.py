@@ -32,8 +32,14 @@ def _record_dict(record: Any) -> dict[str, Any]:
     The same dict, built without ``asdict``'s recursive deep copy of every value: a
     10,000-op plan has 10^4 of these records, written into allocation.json and plan.json.
     """
-    return {f.name: dict(value) if type(value) is dict else value
-            for f in fields(record) for value in (getattr(record, f.name),)}
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:  # dataclasses.fields() walks the class each call: read it once per record type
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in fields(record))
+    return {name: dict(value) if type(value) is dict else value
+            for name in names for value in (getattr(record, name),)}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 @dataclass(frozen=True, slots=True)
 class OpResources:
