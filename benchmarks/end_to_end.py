@@ -131,7 +131,9 @@ def ratio(row: dict[str, Any], limit: float) -> float:
 
 # `plan` with the stage clock on the process's CPU time (every thread, so the solver's workers
 # count) instead of the wall clock: the stages' own cost, far less stretched by a loaded machine.
-_CPU_STAGES_MAIN = ("import sys, time, types; import planner.stage_timing as clock; "
+# The working directory is dropped from the path, so that --code's PYTHONPATH decides which planner runs.
+_CPU_STAGES_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+                    "import time, types; import planner.stage_timing as clock; "
                     "clock.time = types.SimpleNamespace(perf_counter=time.process_time); "
                     "from planner.cli import main; sys.argv[0] = 'plan'; main()")
 
