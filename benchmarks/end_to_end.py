@@ -10,9 +10,42 @@ because on a shared machine the wall clock measures the load as much as the code
 deterministic search budget does not depend on it, so a loaded machine also hits the
 wall-clock safety net of the solve).
 
-Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT] [--simulate]``
-(``--simulate``: also ``plan simulate`` each directory, its CPU seconds in the table); JSON lands in
-``benchmarks/results/end_to_end-<date>.json``.
+Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT] [--simulate]
+[--cpu-stages] [--before CHECKOUT] [--repeats N]`` (``--simulate``: also ``plan simulate`` each directory,
+its CPU seconds in the table; ``--cpu-stages``: the stage times in CPU seconds of the process;
+``--before``: run that checkout and this one (or ``--code``) alternately, row by row, and print the
+post-solve medians of each); JSON lands in ``benchmarks/results/end_to_end-<date>.json``.
+
+Results, the stages after the solve (2026-11-28 09:04-09:19 UTC, the 2-core machine shared with
+other sessions, load average 7.2-12.2): ``--layers 232 --limits 2,10 --cpu-stages --before <d3c9605>
+--code <c30f56f> --repeats 2`` (both checkouts as ``git archive`` copies), CPU seconds per stage,
+medians of two runs per side:
+
+======  ====  ======  ===========  ========  =======  =======  ======  ===================
+ops     S     code    after solve  lowering  numeric  writing  verify  whole process (CPU)
+======  ====  ======  ===========  ========  =======  =======  ======  ===================
+9,977   2     before  9.02         3.36      0.96     2.05     2.52    14.9
+9,977   2     after   5.69         1.99      0.47     1.32     1.80    12.4
+9,977   10    before  8.97         3.41      1.17     1.55     2.73    18.2
+9,977   10    after   5.52         1.94      0.46     1.31     1.70    15.1
+======  ====  ======  ===========  ========  =======  =======  ======  ===================
+
+-37% after the solve (0.90 -> 0.56 ms per op), the same files byte for byte. Most of it: Python's
+cyclic garbage collector, paused in lowering, writing and verifying (:mod:`planner.collector`; the
+heap holds the spec, the graph and the plan, and every pass of the oldest generation walked all of
+it to free nothing: ``lower`` 0.87 -> 0.55 s, the address pass 1.0 -> 0.66 s with it off; peak RSS
+658 -> 668 MB). Then ``op_cost`` once per (op, profile, kind) of a graph instead of about seven
+times (:func:`planner.isa.cost.cached_op_cost`; 0.15 s for the 20,000 costs, so about 0.3 s), the
+greedy offsets kept sorted instead of a lexsort per buffer (0.65 -> 0.47 s), the address pass without
+``dataclasses.replace`` per record, graph.json's values and the resource records without per-value
+introspection. The ``numeric`` stage here is reading graph.json and the binaries (the replay itself
+is skipped as too large). Left, each 0.1-0.7 s: the indented JSON text (about 0.7 s for plan.json,
+allocation.json, graph.json and trace.json; the C encoder writes only compact text before Python
+3.13), trace.json and the listings rendered again by the verifier (its independent check), the
+verifier's graph rebuild (0.3 s) and pydantic validation, pint's unit registry (about 0.3 s once per
+process, first used when plan.json's hardware is validated), and OR-Tools' import of pandas (0.16 s
+of the start-up: ``cp_model`` uses pandas at import time and pandas is a dependency of ortools, so
+nothing short of not importing CP-SAT avoids it, and ``plan solve`` needs CP-SAT).
 
 Results (2026-11-28 06:12-06:21 UTC, the 2-core machine shared with five other helpers, load
 average 8-12 throughout; ``--layers 23,232 --limits 2,10`` run as one process per row, before
