@@ -43,7 +43,7 @@ is skipped as too large). Left, each 0.1-0.7 s: the indented JSON text (about 0.
 allocation.json, graph.json and trace.json; the C encoder writes only compact text before Python
 3.13), trace.json and the listings rendered again by the verifier (its independent check), the
 verifier's graph rebuild (0.3 s) and pydantic validation, pint's unit registry (about 0.3 s once per
-process, first used when plan.json's hardware is validated), and OR-Tools' import of pandas (0.16 s
+process; for this spec, whose units are plain numbers, first needed when plan.json's hardware is validated), and OR-Tools' import of pandas (0.16 s
 of the start-up: ``cp_model`` uses pandas at import time and pandas is a dependency of ortools, so
 nothing short of not importing CP-SAT avoids it, and ``plan solve`` needs CP-SAT).
 
