@@ -28,8 +28,12 @@ ops     S     code    after solve  lowering  numeric  writing  verify  whole pro
 9,977   2     after   5.69         1.99      0.47     1.32     1.80    12.4
 9,977   10    before  8.97         3.41      1.17     1.55     2.73    18.2
 9,977   10    after   5.52         1.94      0.46     1.31     1.70    15.1
+9,977   120   before  8.70         3.35      0.93     1.79     2.51    55.1
+9,977   120   after   5.58         1.94      0.46     1.32     1.77    60.5
 ======  ====  ======  ===========  ========  =======  =======  ======  ===================
 
+(120 s: one run per side, 09:19-09:31, load 7.2-12.2; their wall times, 442 s and 307 s, measure the
+load: the base's solve hit the wall-clock net, and the solve's CPU differs accordingly.)
 -37% after the solve (0.90 -> 0.56 ms per op), the same files byte for byte. Most of it: Python's
 cyclic garbage collector, paused in lowering, writing and verifying (:mod:`planner.collector`; the
 heap holds the spec, the graph and the plan, and every pass of the oldest generation walked all of
