@@ -34,6 +34,7 @@ ops     S     code    after solve  lowering  numeric  writing  verify  whole pro
 
 (120 s: one run per side, 09:19-09:31, load 7.2-12.2; their wall times, 442 s and 307 s, measure the
 load: the base's solve hit the wall-clock net, and the solve's CPU differs accordingly.)
+
 -37% after the solve (0.90 -> 0.56 ms per op), the same files byte for byte. Most of it: Python's
 cyclic garbage collector, paused in lowering, writing and verifying (:mod:`planner.collector`; the
 heap holds the spec, the graph and the plan, and every pass of the oldest generation walked all of
