@@ -10,9 +10,47 @@ because on a shared machine the wall clock measures the load as much as the code
 deterministic search budget does not depend on it, so a loaded machine also hits the
 wall-clock safety net of the solve).
 
-Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT] [--simulate]``
-(``--simulate``: also ``plan simulate`` each directory, its CPU seconds in the table); JSON lands in
-``benchmarks/results/end_to_end-<date>.json``.
+Run: ``python -m benchmarks.end_to_end [--layers 23,232] [--limits 30,60,120] [--code CHECKOUT] [--simulate]
+[--cpu-stages] [--before CHECKOUT] [--repeats N]`` (``--simulate``: also ``plan simulate`` each directory,
+its CPU seconds in the table; ``--cpu-stages``: the stage times in CPU seconds of the process;
+``--before``: run that checkout and this one (or ``--code``) alternately, row by row, and print the
+post-solve medians of each); JSON lands in ``benchmarks/results/end_to_end-<date>.json``.
+
+Results, the stages after the solve (2026-11-28 09:04-09:19 UTC, the 2-core machine shared with
+other sessions, load average 7.2-12.2): ``--layers 232 --limits 2,10 --cpu-stages --before <d3c9605>
+--code <c30f56f> --repeats 2`` (both checkouts as ``git archive`` copies), CPU seconds per stage,
+medians of two runs per side:
+
+======  ====  ======  ===========  ========  =======  =======  ======  ===================
+ops     S     code    after solve  lowering  numeric  writing  verify  whole process (CPU)
+======  ====  ======  ===========  ========  =======  =======  ======  ===================
+9,977   2     before  9.02         3.36      0.96     2.05     2.52    14.9
+9,977   2     after   5.69         1.99      0.47     1.32     1.80    12.4
+9,977   10    before  8.97         3.41      1.17     1.55     2.73    18.2
+9,977   10    after   5.52         1.94      0.46     1.31     1.70    15.1
+9,977   120   before  8.70         3.35      0.93     1.79     2.51    55.1
+9,977   120   after   5.58         1.94      0.46     1.32     1.77    60.5
+======  ====  ======  ===========  ========  =======  =======  ======  ===================
+
+(120 s: one run per side, 09:19-09:31, load 7.2-12.2; their wall times, 442 s and 307 s, measure the
+load: the base's solve hit the wall-clock net, and the solve's CPU differs accordingly.)
+
+-37% after the solve (0.90 -> 0.56 ms per op), the same files byte for byte. Most of it: Python's
+cyclic garbage collector, paused in lowering, writing and verifying (:mod:`planner.collector`; the
+heap holds the spec, the graph and the plan, and every pass of the oldest generation walked all of
+it to free nothing: ``lower`` 0.87 -> 0.55 s, the address pass 1.0 -> 0.66 s with it off; peak RSS
+658 -> 668 MB). Then ``op_cost`` once per (op, profile, kind) of a graph instead of about seven
+times (:func:`planner.isa.cost.cached_op_cost`; 0.15 s for the 20,000 costs, so about 0.3 s), the
+greedy offsets kept sorted instead of a lexsort per buffer (0.65 -> 0.47 s), the address pass without
+``dataclasses.replace`` per record, graph.json's values and the resource records without per-value
+introspection. The ``numeric`` stage here is reading graph.json and the binaries (the replay itself
+is skipped as too large). Left, each 0.1-0.7 s: the indented JSON text (about 0.7 s for plan.json,
+allocation.json, graph.json and trace.json; the C encoder writes only compact text before Python
+3.13), trace.json and the listings rendered again by the verifier (its independent check), the
+verifier's graph rebuild (0.3 s) and pydantic validation, pint's unit registry (about 0.3 s once per
+process; for this spec, whose units are plain numbers, first needed when plan.json's hardware is validated), and OR-Tools' import of pandas (0.16 s
+of the start-up: ``cp_model`` uses pandas at import time and pandas is a dependency of ortools, so
+nothing short of not importing CP-SAT avoids it, and ``plan solve`` needs CP-SAT).
 
 Results (2026-11-28 06:12-06:21 UTC, the 2-core machine shared with five other helpers, load
 average 8-12 throughout; ``--layers 23,232 --limits 2,10`` run as one process per row, before
@@ -98,6 +136,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,17 +167,28 @@ def ratio(row: dict[str, Any], limit: float) -> float:
     return round(row["total_s"] / limit, 2)
 
 
-def solve_once(spec_path: Path, out: Path, limit: float, code: str | None = None) -> dict[str, Any]:
+# `plan` with the stage clock on the process's CPU time (every thread, so the solver's workers
+# count) instead of the wall clock: the stages' own cost, far less stretched by a loaded machine.
+# The working directory is dropped from the path, so that --code's PYTHONPATH decides which planner runs.
+_CPU_STAGES_MAIN = ("import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; "
+                    "import time, types; import planner.stage_timing as clock; "
+                    "clock.time = types.SimpleNamespace(perf_counter=time.process_time); "
+                    "from planner.cli import main; sys.argv[0] = 'plan'; main()")
+
+
+def solve_once(spec_path: Path, out: Path, limit: float, code: str | None = None,
+               cpu_stages: bool = False) -> dict[str, Any]:
     """One ``plan solve --json`` run: its wall and CPU time, stage times, solve share and overrun note.
 
     ``code``: the root of another checkout whose ``planner`` runs instead (put first on
     ``PYTHONPATH``), to compare before and after on the same machine in one session.
+    ``cpu_stages``: the stage times are CPU seconds of the process (``time.process_time``).
     """
     env = None if code is None else {**os.environ, "PYTHONPATH": code}
-    plan = Path(sys.executable).with_name("plan")
+    plan = [sys.executable, "-c", _CPU_STAGES_MAIN] if cpu_stages else [str(Path(sys.executable).with_name("plan"))]
     cpu_before = _children_cpu_s()
     start = time.perf_counter()
-    done = subprocess.run([str(plan), "solve", str(spec_path), "-o", str(out), "--force", "--time-limit", str(limit),
+    done = subprocess.run([*plan, "solve", str(spec_path), "-o", str(out), "--force", "--time-limit", str(limit),
                            "--json"], capture_output=True, text=True, env=env)
     total = time.perf_counter() - start
     cpu = round(_children_cpu_s() - cpu_before, 2)
@@ -161,6 +211,25 @@ def simulate_once(out: Path, code: str | None = None) -> dict[str, Any]:
             "simulate_cpu_s": round(_children_cpu_s() - cpu_before, 2), "simulate_exit": done.returncode}
 
 
+_POST_SOLVE = ("lowering", "replay", "numeric", "writing", "verify")
+
+
+def _post_solve_medians(rows: list[dict[str, Any]]) -> list[list[str]]:
+    """Per (ops, S, code): the median over the runs of the post-solve stages' sum and of its main parts."""
+    groups: dict[tuple, list[dict[str, float]]] = {}
+    for r in rows:
+        if "stages_s" in r:
+            groups.setdefault((r["ops"], r["limit_s"], r["code"]), []).append(r["stages_s"])
+    table = []
+    for (ops, limit, code), runs in groups.items():
+        def median(f: Any) -> str:
+            return f"{statistics.median(f(s) for s in runs):.2f}"
+        table.append([f"{ops:,}", f"{limit:g}", code, str(len(runs)),
+                      median(lambda s: sum(s.get(k, 0.0) for k in _POST_SOLVE)),
+                      *(median(lambda s, k=k: s.get(k, 0.0)) for k in ("lowering", "numeric", "writing", "verify"))])
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     import yaml
 
@@ -169,31 +238,45 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limits", default="30,60,120", help="time limits S in seconds")
     p.add_argument("--code", default=None, help="run the planner of this checkout instead (before/after)")
     p.add_argument("--simulate", action="store_true", help="also time `plan simulate` of each directory written")
+    p.add_argument("--cpu-stages", action="store_true",
+                   help="stage times in CPU seconds of the process instead of wall seconds")
+    p.add_argument("--before", default=None,
+                   help="a checkout to run alternately with this one, row by row (code column: before/after)")
+    p.add_argument("--repeats", type=int, default=1, help="runs per row (and per side with --before)")
     p.add_argument("--out", default=None)
     args = p.parse_args(argv)
+    sides = [("before", args.before), ("after", args.code)] if args.before else [("", args.code)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for layers in (int(x) for x in args.layers.split(",")):
             spec_path = Path(tmp) / f"t{layers}.yaml"
             spec_path.write_text(yaml.safe_dump(transformer_spec(layers)))
             for limit in (float(x) for x in args.limits.split(",")):
-                row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit, args.code)
-                if args.simulate and "error" not in row:
-                    row.update(simulate_once(Path(tmp) / f"out{layers}", args.code))
-                row.update(ops=layers * 43 + 1, limit_s=limit)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+                for repeat in range(args.repeats):
+                    for side, code in sides:
+                        row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit, code, args.cpu_stages)
+                        if args.simulate and "error" not in row:
+                            row.update(simulate_once(Path(tmp) / f"out{layers}", code))
+                        row.update(ops=layers * 43 + 1, limit_s=limit, code=side, repeat=repeat)
+                        rows.append(row)
+                        print(json.dumps(row), flush=True)
     table = []
     for r in rows:
         stages = r.get("stages_s", {})
-        table.append([f"{r['ops']:,}", f"{r['limit_s']:g}", f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
+        table.append([f"{r['ops']:,}", f"{r['limit_s']:g}", r["code"], f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
                       f"{r.get('cpu_s', 0):.1f}",
                       *(f"{stages[s]:.1f}" if s in stages else "-" for s in _STAGES),
                       f"{ratio(r, r['limit_s']):.2f}",
                       f"{r['simulate_cpu_s']:.1f}" if "simulate_cpu_s" in r else "-",
                       " ".join(f"{x:.1f}" for x in r.get("load", ()))])
-    print_table("plan solve --time-limit S: wall seconds per stage (CPU: the whole process)",
-                ["ops", "S", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU", "load 1/5/15"], table)
+    unit = "CPU" if args.cpu_stages else "wall"
+    print_table(f"plan solve --time-limit S: {unit} seconds per stage (CPU: the whole process)",
+                ["ops", "S", "code", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU", "load 1/5/15"],
+                table)
+    if args.cpu_stages:
+        print_table("CPU seconds after the solve (lowering, replay, numeric, writing, verify): medians",
+                    ["ops", "S", "code", "runs", "after solve", "lowering", "numeric", "writing", "verify"],
+                    _post_solve_medians(rows))
     write_results("end_to_end", rows, {"load": os.getloadavg()}, args, args.out)
     return 0
 

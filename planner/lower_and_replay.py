@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from planner.collector import collector_paused
 from planner.errors import InternalError
 from planner.isa.binary import encode, listing
 from planner.lowering import allocation, lower
@@ -50,6 +51,7 @@ def verify(plan: Plan, simulation: Any) -> None:
                             + "\n  ".join(str(p) for p in problems[:20]))
 
 
+@collector_paused()  # many small objects, no cycles (planner.collector)
 def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
     """Lower ``plan`` (with ``memory_plan`` on its devices), give it addresses, encode and replay
     it; verify the replay.
@@ -69,6 +71,7 @@ def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
     return Lowered(programs, binaries, simulation)
 
 
+@collector_paused()
 def lower_stage(plan: Plan, spec: Spec, memory_plan: Any = None,
                 replayed: Lowered | None = None) -> tuple[Lowered, dict[str, str], dict[str, Any]]:
     """The plan's verified binaries, their listings and its ``allocation.json`` document.

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from planner import json_text
+from planner.collector import collector_paused
 from planner.errors import InternalError, PlannerError
 from planner.graph.serialize import graph_to_dict
 from planner.memory.figures import device_figures
@@ -135,6 +136,7 @@ def _memory_sections(outcome: Outcome, spec: Spec, memory_doc) -> list[str]:
     return sections + list(outcome.report_sections)  # e.g. planner.max_load's section
 
 
+@collector_paused()  # many small objects, no cycles (planner.collector)
 def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str = "default", force: bool = False,
                    inputs: Iterable[Path] = ()):
     """Write the plan directory, verify it with the independent verifier, and only then put it in place.

@@ -157,7 +157,7 @@ LAYERS = (
     ("solvers", ("solvers",)),
     ("base", ("planner.errors", "planner.hardware", "planner.instances", "planner.interrupts", "planner.safe_output",
               "planner.units", "planner.reader", "planner.input_files", "planner.stage_timing", "planner.charts",
-              "planner.json_text")),
+              "planner.json_text", "planner.collector")),
     ("graph", ("planner.graph",)),
     ("isa", ("planner.isa",)),
     ("spec", ("planner.spec",)),

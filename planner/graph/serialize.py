@@ -37,10 +37,17 @@ GRAPH_FORMAT_VERSION = 1
 
 _TENSOR_KEYS = ("name", "shape", "dtype", "kind")
 _OP_KEYS = ("name", "type", "inputs", "outputs", "attrs", "cycles", "model", "after")
+# Values written as they are (exactly these types: a subclass such as an IntEnum is converted).
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def _json_value(value: Any, where: str) -> Any:
     """``value`` as plain JSON data (tuples -> lists, numpy -> Python, sorted mappings)."""
+    kind = type(value)
+    if kind in _PLAIN:  # most values: no isinstance against the Mapping ABC, no path text
+        return value
+    if (kind is list or kind is tuple) and all(type(v) in _PLAIN for v in value):  # shapes, names
+        return list(value)
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int):
@@ -49,7 +56,7 @@ def _json_value(value: Any, where: str) -> Any:
         return float(value)
     if isinstance(value, (list, tuple)):
         return [_json_value(v, f"{where}[{i}]") for i, v in enumerate(value)]
-    if isinstance(value, Mapping):
+    if kind is dict or isinstance(value, Mapping):
         if not all(isinstance(k, str) for k in value):
             raise TypeError(f"{where}: mapping keys must be strings, got {sorted(map(repr, value))}")
         return {k: _json_value(value[k], f"{where}.{k}") for k in sorted(value)}

@@ -23,6 +23,7 @@ from planner.isa.cost import (
     UNITS,
     VECTOR_OPS,
     OpCost,
+    cached_op_cost,
     dma_cycles,
     memory_cycles,
     op_cost,
@@ -58,7 +59,7 @@ from planner.isa.resources import (
 
 __all__ = [
     "PROFILES", "get_profile",
-    "OpCost", "op_cost", "op_duration_cycles", "systolic_cycles", "vector_cycles",
+    "OpCost", "op_cost", "cached_op_cost", "op_duration_cycles", "systolic_cycles", "vector_cycles",
     "memory_cycles", "dma_cycles", "VECTOR_OPS", "MATRIX_OPS", "DATA_MOVEMENT_OPS", "UNITS",
     "Opcode", "VectorOp", "Instruction", "LevelInfo", "LinkInfo", "Program", "device_cycles",
     "expected_duration_cycles", "TRANSFER_STREAM", "ALLOC_PRELOADED", "ALLOC_VIEW", "DMA_STREAM", "Kernel", "Operand", "COMPUTE_OPCODES",

@@ -19,6 +19,7 @@ roofline          an op takes ``max(compute cycles, memory cycles)``; memory cyc
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -34,6 +35,7 @@ __all__ = [
     "MATRIX_OPS",
     "UNITS",
     "op_cost",
+    "cached_op_cost",
     "op_duration_cycles",
     "cycles_table",
     "systolic_cycles",
@@ -314,7 +316,7 @@ def op_duration_cycles(op: Op, graph: Graph, device: Device, hardware: Hardware)
     >>> op_duration_cycles(g.ops["r"], g, dev, Hardware((dev,), ()))  # 7 cycles at 700 MHz
     10
     """
-    cost = op_cost(op, graph, device.profile, device.kind)
+    cost = cached_op_cost(op, graph, device.profile, device.kind)
     return hardware.to_timeline_cycles(cost.cycles, device)
 
 
@@ -353,7 +355,7 @@ def cycles_table(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int 
                 table[name, kind] = None
                 continue
             try:
-                cycles = op_cost(op, graph, dev.profile, kind).cycles
+                cycles = cached_op_cost(op, graph, dev.profile, kind).cycles
             except UnsupportedError:
                 if op.cycles:
                     table[name, kind] = None
@@ -361,3 +363,42 @@ def cycles_table(graph: Graph, hardware: Hardware) -> dict[tuple[str, str], int 
                 raise
             table[name, kind] = hardware.to_timeline_cycles(cycles, dev)
     return table
+
+
+# op_cost per graph, each (op, profile, kind) costed once. The stages of one run (the spec's
+# cycles table, the resources report, lowering, memory planning) cost the same ops on the
+# same profiles again and again; a 10,000-op graph on two kinds was costed about 70,000 times.
+# A Graph is never changed after construction, and op_cost depends only on the op, the
+# graph's tensors, the profile and the kind, so a cost computed once stays right for the
+# graph's whole life. The table is weakly keyed by the graph: it goes with it, and no stage's
+# signature has to carry it.
+_COSTS: weakref.WeakKeyDictionary[Graph, dict[tuple[str, Profile, str | None], OpCost]] = \
+    weakref.WeakKeyDictionary()
+
+
+def cached_op_cost(op: Op, graph: Graph, profile: Profile, kind: str | None = None) -> OpCost:
+    """:func:`op_cost`, computed once per (op, profile, kind) of ``graph`` (the same frozen result).
+
+    An op that is not the graph's own (a stand-in with other shapes) is costed afresh, and
+    so is every call that raises (nothing is kept for it).
+
+    Examples
+    --------
+    >>> from planner.graph.ir import Graph, Op, Tensor
+    >>> from planner.isa.profiles import get_profile
+    >>> g = Graph([Tensor("x", (1024,), kind="input"), Tensor("y", (1024,), kind="output")],
+    ...           [Op("r", "relu", ("x",), ("y",))])
+    >>> first = cached_op_cost(g.ops["r"], g, get_profile("tpu-v1"))
+    >>> first == op_cost(g.ops["r"], g, get_profile("tpu-v1")), cached_op_cost(g.ops["r"], g, get_profile("tpu-v1")) is first
+    (True, True)
+    """
+    if graph.ops.get(op.name) is not op:
+        return op_cost(op, graph, profile, kind)
+    costs = _COSTS.get(graph)
+    if costs is None:
+        costs = _COSTS.setdefault(graph, {})
+    key = (op.name, profile, kind)
+    cost = costs.get(key)
+    if cost is None:
+        cost = costs[key] = op_cost(op, graph, profile, kind)
+    return cost

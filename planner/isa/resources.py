@@ -20,7 +20,7 @@ from typing import Any, Mapping
 from planner.errors import UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
-from planner.isa.cost import op_cost
+from planner.isa.cost import cached_op_cost
 
 __all__ = ["OpResources", "DeviceResources", "ModelResources", "Resources", "determine_resources"]
 
@@ -32,8 +32,14 @@ def _record_dict(record: Any) -> dict[str, Any]:
     The same dict, built without ``asdict``'s recursive deep copy of every value: a
     10,000-op plan has 10^4 of these records, written into allocation.json and plan.json.
     """
-    return {f.name: dict(value) if type(value) is dict else value
-            for f in fields(record) for value in (getattr(record, f.name),)}
+    names = _FIELD_NAMES.get(type(record))
+    if names is None:  # dataclasses.fields() walks the class each call: read it once per record type
+        names = _FIELD_NAMES[type(record)] = tuple(f.name for f in fields(record))
+    return {name: dict(value) if type(value) is dict else value
+            for name in names for value in (getattr(record, name),)}
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 @dataclass(frozen=True, slots=True)
 class OpResources:
@@ -154,7 +160,7 @@ def _op_resources(graph: Graph, hardware: Hardware) -> dict[str, OpResources]:
         work = None
         for kind, dev in kinds.items():
             try:
-                cost = op_cost(op, graph, dev.profile, kind)
+                cost = cached_op_cost(op, graph, dev.profile, kind)
             except UnsupportedError:
                 continue
             dev_cycles[kind] = cost.cycles

@@ -46,7 +46,7 @@ from typing import Any, Mapping
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.instances import base_op_name
-from planner.isa.cost import OpCost, op_cost
+from planner.isa.cost import OpCost, cached_op_cost
 from planner.isa.instructions import (
     ALLOC_PRELOADED,
     ALLOC_VIEW,
@@ -628,7 +628,7 @@ def _lower_op(name: str, graph: Graph, b: _DeviceProgram, where: _Placement,
         operand_buffers.append(buf)
     reads = tuple(dict.fromkeys([*operand_buffers, *(buf for _, buf in control.get(name, ()))]))
     writes = tuple(b.by_name[t].id for t in op.outputs)
-    cost = op_cost(op, graph, b.device.profile, b.device.kind)
+    cost = cached_op_cost(op, graph, b.device.profile, b.device.kind)
     b.add(_compute_instruction(name, cost, op.type, b.main, o.stream, o.start_cycle, o.duration_cycles,
                                reads, writes))
     if has_kernel(op):
@@ -676,7 +676,7 @@ def _lower_instances(name: str, graph: Graph, hardware: Hardware, b: _DeviceProg
         writes = tuple(dict.fromkeys(x for operand in outs for x in operand.buffers))
         changed = {x: s for x, s in shapes.items() if s != graph.tensors[x].shape}
         cost = (portion_cost(op, graph, changed, b.device.profile, kind) if changed
-                else op_cost(op, graph, b.device.profile, kind))
+                else cached_op_cost(op, graph, b.device.profile, kind))
         level_bytes = ()
         if acc.level_bytes:
             given = dict(acc.level_bytes)

@@ -23,13 +23,28 @@ binaries are encoded after this pass.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
+from dataclasses import fields, replace
+from operator import attrgetter
 from typing import Mapping
 
 from planner.isa.instructions import ALLOC_VIEW, Instruction, Opcode, Program
 from planner.memory.addresses import Lifetime, assign_addresses
 
 __all__ = ["address_program", "address_programs"]
+
+# An instruction's fields in constructor order, read in one C call: giving an ALLOC/FREE its
+# address builds the new record from them positionally (``dataclasses.replace`` walks the
+# fields in Python for each of the tens of thousands of records of a large program).
+_FIELD_NAMES = tuple(f.name for f in fields(Instruction))
+_FIELD_VALUES = attrgetter(*_FIELD_NAMES)
+_ADDRESS_FIELD = _FIELD_NAMES.index("d")
+
+
+def _with_address(ins: Instruction, address: int) -> Instruction:
+    """``replace(ins, d=address)``, without its per-call field walk."""
+    values = list(_FIELD_VALUES(ins))
+    values[_ADDRESS_FIELD] = address
+    return Instruction(*values)
 
 
 def _lifetimes_by_level(program: Program) -> dict[int, list[tuple[int, Lifetime]]]:
@@ -103,8 +118,8 @@ def address_program(program: Program, alignment_bytes: int = 64) -> Program:
         placed = assign_addresses([lifetime for _, lifetime in buffers], program.levels[level].capacity_bytes,
                                   alignment_bytes, device=program.device, level=program.levels[level].name)
         address.update((buf, at) for (buf, _), at in zip(buffers, placed))
-    instructions = tuple(replace(i, d=address[i.a]) if i.opcode in (Opcode.ALLOC, Opcode.FREE) else i
-                         for i in program.instructions)
+    paired = (Opcode.ALLOC, Opcode.FREE)
+    instructions = tuple(_with_address(i, address[i.a]) if i.opcode in paired else i for i in program.instructions)
     return replace(program, instructions=instructions, addressed=True)
 
 

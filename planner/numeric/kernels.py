@@ -166,7 +166,9 @@ def _unary(fn: Callable[[np.ndarray], np.ndarray], name: str) -> Kernel:
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * x ** 3)))
+    # The cube as two products: numpy's float power x ** 3 calls pow() per element, about
+    # six times slower than multiplying (the tanh form's one costly step besides tanh).
+    return 0.5 * x * (1.0 + np.tanh(_GELU_C * (x + 0.044715 * (x * x * x))))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -544,14 +546,15 @@ def _softmax_into(attrs: Mapping[str, Any], x: np.ndarray, t: np.ndarray) -> Cal
 
 
 def _gelu_into(x: np.ndarray, t: np.ndarray) -> Callable[[], None]:
-    """_gelu in float64 scratch arrays: ``0.5 x (1 + tanh(c (x + 0.044715 x**3)))``, same order."""
+    """_gelu in float64 scratch arrays: ``0.5 x (1 + tanh(c (x + 0.044715 (x x) x)))``, same order."""
     a, b = np.empty(x.shape, _ACC), np.empty(x.shape, _ACC)
     c = _GELU_C
-    power, multiply, add, tanh, copyto = np.power, np.multiply, np.add, np.tanh, np.copyto
+    multiply, add, tanh, copyto = np.multiply, np.add, np.tanh, np.copyto
 
     def gelu() -> None:
         copyto(a, x)  # widen (exact)
-        power(a, 3, out=b)
+        multiply(a, a, out=b)
+        multiply(b, a, out=b)
         multiply(0.044715, b, out=b)
         add(a, b, out=b)
         multiply(c, b, out=b)

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+from planner.collector import collector_paused
 from planner.errors import BinaryFormatError, VerificationError
 from planner.graph.ir import GraphError
 from planner.graph.serialize import graph_from_dict
@@ -293,6 +294,7 @@ def _check_run_budget(doc: PlanDocument, graph: Any) -> None:
                                 found=str(budget.post_solve_reserve_s))
 
 
+@collector_paused()  # many small objects, no cycles (planner.collector)
 def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -> Verdict:
     """Check every claim of a plan directory against the replay of its binaries.
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -147,3 +148,37 @@ def test_cpsat_equals_brute_force(p):
     assert validate_offsets(p, r.solution) == []
     assert r.objective == brute_force_peak(p)
     assert live_bytes_lower_bound(p) <= r.objective
+
+
+def place_by_definition(p: OffsetProblem, order) -> tuple[int, ...]:
+    """place_in_order's definition, one pair at a time (its Python loop before numpy): each
+    buffer at the lowest aligned offset below the first conflict, scanned by (offset, index)."""
+    offsets, placed = [0] * p.num_buffers, []
+    for i in order:
+        if p.size_bytes[i]:
+            candidate, a = 0, p.alignment(i)
+            for o, j in sorted((offsets[j], j) for j in placed if p.overlaps_in_time(i, j)):
+                if -(-candidate // a) * a + p.size_bytes[i] <= o:
+                    break
+                candidate = max(candidate, o + p.size_bytes[j])
+            offsets[i] = -(-candidate // a) * a
+            placed.append(i)
+    return tuple(offsets)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_place_in_order_equals_its_definition_on_random_problems(seed):
+    # The placed buffers are kept sorted by (offset, index) with ties in offset common (zero-
+    # size buffers, equal sizes, alignments): the offsets must be the one-pair-at-a-time loop's.
+    rng = random.Random(seed)
+    for _ in range(150):
+        n = rng.randint(0, 30)
+        sizes = tuple(rng.choice([0, 1, 3, 8, 64, 100, 128]) for _ in range(n))
+        starts = [rng.randint(0, 15) for _ in range(n)]
+        ends = tuple(s + rng.randint(1, 8) for s in starts)
+        align = tuple(rng.choice([1, 2, 8, 64]) for _ in range(n)) if rng.random() < 0.7 else ()
+        p = OffsetProblem(size_bytes=sizes, start=tuple(starts), end=ends, capacity_bytes=10**6,
+                          alignment_bytes=align)
+        order = list(range(n))
+        rng.shuffle(order)
+        assert place_in_order(p, order).offsets == place_by_definition(p, order)

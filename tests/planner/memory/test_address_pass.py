@@ -69,3 +69,16 @@ def test_the_replay_refuses_an_overlapping_address_assignment():
                           f"at cycle 4",
                           f"d0: buffers {tb} (tb) at [0, 1000) and {tc} (tc@d1->d) at [0, 1000) of level mem "
                           f"overlap at cycle 22")
+
+
+def test_giving_an_address_keeps_every_other_field():
+    # The pass rebuilds each ALLOC/FREE positionally from its fields (no dataclasses.replace per
+    # record): every field set to something other than its default must come through unchanged.
+    from planner.isa import Instruction
+    from planner.memory.address_pass import _with_address
+
+    ins = Instruction(Opcode.ALLOC, 3, 17, 5, op="mm", subop=1, a=4, b=2, c=4096, d=0, mem_bytes=9,
+                      reads=(1, 2), writes=(3,), peer="d1", fast_bytes=7, level_bytes=(1, 2, 3))
+    assert _with_address(ins, 8192) == dataclasses.replace(ins, d=8192)
+    assert [getattr(ins, f.name) for f in dataclasses.fields(ins) if f.name != "d"] == \
+        [getattr(_with_address(ins, 64), f.name) for f in dataclasses.fields(ins) if f.name != "d"]
