@@ -2,8 +2,11 @@
 
 Every parser returns an exact integer in base units (bytes, bytes per second, hertz,
 reference cycles). The number is read as an exact decimal (``fractions.Fraction``) and
-the unit's factor comes from a lazily created pint ``UnitRegistry``, so ``"1.05 GHz"``
-is exactly ``1_050_000_000`` and ``"2 us"`` at 1 GHz is exactly 2000 cycles.
+the unit's factor is exact too, so ``"1.05 GHz"`` is exactly ``1_050_000_000`` and ``"2 us"``
+at 1 GHz is exactly 2000 cycles. The accepted units are a closed list (below) of SI and IEC
+prefixes on four base units, so their factors are a table of definitions; the tests check
+every one against pint's (building pint's registry took about 0.7 s of every command's
+start-up, a tenth of a re-plan).
 
 Decimal prefixes are powers of ten (``KB``/``kB`` = 1000 B, ``GB`` = 10**9 B); binary
 prefixes are powers of two (``KiB`` = 1024 B, ``GiB`` = 2**30 B). Bits are accepted too
@@ -54,25 +57,34 @@ _QUANTITY = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE]([+-]?\d+))?)\s
 # would be a billion-digit integer); every limit below is far inside these.
 _MAX_NUMBER_CHARS = 40
 _MAX_EXPONENT = 60
-_registry: Any = None
-
-
-def _ureg() -> Any:
-    """The module's pint registry, created on first use (importing pint takes ~0.3 s)."""
-    global _registry
-    if _registry is None:
-        import pint  # start-up time: pint loads in ~0.3 s, only when a unit needs parsing
-
-        _registry = pint.UnitRegistry()
-    return _registry
+# The unit names above (pint's spellings) are a prefix and a base unit: SI prefixes are powers
+# of ten, IEC prefixes powers of two (IEC 80000-13), a bit is an eighth of a byte.
+_PREFIXES: dict[str, Fraction] = {
+    "": Fraction(1), "pico": Fraction(1, 10**12), "nano": Fraction(1, 10**9), "micro": Fraction(1, 10**6),
+    "milli": Fraction(1, 10**3), "kilo": Fraction(10**3), "mega": Fraction(10**6), "giga": Fraction(10**9),
+    "tera": Fraction(10**12), "peta": Fraction(10**15), "kibi": Fraction(2**10), "mebi": Fraction(2**20),
+    "gibi": Fraction(2**30), "tebi": Fraction(2**40), "pebi": Fraction(2**50),
+}
+_BASES: dict[str, tuple[str, Fraction]] = {  # base unit -> (the target it converts to, factor)
+    "byte": ("byte", Fraction(1)), "bit": ("byte", Fraction(1, 8)), "hertz": ("hertz", Fraction(1)),
+    "second": ("second", Fraction(1)),
+}
 
 
 @lru_cache(maxsize=None)
 def _factor(unit: str, target: str) -> Fraction:
-    """Exact factor converting one ``unit`` to ``target`` (pint gives a float; the
-    shortest repr of that float is the decimal the unit definition means)."""
-    magnitude = _ureg().Quantity(1, unit).to(target).magnitude
-    return Fraction(repr(float(magnitude))) if not isinstance(magnitude, int) else Fraction(magnitude)
+    """Exact factor converting one ``unit`` (a name of the tables above) to ``target``.
+
+    Examples
+    --------
+    >>> _factor("gibibyte", "byte"), _factor("megabit", "byte"), _factor("nanosecond", "second")
+    (Fraction(1073741824, 1), Fraction(125000, 1), Fraction(1, 1000000000))
+    """
+    for base, (dimension, per_base) in _BASES.items():
+        prefix = unit[:-len(base)]
+        if unit.endswith(base) and prefix in _PREFIXES and dimension == target:
+            return _PREFIXES[prefix] * per_base
+    raise ValueError(f"no factor from {unit!r} to {target!r}")
 
 
 def _show(value: Any) -> str:

@@ -1,8 +1,14 @@
 """Unit strings to integers in base units: decimal vs binary prefixes, rounding, errors."""
 
+from fractions import Fraction
+
 import pytest
 
+from planner.spec import units
 from planner.spec.units import (
+    FREQUENCY_UNITS,
+    SIZE_UNITS,
+    TIME_UNITS,
     parse_bandwidth,
     parse_bytes,
     parse_duration_cycles,
@@ -93,3 +99,21 @@ def test_errors(parser, value, fragment):
     with pytest.raises(ValueError) as info:
         parser(*args)
     assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("table, target", [(SIZE_UNITS, "byte"), (FREQUENCY_UNITS, "hertz"), (TIME_UNITS, "second")])
+def test_every_accepted_unit_has_pints_factor(table, target):
+    # The planner's factors are a table of prefix definitions (no registry at start-up); pint
+    # (a test dependency) is the reference: the shortest decimal of its float factor.
+    import pint
+
+    registry = pint.UnitRegistry()
+    for spelling, name in table.items():
+        magnitude = registry.Quantity(1, name).to(target).magnitude
+        expected = Fraction(magnitude) if isinstance(magnitude, int) else Fraction(repr(float(magnitude)))
+        assert units._factor(name, target) == expected, spelling
+
+
+def test_a_unit_of_another_dimension_has_no_factor():
+    with pytest.raises(ValueError, match="no factor"):
+        units._factor("gigabyte", "second")
