@@ -9,6 +9,16 @@ its dependencies have ended, so the result is deterministic and, because every
 allocation event of a memory plan sits at an op boundary, the level plan's capacity
 proof holds for any timing this produces.
 
+A *gang* (``constraints.gang``: shards that start on one cycle) is a set of activities on
+distinct sequence resources that start together: only when each is its resource's next
+activity, its resource is free and its dependencies have ended, all of them at once. The
+others wait, idle, for the last to be ready; the orders are kept, so the capacity proof
+still holds. The spine's schedule already starts each gang together
+(:func:`planner.islands.gang.retime`), so in its orders no member's resource has, ahead of
+the member, an activity that waits on another member (that would be a cycle through the
+gang: the spine's starts would put a member strictly after the gang's one cycle); such a
+deadlock is a bug and raises InternalError naming the gang.
+
 Examples
 --------
 >>> acts = [Activity("a", "cpu", 3), Activity("b", "cpu", 2), Activity("d", "dma", 4, deps=("a",)),
@@ -16,13 +26,20 @@ Examples
 >>> t = list_schedule(acts, sequences={"cpu": ("a", "b", "c")})
 >>> t["a"], t["b"], t["d"], t["c"]
 (0, 3, 3, 7)
+
+A gang {a, x}: x waits on its own resource until a, behind b, can start with it.
+
+>>> acts = [Activity("b", "cpu", 3), Activity("a", "cpu", 2), Activity("x", "gpu", 4)]
+>>> t = list_schedule(acts, sequences={"cpu": ("b", "a"), "gpu": ("x",)}, gangs=(("a", "x"),))
+>>> t["b"], t["a"], t["x"]
+(0, 3, 3)
 """
 
 from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 from planner.errors import InternalError
 
@@ -49,12 +66,13 @@ class Activity:
 
 
 def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[str, ...]],
-                  gate=None) -> dict[str, int]:
+                  gate=None, gangs: Sequence[Sequence[str]] = ()) -> dict[str, int]:
     """Start cycle of every activity (see the module docstring).
 
     ``sequences`` gives the fixed order of each sequence resource; every other resource
     dispatches. A ``gate`` (shared bandwidth: :class:`planner.memory.shared_bandwidth.BandwidthGate`)
     must ``admit(activity, now)`` each start and is told of it (``start``) and of each ``finish``.
+    Each of ``gangs`` (activity names, each in a different sequence) starts on one cycle.
     Raises InternalError on a dependency cycle (nothing can start).
     """
     acts = {a.name: a for a in activities}
@@ -62,6 +80,7 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
         for d in a.deps:
             if d not in acts:
                 raise InternalError(f"retiming: activity {a.name!r} depends on unknown {d!r}")
+    gang_of = _gang_index(acts, sequences, gangs)
     resources = sorted({a.resource for a in acts.values()})
     heads = {r: 0 for r in sequences}
     pending: dict[str, list[Activity]] = {}
@@ -82,6 +101,21 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
         if gate is not None:
             gate.finish(name)
 
+    def can_start(a: Activity) -> bool:
+        """``a`` (a sequence's) is its resource's next, the resource is free, ``a`` is ready and admitted."""
+        seq = sequences[a.resource]
+        return (heads[a.resource] < len(seq) and seq[heads[a.resource]] == a.name and free_at[a.resource] <= now
+                and ready(a) and (gate is None or gate.admit(a, now)))
+
+    def begin(a: Activity) -> None:
+        """Start ``a``, its resource's next, now."""
+        heads[a.resource] += 1
+        if gate is not None:
+            gate.start(a, now)
+        start[a.name] = now
+        free_at[a.resource] = now + a.duration
+        heapq.heappush(events, (now + a.duration, a.name))
+
     while True:
         progressed = True
         while progressed:
@@ -93,6 +127,15 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
                 if r in sequences:
                     seq = sequences[r]
                     head = acts[seq[heads[r]]] if heads[r] < len(seq) else None
+                    if head is not None and head.name in gang_of:
+                        members = [acts[m] for m in gangs[gang_of[head.name]]]
+                        if all(can_start(m) for m in members):
+                            for m in members:
+                                begin(m)
+                            progressed = True
+                            if any(m.duration == 0 for m in members):
+                                break  # as below: let it finish before anything else starts
+                        continue
                     if head is not None and ready(head) and (gate is None or gate.admit(head, now)):
                         chosen = head
                         heads[r] += 1
@@ -122,7 +165,27 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
         while events and events[0][0] == now:
             finish(heapq.heappop(events)[1])
     missing = sorted(set(acts) - set(start))
+    stuck = [g for g in gangs if any(m not in start for m in g)]
+    if stuck:
+        raise InternalError(f"retiming deadlocked on the gang {', '.join(stuck[0])}: a member's resource has, "
+                            "ahead of it, an activity that waits on another member, so they cannot start together")
     if missing:
         raise InternalError(f"retiming deadlocked: {len(missing)} activities never became ready, "
                             f"e.g. {missing[:5]}")
     return start
+
+
+def _gang_index(acts: Mapping[str, Activity], sequences: Mapping[str, tuple[str, ...]],
+                gangs: Sequence[Sequence[str]]) -> dict[str, int]:
+    """Activity name -> its gang's index; every member a known activity of a sequence, one per resource."""
+    gang_of: dict[str, int] = {}
+    for k, gang in enumerate(gangs):
+        resources = []
+        for name in gang:
+            if name not in acts or acts[name].resource not in sequences or name in gang_of:
+                raise InternalError(f"retiming: gang member {name!r} is not a sequenced activity of one gang")
+            gang_of[name] = k
+            resources.append(acts[name].resource)
+        if len(set(resources)) < len(resources):
+            raise InternalError(f"retiming: two members of the gang {', '.join(gang)} share a resource")
+    return gang_of
