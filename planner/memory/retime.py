@@ -165,13 +165,11 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
         while events and events[0][0] == now:
             finish(heapq.heappop(events)[1])
     missing = sorted(set(acts) - set(start))
-    stuck = [g for g in gangs if any(m not in start for m in g)]
-    if stuck:
-        raise InternalError(f"retiming deadlocked on the gang {', '.join(stuck[0])}: a member's resource has, "
-                            "ahead of it, an activity that waits on another member, so they cannot start together")
     if missing:
+        stuck = [g for g in gangs if any(m not in start for m in g)]
+        gang = f"; the gang {', '.join(stuck[0])} never started together" if stuck else ""
         raise InternalError(f"retiming deadlocked: {len(missing)} activities never became ready, "
-                            f"e.g. {missing[:5]}")
+                            f"e.g. {missing[:5]}{gang}")
     return start
 
 
