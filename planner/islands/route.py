@@ -53,14 +53,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, fields, replace
 from typing import Any, Mapping
 
-from planner.errors import InfeasibleError, InternalError
+from planner.errors import InfeasibleError
 from planner.islands.arrivals import Arrivals, arrivals_from_plan, island_ops, with_arrivals
-from planner.islands.gang import align_gangs, check_replayed_gangs, pin_shards
+from planner.islands.gang import align_gangs, pin_shards, replayed_gang_record
 from planner.graph.ir import Graph
 from planner.hardware import Hardware, Link
-from planner.instances import base_op_name
 from planner.islands.portions import Portions
-from planner.plan import PlacedOp, Plan
 from planner.islands.report import render_islands_section
 from planner.reductions.scheduling import to_problem
 from planner.scheduling import run_reserve_s, solve_schedule
@@ -386,17 +384,6 @@ def _split(problem: Problem, options: Any, warm_start: Mapping[str, str] | None)
     return Portfolio(GivenSplit(start), CpSatSplitSolver()).solve(problem.solver_problem, options)
 
 
-def _first_instances(plan: Plan, gangs: tuple[tuple[str, ...], ...]) -> dict[str, PlacedOp]:
-    """Each gang op's first placed op: itself, or with memory planning's splits its earliest instance."""
-    members = {op for g in gangs for op in g}
-    first: dict[str, PlacedOp] = {}
-    for o in plan.ops:
-        op = o.name if o.name in members else base_op_name(o.name)
-        if op in members and (op not in first or (o.start_cycle, o.name) < (first[op].start_cycle, first[op].name)):
-            first[op] = o
-    return first
-
-
 def _start_split(spec: Spec, portions: Portions, warm_start: Mapping[str, str]) -> tuple[int, ...] | None:
     """Each portion's island under a previous placement: the island holding most of its placed ops
     (the first such island on a tie); None when a portion has no placed op."""
@@ -462,13 +449,8 @@ def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:
     checked against the replayed binaries.
     """
     details: IslandsDetails = solved.details
-    first = _first_instances(outcome.plan, details.gangs)
-    replayed = check_replayed_gangs(outcome.simulation.ops, [[first[op].name for op in g] for g in details.gangs])
-    planned = [first[g[0]].start_cycle for g in details.gangs]
-    if replayed != planned:
-        raise InternalError(f"the replayed gangs start on cycles {replayed}, the plan says {planned}")
+    gangs = replayed_gang_record(outcome.plan, outcome.simulation.ops, details.gangs)
     islands = outcome.plan.solver["islands"]
-    gangs = [{"ops": list(g), "start_cycle": cycle} for g, cycle in zip(details.gangs, planned)]
     if gangs != islands.get("gangs", []):  # re-timed by memory planning
         outcome = replace(outcome, plan=replace(outcome.plan, solver={**outcome.plan.solver,
                                                                       "islands": {**islands, "gangs": gangs}}))

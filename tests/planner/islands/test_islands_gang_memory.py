@@ -72,3 +72,18 @@ def test_memory_planned_gangs_give_the_same_bytes_twice(planned, tmp_path):
     compared = filecmp.dircmp(tmp_path / "one", tmp_path / "two")
     assert not compared.diff_files and not compared.left_only and not compared.right_only
     assert (tmp_path / "one" / "plan.json").read_bytes() == (tmp_path / "two" / "plan.json").read_bytes()
+
+
+def test_plan_score_of_a_memory_planned_gang_spec_records_the_re_timed_starts(planned):
+    # plan score schedules the given placement, aligns the gangs, memory-plans: the record is the final plan's.
+    from planner.instances import base_op_name
+    from planner.replan.commands import score_placement
+
+    spec, outcome = planned
+    placement = {base_op_name(o.name): o.device for o in outcome.plan.ops}
+    scored = score_placement(spec, placement, time_limit_s=2, workers=1)
+    assert scored.memory_choice == "memory plan"
+    record = scored.plan.solver["gangs"]
+    assert [g["ops"] for g in record] == [list(g) for g in spec.gangs]
+    for gang, claim in zip(spec.gangs, record):
+        assert {scored.simulation.ops[op].start_cycle for op in gang} == {claim["start_cycle"]}
