@@ -42,6 +42,8 @@ from typing import Any, Mapping, Sequence
 import networkx as nx
 
 from planner.errors import InfeasibleError, InternalError
+from planner.instances import base_op_name
+from planner.plan import PlacedOp, Plan
 from planner.reductions.scheduling import from_solution
 from planner.spec import Spec
 from planner.stages import Solved
@@ -49,7 +51,7 @@ from solvers.core import Status
 from solvers.scheduling.problem import ScheduledTransfer, SchedulingSolution
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["pin_shards", "retime", "align_gangs", "check_replayed_gangs"]
+__all__ = ["pin_shards", "retime", "align_gangs", "check_replayed_gangs", "replayed_gang_record"]
 
 
 def pin_shards(spec: Spec, devices: Sequence[str]) -> dict[str, tuple[str, ...]]:
@@ -220,3 +222,32 @@ def check_replayed_gangs(ops: Mapping[str, Any], gangs: Sequence[Sequence[str]])
             raise InternalError(f"the replayed binaries start gang {', '.join(gang)} on cycles {sorted(seen)}")
         starts.append(seen.pop())
     return starts
+
+
+def replayed_gang_record(plan: Plan, ops: Mapping[str, Any], gangs: Sequence[Sequence[str]]) -> list[dict[str, Any]]:
+    """Each gang's ``{"ops", "start_cycle"}`` as the final ``plan`` starts it, checked in the replay
+    (``ops``: the simulator's op timings by name). Memory planning re-times the schedule and may
+    split a shard into instances (``"op#0"``, ...): a split shard starts with its earliest.
+
+    Raises
+    ------
+    InternalError
+        The replayed binaries start a gang's shards on different cycles, or not where the plan does.
+    """
+    first = _first_instances(plan, gangs)
+    replayed = check_replayed_gangs(ops, [[first[op].name for op in g] for g in gangs])
+    planned = [first[g[0]].start_cycle for g in gangs]
+    if replayed != planned:
+        raise InternalError(f"the replayed gangs start on cycles {replayed}, the plan says {planned}")
+    return [{"ops": list(g), "start_cycle": cycle} for g, cycle in zip(gangs, planned)]
+
+
+def _first_instances(plan: Plan, gangs: Sequence[Sequence[str]]) -> dict[str, PlacedOp]:
+    """Each gang op's first placed op: itself, or its earliest instance."""
+    members = {op for g in gangs for op in g}
+    first: dict[str, PlacedOp] = {}
+    for o in plan.ops:
+        op = o.name if o.name in members else base_op_name(o.name)
+        if op in members and (op not in first or (o.start_cycle, o.name) < (first[op].start_cycle, first[op].name)):
+            first[op] = o
+    return first

@@ -209,14 +209,15 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
     if plan.transfers and chosen:  # several devices: choose per device by the whole plan's makespan
         cross = choose_across_devices(plan, graph, hardware, levels, options.alignment_bytes, stats,
                                       {name: budget for name in chosen}, seed, search,
-                                      _packer(hardware, options.alignment_bytes, seed))
+                                      _packer(hardware, options.alignment_bytes, seed), spec.gangs)
         new_plan, memory, explanations = cross.plan, cross.memory, cross.explanations
         stops += list(cross.stops)
     else:
-        new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats)
+        new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs)
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
-        greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes)
+        greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes,
+                                              gangs=spec.gangs)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
                          cross_device=explanations)

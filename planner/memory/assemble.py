@@ -18,7 +18,7 @@ are disjoint in cycles and the offsets found over points stay valid.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Mapping
+from typing import Mapping, Sequence
 
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
@@ -171,12 +171,14 @@ def _transfers(lv: DeviceLevels, names: _Names) -> list[_DmaRow]:
 
 
 def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, DeviceLevels],
-             alignment_bytes: int, stats: Mapping[str, Mapping] | None = None) -> tuple[Plan, MemoryPlan]:
+             alignment_bytes: int, stats: Mapping[str, Mapping] | None = None,
+             gangs: Sequence[Sequence[str]] = ()) -> tuple[Plan, MemoryPlan]:
     """The re-timed plan (instances on memory-planned devices) and its memory plan.
 
     Every op instance, DMA and transfer becomes an :class:`~planner.memory.retime.Activity`;
-    the list schedule re-times them; each memory-planned device's buffers and DMAs are then
-    read off the new times.
+    the list schedule re-times them, each of ``gangs`` (``constraints.gang``'s ops) starting on
+    one cycle (a split op by its first instance); each memory-planned device's buffers and DMAs
+    are then read off the new times.
 
     Raises
     ------
@@ -199,7 +201,8 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
     acts += _unplanned_activities(plan, graph, levels, last_instance, into)
     acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
     gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers)  # bandwidth: shared
-    start = list_schedule(acts, sequences, gate)
+    first = _first_instances(plan, levels, names)
+    start = list_schedule(acts, sequences, gate, [[first[op] for op in gang] for gang in gangs])
     duration = {a.name: a.duration for a in acts}
 
     def end(name: str) -> int:
@@ -235,6 +238,15 @@ def _sequences(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
             sequences.setdefault(f"stream:{o.device}:{o.stream}", ())
             sequences[f"stream:{o.device}:{o.stream}"] += (f"op:{o.name}",)
     return sequences, last_instance
+
+
+def _first_instances(plan: Plan, levels: Mapping[str, DeviceLevels], names: Mapping[str, _Names]) -> dict[str, str]:
+    """Op -> the activity of its first instance (a split op starts with its first portion)."""
+    first = {o.name: f"op:{o.name}" for o in plan.ops if o.device not in levels}
+    for d, lv in levels.items():
+        for i, inst in enumerate(names[d].instances):
+            first.setdefault(lv.bridge.ops[lv.op_origin[i][0]], f"op:{inst}")
+    return first
 
 
 def _compute_resource(d: str, lv: DeviceLevels, i: int) -> str:

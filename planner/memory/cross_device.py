@@ -34,7 +34,7 @@ import itertools
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from planner.errors import InfeasibleError
 from planner.hardware import Hardware
@@ -212,8 +212,10 @@ def device_slack(plan: Plan, graph, device: str) -> int:
 class _Evaluator:
     """Whole-plan makespans of per-device choices (memoised: assembling re-times the whole plan)."""
 
-    def __init__(self, spine: Plan, graph, hardware: Hardware, alignment: int, stats: Mapping[str, Mapping]) -> None:
+    def __init__(self, spine: Plan, graph, hardware: Hardware, alignment: int, stats: Mapping[str, Mapping],
+                 gangs: Sequence[Sequence[str]] = ()) -> None:
         self.spine, self.graph, self.hardware, self.alignment, self.stats = spine, graph, hardware, alignment, stats
+        self.gangs = gangs  # every combination starts each gang on one cycle
         self.cache: dict[tuple, tuple[Plan, Any]] = {}
 
     def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any] | None:
@@ -223,7 +225,7 @@ class _Evaluator:
             try:
                 self.cache[key] = assemble(self.spine, self.graph, self.hardware,
                                            {d: lv for d, (lv, _) in levels.items()}, self.alignment,
-                                           {d: st for d, (_, st) in levels.items()})
+                                           {d: st for d, (_, st) in levels.items()}, self.gangs)
             except InfeasibleError as e:
                 log.info("memory plans %s do not fit together: %s", key, e)
                 self.cache[key] = None
@@ -233,12 +235,14 @@ class _Evaluator:
 def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Mapping[str, Mapping[str, DeviceLevels]],
                           alignment: int, stats: Mapping[str, Mapping], budgets: Mapping[str, float], seed: int,
                           search: str,
-                          offsets_of: Callable[[Any, Any], tuple[tuple[int, ...], dict] | None]) -> CrossDeviceChoice:
+                          offsets_of: Callable[[Any, Any], tuple[tuple[int, ...], dict] | None],
+                          gangs: Sequence[Sequence[str]] = ()) -> CrossDeviceChoice:
     """The best combination found (see the module docstring). ``candidates`` per device its level
     plans by name (``"memory plan"`` first); ``budgets`` per device its memory budget in seconds;
     ``offsets_of(bridge, solution)`` packs a new solution's fast buffers: ``(offsets, stats)``
-    (the fast capacity and footprint memory.json states), or None when they do not fit."""
-    evaluate = _Evaluator(spine, graph, hardware, alignment, stats)
+    (the fast capacity and footprint memory.json states), or None when they do not fit. Every
+    combination starts each of ``gangs`` on one cycle (:func:`planner.memory.assemble.assemble`)."""
+    evaluate = _Evaluator(spine, graph, hardware, alignment, stats, gangs)
     names = list(candidates)
     # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
     options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {

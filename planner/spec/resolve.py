@@ -413,7 +413,8 @@ def _colocation(document: SpecDocument, order: Sequence[str], allowed: dict[str,
 def _gangs(document: SpecDocument, order: Sequence[str], hw: Hardware,
            locator: Locator) -> tuple[tuple[str, ...], ...]:
     """``constraints.gang``: each gang's ops (graph order), at least two, in no other gang, no more
-    than the largest island has devices; only with islands and without memory planning."""
+    than the largest island has devices; only with islands (memory planning keeps them:
+    :func:`planner.memory.retime.list_schedule`)."""
     entries = document.constraints.gang
     if not entries:
         return ()
@@ -421,9 +422,6 @@ def _gangs(document: SpecDocument, order: Sequence[str], hw: Hardware,
     if len(hw.islands) < 2:
         raise locator.error("gangs are planned by island: constraints.gang needs hardware.islands (two or more)",
                             where)
-    if document.memory is not None and document.memory.plan:
-        raise locator.error("constraints.gang with memory planning is not supported yet (memory planning "
-                            "re-times the schedule); turn memory.plan off", where)
     largest = max(len(island.devices) for island in hw.islands)
     owner: dict[str, int] = {}
     position = {n: k for k, n in enumerate(order)}

@@ -118,6 +118,8 @@ def test_the_schema_describes_islands_and_network():
 
 @pytest.mark.parametrize("extra, path, words", [
     ("constraints:\n  gang: [[\"m/fc0\", \"m/fc1\"]]\n", "constraints.gang", "needs hardware.islands"),
+    ("memory: {plan: true}\nconstraints:\n  gang: [[\"m/fc0\", \"m/fc1\"]]\n", "constraints.gang",
+     "needs hardware.islands"),
 ])
 def test_a_gang_without_islands_is_refused(tmp_path, extra, path, words):
     err = error_of(tmp_path, HEAD + "  topology: {kind: bus, bandwidth: 1 GB/s}\n" + MODELS + extra)
@@ -135,6 +137,13 @@ def test_gang_errors(tmp_path, gang, path, words):
     assert err.path == path, err
     assert words in err.message, err
     assert err.line is not None
+
+
+def test_a_gang_with_memory_planning_resolves_on_islands(tmp_path):
+    # Memory planning's re-timing starts gangs together (planner.memory.retime), so the spec keeps both.
+    spec = load_text(tmp_path, HEAD + GOOD_ISLANDS + NETWORK + MODELS
+                     + 'memory: {plan: true}\nconstraints:\n  gang: [["m/fc0", "m/fc1"]]\n')
+    assert spec.gangs == (("m/fc0", "m/fc1"),) and spec.memory.enabled
 
 
 def test_a_gang_resolves_in_graph_order(tmp_path):
