@@ -31,6 +31,7 @@ from planner.memory.bridge import build_device_problem, device_order, skip_reaso
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
+from planner.memory.retime import RetimingDeadlock
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
@@ -216,8 +217,13 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
         new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs)
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
-        greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes,
-                                              gangs=spec.gangs)
+        try:
+            greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes,
+                                                  gangs=spec.gangs)
+        except RetimingDeadlock as e:  # the greedy plans of several devices wait on each other
+            if not plan.transfers:
+                raise
+            log.info("greedy memory plans wait on each other across devices: %s", e)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
                          cross_device=explanations)

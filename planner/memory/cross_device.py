@@ -39,6 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 from planner.errors import InfeasibleError
 from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, assemble, expand
+from planner.memory.retime import RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_splits, plan_all_slow
@@ -220,7 +221,9 @@ class _Evaluator:
 
     def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any] | None:
         """The re-timed plan and memory plan, or None when the combination's slow copies do not
-        fit main memory (each device's plan was checked with the others in main memory only)."""
+        fit main memory (each device's plan was checked with the others in main memory only) or
+        its devices' fixed orders wait on each other (a sent tensor copied to main memory after
+        an op that waits for what its receiver sends back)."""
         if key not in self.cache:
             try:
                 self.cache[key] = assemble(self.spine, self.graph, self.hardware,
@@ -228,6 +231,9 @@ class _Evaluator:
                                            {d: st for d, (_, st) in levels.items()}, self.gangs)
             except InfeasibleError as e:
                 log.info("memory plans %s do not fit together: %s", key, e)
+                self.cache[key] = None
+            except RetimingDeadlock as e:  # each device's order is valid alone, not together
+                log.info("memory plans %s wait on each other across devices: %s", key, e)
                 self.cache[key] = None
         return self.cache[key]
 

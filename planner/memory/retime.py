@@ -65,6 +65,13 @@ class Activity:
     priority: int = 0
 
 
+class RetimingDeadlock(InternalError):
+    """The fixed orders wait on each other in a cycle. Per-device memory plans of a plan with
+    transfers can do that together (a sent tensor copied to main memory only after an op that
+    waits for data coming back from its receiver): the cross-device choice drops such a
+    combination. Anywhere else it is a bug (exit 3)."""
+
+
 def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[str, ...]],
                   gate=None, gangs: Sequence[Sequence[str]] = ()) -> dict[str, int]:
     """Start cycle of every activity (see the module docstring).
@@ -73,7 +80,7 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
     dispatches. A ``gate`` (shared bandwidth: :class:`planner.memory.shared_bandwidth.BandwidthGate`)
     must ``admit(activity, now)`` each start and is told of it (``start``) and of each ``finish``.
     Each of ``gangs`` (activity names, each in a different sequence) starts on one cycle.
-    Raises InternalError on a dependency cycle (nothing can start).
+    Raises :class:`RetimingDeadlock` on a dependency cycle (nothing can start).
     """
     acts = {a.name: a for a in activities}
     for a in acts.values():
@@ -85,7 +92,7 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
     if missing:
         stuck = [g for g in gangs if any(m not in start for m in g)]
         gang = f"; the gang {', '.join(stuck[0])} never started together" if stuck else ""
-        raise InternalError(f"retiming deadlocked: {len(missing)} activities never became ready, "
+        raise RetimingDeadlock(f"retiming deadlocked: {len(missing)} activities never became ready, "
                             f"e.g. {missing[:5]}{gang}")
     return start
 

@@ -186,7 +186,8 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
         own, main = e["own_memory_cycles"], e["own_main_cycles"]
         saves = (f"Its memory plan saves {main - own:,} device cycles on its own ops ({own:,} vs {main:,} with "
                  f"everything in main memory)" if own is not None and main is not None else "Its memory plan")
-        alone = ("on its own its slow copies do not fit main memory" if e["alone_makespan"] is None
+        alone = ("on its own it cannot be combined with the others in main memory (its slow copies do not "
+                 "fit, or its order and theirs wait on each other)" if e["alone_makespan"] is None
                  else f"on its own it makes the whole plan {e['alone_makespan']:,} cycles against "
                       f"{e['main_makespan']:,} ({e['alone_makespan'] - e['main_makespan']:+,})")
         where = f"the critical path (slack 0) runs through {critical}; {d}'s slack: {e['slack_cycles']:,} cycles"

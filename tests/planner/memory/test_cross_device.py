@@ -174,3 +174,17 @@ def test_the_cross_device_choice_is_deterministic():
     assert a.binaries == b.binaries
     assert {d: e.to_dict() for d, e in a.memory.cross_device.items()} == {
         d: e.to_dict() for d, e in b.memory.cross_device.items()}
+
+
+def test_per_device_plans_that_wait_on_each_other_are_dropped_not_an_internal_error():
+    # npu1's own plan copies a tensor it sends to npu0 into main memory only after an op that
+    # waits for what npu0 sends back: with that plan the re-timing has a cycle. Such
+    # combinations (and such greedy baselines) are dropped like ones that do not fit; once this
+    # was exit 3 on a valid spec.
+    spec = load_spec(f"{SPECS}/sent-late.yaml")
+    outcome = run(spec, time_limit_s=5, workers=1)
+    cross = outcome.memory.cross_device
+    assert cross["npu1"].alone_makespan is None  # its own plan alone deadlocks with npu0 in main
+    assert outcome.plan.makespan_cycles <= outcome.memory_baselines["all in main memory"]
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    assert compare_numeric(outcome.binaries, spec.graph, seed=1).ok
