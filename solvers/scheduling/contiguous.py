@@ -40,6 +40,7 @@ nothing here is a bound. Deterministic: no randomness and no clock in any decisi
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
@@ -51,7 +52,8 @@ from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingS
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "contiguous_schedule", "sources_at_first_use"]
+__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "best_away_splits", "away_pools",
+           "contiguous_schedule", "sequence_restricted", "sources_at_first_use"]
 
 
 # The memory share a block's weights may fill: below 1, room for the activations the block
@@ -66,10 +68,11 @@ def _chunks(count: int, max_positions: int) -> list[int]:
 
 
 def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int],
-                starts: list[int], fill: float = 1.0) -> np.ndarray:
+                starts: list[int], fill: float = 1.0, linked: tuple[int, ...] | None = None) -> np.ndarray:
     """``C[i, j]``: the cost of one block made of chunks ``i .. j-1`` of ``ops`` (module Notes),
     ``inf`` where the block's weights exceed ``fill`` times the device's memory (a colocation
-    group counts where its first op is).
+    group counts where its first op is) or the pool cannot run one of its ops. A transfer costs
+    its cheapest link between the devices of ``linked`` (default ``pool``).
 
     Examples
     --------
@@ -86,10 +89,15 @@ def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int
     pos = _chunk_positions(problem, ops, starts)  # a colocation group goes where its first op goes
     work = np.zeros(n_chunks)
     weight = np.zeros(n_chunks)
+    unable = np.zeros(n_chunks)  # ops the pool cannot run
     for op in ops:
-        work[pos[op]] += problem.durations_cycles[op][d]
+        if problem.durations_cycles[op][d] < 0:
+            unable[pos[op]] += 1
+        else:
+            work[pos[op]] += problem.durations_cycles[op][d]
         weight[pos[op]] += problem.resident_bytes(op)
-    links = sorted({problem.link_of[a][b] for a in pool for b in pool if a != b and problem.link_of[a][b] >= 0})
+    linked = pool if linked is None else linked
+    links = sorted({problem.link_of[a][b] for a in linked for b in linked if a != b and problem.link_of[a][b] >= 0})
     # an edge from chunk cu into chunk cv > cu is paid by every block [i, j) with cu < i <= cv < j
     enter = np.zeros((n_chunks + 1, n_chunks + 1))
     for e, (u, v, _) in enumerate(problem.edges):
@@ -102,7 +110,8 @@ def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int
     cost = pw[None, :] - pw[:, None] + enter
     cap = problem.memory_bytes(d) * fill
     idx = np.arange(n_chunks + 1)
-    bad = idx[None, :] <= idx[:, None]
+    pu = np.concatenate([[0.0], unable.cumsum()])
+    bad = (idx[None, :] <= idx[:, None]) | (pu[None, :] - pu[:, None] > 0)
     if cap:
         bad |= pm[None, :] - pm[:, None] > cap
     cost[bad] = np.inf
@@ -137,6 +146,72 @@ def best_splits(cost: np.ndarray, max_blocks: int) -> dict[int, list[int]]:
                 cuts.append(j)
             out[m] = cuts[::-1]
     return out
+
+
+def _min_plus(f: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(g, arg)``: ``g[j] = min_i f[i] + cost[i, j]`` and the first ``i`` reaching it."""
+    total = f[:, None] + cost
+    arg = total.argmin(axis=0)
+    return total[arg, np.arange(cost.shape[1])], arg
+
+
+def best_away_splits(home: np.ndarray, away: np.ndarray, max_home: int) -> dict[int, tuple[list[int], list[bool]]]:
+    """For each number of home blocks 0..max_home, the cheapest split of all chunks into home
+    blocks (costs ``home``, one device each) and *away* blocks (costs ``away``, on a pool of
+    unlimited memory) with at least one away block, never two away blocks in a row (one block
+    of both is never dearer: it saves the transfers between them). Returns the chunk boundaries
+    and, per block, whether it is away (only block counts with a finite split).
+
+    Examples
+    --------
+    Three chunks; the first is cheap away, dear at home:
+
+    >>> inf = float("inf")
+    >>> home = np.array([[inf, 9, 9, 9], [inf, inf, 1, 2], [inf, inf, inf, 1], [inf] * 4])
+    >>> away = np.array([[inf, 2, 8, 9], [inf, inf, 5, 9], [inf, inf, inf, 5], [inf] * 4])
+    >>> best_away_splits(home, away, 2)
+    {0: ([0, 3], [True]), 1: ([0, 1, 3], [True, False]), 2: ([0, 1, 2, 3], [True, False, False])}
+    """
+    n = home.shape[0] - 1
+    empty = np.full(n + 1, np.inf)
+    empty[0] = 0.0
+    # states per home-block count m: "pure" (home blocks only), "home" (last block home, some
+    # block away), "away" (last block away); each entry (values, arg, previous state per j)
+    states: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, list[str]]] = {}
+
+    def best_of(names: list[str], m: int) -> tuple[np.ndarray, list[str]]:
+        rows = [states[(name, m)][0] if (name, m) in states else np.full(n + 1, np.inf) for name in names]
+        pick = np.argmin(np.stack(rows), axis=0)  # the first on a tie
+        return np.min(np.stack(rows), axis=0), [names[int(k)] for k in pick]
+
+    states[("pure", 0)] = (empty, np.zeros(n + 1, dtype=np.int64), [])
+    out: dict[int, tuple[list[int], list[bool]]] = {}
+    for m in range(0, max_home + 1):
+        if m > 0:
+            g, arg = _min_plus(states[("pure", m - 1)][0], home)
+            states[("pure", m)] = (g, arg, ["pure"] * (n + 1))
+            prev, names = best_of(["home", "away"], m - 1)
+            g, arg = _min_plus(prev, home)
+            states[("home", m)] = (g, arg, [names[int(i)] for i in arg])
+        prev, names = best_of(["pure", "home"], m)
+        g, arg = _min_plus(prev, away)
+        states[("away", m)] = (g, arg, [names[int(i)] for i in arg])
+        value, last = best_of(["home", "away"], m)
+        if np.isfinite(value[n]):
+            out[m] = _walk_back(states, last[n], m, n)
+    return out
+
+
+def _walk_back(states: dict, state: str, m: int, j: int) -> tuple[list[int], list[bool]]:
+    """The boundaries and away flags of :func:`best_away_splits`' split ending in ``state`` at ``j``."""
+    cuts, away = [j], []
+    while (state, m) != ("pure", 0):  # the empty prefix
+        _, arg, previous = states[(state, m)]
+        i = int(arg[j])
+        away.append(state == "away")
+        state, m, j = previous[j], m - (state != "away"), i
+        cuts.append(j)
+    return cuts[::-1], away[::-1]
 
 
 def sources_at_first_use(problem: SchedulingProblem, order: tuple[int, ...]) -> tuple[int, ...]:
@@ -246,7 +321,95 @@ def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -
                     value = objective_value(problem, sol)
                     if best_value is None or value < best_value:
                         best, best_value = sol, value
+    for order in orders:  # then the splits with away blocks (module Notes), when shorter
+        for sol in _away_schedules(problem, order, max_positions):
+            value = objective_value(problem, sol)
+            if best_value is None or value < best_value:
+                best, best_value = sol, value
     return best
+
+
+def away_pools(problem: SchedulingProblem) -> list[tuple[int, ...]]:
+    """The pools whose memory holds every weight of the problem (no limit, or a limit above
+    the total), the pools an away block may use.
+
+    Examples
+    --------
+    Two 4-byte accelerators and two CPUs without a limit:
+
+    >>> p = SchedulingProblem(((1, 1, 9, 9),), (), (1, 1, 1, 1), tuple(tuple(-1 if a == b else 0
+    ...     for b in range(4)) for a in range(4)), (), device_memory_bytes=(4, 4, 0, 0),
+    ...     op_resident_bytes=(6,))
+    >>> away_pools(p)
+    [(2, 3)]
+    """
+    total = sum(problem.resident_bytes(op) for op in range(problem.num_ops))
+    return [pool for pool in DevicePools(problem).pools if not 0 < problem.memory_bytes(pool[0]) < total]
+
+
+def _away_schedules(problem: SchedulingProblem, order: tuple[int, ...], max_positions: int):
+    """The valid schedules of :func:`best_away_splits`' splits of ``order`` for every limited
+    home pool and unlimited away pool, each sequenced by HEFT with home blocks on their device
+    and away blocks free among the away pool's devices (:func:`sequence_restricted`)."""
+    away_of = away_pools(problem)
+    tried: set[tuple[tuple[int, ...], ...]] = set()
+    for home in DevicePools(problem).pools:
+        if home in away_of:
+            continue
+        ops = _home_ops(problem, home, order)
+        if not ops:
+            continue
+        starts = _chunks(len(ops), max_positions)
+        for away in away_of:
+            away_cost = block_costs(problem, away, ops, starts, 1.0, linked=home + away)
+            for fill in _FILLS:
+                home_cost = block_costs(problem, home, ops, starts, fill)
+                for cuts, flags in best_away_splits(home_cost, away_cost, len(home)).values():
+                    allowed = _away_placement(problem, home, away, ops, starts, cuts, flags)
+                    if allowed in tried:
+                        continue
+                    tried.add(allowed)
+                    sol = sequence_restricted(problem, allowed)
+                    if sol is not None:
+                        yield sol
+
+
+def _away_placement(problem: SchedulingProblem, home: tuple[int, ...], away: tuple[int, ...], ops: list[int],
+                    starts: list[int], cuts: list[int], flags: list[bool]) -> tuple[tuple[int, ...], ...]:
+    """The devices each op may use: a home block's ops its device (the b-th home block on
+    ``home[b]``), an away block's ops every device of ``away``, other ops their device of
+    :func:`_placement`."""
+    fixed = _placement(problem, home, [], starts, [0])
+    allowed: list[tuple[int, ...]] = [(d,) for d in fixed]
+    pos = _chunk_positions(problem, ops, starts)
+    block = np.searchsorted(np.asarray(cuts), np.arange(len(starts)), side="right") - 1
+    home_index = np.cumsum([not f for f in flags]) - 1  # the home device of each home block
+    for op in ops:
+        b = int(block[pos[op]])
+        allowed[op] = away if flags[b] else (home[int(home_index[b])],)
+    return tuple(allowed)
+
+
+def sequence_restricted(problem: SchedulingProblem,
+                        allowed: tuple[tuple[int, ...], ...]) -> SchedulingSolution | None:
+    """HEFT on ``problem`` with op i restricted to the devices ``allowed[i]``: a valid schedule
+    of ``problem`` (checked by :func:`~solvers.scheduling.validate.validate_schedule`), or None.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((2, 2, 9),) * 2, ((0, 1, 1),), (1, 1, 1),
+    ...                       ((-1, 0, 1), (0, -1, 2), (1, 2, -1)), ((5, 5, 5),))
+    >>> sequence_restricted(p, ((2,), (0, 1))).op_device
+    (2, 0)
+    """
+    rows = tuple(tuple(c if d in allowed[i] else -1 for d, c in enumerate(row))
+                 for i, row in enumerate(problem.durations_cycles))
+    if any(all(c < 0 for c in row) for row in rows):
+        return None
+    sol = heft_schedule(replace(problem, durations_cycles=rows))
+    if sol is None or validate_schedule(problem, sol):
+        return None
+    return sol
 
 
 class ContiguousSplitScheduler(Accepting):
