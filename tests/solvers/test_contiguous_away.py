@@ -40,7 +40,7 @@ def test_a_cpu_block_wins_where_no_accelerator_split_fits():
 
 def test_without_away_blocks_only_the_cpu_alone_fits(monkeypatch):
     # the accelerator alone cannot hold the chain; the CPU pool as a home of its own runs it all (14)
-    monkeypatch.setattr(contiguous, "_away_schedules", lambda problem, order, max_positions: iter(()))
+    monkeypatch.setattr(contiguous, "_away_placements", lambda problem, order, max_positions, fastest=None, pools=None: iter(()))
     p = _cpu_first_chain()
     s = contiguous_schedule(p)
     assert s.op_device == (1, 1, 1, 1) and objective_value(p, s) == 14
@@ -117,9 +117,8 @@ def test_away_splits_are_valid_deterministic_and_never_worse(seed, monkeypatch):
     s = contiguous_schedule(p)
     assert s is not None and not validate_schedule(p, s)
     assert contiguous_schedule(p) == s  # deterministic
-    for order in (tuple(range(p.num_ops)),):
-        for sol in contiguous._away_schedules(p, order, 1200):
-            assert not validate_schedule(p, sol)
-    monkeypatch.setattr(contiguous, "_away_schedules", lambda problem, order, max_positions: iter(()))
+    for placement in contiguous._away_placements(p, tuple(range(p.num_ops)), 1200):
+        assert all(p.durations_cycles[i][d] >= 0 for i, d in enumerate(placement))
+    monkeypatch.setattr(contiguous, "_away_placements", lambda problem, order, max_positions, fastest=None, pools=None: iter(()))
     without = contiguous_schedule(p)
     assert without is None or objective_value(p, s) <= objective_value(p, without)
