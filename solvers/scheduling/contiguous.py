@@ -26,6 +26,14 @@ devices where little data flows. This solver builds such plans directly:
   them), so the first block would hold every weight and each later block would wait for a
   transfer of its own weights; next to its consumer a source's weights fall into the block
   that uses them;
+* *away blocks*: a pool whose memory holds every weight (the CPU cores; :func:`away_pools`)
+  may take whole blocks of a limited home pool's order. :func:`best_away_splits` cuts the
+  order into home blocks (at most ``|pool|``, one device each) and away blocks (cost: work on
+  the away pool plus the entering transfers, no memory cap; never two in a row), the a-th
+  away block on the away pool's device ``a mod |away|``. Where transfers dominate (the
+  dnn-partitioning ResNet-50 layer graph: 191 ms activations between its early layers, 2 GiB
+  accelerators) a stretch that would need several accelerators runs cheaper on one CPU core.
+  These placements come after the home-only ones and replace them only when shorter;
 * each block count's best split (also with the weights limited to 90% and 75% of the memory,
   leaving room for activation buffers) is sequenced by HEFT with the placement fixed
   (:func:`~solvers.scheduling.heft.heft_schedule`), checked by

@@ -122,3 +122,25 @@ def test_away_splits_are_valid_deterministic_and_never_worse(seed, monkeypatch):
     monkeypatch.setattr(contiguous, "_away_placements", lambda problem, order, max_positions, fastest=None, pools=None: iter(()))
     without = contiguous_schedule(p)
     assert without is None or objective_value(p, s) <= objective_value(p, without)
+
+
+def test_cpsat_proves_the_cpu_block_split_optimal():
+    # the split is a valid hint and CP-SAT proves nothing shorter exists (the hand-checked 7)
+    from solvers.core import SolveOptions
+    from solvers.scheduling import CpSatScheduler
+
+    p = _cpu_first_chain()
+    r = CpSatScheduler().solve(p, SolveOptions(time_limit_s=5, num_workers=1, hint=contiguous_schedule(p)))
+    assert (r.status.value, r.objective, r.bound) == ("OPTIMAL", 7, 7)
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_the_default_start_is_never_worse_than_heft(seed):
+    from solvers.hierarchical.strategy import _better_start
+
+    p = _random_cpu_problem(seed)
+    heft = heft_schedule(p)
+    start, label = _better_start(p, heft, "heft", 0.0)
+    assert not validate_schedule(p, start)
+    assert objective_value(p, start) <= objective_value(p, heft)
+    assert label in ("heft", "contiguous split")
