@@ -88,6 +88,19 @@ both runs stopped by the wall-clock net under load); gap <= 5% on 4 of 8. On Res
 plan is the weak side: a placement of the relaxation, sequenced by CP-SAT with it fixed, is a
 valid schedule of 991.7 ms (proven optimal for that placement) against the plan's 1,300.1.
 
+Then (2026-11-28 09:58-10:02 UTC, ``--search deterministic --time-limit 60``, load 4.4-4.8 on 2
+cores; before = the numbers above, after = the contiguous split with *away blocks*: stretches of
+the order on one CPU core, docs/bounds.md): ResNet-50 layers 1,300.1 / 808.2 (37.8%) -> 1,033.2 /
+808.2 (21.8%; the split alone 1,063.5, CP-SAT then sequences its placement to 1,033.2, which
+CP-SAT with that placement fixed proves optimal), Inception-V3 1,221.7 / 803.5 (34.2%) -> 1,132.1
+/ 803.5 (29.0%, the split unchanged by CP-SAT); unchanged: BERT-24 0%, GNMT 0%, BERT-L 3 0.39%,
+BERT-L 6 1.28%, BERT-L 12 5.03%, ResNet-50 operators 27.0% (no away split beat the others there).
+Gap <= 5% on 4 of 8; never worse than HEFT or the best start. The placement dnnlink found by the
+relaxation (991.7 ms with its placement fixed) was not reproduced here: seeded with a first
+version of this split (1,216.5 ms), 15 units of the relaxation on 2 workers stayed at a relaxed
+1,064.4 (HEFT 1,215.5, CP-SAT with the placement fixed 1,146.1, optimal); unseeded, 4.5 units
+reached only 1,466.4.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and

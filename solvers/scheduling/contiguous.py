@@ -26,6 +26,14 @@ devices where little data flows. This solver builds such plans directly:
   them), so the first block would hold every weight and each later block would wait for a
   transfer of its own weights; next to its consumer a source's weights fall into the block
   that uses them;
+* *away blocks*: a pool whose memory holds every weight (the CPU cores; :func:`away_pools`)
+  may take whole blocks of a limited home pool's order. :func:`best_away_splits` cuts the
+  order into home blocks (at most ``|pool|``, one device each) and away blocks (cost: work on
+  the away pool plus the entering transfers, no memory cap; never two in a row), the a-th
+  away block on the away pool's device ``a mod |away|``. Where transfers dominate (the
+  dnn-partitioning ResNet-50 layer graph: 191 ms activations between its early layers, 2 GiB
+  accelerators) a stretch that would need several accelerators runs cheaper on one CPU core.
+  These placements come after the home-only ones and replace them only when shorter;
 * each block count's best split (also with the weights limited to 90% and 75% of the memory,
   leaving room for activation buffers) is sequenced by HEFT with the placement fixed
   (:func:`~solvers.scheduling.heft.heft_schedule`), checked by
@@ -51,7 +59,8 @@ from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingS
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "contiguous_schedule", "sources_at_first_use"]
+__all__ = ["ContiguousSplitScheduler", "block_costs", "best_splits", "best_away_splits", "away_pools",
+           "contiguous_schedule", "sources_at_first_use"]
 
 
 # The memory share a block's weights may fill: below 1, room for the activations the block
@@ -66,10 +75,11 @@ def _chunks(count: int, max_positions: int) -> list[int]:
 
 
 def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int],
-                starts: list[int], fill: float = 1.0) -> np.ndarray:
+                starts: list[int], fill: float = 1.0, linked: tuple[int, ...] | None = None) -> np.ndarray:
     """``C[i, j]``: the cost of one block made of chunks ``i .. j-1`` of ``ops`` (module Notes),
     ``inf`` where the block's weights exceed ``fill`` times the device's memory (a colocation
-    group counts where its first op is).
+    group counts where its first op is) or the pool cannot run one of its ops. A transfer costs
+    its cheapest link between the devices of ``linked`` (default ``pool``).
 
     Examples
     --------
@@ -86,10 +96,15 @@ def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int
     pos = _chunk_positions(problem, ops, starts)  # a colocation group goes where its first op goes
     work = np.zeros(n_chunks)
     weight = np.zeros(n_chunks)
+    unable = np.zeros(n_chunks)  # ops the pool cannot run
     for op in ops:
-        work[pos[op]] += problem.durations_cycles[op][d]
+        if problem.durations_cycles[op][d] < 0:
+            unable[pos[op]] += 1
+        else:
+            work[pos[op]] += problem.durations_cycles[op][d]
         weight[pos[op]] += problem.resident_bytes(op)
-    links = sorted({problem.link_of[a][b] for a in pool for b in pool if a != b and problem.link_of[a][b] >= 0})
+    linked = pool if linked is None else linked
+    links = sorted({problem.link_of[a][b] for a in linked for b in linked if a != b and problem.link_of[a][b] >= 0})
     # an edge from chunk cu into chunk cv > cu is paid by every block [i, j) with cu < i <= cv < j
     enter = np.zeros((n_chunks + 1, n_chunks + 1))
     for e, (u, v, _) in enumerate(problem.edges):
@@ -102,7 +117,8 @@ def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int
     cost = pw[None, :] - pw[:, None] + enter
     cap = problem.memory_bytes(d) * fill
     idx = np.arange(n_chunks + 1)
-    bad = idx[None, :] <= idx[:, None]
+    pu = np.concatenate([[0.0], unable.cumsum()])
+    bad = (idx[None, :] <= idx[:, None]) | (pu[None, :] - pu[:, None] > 0)
     if cap:
         bad |= pm[None, :] - pm[:, None] > cap
     cost[bad] = np.inf
@@ -137,6 +153,72 @@ def best_splits(cost: np.ndarray, max_blocks: int) -> dict[int, list[int]]:
                 cuts.append(j)
             out[m] = cuts[::-1]
     return out
+
+
+def _min_plus(f: np.ndarray, cost: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(g, arg)``: ``g[j] = min_i f[i] + cost[i, j]`` and the first ``i`` reaching it."""
+    total = f[:, None] + cost
+    arg = total.argmin(axis=0)
+    return total[arg, np.arange(cost.shape[1])], arg
+
+
+def best_away_splits(home: np.ndarray, away: np.ndarray, max_home: int) -> dict[int, tuple[list[int], list[bool]]]:
+    """For each number of home blocks 0..max_home, the cheapest split of all chunks into home
+    blocks (costs ``home``, one device each) and *away* blocks (costs ``away``, on a pool of
+    unlimited memory) with at least one away block, never two away blocks in a row (one block
+    of both is never dearer: it saves the transfers between them). Returns the chunk boundaries
+    and, per block, whether it is away (only block counts with a finite split).
+
+    Examples
+    --------
+    Three chunks; the first is cheap away, dear at home:
+
+    >>> inf = float("inf")
+    >>> home = np.array([[inf, 9, 9, 9], [inf, inf, 1, 2], [inf, inf, inf, 1], [inf] * 4])
+    >>> away = np.array([[inf, 2, 8, 9], [inf, inf, 5, 9], [inf, inf, inf, 5], [inf] * 4])
+    >>> best_away_splits(home, away, 2)
+    {0: ([0, 3], [True]), 1: ([0, 1, 3], [True, False]), 2: ([0, 1, 2, 3], [True, False, False])}
+    """
+    n = home.shape[0] - 1
+    empty = np.full(n + 1, np.inf)
+    empty[0] = 0.0
+    # states per home-block count m: "pure" (home blocks only), "home" (last block home, some
+    # block away), "away" (last block away); each entry (values, arg, previous state per j)
+    states: dict[tuple[str, int], tuple[np.ndarray, np.ndarray, list[str]]] = {}
+
+    def best_of(names: list[str], m: int) -> tuple[np.ndarray, list[str]]:
+        rows = [states[(name, m)][0] if (name, m) in states else np.full(n + 1, np.inf) for name in names]
+        pick = np.argmin(np.stack(rows), axis=0)  # the first on a tie
+        return np.min(np.stack(rows), axis=0), [names[int(k)] for k in pick]
+
+    states[("pure", 0)] = (empty, np.zeros(n + 1, dtype=np.int64), [])
+    out: dict[int, tuple[list[int], list[bool]]] = {}
+    for m in range(0, max_home + 1):
+        if m > 0:
+            g, arg = _min_plus(states[("pure", m - 1)][0], home)
+            states[("pure", m)] = (g, arg, ["pure"] * (n + 1))
+            prev, names = best_of(["home", "away"], m - 1)
+            g, arg = _min_plus(prev, home)
+            states[("home", m)] = (g, arg, [names[int(i)] for i in arg])
+        prev, names = best_of(["pure", "home"], m)
+        g, arg = _min_plus(prev, away)
+        states[("away", m)] = (g, arg, [names[int(i)] for i in arg])
+        value, last = best_of(["home", "away"], m)
+        if np.isfinite(value[n]):
+            out[m] = _walk_back(states, last[n], m, n)
+    return out
+
+
+def _walk_back(states: dict, state: str, m: int, j: int) -> tuple[list[int], list[bool]]:
+    """The boundaries and away flags of :func:`best_away_splits`' split ending in ``state`` at ``j``."""
+    cuts, away = [j], []
+    while (state, m) != ("pure", 0):  # the empty prefix
+        _, arg, previous = states[(state, m)]
+        i = int(arg[j])
+        away.append(state == "away")
+        state, m, j = previous[j], m - (state != "away"), i
+        cuts.append(j)
+    return cuts[::-1], away[::-1]
 
 
 def sources_at_first_use(problem: SchedulingProblem, order: tuple[int, ...]) -> tuple[int, ...]:
@@ -182,16 +264,23 @@ def _home_ops(problem: SchedulingProblem, pool: tuple[int, ...], order: tuple[in
     return [op for op in order if all(problem.durations_cycles[j][pool[0]] >= 0 for j in closure[op])]
 
 
-def _placement(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int], starts: list[int],
-               cuts: list[int]) -> tuple[int, ...]:
-    """Each block's ops on the pool's devices in order (a colocation group in the block of its
-    first op); every other op's group on the device fastest for the whole group."""
+def _fastest_devices(problem: SchedulingProblem) -> tuple[int, ...]:
+    """Each op's colocation group on the device fastest for the whole group (the first on a tie)."""
     closure = colocation_closure(problem)
     device = [-1] * problem.num_ops
     for op in range(problem.num_ops):
         rows = [problem.durations_cycles[j] for j in closure[op]]
         usable = [d for d in range(problem.num_devices) if all(r[d] >= 0 for r in rows)]
         device[op] = min(usable, key=lambda d: (sum(r[d] for r in rows), d), default=0)
+    return tuple(device)
+
+
+def _placement(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int], starts: list[int],
+               cuts: list[int], fastest: tuple[int, ...] | None = None) -> tuple[int, ...]:
+    """Each block's ops on the pool's devices in order (a colocation group in the block of its
+    first op); every other op's group on the device fastest for the whole group (``fastest``,
+    :func:`_fastest_devices`, computed when not given)."""
+    device = list(_fastest_devices(problem) if fastest is None else fastest)
     pos = _chunk_positions(problem, ops, starts)
     block = np.searchsorted(np.asarray(cuts), np.arange(len(starts)), side="right") - 1
     for op in ops:
@@ -228,15 +317,17 @@ def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -
     ranks = upward_ranks(problem)
     best, best_value = None, None
     tried: set[tuple[int, ...]] = set()  # placements already sequenced
+    fastest = _fastest_devices(problem)
+    pools = DevicePools(problem).pools
     for order in orders:
-        for pool in DevicePools(problem).pools:
+        for pool in pools:
             ops = _home_ops(problem, pool, order)
             if not ops:
                 continue
             starts = _chunks(len(ops), max_positions)
             for fill in _FILLS:
                 for cuts in best_splits(block_costs(problem, pool, ops, starts, fill), len(pool)).values():
-                    placement = _placement(problem, pool, ops, starts, cuts)
+                    placement = _placement(problem, pool, ops, starts, cuts, fastest)
                     if placement in tried:
                         continue
                     tried.add(placement)
@@ -246,7 +337,80 @@ def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -
                     value = objective_value(problem, sol)
                     if best_value is None or value < best_value:
                         best, best_value = sol, value
+    for order in orders:  # then the splits with away blocks (module Notes), when shorter
+        for placement in _away_placements(problem, order, max_positions, fastest, pools):
+            if placement in tried:
+                continue
+            tried.add(placement)
+            sol = heft_schedule(problem, placement, ranks)
+            if sol is None or validate_schedule(problem, sol):
+                continue
+            value = objective_value(problem, sol)
+            if best_value is None or value < best_value:
+                best, best_value = sol, value
     return best
+
+
+def away_pools(problem: SchedulingProblem, pools: tuple[tuple[int, ...], ...] | None = None) -> list[tuple[int, ...]]:
+    """The pools whose memory holds every weight of the problem (no limit, or a limit above
+    the total), the pools an away block may use (of ``pools``, default the problem's
+    :class:`~solvers.scheduling.path_bounds.DevicePools`).
+
+    Examples
+    --------
+    Two 4-byte accelerators and two CPUs without a limit:
+
+    >>> p = SchedulingProblem(((1, 1, 9, 9),), (), (1, 1, 1, 1), tuple(tuple(-1 if a == b else 0
+    ...     for b in range(4)) for a in range(4)), (), device_memory_bytes=(4, 4, 0, 0),
+    ...     op_resident_bytes=(6,))
+    >>> away_pools(p)
+    [(2, 3)]
+    """
+    total = sum(problem.resident_bytes(op) for op in range(problem.num_ops))
+    pools = DevicePools(problem).pools if pools is None else pools
+    return [pool for pool in pools if not 0 < problem.memory_bytes(pool[0]) < total]
+
+
+def _away_placements(problem: SchedulingProblem, order: tuple[int, ...], max_positions: int,
+                     fastest: tuple[int, ...] | None = None, pools: tuple[tuple[int, ...], ...] | None = None):
+    """The placements of :func:`best_away_splits`' splits of ``order`` for every limited home
+    pool and unlimited away pool, with every weight fill of :data:`_FILLS` (module Notes)."""
+    pools = DevicePools(problem).pools if pools is None else pools
+    away_of = away_pools(problem, pools)
+    if not away_of or len(away_of) == len(pools):  # nothing to move away, or no limited home
+        return
+    fixed = _fastest_devices(problem) if fastest is None else fastest  # the ops outside a home pool
+    for home in pools:
+        if home in away_of:
+            continue
+        ops = _home_ops(problem, home, order)
+        if not ops:
+            continue
+        starts = _chunks(len(ops), max_positions)
+        for away in away_of:
+            away_cost = block_costs(problem, away, ops, starts, 1.0, linked=home + away)
+            for fill in _FILLS:
+                home_cost = block_costs(problem, home, ops, starts, fill)
+                for cuts, flags in best_away_splits(home_cost, away_cost, len(home)).values():
+                    yield _away_placement(problem, fixed, (home, away), ops, starts, (cuts, flags))
+
+
+def _away_placement(problem: SchedulingProblem, fixed: tuple[int, ...], pools: tuple[tuple[int, ...], ...],
+                    ops: list[int], starts: list[int], split: tuple[list[int], list[bool]]) -> tuple[int, ...]:
+    """``fixed`` with the ops of ``ops`` placed by ``split`` (boundaries, away flags): the b-th
+    home block on the b-th device of the home pool, the a-th away block on device ``a mod
+    |away|`` of the away pool (one device each: HEFT free among the pool's devices spread a
+    block's ops and paid the transfers, ResNet-50 layers 1,216.5 ms against 1,063.5)."""
+    home, away = pools
+    cuts, flags = split
+    device = list(fixed)
+    pos = _chunk_positions(problem, ops, starts)
+    block = np.searchsorted(np.asarray(cuts), np.arange(len(starts)), side="right") - 1
+    index = np.cumsum(flags) - 1, np.cumsum([not f for f in flags]) - 1  # each block's rank among its kind
+    for op in ops:
+        b = int(block[pos[op]])
+        device[op] = away[int(index[0][b]) % len(away)] if flags[b] else home[int(index[1][b])]
+    return tuple(device)
 
 
 class ContiguousSplitScheduler(Accepting):
