@@ -314,9 +314,7 @@ def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -
     """
     plain = topological_order(problem)
     orders = dict.fromkeys((plain, sources_at_first_use(problem, plain)))  # one when they agree
-    ranks = upward_ranks(problem)
-    best, best_value = None, None
-    tried: set[tuple[int, ...]] = set()  # placements already sequenced
+    best = _BestPlacement(problem, upward_ranks(problem))
     fastest = _fastest_devices(problem)
     pools = DevicePools(problem).pools
     for order in orders:
@@ -327,28 +325,32 @@ def contiguous_schedule(problem: SchedulingProblem, max_positions: int = 1200) -
             starts = _chunks(len(ops), max_positions)
             for fill in _FILLS:
                 for cuts in best_splits(block_costs(problem, pool, ops, starts, fill), len(pool)).values():
-                    placement = _placement(problem, pool, ops, starts, cuts, fastest)
-                    if placement in tried:
-                        continue
-                    tried.add(placement)
-                    sol = heft_schedule(problem, placement, ranks)
-                    if sol is None or validate_schedule(problem, sol):
-                        continue
-                    value = objective_value(problem, sol)
-                    if best_value is None or value < best_value:
-                        best, best_value = sol, value
+                    best.consider(_placement(problem, pool, ops, starts, cuts, fastest))
     for order in orders:  # then the splits with away blocks (module Notes), when shorter
         for placement in _away_placements(problem, order, max_positions, fastest, pools):
-            if placement in tried:
-                continue
-            tried.add(placement)
-            sol = heft_schedule(problem, placement, ranks)
-            if sol is None or validate_schedule(problem, sol):
-                continue
-            value = objective_value(problem, sol)
-            if best_value is None or value < best_value:
-                best, best_value = sol, value
-    return best
+            best.consider(placement)
+    return best.schedule
+
+
+class _BestPlacement:
+    """The shortest valid HEFT schedule over the placements considered, each sequenced once."""
+
+    def __init__(self, problem: SchedulingProblem, ranks) -> None:
+        self.problem, self.ranks = problem, ranks
+        self.schedule: SchedulingSolution | None = None
+        self.value = None
+        self.tried: set[tuple[int, ...]] = set()
+
+    def consider(self, placement: tuple[int, ...]) -> None:
+        if placement in self.tried:
+            return
+        self.tried.add(placement)
+        sol = heft_schedule(self.problem, placement, self.ranks)
+        if sol is None or validate_schedule(self.problem, sol):
+            return
+        value = objective_value(self.problem, sol)
+        if self.value is None or value < self.value:
+            self.schedule, self.value = sol, value
 
 
 def away_pools(problem: SchedulingProblem, pools: tuple[tuple[int, ...], ...] | None = None) -> list[tuple[int, ...]]:

@@ -221,12 +221,12 @@ def test_fast_buffers_get_offsets_at_the_level_peak(default_options):
 
 # ---------------------------------------------------------------- brute force ---------
 
-def brute_force(p: LevelProblem) -> int | None:
-    """Min over every residency, trigger, release and DMA queue order of the replayed makespan."""
+def level_drafts(p: LevelProblem):
+    """Every residency, kept gap, trigger, release and DMA queue order, as a solution with
+    zero times (to be re-timed)."""
     accesses = [(t, j) for t in range(p.num_tensors) for j, a in enumerate(p.accesses(t)) if p.is_real(a)]
-    best = None
     for bits in itertools.product((False, True), repeat=len(accesses)):
-        fast = {k: b for k, b in zip(accesses, bits)}
+        fast = dict(zip(accesses, bits))
         if any(not fast[t, j] for t, j in accesses if p.accesses(t)[j] in p.fast_only_ops):
             continue
         gaps = [(t, j) for t, j in accesses if j and fast[t, j] and fast.get((t, j - 1), False)]
@@ -246,15 +246,21 @@ def brute_force(p: LevelProblem) -> int | None:
             for choice in itertools.product(*ranges):
                 trs = [Transfer(kind, t, j, k, r, 0, p.dma_cycles(t)) for (kind, t, j), (k, r) in zip(need, choice)]
                 for order in itertools.permutations(trs):
-                    draft = LevelSolution(in_fast, kept, order, (0,) * p.num_ops, (0,) * p.num_ops)
-                    try:
-                        s = retime(p, draft)
-                    except ValueError:
-                        continue
-                    if validate_levels(p, s):
-                        continue
-                    if best is None or s.makespan_cycles < best:
-                        best = s.makespan_cycles
+                    yield LevelSolution(in_fast, kept, order, (0,) * p.num_ops, (0,) * p.num_ops)
+
+
+def brute_force(p: LevelProblem) -> int | None:
+    """Min over every residency, trigger, release and DMA queue order of the replayed makespan."""
+    best = None
+    for draft in level_drafts(p):
+        try:
+            s = retime(p, draft)
+        except ValueError:
+            continue
+        if validate_levels(p, s):
+            continue
+        if best is None or s.makespan_cycles < best:
+            best = s.makespan_cycles
     return best
 
 

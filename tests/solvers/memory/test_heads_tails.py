@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
@@ -10,13 +9,14 @@ from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
 from solvers.memory.levels import (
-    CpSatLevelSolver, LevelProblem, LevelSolution, Transfer, TransferKind, plan_greedy, required_transfers,
+    CpSatLevelSolver, LevelProblem, LevelSolution, Transfer, TransferKind, plan_greedy,
 )
 from solvers.memory.levels.heads_tails import (
     HeadsTails, heads_tails_lower_bound, objective_cycles, retime_heads_tails, solve_heads_tails,
     validate_heads_tails,
 )
 from tests.solvers.memory.strategies import level_problems
+from tests.solvers.test_memory_levels import level_drafts
 
 OPTS = SolveOptions(time_limit_s=10)
 
@@ -88,39 +88,17 @@ def brute_force(p: LevelProblem, ht: HeadsTails) -> int | None:
     """Min over every residency, trigger, release and DMA queue order of the objective of the
     as-soon-as-possible timing under the heads (ASAP is optimal for a fixed such choice: the
     objective only grows with every time)."""
-    accesses = [(t, j) for t in range(p.num_tensors) for j, a in enumerate(p.accesses(t)) if p.is_real(a)]
     best = None
-    for bits in itertools.product((False, True), repeat=len(accesses)):
-        fast = dict(zip(accesses, bits))
-        if any(not fast[t, j] for t, j in accesses if p.accesses(t)[j] in p.fast_only_ops):
+    for draft in level_drafts(p):
+        try:
+            s = retime_heads_tails(p, draft, ht)
+        except ValueError:
             continue
-        gaps = [(t, j) for t, j in accesses if j and fast[t, j] and fast.get((t, j - 1), False)]
-        for kbits in itertools.product((False, True), repeat=len(gaps)):
-            kept_set = {g for g, b in zip(gaps, kbits) if b}
-            in_fast = tuple(tuple(fast.get((t, j), False) for j in range(len(p.accesses(t))))
-                            for t in range(p.num_tensors))
-            kept = tuple(tuple((t, j) in kept_set for j in range(len(p.accesses(t)))) for t in range(p.num_tensors))
-            need = required_transfers(p, in_fast, kept)
-            ranges = []
-            for kind, t, j in need:
-                acc = p.accesses(t)
-                if kind is TransferKind.PREFETCH:
-                    ranges.append([(k, acc[j]) for k in range(acc[j - 1], acc[j])])
-                else:
-                    ranges.append([(acc[j - 1], r) for r in range(acc[j - 1] + 1, acc[j] + 1)])
-            for choice in itertools.product(*ranges):
-                trs = [Transfer(kind, t, j, k, r, 0, p.dma_cycles(t)) for (kind, t, j), (k, r) in zip(need, choice)]
-                for order in itertools.permutations(trs):
-                    draft = LevelSolution(in_fast, kept, order, (0,) * p.num_ops, (0,) * p.num_ops)
-                    try:
-                        s = retime_heads_tails(p, draft, ht)
-                    except ValueError:
-                        continue
-                    if validate_heads_tails(p, s, ht):
-                        continue
-                    value = objective_cycles(p, s, ht)
-                    if best is None or value < best:
-                        best = value
+        if validate_heads_tails(p, s, ht):
+            continue
+        value = objective_cycles(p, s, ht)
+        if best is None or value < best:
+            best = value
     return best
 
 
