@@ -142,7 +142,7 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     if plan.objective_kind != "latency":
         raise UnsupportedError("memory planning needs `objective: latency`; "
                                f"this spec asks for {plan.objective_kind}")
-    graph, hardware = spec.graph, spec.hardware
+    hardware = spec.hardware
     n_level = _n_level_device(spec, plan)
     if options.home and n_level is None:
         raise UnsupportedError("memory.home needs memory planning over all levels, which covers a single "

@@ -86,7 +86,7 @@ from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
 from solvers.memory.levels.validate import (
-    level_metrics, makespan_lower_bound, op_duration_lower_bounds, op_durations, validate_levels,
+    level_metrics, makespan_lower_bound, op_duration_lower_bounds, validate_levels,
 )
 
 __all__ = [

@@ -48,7 +48,6 @@ from ortools.sat.python import cp_model
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels.hierarchy import HierarchyProblem
-from solvers.memory.levels.problem import cycles_for_bytes
 
 __all__ = ["op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home", "RelaxationResult", "solve_bound_relaxation",
            "hierarchy_lower_bound"]

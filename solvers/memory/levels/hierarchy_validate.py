@@ -116,7 +116,7 @@ def level_pieces(problem: HierarchyProblem, solution: HierarchySolution) -> list
     >>> level_pieces(p, HierarchySolution(((2, 0),), ((False, False),), (hop(0, 2, 1), hop(1, 1, 0)), (10,), (4,)))
     [(0, 0, 0, 2), (1, 0, 0, 1), (2, 0, 0, 3)]
     """
-    n, end = problem.num_ops, 2 * problem.num_ops + 1
+    end = 2 * problem.num_ops + 1
     raw: list[tuple[int, int, int, int]] = []
     for t in range(problem.num_tensors):
         acc, home = problem.accesses(t), problem.home(t)

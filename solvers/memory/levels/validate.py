@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Sequence
 
 from solvers.memory.levels.bandwidth import check_bandwidth, replay_shared, slow_traffic_lower_bound
-from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
 __all__ = [

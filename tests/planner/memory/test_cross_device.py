@@ -128,7 +128,7 @@ def test_never_slower_than_main_and_explained_in_the_report(tmp_path):
     assert "Across devices (each device's plan chosen by the whole plan's re-timed makespan):" in report
     e = memory["cross_device"]["big0"]
     saved = e["own_main_cycles"] - e["own_memory_cycles"]
-    assert f"- big0: " in report and f"saves {saved:,} device cycles on its own ops" in report
+    assert "- big0: " in report and f"saves {saved:,} device cycles on its own ops" in report
     assert runner.invoke(app, ["simulate", str(out), "--numeric"]).exit_code == 0
 
 

@@ -7,7 +7,6 @@ import dataclasses
 import pytest
 
 from solvers.core import SolveOptions, Status
-from solvers.memory.levels.hierarchy import HierarchySolution, Move
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
 from solvers.memory.levels.hierarchy_cpsat import CpSatHierarchySolver
 from solvers.memory.levels.hierarchy_greedy import AllHomeHierarchySolver, GreedyHierarchySolver
