@@ -71,17 +71,10 @@ def _forced_order_bound(spec: Spec, memory: MemoryOutcome) -> int:
     is a schedule of the level problem with durations at least the required ones, so
     ``ceil(bound * reference / clock)`` bounds the timeline makespan.
     """
-    hardware, graph = spec.hardware, spec.graph
-    if len(hardware.devices) != 1 or hardware.devices[0].streams != 1:
+    order = memory.bridges_order.get(spec.hardware.devices[0].name, ())
+    if not order or any(not spec.graph.dag.has_edge(a, b) for a, b in zip(order, order[1:])):
         return 0
-    dev = hardware.devices[0]
-    dp = memory.memory.devices.get(dev.name)
-    if dp is None or dp.stats.get("level_bound_device_cycles") is None:
-        return 0
-    order = memory.bridges_order.get(dev.name, ())
-    if not order or any(not graph.dag.has_edge(a, b) for a, b in zip(order, order[1:])):
-        return 0
-    return -(-int(dp.stats["level_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
+    return _one_stream_device_bound(spec, memory, "level_bound_device_cycles")
 
 
 def _n_level_bound(spec: Spec, memory: MemoryOutcome) -> int:
@@ -91,14 +84,20 @@ def _n_level_bound(spec: Spec, memory: MemoryOutcome) -> int:
     (:func:`planner.memory.hierarchy_bridge.plan_lower_bound`); scaled to the timeline as in
     :func:`_forced_order_bound`.
     """
+    return _one_stream_device_bound(spec, memory, "plan_bound_device_cycles")
+
+
+def _one_stream_device_bound(spec: Spec, memory: MemoryOutcome, stat: str) -> int:
+    """The memory plan's ``stat`` (device cycles) on the timeline, rounded up, when the spec has one
+    device with one compute stream and its plan reports it; else 0 (no bound)."""
     hardware = spec.hardware
     if len(hardware.devices) != 1 or hardware.devices[0].streams != 1:
         return 0
     dev = hardware.devices[0]
     dp = memory.memory.devices.get(dev.name)
-    if dp is None or dp.stats.get("plan_bound_device_cycles") is None:
+    if dp is None or dp.stats.get(stat) is None:
         return 0
-    return -(-int(dp.stats["plan_bound_device_cycles"]) * hardware.clock_hz // dev.profile.clock_hz)
+    return -(-int(dp.stats[stat]) * hardware.clock_hz // dev.profile.clock_hz)
 
 
 def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> MemoryPlanned:
