@@ -31,8 +31,8 @@ from planner.memory.bridge import build_device_problem, device_order, skip_reaso
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
-from planner.memory.retime import RetimingDeadlock
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
+from planner.memory.retime import RetimingDeadlock
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
 from solvers.core import SolveOptions

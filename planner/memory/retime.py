@@ -93,7 +93,7 @@ def list_schedule(activities: Iterable[Activity], sequences: Mapping[str, tuple[
         stuck = [g for g in gangs if any(m not in start for m in g)]
         gang = f"; the gang {', '.join(stuck[0])} never started together" if stuck else ""
         raise RetimingDeadlock(f"retiming deadlocked: {len(missing)} activities never became ready, "
-                            f"e.g. {missing[:5]}{gang}")
+                               f"e.g. {missing[:5]}{gang}")
     return start
 
 
