@@ -35,6 +35,14 @@ class PortfolioRun(NamedTuple):
     heuristic: SolveResult[Any] | None
     exact: SolveResult[Any] | None
 
+    def best_with_exact_stop(self) -> SolveResult[Any]:
+        """``best`` with the exact solver's ``stats["stopped_by"]`` even when the heuristic's
+        solution won, so a caller reports how the search ended (its budget, a proof), not the
+        heuristic's "finished"."""
+        if self.exact is None or "stopped_by" not in self.exact.stats:
+            return self.best
+        return replace(self.best, stats={**self.best.stats, "stopped_by": self.exact.stats["stopped_by"]})
+
 
 def _meets(objective: float, bound: float | None) -> bool:
     return bound is not None and (bound >= objective or math.isclose(bound, objective, rel_tol=1e-9))

@@ -47,6 +47,7 @@ from solvers.memory.levels import (
     AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
 )
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
+from solvers.portfolio import Portfolio
 
 __all__ = ["HierarchyBridge", "hierarchy_levels", "plans_n_levels", "build_hierarchy_problem",
            "HierarchyOutcome", "solve_hierarchy", "plan_lower_bound", "PLAN_BOUND_SHARE"]
@@ -189,7 +190,8 @@ class HierarchyOutcome:
 
 def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
                     search: str = "deterministic") -> HierarchyOutcome:
-    """Level assignment over every level: greedy, all-at-home and CP-SAT (hinted by the greedy).
+    """Level assignment over every level: the greedy-then-CP-SAT portfolio and the all-at-home
+    baseline.
 
     CP-SAT keeps the better baseline when it finds nothing better, so its plan is the best
     of the three; its status is OPTIMAL only when its bound meets the plan. One worker, as
@@ -201,10 +203,9 @@ def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
         No solver found a plan (the levels cannot hold the device's tensors).
     """
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
-    greedy = GreedyHierarchySolver().solve(bridge.problem, opts)
+    run = Portfolio(GreedyHierarchySolver(), CpSatHierarchySolver()).run(bridge.problem, opts)
+    greedy, exact = run.heuristic, run.best_with_exact_stop()
     all_home = AllHomeHierarchySolver().solve(bridge.problem, opts)
-    hint = greedy.solution if greedy.status.has_solution else None
-    exact = CpSatHierarchySolver().solve(bridge.problem, replace(opts, hint=hint))
     if not exact.status.has_solution:
         raise UnsupportedError(f"device {bridge.device.name}: no memory plan over "
                                f"{', '.join(bridge.levels)} found ({exact.status.value})")

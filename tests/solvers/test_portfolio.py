@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.placement import CpSatPlacementSolver, GreedyPlacementSolver, PlacementProblem, max_load
-from solvers.portfolio import Portfolio, best_of
+from solvers.portfolio import Portfolio, PortfolioRun, best_of
 from solvers.scheduling import (CpSatScheduler, HeftScheduler, ListSearchScheduler, SchedulingProblem,
                                 objective_value, validate_schedule)
 from tests.solvers.test_scheduling_bruteforce import brute_force, problems
@@ -156,3 +156,15 @@ def test_no_heuristic_point_without_a_heuristic_solution():
     points = []
     Portfolio(_Recorder(), HeftScheduler()).run(_TWO_OPS, SolveOptions(time_limit_s=1, progress=points.append))
     assert points == []  # the recorder found nothing and HEFT, as the 'exact' solver here, reports no points
+
+
+def test_best_with_exact_stop_reports_how_the_exact_search_ended_when_the_heuristic_wins():
+    heuristic = SolveResult(Status.FEASIBLE, 9, None, "h", 0.1, "greedy", {"stopped_by": "finished"})
+    exact = SolveResult(Status.FEASIBLE, 12, 5, "e", 1.0, "cpsat", {"stopped_by": "deterministic_budget"})
+    run = PortfolioRun(best_of(heuristic, exact), heuristic, exact)
+    assert run.best.solver_name == "greedy" and run.best.stats["stopped_by"] == "finished"
+    reported = run.best_with_exact_stop()
+    assert reported.stats["stopped_by"] == "deterministic_budget"
+    assert (reported.objective, reported.bound, reported.solution) == (9, 5, "h")
+    # without an exact run the heuristic's own words stay
+    assert PortfolioRun(heuristic, heuristic, None).best_with_exact_stop() is heuristic
