@@ -69,7 +69,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from solvers.scheduling.decomposition import chain_segment_bound, main_span, prune_free_ends
+from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends, span_with_map
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
 from solvers.scheduling.path_bounds import path_bounds
@@ -204,7 +204,7 @@ def bound_segments(problem: SchedulingProblem, restrict: bool = True,
     (2, [(0,), (0, 1)])
     """
     pruned = prune_free_ends(restrict_placements(problem) if restrict else problem)
-    span = prune_free_ends(main_span(pruned))  # side sources and sinks hide cut ops
+    span, _ = span_with_map(pruned)  # side sources and sinks hide cut ops
     if span is not pruned and len(cut_vertices(span)) > len(cut_vertices(pruned)):
         pruned = span
     return pruned, segment_problems(pruned)
