@@ -38,7 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
-from solvers.scheduling.bounds import reach_sets, subproblem
+from solvers.scheduling.bounds import subproblem
 from solvers.scheduling.decomposition import prune_free_ends, segment_chain_terms, span_with_map
 from solvers.scheduling.forced import held_weights, restrict_placements
 from solvers.scheduling.path_bounds import chain_bound
@@ -78,21 +78,35 @@ def side_prefixes(problem: SchedulingProblem, max_ops: int = PREFIX_MAX_OPS,
     cuts = [to_pruned[sink] for _, _, _, sink in segment_ranges(span) if sink is not None]
     kept = set(to_pruned)
     least = min_durations(pruned)
-    anc, desc = reach_sets(pruned)
-    positions = set()
-    for s in range(pruned.num_ops):
-        if s not in kept and least[s] > 0:
-            k = next((k for k, c in enumerate(cuts) if desc[s] >> c & 1), None)
-            if k is not None:
-                positions.add(k)
-    order = topological_order(pruned)
-    found = []
-    for k in sorted(positions, reverse=True):
-        ops = [i for i in order if anc[cuts[k]] >> i & 1 or i == cuts[k]]
-        if len(ops) <= max_ops:
-            found.append((k, prune_free_ends(subproblem(pruned, ops, None))))
-        if len(found) == MAX_PREFIXES:
+    preds: list[list[int]] = [[] for _ in range(pruned.num_ops)]
+    for u, v, _ in pruned.edges:
+        preds[v].append(u)
+    order = {op: pos for pos, op in enumerate(topological_order(pruned))}
+    found, seen = [], set()
+    # each cut op of the span descends from the one before, so their ancestor sets grow: stop
+    # at the first one above max_ops (no reach sets of the whole graph: it may have 10^4 ops)
+    for k, c in enumerate(cuts):
+        ops = _ancestors(preds, c, max_ops)
+        if ops is None:
             break
+        if any(i not in kept and i not in seen and least[i] > 0 for i in ops):  # the first cut op a side op feeds
+            prefix = sorted(ops | {c}, key=order.__getitem__)
+            found.append((k, prune_free_ends(subproblem(pruned, prefix, None))))
+        seen |= ops
+    return found[::-1][:MAX_PREFIXES]
+
+
+def _ancestors(preds: list[list[int]], op: int, limit: int) -> set[int] | None:
+    """The ancestors of ``op``, or None when there are ``limit`` or more."""
+    found: set[int] = set()
+    stack = [op]
+    while stack:
+        for u in preds[stack.pop()]:
+            if u not in found:
+                found.add(u)
+                if len(found) >= limit:
+                    return None
+                stack.append(u)
     return found
 
 
