@@ -20,6 +20,9 @@ lower a bound, never make it unsound); :func:`lower_bound` takes the best of the
   (``clean_segment_runs``), where a device change pays for residual edges too;
 * :mod:`~solvers.scheduling.window_load`: with one source and one sink, devices that hold
   neither idle for a transfer at each end, so the work fits in less than the makespan.
+* :mod:`~solvers.scheduling.side_ends`: the side sources the main span drops, back in the
+  prefix of the first cut op they feed (CP-SAT proves the prefix, in
+  :func:`~solvers.scheduling.cpsat.segments.segment_lower_bound`).
 
 Notes
 -----
