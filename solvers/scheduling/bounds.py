@@ -20,6 +20,9 @@ lower a bound, never make it unsound); :func:`lower_bound` takes the best of the
   (``clean_segment_runs``), where a device change pays for residual edges too;
 * :mod:`~solvers.scheduling.window_load`: with one source and one sink, devices that hold
   neither idle for a transfer at each end, so the work fits in less than the makespan.
+* :mod:`~solvers.scheduling.side_ends`: the side sources the main span drops, back in the
+  prefix of the first cut op they feed (CP-SAT proves the prefix, in
+  :func:`~solvers.scheduling.cpsat.segments.segment_lower_bound`).
 
 Notes
 -----
@@ -69,7 +72,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from solvers.scheduling.decomposition import chain_segment_bound, main_span, prune_free_ends
+from solvers.scheduling.decomposition import chain_segment_bound, prune_free_ends, span_with_map
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.linear_relaxation import fractional_load_bound, lp_relaxation
 from solvers.scheduling.path_bounds import path_bounds
@@ -204,7 +207,7 @@ def bound_segments(problem: SchedulingProblem, restrict: bool = True,
     (2, [(0,), (0, 1)])
     """
     pruned = prune_free_ends(restrict_placements(problem) if restrict else problem)
-    span = prune_free_ends(main_span(pruned))  # side sources and sinks hide cut ops
+    span, _ = span_with_map(pruned)  # side sources and sinks hide cut ops
     if span is not pruned and len(cut_vertices(span)) > len(cut_vertices(pruned)):
         pruned = span
     return pruned, segment_problems(pruned)

@@ -56,7 +56,7 @@ from solvers.scheduling.path_bounds import DevicePools, chain_bound, pool_finish
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import min_durations, segment_ranges, topological_order
 
-__all__ = ["chain_segment_bound", "segment_chain_terms", "prune_free_ends", "main_span"]
+__all__ = ["chain_segment_bound", "segment_chain_terms", "prune_free_ends", "main_span", "span_with_map"]
 
 
 def _floored(values: np.ndarray, floor: float) -> np.ndarray:
@@ -186,6 +186,14 @@ def prune_free_ends(problem: SchedulingProblem) -> SchedulingProblem:
     >>> cut_vertices(p), cut_vertices(q), q.op_resident_bytes
     ((2,), (0, 1, 2), (0, 0, 7))
     """
+    kept = _free_end_survivors(problem)
+    if len(kept) == problem.num_ops or not kept:
+        return problem
+    return _keep(problem, kept)
+
+
+def _free_end_survivors(problem: SchedulingProblem) -> list[int]:
+    """The ops :func:`prune_free_ends` keeps (every op when it drops none), in index order."""
     n = problem.num_ops
     free = [all(x <= 0 for x in row) for row in problem.durations_cycles]
     preds = [0] * n
@@ -213,10 +221,7 @@ def prune_free_ends(problem: SchedulingProblem) -> SchedulingProblem:
             succs[u] -= 1
             if free[u] and not dropped[u] and succs[u] == 0:
                 stack.append(u)
-    kept = [i for i in range(n) if not dropped[i]]
-    if len(kept) == n or not kept:
-        return problem
-    return _keep(problem, kept)
+    return [i for i in range(n) if not dropped[i]]
 
 
 def main_span(problem: SchedulingProblem) -> SchedulingProblem:
@@ -236,9 +241,35 @@ def main_span(problem: SchedulingProblem) -> SchedulingProblem:
     >>> cut_vertices(p), cut_vertices(q), q.num_ops, q.op_resident_bytes
     ((2,), (0, 1, 2), 3, (0, 0, 7))
     """
+    kept = _main_span_ops(problem)
+    return problem if len(kept) == problem.num_ops else _keep(problem, kept)
+
+
+def span_with_map(problem: SchedulingProblem) -> tuple[SchedulingProblem, list[int]]:
+    """``prune_free_ends(main_span(problem))`` and, for each of its ops, the op of ``problem``
+    it is (the span is ``problem`` itself, with the identity, when it drops nothing).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,), (1,), (1,), (2,)), ((0, 1, 0), (1, 2, 0), (3, 2, 0)), (1,),
+    ...                       ((-1,),), ((),) * 3)
+    >>> span, ops = span_with_map(p)
+    >>> span.num_ops, ops
+    (3, [0, 1, 2])
+    """
+    kept = _main_span_ops(problem)
+    span = problem if len(kept) == problem.num_ops else _keep(problem, kept)
+    survivors = _free_end_survivors(span)
+    if len(survivors) == span.num_ops or not survivors:
+        return span, kept
+    return _keep(span, survivors), [kept[i] for i in survivors]
+
+
+def _main_span_ops(problem: SchedulingProblem) -> list[int]:
+    """The ops :func:`main_span` keeps, in index order (every op of an empty problem)."""
     n = problem.num_ops
     if n == 0:
-        return problem
+        return []
     order = topological_order(problem)
     m = min_durations(problem)
     into: list[list[int]] = [[] for _ in range(n)]
@@ -258,8 +289,7 @@ def main_span(problem: SchedulingProblem) -> SchedulingProblem:
         first = back[first]
     below = _reach(first, out_of, n)
     above = _reach(last, into, n)
-    kept = [i for i in range(n) if below[i] and above[i]]
-    return problem if len(kept) == n else _keep(problem, kept)
+    return [i for i in range(n) if below[i] and above[i]]
 
 
 def _reach(start: int, nxt: list[list[int]], n: int) -> list[bool]:

@@ -19,7 +19,9 @@ placement- and memory-aware paths, the LP relaxation, the segment chain: see
 :mod:`solvers.scheduling.bounds`) is a constraint on the objective. For LATENCY,
 :func:`segment_lower_bound` then spends up to ``segment_bound_share`` of the budget proving
 bounds with CP-SAT on the segments between cut ops (layers), one proof per group of
-same-shape segments, joined by the segment chain. The result's bound is ``max(that, CP-SAT's
+same-shape segments, joined by the segment chain (and, where the main span dropped side
+sources, the end of the first cut ops they feed, proved on their prefixes:
+:mod:`solvers.scheduling.side_ends`). The result's bound is ``max(that, CP-SAT's
 best bound)``; in the sequencing-only mode CP-SAT's own bound is for the restricted model
 and is not used. When the weights need several devices,
 :func:`~solvers.scheduling.forced_cuts.forced_cut_bound` then spends up to

@@ -21,10 +21,13 @@ from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.segment_runs import segment_run_bound
+from solvers.scheduling.side_ends import prefix_chain_bound, side_prefixes
 from solvers.scheduling.structure import clean_cut_vertices
 from solvers.scheduling.validate import validate_schedule
 
 __all__ = ["segment_lower_bound", "segment_schedule"]
+
+PREFIX_SHARE = 0.1  # of what is left of the segment proofs' budget, per side prefix (BERT-L 12's used 0.05 units)
 
 
 def _segment_signature(sub: SchedulingProblem):
@@ -76,6 +79,9 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
             groups.setdefault(_segment_signature(sub), []).append(k)
     order = sorted(groups.values(), key=lambda ks: (-len(ks) * segs[ks[0]][0].num_ops, ks[0]))
     inner_cfg = inner_config(cfg)
+    # side sources the span dropped, back in the prefixes of the cut ops they feed (small
+    # solves: first, so that the groups' shares cannot leave them nothing)
+    prefix_ends = _prove_prefixes(problem, options, budget, inner_cfg)
     proved = 0
     for gi, ks in enumerate(order):
         if budget.left <= 0 or budget.wall_expired():
@@ -95,10 +101,29 @@ def segment_lower_bound(problem: SchedulingProblem, options: SolveOptions,
             proved += 1
             for k in ks:
                 bounds[k] = max(bounds[k], int(r.bound))
+    prefixed = max((prefix_chain_bound(pruned, segs, bounds, k, end) for k, end in prefix_ends), default=0)
     stats = {"segments": len(segs), "segment_groups": len(order), "segment_groups_proved": proved,
              "segment_bound_dtime": budget.used, "segment_bound_stopped_by": budget.stop_word()}
+    if prefixed:
+        stats["side_prefix_bound"] = prefixed
     # with a memory limit, the same proven floors also tighten the segment-run bound
-    return max(chain_segment_bound(pruned, segs, bounds), segment_run_bound(pruned, segs, bounds)), stats
+    return max(chain_segment_bound(pruned, segs, bounds), segment_run_bound(pruned, segs, bounds), prefixed), stats
+
+
+def _prove_prefixes(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                    cfg: CpSatOptions) -> list[tuple[int, int]]:
+    """Proven bounds on the ends of the cut ops of
+    :func:`~solvers.scheduling.side_ends.side_prefixes`: ``(k, bound)`` per prefix CP-SAT
+    bounded, each within :data:`PREFIX_SHARE` of what is left of ``budget``."""
+    proven = []
+    for k, prefix in side_prefixes(problem):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        r = _inner_solve(cfg, prefix, options, budget, PREFIX_SHARE * budget.left, f"side_prefix[{k}]")
+        if r.bound is not None:
+            proven.append((k, int(r.bound)))
+    return proven
+
 
 
 def _inner_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOptions, budget: Budget,
