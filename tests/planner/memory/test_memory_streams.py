@@ -170,3 +170,23 @@ def test_shared_bandwidth_plans_a_several_stream_device_in_series(tmp_path):
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
     with pytest.raises(ValueError, match="one compute stream"):
         replace(levels.expanded, op_streams=(0, 1) * (levels.expanded.num_ops // 2) + (0,) * (levels.expanded.num_ops % 2))
+
+
+@settings(max_examples=int(os.environ.get("MEMORY_PROPERTY_EXAMPLES", 6)), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(_two_stream_specs())
+def test_the_several_stream_bound_is_below_every_replayed_plan(spec):
+    # Every candidate (the memory plan, the greedy one, everything in main memory) is a real
+    # plan, lowered and replayed: the plan bound over every plan of the device may not exceed
+    # any of them, on a one-device spec where it joins the plan's bound and elsewhere alike.
+    outcome = run(spec)
+    planned = outcome.memory.memory.devices if outcome.memory is not None else {}
+    hardware = load_spec(spec).hardware
+    for name, dp in planned.items():
+        bound = dp.stats.get("stream_plan_bound_device_cycles")
+        if bound is None or len(hardware.devices) != 1:
+            continue
+        dev = hardware.device(name)
+        on_timeline = -(-bound * hardware.clock_hz // dev.profile.clock_hz)
+        assert on_timeline <= min(outcome.memory_baselines.values())
+        assert outcome.plan.bound >= on_timeline
