@@ -197,6 +197,11 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
                         else f"the eviction of {problem.tensor_name(solution.transfers[x].tensor)}")
                 errs.append(f"op {problem.op_name(i)} starts at {solution.op_start[i]} before {what} ends at "
                             f"{ready} (one copy's accesses in order; a slow read after its eviction)")
+        for (_, q), (_, a) in _producer_waits(problem, solution):
+            tr = solution.transfers[q]
+            if tr.start_cycle < end[a]:
+                errs.append(f"prefetch of {problem.tensor_name(tr.tensor)} starts at {tr.start_cycle} before its "
+                            f"producer op {problem.op_name(a)} ends at {end[a]}")
     if problem.shared_bandwidth and not errs:  # shared bandwidth: shares per level (bandwidth.py)
         errs += check_bandwidth(problem, solution)
     return errs
@@ -266,9 +271,30 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[s
         chosen.discard(alloc)
         if chosen:
             waits.setdefault(alloc, set()).update(chosen)
-    for waiter, waited in _copy_waits(problem, solution):
+    for waiter, waited in _copy_waits(problem, solution) + _producer_waits(problem, solution):
         waits.setdefault(waiter, set()).add(waited)
     return waits
+
+
+def _producer_waits(problem: LevelProblem, solution: LevelSolution) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """Several streams: a prefetch of a produced tensor starts after its producer ends (it reads
+    the slow copy the producer wrote). With one stream its trigger, at or after the producer in
+    the order, implies it; with several, only a trigger that is the producer or follows it on
+    the producer's stream does, or the tensor's eviction (itself after the producer) that the
+    prefetch waits for."""
+    out = []
+    evicted = {tr.tensor for tr in solution.transfers if tr.kind is TransferKind.EVICT}
+    for q, tr in enumerate(solution.transfers):
+        if tr.kind is not TransferKind.PREFETCH or tr.tensor in evicted:
+            continue
+        a = problem.accesses(tr.tensor)[0]
+        if not problem.is_real(a):
+            continue
+        k = tr.trigger_op
+        if k >= a and problem.stream_of(k) == problem.stream_of(a):
+            continue
+        out.append((("dma", q), ("op", a)))
+    return out
 
 
 def _copy_waits(problem: LevelProblem, solution: LevelSolution) -> list[tuple[tuple[str, int], tuple[str, int]]]:

@@ -190,3 +190,21 @@ def test_the_several_stream_bound_is_below_every_replayed_plan(spec):
         on_timeline = -(-bound * hardware.clock_hz // dev.profile.clock_hz)
         assert on_timeline <= min(outcome.memory_baselines.values())
         assert outcome.plan.bound >= on_timeline
+
+
+def test_a_two_branch_spec_whose_prefetch_reads_the_other_streams_output_replays(tmp_path):
+    # benchmarks.memory_plans.two_branch_spec with 10 layers per branch (41 ops). Before a
+    # prefetch of a produced tensor waited for its producer, a plan here prefetched a relu's
+    # output written slow on one stream, triggered by an op of the other stream that ended
+    # first, and the replay found the DMA reading m/ra4 before a4_act wrote it (InternalError,
+    # exit 3 on a valid spec; at 867980a with 1 or 2 workers).
+    import yaml
+
+    from benchmarks.memory_plans import two_branch_spec
+
+    spec_file = tmp_path / "two-branches.yaml"
+    spec_file.write_text(yaml.safe_dump(two_branch_spec(10)))
+    outcome = run(load_spec(spec_file), time_limit_s=5, workers=1)  # InternalError if the replay disagrees
+    assert outcome.memory_choice == "memory plan"
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles < outcome.memory_baselines[
+        "all in main memory"]
