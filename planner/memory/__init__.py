@@ -95,7 +95,19 @@ def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
 
 def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool,
              search: str = "deterministic"):
-    problem, _ = fast_offset_problem(bridge.problem, solution, alignment)
+    """Fast offsets for a level solution; with several streams, first over the pieces held where
+    the level has room (fewer memory-order waits, docs/memory.md), else as they are."""
+    holds = (True, False) if resolve_problem(bridge.problem, solution).multi_stream else (False,)
+    for hold in holds:
+        found = _pack_offsets(bridge, solution, alignment, capacity, time_limit_s, seed, exact, search, hold)
+        if found[0] is not None:
+            break
+    return found
+
+
+def _pack_offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool,
+                  search: str, hold: bool):
+    problem, _ = fast_offset_problem(bridge.problem, solution, alignment, hold=hold)
     problem = replace(problem, capacity_bytes=capacity)
     expanded = resolve_problem(bridge.problem, solution)
     pieces = fast_pieces(expanded, solution)
