@@ -1100,7 +1100,10 @@ class CpSatLevelSolver(Accepting):
         lb = makespan_lower_bound(problem)
         window = self._window(problem)
         info: dict = {"dtime": 0.0, "lower_bound": lb}
-        candidates = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
+        starts = (plan_greedy(problem, window), plan_all_slow(problem))
+        if problem.multi_stream:  # several streams: also the greedy with the DMA load balanced
+            starts += (plan_greedy(problem, window, balance_dma=True),)
+        candidates = [s for s in starts if s is not None]
         if isinstance(options.hint, LevelSolution) and not validate_levels(problem, options.hint):
             candidates.append(retime(problem, options.hint))
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)

@@ -143,16 +143,16 @@ def held_fast_pieces(problem: LevelProblem, solution: LevelSolution) -> list[tup
     --------
     Op 0 (stream 0) reads weight 0 fast, freed at its end (point 2); op 1 (stream 1) writes
     tensor 1 fast at point 3. With room for both, weight 0's piece is held to the end of the
-    axis (op 0 is its stream's last), past op 1's allocation:
+    axis (op 0 is its stream's last), past op 1's allocation (and tensor 1's likewise):
 
     >>> from solvers.memory.levels.problem import Transfer, TransferKind
     >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
     >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
     >>> s = LevelSolution(((False, True), (True,)), ((False, False), (False,)), (pf,), (8, 12), (4, 4))
     >>> fast_pieces(p, s), held_fast_pieces(p, s)
-    ([(0, 0, 2), (1, 3, 4)], [(0, 0, 5), (1, 3, 4)])
-    >>> held_fast_pieces(replace(p, capacity_bytes=(8, 99)), s)  # no room: as it was
-    [(0, 0, 2), (1, 3, 4)]
+    ([(0, 0, 2), (1, 3, 4)], [(0, 0, 5), (1, 3, 5)])
+    >>> held_fast_pieces(replace(p, capacity_bytes=(8, 99)), s)  # no room at op 1: weight 0 still ends first
+    [(0, 0, 3), (1, 3, 5)]
     """
     pieces = fast_pieces(problem, solution)
     if not problem.multi_stream:

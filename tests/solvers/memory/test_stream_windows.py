@@ -43,16 +43,15 @@ def two_chains(layers: int, fast_bytes: int, seed: int = 0) -> LevelProblem:
 
 
 def test_windows_improve_the_greedy_on_two_streams_and_repeat():
-    # 72 ops (above the 64-op one-model limit): the greedy start takes 1,176 cycles; 12-op
-    # windows at a 1-s budget (deterministic time) find 948, a valid plan that fits the fast
-    # level at every cycle, and the same plan again.
+    # 72 ops (above the 64-op one-model limit): the greedy takes 1,176 cycles, the DMA-balanced
+    # greedy 977 (the start); 12-op windows at a 1-s budget (deterministic time) find 893, a
+    # valid plan that fits the fast level at every cycle, and the same plan again.
     p = two_chains(36, 96)
-    greedy = plan_greedy(p, 16)
     solver = CpSatLevelSolver(window_ops=12, max_window_ops=24)
     options = SolveOptions(time_limit_s=1, num_workers=1, random_seed=0)
     first, again = solver.solve(p, options), solver.solve(p, options)
-    assert greedy.makespan_cycles == 1176
-    assert first.objective == 948 and first.stats["per_split"][0]["windows_improved"] >= 1
+    assert plan_greedy(p, 16).makespan_cycles == 1176 and plan_greedy(p, 16, balance_dma=True).makespan_cycles == 977
+    assert first.objective == 893 and first.stats["per_split"][0]["windows_improved"] >= 1
     assert validate_levels(p, first.solution) == []
     assert _cycle_peak(p, first.solution) <= p.capacity_bytes[0]
     assert first.solution == again.solution
@@ -98,3 +97,17 @@ def test_window_results_are_valid_and_never_worse_than_the_start(p):
     assert retime(p, result.solution).makespan_cycles == result.objective
     if start is not None:
         assert result.objective <= start.makespan_cycles
+
+
+def test_the_dma_balanced_greedy_reads_some_weights_slow_and_wins_on_two_chains():
+    # Belady prefetches all 40 weights (and the two live-out evictions), so the one DMA engine
+    # carries every weight while both streams wait: 657 cycles. Reading some weights slow on
+    # the streams (their slow reads do not share the DMA's bandwidth) balances the load: 19
+    # prefetches fewer, 551 cycles, a valid plan within the fast level at every cycle. The
+    # solver starts from the better of the two.
+    p = two_chains(20, 96)
+    plain, balanced = plan_greedy(p, 16), plan_greedy(p, 16, balance_dma=True)
+    assert (plain.makespan_cycles, len(plain.transfers)) == (657, 44)
+    assert (balanced.makespan_cycles, len(balanced.transfers)) == (551, 25)
+    assert validate_levels(p, balanced) == [] and _cycle_peak(p, balanced) <= p.capacity_bytes[0]
+    assert CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=1, num_workers=1)).objective <= 551
