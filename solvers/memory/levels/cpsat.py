@@ -228,11 +228,7 @@ class LevelVars:
 
 
 def _horizon(problem: LevelProblem) -> int:
-    bf, bs = problem.bandwidth_bytes_per_cycle
-    h = 0
-    for i, row in enumerate(problem.op_accesses()):
-        b = sum(problem.tensor_bytes[t] for t, _ in row)
-        h += problem.compute_cycles[i] + cycles_for_bytes(b, bf) + cycles_for_bytes(b, bs)
+    h = problem.roofline_horizon()
     for t in range(problem.num_tensors):
         h += 2 * len(problem.accesses(t)) * problem.dma_cycles(t)
     return h

@@ -82,12 +82,7 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int) -> int:
 
 def _horizon(problem: LevelProblem) -> int:
     """Larger than the relaxation's value at any of its solutions with every op at its longest."""
-    bf, bs = problem.bandwidth_bytes_per_cycle
-    h = 0
-    for i, row in enumerate(problem.op_accesses()):
-        b = sum(problem.tensor_bytes[t] for t, _ in row)
-        h += problem.compute_cycles[i] + cycles_for_bytes(b, bf) + cycles_for_bytes(b, bs)
-    return h + 3 * sum(problem.dma_cycles(t) for t in range(problem.num_tensors)) + 1
+    return problem.roofline_horizon() + 3 * sum(problem.dma_cycles(t) for t in range(problem.num_tensors)) + 1
 
 
 def build_stream_bound_model(problem: LevelProblem, num_streams: int) -> tuple[cp_model.CpModel, cp_model.IntVar]:

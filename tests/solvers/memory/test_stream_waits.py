@@ -14,7 +14,6 @@ import random
 from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from solvers.core import SolveOptions
 from solvers.memory import fast_offset_problem
@@ -22,9 +21,8 @@ from solvers.memory.levels import (
     CpSatLevelSolver, LevelProblem, LevelSolution, Transfer, TransferKind, fast_pieces, memory_waits, plan_greedy,
     replay_levels,
 )
-from solvers.memory.levels.validate import held_fast_pieces
 from solvers.memory.offsets import GreedyBySizeOffsetSolver
-from tests.solvers.memory.strategies import level_problems
+from tests.solvers.memory.strategies import stream_level_problems
 
 _OPTIONS = SolveOptions(time_limit_s=5, num_workers=1, random_seed=0)
 
@@ -82,14 +80,8 @@ def test_an_allocation_with_room_does_not_wait_for_the_other_streams_free():
     assert offsets == (0, 0) and replay_levels(tight, s, fast_offsets=offsets).makespan_cycles == 16
 
 
-@st.composite
-def _stream_problems(draw):
-    p = draw(level_problems(min_ops=3, max_ops=6, max_tensors=5, max_latency=1))
-    return replace(p, op_streams=tuple(draw(st.integers(0, 2)) for _ in range(p.num_ops)))
-
-
 @settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(_stream_problems())
+@given(stream_level_problems(min_ops=3, max_ops=6, max_tensors=5))
 def test_fewer_waits_keep_every_cycle_within_capacity_and_buffers_apart(p):
     for s in (plan_greedy(p), CpSatLevelSolver().solve(p, _OPTIONS).solution):
         if s is None:

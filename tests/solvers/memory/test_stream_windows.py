@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import logging
 import random
-from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from solvers.core import SolveOptions
 from solvers.memory.levels import CpSatLevelSolver, LevelProblem, plan_greedy, retime, validate_levels
-from tests.solvers.memory.strategies import level_problems
+from tests.solvers.memory.strategies import stream_level_problems
 from tests.solvers.memory.test_streams import _cycle_peak
 
 
@@ -69,14 +67,8 @@ class _Rejections(logging.Handler):
             self.messages.append(record.getMessage())
 
 
-@st.composite
-def _small_stream_problems(draw):
-    p = draw(level_problems(min_ops=5, max_ops=8, max_tensors=6, max_latency=1))
-    return replace(p, op_streams=tuple(draw(st.integers(0, 2)) for _ in range(p.num_ops)))
-
-
 @settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(_small_stream_problems())
+@given(stream_level_problems(min_ops=5, max_ops=8, max_tensors=6))
 def test_window_results_are_valid_and_never_worse_than_the_start(p):
     # Tiny windows on tiny problems (window search from 4 ops on, windows of 2-4 ops) put
     # frozen, free and shifted ops on every stream next to each other.
