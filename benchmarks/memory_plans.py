@@ -14,6 +14,7 @@ graph planned within 60 s; numeric replay >= 1e5 instructions/s.
     python -m benchmarks.memory_plans                  # everything
     python -m benchmarks.memory_plans --only memory-   # name filter (substring)
     python -m benchmarks.memory_plans --only memory-streams   # two streams against one
+    python -m benchmarks.memory_plans --only two-branches     # 301 ops on two streams (window search)
 """
 
 from __future__ import annotations
@@ -66,6 +67,30 @@ def one_stream_spec() -> dict:
     return spec
 
 
+def two_branch_spec(layers: int = 75) -> dict:
+    """Two parallel branches of ``layers`` (matmul by a 256x256 fp32 weight, then relu) on an edge
+    NPU with two streams, joined at the end: ``4 x layers + 1`` ops (301 by default), above the
+    64 ops one CP-SAT model takes, so the several-stream window search plans it."""
+    tensors = [{"name": "x", "shape": [64, 256], "kind": "input"}]
+    ops = []
+    for branch in ("a", "b"):
+        prev = "x"
+        for k in range(layers):
+            w, h, r = f"w{branch}{k}", f"h{branch}{k}", f"r{branch}{k}"
+            tensors += [{"name": w, "shape": [256, 256], "kind": "weight"}, {"name": h, "shape": [64, 256]},
+                        {"name": r, "shape": [64, 256]}]
+            ops += [{"name": f"{branch}{k}", "type": "matmul", "inputs": [prev, w], "outputs": [h]},
+                    {"name": f"{branch}{k}_act", "type": "relu", "inputs": [h], "outputs": [r]}]
+            prev = r
+    tensors.append({"name": "y", "shape": [64, 256], "kind": "output"})
+    ops.append({"name": "join", "type": "add", "inputs": [f"ra{layers - 1}", f"rb{layers - 1}"], "outputs": ["y"]})
+    return {"version": 1, "name": f"two-branches-{4 * layers + 1}-ops",
+            "hardware": {"devices": [{"name": "npu", "profile": "edge-npu", "streams": 2}]},
+            "models": [{"name": "m", "graph": {"tensors": tensors, "ops": ops}}],
+            "objective": "latency", "memory": {"plan": True, "fast": "sram", "split": False},
+            "solver": {"time_limit": "20 s", "workers": 2, "seed": 0}}
+
+
 def small_kernels_spec() -> dict:
     """Many tiny kernels (a 24-layer transformer with d_model 16): the numeric replay's overhead."""
     return {"version": 1, "name": "numeric-small-kernels",
@@ -84,6 +109,7 @@ def instances() -> list[tuple[str, object]]:
         if spec is not None:
             out.append((spec["name"], spec))
     out.append(("transformer-500-tensors", large_spec()))
+    out.append(("two-branches-301-ops", two_branch_spec()))
     out.append(("numeric-small-kernels", small_kernels_spec()))
     return out
 

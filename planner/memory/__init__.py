@@ -27,7 +27,7 @@ from typing import Any
 
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.memory.assemble import assemble, expand
-from planner.memory.bridge import build_device_problem, device_order, skip_reason
+from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
@@ -96,7 +96,19 @@ def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
 
 def _offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool,
              search: str = "deterministic"):
-    problem, _ = fast_offset_problem(bridge.problem, solution, alignment)
+    """Fast offsets for a level solution; with several streams, first over the pieces held where
+    the level has room (fewer memory-order waits, docs/memory.md), else as they are."""
+    holds = (True, False) if resolve_problem(bridge.problem, solution).multi_stream else (False,)
+    for hold in holds:
+        found = _pack_offsets(bridge, solution, alignment, capacity, time_limit_s, seed, exact, search, hold)
+        if found[0] is not None:
+            break
+    return found
+
+
+def _pack_offsets(bridge, solution, alignment: int, capacity: int, time_limit_s: float, seed: int, exact: bool,
+                  search: str, hold: bool):
+    problem, _ = fast_offset_problem(bridge.problem, solution, alignment, hold=hold)
     problem = replace(problem, capacity_bytes=capacity)
     expanded = resolve_problem(bridge.problem, solution)
     pieces = fast_pieces(expanded, solution)
@@ -205,6 +217,9 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
         stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
                                     g_result, hardware)
+        streams_bound = stream_plan_bound(bridge, options, budget, seed, search)
+        if streams_bound is not None:  # several streams: a bound over every plan of the device
+            stats[name]["stream_plan_bound_device_cycles"] = streams_bound
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
               for name in chosen}
     explanations = {}

@@ -336,7 +336,7 @@ def _stream_waits(d: str, lv: DeviceLevels, names: _Names) -> dict[str, list[str
         cross = [f"op:{names.instances[a]}" for a in producers if e.stream_of(a) != e.stream_of(i)]
         if cross:
             waits[f"op:{names.instances[i]}"] = cross
-    for waiter, waited in memory_waits(e, lv.solution).items():
+    for waiter, waited in memory_waits(e, lv.solution, lv.fast_offsets).items():
         waits.setdefault(_activity(d, names, waiter), []).extend(sorted(_activity(d, names, w) for w in waited))
     return waits
 
@@ -458,7 +458,8 @@ def _device_plan(d, lv: DeviceLevels, names: _Names, accesses, dma_rows, start, 
     if lv.expanded.multi_stream:  # streams overlap: the order is by start, and the memory order is kept
         order = tuple(x for _, _, x in sorted((times.inst_start[i], i, x) for i, x in enumerate(names.instances)))
         waits = tuple((_plan_name(names, w), _plan_name(names, x))
-                      for w, xs in sorted(memory_waits(lv.expanded, lv.solution).items()) for x in sorted(xs))
+                      for w, xs in sorted(memory_waits(lv.expanded, lv.solution, lv.fast_offsets).items())
+                      for x in sorted(xs))
     return DeviceMemoryPlan(d, b.fast_level, b.slow_level, order, accesses, tuple(buffers),
                             mem_transfers, factors, dict(stats), memory_waits=waits)
 

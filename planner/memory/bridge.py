@@ -29,7 +29,7 @@ Examples
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from planner.graph.ir import Graph, Tensor
@@ -37,10 +37,13 @@ from planner.hardware import Device, Hardware
 from planner.isa.cost import op_cost
 from planner.spec.memory_options import MemoryOptions
 from planner.plan import Plan
+from solvers.budget import MEMORY_LEVELS, Budget
+from solvers.core import SolveOptions
 from solvers.memory.levels import LevelProblem, SplitGroup
+from solvers.memory.levels.stream_bound import stream_plan_lower_bound
 
 __all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
-           "build_device_problem", "portion_graph", "row_separable", "MAX_SPLIT_GROUPS"]
+           "build_device_problem", "portion_graph", "row_separable", "stream_plan_bound", "MAX_SPLIT_GROUPS"]
 
 MAX_SPLIT_GROUPS = 3  # split factors are enumerated: 3 groups of 3 factors = 27 solves
 _ELEMENTWISE = ("add", "sub", "mul", "relu", "gelu", "sigmoid", "tanh")
@@ -342,3 +345,33 @@ def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fa
         groups.append(SplitGroup(first, last, tuple(sorted(split)), factors, portion_compute=tuple(portion_compute)))
         labels.append(f"{ops[first]}..{ops[last]}")
     return tuple(groups), tuple(labels)
+
+
+# The share of a device's memory budget the several-stream plan bound may use (CP-SAT
+# deterministic time; memory-streams' relaxation proves its optimum in about 0.02 s).
+STREAM_BOUND_SHARE = 0.1
+
+
+def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s: float, seed: int = 0,
+                      search: str = "deterministic") -> int | None:
+    """A lower bound (device cycles) on every plan of this device's ops on its streams, or None.
+
+    Only for a device whose ops use several streams (the several-stream path): the relaxation
+    of :mod:`solvers.memory.levels.stream_bound` over any order, stream assignment and level
+    assignment, at the fast level's full capacity (the reserve is the planner's own
+    restriction). It covers unsplit plans, so it is given only when splitting is off or no
+    op touches more bytes than the fast level holds after the largest reserve (then no
+    split group is offered, in any order).
+    """
+    problem = bridge.problem
+    if not problem.multi_stream or problem.splits:
+        return None
+    fast = bridge.device.profile.level(bridge.fast_level)
+    smallest = fast.capacity_bytes - fast.capacity_bytes // 8  # no reserve holds back more than 1/8
+    if options.split and any(sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]})
+                             > smallest for i in range(problem.num_ops)):
+        return None
+    full = replace(problem, capacity_bytes=(fast.capacity_bytes, problem.capacity_bytes[1]))
+    budget = Budget.start(max(0.1, STREAM_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
+    return stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
+                                   SolveOptions(num_workers=1, random_seed=seed, search=search))

@@ -87,11 +87,26 @@ def _n_level_bound(spec: Spec, memory: MemoryOutcome) -> int:
     return _one_stream_device_bound(spec, memory, "plan_bound_device_cycles")
 
 
+def _several_streams_bound(spec: Spec, memory: MemoryOutcome) -> int:
+    """The several-stream plan bound (``stream_plan_bound_device_cycles``), when it bounds every
+    plan: one device, whose memory plan reports it (its ops use several streams). It holds over
+    every order, stream assignment and level assignment of the device's ops
+    (:func:`planner.memory.bridge.stream_plan_bound`); scaled to the timeline as in
+    :func:`_forced_order_bound`.
+    """
+    return _one_device_bound(spec, memory, "stream_plan_bound_device_cycles", any_streams=True)
+
+
 def _one_stream_device_bound(spec: Spec, memory: MemoryOutcome, stat: str) -> int:
     """The memory plan's ``stat`` (device cycles) on the timeline, rounded up, when the spec has one
     device with one compute stream and its plan reports it; else 0 (no bound)."""
+    return _one_device_bound(spec, memory, stat, any_streams=False)
+
+
+def _one_device_bound(spec: Spec, memory: MemoryOutcome, stat: str, any_streams: bool) -> int:
+    """:func:`_one_stream_device_bound`, for a device with any number of streams if ``any_streams``."""
     hardware = spec.hardware
-    if len(hardware.devices) != 1 or hardware.devices[0].streams != 1:
+    if len(hardware.devices) != 1 or (hardware.devices[0].streams != 1 and not any_streams):
         return 0
     dev = hardware.devices[0]
     dp = memory.memory.devices.get(dev.name)
@@ -129,7 +144,7 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     makespan = baselines[choice]
     planned = set(memory_plan.devices) if memory_plan is not None else set(memory.memory.devices)
     bound = max(memory_bound(spec, solved.problem, solved.reduction, planned), _forced_order_bound(spec, memory),
-                _n_level_bound(spec, memory))
+                _n_level_bound(spec, memory), _several_streams_bound(spec, memory))
     bound = min(bound, makespan)
     status = "OPTIMAL" if bound >= makespan else "FEASIBLE"
     if memory.all_home_plan is not None:  # homes outside main memory: the spine's heuristic ignores them;

@@ -12,18 +12,20 @@ from __future__ import annotations
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_validate import level_pieces
 from solvers.memory.levels.problem import LevelProblem, LevelSolution
-from solvers.memory.levels.validate import fast_pieces, resolve_problem
+from solvers.memory.levels.validate import fast_pieces, held_fast_pieces, resolve_problem
 from solvers.memory.offsets.problem import OffsetProblem
 
 __all__ = ["fast_offset_problem", "level_offset_problems"]
 
 
 def fast_offset_problem(problem: LevelProblem, solution: LevelSolution,
-                        alignment_bytes: int = 1) -> tuple[OffsetProblem, tuple[int, ...]]:
+                        alignment_bytes: int = 1, hold: bool = False) -> tuple[OffsetProblem, tuple[int, ...]]:
     """The fast level's buffers as an :class:`OffsetProblem`, and each buffer's tensor.
 
     Tensor ids are those of the problem the solution is over (the split expansion when
-    the problem has split groups).
+    the problem has split groups). ``hold``: with several streams, each buffer over its piece
+    held where the level has room (:func:`~solvers.memory.levels.validate.held_fast_pieces`), so
+    the offsets keep it apart from the allocations that then need not wait for it.
 
     Examples
     --------
@@ -36,7 +38,7 @@ def fast_offset_problem(problem: LevelProblem, solution: LevelSolution,
     ((1, 3), (6, 4), (4, 2), (0, 1))
     """
     expanded = resolve_problem(problem, solution)
-    pieces = fast_pieces(expanded, solution)
+    pieces = held_fast_pieces(expanded, solution) if hold else fast_pieces(expanded, solution)
     pieces = [pc for pc in pieces if expanded.tensor_bytes[pc[0]] > 0]
     return (OffsetProblem(size_bytes=tuple(expanded.tensor_bytes[t] for t, _, _ in pieces),
                           start=tuple(lo for _, lo, _ in pieces), end=tuple(hi for _, _, hi in pieces),

@@ -228,11 +228,7 @@ class LevelVars:
 
 
 def _horizon(problem: LevelProblem) -> int:
-    bf, bs = problem.bandwidth_bytes_per_cycle
-    h = 0
-    for i, row in enumerate(problem.op_accesses()):
-        b = sum(problem.tensor_bytes[t] for t, _ in row)
-        h += problem.compute_cycles[i] + cycles_for_bytes(b, bf) + cycles_for_bytes(b, bs)
+    h = problem.roofline_horizon()
     for t in range(problem.num_tensors):
         h += 2 * len(problem.accesses(t)) * problem.dma_cycles(t)
     return h
@@ -601,7 +597,12 @@ def _forbid_refetch_into_the_copy(model: cp_model.CpModel, problem: LevelProblem
 
 def _add_copy_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
     """Several streams: a kept gap orders its two accesses (one copy's accesses run one after
-    another), and a slow access after an eviction of its tensor starts after the eviction."""
+    another), a slow access after an eviction of its tensor starts after the eviction, and a
+    prefetch of a produced tensor starts after its producer (which wrote the slow copy)."""
+    for (t, j), pf in v.prefetch.items():
+        a = problem.accesses(t)[0]
+        if problem.is_real(a):
+            _add_when(model, v.dma_start["p", t, j] >= v.end(a), pf)
     for (t, j), k in v.kept.items():
         acc = problem.accesses(t)
         if j and problem.is_real(acc[j]) and problem.is_real(acc[j - 1]) and \
@@ -748,10 +749,12 @@ def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -
     >>> solver.value(v.makespan)
     9
     """
-    if problem.num_ops and v.shift is None:
+    if problem.num_ops and (v.shift is None or problem.multi_stream):
+        # (around a fixed solution with one stream the shifted last op defines the makespan;
+        # with several, the last op of another stream may be frozen or free)
         last = {problem.stream_of(i): i for i in range(problem.num_ops)}
         for i in sorted(last.values()):
-            model.add(v.makespan >= v.end(i))
+            _add(model, v.makespan >= v.end(i))
     return v.makespan
 
 
@@ -847,7 +850,7 @@ def _add_op_windows(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars
             v.earliest[i] = v.latest[i] = fixed.op_start[i]
         v.earliest[lo_op] = ends[lo_op - 1] if lo_op else 0
         v.latest[hi_op] = fixed.op_start[hi_op] if hi_op < n else h
-    if problem.multi_stream:  # (fixed is None: window search is one-stream only)
+    if problem.multi_stream:  # (around ``fixed``: the frozen and shifted ops' windows are reset below)
         _stream_windows(problem, v, shortest, h)
     else:
         for i in range(lo_op, hi_op):
@@ -969,6 +972,22 @@ def _add_hint(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, s: L
     hint(v.shift, s.makespan_cycles - v.fixed.makespan_cycles if v.fixed is not None else 0)
 
 
+def _checked_retime(problem: LevelProblem, solution: LevelSolution) -> LevelSolution | None:
+    """A window's solution re-timed by the replay, or None if it deadlocks or fails the validator
+    (never expected: every window model's solution is a plan; a safety net, so window search
+    can only keep valid plans)."""
+    try:
+        found = retime(problem, solution)
+    except ValueError as e:
+        _LOG.warning("window solution does not replay: %s", e)
+        return None
+    errors = validate_levels(problem, found)
+    if errors:
+        _LOG.warning("window solution is invalid: %s", errors[:3])
+        return None
+    return found
+
+
 class CpSatLevelSolver(Accepting):
     """Minimum-makespan residency, prefetch/evict schedule and split factors.
 
@@ -1077,7 +1096,10 @@ class CpSatLevelSolver(Accepting):
         lb = makespan_lower_bound(problem)
         window = self._window(problem)
         info: dict = {"dtime": 0.0, "lower_bound": lb}
-        candidates = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
+        starts = (plan_greedy(problem, window), plan_all_slow(problem))
+        if problem.multi_stream:  # several streams: also the greedy with the DMA load balanced
+            starts += (plan_greedy(problem, window, balance_dma=True),)
+        candidates = [s for s in starts if s is not None]
         if isinstance(options.hint, LevelSolution) and not validate_levels(problem, options.hint):
             candidates.append(retime(problem, options.hint))
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
@@ -1086,8 +1108,6 @@ class CpSatLevelSolver(Accepting):
         if not exact_model_fits(problem):
             _LOG.warning("level model: bandwidth fractions too fine for CP-SAT; keeping the best baseline")
             return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, (), info
-        if best is not None and problem.num_ops > self.window_above_ops and problem.multi_stream:
-            return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, (), info
         if best is not None and problem.num_ops > self.window_above_ops:
             best, progress = self._window_search(problem, best, lb, window, options, budget, windows, info)
             return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, progress, info
@@ -1168,8 +1188,8 @@ class CpSatLevelSolver(Accepting):
                 _LOG.debug("window %d..%d (%d ops): %s in %.2fs, %.3f dtime, best %d", a, free.stop - 1, size,
                            status.value, solver.wall_time, solver.deterministic_time, best.makespan_cycles)
                 if status.has_solution:
-                    found = retime(problem, v.extract(solver))
-                    if found.makespan_cycles < best.makespan_cycles:
+                    found = _checked_retime(problem, v.extract(solver))
+                    if found is not None and found.makespan_cycles < best.makespan_cycles:
                         best = found
                         improved += 1
                         sweep_improved = True

@@ -64,11 +64,14 @@ def plan_all_slow(problem: LevelProblem) -> LevelSolution | None:
     return retime(problem, LevelSolution(rows, rows, (), (0,) * problem.num_ops, (0,) * problem.num_ops))
 
 
-def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -> LevelSolution | None:
+def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None,
+                balance_dma: bool = False) -> LevelSolution | None:
     """The Belady-like greedy plan for an unsplit problem (None when it finds none).
 
     ``prefetch_window_ops`` limits how many ops before its consumer a prefetch may be
-    triggered (None: no limit).
+    triggered (None: no limit). ``balance_dma`` (for several streams): after the residency is
+    decided, single-use prefetched reads become slow reads while that lowers the larger of
+    the DMA engine's load and the busiest stream's (:func:`_balance_dma_load`).
 
     Examples
     --------
@@ -85,6 +88,8 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
         if slow is None:
             return None
         residency.record(i, row, slow)
+    if balance_dma:
+        _balance_dma_load(problem, residency)
     # Phase B: DMA windows on the point axis, within the fast capacity.
     acc, evictions, prefetches = residency.acc, residency.evictions, residency.prefetches
     occ = _FastOccupancy(problem)
@@ -102,6 +107,60 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None) -
     if problem.shared_bandwidth:  # the draft has no times: order the shared replay by the separate one's
         draft = retime(problem, draft, separate=True)
     return retime(problem, draft)
+
+
+def _balance_dma_load(problem: LevelProblem, residency: "_GreedyResidency") -> None:
+    """Turn prefetched reads into slow reads while that lowers ``max(DMA load, busiest stream)``.
+
+    Belady keeps every access fast that fits, so on a memory-bound model every weight crosses
+    the one DMA engine while the streams wait; reading some slow spreads the slow traffic over
+    the streams (with ``bandwidth: separate`` they do not share it). Candidates: prefetched
+    accesses of non-fast-only ops whose copy serves that access only (the next gap is not
+    kept); each step takes the one that lowers the load bound most (ties: earliest).
+    """
+    acc, in_fast, kept = residency.acc, residency.in_fast, residency.kept
+    size = problem.tensor_bytes
+    n = problem.num_ops
+    fb, sb = [0] * n, [0] * n
+    for t in range(problem.num_tensors):
+        for j, a in enumerate(acc[t]):
+            if problem.is_real(a):
+                if in_fast[t][j]:
+                    fb[a] += size[t]
+                else:
+                    sb[a] += size[t]
+    dur = [problem.op_cycles(i, fb[i], sb[i]) for i in range(n)]
+    load: dict[int, int] = {}
+    for i in range(n):
+        load[problem.stream_of(i)] = load.get(problem.stream_of(i), 0) + dur[i]
+    dma = sum(problem.dma_cycles(t) for t, _ in residency.prefetches)
+    dma += sum(problem.dma_cycles(t) for t in residency.evictions)
+    fast_only = set(problem.fast_only_ops)
+    candidates = {(t, j) for t, j in residency.prefetches if size[t] and acc[t][j] not in fast_only
+                  and not (j + 1 < len(acc[t]) and kept[t][j + 1])}
+    while candidates:
+        current = max(dma, *load.values())
+        best = None
+        for t, j in sorted(candidates, key=lambda x: (acc[x[0]][x[1]], x)):
+            a = acc[t][j]
+            longer = problem.op_cycles(a, fb[a] - size[t], sb[a] + size[t])
+            s = problem.stream_of(a)
+            after = max(dma - problem.dma_cycles(t), load[s] + longer - dur[a],
+                        *(v for k, v in load.items() if k != s))
+            if after < current and (best is None or after < best[0]):
+                best = (after, t, j, longer)
+        if best is None:
+            return
+        _, t, j, longer = best
+        a = acc[t][j]
+        candidates.discard((t, j))
+        residency.prefetches.remove((t, j))
+        in_fast[t][j] = False
+        load[problem.stream_of(a)] += longer - dur[a]
+        dur[a] = longer
+        fb[a] -= size[t]
+        sb[a] += size[t]
+        dma -= problem.dma_cycles(t)
 
 
 class _GreedyResidency:

@@ -417,6 +417,22 @@ class LevelProblem(OpsAndTensors):
                     rows[a].append((t, j))
         return tuple(tuple(r) for r in rows)
 
+    def roofline_horizon(self) -> int:
+        """No plan's ops take longer in all than this: per op, its compute plus every byte it
+        touches at the fast and at the slow rate (a horizon for the CP-SAT models).
+
+        Examples
+        --------
+        >>> LevelProblem((3,), ((0,),), ((),), (8,), (8, 99), (4, 1)).roofline_horizon()  # 3 + 8/4 + 8/1
+        13
+        """
+        bf, bs = self.bandwidth_bytes_per_cycle
+        h = 0
+        for i, row in enumerate(self.op_accesses()):
+            b = sum(self.tensor_bytes[t] for t, _ in row)
+            h += self.compute_cycles[i] + cycles_for_bytes(b, bf) + cycles_for_bytes(b, bs)
+        return h
+
     def op_cycles(self, op: int, fast_bytes: int, slow_bytes: int) -> int:
         """The roofline duration: ``max(compute, ceil(FB/bw_fast) + ceil(SB/bw_slow))`` (exact)."""
         bf, bs = self.bandwidth_bytes_per_cycle

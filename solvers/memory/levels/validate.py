@@ -18,7 +18,8 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferK
 from solvers.memory.levels.split import expand_splits
 
 __all__ = [
-    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "memory_waits",
+    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "held_fast_pieces", "fast_occupancy",
+    "memory_waits",
     "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds",
     "makespan_lower_bound",
 ]
@@ -124,6 +125,60 @@ def fast_pieces(problem: LevelProblem, solution: LevelSolution) -> list[tuple[in
     return merged
 
 
+def held_fast_pieces(problem: LevelProblem, solution: LevelSolution) -> list[tuple[int, int, int]]:
+    """Several streams: :func:`fast_pieces` with pieces held longer on the point axis where the
+    fast level has room, so fewer allocations must wait for their frees.
+
+    A piece freed at the end of op a (``hi = 2a+2``) is held, point by point while the point
+    occupancy (pieces held so far included) stays within ``capacity_bytes[0]``, up to the
+    point of the next op of a's stream (``2a'+1``; the end of the axis if a is its stream's
+    last). An allocation before that point then no longer waits for it under the memory order
+    (an allocation by a's own stream at or after ``a'`` waits anyway, by the stream's order).
+    Pieces freed by an eviction, and every piece with one stream, are as they are. Offsets
+    packed over the held pieces (:func:`solvers.memory.arena.fast_offset_problem` with
+    ``hold=True``) keep a piece apart in address from the allocations that no longer wait for
+    it, which :func:`memory_waits` with the offsets then leaves out.
+
+    Examples
+    --------
+    Op 0 (stream 0) reads weight 0 fast, freed at its end (point 2); op 1 (stream 1) writes
+    tensor 1 fast at point 3. With room for both, weight 0's piece is held to the end of the
+    axis (op 0 is its stream's last), past op 1's allocation (and tensor 1's likewise):
+
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> s = LevelSolution(((False, True), (True,)), ((False, False), (False,)), (pf,), (8, 12), (4, 4))
+    >>> fast_pieces(p, s), held_fast_pieces(p, s)
+    ([(0, 0, 2), (1, 3, 4)], [(0, 0, 5), (1, 3, 5)])
+    >>> held_fast_pieces(replace(p, capacity_bytes=(8, 99)), s)  # no room at op 1: weight 0 still ends first
+    [(0, 0, 3), (1, 3, 5)]
+    """
+    pieces = fast_pieces(problem, solution)
+    if not problem.multi_stream:
+        return pieces
+    n = problem.num_ops
+    occ = fast_occupancy(problem, solution)
+    cap = problem.capacity_bytes[0]
+    after: dict[int, int] = {}
+    next_on_stream = [2 * n + 1] * n
+    for i in range(n - 1, -1, -1):
+        next_on_stream[i] = after.get(problem.stream_of(i), 2 * n + 1)
+        after[problem.stream_of(i)] = 2 * i + 1
+    held = list(pieces)
+    for k in sorted(range(len(pieces)), key=lambda k: (pieces[k][2], pieces[k][1], k)):
+        t, lo, hi = pieces[k]
+        size = problem.tensor_bytes[t]
+        if not size or hi % 2:
+            continue
+        h = hi
+        while h < next_on_stream[hi // 2 - 1] and occ[h] + size <= cap:
+            occ[h] += size
+            h += 1
+        held[k] = (t, lo, h)
+    return held
+
+
 def fast_occupancy(problem: LevelProblem, solution: LevelSolution) -> list[int]:
     """Fast bytes at every point ``0..2*num_ops``.
 
@@ -197,13 +252,19 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
                         else f"the eviction of {problem.tensor_name(solution.transfers[x].tensor)}")
                 errs.append(f"op {problem.op_name(i)} starts at {solution.op_start[i]} before {what} ends at "
                             f"{ready} (one copy's accesses in order; a slow read after its eviction)")
+        for (_, q), (_, a) in _producer_waits(problem, solution):
+            tr = solution.transfers[q]
+            if tr.start_cycle < end[a]:
+                errs.append(f"prefetch of {problem.tensor_name(tr.tensor)} starts at {tr.start_cycle} before its "
+                            f"producer op {problem.op_name(a)} ends at {end[a]}")
     if problem.shared_bandwidth and not errs:  # shared bandwidth: shares per level (bandwidth.py)
         errs += check_bandwidth(problem, solution)
     return errs
 
 
 def _piece_events(problem: LevelProblem, solution: LevelSolution):
-    """Each fast piece of nonzero size as ``(lo, hi, allocator, freer)``: who allocates it
+    """Each fast piece of nonzero size as ``(lo, hi, allocator, freer, n)``, n its index in
+    :func:`fast_pieces`: who allocates it
     (``("op", i)``: the producer's start; ``("dma", q)``: its prefetch's start) and who frees it
     (``("op", a)``: that op's end; ``("dma", q)``: its eviction's end), q indexing
     ``solution.transfers`` (the semantics in :mod:`solvers.memory.levels.problem`)."""
@@ -214,21 +275,30 @@ def _piece_events(problem: LevelProblem, solution: LevelSolution):
         else:
             evict_at[tr.tensor, 2 * tr.release_op + 1] = q
     out = []
-    for t, lo, hi in fast_pieces(problem, solution):
+    for n, (t, lo, hi) in enumerate(fast_pieces(problem, solution)):
         if not problem.tensor_bytes[t]:
             continue
         alloc = ("op", lo // 2) if lo % 2 else ("dma", prefetch_at[t, lo])
         free = ("op", hi // 2 - 1) if hi % 2 == 0 else ("dma", evict_at[t, hi])
-        out.append((lo, hi, alloc, free))
+        out.append((lo, hi, alloc, free, n))
     return out
 
 
-def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[str, int], set[tuple[str, int]]]:
+def memory_waits(problem: LevelProblem, solution: LevelSolution,
+                 fast_offsets: Sequence[int] | None = None) -> dict[tuple[str, int], set[tuple[str, int]]]:
     """The memory-order waits of a several-stream plan: ``waiter -> {what it waits for}``.
 
     A waiter (``("op", i)`` before its start, ``("dma", q)`` before its start) waits for the
     end of every op or DMA that frees a fast piece ending on the point axis at or before
-    the point where the waiter allocates one (:mod:`solvers.memory.levels.problem`). Only
+    the point where the waiter allocates one (:mod:`solvers.memory.levels.problem`).
+
+    With ``fast_offsets`` (an address per :func:`fast_pieces` entry, zero-byte ones included,
+    from offsets packed over the point axis), only the frees of pieces whose address range
+    overlaps the allocated piece's: the rest of the rule's waits are not needed. Then at any
+    cycle the live pieces are pairwise disjoint in address (two that overlap on the point
+    axis were packed apart; of two that do not, the later one waited for the earlier one's
+    free if their addresses overlap), so the level's capacity and every buffer's data hold in
+    cycles whatever the timing (docs/memory.md, "Several compute streams"). Only
     the last such freeing op of each stream is listed (ends along a stream only grow), and
     every such DMA; then the copy order's waits (one fast copy's accesses in order, a slow
     read after its tensor's eviction). Empty with one stream.
@@ -248,14 +318,23 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[s
     if not problem.multi_stream:
         return {}
     events = _piece_events(problem, solution)
-    frees = sorted((hi, free) for _, hi, _, free in events)
+    frees = sorted((hi, free, n) for _, hi, _, free, n in events)
+    pieces = fast_pieces(problem, solution) if fast_offsets is not None else ()
+
+    def apart(a: int, b: int) -> bool:
+        lo_a, lo_b = fast_offsets[a], fast_offsets[b]
+        return (lo_a + problem.tensor_bytes[pieces[a][0]] <= lo_b or
+                lo_b + problem.tensor_bytes[pieces[b][0]] <= lo_a)
+
     waits: dict[tuple[str, int], set[tuple[str, int]]] = {}
-    for lo, _, alloc, _ in events:
+    for lo, _, alloc, _, n in events:
         latest: dict = {}
         chosen = set()
-        for hi, free in frees:
+        for hi, free, m in frees:
             if hi > lo:
                 break
+            if fast_offsets is not None and apart(n, m):
+                continue
             if free[0] == "dma":  # every one: a re-timing may run ready DMAs out of queue order
                 chosen.add(free)
             elif free[1] > latest.get(problem.stream_of(free[1]), -1):
@@ -266,9 +345,30 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[s
         chosen.discard(alloc)
         if chosen:
             waits.setdefault(alloc, set()).update(chosen)
-    for waiter, waited in _copy_waits(problem, solution):
+    for waiter, waited in _copy_waits(problem, solution) + _producer_waits(problem, solution):
         waits.setdefault(waiter, set()).add(waited)
     return waits
+
+
+def _producer_waits(problem: LevelProblem, solution: LevelSolution) -> list[tuple[tuple[str, int], tuple[str, int]]]:
+    """Several streams: a prefetch of a produced tensor starts after its producer ends (it reads
+    the slow copy the producer wrote). With one stream its trigger, at or after the producer in
+    the order, implies it; with several, only a trigger that is the producer or follows it on
+    the producer's stream does, or the tensor's eviction (itself after the producer) that the
+    prefetch waits for."""
+    out = []
+    evicted = {tr.tensor for tr in solution.transfers if tr.kind is TransferKind.EVICT}
+    for q, tr in enumerate(solution.transfers):
+        if tr.kind is not TransferKind.PREFETCH or tr.tensor in evicted:
+            continue
+        a = problem.accesses(tr.tensor)[0]
+        if not problem.is_real(a):
+            continue
+        k = tr.trigger_op
+        if k >= a and problem.stream_of(k) == problem.stream_of(a):
+            continue
+        out.append((("dma", q), ("op", a)))
+    return out
 
 
 def _copy_waits(problem: LevelProblem, solution: LevelSolution) -> list[tuple[tuple[str, int], tuple[str, int]]]:
@@ -313,14 +413,14 @@ def _check_memory_order(problem: LevelProblem, solution: LevelSolution, end: lis
         return end[who[1]] if who[0] == "op" else tr[who[1]].end_cycle
 
     events = _piece_events(problem, solution)
-    frees = sorted((hi, free_cycle(free)) for _, hi, _, free in events)
+    frees = sorted((hi, free_cycle(free)) for _, hi, _, free, _ in events)
     his = [h for h, _ in frees]
     running, prefix = 0, []
     for _, c in frees:
         running = max(running, c)
         prefix.append(running)
     errs = []
-    for lo, _, alloc, _ in events:
+    for lo, _, alloc, _, _ in events:
         k = bisect.bisect_right(his, lo)
         if k and prefix[k - 1] > alloc_cycle(alloc):
             errs.append(f"memory order: {alloc[0]} {alloc[1]} allocates fast memory at cycle {alloc_cycle(alloc)} "
@@ -473,7 +573,8 @@ class Replay:
 
 
 def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool = False,
-                  op_release: Sequence[int] = (), tensor_ready: Sequence[int] = ()) -> Replay:
+                  op_release: Sequence[int] = (), tensor_ready: Sequence[int] = (),
+                  fast_offsets: Sequence[int] | None = None) -> Replay:
     """Re-time the solution's decisions: each op starts when the previous op and every DMA
     it releases have ended; each DMA when the engine is free, its trigger op has ended and
     (prefetch) its tensor's eviction has ended. Never later than the solution's own times.
@@ -481,7 +582,9 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     no op starts before its release, no prefetch before its tensor is ready.
     With shared bandwidth (unless ``separate``), also in the solution's start order and when
     the shares fit (:func:`~solvers.memory.levels.bandwidth.replay_shared`); heads are not
-    modelled there (a shared problem with heads is refused).
+    modelled there (a shared problem with heads is refused). ``fast_offsets`` (several
+    streams): the fast pieces' addresses, so only the memory-order waits between pieces that
+    overlap in address are kept (:func:`memory_waits`), as the lowered program does.
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -495,7 +598,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     """
     problem = resolve_problem(problem, solution)
     if problem.multi_stream:
-        return _replay_streams(problem, solution, op_release, tensor_ready)
+        return _replay_streams(problem, solution, op_release, tensor_ready, fast_offsets)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
     if problem.shared_bandwidth and not separate:  # shared bandwidth: in order, when shares fit
@@ -540,7 +643,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
 
 
 def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: Sequence[int] = (),
-                    tensor_ready: Sequence[int] = ()) -> Replay:
+                    tensor_ready: Sequence[int] = (), fast_offsets: Sequence[int] | None = None) -> Replay:
     """:func:`replay_levels` with several streams: every op and DMA as soon as the previous
     op of its stream (the previous DMA in the queue), its data dependencies, its trigger or
     released DMAs and its memory-order waits (:func:`memory_waits`) have ended, and no op
@@ -567,7 +670,7 @@ def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: 
             deps["dma", q].add(("dma", evict_q[tr.tensor]))
         if tr.release_op < n:
             deps["op", tr.release_op].add(("dma", q))
-    for waiter, waited in memory_waits(problem, solution).items():
+    for waiter, waited in memory_waits(problem, solution, fast_offsets).items():
         deps[waiter].update(waited)
     length = {("op", i): dur[i] for i in range(n)}
     length.update({("dma", q): tr.duration_cycles for q, tr in enumerate(queue)})

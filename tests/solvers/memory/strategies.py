@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from hypothesis import strategies as st
 
 from solvers.memory.levels import LevelProblem
 
-__all__ = ["level_problems", "draw_ops_and_tensors"]
+__all__ = ["level_problems", "stream_level_problems", "draw_ops_and_tensors"]
 
 
 def draw_ops_and_tensors(draw, n: int, nt: int) -> tuple[list[int], list[tuple[int, ...]], list[tuple[int, ...]]]:
@@ -41,3 +43,11 @@ def level_problems(draw, *, min_ops: int = 1, max_ops: int = 3, max_tensors: int
         live_out=tuple(t for t in range(nt) if producer[t] >= 0 and draw(st.booleans())),
         fast_only_ops=tuple(i for i in range(n) if draw(st.integers(0, fast_only_one_in - 1)) == 0),
     )
+
+
+@st.composite
+def stream_level_problems(draw, *, min_ops: int, max_ops: int, max_tensors: int, streams: int = 3,
+                          max_latency: int = 1) -> LevelProblem:
+    """:func:`level_problems` with each op on one of ``streams`` compute streams."""
+    p = draw(level_problems(min_ops=min_ops, max_ops=max_ops, max_tensors=max_tensors, max_latency=max_latency))
+    return replace(p, op_streams=tuple(draw(st.integers(0, streams - 1)) for _ in range(p.num_ops)))

@@ -17,7 +17,7 @@ from solvers.core import SolveOptions, Status
 from solvers.memory.levels import (
     CpSatLevelSolver, GreedyLevelSolver, LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind,
     fast_pieces,
-    makespan_lower_bound, plan_all_slow, plan_greedy, replay_levels, retime, validate_levels,
+    makespan_lower_bound, memory_waits, plan_all_slow, plan_greedy, replay_levels, retime, validate_levels,
 )
 from tests.solvers.memory.strategies import level_problems
 from tests.solvers.test_memory_levels import brute_force
@@ -169,3 +169,19 @@ def test_cpsat_and_the_bound_against_brute_force(p):
     assert makespan_lower_bound(p) <= opt
     assert validate_levels(p, r.solution) == []
     assert r.status is Status.OPTIMAL and r.objective == r.bound == opt
+
+
+def test_a_prefetch_of_a_produced_tensor_waits_for_its_producer_on_another_stream():
+    # Op 0 (stream 0, 10 cycles) writes tensor 0 slow; op 1 (stream 1) touches nothing and ends at
+    # 1; op 2 (stream 1) reads tensor 0 fast, prefetched with trigger op 1. The trigger is after
+    # the producer in the merged order but ends first: the DMA must still wait for op 0, which
+    # wrote the slow copy it reads (found by the replay of a 41-op two-branch spec).
+    p = LevelProblem((10, 1, 1), ((), (), (0,)), ((0,), (), ()), (8,), (16, 99), (8, 8), op_streams=(0, 1, 1))
+    early = Transfer(TransferKind.PREFETCH, 0, 1, 1, 2, 1, 1)
+    s = LevelSolution(((False, True),), ((False, False),), (early,), (0, 0, 10), (10, 1, 1))
+    assert validate_levels(p, s) == ["prefetch of 0 starts at 1 before its producer op 0 ends at 10"]
+    assert memory_waits(p, s) == {("dma", 0): {("op", 0)}}
+    timed = retime(p, s)
+    assert timed.transfers[0].start_cycle == 10 and validate_levels(p, timed) == []
+    r = CpSatLevelSolver().solve(p, _OPTIONS)
+    assert r.status is Status.OPTIMAL and validate_levels(p, r.solution) == []
