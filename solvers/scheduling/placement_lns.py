@@ -77,13 +77,16 @@ class PlacementLnsOptions:
     Examples
     --------
     >>> PlacementLnsOptions().max_window
-    12
+    32
     """
 
-    # Longest window of consecutive ops moved at once.
-    max_window: int = 12
-    # Stop after this many neighbourhoods in a row without an accepted move.
-    max_idle: int = 400
+    # Longest window of consecutive ops moved at once (short ones are drawn more often).
+    max_window: int = 32
+    # Stop after this many neighbourhoods in a row that did not shorten the best schedule.
+    max_idle: int = 600
+    # Late acceptance: a trial may replace the incumbent when it is not worse than the
+    # incumbent this many neighbourhoods ago (1: plain descent).
+    history: int = 30
     # Draw weights of the neighbourhood kinds: transfer, window, branch.
     weights: tuple[int, int, int] = (3, 2, 2)
 
@@ -165,6 +168,7 @@ class _Search:
         self.schedule = start
         self.key = self._key(start)
         self.critical: tuple[list[int], list[int]] | None = None
+        self.history = [self.key] * max(1, cfg.history)
         self.best, self.best_value = start, objective_value(problem, start)
         self.stats: dict[str, Any] = {"neighbourhoods": 0, "evaluations": 0, "accepted": 0,
                                       "by_kind": {}}
@@ -200,7 +204,10 @@ class _Search:
             counts = self.stats["by_kind"].setdefault(kind, [0, 0])
             counts[0] += 1
             self.stats["neighbourhoods"] += 1
-            if ops and self._improve(ops):
+            before = self.best_value
+            if ops:
+                self._improve(ops)
+            if self.best_value < before:
                 counts[1] += 1
                 idle = 0
             else:
@@ -213,7 +220,7 @@ class _Search:
         crit_ops, crit_edges = self.critical
         if kind == "transfer" and crit_edges:
             u, v, _ = self.problem.edges[self.rng.choice(crit_edges)]
-            length = self.rng.randint(1, self.cfg.max_window)
+            length = self._length()
             if self.rng.random() < 0.5:
                 k = self.pos[u]
                 return kind, self.order[max(0, k - length + 1):k + 1]
@@ -224,9 +231,13 @@ class _Search:
             near = [b for b in self.branches if any(o in crit for o in b)] or self.branches
             return kind, self.rng.choice(near)
         c = self.rng.choice(crit_ops)
-        length = self.rng.randint(1, self.cfg.max_window)
+        length = self._length()
         k = max(0, self.pos[c] - self.rng.randrange(length))
         return "window", self.order[k:k + length]
+
+    def _length(self) -> int:
+        """A window length in ``1 .. max_window``, short ones more often (quadratic)."""
+        return 1 + int((self.cfg.max_window - 1) * self.rng.random() ** 2 + 0.5)
 
     def _targets(self, ops: set[int]) -> list[int]:
         """Neighbour devices of ``ops`` and the first idle device of every pool, in index order."""
@@ -246,21 +257,20 @@ class _Search:
     def _improve(self, window: tuple[int, ...]) -> bool:
         """Try every target for ``window``; accept the best trial when its key is smaller."""
         ops = {j for i in window for j in self.closure[i]}
-        dev = self.schedule.op_device
         best = None
+        cost = self.budget.scale(_heft_units(self.problem))
         for d in self._targets(ops):
-            trial = tuple(d if i in ops and self.problem.durations_cycles[i][d] >= 0 else x
-                          for i, x in enumerate(dev))
-            if trial == dev or not self._weights_fit(trial, d):
+            trial = self._trial(ops, window, d)
+            if trial is None:
                 continue
-            if self.budget.left < self.budget.scale(_heft_units(self.problem)):
+            if self.budget.left < cost:
                 break
-            self.budget.charge(self.budget.scale(_heft_units(self.problem)))
+            self.budget.charge(cost)
             self.stats["evaluations"] += 1
             sol = heft_schedule(self.problem, trial, self.ranks)
             if sol is not None and (best is None or self._key(sol) < best[0]):
                 best = (self._key(sol), sol)
-        if best is None or best[0] >= self.key or validate_schedule(self.problem, best[1]):
+        if best is None or not self._acceptable(best[0]) or validate_schedule(self.problem, best[1]):
             return False
         self.schedule, self.key, self.critical = best[1], best[0], None
         self.stats["accepted"] += 1
@@ -268,7 +278,44 @@ class _Search:
             self.best, self.best_value = best[1], best[0][0]
         return True
 
-    def _weights_fit(self, placement: tuple[int, ...], d: int) -> bool:
+    def _acceptable(self, key: tuple[int, int]) -> bool:
+        """Late acceptance (module Notes): not worse than the incumbent, or than the incumbent
+        ``history`` neighbourhoods ago; the history then records the incumbent's key."""
+        k = self.stats["neighbourhoods"] % len(self.history)
+        ok = key < self.key or key <= self.history[k]
+        self.history[k] = key if ok else self.key
+        return ok
+
+    def _trial(self, ops: set[int], window: tuple[int, ...], d: int) -> tuple[int, ...] | None:
+        """The incumbent placement with ``ops`` on ``d`` (those ``d`` can run). When ``d``'s
+        memory cannot hold their weights, ``d``'s ops nearest to the window in the order move
+        to the window's first device until it can (an exchange of two stretches of the
+        model); None when that does not fit either or changes nothing."""
+        problem, dev = self.problem, self.schedule.op_device
+        trial = [d if i in ops and problem.durations_cycles[i][d] >= 0 else x for i, x in enumerate(dev)]
+        if tuple(trial) == dev:
+            return None
+        cap, source = problem.memory_bytes(d), dev[window[0]]
+        held = sum(problem.resident_bytes(i) for i, x in enumerate(trial) if x == d)
+        if cap and held > cap:
+            if source == d:
+                return None
+            centre = sum(self.pos[i] for i in window) / len(window)
+            others = sorted((i for i, x in enumerate(trial) if x == d and i not in ops),
+                            key=lambda i: (abs(self.pos[i] - centre), self.pos[i]))
+            for i in others:
+                if held <= cap:
+                    break
+                group = self.closure[i]
+                if all(problem.durations_cycles[j][source] >= 0 for j in group):
+                    for j in group:
+                        trial[j] = source
+                        held -= problem.resident_bytes(j)
+            if held > cap or not self._weights_fit(trial, source):
+                return None
+        return tuple(trial)
+
+    def _weights_fit(self, placement, d: int) -> bool:
         """Whether device ``d``'s memory holds the weights ``placement`` puts there."""
         cap = self.problem.memory_bytes(d)
         return not cap or sum(self.problem.resident_bytes(i) for i, x in enumerate(placement) if x == d) <= cap

@@ -124,6 +124,8 @@ from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_sched
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
 from solvers.scheduling.forced_start import forced_cut_start
+from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
+from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value
 
@@ -194,6 +196,9 @@ class CpSatScheduler(Accepting):
                 hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
                                                            tuple(seeds), stats)
                 hint_obj = objective_value(problem, hint) if hint is not None else None
+        if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
+            hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
+            hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
             child = budget.child(cfg.segment_schedule_share * budget.total)
@@ -221,4 +226,21 @@ class CpSatScheduler(Accepting):
         if cand_obj is not None and (hint_obj is None or cand_obj < hint_obj):
             stats.update(hint_source=FORCED_CUT_SOURCE, hint_objective=cand_obj)
             return candidate, FORCED_CUT_SOURCE
+        return hint, hint_source
+
+    def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                       hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
+        """The placement LNS from the best start so far, as a start candidate: (hint, hint
+        source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
+        gets its objective, ``stats["placement_lns"]`` what it did."""
+        child = budget.child(self.config.placement_lns_share * budget.total)
+        found, lns_stats = placement_lns(problem, hint, child, seed=options.random_seed)
+        budget.absorb(child, "placement_lns")
+        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
+        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
+        candidates[PLACEMENT_LNS_SOURCE] = found_obj
+        stats["placement_lns"] = lns_stats
+        if found_obj < hint_obj:
+            stats.update(hint_source=PLACEMENT_LNS_SOURCE, hint_objective=found_obj)
+            return found, PLACEMENT_LNS_SOURCE
         return hint, hint_source
