@@ -38,6 +38,18 @@ GNMT (206.9 -> 200.7 ms, then proven optimal), Inception-V3 layers (1,224.6 -> 1
 BERT-L 3, tied on BERT-L 6; with until-limit search (load 5-6) also Inception-V3 (1,207.2, CP-SAT
 then 1,171.9) and BERT-L 6. On BERT-L 12 and the ResNet-50 graphs it lost to the contiguous split.
 
+**Placement LNS (a start candidate).** Then, on the same memory-forced LATENCY problems, up to
+``placement_lns_share`` of the budget goes to :func:`~solvers.scheduling.placement_lns.placement_lns`
+from the best start so far (the caller's warm start, HEFT's or the forced-cut candidate): it
+re-places windows of the order, the blocks on both sides of a critical transfer and fork
+branches, sequences each trial with HEFT (counted HEFT passes, no clock), and its schedule
+replaces the hint only when shorter (``stats["start_candidates"]["placement LNS"]``,
+``stats["placement_lns"]``). It reaches placements no contiguous split has (a branch or a stretch
+of the model on another device and back). Measured (``benchmarks/dnn.py --objective latency
+--time-limit 60 --search deterministic``, load 6-9 on 2 cores): Inception-V3 1,132.1 -> 998.7 ms,
+ResNet-50 layers 1,033.2 -> 1,003.2 (the contiguous split, then CP-SAT's sequencing of the LNS's
+placement); see the benchmark module for all eight inputs.
+
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
