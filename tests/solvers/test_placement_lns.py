@@ -27,6 +27,9 @@ def _two_branches() -> SchedulingProblem:
                              op_resident_bytes=(1,) * 6, device_class=(0, 0))
 
 
+_SHORT = PlacementLnsOptions(max_idle=150)  # small graphs: a short search finds what it can
+
+
 def _budget(units: float = 0.05) -> Budget:
     return Budget.start(units / SCHEDULING.units_per_second, SCHEDULING)
 
@@ -63,11 +66,11 @@ def test_never_worse_than_its_start_valid_and_deterministic(seed):
     for start in (heft_schedule(p), contiguous_schedule(p)):
         if start is None:
             continue
-        best, stats = placement_lns(p, start, _budget(0.02), seed=seed)
+        best, stats = placement_lns(p, start, _budget(0.02), seed=seed, cfg=_SHORT)
         assert not validate_schedule(p, best)
         assert objective_value(p, best) <= objective_value(p, start)
         assert stats["objective"] == objective_value(p, best)
-        again, again_stats = placement_lns(p, start, _budget(0.02), seed=seed)
+        again, again_stats = placement_lns(p, start, _budget(0.02), seed=seed, cfg=_SHORT)
         assert again == best and again_stats == stats
 
 
@@ -107,3 +110,12 @@ def test_the_scheduler_reports_the_search_as_a_start_candidate():
                                       bound_probe_share=0.0, placement_lns_share=0.0))
     assert "placement_lns" not in off.solve(p, SolveOptions(time_limit_s=5, num_workers=1,
                                                             hint=contiguous_schedule(p))).stats
+
+
+@pytest.mark.parametrize("seed", [3, 4, 6, 11])
+def test_from_the_split_it_beats_heft_on_random_dags_where_the_split_alone_does_not(seed):
+    p = _random_cpu_problem(seed)
+    heft, split = heft_schedule(p), contiguous_schedule(p)
+    assert objective_value(p, split) > objective_value(p, heft)
+    best, _ = placement_lns(p, split, _budget(0.02), seed=seed, cfg=_SHORT)
+    assert objective_value(p, best) < objective_value(p, heft)
