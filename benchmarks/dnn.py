@@ -345,6 +345,7 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler, HeftScheduler
     from solvers.scheduling.contiguous import ContiguousSplitScheduler
+    from solvers.scheduling.placement_lns import SOURCE as LNS_SOURCE
 
     w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
     spec = dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")
@@ -415,6 +416,10 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     source = r.stats.get("hint_source")
     row["planner_hint"] = best_start[1] if source in (None, "options") else source
     row["planner_start_candidates"] = r.stats.get("start_candidates")
+    # the placement LNS's schedule from the best start (solvers.scheduling.placement_lns), before
+    # CP-SAT's main solve; None where it did not run (weights that fit one device)
+    lns = (r.stats.get("start_candidates") or {}).get(LNS_SOURCE)
+    row["lns_latency"] = lns / CYCLES_PER_MS if lns is not None else None
     row["not_worse_than_starts"] = (None if r.objective is None or best_start[0] is None
                                     else r.objective <= best_start[0])
 
@@ -487,11 +492,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"expert {row['expert_latency']} ({row['expert_note']})", flush=True)
         print_table(f"DNN placement, latency in ms, planner's scheduling model (time limit {args.time_limit:g} s)",
                     ["input", "nodes", "k", "cpus", "planner", "bound", "gap %", "status", "stopped by", "hint",
-                     "HEFT", "split", "contig", "1 acc", "expert", "time s"],
+                     "HEFT", "split", "contig", "LNS", "1 acc", "expert", "time s"],
                     [[r["instance"], r["nodes"], r["accelerators"], r["cpus"], r["planner_latency"],
                       r["planner_bound"], None if r["planner_gap"] is None else round(100 * r["planner_gap"], 2),
                       r["planner_status"], r["planner_stopped_by"], r["planner_hint"], r["heft_latency"],
-                      r["split_latency"], r["contiguous_latency"], r["one_accelerator_latency"], r["expert_latency"],
+                      r["split_latency"], r["contiguous_latency"], r["lns_latency"], r["one_accelerator_latency"],
+                      r["expert_latency"],
                       r["planner_time_s"]]
                      for r in rows_l])
         for r in rows_l:
