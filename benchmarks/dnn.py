@@ -101,6 +101,20 @@ version of this split (1,216.5 ms), 15 units of the relaxation on 2 workers stay
 1,064.4 (HEFT 1,215.5, CP-SAT with the placement fixed 1,146.1, optimal); unseeded, 4.5 units
 reached only 1,466.4.
 
+Then (2026-11-28 11:25-11:41 UTC, ``PLAN_NET_SLOWDOWN=10 python benchmarks/dnn.py --objective
+latency --time-limit 60 --search deterministic``, load 8.8-13.5 on 2 cores, the wider net so that
+no run was stopped by the wall clock: every one ended on its deterministic budget or finished;
+before = the numbers above, after = the placement LNS, :mod:`solvers.scheduling.placement_lns`, a
+start candidate inside the scheduler with 0.2 of its budget; column ``LNS`` its schedule before
+CP-SAT's main solve): Inception-V3 1,132.1 / 803.5 (29.0%) -> 994.6 / 803.5 (19.2%), ResNet-50
+layers 1,033.2 / 808.2 (21.8%) -> 1,003.2 / 808.2 (19.4%; the LNS 1,013.6, CP-SAT then sequences
+its placement), BERT-L 12 657.44 / 624.35 (5.03%) -> 655.83 / 624.35 (**4.80%**), ResNet-50
+operators 458.25 / 334.46 (27.0%) -> 447.81 / 334.46 (25.3%), BERT-L 6 253.85 / 250.62 (1.28%) ->
+253.73 / 250.62 (1.23%); unchanged: BERT-24 0%, GNMT 0%, BERT-L 3 0.39% (the LNS tied with the
+forced-cut candidate). Gap <= 5% on 5 of 8; never worse than HEFT or the best start. A run
+without the wider net (11:06-11:18, load 7.6-13) stopped BERT-L 12 and BERT-L 3 by the wall clock
+and had late acceptance in the LNS (since dropped): Inception-V3 1,027.5, the rest as above.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
