@@ -48,6 +48,11 @@ class CpSatOptions:
     # by HEFT and replaces the hint when shorter (see solvers.scheduling.forced_start); 0 turns
     # it off.
     forced_cut_start_share: float = 0.1
+    # LATENCY problems whose weights need several devices: share of the time budget the
+    # placement LNS (solvers.scheduling.placement_lns) may spend re-placing the best start's
+    # ops, each trial sequenced by HEFT; its schedule replaces the hint when shorter; 0 turns
+    # it off.
+    placement_lns_share: float = 0.2
     # Segments with fewer ops than this keep their cheap bound and use HEFT.
     segment_min_ops: int = 4
     # segment_schedule solves windows of consecutive segments with at least this many ops.
@@ -112,4 +117,4 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
     return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
-                        forced_cut_share=0.0, forced_cut_start_share=0.0)
+                        forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0)
