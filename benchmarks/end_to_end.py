@@ -198,7 +198,7 @@ def solve_once(spec_path: Path, out: Path, limit: float, code: str | None = None
     solver = summary.get("solver", {})
     return {"total_s": total, "cpu_s": cpu, "stages_s": summary.get("stages_s", {}), "overrun": summary.get("overrun"),
             "solve_limit_s": limit - solver.get("post_solve_reserve_s", 0.0), "status": summary.get("status"),
-            "gap": summary.get("gap"), "stopped_by": solver.get("stopped_by"), "load": os.getloadavg()}
+            "objective": summary.get("objective"), "gap": summary.get("gap"), "stopped_by": solver.get("stopped_by"), "load": os.getloadavg()}
 
 
 def simulate_once(out: Path, code: str | None = None) -> dict[str, Any]:
@@ -230,11 +230,44 @@ def _post_solve_medians(rows: list[dict[str, Any]]) -> list[list[str]]:
     return table
 
 
-def main(argv: list[str] | None = None) -> int:
+def branchy_spec_dict(ops: int) -> dict[str, Any]:
+    """The branchy CNN of ``benchmarks/placement.py`` (stacked inception modules, 14 ops each) on its
+    8 devices, as a spec with the graph inline (``plan solve`` reads it as a JSON file)."""
+    from benchmarks.placement import EIGHT_DEVICES
+    from planner.graph.generators import inception_graph
+    from planner.graph.ir import Graph
+    from planner.graph.serialize import graph_to_dict
+
+    tensors, graph_ops = inception_graph("", modules=max(1, round((ops - 5) / 14)), channels=64, image=14)
+    graph = graph_to_dict(Graph(tensors, graph_ops))
+    inline = {"tensors": graph["tensors"], "ops": [{k: v for k, v in op.items() if k != "model"} for op in graph["ops"]]}
+    return {"version": 1, "name": f"branchy-{len(graph_ops)}", "hardware": EIGHT_DEVICES,
+            "models": [{"name": "net", "graph": inline}], "objective": "latency",
+            "solver": {"time_limit": "120 s", "workers": 2, "seed": 0}}
+
+
+def _specs(tmp: Path, layers: str, branchy: str) -> list[tuple[Path, int]]:
+    """The spec files to run, with their op counts: transformers of ``layers``, branchy CNNs of ``branchy`` ops."""
     import yaml
 
+    specs = []
+    for n in (int(x) for x in layers.split(",") if x):
+        path = tmp / f"t{n}.yaml"
+        path.write_text(yaml.safe_dump(transformer_spec(n)))
+        specs.append((path, n * 43 + 1))
+    for n in (int(x) for x in branchy.split(",") if x):
+        spec = branchy_spec_dict(n)
+        path = tmp / f"b{n}.json"
+        path.write_text(json.dumps(spec))
+        specs.append((path, len(spec["models"][0]["graph"]["ops"])))
+    return specs
+
+
+def main(argv: list[str] | None = None) -> int:
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--layers", default="23,232", help="transformer depths (43 ops per layer + 1)")
+    p.add_argument("--layers", default="23,232", help="transformer depths (43 ops per layer + 1); '' for none")
+    p.add_argument("--branchy", default="", help="branchy CNNs of about these many ops on 8 devices (e.g. 10000)")
     p.add_argument("--limits", default="30,60,120", help="time limits S in seconds")
     p.add_argument("--code", default=None, help="run the planner of this checkout instead (before/after)")
     p.add_argument("--simulate", action="store_true", help="also time `plan simulate` of each directory written")
@@ -248,30 +281,31 @@ def main(argv: list[str] | None = None) -> int:
     sides = [("before", args.before), ("after", args.code)] if args.before else [("", args.code)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for layers in (int(x) for x in args.layers.split(",")):
-            spec_path = Path(tmp) / f"t{layers}.yaml"
-            spec_path.write_text(yaml.safe_dump(transformer_spec(layers)))
+        for spec_path, ops in _specs(Path(tmp), args.layers, args.branchy):
+            out = Path(tmp) / f"out-{spec_path.stem}"
             for limit in (float(x) for x in args.limits.split(",")):
                 for repeat in range(args.repeats):
                     for side, code in sides:
-                        row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit, code, args.cpu_stages)
+                        row = solve_once(spec_path, out, limit, code, args.cpu_stages)
                         if args.simulate and "error" not in row:
-                            row.update(simulate_once(Path(tmp) / f"out{layers}", code))
-                        row.update(ops=layers * 43 + 1, limit_s=limit, code=side, repeat=repeat)
+                            row.update(simulate_once(out, code))
+                        row.update(ops=ops, graph=spec_path.stem[0], limit_s=limit, code=side, repeat=repeat)
                         rows.append(row)
                         print(json.dumps(row), flush=True)
     table = []
     for r in rows:
         stages = r.get("stages_s", {})
-        table.append([f"{r['ops']:,}", f"{r['limit_s']:g}", r["code"], f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
+        table.append([r.get("graph", "t"), f"{r['ops']:,}", f"{r['limit_s']:g}", r["code"], f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
                       f"{r.get('cpu_s', 0):.1f}",
                       *(f"{stages[s]:.1f}" if s in stages else "-" for s in _STAGES),
                       f"{ratio(r, r['limit_s']):.2f}",
                       f"{r['simulate_cpu_s']:.1f}" if "simulate_cpu_s" in r else "-",
+                      f"{r['objective']:,}" if r.get("objective") is not None else "-",
                       " ".join(f"{x:.1f}" for x in r.get("load", ()))])
     unit = "CPU" if args.cpu_stages else "wall"
     print_table(f"plan solve --time-limit S: {unit} seconds per stage (CPU: the whole process)",
-                ["ops", "S", "code", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU", "load 1/5/15"],
+                ["graph", "ops", "S", "code", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU",
+                 "objective", "load 1/5/15"],
                 table)
     if args.cpu_stages:
         print_table("CPU seconds after the solve (lowering, replay, numeric, writing, verify): medians",
