@@ -370,7 +370,7 @@ def _glue_needs_the_placer(cfg: StrategyOptions, search_s: float) -> bool:
     (branchy-10k: 3,737,279 glued against 4,088,243 from the placer and LNS at a 10-s limit).
 
     >>> cfg = StrategyOptions()
-    >>> [_glue_needs_the_placer(cfg, t) for t in (5.0, 8.0, 15.0)]  # 1 unit: 4 s at 0.25 units per second
+    >>> [_glue_needs_the_placer(cfg, t) for t in (5.0, 8.0, 15.0)]  # 1 unit: 5 s at 0.2 units per second
     [False, True, False]
     """
     needed = _glue_units_share(cfg, search_s)
@@ -385,9 +385,9 @@ def _glue_share(cfg: StrategyOptions, search: SolveOptions, with_placer_share: b
 
     >>> cfg = StrategyOptions()
     >>> [round(_glue_share(cfg, SolveOptions(time_limit_s=t, num_workers=2)), 3) for t in (5, 30, 120)]
-    [0.4, 0.133, 0.1]
+    [0.4, 0.167, 0.1]
     >>> round(_glue_share(cfg, SolveOptions(time_limit_s=8, num_workers=2), with_placer_share=True), 3)
-    0.5
+    0.625
     """
     needed = _glue_units_share(cfg, search.time_limit_s)
     most = max(cfg.segment_max_share, cfg.segment_share) + (cfg.placer_share if with_placer_share else 0.0)

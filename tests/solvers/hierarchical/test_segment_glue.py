@@ -57,7 +57,7 @@ def test_the_hierarchical_path_starts_from_the_glue():
 
 
 def test_the_placer_gives_its_share_to_the_glue_when_the_unit_needs_it():
-    # At 8 s the glue's 1 unit needs half of the search (0.25 units per second): more than its
+    # At 8 s the glue's 1 unit needs 0.625 of the search (0.2 units per second): more than its
     # 0.4, within 0.4 + the placer's 0.3, so the placer is skipped and the glue gets the unit.
     p = repeated_blocks(8)
     cfg = StrategyOptions(strategy="hierarchical", cpsat=CpSatOptions(segment_window_ops=4, segment_min_ops=2))
