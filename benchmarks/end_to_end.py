@@ -16,6 +16,48 @@ its CPU seconds in the table; ``--cpu-stages``: the stage times in CPU seconds o
 ``--before``: run that checkout and this one (or ``--code``) alternately, row by row, and print the
 post-solve medians of each); JSON lands in ``benchmarks/results/end_to_end-<date>.json``.
 
+``--branchy OPS`` adds the branchy CNN of ``benchmarks/placement.py`` (stacked inception modules, 8
+devices of two kinds) as a spec with its graph inline (a JSON file), ``--layers ''`` leaves the
+transformers out.
+
+Results, the reserve at 10 s, the glue's rate and the faster numeric replay (2026-11-28 11:27-11:52
+UTC, the 2-core machine loaded 8-15, so every stage in CPU seconds and the wall-clock net widened so
+that no solve stopped on it, i.e. the deterministic results an idle machine gives):
+``PLAN_NET_SLOWDOWN=30 python -m benchmarks.end_to_end --layers 232 --branchy 10000 --limits 10,30,2
+--cpu-stages --code <checkout>``, after (1e54cd7) then before (867980a):
+
+======  ======  ====  ======  ===========  =====  ===========  ========  =======  ==========  ========
+graph   ops     S     code    solve share  solve  after solve  lowering  numeric  objective   CPU
+======  ======  ====  ======  ===========  =====  ===========  ========  =======  ==========  ========
+t       9,977   10    before  10.0         7.07   5.80         1.97      0.48     23,487,600  15.7
+t       9,977   10    after   5.0          5.05   5.63         1.93      0.47     23,487,600  13.7
+t       9,977   30    before  20.0         13.68  5.86         1.97      0.48     23,467,421  22.7
+t       9,977   30    after   23.8         20.72  5.66         1.91      0.48     23,467,417  29.2
+t       9,977   2     before  2.0          3.45   5.61         1.90      0.47     23,487,624  12.2
+t       9,977   2     after   1.0          1.68   5.66         1.97      0.47     23,487,753  10.6
+b       10,001  10    before  10.0         5.58   11.34        1.71      7.24     4,088,243   20.7
+b       10,001  10    after   5.0          3.59   6.98         1.60      2.88     4,087,253   14.4
+b       10,001  30    before  20.0         11.73  12.59         1.87      7.71     3,736,880   28.5
+b       10,001  30    after   22.5         17.53  7.89          1.83      3.03     3,736,880   29.7
+b       10,001  2     before  2.0          2.10   11.91         1.80      7.21     4,742,210   17.8
+b       10,001  2     after   1.0          2.01   7.85          1.83      3.00     4,743,533   13.9
+======  ======  ====  ======  ===========  =====  ===========  ========  =======  ==========  ========
+
+(t: the transformer on the demo's hardware; b: the branchy CNN; "after solve" is lowering, replay,
+numeric, writing and verify; CPU is the whole process's.) At 10 s a 10,000-op graph now keeps 5 s
+for the stages after the solve (``planner.stage_timing``: the free first 10 s only while those are
+predicted under 1 s; 0.56 ms per op beyond the first 1,000), so the transformer's run, 13.5 s on
+an idle machine before, should take about 12 s (1.2 x S: its solve 2 s of CPU shorter, the same
+plan); the branchy CNN's later stages (7 s) exceed the half of the limit a solve always keeps, so
+it still overruns at 10 s and says so. The branchy numeric replay went from 7.2 to 2.9 s: its random
+inputs rebuilt every op's position for every weight (quadratic) and max pooling reduced a strided
+six-axis view. At 30 s the reserve (6.2 and 7.5 s predicted) is smaller than the old 10 s, so the
+solve gets 23.8 and 22.5 s instead of 20, and the static bounds fit their share
+(``BOUND_ELEMENTS_PER_UNIT`` re-measured): branchy-10k's gap 5.52% -> 0.0023% (bound 3,736,793), the
+same plan. At 2 s the solve gets 1 s (a reserve of 1 s), the plans 129 and 1,323 cycles longer
+(0.0005% and 0.03%), and the run overruns either way (its later stages alone take 5.6-7.9 s).
+Every shipped spec's output is unchanged.
+
 Results, the stages after the solve (2026-11-28 09:04-09:19 UTC, the 2-core machine shared with
 other sessions, load average 7.2-12.2): ``--layers 232 --limits 2,10 --cpu-stages --before <d3c9605>
 --code <c30f56f> --repeats 2`` (both checkouts as ``git archive`` copies), CPU seconds per stage,
