@@ -16,6 +16,48 @@ its CPU seconds in the table; ``--cpu-stages``: the stage times in CPU seconds o
 ``--before``: run that checkout and this one (or ``--code``) alternately, row by row, and print the
 post-solve medians of each); JSON lands in ``benchmarks/results/end_to_end-<date>.json``.
 
+``--branchy OPS`` adds the branchy CNN of ``benchmarks/placement.py`` (stacked inception modules, 8
+devices of two kinds) as a spec with its graph inline (a JSON file), ``--layers ''`` leaves the
+transformers out.
+
+Results, the reserve at 10 s, the glue's rate and the faster numeric replay (2026-11-28 11:27-11:52
+UTC, the 2-core machine loaded 8-15, so every stage in CPU seconds and the wall-clock net widened so
+that no solve stopped on it, i.e. the deterministic results an idle machine gives):
+``PLAN_NET_SLOWDOWN=30 python -m benchmarks.end_to_end --layers 232 --branchy 10000 --limits 10,30,2
+--cpu-stages --code <checkout>``, after (1e54cd7) then before (867980a):
+
+======  ======  ====  ======  ===========  =====  ===========  ========  =======  ==========  ========
+graph   ops     S     code    solve share  solve  after solve  lowering  numeric  objective   CPU
+======  ======  ====  ======  ===========  =====  ===========  ========  =======  ==========  ========
+t       9,977   10    before  10.0         7.07   5.80         1.97      0.48     23,487,600  15.7
+t       9,977   10    after   5.0          5.05   5.63         1.93      0.47     23,487,600  13.7
+t       9,977   30    before  20.0         13.68  5.86         1.97      0.48     23,467,421  22.7
+t       9,977   30    after   23.8         20.72  5.66         1.91      0.48     23,467,417  29.2
+t       9,977   2     before  2.0          3.45   5.61         1.90      0.47     23,487,624  12.2
+t       9,977   2     after   1.0          1.68   5.66         1.97      0.47     23,487,753  10.6
+b       10,001  10    before  10.0         5.58   11.34        1.71      7.24     4,088,243   20.7
+b       10,001  10    after   5.0          3.59   6.98         1.60      2.88     4,087,253   14.4
+b       10,001  30    before  20.0         11.73  12.59         1.87      7.71     3,736,880   28.5
+b       10,001  30    after   22.5         17.53  7.89          1.83      3.03     3,736,880   29.7
+b       10,001  2     before  2.0          2.10   11.91         1.80      7.21     4,742,210   17.8
+b       10,001  2     after   1.0          2.01   7.85          1.83      3.00     4,743,533   13.9
+======  ======  ====  ======  ===========  =====  ===========  ========  =======  ==========  ========
+
+(t: the transformer on the demo's hardware; b: the branchy CNN; "after solve" is lowering, replay,
+numeric, writing and verify; CPU is the whole process's.) At 10 s a 10,000-op graph now keeps 5 s
+for the stages after the solve (``planner.stage_timing``: the free first 10 s only while those are
+predicted under 1 s; 0.56 ms per op beyond the first 1,000), so the transformer's run, 13.5 s on
+an idle machine before, should take about 12 s (1.2 x S: its solve 2 s of CPU shorter, the same
+plan); the branchy CNN's later stages (7 s) exceed the half of the limit a solve always keeps, so
+it still overruns at 10 s and says so. The branchy numeric replay went from 7.2 to 2.9 s: its random
+inputs rebuilt every op's position for every weight (quadratic) and max pooling reduced a strided
+six-axis view. At 30 s the reserve (6.2 and 7.5 s predicted) is smaller than the old 10 s, so the
+solve gets 23.8 and 22.5 s instead of 20, and the static bounds fit their share
+(``BOUND_ELEMENTS_PER_UNIT`` re-measured): branchy-10k's gap 5.52% -> 0.0023% (bound 3,736,793), the
+same plan. At 2 s the solve gets 1 s (a reserve of 1 s), the plans 129 and 1,323 cycles longer
+(0.0005% and 0.03%), and the run overruns either way (its later stages alone take 5.6-7.9 s).
+Every shipped spec's output is unchanged.
+
 Results, the stages after the solve (2026-11-28 09:04-09:19 UTC, the 2-core machine shared with
 other sessions, load average 7.2-12.2): ``--layers 232 --limits 2,10 --cpu-stages --before <d3c9605>
 --code <c30f56f> --repeats 2`` (both checkouts as ``git archive`` copies), CPU seconds per stage,
@@ -198,7 +240,7 @@ def solve_once(spec_path: Path, out: Path, limit: float, code: str | None = None
     solver = summary.get("solver", {})
     return {"total_s": total, "cpu_s": cpu, "stages_s": summary.get("stages_s", {}), "overrun": summary.get("overrun"),
             "solve_limit_s": limit - solver.get("post_solve_reserve_s", 0.0), "status": summary.get("status"),
-            "gap": summary.get("gap"), "stopped_by": solver.get("stopped_by"), "load": os.getloadavg()}
+            "objective": summary.get("objective"), "gap": summary.get("gap"), "stopped_by": solver.get("stopped_by"), "load": os.getloadavg()}
 
 
 def simulate_once(out: Path, code: str | None = None) -> dict[str, Any]:
@@ -230,11 +272,44 @@ def _post_solve_medians(rows: list[dict[str, Any]]) -> list[list[str]]:
     return table
 
 
-def main(argv: list[str] | None = None) -> int:
+def branchy_spec_dict(ops: int) -> dict[str, Any]:
+    """The branchy CNN of ``benchmarks/placement.py`` (stacked inception modules, 14 ops each) on its
+    8 devices, as a spec with the graph inline (``plan solve`` reads it as a JSON file)."""
+    from benchmarks.placement import EIGHT_DEVICES
+    from planner.graph.generators import inception_graph
+    from planner.graph.ir import Graph
+    from planner.graph.serialize import graph_to_dict
+
+    tensors, graph_ops = inception_graph("", modules=max(1, round((ops - 5) / 14)), channels=64, image=14)
+    graph = graph_to_dict(Graph(tensors, graph_ops))
+    inline = {"tensors": graph["tensors"], "ops": [{k: v for k, v in op.items() if k != "model"} for op in graph["ops"]]}
+    return {"version": 1, "name": f"branchy-{len(graph_ops)}", "hardware": EIGHT_DEVICES,
+            "models": [{"name": "net", "graph": inline}], "objective": "latency",
+            "solver": {"time_limit": "120 s", "workers": 2, "seed": 0}}
+
+
+def _specs(tmp: Path, layers: str, branchy: str) -> list[tuple[Path, int]]:
+    """The spec files to run, with their op counts: transformers of ``layers``, branchy CNNs of ``branchy`` ops."""
     import yaml
 
+    specs = []
+    for n in (int(x) for x in layers.split(",") if x):
+        path = tmp / f"t{n}.yaml"
+        path.write_text(yaml.safe_dump(transformer_spec(n)))
+        specs.append((path, n * 43 + 1))
+    for n in (int(x) for x in branchy.split(",") if x):
+        spec = branchy_spec_dict(n)
+        path = tmp / f"b{n}.json"
+        path.write_text(json.dumps(spec))
+        specs.append((path, len(spec["models"][0]["graph"]["ops"])))
+    return specs
+
+
+def main(argv: list[str] | None = None) -> int:
+
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--layers", default="23,232", help="transformer depths (43 ops per layer + 1)")
+    p.add_argument("--layers", default="23,232", help="transformer depths (43 ops per layer + 1); '' for none")
+    p.add_argument("--branchy", default="", help="branchy CNNs of about these many ops on 8 devices (e.g. 10000)")
     p.add_argument("--limits", default="30,60,120", help="time limits S in seconds")
     p.add_argument("--code", default=None, help="run the planner of this checkout instead (before/after)")
     p.add_argument("--simulate", action="store_true", help="also time `plan simulate` of each directory written")
@@ -248,30 +323,31 @@ def main(argv: list[str] | None = None) -> int:
     sides = [("before", args.before), ("after", args.code)] if args.before else [("", args.code)]
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for layers in (int(x) for x in args.layers.split(",")):
-            spec_path = Path(tmp) / f"t{layers}.yaml"
-            spec_path.write_text(yaml.safe_dump(transformer_spec(layers)))
+        for spec_path, ops in _specs(Path(tmp), args.layers, args.branchy):
+            out = Path(tmp) / f"out-{spec_path.stem}"
             for limit in (float(x) for x in args.limits.split(",")):
                 for repeat in range(args.repeats):
                     for side, code in sides:
-                        row = solve_once(spec_path, Path(tmp) / f"out{layers}", limit, code, args.cpu_stages)
+                        row = solve_once(spec_path, out, limit, code, args.cpu_stages)
                         if args.simulate and "error" not in row:
-                            row.update(simulate_once(Path(tmp) / f"out{layers}", code))
-                        row.update(ops=layers * 43 + 1, limit_s=limit, code=side, repeat=repeat)
+                            row.update(simulate_once(out, code))
+                        row.update(ops=ops, graph=spec_path.stem[0], limit_s=limit, code=side, repeat=repeat)
                         rows.append(row)
                         print(json.dumps(row), flush=True)
     table = []
     for r in rows:
         stages = r.get("stages_s", {})
-        table.append([f"{r['ops']:,}", f"{r['limit_s']:g}", r["code"], f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
+        table.append([r.get("graph", "t"), f"{r['ops']:,}", f"{r['limit_s']:g}", r["code"], f"{r.get('solve_limit_s', 0):.1f}", f"{r['total_s']:.1f}",
                       f"{r.get('cpu_s', 0):.1f}",
                       *(f"{stages[s]:.1f}" if s in stages else "-" for s in _STAGES),
                       f"{ratio(r, r['limit_s']):.2f}",
                       f"{r['simulate_cpu_s']:.1f}" if "simulate_cpu_s" in r else "-",
+                      f"{r['objective']:,}" if r.get("objective") is not None else "-",
                       " ".join(f"{x:.1f}" for x in r.get("load", ()))])
     unit = "CPU" if args.cpu_stages else "wall"
     print_table(f"plan solve --time-limit S: {unit} seconds per stage (CPU: the whole process)",
-                ["ops", "S", "code", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU", "load 1/5/15"],
+                ["graph", "ops", "S", "code", "solve share", "total", "CPU", *_STAGES, "total/S", "simulate CPU",
+                 "objective", "load 1/5/15"],
                 table)
     if args.cpu_stages:
         print_table("CPU seconds after the solve (lowering, replay, numeric, writing, verify): medians",

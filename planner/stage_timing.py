@@ -24,8 +24,8 @@ Examples
 >>> sorted(clock.seconds)
 ['lowering', 'solve']
 >>> post_solve_reserve_s(10_000, 0, 60.0)
-12.0
->>> post_solve_reserve_s(55, 3 * 10**8, 0.5)  # a limit under RESERVE_FREE_S: the solve keeps it all
+6.24
+>>> post_solve_reserve_s(55, 3 * 10**8, 0.5)  # short later stages, a limit under RESERVE_FREE_S: no reserve
 0.0
 """
 
@@ -38,25 +38,37 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 __all__ = ["STAGES", "StageClock", "timing", "stage", "post_solve_reserve_s", "RESERVE_S_PER_OP",
-           "RESERVE_S_PER_MAC", "RESERVE_MAX_SHARE", "RESERVE_FREE_S", "OVERRUN_FACTOR"]
+           "RESERVE_FULL_RATE_OPS", "RESERVE_S_PER_OP_BEYOND", "RESERVE_S_PER_MAC", "RESERVE_MAX_SHARE",
+           "RESERVE_FREE_S", "RESERVE_FREE_NEED_S", "OVERRUN_FACTOR"]
 
 # The stages of `plan solve`, in the order they run (a run may skip some).
 STAGES = ("spec", "costing", "solve", "memory", "lowering", "replay", "numeric", "writing", "verify")
 
-# Post-solve seconds per op (lowering, replay, writing and verifying the directory), measured
-# on the 2-core reference machine with a 10,000-op transformer (benchmarks/end_to_end.py):
-# about 1 ms of CPU per op on the loaded machine of 2026-11-23.
+# Post-solve seconds per op (lowering, replay, writing and verifying the directory). The first
+# RESERVE_FULL_RATE_OPS ops of a graph count RESERVE_S_PER_OP each, the rate measured on the
+# loaded machine of 2026-11-23 (about 1 ms of CPU per op then); every op beyond them counts
+# RESERVE_S_PER_OP_BEYOND, the rate measured on 2026-11-28 (CPU seconds of those stages with the
+# numeric replay off, transformers on the demo's hardware, load 8: 259 ops 0.137 s, 990 ops
+# 0.518 s, 3,011 ops 1.677 s, 9,977 ops 5.596 s, i.e. 0.52-0.56 ms per op). The first rate is
+# kept for small graphs, where it over-predicts by at most 0.7 s, so that their solve budgets,
+# and the plans of every shipped spec (at most 259 ops), stay exactly as they were.
 RESERVE_S_PER_OP = 1.2e-3
+RESERVE_FULL_RATE_OPS = 1_000
+RESERVE_S_PER_OP_BEYOND = 0.56e-3
 # The numeric replay's seconds per multiply-accumulate (fp16 matmuls in numpy): a 1,000-op
 # transformer's 9.6e9 MACs took 6.4 s of CPU on the same machine.
 RESERVE_S_PER_MAC = 0.7e-9
-# The solve always keeps the first RESERVE_FREE_S seconds and at least half of the rest: a huge
-# graph with a small limit overruns and the run says which stage did, rather than leaving the
-# solver nothing. Below RESERVE_FREE_S nothing is reserved: a limit of a few seconds is for a
-# small graph, whose later stages take far less than the slack the solve's wall-clock safety
-# net already has (solvers.budget: 3 x the limit + 5 s), and its search budget stays as it was.
+# The solve always keeps at least half of the limit (RESERVE_MAX_SHARE): a huge graph with a small
+# limit overruns and the run says which stage did, rather than leaving the solver nothing. When
+# the stages after the solve are predicted to be short (at most RESERVE_FREE_NEED_S), the solve
+# also keeps the first RESERVE_FREE_S seconds: a limit of a few seconds is then for a small graph,
+# whose later stages take far less than the slack the solve's wall-clock safety net already has
+# (solvers.budget: 3 x the limit + 5 s), and its search budget stays as it was. A larger graph
+# gets its reserve whatever the limit: a 10,000-op graph's later stages take about 5.6 s of CPU,
+# so at a 10-s limit a solve that kept all 10 s could not end the run within OVERRUN_FACTOR x S.
 RESERVE_MAX_SHARE = 0.5
 RESERVE_FREE_S = 10.0
+RESERVE_FREE_NEED_S = 1.0
 # A run that takes more than this many times its limit names the stage that overran most.
 OVERRUN_FACTOR = 1.25
 
@@ -64,9 +76,11 @@ OVERRUN_FACTOR = 1.25
 def post_solve_reserve_s(num_ops: int, numeric_macs: int, time_limit_s: float) -> float:
     """The seconds of the time limit kept for the stages after the solve.
 
-    ``min(RESERVE_S_PER_OP * num_ops + RESERVE_S_PER_MAC * numeric_macs, RESERVE_MAX_SHARE *
-    max(0, time_limit_s - RESERVE_FREE_S))``, rounded to the millisecond so it prints and
-    compares exactly.
+    ``need = RESERVE_S_PER_OP * min(num_ops, RESERVE_FULL_RATE_OPS) + RESERVE_S_PER_OP_BEYOND *
+    (the ops beyond them) + RESERVE_S_PER_MAC * numeric_macs``; the reserve is ``min(need,
+    RESERVE_MAX_SHARE * (time_limit_s - free))`` (never negative), where ``free`` is
+    ``RESERVE_FREE_S`` when ``need <= RESERVE_FREE_NEED_S`` and 0 otherwise; rounded to the
+    millisecond so it prints and compares exactly.
     ``numeric_macs`` are the graph's multiply-accumulates when the numeric replay runs by
     default (0 when it is skipped as too large). A function of the spec alone.
 
@@ -76,11 +90,17 @@ def post_solve_reserve_s(num_ops: int, numeric_macs: int, time_limit_s: float) -
     0.311
     >>> post_solve_reserve_s(990, 9_646_899_200, 60.0)  # 1,000 ops and their numeric replay
     7.941
-    >>> post_solve_reserve_s(100_000, 0, 60.0)  # capped: the solve keeps 10 s and half the rest
-    25.0
+    >>> post_solve_reserve_s(10_000, 0, 10.0)  # 6.24 s predicted: capped at half of a 10-s limit
+    5.0
+    >>> post_solve_reserve_s(10_000, 0, 60.0)
+    6.24
+    >>> post_solve_reserve_s(100_000, 0, 60.0)  # capped: the solve keeps half
+    30.0
     """
-    need = RESERVE_S_PER_OP * num_ops + RESERVE_S_PER_MAC * numeric_macs
-    return round(min(need, RESERVE_MAX_SHARE * max(0.0, time_limit_s - RESERVE_FREE_S)), 3)
+    need = (RESERVE_S_PER_OP * min(num_ops, RESERVE_FULL_RATE_OPS)
+            + RESERVE_S_PER_OP_BEYOND * max(0, num_ops - RESERVE_FULL_RATE_OPS) + RESERVE_S_PER_MAC * numeric_macs)
+    free = RESERVE_FREE_S if need <= RESERVE_FREE_NEED_S else 0.0
+    return round(min(need, RESERVE_MAX_SHARE * max(0.0, time_limit_s - free)), 3)
 
 
 @dataclass

@@ -207,11 +207,14 @@ FULL_MODEL_FREE_ELEMENTS = 10_000
 0.2 units, about 2 s on the calibration machine, which :data:`NET_CONSTANT_S` leaves room for
 (the demo's full model is 7,548 elements)."""
 
-BOUND_ELEMENTS_PER_UNIT = 120_000
+BOUND_ELEMENTS_PER_UNIT = 340_000
 """Elements, ``(ops + edges) x devices``, the static lower bounds (placement and memory paths,
-segment chain and runs, without the LP) process per :data:`SCHEDULING` unit. Measured
-2026-11-23 on transformer-10k (10,020 ops, 15,843 edges, 8 devices: 207,000 elements): 31 s
-under load 7, about 15 s idle, i.e. 1.7 units at 0.112 units per second."""
+segment chain and runs, without the LP) process per :data:`SCHEDULING` unit. Re-measured
+2026-11-28 as CPU seconds of ``lower_bound(problem, lp=False)`` (``time.process_time``, which the
+machine's load of 8-10 does not inflate as it did the first measurement's wall time, 31 s at
+load 7 on 2026-11-23, set at 120,000): branchy-10k 177,144 elements 4.65 s (38,100 per second),
+transformer-10k 206,904 elements 4.63 s (44,700 per second); set from the slower, 8.9 s per unit
+at 0.112 units per second."""
 
 
 def build_units(elements: int, per_unit: float) -> float:

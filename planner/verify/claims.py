@@ -47,6 +47,9 @@ from planner.verify.documents import MaxLoadClaims, validate_document
 __all__ = ["check_bound_and_gap", "recompute_objective", "max_load_loads", "check_transfers_against_graph",
            "check_kernels_against_graph", "check_baselines"]
 
+# json.dumps(value, sort_keys=True, separators=(",", ":")), without building an encoder per kernel.
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"))
+
 
 def check_bound_and_gap(status: str, objective: int, bound: int | None, gap: float | None) -> None:
     """Refuse a bound above the objective, a gap other than the formula's, an OPTIMAL plan with a gap.
@@ -205,7 +208,7 @@ def check_kernels_against_graph(programs: Mapping[str, Any], graph: Any, base: M
             where = f"bin/{device}.bin"
             if op is None:
                 raise VerificationError(where, f"kernel {k.op!r}", detail="not an op of plan.json and graph.json")
-            attrs = json.dumps(op.attrs, sort_keys=True, separators=(",", ":"))
+            attrs = _CANONICAL.encode(op.attrs)
             if (k.type, k.attrs_json) != (op.type, attrs):
                 raise VerificationError("graph.json", f"ops {op.name!r}", expected=f"{k.type} {k.attrs_json} (the "
                                         f"kernel in {where})", found=f"{op.type} {attrs}")

@@ -27,7 +27,7 @@ from solvers.scheduling.problem import SchedulingProblem
 __all__ = ["LNS", "STEPS_PER_UNIT", "CONTIGUOUS_ELEMENTS_PER_UNIT", "CONTIGUOUS_SHARE", "STATIC_BOUND_SHARE",
            "HEFT_ELEMENTS_PER_UNIT", "GROUPING_ELEMENTS_PER_UNIT", "FLOOR_ELEMENTS_PER_UNIT", "floor_units",
            "charge_steps", "exhausted", "contiguous_cost_s", "static_bound_cost_s", "heft_cost_s",
-           "grouping_cost_s", "GLUE_ELEMENTS_PER_UNIT", "segment_glue_cost_s"]
+           "grouping_cost_s", "GLUE_ELEMENTS_PER_UNIT", "segment_glue_cost_s", "GLUE_WINDOWS"]
 
 LNS = Calibration("lns", 0.1)
 """LNS refinement (``solvers.hierarchical.lns``): work units per second of limit, one CP-SAT
@@ -114,8 +114,8 @@ def static_bound_cost_s(problem: SchedulingProblem, time_limit_s: float, workers
     Examples
     --------
     >>> p = SchedulingProblem(((1, 1),) * 1000, (), (1, 1), ((-1, 0), (0, -1)), ())
-    >>> round(static_bound_cost_s(p, 10.0, 2), 3), static_bound_cost_s(p, 0.5, 2)
-    (0.149, None)
+    >>> round(static_bound_cost_s(p, 10.0, 2), 3), static_bound_cost_s(p, 0.2, 2)
+    (0.053, None)
     """
     elements = (problem.num_ops + len(problem.edges)) * problem.num_devices
     cost = _seconds(build_units(elements, BOUND_ELEMENTS_PER_UNIT), time_limit_s, workers)
@@ -202,6 +202,19 @@ def segment_glue_cost_s(problem: SchedulingProblem, time_limit_s: float, workers
     0.0099
     """
     return _seconds(build_units(_elements(problem), GLUE_ELEMENTS_PER_UNIT), time_limit_s, workers)
+
+
+GLUE_WINDOWS = Calibration("segment-glue", 0.2)
+"""The segment glue's window solves (:func:`~solvers.scheduling.cpsat.segment_schedule` with
+``reuse``, one CP-SAT worker): deterministic units per second of the glue's share of the limit.
+Its windows are small models, on which one worker spends units about twice as fast as
+:data:`~solvers.budget.SCHEDULING` grants them (0.112 per second, calibrated on whole main
+solves), so under that rate a 10-s limit gave the glue a third of the unit it needs on
+branchy-10k (it ended at HEFT's makespan). Measured 2026-11-28 as CPU seconds
+(``time.process_time``, the window solves' thread included, the glue's own Python work, about
+0.9 s, taken off: that is :func:`segment_glue_cost_s`'s): branchy-10k 0.33 units in 1.44 s,
+0.60 in 1.92 s, 0.94 in 3.0 s (0.23-0.31 units per second, the bound reached with 0.94);
+transformer-10k 0.95 units in 4.7 s (0.20); set from the slower."""
 
 
 FLOOR_ELEMENTS_PER_UNIT = 800_000

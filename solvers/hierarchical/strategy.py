@@ -17,8 +17,10 @@ is never worse than HEFT or that split.
   glue's predicted work fits ``segment_share`` of the limit), first a schedule glued from
   per-window CP-SAT solutions (:func:`~solvers.scheduling.cpsat.segment_schedule` with
   ``reuse``: each distinct window of a graph of repeated blocks solved once, one worker) for
-  ``segment_share`` of the limit (raised to ``segment_min_units`` of deterministic budget, up
-  to ``segment_max_share``), taken from LNS's, replaces the warm start when shorter
+  ``segment_share`` of the limit (raised to ``segment_min_units`` of its own deterministic budget,
+  :data:`~solvers.hierarchical.budget.GLUE_WINDOWS`, up to ``segment_max_share``, or up to that
+  plus ``placer_share`` with the placer skipped when only then the unit fits), taken from
+  LNS's, replaces the warm start when shorter
   (branchy-10k at 120 s: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
   :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
@@ -61,8 +63,8 @@ from typing import Any
 
 from solvers.budget import SCHEDULING, UNTIL_LIMIT, Budget, combine_stops
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
-from solvers.hierarchical.budget import (contiguous_cost_s, floor_units, grouping_cost_s, heft_cost_s,
-                                         segment_glue_cost_s, static_bound_cost_s)
+from solvers.hierarchical.budget import (GLUE_WINDOWS, contiguous_cost_s, floor_units, grouping_cost_s,
+                                         heft_cost_s, segment_glue_cost_s, static_bound_cost_s)
 from solvers.hierarchical.lns import LnsOptions, LnsScheduler
 from solvers.hierarchical.placer import HierarchicalOptions, HierarchicalScheduler
 from solvers.hierarchical.quick_bound import quick_lower_bound
@@ -248,6 +250,12 @@ class StrategyScheduler(Accepting):
         glue_s = segment_glue_cost_s(problem, options.time_limit_s, options.num_workers)
         glue = (small and problem.objective is Objective.LATENCY and cfg.segment_share > 0
                 and glue_s <= cfg.segment_share * options.time_limit_s)
+        if glue and place and _glue_needs_the_placer(cfg, options.time_limit_s - charged_s - heft_s - glue_s
+                                                     - (static_s or 0.0)):
+            place = False  # its share goes to the glue's unit (stages["placer"] says so)
+            yielded = True
+        else:
+            yielded = False
         contiguous_s = charged_s
         charged_s += (static_s or 0.0) + heft_s + (grouping_s if place else 0.0) + (glue_s if glue else 0.0)
         stages["charged"] = {"contiguous_s": round(contiguous_s, 3),
@@ -256,12 +264,15 @@ class StrategyScheduler(Accepting):
                              "segment_glue_s": round(glue_s, 3) if glue else None}
         search = replace(options, time_limit_s=max(0.1, options.time_limit_s - charged_s))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
-        glue_share = _glue_share(cfg, search) if glue else 0.0
+        glue_share = _glue_share(cfg, search, with_placer_share=yielded) if glue else 0.0
         if glue:
             warm, stages["segments"] = self._glue(problem, _share(search, glue_share, None, t0, total), warm)
         best = warm
         if place:
             best, stages["placer"] = self._place(problem, search, warm, t0, total)
+        elif yielded:  # the glue's unit fits only with the placer's share
+            stages["placer"] = {"skipped": f"its share went to the segment glue's {cfg.segment_min_units:g} unit",
+                                "stopped_by": "finished"}
         else:  # grouping and uncoarsening alone would take more than the placer's share
             stages["placer"] = {"skipped": f"predicted grouping and uncoarsening {grouping_s:.3g} s > "
                                            f"{cfg.placer_share:g} of the limit", "stopped_by": "finished"}
@@ -289,7 +300,7 @@ class StrategyScheduler(Accepting):
         used: dict = {}
         # one worker per window, as LNS: on branchy-10k's windows two workers given the same
         # units ended near HEFT (4,739,303) where one reached the segment bound (3,737,279)
-        budget = Budget.of(options, SCHEDULING)
+        budget = Budget.of(options, GLUE_WINDOWS)
         glued = segment_schedule(problem, replace(options, num_workers=1), budget, self.config.cpsat, used,
                                  reuse=True)
         objective = None if glued is None else objective_value(problem, glued)
@@ -344,17 +355,43 @@ class StrategyScheduler(Accepting):
         return bound, stats
 
 
-def _glue_share(cfg: StrategyOptions, search: SolveOptions) -> float:
+def _glue_units_share(cfg: StrategyOptions, search_s: float) -> float:
+    """The share of ``search_s`` seconds that buys the glue ``segment_min_units`` at its rate
+    (:data:`~solvers.hierarchical.budget.GLUE_WINDOWS`)."""
+    units = GLUE_WINDOWS.units(search_s)
+    return cfg.segment_min_units / units if units > 0 else float("inf")
+
+
+def _glue_needs_the_placer(cfg: StrategyOptions, search_s: float) -> bool:
+    """Whether the glue's ``segment_min_units`` fit ``search_s`` seconds of search (the limit less
+    the predicted costs, the placer's grouping not among them) only with the placer's share:
+    above ``segment_max_share`` of it, within ``segment_max_share + placer_share``. On graphs of
+    repeated blocks the glue then reaches the segment bound, which the placer's groups do not
+    (branchy-10k: 3,737,279 glued against 4,088,243 from the placer and LNS at a 10-s limit).
+
+    >>> cfg = StrategyOptions()
+    >>> [_glue_needs_the_placer(cfg, t) for t in (5.0, 8.0, 15.0)]  # 1 unit: 5 s at 0.2 units per second
+    [False, True, False]
+    """
+    needed = _glue_units_share(cfg, search_s)
+    return max(cfg.segment_max_share, cfg.segment_share) < needed <= cfg.segment_max_share + cfg.placer_share
+
+
+def _glue_share(cfg: StrategyOptions, search: SolveOptions, with_placer_share: bool = False) -> float:
     """The glue's share of the limit: ``segment_share``, raised to ``segment_min_units`` of the
-    deterministic budget up to ``segment_max_share`` (the rest of LNS's share stays LNS's).
+    glue's budget (:data:`~solvers.hierarchical.budget.GLUE_WINDOWS`) up to ``segment_max_share``,
+    or up to ``segment_max_share + placer_share`` when the placer gave way to it
+    (``with_placer_share``); the rest of LNS's share stays LNS's.
 
     >>> cfg = StrategyOptions()
     >>> [round(_glue_share(cfg, SolveOptions(time_limit_s=t, num_workers=2)), 3) for t in (5, 30, 120)]
-    [0.4, 0.298, 0.1]
+    [0.4, 0.167, 0.1]
+    >>> round(_glue_share(cfg, SolveOptions(time_limit_s=8, num_workers=2), with_placer_share=True), 3)
+    0.625
     """
-    units = SCHEDULING.units(search.time_limit_s, search.num_workers)
-    needed = cfg.segment_min_units / units if units > 0 else cfg.segment_max_share
-    return min(max(cfg.segment_share, needed), max(cfg.segment_max_share, cfg.segment_share))
+    needed = _glue_units_share(cfg, search.time_limit_s)
+    most = max(cfg.segment_max_share, cfg.segment_share) + (cfg.placer_share if with_placer_share else 0.0)
+    return min(max(cfg.segment_share, needed), most)
 
 
 def _split_applies(problem: SchedulingProblem) -> bool:

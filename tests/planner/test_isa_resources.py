@@ -43,3 +43,21 @@ def test_resources_without_placement_have_no_devices():
     hw = Hardware((Device("g0", "g", get_profile("generic")),), ())
     r = determine_resources(g, hw)
     assert r.devices == {} and r.models[""].ops == 1
+
+
+def test_per_op_resources_are_kept_per_graph_and_equal_a_fresh_computation():
+    # determine_resources keeps each graph's per-op records (the solve stage and allocation.json
+    # both ask): the same values as computing them afresh, in a dict of the caller's own
+    from planner.graph import generate
+    from planner.isa.resources import _compute_op_resources
+
+    tensors, ops = generate("transformer", {"layers": 2, "d_model": 64, "heads": 2, "seq": 8}, "m")
+    g = Graph(tensors, ops)
+    hw = Hardware((Device("a0", "a", get_profile("tpu-v4")), Device("b0", "b", get_profile("edge-npu"))), ())
+    first, second = determine_resources(g, hw), determine_resources(g, hw, {n: "a0" for n in g.ops})
+    assert first.ops == second.ops == _compute_op_resources(g, hw)
+    assert first.ops is not second.ops
+    first.ops.clear()
+    assert determine_resources(g, hw).ops == second.ops
+    other = Hardware((Device("a0", "a", get_profile("generic")),), ())
+    assert determine_resources(g, other).ops == _compute_op_resources(g, other) != second.ops

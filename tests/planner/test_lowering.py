@@ -236,3 +236,13 @@ def test_device_without_ops_gets_a_halt_only_program():
     programs = lowered(plan, graph, hw2)
     assert opcodes(programs["idle"]) == [("HALT", 0, "")]
     assert simulate_programs(programs).valid
+
+
+def test_canonical_attrs_json_is_json_dumps_sorted_and_compact():
+    import json as _json
+
+    from planner.lowering.kernels import attrs_json
+
+    for attrs in ({}, {"stride": (2, 2), "axis": -1}, {"b": 1.5, "a": [1, (2, 3)], "c": "x\u00e9", "d": None,
+                                                       "e": True, "f": float("inf")}):
+        assert attrs_json(attrs) == _json.dumps(_json.loads(_json.dumps(attrs)), sort_keys=True, separators=(",", ":"))

@@ -381,3 +381,26 @@ def test_results_are_fresh_deterministic_arrays():
     a, b = rnd((5, 7)), rnd((7, 3), 1)
     outs = [run("matmul", [a, b], (5, 3)).tobytes() for _ in range(3)]
     assert outs[0] == outs[1] == outs[2]
+
+
+def test_max_pool_equals_the_reduction_over_sliding_windows():
+    # the shifted-slice maximum against its definition (a max over each window's view),
+    # NaN and infinities included, over kernels, strides and paddings
+    from numpy.lib.stride_tricks import sliding_window_view
+
+    from planner.numeric.kernels import _max_over_windows
+
+    rng = np.random.default_rng(7)
+    for trial in range(60):
+        kh, kw, sh, sw = (int(v) for v in rng.integers(1, 4, size=4))
+        ph, pw = int(rng.integers(0, kh)), int(rng.integers(0, kw))
+        h, w = int(rng.integers(kh, 9)), int(rng.integers(kw, 9))
+        dtype = (np.float16, np.float32, np.float64)[trial % 3]
+        x = rng.standard_normal((2, 3, h, w)).astype(dtype)
+        x.flat[rng.integers(0, x.size, size=3)] = (np.nan, np.inf, -np.inf)
+        padded = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=-np.inf)
+        oh, ow = (h + 2 * ph - kh) // sh + 1, (w + 2 * pw - kw) // sw + 1
+        want = sliding_window_view(padded, (kh, kw), axis=(2, 3))[:, :, ::sh, ::sw][:, :, :oh, :ow].max(axis=(4, 5))
+        got = _max_over_windows(padded, kh, kw, sh, sw, oh, ow)
+        assert got.dtype == want.dtype and got.shape == want.shape
+        assert np.array_equal(got, want, equal_nan=True)

@@ -191,3 +191,26 @@ def test_evaluate_names_the_op_it_cannot_run():
     with pytest.raises(GraphError, match="op 'r': relu computes shape") as e:
         evaluate(bad, {"x": np.ones((2, 3))})
     assert e.value.op == "r"
+
+
+def test_random_inputs_equal_their_definition_with_the_positions_built_per_tensor():
+    # the op positions are built once per graph now (they were rebuilt per tensor): the values
+    # are those of the per-tensor definition, byte for byte, on generated graphs
+    from planner.numeric import reference
+
+    def role_scale_per_tensor(graph, tensor, pos):
+        return original(graph, tensor, {name: i for i, name in enumerate(graph.topological_order())})
+
+    original = reference._role_scale
+    for kind, params in (("transformer", {"layers": 2, "d_model": 64, "heads": 2, "seq": 8}),
+                         ("resnet", {"image": 32, "classes": 10}), ("mlp", {"layers": 3, "width": 16})):
+        tensors, ops = generate(kind, params, "m")
+        g = Graph(tensors, ops)
+        fast = random_inputs(g, 3)
+        reference._role_scale = role_scale_per_tensor
+        try:
+            slow = random_inputs(g, 3)
+        finally:
+            reference._role_scale = original
+        assert list(fast) == list(slow)
+        assert all(fast[k].tobytes() == slow[k].tobytes() for k in fast)

@@ -54,3 +54,18 @@ def test_the_hierarchical_path_starts_from_the_glue():
     off = StrategyScheduler(StrategyOptions(strategy="hierarchical", segment_share=0.0)).solve(
         p, SolveOptions(time_limit_s=20, num_workers=1))
     assert "segments" not in off.stats["strategy_stages"]
+
+
+def test_the_placer_gives_its_share_to_the_glue_when_the_unit_needs_it():
+    # At 8 s the glue's 1 unit needs 0.625 of the search (0.2 units per second): more than its
+    # 0.4, within 0.4 + the placer's 0.3, so the placer is skipped and the glue gets the unit.
+    p = repeated_blocks(8)
+    cfg = StrategyOptions(strategy="hierarchical", cpsat=CpSatOptions(segment_window_ops=4, segment_min_ops=2))
+    r = StrategyScheduler(cfg).solve(p, SolveOptions(time_limit_s=8, num_workers=1))
+    stages = r.stats["strategy_stages"]
+    assert "segment glue" in stages["placer"]["skipped"]
+    assert stages["segments"]["objective"] == 1 + 9 * 8 and validate_schedule(p, r.solution) == []
+    # at 20 s (and at 4 s, where even both shares cannot buy the unit) the placer runs
+    for limit in (20, 4):
+        kept = StrategyScheduler(cfg).solve(p, SolveOptions(time_limit_s=limit, num_workers=1))
+        assert "skipped" not in kept.stats["strategy_stages"]["placer"]
