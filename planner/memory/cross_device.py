@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 from planner.errors import InfeasibleError
 from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, assemble, expand, plan_activities
-from planner.memory.retime import RetimingDeadlock
+from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_splits, op_duration_lower_bounds, plan_all_slow
@@ -345,7 +345,7 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
     its own. A split op's portions run in series within their group, so a chain through the
     group is no longer than the portions (see :func:`shortest_op_cycles`). Links, DMA engines
     and capacity are relaxed away, so only waits every plan has are counted."""
-    acts, sequences, _ = plan_activities(spine, graph, hardware, {})
+    acts, sequences, transfers = plan_activities(spine, graph, hardware, {})
     device_of = {o.name: o.device for o in spine.ops}
     shortest = {d: shortest_op_cycles(b) for d, b in bridges.items()}
 
@@ -358,7 +358,9 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
             return a.duration
         return min(a.duration, hardware.to_timeline_cycles(shortest[d][op], hardware.device(d)))
 
-    succ, duration = _successors([replace(a, duration=cycles(a)) for a in acts], sequences, lambda a: False)
+    main = {a.name: a.duration for a in acts}  # everything in main memory: the schedule's durations
+    acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, bridges, hardware)
+    succ, duration = _successors(acts, sequences, lambda a: False)
     end: dict[str, int] = {}
     for n in reversed(_topological(succ)):  # reversed Kahn: every successor first; longest path to the end
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
@@ -381,6 +383,85 @@ def bound_entry(path_bound_cycles: int, plan: Plan) -> dict[str, Any]:
     makespan = plan.makespan_cycles
     return {"bound_cycles": bound, "path_bound_cycles": path_bound_cycles, "spine_bound_cycles": spine_bound,
             "makespan_cycles": makespan, "gap": round(max(0, makespan - bound) / max(1, makespan), 6)}
+
+
+def _with_link_ends(acts, main: Mapping[str, int], transfers, bridges: Mapping[str, Any], hardware: Hardware) -> list:
+    """The bound's activities with what every memory plan adds at both ends of a link transfer.
+
+    A sent tensor is in main memory before its transfer starts: written there by its producer
+    (which then takes at least its shortest duration with that write slow) or evicted after it
+    (at least one DMA), or everything stays in main memory (the producer's own duration). A
+    ``send:<k>`` node after the producer holds the least of these beyond the producer's own
+    bound. Likewise a received copy arrives in main memory: its consumer reads it there, or
+    after a prefetch, or runs in main memory; ``recv:<k>`` sits between the transfer and the
+    consumer. Split ops keep no such node (their portions write and read in part)."""
+    by_name = {a.name: a for a in acts}
+    extra: list = []
+    for k, t in enumerate(transfers):
+        xfer = f"xfer:{k}"
+        send = _send_cycles(t, bridges, hardware, by_name, main)
+        if send:
+            extra.append(Activity(f"send:{k}", "bound", send, (f"op:{t.src_op}",)))
+            by_name[xfer] = replace(by_name[xfer], deps=by_name[xfer].deps + (f"send:{k}",))
+        recv = _recv_cycles(t, bridges, hardware, by_name, main)
+        if recv:
+            extra.append(Activity(f"recv:{k}", "bound", recv, (xfer,)))
+            consumer = by_name[f"op:{t.dst_op}"]
+            by_name[consumer.name] = replace(consumer, deps=tuple(f"recv:{k}" if x == xfer else x
+                                                                  for x in consumer.deps))
+    return list(by_name.values()) + extra
+
+
+def _least_beyond(bridge, op: str, tensor: int, main_cycles: int, own_cycles: int, hardware: Hardware) -> int:
+    """Plan cycles that ``op`` with ``tensor`` in main memory (read or written there, or moved by
+    one DMA next to it, or everything in main memory) needs at least beyond ``own_cycles``."""
+    problem, dev = bridge.problem, bridge.device
+    i = bridge.ops.index(op)
+    if any(g.first_op <= i <= g.last_op for g in problem.splits):
+        return 0
+    conv = lambda c: hardware.to_timeline_cycles(c, dev)  # noqa: E731 - device to plan cycles, rounding up
+    shortest = shortest_op_cycles(bridge)[op]
+    options = [main_cycles, conv(shortest) + conv(problem.dma_cycles(tensor))]
+    slow = _shortest_with_slow(problem, i, tensor)
+    if slow is not None:
+        options.append(conv(slow))
+    return max(0, min(options) - own_cycles)
+
+
+def _send_cycles(t, bridges, hardware: Hardware, by_name, main_of: Mapping[str, int]) -> int:
+    bridge = bridges.get(t.src_device)
+    if bridge is None:
+        return 0
+    producer = by_name[f"op:{t.src_op}"]
+    main = main_of[producer.name]
+    sent = [i for i in bridge.sent if bridge.tensors[i].tensor in t.tensors]
+    return max((_least_beyond(bridge, t.src_op, i, main, producer.duration, hardware) for i in sent), default=0)
+
+
+def _recv_cycles(t, bridges, hardware: Hardware, by_name, main_of: Mapping[str, int]) -> int:
+    bridge = bridges.get(t.dst_device)
+    if bridge is None:
+        return 0
+    consumer = by_name[f"op:{t.dst_op}"]
+    main = main_of[consumer.name]
+    received = [i for i, lt in enumerate(bridge.tensors) if lt.role == "received" and lt.transfer == (t.src_op, t.dst_op)]
+    return max((_least_beyond(bridge, t.dst_op, i, main, consumer.duration, hardware) for i in received), default=0)
+
+
+def _shortest_with_slow(problem, op: int, tensor: int) -> int | None:
+    """A lower bound on op's device cycles when ``tensor``'s access is slow (None: a fast-only
+    op, or too many accesses to enumerate): the other tensors' bytes split between the levels
+    as in :func:`~solvers.memory.levels.op_duration_lower_bounds`."""
+    if op in problem.fast_only_ops:
+        return None
+    sizes = [problem.tensor_bytes[u] for u, _ in problem.op_accesses()[op] if u != tensor and problem.tensor_bytes[u]]
+    if len(sizes) > 16:
+        return None
+    cap = problem.capacity_bytes[0]
+    sums = {0}
+    for b in sizes:
+        sums |= {x + b for x in sums if x + b <= cap}
+    return min(problem.op_cycles(op, fb, sum(sizes) - fb + problem.tensor_bytes[tensor]) for fb in sums)
 
 
 def device_slack(plan: Plan, graph, device: str) -> int:
