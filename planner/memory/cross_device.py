@@ -227,7 +227,7 @@ def _successors(acts, sequences: Mapping[str, tuple[str, ...]], skip) -> tuple[d
 
 
 def _topological(succ: Mapping[str, list[str]]) -> list[str]:
-    """Kahn's order (by name among the ready, so deterministic); a node on a cycle is left out."""
+    """Kahn's order (deterministic: it follows the order of ``succ``); a node on a cycle is left out."""
     missing = {n: 0 for n in succ}
     for n in succ:
         for m in succ[n]:
