@@ -491,23 +491,26 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
         raise ValueError("heads and tails are not modelled with shared bandwidth")
     ht.check(problem)
     plans = _baselines(problem, ht, incumbent)
-    if not plans:
+    if not plans and not exact_model_fits(problem):
         return failure_result(Status.UNKNOWN, "cpsat-heads-tails", time.perf_counter() - t0)
-    best = min(plans, key=lambda s: objective_cycles(problem, s, ht))
-    best_obj = objective_cycles(problem, best, ht)
+    # No baseline (the greedy found none, and a fast-only op rules out everything in slow
+    # memory): CP-SAT alone, under a horizon every plan fits in.
+    best = min(plans, key=lambda s: objective_cycles(problem, s, ht)) if plans else None
+    best_obj = objective_cycles(problem, best, ht) if plans else _horizon(problem, ht)
     lower = heads_tails_lower_bound(problem, ht)
-    stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
-    if best_obj <= lower or not exact_model_fits(problem):
+    stats: dict = {"baseline_objective": best_obj if plans else None, "lower_bound": lower}
+    if plans and (best_obj <= lower or not exact_model_fits(problem)):
         return SolveResult(Status.OPTIMAL if best_obj <= lower else Status.FEASIBLE, best_obj, min(lower, best_obj),
                            best, time.perf_counter() - t0, "cpsat-heads-tails", stats)
     window = _TRIGGER_WINDOW_OPS if problem.num_ops > HEADS_TAILS_WINDOW_ABOVE_OPS else None
-    hint = best if window is None or all(tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window
-                                         for tr in best.transfers) else None
+    hint = best if best is not None and (window is None or all(
+        tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers)) else None
     model, v = build_level_model(problem, best_obj, 0, hint, window)
     objective = _add_heads_tails(model, problem, v, ht, best_obj)
     add_sent_deadlines(model, problem, v, ht)
     model.add(objective >= lower)
-    model.add_hint(objective, best_obj)
+    if best is not None:
+        model.add_hint(objective, best_obj)
     model.minimize(objective)
     budget = Budget.of(options, calibration, t0)
     status, solver, progress = budget.run_cpsat(model, options, budget.left, "heads_tails", interleave=False)
@@ -515,16 +518,31 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
     bound = lower
     if status.has_solution:
         found = retime_heads_tails(problem, v.extract(solver), ht)
-        if objective_cycles(problem, found, ht) < best_obj:
+        if best is None or objective_cycles(problem, found, ht) < best_obj:
             best, best_obj = found, objective_cycles(problem, found, ht)
         if window is None:
             bound = max(bound, int(solver.best_objective_bound))
+    elif best is None:  # no baseline and CP-SAT found nothing (or proved there is nothing)
+        return failure_result(Status.INFEASIBLE if status is Status.INFEASIBLE and window is None
+                              else Status.UNKNOWN, "cpsat-heads-tails", time.perf_counter() - t0)
     elif status is Status.INFEASIBLE and window is None:  # nothing below the baseline: it is optimal
         bound = best_obj
     bound = min(bound, best_obj)
     proven = bound >= best_obj
     return SolveResult(Status.OPTIMAL if proven else Status.FEASIBLE, best_obj, bound, best,
                        time.perf_counter() - t0, "cpsat-heads-tails", stats, progress)
+
+
+def _horizon(problem: LevelProblem, ht: HeadsTails) -> int:
+    """An objective the optimum does not exceed: every op longer than any of its durations (all
+    its bytes at both levels), every possible DMA, one after another after the latest head, plus
+    the longest tail and every deadline's lag."""
+    ops = sum(problem.op_cycles(i, b, b) for i, b in
+              enumerate(sum(problem.tensor_bytes[t] for t, _ in row) for row in problem.op_accesses()))
+    dmas = sum(problem.dma_cycles(t) * len(problem.accesses(t)) for t in range(problem.num_tensors))
+    heads = max((*ht.op_release, *ht.tensor_ready, 0))
+    tails = max((*ht.op_tail, *ht.tensor_tail, 0)) + sum(dl.lag_cycles for dl in ht.deadlines)
+    return ops + dmas + heads + tails + 1
 
 
 def with_split_factors(solution: LevelSolution, factors: tuple[int, ...]) -> LevelSolution:

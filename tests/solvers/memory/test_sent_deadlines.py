@@ -72,6 +72,17 @@ def test_the_greedy_baseline_is_repaired_to_respect_the_deadline():
     assert r.stats["baseline_objective"] <= 26 and validate_heads_tails(SENT, r.solution, WAITS) == []
 
 
+def test_without_any_baseline_cpsat_still_solves_the_problem():
+    # Ops 0 and 2 are fast-only (no everything-in-slow plan) and the greedy finds nothing here; the
+    # brute force's optimum is 3 (found by hypothesis: the solver once returned UNKNOWN).
+    p = LevelProblem((0, 0, 0), ((), (), (0, 2)), ((0, 2), (1,), ()), (1, 1, 3), (4, 10**6), (4, 1),
+                     dma_bytes_per_cycle=1, live_out=(1,), fast_only_ops=(0, 2))
+    assert plan_greedy(p) is None
+    r = solve_heads_tails(p, HeadsTails(), OPTS)
+    assert (r.status, r.objective) == (Status.OPTIMAL, brute_force(p, HeadsTails())) == (Status.OPTIMAL, 3)
+    assert validate_heads_tails(p, r.solution, HeadsTails()) == []
+
+
 def test_a_deadline_names_an_op_or_a_received_tensor():
     with pytest.raises(ValueError, match="exactly one"):
         SentDeadline(0, op=1, received=2)
