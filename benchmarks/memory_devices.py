@@ -1,13 +1,15 @@
 """Memory planning across devices (issue 14, Build 3): every candidate's replayed makespan, per device why.
 
 Instances (test specs under ``tests/data/specs/memdevices/``): the shipped demo and pinned
-specs with ``memory: {plan: true}`` added, and a two-device MLP whose second half runs
-memory-bound on an edge NPU. Per instance: the replayed makespan of the memory plan (the
+specs with ``memory: {plan: true}`` added, a two-device MLP whose second half runs
+memory-bound on an edge NPU, two NPUs passing a ResNet block back and forth (sent-late) and a
+round trip whose sent tensor needs its deadline (round-trip). Per instance: the replayed makespan of the memory plan (the
 per-device choice across devices), everything in main memory and the greedy baseline; which
 one the binaries use; the numeric replay's verdict; and per memory-planned device the plan it
 uses, what its memory plan saves on its own ops, the whole plan with only its memory plan,
 its re-solve under the other devices' heads and tails (objective, lower bound, everything in
-main memory) and its slack. Wall time is printed but the figures are deterministic.
+main memory) and its slack; the proven bound on every memory plan of the placement and
+orders, and the gap to it. Wall time is printed but the figures are deterministic.
 
 Target (issue 14): the demo with memory planning on never slower than everything in main
 memory; faster where the model is memory-bound.
@@ -28,13 +30,14 @@ from benchmarks._machine import machine_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "tests" / "data" / "specs" / "memdevices"
-INSTANCES = ("demo-memory", "pinned-memory", "memory-bound-two-devices")
+INSTANCES = ("demo-memory", "pinned-memory", "memory-bound-two-devices", "sent-late", "round-trip")
 
 __all__ = ["INSTANCES", "run_instance", "main"]
 
 
 def run_instance(name: str, time_limit_s: float | None, numeric: bool) -> dict:
     """Plan one instance and return its row."""
+    from planner.memory.cross_device import bound_entry
     from planner.pipeline import run
     from planner.spec import load_spec
     from planner.verify.compare import compare_numeric
@@ -49,6 +52,8 @@ def run_instance(name: str, time_limit_s: float | None, numeric: bool) -> dict:
            "vs_main": round(outcome.plan.makespan_cycles / baselines["all in main memory"], 4),
            "never_slower_than_main": outcome.plan.makespan_cycles <= baselines["all in main memory"],
            "devices": {d: e.to_dict() for d, e in sorted(outcome.memory.cross_device.items())},
+           "bound": (None if outcome.memory.cross_device_bound is None
+                     else bound_entry(outcome.memory.cross_device_bound, outcome.plan)),
            "wall_s": round(wall, 1)}
     if numeric:
         row["numeric_equal"] = compare_numeric(outcome.binaries, spec.graph, seed=0).ok
@@ -61,10 +66,14 @@ def _print(row: dict) -> None:
           f"({row['vs_main']:.4f}x all in main memory); memory plan {b.get('memory plan', 0):,}, "
           f"all in main {b['all in main memory']:,}, greedy {b.get('greedy prefetch + greedy-by-size', 0):,}; "
           f"numeric equal: {row.get('numeric_equal', '-')}; {row['wall_s']} s")
+    if row["bound"]:
+        print(f"  bound {row['bound']['bound_cycles']:,} (path {row['bound']['path_bound_cycles']:,}, plan's own "
+              f"{row['bound']['spine_bound_cycles']}), gap {100 * row['bound']['gap']:.2f}%")
     for d, e in row["devices"].items():
         own = ("-" if e["own_memory_cycles"] is None
                else f"{e['own_main_cycles'] - e['own_memory_cycles']:,}")
-        print(f"  {d}: uses {e['plan']}; own ops save {own} device cycles; alone {e['alone_makespan']:,} vs main "
+        alone = "-" if e["alone_makespan"] is None else f"{e['alone_makespan']:,}"  # None: does not fit or deadlocks
+        print(f"  {d}: uses {e['plan']}; own ops save {own} device cycles; alone {alone} vs main "
               f"{e['main_makespan']:,}; re-solve {e['resolved_cycles']} (bound {e['resolved_bound_cycles']}, "
               f"main {e['resolved_main_cycles']}); slack {e['slack_cycles']:,}")
 

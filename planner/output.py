@@ -16,6 +16,7 @@ from planner import json_text
 from planner.collector import collector_paused
 from planner.errors import InternalError, PlannerError
 from planner.graph.serialize import graph_to_dict
+from planner.memory.cross_device import bound_entry
 from planner.memory.figures import device_figures
 from planner.plan import plan_document
 from planner.report import render_report
@@ -124,7 +125,9 @@ def memory_document(outcome: Outcome, graph) -> dict[str, Any]:
             "figures": {name: figures[name] for name in outcome.memory_baselines if name in figures},
             # several devices (link transfers): the plan used per device, and why in numbers
             **({"cross_device": {d: e.to_dict() for d, e in sorted(memory.cross_device.items())}}
-               if getattr(memory, "cross_device", None) else {})}
+               if getattr(memory, "cross_device", None) else {}),
+            **({"cross_device_bound": bound_entry(memory.cross_device_bound, outcome.plan)}
+               if getattr(memory, "cross_device_bound", None) is not None else {})}
 
 
 def _memory_sections(outcome: Outcome, spec: Spec, memory_doc) -> list[str]:

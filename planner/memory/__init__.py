@@ -74,6 +74,9 @@ class MemoryOutcome:
     # A plan with link transfers: per planned device, which plan the memory plan uses on it and
     # why, in numbers (planner.memory.cross_device); empty otherwise.
     cross_device: dict[str, DeviceExplanation] = field(default_factory=dict)
+    # With cross_device: a lower bound on every memory plan of the spine's placement and orders
+    # (plan cycles; planner.memory.cross_device.memory_plan_bound), else None.
+    cross_device_bound: int | None = None
 
 
 def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
@@ -222,12 +225,12 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             stats[name]["stream_plan_bound_device_cycles"] = streams_bound
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
               for name in chosen}
-    explanations = {}
+    explanations, cross_bound = {}, None
     if plan.transfers and chosen:  # several devices: choose per device by the whole plan's makespan
         cross = choose_across_devices(plan, graph, hardware, levels, options.alignment_bytes, stats,
                                       {name: budget for name in chosen}, seed, search,
                                       _packer(hardware, options.alignment_bytes, seed), spec.gangs)
-        new_plan, memory, explanations = cross.plan, cross.memory, cross.explanations
+        new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
         stops += list(cross.stops)
     else:
         new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs)
@@ -242,7 +245,7 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             log.info("greedy memory plans wait on each other across devices: %s", e)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
-                         cross_device=explanations)
+                         cross_device=explanations, cross_device_bound=cross_bound)
 
 
 def _packer(hardware, alignment: int, seed: int):

@@ -32,7 +32,7 @@ from solvers.memory.levels import (
     LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, memory_waits, op_durations,
 )
 
-__all__ = ["DeviceLevels", "DeviceTimes", "expand", "assemble"]
+__all__ = ["DeviceLevels", "DeviceTimes", "expand", "assemble", "plan_activities"]
 
 
 @dataclass(frozen=True)
@@ -189,17 +189,7 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
     names = {d: _Names(lv) for d, lv in levels.items()}
     accesses = {d: _op_accesses(levels[d], names[d]) for d in levels}
     dmas = {d: _transfers(levels[d], names[d]) for d in levels}
-    transfers = sorted(plan.transfers, key=lambda t: (t.start_cycle, t.src_op, t.dst_op, t.link))
-    sequences, last_instance = _sequences(plan, graph, levels, names)
-    evict_of = _evictions(levels, names, dmas)
-    into: dict[str, list[str]] = {}
-    for k, t in enumerate(transfers):
-        into.setdefault(t.dst_op, []).append(f"xfer:{k}")
-    acts: list[Activity] = []
-    for d, lv in levels.items():
-        acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
-    acts += _unplanned_activities(plan, graph, levels, last_instance, into)
-    acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
+    acts, sequences, transfers = _activities(plan, graph, hardware, levels, names, dmas)
     gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers)  # bandwidth: shared
     first = _first_instances(plan, levels, names)
     start = list_schedule(acts, sequences, gate, [[first[op] for op in gang] for gang in gangs])
@@ -212,6 +202,32 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
                                     hardware, alignment_bytes, (stats or {}).get(d, {}))
                     for d, lv in levels.items()}
     return _retimed_plan(plan, levels, names, start, duration, transfers), MemoryPlan(device_plans)
+
+
+def plan_activities(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, DeviceLevels]
+                    ) -> tuple[list[Activity], dict[str, tuple[str, ...]], list[PlacedTransfer]]:
+    """What :func:`assemble` re-times: every activity (``op:``, ``dma:<device>:<q>``,
+    ``xfer:<k>``), each sequence resource's fixed order, and the transfers (``xfer:<k>`` is the
+    k-th). The cross-device choice reads the waits across devices off it."""
+    names = {d: _Names(lv) for d, lv in levels.items()}
+    return _activities(plan, graph, hardware, levels, names, {d: _transfers(levels[d], names[d]) for d in levels})
+
+
+def _activities(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, DeviceLevels],
+                names: Mapping[str, "_Names"], dmas: Mapping[str, list["_DmaRow"]]
+                ) -> tuple[list[Activity], dict[str, tuple[str, ...]], list[PlacedTransfer]]:
+    transfers = sorted(plan.transfers, key=lambda t: (t.start_cycle, t.src_op, t.dst_op, t.link))
+    sequences, last_instance = _sequences(plan, graph, levels, names)
+    evict_of = _evictions(levels, names, dmas)
+    into: dict[str, list[str]] = {}
+    for k, t in enumerate(transfers):
+        into.setdefault(t.dst_op, []).append(f"xfer:{k}")
+    acts: list[Activity] = []
+    for d, lv in levels.items():
+        acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
+    acts += _unplanned_activities(plan, graph, levels, last_instance, into)
+    acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
+    return acts, sequences, transfers
 
 
 def _sequences(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],

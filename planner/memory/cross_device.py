@@ -38,17 +38,18 @@ from typing import Any, Callable, Mapping, Sequence
 
 from planner.errors import InfeasibleError
 from planner.hardware import Hardware
-from planner.memory.assemble import DeviceLevels, assemble, expand
-from planner.memory.retime import RetimingDeadlock
+from planner.memory.assemble import DeviceLevels, assemble, expand, plan_activities
+from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
-from solvers.memory.levels import expand_splits, plan_all_slow
+from solvers.memory.levels import expand_splits, op_duration_lower_bounds, plan_all_slow
 from solvers.memory.levels.heads_tails import (
-    HeadsTails, objective_cycles, retime_heads_tails, solve_heads_tails, with_split_factors,
+    HeadsTails, SentDeadline, objective_cycles, retime_heads_tails, solve_heads_tails, with_split_factors,
 )
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
-           "critical_tails", "device_heads_tails", "device_slack"]
+           "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
+           "shortest_op_cycles", "bound_entry"]
 
 log = logging.getLogger(__name__)
 
@@ -97,6 +98,12 @@ class CrossDeviceChoice:
     passes: int
     explanations: dict[str, DeviceExplanation]
     stops: tuple[str | None, ...] = ()
+    # Devices whose re-solve under heads, tails and sent-tensor deadlines still deadlocked with
+    # the other devices' plans it was solved against (dropped like any such combination).
+    resolve_deadlocks: tuple[str, ...] = ()
+    # A lower bound on every memory plan of the spine's placement and orders (plan cycles,
+    # :func:`memory_plan_bound`); None when not computed.
+    bound_cycles: int | None = None
 
 
 def _node_graph(plan: Plan, graph, exclude: str) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
@@ -171,8 +178,10 @@ def _to_device(cycles: int, hardware: Hardware, device) -> int:
     return max(0, cycles) * device.profile.clock_hz // hardware.clock_hz
 
 
-def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels) -> HeadsTails:
-    """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded problem."""
+def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
+                       deadlines: tuple[SentDeadline, ...] = ()) -> HeadsTails:
+    """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded
+    problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)."""
     bridge = lv.bridge
     dev = bridge.device
     d = dev.name
@@ -193,11 +202,266 @@ def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels) 
     for i, lt in enumerate(bridge.tensors):
         ready.append(_to_device(arrive.get(lt.transfer, 0), hardware, dev) if lt.role == "received" else 0)
         tail.append(_to_device(sent_tail.get(lt.tensor, 0), hardware, dev) if i in bridge.sent else 0)
-    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail))
+    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail), deadlines=deadlines)
     if bridge.problem.splits:
         _, smap = expand_splits(bridge.problem, lv.solution.split_factors)
         ht = ht.expanded(bridge.problem, smap)
     return ht
+
+
+def _successors(acts, sequences: Mapping[str, tuple[str, ...]], skip) -> tuple[dict[str, list[str]], dict[str, int]]:
+    """The activity graph without the activities ``skip`` names: successors (a dependency's
+    waiters, a sequence's next) and durations."""
+    duration = {a.name: a.duration for a in acts if not skip(a)}
+    succ: dict[str, list[str]] = {n: [] for n in duration}
+    for a in acts:
+        if a.name in duration:
+            for dep in a.deps:
+                if dep in duration:
+                    succ[dep].append(a.name)
+    for order in sequences.values():
+        for a, b in zip(order, order[1:]):
+            if a in duration and b in duration:
+                succ[a].append(b)
+    return succ, duration
+
+
+def _topological(succ: Mapping[str, list[str]]) -> list[str]:
+    """Kahn's order (deterministic: it follows the order of ``succ``); a node on a cycle is left out."""
+    missing = {n: 0 for n in succ}
+    for n in succ:
+        for m in succ[n]:
+            missing[m] += 1
+    ready = sorted(n for n, k in missing.items() if k == 0)
+    order = []
+    while ready:
+        n = ready.pop()
+        order.append(n)
+        for m in succ[n]:
+            missing[m] -= 1
+            if missing[m] == 0:
+                ready.append(m)
+    return order
+
+
+def sent_deadlines(spine: Plan, graph, hardware: Hardware, others: Mapping[str, DeviceLevels],
+                   lv: DeviceLevels) -> tuple[SentDeadline, ...]:
+    """The sent-tensor deadlines of ``lv``'s device when the other devices run ``others``' plans
+    (the rest in main memory), over the bridge's (unsplit) problem.
+
+    The whole plan's re-timing (:func:`planner.memory.plan_activities`) without this device's
+    activities: from each transfer out of it, every transfer back into it that waits on it (its
+    dependencies and every resource's fixed order, through the other devices' ops, DMAs and
+    links), and the longest such wait in durations (transfer start to arrival, rounded down to
+    device cycles). The ops the arrival releases, and the prefetches of the copy it brings,
+    then wait for the sent tensor's slow copy by at least that lag: a plan of this device that
+    copies it out later deadlocks with ``others``. Per sent tensor and stream only the
+    deadlines no earlier op of the stream already implies (a later op starts later) are kept.
+    """
+    bridge, dev = lv.bridge, lv.bridge.device
+    d = dev.name
+    acts, sequences, transfers = plan_activities(spine, graph, hardware, others)
+    succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
+    order = _topological(succ)
+    sent_index: dict[str, list[int]] = {}
+    for i in bridge.sent:
+        sent_index.setdefault(bridge.tensors[i].tensor, []).append(i)
+    best: dict[tuple[int, int, int], int] = {}  # (sent tensor, op, received tensor) -> lag
+    for k, t in enumerate(transfers):
+        if t.src_device != d or not any(x in sent_index for x in t.tensors):
+            continue
+        longest = _longest_from(f"xfer:{k}", order, succ, duration)
+        for k2, back in enumerate(transfers):
+            if back.dst_device != d or f"xfer:{k2}" not in longest:
+                continue
+            lag = _to_device(longest[f"xfer:{k2}"], hardware, dev)
+            events = [(bridge.ops.index(back.dst_op), -1)] + [
+                (-1, r) for r, lt in enumerate(bridge.tensors)
+                if lt.role == "received" and lt.transfer == (back.src_op, back.dst_op)]
+            for x in t.tensors:
+                for i in sent_index.get(x, ()):
+                    for op, received in events:
+                        key = (i, op, received)
+                        best[key] = max(best.get(key, 0), lag)
+    return _undominated(bridge.problem, best)
+
+
+def _longest_from(source: str, order: list[str], succ: Mapping[str, list[str]],
+                  duration: Mapping[str, int]) -> dict[str, int]:
+    """Per node reachable from ``source``: the longest path from ``source``'s start to its end."""
+    if source not in order:  # on a cycle: the whole plan could not have been re-timed
+        return {}
+    longest = {source: duration[source]}
+    for n in order[order.index(source):]:
+        if n in longest:
+            for m in succ[n]:
+                longest[m] = max(longest.get(m, 0), longest[n] + duration[m])
+    return longest
+
+
+def _undominated(problem, best: Mapping[tuple[int, int, int], int]) -> tuple[SentDeadline, ...]:
+    """The deadlines as rows, dropping an op's when an earlier op of its stream has a lag at least as large."""
+    rows = []
+    reach: dict[tuple[int, int], int] = {}  # (sent tensor, stream) -> the largest lag so far
+    for (i, op, received), lag in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+        if op >= 0:
+            key = (i, problem.stream_of(op))
+            if key in reach and reach[key] >= lag:
+                continue
+            reach[key] = lag
+            rows.append(SentDeadline(i, op=op, lag_cycles=lag))
+        else:
+            rows.append(SentDeadline(i, received=received, lag_cycles=lag))
+    return tuple(rows)
+
+
+def shortest_op_cycles(bridge) -> dict[str, int]:
+    """Per op of the bridge's device: a lower bound on its device cycles in any memory plan
+    (:func:`~solvers.memory.levels.validate.op_duration_lower_bounds`: every byte it can hold
+    at the faster level). An op a split may cut runs in portions whose fast bytes each fit, not
+    together, so its bound drops the capacity (all its bytes at the faster level); the sum of
+    its portions is at least that (splitting never lowers compute in this ISA, a weight is
+    read by every portion, and a sum of ceilings is at least the ceiling of the sum)."""
+    problem = bridge.problem
+    bounds = op_duration_lower_bounds(problem)
+    split_ops = {i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}
+    if split_ops:
+        roomy = replace(problem, splits=(), capacity_bytes=(sum(problem.tensor_bytes) + 1,
+                                                           problem.capacity_bytes[1]), fast_only_ops=())
+        free = op_duration_lower_bounds(roomy)
+        bounds = tuple(min(b, free[i]) if i in split_ops else b for i, b in enumerate(bounds))
+    return {op: bounds[i] for i, op in enumerate(bridge.ops)}
+
+
+def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any]) -> int:
+    """A lower bound on the makespan of every memory plan of ``spine``'s placement and orders
+    (plan cycles), whichever plan each device in ``bridges`` uses (main memory included).
+
+    The longest path through the whole plan's re-timing graph (:func:`planner.memory.plan_activities`
+    with no device planned: every stream's fixed order, the data dependencies and the link
+    transfers, each after its producer): an op of a planned device at its shortest duration in
+    any memory plan (:func:`shortest_op_cycles`, converted to plan cycles rounding up like the
+    re-timing, and never above its duration in main memory), any other op and every transfer at
+    its own. A split op's portions run in series within their group, so a chain through the
+    group is no longer than the portions (see :func:`shortest_op_cycles`). Links, DMA engines
+    and capacity are relaxed away, so only waits every plan has are counted."""
+    acts, sequences, transfers = plan_activities(spine, graph, hardware, {})
+    device_of = {o.name: o.device for o in spine.ops}
+    shortest = {d: shortest_op_cycles(b) for d, b in bridges.items()}
+
+    def cycles(a) -> int:
+        if not a.name.startswith("op:"):
+            return a.duration
+        op = a.name[3:]
+        d = device_of[op]
+        if d not in shortest or op not in shortest[d]:
+            return a.duration
+        return min(a.duration, hardware.to_timeline_cycles(shortest[d][op], hardware.device(d)))
+
+    main = {a.name: a.duration for a in acts}  # everything in main memory: the schedule's durations
+    acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, bridges, hardware)
+    succ, duration = _successors(acts, sequences, lambda a: False)
+    end: dict[str, int] = {}
+    for n in reversed(_topological(succ)):  # reversed Kahn: every successor first; longest path to the end
+        end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
+    return max(end.values(), default=0)
+
+
+def bound_entry(path_bound_cycles: int, plan: Plan) -> dict[str, Any]:
+    """memory.json's ``cross_device_bound``: the best proven bound on the memory plans of the
+    spine's placement and orders (the larger of :func:`memory_plan_bound` and ``plan``'s own
+    bound, which holds over every plan), and the written ``plan``'s gap to it.
+
+    Examples
+    --------
+    >>> p = Plan("s", "latency", "FEASIBLE", 110, 80, 0.27, 110, 10**9, (), ())
+    >>> bound_entry(100, p)
+    {'bound_cycles': 100, 'path_bound_cycles': 100, 'spine_bound_cycles': 80, 'makespan_cycles': 110, 'gap': 0.090909}
+    """
+    spine_bound = None if plan.bound is None else int(plan.bound)
+    bound = max(path_bound_cycles, spine_bound or 0)
+    makespan = plan.makespan_cycles
+    return {"bound_cycles": bound, "path_bound_cycles": path_bound_cycles, "spine_bound_cycles": spine_bound,
+            "makespan_cycles": makespan, "gap": round(max(0, makespan - bound) / max(1, makespan), 6)}
+
+
+def _with_link_ends(acts, main: Mapping[str, int], transfers, bridges: Mapping[str, Any], hardware: Hardware) -> list:
+    """The bound's activities with what every memory plan adds at both ends of a link transfer.
+
+    A sent tensor is in main memory before its transfer starts: written there by its producer
+    (which then takes at least its shortest duration with that write slow) or evicted after it
+    (at least one DMA), or everything stays in main memory (the producer's own duration). A
+    ``send:<k>`` node after the producer holds the least of these beyond the producer's own
+    bound. Likewise a received copy arrives in main memory: its consumer reads it there, or
+    after a prefetch, or runs in main memory; ``recv:<k>`` sits between the transfer and the
+    consumer. Split ops keep no such node (their portions write and read in part)."""
+    by_name = {a.name: a for a in acts}
+    extra: list = []
+    for k, t in enumerate(transfers):
+        xfer = f"xfer:{k}"
+        send = _send_cycles(t, bridges, hardware, by_name, main)
+        if send:
+            extra.append(Activity(f"send:{k}", "bound", send, (f"op:{t.src_op}",)))
+            by_name[xfer] = replace(by_name[xfer], deps=by_name[xfer].deps + (f"send:{k}",))
+        recv = _recv_cycles(t, bridges, hardware, by_name, main)
+        if recv:
+            extra.append(Activity(f"recv:{k}", "bound", recv, (xfer,)))
+            consumer = by_name[f"op:{t.dst_op}"]
+            by_name[consumer.name] = replace(consumer, deps=tuple(f"recv:{k}" if x == xfer else x
+                                                                  for x in consumer.deps))
+    return list(by_name.values()) + extra
+
+
+def _least_beyond(bridge, op: str, tensor: int, main_cycles: int, own_cycles: int, hardware: Hardware) -> int:
+    """Plan cycles that ``op`` with ``tensor`` in main memory (read or written there, or moved by
+    one DMA next to it, or everything in main memory) needs at least beyond ``own_cycles``."""
+    problem, dev = bridge.problem, bridge.device
+    i = bridge.ops.index(op)
+    if any(g.first_op <= i <= g.last_op for g in problem.splits):
+        return 0
+    conv = lambda c: hardware.to_timeline_cycles(c, dev)  # noqa: E731 - device to plan cycles, rounding up
+    shortest = shortest_op_cycles(bridge)[op]
+    options = [main_cycles, conv(shortest) + conv(problem.dma_cycles(tensor))]
+    slow = _shortest_with_slow(problem, i, tensor)
+    if slow is not None:
+        options.append(conv(slow))
+    return max(0, min(options) - own_cycles)
+
+
+def _send_cycles(t, bridges, hardware: Hardware, by_name, main_of: Mapping[str, int]) -> int:
+    bridge = bridges.get(t.src_device)
+    if bridge is None:
+        return 0
+    producer = by_name[f"op:{t.src_op}"]
+    main = main_of[producer.name]
+    sent = [i for i in bridge.sent if bridge.tensors[i].tensor in t.tensors]
+    return max((_least_beyond(bridge, t.src_op, i, main, producer.duration, hardware) for i in sent), default=0)
+
+
+def _recv_cycles(t, bridges, hardware: Hardware, by_name, main_of: Mapping[str, int]) -> int:
+    bridge = bridges.get(t.dst_device)
+    if bridge is None:
+        return 0
+    consumer = by_name[f"op:{t.dst_op}"]
+    main = main_of[consumer.name]
+    received = [i for i, lt in enumerate(bridge.tensors) if lt.role == "received" and lt.transfer == (t.src_op, t.dst_op)]
+    return max((_least_beyond(bridge, t.dst_op, i, main, consumer.duration, hardware) for i in received), default=0)
+
+
+def _shortest_with_slow(problem, op: int, tensor: int) -> int | None:
+    """A lower bound on op's device cycles when ``tensor``'s access is slow (None: a fast-only
+    op, or too many accesses to enumerate): the other tensors' bytes split between the levels
+    as in :func:`~solvers.memory.levels.op_duration_lower_bounds`."""
+    if op in problem.fast_only_ops:
+        return None
+    sizes = [problem.tensor_bytes[u] for u, _ in problem.op_accesses()[op] if u != tensor and problem.tensor_bytes[u]]
+    if len(sizes) > 16:
+        return None
+    cap = problem.capacity_bytes[0]
+    sums = {0}
+    for b in sizes:
+        sums |= {x + b for x in sums if x + b <= cap}
+    return min(problem.op_cycles(op, fb, sum(sizes) - fb + problem.tensor_bytes[tensor]) for fb in sums)
 
 
 def device_slack(plan: Plan, graph, device: str) -> int:
@@ -218,6 +482,7 @@ class _Evaluator:
         self.spine, self.graph, self.hardware, self.alignment, self.stats = spine, graph, hardware, alignment, stats
         self.gangs = gangs  # every combination starts each gang on one cycle
         self.cache: dict[tuple, tuple[Plan, Any]] = {}
+        self.deadlocked: set[tuple] = set()  # the keys whose orders waited on each other
 
     def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any] | None:
         """The re-timed plan and memory plan, or None when the combination's slow copies do not
@@ -235,6 +500,7 @@ class _Evaluator:
             except RetimingDeadlock as e:  # each device's order is valid alone, not together
                 log.info("memory plans %s wait on each other across devices: %s", key, e)
                 self.cache[key] = None
+                self.deadlocked.add(key)
         return self.cache[key]
 
 
@@ -270,17 +536,23 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     choice = dict(min(_starts(names), key=lambda c: (span(c), sum(v == MAIN for v in c.values()))))
     stops: list[str | None] = []
     resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
+    resolve_deadlocks: list[str] = []
     passes = 0
     for passes in range(1, MAX_PASSES + 1):
         changed = False
         for d in names:
             current = run(choice)
             lv = (options[d][choice[d]] or options[d]["memory plan"])[0]
+            others = {e: lv_e for e, (lv_e, _) in levels_of(choice).items() if e != d}
+            deadlines = sent_deadlines(spine, graph, hardware, others, lv)
             found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
-                                                search, offsets_of)
+                                                search, offsets_of, deadlines)
             stops.append(stop)
             if found is not None:
                 options[d][f"{HEADS_TAILS} {passes}"] = found
+                trial = {**choice, d: f"{HEADS_TAILS} {passes}"}
+                if span(trial) == math.inf and tuple(sorted(trial.items())) in evaluate.deadlocked:
+                    resolve_deadlocks.append(d)  # never, if the deadlines are right (tested)
             best = min(options[d], key=lambda c: (span({**choice, d: c}), c != choice[d], c))
             if span({**choice, d: best}) < current.makespan_cycles:
                 choice[d], changed = best, True
@@ -299,7 +571,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             slack_cycles=device_slack(plan, graph, d), **dict(zip(
                 ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
-                             explanations, tuple(stops))
+                             explanations, tuple(stops), tuple(resolve_deadlocks),
+                             memory_plan_bound(spine, graph, hardware,
+                                               {d: candidates[d]["memory plan"].bridge for d in names}))
 
 
 def _finite(value: float) -> int | None:
@@ -317,22 +591,22 @@ def _starts(names: list[str]) -> list[dict[str, str]]:
 
 
 def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-             search: str, offsets_of) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
-    """``lv``'s device re-solved under the heads and tails of ``current`` (its split factors kept):
+             search: str, offsets_of, deadlines: tuple[SentDeadline, ...] = ()
+             ) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
+    """``lv``'s device re-solved under the heads and tails of ``current`` and the sent-tensor
+    ``deadlines`` (:func:`sent_deadlines`; its split factors kept):
     the new plan with its stats (None: nothing new that packs), how the solve stopped, and its
     figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
     problem = lv.expanded
     if problem.shared_bandwidth:  # heads and tails are not modelled there: the other candidates only
         return None, None, (None, None, None)
-    ht = device_heads_tails(current, graph, hardware, lv)
+    ht = device_heads_tails(current, graph, hardware, lv, deadlines)
     incumbent = replace(lv.solution, split_factors=())
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)
     stop = result.stats.get("stopped_by")
-    all_slow = plan_all_slow(problem)
-    figures = (result.objective, result.bound,
-               objective_cycles(problem, retime_heads_tails(problem, all_slow, ht), ht) if all_slow else None)
+    figures = (result.objective, result.bound, _all_slow_objective(problem, ht))
     if not result.status.has_solution:
         return None, stop, figures
     solution = with_split_factors(result.solution, lv.solution.split_factors)
@@ -349,3 +623,14 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
         "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
         "heads_tails_objective_device_cycles": result.objective, "heads_tails_bound_device_cycles": result.bound,
         "split_factors": list(solution.split_factors), **offset_stats}), stop, figures
+
+
+def _all_slow_objective(problem, ht: HeadsTails) -> int | None:
+    """Everything in main memory under ``ht`` (None: no such plan, or it breaks a deadline)."""
+    all_slow = plan_all_slow(problem)
+    if all_slow is None:
+        return None
+    try:
+        return objective_cycles(problem, retime_heads_tails(problem, all_slow, ht), ht)
+    except ValueError:
+        return None

@@ -143,6 +143,9 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
     _, (choice, plan, memory_plan) = min(enumerate(candidates), key=lambda c: (baselines[c[1][0]], c[0]))
     makespan = baselines[choice]
     planned = set(memory_plan.devices) if memory_plan is not None else set(memory.memory.devices)
+    # Every device that could be memory-planned, also one the cross-device choice left in main
+    # memory: a memory plan of it may be faster, so its ops count at their best case too.
+    planned |= set(memory.device_levels)
     bound = max(memory_bound(spec, solved.problem, solved.reduction, planned), _forced_order_bound(spec, memory),
                 _n_level_bound(spec, memory), _several_streams_bound(spec, memory))
     bound = min(bound, makespan)

@@ -270,6 +270,17 @@ class CrossDeviceEntry(StrictModel):
     resolved_main_cycles: Optional[Count] = None
 
 
+class CrossDeviceBound(StrictModel):
+    """``memory.json`` ``cross_device_bound``: a lower bound on every memory plan of the spine's
+    placement and orders (``planner.memory.cross_device.bound_entry``), and the written plan's gap to it."""
+
+    bound_cycles: Count
+    path_bound_cycles: Count
+    spine_bound_cycles: Optional[Count]
+    makespan_cycles: Count
+    gap: Annotated[float, Field(ge=0)]
+
+
 class MemoryDocument(StrictModel):
     """``memory.json``, format version 2."""
 
@@ -280,6 +291,7 @@ class MemoryDocument(StrictModel):
     baselines: dict[Name, Count]
     figures: dict[Name, dict[Name, MemoryFigures]]
     cross_device: Optional[dict[Name, CrossDeviceEntry]] = None  # only for plans with link transfers
+    cross_device_bound: Optional[CrossDeviceBound] = None  # likewise
 
 
 class _AllocLevel(StrictModel):

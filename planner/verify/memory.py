@@ -258,3 +258,21 @@ def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], fa
     for name in planned:
         _check_device(name, memory.devices[name], programs[name], facts[name], simulation, graph, base)
     _check_figures(memory, programs, facts, simulation)
+    _check_cross_device_bound(memory.cross_device_bound, simulation)
+
+
+def _check_cross_device_bound(entry: Any, simulation: Any) -> None:
+    """``cross_device_bound`` (crossdev2): the replayed makespan, a bound no larger, the larger of
+    its two parts, and the gap between them."""
+    if entry is None:
+        return
+    if entry.makespan_cycles != simulation.makespan_cycles:
+        raise _fail("cross_device_bound.makespan_cycles", f"{simulation.makespan_cycles} (the replay)",
+                    entry.makespan_cycles)
+    best = max(entry.path_bound_cycles, entry.spine_bound_cycles or 0)
+    if entry.bound_cycles != best or best > entry.makespan_cycles:
+        raise _fail("cross_device_bound.bound_cycles", f"{best} (the larger of its parts, at most the makespan)",
+                    entry.bound_cycles)
+    gap = round((entry.makespan_cycles - entry.bound_cycles) / max(1, entry.makespan_cycles), 6)
+    if entry.gap != gap:
+        raise _fail("cross_device_bound.gap", str(gap), entry.gap)

@@ -12,7 +12,12 @@ device's cycles:
 ``op_tail[i]``         the plan cannot end before ``end(i) + op_tail[i]``;
 ``tensor_tail[t]``     the plan cannot end before ``t`` is in the slow level (its producer's
                        end when written slow, else its eviction's end) ``+ tensor_tail[t]``
-                       (a sent tensor: the link transfer waits for the slow copy).
+                       (a sent tensor: the link transfer waits for the slow copy);
+``deadlines``          :class:`SentDeadline` rows: a sent tensor's slow copy is ready at least
+                       ``lag_cycles`` before an op of this device starts (or a prefetch of a
+                       received tensor starts) that waits, through other devices, for the
+                       transfer that carries it. Without them a plan may copy the tensor to slow
+                       memory only after such an op, and the whole plan deadlocks.
 
 Objective: ``max(makespan, end(i) + op_tail[i], slow_ready(t) + tensor_tail[t])`` over ops and
 tensors (:func:`objective_cycles`). Empty tuples mean none (every entry 0): the objective is
@@ -52,15 +57,48 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer,
 from solvers.memory.levels.split import SplitMap
 from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
 
-__all__ = ["HeadsTails", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
+__all__ = ["HeadsTails", "SentDeadline", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
            "heads_tails_lower_bound",
-           "with_split_factors",
+           "with_split_factors", "deadline_violations", "add_sent_deadlines",
            "HEADS_TAILS_WINDOW_ABOVE_OPS"]
 
 # Above this many ops a prefetch's trigger is limited to the 16 ops before its consumer, as
 # the level solver's own "auto" window does (the unrestricted model grows quadratically).
 HEADS_TAILS_WINDOW_ABOVE_OPS = 64
 _TRIGGER_WINDOW_OPS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class SentDeadline:
+    """Sent ``tensor`` is in the slow level (its producer's end when written slow, else its
+    eviction's end) at least ``lag_cycles`` before ``op`` starts, or before any prefetch of the
+    received tensor ``received`` starts (exactly one of the two is >= 0).
+
+    The op (the prefetch) waits, through the link transfer of ``tensor`` and the other devices'
+    ops and links, for that slow copy: ``lag_cycles`` is the shortest such wait (durations of
+    the path from the transfer's start to the end of the transfer into this device).
+
+    Examples
+    --------
+    >>> SentDeadline(tensor=2, op=5, lag_cycles=40).received
+    -1
+    >>> SentDeadline(tensor=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: a sent-tensor deadline names an op or a received tensor (exactly one), got op=-1 received=-1
+    """
+
+    tensor: int
+    op: int = -1
+    received: int = -1
+    lag_cycles: int = 0
+
+    def __post_init__(self) -> None:
+        if (self.op >= 0) == (self.received >= 0):
+            raise ValueError("a sent-tensor deadline names an op or a received tensor (exactly one), "
+                             f"got op={self.op} received={self.received}")
+        if self.tensor < 0 or self.lag_cycles < 0:
+            raise ValueError(f"a sent-tensor deadline needs tensor >= 0 and lag >= 0, got {self}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +118,7 @@ class HeadsTails:
     op_tail: tuple[int, ...] = ()
     tensor_ready: tuple[int, ...] = ()
     tensor_tail: tuple[int, ...] = ()
+    deadlines: tuple[SentDeadline, ...] = ()  # sent tensors' slow copies before what waits on them
 
     def __post_init__(self) -> None:
         for name in ("op_release", "op_tail", "tensor_ready", "tensor_tail"):
@@ -87,6 +126,7 @@ class HeadsTails:
             if any(x < 0 for x in values):
                 raise ValueError(f"heads and tails must be >= 0, got {name}={values}")
             object.__setattr__(self, name, values)
+        object.__setattr__(self, "deadlines", tuple(self.deadlines))
 
     @staticmethod
     def _at(values: tuple[int, ...], k: int) -> int:
@@ -106,7 +146,7 @@ class HeadsTails:
 
     @property
     def is_empty(self) -> bool:
-        return not any((*self.op_release, *self.op_tail, *self.tensor_ready, *self.tensor_tail))
+        return not any((*self.op_release, *self.op_tail, *self.tensor_ready, *self.tensor_tail)) and not self.deadlines
 
     def check(self, problem: LevelProblem) -> None:
         """Raise ValueError unless every row fits ``problem`` (empty, or one entry per op/tensor)."""
@@ -114,6 +154,9 @@ class HeadsTails:
                         ("tensor_ready", problem.num_tensors), ("tensor_tail", problem.num_tensors)):
             if getattr(self, name) and len(getattr(self, name)) != n:
                 raise ValueError(f"{name} needs {n} entries, got {len(getattr(self, name))}")
+        for dl in self.deadlines:
+            if dl.tensor >= problem.num_tensors or dl.op >= problem.num_ops or dl.received >= problem.num_tensors:
+                raise ValueError(f"{dl} names an op or tensor the problem does not have")
 
     def expanded(self, problem: LevelProblem, smap: SplitMap) -> "HeadsTails":
         """The same heads and tails over a split expansion: every portion of an op or tensor
@@ -129,7 +172,23 @@ class HeadsTails:
         def rows(values, origin):
             return tuple(values[o] for o, _ in origin) if values else ()
         return HeadsTails(rows(self.op_release, smap.op_origin), rows(self.op_tail, smap.op_origin),
-                          rows(self.tensor_ready, smap.tensor_origin), rows(self.tensor_tail, smap.tensor_origin))
+                          rows(self.tensor_ready, smap.tensor_origin), rows(self.tensor_tail, smap.tensor_origin),
+                          _expanded_deadlines(self.deadlines, smap))
+
+
+def _expanded_deadlines(deadlines: tuple[SentDeadline, ...], smap: SplitMap) -> tuple[SentDeadline, ...]:
+    """Every portion of a deadline's tensor before every portion of its op (received tensor)."""
+    if not deadlines:
+        return ()
+    ops: dict[int, list[int]] = {}
+    tensors: dict[int, list[int]] = {}
+    for new, (orig, _) in enumerate(smap.op_origin):
+        ops.setdefault(orig, []).append(new)
+    for new, (orig, _) in enumerate(smap.tensor_origin):
+        tensors.setdefault(orig, []).append(new)
+    return tuple(SentDeadline(t, op, -1, dl.lag_cycles) if dl.op >= 0 else SentDeadline(t, -1, op, dl.lag_cycles)
+                 for dl in deadlines for t in tensors[dl.tensor]
+                 for op in (ops[dl.op] if dl.op >= 0 else tensors[dl.received]))
 
 
 def _slow_ready(problem: LevelProblem, solution: LevelSolution) -> dict[int, int]:
@@ -169,17 +228,82 @@ def objective_cycles(problem: LevelProblem, solution: LevelSolution, ht: HeadsTa
 
 
 def retime_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> LevelSolution:
-    """The same decisions, every op and DMA as soon as the plan and the heads allow."""
-    r = replay_levels(problem, solution, op_release=ht.op_release, tensor_ready=ht.tensor_ready)
+    """The same decisions, every op and DMA as soon as the plan, the heads and the sent-tensor
+    deadlines allow. Raises ValueError if the waits deadlock (also: a deadline's op or prefetch
+    comes, in the plan's own order, before the slow copy it must wait for)."""
+    if ht.deadlines:
+        return _retime_with_deadlines(problem, solution, ht)
+    return _retimed(problem, solution, ht.op_release, ht.tensor_ready)
+
+
+def _retimed(problem: LevelProblem, solution: LevelSolution, op_release, tensor_ready) -> LevelSolution:
+    r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready)
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, r.transfer_start))
     return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,
                          solution.split_factors)
 
 
+def _retime_with_deadlines(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> LevelSolution:
+    """:func:`retime_heads_tails` with deadlines: each deadline raises its op's release (its
+    received tensor's ready cycle) to the slow copy's ready cycle plus the lag, and the replay
+    runs again until nothing moves. The waits only grow and a longest path crosses each
+    deadline at most once, so without a cycle this settles within ``len(deadlines) + 1``
+    replays; still moving after that, the deadlines wait on the plan's own order (a cycle)."""
+    release = list(ht.op_release) or [0] * problem.num_ops
+    ready = list(ht.tensor_ready) or [0] * problem.num_tensors
+    for _ in range(len(ht.deadlines) + 2):
+        timed = _retimed(problem, solution, release, ready)
+        slow = _slow_ready(problem, timed)
+        moved = False
+        for dl in ht.deadlines:
+            need = slow[dl.tensor] + dl.lag_cycles
+            row, k = (release, dl.op) if dl.op >= 0 else (ready, dl.received)
+            if row[k] < need:
+                row[k], moved = need, True
+        if not moved:
+            return timed
+    raise ValueError("deadlock: a sent tensor's slow copy comes after an op or prefetch that waits for it")
+
+
+def deadline_violations(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> list[str]:
+    """Each sent-tensor deadline the timed ``solution`` breaks (unsplit problem).
+
+    Examples
+    --------
+    Op 0 writes tensor 0 (sent) fast and op 1 reads it; the eviction after op 1 runs from 8 to
+    16, but op 1 itself waits (through the receiver) for that slow copy with a lag of 3: a
+    cycle, which the whole plan's re-timing would find as a deadlock:
+
+    >>> p = LevelProblem((4, 4), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1), live_out=(0,))
+    >>> ev = Transfer(TransferKind.EVICT, 0, 2, 1, 2, 8, 8)
+    >>> s = LevelSolution(((True, True, False),), ((False, True, False),), (ev,), (0, 4), (4, 4))
+    >>> deadline_violations(p, s, HeadsTails(deadlines=(SentDeadline(0, op=1, lag_cycles=3),)))
+    ['op 1 starts at 4, before sent tensor 0 is in slow memory at 16 + lag 3']
+    """
+    if not ht.deadlines:
+        return []
+    slow = _slow_ready(problem, solution)
+    prefetch_starts: dict[int, list[int]] = {}
+    for tr in solution.transfers:
+        if tr.kind is TransferKind.PREFETCH:
+            prefetch_starts.setdefault(tr.tensor, []).append(tr.start_cycle)
+    errs = []
+    for dl in ht.deadlines:
+        need = slow[dl.tensor] + dl.lag_cycles
+        what = f"sent tensor {problem.tensor_name(dl.tensor)} is in slow memory at {slow[dl.tensor]} + lag {dl.lag_cycles}"
+        if dl.op >= 0 and solution.op_start[dl.op] < need:
+            errs.append(f"op {problem.op_name(dl.op)} starts at {solution.op_start[dl.op]}, before {what}")
+        for start in prefetch_starts.get(dl.received, []) if dl.received >= 0 else []:
+            if start < need:
+                errs.append(f"a prefetch of tensor {problem.tensor_name(dl.received)} starts at {start}, before {what}")
+    return errs
+
+
 def validate_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> list[str]:
     """Every violated rule: :func:`~solvers.memory.levels.validate.validate_levels`, then no op
-    before its release and no prefetch before its tensor is ready (unsplit problem).
+    before its release, no prefetch before its tensor is ready and no sent-tensor deadline
+    broken (:func:`deadline_violations`; unsplit problem).
 
     Examples
     --------
@@ -198,7 +322,7 @@ def validate_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Hea
         if tr.kind is TransferKind.PREFETCH and tr.start_cycle < ht.ready(tr.tensor):
             errs.append(f"prefetch of tensor {problem.tensor_name(tr.tensor)} starts at {tr.start_cycle} "
                         f"before it is ready at {ht.ready(tr.tensor)}")
-    return errs
+    return errs + deadline_violations(problem, solution, ht)
 
 
 def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
@@ -209,7 +333,8 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     its stream (all of them run in order on one stream) and the ends of the producers of what it
     reads, so op i cannot end before ``e_i = max(e_prev(i), e_producers(i), release_i) +
     shortest_i``; a tensor is in slow memory no earlier than its producer ends (an input from
-    cycle 0). Capacity and DMAs are dropped.
+    cycle 0), so an op with a sent-tensor deadline also starts no earlier than that producer's
+    end plus the lag. Capacity and DMAs are dropped.
 
     Examples
     --------
@@ -220,10 +345,12 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     shortest = op_duration_lower_bounds(problem)
     end, best = [], 0
     stream_end: dict[int, int] = {}
+    waits = _deadline_waits(problem, ht)
     for i in range(problem.num_ops):
         producers = (problem.accesses(t)[0] for t in problem.reads[i])
         ready = max([stream_end.get(problem.stream_of(i), 0), ht.release(i)]
-                    + [end[p] for p in producers if problem.is_real(p)])
+                    + [end[p] for p in producers if problem.is_real(p)]
+                    + [end[p] + lag for p, lag in waits.get(i, ()) if p < i])
         end.append(ready + shortest[i])
         stream_end[problem.stream_of(i)] = end[i]
         best = max(best, end[i] + ht.tail_of_op(i))
@@ -234,12 +361,55 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     return best
 
 
+def _deadline_waits(problem: LevelProblem, ht: HeadsTails) -> dict[int, list[tuple[int, int]]]:
+    """Op -> (producer of a sent tensor it waits for, lag): the slow copy is ready no earlier
+    than that producer's end."""
+    waits: dict[int, list[tuple[int, int]]] = {}
+    for dl in ht.deadlines:
+        producer = problem.accesses(dl.tensor)[0]
+        if dl.op >= 0 and problem.is_real(producer):
+            waits.setdefault(dl.op, []).append((producer, dl.lag_cycles))
+    return waits
+
+
 def _baselines(problem: LevelProblem, ht: HeadsTails, incumbent: LevelSolution | None) -> list[LevelSolution]:
     window = _TRIGGER_WINDOW_OPS if problem.num_ops > HEADS_TAILS_WINDOW_ABOVE_OPS else None
     plans = [s for s in (plan_greedy(problem, window), plan_all_slow(problem)) if s is not None]
     if incumbent is not None and not validate_levels(problem, incumbent):
         plans.append(incumbent)
-    return [retime_heads_tails(problem, s, ht) for s in plans]
+    timed = []
+    for s in plans:
+        found = _retimed_or_repaired(problem, s, ht)
+        if found is not None:
+            timed.append(found)
+    return timed
+
+
+def _retimed_or_repaired(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> LevelSolution | None:
+    """``solution`` re-timed under ``ht``; if its decisions break a sent-tensor deadline (a
+    cycle), the same plan with every tensor a deadline names kept in slow memory only (no
+    fast copy, no DMA: fast memory only gets freer, and the slow copy is ready when its
+    producer ends); None if that is not possible either (a fast-only op touches one)."""
+    try:
+        return retime_heads_tails(problem, solution, ht)
+    except ValueError:
+        if not ht.deadlines:
+            raise
+    named = {dl.tensor for dl in ht.deadlines} | {dl.received for dl in ht.deadlines if dl.received >= 0}
+    if any(problem.accesses(t)[j] in problem.fast_only_ops for t in named
+           for j in range(len(problem.accesses(t)))):
+        return None
+    repaired = LevelSolution(
+        tuple(tuple(False for _ in row) if t in named else row for t, row in enumerate(solution.in_fast)),
+        tuple(tuple(False for _ in row) if t in named else row for t, row in enumerate(solution.kept)),
+        tuple(tr for tr in solution.transfers if tr.tensor not in named),
+        solution.op_start, solution.op_duration, solution.split_factors)
+    try:
+        if validate_levels(problem, retime_heads_tails(problem, repaired, HeadsTails())):
+            return None
+        return retime_heads_tails(problem, repaired, ht)
+    except ValueError:
+        return None
 
 
 def _add_if(model, relation, literal) -> None:
@@ -275,6 +445,34 @@ def _add_heads_tails(model, problem: LevelProblem, v, ht: HeadsTails, upper: int
     return objective
 
 
+def add_sent_deadlines(model, problem: LevelProblem, v, ht: HeadsTails) -> None:
+    """Each :class:`SentDeadline`: the op (every prefetch of the received tensor) starts at or
+    after the sent tensor's slow copy plus the lag: after its producer's end in any case, and
+    after its eviction's end when it is evicted."""
+    for dl in ht.deadlines:
+        producer = problem.accesses(dl.tensor)[0]
+        evictions = [(s, v.evict[t, j]) for (kind, t, j), s in v.dma_start.items() if kind == "e" and t == dl.tensor]
+        if dl.op >= 0:
+            waiters = [(v.start[dl.op], 1)]
+        else:
+            waiters = [(s, v.prefetch[t, j]) for (kind, t, j), s in v.dma_start.items()
+                       if kind == "p" and t == dl.received]
+        for begin, present in waiters:
+            if problem.is_real(producer):
+                _add_if_all(model, begin >= v.end(producer) + dl.lag_cycles, present)
+            for evict_start, evicted in evictions:
+                _add_if_all(model, begin >= evict_start + problem.dma_cycles(dl.tensor) + dl.lag_cycles,
+                            present, evicted)
+
+
+def _add_if_all(model, relation, *literals) -> None:
+    """``relation`` when every literal holds (constant 1s always do)."""
+    ct = model.add(relation)
+    enforce = [lit for lit in literals if not isinstance(lit, int)]
+    if enforce:
+        ct.only_enforce_if(enforce)
+
+
 def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptions = SolveOptions(),
                       incumbent: LevelSolution | None = None,
                       calibration: Calibration = MEMORY_LEVELS) -> SolveResult[LevelSolution]:
@@ -293,22 +491,26 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
         raise ValueError("heads and tails are not modelled with shared bandwidth")
     ht.check(problem)
     plans = _baselines(problem, ht, incumbent)
-    if not plans:
+    if not plans and not exact_model_fits(problem):
         return failure_result(Status.UNKNOWN, "cpsat-heads-tails", time.perf_counter() - t0)
-    best = min(plans, key=lambda s: objective_cycles(problem, s, ht))
-    best_obj = objective_cycles(problem, best, ht)
+    # No baseline (the greedy found none, and a fast-only op rules out everything in slow
+    # memory): CP-SAT alone, under a horizon every plan fits in.
+    best = min(plans, key=lambda s: objective_cycles(problem, s, ht)) if plans else None
+    best_obj = objective_cycles(problem, best, ht) if plans else _horizon(problem, ht)
     lower = heads_tails_lower_bound(problem, ht)
-    stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
-    if best_obj <= lower or not exact_model_fits(problem):
+    stats: dict = {"baseline_objective": best_obj if plans else None, "lower_bound": lower}
+    if plans and (best_obj <= lower or not exact_model_fits(problem)):
         return SolveResult(Status.OPTIMAL if best_obj <= lower else Status.FEASIBLE, best_obj, min(lower, best_obj),
                            best, time.perf_counter() - t0, "cpsat-heads-tails", stats)
     window = _TRIGGER_WINDOW_OPS if problem.num_ops > HEADS_TAILS_WINDOW_ABOVE_OPS else None
-    hint = best if window is None or all(tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window
-                                         for tr in best.transfers) else None
+    hint = best if best is not None and (window is None or all(
+        tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers)) else None
     model, v = build_level_model(problem, best_obj, 0, hint, window)
     objective = _add_heads_tails(model, problem, v, ht, best_obj)
+    add_sent_deadlines(model, problem, v, ht)
     model.add(objective >= lower)
-    model.add_hint(objective, best_obj)
+    if best is not None:
+        model.add_hint(objective, best_obj)
     model.minimize(objective)
     budget = Budget.of(options, calibration, t0)
     status, solver, progress = budget.run_cpsat(model, options, budget.left, "heads_tails", interleave=False)
@@ -316,16 +518,31 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
     bound = lower
     if status.has_solution:
         found = retime_heads_tails(problem, v.extract(solver), ht)
-        if objective_cycles(problem, found, ht) < best_obj:
+        if best is None or objective_cycles(problem, found, ht) < best_obj:
             best, best_obj = found, objective_cycles(problem, found, ht)
         if window is None:
             bound = max(bound, int(solver.best_objective_bound))
+    elif best is None:  # no baseline and CP-SAT found nothing (or proved there is nothing)
+        return failure_result(Status.INFEASIBLE if status is Status.INFEASIBLE and window is None
+                              else Status.UNKNOWN, "cpsat-heads-tails", time.perf_counter() - t0)
     elif status is Status.INFEASIBLE and window is None:  # nothing below the baseline: it is optimal
         bound = best_obj
     bound = min(bound, best_obj)
     proven = bound >= best_obj
     return SolveResult(Status.OPTIMAL if proven else Status.FEASIBLE, best_obj, bound, best,
                        time.perf_counter() - t0, "cpsat-heads-tails", stats, progress)
+
+
+def _horizon(problem: LevelProblem, ht: HeadsTails) -> int:
+    """An objective the optimum does not exceed: every op longer than any of its durations (all
+    its bytes at both levels), every possible DMA, one after another after the latest head, plus
+    the longest tail and every deadline's lag."""
+    ops = sum(problem.op_cycles(i, b, b) for i, b in
+              enumerate(sum(problem.tensor_bytes[t] for t, _ in row) for row in problem.op_accesses()))
+    dmas = sum(problem.dma_cycles(t) * len(problem.accesses(t)) for t in range(problem.num_tensors))
+    heads = max((*ht.op_release, *ht.tensor_ready, 0))
+    tails = max((*ht.op_tail, *ht.tensor_tail, 0)) + sum(dl.lag_cycles for dl in ht.deadlines)
+    return ops + dmas + heads + tails + 1
 
 
 def with_split_factors(solution: LevelSolution, factors: tuple[int, ...]) -> LevelSolution:
