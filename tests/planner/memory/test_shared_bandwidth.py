@@ -15,6 +15,7 @@ from planner.cli import app
 from planner.errors import SpecError
 from planner.isa.binary import FLAG_SHARED_BANDWIDTH, HEADER, decode, decode_tables, encode
 from planner.isa.instructions import DMA_STREAM
+from planner.lower_and_replay import replay
 from planner.memory.retime import Activity, list_schedule
 from planner.memory.shared_bandwidth import BandwidthGate
 from planner.pipeline import run
@@ -24,6 +25,8 @@ from planner.simulator.replay import SimulationError
 from planner.simulator.screen import screened_replay
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
+from solvers.core import SolveOptions, Status
+from solvers.memory.levels import CpSatLevelSolver
 from solvers.memory.levels.bandwidth import SHARE_UNITS as SOLVER_UNITS
 from tests.planner.memory.test_memory_property import memory_specs
 
@@ -175,3 +178,67 @@ def test_random_memory_specs_with_shared_bandwidth_replay_and_compute_the_same_n
     assert all(p.shared_bandwidth == (p.fast_level >= 0) for p in outcome.programs.values())
     report = compare_numeric(outcome.binaries, load_spec(spec).graph, seed=2)
     assert report.ok, report.failures()
+
+
+# ------------------------------------------------------------------ several compute streams
+
+STREAMS_SPEC = ROOT / "tests" / "data" / "specs" / "memory-streams-shared.yaml"
+
+
+def _series_optimum(levels) -> int:
+    """The level problem's optimum with its ops in series (one stream), proven."""
+    series = CpSatLevelSolver().solve(replace(levels.expanded, op_streams=()), SolveOptions(time_limit_s=30,
+                                                                                            num_workers=1))
+    assert series.status is Status.OPTIMAL
+    return series.objective
+
+
+def test_two_streams_share_bandwidth_and_overlap_where_the_series_plan_cannot():
+    # The relus (SRAM only) run on one stream beside the matmul reading LPDDR on the other;
+    # in series the best is 245,522. The device clock is the reference clock, so cycles agree.
+    spec = load_spec(STREAMS_SPEC)
+    outcome = run(spec, workers=1)
+    assert outcome.memory_choice == "memory plan"
+    levels = outcome.memory.device_levels["npu0"]["memory plan"]
+    assert levels.expanded.multi_stream and levels.expanded.shared_bandwidth
+    assert outcome.plan.makespan_cycles == levels.solution.makespan_cycles == 231_407
+    assert _series_optimum(levels) == 245_522
+    ops = {o.name: o for o in outcome.plan.ops}
+    a0 = ops["m/a0"]
+    overlapping = [o.name for o in ops.values() if o.stream != a0.stream
+                   and o.start_cycle < a0.end_cycle and a0.start_cycle < o.end_cycle]
+    assert len(overlapping) >= 5, overlapping  # relus r2..r6 at least
+    sim = outcome.simulation
+    assert sim.valid and sim.makespan_cycles == outcome.plan.makespan_cycles
+    (program,) = outcome.programs.values()
+    assert program.shared_bandwidth and {i.stream for i in program.instructions if i.stream != DMA_STREAM} == {0, 1}
+    bw = sim.bandwidth["npu0"]
+    assert bw["lpddr"]["peak_shares"] == bw["sram"]["peak_shares"] == SOLVER_UNITS
+    report = compare_numeric(outcome.binaries, spec.graph, seed=3)
+    assert report.ok, report.failures()
+
+
+def test_memory_streams_with_shared_bandwidth_plans_on_both_streams_no_slower_than_in_series(tmp_path):
+    # specs/memory-streams.yaml under sharing: its memory plan (not kept: everything in main
+    # memory does not share bandwidth, docs/memory.md) is lowered, replayed and numerically
+    # equal, and no slower than the same ops in series.
+    text = (ROOT / "specs" / "memory-streams.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(text.replace("  split: false", "  split: false\n  bandwidth: shared"))
+    spec = load_spec(tmp_path / "s.yaml")
+    outcome = run(spec, workers=1)
+    levels = outcome.memory.device_levels["npu0"]["memory plan"]
+    assert levels.expanded.multi_stream and levels.expanded.shared_bandwidth
+    lowered = replay(outcome.memory.plan, spec, outcome.memory.memory)
+    assert lowered.simulation.valid and lowered.simulation.makespan_cycles == outcome.memory_baselines["memory plan"]
+    assert all(p.shared_bandwidth for p in lowered.programs.values())
+    assert outcome.memory_baselines["memory plan"] <= _series_optimum(levels)
+    report = compare_numeric(lowered.binaries, spec.graph, seed=4)
+    assert report.ok, report.failures()
+
+
+@settings(max_examples=int(os.environ.get("SHARED_PROPERTY_EXAMPLES", 6)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(memory_specs())
+def test_random_two_stream_specs_with_shared_bandwidth_replay_and_compute_the_same_numbers(spec):
+    spec["hardware"]["devices"][0]["streams"] = 2
+    test_random_memory_specs_with_shared_bandwidth_replay_and_compute_the_same_numbers.hypothesis.inner_test(spec)
