@@ -21,10 +21,12 @@ more records held shares of it (``shared_cycles``) and those during which every 
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from planner.isa.cost import memory_cycles
 from planner.isa.instructions import DMA_STREAM, Instruction, Opcode, Program, device_cycles
 
-__all__ = ["SHARE_UNITS", "instruction_shares", "check_shared_bandwidth"]
+__all__ = ["SHARE_UNITS", "instruction_shares", "check_shared_bandwidth", "record_holdings"]
 
 SHARE_UNITS = 1000  # a level's whole bandwidth, in shares (the level solver's unit too)
 _ROOFLINE = frozenset({Opcode.MATMUL, Opcode.CONV, Opcode.VECTOR})
@@ -124,3 +126,40 @@ def check_shared_bandwidth(p: Program, v: list[str]) -> dict[str, dict[str, int]
                 reported = True
         figures[lv.name] = {"peak_shares": peak, "shared_cycles": shared, "full_cycles": full}
     return figures
+
+
+def record_holdings(programs: Mapping[str, Program], simulation: Any) -> dict[tuple, tuple[str, tuple[int, ...]]]:
+    """What each op and memory DMA of the shared-bandwidth programs holds, for the what-if replay
+    (:mod:`planner.simulator.slowdown`): ``("op", name)`` or ``("dma", k)`` (k indexing
+    ``simulation.dmas``) -> ``(device, shares per level)``; records holding nothing are left out.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import LevelInfo
+    >>> from planner.simulator.replay import DmaTiming, OpTiming, SimulationResult
+    >>> dma = Instruction(Opcode.DMA, DMA_STREAM, 0, 8, a=1, b=0, c=8, op="prefetch:x@sram.0")
+    >>> vec = Instruction(Opcode.VECTOR, 0, 8, 3, subop=1, a=3, b=1, mem_bytes=1, op="v")
+    >>> p = Program("d0", "g", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("sram", 1 << 20, 4 * 10**9),
+    ...             LevelInfo("dram", 1 << 30, 10**9)), 1, (), 1, (), (dma, vec), fast_level=0, shared_bandwidth=True)
+    >>> sim = SimulationResult(11, {"v": OpTiming("d0", 0, 8, 11)}, {}, {}, 2,
+    ...                        dmas=(DmaTiming("d0", "prefetch:x@sram.0", "prefetch", "x", "x@sram.0", "dram", "sram",
+    ...                                        8, 0, 8),))
+    >>> record_holdings({"d0": p}, sim)
+    {('dma', 0): ('d0', (250, 1000)), ('op', 'v'): ('d0', (0, 334))}
+    """
+    dma_index = {(d.device, d.op, d.start_cycle): k for k, d in enumerate(getattr(simulation, "dmas", ()))}
+    out: dict[tuple, tuple[str, tuple[int, ...]]] = {}
+    for device, p in sorted(programs.items()):
+        if not p.shared_bandwidth:
+            continue
+        for ins in p.instructions:
+            shares = instruction_shares(ins, p)
+            if shares is None or not any(shares) or not ins.op:
+                continue
+            if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM:
+                k = dma_index.get((p.device, ins.op, ins.start_cycle))
+                if k is not None:
+                    out["dma", k] = (p.device, shares)
+            elif ins.op in simulation.ops:
+                out["op", ins.op] = (p.device, shares)
+    return out

@@ -20,7 +20,12 @@ from planner.memory.retime import Activity, list_schedule
 from planner.memory.shared_bandwidth import BandwidthGate
 from planner.pipeline import run
 from planner.simulator import simulate
+from planner.graph.serialize import read_graph_json
+from planner.replan.stats import what_if_stats
 from planner.simulator.bandwidth import SHARE_UNITS as SIMULATOR_UNITS
+from planner.simulator.bandwidth import instruction_shares, record_holdings
+from planner.simulator.slowdown import parse_slowdown, what_if
+from planner.verify.directory import verify_plan_dir
 from planner.simulator.replay import SimulationError
 from planner.simulator.screen import screened_replay
 from planner.spec import load_spec
@@ -242,3 +247,59 @@ def test_memory_streams_with_shared_bandwidth_plans_on_both_streams_no_slower_th
 def test_random_two_stream_specs_with_shared_bandwidth_replay_and_compute_the_same_numbers(spec):
     spec["hardware"]["devices"][0]["streams"] = 2
     test_random_memory_specs_with_shared_bandwidth_replay_and_compute_the_same_numbers.hypothesis.inner_test(spec)
+
+
+# ------------------------------------------------------------------ what-if replays (--slow/--noise)
+
+def _over_subscribed(what, programs) -> list[str]:
+    """Each (device, level) whose shares the what-if timing over-subscribes at some cycle, by an
+    independent sweep: every record's shares from the simulator's own rule, at its measured span."""
+    spans = []
+    for p in programs.values():
+        if not p.shared_bandwidth:
+            continue
+        timed = dict(what.ops)
+        timed.update({d.op: d for d in what.dmas if d.device == p.device})
+        for ins in p.instructions:
+            shares = instruction_shares(ins, p)
+            m = timed.get(ins.op)
+            if shares and m is not None and m.measured_cycles:
+                spans += [(p.device, lv, m.start_cycle, m.start_cycle + m.measured_cycles, u)
+                          for lv, u in enumerate(shares) if u]
+    bad = []
+    for device, lv in sorted({(d, lv) for d, lv, *_ in spans}):
+        mine = [(s, e, u) for d, v, s, e, u in spans if (d, v) == (device, lv)]
+        if any(sum(u for s2, e2, u in mine if s2 <= s < e2) > SIMULATOR_UNITS for s, _e, _u in mine):
+            bad.append(f"{device}:{lv}")
+    return bad
+
+
+@pytest.fixture(scope="module")
+def streams_dir(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ss") / "plan"
+    r = CliRunner().invoke(app, ["solve", str(STREAMS_SPEC), "-o", str(out), "--quiet", "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+@pytest.mark.parametrize("slow, noise, seed", [("npu0=1", 0.0, 0), ("npu0=2", 0.0, 0), (None, 10.0, 5)])
+def test_what_if_replays_keep_the_shares_of_a_shared_plan(streams_dir, slow, noise, seed):
+    verdict = verify_plan_dir(streams_dir)
+    graph = read_graph_json(streams_dir / "graph.json")
+    edges = [(u, v) for u, v, _ in graph.op_edges()]
+    tensors = {name: (*op.inputs, *op.outputs) for name, op in graph.ops.items()}
+    slowdown = parse_slowdown(slow, ["npu0"], [], noise_pct=noise, seed=seed)
+    held = record_holdings(verdict.programs, verdict.simulation)
+    assert len(held) == len(verdict.simulation.ops) + len(verdict.simulation.dmas)  # every record holds shares
+    shared = what_if(verdict.simulation, edges, slowdown, tensors, held)
+    assert _over_subscribed(shared, verdict.programs) == []
+    alone = what_if(verdict.simulation, edges, slowdown, tensors)  # the shares ignored (before this change)
+    if slow == "npu0=1":  # no slowdown: the plan itself, either way
+        assert shared == alone
+        assert {n: m.start_cycle for n, m in shared.ops.items()} == {
+            n: t.start_cycle for n, t in verdict.simulation.ops.items()}
+    else:  # ignoring the shares over-subscribes LPDDR, and the shares make the run slower
+        assert _over_subscribed(alone, verdict.programs) == ["npu0:1"]
+        assert shared.makespan_cycles > alone.makespan_cycles
+    replay, stats = what_if_stats(verdict, slow, noise, seed)  # what plan simulate --slow/--noise writes
+    assert replay == shared and stats["makespan_cycles"] == shared.makespan_cycles
