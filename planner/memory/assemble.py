@@ -200,7 +200,8 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
         acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
     acts += _unplanned_activities(plan, graph, levels, last_instance, into)
     acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
-    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers)  # bandwidth: shared
+    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers,  # bandwidth: shared
+                          transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links})
     first = _first_instances(plan, levels, names)
     start = list_schedule(acts, sequences, gate, [[first[op] for op in gang] for gang in gangs])
     duration = {a.name: a.duration for a in acts}

@@ -52,6 +52,13 @@ def instruction_shares(ins: Instruction, p: Program) -> tuple[int, ...] | None:
     if ins.duration_cycles <= 0:
         return None
     levels = p.levels
+    if ins.opcode in (Opcode.SEND, Opcode.RECV):  # a link transfer's end: main memory at the link's rate
+        link = next((lk for lk in p.links if lk.id == ins.a), None)
+        if link is None or not 0 <= p.main_level < len(levels):
+            return None
+        shares = [0] * len(levels)
+        shares[p.main_level] = _ceil_share(link.bandwidth_bytes_per_s, levels[p.main_level].bandwidth_bytes_per_s)
+        return tuple(shares)
     if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM:
         rate = min(levels[ins.a].bandwidth_bytes_per_s, levels[ins.b].bandwidth_bytes_per_s)
         shares = [0] * len(levels)
@@ -128,10 +135,11 @@ def check_shared_bandwidth(p: Program, v: list[str]) -> dict[str, dict[str, int]
     return figures
 
 
-def record_holdings(programs: Mapping[str, Program], simulation: Any) -> dict[tuple, tuple[str, tuple[int, ...]]]:
-    """What each op and memory DMA of the shared-bandwidth programs holds, for the what-if replay
-    (:mod:`planner.simulator.slowdown`): ``("op", name)`` or ``("dma", k)`` (k indexing
-    ``simulation.dmas``) -> ``(device, shares per level)``; records holding nothing are left out.
+def record_holdings(programs: Mapping[str, Program], simulation: Any) -> dict[tuple, tuple]:
+    """What each op, memory DMA and link transfer of the shared-bandwidth programs holds, for the
+    what-if replay (:mod:`planner.simulator.slowdown`): ``("op", name)``, ``("dma", k)`` (k
+    indexing ``simulation.dmas``) or ``("tx", id)`` -> ``((device, shares per level), ...)``, one
+    pair per device (a transfer's SEND and RECV on two); records holding nothing are left out.
 
     Examples
     --------
@@ -145,21 +153,25 @@ def record_holdings(programs: Mapping[str, Program], simulation: Any) -> dict[tu
     ...                        dmas=(DmaTiming("d0", "prefetch:x@sram.0", "prefetch", "x", "x@sram.0", "dram", "sram",
     ...                                        8, 0, 8),))
     >>> record_holdings({"d0": p}, sim)
-    {('dma', 0): ('d0', (250, 1000)), ('op', 'v'): ('d0', (0, 334))}
+    {('dma', 0): (('d0', (250, 1000)),), ('op', 'v'): (('d0', (0, 334)),)}
     """
     dma_index = {(d.device, d.op, d.start_cycle): k for k, d in enumerate(getattr(simulation, "dmas", ()))}
-    out: dict[tuple, tuple[str, tuple[int, ...]]] = {}
+    out: dict[tuple, tuple] = {}
     for device, p in sorted(programs.items()):
         if not p.shared_bandwidth:
             continue
         for ins in p.instructions:
             shares = instruction_shares(ins, p)
-            if shares is None or not any(shares) or not ins.op:
+            if shares is None or not any(shares):
                 continue
             if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM:
-                k = dma_index.get((p.device, ins.op, ins.start_cycle))
-                if k is not None:
-                    out["dma", k] = (p.device, shares)
-            elif ins.op in simulation.ops:
-                out["op", ins.op] = (p.device, shares)
+                node = ("dma", dma_index.get((p.device, ins.op, ins.start_cycle)))
+            elif ins.opcode in (Opcode.SEND, Opcode.RECV):
+                node = ("tx", ins.c)
+            else:
+                node = ("op", ins.op)
+            known = node[0] == "dma" and node[1] is not None or node[0] == "tx" and ins.c in simulation.transfers \
+                or node[0] == "op" and ins.op in simulation.ops
+            if known:
+                out[node] = out.get(node, ()) + ((p.device, shares),)
     return out

@@ -214,16 +214,20 @@ class _SharedDevices:
         self.spans: dict[str, list[tuple[int, int, tuple[int, ...]]]] = defaultdict(list)
         self.last_start: dict[str, int] = defaultdict(int)
 
-    def place(self, device: str, shares: tuple[int, ...], ready: int, cycles: int) -> int:
-        """The first time ``>= max(ready, last start)`` at which ``shares`` fit; placed there."""
-        spans = self.spans[device]
-        t = max(ready, self.last_start[device])
-        start = next(when for when in sorted({t, *(e for _s, e, _u in spans if e > t)})
-                     if all(u + sum(h[lv] for s, e, h in spans if s <= when < e) <= SHARE_UNITS
-                            for lv, u in enumerate(shares)))
-        self.last_start[device] = start
-        self.spans[device] = [sp for sp in spans if sp[1] > start] + [(start, start + cycles, shares)]
+    def place(self, holds, ready: int, cycles: int) -> int:
+        """The first time ``>= max(ready, last starts)`` at which every ``(device, shares)`` of
+        ``holds`` fits (a transfer holds at both ends); placed there."""
+        t = max([ready] + [self.last_start[d] for d, _ in holds])
+        times = sorted({t, *(e for d, _ in holds for _s, e, _u in self.spans[d] if e > t)})
+        start = next(when for when in times if all(self._fits(d, shares, when) for d, shares in holds))
+        for d, shares in holds:
+            self.last_start[d] = start
+            self.spans[d] = [sp for sp in self.spans[d] if sp[1] > start] + [(start, start + cycles, shares)]
         return start
+
+    def _fits(self, device: str, shares: tuple[int, ...], when: int) -> bool:
+        spans = self.spans[device]
+        return all(u + sum(h[lv] for s, e, h in spans if s <= when < e) <= SHARE_UNITS for lv, u in enumerate(shares))
 
 
 def _time_order(preds: dict[Any, set[Any]], planned_start: Mapping[Any, int]) -> Iterable[Any]:
@@ -248,14 +252,14 @@ def _time_order(preds: dict[Any, set[Any]], planned_start: Mapping[Any, int]) ->
 
 def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slowdown,
             op_tensors: Mapping[str, Iterable[str]] | None = None,
-            shares: Mapping[Any, tuple[str, tuple[int, ...]]] | None = None) -> WhatIf:
+            shares: Mapping[Any, tuple[tuple[str, tuple[int, ...]], ...]] | None = None) -> WhatIf:
     """The replayed ``simulation`` (:class:`~planner.simulator.SimulationResult`) re-timed under
     ``slowdown``; ``op_edges`` are the graph's ``(producer, consumer)`` op pairs; ``op_tensors``
     the tensors each graph op reads or writes (None: memory DMAs are not re-timed).
 
     ``shares`` (shared bandwidth, :func:`planner.simulator.bandwidth.record_holdings`): node
-    (``("op", name)``, ``("dma", k)``) -> its device and the shares it holds of each level for
-    its whole measured duration. The nodes are then taken in planned start order (among those
+    (``("op", name)``, ``("dma", k)``, ``("tx", id)``) -> each device it holds shares on with
+    the shares of each level, for its whole measured duration. The nodes are then taken in planned start order (among those
     whose dependencies are placed), and a holder starts at the first time, not before the
     previous holder of its device started, at which its shares fit beside those still held.
     Without slowdown and noise the plan (valid under sharing) is re-timed to itself.
@@ -267,7 +271,7 @@ def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slow
 
     >>> from planner.simulator import OpTiming, SimulationResult
     >>> sim = SimulationResult(20, {"a": OpTiming("d0", 0, 0, 10), "b": OpTiming("d0", 1, 10, 20)}, {}, {}, 0)
-    >>> held = {("op", "a"): ("d0", (600,)), ("op", "b"): ("d0", (600,))}
+    >>> held = {("op", "a"): (("d0", (600,)),), ("op", "b"): (("d0", (600,)),)}
     >>> what_if(sim, [], parse_slowdown("d0=2", ["d0"], []), shares=held).ops["b"].start_cycle
     20
     >>> what_if(sim, [], parse_slowdown("d0=2", ["d0"], [])).ops["b"].start_cycle
@@ -306,8 +310,7 @@ def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slow
         else:
             cycles = slowdown.cycles(f"dma:{t.device}:{t.op}", t.device, planned)
         if shares and node in shares and cycles > 0:
-            device, held = shares[node]
-            start = devices.place(device, held, start, cycles)
+            start = devices.place(shares[node], start, cycles)
         if kind == "op":
             measured_ops[key] = MeasuredOp(t.device, t.stream, start, cycles, planned)
         elif kind == "dma":

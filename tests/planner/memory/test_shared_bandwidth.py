@@ -152,9 +152,42 @@ def test_a_multi_device_plan_with_transfers_shares_bandwidth_on_every_planned_de
     assert outcome.plan.transfers and outcome.simulation.valid
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
     planned = [p for p in outcome.programs.values() if p.fast_level >= 0]
-    assert outcome.memory_choice == "memory plan" and len(planned) == 3
+    # With the link transfers' ends holding main-memory shares too, only big0's plan beats main
+    # memory (the small NPUs' links are faster than their LPDDR: a transfer holds all of it).
+    assert outcome.memory_choice == "memory plan" and [p.device for p in planned] == ["big0"]
     assert all(p.shared_bandwidth for p in planned)
     assert set(outcome.simulation.bandwidth) == {p.device for p in planned}
+    (big0,) = planned
+    ends = [instruction_shares(i, big0) for i in big0.instructions if i.opcode.name in ("SEND", "RECV")]
+    assert ends and all(sh[big0.main_level] > 0 for sh in ends)
+    assert compare_numeric(outcome.binaries, spec.graph, seed=6).ok
+
+
+def test_a_link_transfer_holds_main_memory_shares_in_the_replay():
+    # A SEND at 1 GB/s from a DRAM of 1 GB/s holds all of it: beside a VECTOR reading DRAM
+    # (334 shares) the level is over-subscribed; the same program without the flag is not checked.
+    from planner.isa.instructions import TRANSFER_STREAM, Instruction, LevelInfo, LinkInfo, Opcode, Program
+    from planner.simulator.bandwidth import check_shared_bandwidth
+
+    send = Instruction(Opcode.SEND, TRANSFER_STREAM, 0, 8, a=0, b=8, c=0, peer="d1", op="x")
+    vec = Instruction(Opcode.VECTOR, 0, 2, 3, subop=1, a=3, b=1, mem_bytes=1, op="v")
+    p = Program("d0", "g", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("sram", 1 << 20, 4 * 10**9),
+                LevelInfo("dram", 1 << 30, 10**9)), 1, (LinkInfo(0, "l", 10**9, 0),), 1, (), (send, vec),
+                fast_level=0, shared_bandwidth=True)
+    assert instruction_shares(send, p) == (0, SIMULATOR_UNITS)
+    v: list[str] = []
+    check_shared_bandwidth(p, v)
+    assert v == ["d0 dram: bandwidth over-subscribed: 1334 of 1000 shares at cycle 2 (x, v)"]
+
+
+def test_the_gate_holds_a_transfer_until_both_ends_have_their_shares():
+    # xfer:0 holds 500 of d's and 700 of e's main memory; op:a (d, 600) runs [0, 5): the transfer,
+    # ready at once, starts when a ends; op:b (e, 300) is not ordered behind it and overlaps.
+    gate = BandwidthGate({"op:a": (("d", 1, 600),), "op:b": (("e", 1, 300),),
+                          "xfer:0": (("d", 1, 500), ("e", 1, 700))},
+                         {"d": ("op:a",), "e": ("op:b",)}, in_order=False)
+    acts = [Activity("op:a", "cd", 5), Activity("op:b", "ce", 9), Activity("xfer:0", "link", 3)]
+    assert list_schedule(acts, {"cd": ("op:a",), "ce": ("op:b",)}, gate) == {"op:a": 0, "op:b": 0, "xfer:0": 5}
 
 
 def test_plan_solve_and_simulate_from_the_cli(tmp_path):
@@ -251,10 +284,12 @@ def test_random_two_stream_specs_with_shared_bandwidth_replay_and_compute_the_sa
 
 # ------------------------------------------------------------------ what-if replays (--slow/--noise)
 
-def _over_subscribed(what, programs) -> list[str]:
+def _over_subscribed(what, programs, transfer_ids=()) -> list[str]:
     """Each (device, level) whose shares the what-if timing over-subscribes at some cycle, by an
-    independent sweep: every record's shares from the simulator's own rule, at its measured span."""
+    independent sweep: every record's shares from the simulator's own rule, at its measured span
+    (``transfer_ids``: the replay's transfer ids, in the order of ``what.transfers``)."""
     spans = []
+    by_transfer = dict(zip(sorted(transfer_ids), what.transfers))
     for p in programs.values():
         if not p.shared_bandwidth:
             continue
@@ -262,7 +297,7 @@ def _over_subscribed(what, programs) -> list[str]:
         timed.update({d.op: d for d in what.dmas if d.device == p.device})
         for ins in p.instructions:
             shares = instruction_shares(ins, p)
-            m = timed.get(ins.op)
+            m = by_transfer.get(ins.c) if ins.opcode.name in ("SEND", "RECV") else timed.get(ins.op)
             if shares and m is not None and m.measured_cycles:
                 spans += [(p.device, lv, m.start_cycle, m.start_cycle + m.measured_cycles, u)
                           for lv, u in enumerate(shares) if u]
@@ -303,3 +338,36 @@ def test_what_if_replays_keep_the_shares_of_a_shared_plan(streams_dir, slow, noi
         assert shared.makespan_cycles > alone.makespan_cycles
     replay, stats = what_if_stats(verdict, slow, noise, seed)  # what plan simulate --slow/--noise writes
     assert replay == shared and stats["makespan_cycles"] == shared.makespan_cycles
+
+
+def test_what_if_replays_hold_the_link_transfers_shares(tmp_path):
+    # pinned with sharing: big0's memory plan is kept, its SENDs hold HBM shares; slowed down 3x
+    # (and with noise), nothing is over-subscribed, transfers included.
+    text = (ROOT / "specs" / "pinned.yaml").read_text() + "memory:\n  plan: true\n  bandwidth: shared\n"
+    (tmp_path / "p.yaml").write_text(text)
+    out = tmp_path / "plan"
+    r = CliRunner().invoke(app, ["solve", str(tmp_path / "p.yaml"), "-o", str(out), "--quiet", "--time-limit", "2",
+                                 "--workers", "1"])
+    assert r.exit_code == 0, r.output
+    verdict = verify_plan_dir(out)
+    held = record_holdings(verdict.programs, verdict.simulation)
+    assert any(node[0] == "tx" for node in held)
+    for slow, noise in (("big0=3", 0.0), (None, 30.0)):
+        replay, _ = what_if_stats(verdict, slow, noise, 2)
+        assert _over_subscribed(replay, verdict.programs, verdict.simulation.transfers) == []
+
+
+def test_a_received_tensor_holds_the_receivers_lpddr_while_it_arrives(tmp_path):
+    # memory-bound-two-devices with sharing: the NPU receives over PCIe (16 GB/s) into LPDDR
+    # (17 GB/s), so each RECV holds ceil(1000 * 16 / 17) = 942 of its 1000 shares; both memory
+    # plans are kept, the replay checks every cycle, and the numbers are the reference's.
+    text = (ROOT / "tests" / "data" / "specs" / "memdevices" / "memory-bound-two-devices.yaml").read_text()
+    (tmp_path / "s.yaml").write_text(text.replace("memory:\n  plan: true\n", "memory:\n  plan: true\n  bandwidth: shared\n"))
+    spec = load_spec(tmp_path / "s.yaml")
+    outcome = run(spec, workers=1)
+    assert {d: c.plan for d, c in outcome.memory.cross_device.items()} == {"tpu0": "memory plan", "npu0": "memory plan"}
+    npu = outcome.programs["npu0"]
+    recvs = [instruction_shares(i, npu) for i in npu.instructions if i.opcode.name == "RECV"]
+    assert recvs and all(sh[npu.main_level] == 942 for sh in recvs)
+    assert outcome.simulation.valid and outcome.simulation.bandwidth["npu0"]["lpddr"]["peak_shares"] == 942
+    assert compare_numeric(outcome.binaries, spec.graph, seed=7).ok
