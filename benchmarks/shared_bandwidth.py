@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
         if "streams" in r:
             st = r["streams"]
             print(f"{r['spec']}: two streams, shared: memory plan {st['memory_plan']:,} (level plan "
-                  f"{st['level_plan']:,}); the same ops in series: {st['series_level_plan']:,} ({st['series_status']})")
+                  f"{st['level_plan']:,}); the same ops in series: {st['series_level_plan']:,} "
+                  f"({st['series_status']})")
     facts = machine_facts()
     print(f"load {facts['load_average']} on {facts['cores']} cores, {facts['date']}")
     if args.out:

@@ -11,6 +11,8 @@ as events: what runs at ``now`` started no later, so the load ahead only falls, 
 ``now`` suffices. In a plan with transfers the order is not enforced (only the shares): the
 level solutions' times know nothing of the waits for other devices, and following them could
 deadlock; the gate then only refuses while shares are held, which always ends. The simulator checks the same shares with its own code.
+Link transfers (activities ``xfer:<k>``) hold their main-memory share on each shared end
+(:func:`transfer_share`), never in an order.
 
 Examples
 --------

@@ -11,7 +11,9 @@ solver's):
   are the cycles its roofline spends on the level's bytes (``level_bytes``, else
   ``fast_bytes`` and ``mem_bytes``);
 * a memory DMA (on the DMA engine) from level a to level b, at ``rate = min(bw_a, bw_b)``:
-  ``min(SHARE_UNITS, ceil(SHARE_UNITS * rate / bw_l))`` of each of the two.
+  ``min(SHARE_UNITS, ceil(SHARE_UNITS * rate / bw_l))`` of each of the two;
+* a SEND or RECV (a link transfer's end) over a link of bandwidth ``bw_link``:
+  ``min(SHARE_UNITS, ceil(SHARE_UNITS * bw_link / bw_main))`` of the main level.
 
 At every cycle the shares held of a level must not exceed :data:`SHARE_UNITS`. The replay
 reports, per level that anything shared, the peak shares held, the cycles during which two or

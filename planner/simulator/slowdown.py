@@ -12,6 +12,9 @@ a transfer once its producer and the previous transfer on its link are done. Mem
 given: a DMA takes its device's factor, runs in order on its device's DMA engine, after the ops
 of that device that touch its tensor and ended before it in the plan, and before those that
 started after it. With no slowdown and no noise the what-if replay is the plan itself.
+Under shared bandwidth (the binaries' header flag, docs/memory.md) every op, memory DMA and
+link transfer end keeps the shares it held, for its measured duration, and starts only when
+they fit (:func:`what_if`'s ``shares``).
 
 Examples
 --------
@@ -259,10 +262,11 @@ def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slow
 
     ``shares`` (shared bandwidth, :func:`planner.simulator.bandwidth.record_holdings`): node
     (``("op", name)``, ``("dma", k)``, ``("tx", id)``) -> each device it holds shares on with
-    the shares of each level, for its whole measured duration. The nodes are then taken in planned start order (among those
-    whose dependencies are placed), and a holder starts at the first time, not before the
-    previous holder of its device started, at which its shares fit beside those still held.
-    Without slowdown and noise the plan (valid under sharing) is re-timed to itself.
+    the shares of each level, for its whole measured duration. The nodes are then taken in
+    planned start order (among those whose dependencies are placed), and a holder starts at
+    the first time, not before the previous holder of its devices started, at which its shares
+    fit beside those still held. Without slowdown and noise the plan (valid under sharing) is
+    re-timed to itself.
 
     Examples
     --------

@@ -1132,10 +1132,11 @@ class CpSatLevelSolver(Accepting):
     def _series_candidate(self, problem: LevelProblem, options: SolveOptions, budget: Budget,
                           windows: float) -> list[LevelSolution]:
         """Shared bandwidth on several streams: the plan with the ops in series (one stream),
-        solved first (up to :data:`SHARED_SERIES_SHARE` of the budget), as a start. Under sharing the several-stream model
-        is much harder for CP-SAT, and running the merged order one op at a time meets every
-        several-stream rule (stream order, data, memory and copy order), so the series
-        optimum bounds the result; kept only if it validates."""
+        solved first (up to :data:`SHARED_SERIES_SHARE` of the budget), as a start. Under
+        sharing the several-stream model is much harder for CP-SAT, and running the merged
+        order one op at a time meets every several-stream rule (stream order, data, memory and
+        copy order), so the result is never worse than the series plan; kept only if it
+        validates."""
         child = budget.child(budget.share(SHARED_SERIES_SHARE))
         _, series, *_ = self._solve_unsplit(replace(problem, op_streams=()), replace(options, hint=None), child,
                                             windows)

@@ -362,7 +362,8 @@ def test_a_received_tensor_holds_the_receivers_lpddr_while_it_arrives(tmp_path):
     # (17 GB/s), so each RECV holds ceil(1000 * 16 / 17) = 942 of its 1000 shares; both memory
     # plans are kept, the replay checks every cycle, and the numbers are the reference's.
     text = (ROOT / "tests" / "data" / "specs" / "memdevices" / "memory-bound-two-devices.yaml").read_text()
-    (tmp_path / "s.yaml").write_text(text.replace("memory:\n  plan: true\n", "memory:\n  plan: true\n  bandwidth: shared\n"))
+    shared = text.replace("memory:\n  plan: true\n", "memory:\n  plan: true\n  bandwidth: shared\n")
+    (tmp_path / "s.yaml").write_text(shared)
     spec = load_spec(tmp_path / "s.yaml")
     outcome = run(spec, workers=1)
     assert {d: c.plan for d, c in outcome.memory.cross_device.items()} == {"tpu0": "memory plan", "npu0": "memory plan"}
