@@ -1,13 +1,15 @@
 """Shared bandwidth (issue 14, item 4): each two-level memory spec with and without contention.
 
-Per shipped memory spec planned over two levels (``specs/memory-{mlp,transformer,cnn}.yaml``)
-and the test spec ``tests/data/specs/memory-shared.yaml``: the simulated makespan with
+Per shipped memory spec planned over two levels (``specs/memory-{mlp,transformer,cnn,streams}.yaml``)
+and the test specs ``tests/data/specs/memory-shared.yaml`` and ``memory-streams-shared.yaml`` (two
+streams): the simulated makespan with
 ``memory.bandwidth: separate`` (today's rule) and ``shared``, their ratio (at the optimum
 sharing is never faster: every shared plan is also a separate one; heuristic runs may differ),
 which plan each run kept, and the
 shared replay's figures per level (peak shares, cycles two or more records shared the level,
 cycles it was fully held). Every run is replayed and verified; the shared one also
-numerically (fp32 against the reference).
+numerically (fp32 against the reference). For a device with several streams, also its shared
+memory plan beside the best of the same level problem with its ops in series.
 
     python -m benchmarks.shared_bandwidth                 # at each spec's own time limit
     python -m benchmarks.shared_bandwidth --time-limit 5  # override
@@ -26,7 +28,8 @@ from benchmarks._machine import machine_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ("specs/memory-mlp.yaml", "specs/memory-transformer.yaml", "specs/memory-cnn.yaml",
-         "tests/data/specs/memory-shared.yaml")
+         "tests/data/specs/memory-shared.yaml", "specs/memory-streams.yaml",
+         "tests/data/specs/memory-streams-shared.yaml")
 
 
 def measure(path: str, time_limit_s: float | None) -> dict:
@@ -50,8 +53,29 @@ def measure(path: str, time_limit_s: float | None) -> dict:
         if shared:
             row["shared_figures"] = outcome.simulation.bandwidth
             row["shared_numeric_ok"] = compare_numeric(outcome.binaries, spec.graph, seed=0).ok
+            row.update(_streams_figures(outcome, time_limit_s or spec.time_limit_s))
     row["shared_over_separate"] = round(row["shared_makespan"] / row["separate_makespan"], 4)
     return row
+
+
+def _streams_figures(outcome, time_limit_s: float) -> dict:
+    """Several streams under sharing: the memory plan's replayed makespan and its level plan's
+    beside the best the same level problem reaches with its ops in series (one stream, CP-SAT at
+    the same limit, one worker); nothing for one-stream devices."""
+    from solvers.core import SolveOptions
+    from solvers.memory.levels import CpSatLevelSolver
+
+    out: dict = {}
+    for device, plans in outcome.memory.device_levels.items():
+        levels = plans.get("memory plan")
+        if levels is None or not levels.expanded.multi_stream:
+            continue
+        series = CpSatLevelSolver().solve(replace(levels.expanded, op_streams=()),
+                                          SolveOptions(time_limit_s=time_limit_s, num_workers=1))
+        out["streams"] = {"device": device, "memory_plan": outcome.memory_baselines.get("memory plan"),
+                          "level_plan": levels.solution.makespan_cycles, "series_level_plan": series.objective,
+                          "series_status": series.status.value}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -66,6 +90,12 @@ def main(argv: list[str] | None = None) -> int:
         gap = "-" if bound is None else f"{100 * (r['shared_makespan'] - bound) / r['shared_makespan']:.2f}%"
         print(f"{r['spec']:20} {r['separate_makespan']:>10,} {r['shared_makespan']:>10,} "
               f"{r['shared_over_separate']:>7.4f} {bound if bound is not None else '-':>12} {gap:>7}  {r['shared_kept']}")
+    for r in rows:
+        if "streams" in r:
+            st = r["streams"]
+            print(f"{r['spec']}: two streams, shared: memory plan {st['memory_plan']:,} (level plan "
+                  f"{st['level_plan']:,}); the same ops in series: {st['series_level_plan']:,} "
+                  f"({st['series_status']})")
     facts = machine_facts()
     print(f"load {facts['load_average']} on {facts['cores']} cores, {facts['date']}")
     if args.out:

@@ -190,7 +190,8 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
     accesses = {d: _op_accesses(levels[d], names[d]) for d in levels}
     dmas = {d: _transfers(levels[d], names[d]) for d in levels}
     acts, sequences, transfers = _activities(plan, graph, hardware, levels, names, dmas)
-    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers)  # bandwidth: shared
+    gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers,  # bandwidth: shared
+                          transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links})
     first = _first_instances(plan, levels, names)
     start = list_schedule(acts, sequences, gate, [[first[op] for op in gang] for gang in gangs])
     duration = {a.name: a.duration for a in acts}

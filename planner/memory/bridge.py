@@ -286,7 +286,7 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
                                    _fraction(slow.bandwidth_bytes_per_s, profile.clock_hz)),
         dma_bytes_per_cycle=_fraction(min(fast.bandwidth_bytes_per_s, slow.bandwidth_bytes_per_s), profile.clock_hz),
         dma_latency_cycles=profile.dma_latency_cycles,
-        live_out=tuple(live_out), splits=groups, op_streams=() if options.shared_bandwidth else streams,
+        live_out=tuple(live_out), splits=groups, op_streams=streams,
         shared_bandwidth=options.shared_bandwidth, op_names=ops,
         tensor_names=tuple(lt.name for lt in tensors))
     return DeviceBridge(device, fast.name, slow.name, ops, tuple(tensors), tuple(op_inputs), tuple(op_outputs),

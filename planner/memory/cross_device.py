@@ -599,8 +599,6 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
     problem = lv.expanded
-    if problem.shared_bandwidth:  # heads and tails are not modelled there: the other candidates only
-        return None, None, (None, None, None)
     ht = device_heads_tails(current, graph, hardware, lv, deadlines)
     incumbent = replace(lv.solution, split_factors=())
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)

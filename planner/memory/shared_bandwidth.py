@@ -11,6 +11,8 @@ as events: what runs at ``now`` started no later, so the load ahead only falls, 
 ``now`` suffices. In a plan with transfers the order is not enforced (only the shares): the
 level solutions' times know nothing of the waits for other devices, and following them could
 deadlock; the gate then only refuses while shares are held, which always ends. The simulator checks the same shares with its own code.
+Link transfers (activities ``xfer:<k>``) hold their main-memory share on each shared end
+(:func:`transfer_share`), never in an order.
 
 Examples
 --------
@@ -24,13 +26,14 @@ Two activities of one device, each holding 600 shares of the main level: the sec
 
 from __future__ import annotations
 
-from typing import Mapping
+from fractions import Fraction
+from typing import Mapping, Sequence
 
 from planner.memory.retime import Activity
 from solvers.memory.levels import LevelProblem, LevelSolution
-from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares, op_shares
+from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, op_shares
 
-__all__ = ["BandwidthGate", "device_bandwidth", "bandwidth_gate"]
+__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "bandwidth_gate"]
 
 _Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main, shares)
 
@@ -56,20 +59,20 @@ class BandwidthGate:
 
     def admit(self, a: Activity, now: int) -> bool:
         d = self.device_of.get(a.name)
-        if d is None:
-            return True
-        order, head = self.orders[d], self.heads[d]
-        if self.in_order and (head >= len(order) or order[head] != a.name):
-            return False
+        if d is not None and self.in_order:
+            order, head = self.orders[d], self.heads[d]
+            if head >= len(order) or order[head] != a.name:
+                return False
         return all(self.load.get((dev, level), 0) + u <= SHARE_UNITS for dev, level, u in self.shares.get(a.name, ()))
 
     def start(self, a: Activity, now: int) -> None:
         d = self.device_of.get(a.name)
-        if d is None:
+        if d is not None:
+            self.heads[d] += 1
+        if a.name not in self.shares:
             return
-        self.heads[d] += 1
         self.running.add(a.name)
-        for dev, level, u in self.shares.get(a.name, ()):
+        for dev, level, u in self.shares[a.name]:
             self.load[dev, level] = self.load.get((dev, level), 0) + u
 
     def finish(self, name: str) -> None:
@@ -116,13 +119,33 @@ def device_bandwidth(device: str, problem: LevelProblem, solution: LevelSolution
     return shares, tuple(name for _, name in sorted(keyed))
 
 
+def transfer_share(link_bytes_per_s: int, levels) -> int:
+    """Main-memory shares one end of a link transfer holds on a shared device (``levels``: its
+    :class:`~planner.memory.assemble.DeviceLevels`): a DMA's at the link's rate.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> from fractions import Fraction
+    >>> lv = NS(expanded=NS(bandwidth_bytes_per_cycle=(Fraction(128), Fraction(17))),
+    ...         bridge=NS(device=NS(profile=NS(clock_hz=10**9))))
+    >>> transfer_share(8 * 10**9, lv), transfer_share(50 * 10**9, lv)
+    (471, 1000)
+    """
+    clock = levels.bridge.device.profile.clock_hz
+    return dma_share(Fraction(link_bytes_per_s, clock), levels.expanded.bandwidth_bytes_per_cycle[1])
+
+
 def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
-                   in_order: bool = True) -> BandwidthGate | None:
+                   in_order: bool = True, transfers: Sequence = (),
+                   links: Mapping[str, int] | None = None) -> BandwidthGate | None:
     """The gate over every device whose level problem shares bandwidth (None: none does).
 
     ``levels``: device -> :class:`~planner.memory.assemble.DeviceLevels`; ``instances``: device
     -> its op instances in order (activities ``op:<instance>``; DMAs are ``dma:<device>:<q>``);
-    ``in_order``: see :class:`BandwidthGate`.
+    ``in_order``: see :class:`BandwidthGate`. ``transfers`` (the plan's, in the retiming's order:
+    activities ``xfer:<k>``) with ``links`` (link name -> bytes per second): each end on a shared
+    device holds its main memory's :func:`transfer_share` (never in an order).
 
     Examples
     --------
@@ -137,4 +160,9 @@ def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
             s, orders[d] = device_bandwidth(d, lv.expanded, lv.solution, tuple(f"op:{i}" for i in instances[d]),
                                             dma_names)
             shares.update(s)
+    for k, t in enumerate(transfers):
+        ends = tuple((d, 1, transfer_share(links[t.link], levels[d])) for d in (t.src_device, t.dst_device)
+                     if d in orders and t.duration_cycles > 0)
+        if ends:
+            shares[f"xfer:{k}"] = ends
     return BandwidthGate(shares, orders, in_order) if orders else None

@@ -29,6 +29,7 @@ from typing import Any, Mapping
 
 from planner.errors import SpecError
 from planner.graph.serialize import read_graph_json
+from planner.simulator.bandwidth import record_holdings
 from planner.simulator.slowdown import WhatIf, parse_slowdown, what_if
 
 __all__ = ["STATS_FORMAT", "stats_document", "trace_document", "measured_ops", "measured_links", "dumps", "what_if_stats"]
@@ -155,6 +156,7 @@ def what_if_stats(verdict: Any, slow: str | None, noise_pct: float, seed: int) -
                               noise_pct=noise_pct, seed=seed)
     graph = read_graph_json(verdict.plan_dir / "graph.json")
     tensors = {name: (*op.inputs, *op.outputs) for name, op in graph.ops.items()}
-    replay = what_if(verdict.simulation, [(u, v) for u, v, _ in graph.op_edges()], slowdown, tensors)
+    held = record_holdings(verdict.programs, verdict.simulation)  # memory.bandwidth: shared (header flag)
+    replay = what_if(verdict.simulation, [(u, v) for u, v, _ in graph.op_edges()], slowdown, tensors, held)
     return replay, stats_document(replay, graph_sha256=doc.files["graph.json"], clock_hz=doc.clock_hz,
                                   spec=doc.spec, slowdown=slowdown.factors, noise=slowdown.noise, seed=seed)

@@ -11,7 +11,9 @@ solver's):
   are the cycles its roofline spends on the level's bytes (``level_bytes``, else
   ``fast_bytes`` and ``mem_bytes``);
 * a memory DMA (on the DMA engine) from level a to level b, at ``rate = min(bw_a, bw_b)``:
-  ``min(SHARE_UNITS, ceil(SHARE_UNITS * rate / bw_l))`` of each of the two.
+  ``min(SHARE_UNITS, ceil(SHARE_UNITS * rate / bw_l))`` of each of the two;
+* a SEND or RECV (a link transfer's end) over a link of bandwidth ``bw_link``:
+  ``min(SHARE_UNITS, ceil(SHARE_UNITS * bw_link / bw_main))`` of the main level.
 
 At every cycle the shares held of a level must not exceed :data:`SHARE_UNITS`. The replay
 reports, per level that anything shared, the peak shares held, the cycles during which two or
@@ -21,10 +23,12 @@ more records held shares of it (``shared_cycles``) and those during which every 
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from planner.isa.cost import memory_cycles
 from planner.isa.instructions import DMA_STREAM, Instruction, Opcode, Program, device_cycles
 
-__all__ = ["SHARE_UNITS", "instruction_shares", "check_shared_bandwidth"]
+__all__ = ["SHARE_UNITS", "instruction_shares", "check_shared_bandwidth", "record_holdings"]
 
 SHARE_UNITS = 1000  # a level's whole bandwidth, in shares (the level solver's unit too)
 _ROOFLINE = frozenset({Opcode.MATMUL, Opcode.CONV, Opcode.VECTOR})
@@ -50,6 +54,13 @@ def instruction_shares(ins: Instruction, p: Program) -> tuple[int, ...] | None:
     if ins.duration_cycles <= 0:
         return None
     levels = p.levels
+    if ins.opcode in (Opcode.SEND, Opcode.RECV):  # a link transfer's end: main memory at the link's rate
+        link = next((lk for lk in p.links if lk.id == ins.a), None)
+        if link is None or not 0 <= p.main_level < len(levels):
+            return None
+        shares = [0] * len(levels)
+        shares[p.main_level] = _ceil_share(link.bandwidth_bytes_per_s, levels[p.main_level].bandwidth_bytes_per_s)
+        return tuple(shares)
     if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM:
         rate = min(levels[ins.a].bandwidth_bytes_per_s, levels[ins.b].bandwidth_bytes_per_s)
         shares = [0] * len(levels)
@@ -124,3 +135,45 @@ def check_shared_bandwidth(p: Program, v: list[str]) -> dict[str, dict[str, int]
                 reported = True
         figures[lv.name] = {"peak_shares": peak, "shared_cycles": shared, "full_cycles": full}
     return figures
+
+
+def record_holdings(programs: Mapping[str, Program], simulation: Any) -> dict[tuple, tuple]:
+    """What each op, memory DMA and link transfer of the shared-bandwidth programs holds, for the
+    what-if replay (:mod:`planner.simulator.slowdown`): ``("op", name)``, ``("dma", k)`` (k
+    indexing ``simulation.dmas``) or ``("tx", id)`` -> ``((device, shares per level), ...)``, one
+    pair per device (a transfer's SEND and RECV on two); records holding nothing are left out.
+
+    Examples
+    --------
+    >>> from planner.isa.instructions import LevelInfo
+    >>> from planner.simulator.replay import DmaTiming, OpTiming, SimulationResult
+    >>> dma = Instruction(Opcode.DMA, DMA_STREAM, 0, 8, a=1, b=0, c=8, op="prefetch:x@sram.0")
+    >>> vec = Instruction(Opcode.VECTOR, 0, 8, 3, subop=1, a=3, b=1, mem_bytes=1, op="v")
+    >>> p = Program("d0", "g", 10**9, 10**9, 1, 1, 1, 0, (LevelInfo("sram", 1 << 20, 4 * 10**9),
+    ...             LevelInfo("dram", 1 << 30, 10**9)), 1, (), 1, (), (dma, vec), fast_level=0, shared_bandwidth=True)
+    >>> sim = SimulationResult(11, {"v": OpTiming("d0", 0, 8, 11)}, {}, {}, 2,
+    ...                        dmas=(DmaTiming("d0", "prefetch:x@sram.0", "prefetch", "x", "x@sram.0", "dram", "sram",
+    ...                                        8, 0, 8),))
+    >>> record_holdings({"d0": p}, sim)
+    {('dma', 0): (('d0', (250, 1000)),), ('op', 'v'): (('d0', (0, 334)),)}
+    """
+    dma_index = {(d.device, d.op, d.start_cycle): k for k, d in enumerate(getattr(simulation, "dmas", ()))}
+    out: dict[tuple, tuple] = {}
+    for device, p in sorted(programs.items()):
+        if not p.shared_bandwidth:
+            continue
+        for ins in p.instructions:
+            shares = instruction_shares(ins, p)
+            if shares is None or not any(shares):
+                continue
+            if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM:
+                node = ("dma", dma_index.get((p.device, ins.op, ins.start_cycle)))
+            elif ins.opcode in (Opcode.SEND, Opcode.RECV):
+                node = ("tx", ins.c)
+            else:
+                node = ("op", ins.op)
+            known = node[0] == "dma" and node[1] is not None or node[0] == "tx" and ins.c in simulation.transfers \
+                or node[0] == "op" and ins.op in simulation.ops
+            if known:
+                out[node] = out.get(node, ()) + ((p.device, shares),)
+    return out

@@ -12,6 +12,9 @@ a transfer once its producer and the previous transfer on its link are done. Mem
 given: a DMA takes its device's factor, runs in order on its device's DMA engine, after the ops
 of that device that touch its tensor and ended before it in the plan, and before those that
 started after it. With no slowdown and no noise the what-if replay is the plan itself.
+Under shared bandwidth (the binaries' header flag, docs/memory.md) every op, memory DMA and
+link transfer end keeps the shares it held, for its measured duration, and starts only when
+they fit (:func:`what_if`'s ``shares``).
 
 Examples
 --------
@@ -26,17 +29,19 @@ MeasuredOp(device='d1', stream=0, start_cycle=24, measured_cycles=16, planned_cy
 
 from __future__ import annotations
 
+import heapq
 import math
 import zlib
 from collections import defaultdict
 from dataclasses import dataclass, field
-from graphlib import TopologicalSorter
+from graphlib import CycleError, TopologicalSorter
 from typing import Any, Iterable, Mapping, NamedTuple
 
 import numpy as np
 
 from planner.errors import SpecError
 from planner.instances import base_op_name
+from planner.simulator.bandwidth import SHARE_UNITS
 
 __all__ = ["Slowdown", "MeasuredOp", "MeasuredTransfer", "MeasuredDma", "WhatIf", "parse_slowdown", "what_if"]
 
@@ -203,11 +208,79 @@ def _add_dmas(preds: dict[Any, set[Any]], simulation: Any, op_tensors: Mapping[s
             preds[after[3]].add(before[3])
 
 
+class _SharedDevices:
+    """Shared bandwidth in the what-if replay: per device, the shares held over time by what was
+    placed, every placed holder started by the device's ``last_start`` (so the load ahead only
+    falls and checking a start suffices, as in the level solver's replay)."""
+
+    def __init__(self) -> None:
+        self.spans: dict[str, list[tuple[int, int, tuple[int, ...]]]] = defaultdict(list)
+        self.last_start: dict[str, int] = defaultdict(int)
+
+    def place(self, holds, ready: int, cycles: int) -> int:
+        """The first time ``>= max(ready, last starts)`` at which every ``(device, shares)`` of
+        ``holds`` fits (a transfer holds at both ends); placed there."""
+        t = max([ready] + [self.last_start[d] for d, _ in holds])
+        times = sorted({t, *(e for d, _ in holds for _s, e, _u in self.spans[d] if e > t)})
+        start = next(when for when in times if all(self._fits(d, shares, when) for d, shares in holds))
+        for d, shares in holds:
+            self.last_start[d] = start
+            self.spans[d] = [sp for sp in self.spans[d] if sp[1] > start] + [(start, start + cycles, shares)]
+        return start
+
+    def _fits(self, device: str, shares: tuple[int, ...], when: int) -> bool:
+        spans = self.spans[device]
+        return all(u + sum(h[lv] for s, e, h in spans if s <= when < e) <= SHARE_UNITS for lv, u in enumerate(shares))
+
+
+def _time_order(preds: dict[Any, set[Any]], planned_start: Mapping[Any, int]) -> Iterable[Any]:
+    """The nodes in dependency order, among the ready ones the earliest planned start first
+    (ops, then DMAs, then transfers, then by key on a tie)."""
+    users: dict[Any, list[Any]] = defaultdict(list)
+    missing = {n: len(p) for n, p in preds.items()}
+    for n, p in preds.items():
+        for d in p:
+            users[d].append(n)
+    rank = {"op": 0, "dma": 1, "tx": 2}
+    heap = [((planned_start[n], rank[n[0]], str(n[1])), n) for n, m in missing.items() if m == 0]
+    heapq.heapify(heap)
+    while heap:
+        _, n = heapq.heappop(heap)
+        yield n
+        for u in users[n]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(heap, ((planned_start[u], rank[u[0]], str(u[1])), u))
+
+
 def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slowdown,
-            op_tensors: Mapping[str, Iterable[str]] | None = None) -> WhatIf:
+            op_tensors: Mapping[str, Iterable[str]] | None = None,
+            shares: Mapping[Any, tuple[tuple[str, tuple[int, ...]], ...]] | None = None) -> WhatIf:
     """The replayed ``simulation`` (:class:`~planner.simulator.SimulationResult`) re-timed under
     ``slowdown``; ``op_edges`` are the graph's ``(producer, consumer)`` op pairs; ``op_tensors``
-    the tensors each graph op reads or writes (None: memory DMAs are not re-timed)."""
+    the tensors each graph op reads or writes (None: memory DMAs are not re-timed).
+
+    ``shares`` (shared bandwidth, :func:`planner.simulator.bandwidth.record_holdings`): node
+    (``("op", name)``, ``("dma", k)``, ``("tx", id)``) -> each device it holds shares on with
+    the shares of each level, for its whole measured duration. The nodes are then taken in
+    planned start order (among those whose dependencies are placed), and a holder starts at
+    the first time, not before the previous holder of its devices started, at which its shares
+    fit beside those still held. Without slowdown and noise the plan (valid under sharing) is
+    re-timed to itself.
+
+    Examples
+    --------
+    Two ops of two streams each hold 600 of a level's shares: slowed down twice, the first runs
+    [0, 20) and the second, planned at 10, waits for it (without the shares it would start at 10):
+
+    >>> from planner.simulator import OpTiming, SimulationResult
+    >>> sim = SimulationResult(20, {"a": OpTiming("d0", 0, 0, 10), "b": OpTiming("d0", 1, 10, 20)}, {}, {}, 0)
+    >>> held = {("op", "a"): (("d0", (600,)),), ("op", "b"): (("d0", (600,)),)}
+    >>> what_if(sim, [], parse_slowdown("d0=2", ["d0"], []), shares=held).ops["b"].start_cycle
+    20
+    >>> what_if(sim, [], parse_slowdown("d0=2", ["d0"], [])).ops["b"].start_cycle
+    10
+    """
     ops, transfers = simulation.ops, simulation.transfers
     dmas = getattr(simulation, "dmas", ()) if op_tensors is not None else ()
     end: dict[Any, int] = {}
@@ -217,22 +290,38 @@ def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slow
     preds = _dependencies(simulation, op_edges)
     if dmas:
         _add_dmas(preds, simulation, op_tensors)
-    for node in TopologicalSorter(preds).static_order():
+
+    def timing(node: Any) -> Any:
         kind, key = node
-        t = ops[key] if kind == "op" else transfers[key] if kind == "tx" else dmas[key]
+        return ops[key] if kind == "op" else transfers[key] if kind == "tx" else dmas[key]
+
+    if shares:
+        order: Iterable[Any] = _time_order(preds, {n: timing(n).start_cycle for n in preds})
+        devices = _SharedDevices()
+    else:
+        order = TopologicalSorter(preds).static_order()
+    for node in order:
+        kind, key = node
+        t = timing(node)
         ready = max((end[p] for p in preds[node]), default=0)
         start = max(t.start_cycle, ready)
         planned = t.end_cycle - t.start_cycle
         if kind == "op":
             cycles = slowdown.cycles(key, t.device, planned)
-            measured_ops[key] = MeasuredOp(t.device, t.stream, start, cycles, planned)
         elif kind == "tx":
             cycles = slowdown.cycles(f"{t.src_op}->{t.dst_op}#{t.id}", t.link, planned)
             measured_tx[key] = MeasuredTransfer(t.src_op, t.dst_op, t.link, t.size_bytes, start, cycles, planned)
         else:
             cycles = slowdown.cycles(f"dma:{t.device}:{t.op}", t.device, planned)
+        if shares and node in shares and cycles > 0:
+            start = devices.place(shares[node], start, cycles)
+        if kind == "op":
+            measured_ops[key] = MeasuredOp(t.device, t.stream, start, cycles, planned)
+        elif kind == "dma":
             measured_dma[key] = MeasuredDma(t.device, t.op, start, cycles, planned)
         end[node] = start + cycles
+    if len(end) != len(preds):  # (the unshared order raises this itself)
+        raise CycleError("what-if replay: the dependencies form a cycle")
     ordered = {n: measured_ops[n] for n in sorted(measured_ops)}
     makespan = max((v for n, v in end.items() if n[0] != "dma"), default=0)
     return WhatIf(ordered, tuple(measured_tx[i] for i in sorted(measured_tx)), makespan,

@@ -32,6 +32,7 @@ the solution).
 
 from __future__ import annotations
 
+import heapq
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
@@ -39,7 +40,8 @@ from ortools.sat.python import cp_model
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, ceil_div, cycles_for_bytes
 
 __all__ = ["SHARE_UNITS", "share_of_cycles", "dma_share", "op_shares", "dma_shares", "bandwidth_spans",
-           "check_bandwidth", "replay_shared", "slow_traffic_lower_bound", "add_bandwidth"]
+           "check_bandwidth", "replay_shared", "instruction_shares", "list_schedule_shared",
+           "slow_traffic_lower_bound", "add_bandwidth"]
 
 SHARE_UNITS = 1000  # a level's whole bandwidth, in shares
 # Up to this many accesses an op's shares are a table over its sums of fast bytes; above, products.
@@ -263,6 +265,77 @@ def replay_shared(problem: LevelProblem, solution: LevelSolution,
         else:
             raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
     return op_start, tr_start
+
+
+def instruction_shares(problem: LevelProblem, solution: LevelSolution) -> dict[tuple[str, int], tuple[int, int]]:
+    """``(fast, slow)`` shares of every op (``("op", i)``) and DMA (``("dma", q)``) of the solution.
+
+    Examples
+    --------
+    >>> from solvers.memory.levels.problem import Transfer
+    >>> p = LevelProblem((4,), ((0,),), ((),), (8,), (8, 99), (4, 1), shared_bandwidth=True)
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> instruction_shares(p, LevelSolution(((False, True),), ((False, False),), (pf,), (8,), (4,)))
+    {('op', 0): (500, 0), ('dma', 0): (250, 1000)}
+    """
+    fb, sb = _op_bytes(problem, solution.in_fast)
+    shares = {("op", i): op_shares(problem, i, fb[i], sb[i]) for i in range(problem.num_ops)}
+    dma = dma_shares(problem)
+    shares.update({("dma", q): dma for q in range(len(solution.transfers))})
+    return shares
+
+
+def list_schedule_shared(deps: dict, length: dict, shares: dict, priority: dict,
+                         floor: dict | None = None) -> dict:
+    """Starts over a dependency DAG under shared bandwidth (several streams, or heads).
+
+    ``deps``: key -> the keys it waits for (their ends); ``length``: key -> cycles; ``shares``:
+    key -> ``(fast, slow)`` shares it holds while it runs; ``priority``: key -> a sortable rank
+    (the solution's start order); ``floor``: key -> its earliest start (heads). Of the keys
+    whose dependencies are placed, the lowest priority goes next: one of positive length at the
+    earliest time, not before the previous positive one's start, at which its dependencies
+    have ended and its shares fit (so positive ones start in the order placed, and the load
+    ahead of a start only falls: checking the start suffices); one of zero length holds
+    nothing and starts as soon as its dependencies allow. The engines (a stream's previous op,
+    the DMA queue's previous DMA) are dependencies. A solution valid under sharing is re-timed
+    never later: in its start order every key's dependencies come first, and what runs at its
+    own start in the re-timing also ran then in the solution. ValueError on a cycle.
+
+    Examples
+    --------
+    Two ops on two streams, each holding 600 slow shares, cannot overlap; a third with 400 can:
+
+    >>> deps = {"a": set(), "b": set(), "c": set()}
+    >>> sh = {"a": (0, 600), "b": (0, 600), "c": (0, 400)}
+    >>> list_schedule_shared(deps, {"a": 5, "b": 3, "c": 2}, sh, {"a": 0, "b": 1, "c": 2})
+    {'a': 0, 'b': 5, 'c': 5}
+    """
+    floor = floor or {}
+    users: dict = {k: [] for k in deps}
+    missing = {k: len(v) for k, v in deps.items()}
+    for k, v in deps.items():
+        for d in v:
+            users[d].append(k)
+    ready = [(priority[k], k) for k, m in missing.items() if m == 0]
+    heapq.heapify(ready)
+    placed = _Placed()
+    start: dict = {}
+    while ready:
+        _, k = heapq.heappop(ready)
+        t = max([floor.get(k, 0)] + [start[d] + length[d] for d in deps[k]])
+        if length[k] > 0:
+            uf, us = shares[k]
+            t = placed.earliest_fit(t, uf, us)
+            placed.place(t, length[k], uf, us)
+        start[k] = t
+        for u in users[k]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(ready, (priority[u], u))
+    if len(start) != len(deps):
+        stuck = sorted(k for k in deps if k not in start)[:4]
+        raise ValueError(f"deadlock: {stuck} wait on each other")
+    return start
 
 
 def slow_traffic_lower_bound(problem: LevelProblem) -> int:

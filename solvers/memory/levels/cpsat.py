@@ -95,6 +95,10 @@ __all__ = [
 ]
 
 _LOG = logging.getLogger(__name__)
+# Shared bandwidth on several streams: the share of the budget the series plan (one stream) may use
+# first (all of it: it keeps today's series plan at the same budget; what it leaves, e.g. once it
+# proves optimality, goes to the several-stream model).
+SHARED_SERIES_SHARE = 1.0
 
 
 @dataclass
@@ -1102,6 +1106,8 @@ class CpSatLevelSolver(Accepting):
         candidates = [s for s in starts if s is not None]
         if isinstance(options.hint, LevelSolution) and not validate_levels(problem, options.hint):
             candidates.append(retime(problem, options.hint))
+        if problem.shared_bandwidth and problem.multi_stream:  # bandwidth: shared (bandwidth.py)
+            candidates += self._series_candidate(problem, options, budget, windows)
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
         if best is not None and best.makespan_cycles <= lb:
             return Status.OPTIMAL, best, lb, (), info
@@ -1142,6 +1148,22 @@ class CpSatLevelSolver(Accepting):
             best = found
         bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
+
+    def _series_candidate(self, problem: LevelProblem, options: SolveOptions, budget: Budget,
+                          windows: float) -> list[LevelSolution]:
+        """Shared bandwidth on several streams: the plan with the ops in series (one stream),
+        solved first (up to :data:`SHARED_SERIES_SHARE` of the budget), as a start. Under
+        sharing the several-stream model is much harder for CP-SAT, and running the merged
+        order one op at a time meets every several-stream rule (stream order, data, memory and
+        copy order), so the result is never worse than the series plan; kept only if it
+        validates."""
+        child = budget.child(budget.share(SHARED_SERIES_SHARE))
+        _, series, *_ = self._solve_unsplit(replace(problem, op_streams=()), replace(options, hint=None), child,
+                                            windows)
+        budget.absorb(child, "series")
+        if series is None or validate_levels(problem, series):
+            return []
+        return [retime(problem, series)]
 
     def _window_search(self, problem: LevelProblem, best: LevelSolution, lb: int, window: int | None,
                        options: SolveOptions, budget: Budget, windows: float, info: dict):

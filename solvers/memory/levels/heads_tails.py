@@ -51,6 +51,7 @@ from dataclasses import dataclass, replace
 
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.memory.levels.bandwidth import slow_traffic_lower_bound
 from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
@@ -334,7 +335,9 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     reads, so op i cannot end before ``e_i = max(e_prev(i), e_producers(i), release_i) +
     shortest_i``; a tensor is in slow memory no earlier than its producer ends (an input from
     cycle 0), so an op with a sent-tensor deadline also starts no earlier than that producer's
-    end plus the lag. Capacity and DMAs are dropped.
+    end plus the lag. Capacity and DMAs are dropped. With shared bandwidth, also the slow
+    level's forced traffic (:func:`~solvers.memory.levels.bandwidth.slow_traffic_lower_bound`),
+    a bound on the makespan and so on the objective.
 
     Examples
     --------
@@ -358,6 +361,8 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
         if ht.tail_of_tensor(t):
             producer = problem.accesses(t)[0]
             best = max(best, (end[producer] if problem.is_real(producer) else 0) + ht.tail_of_tensor(t))
+    if problem.shared_bandwidth:  # bandwidth: shared (bandwidth.py): the objective is at least the makespan
+        best = max(best, slow_traffic_lower_bound(problem))
     return best
 
 
@@ -487,8 +492,6 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
     t0 = time.perf_counter()
     if problem.splits:
         raise ValueError("expand split groups first (HeadsTails.expanded)")
-    if problem.shared_bandwidth:  # the shared replay has no heads (replay_levels)
-        raise ValueError("heads and tails are not modelled with shared bandwidth")
     ht.check(problem)
     plans = _baselines(problem, ht, incumbent)
     if not plans and not exact_model_fits(problem):

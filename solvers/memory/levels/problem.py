@@ -355,9 +355,6 @@ class LevelProblem(OpsAndTensors):
             raise ValueError("compute cycles and tensor bytes must be >= 0")
         if self.op_streams and (len(self.op_streams) != n or min(self.op_streams) < 0):
             raise ValueError(f"op_streams needs one stream >= 0 per op ({n}), got {self.op_streams}")
-        if self.shared_bandwidth and len(set(self.op_streams)) > 1:
-            raise ValueError("shared bandwidth is modelled on one compute stream: plan the ops in series "
-                             "(no op_streams)")
         accesses = self._build_accesses()
         seen_ops: set[int] = set()
         seen_tensors: set[int] = set()

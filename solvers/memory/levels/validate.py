@@ -13,7 +13,8 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
-from solvers.memory.levels.bandwidth import check_bandwidth, replay_shared, slow_traffic_lower_bound
+from solvers.memory.levels.bandwidth import (check_bandwidth, instruction_shares, list_schedule_shared,
+                                             replay_shared, slow_traffic_lower_bound)
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
@@ -581,10 +582,11 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     ``op_release`` / ``tensor_ready`` (optional heads, :mod:`solvers.memory.levels.heads_tails`):
     no op starts before its release, no prefetch before its tensor is ready.
     With shared bandwidth (unless ``separate``), also in the solution's start order and when
-    the shares fit (:func:`~solvers.memory.levels.bandwidth.replay_shared`); heads are not
-    modelled there (a shared problem with heads is refused). ``fast_offsets`` (several
-    streams): the fast pieces' addresses, so only the memory-order waits between pieces that
-    overlap in address are kept (:func:`memory_waits`), as the lowered program does.
+    the shares fit (:func:`~solvers.memory.levels.bandwidth.replay_shared`; with several
+    streams or heads, :func:`~solvers.memory.levels.bandwidth.list_schedule_shared`).
+    ``fast_offsets`` (several streams): the fast pieces' addresses, so only the memory-order
+    waits between pieces that overlap in address are kept (:func:`memory_waits`), as the
+    lowered program does.
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -597,11 +599,12 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     Replay(op_start=(8,), op_duration=(4,), transfer_start=(0,), makespan_cycles=12)
     """
     problem = resolve_problem(problem, solution)
-    if problem.multi_stream:
-        return _replay_streams(problem, solution, op_release, tensor_ready, fast_offsets)
+    shared = problem.shared_bandwidth and not separate
+    if problem.multi_stream or (shared and (any(op_release) or any(tensor_ready))):
+        return _replay_streams(problem, solution, op_release, tensor_ready, fast_offsets, shared)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
-    if problem.shared_bandwidth and not separate:  # shared bandwidth: in order, when shares fit
+    if shared:  # shared bandwidth: in order, when shares fit
         op_start, tr_start = replay_shared(problem, solution, dur)
         ends = [s + d for s, d in zip(op_start, dur)] + [s + tr.duration_cycles
                                                          for s, tr in zip(tr_start, solution.transfers)]
@@ -643,11 +646,15 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
 
 
 def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: Sequence[int] = (),
-                    tensor_ready: Sequence[int] = (), fast_offsets: Sequence[int] | None = None) -> Replay:
+                    tensor_ready: Sequence[int] = (), fast_offsets: Sequence[int] | None = None,
+                    shared: bool = False) -> Replay:
     """:func:`replay_levels` with several streams: every op and DMA as soon as the previous
     op of its stream (the previous DMA in the queue), its data dependencies, its trigger or
     released DMAs and its memory-order waits (:func:`memory_waits`) have ended, and no op
-    before its release, no prefetch before its tensor is ready (the optional heads)."""
+    before its release, no prefetch before its tensor is ready (the optional heads).
+    ``shared``: also in the solution's start order (ops first on ties) and when the shares
+    fit (:func:`~solvers.memory.levels.bandwidth.list_schedule_shared`); with one stream this
+    is the shared replay with heads."""
     n, queue = problem.num_ops, solution.transfers
     dur = op_durations(problem, solution.in_fast)
     deps: dict[tuple[str, int], set[tuple[str, int]]] = {("op", i): set() for i in range(n)}
@@ -677,7 +684,12 @@ def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: 
     floor = {("op", i): r for i, r in enumerate(op_release) if r}
     floor.update({("dma", q): tensor_ready[tr.tensor] for q, tr in enumerate(queue)
                   if tr.kind is TransferKind.PREFETCH and tensor_ready and tensor_ready[tr.tensor]})
-    start = _topological_starts(deps, length, floor)
+    if shared:
+        priority = {("op", i): (solution.op_start[i], 0, i) for i in range(n)}
+        priority.update({("dma", q): (tr.start_cycle, 1, q) for q, tr in enumerate(queue)})
+        start = list_schedule_shared(deps, length, instruction_shares(problem, solution), priority, floor)
+    else:
+        start = _topological_starts(deps, length, floor)
     op_start = tuple(start["op", i] for i in range(n))
     tr_start = tuple(start["dma", q] for q in range(len(queue)))
     makespan = max([s + length[k] for k, s in start.items()], default=0)

@@ -7,7 +7,6 @@ and activations sharing its SRAM (docs/memory.md, "Several compute streams").
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -172,22 +171,6 @@ def test_random_two_stream_memory_plans_replay_and_compute_the_same_numbers(spec
     # devices or a second model with explicit cycles) on devices with two streams each.
     # (measured: both streams carry ops in 36 of 40 examples; 250 examples pass)
     one_stream.test_random_memory_plans_replay_and_compute_the_same_numbers.hypothesis.inner_test(spec)
-
-
-def test_shared_bandwidth_plans_a_several_stream_device_in_series(tmp_path):
-    # Shared bandwidth is modelled on one stream (solvers.memory.levels.bandwidth): the bridge
-    # then gives the level problem no stream list, so its ops run in series (here everything in
-    # main memory on both streams wins); whichever plan is kept is replayed. The level problem
-    # refuses both together.
-    shared = tmp_path / "shared.yaml"
-    shared.write_text(open(SPEC).read().replace("  split: false", "  split: false\n  bandwidth: shared"))
-    outcome = run(load_spec(shared), time_limit_s=3, workers=1)
-    assert "memory plan" in outcome.memory_baselines
-    levels = outcome.memory.device_levels["npu0"]["memory plan"]
-    assert levels.expanded.shared_bandwidth and not levels.expanded.multi_stream
-    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
-    with pytest.raises(ValueError, match="one compute stream"):
-        replace(levels.expanded, op_streams=(0, 1) * (levels.expanded.num_ops // 2) + (0,) * (levels.expanded.num_ops % 2))
 
 
 @settings(max_examples=int(os.environ.get("MEMORY_PROPERTY_EXAMPLES", 6)), deadline=None, derandomize=True,
