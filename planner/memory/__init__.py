@@ -307,7 +307,7 @@ def _hierarchy_stats(bridge, out) -> dict[str, Any]:
         "level_stopped_by": best.stats.get("stopped_by", "finished"),
         "greedy_makespan_device_cycles": out.greedy.objective,
         "all_home_makespan_device_cycles": out.all_home.objective,
-        "split_factors": [],
+        "split_factors": list(best.solution.split_factors),
         "reserve_bytes": bridge.reserve_bytes,
     }
 
