@@ -12,8 +12,9 @@ main memory; this one sees every level of the device's hierarchy from the fast l
   is the profile's (or the spec's) main level, at the device's memory capacity (a memory
   limit lowers it); every other level holds back the same reserve as the two-level fast
   level (room to round addresses up to the alignment);
-* DMA paths: the profile's between those levels (none declared: every pair), each at the
-  slower end's bandwidth (the ISA's DMA rate), with the profile's DMA latency;
+* DMA paths: the profile's between those levels (none declared: every pair), each at its
+  own rate where the profile gives one (``dma_rates``), else the slower end's bandwidth (the
+  ISA's DMA rate, which the binary carries per path), with the profile's DMA latency;
 * homes: a weight or graph input named in the spec's ``memory.home`` lives in that level
   (host memory for an offloaded weight); every other tensor's home is main memory.
 
@@ -169,6 +170,8 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
         capacity_bytes=tuple(capacity(i) for i in range(len(names))),
         bandwidth_bytes_per_cycle=tuple(_rate(m.bandwidth_bytes_per_s, profile.clock_hz) for m in levels),
         main_level=main, dma_paths=paths, dma_latency_cycles=profile.dma_latency_cycles,
+        dma_path_bytes_per_cycle=tuple(_rate(profile.dma_bandwidth(names[a], names[b]), profile.clock_hz)
+                                       for a, b in paths) if profile.dma_rates else (),
         tensor_home=tuple(homes), live_out=two.live_out, splits=two.splits, level_names=names,
         op_names=two.op_names, tensor_names=two.tensor_names)
     full = tuple(device.memory_capacity_bytes if i == main else levels[i].capacity_bytes for i in range(len(names)))
