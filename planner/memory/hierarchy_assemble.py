@@ -22,7 +22,10 @@ memory-planned device that exchanges nothing with other devices (the spec's only
   and the hops on the DMA engine, each hop after its trigger op, the previous hop of its
   move and (a fetch's first hop) the tensor's eviction; an op after the hops it releases;
 * addresses: per level, greedy-by-size then CP-SAT over the pieces' cycle lifetimes
-  (:func:`~planner.memory.addresses.assign_addresses`), each level at its capacity.
+  (:func:`~planner.memory.addresses.assign_addresses`), each level at its capacity;
+* several streams: the same plan with each op on its stream (:func:`_overlapped`), kept when
+  strictly shorter, its buffers over their writers' and readers' cycles and every cross-stream
+  ordering a memory wait (``docs/memory.md``, "N levels in plan solve", several streams).
 
 Points map to cycles as in :mod:`~planner.memory.assemble` (monotone, so pieces disjoint in
 points are disjoint in cycles and the solver's per-level capacity holds in cycles).
@@ -186,7 +189,9 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
     """The re-timed plan and the memory plan of ``bridge``'s device over all its levels.
 
     A split solution (``solution.split_factors``) runs its split ops as instances ``op#p``
-    over portion buffers, as a two-level split plan does.
+    over portion buffers, as a two-level split plan does. On a device whose ops use several
+    streams, the plan with each op on its stream (:func:`_overlapped`) is kept when it is
+    strictly shorter than the one-stream plan and its buffers pack.
 
     Raises
     ------
@@ -200,49 +205,242 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
         raise UnsupportedError("memory planning over more than two levels covers a single device without "
                                "transfers")
     ex = _Expansion.of(bridge, solution)
-    p = ex.problem
     pieces = _Pieces(bridge, ex, solution)
     accesses = _accesses(bridge, ex, solution, pieces)
-    start = _schedule(bridge, ex, solution, hardware)
-    durations = {f"op:{n}": hardware.to_timeline_cycles(c, bridge.device)
-                 for n, c in zip(ex.instances, hierarchy_op_durations(p, solution.level))}
-    moves = solution.moves
-    dma_end = [start[f"dma:{q}"] + hardware.to_timeline_cycles(p.hop_cycles(m.tensor, m.src_level, m.dst_level),
-                                                                 bridge.device) for q, m in enumerate(moves)]
-    inst_start = [start[f"op:{n}"] for n in ex.instances]
-    inst_end = [start[f"op:{n}"] + durations[f"op:{n}"] for n in ex.instances]
-    times = DeviceTimes(inst_start, inst_end, max([*inst_end, *dma_end, 0]))
-    buffers = _placed_buffers(bridge, ex, pieces, times, hardware, alignment_bytes)
-    transfers = []
-    destinations = [pieces.at(m.dst_level, m.tensor, 2 * m.trigger_op + 2) for m in moves]
+    destinations = [pieces.at(m.dst_level, m.tensor, 2 * m.trigger_op + 2) for m in solution.moves]
     if len(set(destinations)) != len(destinations):
         # Two hops into one (merged) buffer would give two DMAs one name in the binary.
         raise UnsupportedError(f"device {d}: two DMAs write the same buffer "
                                f"{next(x for x in destinations if destinations.count(x) > 1)!r}")
-    for q, m in enumerate(moves):
+    serial = _serial(plan, hardware, bridge, ex, pieces, accesses, solution, alignment_bytes, stats)
+    stream_of = {o.name: o.stream for o in plan.ops}
+    streams = tuple(stream_of[bridge.ops[o]] for o, _ in ex.op_origin)
+    if len(set(streams)) < 2:
+        return serial
+    try:
+        overlapped = _overlapped(plan, hardware, bridge, ex, pieces, accesses, solution, alignment_bytes, stats,
+                                 streams)
+    except InfeasibleError:  # its buffers do not pack: the one-stream plan stands
+        return serial
+    return overlapped if overlapped[0].makespan_cycles < serial[0].makespan_cycles else serial
+
+
+def _durations(hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution
+               ) -> dict[str, int]:
+    """Timeline cycles per activity (``op:<instance>``, ``dma:<q>``)."""
+    p, dev = ex.problem, bridge.device
+    out = {f"op:{n}": hardware.to_timeline_cycles(c, dev)
+           for n, c in zip(ex.instances, hierarchy_op_durations(p, solution.level))}
+    for q, m in enumerate(solution.moves):
+        out[f"dma:{q}"] = hardware.to_timeline_cycles(p.hop_cycles(m.tensor, m.src_level, m.dst_level), dev)
+    return out
+
+
+def _memory_transfers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, solution: HierarchySolution,
+                      start: Mapping[str, int], duration: Mapping[str, int]) -> tuple[MemoryTransfer, ...]:
+    p = ex.problem
+    out = []
+    for q, m in enumerate(solution.moves):
         point = 2 * m.trigger_op + 2
         lt = bridge.tensors[ex.tensor_origin[m.tensor][0]]
-        transfers.append(MemoryTransfer(
+        out.append(MemoryTransfer(
             m.kind.value, lt.tensor, ex.portion(m.tensor), pieces.at(m.src_level, m.tensor, point),
             pieces.at(m.dst_level, m.tensor, point), p.tensor_bytes[m.tensor],
             ex.instances[m.trigger_op] if m.trigger_op >= 0 else "",
             ex.instances[m.release_op] if m.release_op < p.num_ops else "", start[f"dma:{q}"],
-            dma_end[q] - start[f"dma:{q}"]))
+            duration[f"dma:{q}"]))
+    return tuple(out)
+
+
+def _result(plan: Plan, bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution, accesses,
+            buffers, transfers, stats, start: Mapping[str, int], duration: Mapping[str, int],
+            streams: tuple[int, ...] | None, waits: tuple[tuple[str, str], ...] = ()) -> tuple[Plan, MemoryPlan]:
+    d, p = bridge.device.name, ex.problem
     factors = {label: k for label, k in zip(bridge.base.group_labels, solution.split_factors)}
-    device_plan = DeviceMemoryPlan(d, bridge.levels[0], bridge.levels[p.main_level], ex.instances, accesses,
-                                   tuple(buffers), tuple(transfers), factors, dict(stats or {}))
-    new_ops = tuple(sorted((PlacedOp(n, d, 0, inst_start[i], durations[f"op:{n}"])
-                            for i, n in enumerate(ex.instances)),
+    order = ex.instances if streams is None else tuple(
+        n for _, _, n in sorted((start[f"op:{n}"], i, n) for i, n in enumerate(ex.instances)))
+    device_plan = DeviceMemoryPlan(d, bridge.levels[0], bridge.levels[p.main_level], order, accesses,
+                                   tuple(buffers), tuple(transfers), factors, dict(stats or {}), memory_waits=waits)
+    new_ops = tuple(sorted((PlacedOp(n, d, 0 if streams is None else streams[i], start[f"op:{n}"],
+                                     duration[f"op:{n}"]) for i, n in enumerate(ex.instances)),
                            key=lambda o: (o.start_cycle, o.device, o.stream, o.name)))
-    makespan = times.device_end
+    makespan = max([start[a] + duration[a] for a in duration] + [0])
     return (replace(plan, ops=new_ops, makespan_cycles=makespan, objective=makespan),
             MemoryPlan({d: device_plan}))
 
 
-def _placed_buffers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, times: DeviceTimes,
-                    hardware: Hardware, alignment: int) -> list[MemoryBuffer]:
-    """Every piece as a buffer at its cycles, with an address per level; a split tensor's home
-    portions as views inside one whole home buffer."""
+def _serial(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, accesses,
+            solution: HierarchySolution, alignment_bytes: int, stats) -> tuple[Plan, MemoryPlan]:
+    """Every op on stream 0 in the solver's order; buffers over the points mapped to cycles."""
+    start = _schedule(bridge, ex, solution, hardware)
+    duration = _durations(hardware, bridge, ex, solution)
+    end = {a: start[a] + duration[a] for a in duration}
+    inst_start = [start[f"op:{n}"] for n in ex.instances]
+    inst_end = [end[f"op:{n}"] for n in ex.instances]
+    times = DeviceTimes(inst_start, inst_end, max([*end.values(), 0]))
+    buffers = _placed_buffers(bridge, ex, pieces, times, hardware, alignment_bytes)
+    transfers = _memory_transfers(bridge, ex, pieces, solution, start, duration)
+    return _result(plan, bridge, ex, solution, accesses, buffers, transfers, stats, start, duration, None)
+
+
+class _Uses:
+    """Which activity writes each buffer piece and which read it (``op:<instance>``, ``dma:<q>``)."""
+
+    def __init__(self, ex: _Expansion, pieces: _Pieces, solution: HierarchySolution) -> None:
+        p = ex.problem
+        self.writer: dict[str, str] = {}
+        self.readers: dict[str, list[str]] = {}
+        self.reads: dict[str, list[str]] = {}  # activity -> the pieces it reads
+        for t in range(p.num_tensors):
+            for j, a in enumerate(p.accesses(t)):
+                if not p.is_real(a):
+                    continue
+                act, name = f"op:{ex.instances[a]}", pieces.at(solution.level[t][j], t, 2 * a + 1)
+                if t in p.writes[a]:
+                    self.writer[name] = act
+                else:
+                    self._read(act, name)
+        for q, m in enumerate(solution.moves):
+            point = 2 * m.trigger_op + 2
+            self._read(f"dma:{q}", pieces.at(m.src_level, m.tensor, point))
+            self.writer[pieces.at(m.dst_level, m.tensor, point)] = f"dma:{q}"
+
+    def _read(self, act: str, name: str) -> None:
+        self.readers.setdefault(name, []).append(act)
+        self.reads.setdefault(act, []).append(name)
+
+
+def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, accesses,
+                solution: HierarchySolution, alignment_bytes: int, stats,
+                streams: tuple[int, ...]) -> tuple[Plan, MemoryPlan]:
+    """Each op on its stream (in the solver's order per stream), DMAs on the engine as ready.
+
+    The solver's plan runs its ops in series; here an op starts after the previous op of its
+    stream, the hops it releases and the writer of every buffer it reads (so a copy is written
+    before it is read, whatever stream reads it); a hop after its trigger, the previous hop of
+    its move, the tensor's eviction (a fetch) and the writer of its source. A buffer lives from
+    its writer's start (a home copy from cycle 0 if preloaded) to its last reader's end (a home
+    copy to the end), and each level packs its buffers over those cycles (capacity is checked
+    there, not on the solver's points). Every ordering the timing relies on between two
+    streams, or a stream and the DMA engine, is a memory wait that lowering turns into a
+    SIGNAL/WAIT pair: the reads above, and address reuse (a buffer allocated where one freed
+    earlier lay waits for that free).
+    """
+    p = ex.problem
+    uses = _Uses(ex, pieces, solution)
+    duration = _durations(hardware, bridge, ex, solution)
+    deps = _overlapped_deps(ex, solution, uses)
+    acts = [Activity(a, "dma" if a.startswith("dma:") else f"s{streams[i]}", duration[a], tuple(deps[a]),
+                     priority=i) for i, a in enumerate([*(f"op:{n}" for n in ex.instances),
+                                                         *(f"dma:{q}" for q in range(len(solution.moves)))])]
+    sequences = {}
+    for i, n in enumerate(ex.instances):
+        sequences.setdefault(f"s{streams[i]}", []).append(f"op:{n}")
+    start = list_schedule(acts, {k: tuple(v) for k, v in sequences.items()})
+    end = {a: start[a] + duration[a] for a in duration}
+    device_end = max([*end.values(), 0])
+    life: dict[str, tuple[int, int]] = {}
+    for lv, t, _, _, name in pieces.rows:
+        home = lv == p.home(t)
+        writer = uses.writer.get(name)
+        first = start[writer] if writer else 0
+        last = device_end if home else max([end[r] for r in uses.readers.get(name, [])]
+                                           + ([end[writer]] if writer else []))
+        life[name] = (first, last)
+    buffers = _placed_buffers(bridge, ex, pieces, None, hardware, alignment_bytes, life)
+    resource = {a.name: a.resource for a in acts}
+    allocated_by = dict(uses.writer)
+    for b in buffers:  # a split tensor's whole home copy: allocated by its first portion's writer
+        if b.view_of and uses.writer.get(b.name) is not None:
+            w = uses.writer[b.name]
+            if b.view_of not in allocated_by or start[w] < start[allocated_by[b.view_of]]:
+                allocated_by[b.view_of] = w
+    waits = _read_waits(deps, resource, solution, ex) | _reuse_waits(buffers, uses, allocated_by, resource, end)
+    transfers = _memory_transfers(bridge, ex, pieces, solution, start, duration)
+    return _result(plan, bridge, ex, solution, accesses, buffers, transfers, stats, start, duration, streams,
+                   tuple(sorted(waits)))
+
+
+def _overlapped_deps(ex: _Expansion, solution: HierarchySolution, uses: _Uses) -> dict[str, list[str]]:
+    deps: dict[str, list[str]] = {f"op:{n}": [] for n in ex.instances}
+    previous: dict[tuple, str] = {}
+    evicted: dict[int, str] = {}
+    for q, m in enumerate(solution.moves):
+        act = f"dma:{q}"
+        mine = [f"op:{ex.instances[m.trigger_op]}"] if m.trigger_op >= 0 else []
+        chain = (m.kind, m.tensor, m.gap)
+        if m.hop > 0:
+            mine.append(previous[chain])
+        elif m.kind is TransferKind.PREFETCH and m.tensor in evicted:
+            mine.append(evicted[m.tensor])
+        previous[chain] = act
+        if m.kind is TransferKind.EVICT:
+            evicted[m.tensor] = act
+        deps[act] = mine
+        if m.release_op < ex.problem.num_ops:
+            deps[f"op:{ex.instances[m.release_op]}"].append(act)
+    for act, names in uses.reads.items():
+        for name in names:
+            w = uses.writer.get(name)
+            if w is not None and w != act and w not in deps[act]:
+                deps[act].append(w)
+    return deps
+
+
+def _read_waits(deps: Mapping[str, list[str]], resource: Mapping[str, str], solution: HierarchySolution,
+                ex: _Expansion) -> set[tuple[str, str]]:
+    """The dependencies between two resources that lowering does not already order (a DMA's
+    trigger and release are its own semaphores; DMA after DMA is the engine's order)."""
+    own = set()
+    for q, m in enumerate(solution.moves):
+        if m.trigger_op >= 0:
+            own.add((f"dma:{q}", f"op:{ex.instances[m.trigger_op]}"))
+        if m.release_op < ex.problem.num_ops:
+            own.add((f"op:{ex.instances[m.release_op]}", f"dma:{q}"))
+    return {(_plan_name(a), _plan_name(d)) for a, ds in deps.items() for d in ds
+            if resource[a] != resource[d] and (a, d) not in own}
+
+
+def _reuse_waits(buffers: list[MemoryBuffer], uses: _Uses, allocated_by: Mapping[str, str],
+                 resource: Mapping[str, str], end: Mapping[str, int]) -> set[tuple[str, str]]:
+    """Per level, a buffer allocated at addresses an earlier buffer freed waits for that free
+    (its last reader, the latest one per other resource)."""
+    def freed_by(b: MemoryBuffer) -> str | None:
+        readers = uses.readers.get(b.name, [])
+        return max(readers, key=lambda r: (end[r], r)) if readers else uses.writer.get(b.name)
+
+    waits: set[tuple[str, str]] = set()
+    placed = [b for b in buffers if not b.view_of and b.size_bytes > 0]
+    for b in placed:
+        w = allocated_by.get(b.name)
+        if w is None:
+            continue
+        latest: dict[str, str] = {}
+        for c in placed:
+            if c is b or c.level != b.level or c.end_cycle > b.start_cycle:
+                continue
+            if c.address >= b.address + b.size_bytes or b.address >= c.address + c.size_bytes:
+                continue
+            f = freed_by(c)
+            if f is None or resource[f] == resource[w]:
+                continue
+            if resource[f] not in latest or end[f] > end[latest[resource[f]]]:
+                latest[resource[f]] = f
+        waits |= {(_plan_name(w), _plan_name(f)) for f in latest.values()}
+    return waits
+
+
+def _plan_name(act: str) -> str:
+    """A memory wait's name: the op instance, or ``dma:<q>`` (the transfer's index)."""
+    return act[3:] if act.startswith("op:") else act
+
+
+def _placed_buffers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, times: DeviceTimes | None,
+                    hardware: Hardware, alignment: int,
+                    life: Mapping[str, tuple[int, int]] | None = None) -> list[MemoryBuffer]:
+    """Every piece as a buffer at its cycles (its points mapped by ``times``, or ``life``'s
+    cycles), with an address per level; a split tensor's home portions as views inside one
+    whole home buffer."""
     p = ex.problem
     raw: list[MemoryBuffer] = []
     split_homes: dict[int, list[tuple[int, int]]] = {}  # bridge tensor -> its portions' home cycles
@@ -250,12 +448,15 @@ def _placed_buffers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, ti
         orig = ex.tensor_origin[t][0]
         lt = bridge.tensors[orig]
         home_preloaded = lv == p.home(t) and lt.preloaded
-        first = 0 if home_preloaded else times.point_start(lo)
+        if life is None:
+            first, last = (0 if home_preloaded else times.point_start(lo)), times.point_end(hi)
+        else:
+            first, last = (0 if home_preloaded else life[name][0]), life[name][1]
         if lv == p.home(t) and ex.factor_of_tensor[orig] > 1:
-            split_homes.setdefault(orig, []).append((first, times.point_end(hi)))
+            split_homes.setdefault(orig, []).append((first, last))
             continue
         raw.append(MemoryBuffer(name, lt.tensor, ex.portion(t), bridge.levels[lv], 0, p.tensor_bytes[t], first,
-                                times.point_end(hi), preloaded=home_preloaded))
+                                last, preloaded=home_preloaded))
     for orig, spans in sorted(split_homes.items()):
         lt = bridge.tensors[orig]
         raw.append(MemoryBuffer(lt.name, lt.tensor, -1, bridge.levels[bridge.problem.home(orig)], 0, lt.size_bytes,
