@@ -145,9 +145,12 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     hardware = spec.hardware
     n_levels = _n_level_devices(spec, plan)
     if options.home and (len(hardware.devices) != 1 or not n_levels):
+        dev = hardware.devices[0]
+        why = (f"this spec has {len(hardware.devices)} devices" if len(hardware.devices) != 1 else
+               f"device {dev.name} is not memory-planned: "
+               f"{skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options) or 'no plan'}")
         raise UnsupportedError("memory.home needs memory planning over all levels, which covers a single "
-                               "memory-planned device without transfers; this spec has "
-                               f"{len(hardware.devices)} devices")
+                               f"memory-planned device without transfers; {why}")
     if options.home:
         return _plan_n_levels(spec, plan, n_levels[0], time_limit_s, seed, search, None)
     outcome = _plan_two_levels(spec, plan, time_limit_s, seed, search)

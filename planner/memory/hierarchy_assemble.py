@@ -103,7 +103,7 @@ class _Pieces:
         p = ex.problem
         self.rows: list[tuple[int, int, int, int, str]] = []  # (level, tensor, lo, hi, name)
         count: dict[tuple[int, int], int] = {}
-        for lv, t, lo, hi in sorted(level_pieces(p, solution), key=lambda x: (x[1], x[0], x[2])):
+        for lv, t, lo, hi in sorted(_one_writer_each(p, solution), key=lambda x: (x[1], x[0], x[2])):
             base = ex.portion_names[t]
             if lv == p.home(t):
                 name = base
@@ -124,6 +124,20 @@ class _Pieces:
             if lo <= point < hi:
                 return name
         raise ValueError(f"tensor {t} has no buffer in level {level} at point {point}")
+
+
+def _one_writer_each(p: HierarchyProblem, solution: HierarchySolution) -> list[tuple[int, int, int, int]]:
+    """:func:`~solvers.memory.levels.level_pieces`, cut where a hop's copy starts inside a merged
+    piece: a copy dropped after op k and fetched again by a hop triggered by k into the same
+    level are contiguous on the point axis, but two buffers (each written once, by one DMA)."""
+    cuts: dict[tuple[int, int], set[int]] = {}
+    for m in solution.moves:
+        cuts.setdefault((m.dst_level, m.tensor), set()).add(2 * m.trigger_op + 2)
+    out = []
+    for lv, t, lo, hi in level_pieces(p, solution):
+        edges = [lo, *sorted(c for c in cuts.get((lv, t), ()) if lo < c < hi), hi]
+        out += [(lv, t, a, b) for a, b in zip(edges, edges[1:])]
+    return out
 
 
 def _accesses(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution,

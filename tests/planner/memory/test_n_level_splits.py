@@ -125,3 +125,41 @@ def test_a_tensor_its_home_cannot_hold_is_infeasible_not_split(tmp_path):
     assert done.returncode == 1, done.stderr
     assert "tensor 'm/x' (65,536 B) does not fit its home level host (32,768 B)" in done.stderr
     assert "Traceback" not in done.stderr and not (tmp_path / "out").exists()
+
+
+def _refetch_spec() -> dict:
+    """x (4x16 fp32) homed in host memory, read by seven matmuls; found by
+    tests/planner/memory/test_n_level_property.py."""
+    tensors = [{"name": "x", "shape": [4, 16], "dtype": "fp32", "kind": "input"}]
+    ops = []
+    for i in range(7):
+        tensors += [{"name": f"w{i}", "shape": [16, 16], "dtype": "fp32", "kind": "weight"},
+                    {"name": f"t{i}", "shape": [4, 16], "dtype": "fp32", "kind": "output" if i == 6 else "activation"}]
+        ops.append({"name": f"o{i}", "type": "matmul", "inputs": ["x", f"w{i}"], "outputs": [f"t{i}"]})
+    levels = [{"name": "sram", "capacity": "12 KiB", "bandwidth": "128 GB/s"},
+              {"name": "l2", "capacity": "24 KiB", "bandwidth": "48 GB/s"},
+              {"name": "lpddr", "capacity": "1 GiB", "bandwidth": "4 GB/s"},
+              {"name": "host", "capacity": "1 GiB", "bandwidth": "2 GB/s"}]
+    return {"version": 1, "name": "refetch", "hardware": {"devices": [{
+        "name": "npu", "profile": "edge-npu", "memory": levels, "main": "lpddr",
+        "dma_paths": [["sram", "l2"], ["l2", "lpddr"], ["sram", "lpddr"], ["lpddr", "host"]]}]},
+        "models": [{"name": "m", "graph": {"tensors": tensors, "ops": ops}}], "objective": "latency",
+        "memory": {"plan": True, "split": False, "home": {"m/x": "host"}},
+        "solver": {"time_limit": "2 s", "workers": 1, "seed": 0}}
+
+
+def test_a_copy_fetched_again_where_the_last_one_ended_gets_its_own_buffer():
+    # The plan drops x's lpddr copy after o5 and fetches x host -> lpddr -> sram again, triggered
+    # by o5: on the point axis the two lpddr copies touch, and level_pieces merges them; each
+    # DMA must write its own buffer (this used to stop the run: "two DMAs write the same buffer").
+    from planner.pipeline import run
+    from planner.verify.compare import compare_numeric
+
+    outcome = run(_refetch_spec())
+    mp = outcome.memory.memory.devices["npu0"]
+    into = [t.dst_buffer for t in mp.transfers if t.tensor == "m/x" and t.dst_buffer.startswith("m/x@lpddr")]
+    assert into == ["m/x@lpddr.0", "m/x@lpddr.1"]
+    first, second = mp.buffer("m/x@lpddr.0"), mp.buffer("m/x@lpddr.1")
+    assert first.end_cycle <= second.start_cycle
+    assert outcome.plan.makespan_cycles == outcome.simulation.makespan_cycles
+    assert compare_numeric(outcome.binaries, load_spec(_refetch_spec()).graph, seed=2).ok
