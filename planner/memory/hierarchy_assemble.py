@@ -169,32 +169,39 @@ def _accesses(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySoluti
     return out
 
 
-def _schedule(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution,
-              hardware: Hardware) -> dict[str, int]:
-    """The list schedule's start cycle per activity (``op:<instance>``, ``dma:<q>``)."""
-    p, dev = ex.problem, bridge.device
-    durations = hierarchy_op_durations(p, solution.level)
-    acts: list[Activity] = []
-    released: dict[int, list[str]] = {}
+def _move_deps(ex: _Expansion, solution: HierarchySolution) -> dict[str, list[str]]:
+    """Per activity (``op:<instance>``, ``dma:<q>``) what it waits for from the moves: a hop its
+    trigger op, the previous hop of its move and (a fetch's first hop) the tensor's eviction; an
+    op the hops it releases (in queue order)."""
+    deps: dict[str, list[str]] = {f"op:{n}": [] for n in ex.instances}
     previous: dict[tuple, str] = {}
     evicted: dict[int, str] = {}  # tensor -> its eviction's last hop
     for q, m in enumerate(solution.moves):
-        deps = [f"op:{ex.instances[m.trigger_op]}"] if m.trigger_op >= 0 else []
+        act = f"dma:{q}"
+        mine = [f"op:{ex.instances[m.trigger_op]}"] if m.trigger_op >= 0 else []
         chain = (m.kind, m.tensor, m.gap)
         if m.hop > 0:
-            deps.append(previous[chain])
+            mine.append(previous[chain])
         elif m.kind is TransferKind.PREFETCH and m.tensor in evicted:
-            deps.append(evicted[m.tensor])
-        previous[chain] = f"dma:{q}"
+            mine.append(evicted[m.tensor])
+        previous[chain] = act
         if m.kind is TransferKind.EVICT:
-            evicted[m.tensor] = f"dma:{q}"
-        cycles = p.hop_cycles(m.tensor, m.src_level, m.dst_level)
-        acts.append(Activity(f"dma:{q}", "dma", hardware.to_timeline_cycles(cycles, dev), tuple(deps), priority=q))
-        if m.release_op < p.num_ops:
-            released.setdefault(m.release_op, []).append(f"dma:{q}")
-    for i, name in enumerate(ex.instances):
-        acts.append(Activity(f"op:{name}", "compute", hardware.to_timeline_cycles(durations[i], dev),
-                             tuple(released.get(i, ()))))
+            evicted[m.tensor] = act
+        deps[act] = mine
+        if m.release_op < ex.problem.num_ops:
+            deps[f"op:{ex.instances[m.release_op]}"].append(act)
+    return deps
+
+
+def _schedule(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution,
+              hardware: Hardware) -> dict[str, int]:
+    """The list schedule's start cycle per activity (``op:<instance>``, ``dma:<q>``), every op on
+    one stream in the solver's order."""
+    duration = _durations(hardware, bridge, ex, solution)
+    deps = _move_deps(ex, solution)
+    acts = [Activity(f"dma:{q}", "dma", duration[f"dma:{q}"], tuple(deps[f"dma:{q}"]), priority=q)
+            for q in range(len(solution.moves))]
+    acts += [Activity(f"op:{n}", "compute", duration[f"op:{n}"], tuple(deps[f"op:{n}"])) for n in ex.instances]
     return list_schedule(acts, {"compute": tuple(f"op:{n}" for n in ex.instances)})
 
 
@@ -376,23 +383,8 @@ def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Ex
 
 
 def _overlapped_deps(ex: _Expansion, solution: HierarchySolution, uses: _Uses) -> dict[str, list[str]]:
-    deps: dict[str, list[str]] = {f"op:{n}": [] for n in ex.instances}
-    previous: dict[tuple, str] = {}
-    evicted: dict[int, str] = {}
-    for q, m in enumerate(solution.moves):
-        act = f"dma:{q}"
-        mine = [f"op:{ex.instances[m.trigger_op]}"] if m.trigger_op >= 0 else []
-        chain = (m.kind, m.tensor, m.gap)
-        if m.hop > 0:
-            mine.append(previous[chain])
-        elif m.kind is TransferKind.PREFETCH and m.tensor in evicted:
-            mine.append(evicted[m.tensor])
-        previous[chain] = act
-        if m.kind is TransferKind.EVICT:
-            evicted[m.tensor] = act
-        deps[act] = mine
-        if m.release_op < ex.problem.num_ops:
-            deps[f"op:{ex.instances[m.release_op]}"].append(act)
+    """:func:`_move_deps`, and every activity after the writer of each buffer it reads."""
+    deps = _move_deps(ex, solution)
     for act, names in uses.reads.items():
         for name in names:
             w = uses.writer.get(name)

@@ -15,11 +15,8 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner.lower_and_replay import replay
 from planner.pipeline import run
-from planner.spec import load_spec
-from planner.verify.compare import compare_numeric
-from tests.planner.memory.test_memory_property import memory_specs
+from tests.planner.memory.test_memory_property import assert_every_plan_computes_the_reference, memory_specs
 
 
 @st.composite
@@ -47,12 +44,4 @@ def test_random_four_level_plans_replay_and_compute_the_same_numbers(spec):
     outcome = run(spec)  # raises InternalError if the replay disagrees with the plan
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
     assert outcome.plan.bound <= outcome.plan.makespan_cycles
-    loaded = load_spec(spec)
-    replayed = [("kept", outcome.binaries)]
-    if outcome.memory is not None:
-        replayed.append(("memory plan", replay(outcome.memory.plan, loaded, outcome.memory.memory).binaries))
-        if outcome.memory.greedy_plan is not None:
-            replayed.append(("greedy", replay(outcome.memory.greedy_plan, loaded, outcome.memory.greedy_memory).binaries))
-    for name, binaries in replayed:
-        report = compare_numeric(binaries, loaded.graph, seed=2)
-        assert report.ok, (name, report.failures())
+    assert_every_plan_computes_the_reference(outcome, spec)
