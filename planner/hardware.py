@@ -48,6 +48,8 @@ class Profile:
     (empty: the largest level); a hierarchy with host memory below its device memory names
     the device memory here. ``dma_paths`` lists the pairs of levels a DMA can move bytes
     between (either direction, at the slower level's bandwidth); empty: every pair.
+    ``dma_rates`` gives some paths their own rate, ``(a, b, bytes/s)`` either way (a DMA
+    engine's path, e.g. PCIe to host memory, need not run at the slower level's bandwidth).
 
     Examples
     --------
@@ -58,6 +60,9 @@ class Profile:
     ('dram', True, False)
     >>> Profile("p", 10**9, 8, 8, 8, levels).main_memory.name
     'host'
+    >>> q = Profile("p", 10**9, 8, 8, 8, levels, dma_rates=(("dram", "host", 2 * 10**9),))
+    >>> q.dma_bandwidth("host", "dram"), q.dma_bandwidth("sram", "dram")
+    (2000000000, 10000000000)
     >>> Profile("p", 10**9, 8, 8, 8, levels, dma_paths=(("sram", "l2"),))
     Traceback (most recent call last):
     ...
@@ -74,9 +79,14 @@ class Profile:
     description: str = ""
     main_level: str = ""
     dma_paths: tuple[tuple[str, str], ...] = ()
+    dma_rates: tuple[tuple[str, str, int], ...] = ()  # (a, b, bytes/s): a path's own rate, either way
 
     def __post_init__(self) -> None:
         names = [m.name for m in self.memory]
+        for a, b, rate in self.dma_rates:
+            if not self.has_dma_path(a, b) or a not in names or b not in names or a == b or rate <= 0:
+                raise ValueError(f"profile {self.name!r}: DMA rate {a}-{b} {rate} B/s needs a DMA path between two "
+                                 f"of its levels and a positive rate")
         if self.main_level and self.main_level not in names:
             raise ValueError(f"profile {self.name!r}: main level {self.main_level!r} is not one of its levels "
                              f"({', '.join(names)})")
@@ -95,6 +105,13 @@ class Profile:
     def has_dma_path(self, a: str, b: str) -> bool:
         """Whether a DMA can move bytes between levels ``a`` and ``b`` (either direction)."""
         return not self.dma_paths or (a, b) in self.dma_paths or (b, a) in self.dma_paths
+
+    def dma_bandwidth(self, a: str, b: str) -> int:
+        """Bytes/s of a DMA between levels ``a`` and ``b``: the path's rate if given, else the slower level's."""
+        for x, y, rate in self.dma_rates:
+            if {x, y} == {a, b}:
+                return rate
+        return min(self.level(a).bandwidth_bytes_per_s, self.level(b).bandwidth_bytes_per_s)
 
     @property
     def main_memory(self) -> MemoryLevel:

@@ -24,6 +24,12 @@ versions are read.
 Header flag bit 1 (:data:`FLAG_SHARED_BANDWIDTH`, ``memory.bandwidth: shared``): the program's
 ops and memory DMAs share each level's bandwidth, and the simulator checks it (no version
 change: a program without it is written byte for byte as before).
+
+Header flag bit 2 (:data:`FLAG_DMA_RATES`, a profile's ``dma_rates``): a *DMA-rate table*
+follows the level-bytes table, one :data:`DMA_RATE` row per DMA path with its own rate
+(level a < level b, reserved, bytes/s; sorted), and the header's first reserved field counts
+its rows; the simulator times a memory DMA between those levels at that rate. A program
+without such paths is written byte for byte as before.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from planner.isa.instructions import (
 )
 
 __all__ = ["MAGIC", "FORMAT_VERSION", "READ_VERSIONS", "LEVEL_ROW", "format_version", "HEADER", "RECORD", "KERNEL", "OPERAND", "FLAG_ADDRESSED", "FLAG_SHARED_BANDWIDTH",
+           "FLAG_DMA_RATES", "DMA_RATE",
            "RECORD_DTYPE", "KERNEL_DTYPE", "OPERAND_DTYPE", "Tables", "encode", "decode", "decode_tables",
            "listing"]
 
@@ -61,7 +68,8 @@ READ_VERSIONS = (2, 3)  # versions decoded (version 2 is version 3 without a lev
 NONE = 0xFFFFFFFF  # "no op" in a record's op field
 FLAG_ADDRESSED = 1  # header flags bit 0: ALLOC/FREE d are real addresses (Program.addressed)
 FLAG_SHARED_BANDWIDTH = 2  # bit 1: ops and DMAs share each level's bandwidth (Program.shared_bandwidth)
-_KNOWN_FLAGS = FLAG_ADDRESSED | FLAG_SHARED_BANDWIDTH
+FLAG_DMA_RATES = 4  # bit 2: a DMA-rate table follows the level-bytes table (Program.dma_rates)
+_KNOWN_FLAGS = FLAG_ADDRESSED | FLAG_SHARED_BANDWIDTH | FLAG_DMA_RATES
 
 # magic, version, header size, record size, flags, device clock, reference clock,
 # mxu rows, mxu cols, vector lanes, dma latency, profile name, device name,
@@ -73,6 +81,7 @@ _CHECKSUM_AT = HEADER.size - 32
 LEVEL = struct.Struct("<IIQQ")  # name, reserved, capacity bytes, bandwidth bytes/s
 LINK = struct.Struct("<IIQQ")  # link id, name, bandwidth bytes/s, latency cycles
 LEVEL_ROW = struct.Struct("<II")  # record index, reserved; then one u64 of bytes per level (version 3)
+DMA_RATE = struct.Struct("<HHIQ")  # level a, level b (a < b), reserved, bytes/s (flag FLAG_DMA_RATES)
 # opcode, subop, stream, op, start, duration, a, b, c, d, mem_bytes, fast_bytes,
 # list offset, reads, writes.
 RECORD = struct.Struct("<BBHIQQQQQQQQIHH")
@@ -194,16 +203,19 @@ def encode(program: Program) -> bytes:
     string_bytes = strings.pack()
     level_rows, n_level_rows = _level_table(program)
     body = (levels + links + string_bytes + buffers + b"".join(_U32.pack(b) for b in lists)
-            + bytes(kernels) + bytes(operands) + b"".join(_U64.pack(x) for x in dims) + bytes(records) + level_rows)
+            + bytes(kernels) + bytes(operands) + b"".join(_U64.pack(x) for x in dims) + bytes(records) + level_rows
+            + b"".join(DMA_RATE.pack(a, b, 0, rate) for a, b, rate in program.dma_rates))
     header = HEADER.pack(
         MAGIC, format_version(program), HEADER.size, RECORD.size,
-        (FLAG_ADDRESSED if program.addressed else 0) | (FLAG_SHARED_BANDWIDTH if program.shared_bandwidth else 0),
+        (FLAG_ADDRESSED if program.addressed else 0) | (FLAG_SHARED_BANDWIDTH if program.shared_bandwidth else 0)
+        | (FLAG_DMA_RATES if program.dma_rates else 0),
         program.device_clock_hz, program.reference_clock_hz,
         program.mxu_rows, program.mxu_cols, program.vector_lanes, program.dma_latency_cycles,
         profile_idx, device_idx,
         len(program.levels), program.main_level, len(program.links), program.num_streams,
         len(program.instructions), len(strings.items), len(string_bytes), len(program.buffers),
-        len(lists), program.fast_level, 0, len(program.kernels), n_operands, len(dims), n_level_rows,
+        len(lists), program.fast_level, len(program.dma_rates), len(program.kernels), n_operands, len(dims),
+        n_level_rows,
         len(body), bytes(32))
     digest = hashlib.sha256(header[:_CHECKSUM_AT] + body).digest()
     return header[:_CHECKSUM_AT] + digest + body
@@ -239,7 +251,7 @@ class _Header(NamedTuple):
     n_buffers: int
     n_lists: int
     fast_level: int
-    reserved: int
+    n_dma_rates: int  # flag FLAG_DMA_RATES: rows of the DMA-rate table (else reserved)
     n_kernels: int
     n_operands: int
     n_dims: int
@@ -297,11 +309,13 @@ def decode(data: bytes, *, name: str = "binary") -> Program:
     set_level_bytes = Instruction.level_bytes.__set__
     for r, row in zip(rows.tolist(), table.tolist()):
         set_level_bytes(instructions[r], tuple(row))
-    return _program(h, strings, raw_levels, raw_links, buffers, instructions, kernels, name)
+    rates = _dma_rates(body, pos + h.n_records * RECORD.size, h, name)
+    return _program(h, strings, raw_levels, raw_links, buffers, instructions, kernels, name, rates)
 
 
 def _program(h: _Header, strings: list[str], raw_levels: list[tuple], raw_links: list[tuple], buffers: tuple[str, ...],
-             instructions: list[Instruction], kernels: list[Kernel], name: str) -> Program:
+             instructions: list[Instruction], kernels: list[Kernel], name: str,
+             dma_rates: tuple[tuple[int, int, int], ...] = ()) -> Program:
     """The program the header and tables describe (levels checked, names looked up)."""
 
     def s(i: int, what: str) -> str:
@@ -322,7 +336,28 @@ def _program(h: _Header, strings: list[str], raw_levels: list[tuple], raw_links:
         links=tuple(LinkInfo(i, s(n, "link"), bw, lat) for i, n, bw, lat in raw_links),
         num_streams=h.n_streams, buffers=buffers, instructions=tuple(instructions),
         fast_level=h.fast_level, kernels=tuple(kernels), addressed=bool(h.flags & FLAG_ADDRESSED),
-        shared_bandwidth=bool(h.flags & FLAG_SHARED_BANDWIDTH))
+        shared_bandwidth=bool(h.flags & FLAG_SHARED_BANDWIDTH), dma_rates=dma_rates)
+
+
+def _dma_rate_count(h: _Header) -> int:
+    """Rows of the DMA-rate table (none without :data:`FLAG_DMA_RATES`, whatever the reserved field holds)."""
+    return h.n_dma_rates if h.flags & FLAG_DMA_RATES else 0
+
+
+def _dma_rates(body: bytes, records_end: int, h: _Header, name: str) -> tuple[tuple[int, int, int], ...]:
+    """The DMA-rate table after the level-bytes table (which starts at ``records_end``): each row
+    two levels in range, a < b, reserved 0, a positive rate; rows sorted, each path once."""
+    n = _dma_rate_count(h)
+    if h.flags & FLAG_DMA_RATES and n == 0:
+        raise _fail("DMA-rate flag without a DMA-rate table", name)
+    pos = records_end + _level_row_count(h) * (LEVEL_ROW.size + 8 * h.n_levels)
+    raw = [DMA_RATE.unpack_from(body, pos + k * DMA_RATE.size) for k in range(n)]
+    rates = tuple((a, b, rate) for a, b, _, rate in raw)
+    if any(not 0 <= a < b < h.n_levels or reserved or rate <= 0 for a, b, reserved, rate in raw) \
+            or list(rates) != sorted(set(rates)) or len({(a, b) for a, b, _ in rates}) != n:
+        raise _fail(f"DMA-rate table: each row joins two of the {h.n_levels} levels a < b once, sorted, "
+                    "reserved 0, at a positive rate", name)
+    return rates
 
 
 def _level_row_count(h: _Header) -> int:
@@ -417,7 +452,8 @@ def decode_tables(data: bytes, *, name: str = "binary") -> Tables:
     raw_levels = [LEVEL.unpack_from(body, k * LEVEL.size) for k in range(h.n_levels)]
     raw_links = [LINK.unpack_from(body, h.n_levels * LEVEL.size + k * LINK.size) for k in range(h.n_links)]
     names = buffer_names.tolist()
-    shell = _program(h, strings, raw_levels, raw_links, tuple(strings[x] for x in names), [], [], name)
+    rates = _dma_rates(body, pos + RECORD.size * h.n_records, h, name)
+    shell = _program(h, strings, raw_levels, raw_links, tuple(strings[x] for x in names), [], [], name, rates)
     return Tables(shell, strings, records, lists, kernels, operands, dims, level_rows, level_bytes)
 
 
@@ -461,7 +497,8 @@ def _check_header(data: bytes, name: str) -> _Header:
         raise _fail("checksum mismatch: the file is corrupted or was modified after encoding", name)
     expected = (h.n_levels * LEVEL.size + h.n_links * LINK.size + h.string_bytes + 4 * h.n_buffers
                 + 4 * h.n_lists + h.n_kernels * KERNEL.size + h.n_operands * OPERAND.size + 8 * h.n_dims
-                + h.n_records * RECORD.size + _level_row_count(h) * (LEVEL_ROW.size + 8 * h.n_levels))
+                + h.n_records * RECORD.size + _level_row_count(h) * (LEVEL_ROW.size + 8 * h.n_levels)
+                + _dma_rate_count(h) * DMA_RATE.size)
     if expected != h.body_bytes:
         raise _fail(f"section sizes add up to {expected} bytes, body has {h.body_bytes}", name)
     if h.flags & ~_KNOWN_FLAGS:
@@ -728,6 +765,8 @@ def listing(program: Program) -> str:
         lines.append(f"; level {i} {lv.name}: {lv.capacity_bytes} B, {lv.bandwidth_bytes_per_s} B/s{main}")
     for lk in program.links:
         lines.append(f"; link {lk.id} {lk.name}: {lk.bandwidth_bytes_per_s} B/s, latency {lk.latency_cycles}")
+    for a, b, rate in program.dma_rates:
+        lines.append(f"; dma path {program.levels[a].name}-{program.levels[b].name}: {rate} B/s")
     for k in program.kernels:
         lines.append(_kernel_line(k, program))
     lines.append(f"; {'start':>8} {'duration':>10} {'stream':>6}  {'opcode':<7} operands | op | reads -> writes")

@@ -317,6 +317,9 @@ class Program:
     # Ops and memory DMAs contend for each level's bandwidth (docs/memory.md, "Shared bandwidth"):
     # the simulator checks every level's shares; False: each has the full bandwidth (as before).
     shared_bandwidth: bool = False
+    # DMA paths with their own rate: (level a, level b, bytes/s), either way, a < b, sorted; a
+    # memory DMA between two levels without one runs at the slower level's bandwidth.
+    dma_rates: tuple[tuple[int, int, int], ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kernels", tuple(self.kernels))
@@ -328,6 +331,19 @@ class Program:
         object.__setattr__(self, "instructions", tuple(self.instructions))
         if not 0 <= self.main_level < len(self.levels):
             raise ValueError(f"main level {self.main_level} out of range")
+        rates = tuple((int(a), int(b), int(r)) for a, b, r in self.dma_rates)
+        if any(not 0 <= a < b < len(self.levels) or r <= 0 for a, b, r in rates) or list(rates) != sorted(
+                set(rates)) or len({(a, b) for a, b, _ in rates}) != len(rates):
+            raise ValueError(f"DMA rates {rates}: each joins two levels a < b once, sorted, at a positive rate")
+        object.__setattr__(self, "dma_rates", rates)
+
+    def dma_rate(self, a: int, b: int) -> int:
+        """Bytes/s of the DMA path between levels ``a`` and ``b`` if it has its own rate, else 0."""
+        lo, hi = min(a, b), max(a, b)
+        for x, y, rate in self.dma_rates:
+            if (x, y) == (lo, hi):
+                return rate
+        return 0
 
     @property
     def main(self) -> LevelInfo:
@@ -393,6 +409,9 @@ def device_cycles(instr: Instruction, program: Program) -> int:
             # a copy through the load/store path, timed by the roofline of the bytes it moves.
             return _roofline_memory_cycles(instr, program)
         src, dst = program.levels[instr.a], program.levels[instr.b]
+        rate = program.dma_rate(instr.a, instr.b)
+        if rate:  # the path's own rate, carried by the binary
+            return dma_cycles(instr.c, program.device_clock_hz, rate, rate, program.dma_latency_cycles, False)
         return dma_cycles(instr.c, program.device_clock_hz, src.bandwidth_bytes_per_s,
                           dst.bandwidth_bytes_per_s, program.dma_latency_cycles, instr.a == instr.b)
     if op == Opcode.TASK:

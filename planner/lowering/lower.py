@@ -592,7 +592,13 @@ def _finish_program(b: _DeviceProgram, hardware: Hardware, mp: DeviceMemoryPlan 
         dma_latency_cycles=p.dma_latency_cycles, levels=levels, main_level=b.main, links=links,
         num_streams=dev.streams, buffers=tuple(x.name for x in b.buffers), instructions=tuple(ordered),
         fast_level=b.level_index[mp.fast_level] if planned else -1,
-        kernels=tuple(sorted(b.kernels, key=lambda k: k.op)), addressed=planned)
+        kernels=tuple(sorted(b.kernels, key=lambda k: k.op)), addressed=planned, dma_rates=_dma_rates(p))
+
+
+def _dma_rates(profile) -> tuple[tuple[int, int, int], ...]:
+    """The profile's DMA paths with their own rate, as the program's level indices (a < b)."""
+    index = {lv.name: i for i, lv in enumerate(profile.memory)}
+    return tuple(sorted((min(index[a], index[b]), max(index[a], index[b]), rate) for a, b, rate in profile.dma_rates))
 
 
 def _op_predecessors(graph: Graph, where: _Placement) -> dict[str, dict[str, list[str]]]:

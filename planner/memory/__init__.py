@@ -159,17 +159,22 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
         raise UnsupportedError("memory planning needs `objective: latency`; "
                                f"this spec asks for {plan.objective_kind}")
     hardware = spec.hardware
-    n_level = _n_level_device(spec, plan)
-    if options.home and n_level is None:
+    n_levels = _n_level_devices(spec, plan)
+    if options.home and (len(hardware.devices) != 1 or not n_levels):
+        dev = hardware.devices[0]
+        why = (f"this spec has {len(hardware.devices)} devices" if len(hardware.devices) != 1 else
+               f"device {dev.name} is not memory-planned: "
+               f"{skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options) or 'no plan'}")
         raise UnsupportedError("memory.home needs memory planning over all levels, which covers a single "
-                               "memory-planned device without transfers; this spec has "
-                               f"{len(hardware.devices)} devices")
+                               f"memory-planned device without transfers; {why}")
     if options.home:
-        return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, None)
-    two_levels = _plan_two_levels(spec, plan, time_limit_s, seed, search)
-    if n_level is None or n_level not in two_levels.bridges_order:
-        return two_levels
-    return _plan_n_levels(spec, plan, n_level, time_limit_s, seed, search, two_levels)
+        return _plan_n_levels(spec, plan, n_levels[0], time_limit_s, seed, search, None)
+    outcome = _plan_two_levels(spec, plan, time_limit_s, seed, search)
+    budget = time_limit_s / max(1, len(outcome.bridges_order))  # as the two-level path splits it
+    for name in n_levels:
+        if name in outcome.bridges_order:
+            outcome = _plan_n_levels(spec, plan, name, budget, seed, search, outcome)
+    return outcome
 
 
 def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) -> MemoryOutcome:
@@ -259,26 +264,33 @@ def _packer(hardware, alignment: int, seed: int):
     return pack
 
 
-def _n_level_device(spec, plan) -> str | None:
-    """The device to plan over all its levels: the spec's only device, when it can be memory-planned
-    and has more than two levels from its fast level on (or tensors homed outside main memory)."""
+def _n_level_devices(spec, plan) -> tuple[str, ...]:
+    """The devices to plan over all their levels, in hardware order: those that can be
+    memory-planned, have more than two levels from their fast level on (or tensors homed
+    outside main memory) and exchange nothing with other devices (no link transfer in or
+    out: their plans are independent of the rest). Shared bandwidth plans two levels only.
+
+    A device with link transfers keeps its two-level plan and the cross-device choice
+    (:mod:`~planner.memory.cross_device`), which is not offered N-level candidates.
+    """
     hardware, options = spec.hardware, spec.memory
-    if len(hardware.devices) != 1 or plan.transfers or options.shared_bandwidth:  # shared: two levels only
-        return None
-    dev = hardware.devices[0]
-    if skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options) or not plans_n_levels(
-            dev, options):
-        return None
-    return dev.name
+    if options.shared_bandwidth:
+        return ()
+    linked = {d for t in plan.transfers for d in (t.src_device, t.dst_device)}
+    return tuple(dev.name for dev in hardware.devices
+                 if dev.name not in linked and plans_n_levels(dev, options)
+                 and not skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options))
 
 
 def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search: str,
                    two_levels: MemoryOutcome | None) -> MemoryOutcome:
     """Plan ``name`` over every level (issue 14); keep ``two_levels`` unless strictly slower.
 
-    Without homes, the two-level plan (splits included) stays unless the N-level plan is
-    strictly faster, so specs it already served keep their plans. With homes (``two_levels``
-    None) the N-level plans are the only ones that honour them: the greedy and the
+    Without homes, the two-level plan (splits included) stays unless the N-level plan ends the
+    device strictly earlier, so specs it already served keep their plans; the device exchanges
+    nothing with the others (:func:`_n_level_devices`), so its plan replaces its two-level one
+    in the whole plan and no other device moves. With homes (``two_levels`` None, one device)
+    the N-level plans are the only ones that honour them: the greedy and the
     everything-at-home plans are its baselines.
     """
     graph, hardware, options = spec.graph, spec.hardware, spec.memory
@@ -286,11 +298,12 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
     bridge = build_hierarchy_problem(graph, hardware, plan, dev, options)
     out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search)
     stats = _hierarchy_stats(bridge, out)
+    own = _device_alone(plan, name)
     try:
-        best_plan, best_memory = assemble_hierarchy(plan, hardware, bridge, out.solution, options.alignment_bytes, stats)
-        greedy_plan, greedy_memory = assemble_hierarchy(plan, hardware, bridge, out.greedy.solution,
+        best_plan, best_memory = assemble_hierarchy(own, hardware, bridge, out.solution, options.alignment_bytes, stats)
+        greedy_plan, greedy_memory = assemble_hierarchy(own, hardware, bridge, out.greedy.solution,
                                                         options.alignment_bytes, stats)
-        home_plan, home_memory = assemble_hierarchy(plan, hardware, bridge, out.all_home.solution,
+        home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
                                                     options.alignment_bytes, stats)
     except (InfeasibleError, UnsupportedError) as e:
         if two_levels is not None:  # e.g. a level's buffers do not pack at aligned addresses: keep two levels
@@ -298,13 +311,48 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
             return two_levels
         raise
     stopped = combine_stops([out.best.stats.get("stopped_by")])
-    if two_levels is not None:
-        if best_plan.makespan_cycles >= two_levels.plan.makespan_cycles:
-            return two_levels
-        return MemoryOutcome(best_plan, best_memory, greedy_plan, greedy_memory, dict(two_levels.skipped),
-                             {name: bridge.ops}, combine_stops([two_levels.stopped_by, stopped]))
-    return MemoryOutcome(best_plan, best_memory, greedy_plan, greedy_memory, {}, {name: bridge.ops}, stopped,
-                         home_plan, home_memory)
+    if two_levels is None:
+        return MemoryOutcome(best_plan, best_memory, greedy_plan, greedy_memory, {}, {name: bridge.ops}, stopped,
+                             home_plan, home_memory)
+    if best_plan.makespan_cycles >= _device_end(two_levels.plan, two_levels.memory, name):
+        return two_levels
+    new_plan, new_memory = _with_device(plan, two_levels.plan, two_levels.memory, name, best_plan, best_memory)
+    whole_greedy = (two_levels.greedy_plan, two_levels.greedy_memory)
+    if whole_greedy[0] is None and set(two_levels.bridges_order) == {name}:  # no other device's greedy to keep
+        whole_greedy = (two_levels.plan, two_levels.memory)
+    new_greedy = new_greedy_memory = None
+    if whole_greedy[0] is not None:
+        new_greedy, new_greedy_memory = _with_device(plan, *whole_greedy, name, greedy_plan, greedy_memory)
+    levels = {d: v for d, v in two_levels.device_levels.items() if d != name}
+    return MemoryOutcome(new_plan, new_memory, new_greedy, new_greedy_memory, dict(two_levels.skipped),
+                         {**two_levels.bridges_order, name: bridge.ops},
+                         combine_stops([two_levels.stopped_by, stopped]), device_levels=levels,
+                         cross_device=dict(two_levels.cross_device))
+
+
+def _device_alone(plan, name: str):
+    """``plan`` with only ``name``'s ops (a device without link transfers: its own schedule)."""
+    return replace(plan, ops=tuple(o for o in plan.ops if o.device == name), transfers=())
+
+
+def _device_end(plan, memory: MemoryPlan | None, name: str) -> int:
+    """The cycle ``name``'s last op or DMA ends in ``plan`` (a device without link transfers)."""
+    dp = memory.devices.get(name) if memory is not None else None
+    return max([*(o.start_cycle + o.duration_cycles for o in plan.ops if o.device == name),
+                *(t.end_cycle for t in (dp.transfers if dp is not None else ())), 0])
+
+
+def _with_device(spine, whole, memory: MemoryPlan, name: str, own_plan, own_memory: MemoryPlan):
+    """``whole`` (a plan of every device) and its memory plan with ``name``'s ops and memory plan
+    replaced by ``own_plan``'s (that device alone, exchanging nothing with the others); the
+    makespan is the last end of any op, DMA or link transfer."""
+    ops = tuple(sorted((*(o for o in whole.ops if o.device != name), *own_plan.ops),
+                       key=lambda o: (o.start_cycle, o.device, o.stream, o.name)))
+    devices = {**{d: dp for d, dp in memory.devices.items() if d != name}, **own_memory.devices}
+    makespan = max([own_plan.makespan_cycles, *(t.end_cycle for t in whole.transfers),
+                    *(_device_end(whole, memory, d) for d in {o.device for o in whole.ops} - {name})])
+    return (replace(spine, ops=ops, transfers=whole.transfers, makespan_cycles=makespan, objective=makespan),
+            MemoryPlan(dict(sorted(devices.items()))))
 
 
 def _hierarchy_stats(bridge, out) -> dict[str, Any]:
@@ -326,7 +374,7 @@ def _hierarchy_stats(bridge, out) -> dict[str, Any]:
         "level_stopped_by": best.stats.get("stopped_by", "finished"),
         "greedy_makespan_device_cycles": out.greedy.objective,
         "all_home_makespan_device_cycles": out.all_home.objective,
-        "split_factors": [],
+        "split_factors": list(best.solution.split_factors),
         "reserve_bytes": bridge.reserve_bytes,
     }
 

@@ -284,7 +284,7 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
         capacity_bytes=(capacity_fast, device.memory_capacity_bytes),
         bandwidth_bytes_per_cycle=(_fraction(fast.bandwidth_bytes_per_s, profile.clock_hz),
                                    _fraction(slow.bandwidth_bytes_per_s, profile.clock_hz)),
-        dma_bytes_per_cycle=_fraction(min(fast.bandwidth_bytes_per_s, slow.bandwidth_bytes_per_s), profile.clock_hz),
+        dma_bytes_per_cycle=_fraction(profile.dma_bandwidth(fast.name, slow.name), profile.clock_hz),
         dma_latency_cycles=profile.dma_latency_cycles,
         live_out=tuple(live_out), splits=groups, op_streams=streams,
         shared_bandwidth=options.shared_bandwidth, op_names=ops,

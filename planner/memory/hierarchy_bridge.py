@@ -12,13 +12,16 @@ main memory; this one sees every level of the device's hierarchy from the fast l
   is the profile's (or the spec's) main level, at the device's memory capacity (a memory
   limit lowers it); every other level holds back the same reserve as the two-level fast
   level (room to round addresses up to the alignment);
-* DMA paths: the profile's between those levels (none declared: every pair), each at the
-  slower end's bandwidth (the ISA's DMA rate), with the profile's DMA latency;
+* DMA paths: the profile's between those levels (none declared: every pair), each at its
+  own rate where the profile gives one (``dma_rates``), else the slower end's bandwidth (the
+  ISA's DMA rate, which the binary carries per path), with the profile's DMA latency;
 * homes: a weight or graph input named in the spec's ``memory.home`` lives in that level
   (host memory for an offloaded weight); every other tensor's home is main memory.
 
-Split groups are not offered (the N-level solvers plan unsplit problems; see
-``docs/memory.md``, "Toward N levels").
+Split groups are the two-level bridge's (runs of row-separable ops where an op touches more
+bytes than the fast level holds, with the factors that divide their tensors); the N-level
+solvers enumerate their factors (:mod:`~solvers.memory.levels.hierarchy_split`) and the
+assembly runs a split op as instances over portion buffers in every level.
 
 :func:`solve_hierarchy` solves it with the registered hierarchy solvers: the greedy and
 all-at-home baselines and CP-SAT (which starts from the better baseline and keeps it when
@@ -35,7 +38,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from planner.errors import UnsupportedError
+from planner.errors import InfeasibleError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.memory.bridge import DeviceBridge, LevelTensor, build_device_problem, fast_level_name, row_separable
@@ -130,7 +133,7 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
         A tensor's home is not one of the planned levels (cannot happen for a resolved spec,
         whose homes are at or after main memory).
     """
-    base = build_device_problem(graph, hardware, plan, device, replace(options, split=False), reserve_factor)
+    base = build_device_problem(graph, hardware, plan, device, options, reserve_factor)
     profile = device.profile
     names = hierarchy_levels(device, options)
     levels = [profile.level(n) for n in names]
@@ -157,6 +160,7 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
             raise UnsupportedError(f"device {device.name}: tensor {lt.tensor!r} lives in {home}, "
                                    f"which is not one of its planned levels ({', '.join(names)})")
         homes.append(names.index(home))
+    _check_homes_hold(device, base.tensors, [names[h] for h in homes], main_name)
     two = base.problem
     splittable_ops = frozenset(i for i, name in enumerate(base.ops) if row_separable(graph, name)) \
         if options.split and any(k > 1 for k in options.split_factors) else frozenset()
@@ -167,11 +171,29 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
         capacity_bytes=tuple(capacity(i) for i in range(len(names))),
         bandwidth_bytes_per_cycle=tuple(_rate(m.bandwidth_bytes_per_s, profile.clock_hz) for m in levels),
         main_level=main, dma_paths=paths, dma_latency_cycles=profile.dma_latency_cycles,
-        tensor_home=tuple(homes), live_out=two.live_out, level_names=names,
+        dma_path_bytes_per_cycle=tuple(_rate(profile.dma_bandwidth(names[a], names[b]), profile.clock_hz)
+                                       for a, b in paths) if profile.dma_rates else (),
+        tensor_home=tuple(homes), live_out=two.live_out, splits=two.splits, level_names=names,
         op_names=two.op_names, tensor_names=two.tensor_names)
     full = tuple(device.memory_capacity_bytes if i == main else levels[i].capacity_bytes for i in range(len(names)))
     return HierarchyBridge(device, names, main, base, problem, levels[0].capacity_bytes - capacity(0),
                            splittable_ops, splittable_tensors, full)
+
+
+def _check_homes_hold(device: Device, tensors, homes: list[str], main_name: str) -> None:
+    """Every tensor's home holds it whole (a split cuts the copies that move, not the home copy).
+
+    Raises
+    ------
+    InfeasibleError
+        A tensor is larger than its home level (the message names the tensor, level and sizes).
+    """
+    for lt, home in zip(tensors, homes):
+        capacity = device.memory_capacity_bytes if home == main_name else device.profile.level(home).capacity_bytes
+        if lt.size_bytes > capacity:
+            raise InfeasibleError(f"device {device.name}: tensor {lt.tensor!r} ({lt.size_bytes:,} B) does not fit "
+                                  f"its home level {home} ({capacity:,} B); splitting does not help, since the home "
+                                  f"copy is whole")
 
 
 @dataclass(frozen=True)

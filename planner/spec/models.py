@@ -175,6 +175,14 @@ class MemorySpec(_Model):
     bandwidth: Bandwidth = Field(description="Bandwidth to the compute units.")
 
 
+class DmaRateSpec(_Model):
+    """A DMA path's own rate (either way), in place of the slower level's bandwidth."""
+
+    between: list[Name] = Field(min_length=2, max_length=2, description="The two levels the path joins.",
+                                examples=[["dram", "host"]])
+    bandwidth: Bandwidth = Field(description="The rate a DMA moves bytes over this path.")
+
+
 class DeviceSpec(_Model):
     """A device kind and how many instances of it (named ``<name>0``, ``<name>1``...)."""
 
@@ -196,6 +204,9 @@ class DeviceSpec(_Model):
         None, max_length=MAX_MEMORY_LEVELS * (MAX_MEMORY_LEVELS - 1) // 2,
         description="Pairs of levels a DMA can move bytes between, either way (default: the profile's; with "
                     "`memory` given, every pair).", examples=[[["vmem", "hbm"], ["hbm", "host"]]])
+    dma_rates: Optional[list[DmaRateSpec]] = Field(
+        None, max_length=MAX_MEMORY_LEVELS * (MAX_MEMORY_LEVELS - 1) // 2,
+        description="DMA paths with their own rate (default: a DMA runs at the slower level's bandwidth).")
 
 
 class LinkSpec(_Model):

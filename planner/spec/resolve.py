@@ -122,7 +122,8 @@ def _device_profile(dspec: DeviceSpec, where: tuple, locator: Locator) -> Profil
         # The spec's levels replace the profile's hierarchy whole: the largest is main and a
         # DMA joins every pair, as the profile's own main level and paths name its levels.
         profile = dataclasses.replace(profile, memory=tuple(
-            MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory), main_level="", dma_paths=())
+            MemoryLevel(m.name, m.capacity, m.bandwidth) for m in dspec.memory), main_level="", dma_paths=(),
+            dma_rates=())
     return _hierarchy_overrides(profile, dspec, where, locator)
 
 
@@ -148,6 +149,22 @@ def _hierarchy_overrides(profile: Profile, dspec: DeviceSpec, where: tuple, loca
                 raise locator.error(f"DMA path {a}-{b} is listed twice", (*where, "dma_paths", j))
             pairs.append(pair)
         profile = dataclasses.replace(profile, dma_paths=tuple(pairs))
+    if dspec.dma_rates is not None:
+        rates: list[tuple[str, str, int]] = []
+        for j, r in enumerate(dspec.dma_rates):
+            loc = (*where, "dma_rates", j)
+            a, b = known(r.between[0], (*loc, "between", 0)), known(r.between[1], (*loc, "between", 1))
+            if a == b:
+                raise locator.error(f"a DMA rate joins two different levels, got {a} twice", (*loc, "between"))
+            if not profile.has_dma_path(a, b):
+                raise locator.error(f"no DMA path joins {a} and {b} (its DMA paths: "
+                                    f"{', '.join(f'{x}-{y}' for x, y in profile.dma_paths)})", (*loc, "between"))
+            if any({a, b} == {x, y} for x, y, _ in rates):
+                raise locator.error(f"DMA path {a}-{b} has its rate twice", loc)
+            if r.bandwidth <= 0:
+                raise locator.error(f"a DMA rate must be positive, got {r.bandwidth} B/s", (*loc, "bandwidth"))
+            rates.append((a, b, r.bandwidth))
+        profile = dataclasses.replace(profile, dma_rates=tuple(rates))
     return profile
 
 
@@ -815,6 +832,10 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     gangs = _gangs(document, order, hw, locator)
     memory = resolve_memory(document, hw, locator)
     memory = dataclasses.replace(memory, home=resolve_homes(document, graph, hw, locator))
+    if memory.shared_bandwidth and any(d.profile.dma_rates for d in hw.devices):  # shares assume the slower level
+        raise locator.error("shared bandwidth takes a DMA's shares at the slower level's bandwidth; a device with "
+                            "its own DMA rates (dma_rates) cannot share yet; drop one of the two",
+                            ("memory", "bandwidth"))
     if memory.shared_bandwidth and memory.home:  # the N-level planner does not model shared bandwidth yet
         raise locator.error("shared bandwidth is modelled over two levels only, and homes outside main memory "
                             "(memory.home) need the plan over every level; drop one of the two",

@@ -126,7 +126,7 @@ def test_corrupted_kernel_tables_are_refused():
     with pytest.raises(BinaryFormatError, match="fast level 2 out of range"):
         decode(patched(84, "<h", 2))
     with pytest.raises(BinaryFormatError, match="unknown header flags"):
-        decode(patched(14, "<H", 6))
+        decode(patched(14, "<H", 10))  # bit 3 (bit 2 is FLAG_DMA_RATES)
     p = memory_program(kernels=(Kernel("k", "relu", "{}", (Operand((1,), "fp32", (0,)),), ()),))
     good = encode(p)
     b = bytearray(good.replace("fp32".encode(), b"fp99"))

@@ -71,8 +71,8 @@ def test_header_flag_round_trip_and_unknown_bits_refused():
     from planner.isa import binary
 
     forged = bytearray(plain)
-    forged[14:16] = (4).to_bytes(2, "little")  # bit 2: unknown
+    forged[14:16] = (8).to_bytes(2, "little")  # bit 3: unknown (bit 2 is FLAG_DMA_RATES)
     forged[binary._CHECKSUM_AT:HEADER.size] = hashlib.sha256(
         bytes(forged[:binary._CHECKSUM_AT]) + bytes(forged[HEADER.size:])).digest()
-    with pytest.raises(BinaryFormatError, match="unknown header flags 0x4"):
+    with pytest.raises(BinaryFormatError, match="unknown header flags 0x8"):
         decode(bytes(forged))
