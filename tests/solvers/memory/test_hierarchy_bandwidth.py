@@ -128,3 +128,21 @@ def test_two_level_shared_cpsat_equals_the_two_level_shared_optimum(p):
     if mine.solution is not None:
         assert mine.objective == theirs.objective == mine.bound
         assert validate_hierarchy(from_level_problem(p), mine.solution) == []
+
+
+def test_windows_above_the_model_size_keep_shared_plans_valid():
+    # 12 ops > max_model_ops = 4: baselines, stay-home search and window models, all under
+    # sharing; the plan is valid under sharing, no slower than everything at home, never
+    # faster than the same chain with separate bandwidth's bound, and repeats exactly.
+    from tests.solvers.memory.test_hierarchy import chain_problem
+    from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home
+
+    p = dataclasses.replace(chain_problem(blocks=6), shared_bandwidth=True)
+    options = dataclasses.replace(cpsat_options(), time_limit_s=2)
+    r = CpSatHierarchySolver(max_model_ops=4).solve(p, options)
+    assert validate_hierarchy(p, r.solution) == [] and check_hierarchy_bandwidth(p, r.solution) == []
+    assert r.objective <= plan_hierarchy_all_home(p).makespan_cycles
+    assert r.bound <= r.objective and r.stats["window_search"]["windows"] >= 1
+    unshared = dataclasses.replace(p, shared_bandwidth=False)
+    assert CpSatHierarchySolver().solve(unshared, cpsat_options()).objective <= r.objective
+    assert CpSatHierarchySolver(max_model_ops=4).solve(p, options).solution == r.solution
