@@ -97,6 +97,29 @@ def test_the_four_level_separate_plan_fails_the_shared_replay(four_levels):
     assert any("npu0 host: bandwidth over-subscribed" in v for v in result.violations)
 
 
+def test_shared_bandwidth_takes_a_dma_at_its_own_path_rate(tmp_path):
+    # The test spec with sram <-> lpddr at 34 GB/s of its own (dma_rates; before: a spec error):
+    # a prefetch holds ceil(1000 * 34 / 128) = 266 of SRAM (at the slower level's rate, 17 GB/s:
+    # 133) and all of LPDDR (34 > 17). Planned, replayed, numbers equal.
+    text = SPEC.read_text().replace(
+        "    - {name: npu, profile: edge-npu}",
+        "    - name: npu\n      profile: edge-npu\n      dma_rates: [{between: [sram, lpddr], bandwidth: 34 GB/s}]", 1)
+    (tmp_path / "rates.yaml").write_text(text)
+    spec = load_spec(tmp_path / "rates.yaml")
+    assert spec.memory.shared_bandwidth and spec.hardware.devices[0].profile.dma_rates
+    outcome = run(spec, time_limit_s=3, workers=1)
+    assert outcome.memory_choice == "memory plan"
+    sim = outcome.simulation
+    assert sim.valid and sim.makespan_cycles == outcome.plan.makespan_cycles
+    (program,) = outcome.programs.values()
+    assert program.shared_bandwidth and program.dma_rates
+    dmas = [i for i in program.instructions if i.opcode.name == "DMA" and i.stream == DMA_STREAM]
+    assert dmas and {instruction_shares(i, program) for i in dmas} == {(266, SIMULATOR_UNITS)}
+    assert sim.bandwidth["npu0"]["lpddr"]["peak_shares"] <= SOLVER_UNITS
+    report = compare_numeric(outcome.binaries, spec.graph, seed=5)
+    assert report.ok, report.failures()
+
+
 def test_shared_plan_is_replayed_verified_and_numerically_equal(planned):
     spec, shared, _ = planned
     assert shared.memory_choice == "memory plan"

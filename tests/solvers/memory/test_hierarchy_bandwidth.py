@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from fractions import Fraction
 
 from hypothesis import HealthCheck, given, settings
 
@@ -51,6 +52,20 @@ def test_cpsat_reads_in_place_when_sharing_makes_the_fetch_wait():
 def test_a_hop_holds_its_path_rate_of_both_ends_only():
     p = host_reads_and_fetch()
     assert hop_shares(p, 1, 0) == (500, 1000, 0) and hop_shares(p, 2, 1) == (0, 250, 1000)
+    # paths with their own rates (dma_rates): hbm-vmem at 2 B/cycle, hbm-host at 1/2
+    q = dataclasses.replace(p, dma_path_bytes_per_cycle=(2, Fraction(1, 2)))
+    assert hop_shares(q, 1, 0) == (250, 500, 0) and hop_shares(q, 2, 1) == (0, 125, 500)
+
+
+def test_a_slow_host_path_lets_its_hop_run_beside_a_host_read():
+    # hbm-host at 1/2 B/cycle: the hop (16 + 0 cycles) holds 500 of host; op 0 reading host
+    # with compute 16 holds ceil(1000 * 8 / 16) = 500: they fit side by side.
+    p = dataclasses.replace(host_reads_and_fetch(), compute_cycles=(16, 1),
+                            dma_path_bytes_per_cycle=(0, Fraction(1, 2)))
+    hop = Move(PREFETCH, 1, 1, 0, 2, 1, -1, 1, 0, 16)
+    s = HierarchySolution(((2, 2), (2, 1)), ((False, False), (False, False)), (hop,), (0, 16), (16, 2))
+    assert check_hierarchy_bandwidth(p, s) == [] and validate_hierarchy(p, s) == []
+    assert retime_hierarchy(p, s) == s
 
 
 def shared_brute_force(p: HierarchyProblem) -> int | None:
