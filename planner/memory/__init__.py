@@ -268,14 +268,13 @@ def _n_level_devices(spec, plan) -> tuple[str, ...]:
     """The devices to plan over all their levels, in hardware order: those that can be
     memory-planned, have more than two levels from their fast level on (or tensors homed
     outside main memory) and exchange nothing with other devices (no link transfer in or
-    out: their plans are independent of the rest). Shared bandwidth plans two levels only.
+    out: their plans are independent of the rest). Shared bandwidth is modelled
+    over every level too (:mod:`~solvers.memory.levels.hierarchy_bandwidth`).
 
     A device with link transfers keeps its two-level plan and the cross-device choice
     (:mod:`~planner.memory.cross_device`), which is not offered N-level candidates.
     """
     hardware, options = spec.hardware, spec.memory
-    if options.shared_bandwidth:
-        return ()
     linked = {d for t in plan.transfers for d in (t.src_device, t.dst_device)}
     return tuple(dev.name for dev in hardware.devices
                  if dev.name not in linked and plans_n_levels(dev, options)

@@ -18,7 +18,8 @@ memory-planned device that exchanges nothing with other devices (the spec's only
   roofline bytes per level are :func:`~solvers.memory.levels.op_level_bytes`;
 * DMAs: one per hop of every move, in the solver's queue order, from the piece holding the
   hop's trigger point ``2k+2`` in the source level to the one holding it in the destination;
-* times: a list schedule (:func:`~planner.memory.retime.list_schedule`) of the ops in order
+* times: a list schedule (:func:`~planner.memory.retime.list_schedule`; shared bandwidth: with the
+  gate of :func:`~planner.memory.shared_bandwidth.hierarchy_gate`) of the ops in order
   and the hops on the DMA engine, each hop after its trigger op, the previous hop of its
   move and (a fetch's first hop) the tensor's eviction; an op after the hops it releases;
 * addresses: per level, greedy-by-size then CP-SAT over the pieces' cycle lifetimes
@@ -43,6 +44,7 @@ from planner.memory.assemble import DeviceTimes
 from planner.memory.hierarchy_bridge import HierarchyBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
+from planner.memory.shared_bandwidth import hierarchy_gate
 from planner.plan import PlacedOp, Plan
 from solvers.memory.levels import (
     HierarchyProblem, HierarchySolution, TransferKind, expand_hierarchy_splits, hierarchy_op_durations, level_pieces,
@@ -202,7 +204,9 @@ def _schedule(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySoluti
     acts = [Activity(f"dma:{q}", "dma", duration[f"dma:{q}"], tuple(deps[f"dma:{q}"]), priority=q)
             for q in range(len(solution.moves))]
     acts += [Activity(f"op:{n}", "compute", duration[f"op:{n}"], tuple(deps[f"op:{n}"])) for n in ex.instances]
-    return list_schedule(acts, {"compute": tuple(f"op:{n}" for n in ex.instances)})
+    gate = hierarchy_gate(bridge.device.name, ex.problem, solution, tuple(f"op:{n}" for n in ex.instances),
+                          tuple(f"dma:{q}" for q in range(len(solution.moves))))
+    return list_schedule(acts, {"compute": tuple(f"op:{n}" for n in ex.instances)}, gate)
 
 
 def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, solution: HierarchySolution,
@@ -357,7 +361,10 @@ def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Ex
     sequences = {}
     for i, n in enumerate(ex.instances):
         sequences.setdefault(f"s{streams[i]}", []).append(f"op:{n}")
-    start = list_schedule(acts, {k: tuple(v) for k, v in sequences.items()})
+    # shared bandwidth: only the shares, not the solver's (serial) order, which would undo the overlap
+    gate = hierarchy_gate(bridge.device.name, p, solution, tuple(f"op:{n}" for n in ex.instances),
+                          tuple(f"dma:{q}" for q in range(len(solution.moves))), in_order=False)
+    start = list_schedule(acts, {k: tuple(v) for k, v in sequences.items()}, gate)
     end = {a: start[a] + duration[a] for a in duration}
     device_end = max([*end.values(), 0])
     life: dict[str, tuple[int, int]] = {}

@@ -173,7 +173,8 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
         main_level=main, dma_paths=paths, dma_latency_cycles=profile.dma_latency_cycles,
         dma_path_bytes_per_cycle=tuple(_rate(profile.dma_bandwidth(names[a], names[b]), profile.clock_hz)
                                        for a, b in paths) if profile.dma_rates else (),
-        tensor_home=tuple(homes), live_out=two.live_out, splits=two.splits, level_names=names,
+        tensor_home=tuple(homes), live_out=two.live_out, splits=two.splits,
+        shared_bandwidth=options.shared_bandwidth, level_names=names,
         op_names=two.op_names, tensor_names=two.tensor_names)
     full = tuple(device.memory_capacity_bytes if i == main else levels[i].capacity_bytes for i in range(len(names)))
     return HierarchyBridge(device, names, main, base, problem, levels[0].capacity_bytes - capacity(0),

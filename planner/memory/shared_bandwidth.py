@@ -30,12 +30,13 @@ from fractions import Fraction
 from typing import Mapping, Sequence
 
 from planner.memory.retime import Activity
-from solvers.memory.levels import LevelProblem, LevelSolution
+from solvers.memory.levels import HierarchyProblem, HierarchySolution, LevelProblem, LevelSolution, op_level_bytes
 from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, op_shares
+from solvers.memory.levels.hierarchy_bandwidth import hierarchy_op_shares, hop_shares
 
-__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "bandwidth_gate"]
+__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "bandwidth_gate", "hierarchy_gate"]
 
-_Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main, shares)
+_Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main (N levels: the problem's), shares)
 
 
 class BandwidthGate:
@@ -166,3 +167,38 @@ def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
         if ends:
             shares[f"xfer:{k}"] = ends
     return BandwidthGate(shares, orders, in_order) if orders else None
+
+
+def hierarchy_gate(device: str, problem: HierarchyProblem, solution: HierarchySolution, op_names: tuple[str, ...],
+                   dma_names: tuple[str, ...], in_order: bool = True) -> BandwidthGate | None:
+    """The gate of one device planned over N levels (None: its problem does not share): each op
+    (``op_names[i]``) and hop (``dma_names[q]``, the q-th of ``solution.moves``) holds its
+    shares of every level (:mod:`~solvers.memory.levels.hierarchy_bandwidth`), in the
+    solution's start order (ops before hops on ties), as the N-level replay places them.
+
+    Examples
+    --------
+    >>> from solvers.memory.levels import Move, TransferKind
+    >>> p = HierarchyProblem((1, 1), ((0,), (1,)), ((), ()), (8, 8), (16, 64, 1024), (8, 4, 1), 1,
+    ...                      ((0, 1), (1, 2)), tensor_home=(2, 2), shared_bandwidth=True)
+    >>> hop = Move(TransferKind.PREFETCH, 1, 1, 0, 2, 1, -1, 1, 8, 8)
+    >>> s = HierarchySolution(((2, 2), (2, 1)), ((False, False), (False, False)), (hop,), (0, 16), (8, 2))
+    >>> g = hierarchy_gate("d", p, s, ("op:a", "op:b"), ("dma:0",))
+    >>> g.shares["dma:0"], g.orders["d"]
+    ((('d', 1, 250), ('d', 2, 1000)), ('op:a', 'dma:0', 'op:b'))
+    """
+    if not problem.shared_bandwidth:
+        return None
+    rows = op_level_bytes(problem, solution.level)
+    shares: dict[str, tuple[_Share, ...]] = {}
+    keyed = []
+    for i, name in enumerate(op_names):
+        shares[name] = tuple((device, lv, u) for lv, u in enumerate(hierarchy_op_shares(problem, i, rows[i])) if u)
+        if solution.op_duration[i] > 0:
+            keyed.append(((solution.op_start[i], 0, i), name))
+    for q, (name, m) in enumerate(zip(dma_names, solution.moves)):
+        shares[name] = tuple((device, lv, u) for lv, u in enumerate(hop_shares(problem, m.src_level, m.dst_level))
+                             if u)
+        if m.duration_cycles > 0:
+            keyed.append(((m.start_cycle, 1, q), name))
+    return BandwidthGate(shares, {device: tuple(name for _, name in sorted(keyed))}, in_order)

@@ -10,8 +10,9 @@ solver's):
   ``D``: ``ceil(SHARE_UNITS * c_l / D)`` of level l, where ``c_l = ceil(bytes_l * clk / bw_l)``
   are the cycles its roofline spends on the level's bytes (``level_bytes``, else
   ``fast_bytes`` and ``mem_bytes``);
-* a memory DMA (on the DMA engine) from level a to level b, at ``rate = min(bw_a, bw_b)``:
-  ``min(SHARE_UNITS, ceil(SHARE_UNITS * rate / bw_l))`` of each of the two;
+* a memory DMA (on the DMA engine) from level a to level b, at its path's own rate (the
+  header's DMA rates) or else ``rate = min(bw_a, bw_b)``: ``min(SHARE_UNITS, ceil(SHARE_UNITS
+  * rate / bw_l))`` of each of the two;
 * a SEND or RECV (a link transfer's end) over a link of bandwidth ``bw_link``:
   ``min(SHARE_UNITS, ceil(SHARE_UNITS * bw_link / bw_main))`` of the main level.
 
@@ -50,6 +51,13 @@ def instruction_shares(ins: Instruction, p: Program) -> tuple[int, ...] | None:
     (250, 1000)
     >>> instruction_shares(Instruction(Opcode.VECTOR, 0, 0, 3, subop=1, a=3, b=1, mem_bytes=1), p)
     (0, 334)
+
+    A DMA path with its own rate (here half the DRAM's) holds that rate's shares:
+
+    >>> from dataclasses import replace
+    >>> instruction_shares(Instruction(Opcode.DMA, DMA_STREAM, 0, 16, a=1, b=0, c=8),
+    ...                    replace(p, dma_rates=((0, 1, 5 * 10**8),)))
+    (125, 500)
     """
     if ins.duration_cycles <= 0:
         return None
@@ -62,7 +70,8 @@ def instruction_shares(ins: Instruction, p: Program) -> tuple[int, ...] | None:
         shares[p.main_level] = _ceil_share(link.bandwidth_bytes_per_s, levels[p.main_level].bandwidth_bytes_per_s)
         return tuple(shares)
     if ins.opcode == Opcode.DMA and ins.stream == DMA_STREAM:
-        rate = min(levels[ins.a].bandwidth_bytes_per_s, levels[ins.b].bandwidth_bytes_per_s)
+        rate = p.dma_rate(ins.a, ins.b) or min(levels[ins.a].bandwidth_bytes_per_s,
+                                               levels[ins.b].bandwidth_bytes_per_s)
         shares = [0] * len(levels)
         for lv in {ins.a, ins.b}:
             shares[lv] = _ceil_share(rate, levels[lv].bandwidth_bytes_per_s)

@@ -832,14 +832,6 @@ def resolve(document: SpecDocument, locator: Locator, *, source: Path | None = N
     gangs = _gangs(document, order, hw, locator)
     memory = resolve_memory(document, hw, locator)
     memory = dataclasses.replace(memory, home=resolve_homes(document, graph, hw, locator))
-    if memory.shared_bandwidth and any(d.profile.dma_rates for d in hw.devices):  # shares assume the slower level
-        raise locator.error("shared bandwidth takes a DMA's shares at the slower level's bandwidth; a device with "
-                            "its own DMA rates (dma_rates) cannot share yet; drop one of the two",
-                            ("memory", "bandwidth"))
-    if memory.shared_bandwidth and memory.home:  # the N-level planner does not model shared bandwidth yet
-        raise locator.error("shared bandwidth is modelled over two levels only, and homes outside main memory "
-                            "(memory.home) need the plan over every level; drop one of the two",
-                            ("memory", "bandwidth"))
     objective, max_load = resolve_objective(document, hw, locator)
     if memory.enabled and objective == "throughput":  # max-load: resolve_objective says why
         raise locator.error("memory planning needs objective latency (its level solver minimizes a makespan); "

@@ -165,27 +165,27 @@ def check_bandwidth(problem: LevelProblem, solution: LevelSolution) -> list[str]
 
 
 class _Placed:
-    """The shares held over time by what the replay has placed, all started by ``last_start``."""
+    """The shares held over time by what the replay has placed, all started by ``last_start``
+    (shares are a tuple with one entry per level: two here, N in the hierarchy's replay)."""
 
     def __init__(self) -> None:
-        self.spans: list[tuple[int, int, int, int]] = []  # (start, end, fast, slow)
+        self.spans: list[tuple[int, int, tuple[int, ...]]] = []  # (start, end, shares per level)
         self.last_start = 0
 
-    def earliest_fit(self, ready: int, uf: int, us: int) -> int:
-        """The first time ``>= max(ready, last_start)`` at which ``(uf, us)`` shares are free
-        (the load only falls after ``last_start``, so checking the start suffices)."""
+    def earliest_fit(self, ready: int, shares: tuple[int, ...]) -> int:
+        """The first time ``>= max(ready, last_start)`` at which ``shares`` are free on every
+        level (the load only falls after ``last_start``, so checking the start suffices)."""
         t = max(ready, self.last_start)
-        for when in sorted({t, *(e for _s, e, _f, _l in self.spans if e > t)}):
-            f = sum(sf for s, e, sf, _ in self.spans if s <= when < e)
-            sl = sum(ss for s, e, _, ss in self.spans if s <= when < e)
-            if f + uf <= SHARE_UNITS and sl + us <= SHARE_UNITS:
+        for when in sorted({t, *(e for _s, e, _u in self.spans if e > t)}):
+            held = [sum(u[lv] for s, e, u in self.spans if s <= when < e) for lv in range(len(shares))]
+            if all(h + x <= SHARE_UNITS for h, x in zip(held, shares)):
                 return when
         raise AssertionError("shares never free")  # unreachable: every span ends
 
-    def place(self, start: int, duration: int, uf: int, us: int) -> None:
+    def place(self, start: int, duration: int, shares: tuple[int, ...]) -> None:
         self.last_start = start
         self.spans = [sp for sp in self.spans if sp[1] > start]  # ended ones no longer matter
-        self.spans.append((start, start + duration, uf, us))
+        self.spans.append((start, start + duration, tuple(shares)))
 
 
 def replay_shared(problem: LevelProblem, solution: LevelSolution,
@@ -246,8 +246,8 @@ def replay_shared(problem: LevelProblem, solution: LevelSolution,
             s = ready_op
             if durations[oi]:
                 uf, us = op_shares(problem, oi, fb[oi], sb[oi])
-                s = placed.earliest_fit(ready_op, uf, us)
-                placed.place(s, durations[oi], uf, us)
+                s = placed.earliest_fit(ready_op, (uf, us))
+                placed.place(s, durations[oi], (uf, us))
                 done.add((0, oi))
             op_start[oi], op_end[oi] = s, s + durations[oi]
             clock_op = op_end[oi]
@@ -256,8 +256,8 @@ def replay_shared(problem: LevelProblem, solution: LevelSolution,
             d = queue[qi].duration_cycles
             s = ready_dma
             if d:
-                s = placed.earliest_fit(ready_dma, uf_dma, us_dma)
-                placed.place(s, d, uf_dma, us_dma)
+                s = placed.earliest_fit(ready_dma, (uf_dma, us_dma))
+                placed.place(s, d, (uf_dma, us_dma))
                 done.add((1, qi))
             tr_start[qi], tr_end[qi] = s, s + d
             clock_dma = tr_end[qi]
@@ -290,7 +290,7 @@ def list_schedule_shared(deps: dict, length: dict, shares: dict, priority: dict,
     """Starts over a dependency DAG under shared bandwidth (several streams, or heads).
 
     ``deps``: key -> the keys it waits for (their ends); ``length``: key -> cycles; ``shares``:
-    key -> ``(fast, slow)`` shares it holds while it runs; ``priority``: key -> a sortable rank
+    key -> ``(fast, slow)`` shares it holds while it runs (or one per level of a hierarchy); ``priority``: key -> a sortable rank
     (the solution's start order); ``floor``: key -> its earliest start (heads). Of the keys
     whose dependencies are placed, the lowest priority goes next: one of positive length at the
     earliest time, not before the previous positive one's start, at which its dependencies
@@ -324,9 +324,8 @@ def list_schedule_shared(deps: dict, length: dict, shares: dict, priority: dict,
         _, k = heapq.heappop(ready)
         t = max([floor.get(k, 0)] + [start[d] + length[d] for d in deps[k]])
         if length[k] > 0:
-            uf, us = shares[k]
-            t = placed.earliest_fit(t, uf, us)
-            placed.place(t, length[k], uf, us)
+            t = placed.earliest_fit(t, shares[k])
+            placed.place(t, length[k], shares[k])
         start[k] = t
         for u in users[k]:
             missing[u] -= 1

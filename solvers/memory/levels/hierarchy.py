@@ -115,6 +115,8 @@ class HierarchyProblem(OpsAndTensors):
     # Groups of ops that may run in portions (the two-level SplitGroup); solve the expansion
     # (solvers.memory.levels.hierarchy_split), as the two-level solver does.
     splits: tuple = ()
+    # Ops and DMAs contend for each level's bandwidth (solvers.memory.levels.hierarchy_bandwidth).
+    shared_bandwidth: bool = False
     level_names: tuple[str, ...] = field(default=(), compare=False)
     op_names: tuple[str, ...] = field(default=(), compare=False)
     tensor_names: tuple[str, ...] = field(default=(), compare=False)
@@ -152,7 +154,8 @@ class HierarchyProblem(OpsAndTensors):
             capacity_bytes=(self.capacity_bytes[0], self.capacity_bytes[main]),
             bandwidth_bytes_per_cycle=(self.bandwidth_bytes_per_cycle[0], self.bandwidth_bytes_per_cycle[main]),
             dma_latency_cycles=self.dma_latency_cycles, live_out=self.live_out, fast_only_ops=self.fast_only_ops,
-            splits=self.splits, op_names=self.op_names, tensor_names=self.tensor_names)
+            splits=self.splits, shared_bandwidth=self.shared_bandwidth, op_names=self.op_names,
+            tensor_names=self.tensor_names)
 
     def _check_levels(self) -> None:
         nl = len(self.capacity_bytes)
@@ -326,7 +329,7 @@ class HierarchySolution:
 
 def from_level_problem(problem: LevelProblem) -> HierarchyProblem:
     """The two-level problem as a hierarchy: level 0 fast, level 1 main, one path at the DMA rate
-    (its split groups too).
+    (its split groups and shared bandwidth too).
 
     Examples
     --------
@@ -341,7 +344,7 @@ def from_level_problem(problem: LevelProblem) -> HierarchyProblem:
         bandwidth_bytes_per_cycle=problem.bandwidth_bytes_per_cycle, main_level=1, dma_paths=((0, 1),),
         dma_path_bytes_per_cycle=(problem.dma_rate,), dma_latency_cycles=problem.dma_latency_cycles,
         live_out=problem.live_out, fast_only_ops=problem.fast_only_ops, splits=problem.splits,
-        level_names=("fast", "slow"), op_names=problem.op_names, tensor_names=problem.tensor_names)
+        shared_bandwidth=problem.shared_bandwidth, level_names=("fast", "slow"), op_names=problem.op_names, tensor_names=problem.tensor_names)
 
 
 def from_level_solution(solution: LevelSolution) -> HierarchySolution:

@@ -44,6 +44,7 @@ from ortools.sat.python import cp_model
 
 from solvers.cpsat_support import interval_if
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
+from solvers.memory.levels.hierarchy_bandwidth import add_hierarchy_bandwidth
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
 __all__ = [
@@ -123,6 +124,7 @@ class HierarchyVars:
     start: list = field(default_factory=list)
     dur: list = field(default_factory=list)
     makespan: cp_model.IntVar | None = None
+    level_cycles: dict = field(default_factory=dict)  # op -> per level ceil(B_l/bw_l) (int or IntVar)
 
     def end(self, op: int):
         return 0 if op < 0 else self.start[op] + self.dur[op]
@@ -352,6 +354,7 @@ def add_level_durations(model: cp_model.CpModel, problem: HierarchyProblem, v: H
             model.add(p * c >= q * b)
             model.add(p * c <= q * b + p - 1)
             terms.append(c)
+        v.level_cycles[i] = terms
         model.add_max_equality(v.dur[i], [problem.compute_cycles[i], sum(terms)])
 
 
@@ -633,6 +636,8 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     add_level_durations(model, problem, v)
     add_moves(model, problem, v, lits)
     add_level_capacities(model, problem, v)
+    if problem.shared_bandwidth:
+        add_hierarchy_bandwidth(model, problem, v)
     if n:
         model.add(v.makespan >= v.end(n - 1))
     model.minimize(v.makespan)

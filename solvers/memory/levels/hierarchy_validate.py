@@ -13,6 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
+from solvers.memory.levels.hierarchy_bandwidth import check_hierarchy_bandwidth, replay_hierarchy_shared
 from solvers.memory.levels.hierarchy_split import expand_hierarchy_splits
 from solvers.memory.levels.problem import TransferKind
 
@@ -216,6 +217,8 @@ def validate_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -
         errs += _check_chain(problem, solution, chain, end, chains)
     errs += _check_dma_queue(solution)
     errs += _check_capacities(problem, solution)
+    if problem.shared_bandwidth:
+        errs += check_hierarchy_bandwidth(problem, solution)
     return errs
 
 
@@ -365,7 +368,9 @@ def _move_waits(problem: HierarchyProblem, moves) -> list[list[int]]:
 def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> HierarchyReplay:
     """Re-time the solution's decisions: each op starts when the previous op and every move it
     releases have ended; each move when the engine is free, its trigger op, its previous hop
-    and (a fetch) its tensor's eviction have ended. Raises ValueError on a deadlock.
+    and (a fetch) its tensor's eviction have ended (under shared bandwidth, also when its
+    shares are free: :func:`~solvers.memory.levels.hierarchy_bandwidth.replay_hierarchy_shared`).
+    Raises ValueError on a deadlock.
 
     Examples
     --------
@@ -378,6 +383,10 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> 
     n, queue = problem.num_ops, solution.moves
     dur = hierarchy_op_durations(problem, solution.level)
     waits = _move_waits(problem, queue)
+    if problem.shared_bandwidth:
+        op_start, mv_start = replay_hierarchy_shared(problem, solution, dur, waits)
+        ends = [s + d for s, d in zip(op_start, dur)] + [s + m.duration_cycles for s, m in zip(mv_start, queue)]
+        return HierarchyReplay(tuple(op_start), dur, tuple(mv_start), max(ends, default=0))
     releases: list[list[int]] = [[] for _ in range(n + 1)]
     for q, m in enumerate(queue):
         releases[min(m.release_op, n)].append(q)

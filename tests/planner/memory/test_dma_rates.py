@@ -12,8 +12,11 @@ import pytest
 from planner.errors import BinaryFormatError, SpecError
 from planner.isa.binary import DMA_RATE, FLAG_DMA_RATES, HEADER, decode, decode_tables, encode, listing
 from planner.isa.instructions import DMA_STREAM, Instruction, LevelInfo, Opcode, Program, device_cycles
+from planner.pipeline import run
+from planner.simulator.bandwidth import instruction_shares
 from planner.simulator.replay import simulate, simulate_programs
 from planner.spec import load_spec
+from planner.verify.compare import compare_numeric
 from tests.cli_process import plan as run_plan
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -60,12 +63,23 @@ def test_bad_dma_rates_are_spec_errors(tmp_path, line, fragment):
     assert fragment in str(info.value)
 
 
-def test_shared_bandwidth_with_dma_rates_is_refused(tmp_path):
+def test_shared_bandwidth_takes_each_hop_at_its_path_rate(tmp_path):
+    # memory-3level with dram-host at 2 GB/s, w homed on host, and bandwidth shared over the
+    # three levels: w staged host -> dram (50 + 4,096 / 2 = 2,098) -> sram (50 + 4,096 / 16 =
+    # 306), nothing else reading host or dram meanwhile, so 3,172 as without sharing. The host
+    # hop holds all of host and ceil(1000 * 2 / 16) = 125 of dram (at the slower level's rate,
+    # 1 GB/s, it would hold 63); the dram -> sram hop at 16 GB/s a quarter of sram (64 GB/s).
     spec = _with_rate(tmp_path)
-    spec.write_text(spec.read_text().replace("  home: {m/w: host}\n", "  bandwidth: shared\n"))
-    with pytest.raises(SpecError) as info:
-        load_spec(spec)
-    assert "own DMA rates" in str(info.value)
+    spec.write_text(spec.read_text().replace("  home: {m/w: host}\n", "  home: {m/w: host}\n  bandwidth: shared\n"))
+    loaded = load_spec(spec)
+    assert loaded.memory.shared_bandwidth and loaded.memory.home
+    outcome = run(loaded, workers=1)
+    assert outcome.plan.makespan_cycles == outcome.simulation.makespan_cycles == 3172
+    (program,) = outcome.programs.values()
+    assert program.shared_bandwidth and program.dma_rates == ((1, 2, 2 * 10**9),)
+    assert [(i.op, instruction_shares(i, program)) for i in program.instructions if i.opcode.name == "DMA"] == [
+        ("prefetch:m/w@dram.0", (0, 125, 1000)), ("prefetch:m/w@sram.0", (250, 1000, 0))]
+    assert outcome.simulation.valid and compare_numeric(outcome.binaries, loaded.graph, seed=3).ok
 
 
 def test_the_binary_carries_the_rate_and_the_isa_times_the_dma_by_it():

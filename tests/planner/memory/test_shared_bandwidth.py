@@ -54,12 +54,70 @@ def test_the_switch_resolves_and_defaults_to_separate():
     assert SIMULATOR_UNITS == SOLVER_UNITS == 1000
 
 
-def test_shared_bandwidth_with_homes_is_a_spec_error(tmp_path):
-    text = (ROOT / "specs" / "memory-4level.yaml").read_text().replace("memory:\n", "memory:\n  bandwidth: shared\n", 1)
-    (tmp_path / "s.yaml").write_text(text)
-    with pytest.raises(SpecError) as info:
-        load_spec(tmp_path / "s.yaml")
-    assert info.value.path == "memory.bandwidth" and "two levels only" in info.value.message
+FOUR = ROOT / "tests" / "data" / "specs" / "memory-4level-shared.yaml"
+
+
+@pytest.fixture(scope="module")
+def four_levels():
+    """The four-level test spec (weights homed in host memory) planned shared and separate."""
+    spec = load_spec(FOUR)
+    shared = run(spec, time_limit_s=5, workers=1)
+    separate = run(replace(spec, memory=replace(spec.memory, shared_bandwidth=False)), time_limit_s=5, workers=1)
+    return spec, shared, separate
+
+
+def test_shared_bandwidth_with_homes_plans_every_level_by_hand(four_levels):
+    # 1 GHz; x, w1, w2, h, y are 4 KiB each; host 1, dram 16, sram 64 B/cycle, DMA latency 50.
+    # Separate: mm1 reads x (dram, 256), w1 (host, 4,096) and writes h (sram, 64): 4,416, while
+    # w2 goes host -> dram (4,146) -> sram (306) by 4,452; mm2 reads h, w2 (sram, 64 + 64) and
+    # writes y (dram, 256): 4,452 + 384 = 4,836. Shared: the host hop holds all of host, mm1
+    # holds ceil(1000 * 4096 / 4416) = 928 of it, so the fetch would wait for mm1; reading w2 in
+    # place is as good: 2 x 4,416 = 8,832 (and every shared plan moves both weights over host
+    # at 1 B/cycle: >= 8,192).
+    spec, shared, separate = four_levels
+    assert (shared.plan.makespan_cycles, separate.plan.makespan_cycles) == (8832, 4836)
+    stats = shared.memory.memory.devices["npu0"].stats
+    assert stats["levels"] == ["sram", "cmem", "dram", "host"] and stats["level_status"] == "OPTIMAL"
+    assert stats["level_makespan_device_cycles"] == 8832
+    sim = shared.simulation
+    assert sim.valid and sim.makespan_cycles == 8832
+    (program,) = shared.programs.values()
+    assert program.shared_bandwidth and decode(shared.binaries["npu0"]).shared_bandwidth
+    assert sim.bandwidth["npu0"]["host"] == {"peak_shares": 928, "shared_cycles": 0, "full_cycles": 0}
+    report = compare_numeric(shared.binaries, spec.graph, seed=5)
+    assert report.ok, report.failures()
+
+
+def test_the_four_level_separate_plan_fails_the_shared_replay(four_levels):
+    # Planted: the separate plan claimed shared: its host fetch runs under mm1's host read.
+    _, _, separate = four_levels
+    program = decode(separate.binaries["npu0"])
+    result = simulate({"npu0": encode(replace(program, shared_bandwidth=True))})
+    assert not result.valid
+    assert any("npu0 host: bandwidth over-subscribed" in v for v in result.violations)
+
+
+def test_shared_bandwidth_takes_a_dma_at_its_own_path_rate(tmp_path):
+    # The test spec with sram <-> lpddr at 34 GB/s of its own (dma_rates; before: a spec error):
+    # a prefetch holds ceil(1000 * 34 / 128) = 266 of SRAM (at the slower level's rate, 17 GB/s:
+    # 133) and all of LPDDR (34 > 17). Planned, replayed, numbers equal.
+    text = SPEC.read_text().replace(
+        "    - {name: npu, profile: edge-npu}",
+        "    - name: npu\n      profile: edge-npu\n      dma_rates: [{between: [sram, lpddr], bandwidth: 34 GB/s}]", 1)
+    (tmp_path / "rates.yaml").write_text(text)
+    spec = load_spec(tmp_path / "rates.yaml")
+    assert spec.memory.shared_bandwidth and spec.hardware.devices[0].profile.dma_rates
+    outcome = run(spec, time_limit_s=3, workers=1)
+    assert outcome.memory_choice == "memory plan"
+    sim = outcome.simulation
+    assert sim.valid and sim.makespan_cycles == outcome.plan.makespan_cycles
+    (program,) = outcome.programs.values()
+    assert program.shared_bandwidth and program.dma_rates
+    dmas = [i for i in program.instructions if i.opcode.name == "DMA" and i.stream == DMA_STREAM]
+    assert dmas and {instruction_shares(i, program) for i in dmas} == {(266, SIMULATOR_UNITS)}
+    assert sim.bandwidth["npu0"]["lpddr"]["peak_shares"] <= SOLVER_UNITS
+    report = compare_numeric(outcome.binaries, spec.graph, seed=5)
+    assert report.ok, report.failures()
 
 
 def test_shared_plan_is_replayed_verified_and_numerically_equal(planned):
