@@ -41,7 +41,7 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferK
 
 __all__ = ["SHARE_UNITS", "share_of_cycles", "dma_share", "op_shares", "dma_shares", "bandwidth_spans",
            "check_bandwidth", "replay_shared", "instruction_shares", "list_schedule_shared",
-           "slow_traffic_lower_bound", "add_bandwidth"]
+           "slow_traffic_lower_bound", "add_bandwidth", "add_op_share_interval"]
 
 SHARE_UNITS = 1000  # a level's whole bandwidth, in shares
 # Up to this many accesses an op's shares are a table over its sums of fast bytes; above, products.
@@ -372,6 +372,25 @@ def slow_traffic_lower_bound(problem: LevelProblem) -> int:
     return -(-total.numerator // total.denominator)
 
 
+def add_op_share_interval(model, v, i: int, shares, intervals: list[list], demands: list[list]) -> None:
+    """Op ``i``'s interval (``v.start``/``v.dur``, a variable end under ``v.horizon`` when the
+    duration is one) with its ``shares`` per level (ints or model expressions), appended to
+    each level's ``intervals``/``demands`` where the share is not a constant 0. The level
+    models' Cumulatives (two levels here, N in ``hierarchy_bandwidth``) share it."""
+    if all(isinstance(u, int) and u == 0 for u in shares):
+        return
+    if isinstance(v.dur[i], int):
+        iv = model.new_fixed_size_interval_var(v.start[i], v.dur[i], f"bw_op_{i}")
+    else:
+        end = model.new_int_var(0, v.horizon, f"bw_end_{i}")
+        model.add(end == v.start[i] + v.dur[i])
+        iv = model.new_interval_var(v.start[i], v.dur[i], end, f"bw_op_{i}")
+    for level, u in enumerate(shares):
+        if not (isinstance(u, int) and u == 0):
+            intervals[level].append(iv)
+            demands[level].append(u)
+
+
 def add_bandwidth(model: cp_model.CpModel, problem: LevelProblem, v) -> None:
     """One ``Cumulative`` per level over the op and DMA intervals, demands = shares.
 
@@ -403,18 +422,7 @@ def add_bandwidth(model: cp_model.CpModel, problem: LevelProblem, v) -> None:
             shares = op_shares(problem, i, fixed_fb, total - fixed_fb)
         else:
             shares = _op_share_vars(model, problem, v, i, row)
-        if all(isinstance(u, int) and u == 0 for u in shares):
-            continue
-        if isinstance(v.dur[i], int):
-            iv = model.new_fixed_size_interval_var(v.start[i], v.dur[i], f"bw_op_{i}")
-        else:
-            end = model.new_int_var(0, v.horizon, f"bw_end_{i}")
-            model.add(end == v.start[i] + v.dur[i])
-            iv = model.new_interval_var(v.start[i], v.dur[i], end, f"bw_op_{i}")
-        for level, u in enumerate(shares):
-            if not (isinstance(u, int) and u == 0):
-                intervals[level].append(iv)
-                demands[level].append(u)
+        add_op_share_interval(model, v, i, shares, intervals, demands)
     for level, u in enumerate(dma_shares(problem)):
         if u:
             intervals[level] += v.dma_intervals

@@ -16,7 +16,9 @@ from __future__ import annotations
 from ortools.sat.python import cp_model
 
 from solvers.cpsat_support import interval_if
-from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, list_schedule_shared, share_of_cycles
+from solvers.memory.levels.bandwidth import (
+    SHARE_UNITS, add_op_share_interval, dma_share, list_schedule_shared, share_of_cycles,
+)
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.problem import cycles_for_bytes
 
@@ -190,19 +192,7 @@ def add_hierarchy_bandwidth(model: cp_model.CpModel, problem: HierarchyProblem, 
     demands: list[list] = [[] for _ in range(nl)]
     rows = problem.op_accesses()
     for i in range(problem.num_ops):
-        shares = _op_share_terms(model, problem, v, i, rows[i])
-        if all(isinstance(u, int) and u == 0 for u in shares):
-            continue
-        if isinstance(v.dur[i], int):
-            iv = model.new_fixed_size_interval_var(v.start[i], v.dur[i], f"bw_op_{i}")
-        else:
-            end = model.new_int_var(0, v.horizon, f"bw_end_{i}")
-            model.add(end == v.start[i] + v.dur[i])
-            iv = model.new_interval_var(v.start[i], v.dur[i], end, f"bw_op_{i}")
-        for lv, u in enumerate(shares):
-            if not (isinstance(u, int) and u == 0):
-                intervals[lv].append(iv)
-                demands[lv].append(u)
+        add_op_share_interval(model, v, i, _op_share_terms(model, problem, v, i, rows[i]), intervals, demands)
     for key, chain in v.chains.items():
         for h, hop in enumerate(chain):
             if hop.duration <= 0:
