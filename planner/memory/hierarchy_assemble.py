@@ -37,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Mapping
 
-from planner.errors import UnsupportedError
+from planner.errors import InfeasibleError, UnsupportedError
 from planner.hardware import Hardware
 from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.assemble import DeviceTimes

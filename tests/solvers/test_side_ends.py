@@ -34,7 +34,6 @@ def side_source_chain(rng: random.Random) -> SchedulingProblem:
         edges.append((n, n - 1))
         n += 1
     slow = n <= 5 and rng.random() < 0.4
-    nd = 3 if slow else 2
     durations = []
     for i in range(n):
         fast = 0 if i == n - 1 and (n - 1, n - 2) in edges else rng.randint(1 if i >= main else 0, 4)

@@ -93,3 +93,22 @@ def test_every_level_is_within_capacity_and_disjoint_at_every_cycle(with_moves):
             assert sum(b.size_bytes for b in live) <= cap
             spans = sorted((b.address, b.address + b.size_bytes) for b in live)
             assert all(hi <= lo for (_, hi), (lo, _) in zip(spans, spans[1:])), (level, c, spans)
+
+
+def test_overlapped_buffers_that_do_not_pack_leave_the_one_stream_plan(with_moves, monkeypatch):
+    # The overlapped re-timing packs each level over real cycle lifetimes; when that packing
+    # is infeasible the one-stream plan stands (before, the fallback's except clause named an
+    # unimported InfeasibleError, so this path ended in a NameError: exit 3).
+    import planner.memory.hierarchy_assemble as ha
+    from planner.errors import InfeasibleError
+
+    spec, plan, bridge, out = with_moves
+    serial_plan, _ = ha.assemble_hierarchy(plan, spec.hardware, bridge, out.solution, 64)
+    assert serial_plan.makespan_cycles < 6144  # the overlapped plan wins when it packs
+
+    def does_not_pack(*args, **kwargs):
+        raise InfeasibleError("level l2 does not pack")
+
+    monkeypatch.setattr(ha, "_overlapped", does_not_pack)
+    fallback, _ = ha.assemble_hierarchy(plan, spec.hardware, bridge, out.solution, 64)
+    assert fallback.makespan_cycles == 6144  # the solver's one-stream plan, in series

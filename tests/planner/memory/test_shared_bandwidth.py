@@ -12,7 +12,6 @@ from hypothesis import HealthCheck, given, settings
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.errors import SpecError
 from planner.isa.binary import FLAG_SHARED_BANDWIDTH, HEADER, decode, decode_tables, encode
 from planner.isa.instructions import DMA_STREAM
 from planner.lower_and_replay import replay
