@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import heapq
-from typing import Iterable, Sequence
+from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
-__all__ = ["kahn_order"]
+__all__ = ["kahn_order", "list_starts"]
 
 
 def kahn_order(num_nodes: int, edges: Iterable[Sequence[int]]) -> tuple[int, ...]:
@@ -46,3 +46,53 @@ def kahn_order(num_nodes: int, edges: Iterable[Sequence[int]]) -> tuple[int, ...
     if len(out) != num_nodes:
         raise ValueError("the edges contain a cycle")
     return tuple(out)
+
+
+def list_starts(deps: Mapping[Hashable, Iterable[Hashable]], length: Mapping[Hashable, int],
+                floor: Mapping[Hashable, int] | None = None, priority: Mapping[Hashable, Any] | None = None,
+                gate: Callable[[Hashable, int], int] | None = None) -> dict:
+    """A list schedule over a dependency DAG of keys: each key starts once every key it waits
+    for (``deps``) has ended (start + ``length``), not before its ``floor`` entry.
+
+    Of the ready keys the one of lowest ``(priority, key)`` goes next (keys must then be
+    comparable); ``gate(key, earliest)`` may move its start later and records it (a resource
+    such as shared bandwidth). Without a gate every key starts at its earliest time, whatever
+    the order.
+
+    Raises
+    ------
+    ValueError
+        When some keys wait on each other (a cycle).
+
+    Examples
+    --------
+    >>> list_starts({"a": [], "b": ["a"], "c": []}, {"a": 3, "b": 2, "c": 4}, floor={"c": 1})
+    {'a': 0, 'b': 3, 'c': 1}
+    >>> list_starts({"a": ["b"], "b": ["a"]}, {"a": 1, "b": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: deadlock: ['a', 'b'] wait on each other
+    """
+    floor = floor or {}
+    users: dict = {k: [] for k in deps}
+    missing = {k: 0 for k in deps}
+    for k, v in deps.items():
+        for d in v:
+            users[d].append(k)
+            missing[k] += 1
+    rank = (lambda k: priority[k]) if priority is not None else (lambda k: 0)
+    ready = [(rank(k), k) for k, m in missing.items() if m == 0]
+    heapq.heapify(ready)
+    start: dict = {}
+    while ready:
+        _, k = heapq.heappop(ready)
+        t = max([floor.get(k, 0)] + [start[d] + length[d] for d in deps[k]])
+        start[k] = gate(k, t) if gate is not None else t
+        for u in users[k]:
+            missing[u] -= 1
+            if missing[u] == 0:
+                heapq.heappush(ready, (rank(u), u))
+    if len(start) != len(deps):
+        stuck = sorted(k for k in deps if k not in start)[:4]
+        raise ValueError(f"deadlock: {stuck} wait on each other")
+    return start

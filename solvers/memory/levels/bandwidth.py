@@ -32,11 +32,11 @@ the solution).
 
 from __future__ import annotations
 
-import heapq
 from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
+from solvers.dag import list_starts
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, ceil_div, cycles_for_bytes
 
 __all__ = ["SHARE_UNITS", "share_of_cycles", "dma_share", "op_shares", "dma_shares", "bandwidth_spans",
@@ -287,11 +287,12 @@ def instruction_shares(problem: LevelProblem, solution: LevelSolution) -> dict[t
 
 def list_schedule_shared(deps: dict, length: dict, shares: dict, priority: dict,
                          floor: dict | None = None) -> dict:
-    """Starts over a dependency DAG under shared bandwidth (several streams, or heads).
+    """Starts over a dependency DAG under shared bandwidth (several streams, or heads): the list
+    schedule of :func:`solvers.dag.list_starts`, gated by the shares.
 
     ``deps``: key -> the keys it waits for (their ends); ``length``: key -> cycles; ``shares``:
-    key -> ``(fast, slow)`` shares it holds while it runs (or one per level of a hierarchy); ``priority``: key -> a sortable rank
-    (the solution's start order); ``floor``: key -> its earliest start (heads). Of the keys
+    key -> ``(fast, slow)`` shares it holds while it runs (or one per level of a hierarchy);
+    ``priority``: key -> a sortable rank (the solution's start order); ``floor``: key -> its earliest start (heads). Of the keys
     whose dependencies are placed, the lowest priority goes next: one of positive length at the
     earliest time, not before the previous positive one's start, at which its dependencies
     have ended and its shares fit (so positive ones start in the order placed, and the load
@@ -310,31 +311,15 @@ def list_schedule_shared(deps: dict, length: dict, shares: dict, priority: dict,
     >>> list_schedule_shared(deps, {"a": 5, "b": 3, "c": 2}, sh, {"a": 0, "b": 1, "c": 2})
     {'a': 0, 'b': 5, 'c': 5}
     """
-    floor = floor or {}
-    users: dict = {k: [] for k in deps}
-    missing = {k: len(v) for k, v in deps.items()}
-    for k, v in deps.items():
-        for d in v:
-            users[d].append(k)
-    ready = [(priority[k], k) for k, m in missing.items() if m == 0]
-    heapq.heapify(ready)
     placed = _Placed()
-    start: dict = {}
-    while ready:
-        _, k = heapq.heappop(ready)
-        t = max([floor.get(k, 0)] + [start[d] + length[d] for d in deps[k]])
+
+    def fit(k, t: int) -> int:
         if length[k] > 0:
             t = placed.earliest_fit(t, shares[k])
             placed.place(t, length[k], shares[k])
-        start[k] = t
-        for u in users[k]:
-            missing[u] -= 1
-            if missing[u] == 0:
-                heapq.heappush(ready, (priority[u], u))
-    if len(start) != len(deps):
-        stuck = sorted(k for k in deps if k not in start)[:4]
-        raise ValueError(f"deadlock: {stuck} wait on each other")
-    return start
+        return t
+
+    return list_starts(deps, length, floor, priority, fit)
 
 
 def slow_traffic_lower_bound(problem: LevelProblem) -> int:

@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Sequence
 
+from solvers.dag import list_starts
 from solvers.memory.levels.bandwidth import (check_bandwidth, instruction_shares, list_schedule_shared,
                                              replay_shared, slow_traffic_lower_bound)
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, cycles_for_bytes
@@ -689,35 +690,11 @@ def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: 
         priority.update({("dma", q): (tr.start_cycle, 1, q) for q, tr in enumerate(queue)})
         start = list_schedule_shared(deps, length, instruction_shares(problem, solution), priority, floor)
     else:
-        start = _topological_starts(deps, length, floor)
+        start = list_starts(deps, length, floor)
     op_start = tuple(start["op", i] for i in range(n))
     tr_start = tuple(start["dma", q] for q in range(len(queue)))
     makespan = max([s + length[k] for k, s in start.items()], default=0)
     return Replay(op_start, dur, tr_start, makespan)
-
-
-def _topological_starts(deps: dict, length: dict, floor: dict | None = None) -> dict:
-    """Earliest starts over a dependency DAG (Kahn's order), none before its ``floor`` entry;
-    ValueError on a cycle."""
-    floor = floor or {}
-    users: dict = {k: [] for k in deps}
-    missing = {k: len(v) for k, v in deps.items()}
-    for k, v in deps.items():
-        for d in v:
-            users[d].append(k)
-    ready = sorted(k for k, m in missing.items() if m == 0)
-    start: dict = {}
-    while ready:
-        k = ready.pop()
-        start[k] = max([floor.get(k, 0)] + [start[d] + length[d] for d in deps[k]])
-        for u in users[k]:
-            missing[u] -= 1
-            if missing[u] == 0:
-                ready.append(u)
-    if len(start) != len(deps):
-        stuck = sorted(k for k in deps if k not in start)[:4]
-        raise ValueError(f"deadlock: {stuck} wait on each other")
-    return start
 
 
 @dataclass(frozen=True, slots=True)
