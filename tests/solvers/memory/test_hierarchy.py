@@ -312,6 +312,12 @@ def brute_force_makespan(p: HierarchyProblem) -> int | None:
     """The best makespan over every level, kept gap, trigger, release and DMA queue order,
     each timed as soon as possible (optimal for fixed orders: every rule is "after an end")
     and kept when the validator accepts it."""
+    return best_over_levels_and_gaps(p, _timed_plans)
+
+
+def best_over_levels_and_gaps(p: HierarchyProblem, plans) -> int | None:
+    """The best makespan of the plans ``plans(p, level, kept)`` yields for every level of every
+    real access and every choice of kept gaps, among those the validator accepts."""
     real = [(t, j) for t in range(p.num_tensors) for j, a in enumerate(p.accesses(t)) if p.is_real(a)]
     best = None
     for levels in itertools.product(range(p.num_levels), repeat=len(real)):
@@ -324,15 +330,14 @@ def brute_force_makespan(p: HierarchyProblem) -> int | None:
             kept = [[False] * len(p.accesses(t)) for t in range(p.num_tensors)]
             for (t, j), k in zip(gaps, keep):
                 kept[t][j] = k
-            for s in _timed_plans(p, level, kept):
+            for s in plans(p, tuple(map(tuple, level)), tuple(map(tuple, kept))):
                 if validate_hierarchy(p, s) == [] and (best is None or s.makespan_cycles < best):
                     best = s.makespan_cycles
     return best
 
 
-def _timed_plans(p: HierarchyProblem, level, kept):
-    level = tuple(map(tuple, level))
-    kept = tuple(map(tuple, kept))
+def move_choices(p: HierarchyProblem, level, kept):
+    """The moves ``level``/``kept`` need and, per move, every (trigger, release) pair it may take."""
     need = required_moves(p, level, kept)
     choices = []
     for kind, t, gap, hop, a, b in need:
@@ -341,6 +346,11 @@ def _timed_plans(p: HierarchyProblem, level, kept):
         trig = [lo] if kind is EVICT and hop == 0 else range(lo, hi)
         rel = [hi] if kind is PREFETCH and b == level[t][gap] else range(lo + 1, hi + 1)
         choices.append([(k, r) for k in trig for r in rel if r > k])
+    return need, choices
+
+
+def _timed_plans(p: HierarchyProblem, level, kept):
+    need, choices = move_choices(p, level, kept)
     for picks in itertools.product(*choices):
         moves = [Move(kind, t, gap, hop, a, b, k, r, 0, p.hop_cycles(t, a, b))
                  for (kind, t, gap, hop, a, b), (k, r) in zip(need, picks)]

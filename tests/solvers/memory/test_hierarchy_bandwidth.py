@@ -15,9 +15,11 @@ from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution,
 from solvers.memory.levels.hierarchy_bandwidth import check_hierarchy_bandwidth, hop_shares
 from solvers.memory.levels.hierarchy_cpsat import CpSatHierarchySolver
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_greedy, retime_hierarchy
-from solvers.memory.levels.hierarchy_validate import replay_hierarchy, required_moves, validate_hierarchy
+from solvers.memory.levels.hierarchy_validate import replay_hierarchy, validate_hierarchy
 from tests.solvers.memory.strategies import level_problems
-from tests.solvers.memory.test_hierarchy import cpsat_options, hierarchy_problems
+from tests.solvers.memory.test_hierarchy import (
+    best_over_levels_and_gaps, cpsat_options, hierarchy_problems, move_choices,
+)
 
 PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
 
@@ -73,33 +75,11 @@ def shared_brute_force(p: HierarchyProblem) -> int | None:
     interleaving of ops with the queue (the list schedule's priority order), each list-scheduled
     under sharing and kept when the validator accepts it. A valid shared plan is re-timed never
     later in its own start order, so this is the optimum."""
-    real = [(t, j) for t in range(p.num_tensors) for j, a in enumerate(p.accesses(t)) if p.is_real(a)]
-    best = None
-    for levels in itertools.product(range(p.num_levels), repeat=len(real)):
-        level = [[p.home(t)] * len(p.accesses(t)) for t in range(p.num_tensors)]
-        for (t, j), lv in zip(real, levels):
-            level[t][j] = lv
-        gaps = [(t, j) for t, j in real if j and p.is_real(p.accesses(t)[j - 1])
-                and level[t][j] == level[t][j - 1] != p.home(t)]
-        for keep in itertools.product((False, True), repeat=len(gaps)):
-            kept = [[False] * len(p.accesses(t)) for t in range(p.num_tensors)]
-            for (t, j), k in zip(gaps, keep):
-                kept[t][j] = k
-            for s in _ordered_plans(p, tuple(map(tuple, level)), tuple(map(tuple, kept))):
-                if validate_hierarchy(p, s) == [] and (best is None or s.makespan_cycles < best):
-                    best = s.makespan_cycles
-    return best
+    return best_over_levels_and_gaps(p, _ordered_plans)
 
 
 def _ordered_plans(p: HierarchyProblem, level, kept):
-    need = required_moves(p, level, kept)
-    choices = []
-    for kind, t, gap, hop, a, b in need:
-        acc = p.accesses(t)
-        lo, hi = acc[gap - 1], acc[gap]
-        trig = [lo] if kind is EVICT and hop == 0 else range(lo, hi)
-        rel = [hi] if kind is PREFETCH and b == level[t][gap] else range(lo + 1, hi + 1)
-        choices.append([(k, r) for k in trig for r in rel if r > k])
+    need, choices = move_choices(p, level, kept)
     n = p.num_ops
     for picks in itertools.product(*choices):
         moves = [(kind, t, gap, hop, a, b, k, r) for (kind, t, gap, hop, a, b), (k, r) in zip(need, picks)]
