@@ -21,7 +21,7 @@ from tests.solvers.memory.test_hierarchy import (
     best_over_levels_and_gaps, cpsat_options, hierarchy_problems, move_choices,
 )
 
-PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
+PREFETCH = TransferKind.PREFETCH
 
 
 def host_reads_and_fetch(shared: bool = True) -> HierarchyProblem:
