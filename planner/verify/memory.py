@@ -218,10 +218,31 @@ def replayed_figures(name: str, program: Any, facts: Any, simulation: Any) -> di
             "dma_hidden_cycles": hidden}
 
 
+def _check_figures_complete(memory: Any, planned: list[str]) -> None:
+    """The chosen plan's figures are all there: a deleted row would hide what the report must show.
+
+    ``plan solve`` writes the chosen plan's figures for every device it memory-plans, and, when
+    everything stays in main memory, for every device another plan has figures for.
+    """
+    chosen = memory.figures.get(memory.choice)
+    if chosen is None:
+        if planned or memory.figures:
+            raise VerificationError(_FILE, f"figures.{memory.choice}", detail="missing: the chosen plan's figures")
+        return
+    expected = set(planned)
+    if memory.choice == "all in main memory":
+        expected.update(name for per_plan in memory.figures.values() for name in per_plan)
+    missing = sorted(expected - set(chosen))
+    if missing:
+        raise VerificationError(_FILE, f"figures.{memory.choice}.{missing[0]}",
+                                detail="missing: the chosen plan's figures of a memory-planned device")
+
+
 def _check_figures(memory: Any, programs: Mapping[str, Any], facts: Mapping[str, Any], simulation: Any) -> None:
     unknown = sorted(set(memory.figures) - set(memory.baselines))
     if unknown:
         raise VerificationError(_FILE, f"figures.{unknown[0]}", detail="not a plan of baselines")
+    _check_figures_complete(memory, sorted(n for n, p in programs.items() if p.fast_level >= 0))
     for name, fig in (memory.figures.get(memory.choice) or {}).items():
         if name not in programs:
             raise VerificationError(_FILE, f"figures.{memory.choice}.{name}", detail="not a device of the plan")

@@ -289,6 +289,9 @@ def test_seed_edited(plans, tmp_path):
      "memory.json: devices.tpu0.stats.fast_peak_bytes"),
     (lambda doc: doc.update(choice="all in main memory"), "memory.json: baselines.all in main memory: expected"),
     (lambda doc: doc["baselines"].update({"memory plan": 5}), "memory.json: baselines.memory plan: expected 639693"),
+    # found by the plan-directory fuzzer: the chosen plan's figures deleted (the page does not draw them)
+    (lambda doc: doc["figures"].pop("memory plan"), "memory.json: figures.memory plan: missing"),
+    (lambda doc: doc["figures"]["memory plan"].pop("tpu0"), "memory.json: figures.memory plan.tpu0: missing"),
 ])
 def test_resealed_memory_json_edits(plans, tmp_path, change, message):
     d = copy(plans, "memory", tmp_path)
