@@ -409,9 +409,19 @@ def mutate(data: st.DataObject, plan_dir: Path, other: Path) -> Case:
     return _file_op(data, plan_dir, other)
 
 
-def _unverifiable(field: str) -> bool:
+def _unverifiable(field: str, original: Path) -> bool:
     field = re.sub(r"\[\d+\]", ".N", field)
-    return any(fnmatch.fnmatchcase(field, pattern) for pattern in UNVERIFIABLE)
+    return any(fnmatch.fnmatchcase(field, pattern) for pattern in UNVERIFIABLE) or _other_plans_figure(field, original)
+
+
+def _other_plans_figure(field: str, original: Path) -> bool:
+    """memory.json's figures of a plan other than the chosen one: like its baseline, the seal alone keeps
+    them (that plan is not in the directory to replay); the chosen plan's figures are checked, and must
+    all be there."""
+    if not field.startswith("memory.json:figures.") or not (original / "memory.json").is_file():
+        return False
+    chosen = "memory.json:figures." + json.loads((original / "memory.json").read_text())["choice"]
+    return field != chosen and not field.startswith(chosen + ".")
 
 
 def check(original: Path, tampered: Path, case: Case) -> str:
@@ -427,7 +437,7 @@ def check(original: Path, tampered: Path, case: Case) -> str:
         return "refused"
     if same:
         return "equivalent, accepted"
-    assert case.resealed_field is not None and _unverifiable(case.resealed_field), \
+    assert case.resealed_field is not None and _unverifiable(case.resealed_field, original), \
         f"{case}: a tampered directory was accepted"
     return "resealed unverifiable figure, accepted"
 
