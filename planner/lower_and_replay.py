@@ -62,8 +62,10 @@ def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
     with stage("lowering"):
         programs = address_programs(lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan),
                                     spec.memory.alignment_bytes)
-        if spec.memory.shared_bandwidth:  # the switch reaches the simulator through the header flag only
-            programs = {n: replace(p, shared_bandwidth=True) if p.fast_level >= 0 else p for n, p in programs.items()}
+        if spec.memory.enabled and spec.memory.shared_bandwidth:  # the switch reaches the simulator through
+            # the header flag only; a device without a memory plan shares its main memory too
+            programs = {n: replace(p, shared_bandwidth=True) if 0 <= p.main_level < len(p.levels) else p
+                        for n, p in programs.items()}
         binaries = {name: encode(p) for name, p in sorted(programs.items())}
     with stage("replay"):
         simulation = simulate(binaries)
