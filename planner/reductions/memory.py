@@ -137,8 +137,10 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
         in_main = _in_main_memory(spine, spec)
         candidates.append(("all in main memory", in_main, None))
         # Replayed in this order: the spine first, as the figures have always been computed.
-        replays = {"all in main memory": replay(in_main, spec, None)}
-    replays = {name: replays.get(name) or replay(plan, spec, memory_plan) for name, plan, memory_plan in candidates}
+        replays = {"all in main memory": replay(in_main, spec, None, every_device_shares=True)}
+    # under bandwidth: shared every device shares its main memory, planned or not (docs/memory.md)
+    replays = {name: replays.get(name) or replay(plan, spec, memory_plan, every_device_shares=True)
+               for name, plan, memory_plan in candidates}
     baselines = {name: replays[name].simulation.makespan_cycles for name, _, _ in candidates}
     peaks = {name: replays[name].simulation.peak_bytes for name, _, _ in candidates}
     # The fastest; on a tie the earlier candidate (the memory plan before its baselines).
