@@ -1129,6 +1129,8 @@ class CpSatLevelSolver(Accepting):
             return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, (), info
         if best is not None and problem.num_ops > self.window_above_ops:
             best, progress = self._window_search(problem, best, lb, window, options, budget, windows, info)
+            if problem.shared_bandwidth:
+                best = _checked_fewer_dmas(problem, best)
             return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, progress, info
         upper = None if best is None else best.makespan_cycles
         hint = best if best is None or window is None or all(
@@ -1159,6 +1161,8 @@ class CpSatLevelSolver(Accepting):
         found = retime(problem, v.extract(solver))
         if best is None or found.makespan_cycles < best.makespan_cycles:
             best = found
+        if problem.shared_bandwidth:  # what the search left: its DMAs that only cost time, dropped
+            best = _checked_fewer_dmas(problem, best)
         bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
 
