@@ -24,8 +24,8 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer,
 from solvers.memory.levels.split import expand_splits, split_factor_choices
 from solvers.memory.levels.validate import level_metrics, replay_levels
 
-__all__ = ["retime", "plan_all_slow", "plan_greedy", "without_dmas_of", "fewer_dmas", "AllSlowLevelSolver",
-           "GreedyLevelSolver"]
+__all__ = ["retime", "plan_all_slow", "plan_greedy", "without_dmas_of", "fewer_dmas", "FEWER_DMAS_REPLAYED_OPS",
+           "AllSlowLevelSolver", "GreedyLevelSolver"]
 
 
 def retime(problem: LevelProblem, solution: LevelSolution, separate: bool = False) -> LevelSolution:
@@ -110,6 +110,9 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None,
     return retime(problem, draft)
 
 
+FEWER_DMAS_REPLAYED_OPS = 4096  # fewer_dmas's default work: replays x ops
+
+
 def without_dmas_of(problem: LevelProblem, solution: LevelSolution, tensors) -> LevelSolution | None:
     """``solution`` with every access of ``tensors`` in the slow level, so none of them is
     moved by a DMA (None when one of them is read or written by a fast-only op). Re-timed in
@@ -136,12 +139,13 @@ def without_dmas_of(problem: LevelProblem, solution: LevelSolution, tensors) -> 
                                          solution.split_factors))
 
 
-def fewer_dmas(problem: LevelProblem, solution: LevelSolution, max_replays: int = 64) -> LevelSolution:
+def fewer_dmas(problem: LevelProblem, solution: LevelSolution, max_replays: int | None = None) -> LevelSolution:
     """Under shared bandwidth, ``solution`` with the DMAs that only cost time dropped: first
     every moved tensor read and written in place at once, then one tensor at a time (in
     tensor order, on the best so far), each kept when the replayed makespan is strictly
-    shorter; at most ``max_replays`` replays (counted, so deterministic). Never worse than
-    ``solution``.
+    shorter; at most ``max_replays`` replays (counted, so deterministic; default
+    :data:`FEWER_DMAS_REPLAYED_OPS` replayed ops in all, at least 8 and at most 64 replays: a
+    300-op replay under sharing takes about 25 ms). Never worse than ``solution``.
 
     Why: a DMA from the slow level holds all of it (docs/memory.md, "Shared bandwidth"), so it
     runs beside an op only when that op reads the fast level alone; a weight read once is then
@@ -159,6 +163,8 @@ def fewer_dmas(problem: LevelProblem, solution: LevelSolution, max_replays: int 
     >>> plan_greedy(p).makespan_cycles, fewer_dmas(p, plan_greedy(p)).makespan_cycles
     (12, 10)
     """
+    if max_replays is None:
+        max_replays = min(64, max(8, FEWER_DMAS_REPLAYED_OPS // max(1, problem.num_ops)))
     moved = sorted({tr.tensor for tr in solution.transfers})
     best, replays = solution, 0
     for group in ([moved] if len(moved) > 1 else []) + [[t] for t in moved]:
