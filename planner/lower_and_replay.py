@@ -52,9 +52,11 @@ def verify(plan: Plan, simulation: Any) -> None:
 
 
 @collector_paused()  # many small objects, no cycles (planner.collector)
-def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
+def replay(plan: Plan, spec: Spec, memory_plan: Any = None, every_device_shares: bool = False) -> Lowered:
     """Lower ``plan`` (with ``memory_plan`` on its devices), give it addresses, encode and replay
-    it; verify the replay.
+    it; verify the replay. Under ``memory.bandwidth: shared`` the memory-planned programs share
+    each level's bandwidth, and with ``every_device_shares`` (a plan the memory stage timed under
+    the shares, :mod:`planner.reductions.memory`) every program shares its main memory too.
 
     Raises :class:`~planner.errors.InfeasibleError` when the address pass cannot pack a
     level of a device without a memory plan (fragmentation).
@@ -63,7 +65,9 @@ def replay(plan: Plan, spec: Spec, memory_plan: Any = None) -> Lowered:
         programs = address_programs(lower(plan, spec.graph, spec.hardware, memory_plan=memory_plan),
                                     spec.memory.alignment_bytes)
         if spec.memory.shared_bandwidth:  # the switch reaches the simulator through the header flag only
-            programs = {n: replace(p, shared_bandwidth=True) if p.fast_level >= 0 else p for n, p in programs.items()}
+            programs = {n: replace(p, shared_bandwidth=True)
+                        if p.fast_level >= 0 or every_device_shares and 0 <= p.main_level < len(p.levels) else p
+                        for n, p in programs.items()}
         binaries = {name: encode(p) for name, p in sorted(programs.items())}
     with stage("replay"):
         simulation = simulate(binaries)

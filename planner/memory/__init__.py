@@ -238,12 +238,13 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
         new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
         stops += list(cross.stops)
     else:
-        new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs)
+        new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs,
+                                    options.shared_bandwidth)
     greedy_plan = greedy_memory = None
     if len(baseline) == len(chosen):
         try:
             greedy_plan, greedy_memory = assemble(plan, graph, hardware, baseline, options.alignment_bytes,
-                                                  gangs=spec.gangs)
+                                                  gangs=spec.gangs, shared_bandwidth=options.shared_bandwidth)
         except RetimingDeadlock as e:  # the greedy plans of several devices wait on each other
             if not plan.transfers:
                 raise

@@ -26,7 +26,7 @@ from planner.memory.addresses import Lifetime, assign_addresses
 from planner.memory.bridge import DeviceBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import Activity, list_schedule
-from planner.memory.shared_bandwidth import bandwidth_gate
+from planner.memory.shared_bandwidth import bandwidth_gate, unplanned_shares
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from solvers.memory.levels import (
     LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, memory_waits, op_durations,
@@ -172,13 +172,15 @@ def _transfers(lv: DeviceLevels, names: _Names) -> list[_DmaRow]:
 
 def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, DeviceLevels],
              alignment_bytes: int, stats: Mapping[str, Mapping] | None = None,
-             gangs: Sequence[Sequence[str]] = ()) -> tuple[Plan, MemoryPlan]:
+             gangs: Sequence[Sequence[str]] = (), shared_bandwidth: bool = False) -> tuple[Plan, MemoryPlan]:
     """The re-timed plan (instances on memory-planned devices) and its memory plan.
 
     Every op instance, DMA and transfer becomes an :class:`~planner.memory.retime.Activity`;
     the list schedule re-times them, each of ``gangs`` (``constraints.gang``'s ops) starting on
     one cycle (a split op by its first instance); each memory-planned device's buffers and DMAs
-    are then read off the new times.
+    are then read off the new times. ``shared_bandwidth`` (``memory.bandwidth: shared``, also
+    implied by a level plan that shares): the devices without a memory plan share their main
+    memory too (:func:`~planner.memory.shared_bandwidth.unplanned_shares`).
 
     Raises
     ------
@@ -190,8 +192,10 @@ def assemble(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, 
     accesses = {d: _op_accesses(levels[d], names[d]) for d in levels}
     dmas = {d: _transfers(levels[d], names[d]) for d in levels}
     acts, sequences, transfers = _activities(plan, graph, hardware, levels, names, dmas)
+    shared_bandwidth = shared_bandwidth or any(lv.expanded.shared_bandwidth for lv in levels.values())
     gate = bandwidth_gate(levels, {d: names[d].instances for d in levels}, not transfers,  # bandwidth: shared
-                          transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links})
+                          transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links},
+                          unplanned_shares(plan, graph, hardware, levels) if shared_bandwidth else None, hardware)
     first = _first_instances(plan, levels, names)
     start = list_schedule(acts, sequences, gate, [[first[op] for op in gang] for gang in gangs])
     duration = {a.name: a.duration for a in acts}

@@ -483,6 +483,7 @@ class _Evaluator:
         self.gangs = gangs  # every combination starts each gang on one cycle
         self.cache: dict[tuple, tuple[Plan, Any]] = {}
         self.deadlocked: set[tuple] = set()  # the keys whose orders waited on each other
+        self.shared_bandwidth = False  # devices left in main memory share it (bandwidth: shared)
 
     def __call__(self, levels: Mapping[str, tuple[DeviceLevels, Mapping]], key: tuple) -> tuple[Plan, Any] | None:
         """The re-timed plan and memory plan, or None when the combination's slow copies do not
@@ -493,7 +494,8 @@ class _Evaluator:
             try:
                 self.cache[key] = assemble(self.spine, self.graph, self.hardware,
                                            {d: lv for d, (lv, _) in levels.items()}, self.alignment,
-                                           {d: st for d, (_, st) in levels.items()}, self.gangs)
+                                           {d: st for d, (_, st) in levels.items()}, self.gangs,
+                                           self.shared_bandwidth)
             except InfeasibleError as e:
                 log.info("memory plans %s do not fit together: %s", key, e)
                 self.cache[key] = None
@@ -515,6 +517,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     (the fast capacity and footprint memory.json states), or None when they do not fit. Every
     combination starts each of ``gangs`` on one cycle (:func:`planner.memory.assemble.assemble`)."""
     evaluate = _Evaluator(spine, graph, hardware, alignment, stats, gangs)
+    # bandwidth: shared (one switch for the spec): a device left in main memory shares it too
+    evaluate.shared_bandwidth = any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values())
     names = list(candidates)
     # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
     options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {

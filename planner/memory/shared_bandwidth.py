@@ -14,6 +14,13 @@ deadlock; the gate then only refuses while shares are held, which always ends. T
 Link transfers (activities ``xfer:<k>``) hold their main-memory share on each shared end
 (:func:`transfer_share`), never in an order.
 
+A device without a memory plan shares too (:func:`unplanned_shares`): each of its ops holds
+``ceil(SHARE_UNITS * memory cycles / cycles)`` of its main memory (its roofline reads and writes
+main memory only), and a transfer's end there the link's share, never in an order. So
+everything in main memory, the baseline a memory plan must beat, is timed under the same rule
+(ops on several streams of the device take turns where their shares do not fit), and so is a
+device the cross-device choice leaves in main memory.
+
 Examples
 --------
 Two activities of one device, each holding 600 shares of the main level: the second waits.
@@ -29,12 +36,14 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Mapping, Sequence
 
+from planner.isa.cost import cached_op_cost
 from planner.memory.retime import Activity
 from solvers.memory.levels import HierarchyProblem, HierarchySolution, LevelProblem, LevelSolution, op_level_bytes
-from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, op_shares
+from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, op_shares, share_of_cycles
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_op_shares, hop_shares
 
-__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "bandwidth_gate", "hierarchy_gate"]
+__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "unplanned_shares", "bandwidth_gate",
+           "hierarchy_gate"]
 
 _Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main (N levels: the problem's), shares)
 
@@ -137,16 +146,64 @@ def transfer_share(link_bytes_per_s: int, levels) -> int:
     return dma_share(Fraction(link_bytes_per_s, clock), levels.expanded.bandwidth_bytes_per_cycle[1])
 
 
+def unplanned_shares(plan, graph, hardware, planned) -> dict[str, tuple[_Share, ...]]:
+    """The main-memory shares of every op of a device without a memory plan (not in
+    ``planned``), by activity ``op:<name>`` (level index 1, main memory, as a planned device's):
+    ``ceil(SHARE_UNITS * c / D)`` with ``D`` the op's device cycles and ``c`` those its
+    roofline spends on main memory's bytes (the simulator's rule for the record: a matrix or
+    vector op's ``mem_bytes``; an op with explicit cycles or a copy holds none).
+
+    Examples
+    --------
+    A relu reading and writing 1 KiB of a 16 B/cycle main memory is memory-bound (128 cycles):
+    all of it.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from planner.graph.ir import Graph, Op, Tensor
+    >>> from planner.hardware import Device, Hardware
+    >>> from planner.isa.profiles import get_profile
+    >>> g = Graph([Tensor("x", (256,), kind="input"), Tensor("y", (256,), kind="output")],
+    ...           [Op("r", "relu", ("x",), ("y",))])
+    >>> dev = Device("npu0", "npu", get_profile("edge-npu"))
+    >>> plan = NS(ops=(NS(name="r", device="npu0"),))
+    >>> unplanned_shares(plan, g, Hardware((dev,), ()), set())
+    {'op:r': (('npu0', 1, 1000),)}
+    """
+    shares: dict[str, tuple[_Share, ...]] = {}
+    for o in plan.ops:
+        if o.device in planned:
+            continue
+        device = hardware.device(o.device)
+        cost = cached_op_cost(graph.ops[o.name], graph, device.profile, device.kind)
+        if cost.explicit or cost.unit not in ("matrix", "vector"):
+            continue
+        u = share_of_cycles(cost.memory_cycles, cost.cycles)
+        if u:
+            shares[f"op:{o.name}"] = ((o.device, 1, u),)
+    return shares
+
+
+def _unplanned_transfer_share(link_bytes_per_s: int, device) -> int:
+    """A transfer end's main-memory shares on a device without a memory plan (as :func:`transfer_share`)."""
+    clock = device.profile.clock_hz
+    return dma_share(Fraction(link_bytes_per_s, clock),
+                     Fraction(device.profile.main_memory.bandwidth_bytes_per_s, clock))
+
+
 def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
                    in_order: bool = True, transfers: Sequence = (),
-                   links: Mapping[str, int] | None = None) -> BandwidthGate | None:
+                   links: Mapping[str, int] | None = None, unplanned: Mapping[str, tuple[_Share, ...]] | None = None,
+                   hardware=None) -> BandwidthGate | None:
     """The gate over every device whose level problem shares bandwidth (None: none does).
 
     ``levels``: device -> :class:`~planner.memory.assemble.DeviceLevels`; ``instances``: device
     -> its op instances in order (activities ``op:<instance>``; DMAs are ``dma:<device>:<q>``);
     ``in_order``: see :class:`BandwidthGate`. ``transfers`` (the plan's, in the retiming's order:
     activities ``xfer:<k>``) with ``links`` (link name -> bytes per second): each end on a shared
-    device holds its main memory's :func:`transfer_share` (never in an order).
+    device holds its main memory's :func:`transfer_share` (never in an order). ``unplanned``
+    (:func:`unplanned_shares`; None: devices without a memory plan do not share) with
+    ``hardware``: those devices' ops hold their main-memory shares, and a transfer's end there
+    too, never in an order.
 
     Examples
     --------
@@ -161,12 +218,22 @@ def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
             s, orders[d] = device_bandwidth(d, lv.expanded, lv.solution, tuple(f"op:{i}" for i in instances[d]),
                                             dma_names)
             shares.update(s)
+    if unplanned is not None:
+        shares.update(unplanned)
+
+    def end_share(d: str, link: str) -> int | None:
+        if d in orders:
+            return transfer_share(links[link], levels[d])
+        if unplanned is not None and d not in levels:
+            return _unplanned_transfer_share(links[link], hardware.device(d))
+        return None
+
     for k, t in enumerate(transfers):
-        ends = tuple((d, 1, transfer_share(links[t.link], levels[d])) for d in (t.src_device, t.dst_device)
-                     if d in orders and t.duration_cycles > 0)
+        ends = tuple((d, 1, u) for d in (t.src_device, t.dst_device) if t.duration_cycles > 0
+                     for u in (end_share(d, t.link),) if u)
         if ends:
             shares[f"xfer:{k}"] = ends
-    return BandwidthGate(shares, orders, in_order) if orders else None
+    return BandwidthGate(shares, orders, in_order) if orders or unplanned is not None else None
 
 
 def hierarchy_gate(device: str, problem: HierarchyProblem, solution: HierarchySolution, op_names: tuple[str, ...],

@@ -24,6 +24,7 @@ from dataclasses import replace
 from planner.isa.cost import memory_cycles, op_cost
 from planner.lower_and_replay import replay
 from planner.memory import MemoryOutcome, plan_memory
+from planner.memory.assemble import assemble
 from planner.reductions.scheduling import Reduction
 from planner.spec import Spec
 from planner.stages import MemoryPlanned, RunSettings, Solved
@@ -133,10 +134,13 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
         candidates.append(("all at home", memory.all_home_plan, memory.all_home_memory))
         replays = {}
     else:
-        candidates.append(("all in main memory", spine, None))
+        in_main = _in_main_memory(spine, spec)
+        candidates.append(("all in main memory", in_main, None))
         # Replayed in this order: the spine first, as the figures have always been computed.
-        replays = {"all in main memory": replay(spine, spec, None)}
-    replays = {name: replays.get(name) or replay(plan, spec, memory_plan) for name, plan, memory_plan in candidates}
+        replays = {"all in main memory": replay(in_main, spec, None, every_device_shares=True)}
+    # under bandwidth: shared every device shares its main memory, planned or not (docs/memory.md)
+    replays = {name: replays.get(name) or replay(plan, spec, memory_plan, every_device_shares=True)
+               for name, plan, memory_plan in candidates}
     baselines = {name: replays[name].simulation.makespan_cycles for name, _, _ in candidates}
     peaks = {name: replays[name].simulation.peak_bytes for name, _, _ in candidates}
     # The fastest; on a tie the earlier candidate (the memory plan before its baselines).
@@ -159,6 +163,16 @@ def plan_memory_after(solved: Solved, spec: Spec, settings: RunSettings) -> Memo
                            **run_summary(settings.search, [spine.solver.get("stopped_by"), memory.stopped_by])})
     return MemoryPlanned(plan, choice, memory, memory_plan, _in_report_order(baselines), _in_report_order(peaks),
                          replays[choice])
+
+
+def _in_main_memory(spine, spec: Spec):
+    """Everything in main memory: the schedule's plan, re-timed under ``bandwidth: shared`` so that
+    ops on several streams of a device (and link transfers at its ends) share its main memory's
+    bandwidth as the simulator checks (docs/memory.md, "Shared bandwidth"); as it is otherwise."""
+    if not spec.memory.shared_bandwidth:
+        return spine
+    return assemble(spine, spec.graph, spec.hardware, {}, spec.memory.alignment_bytes, gangs=spec.gangs,
+                    shared_bandwidth=True)[0]
 
 
 def _in_report_order(by_name: dict) -> dict:

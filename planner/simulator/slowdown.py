@@ -310,13 +310,14 @@ def what_if(simulation: Any, op_edges: Iterable[tuple[str, str]], slowdown: Slow
             cycles = slowdown.cycles(key, t.device, planned)
         elif kind == "tx":
             cycles = slowdown.cycles(f"{t.src_op}->{t.dst_op}#{t.id}", t.link, planned)
-            measured_tx[key] = MeasuredTransfer(t.src_op, t.dst_op, t.link, t.size_bytes, start, cycles, planned)
         else:
             cycles = slowdown.cycles(f"dma:{t.device}:{t.op}", t.device, planned)
         if shares and node in shares and cycles > 0:
             start = devices.place(shares[node], start, cycles)
-        if kind == "op":
+        if kind == "op":  # recorded at the start the shares allow (a transfer's too)
             measured_ops[key] = MeasuredOp(t.device, t.stream, start, cycles, planned)
+        elif kind == "tx":
+            measured_tx[key] = MeasuredTransfer(t.src_op, t.dst_op, t.link, t.size_bytes, start, cycles, planned)
         elif kind == "dma":
             measured_dma[key] = MeasuredDma(t.device, t.op, start, cycles, planned)
         end[node] = start + cycles

@@ -82,7 +82,7 @@ from solvers.cpsat_support import interval_if
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.bandwidth import add_bandwidth
-from solvers.memory.levels.greedy import plan_all_slow, plan_greedy, retime
+from solvers.memory.levels.greedy import fewer_dmas, plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
 from solvers.memory.levels.validate import (
@@ -992,6 +992,17 @@ def _checked_retime(problem: LevelProblem, solution: LevelSolution) -> LevelSolu
     return found
 
 
+def _checked_fewer_dmas(problem: LevelProblem, best: LevelSolution) -> LevelSolution:
+    """Under sharing, the best start with the DMAs that only cost time dropped
+    (:func:`~solvers.memory.levels.greedy.fewer_dmas`), kept when it validates: a plan that
+    reads a weight in place is one the Belady starts never try, and the exact model reaches it
+    only with a much larger budget (tests/data/specs/memory-shared.yaml)."""
+    found = fewer_dmas(problem, best)
+    if found is best or validate_levels(problem, found):
+        return best
+    return found
+
+
 class CpSatLevelSolver(Accepting):
     """Minimum-makespan residency, prefetch/evict schedule and split factors.
 
@@ -1109,6 +1120,8 @@ class CpSatLevelSolver(Accepting):
         if problem.shared_bandwidth and problem.multi_stream:  # bandwidth: shared (bandwidth.py)
             candidates += self._series_candidate(problem, options, budget, windows)
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
+        if problem.shared_bandwidth and best is not None:  # the DMAs that only cost time, dropped
+            best = _checked_fewer_dmas(problem, best)
         if best is not None and best.makespan_cycles <= lb:
             return Status.OPTIMAL, best, lb, (), info
         if not exact_model_fits(problem):
@@ -1116,6 +1129,8 @@ class CpSatLevelSolver(Accepting):
             return (Status.FEASIBLE if best else Status.UNKNOWN), best, lb, (), info
         if best is not None and problem.num_ops > self.window_above_ops:
             best, progress = self._window_search(problem, best, lb, window, options, budget, windows, info)
+            if problem.shared_bandwidth:
+                best = _checked_fewer_dmas(problem, best)
             return (Status.OPTIMAL if best.makespan_cycles <= lb else Status.FEASIBLE), best, lb, progress, info
         upper = None if best is None else best.makespan_cycles
         hint = best if best is None or window is None or all(
@@ -1146,6 +1161,8 @@ class CpSatLevelSolver(Accepting):
         found = retime(problem, v.extract(solver))
         if best is None or found.makespan_cycles < best.makespan_cycles:
             best = found
+        if problem.shared_bandwidth:  # what the search left: its DMAs that only cost time, dropped
+            best = _checked_fewer_dmas(problem, best)
         bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
 

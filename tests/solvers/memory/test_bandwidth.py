@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
 from solvers.memory.levels import (
@@ -12,6 +13,7 @@ from solvers.memory.levels import (
     build_level_model, makespan_lower_bound, replay_levels, retime, validate_levels,
 )
 from solvers.memory.levels.bandwidth import SHARE_UNITS, check_bandwidth, dma_shares, op_shares
+from solvers.memory.levels.greedy import fewer_dmas, plan_greedy
 from tests.solvers.memory.strategies import level_problems
 from tests.solvers.test_memory_levels import brute_force
 
@@ -172,3 +174,34 @@ def test_the_shared_lower_bound_never_exceeds_the_optimum(p):
     assert status == cp_model.OPTIMAL
     assert makespan_lower_bound(p) <= solver.value(v.makespan)
     assert makespan_lower_bound(separate(p)) <= makespan_lower_bound(p)
+
+
+# ------------------------------------------------------------------ the in-place start (fewer_dmas)
+
+def test_reading_a_weight_in_place_beats_prefetching_it_under_sharing():
+    # Op 0 (compute 2) reads weight W (8 B, slow 1 B/cycle) and writes T (4 B) that op 1 reads.
+    # The greedy prefetches W (8 cycles, all of the slow level), then op 0 reads W and writes T
+    # in SRAM (2 + 1): 8 + 3 + 1 = 12. Read in place, op 0 takes 8 + 1 = 9: 10, the optimum.
+    p = LevelProblem((2, 1), ((0,), (1,)), ((1,), ()), (8, 4), (64, BIG), (4, 1), shared_bandwidth=True)
+    greedy = plan_greedy(p)
+    assert greedy.makespan_cycles == 12 and [tr.tensor for tr in greedy.transfers] == [0]
+    fewer = fewer_dmas(p, greedy)
+    assert fewer.makespan_cycles == 10 and fewer.transfers == () and fewer.in_fast[1] == (True, True)
+    assert validate_levels(p, fewer) == []
+    exact = CpSatLevelSolver().solve(p, SolveOptions(time_limit_s=5, num_workers=1))
+    assert exact.status is Status.OPTIMAL and exact.objective == 10
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(level_problems(min_ops=2, max_ops=5, max_tensors=5, slow_capacity=BIG, dma_rates=(1, 2), fast_rates=(2, 4)),
+       st.integers(0, 2))
+def test_fewer_dmas_is_valid_and_never_worse(p, streams):
+    p = replace(p, shared_bandwidth=True, op_streams=tuple(i % streams for i in range(p.num_ops)) if streams else ())
+    for start in (plan_greedy(p), plan_greedy(p, balance_dma=True) if p.multi_stream else None):
+        if start is None:
+            continue
+        fewer = fewer_dmas(p, start)
+        assert validate_levels(p, fewer) == []
+        assert fewer.makespan_cycles <= start.makespan_cycles
+        assert replay_levels(p, fewer).makespan_cycles <= fewer.makespan_cycles  # a valid plan: never later
+        assert {tr.tensor for tr in fewer.transfers} <= {tr.tensor for tr in start.transfers}
