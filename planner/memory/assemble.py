@@ -230,9 +230,32 @@ def _activities(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[st
     acts: list[Activity] = []
     for d, lv in levels.items():
         acts += _device_activities(d, lv, names[d], dmas[d], evict_of, transfers, into, hardware)
+    acts = _after_same_device_predecessors(acts, plan, graph, levels, names, last_instance)
     acts += _unplanned_activities(plan, graph, levels, last_instance, into)
     acts += _transfer_activities(transfers, levels, last_instance, _slow_ready(levels, names, evict_of))
     return acts, sequences, transfers
+
+
+def _after_same_device_predecessors(acts: list[Activity], plan: Plan, graph: Graph,
+                                    levels: Mapping[str, DeviceLevels], names: Mapping[str, "_Names"],
+                                    last_instance: Mapping[str, str]) -> list[Activity]:
+    """A memory-planned op's instances also wait for every graph predecessor on their device.
+
+    The level problem knows only the data it moves, so an ``after`` edge (control, no tensor)
+    between two ops on different streams of one device was lost: the re-timing started the
+    waiter early and the replay refused the plan (exit 3). Cheap and harmless for data edges
+    and for one stream, where the order already implies the wait."""
+    device = {o.name: o.device for o in plan.ops}
+    op_of = {f"op:{inst}": lv.bridge.ops[lv.op_origin[i][0]]
+             for d, lv in levels.items() for i, inst in enumerate(names[d].instances)}
+    out = []
+    for a in acts:
+        op = op_of.get(a.name)
+        if op is not None and device[op] in levels:
+            extra = [last_instance[p] for p in graph.dag.predecessors(op) if device.get(p) == device[op]]
+            a = replace(a, deps=tuple(dict.fromkeys(a.deps + tuple(extra))))
+        out.append(a)
+    return out
 
 
 def _sequences(plan: Plan, graph: Graph, levels: Mapping[str, DeviceLevels],
