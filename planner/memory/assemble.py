@@ -239,12 +239,13 @@ def _activities(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[st
 def _after_same_device_predecessors(acts: list[Activity], plan: Plan, graph: Graph,
                                     levels: Mapping[str, DeviceLevels], names: Mapping[str, "_Names"],
                                     last_instance: Mapping[str, str]) -> list[Activity]:
-    """A memory-planned op's instances also wait for every graph predecessor on their device.
+    """A memory-planned op's instances also wait for its control predecessors on their device.
 
     The level problem knows only the data it moves, so an ``after`` edge (control, no tensor)
     between two ops on different streams of one device was lost: the re-timing started the
-    waiter early and the replay refused the plan (exit 3). Cheap and harmless for data edges
-    and for one stream, where the order already implies the wait."""
+    waiter early and the replay refused the plan (exit 3). Only edges without tensors: a data
+    edge is waited for instance by instance (a split reader's portion after the writer's
+    portion it reads, not after the writer's last), and on one stream the order implies it."""
     device = {o.name: o.device for o in plan.ops}
     op_of = {f"op:{inst}": lv.bridge.ops[lv.op_origin[i][0]]
              for d, lv in levels.items() for i, inst in enumerate(names[d].instances)}
@@ -252,7 +253,8 @@ def _after_same_device_predecessors(acts: list[Activity], plan: Plan, graph: Gra
     for a in acts:
         op = op_of.get(a.name)
         if op is not None and device[op] in levels:
-            extra = [last_instance[p] for p in graph.dag.predecessors(op) if device.get(p) == device[op]]
+            extra = [last_instance[p] for p, _, tensors in graph.dag.in_edges(op, data="tensors")
+                     if not tensors and device.get(p) == device[op]]
             a = replace(a, deps=tuple(dict.fromkeys(a.deps + tuple(extra))))
         out.append(a)
     return out
