@@ -262,6 +262,8 @@ def valid_spec(draw: st.DrawFn) -> dict:
             memory["alignment"] = draw(st.sampled_from(["64 B", "4 KiB", "1 B"]))
         if draw(st.integers(0, 3)) == 0:
             memory["split"] = draw(st.booleans())
+        if draw(st.integers(0, 3)) == 0:  # DMAs and ops share each level's bandwidth
+            memory["bandwidth"] = draw(st.sampled_from(["shared", "separate"]))
         spec["memory"] = memory
     return spec
 
