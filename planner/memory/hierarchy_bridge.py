@@ -50,6 +50,7 @@ from solvers.memory.levels import (
     AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
 )
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
+from solvers.memory.levels.traffic_bound import shared_traffic_lower_bound
 from solvers.portfolio import Portfolio
 
 __all__ = ["HierarchyBridge", "hierarchy_levels", "plans_n_levels", "build_hierarchy_problem",
@@ -247,6 +248,11 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     :mod:`~solvers.memory.levels.hierarchy_bounds`: a host-homed tensor is read at the
     host's bandwidth or crosses the host link on the one DMA engine, at least once.
 
+    Under shared bandwidth, also every level's forced traffic
+    (:mod:`~solvers.memory.levels.traffic_bound`: a host-homed weight crosses the host's
+    bandwidth whether read in place or fetched); the larger of the two bounds, each with half
+    of the share.
+
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
     budget stays sound.
     """
@@ -254,4 +260,8 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     if bridge.full_capacity_bytes:
         problem = replace(problem, capacity_bytes=bridge.full_capacity_bytes)
     budget = Budget.start(max(0.05, PLAN_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
-    return hierarchy_lower_bound(problem, budget, budget.left, bridge.splittable_ops, bridge.splittable_tensors)
+    splittable = bridge.splittable_ops, bridge.splittable_tensors
+    if not problem.shared_bandwidth:
+        return hierarchy_lower_bound(problem, budget, budget.left, *splittable)
+    unshared = hierarchy_lower_bound(problem, budget, budget.left / 2, *splittable)
+    return max(unshared, shared_traffic_lower_bound(problem, budget, budget.left, *splittable))
