@@ -225,7 +225,7 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
         stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
                                     g_result, hardware)
-        streams_bound = stream_plan_bound(bridge, options, budget, seed, search)
+        streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
         if streams_bound is not None:  # several streams: a bound over every plan of the device
             stats[name]["stream_plan_bound_device_cycles"] = streams_bound
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}

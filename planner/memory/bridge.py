@@ -353,25 +353,33 @@ STREAM_BOUND_SHARE = 0.1
 
 
 def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s: float, seed: int = 0,
-                      search: str = "deterministic") -> int | None:
+                      search: str = "deterministic", graph: Graph | None = None) -> int | None:
     """A lower bound (device cycles) on every plan of this device's ops on its streams, or None.
 
     Only for a device whose ops use several streams (the several-stream path): the relaxation
     of :mod:`solvers.memory.levels.stream_bound` over any order, stream assignment and level
     assignment, at the fast level's full capacity (the reserve is the planner's own
-    restriction). It covers unsplit plans, so it is given only when splitting is off or no
-    op touches more bytes than the fast level holds after the largest reserve (then no
-    split group is offered, in any order).
+    restriction). When splitting is on and some op touches more bytes than the fast level
+    holds after the largest reserve (so some order may offer a split group), it also covers
+    every split of the row-separable ops and the non-weight tensors they touch (as the
+    N-level plan bound); that needs ``graph`` (None: no bound then).
     """
     problem = bridge.problem
-    if not problem.multi_stream or problem.splits:
+    if not problem.multi_stream:
         return None
     fast = bridge.device.profile.level(bridge.fast_level)
     smallest = fast.capacity_bytes - fast.capacity_bytes // 8  # no reserve holds back more than 1/8
-    if options.split and any(sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]})
-                             > smallest for i in range(problem.num_ops)):
-        return None
+    split_ops, split_tensors = frozenset(), frozenset()
+    if problem.splits or (options.split and any(k > 1 for k in options.split_factors) and any(
+            sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]}) > smallest
+            for i in range(problem.num_ops))):
+        if graph is None:
+            return None
+        split_ops = frozenset(i for i, name in enumerate(bridge.ops) if row_separable(graph, name))
+        split_tensors = frozenset(t for i in split_ops for t in (*bridge.op_inputs[i], *bridge.op_outputs[i])
+                                  if bridge.tensors[t].role != "weight")
     full = replace(problem, capacity_bytes=(fast.capacity_bytes, problem.capacity_bytes[1]))
     budget = Budget.start(max(0.1, STREAM_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
     return stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
-                                   SolveOptions(num_workers=1, random_seed=seed, search=search))
+                                   SolveOptions(num_workers=1, random_seed=seed, search=search),
+                                   split_ops, split_tensors)
