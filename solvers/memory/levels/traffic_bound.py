@@ -62,7 +62,8 @@ from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share
 from solvers.memory.levels.hierarchy import HierarchyProblem
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
 
-__all__ = ["route_traffic", "build_traffic_bound_model", "shared_traffic_lower_bound"]
+__all__ = ["route_traffic", "tensor_traffic_floors", "traffic_floor", "build_traffic_bound_model",
+           "shared_traffic_lower_bound"]
 
 # Access times in d[i] are compared in 1/K cycles, floored (never above the exact value).
 _SCALE = 64
@@ -90,6 +91,87 @@ def route_traffic(problem: HierarchyProblem, t: int, src: int, dst: int) -> tupl
         for lv in (a, b):
             per_level[lv] += cycles * dma_share(problem.path_rate(a, b), bw[lv])
     return engine, tuple(per_level)
+
+
+def _allowed(problem: HierarchyProblem, t: int, op: int) -> list[int]:
+    """The levels an access of uncut ``t`` by ``op`` may be at: level 0 for a fast-only op, else
+    every level that holds it whole (home always does)."""
+    if op in set(problem.fast_only_ops):
+        return [0]
+    b = problem.tensor_bytes[t]
+    return [lv for lv in range(problem.num_levels) if b <= problem.capacity_bytes[lv] or lv == problem.home(t)]
+
+
+def tensor_traffic_floors(problem: HierarchyProblem, t: int) -> tuple[int, tuple[int, ...]]:
+    """The least DMA-engine cycles and, per level, the least share-cycles any plan spends on
+    uncut tensor ``t`` (each minimised on its own over the producer's level and the set of
+    levels its readers use; module Notes).
+
+    Examples
+    --------
+    A 16-B host weight read once (host 1 B/cycle, hbm 4, vmem 16): read in place costs host
+    16,000 share-cycles and the engine nothing; fetched to hbm, host 16,000 and the engine 16;
+    so host's floor is 16,000 and every other's 0 (read at vmem after the whole route, or at
+    hbm after one hop, or in place):
+
+    >>> p = HierarchyProblem((1,), ((0,),), ((),), (16,), (64, 64, 1024), (16, 4, 1), 1,
+    ...                      ((0, 1), (1, 2)), tensor_home=(2,), shared_bandwidth=True)
+    >>> tensor_traffic_floors(p, 0)
+    (0, (0, 0, 16000))
+    """
+    nl, home, bw = problem.num_levels, problem.home(t), problem.bandwidth_bytes_per_cycle
+    acc, b = problem.accesses(t), problem.tensor_bytes[t]
+    real = [(j, a) for j, a in enumerate(acc) if problem.is_real(a)]
+    if not b or not real:
+        return 0, (0,) * nl
+    produced = problem.is_real(acc[0])
+    readers = [_allowed(problem, t, a) for j, a in real if j]
+    access = [_access_share_cycles(b, bw[lv]) for lv in range(nl)]
+    routes = {(home, lv): route_traffic(problem, t, home, lv) for lv in range(nl) if lv != home}
+    routes.update({(lv, home): route_traffic(problem, t, lv, home) for lv in range(nl) if lv != home and produced})
+    best = [None] * (nl + 1)  # per level, then the engine
+    for writer in (_allowed(problem, t, acc[0]) if produced else [None]):
+        for mask in range(1, 1 << nl) if readers else [0]:
+            used = [lv for lv in range(nl) if mask >> lv & 1]
+            if any(not set(used) & set(r) for r in readers):
+                continue
+            moves = [routes[home, lv] for lv in used if lv not in (home, writer)]
+            if writer is not None and writer != home and (acc[-1] == problem.num_ops or set(used) - {writer}):
+                moves.append(routes[writer, home])
+            for target in range(nl + 1):
+                if target == nl:
+                    cost = sum(m[0] for m in moves)
+                else:
+                    cost = sum(m[1][target] for m in moves) + (access[target] if writer == target else 0)
+                    cost += sum(min(access[target] if lv == target else 0 for lv in set(used) & set(r))
+                                for r in readers)
+                best[target] = cost if best[target] is None else min(best[target], cost)
+    return best[nl], tuple(best[:nl])
+
+
+def traffic_floor(problem: HierarchyProblem, cut: frozenset = frozenset()) -> int:
+    """A closed-form part of the bound: the DMA engine's least load, and under shared
+    bandwidth each level's least share-cycles over ``SHARE_UNITS``, each summed over the
+    uncut tensors of :func:`tensor_traffic_floors` (cut ones, ``cut``, add nothing).
+
+    Examples
+    --------
+    Two 16-B host weights read once each: host carries 32,000 share-cycles, 32 cycles.
+
+    >>> p = HierarchyProblem((1, 1), ((0,), (1,)), ((), ()), (16, 16), (64, 64, 1024), (16, 4, 1), 1,
+    ...                      ((0, 1), (1, 2)), tensor_home=(2, 2), shared_bandwidth=True)
+    >>> traffic_floor(p)
+    32
+    """
+    engine, levels = 0, [0] * problem.num_levels
+    for t in range(problem.num_tensors):
+        if t in cut:
+            continue
+        e, per_level = tensor_traffic_floors(problem, t)
+        engine += e
+        levels = [x + y for x, y in zip(levels, per_level)]
+    shared = max(-(-x // SHARE_UNITS) for x in levels) if problem.shared_bandwidth else 0
+    return max(engine, shared)
 
 
 def _access_share_cycles(size: int, rate: Fraction) -> int:
@@ -130,8 +212,7 @@ def build_traffic_bound_model(problem: HierarchyProblem, splittable_ops: frozens
     32
     """
     cut, split_ops = _cut_tensors(problem, splittable_tensors), _split_ops(problem, splittable_ops)
-    bw, caps, nl = problem.bandwidth_bytes_per_cycle, problem.capacity_bytes, problem.num_levels
-    fast_only = set(problem.fast_only_ops)
+    bw, nl = problem.bandwidth_bytes_per_cycle, problem.num_levels
     per_op = op_cycle_lower_bounds(problem, split_ops)
     model = cp_model.CpModel()
     x: dict[tuple[int, int], dict[int, object]] = {}  # (tensor, access) -> level -> literal
@@ -144,8 +225,7 @@ def build_traffic_bound_model(problem: HierarchyProblem, splittable_ops: frozens
         for j, a in enumerate(acc):
             if not problem.is_real(a):
                 continue
-            allowed = [0] if a in fast_only else [lv for lv in range(nl) if b <= caps[lv] or lv == problem.home(t)]
-            x[t, j] = {lv: model.new_bool_var(f"level_{t}_{j}_{lv}") for lv in allowed}
+            x[t, j] = {lv: model.new_bool_var(f"level_{t}_{j}_{lv}") for lv in _allowed(problem, t, a)}
             model.add_exactly_one(x[t, j].values())
             for lv, lit in x[t, j].items():
                 level_terms[lv].append(_access_share_cycles(b, bw[lv]) * lit)
@@ -236,8 +316,8 @@ def shared_traffic_lower_bound(problem: HierarchyProblem, budget: Budget | None 
     """A lower bound on every plan's makespan (any op order, and with the splittable sets any
     split of those ops and tensors): CP-SAT's proven bound on the relaxation of the module Notes
     within ``amount`` units of ``budget`` (None: a 20-s memory-levels budget), never below the
-    per-op bounds shared over ``num_streams``. An infeasible relaxation (no plan exists) gives
-    that floor.
+    per-op bounds shared over ``num_streams`` nor :func:`traffic_floor`. An infeasible
+    relaxation (no plan exists) gives that floor.
 
     Examples
     --------
@@ -247,7 +327,8 @@ def shared_traffic_lower_bound(problem: HierarchyProblem, budget: Budget | None 
     32
     """
     split_ops = _split_ops(problem, splittable_ops)
-    floor = -(-sum(op_cycle_lower_bounds(problem, split_ops)) // max(1, num_streams))
+    floor = max(-(-sum(op_cycle_lower_bounds(problem, split_ops)) // max(1, num_streams)),
+                traffic_floor(problem, _cut_tensors(problem, splittable_tensors)))
     model, _ = build_traffic_bound_model(problem, splittable_ops, splittable_tensors, num_streams)
     if budget is None:
         budget = Budget.start(20.0, MEMORY_LEVELS)
