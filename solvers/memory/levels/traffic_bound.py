@@ -43,8 +43,8 @@ produced tensor and ``l0 != home``, op durations ``d[i]``, ``T``. Constraints:
 * per level ``L`` (shared bandwidth only): ``SHARE_UNITS * T >=`` its access and hop share-cycles.
 
 Objective: minimize ``T``. Nothing depends on the op order (only on which op writes and which
-read each tensor), so it bounds every order. Splits: a cut tensor's portions may sit in
-different levels and move in parts, so it adds no level traffic and no hop (dropped terms keep
+read each tensor), so it bounds every order. Splits: a cut tensor (one a split may cut, or one
+a splittable op writes) has portions that may sit in different levels and move in parts, so it adds no level traffic and no hop (dropped terms keep
 a relaxation); an uncut tensor is whole wherever it is, read by each portion of a split op, so
 one of those reads stands for them all. A split op's portions take at least its compute
 together (the ISA's fill and drain per portion; the caller vouches, as for the unshared bound).
@@ -185,8 +185,12 @@ def _scaled(size: int, rate: Fraction) -> int:
     return q.numerator // q.denominator
 
 
-def _cut_tensors(problem: HierarchyProblem, splittable_tensors: frozenset) -> frozenset:
-    return frozenset(splittable_tensors) | {t for g in problem.splits for t in g.tensors}
+def _cut_tensors(problem: HierarchyProblem, splittable_tensors: frozenset, splittable_ops: frozenset) -> frozenset:
+    """The tensors a split may cut: these, the problem's groups', and what a splittable op
+    writes (a group cuts every tensor it writes)."""
+    ops = _split_ops(problem, splittable_ops)
+    return (frozenset(splittable_tensors) | {t for g in problem.splits for t in g.tensors}
+            | {t for i in ops for t in problem.writes[i]})
 
 
 def _split_ops(problem: HierarchyProblem, splittable_ops: frozenset) -> frozenset:
@@ -211,7 +215,7 @@ def build_traffic_bound_model(problem: HierarchyProblem, splittable_ops: frozens
     >>> solver = cp_model.CpSolver(); _ = solver.solve(model); solver.value(makespan)
     32
     """
-    cut, split_ops = _cut_tensors(problem, splittable_tensors), _split_ops(problem, splittable_ops)
+    cut, split_ops = _cut_tensors(problem, splittable_tensors, splittable_ops), _split_ops(problem, splittable_ops)
     bw, nl = problem.bandwidth_bytes_per_cycle, problem.num_levels
     per_op = op_cycle_lower_bounds(problem, split_ops)
     model = cp_model.CpModel()
@@ -328,7 +332,7 @@ def shared_traffic_lower_bound(problem: HierarchyProblem, budget: Budget | None 
     """
     split_ops = _split_ops(problem, splittable_ops)
     floor = max(-(-sum(op_cycle_lower_bounds(problem, split_ops)) // max(1, num_streams)),
-                traffic_floor(problem, _cut_tensors(problem, splittable_tensors)))
+                traffic_floor(problem, _cut_tensors(problem, splittable_tensors, splittable_ops)))
     model, _ = build_traffic_bound_model(problem, splittable_ops, splittable_tensors, num_streams)
     if budget is None:
         budget = Budget.start(20.0, MEMORY_LEVELS)
