@@ -18,8 +18,8 @@ Sets: ops ``i``; their accesses ``(i, t)`` of tensors with bytes; *slow-born* te
 
 Variables: ``fast[i,t]`` (the access is fast; 1 on a fast-only op); ``dma[t]`` for ``t`` in
 ``S`` (prefetched at least once) and in ``L`` (evicted); op durations ``dur[i]`` (the exact
-roofline, as in :func:`~solvers.memory.levels.cpsat.add_durations`); starts ``start[i]``;
-``makespan``.
+roofline, as in :func:`~solvers.memory.levels.cpsat.add_durations`); starts ``start[i]``,
+ends ``end[i] >= start[i] + dur[i]``; ``makespan >= end[i]``.
 
 Constraints, each true of any plan (with ``fast``/``dma`` read off the plan):
 
@@ -48,7 +48,9 @@ Splits. A split op runs as portions on its own stream, one after another (portio
 portion ``p`` of every cut tensor and the whole of every other one; an op outside the group
 touches every portion), so ``start[i]`` stands for its first portion's start and ``dur[i]`` for
 its portions' summed durations: they run in turn, so the last ends at least ``dur[i]`` after
-the first starts. Then, each true of every split plan:
+the first starts. A split group is a run of ops on one stream, in portions one after another.
+``end[i]`` is then the largest ``start[h] + dur`` summed along a chain of pipelined ops from
+``h`` to ``i`` (below), at most op i's last end. Each true of every split plan:
 
 * a *cut* tensor (one a split may cut, or one a split op writes) may be fast in part: an
   access of it has integer fast bytes ``fb`` in ``0..b`` (its portions, each fast or slow, add
@@ -58,9 +60,13 @@ the first starts. Then, each true of every split plan:
   least its compute (the ISA fills and drains per portion, so portions never take less; a
   problem's split group's own ``portion_compute`` times its factor, when smaller) and all its
   bytes at the faster level;
-* a reader and producer both split, joined by a cut tensor, may pipeline portion by portion:
-  only ``start[reader] >= start[producer]`` (its first portion reads what the producer's first
-  wrote); an op outside the group waits for every portion, so its dependencies stay whole;
+* a reader and producer both split, joined by a cut tensor, may pipeline portion by portion
+  (same group): ``start[reader] >= start[producer]`` (its first portion reads what the
+  producer's first wrote), and ``end[reader] >= end[producer] + dur[reader]``: along a chain
+  of such ops in one group, every portion lies between the head's first start and the
+  reader's last end (the reader's last portion reads the producer's last), on one stream, in
+  turn; across groups the dependency is whole, which implies it. An op outside the group
+  waits for every portion: ``start[i] >= end[producer]``;
 * a cut tensor's DMAs are pieces: no interval on the engine and nothing in the tail cases'
   load; a piece takes at least ``dma_latency_cycles + 1`` (the "uncounted DMA" tail case).
   But its fast bytes in any access (slow-born) or in its write (live-out) were moved, so the
@@ -183,24 +189,30 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
     >>> stream_plan_floor(p, 2), stream_plan_floor(p, 1)
     (16, 24)
 
-    If ops 0 and 2 may run in portions, op 2's first portion may start with op 0's:
+    If every op may run in portions, op 2's first portion may start right after op 0's first,
+    but a group's portions run in turn on one stream: still 8 + 8 along the path.
 
-    >>> stream_plan_floor(p, 2, frozenset({0, 2}))
-    16
     >>> stream_plan_floor(p, 4, frozenset({0, 1, 2}))
-    8
+    16
     """
     view = split_view(problem, splittable_ops, splittable_tensors)
     problem = _unsplit(problem, view)
     shortest = _shortest(problem, view)
-    first = [0] * problem.num_ops
+    first, last = [0] * problem.num_ops, [0] * problem.num_ops
     for i in range(problem.num_ops):
+        chained = []
         for t in problem.reads[i]:
             a = problem.accesses(t)[0]
-            if problem.is_real(a):
-                first[i] = max(first[i], first[a] + (0 if view.pipelined(a, i, t) else shortest[a]))
+            if not problem.is_real(a):
+                continue
+            if view.pipelined(a, i, t):
+                first[i] = max(first[i], first[a])
+                chained.append(last[a])
+            else:
+                first[i] = max(first[i], last[a])
+        last[i] = max([first[i], *chained]) + shortest[i]
     load = -(-sum(shortest) // max(1, num_streams))
-    return max([load, *(f + d for f, d in zip(first, shortest))], default=0)
+    return max([load, *last], default=0)
 
 
 def _horizon(problem: LevelProblem) -> int:
@@ -245,7 +257,7 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     rows = problem.op_accesses()
     fast: dict[tuple[int, int], object] = {}
     fast_bytes: dict[tuple[int, int], object] = {}
-    start, dur = [], []
+    start, dur, end = [], [], []
     makespan = model.new_int_var(0, h, "makespan")
     for i, row in enumerate(rows):
         sized = [t for t, _ in row if problem.tensor_bytes[t]]
@@ -264,14 +276,22 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
         model.add(d >= cf + cs)
         dur.append(d)
         start.append(model.new_int_var(0, h, f"start_{i}"))
-        model.add(makespan >= start[i] + d)
+        end.append(model.new_int_var(0, h, f"end_{i}"))
+        model.add(end[i] >= start[i] + d)
+        model.add(makespan >= end[i])
     for i in range(n):
         for t in problem.reads[i]:
             a = problem.accesses(t)[0]
-            if problem.is_real(a):
-                model.add(start[i] >= start[a] + (0 if view.pipelined(a, i, t) else dur[a]))
+            if not problem.is_real(a):
+                continue
+            if view.pipelined(a, i, t):
+                model.add(start[i] >= start[a])
+                model.add(end[i] >= end[a] + dur[i])
+            else:
+                model.add(start[i] >= end[a])
     model.add(max(1, num_streams) * makespan >= sum(dur))
-    _add_dma_engine(model, problem, view, fast, start, dur, makespan, _add_piece_loads(model, problem, view, fast_bytes))
+    _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan,
+                    _add_piece_loads(model, problem, view, fast_bytes))
     model.minimize(makespan)
     return model, makespan
 
@@ -316,11 +336,12 @@ def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: Split
     return loads
 
 
-def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, start: list,
-                    dur: list, makespan: cp_model.IntVar, piece_loads: list) -> None:
+def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, times: tuple,
+                    makespan: cp_model.IntVar, piece_loads: list) -> None:
     """The prefetches of slow-born tensors, the evictions of live-out ones, their heads and
     tails, the engine's load with the tail of its last transfer, and the load with the cut
     tensors' pieces (module Notes)."""
+    start, dur, end = times
     dma: dict[int, cp_model.IntVar] = {}
     readers_of_slow: dict[int, list] = {}  # op -> its fast reads of slow-born tensors
     split_readers = []  # fast reads of uncut slow-born tensors by split ops
@@ -357,7 +378,7 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitV
             begin = model.new_int_var(0, horizon, f"evict_start_{t}")
             intervals.append(model.new_optional_fixed_size_interval_var(begin, cycles, y, f"evict_{t}"))
             _implies(model, x, y)
-            _when(model, begin >= start[acc[0]] + dur[acc[0]], y)
+            _when(model, begin >= end[acc[0]], y)
             _when(model, makespan >= begin + cycles, y)
             evictions.append(y)
     load = sum(problem.dma_cycles(t) * y for t, y in dma.items())

@@ -26,18 +26,22 @@ EXAMPLES = int(os.environ.get("PLAN_TEST_BOUND_EXAMPLES", "0"))
 OPTIONS = SolveOptions(time_limit_s=10, num_workers=1, random_seed=0)
 
 
-def best_split_plan(p: LevelProblem, op: int, cut: tuple[int, ...], factors: tuple[int, ...],
+def best_split_plan(p: LevelProblem, ops, cut: tuple[int, ...], factors: tuple[int, ...],
                     num_streams: int) -> int | None:
-    """The proven optimum over every order, stream assignment and factor of ``op`` run in
-    portions over ``cut`` (CP-SAT, exact over the expansions); None when one is not proven."""
+    """The proven optimum over every order, stream assignment and factor of the group ``ops``
+    (an op, or consecutive ops) run in portions over ``cut`` (CP-SAT, exact over the
+    expansions), where the order keeps the group's ops consecutive on one stream (a split
+    group's shape), else unsplit; None when one is not proven."""
+    ops = (ops,) if isinstance(ops, int) else tuple(ops)
     best = None
     for order in _topological_orders(p):
         for streams in itertools.product(range(num_streams), repeat=p.num_ops):
             if streams[0] != 0:
                 continue  # streams are interchangeable
             q = _reordered(p, order, streams)
-            pos = order.index(op)
-            q = replace(q, splits=(SplitGroup(pos, pos, cut, factors),))
+            pos = [order.index(op) for op in ops]
+            if pos == list(range(pos[0], pos[0] + len(ops))) and len({streams[x] for x in pos}) == 1:
+                q = replace(q, splits=(SplitGroup(pos[0], pos[-1], cut, factors),))
             r = CpSatLevelSolver().solve(q, OPTIONS)
             if r.status is Status.INFEASIBLE:
                 continue
@@ -78,6 +82,34 @@ def split_problems(draw):
     op = draw(st.sampled_from(writers)) if writers else draw(st.integers(0, p.num_ops - 1))
     cut = tuple(sorted(set(p.writes[op]) | {t for t in p.reads[op] if draw(st.booleans())}))
     return p, op, cut
+
+
+@st.composite
+def pipelined_problems(draw):
+    """Two or three ops where op ``a + 1`` reads what op ``a`` writes; both may run in halves
+    as one group (portion by portion), over what they write and what they pass on."""
+    p = draw(level_problems(min_ops=2, max_ops=3, max_tensors=3, max_latency=1, slow_capacity=10**9))
+    pairs = [a for a in range(p.num_ops - 1) if set(p.writes[a]) & set(p.reads[a + 1])]
+    if not pairs:
+        return p, (), ()
+    a = draw(st.sampled_from(pairs))
+    cut = tuple(sorted(set(p.writes[a]) | set(p.writes[a + 1])
+                       | {t for t in p.reads[a] if t not in p.writes[a] and draw(st.booleans())}))
+    return p, (a, a + 1), cut
+
+
+@settings(max_examples=EXAMPLES or 6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(pipelined_problems(), st.integers(1, 2))
+def test_never_above_the_best_pipelined_group_over_every_order_and_stream(drawn, k):
+    p, ops, cut = drawn
+    if not ops:
+        return
+    best = best_split_plan(p, ops, cut, (1, 2), k)
+    if best is None:
+        return
+    grouped = replace(p, splits=(SplitGroup(ops[0], ops[-1], cut, (1, 2)),))
+    assert stream_plan_floor(grouped, k) <= stream_plan_lower_bound(grouped, k) <= best
+    assert stream_plan_lower_bound(p, k, splittable_ops=frozenset(ops), splittable_tensors=frozenset(cut)) <= best
 
 
 @settings(max_examples=EXAMPLES or 8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
