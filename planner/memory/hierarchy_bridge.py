@@ -251,7 +251,8 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     Under shared bandwidth, also every level's forced traffic
     (:mod:`~solvers.memory.levels.traffic_bound`: a host-homed weight crosses the host's
     bandwidth whether read in place or fetched); the larger of the two bounds, each with half
-    of the share.
+    of the share. On a device with several streams, whose ops overlap, only the latter, with
+    the op times shared over the streams (every forced hop still on the one DMA engine).
 
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
     budget stays sound.
@@ -261,6 +262,9 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
         problem = replace(problem, capacity_bytes=bridge.full_capacity_bytes)
     budget = Budget.start(max(0.05, PLAN_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
     splittable = bridge.splittable_ops, bridge.splittable_tensors
+    streams = max(1, bridge.device.streams)
+    if streams > 1:  # the one-stream relaxation sums op times, which several streams overlap
+        return shared_traffic_lower_bound(problem, budget, budget.left, *splittable, num_streams=streams)
     if not problem.shared_bandwidth:
         return hierarchy_lower_bound(problem, budget, budget.left, *splittable)
     unshared = hierarchy_lower_bound(problem, budget, budget.left / 2, *splittable)
