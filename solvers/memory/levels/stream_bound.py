@@ -44,6 +44,13 @@ Constraints, each true of any plan (with ``fast``/``dma`` read off the plan):
 Objective: minimize ``makespan``. Capacity over time, the memory order and the per-stream
 order are dropped, so the bound holds whatever they are.
 
+Shared bandwidth (:mod:`~solvers.memory.levels.bandwidth`): contention only delays, so every
+constraint above stays true; and each level gives ``SHARE_UNITS`` shares a cycle, so
+``SHARE_UNITS * makespan >= SHARE_UNITS * sum(c_l[i]) + sum(dma[t] * share_l * dma_cycles(t))``
+per level ``l`` (an op holds ``ceil(SHARE_UNITS * c_l / D)`` for its ``D`` cycles, at least
+``SHARE_UNITS * c_l`` share-cycles; a DMA its shares for its cycles), with ``cf``/``cs`` as
+``c_l``, the cut tensors' pieces counted at their least cycles.
+
 Splits. A split op runs as portions on its own stream, one after another (portion ``p`` reads
 portion ``p`` of every cut tensor and the whole of every other one; an op outside the group
 touches every portion), so ``start[i]`` stands for its first portion's start and ``dur[i]`` for
@@ -85,6 +92,7 @@ from ortools.sat.python import cp_model
 
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
+from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares
 from solvers.memory.levels.problem import LevelProblem, cycles_for_bytes
 from solvers.memory.levels.validate import op_duration_lower_bounds
 
@@ -257,7 +265,7 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     rows = problem.op_accesses()
     fast: dict[tuple[int, int], object] = {}
     fast_bytes: dict[tuple[int, int], object] = {}
-    start, dur, end = [], [], []
+    start, dur, end, level_cycles = [], [], [], ([], [])
     makespan = model.new_int_var(0, h, "makespan")
     for i, row in enumerate(rows):
         sized = [t for t, _ in row if problem.tensor_bytes[t]]
@@ -269,6 +277,8 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
             model.add(fb <= cap)
         cf = model.new_int_var(0, cycles_for_bytes(total, problem.bandwidth_bytes_per_cycle[0]), f"cf_{i}")
         cs = model.new_int_var(0, cycles_for_bytes(total, problem.bandwidth_bytes_per_cycle[1]), f"cs_{i}")
+        level_cycles[0].append(cf)
+        level_cycles[1].append(cs)
         model.add(pf * cf >= qf * fb)
         model.add(ps * cs >= qs * (total - fb))
         d = model.new_int_var(shortest[i], max(h, shortest[i]), f"dur_{i}")
@@ -290,10 +300,26 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
             else:
                 model.add(start[i] >= end[a])
     model.add(max(1, num_streams) * makespan >= sum(dur))
-    _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan,
-                    _add_piece_loads(model, problem, view, fast_bytes))
+    pieces = _add_piece_loads(model, problem, view, fast_bytes)
+    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces)
+    if problem.shared_bandwidth:
+        _add_shared_levels(model, problem, level_cycles, dma, pieces, makespan)
     model.minimize(makespan)
     return model, makespan
+
+
+def _add_shared_levels(model: cp_model.CpModel, problem: LevelProblem, level_cycles: tuple, dma: dict,
+                       pieces: list, makespan: cp_model.IntVar) -> None:
+    """Shared bandwidth: each level gives ``SHARE_UNITS`` shares a cycle, so ``SHARE_UNITS *
+    makespan`` is at least its ops' ``SHARE_UNITS * c_l`` (an op holds ``ceil(SHARE_UNITS *
+    c_l / D)`` for its ``D`` cycles) plus each counted DMA's shares times its cycles and each
+    cut tensor's pieces' (module Notes, "Shared bandwidth")."""
+    shares = dma_shares(problem)
+    for lv in range(2):
+        terms = [SHARE_UNITS * c for c in level_cycles[lv]]
+        terms += [shares[lv] * problem.dma_cycles(t) * y for t, y in dma.items()]
+        terms += [shares[lv] * p for p in pieces]
+        model.add(SHARE_UNITS * makespan >= sum(terms))
 
 
 def _fast_bytes(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, i: int, t: int):
@@ -337,10 +363,10 @@ def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: Split
 
 
 def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, times: tuple,
-                    makespan: cp_model.IntVar, piece_loads: list) -> None:
+                    makespan: cp_model.IntVar, piece_loads: list) -> dict:
     """The prefetches of slow-born tensors, the evictions of live-out ones, their heads and
     tails, the engine's load with the tail of its last transfer, and the load with the cut
-    tensors' pieces (module Notes)."""
+    tensors' pieces (module Notes); returns the counted DMAs' literals by tensor."""
     start, dur, end = times
     dma: dict[int, cp_model.IntVar] = {}
     readers_of_slow: dict[int, list] = {}  # op -> its fast reads of slow-born tensors
@@ -385,7 +411,7 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitV
     if piece_loads:  # the engine runs every counted DMA and every piece
         model.add(makespan >= load + sum(piece_loads))
     if not dma:
-        return
+        return dma
     model.add_no_overlap(intervals)
     cases = []
     extra = model.new_bool_var("tail_uncounted_dma")  # a DMA the relaxation does not count
@@ -413,6 +439,7 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitV
         model.add(makespan >= load).only_enforce_if(z)
         cases.append(z)
     model.add_bool_or(cases)
+    return dma
 
 
 def _implies(model: cp_model.CpModel, x, y) -> None:

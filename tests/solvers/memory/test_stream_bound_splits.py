@@ -76,8 +76,10 @@ def test_a_split_group_cuts_what_it_writes_and_may_take_its_cheaper_portions():
 
 @st.composite
 def split_problems(draw):
-    """Two or three ops; one of them may run in halves, over what it writes and some of what it reads."""
+    """Two or three ops, bandwidth shared or not; one of them may run in halves, over what it
+    writes and some of what it reads."""
     p = draw(level_problems(min_ops=2, max_ops=3, max_tensors=3, max_latency=1, slow_capacity=10**9))
+    p = replace(p, shared_bandwidth=draw(st.booleans()))
     writers = [i for i in range(p.num_ops) if p.writes[i]]
     op = draw(st.sampled_from(writers)) if writers else draw(st.integers(0, p.num_ops - 1))
     cut = tuple(sorted(set(p.writes[op]) | {t for t in p.reads[op] if draw(st.booleans())}))
@@ -89,6 +91,7 @@ def pipelined_problems(draw):
     """Two or three ops where op ``a + 1`` reads what op ``a`` writes; both may run in halves
     as one group (portion by portion), over what they write and what they pass on."""
     p = draw(level_problems(min_ops=2, max_ops=3, max_tensors=3, max_latency=1, slow_capacity=10**9))
+    p = replace(p, shared_bandwidth=draw(st.booleans()))
     pairs = [a for a in range(p.num_ops - 1) if set(p.writes[a]) & set(p.reads[a + 1])]
     if not pairs:
         return p, (), ()
