@@ -40,7 +40,7 @@ from planner.plan import Plan
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels import LevelProblem, SplitGroup
-from solvers.memory.levels.stream_bound import stream_plan_lower_bound
+from solvers.memory.levels.stream_bound import all_slow_floor, stream_plan_lower_bound
 
 __all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
            "build_device_problem", "portion_graph", "row_separable", "stream_plan_bound", "MAX_SPLIT_GROUPS"]
@@ -359,8 +359,11 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
     Only for a device whose ops use several streams (the several-stream path): the relaxation
     of :mod:`solvers.memory.levels.stream_bound` over any order, stream assignment and level
     assignment, at the fast level's full capacity (the reserve is the planner's own
-    restriction). When splitting is on and some op touches more bytes than the fast level
-    holds after the largest reserve (so some order may offer a split group), it also covers
+    restriction). Under shared bandwidth, at most the everything-in-main-memory bound
+    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor`): that baseline takes no
+    shares, so the shared relaxation does not bound it. When splitting is on and some op
+    touches more bytes than the fast level holds after the largest reserve (so some order
+    may offer a split group), it also covers
     every split of the row-separable ops and the non-weight tensors they touch (as the
     N-level plan bound); that needs ``graph`` (None: no bound then).
     """
@@ -380,6 +383,9 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
                                   if bridge.tensors[t].role != "weight")
     full = replace(problem, capacity_bytes=(fast.capacity_bytes, problem.capacity_bytes[1]))
     budget = Budget.start(max(0.1, STREAM_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
-    return stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
-                                   SolveOptions(num_workers=1, random_seed=seed, search=search),
-                                   split_ops, split_tensors)
+    bound = stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
+                                    SolveOptions(num_workers=1, random_seed=seed, search=search),
+                                    split_ops, split_tensors)
+    if problem.shared_bandwidth:  # the everything-in-main baseline takes no shares: bound it apart
+        bound = min(bound, all_slow_floor(replace(full, splits=(), shared_bandwidth=False), bridge.device.streams))
+    return bound

@@ -50,6 +50,7 @@ from solvers.memory.levels import (
     AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
 )
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
+from solvers.memory.levels.stream_bound import all_slow_floor
 from solvers.memory.levels.traffic_bound import shared_traffic_lower_bound
 from solvers.portfolio import Portfolio
 
@@ -253,6 +254,9 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     bandwidth whether read in place or fetched); the larger of the two bounds, each with half
     of the share. On a device with several streams, whose ops overlap, only the latter, with
     the op times shared over the streams (every forced hop still on the one DMA engine).
+    Under sharing without homes, at most the everything-in-main-memory bound
+    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` over level 0 and main): that
+    baseline is a candidate and takes no shares.
 
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
     budget stays sound.
@@ -264,8 +268,14 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     splittable = bridge.splittable_ops, bridge.splittable_tensors
     streams = max(1, bridge.device.streams)
     if streams > 1:  # the one-stream relaxation sums op times, which several streams overlap
-        return shared_traffic_lower_bound(problem, budget, budget.left, *splittable, num_streams=streams)
-    if not problem.shared_bandwidth:
+        bound = shared_traffic_lower_bound(problem, budget, budget.left, *splittable, num_streams=streams)
+    elif not problem.shared_bandwidth:
         return hierarchy_lower_bound(problem, budget, budget.left, *splittable)
-    unshared = hierarchy_lower_bound(problem, budget, budget.left / 2, *splittable)
-    return max(unshared, shared_traffic_lower_bound(problem, budget, budget.left, *splittable))
+    else:
+        unshared = hierarchy_lower_bound(problem, budget, budget.left / 2, *splittable)
+        bound = max(unshared, shared_traffic_lower_bound(problem, budget, budget.left, *splittable))
+    if problem.shared_bandwidth and all(h == problem.main_level for h in problem.tensor_home):
+        # no homes: the everything-in-main-memory baseline is a candidate, and it takes no shares
+        two = replace(problem.as_level_problem(), splits=(), shared_bandwidth=False)
+        bound = min(bound, all_slow_floor(two, streams))
+    return bound

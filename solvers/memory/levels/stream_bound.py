@@ -96,7 +96,8 @@ from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares
 from solvers.memory.levels.problem import LevelProblem, cycles_for_bytes
 from solvers.memory.levels.validate import op_duration_lower_bounds
 
-__all__ = ["SplitView", "split_view", "stream_plan_floor", "build_stream_bound_model", "stream_plan_lower_bound"]
+__all__ = ["SplitView", "split_view", "stream_plan_floor", "all_slow_floor", "build_stream_bound_model",
+           "stream_plan_lower_bound"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,6 +222,33 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
         last[i] = max([first[i], *chained]) + shortest[i]
     load = -(-sum(shortest) // max(1, num_streams))
     return max([load, *last], default=0)
+
+
+def all_slow_floor(problem: LevelProblem, num_streams: int) -> int:
+    """A lower bound on every plan that keeps every tensor in the slow level (fast-only ops
+    aside), timed without sharing, on ``num_streams`` streams in any order: each op's all-slow
+    roofline shared over the streams, and along the longest data-dependency path. (Under
+    shared bandwidth the planner's everything-in-main-memory baseline takes no shares; this
+    bounds it where the shared relaxation does not.)
+
+    Examples
+    --------
+    Two ops each read 8 slow bytes at 1 B/cycle: 8 on two streams, 16 on one.
+
+    >>> p = LevelProblem((0, 0), ((0,), (1,)), ((), ()), (8, 8), (4, 99), (4, 1))
+    >>> all_slow_floor(p, 2), all_slow_floor(p, 1)
+    (8, 16)
+    """
+    fast_only = set(problem.fast_only_ops)
+    shortest = []
+    for i, row in enumerate(problem.op_accesses()):
+        total = sum(problem.tensor_bytes[t] for t, _ in row)
+        shortest.append(problem.op_cycles(i, total, 0) if i in fast_only else problem.op_cycles(i, 0, total))
+    finish = [0] * problem.num_ops
+    for i in range(problem.num_ops):
+        ready = max((finish[a] for t in problem.reads[i] if problem.is_real(a := problem.accesses(t)[0])), default=0)
+        finish[i] = ready + shortest[i]
+    return max([-(-sum(shortest) // max(1, num_streams)), *finish], default=0)
 
 
 def _horizon(problem: LevelProblem) -> int:

@@ -170,6 +170,21 @@ def test_with_splits_offered_the_several_stream_bound_still_bounds_the_plan():
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
 
 
+def test_under_sharing_the_bound_also_covers_the_baseline_that_takes_no_shares(tmp_path):
+    # memory-streams with `bandwidth: shared`: every memory plan shares LPDDR, and the shared
+    # relaxation proves 262,196 for them; but the everything-in-main-memory baseline takes no
+    # shares (192,756, kept), so the bound is the smaller of that and the all-slow bound over
+    # any order and streams, whose critical path is exactly 192,756: the kept plan is optimal.
+    spec_file = tmp_path / "shared.yaml"
+    spec_file.write_text(open(SPEC).read().replace("  split: false\n", "  split: false\n  bandwidth: shared\n"))
+    outcome = run(load_spec(spec_file), time_limit_s=2, workers=1)
+    stats = outcome.memory.memory.devices["npu0"].stats
+    assert outcome.memory_choice == "all in main memory"
+    assert stats["stream_plan_bound_device_cycles"] == 192_756 == outcome.plan.makespan_cycles
+    assert outcome.plan.status == "OPTIMAL"
+    assert min(outcome.memory_baselines[k] for k in outcome.memory_baselines if k != "all in main memory") >= 262_196
+
+
 @st.composite
 def _two_stream_specs(draw):
     spec = draw(one_stream.memory_specs())
