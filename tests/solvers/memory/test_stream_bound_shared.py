@@ -8,39 +8,25 @@ tests/solvers/memory/test_stream_bound_shared.py``.
 
 from __future__ import annotations
 
-import itertools
 import os
 from dataclasses import replace
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from solvers.core import SolveOptions, Status
-from solvers.memory.levels import CpSatLevelSolver, LevelProblem
+from solvers.memory.levels import LevelProblem
 from solvers.memory.levels.stream_bound import stream_plan_lower_bound
 from tests.solvers.memory.strategies import level_problems
 from tests.solvers.memory.test_shared_streams import shared_brute_force
-from tests.solvers.memory.test_stream_bound import _reordered, _topological_orders
+from tests.solvers.memory.test_stream_bound_splits import best_split_plan
 
 EXAMPLES = int(os.environ.get("PLAN_TEST_BOUND_EXAMPLES", "0"))
-OPTIONS = SolveOptions(time_limit_s=10, num_workers=1, random_seed=0)
 
 
 def best_shared_plan(p: LevelProblem, num_streams: int) -> int | None:
     """The proven optimum under sharing over every order and stream assignment (CP-SAT, exact
     for each: tests/solvers/memory/test_shared_streams.py); None when one is not proven."""
-    best = None
-    for order in _topological_orders(p):
-        for streams in itertools.product(range(num_streams), repeat=p.num_ops):
-            if streams[0] != 0:
-                continue
-            r = CpSatLevelSolver().solve(_reordered(p, order, streams), OPTIONS)
-            if r.status is Status.INFEASIBLE:
-                continue
-            if r.status is not Status.OPTIMAL:
-                return None
-            best = r.objective if best is None else min(best, r.objective)
-    return best
+    return best_split_plan(p, (), (), (1,), num_streams)
 
 
 def test_two_memory_bound_ops_take_turns_on_the_slow_level_by_hand():
