@@ -295,7 +295,7 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
     graph, hardware, options = spec.graph, spec.hardware, spec.memory
     dev = hardware.device(name)
     bridge = build_hierarchy_problem(graph, hardware, plan, dev, options)
-    out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search)
+    out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search, graph)
     stats = _hierarchy_stats(bridge, out)
     own = _device_alone(plan, name)
     try:

@@ -41,7 +41,9 @@ from fractions import Fraction
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
-from planner.memory.bridge import DeviceBridge, LevelTensor, build_device_problem, fast_level_name, row_separable
+from planner.memory.bridge import (
+    DeviceBridge, LevelTensor, build_device_problem, fast_level_name, main_memory_cycles, row_separable,
+)
 from planner.plan import Plan
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import MEMORY_LEVELS, Budget
@@ -214,7 +216,7 @@ class HierarchyOutcome:
 
 
 def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
-                    search: str = "deterministic") -> HierarchyOutcome:
+                    search: str = "deterministic", graph: Graph | None = None) -> HierarchyOutcome:
     """Level assignment over every level: the greedy-then-CP-SAT portfolio and the all-at-home
     baseline.
 
@@ -234,14 +236,15 @@ def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
     if not exact.status.has_solution:
         raise UnsupportedError(f"device {bridge.device.name}: no memory plan over "
                                f"{', '.join(bridge.levels)} found ({exact.status.value})")
-    return HierarchyOutcome(exact, greedy, all_home, plan_lower_bound(bridge, opts.time_limit_s, search))
+    return HierarchyOutcome(exact, greedy, all_home, plan_lower_bound(bridge, opts.time_limit_s, search, graph))
 
 
 # The share of the level solver's time the plan's bound may take (it is one small model).
 PLAN_BOUND_SHARE = 0.1
 
 
-def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str = "deterministic") -> int:
+def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str = "deterministic",
+                     graph: Graph | None = None) -> int:
     """A lower bound, in device cycles, on the makespan of every plan of the device's ops over
     its levels: any order of them on its one compute stream, any split of its row-separable
     ops, any level, move and DMA order, the levels at their full capacities (the level
@@ -254,9 +257,10 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     bandwidth whether read in place or fetched); the larger of the two bounds, each with half
     of the share. On a device with several streams, whose ops overlap, only the latter, with
     the op times shared over the streams (every forced hop still on the one DMA engine).
-    Under sharing without homes, at most the everything-in-main-memory bound
-    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` over level 0 and main): that
-    baseline is a candidate and takes no shares.
+    Without homes, at most the everything-in-main-memory bound
+    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` with ``graph``'s ISA
+    durations): that baseline is then a candidate, timed by the ISA (a view op is free, where
+    the level problem charges its bytes) and without shares.
 
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
     budget stays sound.
@@ -270,12 +274,15 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     if streams > 1:  # the one-stream relaxation sums op times, which several streams overlap
         bound = shared_traffic_lower_bound(problem, budget, budget.left, *splittable, num_streams=streams)
     elif not problem.shared_bandwidth:
-        return hierarchy_lower_bound(problem, budget, budget.left, *splittable)
+        bound = hierarchy_lower_bound(problem, budget, budget.left, *splittable)
     else:
         unshared = hierarchy_lower_bound(problem, budget, budget.left / 2, *splittable)
         bound = max(unshared, shared_traffic_lower_bound(problem, budget, budget.left, *splittable))
-    if problem.shared_bandwidth and all(h == problem.main_level for h in problem.tensor_home):
-        # no homes: the everything-in-main-memory baseline is a candidate, and it takes no shares
+    if all(h == problem.main_level for h in problem.tensor_home):
+        # No homes: the everything-in-main-memory baseline is a candidate, timed by the ISA (a
+        # view op is free; without ``graph``, each op at its compute) and without shares.
+        durations = (main_memory_cycles(graph, bridge.device, bridge.ops) if graph is not None
+                     else problem.compute_cycles)
         two = replace(problem.as_level_problem(), splits=(), shared_bandwidth=False)
-        bound = min(bound, all_slow_floor(two, streams))
+        bound = min(bound, all_slow_floor(two, streams, durations))
     return bound

@@ -224,31 +224,34 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
     return max([load, *last], default=0)
 
 
-def all_slow_floor(problem: LevelProblem, num_streams: int) -> int:
-    """A lower bound on every plan that keeps every tensor in the slow level (fast-only ops
-    aside), timed without sharing, on ``num_streams`` streams in any order: each op's all-slow
-    roofline shared over the streams, and along the longest data-dependency path. (Under
-    shared bandwidth the planner's everything-in-main-memory baseline takes no shares; this
-    bounds it where the shared relaxation does not.)
+def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int, ...] | None = None) -> int:
+    """A lower bound on every plan that keeps every tensor in the slow level, timed without
+    sharing, on ``num_streams`` streams in any order: each op's duration shared over the
+    streams, and along the longest data-dependency path. The durations are ``durations`` (the
+    everything-in-main-memory schedule's own, e.g. a view op's 0) or, None, each op's all-slow
+    roofline (fast-only ops fast). (The planner's everything-in-main-memory baseline is timed
+    by the ISA and takes no shares; this bounds it where the level relaxations do not.)
 
     Examples
     --------
-    Two ops each read 8 slow bytes at 1 B/cycle: 8 on two streams, 16 on one.
+    Two ops each read 8 slow bytes at 1 B/cycle: 8 on two streams, 16 on one; with the
+    baseline's own durations (the second a free view): 8 either way.
 
     >>> p = LevelProblem((0, 0), ((0,), (1,)), ((), ()), (8, 8), (4, 99), (4, 1))
-    >>> all_slow_floor(p, 2), all_slow_floor(p, 1)
-    (8, 16)
+    >>> all_slow_floor(p, 2), all_slow_floor(p, 1), all_slow_floor(p, 1, (8, 0))
+    (8, 16, 8)
     """
     fast_only = set(problem.fast_only_ops)
-    shortest = []
-    for i, row in enumerate(problem.op_accesses()):
-        total = sum(problem.tensor_bytes[t] for t, _ in row)
-        shortest.append(problem.op_cycles(i, total, 0) if i in fast_only else problem.op_cycles(i, 0, total))
+    if durations is None:
+        durations = []
+        for i, row in enumerate(problem.op_accesses()):
+            total = sum(problem.tensor_bytes[t] for t, _ in row)
+            durations.append(problem.op_cycles(i, total, 0) if i in fast_only else problem.op_cycles(i, 0, total))
     finish = [0] * problem.num_ops
     for i in range(problem.num_ops):
         ready = max((finish[a] for t in problem.reads[i] if problem.is_real(a := problem.accesses(t)[0])), default=0)
-        finish[i] = ready + shortest[i]
-    return max([-(-sum(shortest) // max(1, num_streams)), *finish], default=0)
+        finish[i] = ready + durations[i]
+    return max([-(-sum(durations) // max(1, num_streams)), *finish], default=0)
 
 
 def _horizon(problem: LevelProblem) -> int:
