@@ -17,7 +17,11 @@ where it exists), each plan's buffers packed per level by greedy-by-size (64-B a
 against the level's live-bytes bound, and packed by CP-SAT offsets
 (``solvers.memory.levels.hierarchy_offsets.pack_levels``, ``packed_peak_over_live``), the
 validator's verdict, the plan's wall time (``seconds``) and the packing's
-(``packed_seconds``). Not through ``plan solve``:
+(``packed_seconds``). Under ``shared_bandwidth`` (``shared_bounds``): the same instance with
+``bandwidth: shared``, its best greedy plan (replayed under sharing) against the plan bound the
+planner gives it (``plan_lower_bound``'s budget: a tenth of the limit, half each) from the
+unshared relaxation and from the forced-traffic bound
+(``solvers/memory/levels/traffic_bound.py``), each with its CPU seconds. Not through ``plan solve``:
 lowering, binaries and the simulator are still two-level (docs/memory.md, "Toward N levels").
 
     python -m benchmarks.memory_levels [--time-limit S] [--only NAME]
@@ -41,7 +45,7 @@ PEAK_TARGET, TIME_TARGET_S = 1.02, 60.0
 PACK_TIME_S = 10.0  # CP-SAT offsets per plan, shared by its levels (deterministic time)
 MiB = 1 << 20
 
-__all__ = ["lift_to_profile", "mlp_instance", "chain_instance", "run_one", "main"]
+__all__ = ["lift_to_profile", "mlp_instance", "chain_instance", "shared_bound_row", "run_one", "main"]
 
 
 def lift_to_profile(problem, profile, fast_capacity: int, tensor_home=None):
@@ -157,6 +161,33 @@ def _plan_row(problem, solution, seconds: float) -> dict:
                                       for lv in packed]}
 
 
+def shared_bound_row(four, time_limit: float) -> dict:
+    """The plan bounds of ``four`` under shared bandwidth, as the planner computes them (its
+    bound share of ``time_limit``, half to each relaxation), against its best greedy plan."""
+    from solvers.budget import MEMORY_LEVELS, Budget
+    from solvers.memory.levels import plan_hierarchy_best
+    from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
+    from solvers.memory.levels.traffic_bound import shared_traffic_lower_bound
+    from planner.memory.hierarchy_bridge import PLAN_BOUND_SHARE
+
+    shared = dataclasses.replace(four, shared_bandwidth=True)
+    budget = Budget.start(max(0.05, PLAN_BOUND_SHARE * time_limit), MEMORY_LEVELS)
+    row = {}
+    t = time.process_time()
+    row["unshared_relaxation"] = hierarchy_lower_bound(shared, budget, budget.left / 2)
+    row["unshared_relaxation_cpu_seconds"] = round(time.process_time() - t, 2)
+    t = time.process_time()
+    row["traffic_bound"] = shared_traffic_lower_bound(shared, budget, budget.left)
+    row["traffic_bound_cpu_seconds"] = round(time.process_time() - t, 2)
+    plan = plan_hierarchy_best(shared)
+    row["best_greedy_plan"] = None if plan is None else plan.makespan_cycles
+    bound = max(row["unshared_relaxation"], row["traffic_bound"])
+    row["gap_before"], row["gap_after"] = (
+        (None, None) if plan is None else
+        (round(1 - row["unshared_relaxation"] / plan.makespan_cycles, 4), round(1 - bound / plan.makespan_cycles, 4)))
+    return row
+
+
 def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
     """Every solver on one instance; a row of figures."""
     from solvers.core import SolveOptions
@@ -183,6 +214,7 @@ def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
         row["cpsat"] = {**_plan_row(four, r.solution, time.perf_counter() - t), "status": r.status.value,
                         "bound": r.bound, "gap": None if r.bound is None else round(r.gap, 4),
                         "cpu_seconds": round(cpu, 2), "window_search": r.stats.get("window_search")}
+    row["shared_bounds"] = shared_bound_row(four, time_limit)
     if two is not None:
         t = time.perf_counter()
         r2 = CpSatLevelSolver().solve(two, options)

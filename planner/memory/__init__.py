@@ -225,7 +225,7 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
         stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
                                     g_result, hardware)
-        streams_bound = stream_plan_bound(bridge, options, budget, seed, search)
+        streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
         if streams_bound is not None:  # several streams: a bound over every plan of the device
             stats[name]["stream_plan_bound_device_cycles"] = streams_bound
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
@@ -296,7 +296,7 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
     graph, hardware, options = spec.graph, spec.hardware, spec.memory
     dev = hardware.device(name)
     bridge = build_hierarchy_problem(graph, hardware, plan, dev, options)
-    out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search)
+    out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search, graph)
     stats = _hierarchy_stats(bridge, out)
     own = _device_alone(plan, name)
     try:

@@ -40,10 +40,11 @@ from planner.plan import Plan
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels import LevelProblem, SplitGroup
-from solvers.memory.levels.stream_bound import stream_plan_lower_bound
+from solvers.memory.levels.stream_bound import all_slow_floor, stream_plan_lower_bound
 
 __all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
-           "build_device_problem", "portion_graph", "row_separable", "stream_plan_bound", "MAX_SPLIT_GROUPS"]
+           "build_device_problem", "portion_graph", "row_separable", "stream_plan_bound", "main_memory_cycles",
+           "MAX_SPLIT_GROUPS"]
 
 MAX_SPLIT_GROUPS = 3  # split factors are enumerated: 3 groups of 3 factors = 27 solves
 _ELEMENTWISE = ("add", "sub", "mul", "relu", "gelu", "sigmoid", "tanh")
@@ -353,25 +354,55 @@ STREAM_BOUND_SHARE = 0.1
 
 
 def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s: float, seed: int = 0,
-                      search: str = "deterministic") -> int | None:
+                      search: str = "deterministic", graph: Graph | None = None) -> int | None:
     """A lower bound (device cycles) on every plan of this device's ops on its streams, or None.
 
     Only for a device whose ops use several streams (the several-stream path): the relaxation
     of :mod:`solvers.memory.levels.stream_bound` over any order, stream assignment and level
     assignment, at the fast level's full capacity (the reserve is the planner's own
-    restriction). It covers unsplit plans, so it is given only when splitting is off or no
-    op touches more bytes than the fast level holds after the largest reserve (then no
-    split group is offered, in any order).
+    restriction). At most the everything-in-main-memory bound
+    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` with the ISA's durations):
+    that baseline is a candidate, timed by the ISA (a view op is free) and without shares, so
+    the relaxation does not bound it. When splitting is on and some op
+    touches more bytes than the fast level holds after the largest reserve (so some order
+    may offer a split group), it also covers
+    every split of the row-separable ops and the non-weight tensors they touch (as the
+    N-level plan bound). ``graph`` is needed (None: no bound).
     """
     problem = bridge.problem
-    if not problem.multi_stream or problem.splits:
+    if not problem.multi_stream or graph is None:
         return None
     fast = bridge.device.profile.level(bridge.fast_level)
     smallest = fast.capacity_bytes - fast.capacity_bytes // 8  # no reserve holds back more than 1/8
-    if options.split and any(sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]})
-                             > smallest for i in range(problem.num_ops)):
-        return None
+    split_ops, split_tensors = frozenset(), frozenset()
+    if problem.splits or (options.split and any(k > 1 for k in options.split_factors) and any(
+            sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]}) > smallest
+            for i in range(problem.num_ops))):
+        split_ops = frozenset(i for i, name in enumerate(bridge.ops) if row_separable(graph, name))
+        split_tensors = frozenset(t for i in split_ops for t in (*bridge.op_inputs[i], *bridge.op_outputs[i])
+                                  if bridge.tensors[t].role != "weight")
     full = replace(problem, capacity_bytes=(fast.capacity_bytes, problem.capacity_bytes[1]))
     budget = Budget.start(max(0.1, STREAM_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
-    return stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
-                                   SolveOptions(num_workers=1, random_seed=seed, search=search))
+    bound = stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
+                                    SolveOptions(num_workers=1, random_seed=seed, search=search),
+                                    split_ops, split_tensors)
+    # The everything-in-main-memory baseline is a candidate too, timed by the ISA (a view op
+    # is free there; the level problem charges its bytes) and without shares: bound it apart.
+    return min(bound, all_slow_floor(replace(full, splits=(), shared_bandwidth=False), bridge.device.streams,
+                                     main_memory_cycles(graph, bridge.device, bridge.ops)))
+
+
+def main_memory_cycles(graph: Graph, device: Device, ops: tuple[str, ...]) -> tuple[int, ...]:
+    """The device cycles of each of ``ops`` with everything in main memory (the ISA's cost, as
+    the spine times it).
+
+    Examples
+    --------
+    >>> from planner.isa.profiles import get_profile
+    >>> from planner.graph.ir import Op
+    >>> g = Graph([Tensor("x", (4, 16), kind="input"), Tensor("y", (4, 16), kind="output")],
+    ...           [Op("v", "reshape", ("x",), ("y",), {"shape": [4, 16]})])
+    >>> main_memory_cycles(g, Device("n", "npu", get_profile("edge-npu")), ("v",))
+    (0,)
+    """
+    return tuple(op_cost(graph.ops[n], graph, device.profile, device.kind).cycles for n in ops)

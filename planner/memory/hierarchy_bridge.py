@@ -41,7 +41,9 @@ from fractions import Fraction
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
-from planner.memory.bridge import DeviceBridge, LevelTensor, build_device_problem, fast_level_name, row_separable
+from planner.memory.bridge import (
+    DeviceBridge, LevelTensor, build_device_problem, fast_level_name, main_memory_cycles, row_separable,
+)
 from planner.plan import Plan
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import MEMORY_LEVELS, Budget
@@ -50,6 +52,8 @@ from solvers.memory.levels import (
     AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
 )
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
+from solvers.memory.levels.stream_bound import all_slow_floor
+from solvers.memory.levels.traffic_bound import shared_traffic_lower_bound
 from solvers.portfolio import Portfolio
 
 __all__ = ["HierarchyBridge", "hierarchy_levels", "plans_n_levels", "build_hierarchy_problem",
@@ -212,7 +216,7 @@ class HierarchyOutcome:
 
 
 def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
-                    search: str = "deterministic") -> HierarchyOutcome:
+                    search: str = "deterministic", graph: Graph | None = None) -> HierarchyOutcome:
     """Level assignment over every level: the greedy-then-CP-SAT portfolio and the all-at-home
     baseline.
 
@@ -232,20 +236,31 @@ def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
     if not exact.status.has_solution:
         raise UnsupportedError(f"device {bridge.device.name}: no memory plan over "
                                f"{', '.join(bridge.levels)} found ({exact.status.value})")
-    return HierarchyOutcome(exact, greedy, all_home, plan_lower_bound(bridge, opts.time_limit_s, search))
+    return HierarchyOutcome(exact, greedy, all_home, plan_lower_bound(bridge, opts.time_limit_s, search, graph))
 
 
 # The share of the level solver's time the plan's bound may take (it is one small model).
 PLAN_BOUND_SHARE = 0.1
 
 
-def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str = "deterministic") -> int:
+def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str = "deterministic",
+                     graph: Graph | None = None) -> int:
     """A lower bound, in device cycles, on the makespan of every plan of the device's ops over
     its levels: any order of them on its one compute stream, any split of its row-separable
     ops, any level, move and DMA order, the levels at their full capacities (the level
     solver's problem holds back a reserve). The relaxation of
     :mod:`~solvers.memory.levels.hierarchy_bounds`: a host-homed tensor is read at the
     host's bandwidth or crosses the host link on the one DMA engine, at least once.
+
+    Under shared bandwidth, also every level's forced traffic
+    (:mod:`~solvers.memory.levels.traffic_bound`: a host-homed weight crosses the host's
+    bandwidth whether read in place or fetched); the larger of the two bounds, each with half
+    of the share. On a device with several streams, whose ops overlap, only the latter, with
+    the op times shared over the streams (every forced hop still on the one DMA engine).
+    Without homes, at most the everything-in-main-memory bound
+    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` with ``graph``'s ISA
+    durations): that baseline is then a candidate, timed by the ISA (a view op is free, where
+    the level problem charges its bytes) and without shares.
 
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
     budget stays sound.
@@ -254,4 +269,20 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     if bridge.full_capacity_bytes:
         problem = replace(problem, capacity_bytes=bridge.full_capacity_bytes)
     budget = Budget.start(max(0.05, PLAN_BOUND_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
-    return hierarchy_lower_bound(problem, budget, budget.left, bridge.splittable_ops, bridge.splittable_tensors)
+    splittable = bridge.splittable_ops, bridge.splittable_tensors
+    streams = max(1, bridge.device.streams)
+    if streams > 1:  # the one-stream relaxation sums op times, which several streams overlap
+        bound = shared_traffic_lower_bound(problem, budget, budget.left, *splittable, num_streams=streams)
+    elif not problem.shared_bandwidth:
+        bound = hierarchy_lower_bound(problem, budget, budget.left, *splittable)
+    else:
+        unshared = hierarchy_lower_bound(problem, budget, budget.left / 2, *splittable)
+        bound = max(unshared, shared_traffic_lower_bound(problem, budget, budget.left, *splittable))
+    if all(h == problem.main_level for h in problem.tensor_home):
+        # No homes: the everything-in-main-memory baseline is a candidate, timed by the ISA (a
+        # view op is free; without ``graph``, each op at its compute) and without shares.
+        durations = (main_memory_cycles(graph, bridge.device, bridge.ops) if graph is not None
+                     else problem.compute_cycles)
+        two = replace(problem.as_level_problem(), splits=(), shared_bandwidth=False)
+        bound = min(bound, all_slow_floor(two, streams, durations))
+    return bound

@@ -80,12 +80,12 @@ def _forced_order_bound(spec: Spec, memory: MemoryOutcome) -> int:
 
 def _n_level_bound(spec: Spec, memory: MemoryOutcome) -> int:
     """The N-level plan bound (``plan_bound_device_cycles``), when it bounds every plan: one
-    device with one compute stream planned over its levels. It holds over every order of the
-    device's ops, every split and every level assignment
-    (:func:`planner.memory.hierarchy_bridge.plan_lower_bound`); scaled to the timeline as in
-    :func:`_forced_order_bound`.
+    device planned over its levels, with any number of streams. It holds over every order of
+    the device's ops, every split and every level assignment
+    (:func:`planner.memory.hierarchy_bridge.plan_lower_bound`, which shares the op times over
+    the streams); scaled to the timeline as in :func:`_forced_order_bound`.
     """
-    return _one_stream_device_bound(spec, memory, "plan_bound_device_cycles")
+    return _one_device_bound(spec, memory, "plan_bound_device_cycles", any_streams=True)
 
 
 def _several_streams_bound(spec: Spec, memory: MemoryOutcome) -> int:

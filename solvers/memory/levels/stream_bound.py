@@ -4,7 +4,9 @@ The two-level problem's own bound (:func:`~solvers.memory.levels.validate.makesp
 holds for its fixed merged order and per-stream op lists only. This module bounds every plan
 of the same ops on a device with ``num_streams`` compute streams and one DMA engine: any
 assignment of ops to streams, any order that respects the data dependencies, any level
-assignment, prefetch and eviction schedule (unsplit: a split plan is a different problem).
+assignment, prefetch and eviction schedule. With ``splittable_ops``/``splittable_tensors`` (the
+ops a plan may run in portions and the tensors it may cut; a problem's own split groups always
+count) it bounds every split of them too ("Splits" below).
 
 Notes
 -----
@@ -16,8 +18,8 @@ Sets: ops ``i``; their accesses ``(i, t)`` of tensors with bytes; *slow-born* te
 
 Variables: ``fast[i,t]`` (the access is fast; 1 on a fast-only op); ``dma[t]`` for ``t`` in
 ``S`` (prefetched at least once) and in ``L`` (evicted); op durations ``dur[i]`` (the exact
-roofline, as in :func:`~solvers.memory.levels.cpsat.add_durations`); starts ``start[i]``;
-``makespan``.
+roofline, as in :func:`~solvers.memory.levels.cpsat.add_durations`); starts ``start[i]``,
+ends ``end[i] >= start[i] + dur[i]``; ``makespan >= end[i]``.
 
 Constraints, each true of any plan (with ``fast``/``dma`` read off the plan):
 
@@ -41,24 +43,152 @@ Constraints, each true of any plan (with ``fast``/``dma`` read off the plan):
 
 Objective: minimize ``makespan``. Capacity over time, the memory order and the per-stream
 order are dropped, so the bound holds whatever they are.
+
+Shared bandwidth (:mod:`~solvers.memory.levels.bandwidth`): contention only delays, so every
+constraint above stays true; and each level gives ``SHARE_UNITS`` shares a cycle, so
+``SHARE_UNITS * makespan >= SHARE_UNITS * sum(c_l[i]) + sum(dma[t] * share_l * dma_cycles(t))``
+per level ``l`` (an op holds ``ceil(SHARE_UNITS * c_l / D)`` for its ``D`` cycles, at least
+``SHARE_UNITS * c_l`` share-cycles; a DMA its shares for its cycles), with ``cf``/``cs`` as
+``c_l``, the cut tensors' pieces counted at their least cycles.
+
+Splits. A split op runs as portions on its own stream, one after another (portion ``p`` reads
+portion ``p`` of every cut tensor and the whole of every other one; an op outside the group
+touches every portion), so ``start[i]`` stands for its first portion's start and ``dur[i]`` for
+its portions' summed durations: they run in turn, so the last ends at least ``dur[i]`` after
+the first starts. A split group is a run of ops on one stream, in portions one after another.
+``end[i]`` is then the largest ``start[h] + dur`` summed along a chain of pipelined ops from
+``h`` to ``i`` (below), at most op i's last end. Each true of every split plan:
+
+* a *cut* tensor (one a split may cut, or one a split op writes) may be fast in part: an
+  access of it has integer fast bytes ``fb`` in ``0..b`` (its portions, each fast or slow, add
+  up to at least ``b``), and so has an uncut tensor's access by a split op (each portion reads
+  it whole, fast or slow); ``fast[i,t]`` is then "some of it is fast";
+* a split op's accesses need not fit the fast level together (its portions may); it takes at
+  least its compute (the ISA fills and drains per portion, so portions never take less; a
+  problem's split group's own ``portion_compute`` times its factor, when smaller) and all its
+  bytes at the faster level;
+* a reader and producer both split, joined by a cut tensor, may pipeline portion by portion
+  (same group): ``start[reader] >= start[producer]`` (its first portion reads what the
+  producer's first wrote), and ``end[reader] >= end[producer] + dur[reader]``: along a chain
+  of such ops in one group, every portion lies between the head's first start and the
+  reader's last end (the reader's last portion reads the producer's last), on one stream, in
+  turn; across groups the dependency is whole, which implies it. An op outside the group
+  waits for every portion: ``start[i] >= end[producer]``;
+* a cut tensor's DMAs are pieces: no interval on the engine and nothing in the tail cases'
+  load; a piece takes at least ``dma_latency_cycles + 1`` (the "uncounted DMA" tail case).
+  But its fast bytes in any access (slow-born) or in its write (live-out) were moved, so the
+  engine's whole load, with ``pieces[t] >= fb / dma_rate``, is at most the makespan;
+* a split op reading an uncut slow-born tensor fast needs its prefetch, but the portion that
+  reads it may start after the op's first: no start constraint, and its tail case is
+  ``makespan >= load``.
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
+from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares
 from solvers.memory.levels.problem import LevelProblem, cycles_for_bytes
 from solvers.memory.levels.validate import op_duration_lower_bounds
 
-__all__ = ["stream_plan_floor", "build_stream_bound_model", "stream_plan_lower_bound"]
+__all__ = ["SplitView", "split_view", "stream_plan_floor", "all_slow_floor", "build_stream_bound_model",
+           "stream_plan_lower_bound"]
 
 
-def stream_plan_floor(problem: LevelProblem, num_streams: int) -> int:
+@dataclass(frozen=True, slots=True)
+class SplitView:
+    """What a plan may split (module Notes, "Splits"): the ops that may run in portions, the
+    tensors that may be cut, and per op the least compute its portions take together.
+
+    Examples
+    --------
+    >>> SplitView(frozenset({1}), frozenset({2}), (4, 6)).ops
+    frozenset({1})
+    """
+
+    ops: frozenset
+    cut: frozenset
+    compute_cycles: tuple[int, ...]
+
+    def pipelined(self, producer: int, reader: int, t: int) -> bool:
+        """Whether ``reader`` may start its portions before ``producer`` has written all of ``t``."""
+        return producer in self.ops and reader in self.ops and t in self.cut
+
+
+def split_view(problem: LevelProblem, splittable_ops: frozenset = frozenset(),
+               splittable_tensors: frozenset = frozenset()) -> SplitView:
+    """The :class:`SplitView` of ``problem`` with these ops and tensors splittable, its own split
+    groups' ops and tensors, and every tensor a splittable op writes (a group cuts what it
+    writes).
+
+    Examples
+    --------
+    A group may run op 1 in halves at 7 cycles each (fill and drain): 14 is below its 16.
+
+    >>> from solvers.memory.levels.problem import SplitGroup
+    >>> p = LevelProblem((4, 16), ((), (0,)), ((0,), (1,)), (8, 8), (16, 99), (4, 1),
+    ...                  splits=(SplitGroup(1, 1, (0, 1), (1, 2), portion_compute=((16,), (7,))),))
+    >>> v = split_view(p)
+    >>> sorted(v.ops), sorted(v.cut), v.compute_cycles
+    ([1], [0, 1], (4, 14))
+    """
+    ops = set(splittable_ops) | {i for g in problem.splits for i in g.ops}
+    cut = set(splittable_tensors) | {t for g in problem.splits for t in g.tensors}
+    cut |= {t for i in ops for t in problem.writes[i]}
+    compute = list(problem.compute_cycles)
+    for g in problem.splits:
+        for k in g.factors:
+            table = g.compute_for(k)
+            if table is None:  # ceil(compute / k) per portion: never below compute in all
+                continue
+            for op, c in zip(g.ops, table):
+                compute[op] = min(compute[op], k * c)
+    return SplitView(frozenset(ops), frozenset(cut), tuple(compute))
+
+
+def _unsplit(problem: LevelProblem, view: SplitView) -> LevelProblem:
+    """The problem without split groups, each op at the least compute of its portions."""
+    if not problem.splits and view.compute_cycles == problem.compute_cycles:
+        return problem
+    return replace(problem, splits=(), compute_cycles=view.compute_cycles)
+
+
+def _shortest(problem: LevelProblem, view: SplitView) -> tuple[int, ...]:
+    """Per op, a lower bound on its duration (a split op's: on its portions' together): the exact
+    :func:`~solvers.memory.levels.validate.op_duration_lower_bounds` for an op that touches no
+    cut tensor; a split op's bytes all at the faster level; else fast bytes anywhere in
+    ``0..min(capacity, total)`` (a cut tensor may be fast in part)."""
+    exact = op_duration_lower_bounds(problem)
+    if not view.ops and not view.cut:
+        return exact
+    bf, bs = problem.bandwidth_bytes_per_cycle
+    cap = problem.capacity_bytes[0]
+    fast_only = set(problem.fast_only_ops)
+    out = []
+    for i, row in enumerate(problem.op_accesses()):
+        total = sum(problem.tensor_bytes[t] for t, _ in row)
+        c = problem.compute_cycles[i]
+        if i in view.ops:
+            out.append(max(c, cycles_for_bytes(total, bf if i in fast_only or bf >= bs else bs)))
+        elif any(t in view.cut for t, _ in row):
+            fb = total if i in fast_only else (min(cap, total) if bf >= bs else 0)
+            out.append(max(c, math.ceil(fb / bf + (total - fb) / bs)))
+        else:
+            out.append(exact[i])
+    return tuple(out)
+
+
+def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: frozenset = frozenset(),
+                      splittable_tensors: frozenset = frozenset()) -> int:
     """The closed-form part of the bound: the per-op duration bounds
-    (:func:`~solvers.memory.levels.validate.op_duration_lower_bounds`) shared over
-    ``num_streams`` streams, and along the longest data-dependency path.
+    (:func:`~solvers.memory.levels.validate.op_duration_lower_bounds`; with splits, module
+    Notes) shared over ``num_streams`` streams, and along the longest data-dependency path
+    (a pipelined pair of split ops only in start order).
 
     Examples
     --------
@@ -67,17 +197,61 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int) -> int:
     >>> p = LevelProblem((8, 8, 8), ((), (), (0, 1)), ((0,), (1,), ()), (0, 0), (8, 99), (4, 1))
     >>> stream_plan_floor(p, 2), stream_plan_floor(p, 1)
     (16, 24)
+
+    If every op may run in portions, op 2's first portion may start right after op 0's first,
+    but a group's portions run in turn on one stream: still 8 + 8 along the path.
+
+    >>> stream_plan_floor(p, 4, frozenset({0, 1, 2}))
+    16
     """
-    if problem.splits:
-        raise ValueError("stream_plan_floor bounds unsplit plans; the problem has split groups")
-    shortest = op_duration_lower_bounds(problem)
+    view = split_view(problem, splittable_ops, splittable_tensors)
+    problem = _unsplit(problem, view)
+    shortest = _shortest(problem, view)
+    first, last = [0] * problem.num_ops, [0] * problem.num_ops
+    for i in range(problem.num_ops):
+        chained = []
+        for t in problem.reads[i]:
+            a = problem.accesses(t)[0]
+            if not problem.is_real(a):
+                continue
+            if view.pipelined(a, i, t):
+                first[i] = max(first[i], first[a])
+                chained.append(last[a])
+            else:
+                first[i] = max(first[i], last[a])
+        last[i] = max([first[i], *chained]) + shortest[i]
+    load = -(-sum(shortest) // max(1, num_streams))
+    return max([load, *last], default=0)
+
+
+def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int, ...] | None = None) -> int:
+    """A lower bound on every plan that keeps every tensor in the slow level, timed without
+    sharing, on ``num_streams`` streams in any order: each op's duration shared over the
+    streams, and along the longest data-dependency path. The durations are ``durations`` (the
+    everything-in-main-memory schedule's own, e.g. a view op's 0) or, None, each op's all-slow
+    roofline (fast-only ops fast). (The planner's everything-in-main-memory baseline is timed
+    by the ISA and takes no shares; this bounds it where the level relaxations do not.)
+
+    Examples
+    --------
+    Two ops each read 8 slow bytes at 1 B/cycle: 8 on two streams, 16 on one; with the
+    baseline's own durations (the second a free view): 8 either way.
+
+    >>> p = LevelProblem((0, 0), ((0,), (1,)), ((), ()), (8, 8), (4, 99), (4, 1))
+    >>> all_slow_floor(p, 2), all_slow_floor(p, 1), all_slow_floor(p, 1, (8, 0))
+    (8, 16, 8)
+    """
+    fast_only = set(problem.fast_only_ops)
+    if durations is None:
+        durations = []
+        for i, row in enumerate(problem.op_accesses()):
+            total = sum(problem.tensor_bytes[t] for t, _ in row)
+            durations.append(problem.op_cycles(i, total, 0) if i in fast_only else problem.op_cycles(i, 0, total))
     finish = [0] * problem.num_ops
     for i in range(problem.num_ops):
-        ready = max((finish[problem.accesses(t)[0]] for t in problem.reads[i]
-                     if problem.is_real(problem.accesses(t)[0])), default=0)
-        finish[i] = ready + shortest[i]
-    load = -(-sum(shortest) // max(1, num_streams))
-    return max([load, *finish], default=0)
+        ready = max((finish[a] for t in problem.reads[i] if problem.is_real(a := problem.accesses(t)[0])), default=0)
+        finish[i] = ready + durations[i]
+    return max([-(-sum(durations) // max(1, num_streams)), *finish], default=0)
 
 
 def _horizon(problem: LevelProblem) -> int:
@@ -85,7 +259,9 @@ def _horizon(problem: LevelProblem) -> int:
     return problem.roofline_horizon() + 3 * sum(problem.dma_cycles(t) for t in range(problem.num_tensors)) + 1
 
 
-def build_stream_bound_model(problem: LevelProblem, num_streams: int) -> tuple[cp_model.CpModel, cp_model.IntVar]:
+def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable_ops: frozenset = frozenset(),
+                             splittable_tensors: frozenset = frozenset()
+                             ) -> tuple[cp_model.CpModel, cp_model.IntVar]:
     """The relaxation of the module Notes; returns the model and its makespan variable.
 
     Examples
@@ -98,61 +274,146 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int) -> tuple[c
     >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
     >>> solver.value(makespan)
     16
+
+    Cut in portions, some pieces may be prefetched while the others are read slow: ``f`` bytes
+    fetched take ``f`` engine cycles, the op ``f/4 + (16 - f)`` cycles; both are at most the
+    makespan, so at least 64/7, 10 cycles (e.g. 8 bytes fetched while 8 are read slow, then
+    the fetched half read fast: 8 + 2):
+
+    >>> model, makespan = build_stream_bound_model(p, 2, frozenset({0}), frozenset({0}))
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> solver.value(makespan)
+    10
     """
-    if problem.splits:
-        raise ValueError("the stream bound is over unsplit plans; the problem has split groups")
+    view = split_view(problem, splittable_ops, splittable_tensors)
+    problem = _unsplit(problem, view)
     n = problem.num_ops
     h = _horizon(problem)
     model = cp_model.CpModel()
     (pf, qf), (ps, qs) = ((r.numerator, r.denominator) for r in problem.bandwidth_bytes_per_cycle)
     cap = problem.capacity_bytes[0]
-    fast_only = set(problem.fast_only_ops)
-    shortest = op_duration_lower_bounds(problem)
+    shortest = _shortest(problem, view)
     rows = problem.op_accesses()
     fast: dict[tuple[int, int], object] = {}
-    start, dur = [], []
+    fast_bytes: dict[tuple[int, int], object] = {}
+    start, dur, end, level_cycles = [], [], [], ([], [])
     makespan = model.new_int_var(0, h, "makespan")
     for i, row in enumerate(rows):
         sized = [t for t, _ in row if problem.tensor_bytes[t]]
         for t in sized:
-            fast[i, t] = 1 if i in fast_only else model.new_bool_var(f"fast_{i}_{t}")
-        fb = sum(problem.tensor_bytes[t] * fast[i, t] for t in sized)
+            fast_bytes[i, t] = _fast_bytes(model, problem, view, fast, i, t)
+        fb = sum(fast_bytes[i, t] for t in sized)
         total = sum(problem.tensor_bytes[t] for t in sized)
-        model.add(fb <= cap)
+        if i not in view.ops:  # a split op's portions may each fit where the whole op does not
+            model.add(fb <= cap)
         cf = model.new_int_var(0, cycles_for_bytes(total, problem.bandwidth_bytes_per_cycle[0]), f"cf_{i}")
         cs = model.new_int_var(0, cycles_for_bytes(total, problem.bandwidth_bytes_per_cycle[1]), f"cs_{i}")
+        level_cycles[0].append(cf)
+        level_cycles[1].append(cs)
         model.add(pf * cf >= qf * fb)
         model.add(ps * cs >= qs * (total - fb))
-        d = model.new_int_var(shortest[i], h, f"dur_{i}")
+        d = model.new_int_var(shortest[i], max(h, shortest[i]), f"dur_{i}")
         model.add(d >= problem.compute_cycles[i])
         model.add(d >= cf + cs)
         dur.append(d)
         start.append(model.new_int_var(0, h, f"start_{i}"))
-        model.add(makespan >= start[i] + d)
+        end.append(model.new_int_var(0, h, f"end_{i}"))
+        model.add(end[i] >= start[i] + d)
+        model.add(makespan >= end[i])
     for i in range(n):
         for t in problem.reads[i]:
             a = problem.accesses(t)[0]
-            if problem.is_real(a):
-                model.add(start[i] >= start[a] + dur[a])
+            if not problem.is_real(a):
+                continue
+            if view.pipelined(a, i, t):
+                model.add(start[i] >= start[a])
+                model.add(end[i] >= end[a] + dur[i])
+            else:
+                model.add(start[i] >= end[a])
     model.add(max(1, num_streams) * makespan >= sum(dur))
-    _add_dma_engine(model, problem, fast, start, dur, makespan)
+    pieces = _add_piece_loads(model, problem, view, fast_bytes)
+    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces)
+    if problem.shared_bandwidth:
+        _add_shared_levels(model, problem, level_cycles, dma, pieces, makespan)
     model.minimize(makespan)
     return model, makespan
 
 
-def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, fast: dict, start: list, dur: list,
-                    makespan: cp_model.IntVar) -> None:
+def _add_shared_levels(model: cp_model.CpModel, problem: LevelProblem, level_cycles: tuple, dma: dict,
+                       pieces: list, makespan: cp_model.IntVar) -> None:
+    """Shared bandwidth: each level gives ``SHARE_UNITS`` shares a cycle, so ``SHARE_UNITS *
+    makespan`` is at least its ops' ``SHARE_UNITS * c_l`` (an op holds ``ceil(SHARE_UNITS *
+    c_l / D)`` for its ``D`` cycles) plus each counted DMA's shares times its cycles and each
+    cut tensor's pieces' (module Notes, "Shared bandwidth")."""
+    shares = dma_shares(problem)
+    for lv in range(2):
+        terms = [SHARE_UNITS * c for c in level_cycles[lv]]
+        terms += [shares[lv] * problem.dma_cycles(t) * y for t, y in dma.items()]
+        terms += [shares[lv] * p for p in pieces]
+        model.add(SHARE_UNITS * makespan >= sum(terms))
+
+
+def _fast_bytes(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, i: int, t: int):
+    """Op ``i``'s fast bytes of ``t``, setting ``fast[i,t]`` (1 on a fast-only op; a literal
+    "fast", or "some of it fast" where it may be fast in part: ``t`` cut or ``i`` split)."""
+    b = problem.tensor_bytes[t]
+    if i in set(problem.fast_only_ops):
+        fast[i, t] = 1
+        return b
+    lit = fast[i, t] = model.new_bool_var(f"fast_{i}_{t}")
+    if t not in view.cut and i not in view.ops:
+        return b * lit
+    part = model.new_int_var(0, b, f"fast_bytes_{i}_{t}")
+    model.add(part <= b * lit)
+    return part
+
+
+def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast_bytes: dict) -> list:
+    """Per cut tensor, the least engine cycles of its pieces (module Notes, "Splits"): a
+    slow-born one's fast bytes in any access were prefetched, a live-out one's fast-written
+    bytes are evicted, each byte at the DMA rate (latencies left out)."""
+    rate = problem.dma_rate
+    loads = []
+    for t in sorted(view.cut):
+        if not problem.tensor_bytes[t]:
+            continue
+        acc = problem.accesses(t)
+        if not problem.is_real(acc[0]):
+            moved = [fast_bytes[a, t] for a in acc[1:] if problem.is_real(a)]
+        elif acc[-1] == problem.num_ops:
+            moved = [fast_bytes[acc[0], t]]
+        else:
+            continue
+        if not moved:
+            continue
+        cycles = model.new_int_var(0, problem.dma_cycles(t), f"piece_cycles_{t}")
+        for fb in moved:
+            model.add(rate.numerator * cycles >= rate.denominator * fb)
+        loads.append(cycles)
+    return loads
+
+
+def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, times: tuple,
+                    makespan: cp_model.IntVar, piece_loads: list) -> dict:
     """The prefetches of slow-born tensors, the evictions of live-out ones, their heads and
-    tails, and the engine's load with the tail of its last transfer (module Notes)."""
+    tails, the engine's load with the tail of its last transfer, and the load with the cut
+    tensors' pieces (module Notes); returns the counted DMAs' literals by tensor."""
+    start, dur, end = times
     dma: dict[int, cp_model.IntVar] = {}
     readers_of_slow: dict[int, list] = {}  # op -> its fast reads of slow-born tensors
+    split_readers = []  # fast reads of uncut slow-born tensors by split ops
     evictions = []
     intervals = []
+    movable = []  # the shortest DMA each tensor may need (a cut tensor's: a piece)
     horizon = _horizon(problem)
     for t in range(problem.num_tensors):
         if not problem.tensor_bytes[t]:
             continue
         acc = problem.accesses(t)
+        if any(problem.is_real(a) for a in acc):
+            movable.append(problem.dma_latency_cycles + 1 if t in view.cut else problem.dma_cycles(t))
+        if t in view.cut:  # moved in pieces: nothing on the engine
+            continue
         cycles = problem.dma_cycles(t)
         if not problem.is_real(acc[0]):
             uses = [(a, fast[a, t]) for a in acc[1:] if problem.is_real(a)]
@@ -163,6 +424,9 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, fast: dict, 
             intervals.append(model.new_optional_fixed_size_interval_var(begin, cycles, y, f"prefetch_{t}"))
             for a, x in uses:
                 _implies(model, x, y)
+                if a in view.ops:  # the portion reading it fast may start after the op's first
+                    split_readers.append(x)
+                    continue
                 _when(model, start[a] >= begin + cycles, x)
                 readers_of_slow.setdefault(a, []).append(x)
         elif acc[-1] == problem.num_ops:
@@ -171,16 +435,16 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, fast: dict, 
             begin = model.new_int_var(0, horizon, f"evict_start_{t}")
             intervals.append(model.new_optional_fixed_size_interval_var(begin, cycles, y, f"evict_{t}"))
             _implies(model, x, y)
-            _when(model, begin >= start[acc[0]] + dur[acc[0]], y)
+            _when(model, begin >= end[acc[0]], y)
             _when(model, makespan >= begin + cycles, y)
             evictions.append(y)
-    if not dma:
-        return
-    model.add_no_overlap(intervals)
     load = sum(problem.dma_cycles(t) * y for t, y in dma.items())
+    if piece_loads:  # the engine runs every counted DMA and every piece
+        model.add(makespan >= load + sum(piece_loads))
+    if not dma:
+        return dma
+    model.add_no_overlap(intervals)
     cases = []
-    movable = [problem.dma_cycles(t) for t in range(problem.num_tensors)
-               if problem.tensor_bytes[t] and any(problem.is_real(a) for a in problem.accesses(t))]
     extra = model.new_bool_var("tail_uncounted_dma")  # a DMA the relaxation does not count
     model.add(makespan >= load + min(movable)).only_enforce_if(extra)
     cases.append(extra)
@@ -199,7 +463,14 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, fast: dict, 
             model.add_bool_or(lits).only_enforce_if(z)
         model.add(makespan >= load + dur[r]).only_enforce_if(z)
         cases.append(z)
+    if split_readers:
+        z = model.new_bool_var("tail_prefetch_released_by_a_portion")
+        if not any(isinstance(x, int) for x in split_readers):
+            model.add_bool_or(split_readers).only_enforce_if(z)
+        model.add(makespan >= load).only_enforce_if(z)
+        cases.append(z)
     model.add_bool_or(cases)
+    return dma
 
 
 def _implies(model: cp_model.CpModel, x, y) -> None:
@@ -220,10 +491,13 @@ def _when(model: cp_model.CpModel, relation, x) -> None:
 
 def stream_plan_lower_bound(problem: LevelProblem, num_streams: int, budget: Budget | None = None,
                             amount: float = 0.5,
-                            options: SolveOptions = SolveOptions(num_workers=1, random_seed=0)) -> int:
-    """A lower bound on the makespan of every unsplit plan of ``problem``'s ops on a device with
-    ``num_streams`` compute streams (module Notes): CP-SAT's proven bound on the relaxation
-    within ``amount`` units of ``budget`` (None: a 10-s memory-levels budget), never below
+                            options: SolveOptions = SolveOptions(num_workers=1, random_seed=0),
+                            splittable_ops: frozenset = frozenset(),
+                            splittable_tensors: frozenset = frozenset()) -> int:
+    """A lower bound on the makespan of every plan of ``problem``'s ops on a device with
+    ``num_streams`` compute streams (module Notes; split plans of its groups and of the
+    splittable ops and tensors too): CP-SAT's proven bound on the relaxation within ``amount``
+    units of ``budget`` (None: a 10-s memory-levels budget), never below
     :func:`stream_plan_floor`.
 
     Examples
@@ -237,8 +511,9 @@ def stream_plan_lower_bound(problem: LevelProblem, num_streams: int, budget: Bud
     >>> stream_plan_lower_bound(p, 2), stream_plan_lower_bound(p, 1)
     (16, 20)
     """
-    floor = stream_plan_floor(problem, num_streams)
-    model, _ = build_stream_bound_model(problem, num_streams)
+    split = frozenset(splittable_ops), frozenset(splittable_tensors)
+    floor = stream_plan_floor(problem, num_streams, *split)
+    model, _ = build_stream_bound_model(problem, num_streams, *split)
     if budget is None:
         budget = Budget.start(10.0, MEMORY_LEVELS)
         amount = budget.left

@@ -156,6 +156,35 @@ def test_streams_with_transfers_replay_whichever_plan_is_kept(tmp_path):
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
 
 
+def test_with_splits_offered_the_several_stream_bound_still_bounds_the_plan():
+    # tests/data/specs/memory-streams-split.yaml: every matmul touches 3 MiB, more than the 2 MiB
+    # SRAM, so split groups may be offered and the bound covers split plans (before, none was
+    # given and the plan's bound was the critical path, 351,232). The weights and the input
+    # (5 MiB at 4 B/cycle) must cross LPDDR on a stream or the DMA engine: 598,016 device
+    # cycles (1 GHz, the timeline's clock), below every replayed candidate.
+    spec = load_spec("tests/data/specs/memory-streams-split.yaml")
+    outcome = run(spec, time_limit_s=2, workers=1)
+    stats = outcome.memory.memory.devices["npu0"].stats
+    assert stats["stream_plan_bound_device_cycles"] == 598_016 == outcome.plan.bound
+    assert outcome.plan.bound <= min(outcome.memory_baselines.values())
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+
+
+def test_under_sharing_the_bound_also_covers_the_baseline_that_takes_no_shares(tmp_path):
+    # memory-streams with `bandwidth: shared`: every memory plan shares LPDDR, and the shared
+    # relaxation proves 262,196 for them; but the everything-in-main-memory baseline takes no
+    # shares (192,756, kept), so the bound is the smaller of that and the all-slow bound over
+    # any order and streams, whose critical path is exactly 192,756: the kept plan is optimal.
+    spec_file = tmp_path / "shared.yaml"
+    spec_file.write_text(open(SPEC).read().replace("  split: false\n", "  split: false\n  bandwidth: shared\n"))
+    outcome = run(load_spec(spec_file), time_limit_s=2, workers=1)
+    stats = outcome.memory.memory.devices["npu0"].stats
+    assert outcome.memory_choice == "all in main memory"
+    assert stats["stream_plan_bound_device_cycles"] == 192_756 == outcome.plan.makespan_cycles
+    assert outcome.plan.status == "OPTIMAL"
+    assert min(outcome.memory_baselines[k] for k in outcome.memory_baselines if k != "all in main memory") >= 262_196
+
+
 @st.composite
 def _two_stream_specs(draw):
     spec = draw(one_stream.memory_specs())
