@@ -1,9 +1,16 @@
 """Pinned moves (solvers.scheduling.pinned_moves): the three-role relaxation of a segment with
 its cut ops pinned is never above the pinned problem's exhaustive optimum, the clean segment
 runs priced by it never above the whole problem's, and a hand-checked fork-join where it
-proves the optimum that every other bound misses."""
+proves the optimum that every other bound misses.
+
+The default run draws a small slice (30 segments, 25 graphs); a wider sweep, e.g.
+``PLAN_PINNED_MOVES_EXAMPLES=300 python -m pytest -q -p no:cacheprovider tests/solvers/test_pinned_moves.py``,
+draws that many of each.
+"""
 
 from __future__ import annotations
+
+import os
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,8 +23,14 @@ from solvers.scheduling.forced_cuts import forced_cut_bound
 from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_move_problem, role_model
 from tests.solvers.test_scheduling_bruteforce import brute_force, draw_links
 
-_SETTINGS = settings(max_examples=80, deadline=None, derandomize=True,
-                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+_WIDE = int(os.environ.get("PLAN_PINNED_MOVES_EXAMPLES", "0"))
+
+
+def _settings(default: int):
+    return settings(max_examples=_WIDE or default, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
 _ONE = SolveOptions(num_workers=1)
 
 
@@ -67,7 +80,7 @@ def pinned_segments(draw):
                                                  sub.transfer_cycles, **kw), a, b)
 
 
-@_SETTINGS
+@_settings(30)
 @given(pinned_segments())
 def test_the_role_model_is_at_most_the_pinned_optimum(pinned):
     opt = brute_force(pinned)
@@ -108,7 +121,7 @@ def memory_forced_graphs(draw):
                              device_memory_bytes=(cap,) * nd, op_resident_bytes=resident, device_class=classes)
 
 
-@_SETTINGS
+@_settings(25)
 @given(memory_forced_graphs())
 def test_the_pinned_move_bound_is_at_most_the_optimum(p):
     opt = brute_force(p)
