@@ -302,39 +302,58 @@ def role_model(pinned: SchedulingProblem) -> _RoleModel | None:
     role = [[m.new_bool_var(f"r{i}_{k}") if dur[i][k] is not None else None for k in range(3)] for i in range(n)]
     start = [m.new_int_var(0, horizon, f"s{i}") for i in range(n)]
     end = [m.new_int_var(0, horizon, f"e{i}") for i in range(n)]
-    device_intervals: dict[int, list[Any]] = {_A: [], _B: []}
+    _add_ops(m, pinned, (a, b), dur, role, start, end)
+    _add_colocation(m, pinned, role)
+    _add_edges(m, pinned, (a, b), horizon, role, start, end)
     for i in range(n):
+        m.add(end[i] <= end[n - 1])
+    m.minimize(end[n - 1])
+    return _RoleModel(m, end[n - 1])
+
+
+def _add_ops(m: cp_model.CpModel, pinned: SchedulingProblem, devices: tuple[int, int], dur: list, role: list,
+             start: list, end: list) -> None:
+    """Each op in one role with that role's duration; a and b run their ops on their streams."""
+    intervals: dict[int, list[Any]] = {_A: [], _B: []}
+    for i in range(pinned.num_ops):
         m.add_exactly_one(x for x in role[i] if x is not None)
         for k in range(3):
             if role[i][k] is None:
                 continue
             m.add(end[i] == start[i] + dur[i][k]).only_enforce_if(role[i][k])
             if k != _E and dur[i][k] > 0:
-                device_intervals[k].append(m.new_optional_fixed_size_interval_var(
-                    start[i], dur[i][k], role[i][k], f"i{i}_{k}"))
-    for k, device in ((_A, a), (_B, b)):
+                intervals[k].append(m.new_optional_fixed_size_interval_var(start[i], dur[i][k], role[i][k], f"i{i}_{k}"))
+    for k, device in zip((_A, _B), devices):
         if pinned.device_streams[device] == 1:
-            m.add_no_overlap(device_intervals[k])
+            m.add_no_overlap(intervals[k])
         else:
-            m.add_cumulative(device_intervals[k], [1] * len(device_intervals[k]), pinned.device_streams[device])
+            m.add_cumulative(intervals[k], [1] * len(intervals[k]), pinned.device_streams[device])
+
+
+def _add_colocation(m: cp_model.CpModel, pinned: SchedulingProblem, role: list) -> None:
+    """The ops of a colocation group share a device, hence a role."""
     for group in pinned.colocation_groups:
         for i in group[1:]:
             for k in range(3):
                 first, other = role[group[0]][k], role[i][k]
-                if first is None or other is None:
+                if first is not None and other is not None:
+                    m.add(first == other)
+                else:
                     for x in (first, other):
                         if x is not None:
                             m.add(x == 0)
-                else:
-                    m.add(first == other)
+
+
+def _add_edges(m: cp_model.CpModel, pinned: SchedulingProblem, devices: tuple[int, int], horizon: int, role: list,
+               start: list, end: list) -> None:
+    """Per edge, the pair of roles of its ends (``y = role[u][r] and role[v][q]``, linearised
+    over the one-hot roles) and what that pair costs: a transfer on the link between a and b
+    (one at a time per link id), the least transfer to or from E, or nothing within a role."""
+    a, b = devices
     link_intervals: dict[int, list[Any]] = {}
     for e, (u, v, _) in enumerate(pinned.edges):
-        pairs = {}
-        for r, q in product(range(3), repeat=2):
-            if role[u][r] is None or role[v][q] is None:
-                continue
-            y = m.new_bool_var(f"y{e}_{r}{q}")
-            pairs[(r, q)] = y
+        pairs = {(r, q): m.new_bool_var(f"y{e}_{r}{q}") for r, q in product(range(3), repeat=2)
+                 if role[u][r] is not None and role[v][q] is not None}
         for r in range(3):
             if role[u][r] is not None:
                 m.add(sum(y for (rr, _), y in pairs.items() if rr == r) == role[u][r])
@@ -361,10 +380,6 @@ def role_model(pinned: SchedulingProblem) -> _RoleModel | None:
                 m.add(start[v] >= end[u] + gap).only_enforce_if(y)
     for intervals in link_intervals.values():
         m.add_no_overlap(intervals)
-    for i in range(n):
-        m.add(end[i] <= end[n - 1])
-    m.minimize(end[n - 1])
-    return _RoleModel(m, end[n - 1])
 
 
 _JOB_SHARE = 4  # each proof gets what is left over the next this many
