@@ -155,7 +155,8 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
 
 
 def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
-                      floors: Sequence[int], cuts: Sequence[int] | None = None) -> int:
+                      floors: Sequence[int], cuts: Sequence[int] | None = None,
+                      move_floors: Sequence[np.ndarray | None] | None = None) -> int:
     """The segment-run bound of the module Notes.
 
     Parameters
@@ -168,6 +169,11 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         A lower bound on each segment's own optimum, in the same order.
     cuts : sequence of int, optional
         The cut ops the segments were cut at, when not all of them.
+    move_floors : sequence, optional
+        Per middle segment (one with a cut op at both ends, in order), None or a proven lower
+        bound on its step when its two cut ops sit on two different devices, as a
+        ``pools x pools`` table (the diagonal: two devices of one pool), e.g. the pinned
+        proofs of :mod:`~solvers.scheduling.pinned_moves` (link contention included).
 
     Returns
     -------
@@ -213,6 +219,8 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
             stays[b].append([(w, max(base, t)) for w, t in options])
             # a run boundary inside pool b changes device: impossible in a pool of one
             moves[j][b, b] = max(moves[j][b, b], move)
+        if move_floors is not None and move_floors[j] is not None:
+            moves[j] = np.maximum(moves[j], move_floors[j])
     value = _chain(pools, first, moves, last, stays, [held[c] for c in cuts], sum(held.values()))
     return int(value) if math.isfinite(value) else 0
 

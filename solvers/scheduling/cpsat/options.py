@@ -41,6 +41,11 @@ class CpSatOptions:
     # LATENCY problems whose weights need several devices: share of the time budget spent
     # refuting makespans of the forced-cut relaxation (see forced_cut_bound); 0 turns it off.
     forced_cut_share: float = 0.2
+    # LATENCY problems whose weights need several devices: share of the time budget spent
+    # proving what a device change at a clean cut op costs with link and stream contention
+    # (pinned moves, see solvers.scheduling.pinned_moves), priced into the clean segment
+    # runs; 0 turns it off.
+    pinned_move_share: float = 0.1
     # ... with the relaxation's window terms for stream and link contention (sound; off: at
     # the dnn benchmark's budget they refuted nothing more and cost wall time, docs/bounds.md).
     forced_cut_contention: bool = False
@@ -117,4 +122,5 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
     return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
-                        forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0)
+                        forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0,
+                        pinned_move_share=0.0)

@@ -27,6 +27,10 @@ and is not used. When the weights need several devices,
 :func:`~solvers.scheduling.forced_cuts.forced_cut_bound` then spends up to
 ``forced_cut_share`` of the budget refuting makespans of the forced-cut relaxation (every
 memory-feasible placement with the transfers of the edges it cuts, without contention).
+Before that, on the same problems, :func:`~solvers.scheduling.pinned_moves.pinned_move_bound`
+spends up to ``pinned_move_share`` proving what a device change at a clean cut op costs with
+link and stream contention (:mod:`solvers.scheduling.pinned_moves`), priced into the clean
+segment runs.
 
 **Forced-cut start (a start candidate).** Right after that bound, up to
 ``forced_cut_start_share`` of the budget minimises the same relaxation from the hint's placement,
@@ -137,6 +141,7 @@ from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
+from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
 from solvers.scheduling.placement_lns import placement_lns
@@ -198,6 +203,12 @@ class CpSatScheduler(Accepting):
             budget.absorb(child, "segment_bound")
             bound = max(bound, seg)
             stats.update(seg_stats, lower_bound=bound)
+        if cfg.pinned_move_share > 0 and memory_forces_cuts(problem) and not settled():
+            child = budget.child(cfg.pinned_move_share * budget.total)
+            moved, move_stats = pinned_move_bound(problem, options, child)
+            budget.absorb(child, "pinned_move_bound")
+            bound = max(bound, moved)
+            stats.update(move_stats, lower_bound=bound)
         if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
             child = budget.child(cfg.forced_cut_share * budget.total)
             seeds: list[tuple[int, ...]] = []

@@ -1,0 +1,464 @@
+"""Pinned moves: what a memory-forced device change at a clean cut op costs with link and
+stream contention (LATENCY with memory limits).
+
+Notes
+-----
+The clean segment runs (:mod:`~solvers.scheduling.segment_runs` over
+:func:`~solvers.scheduling.structure.clean_cut_vertices`) charge a device change between two
+consecutive clean cut ops ``c_j`` (on a) and ``c_(j+1)`` (on b != a) the pooled earliest
+finish of ``c_(j+1)`` after ``c_j``: the longest path of the segment with a transfer where it
+leaves a, without contention. ResNet's projection blocks are where that is optimistic: the
+block input feeds the main path and the shortcut, both cross to the next device, and both
+transfers take the one link a -> b in turn (or one of them takes a detour through a third
+device and pays a second transfer). On the ResNet-50 layer graph the first projection block
+costs 99.2 ms with contention where the path sees 60.0.
+
+A *pinned move* is the segment's own scheduling problem (its ops and edges, no memory:
+:func:`~solvers.scheduling.bounds.segment_problems`) with ``c_j`` fixed on a as a
+zero-duration source and ``c_(j+1)`` fixed on b (:func:`pinned_move_problem`). Restrict any
+schedule of the whole problem with ``c_j`` on a and ``c_(j+1)`` on b to the segment's ops,
+shifted by ``end(c_j)``: every interior op descends from ``c_j`` and precedes ``c_(j+1)``,
+transfers of the segment's edges keep their links (one at a time), streams keep their ops,
+and dropping the other ops, edges and memory only removes constraints. So it is a schedule
+of the pinned problem of makespan ``end(c_(j+1)) - end(c_j)``, and any proven bound on the
+pinned problem's optimum bounds that step. Taken over every pair (a, b) of two pools (the
+minimum: the segment-run DP's move table is per pool pair; interchangeable devices of one
+``device_class`` need one representative pair), it is a floor for the DP's move
+(``segment_run_bound(..., move_floors=...)``), which stays a relaxation otherwise.
+
+**The three-role relaxation** (:func:`role_model`). CP-SAT proves little on the pinned problem
+itself (a dozen ops over 22 devices and 231 links: on the first ResNet-50 block it found the
+99.3-ms schedule but proved nothing above the path's 93.9 in 7 s). What creates the contention
+is the two pinned devices and the links between them, so the model keeps exactly those and
+merges every other device into one role E: each op is on a, on b, or on E; a and b keep their
+streams; a transfer between a and b takes its link (``link_of[a][b]``, one at a time with
+every other transfer on that link id, ``link_of[b][a]`` included when it is the same link);
+a transfer between a or b and E takes the least time over the links from or to the devices
+of E the op may use, and occupies nothing; ops on E run in parallel and their edges cost
+nothing. Every schedule of the pinned problem maps to a solution of it with the same
+makespan or less (each op on another device goes to E with its duration there or less;
+each of its transfers costs the least of its kind or more; E drops every exclusivity), so
+the model's proven optimum bounds the pinned problem's, hence the step. Colocation groups
+share a role.
+
+Only segments where contention can exist are worth a proof: a segment whose ops form one
+chain (every op at most one edge in and one out) runs its transfers one after the other
+whatever the placement, and its pinned optimum is the path's (:func:`contended_segments`).
+Each distinct (segment, a, b) is proved once by CP-SAT within a share of the stage's
+deterministic budget (:func:`pinned_move_bound`); CP-SAT's proven bound is used, or
+nothing where it proved nothing.
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import product
+from typing import Any, Sequence
+
+import numpy as np
+from ortools.sat.python import cp_model
+
+from solvers.budget import Budget
+from solvers.core import SolveOptions, Status
+from solvers.scheduling.bounds import bound_segments, segment_floor, segment_problems
+from solvers.scheduling.forced_cuts import memory_forces_cuts
+from solvers.scheduling.path_bounds import DevicePools
+from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.segment_runs import segment_run_bound
+from solvers.scheduling.structure import clean_cut_vertices, segment_ranges
+
+__all__ = ["PinnedMoves", "pinned_moves", "pinned_move_problem", "contended_segments", "pool_pairs",
+           "move_floor_tables", "role_model", "pinned_move_bound"]
+
+
+def pinned_move_problem(sub: SchedulingProblem, source_device: int, sink_device: int) -> SchedulingProblem | None:
+    """The segment ``sub`` (source first, sink last) with its source fixed on ``source_device``
+    (taking no time) and its sink on ``sink_device``; None when either cannot run there.
+
+    Examples
+    --------
+    >>> sub = SchedulingProblem(((0, 0), (2, 3), (1, 1)), ((0, 1, 8), (1, 2, 8)), (1, 1),
+    ...                         ((-1, 0), (0, -1)), ((5,), (5,)))
+    >>> pinned_move_problem(sub, 0, 1).durations_cycles
+    ((0, -1), (2, 3), (-1, 1))
+    """
+    n = sub.num_ops
+    rows = list(sub.durations_cycles)
+    if rows[0][source_device] < 0 or rows[n - 1][sink_device] < 0:
+        return None
+    rows[0] = tuple(0 if d == source_device else -1 for d in range(sub.num_devices))
+    rows[n - 1] = tuple(x if d == sink_device else -1 for d, x in enumerate(rows[n - 1]))
+    return SchedulingProblem(tuple(rows), sub.edges, sub.device_streams, sub.link_of, sub.transfer_cycles,
+                             Objective.LATENCY, colocation_groups=sub.colocation_groups,
+                             device_class=sub.device_class)
+
+
+def contended_segments(segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]]) -> list[bool]:
+    """Per segment, whether two of its transfers or ops can compete for a link or a stream:
+    some op has two edges in or two out within the segment (a chain cannot: its transfers and
+    ops follow one another on every placement).
+
+    Examples
+    --------
+    >>> chain = SchedulingProblem(((1,),) * 3, ((0, 1, 0), (1, 2, 0)), (1,), ((-1,),), ((),) * 2)
+    >>> fork = SchedulingProblem(((1,),) * 3, ((0, 1, 0), (0, 2, 0)), (1,), ((-1,),), ((),) * 2)
+    >>> contended_segments([(chain, (0, 1, 2)), (fork, (0, 1, 2))])
+    [False, True]
+    """
+    flags = []
+    for sub, _ in segments:
+        outs = np.bincount([u for u, _, _ in sub.edges], minlength=sub.num_ops) if sub.edges else np.zeros(1)
+        ins = np.bincount([v for _, v, _ in sub.edges], minlength=sub.num_ops) if sub.edges else np.zeros(1)
+        flags.append(bool(outs.max() > 1 or ins.max() > 1))
+    return flags
+
+
+def pool_pairs(problem: SchedulingProblem, pools: DevicePools) -> dict[tuple[int, int], list[tuple[int, int]]]:
+    """Per pair of pools (ka, kb), the device pairs (a, b), a != b, whose pinned moves bound
+    the pair's move: one representative per orbit of interchangeable devices (equal
+    ``device_class`` within the pool), every pair otherwise.
+
+    Examples
+    --------
+    >>> links = ((-1, 0, 1), (0, -1, 2), (1, 2, -1))
+    >>> p = SchedulingProblem(((1, 1, 3),), (), (1, 1, 1), links, (), device_class=(0, 0, 1))
+    >>> pool_pairs(p, DevicePools(p))
+    {(0, 0): [(0, 1)], (0, 1): [(0, 2)], (1, 0): [(2, 0)]}
+    """
+    classes = problem.device_class
+    out: dict[tuple[int, int], list[tuple[int, int]]] = {}
+    for ka, kb in product(range(pools.size), repeat=2):
+        pa, pb = pools.pools[ka], pools.pools[kb]
+        symmetric = bool(classes) and len({classes[d] for d in pa}) == 1 and len({classes[d] for d in pb}) == 1
+        if symmetric:
+            a = pa[0]
+            b = next((d for d in pb if d != a), None)
+            pairs = [] if b is None else [(a, b)]
+        else:
+            pairs = [(a, b) for a in pa for b in pb if a != b]
+        if pairs:
+            out[(ka, kb)] = pairs
+    return out
+
+
+class PinnedMoves:
+    """The clean segments of a problem whose weights need several devices, and the pinned
+    move problems worth proving (module Notes).
+
+    Attributes
+    ----------
+    pruned, cuts, segments, floors
+        The problem the segment bounds work on, its clean cut ops, their segments and each
+        segment's static floor (the inputs of ``segment_run_bound``).
+    jobs : list of (middle index, (ka, kb), pinned problem)
+        Middle segments (a cut op at both ends, numbered as ``segment_run_bound`` counts them)
+        that can be contended, with each device pair of each pool pair; one job per distinct
+        pinned problem is proved, the others reuse it (``job_keys``).
+    """
+
+    def __init__(self, pruned: SchedulingProblem, cuts: tuple[int, ...],
+                 segments: list[tuple[SchedulingProblem, tuple[int, ...]]], floors: list[int]) -> None:
+        self.pruned, self.cuts, self.segments, self.floors = pruned, cuts, segments, floors
+        self.pools = DevicePools(pruned)
+        ranges = segment_ranges(pruned, cuts)
+        middles = [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
+        self.num_middles = len(middles)
+        contended = contended_segments(segments)
+        pairs = pool_pairs(pruned, self.pools)
+        self.jobs: list[tuple[int, tuple[int, int], SchedulingProblem]] = []
+        for j, k in enumerate(middles):
+            if not contended[k]:
+                continue
+            sub = segments[k][0]
+            for pair, devices in pairs.items():
+                for a, b in devices:
+                    pinned = pinned_move_problem(sub, a, b)
+                    if pinned is not None:
+                        self.jobs.append((j, pair, pinned))
+
+
+def pinned_moves(problem: SchedulingProblem) -> PinnedMoves | None:
+    """The :class:`PinnedMoves` of ``problem``, or None when no memory-forced device change has
+    a contended clean segment to prove (THROUGHPUT, weights that fit one device, no cut op an
+    edge jumps, or only chains).
+
+    Examples
+    --------
+    A fork-join ``c0 -> {x, y} -> c1`` whose cut ops cannot share a device, on two
+    interchangeable devices:
+
+    >>> p = SchedulingProblem(((1, 1),) * 4, ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,),) * 4, device_memory_bytes=(6, 6),
+    ...                       op_resident_bytes=(4, 1, 1, 4), device_class=(0, 0))
+    >>> moves = pinned_moves(p)
+    >>> moves.cuts, [(j, pair) for j, pair, _ in moves.jobs]
+    ((0, 3), [(0, (0, 0))])
+    """
+    if problem.objective is not Objective.LATENCY or not memory_forces_cuts(problem):
+        return None
+    pruned, _ = bound_segments(problem)
+    cuts = clean_cut_vertices(pruned)
+    if len(cuts) < 2:
+        return None
+    segments = segment_problems(pruned, cuts)
+    floors = [segment_floor(sub) for sub, _ in segments]
+    moves = PinnedMoves(pruned, cuts, segments, floors)
+    return moves if moves.jobs else None
+
+
+def move_floor_tables(moves: PinnedMoves, proven: Sequence[float]) -> list[np.ndarray | None]:
+    """Per middle segment, the pools x pools table of proven move floors (``proven[i]`` is the
+    bound for ``moves.jobs[i]``, 0 when unproven, ``inf`` when the pinned problem is
+    infeasible): the minimum over each pool pair's device pairs, and 0 where a pair has an
+    unproved job or none (``segment_run_bound`` takes the larger of it and its own move).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1),) * 4, ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,),) * 4, device_memory_bytes=(6, 6),
+    ...                       op_resident_bytes=(4, 1, 1, 4), device_class=(0, 0))
+    >>> move_floor_tables(pinned_moves(p), [11])[0].tolist()
+    [[11.0]]
+    """
+    size = moves.pools.size
+    lowest: dict[tuple[int, tuple[int, int]], float] = {}
+    for (j, pair, _), value in zip(moves.jobs, proven):
+        key = (j, pair)
+        lowest[key] = min(lowest.get(key, np.inf), float(value))
+    tables: list[np.ndarray | None] = [None] * moves.num_middles
+    for (j, (ka, kb)), value in lowest.items():
+        if tables[j] is None:
+            tables[j] = np.zeros((size, size))
+        tables[j][ka, kb] = value
+    return tables
+
+
+
+_A, _B, _E = 0, 1, 2  # the roles: the source's device, the sink's, every other one
+
+
+class _RoleModel:
+    """The CP-SAT model of :func:`role_model` and its makespan variable."""
+
+    def __init__(self, model: cp_model.CpModel, makespan: cp_model.IntVar) -> None:
+        self.model, self.makespan = model, makespan
+
+
+def _role_durations(pinned: SchedulingProblem, a: int, b: int) -> list[list[int | None]]:
+    """Per op, its duration on a, on b and the least on any other device (None: not allowed)."""
+    rows = []
+    for row in pinned.durations_cycles:
+        others = [x for d, x in enumerate(row) if d not in (a, b) and x >= 0]
+        rows.append([row[a] if row[a] >= 0 else None, row[b] if row[b] >= 0 else None,
+                     min(others) if others else None])
+    return rows
+
+
+def _gap(pinned: SchedulingProblem, e: int, r: int, q: int, a: int, b: int) -> int | None:
+    """The least transfer of edge e from role r to role q when one of them is E (None: no link
+    to any device of E the op there may use); 0 within a role."""
+    if r == q:
+        return 0
+    u, v, _ = pinned.edges[e]
+    pinned_device = {_A: a, _B: b}
+    if r == _E:
+        fixed, op, out = pinned_device[q], u, False
+    else:
+        fixed, op, out = pinned_device[r], v, True
+    costs = [pinned.transfer_cycles[e][link]
+             for d, x in enumerate(pinned.durations_cycles[op]) if d not in (a, b) and x >= 0
+             for link in [pinned.link_of[fixed][d] if out else pinned.link_of[d][fixed]] if link >= 0]
+    return min(costs) if costs else None
+
+
+def role_model(pinned: SchedulingProblem) -> _RoleModel | None:
+    """The three-role relaxation of a pinned move problem (module Notes): source first, fixed
+    on a; sink last, fixed on b; minimise the sink's end. None when the model has no solution
+    by construction (the sink has no device; caught by CP-SAT otherwise).
+
+    Examples
+    --------
+    A source on device 0 feeding two ops joined by the sink on device 1; one link each way,
+    transfers of 5, ops of 1: both fork edges (or a fork edge and a join edge) cross the one
+    link 0 -> 1 in turn, whatever the placement, so 5 + 5 + 1 = 11 at least.
+
+    >>> links = ((-1, 0, 2), (1, -1, 3), (4, 5, -1))
+    >>> pinned = SchedulingProblem(((0, -1, -1), (1, 1, 1), (1, 1, 1), (-1, 1, -1)),
+    ...                            ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1, 1, 1), links,
+    ...                            ((5,) * 6, (5,) * 6, (5,) * 6, (5,) * 6))
+    >>> built = role_model(pinned)
+    >>> solver = cp_model.CpSolver(); solver.solve(built.model) == cp_model.OPTIMAL
+    True
+    >>> solver.value(built.makespan)
+    11
+    """
+    n = pinned.num_ops
+    a = pinned.allowed_devices(0)[0]
+    b = pinned.allowed_devices(n - 1)[0]
+    dur = _role_durations(pinned, a, b)
+    horizon = sum(max(x for x in row if x is not None) for row in dur if any(x is not None for x in row))
+    horizon += sum(max(row) for row in pinned.transfer_cycles)
+    m = cp_model.CpModel()
+    role = [[m.new_bool_var(f"r{i}_{k}") if dur[i][k] is not None else None for k in range(3)] for i in range(n)]
+    start = [m.new_int_var(0, horizon, f"s{i}") for i in range(n)]
+    end = [m.new_int_var(0, horizon, f"e{i}") for i in range(n)]
+    _add_ops(m, pinned, (a, b), dur, role, start, end)
+    _add_colocation(m, pinned, role)
+    _add_edges(m, pinned, (a, b), horizon, role, start, end)
+    for i in range(n):
+        m.add(end[i] <= end[n - 1])
+    m.minimize(end[n - 1])
+    return _RoleModel(m, end[n - 1])
+
+
+def _add_ops(m: cp_model.CpModel, pinned: SchedulingProblem, devices: tuple[int, int], dur: list, role: list,
+             start: list, end: list) -> None:
+    """Each op in one role with that role's duration; a and b run their ops on their streams."""
+    intervals: dict[int, list[Any]] = {_A: [], _B: []}
+    for i in range(pinned.num_ops):
+        m.add_exactly_one(x for x in role[i] if x is not None)
+        for k in range(3):
+            if role[i][k] is None:
+                continue
+            m.add(end[i] == start[i] + dur[i][k]).only_enforce_if(role[i][k])
+            if k != _E and dur[i][k] > 0:
+                intervals[k].append(m.new_optional_fixed_size_interval_var(start[i], dur[i][k], role[i][k], f"i{i}_{k}"))
+    for k, device in zip((_A, _B), devices):
+        if pinned.device_streams[device] == 1:
+            m.add_no_overlap(intervals[k])
+        else:
+            m.add_cumulative(intervals[k], [1] * len(intervals[k]), pinned.device_streams[device])
+
+
+def _add_colocation(m: cp_model.CpModel, pinned: SchedulingProblem, role: list) -> None:
+    """The ops of a colocation group share a device, hence a role."""
+    for group in pinned.colocation_groups:
+        for i in group[1:]:
+            for k in range(3):
+                first, other = role[group[0]][k], role[i][k]
+                if first is not None and other is not None:
+                    m.add(first == other)
+                else:
+                    for x in (first, other):
+                        if x is not None:
+                            m.add(x == 0)
+
+
+def _add_edges(m: cp_model.CpModel, pinned: SchedulingProblem, devices: tuple[int, int], horizon: int, role: list,
+               start: list, end: list) -> None:
+    """Per edge, the pair of roles of its ends (``y = role[u][r] and role[v][q]``, linearised
+    over the one-hot roles) and what that pair costs: a transfer on the link between a and b
+    (one at a time per link id), the least transfer to or from E, or nothing within a role."""
+    a, b = devices
+    link_intervals: dict[int, list[Any]] = {}
+    for e, (u, v, _) in enumerate(pinned.edges):
+        pairs = {(r, q): m.new_bool_var(f"y{e}_{r}{q}") for r, q in product(range(3), repeat=2)
+                 if role[u][r] is not None and role[v][q] is not None}
+        for r in range(3):
+            if role[u][r] is not None:
+                m.add(sum(y for (rr, _), y in pairs.items() if rr == r) == role[u][r])
+        for q in range(3):
+            if role[v][q] is not None:
+                m.add(sum(y for (_, qq), y in pairs.items() if qq == q) == role[v][q])
+        for (r, q), y in pairs.items():
+            if {r, q} == {_A, _B}:
+                link = pinned.link_of[a][b] if r == _A else pinned.link_of[b][a]
+                if link < 0:
+                    m.add(y == 0)
+                    continue
+                size = pinned.transfer_cycles[e][link]
+                t = m.new_int_var(0, horizon, f"t{e}_{r}{q}")
+                m.add(t >= end[u]).only_enforce_if(y)
+                m.add(start[v] >= t + size).only_enforce_if(y)
+                if size > 0:
+                    link_intervals.setdefault(link, []).append(m.new_optional_fixed_size_interval_var(t, size, y, f"l{e}"))
+                continue
+            gap = 0 if r == q else _gap(pinned, e, r, q, a, b)
+            if gap is None:
+                m.add(y == 0)
+            else:
+                m.add(start[v] >= end[u] + gap).only_enforce_if(y)
+    for intervals in link_intervals.values():
+        m.add_no_overlap(intervals)
+
+
+_JOB_SHARE = 4  # each proof gets what is left over the next this many
+
+
+def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget) -> tuple[int, dict]:
+    """The clean segment runs with every device change priced by the proven three-role
+    relaxation of its pinned move (module Notes), within ``budget``; (bound, stats), ``(0,
+    {})`` where no memory-forced change has a contended segment.
+
+    Each distinct pinned move is proved once, in segment order, within what is left of
+    ``budget`` over the next :data:`_JOB_SHARE`; a move it did not prove keeps the DP's own.
+
+    Examples
+    --------
+    A fork-join ``c0 -> {x, y} -> c1``, every op 1 cycle and every transfer 5 over the one
+    link, whose cut ops cannot share a device: the static bounds let both branch edges cross
+    at once (1 + 5 + 1 + 1 = 8); over one link they cross in turn, whatever the branches'
+    devices: ``c0``, 5, 5, ``c1`` = 12, the optimum.
+
+    >>> from solvers.budget import SCHEDULING
+    >>> p = SchedulingProblem(((1, 1),) * 4, ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,),) * 4, device_memory_bytes=(6, 6),
+    ...                       op_resident_bytes=(4, 1, 1, 4), device_class=(0, 0))
+    >>> pinned_move_bound(p, SolveOptions(num_workers=1), Budget.start(1, SCHEDULING))[0]
+    12
+    """
+    moves = pinned_moves(problem)
+    if moves is None:
+        return 0, {}
+    keys = [_job_key(pinned) for _, _, pinned in moves.jobs]
+    first = {key: i for i, key in reversed(list(enumerate(keys)))}
+    ranked = _ranked_segments(moves, budget)
+    todo = list(dict.fromkeys(key for j in ranked for key, (jj, _, _) in zip(keys, moves.jobs) if jj == j))
+    proven: dict[Any, float] = {}
+    for done, key in enumerate(todo):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        built = role_model(moves.jobs[first[key]][2])
+        status, solver, _ = budget.run_cpsat(built.model, options, budget.left / min(len(todo) - done, _JOB_SHARE),
+                                             None)
+        if status is Status.INFEASIBLE:
+            proven[key] = math.inf
+        elif status in (Status.OPTIMAL, Status.FEASIBLE):
+            proven[key] = float(math.ceil(solver.best_objective_bound - 1e-6))
+    tables = move_floor_tables(moves, [proven.get(key, 0.0) for key in keys])
+    value = segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=tables)
+    stopped = "finished" if len(proven) == len(todo) else "deterministic_budget"
+    budget.note("pinned_move_bound", 0.0, stopped_by=stopped, moves=len(todo), proved=len(proven))
+    return value, {"pinned_move_bound": value, "pinned_moves": len(todo), "pinned_moves_proved": len(proven)}
+
+
+# Charged per run of the segment-run DP and middle segment: 1.5 ms of CPU per segment on the
+# dnn layer graphs (0.06 s for ResNet-50's 39), at the scheduling family's 0.07 units per second.
+_DP_UNITS_PER_SEGMENT = 0.07 * 0.0015
+
+
+def _ranked_segments(moves: PinnedMoves, budget: Budget) -> list[int]:
+    """The middle segments with jobs, those whose moves could lift the segment-run DP the most
+    first: the DP's value with every move of that segment forbidden (an upper end of what its
+    proofs can give, the others unproven) less its value without; ties and segments that lift
+    nothing (yet: proofs elsewhere may reroute the DP) in segment order. Each DP run is
+    charged to ``budget`` by the number of segments (counted work)."""
+    with_jobs = sorted({j for j, _, _ in moves.jobs})
+    size = moves.pools.size
+
+    def run(tables: list) -> float:
+        return segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=tables)
+
+    base = run([None] * moves.num_middles)
+    lifts = []
+    for j in with_jobs:
+        tables: list[np.ndarray | None] = [None] * moves.num_middles
+        tables[j] = np.full((size, size), np.inf)
+        lifts.append((-(run(tables) - base), j))
+    budget.note("pinned_move_ranking", _DP_UNITS_PER_SEGMENT * moves.num_middles * (1 + len(with_jobs)))
+    return [j for _, j in sorted(lifts)]
+
+
+def _job_key(pinned: SchedulingProblem) -> tuple:
+    """Pinned moves that are the same problem (repeated blocks, the same pair) share a proof."""
+    return (pinned.edges, pinned.durations_cycles, pinned.transfer_cycles, pinned.colocation_groups)
