@@ -40,10 +40,12 @@ from planner.plan import Plan
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels import LevelProblem, SplitGroup
+from solvers.memory.levels.bandwidth import share_of_cycles
 from solvers.memory.levels.stream_bound import all_slow_floor, stream_plan_lower_bound
 
 __all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
            "build_device_problem", "portion_graph", "row_separable", "stream_plan_bound", "main_memory_cycles",
+           "main_memory_share_cycles",
            "MAX_SPLIT_GROUPS"]
 
 MAX_SPLIT_GROUPS = 3  # split factors are enumerated: 3 groups of 3 factors = 27 solves
@@ -361,9 +363,9 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
     of :mod:`solvers.memory.levels.stream_bound` over any order, stream assignment and level
     assignment, at the fast level's full capacity (the reserve is the planner's own
     restriction). At most the everything-in-main-memory bound
-    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` with the ISA's durations):
-    that baseline is a candidate, timed by the ISA (a view op is free) and without shares, so
-    the relaxation does not bound it. When splitting is on and some op
+    (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` with the ISA's durations, and
+    under sharing the main-memory shares its ops hold): that baseline is a candidate, timed by
+    the ISA (a view op is free), so the relaxation does not bound it. When splitting is on and some op
     touches more bytes than the fast level holds after the largest reserve (so some order
     may offer a split group), it also covers
     every split of the row-separable ops and the non-weight tensors they touch (as the
@@ -387,9 +389,35 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
                                     SolveOptions(num_workers=1, random_seed=seed, search=search),
                                     split_ops, split_tensors)
     # The everything-in-main-memory baseline is a candidate too, timed by the ISA (a view op
-    # is free there; the level problem charges its bytes) and without shares: bound it apart.
+    # is free there; the level problem charges its bytes): bound it apart.
     return min(bound, all_slow_floor(replace(full, splits=(), shared_bandwidth=False), bridge.device.streams,
-                                     main_memory_cycles(graph, bridge.device, bridge.ops)))
+                                     main_memory_cycles(graph, bridge.device, bridge.ops),
+                                     main_memory_share_cycles(graph, bridge.device, bridge.ops)
+                                     if problem.shared_bandwidth else None))
+
+
+def main_memory_share_cycles(graph: Graph, device: Device, ops: tuple[str, ...]) -> tuple[int, ...]:
+    """Under ``bandwidth: shared``, what each of ``ops`` holds of main memory with everything
+    there: its shares times its device cycles, by the simulator's rule for an op's record
+    (``ceil(SHARE_UNITS * memory cycles / cycles)`` for a matrix or vector op; an op with
+    explicit cycles or a copy holds none; :func:`planner.memory.shared_bandwidth.unplanned_shares`).
+
+    Examples
+    --------
+    >>> from planner.isa.profiles import get_profile
+    >>> from planner.graph.ir import Op
+    >>> g = Graph([Tensor("x", (256,), kind="input"), Tensor("y", (256,), kind="output")],
+    ...           [Op("r", "relu", ("x",), ("y",))])
+    >>> main_memory_share_cycles(g, Device("n", "npu", get_profile("edge-npu")), ("r",))  # memory-bound: 121 cycles
+    (121000,)
+    """
+    out = []
+    for n in ops:
+        cost = op_cost(graph.ops[n], graph, device.profile, device.kind)
+        held = 0 if cost.explicit or cost.unit not in ("matrix", "vector") else share_of_cycles(cost.memory_cycles,
+                                                                                                cost.cycles)
+        out.append(held * cost.cycles)
+    return tuple(out)
 
 
 def main_memory_cycles(graph: Graph, device: Device, ops: tuple[str, ...]) -> tuple[int, ...]:

@@ -42,7 +42,8 @@ from planner.errors import InfeasibleError, UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Device, Hardware
 from planner.memory.bridge import (
-    DeviceBridge, LevelTensor, build_device_problem, fast_level_name, main_memory_cycles, row_separable,
+    DeviceBridge, LevelTensor, build_device_problem, fast_level_name, main_memory_cycles, main_memory_share_cycles,
+    row_separable,
 )
 from planner.plan import Plan
 from planner.spec.memory_options import MemoryOptions
@@ -259,8 +260,8 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     the op times shared over the streams (every forced hop still on the one DMA engine).
     Without homes, at most the everything-in-main-memory bound
     (:func:`~solvers.memory.levels.stream_bound.all_slow_floor` with ``graph``'s ISA
-    durations): that baseline is then a candidate, timed by the ISA (a view op is free, where
-    the level problem charges its bytes) and without shares.
+    durations, and under sharing the main-memory shares its ops hold): that baseline is then a
+    candidate, timed by the ISA (a view op is free, where the level problem charges its bytes).
 
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
     budget stays sound.
@@ -280,9 +281,11 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
         bound = max(unshared, shared_traffic_lower_bound(problem, budget, budget.left, *splittable))
     if all(h == problem.main_level for h in problem.tensor_home):
         # No homes: the everything-in-main-memory baseline is a candidate, timed by the ISA (a
-        # view op is free; without ``graph``, each op at its compute) and without shares.
+        # view op is free; without ``graph``, each op at its compute; under sharing its shares).
         durations = (main_memory_cycles(graph, bridge.device, bridge.ops) if graph is not None
                      else problem.compute_cycles)
+        shares = (main_memory_share_cycles(graph, bridge.device, bridge.ops)
+                  if graph is not None and problem.shared_bandwidth else None)
         two = replace(problem.as_level_problem(), splits=(), shared_bandwidth=False)
-        bound = min(bound, all_slow_floor(two, streams, durations))
+        bound = min(bound, all_slow_floor(two, streams, durations, shares))
     return bound

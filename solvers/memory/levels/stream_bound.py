@@ -224,13 +224,17 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
     return max([load, *last], default=0)
 
 
-def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int, ...] | None = None) -> int:
-    """A lower bound on every plan that keeps every tensor in the slow level, timed without
-    sharing, on ``num_streams`` streams in any order: each op's duration shared over the
-    streams, and along the longest data-dependency path. The durations are ``durations`` (the
+def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int, ...] | None = None,
+                   share_cycles: tuple[int, ...] | None = None) -> int:
+    """A lower bound on every plan that keeps every tensor in the slow level, on
+    ``num_streams`` streams in any order: each op's duration shared over the streams, and
+    along the longest data-dependency path. The durations are ``durations`` (the
     everything-in-main-memory schedule's own, e.g. a view op's 0) or, None, each op's all-slow
     roofline (fast-only ops fast). (The planner's everything-in-main-memory baseline is timed
-    by the ISA and takes no shares; this bounds it where the level relaxations do not.)
+    by the ISA; this bounds it where the level relaxations do not.) Under shared bandwidth,
+    ``share_cycles`` are what each op holds of the slow level (its shares times its duration):
+    the level's :data:`~solvers.memory.levels.bandwidth.SHARE_UNITS` over the makespan carry
+    them all.
 
     Examples
     --------
@@ -240,6 +244,12 @@ def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int
     >>> p = LevelProblem((0, 0), ((0,), (1,)), ((), ()), (8, 8), (4, 99), (4, 1))
     >>> all_slow_floor(p, 2), all_slow_floor(p, 1), all_slow_floor(p, 1, (8, 0))
     (8, 16, 8)
+
+    Under sharing, both memory-bound (all of the slow level's shares for 8 cycles each): in
+    series whatever the streams.
+
+    >>> all_slow_floor(p, 2, share_cycles=(8000, 8000))
+    16
     """
     fast_only = set(problem.fast_only_ops)
     if durations is None:
@@ -251,7 +261,8 @@ def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int
     for i in range(problem.num_ops):
         ready = max((finish[a] for t in problem.reads[i] if problem.is_real(a := problem.accesses(t)[0])), default=0)
         finish[i] = ready + durations[i]
-    return max([-(-sum(durations) // max(1, num_streams)), *finish], default=0)
+    shared = -(-sum(share_cycles) // SHARE_UNITS) if share_cycles else 0
+    return max([-(-sum(durations) // max(1, num_streams)), shared, *finish], default=0)
 
 
 def _horizon(problem: LevelProblem) -> int:

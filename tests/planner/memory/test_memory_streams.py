@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.isa.instructions import DMA_STREAM, Opcode
+from planner.memory.bridge import main_memory_share_cycles
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
@@ -170,19 +171,24 @@ def test_with_splits_offered_the_several_stream_bound_still_bounds_the_plan():
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
 
 
-def test_under_sharing_the_bound_also_covers_the_baseline_that_takes_no_shares(tmp_path):
+def test_under_sharing_the_bound_also_covers_the_everything_in_main_baseline_by_its_shares(tmp_path):
     # memory-streams with `bandwidth: shared`: every memory plan shares LPDDR, and the shared
-    # relaxation proves 262,196 for them; but the everything-in-main-memory baseline takes no
-    # shares (192,756, kept), so the bound is the smaller of that and the all-slow bound over
-    # any order and streams, whose critical path is exactly 192,756: the kept plan is optimal.
+    # relaxation proves 262,196 for them. The everything-in-main-memory baseline is a candidate
+    # the relaxation does not cover (timed by the ISA), but it shares LPDDR too: every op of it is
+    # memory-bound, so its shares carry 362,381 cycles of LPDDR time, exactly its replayed
+    # makespan. The cap by that floor leaves the relaxation's bound; without the shares in the
+    # floor the bound fell to the unshared critical path, 192,756.
     spec_file = tmp_path / "shared.yaml"
     spec_file.write_text(open(SPEC).read().replace("  split: false\n", "  split: false\n  bandwidth: shared\n"))
-    outcome = run(load_spec(spec_file), time_limit_s=2, workers=1)
+    spec = load_spec(spec_file)
+    outcome = run(spec, time_limit_s=2, workers=1)
     stats = outcome.memory.memory.devices["npu0"].stats
-    assert outcome.memory_choice == "all in main memory"
-    assert stats["stream_plan_bound_device_cycles"] == 192_756 == outcome.plan.makespan_cycles
-    assert outcome.plan.status == "OPTIMAL"
-    assert min(outcome.memory_baselines[k] for k in outcome.memory_baselines if k != "all in main memory") >= 262_196
+    ops = tuple(spec.graph.topological_order())
+    shares = main_memory_share_cycles(spec.graph, spec.hardware.devices[0], ops)
+    assert sum(shares) == 362_381_000 == 1000 * outcome.memory_baselines["all in main memory"]
+    assert outcome.memory_choice == "memory plan"
+    assert stats["stream_plan_bound_device_cycles"] == 262_196 == outcome.plan.bound
+    assert outcome.plan.bound <= min(outcome.memory_baselines.values())
 
 
 @st.composite
