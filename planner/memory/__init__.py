@@ -33,6 +33,7 @@ from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
+from planner.memory.streams import shorter_by_address
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
 from solvers.core import SolveOptions
@@ -218,6 +219,10 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             offsets, off_result, off_greedy, off_problem = _offsets(
                 bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
         bridges[name] = bridge
+        by_address = None if plan.transfers or offsets is None else shorter_by_address(
+            bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes)
+        if by_address is not None:  # several streams: a plan made for the by-address memory order
+            solution, offsets, _ = by_address
         g_offsets, g_result, _, _ = _offsets(
             bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
         chosen[name] = expand(bridge, solution, offsets)
@@ -225,6 +230,8 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
         stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
                                     g_result, hardware)
+        if by_address is not None:
+            stats[name].update(by_address[2])
         streams_bound = stream_plan_bound(bridge, options, budget, seed, search)
         if streams_bound is not None:  # several streams: a bound over every plan of the device
             stats[name]["stream_plan_bound_device_cycles"] = streams_bound
