@@ -209,8 +209,8 @@ def plan_streams_by_address(problem: LevelProblem, incumbent: LevelSolution,
     cap, slow = expanded.capacity_bytes
     for d in divisors:
         smaller = replace(expanded, capacity_bytes=(max(1, cap // d), slow))
-        for balance in (False, True):
-            plan = plan_greedy(smaller, balance_dma=balance)
+        for balance, spread in ((False, False), (True, False), (True, True)):
+            plan = plan_greedy(smaller, balance_dma=balance, spread=spread)
             if plan is not None:
                 plans.append(replace(plan, split_factors=factors))
     best = None
