@@ -30,7 +30,8 @@ from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
-from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
+from planner.memory.hierarchy_bridge import (build_hierarchy_problem, plans_n_levels, solve_hierarchy,
+                                             stream_candidates)
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
 from planner.memory.streams import shorter_by_address
@@ -311,6 +312,8 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
                                                         options.alignment_bytes, stats)
         home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
                                                     options.alignment_bytes, stats)
+        best_plan, best_memory = _shortest_with_streams(own, hardware, bridge, stats, options.alignment_bytes,
+                                                        (best_plan, best_memory))
     except (InfeasibleError, UnsupportedError) as e:
         if two_levels is not None:  # e.g. a level's buffers do not pack at aligned addresses: keep two levels
             log.warning("device %s: no plan over all levels (%s); keeping the two-level plan", name, e)
@@ -334,6 +337,21 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
                          {**two_levels.bridges_order, name: bridge.ops},
                          combine_stops([two_levels.stopped_by, stopped]), device_levels=levels,
                          cross_device=dict(two_levels.cross_device))
+
+
+def _shortest_with_streams(own, hardware, bridge, stats, alignment: int, best):
+    """Several streams: the shortest of ``best`` and the plans over every level made for the
+    overlapped re-timing (:func:`~planner.memory.hierarchy_bridge.stream_candidates`), each
+    assembled and kept only when strictly shorter (one whose buffers do not pack is skipped)."""
+    for name, solution in stream_candidates(bridge):
+        try:
+            candidate = assemble_hierarchy(own, hardware, bridge, solution, alignment,
+                                           {**stats, "kept_for_streams": name})
+        except InfeasibleError:
+            continue
+        if candidate[0].makespan_cycles < best[0].makespan_cycles:
+            best = candidate
+    return best
 
 
 def _device_alone(plan, name: str):
