@@ -31,8 +31,8 @@ from typing import Sequence
 
 from solvers.memory.levels.greedy import plan_greedy
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer
-from solvers.memory.levels.validate import (Replay, _piece_events, fast_pieces, replay_levels, resolve_problem,
-                                            validate_levels)
+from solvers.memory.levels.validate import (Replay, fast_piece_events, fast_pieces, replay_levels,
+                                            resolve_problem, validate_levels)
 
 __all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address"]
 
@@ -109,7 +109,7 @@ def _live_cycles(problem: LevelProblem, solution: LevelSolution, times: Replay) 
     """Per fast piece, the cycles from its allocation to its free under ``times``."""
     pieces = fast_pieces(problem, solution)
     out = [(0, 0)] * len(pieces)
-    for _, _, alloc, free, n in _piece_events(problem, solution):
+    for _, _, alloc, free, n in fast_piece_events(problem, solution):
         start = times.op_start[alloc[1]] if alloc[0] == "op" else times.transfer_start[alloc[1]]
         if free[0] == "op":
             end = times.op_start[free[1]] + times.op_duration[free[1]]

@@ -21,7 +21,7 @@ from solvers.memory.levels.split import expand_splits
 
 __all__ = [
     "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "held_fast_pieces", "fast_occupancy",
-    "memory_waits",
+    "fast_piece_events", "memory_waits",
     "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds",
     "makespan_lower_bound",
 ]
@@ -267,12 +267,24 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
     return errs
 
 
-def _piece_events(problem: LevelProblem, solution: LevelSolution):
+def fast_piece_events(problem: LevelProblem, solution: LevelSolution) -> list:
     """Each fast piece of nonzero size as ``(lo, hi, allocator, freer, n)``, n its index in
     :func:`fast_pieces`: who allocates it
     (``("op", i)``: the producer's start; ``("dma", q)``: its prefetch's start) and who frees it
     (``("op", a)``: that op's end; ``("dma", q)``: its eviction's end), q indexing
-    ``solution.transfers`` (the semantics in :mod:`solvers.memory.levels.problem`)."""
+    ``solution.transfers`` (the semantics in :mod:`solvers.memory.levels.problem`).
+
+    Examples
+    --------
+    Weight 0 prefetched (DMA 0) for op 0, freed at op 0's end; tensor 1 written fast by op 1:
+
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> s = LevelSolution(((False, True), (True,)), ((False, False), (False,)), (pf,), (8, 12), (4, 4))
+    >>> fast_piece_events(p, s)
+    [(0, 2, ('dma', 0), ('op', 0), 0), (3, 4, ('op', 1), ('op', 1), 1)]
+    """
     prefetch_at, evict_at = {}, {}
     for q, tr in enumerate(solution.transfers):
         if tr.kind is TransferKind.PREFETCH:
@@ -322,7 +334,7 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution,
     """
     if not problem.multi_stream:
         return {}
-    events = _piece_events(problem, solution)
+    events = fast_piece_events(problem, solution)
     frees = sorted((hi, free, n) for _, hi, _, free, n in events)
     pieces = fast_pieces(problem, solution) if fast_offsets is not None else ()
 
@@ -417,7 +429,7 @@ def _check_memory_order(problem: LevelProblem, solution: LevelSolution, end: lis
     def free_cycle(who) -> int:
         return end[who[1]] if who[0] == "op" else tr[who[1]].end_cycle
 
-    events = _piece_events(problem, solution)
+    events = fast_piece_events(problem, solution)
     frees = sorted((hi, free_cycle(free)) for _, hi, _, free, _ in events)
     his = [h for h, _ in frees]
     running, prefix = 0, []
