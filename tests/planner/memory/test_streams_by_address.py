@@ -6,6 +6,7 @@ from __future__ import annotations
 import yaml
 
 from benchmarks.memory_plans import two_branch_spec
+from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
@@ -28,6 +29,10 @@ def test_two_branches_run_side_by_side_and_compute_the_same_numbers(tmp_path):
     assert outcome.plan.makespan_cycles < outcome.memory_baselines["all in main memory"]
     assert outcome.plan.bound <= outcome.plan.makespan_cycles
     assert compare_numeric(outcome.binaries, spec.graph).ok
+    write_plan_dir(outcome, spec, tmp_path / "out", numeric="off")  # the verifier checks memory.json's figures
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert (f"kept a plan made for the memory order by address (fast offsets packed to keep the streams apart), "
+            f"{figures['kept_device_cycles']} device cycles against {figures['level_plan_device_cycles']}") in report
 
 
 def test_n_levels_on_two_streams_keep_a_plan_made_for_the_overlap(tmp_path):
@@ -54,3 +59,5 @@ def test_n_levels_on_two_streams_keep_a_plan_made_for_the_overlap(tmp_path):
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
     assert outcome.plan.bound <= outcome.plan.makespan_cycles < outcome.memory_baselines["all at home"]
     assert compare_numeric(outcome.binaries, loaded.graph).ok
+    write_plan_dir(outcome, loaded, tmp_path / "out", numeric="off")
+    assert "Several streams: kept the cost-aware greedy plan" in (tmp_path / "out" / "report.md").read_text()
