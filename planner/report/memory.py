@@ -119,12 +119,27 @@ def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
         if "fast_offsets_status" in st:
             out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; {format_bytes(st.get('reserve_bytes'))} "
                        f"of {dp['fast_level']} held back for alignment padding.")
+    out += _streams_lines(st)
     if st.get("levels"):
         homes = ", ".join(f"`{t}` in {lv}" for t, lv in sorted((st.get("homes") or {}).items())) or "none"
         out.append(f"- Planned over every level: {', '.join(st['levels'])} (tensors homed outside main memory: "
                    f"{homes}); in the model, greedy {st.get('greedy_makespan_device_cycles')} and everything at "
                    f"home {st.get('all_home_makespan_device_cycles')} device cycles.")
     return out
+
+
+def _streams_lines(st: Mapping[str, Any]) -> list[str]:
+    """Several streams: a line saying the plan kept is not the level solver's (docs/memory.md,
+    "Several compute streams")."""
+    if st.get("by_address"):
+        fig = st["by_address"]
+        return [f"- Several streams: kept a plan made for the memory order by address (fast offsets packed to keep "
+                f"the streams apart), {fig['kept_device_cycles']} device cycles against "
+                f"{fig['level_plan_device_cycles']} for the level solver's plan with its own offsets."]
+    if st.get("kept_for_streams"):
+        return [f"- Several streams: kept the {st['kept_for_streams']} plan, shorter than the level solver's once "
+                f"each op runs on its stream."]
+    return []
 
 
 def render_memory_section(doc: Mapping[str, Any], capacities: Mapping[str, Mapping[str, int]]) -> str:

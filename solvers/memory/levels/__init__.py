@@ -66,8 +66,9 @@ from solvers.memory.levels.problem import (
     LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
 )
 from solvers.memory.levels.split import SplitMap, expand_splits, split_factor_choices
+from solvers.memory.levels.stream_offsets import pack_stream_offsets, plan_streams_by_address, retime_with_offsets
 from solvers.memory.levels.validate import (
-    LevelMetrics, Replay, fast_occupancy, fast_pieces, level_metrics, makespan_lower_bound, memory_waits,
+    LevelMetrics, Replay, fast_occupancy, fast_piece_events, fast_pieces, level_metrics, makespan_lower_bound, memory_waits,
     op_duration_lower_bounds, op_durations, replay_levels, required_transfers, resolve_problem, validate_levels,
 )
 
@@ -75,10 +76,12 @@ __all__ = [
     "LevelProblem", "LevelSolution", "SplitGroup", "Transfer", "TransferKind", "ceil_div", "cycles_for_bytes",
     "to_rate",
     "SplitMap", "expand_splits", "split_factor_choices",
-    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "memory_waits",
+    "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "fast_occupancy", "fast_piece_events",
+    "memory_waits",
     "validate_levels",
     "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds", "makespan_lower_bound",
     "retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver",
+    "pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address",
     "CpSatLevelSolver", "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
     "add_fast_capacity", "add_memory_order", "add_makespan",
     "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",

@@ -66,13 +66,15 @@ def plan_all_slow(problem: LevelProblem) -> LevelSolution | None:
 
 
 def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None,
-                balance_dma: bool = False) -> LevelSolution | None:
+                balance_dma: bool = False, spread: bool = False) -> LevelSolution | None:
     """The Belady-like greedy plan for an unsplit problem (None when it finds none).
 
     ``prefetch_window_ops`` limits how many ops before its consumer a prefetch may be
     triggered (None: no limit). ``balance_dma`` (for several streams): after the residency is
     decided, single-use prefetched reads become slow reads while that lowers the larger of
-    the DMA engine's load and the busiest stream's (:func:`_balance_dma_load`).
+    the DMA engine's load and the busiest stream's (:func:`_balance_dma_load`); with ``spread``,
+    those reads are spread evenly over the op order instead of the earliest first (so the
+    engine's remaining prefetches are spread too, not left to the end).
 
     Examples
     --------
@@ -90,7 +92,7 @@ def plan_greedy(problem: LevelProblem, prefetch_window_ops: int | None = None,
             return None
         residency.record(i, row, slow)
     if balance_dma:
-        _balance_dma_load(problem, residency)
+        _balance_dma_load(problem, residency, spread)
     # Phase B: DMA windows on the point axis, within the fast capacity.
     acc, evictions, prefetches = residency.acc, residency.evictions, residency.prefetches
     occ = _FastOccupancy(problem)
@@ -179,14 +181,16 @@ def fewer_dmas(problem: LevelProblem, solution: LevelSolution, max_replays: int 
     return best
 
 
-def _balance_dma_load(problem: LevelProblem, residency: "_GreedyResidency") -> None:
+def _balance_dma_load(problem: LevelProblem, residency: "_GreedyResidency", spread: bool = False) -> None:
     """Turn prefetched reads into slow reads while that lowers ``max(DMA load, busiest stream)``.
 
     Belady keeps every access fast that fits, so on a memory-bound model every weight crosses
     the one DMA engine while the streams wait; reading some slow spreads the slow traffic over
     the streams (with ``bandwidth: separate`` they do not share it). Candidates: prefetched
     accesses of non-fast-only ops whose copy serves that access only (the next gap is not
-    kept); each step takes the one that lowers the load bound most (ties: earliest).
+    kept); each step takes the one that lowers the load bound most (ties: earliest; with
+    ``spread``, in a low-discrepancy order of the candidates, so equal ones are taken evenly
+    over the op order).
     """
     acc, in_fast, kept = residency.acc, residency.in_fast, residency.kept
     size = problem.tensor_bytes
@@ -208,10 +212,13 @@ def _balance_dma_load(problem: LevelProblem, residency: "_GreedyResidency") -> N
     fast_only = set(problem.fast_only_ops)
     candidates = {(t, j) for t, j in residency.prefetches if size[t] and acc[t][j] not in fast_only
                   and not (j + 1 < len(acc[t]) and kept[t][j + 1])}
+    by_consumer = sorted(candidates, key=lambda x: (acc[x[0]][x[1]], x))
+    # Golden-ratio (Weyl) order of the candidates' ranks: every prefix is spread evenly.
+    rank = {x: ((r * 2654435769) % 2**32 if spread else 0, r) for r, x in enumerate(by_consumer)}
     while candidates:
         current = max(dma, *load.values())
         best = None
-        for t, j in sorted(candidates, key=lambda x: (acc[x[0]][x[1]], x)):
+        for t, j in sorted(candidates, key=rank.__getitem__):
             a = acc[t][j]
             longer = problem.op_cycles(a, fb[a] - size[t], sb[a] + size[t])
             s = problem.stream_of(a)

@@ -482,6 +482,13 @@ class LevelSolution:
     ``transfers`` are in DMA-queue order (non-decreasing start). With split groups, the
     solution is over the expanded problem for ``split_factors``.
 
+    ``fast_offsets`` (several streams only; empty: none): an address in the fast level per
+    :func:`~solvers.memory.levels.validate.fast_pieces` entry. With them the memory order is
+    the one by address (an allocation waits only for the frees of earlier pieces whose
+    address range overlaps its own, :func:`~solvers.memory.levels.validate.memory_waits`),
+    which the lowered program enforces, and the times are those of that order; pieces that
+    overlap on the point axis must be apart (:mod:`solvers.memory.levels.stream_offsets`).
+
     Examples
     --------
     >>> s = LevelSolution(in_fast=((False, True),), kept=((False, False),), transfers=(),
@@ -496,6 +503,7 @@ class LevelSolution:
     op_start: tuple[int, ...]
     op_duration: tuple[int, ...]
     split_factors: tuple[int, ...] = ()
+    fast_offsets: tuple[int, ...] = ()
 
     @property
     def makespan_cycles(self) -> int:

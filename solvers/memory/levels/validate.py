@@ -21,7 +21,7 @@ from solvers.memory.levels.split import expand_splits
 
 __all__ = [
     "resolve_problem", "required_transfers", "op_durations", "fast_pieces", "held_fast_pieces", "fast_occupancy",
-    "memory_waits",
+    "fast_piece_events", "memory_waits",
     "validate_levels", "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds",
     "makespan_lower_bound",
 ]
@@ -245,8 +245,11 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
         errs += _check_transfer(problem, solution, tr, end, evict_of)
     errs += _check_dma_queue(solution)
     errs += _check_capacities(problem, solution)
+    if solution.fast_offsets and not errs:
+        errs += _check_fast_offsets(problem, solution)
     if problem.multi_stream and not errs:
-        errs += _check_memory_order(problem, solution, end)
+        errs += (_check_address_order(problem, solution, end) if solution.fast_offsets
+                 else _check_memory_order(problem, solution, end))
         for (_, i), (kind, x) in _copy_waits(problem, solution):
             ready = end[x] if kind == "op" else solution.transfers[x].end_cycle
             if solution.op_start[i] < ready:
@@ -264,12 +267,24 @@ def validate_levels(problem: LevelProblem, solution: LevelSolution) -> list[str]
     return errs
 
 
-def _piece_events(problem: LevelProblem, solution: LevelSolution):
+def fast_piece_events(problem: LevelProblem, solution: LevelSolution) -> list:
     """Each fast piece of nonzero size as ``(lo, hi, allocator, freer, n)``, n its index in
     :func:`fast_pieces`: who allocates it
     (``("op", i)``: the producer's start; ``("dma", q)``: its prefetch's start) and who frees it
     (``("op", a)``: that op's end; ``("dma", q)``: its eviction's end), q indexing
-    ``solution.transfers`` (the semantics in :mod:`solvers.memory.levels.problem`)."""
+    ``solution.transfers`` (the semantics in :mod:`solvers.memory.levels.problem`).
+
+    Examples
+    --------
+    Weight 0 prefetched (DMA 0) for op 0, freed at op 0's end; tensor 1 written fast by op 1:
+
+    >>> from solvers.memory.levels.problem import Transfer, TransferKind
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> pf = Transfer(TransferKind.PREFETCH, 0, 1, -1, 0, 0, 8)
+    >>> s = LevelSolution(((False, True), (True,)), ((False, False), (False,)), (pf,), (8, 12), (4, 4))
+    >>> fast_piece_events(p, s)
+    [(0, 2, ('dma', 0), ('op', 0), 0), (3, 4, ('op', 1), ('op', 1), 1)]
+    """
     prefetch_at, evict_at = {}, {}
     for q, tr in enumerate(solution.transfers):
         if tr.kind is TransferKind.PREFETCH:
@@ -319,7 +334,7 @@ def memory_waits(problem: LevelProblem, solution: LevelSolution,
     """
     if not problem.multi_stream:
         return {}
-    events = _piece_events(problem, solution)
+    events = fast_piece_events(problem, solution)
     frees = sorted((hi, free, n) for _, hi, _, free, n in events)
     pieces = fast_pieces(problem, solution) if fast_offsets is not None else ()
 
@@ -414,7 +429,7 @@ def _check_memory_order(problem: LevelProblem, solution: LevelSolution, end: lis
     def free_cycle(who) -> int:
         return end[who[1]] if who[0] == "op" else tr[who[1]].end_cycle
 
-    events = _piece_events(problem, solution)
+    events = fast_piece_events(problem, solution)
     frees = sorted((hi, free_cycle(free)) for _, hi, _, free, _ in events)
     his = [h for h, _ in frees]
     running, prefix = 0, []
@@ -427,6 +442,55 @@ def _check_memory_order(problem: LevelProblem, solution: LevelSolution, end: lis
         if k and prefix[k - 1] > alloc_cycle(alloc):
             errs.append(f"memory order: {alloc[0]} {alloc[1]} allocates fast memory at cycle {alloc_cycle(alloc)} "
                         f"(point {lo}) before a piece freed at or before that point is freed (cycle {prefix[k - 1]})")
+    return errs
+
+
+def _check_fast_offsets(problem: LevelProblem, solution: LevelSolution) -> list[str]:
+    """A solution's own fast offsets (several streams): one per fast piece, each piece inside the
+    fast level, and pieces that overlap on the point axis apart in address (so the pieces live
+    at one cycle are apart, given the by-address memory order, :func:`memory_waits`)."""
+    if not problem.multi_stream:
+        return ["fast_offsets are for several streams only"]
+    pieces = fast_pieces(problem, solution)
+    offsets = solution.fast_offsets
+    if len(offsets) != len(pieces):
+        return [f"expected {len(pieces)} fast offsets (one per fast piece), got {len(offsets)}"]
+    cap = problem.capacity_bytes[0]
+    errs = []
+    sized = [(lo, hi, offsets[n], offsets[n] + problem.tensor_bytes[t], t)
+             for n, (t, lo, hi) in enumerate(pieces) if problem.tensor_bytes[t]]
+    for lo, hi, a, b, t in sized:
+        if a < 0 or b > cap:
+            errs.append(f"fast piece of {problem.tensor_name(t)} at [{a}, {b}) is outside the fast level ({cap} B)")
+    sized.sort()
+    for k, (lo, hi, a, b, t) in enumerate(sized):  # sweep the point axis: overlapping pieces apart
+        for lo2, hi2, a2, b2, t2 in sized[k + 1:]:
+            if lo2 >= hi:
+                break
+            if a < b2 and a2 < b:
+                errs.append(f"fast pieces of {problem.tensor_name(t)} and {problem.tensor_name(t2)} overlap on "
+                            f"points [{lo2}, {min(hi, hi2)}) and in address")
+    return errs
+
+
+def _check_address_order(problem: LevelProblem, solution: LevelSolution, end: list[int]) -> list[str]:
+    """Several streams with the solution's own fast offsets: every wait :func:`memory_waits` lists
+    for them (an allocation after the frees of earlier pieces it overlaps in address, and the
+    copy order) holds in the solution's times."""
+    tr = solution.transfers
+
+    def start_of(who) -> int:
+        return solution.op_start[who[1]] if who[0] == "op" else tr[who[1]].start_cycle
+
+    def end_of(who) -> int:
+        return end[who[1]] if who[0] == "op" else tr[who[1]].end_cycle
+
+    errs = []
+    for waiter, waited in sorted(memory_waits(problem, solution, solution.fast_offsets).items()):
+        for w in sorted(waited):
+            if start_of(waiter) < end_of(w):
+                errs.append(f"memory order by address: {waiter[0]} {waiter[1]} starts at cycle {start_of(waiter)} "
+                            f"before {w[0]} {w[1]} ends at {end_of(w)}")
     return errs
 
 
@@ -587,7 +651,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     streams or heads, :func:`~solvers.memory.levels.bandwidth.list_schedule_shared`).
     ``fast_offsets`` (several streams): the fast pieces' addresses, so only the memory-order
     waits between pieces that overlap in address are kept (:func:`memory_waits`), as the
-    lowered program does.
+    lowered program does (default: the solution's own ``fast_offsets``, if any).
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -601,6 +665,8 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     """
     problem = resolve_problem(problem, solution)
     shared = problem.shared_bandwidth and not separate
+    if fast_offsets is None and solution.fast_offsets:
+        fast_offsets = solution.fast_offsets
     if problem.multi_stream or (shared and (any(op_release) or any(tensor_ready))):
         return _replay_streams(problem, solution, op_release, tensor_ready, fast_offsets, shared)
     n = problem.num_ops
