@@ -611,10 +611,10 @@ def import_(
     """Import a model or a public benchmark instance as a spec."""
 
     def body() -> int:
+        check_file_target(output, force=force, inputs=[source])  # a refused -o answers before the slow imports
         from planner.importers import import_file, write_spec_yaml  # start-up time
         from planner.graph.onnx_read import parse_dim_options  # start-up time
 
-        check_file_target(output, force=force, inputs=[source])
         options: dict[str, Any] = {}
         if objective is not None or contiguous:
             if source.suffix.lower() != ".json":
