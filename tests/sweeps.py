@@ -1,7 +1,7 @@
 """Random sweeps: a slice of the draws in the default suite, every draw on request.
 
-A property test over many random draws runs its first ``default`` examples in the default
-suite (derandomized under CI, so the same draws on every run) and all ``full`` of them with::
+A property test over many random draws runs ``default`` examples in the default suite
+(derandomized under CI, so the same draws on every run) and all ``full`` of them with::
 
     PLAN_FULL_SWEEPS=1 python -m pytest -p no:cacheprovider -m random_sweep
 
