@@ -290,11 +290,13 @@ def solve(
                                                    "heuristic; never worse than that start."),
 ) -> None:
     """Solve a spec, lower it to binaries, replay them, verify the directory, and only then write it."""
-    from planner.replan.commands import warm_start_lines, warm_started  # start-up time
+    plan_with = after = None
+    if warm_start is not None:  # the re-plan machinery only when asked: a refused -o answers before it loads
+        from planner.replan.commands import warm_start_lines, warm_started  # start-up time
 
+        plan_with, after = _deferred(lambda: warm_started(warm_start)), warm_start_lines
     _solve_and_write(spec, output, force, time_limit, workers, seed, search, quiet, as_json, no_numeric,
-                     None if warm_start is None else _deferred(lambda: warm_started(warm_start)),
-                     None if warm_start is None else warm_start_lines)
+                     plan_with, after)
 
 
 def _solve_and_write(spec, output, force, time_limit, workers, seed, search, quiet, as_json, no_numeric,
@@ -609,10 +611,10 @@ def import_(
     """Import a model or a public benchmark instance as a spec."""
 
     def body() -> int:
+        check_file_target(output, force=force, inputs=[source])  # a refused -o answers before the slow imports
         from planner.importers import import_file, write_spec_yaml  # start-up time
         from planner.graph.onnx_read import parse_dim_options  # start-up time
 
-        check_file_target(output, force=force, inputs=[source])
         options: dict[str, Any] = {}
         if objective is not None or contiguous:
             if source.suffix.lower() != ".json":

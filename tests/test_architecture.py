@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,9 +15,23 @@ SOLVER_FILES = sorted((ROOT / "solvers").rglob("*.py"))
 LIBRARY_FILES = sorted([*SOLVER_FILES, *(ROOT / "planner").rglob("*.py")])
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """The file's syntax tree, parsed once for all the checks below (they only read it): six
+    parses of every library file cost seconds."""
+    return ast.parse(path.read_text())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _free_the_parsed_trees():
+    """The trees of every library file take about 100 MB: held for this module only."""
+    yield
+    parsed.cache_clear()
+
+
 def imported_modules(path: Path) -> set[str]:
     names = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(parsed(path)):
         if isinstance(node, ast.Import):
             names |= {a.name.split(".")[0] for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -33,7 +48,7 @@ def test_solvers_import_nothing_from_the_planner(path):
 def test_library_code_does_not_print(path):
     if path.name == "cli.py":
         return
-    calls = [n for n in ast.walk(ast.parse(path.read_text()))
+    calls = [n for n in ast.walk(parsed(path))
              if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "print"]
     assert not calls, f"print() at line {calls[0].lineno}"
 
@@ -41,7 +56,7 @@ def test_library_code_does_not_print(path):
 @pytest.mark.parametrize("path", [p for p in LIBRARY_FILES if p.name != "__main__.py"],
                          ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_module_declares_its_public_names(path):
-    tree = ast.parse(path.read_text())
+    tree = parsed(path)
     if not tree.body:
         return
     assert any(isinstance(n, ast.Assign) and any(getattr(t, "id", None) == "__all__" for t in n.targets)
@@ -128,7 +143,7 @@ def _imports_of(module: str) -> list[Import]:
     path = MODULES[module]
     source = path.read_text()
     lines = source.splitlines()
-    tree = ast.parse(source)
+    tree = parsed(path)
     local = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
              for n in ast.walk(f) if isinstance(n, (ast.Import, ast.ImportFrom))}
     package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
@@ -318,7 +333,7 @@ def _functions(module: str):
                 if not isinstance(child, ast.ClassDef):
                     yield name, child.end_lineno - child.lineno + 1, ast.get_docstring(child) or ""
                 yield from walk(child, name + ".")
-    yield from walk(ast.parse(MODULES[module].read_text()), "")
+    yield from walk(parsed(MODULES[module]), "")
 
 
 # Long functions still to split, each with the owning helper (shrinks to empty).

@@ -24,6 +24,16 @@ MESSAGE = "interrupted; nothing was written"
 EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 
+@pytest.fixture(scope="module")
+def previous_plan(tmp_path_factory) -> Path:
+    """The directory `plan solve specs/mlp.yaml` writes, made once: a test that needs a previous
+    plan at its target copies it there (its marker and bytes are what a solve there writes)."""
+    root = tmp_path_factory.mktemp("previous")
+    result = plan("solve", str(SPECS / "mlp.yaml"), "-o", "mlp", "-q", cwd=root)
+    assert result.returncode == 0, result.stderr
+    return root / "mlp"
+
+
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     (tmp_path / "specs").mkdir()
@@ -48,9 +58,9 @@ def finish(child: subprocess.Popen) -> tuple[int, str, str]:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_signal_during_the_cpsat_search(work, sig):
+def test_signal_during_the_cpsat_search(work, previous_plan, sig):
     # A previous plan directory at the target must survive untouched.
-    assert plan("solve", "specs/mlp.yaml", "-o", "out/demo", "-q", cwd=work).returncode == 0
+    shutil.copytree(previous_plan, work / "out" / "demo")
     before = snapshot(work / "out")
     report = work / "solves.txt"
     # demo does not reach optimality in 60 s, so the search is still running when the signal comes
@@ -99,8 +109,8 @@ def test_signal_while_writing_leaves_nothing(work, sig):
     assert temporaries(work) == []
 
 
-def test_sigint_while_writing_keeps_the_previous_plan(work):
-    assert plan("solve", "specs/mlp.yaml", "-q", cwd=work).returncode == 0
+def test_sigint_while_writing_keeps_the_previous_plan(work, previous_plan):
+    shutil.copytree(previous_plan, work / "out" / "mlp")
     before = snapshot(work / "out")
     ready = work / "ready"
     child = start_plan("solve", "specs/mlp.yaml", "--seed", "7", "-q", cwd=work,
@@ -112,10 +122,10 @@ def test_sigint_while_writing_keeps_the_previous_plan(work):
     assert snapshot(work / "out") == before and temporaries(work) == []
 
 
-def test_signal_during_the_commit_finishes_it_and_says_so(work):
+def test_signal_during_the_commit_finishes_it_and_says_so(work, previous_plan):
     # Between moving the previous directory aside and renaming the new one into place the
     # signal is held back: the commit completes, and the message says the output is there.
-    assert plan("solve", "specs/mlp.yaml", "-q", cwd=work).returncode == 0
+    shutil.copytree(previous_plan, work / "out" / "mlp")
     ready = work / "ready"
     child = start_plan("solve", "specs/mlp.yaml", "--seed", "7", "-q", cwd=work,
                        PLAN_TEST_PAUSE_WRITE=f"mid-commit:{ready}")

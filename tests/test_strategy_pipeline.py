@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 import yaml
@@ -22,7 +21,7 @@ SPEC = {
     "models": [{"name": "gpt", "generator": {"kind": "transformer", "layers": 2, "d_model": 128,
                                                "heads": 8, "seq": 64}}],
     "objective": "latency",
-    "solver": {"time_limit": "6 s", "workers": 1, "seed": 0},
+    "solver": {"time_limit": "3 s", "workers": 1, "seed": 0},
 }
 
 

@@ -17,6 +17,7 @@ from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.forced_cuts import _windows, forced_cut_bound, forced_cut_model, memory_forces_cuts
 from solvers.scheduling.structure import topological_order
 from tests.solvers.test_scheduling_bruteforce import brute_force
+from tests.sweeps import examples, random_sweep
 
 _ONE = SolveOptions(num_workers=1, time_limit_s=5)
 
@@ -63,7 +64,8 @@ def fan_graphs(draw):
                              op_resident_bytes=resident)
 
 
-@settings(max_examples=260, deadline=None, derandomize=True,
+@random_sweep
+@settings(max_examples=examples(80, 260), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(fan_graphs())
 def test_the_contention_terms_never_pass_the_optimum(p):

@@ -38,6 +38,17 @@ def _placements(p: SchedulingProblem):
             yield pl
 
 
+def _topological(preds: list[list[int]]) -> list[int]:
+    """The task indices, every task after its predecessors."""
+    order, placed = [], [False] * len(preds)
+    while len(order) < len(preds):
+        for t, before in enumerate(preds):
+            if not placed[t] and all(placed[q] for q in before):
+                placed[t] = True
+                order.append(t)
+    return order
+
+
 def _best_makespan(p: SchedulingProblem, pl, best: int) -> int:
     n = p.num_ops
     tasks = []  # (kind, resource, duration, preds)
@@ -56,9 +67,35 @@ def _best_makespan(p: SchedulingProblem, pl, best: int) -> int:
     lanes = [[0] * p.device_streams[d] for d in range(p.num_devices)]
     link_tail = [0] * p.num_links
     result = [best]
+    # Pruning only (the orders tried and the starts they give are unchanged): the work still to
+    # run on each device and link, and each unstarted task's earliest end along its predecessors.
+    order = _topological([t[3] for t in tasks])
+    work_left = {("op", d): 0 for d in range(p.num_devices)} | {("link", k): 0 for k in range(p.num_links)}
+    for kind, res, dur, _ in tasks:
+        work_left[kind, res] += dur
+    earliest_end = [0] * m
+
+    def lower_bound_from_here(cur: int) -> int:
+        """No order from here ends before this: each positive-length op raises one of its device's
+        stream ends by at least its length (so the latest stream ends at or after their mean), a
+        transfer its link's tail, and no task starts before its predecessors end."""
+        bound = cur
+        for d, lane in enumerate(lanes):
+            left = work_left["op", d]
+            if left:
+                bound = max(bound, -(-(sum(lane) + left) // len(lane)))
+        for k, tail in enumerate(link_tail):
+            if work_left["link", k]:
+                bound = max(bound, tail + work_left["link", k])
+        for t in order:
+            if end[t] is None:
+                earliest_end[t] = tasks[t][2] + max(
+                    (end[q] if end[q] is not None else earliest_end[q] for q in tasks[t][3]), default=0)
+                bound = max(bound, earliest_end[t])
+        return bound
 
     def dfs(done: int, cur: int) -> None:
-        if cur >= result[0]:
+        if lower_bound_from_here(cur) >= result[0]:
             return
         if done == m:
             result[0] = cur
@@ -84,7 +121,9 @@ def _best_makespan(p: SchedulingProblem, pl, best: int) -> int:
                 if dur:
                     link_tail[res] = s + dur
             end[t] = s + dur
+            work_left[kind, res] -= dur
             dfs(done + 1, max(cur, end[t]))
+            work_left[kind, res] += dur
             end[t] = None
             if kind == "op" and k is not None:
                 lanes[res][k] = old

@@ -14,6 +14,7 @@ from solvers.hierarchical import LnsOptions, LnsScheduler, refine
 from solvers.scheduling import (HeftScheduler, Objective, SchedulingProblem, SchedulingSolution,
                                 objective_value, validate_schedule)
 from tests.solvers.hierarchical.random_problems import problems, random_problem
+from tests.sweeps import examples, random_sweep
 
 SMALL = LnsOptions(initial_size=6, min_size=2, sub_dtime=0.05)
 
@@ -23,7 +24,8 @@ def units(total: float) -> Budget:
     return Budget(total, time.perf_counter() + 900)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@random_sweep
+@settings(max_examples=examples(12, 30), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(problems(max_ops=24, memory=True, colocation=True), st.integers(0, 5))
 def test_lns_is_valid_and_never_worse_than_its_warm_start(p, seed):
     heft = HeftScheduler().solve(p)

@@ -21,6 +21,7 @@ from solvers.memory.levels import (
 )
 from tests.solvers.memory.strategies import level_problems
 from tests.solvers.test_memory_levels import brute_force
+from tests.sweeps import examples, random_sweep
 
 _OPTIONS = SolveOptions(time_limit_s=10, num_workers=1, random_seed=0)
 
@@ -154,7 +155,9 @@ def _tiny_stream_problems(draw):
     return replace(p, op_streams=tuple(draw(st.integers(0, 1)) for _ in range(p.num_ops)))
 
 
-@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@random_sweep
+@settings(max_examples=examples(25, 60), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(_tiny_stream_problems())
 def test_cpsat_and_the_bound_against_brute_force(p):
     # The brute force (every residency, trigger, release and DMA queue order, replayed) is the
