@@ -67,7 +67,7 @@ from solvers.scheduling.problem import (Objective, ScheduledTransfer, Scheduling
                                         SchedulingSolution, merged_colocation_groups)
 from solvers.scheduling.validate import objective_value
 
-__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks", "fallback_schedule"]
+__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks", "PlacedRanks", "fallback_schedule"]
 
 _log = logging.getLogger(__name__)
 
@@ -173,6 +173,47 @@ def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
     for i in reversed(topological_order(problem)):
         rank[i] = w[i] + max((c + rank[j] for j, c in out_edges[i]), default=0.0)
     return tuple(rank)
+
+
+class PlacedRanks:
+    """Upward ranks of one fixed placement: ``rank(i) = w_i + max_(i,j) (c_e + rank(j))`` with
+    ``w_i`` i's duration on its device and ``c_e`` the edge's transfer on the link between
+    the two devices (0 on one device): the length of the longest chain from i to the end
+    with that placement, transfers without contention. Used as :func:`heft_schedule`'s
+    ``ranks`` when a caller sequences many placements of one problem (the placement LNS):
+    HEFT's own ranks average over every device an op may take, so a CPU op that runs 10x
+    longer than on an accelerator, or a cut edge, weighs the same as any other.
+
+    Examples
+    --------
+    a -> b across two devices with a 5-cycle transfer, c alone:
+
+    >>> p = SchedulingProblem(((2, 9), (9, 3), (9, 1)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> PlacedRanks(p)((0, 1, 1))
+    (10, 3, 1)
+    """
+
+    def __init__(self, problem: SchedulingProblem) -> None:
+        self.problem = problem
+        self.reverse_topo = topological_order(problem)[::-1]
+        self.out_edges: list[list[int]] = [[] for _ in range(problem.num_ops)]
+        for e, (u, _v, _) in enumerate(problem.edges):
+            self.out_edges[u].append(e)
+
+    def __call__(self, placement: tuple[int, ...]) -> tuple[int, ...]:
+        problem = self.problem
+        edges, dur, link_of, cost = problem.edges, problem.durations_cycles, problem.link_of, problem.transfer_cycles
+        rank = [0] * problem.num_ops
+        for i in self.reverse_topo:
+            a, tail = placement[i], 0
+            for e in self.out_edges[i]:
+                j = edges[e][1]
+                b = placement[j]
+                r = rank[j] if a == b else rank[j] + cost[e][link_of[a][b]]
+                if r > tail:
+                    tail = r
+            rank[i] = dur[i][a] + tail
+        return tuple(rank)
 
 
 def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None = None,

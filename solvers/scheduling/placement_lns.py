@@ -28,7 +28,11 @@ search walks from any valid start (the best start the scheduler has) through suc
    incumbent leaves idle. Each target whose memory holds the moved weights is a trial
    placement (ops that cannot run there stay put).
 3. **Evaluation**: HEFT with the placement fixed (:func:`~solvers.scheduling.heft.heft_schedule`,
-   the true rules: streams, links, activation memory). The best trial of the neighbourhood
+   the true rules: streams, links, activation memory), by default taking ready ops by the
+   upward ranks *of that placement* (:class:`~solvers.scheduling.heft.PlacedRanks`: each op's
+   own duration and the transfers of the edges it cuts, not HEFT's averages over devices, which
+   put a CPU-capable op ahead of the ops feeding a cut); the start's own placement is first
+   re-sequenced that way. The best trial of the neighbourhood
    replaces the incumbent when its key ``(makespan, sum of op ends)`` is not larger: the
    second term moves the search along plateaus of equal makespan, where an earlier finish of
    the ops off the critical path frees the way for the next move. (Late acceptance,
@@ -54,7 +58,7 @@ from typing import Any
 from solvers.budget import Budget, build_units
 from solvers.scheduling.contiguous import sources_at_first_use
 from solvers.scheduling.forced import colocation_closure
-from solvers.scheduling.heft import heft_schedule, upward_ranks
+from solvers.scheduling.heft import PlacedRanks, heft_schedule, upward_ranks
 from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.problem import SchedulingProblem, SchedulingSolution
 from solvers.scheduling.structure import topological_order
@@ -69,7 +73,10 @@ HEFT_ELEMENTS_PER_UNIT = 1_000_000
 scheduling family (:data:`solvers.budget.SCHEDULING`: one unit is about 14 s of one worker).
 Measured 2026-11-28 (load 4-7 on 2 cores): 2,655 passes on the dnn-partitioning ResNet-50
 layer graph (177 ops + 193 edges) in 10.9 CPU seconds, about 11 us per element, so 1,000,000
-elements are about 11 CPU seconds."""
+elements are about 11 CPU seconds. The placement's own ranks
+(:class:`~solvers.scheduling.heft.PlacedRanks`, one more walk over the ops and edges per pass)
+added about 5% (1,810 passes on that graph: 8.2 against 7.8 CPU seconds, load 11-13), within
+the constant's precision, so a pass is charged the same."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +100,14 @@ class PlacementLnsOptions:
     history: int = 1
     # Draw weights of the neighbourhood kinds: transfer, window, branch.
     weights: tuple[int, int, int] = (3, 2, 2)
+    # Sequence each trial by the upward ranks of its own placement (heft.PlacedRanks, "placed"),
+    # by HEFT's device-averaged ranks ("heft"), or by both, keeping the shorter ("both", two
+    # charged passes). At the benchmark's 0.67 units (seed 0): ResNet-50 layers
+    # 1,013.6 -> 999.9 ms (also with seeds 1, 2: 1,014.1 / 1,022.7 -> 999.9 / 999.9),
+    # Inception-V3 994.6 -> 989.6 (seeds 1, 2: 1,007.2 / 1,028.0 -> 1,038.6 / 995.9: noisy),
+    # ResNet-50 operators equal (447.8). "both" (seeds 0-2): ResNet-50 layers 999.9 each,
+    # Inception-V3 1,004.9 / 1,028.3 / 1,053.8, ResNet-50 operators 447.8 / 447.5 / 447.8.
+    ranks: str = "placed"
 
 
 def _heft_units(problem: SchedulingProblem) -> float:
@@ -159,6 +174,8 @@ class _Search:
         self.problem, self.budget, self.cfg = problem, budget, cfg
         self.rng = random.Random(seed)
         self.ranks = upward_ranks(problem)
+        self.placed = PlacedRanks(problem) if cfg.ranks in ("placed", "both") else None
+        self.passes = 2 if cfg.ranks == "both" else 1  # HEFT passes per sequenced placement
         self.order = sources_at_first_use(problem, topological_order(problem))
         self.pos = {op: k for k, op in enumerate(self.order)}
         self.closure = colocation_closure(problem)
@@ -200,7 +217,9 @@ class _Search:
 
     def run(self) -> None:
         idle = 0
-        cost = _heft_units(self.problem)
+        cost = self.passes * _heft_units(self.problem)
+        if self.placed is not None and self.budget.left >= self.budget.scale(cost):
+            self._resequence_start()
         while idle < self.cfg.max_idle and self.budget.left >= self.budget.scale(cost):
             if self.budget.wall_expired():
                 break
@@ -262,7 +281,7 @@ class _Search:
         """Try every target for ``window``; accept the best trial when its key is smaller."""
         ops = {j for i in window for j in self.closure[i]}
         best = None
-        cost = self.budget.scale(_heft_units(self.problem))
+        cost = self.budget.scale(self.passes * _heft_units(self.problem))
         for d in self._targets(ops):
             trial = self._trial(ops, window, d)
             if trial is None:
@@ -271,7 +290,7 @@ class _Search:
                 break
             self.budget.charge(cost)
             self.stats["evaluations"] += 1
-            sol = heft_schedule(self.problem, trial, self.ranks)
+            sol = self._sequence(trial)
             if sol is not None and (best is None or self._key(sol) < best[0]):
                 best = (self._key(sol), sol)
         if best is None or not self._acceptable(best[0]) or validate_schedule(self.problem, best[1]):
@@ -281,6 +300,30 @@ class _Search:
         if best[0][0] < self.best_value:
             self.best, self.best_value = best[1], best[0][0]
         return True
+
+    def _resequence_start(self) -> None:
+        """The start's own placement sequenced by its ranks (one charged pass): the incumbent
+        when shorter, or equal with earlier ends."""
+        self.budget.charge(self.budget.scale(self.passes * _heft_units(self.problem)))
+        self.stats["evaluations"] += 1
+        sol = self._sequence(self.schedule.op_device)
+        if sol is None or self._key(sol) >= self.key or validate_schedule(self.problem, sol):
+            return
+        self.schedule, self.key, self.critical = sol, self._key(sol), None
+        self.history = [self.key] * len(self.history)
+        if self.key[0] < self.best_value:
+            self.best, self.best_value = sol, self.key[0]
+
+    def _sequence(self, placement: tuple[int, ...]) -> SchedulingSolution | None:
+        """HEFT with ``placement`` fixed, by the placement's own ranks or HEFT's (options)."""
+        if self.placed is None:
+            return heft_schedule(self.problem, placement, self.ranks)
+        sol = heft_schedule(self.problem, placement, self.placed(placement))
+        if self.passes == 2:
+            other = heft_schedule(self.problem, placement, self.ranks)
+            if sol is None or (other is not None and self._key(other) < self._key(sol)):
+                sol = other
+        return sol
 
     def _acceptable(self, key: tuple[int, int]) -> bool:
         """Late acceptance (module Notes): not worse than the incumbent, or than the incumbent
