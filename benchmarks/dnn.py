@@ -145,7 +145,7 @@ if __package__ in (None, ""):
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
 
 __all__ = ["published_results", "to_placement_problem", "run_max_load_pipeline", "run_throughput", "run_latency",
-           "expert_misfit", "main"]
+           "run_reference", "expert_misfit", "main"]
 
 
 def published_results(root: Path) -> dict[str, dict[str, Any]]:
@@ -457,6 +457,49 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     return row
 
 
+def run_reference(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A reference plan of one latency input, far beyond the benchmark's budget, to tell a weak
+    plan from a weak bound: the placement LNS for ``--reference-units`` deterministic units
+    (no idle stop) from the better of HEFT and the contiguous split, then CP-SAT's main solve
+    alone (no bound or start stages) from its schedule for ``--time-limit`` seconds in
+    ``--search`` mode. Objectives in ms, CPU seconds of each step."""
+    from dataclasses import replace
+
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
+    from planner.reductions.scheduling import to_problem
+    from planner.spec import load_spec
+    from solvers.budget import SCHEDULING, Budget
+    from solvers.core import SolveOptions
+    from solvers.scheduling import CpSatScheduler, HeftScheduler
+    from solvers.scheduling.contiguous import ContiguousSplitScheduler
+    from solvers.scheduling.cpsat.options import CpSatOptions
+    from solvers.scheduling.placement_lns import PlacementLnsOptions, placement_lns
+    from solvers.scheduling.validate import validate_schedule
+
+    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
+    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    opts = SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers, random_seed=args.seed,
+                        search=args.search)
+    starts = [r.solution for r in (HeftScheduler().solve(problem, opts), ContiguousSplitScheduler().solve(problem, opts))
+              if r.solution is not None]
+    start = min(starts, key=lambda s: s.makespan_cycles)
+    cpu = time.process_time()
+    budget = Budget.start(args.reference_units / SCHEDULING.units_per_second, SCHEDULING)
+    lns, stats = placement_lns(problem, start, budget, seed=args.seed, cfg=PlacementLnsOptions(max_idle=10 ** 9))
+    lns_cpu = time.process_time() - cpu
+    off = CpSatOptions(segment_bound_share=0.0, segment_schedule_share=0.0, forced_cut_share=0.0,
+                       forced_cut_start_share=0.0, placement_lns_share=0.0, bound_probe_share=0.0)
+    cpu = time.process_time()
+    r = CpSatScheduler(off).solve(problem, replace(opts, hint=lns))
+    best = r.solution if r.solution is not None and r.objective < lns.makespan_cycles else lns
+    assert not validate_schedule(problem, best)
+    return {"instance": rel, "reference_start": start.makespan_cycles / CYCLES_PER_MS,
+            "reference_lns": lns.makespan_cycles / CYCLES_PER_MS, "reference_lns_units": round(budget.used, 3),
+            "reference_lns_stopped_by": budget.stopped_by, "reference_lns_evaluations": stats["evaluations"],
+            "reference_lns_cpu_s": round(lns_cpu, 1), "reference_plan": best.makespan_cycles / CYCLES_PER_MS,
+            "reference_cpsat_status": r.status.value, "reference_cpsat_cpu_s": round(time.process_time() - cpu, 1)}
+
+
 def _inputs(root: Path, kind: str) -> list[str]:
     base = root / "dnn-partitioning" / kind
     return sorted(f"{p.parent.name}/{p.stem}" for p in base.glob("*/*.json"))
@@ -467,8 +510,13 @@ def main(argv: list[str] | None = None) -> int:
     add_common_args(ap, time_limit=30.0)
     ap.add_argument("--objective", choices=["throughput", "latency", "both"], default="both")
     ap.add_argument("--scale", type=float, default=1e5, help="solver time units per ms (default 1e5)")
+    ap.add_argument("--reference-units", type=float, default=None,
+                    help="latency only: instead of the benchmark, a reference plan per input (run_reference): "
+                         "this many units of placement LNS, then CP-SAT for --time-limit")
     args = ap.parse_args(argv)
     root = data_dir(args.data)
+    if args.reference_units is not None:
+        return _main_reference(root, args)
     published = published_results(root / "dnn-partitioning" / "..")
     rows_t, rows_l = [], []
     if args.objective in ("throughput", "both"):
@@ -557,6 +605,22 @@ def main(argv: list[str] | None = None) -> int:
               f"gap <= 5%: {summary['latency_within_5pct']}/{len(rows_l)}")
     path = write_results("dnn", rows_t + rows_l, summary, args, args.out)
     print(f"results: {path}")
+    return 0
+
+
+def _main_reference(root: Path, args: argparse.Namespace) -> int:
+    rows = []
+    for rel in select(_inputs(root, "latency-inputs"), args.subset):
+        rows.append(run_reference(root, rel, args))
+        if not args.quiet:
+            print(rows[-1], flush=True)
+    print_table(f"Reference latency plans, ms ({args.reference_units:g} units of placement LNS, then CP-SAT "
+                f"{args.time_limit:g} s {args.search})",
+                ["input", "start", "LNS", "units", "LNS CPU s", "plan", "CP-SAT", "CP-SAT CPU s"],
+                [[r["instance"], r["reference_start"], r["reference_lns"], r["reference_lns_units"],
+                  r["reference_lns_cpu_s"], r["reference_plan"], r["reference_cpsat_status"],
+                  r["reference_cpsat_cpu_s"]] for r in rows])
+    print(f"results: {write_results('dnn-reference', rows, {}, args, args.out)}")
     return 0
 
 
