@@ -67,7 +67,8 @@ from solvers.scheduling.problem import (Objective, ScheduledTransfer, Scheduling
                                         SchedulingSolution, merged_colocation_groups)
 from solvers.scheduling.validate import objective_value
 
-__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks", "PlacedRanks", "fallback_schedule"]
+__all__ = ["HeftScheduler", "heft_schedule", "heft_schedule_within", "upward_ranks", "PlacedRanks",
+           "fallback_schedule"]
 
 _log = logging.getLogger(__name__)
 
@@ -233,24 +234,53 @@ def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None 
     >>> s.op_device, s.op_start, s.makespan_cycles
     ((0, 1), (0, 0), 4)
     """
+    return heft_schedule_within(problem, placement, upward_ranks(problem) if ranks is None else ranks)[0]
+
+
+def heft_schedule_within(problem: SchedulingProblem, placement: tuple[int, ...] | None, ranks: tuple[float, ...],
+                         cutoff: int | None = None) -> tuple[SchedulingSolution | None, int]:
+    """:func:`heft_schedule` that gives up once the schedule cannot end by ``cutoff``:
+    (the schedule, or None when stuck or given up; how many ops it placed).
+
+    With ``placement`` fixed and ``ranks`` its :class:`PlacedRanks`, an op placed at ``start``
+    has a chain of ``rank`` cycles (its duration, its successors', the transfers between
+    them) after that start, so the makespan is at least ``start + rank``: once that exceeds
+    ``cutoff`` no schedule of this placement from here ends by it. (Other ranks give no such
+    bound: only pass ``cutoff`` with a placement's own ranks.)
+
+    Examples
+    --------
+    a -> b across two devices (2 + 5 + 3 = 10 cycles), with the placement's own ranks:
+
+    >>> p = SchedulingProblem(((2, 9), (9, 3)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> ranks = PlacedRanks(p)((0, 1))
+    >>> s, placed = heft_schedule_within(p, (0, 1), ranks, cutoff=10)
+    >>> s.makespan_cycles, placed
+    (10, 2)
+    >>> heft_schedule_within(p, (0, 1), ranks, cutoff=9)  # a's start + its rank 10 > 9: stop at a
+    (None, 1)
+    """
     topo = topological_order(problem)
     pos = {op: k for k, op in enumerate(topo)}
-    rank = upward_ranks(problem) if ranks is None else ranks
     state = _PartialSchedule(problem, placement)
     indeg = [0] * problem.num_ops
     for _u, v, _ in problem.edges:
         indeg[v] += 1
-    ready = [(-rank[i], pos[i], i) for i in range(problem.num_ops) if indeg[i] == 0]
+    ready = [(-ranks[i], pos[i], i) for i in range(problem.num_ops) if indeg[i] == 0]
     heapq.heapify(ready)
+    placed = 0
     while ready:
         _, _, i = heapq.heappop(ready)
         if not state.place(i):
-            return None
+            return None, placed + 1
+        placed += 1
+        if cutoff is not None and state.start[i] + ranks[i] > cutoff:
+            return None, placed
         for j in state.succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
-                heapq.heappush(ready, (-rank[j], pos[j], j))
-    return state.solution()
+                heapq.heappush(ready, (-ranks[j], pos[j], j))
+    return state.solution(), placed
 
 
 class _PartialSchedule:

@@ -75,17 +75,62 @@ def test_never_worse_than_its_start_valid_and_deterministic(seed):
 
 
 def test_the_budget_bounds_the_work():
-    # each HEFT pass is charged (ops + edges) / HEFT_ELEMENTS_PER_UNIT: a budget of 3 passes
-    # allows 3 evaluations, whatever the machine
+    # each whole HEFT pass is charged (ops + edges) / HEFT_ELEMENTS_PER_UNIT: a budget of 3.5
+    # passes allows 3 evaluations with HEFT's ranks (no early stop), whatever the machine
     from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 
     p = _two_branches()
     per_pass = (p.num_ops + len(p.edges)) / HEFT_ELEMENTS_PER_UNIT
     budget = Budget(3.5 * per_pass, 1e18)
     _, stats = placement_lns(p, heft_schedule(p, (0,) * 4 + (1,) * 2), budget,
-                             cfg=PlacementLnsOptions(max_idle=10 ** 6))
-    assert stats["evaluations"] == 3
+                             cfg=PlacementLnsOptions(max_idle=10 ** 6, ranks="heft"))
+    assert stats["evaluations"] == 3 and stats["stopped_early"] == 0
     assert budget.used == pytest.approx(3 * per_pass)
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_a_trial_stopped_early_is_charged_for_the_ops_it_placed(seed):
+    # with the placement's own ranks a trial pays TRIAL_OVERHEAD of a pass plus the rest in
+    # proportion to the ops it placed; every trial starts only when a whole pass still fits
+    from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT, TRIAL_OVERHEAD
+
+    p = _random_cpu_problem(seed)
+    per_pass = (p.num_ops + len(p.edges)) / HEFT_ELEMENTS_PER_UNIT
+    budget = Budget(40 * per_pass, 1e18)
+    _, stats = placement_lns(p, contiguous_schedule(p), budget, seed=seed, cfg=PlacementLnsOptions(max_idle=10 ** 6))
+    assert stats["stopped_early"] > 0 and stats["evaluations"] > 40  # cheaper than 40 whole passes
+    charged = stats["evaluations"] * TRIAL_OVERHEAD + (1 - TRIAL_OVERHEAD) * stats["ops_placed"] / p.num_ops
+    assert budget.used == pytest.approx(charged * per_pass)
+    assert 39 * per_pass <= budget.used <= 40 * per_pass
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_early_stop_gives_up_only_on_schedules_that_end_after_the_cutoff(seed):
+    # heft_schedule_within with a placement's own ranks: given up => the whole schedule ends
+    # after the cutoff; never given up => the very schedule of the whole pass
+    import random
+
+    from solvers.scheduling.heft import heft_schedule_within
+
+    p = _random_cpu_problem(seed)
+    rng = random.Random(seed)
+    tried = stopped = 0
+    for _ in range(30):
+        placement = tuple(rng.choice(p.allowed_devices(i)) for i in range(p.num_ops))
+        ranks = PlacedRanks(p)(placement)
+        whole, placed = heft_schedule_within(p, placement, ranks)
+        if whole is None:
+            continue
+        assert placed == p.num_ops and whole == heft_schedule(p, placement, ranks)
+        for cutoff in range(whole.makespan_cycles - 8, whole.makespan_cycles + 2):
+            sol, placed = heft_schedule_within(p, placement, ranks, cutoff)
+            tried += 1
+            if sol is None:
+                stopped += 1
+                assert whole.makespan_cycles > cutoff and placed <= p.num_ops
+            else:
+                assert sol == whole
+    assert tried and stopped
 
 
 def test_the_critical_path_follows_the_transfer_into_the_last_op():
