@@ -115,6 +115,22 @@ forced-cut candidate). Gap <= 5% on 5 of 8; never worse than HEFT or the best st
 without the wider net (11:06-11:18, load 7.6-13) stopped BERT-L 12 and BERT-L 3 by the wall clock
 and had late acceptance in the LNS (since dropped): Inception-V3 1,027.5, the rest as above.
 
+Then (2026-11-28 14:19-14:36 UTC, ``PLAN_NET_SLOWDOWN=20 python benchmarks/dnn.py --objective latency
+--time-limit 60 --search deterministic``, two processes (the three hard inputs, the other five), load
+9-14 on 2 cores, every run ended on its deterministic budget or finished; before = main at 20cb53a,
+measured idle by the lead; after = the placement LNS sequencing each trial by its placement's own
+ranks and stopping a trial once it cannot end by the incumbent, :mod:`solvers.scheduling.placement_lns`):
+Inception-V3 994.6 / 803.5 (19.2%) -> 966.3 / 803.5 (**16.85%**), ResNet-50 layers 1,003.2 / 808.2
+(19.4%) -> 999.8 / 808.2 (19.17%), ResNet-50 operators 447.81 / 334.46 (25.3%) -> 447.55 / 334.46
+(25.27%), BERT-L 3 224.12 / 223.24 (0.39%) -> 224.04 / 223.24 (0.36%); unchanged: BERT-24 0%, GNMT 0%,
+BERT-L 6 253.73 (1.23%), BERT-L 12 655.83 / 624.93 (4.71%). Gap <= 5% on 5 of 8; never worse than HEFT
+or the best start. Reference plans far beyond the budget (``--reference-units``, or the LNS alone):
+8 units of LNS (12x the benchmark's share) reach 999.9 on ResNet-50 layers, as 0.67 units do, and
+986.7 on Inception-V3 before the early stop (966.4 now at 0.67 units); 400 s of CP-SAT's own search
+(until-limit, loaded machine, 29 CPU seconds) from that 986.7 found nothing shorter. So no run
+found a much shorter plan (ResNet-50 layers is a plateau of this search; Inception-V3 still gains with
+budget), which points at the bounds for most of the remaining 17-25%, but does not prove it.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
