@@ -115,6 +115,22 @@ forced-cut candidate). Gap <= 5% on 5 of 8; never worse than HEFT or the best st
 without the wider net (11:06-11:18, load 7.6-13) stopped BERT-L 12 and BERT-L 3 by the wall clock
 and had late acceptance in the LNS (since dropped): Inception-V3 1,027.5, the rest as above.
 
+Then (2026-11-28 14:19-14:36 UTC, ``PLAN_NET_SLOWDOWN=20 python benchmarks/dnn.py --objective latency
+--time-limit 60 --search deterministic``, two processes (the three hard inputs, the other five), load
+9-14 on 2 cores, every run ended on its deterministic budget or finished; before = main at 20cb53a,
+measured idle by the lead; after = the placement LNS sequencing each trial by its placement's own
+ranks and stopping a trial once it cannot end by the incumbent, :mod:`solvers.scheduling.placement_lns`):
+Inception-V3 994.6 / 803.5 (19.2%) -> 966.3 / 803.5 (**16.85%**), ResNet-50 layers 1,003.2 / 808.2
+(19.4%) -> 999.8 / 808.2 (19.17%), ResNet-50 operators 447.81 / 334.46 (25.3%) -> 447.55 / 334.46
+(25.27%), BERT-L 3 224.12 / 223.24 (0.39%) -> 224.04 / 223.24 (0.36%); unchanged: BERT-24 0%, GNMT 0%,
+BERT-L 6 253.73 (1.23%), BERT-L 12 655.83 / 624.93 (4.71%). Gap <= 5% on 5 of 8; never worse than HEFT
+or the best start. Reference plans far beyond the budget (``--reference-units``, or the LNS alone):
+8 units of LNS (12x the benchmark's share) reach 999.9 on ResNet-50 layers, as 0.67 units do, and
+986.7 on Inception-V3 before the early stop (966.4 now at 0.67 units); 400 s of CP-SAT's own search
+(until-limit, loaded machine, 29 CPU seconds) from that 986.7 found nothing shorter. So no run
+found a much shorter plan (ResNet-50 layers is a plateau of this search; Inception-V3 still gains with
+budget), which points at the bounds for most of the remaining 17-25%, but does not prove it.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
@@ -145,7 +161,7 @@ if __package__ in (None, ""):
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
 
 __all__ = ["published_results", "to_placement_problem", "run_max_load_pipeline", "run_throughput", "run_latency",
-           "expert_misfit", "main"]
+           "run_reference", "expert_misfit", "main"]
 
 
 def published_results(root: Path) -> dict[str, dict[str, Any]]:
@@ -457,6 +473,49 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     return row
 
 
+def run_reference(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A reference plan of one latency input, far beyond the benchmark's budget, to tell a weak
+    plan from a weak bound: the placement LNS for ``--reference-units`` deterministic units
+    (no idle stop) from the better of HEFT and the contiguous split, then CP-SAT's main solve
+    alone (no bound or start stages) from its schedule for ``--time-limit`` seconds in
+    ``--search`` mode. Objectives in ms, CPU seconds of each step."""
+    from dataclasses import replace
+
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
+    from planner.reductions.scheduling import to_problem
+    from planner.spec import load_spec
+    from solvers.budget import SCHEDULING, Budget
+    from solvers.core import SolveOptions
+    from solvers.scheduling import CpSatScheduler, HeftScheduler
+    from solvers.scheduling.contiguous import ContiguousSplitScheduler
+    from solvers.scheduling.cpsat.options import CpSatOptions
+    from solvers.scheduling.placement_lns import PlacementLnsOptions, placement_lns
+    from solvers.scheduling.validate import validate_schedule
+
+    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
+    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    opts = SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers, random_seed=args.seed,
+                        search=args.search)
+    starts = [r.solution for r in (HeftScheduler().solve(problem, opts), ContiguousSplitScheduler().solve(problem, opts))
+              if r.solution is not None]
+    start = min(starts, key=lambda s: s.makespan_cycles)
+    cpu = time.process_time()
+    budget = Budget.start(args.reference_units / SCHEDULING.units_per_second, SCHEDULING)
+    lns, stats = placement_lns(problem, start, budget, seed=args.seed, cfg=PlacementLnsOptions(max_idle=10 ** 9))
+    lns_cpu = time.process_time() - cpu
+    off = CpSatOptions(segment_bound_share=0.0, segment_schedule_share=0.0, forced_cut_share=0.0,
+                       forced_cut_start_share=0.0, placement_lns_share=0.0, bound_probe_share=0.0)
+    cpu = time.process_time()
+    r = CpSatScheduler(off).solve(problem, replace(opts, hint=lns))
+    best = r.solution if r.solution is not None and r.objective < lns.makespan_cycles else lns
+    assert not validate_schedule(problem, best)
+    return {"instance": rel, "reference_start": start.makespan_cycles / CYCLES_PER_MS,
+            "reference_lns": lns.makespan_cycles / CYCLES_PER_MS, "reference_lns_units": round(budget.used, 3),
+            "reference_lns_stopped_by": budget.stopped_by, "reference_lns_evaluations": stats["evaluations"],
+            "reference_lns_cpu_s": round(lns_cpu, 1), "reference_plan": best.makespan_cycles / CYCLES_PER_MS,
+            "reference_cpsat_status": r.status.value, "reference_cpsat_cpu_s": round(time.process_time() - cpu, 1)}
+
+
 def _inputs(root: Path, kind: str) -> list[str]:
     base = root / "dnn-partitioning" / kind
     return sorted(f"{p.parent.name}/{p.stem}" for p in base.glob("*/*.json"))
@@ -467,8 +526,13 @@ def main(argv: list[str] | None = None) -> int:
     add_common_args(ap, time_limit=30.0)
     ap.add_argument("--objective", choices=["throughput", "latency", "both"], default="both")
     ap.add_argument("--scale", type=float, default=1e5, help="solver time units per ms (default 1e5)")
+    ap.add_argument("--reference-units", type=float, default=None,
+                    help="latency only: instead of the benchmark, a reference plan per input (run_reference): "
+                         "this many units of placement LNS, then CP-SAT for --time-limit")
     args = ap.parse_args(argv)
     root = data_dir(args.data)
+    if args.reference_units is not None:
+        return _main_reference(root, args)
     published = published_results(root / "dnn-partitioning" / "..")
     rows_t, rows_l = [], []
     if args.objective in ("throughput", "both"):
@@ -557,6 +621,22 @@ def main(argv: list[str] | None = None) -> int:
               f"gap <= 5%: {summary['latency_within_5pct']}/{len(rows_l)}")
     path = write_results("dnn", rows_t + rows_l, summary, args, args.out)
     print(f"results: {path}")
+    return 0
+
+
+def _main_reference(root: Path, args: argparse.Namespace) -> int:
+    rows = []
+    for rel in select(_inputs(root, "latency-inputs"), args.subset):
+        rows.append(run_reference(root, rel, args))
+        if not args.quiet:
+            print(rows[-1], flush=True)
+    print_table(f"Reference latency plans, ms ({args.reference_units:g} units of placement LNS, then CP-SAT "
+                f"{args.time_limit:g} s {args.search})",
+                ["input", "start", "LNS", "units", "LNS CPU s", "plan", "CP-SAT", "CP-SAT CPU s"],
+                [[r["instance"], r["reference_start"], r["reference_lns"], r["reference_lns_units"],
+                  r["reference_lns_cpu_s"], r["reference_plan"], r["reference_cpsat_status"],
+                  r["reference_cpsat_cpu_s"]] for r in rows])
+    print(f"results: {write_results('dnn-reference', rows, {}, args, args.out)}")
     return 0
 
 

@@ -67,7 +67,8 @@ from solvers.scheduling.problem import (Objective, ScheduledTransfer, Scheduling
                                         SchedulingSolution, merged_colocation_groups)
 from solvers.scheduling.validate import objective_value
 
-__all__ = ["HeftScheduler", "heft_schedule", "upward_ranks", "fallback_schedule"]
+__all__ = ["HeftScheduler", "heft_schedule", "heft_schedule_within", "upward_ranks", "PlacedRanks",
+           "fallback_schedule"]
 
 _log = logging.getLogger(__name__)
 
@@ -175,6 +176,47 @@ def upward_ranks(problem: SchedulingProblem) -> tuple[float, ...]:
     return tuple(rank)
 
 
+class PlacedRanks:
+    """Upward ranks of one fixed placement: ``rank(i) = w_i + max_(i,j) (c_e + rank(j))`` with
+    ``w_i`` i's duration on its device and ``c_e`` the edge's transfer on the link between
+    the two devices (0 on one device): the length of the longest chain from i to the end
+    with that placement, transfers without contention. Used as :func:`heft_schedule`'s
+    ``ranks`` when a caller sequences many placements of one problem (the placement LNS):
+    HEFT's own ranks average over every device an op may take, so a CPU op that runs 10x
+    longer than on an accelerator, or a cut edge, weighs the same as any other.
+
+    Examples
+    --------
+    a -> b across two devices with a 5-cycle transfer, c alone:
+
+    >>> p = SchedulingProblem(((2, 9), (9, 3), (9, 1)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> PlacedRanks(p)((0, 1, 1))
+    (10, 3, 1)
+    """
+
+    def __init__(self, problem: SchedulingProblem) -> None:
+        self.problem = problem
+        self.reverse_topo = topological_order(problem)[::-1]
+        self.out_edges: list[list[int]] = [[] for _ in range(problem.num_ops)]
+        for e, (u, _v, _) in enumerate(problem.edges):
+            self.out_edges[u].append(e)
+
+    def __call__(self, placement: tuple[int, ...]) -> tuple[int, ...]:
+        problem = self.problem
+        edges, dur, link_of, cost = problem.edges, problem.durations_cycles, problem.link_of, problem.transfer_cycles
+        rank = [0] * problem.num_ops
+        for i in self.reverse_topo:
+            a, tail = placement[i], 0
+            for e in self.out_edges[i]:
+                j = edges[e][1]
+                b = placement[j]
+                r = rank[j] if a == b else rank[j] + cost[e][link_of[a][b]]
+                if r > tail:
+                    tail = r
+            rank[i] = dur[i][a] + tail
+        return tuple(rank)
+
+
 def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None = None,
                   ranks: tuple[float, ...] | None = None) -> SchedulingSolution | None:
     """Run HEFT (see the module Notes); None when some op has no admissible device.
@@ -192,24 +234,53 @@ def heft_schedule(problem: SchedulingProblem, placement: tuple[int, ...] | None 
     >>> s.op_device, s.op_start, s.makespan_cycles
     ((0, 1), (0, 0), 4)
     """
+    return heft_schedule_within(problem, placement, upward_ranks(problem) if ranks is None else ranks)[0]
+
+
+def heft_schedule_within(problem: SchedulingProblem, placement: tuple[int, ...] | None, ranks: tuple[float, ...],
+                         cutoff: int | None = None) -> tuple[SchedulingSolution | None, int]:
+    """:func:`heft_schedule` that gives up once the schedule cannot end by ``cutoff``:
+    (the schedule, or None when stuck or given up; how many ops it placed).
+
+    With ``placement`` fixed and ``ranks`` its :class:`PlacedRanks`, an op placed at ``start``
+    has a chain of ``rank`` cycles (its duration, its successors', the transfers between
+    them) after that start, so the makespan is at least ``start + rank``: once that exceeds
+    ``cutoff`` no schedule of this placement from here ends by it. (Other ranks give no such
+    bound: only pass ``cutoff`` with a placement's own ranks.)
+
+    Examples
+    --------
+    a -> b across two devices (2 + 5 + 3 = 10 cycles), with the placement's own ranks:
+
+    >>> p = SchedulingProblem(((2, 9), (9, 3)), ((0, 1, 8),), (1, 1), ((-1, 0), (0, -1)), ((5,),))
+    >>> ranks = PlacedRanks(p)((0, 1))
+    >>> s, placed = heft_schedule_within(p, (0, 1), ranks, cutoff=10)
+    >>> s.makespan_cycles, placed
+    (10, 2)
+    >>> heft_schedule_within(p, (0, 1), ranks, cutoff=9)  # a's start + its rank 10 > 9: stop at a
+    (None, 1)
+    """
     topo = topological_order(problem)
     pos = {op: k for k, op in enumerate(topo)}
-    rank = upward_ranks(problem) if ranks is None else ranks
     state = _PartialSchedule(problem, placement)
     indeg = [0] * problem.num_ops
     for _u, v, _ in problem.edges:
         indeg[v] += 1
-    ready = [(-rank[i], pos[i], i) for i in range(problem.num_ops) if indeg[i] == 0]
+    ready = [(-ranks[i], pos[i], i) for i in range(problem.num_ops) if indeg[i] == 0]
     heapq.heapify(ready)
+    placed = 0
     while ready:
         _, _, i = heapq.heappop(ready)
         if not state.place(i):
-            return None
+            return None, placed + 1
+        placed += 1
+        if cutoff is not None and state.start[i] + ranks[i] > cutoff:
+            return None, placed
         for j in state.succs[i]:
             indeg[j] -= 1
             if indeg[j] == 0:
-                heapq.heappush(ready, (-rank[j], pos[j], j))
-    return state.solution()
+                heapq.heappush(ready, (-ranks[j], pos[j], j))
+    return state.solution(), placed
 
 
 class _PartialSchedule:
