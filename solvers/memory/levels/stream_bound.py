@@ -528,7 +528,4 @@ def stream_plan_lower_bound(problem: LevelProblem, num_streams: int, budget: Bud
     if budget is None:
         budget = Budget.start(10.0, MEMORY_LEVELS)
         amount = budget.left
-    status, solver, _ = budget.run_cpsat(model, options, amount, "stream_plan_bound", interleave=False)
-    if status.value in ("INFEASIBLE", "MODEL_INVALID"):
-        return floor
-    return max(floor, int(-(-solver.best_objective_bound // 1)))
+    return budget.proven_lower_bound(model, options, amount, "stream_plan_bound", floor)

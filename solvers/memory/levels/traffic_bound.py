@@ -337,7 +337,4 @@ def shared_traffic_lower_bound(problem: HierarchyProblem, budget: Budget | None 
     if budget is None:
         budget = Budget.start(20.0, MEMORY_LEVELS)
         amount = budget.left
-    status, solver, _ = budget.run_cpsat(model, options, amount, "traffic_bound", interleave=False)
-    if status.value in ("INFEASIBLE", "MODEL_INVALID"):
-        return floor
-    return max(floor, int(-(-solver.best_objective_bound // 1)))
+    return budget.proven_lower_bound(model, options, amount, "traffic_bound", floor)
