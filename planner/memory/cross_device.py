@@ -44,12 +44,13 @@ from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_splits, op_duration_lower_bounds, plan_all_slow
 from solvers.memory.levels.heads_tails import (
-    HeadsTails, SentDeadline, objective_cycles, retime_heads_tails, solve_heads_tails, with_split_factors,
+    HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
+    with_split_factors,
 )
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
-           "shortest_op_cycles", "bound_entry"]
+           "shortest_op_cycles", "bound_entry", "link_serial_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -361,10 +362,45 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
     main = {a.name: a.duration for a in acts}  # everything in main memory: the schedule's durations
     acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, bridges, hardware)
     succ, duration = _successors(acts, sequences, lambda a: False)
+    order = _topological(succ)
     end: dict[str, int] = {}
-    for n in reversed(_topological(succ)):  # reversed Kahn: every successor first; longest path to the end
+    for n in reversed(order):  # reversed Kahn: every successor first; longest path to the end
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
-    return max(end.values(), default=0)
+    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end)], default=0)
+
+
+def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
+                      end: Mapping[str, int]) -> int:
+    """Per link, its transfers one at a time (:func:`~solvers.memory.levels.heads_tails.one_machine_lower_bound`),
+    each after its head (the longest path to its start) and before its tail (the longest path
+    from its end, ``end`` less its duration): the largest over the links.
+
+    Every memory plan's re-timing runs a link's transfers one at a time and respects every edge
+    of the relaxed graph (its durations are the least any plan has), so each head and tail holds
+    in every plan and so does the one-machine bound.
+
+    Examples
+    --------
+    Two transfers a and b on one link after op s (3 cycles), each 4 cycles, each then an op of 2:
+    the longest path is 3 + 4 + 2 = 9, the link makes it 3 + 4 + 4 + 2 = 13.
+
+    >>> acts = [Activity("s", "stream", 3), Activity("a", "link:l", 4, ("s",)), Activity("b", "link:l", 4, ("s",)),
+    ...         Activity("x", "stream2", 2, ("a",)), Activity("y", "stream3", 2, ("b",))]
+    >>> succ = {"s": ["a", "b"], "a": ["x"], "b": ["y"], "x": [], "y": []}
+    >>> duration = {a.name: a.duration for a in acts}
+    >>> end = {"x": 2, "y": 2, "a": 6, "b": 6, "s": 9}
+    >>> link_serial_bound(acts, ["s", "a", "b", "x", "y"], succ, duration, end)
+    13
+    """
+    head = {n: 0 for n in order}
+    for n in order:
+        for m in succ[n]:
+            head[m] = max(head[m], head[n] + duration[n])
+    links: dict[str, list[tuple[int, int, int]]] = {}
+    for a in acts:
+        if a.resource.startswith("link:") and a.name in head:
+            links.setdefault(a.resource, []).append((head[a.name], duration[a.name], end[a.name] - duration[a.name]))
+    return max((one_machine_lower_bound(jobs) for jobs in links.values() if len(jobs) > 1), default=0)
 
 
 def bound_entry(path_bound_cycles: int, plan: Plan) -> dict[str, Any]:
