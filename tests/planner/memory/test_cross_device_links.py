@@ -11,12 +11,27 @@ import random
 
 import pytest
 
+import planner.memory as memory_stage
 import planner.memory.cross_device as cross_device
 from planner.memory.cross_device import memory_plan_bound
 from planner.pipeline import run
 from planner.spec import load_spec
 from solvers.memory.levels.heads_tails import one_machine_lower_bound
-from tests.planner.memory.test_cross_device_deadlines import _brute_force_optimum, choices  # noqa: F401 - fixture
+from tests.planner.memory.test_cross_device_deadlines import _brute_force_optimum
+
+
+@pytest.fixture
+def choices(monkeypatch):
+    """Every cross-device choice the memory stage makes: (its arguments, its result)."""
+    seen = []
+    real = memory_stage.choose_across_devices
+
+    def spy(*args, **kwargs):
+        result = real(*args, **kwargs)
+        seen.append((args, result))
+        return result
+    monkeypatch.setattr(memory_stage, "choose_across_devices", spy)
+    return seen
 
 
 def _fan_out(seed: int) -> dict:
@@ -72,7 +87,7 @@ def test_one_machine_bound_hand_checked():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_the_link_bound_never_exceeds_the_brute_force_optimum_on_fan_outs(choices, seed, monkeypatch):  # noqa: F811
+def test_the_link_bound_never_exceeds_the_brute_force_optimum_on_fan_outs(choices, seed, monkeypatch):
     spec = load_spec(copy.deepcopy(_fan_out(seed)))
     outcome = run(spec)
     (args, chosen), = choices
