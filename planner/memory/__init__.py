@@ -31,6 +31,7 @@ from planner.memory.bridge import build_device_problem, device_order, skip_reaso
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
+from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
 from planner.spec.memory_options import MemoryOptions
@@ -232,7 +233,10 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
               for name in chosen}
     explanations, cross_bound = {}, None
     if plan.transfers and chosen:  # several devices: choose per device by the whole plan's makespan
-        cross = choose_across_devices(plan, graph, hardware, levels, options.alignment_bytes, stats,
+        n_levels = _linked_n_levels(spec, plan, chosen, budget, seed, search)
+        offered = {name: {**cands, **({N_LEVELS: n_levels[name]} if name in n_levels else {})}
+                   for name, cands in levels.items()}
+        cross = choose_across_devices(plan, graph, hardware, offered, options.alignment_bytes, stats,
                                       {name: budget for name in chosen}, seed, search,
                                       _packer(hardware, options.alignment_bytes, seed), spec.gangs)
         new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
@@ -251,6 +255,32 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
                          cross_device=explanations, cross_device_bound=cross_bound)
+
+
+def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -> dict[str, HierarchyLevels]:
+    """Per memory-planned device with link transfers and more than two levels: its N-level plan
+    of its own ops (from cycle 0), the cross-device choice's :data:`N_LEVELS` candidate, kept
+    only when the whole plan, re-timed with the other devices' arrivals and sends
+    (:func:`~planner.memory.mixed_assemble.assemble_mixed`), ends strictly earlier.
+
+    Not offered with shared bandwidth, tensors homed outside main memory or gangs (the mixed
+    re-timing has no bandwidth gate and no gangs), nor where no N-level plan is found."""
+    options = spec.memory
+    if options.shared_bandwidth or options.home or spec.gangs:
+        return {}
+    out = {}
+    for name in names:
+        dev = spec.hardware.device(name)
+        if not plans_n_levels(dev, options):
+            continue
+        bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, options)
+        try:
+            solved = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * budget, seed, search)
+        except UnsupportedError as e:
+            log.info("device %s: no N-level candidate across devices (%s)", name, e)
+            continue
+        out[name] = HierarchyLevels(bridge, solved.solution, _hierarchy_stats(bridge, solved))
+    return out
 
 
 def _packer(hardware, alignment: int, seed: int):

@@ -34,11 +34,13 @@ import itertools
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 from planner.errors import InfeasibleError
 from planner.hardware import Hardware
-from planner.memory.assemble import DeviceLevels, assemble, expand, plan_activities
+from planner.memory.assemble import DeviceLevels, expand, plan_activities
+from planner.memory.mixed_assemble import HierarchyLevels, assemble_mixed, mixed_activities
 from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
@@ -50,7 +52,7 @@ from solvers.memory.levels.heads_tails import (
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
-           "shortest_op_cycles", "bound_entry", "link_serial_bound"]
+           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -261,7 +263,7 @@ def sent_deadlines(spine: Plan, graph, hardware: Hardware, others: Mapping[str, 
     """
     bridge, dev = lv.bridge, lv.bridge.device
     d = dev.name
-    acts, sequences, transfers = plan_activities(spine, graph, hardware, others)
+    acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
     succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
     order = _topological(succ)
     sent_index: dict[str, list[int]] = {}
@@ -334,7 +336,43 @@ def shortest_op_cycles(bridge) -> dict[str, int]:
     return {op: bounds[i] for i, op in enumerate(bridge.ops)}
 
 
-def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any]) -> int:
+def any_level_op_cycles(bridge) -> dict[str, int]:
+    """Per op of the bridge's device: a lower bound on its device cycles in any plan over any of
+    its levels (two-level plans included).
+
+    The N-level roofline is ``max(compute, sum over levels of ceil(B_l / bw_l))``, and the bytes
+    an op touches at one level are live there together, so at most that level's full capacity.
+    Filling the fastest levels first, each up to its capacity, gives the least memory term
+    (a fractional knapsack; a sum of ceilings is at least the ceiling of the sum). An op a split
+    may cut runs in portions whose bytes fit one at a time: it gets every byte at the fastest
+    level (its portions together move at least the op's bytes, as in :func:`shortest_op_cycles`).
+
+    Examples
+    --------
+    See ``tests/planner/memory/test_n_level_linked.py``.
+    """
+    problem, dev = bridge.problem, bridge.device
+    profile = dev.profile
+    main = profile.main_memory.name
+    levels = sorted(((Fraction(m.bandwidth_bytes_per_s, profile.clock_hz),
+                      max(m.capacity_bytes, dev.memory_capacity_bytes) if m.name == main else m.capacity_bytes)
+                     for m in profile.memory), reverse=True)
+    split_ops = {i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}
+    accesses = problem.op_accesses()
+    out = {}
+    for i, op in enumerate(bridge.ops):
+        left = sum(problem.tensor_bytes[t] for t, _ in accesses[i])
+        cycles = Fraction(0)
+        for rate, capacity in levels:
+            take = left if i in split_ops else min(left, capacity)
+            cycles += Fraction(take) / rate
+            left -= take
+        out[op] = max(problem.compute_cycles[i], math.ceil(cycles) if not left else problem.compute_cycles[i])
+    return out
+
+
+def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any],
+                      any_level: Collection[str] = ()) -> int:
     """A lower bound on the makespan of every memory plan of ``spine``'s placement and orders
     (plan cycles), whichever plan each device in ``bridges`` uses (main memory included).
 
@@ -344,11 +382,18 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
     any memory plan (:func:`shortest_op_cycles`, converted to plan cycles rounding up like the
     re-timing, and never above its duration in main memory), any other op and every transfer at
     its own. A split op's portions run in series within their group, so a chain through the
-    group is no longer than the portions (see :func:`shortest_op_cycles`). Links, DMA engines
-    and capacity are relaxed away, so only waits every plan has are counted."""
+    group is no longer than the portions (see :func:`shortest_op_cycles`). DMA engines and
+    capacity are relaxed away, so only waits every plan has are counted; each link then runs
+    its transfers one at a time (:func:`link_serial_bound`).
+
+    A device in ``any_level`` may also use an N-level plan (its other levels between the fast
+    one and main memory): its ops count at :func:`any_level_op_cycles` and its link transfers
+    add nothing at its end (:func:`_with_link_ends` reasons over two levels).
+    """
     acts, sequences, transfers = plan_activities(spine, graph, hardware, {})
     device_of = {o.name: o.device for o in spine.ops}
-    shortest = {d: shortest_op_cycles(b) for d, b in bridges.items()}
+    shortest = {d: any_level_op_cycles(b) if d in any_level else shortest_op_cycles(b) for d, b in bridges.items()}
+    two_level = {d: b for d, b in bridges.items() if d not in any_level}
 
     def cycles(a) -> int:
         if not a.name.startswith("op:"):
@@ -360,7 +405,7 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
         return min(a.duration, hardware.to_timeline_cycles(shortest[d][op], hardware.device(d)))
 
     main = {a.name: a.duration for a in acts}  # everything in main memory: the schedule's durations
-    acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, bridges, hardware)
+    acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, two_level, hardware)
     succ, duration = _successors(acts, sequences, lambda a: False)
     order = _topological(succ)
     end: dict[str, int] = {}
@@ -527,7 +572,7 @@ class _Evaluator:
         an op that waits for what its receiver sends back)."""
         if key not in self.cache:
             try:
-                self.cache[key] = assemble(self.spine, self.graph, self.hardware,
+                self.cache[key] = assemble_mixed(self.spine, self.graph, self.hardware,
                                            {d: lv for d, (lv, _) in levels.items()}, self.alignment,
                                            {d: st for d, (_, st) in levels.items()}, self.gangs)
             except InfeasibleError as e:
@@ -554,7 +599,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     names = list(candidates)
     # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
     options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {
-        d: {MAIN: None, **{c: (lv, stats.get(d, {}) if c == "memory plan" else {}) for c, lv in candidates[d].items()}}
+        d: {MAIN: None, **{c: (lv, _candidate_stats(c, lv, stats.get(d, {}))) for c, lv in candidates[d].items()}}
         for d in names}
 
     def levels_of(choice: Mapping[str, str]) -> dict[str, tuple[DeviceLevels, Mapping]]:
@@ -579,6 +624,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
         for d in names:
             current = run(choice)
             lv = (options[d][choice[d]] or options[d]["memory plan"])[0]
+            if isinstance(lv, HierarchyLevels):  # re-solved over two levels: the heads/tails model's
+                lv = options[d]["memory plan"][0]
             others = {e: lv_e for e, (lv_e, _) in levels_of(choice).items() if e != d}
             deadlines = sent_deadlines(spine, graph, hardware, others, lv)
             found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
@@ -609,7 +656,17 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops), tuple(resolve_deadlocks),
                              memory_plan_bound(spine, graph, hardware,
-                                               {d: candidates[d]["memory plan"].bridge for d in names}))
+                                               {d: candidates[d]["memory plan"].bridge for d in names},
+                                               {d for d in names if any(isinstance(lv, HierarchyLevels)
+                                                                        for lv in candidates[d].values())}))
+
+
+def _candidate_stats(name: str, lv, own: Mapping) -> Mapping:
+    """The figures memory.json gives a device's candidate: the device's own for its memory plan,
+    the N-level solve's for an N-level plan, none for the others."""
+    if isinstance(lv, HierarchyLevels):
+        return lv.stats
+    return own if name == "memory plan" else {}
 
 
 def _finite(value: float) -> int | None:

@@ -201,7 +201,9 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
         else:
             label = {"memory plan": "its memory plan",
                      "heads/tails": "its memory plan re-solved under the other devices' release times and tails",
-                     "greedy": "the greedy prefetch plan"}.get(e["plan"], e["plan"])
+                     "greedy": "the greedy prefetch plan",
+                     "n levels": "its plan over all its levels (solved on its own ops; the whole plan's re-timing "
+                                 "gives it the other devices' arrivals)"}.get(e["plan"], e["plan"])
             out.append(f"- {d}: {label}. {saves}; {alone}{_resolved(e)}; {where}.")
     if doc["choice"] != "memory plan" and "memory plan" in doc["baselines"]:
         out.append(f"- The best combination across devices re-times to {doc['baselines']['memory plan']:,} cycles "
@@ -218,13 +220,14 @@ def _bound_lines(entry: Mapping[str, Any] | None) -> list[str]:
     --------
     >>> for line in _bound_lines({"bound_cycles": 263000, "path_bound_cycles": 263000, "spine_bound_cycles": 140000,
     ...                           "makespan_cycles": 263697, "gap": 0.002643}): print(line)
-    - Bound: every memory plan of this placement and these orders takes at least 263,000 cycles (the longest path through the plan with each op at its shortest duration in any memory plan: 263,000; the plan's own bound: 140,000); the binaries' plan takes 263,697 cycles, a gap of 0.26%.
+    - Bound: every memory plan of this placement and these orders takes at least 263,000 cycles (the longest path through the plan with each op at its shortest duration in any memory plan, and each link's transfers one at a time: 263,000; the plan's own bound: 140,000); the binaries' plan takes 263,697 cycles, a gap of 0.26%.
     """
     if not entry:
         return []
     spine = "none" if entry["spine_bound_cycles"] is None else f"{entry['spine_bound_cycles']:,}"
     return [f"- Bound: every memory plan of this placement and these orders takes at least {entry['bound_cycles']:,} "
-            f"cycles (the longest path through the plan with each op at its shortest duration in any memory plan: "
+            f"cycles (the longest path through the plan with each op at its shortest duration in any memory plan, "
+            f"and each link's transfers one at a time: "
             f"{entry['path_bound_cycles']:,}; the plan's own bound: {spine}); the binaries' plan takes "
             f"{entry['makespan_cycles']:,} cycles, a gap of {100 * entry['gap']:.2f}%."]
 
