@@ -81,13 +81,17 @@ class DeviceExplanation:
     resolved_cycles: int | None = None
     resolved_bound_cycles: int | None = None
     resolved_main_cycles: int | None = None
+    # Offered an N-level candidate (more than two levels): its level solver's makespan of its ops
+    # alone over every level (device cycles); None when not offered (and then not in memory.json).
+    n_level_cycles: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"plan": self.plan, "own_memory_cycles": self.own_memory_cycles,
                 "own_main_cycles": self.own_main_cycles, "alone_makespan": self.alone_makespan,
                 "main_makespan": self.main_makespan, "slack_cycles": self.slack_cycles,
                 "resolved_cycles": self.resolved_cycles, "resolved_bound_cycles": self.resolved_bound_cycles,
-                "resolved_main_cycles": self.resolved_main_cycles}
+                "resolved_main_cycles": self.resolved_main_cycles,
+                **({"n_level_cycles": self.n_level_cycles} if self.n_level_cycles is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -136,10 +140,18 @@ def _node_graph(plan: Plan, graph, exclude: str) -> tuple[dict[str, int], dict[s
         ops.sort(key=lambda o: (o.start_cycle, o.end_cycle, o.name))
         for a, b in zip(ops, ops[1:]):
             succ[f"op:{a.device}:{a.name}"].append(f"op:{b.device}:{b.name}")
-    for (device, op), name in last.items():
+    instances: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(start, key=lambda n: (start[n], n)):
+        if name.startswith("op:"):
+            device, inst = name[3:].split(":", 1)
+            instances.setdefault((device, inst.split("#")[0]), []).append(name)
+    for (device, op), mine in instances.items():
         for nxt in graph.dag.successors(op):
-            if (device, nxt) in first:
-                succ[name].append(first[(device, nxt)])
+            for name in mine:  # each instance to the first instance of nxt after it (split portions interleave)
+                after = next((n for n in instances.get((device, nxt), ())
+                              if start[n] >= start[name] + duration[name]), None)
+                if after is not None:
+                    succ[name].append(after)
     links: dict[str, list[tuple[int, str]]] = {}
     for k, t in enumerate(plan.transfers):
         name = f"xfer:{k}"
@@ -651,7 +663,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             own_memory_cycles=st.get("level_makespan_device_cycles"),
             own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
             alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
-            slack_cycles=device_slack(plan, graph, d), **dict(zip(
+            slack_cycles=device_slack(plan, graph, d), n_level_cycles=_n_level_cycles(candidates[d]), **dict(zip(
                 ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops), tuple(resolve_deadlocks),
@@ -659,6 +671,12 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                                                {d: candidates[d]["memory plan"].bridge for d in names},
                                                {d for d in names if any(isinstance(lv, HierarchyLevels)
                                                                         for lv in candidates[d].values())}))
+
+
+def _n_level_cycles(candidates: Mapping[str, Any]) -> int | None:
+    """The N-level candidate's own makespan over every level (device cycles), if one is offered."""
+    return next((lv.stats.get("level_makespan_device_cycles") for lv in candidates.values()
+                 if isinstance(lv, HierarchyLevels)), None)
 
 
 def _candidate_stats(name: str, lv, own: Mapping) -> Mapping:

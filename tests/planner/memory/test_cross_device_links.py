@@ -100,3 +100,29 @@ def test_the_link_bound_never_exceeds_the_brute_force_optimum_on_fan_outs(choice
     monkeypatch.setattr(cross_device, "link_serial_bound", lambda *args: 0)
     assert memory_plan_bound(spine, graph, hardware, {d: c["memory plan"].bridge for d, c in candidates.items()}
                              ) < bound
+
+
+def test_an_op_that_receives_over_a_link_runs_whole_when_its_neighbours_split():
+    # Regression (exit 3 at 20cb53a): o1 on npu1 receives t0 and sends t1; with 8 KiB tensors over
+    # an 8 KiB sram (no room for an op's bytes) its run was a split group, and a plan that split it
+    # named transfers to an op lowering did not place ("unknown destination op 'm/o1'"). An op
+    # with a link transfer now runs whole; o3 on npu0, which exchanges nothing, still splits.
+    memory = [{"name": "sram", "capacity": "8 KiB", "bandwidth": "64 GB/s"},
+              {"name": "dram", "capacity": "4 MiB", "bandwidth": "16 GB/s"}]
+    tensors = [{"name": "x", "shape": [32, 64], "kind": "input"}] + [
+        {"name": f"t{i}", "shape": [32, 64], "kind": "output" if i == 3 else "activation"} for i in range(4)]
+    ops = [{"name": f"o{i}", "type": "relu", "inputs": ["x" if i == 0 else f"t{i - 1}"], "outputs": [f"t{i}"]}
+           for i in range(4)]
+    spec = {"version": 1, "name": "split-linked",
+            "hardware": {"devices": [{"name": "npu", "profile": "edge-npu", "count": 2, "memory": memory,
+                                      "main": "dram"}],
+                         "topology": {"kind": "all-to-all", "bandwidth": "4 GB/s", "latency": "1 us"}},
+            "models": [{"name": "m", "graph": {"tensors": tensors, "ops": ops}}],
+            "objective": "latency",
+            "constraints": {"pins": [{"ops": ["m/o0", "m/o2", "m/o3"], "device": "npu0"},
+                                     {"ops": ["m/o1"], "device": "npu1"}]},
+            "memory": {"plan": True, "split": True, "split_factors": [1, 2]},
+            "solver": {"time_limit": "2 s", "workers": 1, "seed": 0}}
+    outcome = run(spec)  # raises if lowering or the replay disagrees
+    names = {o.name for o in outcome.plan.ops}
+    assert {"m/o1", "m/o2", "m/o3#0", "m/o3#1"} <= names
