@@ -301,8 +301,9 @@ def _n_level_devices(spec, plan) -> tuple[str, ...]:
     out: their plans are independent of the rest). Shared bandwidth is modelled
     over every level too (:mod:`~solvers.memory.levels.hierarchy_bandwidth`).
 
-    A device with link transfers keeps its two-level plan and the cross-device choice
-    (:mod:`~planner.memory.cross_device`), which is not offered N-level candidates.
+    A device with link transfers is planned by the cross-device choice
+    (:mod:`~planner.memory.cross_device`), which offers its N-level plan as one candidate
+    (:func:`_linked_n_levels`).
     """
     hardware, options = spec.hardware, spec.memory
     linked = {d for t in plan.transfers for d in (t.src_device, t.dst_device)}
