@@ -33,11 +33,9 @@ from typing import Any, Mapping, Sequence
 
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
-from planner.memory.assemble import (
-    DeviceLevels, DeviceTimes, _activities, _device_plan, _Names, _op_accesses, _retimed_plan, _transfers, assemble,
-)
+from planner.memory.assemble import DeviceLevels, DeviceTimes, assemble, plan_activities, retimed_parts
 from planner.memory.hierarchy_assemble import (
-    _accesses, _durations, _Expansion, _memory_transfers, _move_deps, _Pieces, _placed_buffers,
+    Expansion, Pieces, activity_durations, instance_accesses, memory_transfers, move_deps, placed_buffers,
 )
 from planner.memory.hierarchy_bridge import HierarchyBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan
@@ -78,9 +76,7 @@ def mixed_activities(plan: Plan, graph: Graph, hardware: Hardware, levels: Mappi
     """:func:`~planner.memory.assemble.plan_activities` with N-level devices among ``levels``
     (see the module docstring): every activity, each sequence's order, the transfers."""
     two, many = _split(levels)
-    names = {d: _Names(lv) for d, lv in two.items()}
-    acts, sequences, transfers = _activities(plan, graph, hardware, two, names,
-                                             {d: _transfers(two[d], names[d]) for d in two})
+    acts, sequences, transfers = plan_activities(plan, graph, hardware, two)
     if not many:
         return acts, sequences, transfers
     return (*_with_n_level_devices(acts, sequences, transfers, plan, hardware, many), transfers)
@@ -103,7 +99,7 @@ def _with_n_level_devices(acts: list[Activity], sequences: dict[str, tuple[str, 
         for a in mine:
             by_name[a.name] = a
         sequences[f"compute:{d}"] = order
-        ex = _Expansion.of(hl.bridge, hl.solution)
+        ex = Expansion.of(hl.bridge, hl.solution)
         for i, inst in enumerate(ex.instances):
             last[f"op:{hl.bridge.ops[ex.op_origin[i][0]]}"] = f"op:{inst}"
         ready.update(_slow_ready(d, hl, ex))
@@ -121,9 +117,9 @@ def _device_activities(d: str, hl: HierarchyLevels, into: Mapping[str, list[str]
     """The N-level device's instances (``op:<instance>``, on ``compute:<d>``) and hops
     (``dma:<d>:<q>``, on ``dma:<d>``), and its instances' order."""
     bridge, solution = hl.bridge, hl.solution
-    ex = _Expansion.of(bridge, solution)
-    duration = _durations(hardware, bridge, ex, solution)
-    deps = _move_deps(ex, solution)
+    ex = Expansion.of(bridge, solution)
+    duration = activity_durations(hardware, bridge, ex, solution)
+    deps = move_deps(ex, solution)
 
     def named(act: str) -> str:
         return f"dma:{d}:{act[4:]}" if act.startswith("dma:") else act
@@ -143,7 +139,7 @@ def _device_activities(d: str, hl: HierarchyLevels, into: Mapping[str, list[str]
     return acts, tuple(order)
 
 
-def _arrivals(bridge: HierarchyBridge, ex: _Expansion, transfers: list[PlacedTransfer]) -> dict[int, list[str]]:
+def _arrivals(bridge: HierarchyBridge, ex: Expansion, transfers: list[PlacedTransfer]) -> dict[int, list[str]]:
     """Expanded tensor -> the transfers that bring it (a received copy), for its fetches."""
     out: dict[int, list[str]] = {}
     for t, (orig, _) in enumerate(ex.tensor_origin):
@@ -153,7 +149,7 @@ def _arrivals(bridge: HierarchyBridge, ex: _Expansion, transfers: list[PlacedTra
     return out
 
 
-def _slow_ready(d: str, hl: HierarchyLevels, ex: _Expansion) -> dict[tuple[str, str], list[str]]:
+def _slow_ready(d: str, hl: HierarchyLevels, ex: Expansion) -> dict[tuple[str, str], list[str]]:
     """(device, tensor) -> per portion of a sent tensor what puts it at home (main memory): its
     producer's write there, else the last hop of its first eviction."""
     p, solution = ex.problem, hl.solution
@@ -198,21 +194,13 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
     start = list_schedule(acts, sequences)
     duration = {a.name: a.duration for a in acts}
 
-    def end(name: str) -> int:
-        return start[name] + duration[name]
-
-    names = {d: _Names(lv) for d, lv in two.items()}
-    device_plans = {}
-    for d, lv in two.items():
-        device_plans[d] = _device_plan(d, lv, names[d], _op_accesses(lv, names[d]), _transfers(lv, names[d]), start,
-                                       end, transfers, graph, hardware, alignment_bytes, (stats or {}).get(d, {}))
+    rest, device_plans = retimed_parts(replace(plan, ops=tuple(o for o in plan.ops if o.device not in many)), graph,
+                                       hardware, two, start, duration, transfers, alignment_bytes, stats)
     new_ops: list[PlacedOp] = []
     for d, hl in many.items():
         device_plans[d], ops = _device_plan_n_levels(d, hl, start, duration, transfers, hardware, alignment_bytes,
                                                      (stats or {}).get(d, {}))
         new_ops += ops
-    rest = _retimed_plan(replace(plan, ops=tuple(o for o in plan.ops if o.device not in many)), two, names, start,
-                         duration, transfers)
     ops = tuple(sorted((*rest.ops, *new_ops), key=lambda o: (o.start_cycle, o.device, o.stream, o.name)))
     return replace(rest, ops=ops), MemoryPlan(dict(sorted(device_plans.items())))
 
@@ -222,8 +210,8 @@ def _device_plan_n_levels(d: str, hl: HierarchyLevels, start: Mapping[str, int],
                           stats: Mapping) -> tuple[DeviceMemoryPlan, list[PlacedOp]]:
     """The N-level device's memory plan and placed instances at the re-timed cycles."""
     bridge, solution = hl.bridge, hl.solution
-    ex = _Expansion.of(bridge, solution)
-    pieces = _Pieces(bridge, ex, solution)
+    ex = Expansion.of(bridge, solution)
+    pieces = Pieces(bridge, ex, solution)
     local_start = {f"op:{n}": start[f"op:{n}"] for n in ex.instances}
     local_start |= {f"dma:{q}": start[f"dma:{d}:{q}"] for q in range(len(solution.moves))}
     local_duration = {f"op:{n}": duration[f"op:{n}"] for n in ex.instances}
@@ -233,19 +221,19 @@ def _device_plan_n_levels(d: str, hl: HierarchyLevels, start: Mapping[str, int],
     ends += [start[f"xfer:{k}"] + duration[f"xfer:{k}"] for k in linked]
     times = DeviceTimes([local_start[f"op:{n}"] for n in ex.instances],
                         [local_start[f"op:{n}"] + local_duration[f"op:{n}"] for n in ex.instances], max([*ends, 0]))
-    buffers = _placed_buffers(bridge, ex, pieces, times, hardware, alignment)
+    buffers = placed_buffers(bridge, ex, pieces, times, hardware, alignment)
     buffers += _control_copies(d, bridge, ex, transfers, start, duration, times)
     buffers = sorted(buffers, key=lambda x: (x.start_cycle, x.level, x.address, x.name))
     factors = {label: k for label, k in zip(bridge.base.group_labels, solution.split_factors)}
     dp = DeviceMemoryPlan(d, bridge.levels[0], bridge.levels[ex.problem.main_level], ex.instances,
-                          _accesses(bridge, ex, solution, pieces), tuple(buffers),
-                          _memory_transfers(bridge, ex, pieces, solution, local_start, local_duration), factors,
+                          instance_accesses(bridge, ex, solution, pieces), tuple(buffers),
+                          memory_transfers(bridge, ex, pieces, solution, local_start, local_duration), factors,
                           dict(stats))
     ops = [PlacedOp(n, d, 0, local_start[f"op:{n}"], local_duration[f"op:{n}"]) for n in ex.instances]
     return dp, ops
 
 
-def _control_copies(d: str, bridge: HierarchyBridge, ex: _Expansion, transfers: list[PlacedTransfer],
+def _control_copies(d: str, bridge: HierarchyBridge, ex: Expansion, transfers: list[PlacedTransfer],
                     start: Mapping[str, int], duration: Mapping[str, int], times: DeviceTimes) -> list[MemoryBuffer]:
     """A zero-byte main-memory buffer per control edge into the device, live until its consumer's
     instances end (as :mod:`~planner.memory.assemble` gives a two-level device)."""
