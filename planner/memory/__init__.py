@@ -30,7 +30,7 @@ from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
-from planner.memory.hierarchy_bridge import build_hierarchy_problem, plans_n_levels, solve_hierarchy
+from planner.memory.hierarchy_bridge import build_hierarchy_problem, hierarchy_levels, plans_n_levels, solve_hierarchy
 from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
@@ -264,14 +264,17 @@ def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -
     (:func:`~planner.memory.mixed_assemble.assemble_mixed`), ends strictly earlier.
 
     Not offered with shared bandwidth, tensors homed outside main memory or gangs (the mixed
-    re-timing has no bandwidth gate and no gangs), nor where no N-level plan is found."""
+    re-timing has no bandwidth gate and no gangs), nor where no N-level plan is found, nor where
+    no level between the fast one and main memory is faster than main memory (``tpu-v4``'s
+    cmem): there an op is never faster for a level the two-level plan lacks, and offering the
+    candidate would only weaken the cross-device bound, which must then hold for it too."""
     options = spec.memory
     if options.shared_bandwidth or options.home or spec.gangs:
         return {}
     out = {}
     for name in names:
         dev = spec.hardware.device(name)
-        if not plans_n_levels(dev, options):
+        if not plans_n_levels(dev, options) or not _faster_than_main(dev, options):
             continue
         bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, options)
         try:
@@ -281,6 +284,15 @@ def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -
             continue
         out[name] = HierarchyLevels(bridge, solved.solution, _hierarchy_stats(bridge, solved))
     return out
+
+
+def _faster_than_main(dev, options) -> bool:
+    """Whether a level between ``dev``'s fast level and its main memory has more bandwidth than main memory."""
+    profile = dev.profile
+    names = hierarchy_levels(dev, options)
+    main = profile.main_memory
+    between = names[1:names.index(main.name)] if main.name in names else names[1:]
+    return any(profile.level(n).bandwidth_bytes_per_s > main.bandwidth_bytes_per_s for n in between)
 
 
 def _packer(hardware, alignment: int, seed: int):

@@ -348,39 +348,73 @@ def shortest_op_cycles(bridge) -> dict[str, int]:
     return {op: bounds[i] for i, op in enumerate(bridge.ops)}
 
 
+# Per op, at most this many level assignments of its tensors are enumerated; beyond, the
+# fractional relaxation (fastest levels filled first) stands in.
+ANY_LEVEL_ASSIGNMENTS = 4096
+
+
 def any_level_op_cycles(bridge) -> dict[str, int]:
-    """Per op of the bridge's device: a lower bound on its device cycles in any plan over any of
-    its levels (two-level plans included).
+    """Per op of the bridge's device: a lower bound on its device cycles in any plan over its
+    levels from the fast one on (two-level plans included).
 
     The N-level roofline is ``max(compute, sum over levels of ceil(B_l / bw_l))``, and the bytes
-    an op touches at one level are live there together, so at most that level's full capacity.
-    Filling the fastest levels first, each up to its capacity, gives the least memory term
-    (a fractional knapsack; a sum of ceilings is at least the ceiling of the sum). An op a split
-    may cut runs in portions whose bytes fit one at a time: it gets every byte at the fastest
-    level (its portions together move at least the op's bytes, as in :func:`shortest_op_cycles`).
+    an op touches at one level are live there together, so at most that level's full capacity:
+    the least over every level of every tensor it touches (each whole), or with more than
+    :data:`ANY_LEVEL_ASSIGNMENTS` assignments the fractional relaxation (the fastest levels
+    filled first, each up to its capacity; a sum of ceilings is at least the ceiling of the sum).
+    An op a split may cut runs in portions whose bytes fit one at a time: it gets every byte at
+    the fastest level (its portions together move at least the op's bytes, as in
+    :func:`shortest_op_cycles`).
 
     Examples
     --------
-    See ``tests/planner/memory/test_n_level_linked.py``.
+    See ``tests/planner/memory/test_n_level_linked.py`` (hand-checked and against every assignment).
     """
     problem, dev = bridge.problem, bridge.device
     profile = dev.profile
+    names = [m.name for m in profile.memory]
     main = profile.main_memory.name
-    levels = sorted(((Fraction(m.bandwidth_bytes_per_s, profile.clock_hz),
-                      max(m.capacity_bytes, dev.memory_capacity_bytes) if m.name == main else m.capacity_bytes)
-                     for m in profile.memory), reverse=True)
+    levels = [(Fraction(m.bandwidth_bytes_per_s, profile.clock_hz),
+               max(m.capacity_bytes, dev.memory_capacity_bytes) if m.name == main else m.capacity_bytes)
+              for m in profile.memory[names.index(bridge.fast_level):]]
     split_ops = {i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}
     accesses = problem.op_accesses()
     out = {}
     for i, op in enumerate(bridge.ops):
-        left = sum(problem.tensor_bytes[t] for t, _ in accesses[i])
-        cycles = Fraction(0)
-        for rate, capacity in levels:
-            take = left if i in split_ops else min(left, capacity)
-            cycles += Fraction(take) / rate
-            left -= take
-        out[op] = max(problem.compute_cycles[i], math.ceil(cycles) if not left else problem.compute_cycles[i])
+        sizes = [problem.tensor_bytes[t] for t in sorted({t for t, _ in accesses[i]})]
+        if i in split_ops:
+            memory = math.ceil(Fraction(sum(sizes)) / max(rate for rate, _ in levels))
+        elif len(levels) ** len(sizes) <= ANY_LEVEL_ASSIGNMENTS:
+            memory = _least_assignment(sizes, levels)
+        else:
+            memory = _least_fractional(sum(sizes), levels)
+        out[op] = max(problem.compute_cycles[i], memory)
     return out
+
+
+def _least_assignment(sizes: list[int], levels: list[tuple[Fraction, int]]) -> int:
+    """The least ``sum over levels of ceil(load / rate)`` over every level of each size (whole),
+    each level's load at most its capacity (0 if nothing fits: no bound)."""
+    best = None
+    for choice in itertools.product(range(len(levels)), repeat=len(sizes)):
+        load = [0] * len(levels)
+        for size, lv in zip(sizes, choice):
+            load[lv] += size
+        if any(b > cap for b, (_, cap) in zip(load, levels)):
+            continue
+        cycles = sum(math.ceil(Fraction(b) / rate) for b, (rate, _) in zip(load, levels) if b)
+        best = cycles if best is None else min(best, cycles)
+    return best or 0
+
+
+def _least_fractional(total: int, levels: list[tuple[Fraction, int]]) -> int:
+    """The fractional relaxation of :func:`_least_assignment` (0 if the levels cannot hold ``total``)."""
+    cycles, left = Fraction(0), total
+    for rate, capacity in sorted(levels, reverse=True):
+        take = min(left, capacity)
+        cycles += Fraction(take) / rate
+        left -= take
+    return 0 if left else math.ceil(cycles)
 
 
 def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any],
