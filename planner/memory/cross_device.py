@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Callable, Collection, Mapping, Sequence
 
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, UnsupportedError
 from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, expand, plan_activities
 from planner.memory.mixed_assemble import HierarchyLevels, assemble_mixed, mixed_activities
@@ -621,7 +621,7 @@ class _Evaluator:
                 self.cache[key] = assemble_mixed(self.spine, self.graph, self.hardware,
                                            {d: lv for d, (lv, _) in levels.items()}, self.alignment,
                                            {d: st for d, (_, st) in levels.items()}, self.gangs)
-            except InfeasibleError as e:
+            except (InfeasibleError, UnsupportedError) as e:  # Unsupported: an N-level plan (mixed_assemble)
                 log.info("memory plans %s do not fit together: %s", key, e)
                 self.cache[key] = None
             except RetimingDeadlock as e:  # each device's order is valid alone, not together

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Sequence
 
+from planner.errors import UnsupportedError
 from planner.graph.ir import Graph
 from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, DeviceTimes, assemble, plan_activities, retimed_parts
@@ -182,6 +183,8 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
     ------
     InfeasibleError
         A level's buffers do not pack at aligned addresses.
+    UnsupportedError
+        Two hops of an N-level plan write one buffer (as :func:`~planner.memory.hierarchy_assemble.assemble_hierarchy`).
     RetimingDeadlock
         The devices' fixed orders wait on each other (the cross-device choice drops the combination).
     """
@@ -212,6 +215,9 @@ def _device_plan_n_levels(d: str, hl: HierarchyLevels, start: Mapping[str, int],
     bridge, solution = hl.bridge, hl.solution
     ex = Expansion.of(bridge, solution)
     pieces = Pieces(bridge, ex, solution)
+    destinations = [pieces.at(m.dst_level, m.tensor, 2 * m.trigger_op + 2) for m in solution.moves]
+    if len(set(destinations)) != len(destinations):  # as assemble_hierarchy: one DMA per buffer in the binary
+        raise UnsupportedError(f"device {d}: two DMAs write the same buffer")
     local_start = {f"op:{n}": start[f"op:{n}"] for n in ex.instances}
     local_start |= {f"dma:{q}": start[f"dma:{d}:{q}"] for q in range(len(solution.moves))}
     local_duration = {f"op:{n}": duration[f"op:{n}"] for n in ex.instances}
