@@ -30,8 +30,9 @@ from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
 from planner.memory.cross_device import DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
-from planner.memory.hierarchy_bridge import (build_hierarchy_problem, plans_n_levels, solve_hierarchy,
-                                             stream_candidates)
+from planner.memory.hierarchy_bridge import (build_hierarchy_problem, hierarchy_levels, plans_n_levels,
+                                             solve_hierarchy, stream_candidates)
+from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
 from planner.memory.streams import shorter_by_address
@@ -240,7 +241,10 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
               for name in chosen}
     explanations, cross_bound = {}, None
     if plan.transfers and chosen:  # several devices: choose per device by the whole plan's makespan
-        cross = choose_across_devices(plan, graph, hardware, levels, options.alignment_bytes, stats,
+        n_levels = _linked_n_levels(spec, plan, chosen, budget, seed, search)
+        offered = {name: {**cands, **({N_LEVELS: n_levels[name]} if name in n_levels else {})}
+                   for name, cands in levels.items()}
+        cross = choose_across_devices(plan, graph, hardware, offered, options.alignment_bytes, stats,
                                       {name: budget for name in chosen}, seed, search,
                                       _packer(hardware, options.alignment_bytes, seed), spec.gangs)
         new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
@@ -262,6 +266,44 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
                          cross_device=explanations, cross_device_bound=cross_bound)
 
 
+def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -> dict[str, HierarchyLevels]:
+    """Per memory-planned device with link transfers and more than two levels: its N-level plan
+    of its own ops (from cycle 0), the cross-device choice's :data:`N_LEVELS` candidate, kept
+    only when the whole plan, re-timed with the other devices' arrivals and sends
+    (:func:`~planner.memory.mixed_assemble.assemble_mixed`), ends strictly earlier.
+
+    Not offered with shared bandwidth, tensors homed outside main memory or gangs (the mixed
+    re-timing has no bandwidth gate and no gangs), nor where no N-level plan is found, nor where
+    no level between the fast one and main memory is faster than main memory (``tpu-v4``'s
+    cmem): there an op is never faster for a level the two-level plan lacks, and offering the
+    candidate would only weaken the cross-device bound, which must then hold for it too."""
+    options = spec.memory
+    if options.shared_bandwidth or options.home or spec.gangs:
+        return {}
+    out = {}
+    for name in names:
+        dev = spec.hardware.device(name)
+        if not plans_n_levels(dev, options) or not _faster_than_main(dev, options):
+            continue
+        bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, options)
+        try:
+            solved = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * budget, seed, search)
+        except UnsupportedError as e:
+            log.info("device %s: no N-level candidate across devices (%s)", name, e)
+            continue
+        out[name] = HierarchyLevels(bridge, solved.solution, _hierarchy_stats(bridge, solved))
+    return out
+
+
+def _faster_than_main(dev, options) -> bool:
+    """Whether a level between ``dev``'s fast level and its main memory has more bandwidth than main memory."""
+    profile = dev.profile
+    names = hierarchy_levels(dev, options)
+    main = profile.main_memory
+    between = names[1:names.index(main.name)] if main.name in names else names[1:]
+    return any(profile.level(n).bandwidth_bytes_per_s > main.bandwidth_bytes_per_s for n in between)
+
+
 def _packer(hardware, alignment: int, seed: int):
     """Fast offsets for a new level solution (greedy-by-size): ``(offsets, stats)`` or None."""
     def pack(bridge, solution):
@@ -280,8 +322,9 @@ def _n_level_devices(spec, plan) -> tuple[str, ...]:
     out: their plans are independent of the rest). Shared bandwidth is modelled
     over every level too (:mod:`~solvers.memory.levels.hierarchy_bandwidth`).
 
-    A device with link transfers keeps its two-level plan and the cross-device choice
-    (:mod:`~planner.memory.cross_device`), which is not offered N-level candidates.
+    A device with link transfers is planned by the cross-device choice
+    (:mod:`~planner.memory.cross_device`), which offers its N-level plan as one candidate
+    (:func:`_linked_n_levels`).
     """
     hardware, options = spec.hardware, spec.memory
     linked = {d for t in plan.transfers for d in (t.src_device, t.dst_device)}

@@ -32,7 +32,7 @@ from solvers.memory.levels import (
     LevelProblem, LevelSolution, TransferKind, expand_splits, fast_pieces, memory_waits, op_durations,
 )
 
-__all__ = ["DeviceLevels", "DeviceTimes", "expand", "assemble", "plan_activities"]
+__all__ = ["DeviceLevels", "DeviceTimes", "expand", "assemble", "plan_activities", "retimed_parts"]
 
 
 @dataclass(frozen=True)
@@ -628,3 +628,26 @@ def _place_slow(buffers: list[MemoryBuffer], hardware: Hardware, device: str, al
                                  device=device, level=bridge.slow_level)
     address = dict(zip((x.name for x in sized), addresses))
     return [replace(x, address=address.get(x.name, 0)) for x in buffers]
+
+
+def retimed_parts(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping[str, DeviceLevels],
+                  start: Mapping[str, int], duration: Mapping[str, int], transfers: list[PlacedTransfer],
+                  alignment_bytes: int, stats: Mapping[str, Mapping] | None = None
+                  ) -> tuple[Plan, dict[str, DeviceMemoryPlan]]:
+    """:func:`assemble`'s results at times a caller's list schedule gave (over :func:`plan_activities`'
+    activities and more): ``plan`` re-timed (instances on ``levels``' devices) and each of those
+    devices' memory plan. :mod:`planner.memory.mixed_assemble` adds its N-level devices to both.
+
+    Examples
+    --------
+    See :func:`planner.memory.mixed_assemble.assemble_mixed`.
+    """
+    names = {d: _Names(lv) for d, lv in levels.items()}
+
+    def end(name: str) -> int:
+        return start[name] + duration[name]
+
+    plans = {d: _device_plan(d, lv, names[d], _op_accesses(lv, names[d]), _transfers(lv, names[d]), start, end,
+                             transfers, graph, hardware, alignment_bytes, (stats or {}).get(d, {}))
+             for d, lv in levels.items()}
+    return _retimed_plan(plan, levels, names, start, duration, transfers), plans

@@ -279,8 +279,9 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
     capacity_fast = max(1, fast.capacity_bytes - reserve)
     stream_of = {o.name: o.stream for o in plan.ops}
     streams = tuple(stream_of[n] for n in ops) if len({stream_of[n] for n in ops}) > 1 else ()
+    linked = _linked_ops(plan, device.name, ops)
     groups, labels = _split_groups(graph, ops, tensors, op_inputs, op_outputs, capacity_fast, options,
-                                   profile, device.kind, streams) if options.split else ((), ())
+                                   profile, device.kind, streams, linked) if options.split else ((), ())
     problem = LevelProblem(
         compute_cycles=tuple(compute), reads=tuple(reads), writes=tuple(writes),
         tensor_bytes=tuple(lt.size_bytes for lt in tensors),
@@ -296,9 +297,17 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
                         problem, frozenset(sent), labels, reserve)
 
 
+def _linked_ops(plan: Plan, device: str, ops: tuple[str, ...]) -> frozenset[int]:
+    """The device's ops that send or receive over a link: they run whole (a plan's transfer names
+    one op, and lowering pairs it with one plan entry, not a split op's portions)."""
+    ends = {t.src_op for t in plan.transfers if t.src_device == device}
+    ends |= {t.dst_op for t in plan.transfers if t.dst_device == device}
+    return frozenset(i for i, name in enumerate(ops) if name in ends)
+
+
 def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fast: int,
-                  options: MemoryOptions, profile, kind,
-                  streams: tuple[int, ...] = ()) -> tuple[tuple[SplitGroup, ...], tuple[str, ...]]:
+                  options: MemoryOptions, profile, kind, streams: tuple[int, ...] = (),
+                  linked: frozenset[int] = frozenset()) -> tuple[tuple[SplitGroup, ...], tuple[str, ...]]:
     def touched(i: int) -> set[int]:
         return {t for t in (*op_inputs[i], *op_outputs[i]) if tensors[t].role != "weight"}
 
@@ -318,7 +327,7 @@ def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fa
         mine = touched(i)
         if streams and current and streams[current[-1]] != streams[i]:
             close()  # a split group runs on one stream
-        if not row_separable(graph, name) or mine & used:
+        if not row_separable(graph, name) or mine & used or i in linked:
             close()
             continue
         current.append(i)

@@ -34,22 +34,25 @@ import itertools
 import logging
 import math
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Mapping, Sequence
+from fractions import Fraction
+from typing import Any, Callable, Collection, Mapping, Sequence
 
-from planner.errors import InfeasibleError
+from planner.errors import InfeasibleError, UnsupportedError
 from planner.hardware import Hardware
-from planner.memory.assemble import DeviceLevels, assemble, expand, plan_activities
+from planner.memory.assemble import DeviceLevels, expand, plan_activities
+from planner.memory.mixed_assemble import HierarchyLevels, assemble_mixed, mixed_activities
 from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_splits, op_duration_lower_bounds, plan_all_slow
 from solvers.memory.levels.heads_tails import (
-    HeadsTails, SentDeadline, objective_cycles, retime_heads_tails, solve_heads_tails, with_split_factors,
+    HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
+    with_split_factors,
 )
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
-           "shortest_op_cycles", "bound_entry"]
+           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound"]
 
 log = logging.getLogger(__name__)
 
@@ -78,13 +81,17 @@ class DeviceExplanation:
     resolved_cycles: int | None = None
     resolved_bound_cycles: int | None = None
     resolved_main_cycles: int | None = None
+    # Offered an N-level candidate (more than two levels): its level solver's makespan of its ops
+    # alone over every level (device cycles); None when not offered (and then not in memory.json).
+    n_level_cycles: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"plan": self.plan, "own_memory_cycles": self.own_memory_cycles,
                 "own_main_cycles": self.own_main_cycles, "alone_makespan": self.alone_makespan,
                 "main_makespan": self.main_makespan, "slack_cycles": self.slack_cycles,
                 "resolved_cycles": self.resolved_cycles, "resolved_bound_cycles": self.resolved_bound_cycles,
-                "resolved_main_cycles": self.resolved_main_cycles}
+                "resolved_main_cycles": self.resolved_main_cycles,
+                **({"n_level_cycles": self.n_level_cycles} if self.n_level_cycles is not None else {})}
 
 
 @dataclass(frozen=True)
@@ -133,10 +140,18 @@ def _node_graph(plan: Plan, graph, exclude: str) -> tuple[dict[str, int], dict[s
         ops.sort(key=lambda o: (o.start_cycle, o.end_cycle, o.name))
         for a, b in zip(ops, ops[1:]):
             succ[f"op:{a.device}:{a.name}"].append(f"op:{b.device}:{b.name}")
-    for (device, op), name in last.items():
+    instances: dict[tuple[str, str], list[str]] = {}
+    for name in sorted(start, key=lambda n: (start[n], n)):
+        if name.startswith("op:"):
+            device, inst = name[3:].split(":", 1)
+            instances.setdefault((device, inst.split("#")[0]), []).append(name)
+    for (device, op), mine in instances.items():
         for nxt in graph.dag.successors(op):
-            if (device, nxt) in first:
-                succ[name].append(first[(device, nxt)])
+            for name in mine:  # each instance to the first instance of nxt after it (split portions interleave)
+                after = next((n for n in instances.get((device, nxt), ())
+                              if start[n] >= start[name] + duration[name]), None)
+                if after is not None:
+                    succ[name].append(after)
     links: dict[str, list[tuple[int, str]]] = {}
     for k, t in enumerate(plan.transfers):
         name = f"xfer:{k}"
@@ -260,7 +275,7 @@ def sent_deadlines(spine: Plan, graph, hardware: Hardware, others: Mapping[str, 
     """
     bridge, dev = lv.bridge, lv.bridge.device
     d = dev.name
-    acts, sequences, transfers = plan_activities(spine, graph, hardware, others)
+    acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
     succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
     order = _topological(succ)
     sent_index: dict[str, list[int]] = {}
@@ -333,7 +348,77 @@ def shortest_op_cycles(bridge) -> dict[str, int]:
     return {op: bounds[i] for i, op in enumerate(bridge.ops)}
 
 
-def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any]) -> int:
+# Per op, at most this many level assignments of its tensors are enumerated; beyond, the
+# fractional relaxation (fastest levels filled first) stands in.
+ANY_LEVEL_ASSIGNMENTS = 4096
+
+
+def any_level_op_cycles(bridge) -> dict[str, int]:
+    """Per op of the bridge's device: a lower bound on its device cycles in any plan over its
+    levels from the fast one on (two-level plans included).
+
+    The N-level roofline is ``max(compute, sum over levels of ceil(B_l / bw_l))``, and the bytes
+    an op touches at one level are live there together, so at most that level's full capacity:
+    the least over every level of every tensor it touches (each whole), or with more than
+    :data:`ANY_LEVEL_ASSIGNMENTS` assignments the fractional relaxation (the fastest levels
+    filled first, each up to its capacity; a sum of ceilings is at least the ceiling of the sum).
+    An op a split may cut runs in portions whose bytes fit one at a time: it gets every byte at
+    the fastest level (its portions together move at least the op's bytes, as in
+    :func:`shortest_op_cycles`).
+
+    Examples
+    --------
+    See ``tests/planner/memory/test_n_level_linked.py`` (hand-checked and against every assignment).
+    """
+    problem, dev = bridge.problem, bridge.device
+    profile = dev.profile
+    names = [m.name for m in profile.memory]
+    main = profile.main_memory.name
+    levels = [(Fraction(m.bandwidth_bytes_per_s, profile.clock_hz),
+               max(m.capacity_bytes, dev.memory_capacity_bytes) if m.name == main else m.capacity_bytes)
+              for m in profile.memory[names.index(bridge.fast_level):]]
+    split_ops = {i for g in problem.splits for i in range(g.first_op, g.last_op + 1)}
+    accesses = problem.op_accesses()
+    out = {}
+    for i, op in enumerate(bridge.ops):
+        sizes = [problem.tensor_bytes[t] for t in sorted({t for t, _ in accesses[i]})]
+        if i in split_ops:
+            memory = math.ceil(Fraction(sum(sizes)) / max(rate for rate, _ in levels))
+        elif len(levels) ** len(sizes) <= ANY_LEVEL_ASSIGNMENTS:
+            memory = _least_assignment(sizes, levels)
+        else:
+            memory = _least_fractional(sum(sizes), levels)
+        out[op] = max(problem.compute_cycles[i], memory)
+    return out
+
+
+def _least_assignment(sizes: list[int], levels: list[tuple[Fraction, int]]) -> int:
+    """The least ``sum over levels of ceil(load / rate)`` over every level of each size (whole),
+    each level's load at most its capacity (0 if nothing fits: no bound)."""
+    best = None
+    for choice in itertools.product(range(len(levels)), repeat=len(sizes)):
+        load = [0] * len(levels)
+        for size, lv in zip(sizes, choice):
+            load[lv] += size
+        if any(b > cap for b, (_, cap) in zip(load, levels)):
+            continue
+        cycles = sum(math.ceil(Fraction(b) / rate) for b, (rate, _) in zip(load, levels) if b)
+        best = cycles if best is None else min(best, cycles)
+    return best or 0
+
+
+def _least_fractional(total: int, levels: list[tuple[Fraction, int]]) -> int:
+    """The fractional relaxation of :func:`_least_assignment` (0 if the levels cannot hold ``total``)."""
+    cycles, left = Fraction(0), total
+    for rate, capacity in sorted(levels, reverse=True):
+        take = min(left, capacity)
+        cycles += Fraction(take) / rate
+        left -= take
+    return 0 if left else math.ceil(cycles)
+
+
+def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any],
+                      any_level: Collection[str] = ()) -> int:
     """A lower bound on the makespan of every memory plan of ``spine``'s placement and orders
     (plan cycles), whichever plan each device in ``bridges`` uses (main memory included).
 
@@ -343,11 +428,18 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
     any memory plan (:func:`shortest_op_cycles`, converted to plan cycles rounding up like the
     re-timing, and never above its duration in main memory), any other op and every transfer at
     its own. A split op's portions run in series within their group, so a chain through the
-    group is no longer than the portions (see :func:`shortest_op_cycles`). Links, DMA engines
-    and capacity are relaxed away, so only waits every plan has are counted."""
+    group is no longer than the portions (see :func:`shortest_op_cycles`). DMA engines and
+    capacity are relaxed away, so only waits every plan has are counted; each link then runs
+    its transfers one at a time (:func:`link_serial_bound`).
+
+    A device in ``any_level`` may also use an N-level plan (its other levels between the fast
+    one and main memory): its ops count at :func:`any_level_op_cycles` and its link transfers
+    add nothing at its end (:func:`_with_link_ends` reasons over two levels).
+    """
     acts, sequences, transfers = plan_activities(spine, graph, hardware, {})
     device_of = {o.name: o.device for o in spine.ops}
-    shortest = {d: shortest_op_cycles(b) for d, b in bridges.items()}
+    shortest = {d: any_level_op_cycles(b) if d in any_level else shortest_op_cycles(b) for d, b in bridges.items()}
+    two_level = {d: b for d, b in bridges.items() if d not in any_level}
 
     def cycles(a) -> int:
         if not a.name.startswith("op:"):
@@ -359,12 +451,47 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
         return min(a.duration, hardware.to_timeline_cycles(shortest[d][op], hardware.device(d)))
 
     main = {a.name: a.duration for a in acts}  # everything in main memory: the schedule's durations
-    acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, bridges, hardware)
+    acts = _with_link_ends([replace(a, duration=cycles(a)) for a in acts], main, transfers, two_level, hardware)
     succ, duration = _successors(acts, sequences, lambda a: False)
+    order = _topological(succ)
     end: dict[str, int] = {}
-    for n in reversed(_topological(succ)):  # reversed Kahn: every successor first; longest path to the end
+    for n in reversed(order):  # reversed Kahn: every successor first; longest path to the end
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
-    return max(end.values(), default=0)
+    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end)], default=0)
+
+
+def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
+                      end: Mapping[str, int]) -> int:
+    """Per link, its transfers one at a time (:func:`~solvers.memory.levels.heads_tails.one_machine_lower_bound`),
+    each after its head (the longest path to its start) and before its tail (the longest path
+    from its end, ``end`` less its duration): the largest over the links.
+
+    Every memory plan's re-timing runs a link's transfers one at a time and respects every edge
+    of the relaxed graph (its durations are the least any plan has), so each head and tail holds
+    in every plan and so does the one-machine bound.
+
+    Examples
+    --------
+    Two transfers a and b on one link after op s (3 cycles), each 4 cycles, each then an op of 2:
+    the longest path is 3 + 4 + 2 = 9, the link makes it 3 + 4 + 4 + 2 = 13.
+
+    >>> acts = [Activity("s", "stream", 3), Activity("a", "link:l", 4, ("s",)), Activity("b", "link:l", 4, ("s",)),
+    ...         Activity("x", "stream2", 2, ("a",)), Activity("y", "stream3", 2, ("b",))]
+    >>> succ = {"s": ["a", "b"], "a": ["x"], "b": ["y"], "x": [], "y": []}
+    >>> duration = {a.name: a.duration for a in acts}
+    >>> end = {"x": 2, "y": 2, "a": 6, "b": 6, "s": 9}
+    >>> link_serial_bound(acts, ["s", "a", "b", "x", "y"], succ, duration, end)
+    13
+    """
+    head = {n: 0 for n in order}
+    for n in order:
+        for m in succ[n]:
+            head[m] = max(head[m], head[n] + duration[n])
+    links: dict[str, list[tuple[int, int, int]]] = {}
+    for a in acts:
+        if a.resource.startswith("link:") and a.name in head:
+            links.setdefault(a.resource, []).append((head[a.name], duration[a.name], end[a.name] - duration[a.name]))
+    return max((one_machine_lower_bound(jobs) for jobs in links.values() if len(jobs) > 1), default=0)
 
 
 def bound_entry(path_bound_cycles: int, plan: Plan) -> dict[str, Any]:
@@ -492,11 +619,11 @@ class _Evaluator:
         an op that waits for what its receiver sends back)."""
         if key not in self.cache:
             try:
-                self.cache[key] = assemble(self.spine, self.graph, self.hardware,
+                self.cache[key] = assemble_mixed(self.spine, self.graph, self.hardware,
                                            {d: lv for d, (lv, _) in levels.items()}, self.alignment,
                                            {d: st for d, (_, st) in levels.items()}, self.gangs,
                                            self.shared_bandwidth)
-            except InfeasibleError as e:
+            except (InfeasibleError, UnsupportedError) as e:  # Unsupported: an N-level plan (mixed_assemble)
                 log.info("memory plans %s do not fit together: %s", key, e)
                 self.cache[key] = None
             except RetimingDeadlock as e:  # each device's order is valid alone, not together
@@ -518,11 +645,12 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     combination starts each of ``gangs`` on one cycle (:func:`planner.memory.assemble.assemble`)."""
     evaluate = _Evaluator(spine, graph, hardware, alignment, stats, gangs)
     # bandwidth: shared (one switch for the spec): a device left in main memory shares it too
-    evaluate.shared_bandwidth = any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values())
+    evaluate.shared_bandwidth = any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
+                                    if not isinstance(lv, HierarchyLevels))  # N-level: offered only unshared
     names = list(candidates)
     # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
     options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {
-        d: {MAIN: None, **{c: (lv, stats.get(d, {}) if c == "memory plan" else {}) for c, lv in candidates[d].items()}}
+        d: {MAIN: None, **{c: (lv, _candidate_stats(c, lv, stats.get(d, {}))) for c, lv in candidates[d].items()}}
         for d in names}
 
     def levels_of(choice: Mapping[str, str]) -> dict[str, tuple[DeviceLevels, Mapping]]:
@@ -547,6 +675,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
         for d in names:
             current = run(choice)
             lv = (options[d][choice[d]] or options[d]["memory plan"])[0]
+            if isinstance(lv, HierarchyLevels):  # re-solved over two levels: the heads/tails model's
+                lv = options[d]["memory plan"][0]
             others = {e: lv_e for e, (lv_e, _) in levels_of(choice).items() if e != d}
             deadlines = sent_deadlines(spine, graph, hardware, others, lv)
             found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
@@ -572,12 +702,28 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             own_memory_cycles=st.get("level_makespan_device_cycles"),
             own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
             alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
-            slack_cycles=device_slack(plan, graph, d), **dict(zip(
+            slack_cycles=device_slack(plan, graph, d), n_level_cycles=_n_level_cycles(candidates[d]), **dict(zip(
                 ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops), tuple(resolve_deadlocks),
                              memory_plan_bound(spine, graph, hardware,
-                                               {d: candidates[d]["memory plan"].bridge for d in names}))
+                                               {d: candidates[d]["memory plan"].bridge for d in names},
+                                               {d for d in names if any(isinstance(lv, HierarchyLevels)
+                                                                        for lv in candidates[d].values())}))
+
+
+def _n_level_cycles(candidates: Mapping[str, Any]) -> int | None:
+    """The N-level candidate's own makespan over every level (device cycles), if one is offered."""
+    return next((lv.stats.get("level_makespan_device_cycles") for lv in candidates.values()
+                 if isinstance(lv, HierarchyLevels)), None)
+
+
+def _candidate_stats(name: str, lv, own: Mapping) -> Mapping:
+    """The figures memory.json gives a device's candidate: the device's own for its memory plan,
+    the N-level solve's for an N-level plan, none for the others."""
+    if isinstance(lv, HierarchyLevels):
+        return lv.stats
+    return own if name == "memory plan" else {}
 
 
 def _finite(value: float) -> int | None:

@@ -51,11 +51,12 @@ from solvers.memory.levels import (
     op_level_bytes,
 )
 
-__all__ = ["assemble_hierarchy"]
+__all__ = ["assemble_hierarchy", "Expansion", "Pieces", "instance_accesses", "activity_durations", "move_deps",
+           "memory_transfers", "placed_buffers"]
 
 
 @dataclass(frozen=True)
-class _Expansion:
+class Expansion:
     """The problem a solution is over (its split groups unrolled by the solution's factors),
     mapped back to the bridge's ops and tensors, with the instance and portion names."""
 
@@ -68,7 +69,7 @@ class _Expansion:
     portion_names: tuple[str, ...]  # per expanded tensor: "x" or "x#p"
 
     @classmethod
-    def of(cls, bridge: HierarchyBridge, solution: HierarchySolution) -> "_Expansion":
+    def of(cls, bridge: HierarchyBridge, solution: HierarchySolution) -> "Expansion":
         p = bridge.problem
         if p.splits:
             q, smap = expand_hierarchy_splits(p, solution.split_factors)
@@ -98,10 +99,10 @@ class _Expansion:
         return [t for t, (o, _) in enumerate(self.tensor_origin) if o == orig]
 
 
-class _Pieces:
+class Pieces:
     """The solution's buffers by (level, expanded tensor), with names and point intervals."""
 
-    def __init__(self, bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution) -> None:
+    def __init__(self, bridge: HierarchyBridge, ex: Expansion, solution: HierarchySolution) -> None:
         p = ex.problem
         self.rows: list[tuple[int, int, int, int, str]] = []  # (level, tensor, lo, hi, name)
         count: dict[tuple[int, int], int] = {}
@@ -142,8 +143,8 @@ def _one_writer_each(p: HierarchyProblem, solution: HierarchySolution) -> list[t
     return out
 
 
-def _accesses(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution,
-              pieces: _Pieces) -> dict[str, OpAccess]:
+def instance_accesses(bridge: HierarchyBridge, ex: Expansion, solution: HierarchySolution,
+              pieces: Pieces) -> dict[str, OpAccess]:
     p = ex.problem
     where: dict[tuple[int, int], int] = {}
     for t in range(p.num_tensors):
@@ -171,7 +172,7 @@ def _accesses(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySoluti
     return out
 
 
-def _move_deps(ex: _Expansion, solution: HierarchySolution) -> dict[str, list[str]]:
+def move_deps(ex: Expansion, solution: HierarchySolution) -> dict[str, list[str]]:
     """Per activity (``op:<instance>``, ``dma:<q>``) what it waits for from the moves: a hop its
     trigger op, the previous hop of its move and (a fetch's first hop) the tensor's eviction; an
     op the hops it releases (in queue order)."""
@@ -195,12 +196,12 @@ def _move_deps(ex: _Expansion, solution: HierarchySolution) -> dict[str, list[st
     return deps
 
 
-def _schedule(bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution,
+def _schedule(bridge: HierarchyBridge, ex: Expansion, solution: HierarchySolution,
               hardware: Hardware) -> dict[str, int]:
     """The list schedule's start cycle per activity (``op:<instance>``, ``dma:<q>``), every op on
     one stream in the solver's order."""
-    duration = _durations(hardware, bridge, ex, solution)
-    deps = _move_deps(ex, solution)
+    duration = activity_durations(hardware, bridge, ex, solution)
+    deps = move_deps(ex, solution)
     acts = [Activity(f"dma:{q}", "dma", duration[f"dma:{q}"], tuple(deps[f"dma:{q}"]), priority=q)
             for q in range(len(solution.moves))]
     acts += [Activity(f"op:{n}", "compute", duration[f"op:{n}"], tuple(deps[f"op:{n}"])) for n in ex.instances]
@@ -229,9 +230,9 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
     if plan.transfers or any(o.device != d for o in plan.ops):
         raise UnsupportedError("memory planning over more than two levels covers a single device without "
                                "transfers")
-    ex = _Expansion.of(bridge, solution)
-    pieces = _Pieces(bridge, ex, solution)
-    accesses = _accesses(bridge, ex, solution, pieces)
+    ex = Expansion.of(bridge, solution)
+    pieces = Pieces(bridge, ex, solution)
+    accesses = instance_accesses(bridge, ex, solution, pieces)
     destinations = [pieces.at(m.dst_level, m.tensor, 2 * m.trigger_op + 2) for m in solution.moves]
     if len(set(destinations)) != len(destinations):
         # Two hops into one (merged) buffer would give two DMAs one name in the binary.
@@ -250,7 +251,7 @@ def assemble_hierarchy(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, 
     return overlapped if overlapped[0].makespan_cycles < serial[0].makespan_cycles else serial
 
 
-def _durations(hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution
+def activity_durations(hardware: Hardware, bridge: HierarchyBridge, ex: Expansion, solution: HierarchySolution
                ) -> dict[str, int]:
     """Timeline cycles per activity (``op:<instance>``, ``dma:<q>``)."""
     p, dev = ex.problem, bridge.device
@@ -261,7 +262,7 @@ def _durations(hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, solu
     return out
 
 
-def _memory_transfers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, solution: HierarchySolution,
+def memory_transfers(bridge: HierarchyBridge, ex: Expansion, pieces: Pieces, solution: HierarchySolution,
                       start: Mapping[str, int], duration: Mapping[str, int]) -> tuple[MemoryTransfer, ...]:
     p = ex.problem
     out = []
@@ -277,7 +278,7 @@ def _memory_transfers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, 
     return tuple(out)
 
 
-def _result(plan: Plan, bridge: HierarchyBridge, ex: _Expansion, solution: HierarchySolution, accesses,
+def _result(plan: Plan, bridge: HierarchyBridge, ex: Expansion, solution: HierarchySolution, accesses,
             buffers, transfers, stats, start: Mapping[str, int], duration: Mapping[str, int],
             streams: tuple[int, ...] | None, waits: tuple[tuple[str, str], ...] = ()) -> tuple[Plan, MemoryPlan]:
     d, p = bridge.device.name, ex.problem
@@ -294,24 +295,24 @@ def _result(plan: Plan, bridge: HierarchyBridge, ex: _Expansion, solution: Hiera
             MemoryPlan({d: device_plan}))
 
 
-def _serial(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, accesses,
+def _serial(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: Expansion, pieces: Pieces, accesses,
             solution: HierarchySolution, alignment_bytes: int, stats) -> tuple[Plan, MemoryPlan]:
     """Every op on stream 0 in the solver's order; buffers over the points mapped to cycles."""
     start = _schedule(bridge, ex, solution, hardware)
-    duration = _durations(hardware, bridge, ex, solution)
+    duration = activity_durations(hardware, bridge, ex, solution)
     end = {a: start[a] + duration[a] for a in duration}
     inst_start = [start[f"op:{n}"] for n in ex.instances]
     inst_end = [end[f"op:{n}"] for n in ex.instances]
     times = DeviceTimes(inst_start, inst_end, max([*end.values(), 0]))
-    buffers = _placed_buffers(bridge, ex, pieces, times, hardware, alignment_bytes)
-    transfers = _memory_transfers(bridge, ex, pieces, solution, start, duration)
+    buffers = placed_buffers(bridge, ex, pieces, times, hardware, alignment_bytes)
+    transfers = memory_transfers(bridge, ex, pieces, solution, start, duration)
     return _result(plan, bridge, ex, solution, accesses, buffers, transfers, stats, start, duration, None)
 
 
 class _Uses:
     """Which activity writes each buffer piece and which read it (``op:<instance>``, ``dma:<q>``)."""
 
-    def __init__(self, ex: _Expansion, pieces: _Pieces, solution: HierarchySolution) -> None:
+    def __init__(self, ex: Expansion, pieces: Pieces, solution: HierarchySolution) -> None:
         p = ex.problem
         self.writer: dict[str, str] = {}
         self.readers: dict[str, list[str]] = {}
@@ -335,7 +336,7 @@ class _Uses:
         self.reads.setdefault(act, []).append(name)
 
 
-def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, accesses,
+def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: Expansion, pieces: Pieces, accesses,
                 solution: HierarchySolution, alignment_bytes: int, stats,
                 streams: tuple[int, ...]) -> tuple[Plan, MemoryPlan]:
     """Each op on its stream (in the solver's order per stream), DMAs on the engine as ready.
@@ -353,7 +354,7 @@ def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Ex
     """
     p = ex.problem
     uses = _Uses(ex, pieces, solution)
-    duration = _durations(hardware, bridge, ex, solution)
+    duration = activity_durations(hardware, bridge, ex, solution)
     deps = _overlapped_deps(ex, solution, uses)
     acts = [Activity(a, "dma" if a.startswith("dma:") else f"s{streams[i]}", duration[a], tuple(deps[a]),
                      priority=i) for i, a in enumerate([*(f"op:{n}" for n in ex.instances),
@@ -375,7 +376,7 @@ def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Ex
         last = device_end if home else max([end[r] for r in uses.readers.get(name, [])]
                                            + ([end[writer]] if writer else []))
         life[name] = (first, last)
-    buffers = _placed_buffers(bridge, ex, pieces, None, hardware, alignment_bytes, life)
+    buffers = placed_buffers(bridge, ex, pieces, None, hardware, alignment_bytes, life)
     resource = {a.name: a.resource for a in acts}
     allocated_by = dict(uses.writer)
     for b in buffers:  # a split tensor's whole home copy: allocated by its first portion's writer
@@ -384,14 +385,14 @@ def _overlapped(plan: Plan, hardware: Hardware, bridge: HierarchyBridge, ex: _Ex
             if b.view_of not in allocated_by or start[w] < start[allocated_by[b.view_of]]:
                 allocated_by[b.view_of] = w
     waits = _read_waits(deps, resource, solution, ex) | _reuse_waits(buffers, uses, allocated_by, resource, end)
-    transfers = _memory_transfers(bridge, ex, pieces, solution, start, duration)
+    transfers = memory_transfers(bridge, ex, pieces, solution, start, duration)
     return _result(plan, bridge, ex, solution, accesses, buffers, transfers, stats, start, duration, streams,
                    tuple(sorted(waits)))
 
 
-def _overlapped_deps(ex: _Expansion, solution: HierarchySolution, uses: _Uses) -> dict[str, list[str]]:
-    """:func:`_move_deps`, and every activity after the writer of each buffer it reads."""
-    deps = _move_deps(ex, solution)
+def _overlapped_deps(ex: Expansion, solution: HierarchySolution, uses: _Uses) -> dict[str, list[str]]:
+    """:func:`move_deps`, and every activity after the writer of each buffer it reads."""
+    deps = move_deps(ex, solution)
     for act, names in uses.reads.items():
         for name in names:
             w = uses.writer.get(name)
@@ -401,7 +402,7 @@ def _overlapped_deps(ex: _Expansion, solution: HierarchySolution, uses: _Uses) -
 
 
 def _read_waits(deps: Mapping[str, list[str]], resource: Mapping[str, str], solution: HierarchySolution,
-                ex: _Expansion) -> set[tuple[str, str]]:
+                ex: Expansion) -> set[tuple[str, str]]:
     """The dependencies between two resources that lowering does not already order (a DMA's
     trigger and release are its own semaphores; DMA after DMA is the engine's order)."""
     own = set()
@@ -448,7 +449,7 @@ def _plan_name(act: str) -> str:
     return act[3:] if act.startswith("op:") else act
 
 
-def _placed_buffers(bridge: HierarchyBridge, ex: _Expansion, pieces: _Pieces, times: DeviceTimes | None,
+def placed_buffers(bridge: HierarchyBridge, ex: Expansion, pieces: Pieces, times: DeviceTimes | None,
                     hardware: Hardware, alignment: int,
                     life: Mapping[str, tuple[int, int]] | None = None) -> list[MemoryBuffer]:
     """Every piece as a buffer at its cycles (its points mapped by ``times``, or ``life``'s

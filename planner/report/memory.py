@@ -210,13 +210,18 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
                  else f"on its own it makes the whole plan {e['alone_makespan']:,} cycles against "
                       f"{e['main_makespan']:,} ({e['alone_makespan'] - e['main_makespan']:+,})")
         where = f"the critical path (slack 0) runs through {critical}; {d}'s slack: {e['slack_cycles']:,} cycles"
+        if e.get("n_level_cycles") is not None:  # offered its plan over all its levels
+            saves += (f"; its plan over all its levels takes {e['n_level_cycles']:,} device cycles on its own ops"
+                      f"{' (the one the binaries use)' if e['plan'] == 'n levels' else ''}")
         if e["plan"] == "main":
             out.append(f"- {d}: main memory only. {saves}, but {alone}, and neither it nor its re-solve under the "
                        f"other devices' release times and tails shortens the whole plan{_resolved(e)}; {where}.")
         else:
             label = {"memory plan": "its memory plan",
                      "heads/tails": "its memory plan re-solved under the other devices' release times and tails",
-                     "greedy": "the greedy prefetch plan"}.get(e["plan"], e["plan"])
+                     "greedy": "the greedy prefetch plan",
+                     "n levels": "its plan over all its levels (solved on its own ops; the whole plan's re-timing "
+                                 "gives it the other devices' arrivals)"}.get(e["plan"], e["plan"])
             out.append(f"- {d}: {label}. {saves}; {alone}{_resolved(e)}; {where}.")
     if doc["choice"] != "memory plan" and "memory plan" in doc["baselines"]:
         out.append(f"- The best combination across devices re-times to {doc['baselines']['memory plan']:,} cycles "
@@ -233,13 +238,14 @@ def _bound_lines(entry: Mapping[str, Any] | None) -> list[str]:
     --------
     >>> for line in _bound_lines({"bound_cycles": 263000, "path_bound_cycles": 263000, "spine_bound_cycles": 140000,
     ...                           "makespan_cycles": 263697, "gap": 0.002643}): print(line)
-    - Bound: every memory plan of this placement and these orders takes at least 263,000 cycles (the longest path through the plan with each op at its shortest duration in any memory plan: 263,000; the plan's own bound: 140,000); the binaries' plan takes 263,697 cycles, a gap of 0.26%.
+    - Bound: every memory plan of this placement and these orders takes at least 263,000 cycles (the longest path through the plan with each op at its shortest duration in any memory plan, and each link's transfers one at a time: 263,000; the plan's own bound: 140,000); the binaries' plan takes 263,697 cycles, a gap of 0.26%.
     """
     if not entry:
         return []
     spine = "none" if entry["spine_bound_cycles"] is None else f"{entry['spine_bound_cycles']:,}"
     return [f"- Bound: every memory plan of this placement and these orders takes at least {entry['bound_cycles']:,} "
-            f"cycles (the longest path through the plan with each op at its shortest duration in any memory plan: "
+            f"cycles (the longest path through the plan with each op at its shortest duration in any memory plan, "
+            f"and each link's transfers one at a time: "
             f"{entry['path_bound_cycles']:,}; the plan's own bound: {spine}); the binaries' plan takes "
             f"{entry['makespan_cycles']:,} cycles, a gap of {100 * entry['gap']:.2f}%."]
 

@@ -268,6 +268,7 @@ class CrossDeviceEntry(StrictModel):
     resolved_cycles: Optional[Count] = None
     resolved_bound_cycles: Optional[Count] = None
     resolved_main_cycles: Optional[Count] = None
+    n_level_cycles: Optional[Count] = None  # offered an N-level plan: its own makespan over every level
 
 
 class CrossDeviceBound(StrictModel):

@@ -46,6 +46,7 @@ before cycle 5, everything moves by 5:
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, replace
 
@@ -60,7 +61,7 @@ from solvers.memory.levels.validate import op_duration_lower_bounds, replay_leve
 
 __all__ = ["HeadsTails", "SentDeadline", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
            "heads_tails_lower_bound",
-           "with_split_factors", "deadline_violations", "add_sent_deadlines",
+           "with_split_factors", "deadline_violations", "add_sent_deadlines", "one_machine_lower_bound",
            "HEADS_TAILS_WINDOW_ABOVE_OPS"]
 
 # Above this many ops a prefetch's trigger is limited to the 16 ops before its consumer, as
@@ -551,3 +552,43 @@ def _horizon(problem: LevelProblem, ht: HeadsTails) -> int:
 def with_split_factors(solution: LevelSolution, factors: tuple[int, ...]) -> LevelSolution:
     """An expanded problem's solution as a solution of the split problem it came from."""
     return replace(solution, split_factors=tuple(factors))
+
+
+def one_machine_lower_bound(jobs) -> int:
+    """A lower bound on ``max(end_j + tail_j)`` when ``jobs`` (``(head, duration, tail)`` rows)
+    run one at a time, each from its head on: Jackson's preemptive schedule, the optimum of the
+    preemptive relaxation (at each event the released job with the longest tail runs).
+
+    Every non-preemptive schedule is a preemptive one, so no order of the jobs beats it; with
+    heads and tails that hold in every schedule (longest paths through a relaxation), it bounds
+    the makespan of every schedule that runs the jobs on one machine (a link, a DMA engine).
+
+    Examples
+    --------
+    Three transfers released together on one link, 2 cycles each, tails 5, 3 and 0: the one
+    with the longest tail goes first, the last ends at 6.
+
+    >>> one_machine_lower_bound([(0, 2, 5), (0, 2, 3), (0, 2, 0)])
+    7
+    >>> one_machine_lower_bound([(0, 2, 0), (10, 1, 4)])
+    15
+    >>> one_machine_lower_bound([])
+    0
+    """
+    rows = sorted((int(h), int(p), int(q)) for h, p, q in jobs)
+    ready: list[tuple[int, int]] = []  # (-tail, remaining duration)
+    best, now, k = 0, 0, 0
+    while k < len(rows) or ready:
+        if not ready:
+            now = max(now, rows[k][0])
+        while k < len(rows) and rows[k][0] <= now:
+            heapq.heappush(ready, (-rows[k][2], rows[k][1]))
+            k += 1
+        neg_tail, left = heapq.heappop(ready)
+        run = left if k >= len(rows) else min(left, rows[k][0] - now)
+        now += run
+        if run < left:
+            heapq.heappush(ready, (neg_tail, left - run))
+        else:
+            best = max(best, now - neg_tail)
+    return best

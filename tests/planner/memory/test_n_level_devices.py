@@ -52,8 +52,9 @@ def test_two_device_directory_replays_numerically(two):
 
 
 def test_a_device_with_link_transfers_keeps_two_levels(tmp_path):
-    # act2 pinned to edge0: h crosses the link, so npu0 is left to the two-level path and the
-    # cross-device choice (which is not offered N-level candidates).
+    # act2 pinned to edge0: h crosses the link, so npu0 is planned by the cross-device choice,
+    # which offers its N-level plan but keeps it only when the whole plan ends strictly earlier:
+    # act1 reads x and writes the sent h at dram over four levels too, so it does not.
     spec = tmp_path / "s.yaml"
     spec.write_text(TWO.read_text().replace('    - {ops: "a/*", device: npu0}\n',
                                             '    - {ops: "a/act1", device: npu0}\n'
