@@ -197,46 +197,11 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
     chosen, baseline, stats = {}, {}, {}
     stops: list[str | None] = []
     for name in list(bridges):
-        dev = hardware.device(name)
-        fast = dev.profile.level(bridges[name].fast_level)
-        for attempt, reserve_factor in enumerate(RESERVE_FACTORS):
-            # The level solver counts exact bytes at any address; offsets round each buffer up to
-            # the alignment and must pack. If they do not fit, hold back more and solve again.
-            bridge = bridges[name] if attempt == 0 else build_device_problem(
-                graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
-            level_share, offsets_share = ATTEMPT_SHARES[attempt]
-            exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed, search)
-            offsets, off_result, off_greedy, off_problem = _offsets(
-                bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget,
-                seed, True, search)
-            stops += [exact.stats.get("stopped_by"), off_result.stats.get("stopped_by")]
-            solution = exact.solution
-            if offsets is None:
-                log.warning("device %s: offsets of the level plan do not fit %s at %d B alignment "
-                            "(held back %d B)", name, fast.name, options.alignment_bytes, bridge.reserve_bytes)
-                continue
-            break
-        else:  # nothing fits with padding: every tensor in main memory (no fast buffers at all)
-            solution = all_slow.solution
-            offsets, off_result, off_greedy, off_problem = _offsets(
-                bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
-        bridges[name] = bridge
-        by_address = None if plan.transfers or offsets is None else shorter_by_address(
-            bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes)
-        if by_address is not None:  # several streams: a plan made for the by-address memory order
-            solution, offsets, _ = by_address
-        g_offsets, g_result, _, _ = _offsets(
-            bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
-        chosen[name] = expand(bridge, solution, offsets)
-        if g_offsets is not None:
-            baseline[name] = expand(bridge, greedy.solution, g_offsets)
-        stats[name] = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem,
-                                    g_result, hardware)
-        if by_address is not None:
-            stats[name].update(by_address[2])
-        streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
-        if streams_bound is not None:  # several streams: a bound over every plan of the device
-            stats[name]["stream_plan_bound_device_cycles"] = streams_bound
+        bridges[name], chosen[name], greedy_levels, stats[name], device_stops = _plan_device_two_levels(
+            spec, plan, bridges[name], budget, seed, search)
+        if greedy_levels is not None:
+            baseline[name] = greedy_levels
+        stops += device_stops
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
               for name in chosen}
     explanations, cross_bound = {}, None
@@ -264,6 +229,54 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
                          cross_device=explanations, cross_device_bound=cross_bound)
+
+
+def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search: str):
+    """One device's level plan over its fast level and main memory: the solver's plan with
+    packed offsets (holding back more when they do not fit; every tensor in main memory when
+    nothing fits), a shorter plan made for the by-address order on several streams, the
+    greedy baseline and the figures. Returns ``(bridge, chosen, greedy or None, stats, stops)``."""
+    graph, hardware, options = spec.graph, spec.hardware, spec.memory
+    name = bridge.device.name
+    dev = hardware.device(name)
+    stops: list[str | None] = []
+    fast = dev.profile.level(bridge.fast_level)
+    for attempt, reserve_factor in enumerate(RESERVE_FACTORS):
+        # The level solver counts exact bytes at any address; offsets round each buffer up to
+        # the alignment and must pack. If they do not fit, hold back more and solve again.
+        bridge = bridge if attempt == 0 else build_device_problem(
+            graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
+        level_share, offsets_share = ATTEMPT_SHARES[attempt]
+        exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed, search)
+        offsets, off_result, off_greedy, off_problem = _offsets(
+            bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget,
+            seed, True, search)
+        stops += [exact.stats.get("stopped_by"), off_result.stats.get("stopped_by")]
+        solution = exact.solution
+        if offsets is None:
+            log.warning("device %s: offsets of the level plan do not fit %s at %d B alignment "
+                        "(held back %d B)", name, fast.name, options.alignment_bytes, bridge.reserve_bytes)
+            continue
+        break
+    else:  # nothing fits with padding: every tensor in main memory (no fast buffers at all)
+        solution = all_slow.solution
+        offsets, off_result, off_greedy, off_problem = _offsets(
+            bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
+    by_address = None if plan.transfers or offsets is None else shorter_by_address(
+        bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes)
+    if by_address is not None:  # several streams: a plan made for the by-address memory order
+        solution, offsets, _ = by_address
+    g_offsets, g_result, _, _ = _offsets(
+        bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
+    chosen = expand(bridge, solution, offsets)
+    greedy_levels = expand(bridge, greedy.solution, g_offsets) if g_offsets is not None else None
+    stats = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_result, hardware)
+    if by_address is not None:
+        stats.update(by_address[2])
+    streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
+    if streams_bound is not None:  # several streams: a bound over every plan of the device
+        stats["stream_plan_bound_device_cycles"] = streams_bound
+    return bridge, chosen, greedy_levels, stats, stops
 
 
 def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -> dict[str, HierarchyLevels]:
