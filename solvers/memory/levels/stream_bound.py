@@ -93,6 +93,7 @@ from ortools.sat.python import cp_model
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares
+from solvers.memory.levels.prefetch_floor import prefetch_or_slow_floor
 from solvers.memory.levels.problem import LevelProblem, cycles_for_bytes
 from solvers.memory.levels.validate import op_duration_lower_bounds
 
@@ -221,7 +222,8 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
                 first[i] = max(first[i], last[a])
         last[i] = max([first[i], *chained]) + shortest[i]
     load = -(-sum(shortest) // max(1, num_streams))
-    return max([load, *last], default=0)
+    engine = prefetch_or_slow_floor(problem, num_streams, shortest, view.ops, view.cut)
+    return max([load, engine, *last], default=0)
 
 
 def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int, ...] | None = None,
