@@ -11,7 +11,9 @@ count) it bounds every split of them too ("Splits" below).
 Notes
 -----
 A relaxation, solved by CP-SAT; its proven bound (``best_objective_bound``) is a bound of
-every plan, whether or not the search finishes.
+every plan, whether or not the search finishes. Never below :func:`stream_plan_floor`, whose
+engine part (:mod:`~solvers.memory.levels.prefetch_floor`: a certified LP over fractional
+prefetch choices) holds where the search stops on its budget.
 
 Sets: ops ``i``; their accesses ``(i, t)`` of tensors with bytes; *slow-born* tensors ``S``
 (no producer: weights, graph inputs, received copies); *live-out* produced tensors ``L``.
@@ -93,6 +95,7 @@ from ortools.sat.python import cp_model
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_shares
+from solvers.memory.levels.prefetch_floor import prefetch_or_slow_floor
 from solvers.memory.levels.problem import LevelProblem, cycles_for_bytes
 from solvers.memory.levels.validate import op_duration_lower_bounds
 
@@ -187,8 +190,11 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
                       splittable_tensors: frozenset = frozenset()) -> int:
     """The closed-form part of the bound: the per-op duration bounds
     (:func:`~solvers.memory.levels.validate.op_duration_lower_bounds`; with splits, module
-    Notes) shared over ``num_streams`` streams, and along the longest data-dependency path
-    (a pipelined pair of split ops only in start order).
+    Notes) shared over ``num_streams`` streams, along the longest data-dependency path
+    (a pipelined pair of split ops only in start order), and each slow-born tensor prefetched
+    on the one DMA engine or read slow, each live-out one evicted or written slow
+    (:func:`~solvers.memory.levels.prefetch_floor.prefetch_or_slow_floor`: what the CP-SAT
+    relaxation may not prove within its budget on large problems).
 
     Examples
     --------
@@ -203,6 +209,14 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
 
     >>> stream_plan_floor(p, 4, frozenset({0, 1, 2}))
     16
+
+    Two ops each read their own 16-byte weight (compute 2; fast 4 B/cycle, slow 1 B/cycle):
+    4 cycles after a 16-cycle prefetch on the one engine, or 16 slow. On one stream, not 4 +
+    4 but 19 (the fractional choice of :func:`~solvers.memory.levels.prefetch_floor.prefetch_or_slow_floor`;
+    the best plan: 20):
+
+    >>> stream_plan_floor(LevelProblem((2, 2), ((0,), (1,)), ((), ()), (16, 16), (64, 99), (4, 1)), 1)
+    19
     """
     view = split_view(problem, splittable_ops, splittable_tensors)
     problem = _unsplit(problem, view)
@@ -221,7 +235,8 @@ def stream_plan_floor(problem: LevelProblem, num_streams: int, splittable_ops: f
                 first[i] = max(first[i], last[a])
         last[i] = max([first[i], *chained]) + shortest[i]
     load = -(-sum(shortest) // max(1, num_streams))
-    return max([load, *last], default=0)
+    engine = prefetch_or_slow_floor(problem, num_streams, shortest, view.ops, view.cut)
+    return max([load, engine, *last], default=0)
 
 
 def all_slow_floor(problem: LevelProblem, num_streams: int, durations: tuple[int, ...] | None = None,
