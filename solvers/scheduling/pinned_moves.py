@@ -297,7 +297,7 @@ def role_model(pinned: SchedulingProblem) -> _RoleModel | None:
     b = pinned.allowed_devices(n - 1)[0]
     dur = _role_durations(pinned, a, b)
     horizon = sum(max(x for x in row if x is not None) for row in dur if any(x is not None for x in row))
-    horizon += sum(max(row) for row in pinned.transfer_cycles)
+    horizon += sum(max(row, default=0) for row in pinned.transfer_cycles)  # no links: no transfers
     m = cp_model.CpModel()
     role = [[m.new_bool_var(f"r{i}_{k}") if dur[i][k] is not None else None for k in range(3)] for i in range(n)]
     start = [m.new_int_var(0, horizon, f"s{i}") for i in range(n)]

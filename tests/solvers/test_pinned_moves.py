@@ -160,3 +160,13 @@ def test_the_scheduler_reports_the_stage_and_a_zero_share_turns_it_off():
     assert on.stats["pinned_move_bound"] == 12 and on.objective == 12
     off = CpSatScheduler(CpSatOptions(pinned_move_share=0.0, **cfg)).solve(p, options)
     assert "pinned_move_bound" not in off.stats and off.objective == 12
+
+
+def test_a_memory_forced_problem_without_links_is_reported_infeasible_not_a_crash():
+    # Found by the portfolio's property test: no link between the two devices (every
+    # transfer_cycles row empty) made the role model's horizon take max() of an empty row. Op 4
+    # (on device 1 only, its weight needs device 1) reads op 1 (device 0 only): no plan exists.
+    p = SchedulingProblem(((0, -1), (1, -1), (0, -1), (-1, 0), (-1, 1)), ((1, 2, 0), (1, 4, 0), (2, 4, 0)), (1, 1),
+                          ((-1, -1), (-1, -1)), ((), (), ()), device_memory_bytes=(0, 1),
+                          op_resident_bytes=(0, 0, 0, 0, 2))
+    assert CpSatScheduler().solve(p, SolveOptions(time_limit_s=0.05)).status.value == "INFEASIBLE"
