@@ -29,20 +29,6 @@ SPECS = "tests/data/specs/memdevices"
 ROUND_TRIP = f"{SPECS}/round-trip.yaml"
 
 
-@pytest.fixture
-def choices(monkeypatch):
-    """Every cross-device choice the memory stage makes: (its arguments, its result)."""
-    seen = []
-    real = memory_stage.choose_across_devices
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        seen.append((args, result))
-        return result
-    monkeypatch.setattr(memory_stage, "choose_across_devices", spy)
-    return seen
-
-
 def test_round_trip_deadline_hand_checked(choices):
     # npu0 sends t0 (w3's output) to npu1, whose zero-cycle reshape sends it back as t2 for x2.
     # With npu1 in main memory, x2 and the prefetch of the received t2 wait for t0's transfer

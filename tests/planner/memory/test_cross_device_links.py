@@ -11,27 +11,12 @@ import random
 
 import pytest
 
-import planner.memory as memory_stage
 import planner.memory.cross_device as cross_device
 from planner.memory.cross_device import memory_plan_bound
 from planner.pipeline import run
 from planner.spec import load_spec
 from solvers.memory.levels.heads_tails import one_machine_lower_bound
 from tests.planner.memory.test_cross_device_deadlines import _brute_force_optimum
-
-
-@pytest.fixture
-def choices(monkeypatch):
-    """Every cross-device choice the memory stage makes: (its arguments, its result)."""
-    seen = []
-    real = memory_stage.choose_across_devices
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        seen.append((args, result))
-        return result
-    monkeypatch.setattr(memory_stage, "choose_across_devices", spy)
-    return seen
 
 
 def _fan_out(seed: int) -> dict:

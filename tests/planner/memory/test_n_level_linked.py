@@ -26,20 +26,6 @@ ROOT = Path(__file__).resolve().parents[3]
 SPEC = "tests/data/specs/memdevices/four-level-linked.yaml"
 
 
-@pytest.fixture
-def choices(monkeypatch):
-    """Every cross-device choice the memory stage makes: (its arguments, its result)."""
-    seen = []
-    real = memory_stage.choose_across_devices
-
-    def spy(*args, **kwargs):
-        result = real(*args, **kwargs)
-        seen.append((args, result))
-        return result
-    monkeypatch.setattr(memory_stage, "choose_across_devices", spy)
-    return seen
-
-
 @pytest.fixture(scope="module")
 def linked():
     spec = load_spec(SPEC)
