@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.isa.binary import decode, encode
+from planner.isa.binary import decode
 from planner.isa.instructions import DMA_STREAM, Opcode
 from planner.verify.compare import compare_numeric
 from planner.pipeline import run
