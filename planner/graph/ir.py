@@ -149,6 +149,10 @@ class Graph:
                     raise GraphError(f"op {op.name!r} reads its own output {t!r}", op=op.name, tensor=t)
                 self._consumers[t].append(op.name)
             self.ops[op.name] = op
+        for t in self.tensors.values():  # a graph output is what some op writes (else: nothing to hold)
+            if t.kind == "output" and t.name not in self._producer:
+                raise GraphError(f"tensor {t.name!r} is an output of the graph, but no op produces it",
+                                 tensor=t.name)
         self.dag = nx.DiGraph()
         self.dag.add_nodes_from(self.ops)
         for op in self.ops.values():

@@ -289,6 +289,11 @@ def _inline_graph(m: ModelSpec, where: tuple, locator: Locator,
         op_loc[pre + o.name] = oloc
         ops.append(Op(pre + o.name, o.type, tuple(pre + t for t in o.inputs), tuple(pre + t for t in o.outputs),
                       dict(o.attrs), dict(o.cycles), m.name, tuple(pre + a for a in o.after)))
+    written = {t for o in g.ops for t in o.outputs}
+    for k, t in enumerate(g.tensors or []):
+        if t.kind == "output" and t.name not in written:
+            raise locator.error(f"tensor {t.name!r} is an output of the graph, but no op produces it "
+                                "(make it an input or a weight, or write it by an op)", (*where, "graph", "tensors", k, "kind"))
     return tensors, ops
 
 

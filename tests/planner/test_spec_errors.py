@@ -35,6 +35,9 @@ CASES = [
      ["pins conflict on op 'm/fc1'", "constraints.pins[0] puts it on big", "constraints.pins[1] on small"]),
     ("duplicate_key", 8, "objective", ["duplicate key 'objective' (first given on line 7)"]),
     ("generator_typo", 9, "models[0].generator.layer", ["unknown key 'layer'; did you mean 'layers'?"]),
+    # found by the spec fuzzer: an output no op writes reached the numeric replay (exit 3)
+    ("unproduced_output", 11, "models[0].graph.tensors[2].kind",
+     ["tensor 'z' is an output of the graph, but no op produces it"]),
 ]
 
 
