@@ -240,7 +240,7 @@ def test_arity_and_attribute_errors_name_the_op(op, fragment):
 def test_durations_beyond_the_timeline_limit_are_spec_errors():
     # 2^30 device cycles at 1 kHz are 2^30 * 10^6 reference cycles at 1 GHz: over 2^40.
     spec = spec_with(**{"hardware.devices.0.clock": "1 kHz"})
-    spec["models"][0]["graph"]["ops"][0] = {"name": "t", "type": "task", "cycles": {"c": 2**30}}
+    spec["models"][0]["graph"]["ops"][0] = {"name": "t", "type": "task", "outputs": ["y"], "cycles": {"c": 2**30}}
     err = error_of(spec)
     assert err.path == "models[0].graph.ops[0]"
     assert f"would take 1,073,741,824,000,000 cycles on c (generic); the limit is 2^40 = {MAX_CYCLES:,}" in err.message

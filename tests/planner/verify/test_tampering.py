@@ -228,7 +228,10 @@ def test_edited_graph_json(plans, tmp_path, resealed):
 
 @pytest.mark.parametrize("change, message", [
     (lambda doc: doc["tensors"][0].update(shape=[1, 2, 3]), "graph.json: not a valid graph (graph data: op "),
-    (lambda doc: doc["ops"].pop(), "plan.json: ops["),
+    # the last op writes the graph's output: the graph itself is refused, before any comparison with plan.json
+    (lambda doc: doc["ops"].pop(), "graph.json: not a valid graph (graph data: tensor 'mlp/y' is an output of the "
+                                   "graph, but no op produces it"),
+    (lambda doc: doc["ops"].pop(0), "plan.json: ops["),  # an op inside the graph: plan.json places one the graph lacks
     (lambda doc: doc.update(version=9), "graph.json: not a valid graph (graph data: unsupported version 9"),
     (lambda doc: doc.update(version=True), "graph.json: not a valid graph (graph data: unsupported version True"),
     (lambda doc: doc["ops"][1].update(inputs=["nope"]), "graph.json: not a valid graph"),
