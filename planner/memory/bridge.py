@@ -35,12 +35,12 @@ from fractions import Fraction
 from planner.graph.ir import Graph, Tensor
 from planner.hardware import Device, Hardware
 from planner.isa.cost import op_cost
+from planner.memory.shared_bandwidth import main_memory_share
 from planner.spec.memory_options import MemoryOptions
 from planner.plan import Plan
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels import LevelProblem, SplitGroup
-from solvers.memory.levels.bandwidth import share_of_cycles
 from solvers.memory.levels.stream_bound import all_slow_floor, stream_plan_lower_bound
 
 __all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
@@ -409,7 +409,7 @@ def main_memory_share_cycles(graph: Graph, device: Device, ops: tuple[str, ...])
     """Under ``bandwidth: shared``, what each of ``ops`` holds of main memory with everything
     there: its shares times its device cycles, by the simulator's rule for an op's record
     (``ceil(SHARE_UNITS * memory cycles / cycles)`` for a matrix or vector op; an op with
-    explicit cycles or a copy holds none; :func:`planner.memory.shared_bandwidth.unplanned_shares`).
+    explicit cycles or a copy holds none; :func:`planner.memory.shared_bandwidth.main_memory_share`).
 
     Examples
     --------
@@ -420,13 +420,8 @@ def main_memory_share_cycles(graph: Graph, device: Device, ops: tuple[str, ...])
     >>> main_memory_share_cycles(g, Device("n", "npu", get_profile("edge-npu")), ("r",))  # memory-bound: 121 cycles
     (121000,)
     """
-    out = []
-    for n in ops:
-        cost = op_cost(graph.ops[n], graph, device.profile, device.kind)
-        held = 0 if cost.explicit or cost.unit not in ("matrix", "vector") else share_of_cycles(cost.memory_cycles,
-                                                                                                cost.cycles)
-        out.append(held * cost.cycles)
-    return tuple(out)
+    costs = [op_cost(graph.ops[n], graph, device.profile, device.kind) for n in ops]
+    return tuple(main_memory_share(cost) * cost.cycles for cost in costs)
 
 
 def main_memory_cycles(graph: Graph, device: Device, ops: tuple[str, ...]) -> tuple[int, ...]:

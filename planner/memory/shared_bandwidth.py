@@ -42,8 +42,8 @@ from solvers.memory.levels import HierarchyProblem, HierarchySolution, LevelProb
 from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, op_shares, share_of_cycles
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_op_shares, hop_shares
 
-__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "unplanned_shares", "bandwidth_gate",
-           "hierarchy_gate"]
+__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "unplanned_shares", "main_memory_share",
+           "bandwidth_gate", "hierarchy_gate"]
 
 _Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main (N levels: the problem's), shares)
 
@@ -174,13 +174,19 @@ def unplanned_shares(plan, graph, hardware, planned) -> dict[str, tuple[_Share, 
         if o.device in planned:
             continue
         device = hardware.device(o.device)
-        cost = cached_op_cost(graph.ops[o.name], graph, device.profile, device.kind)
-        if cost.explicit or cost.unit not in ("matrix", "vector"):
-            continue
-        u = share_of_cycles(cost.memory_cycles, cost.cycles)
+        u = main_memory_share(cached_op_cost(graph.ops[o.name], graph, device.profile, device.kind))
         if u:
             shares[f"op:{o.name}"] = ((o.device, 1, u),)
     return shares
+
+
+def main_memory_share(cost) -> int:
+    """The main-memory shares an op of this ISA cost holds with everything in main memory (the
+    simulator's rule for the record): ``ceil(SHARE_UNITS * memory cycles / cycles)`` for a
+    matrix or vector op; an op with explicit cycles or a copy holds none."""
+    if cost.explicit or cost.unit not in ("matrix", "vector"):
+        return 0
+    return share_of_cycles(cost.memory_cycles, cost.cycles)
 
 
 def _unplanned_transfer_share(link_bytes_per_s: int, device) -> int:

@@ -238,11 +238,12 @@ def _check_figures_complete(memory: Any, planned: list[str]) -> None:
                                 detail="missing: the chosen plan's figures of a memory-planned device")
 
 
-def _check_figures(memory: Any, programs: Mapping[str, Any], facts: Mapping[str, Any], simulation: Any) -> None:
+def _check_figures(memory: Any, programs: Mapping[str, Any], facts: Mapping[str, Any], simulation: Any,
+                   planned: list[str]) -> None:
     unknown = sorted(set(memory.figures) - set(memory.baselines))
     if unknown:
         raise VerificationError(_FILE, f"figures.{unknown[0]}", detail="not a plan of baselines")
-    _check_figures_complete(memory, sorted(n for n, p in programs.items() if p.fast_level >= 0))
+    _check_figures_complete(memory, planned)
     for name, fig in (memory.figures.get(memory.choice) or {}).items():
         if name not in programs:
             raise VerificationError(_FILE, f"figures.{memory.choice}.{name}", detail="not a device of the plan")
@@ -278,7 +279,7 @@ def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], fa
         raise VerificationError(_FILE, f"skipped.{stray[0]}", detail="not a device that skipped memory planning")
     for name in planned:
         _check_device(name, memory.devices[name], programs[name], facts[name], simulation, graph, base)
-    _check_figures(memory, programs, facts, simulation)
+    _check_figures(memory, programs, facts, simulation, planned)
     _check_cross_device_bound(memory.cross_device_bound, simulation)
 
 
