@@ -240,13 +240,14 @@ def _summary_table(plan, rows) -> Table:
 
 def _device_table(plan, hardware, peaks, graph) -> Table:
     from planner.report import device_rows, format_levels  # start-up time
+    from planner.report.markdown import report_hardware
 
     table = Table(title="devices", title_justify="left")
     from planner.units import format_cycles_time  # start-up time
 
     for col in ("device", "profile", "streams", "ops", "busy cycles", "busy", "util", "memory: peak of capacity"):
         table.add_column(col, justify="left" if col in ("device", "profile", "memory: peak of capacity") else "right")
-    for r in device_rows(plan, hardware, peaks, graph):
+    for r in device_rows(plan, report_hardware(hardware), peaks, graph):
         table.add_row(r["device"], r["profile"], str(r["streams"]), r["ops"], f"{r['busy_cycles']:,}",
                       format_cycles_time(r["busy_cycles"], plan.clock_hz),
                       f"{100 * r['utilization']:.1f}%", format_levels(r["levels"]))

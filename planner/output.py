@@ -21,7 +21,7 @@ from planner.memory.figures import device_figures
 from planner.plan import plan_document
 from planner.report import render_report
 from planner.report.html import render_html
-from planner.report.markdown import level_capacities
+from planner.report.markdown import level_capacities, report_hardware
 from planner.report.memory import fast_footprint, render_memory_section
 from planner.report.trace import trace_json
 from planner.safe_output import atomic_directory
@@ -175,7 +175,7 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
         memory_planning = outcome.memory is not None
         with stage("writing"):
             (tmp / "report.md").write_text(render_report(
-                plan, spec.hardware, baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
+                plan, report_hardware(spec.hardware), baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
                 replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
                         "memory": memory_planning, "numeric": checked.summary(), "bandwidth": sim.bandwidth},
                 sections=_memory_sections(outcome, spec, read["memory.json"] if memory_planning else None),

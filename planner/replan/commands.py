@@ -208,7 +208,8 @@ def _given_placement(source: str, outcome: Outcome, solved: Any) -> Outcome:
     if solver.get("gangs"):  # as the final plan starts them (memory planning re-times)
         solver["gangs"] = replayed_gang_record(outcome.plan, outcome.simulation.ops,
                                                [g["ops"] for g in solver["gangs"]])
-    plan = replace(outcome.plan, solver={**solver, "placement": "given"})
+    # The source's name too: report.md names it, and the verifier redraws report.md from plan.json.
+    plan = replace(outcome.plan, solver={**solver, "placement": "given", "placement_source": Path(source).name})
     section = (f"## Placement given\n\n`plan score` placed every op as {Path(source).name} says and did not "
                "optimise the placement: the status, bound and gap are those of the schedule for that placement.")
     return replace(outcome, plan=plan, report_sections=(*outcome.report_sections, section))

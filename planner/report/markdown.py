@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
-from planner.hardware import Hardware
 from planner.instances import base_op_name
 from planner.plan import Plan
 from planner.units import format_bytes  # re-exported: the report's byte format
 
-__all__ = ["device_rows", "link_rows", "render_report", "format_bytes", "format_gap", "format_levels", "level_capacities",
-           "markdown_table", "op_count", "search_cell", "strategy_line", "search_line"]
+__all__ = ["DeviceFacts", "LinkFacts", "ReportHardware", "device_rows", "link_rows", "render_report", "format_bytes",
+           "format_gap", "format_levels", "level_capacities", "markdown_table", "op_count", "report_hardware",
+           "search_cell", "strategy_line", "search_line"]
 
 
 def format_gap(gap: float | None) -> str:
@@ -69,6 +70,53 @@ def level_capacities(device) -> dict[str, int]:
             for lv in device.profile.memory}
 
 
+@dataclass(frozen=True, slots=True)
+class DeviceFacts:
+    """What the report shows of a device: its names, streams, main level and each level's capacity.
+
+    ``plan solve`` takes them from the spec's hardware (:func:`report_hardware`); the verifier
+    from plan.json's device entries and each binary's header, so the two must agree.
+    """
+
+    name: str
+    kind: str
+    profile: str
+    streams: int
+    main_level: str
+    capacities: Mapping[str, int]  # level -> bytes, in the profile's order
+
+
+@dataclass(frozen=True, slots=True)
+class LinkFacts:
+    """What the report shows of a link: its name and its two devices."""
+
+    name: str
+    devices: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportHardware:
+    """The hardware as report.md draws it (devices and links in the spec's order)."""
+
+    devices: tuple[DeviceFacts, ...]
+    links: tuple[LinkFacts, ...]
+
+
+def report_hardware(hardware) -> ReportHardware:
+    """The report's view of a spec's :class:`~planner.hardware.Hardware`.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> facts = report_hardware(load_spec("specs/taskgraph.yaml").hardware)
+    >>> [(d.name, d.main_level, len(d.capacities)) for d in facts.devices], [l.name for l in facts.links]
+    ([('fast0', 'mem', 1), ('slow0', 'mem', 1)], ['wire'])
+    """
+    devices = tuple(DeviceFacts(d.name, d.kind, d.profile.name, d.streams, d.profile.main_memory.name,
+                                level_capacities(d)) for d in hardware.devices)
+    return ReportHardware(devices, tuple(LinkFacts(l.name, tuple(l.devices)) for l in hardware.links))
+
+
 def op_count(names: list[str], graph=None) -> str:
     """``"17 ops"``, or ``"17 ops (68 instances)"`` when split ops run as several instances.
 
@@ -85,7 +133,7 @@ def op_count(names: list[str], graph=None) -> str:
     return ops + (f" ({len(names)} instances)" if len(bases) != len(names) else "")
 
 
-def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, dict[str, int]] | None = None,
+def device_rows(plan: Plan, hardware: ReportHardware, peak_bytes: dict[str, dict[str, int]] | None = None,
                 graph=None) -> list[dict[str, Any]]:
     """Per device: ops (and op instances), busy cycles, utilization, and per memory level the
     replayed peak against that level's capacity (``levels``: level -> (peak, capacity)).
@@ -99,11 +147,10 @@ def device_rows(plan: Plan, hardware: Hardware, peak_bytes: dict[str, dict[str, 
         ops = [o for o in plan.ops if o.device == dev.name]
         busy = sum(o.duration_cycles for o in ops)
         peaks = (peak_bytes or {}).get(dev.name) or {}
-        main = dev.profile.main_memory.name
-        levels = {name: (peaks.get(name, 0), cap) for name, cap in level_capacities(dev).items()
-                  if peaks.get(name) or name == main}
+        levels = {name: (peaks.get(name, 0), cap) for name, cap in dev.capacities.items()
+                  if peaks.get(name) or name == dev.main_level}
         rows.append({
-            "device": dev.name, "kind": dev.kind, "profile": dev.profile.name, "streams": dev.streams,
+            "device": dev.name, "kind": dev.kind, "profile": dev.profile, "streams": dev.streams,
             "ops": op_count([o.name for o in ops], graph), "instances": len(ops), "busy_cycles": busy,
             "utilization": busy / (span * dev.streams), "levels": levels,
         })
@@ -119,7 +166,7 @@ def format_levels(levels: dict[str, tuple[int, int]]) -> str:
     return "; ".join(f"{name} {format_bytes(peak)} of {format_bytes(cap)}" for name, (peak, cap) in levels.items())
 
 
-def link_rows(plan: Plan, hardware: Hardware) -> list[dict[str, Any]]:
+def link_rows(plan: Plan, hardware: ReportHardware) -> list[dict[str, Any]]:
     """Per link: transfers, bytes moved and busy cycles."""
     rows = []
     for link in hardware.links:
@@ -160,7 +207,7 @@ def strategy_line(solver: dict[str, Any]) -> str:
     return f"{solver['strategy']}{why}: {how}"
 
 
-def render_report(plan: Plan, hardware: Hardware, *, baselines: list[dict[str, Any]],
+def render_report(plan: Plan, hardware: ReportHardware, *, baselines: Sequence[Mapping[str, Any]],
                   peak_bytes: dict[str, dict[str, int]] | None = None, replay: dict[str, Any] | None = None,
                   sections: list[str] | None = None, graph=None) -> str:
     """The whole report as Markdown.

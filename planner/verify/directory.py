@@ -24,7 +24,10 @@ was found):
 11. ``report.html``: byte for byte the page :func:`planner.report.html.render_html` draws from
     the verified ``plan.json``, ``allocation.json`` and ``memory.json`` (its sha256 in
     ``files`` already refused an edited page at step 2; the redraw refuses a page of other
-    figures sealed by hand).
+    figures sealed by hand);
+12. ``report.md``: byte for byte the report :mod:`planner.verify.report` draws from the
+    verified ``plan.json``, ``memory.json``, ``graph.json``, the binaries' headers and this
+    replay's figures (likewise: an edited report resealed by hand is refused).
 
 Nothing here imports the solve stage (``solvers``, ``planner.pipeline``,
 ``planner.memory``, OR-Tools): a test imports this module in a fresh interpreter and
@@ -67,6 +70,7 @@ from planner.verify.manifest import MAX_FILE_BYTES, read_manifest_files
 from planner.verify.memory import check_memory_document
 from planner.verify import numeric as numeric_replay  # its limit read at each check, as plan solve reads it
 from planner.verify.numeric import NumericOutcome, check_numeric_claim, run_numeric
+from planner.verify.report import check_report
 from planner.verify.resources import check_resources
 
 __all__ = ["Verdict", "verify_plan_dir", "numeric_replay_dir"]
@@ -342,6 +346,8 @@ def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -
                                 found=f"{str(raw.get('seal'))[:16]}...", detail="a field was edited after `plan "
                                 "solve` wrote it")
     _check_page(raw, files, doc.memory_planning)
+    memory = _parse_document(files["memory.json"], "memory.json") if doc.memory_planning else None
+    check_report(raw, doc, plan, files, programs, simulation, graph, memory)
     return Verdict(plan_dir, plan, doc, simulation, programs, ran, time.perf_counter() - start)
 
 

@@ -41,6 +41,7 @@ __all__ = [
     "AllocationDocument",
     "MaxLoadClaims",
     "RunBudget",
+    "ReportRecords",
     "validate_document",
 ]
 
@@ -183,6 +184,101 @@ class RunBudget(BaseModel):
 
     time_limit_s: Annotated[float, Field(gt=0, allow_inf_nan=False)]
     post_solve_reserve_s: Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class _Lenient(BaseModel):
+    """A record report.md draws from: the fields it draws typed exactly, other keys free."""
+
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class _IslandPortion(_Lenient):
+    island: Name
+
+
+class _IslandSplit(_Lenient):
+    solver: Text
+    status: Text
+    bottleneck_cycles: Count
+    bound: Optional[Count]
+    portions: list[_IslandPortion]
+
+
+class _IslandSolve(_Lenient):
+    name: Name
+    devices: list[Name]
+    ops: Count
+    host_memory_bytes: Optional[Count]
+    status: Text
+    objective: Optional[Count]
+    bound_given_split: Optional[Count]
+
+
+class _OtherPlan(_Lenient):
+    status: Text
+    objective: Optional[Count]
+    bound: Optional[Count]
+
+
+class _Gang(_Lenient):
+    ops: list[Name]
+    start_cycle: Count
+
+
+class IslandsRecord(_Lenient):
+    """``plan.json`` ``solver.islands``: the split, each island's solve and the comparisons (report.md draws it)."""
+
+    split: _IslandSplit
+    cross_bytes: Count
+    network_cycles: Count
+    islands: list[_IslandSolve]
+    one_problem: _OtherPlan
+    one_island: Optional[_OtherPlan]
+    arrival_rounds: Optional[list[Count]] = None
+    gangs: list[_Gang] = []
+
+
+class WarmStartRecord(_Lenient):
+    """``plan.json`` ``solver.warm_start``: how much of a previous placement the solve started from."""
+
+    ops_placed: Count
+    ops: Count
+    objective: Optional[Count]
+
+
+class _Move(_Lenient):
+    op: Name
+    from_device: Name
+    to_device: Name
+    migration_bytes: Count
+    migration_cycles: Count
+    why: Text
+
+
+class ReplanRecord(_Lenient):
+    """``plan.json`` ``solver.replan``: the re-placement's decision as report.md draws it."""
+
+    reason: Text
+    predicted_current_cycles: Count
+    predicted_new_cycles: Count
+    migration_cycles: Count
+    ratios: dict[Name, dict[Name, Annotated[float, Field(ge=0, allow_inf_nan=False)]]]
+    moved: list[_Move]
+
+
+class ReportRecords(_Lenient):
+    """The parts of ``plan.json`` ``solver`` report.md draws (:mod:`planner.report.sections`), typed so that a
+    resealed edit is refused by name instead of breaking the redraw; each is absent or None when the route
+    did not record it."""
+
+    name: Optional[Text] = None
+    contiguous: Optional[bool] = None
+    baselines: Optional[dict[Name, Optional[Count]]] = None
+    islands: Optional[IslandsRecord] = None
+    warm_start: Optional[WarmStartRecord] = None
+    placement: Optional[Text] = None
+    placement_source: Optional[Text] = None
+    replan: Optional[ReplanRecord] = None
 
 
 class MemoryBuffer(StrictModel):

@@ -1,0 +1,123 @@
+"""report.md redrawn from the verified directory: the bytes ``plan solve`` wrote, or refused.
+
+``plan solve`` writes report.md from its live results (the spec's hardware, its own replay,
+the routes' sections); :func:`check_report` draws it again from what the verifier has
+checked, with :func:`planner.report.markdown.render_report`, and refuses any other bytes:
+
+* the plan, its baselines and the numeric replay's claim: ``plan.json``;
+* each device's kind, profile and streams: ``plan.json`` ``devices``; its levels, main level
+  and capacities: its binary's header (the replay checked every peak against them);
+* the replay's figures (makespan, instructions, peak bytes per level, shared bandwidth):
+  the verifier's own replay of the binaries;
+* the memory section: ``memory.json``; the route sections (max-load, islands, warm start,
+  given placement, re-placement): ``plan.json`` ``solver`` (:mod:`planner.report.sections`);
+* op counts (split ops counted once): ``graph.json``.
+
+So a report cannot claim another objective, bound, gap, peak or memory figure than the
+directory it sits in; the figures no replay recomputes (a baseline's, the islands' split, a
+re-placement's predictions) are the sealed ``plan.json``'s, as the report prints them.
+
+Examples
+--------
+>>> sorted(capacities_of({"d0": _Header((_Level("sram", 8), _Level("dram", 64)), 1)}).items())
+[('d0', {'sram': 8, 'dram': 64})]
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, NamedTuple
+
+from planner.errors import VerificationError
+from planner.plan import Plan
+from planner.report.markdown import DeviceFacts, LinkFacts, ReportHardware, render_report
+from planner.report.memory import render_memory_section
+from planner.report.sections import route_sections
+from planner.verify.documents import PlanDocument, ReportRecords, validate_document
+from planner.verify.numeric import describe
+
+__all__ = ["capacities_of", "check_report", "first_difference", "redraw_report"]
+
+
+class _Level(NamedTuple):  # the doctest's stand-in for planner.isa.instructions.LevelInfo
+    name: str
+    capacity_bytes: int
+
+
+class _Header(NamedTuple):  # and for a decoded program's header
+    levels: tuple
+    main_level: int
+
+
+def capacities_of(programs: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    """Per device, each level's capacity as its binary's header records it, in the header's order."""
+    return {name: {lv.name: lv.capacity_bytes for lv in p.levels} for name, p in programs.items()}
+
+
+def _hardware(doc: PlanDocument, programs: Mapping[str, Any]) -> ReportHardware:
+    devices = tuple(DeviceFacts(d.name, d.kind, d.profile, d.streams,
+                                programs[d.name].levels[programs[d.name].main_level].name,
+                                {lv.name: lv.capacity_bytes for lv in programs[d.name].levels})
+                    for d in doc.devices)
+    return ReportHardware(devices, tuple(LinkFacts(l.name, tuple(l.devices)) for l in doc.links))
+
+
+def _check_records(raw: Mapping[str, Any]) -> None:
+    """The solver records the route sections draw: typed, and there when the route needs them."""
+    records = validate_document(ReportRecords, raw["solver"], "plan.json solver")
+    if raw["objective_kind"] == "max-load" and (records.contiguous is None or records.baselines is None):
+        raise VerificationError("plan.json", "solver.contiguous/baselines", detail="a max-load plan records both "
+                                "(report.md draws them)")
+    if records.placement == "given" and records.placement_source is None:
+        raise VerificationError("plan.json", "solver.placement_source", detail="a given placement names its source "
+                                "(report.md draws it); a directory written before it was recorded: re-run `plan "
+                                "score`")
+
+
+def redraw_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, programs: Mapping[str, Any],
+                  simulation: Any, graph: Any, memory: Mapping[str, Any] | None) -> str:
+    """report.md's text from the verified plan.json (``raw`` as parsed, ``doc`` as validated), the decoded
+    binaries, the verifier's replay, graph.json and memory.json (None without memory planning)."""
+    _check_records(raw)
+    capacities = capacities_of(programs)
+    sections = [] if memory is None else [render_memory_section(memory, capacities)]
+    sections += route_sections(raw, {name: caps[programs[name].levels[programs[name].main_level].name]
+                                     for name, caps in capacities.items()})
+    replay = {"makespan_cycles": simulation.makespan_cycles, "instructions": simulation.instruction_count,
+              "memory": doc.memory_planning, "numeric": describe(raw["numeric"]), "bandwidth": simulation.bandwidth}
+    return render_report(plan, _hardware(doc, programs), baselines=raw["baselines"], peak_bytes=simulation.peak_bytes,
+                         replay=replay, sections=sections, graph=graph)
+
+
+def check_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, files: Mapping[str, bytes],
+                 programs: Mapping[str, Any], simulation: Any, graph: Any, memory: Mapping[str, Any] | None) -> None:
+    """Refuse a report.md other than the one the verified directory draws (see the module notes)."""
+    drawn = redraw_report(raw, doc, plan, programs, simulation, graph, memory).encode("utf-8")
+    if files["report.md"] != drawn:
+        line, want, got = first_difference(files["report.md"], drawn)
+        raise VerificationError("report.md", f"line {line}", expected=f"{want} (drawn from the verified plan.json, "
+                                "memory.json, graph.json and replay)", found=got)
+
+
+def first_difference(found: bytes, drawn: bytes) -> tuple[int, str, str]:
+    """The first line that differs (1-based), as drawn and as found, each shortened to 100 characters.
+
+    >>> first_difference(b"a\\nb\\n", b"a\\nc\\n")
+    (2, "'c'", "'b'")
+    >>> first_difference(b"a", b"a\\nb")
+    (2, "'b'", 'the end of the file')
+    """
+    ours, theirs = drawn.split(b"\n"), found.split(b"\n")
+    for i in range(max(len(ours), len(theirs))):
+        a = ours[i] if i < len(ours) else None
+        b = theirs[i] if i < len(theirs) else None
+        if a != b:
+            return i + 1, _shown(a), _shown(b)
+    return len(ours), "", ""
+
+
+def _shown(line: bytes | None) -> str:
+    if line is None:
+        return "the end of the file"
+    text = repr(line.decode("utf-8", errors="replace"))
+    return text if len(text) <= 100 else text[:97] + "..."
+
