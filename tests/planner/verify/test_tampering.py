@@ -9,10 +9,12 @@ check (file, field, expected vs found).
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from planner.cli import app
@@ -403,3 +405,100 @@ def test_an_edit_after_a_verification_in_the_same_process_is_refused(plans, tmp_
     with pytest.raises(VerificationError, match="allocation.json: devices.fast0.ops: expected 3"):
         verify_plan_dir(t)
     verify_plan_dir(plans["taskgraph"])  # the unedited directory still verifies
+
+
+# --- report.md: redrawn from the verified directory -----------------------------------------------------------
+
+
+def _bump_in_report(plan_dir: Path, prefix: str, pattern: str) -> int:
+    """Add 1 to the number ``pattern``'s group matches on report.md's first line starting with ``prefix``
+    where it matches (as a person editing a figure would); returns that line's number."""
+    path = plan_dir / "report.md"
+    lines = path.read_text().split("\n")
+    i = next(k for k, line in enumerate(lines) if line.startswith(prefix) and re.search(pattern, line))
+    match = re.search(pattern, lines[i])
+    start, end = match.span(1)
+    lines[i] = lines[i][:start] + str(int(match.group(1)) + 1) + lines[i][end:]
+    path.write_text("\n".join(lines))
+    return i + 1
+
+
+@pytest.mark.parametrize("base, prefix, pattern", [
+    ("taskgraph", "| objective |", r"(\d+)"),
+    ("memory", "| gap |", r"(\d+)\.\d\d%"),
+    ("taskgraph", "| fast0 |", r"mem (\d+) B of"),  # a device's replayed peak
+    ("memory", "| peak live bytes, ", r"\| (\d+)\.\d\d MiB"),  # the memory section's figures
+    ("memory", "- ", r"(\d+) DMAs"),
+    ("memory", "- ", r"numeric replay: (\d+) tensors"),
+    ("max-load", "| acc0 | accelerator |", r"(\d+) \| [\d.]+% \|$"),  # the max-load section's load
+    ("max-load", "| one accelerator |", r"(\d+)"),
+])
+def test_a_resealed_report_md_figure_is_refused(plans, tmp_path, base, prefix, pattern):
+    d = copy(plans, base, tmp_path)
+    line = _bump_in_report(d, prefix, pattern)
+    refused(d, "report.md: sha256 checksum")
+    reseal(d)  # only the redraw from the verified files can tell now
+    message = refused(d, f"report.md: line {line}: expected", "drawn from the verified plan.json")
+    assert message.count(prefix) == 2, message  # the line as drawn and as found
+
+
+def test_report_md_deleted_or_cut_short(plans, tmp_path):
+    d = copy(plans, "taskgraph", tmp_path)
+    text = (d / "report.md").read_text()
+    (d / "report.md").write_text(text[:text.index("## Devices")].rstrip("\n"))
+    reseal(d)
+    refused(d, "report.md: line", "found the end of the file")
+    (d / "report.md").unlink()
+    refused(d, "report.md")
+
+
+def test_a_resealed_route_record_is_refused_by_the_report_it_draws(plans, tmp_path):
+    # The greedy split's max-load in solver.baselines is a figure only the seal keeps (the other rows
+    # are checked against the baseline rows); before report.md was redrawn a resealed edit was accepted.
+    greedy = "greedy (linear split + local search)"
+    d = copy(plans, "max-load", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["solver"]["baselines"].update({greedy: 39}), resealed=True)
+    refused(d, "report.md: line", f"| {greedy} | 40 | +0.00% |", f"| {greedy} | 39 | -2.50% |")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s["baselines"].update({"greedy (linear split + local search)": "forty"}),
+     "plan.json solver: baselines.greedy"),
+    (lambda s: s.pop("contiguous"), "plan.json: solver.contiguous/baselines"),
+    (lambda s: s.update(warm_start={"ops": 2}), "plan.json solver: warm_start.ops_placed"),
+    (lambda s: s.update(placement="given"), "plan.json: solver.placement_source"),
+    (lambda s: s.update(name=["cpsat"]), "plan.json solver: name"),
+])
+def test_a_malformed_route_record_is_refused_by_name(plans, tmp_path, change, message):
+    d = copy(plans, "max-load", tmp_path)
+    edit(d, "plan.json", lambda doc: change(doc["solver"]), resealed=True)
+    refused(d, message)
+
+
+def test_score_warm_start_and_replan_directories_verify(plans, tmp_path):
+    spec = tmp_path / "taskgraph.yaml"
+    spec.write_text(yaml.safe_dump(_spec_dict("taskgraph")))
+    source = plans["taskgraph"]
+    fast = ["--quiet", "--time-limit", "2", "--workers", "1"]
+    for args in (["score", str(spec), "--placement", str(source), "-o", str(tmp_path / "score")],
+                 ["solve", str(spec), "--warm-start", str(source), "-o", str(tmp_path / "warm")]):
+        result = runner.invoke(app, [*args, *fast])
+        assert result.exit_code == 0, result.output
+    stats = tmp_path / "stats.json"
+    assert runner.invoke(app, ["simulate", str(source), "--slow", "fast0=2", "--stats-out", str(stats)]).exit_code == 0
+    result = runner.invoke(app, ["replan", str(source), "--stats", str(stats), "--spec", str(spec), "-o",
+                                 str(tmp_path / "replan"), "--min-gain", "0"])
+    assert result.exit_code == 0, result.output
+    heads = {"score": "## Placement given", "warm": "## Warm start", "replan": "## Re-placement"}
+    for name, head in heads.items():
+        assert head in (tmp_path / name / "report.md").read_text()
+        assert runner.invoke(app, ["simulate", str(tmp_path / name)]).exit_code == 0
+    report = (tmp_path / "score" / "report.md").read_text()
+    assert f"placed every op as {source.name} says" in report
+    # A given placement's source is drawn from plan.json: without it (a directory of an older plan
+    # score, or the field deleted and resealed) the report cannot be redrawn, and is refused.
+    edit(tmp_path / "score", "plan.json", lambda doc: doc["solver"].pop("placement_source"), resealed=True)
+    refused(tmp_path / "score", "solver.placement_source", "re-run `plan score`")
+    edit(tmp_path / "replan", "plan.json", lambda doc: doc["solver"]["replan"].update(predicted_new_cycles=1),
+         resealed=True)
+    refused(tmp_path / "replan", "report.md: line", "re-placed 1 cycles")
