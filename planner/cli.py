@@ -240,7 +240,7 @@ def _summary_table(plan, rows) -> Table:
 
 def _device_table(plan, hardware, peaks, graph) -> Table:
     from planner.report import device_rows, format_levels  # start-up time
-    from planner.report.markdown import report_hardware
+    from planner.report.markdown import report_hardware  # start-up time
 
     table = Table(title="devices", title_justify="left")
     from planner.units import format_cycles_time  # start-up time

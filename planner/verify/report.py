@@ -25,7 +25,8 @@ Examples
 
 from __future__ import annotations
 
-from typing import Any, Mapping, NamedTuple
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, NamedTuple
 
 from planner.errors import VerificationError
 from planner.plan import Plan
@@ -79,13 +80,31 @@ def redraw_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, program
     binaries, the verifier's replay, graph.json and memory.json (None without memory planning)."""
     _check_records(raw)
     capacities = capacities_of(programs)
-    sections = [] if memory is None else [render_memory_section(memory, capacities)]
-    sections += route_sections(raw, {name: caps[programs[name].levels[programs[name].main_level].name]
-                                     for name, caps in capacities.items()})
-    replay = {"makespan_cycles": simulation.makespan_cycles, "instructions": simulation.instruction_count,
-              "memory": doc.memory_planning, "numeric": describe(raw["numeric"]), "bandwidth": simulation.bandwidth}
-    return render_report(plan, _hardware(doc, programs), baselines=raw["baselines"], peak_bytes=simulation.peak_bytes,
-                         replay=replay, sections=sections, graph=graph)
+    with _unreadable("memory.json", "its memory section"):
+        sections = [] if memory is None else [render_memory_section(memory, capacities)]
+    with _unreadable("plan.json", "it"):
+        sections += route_sections(raw, {name: caps[programs[name].levels[programs[name].main_level].name]
+                                         for name, caps in capacities.items()})
+        replay = {"makespan_cycles": simulation.makespan_cycles, "instructions": simulation.instruction_count,
+                  "memory": doc.memory_planning, "numeric": describe(raw["numeric"]),
+                  "bandwidth": simulation.bandwidth}
+        return render_report(plan, _hardware(doc, programs), baselines=raw["baselines"],
+                             peak_bytes=simulation.peak_bytes, replay=replay, sections=sections, graph=graph)
+
+
+@contextmanager
+def _unreadable(label: str, what: str) -> Iterator[None]:
+    """A record report.md draws that only the seal keeps (memory.json's solver figures, another memory
+    plan's figures, plan.json ``solver``), edited into a shape the drawing cannot read: bad input, named.
+
+    ``plan solve`` verifies its own directory and turns any refusal into an internal error, so an
+    honest record the drawing cannot read still ends in exit 3, never here.
+    """
+    try:
+        yield
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, StopIteration, ZeroDivisionError) as e:
+        raise VerificationError(label, "", detail=f"report.md's drawing of {what} cannot read it "
+                                                  f"({type(e).__name__}: {e})") from None
 
 
 def check_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, files: Mapping[str, bytes],

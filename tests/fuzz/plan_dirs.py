@@ -5,7 +5,9 @@ plan.json, memory.json, allocation.json or graph.json deleted, duplicated, retyp
 replaced (null, strings, huge numbers, deep nesting, another field's value); bytes of any
 file truncated, flipped or made non-UTF-8; an instruction of a binary changed and the binary
 re-encoded (a well-formed binary that says something else); report.html's text edited (a figure, a
-name, a bar) and resealed (only its redraw from the verified files can refuse it); a file deleted,
+name, a bar) and resealed, and report.md's (the objective, a bound, a gap, a peak, a memory or route
+section's figure, a line dropped or added) likewise (only their redraws from the verified files can
+refuse them); a file deleted,
 added, replaced by a directory, a symbolic link or a FIFO, or swapped in from another plan; plan.json re-serialized (key
 order, indentation: the same document). Half the JSON edits, and every binary edit, are *resealed*: the
 adversary also recomputes the sha256 of every file and plan.json's seal, so only the
@@ -393,14 +395,54 @@ def _html_edit(data: st.DataObject, plan_dir: Path) -> Case:
     return Case("html-resealed", f"{old!r} -> {new!r} #{at}")
 
 
+_REPORT_LINE_EDITS = ("bump", "drop", "duplicate", "blank", "append")
+
+
+def _report_edit(data: st.DataObject, plan_dir: Path) -> Case:
+    """report.md edited like a person would and resealed: a number on a line changed (a figure of the
+    objective, bound, gap, a device's peak, a memory or route section), a word swapped, a line dropped,
+    repeated, blanked or added."""
+    path = plan_dir / "report.md"
+    lines = path.read_text(encoding="utf-8").split("\n")
+    numbered = [i for i, line in enumerate(lines) if re.search(r"\d", line)]
+    op = data.draw(st.sampled_from(_REPORT_LINE_EDITS + ("word",)), label="op")
+    i = data.draw(st.sampled_from(numbered if op == "bump" else range(len(lines))), label="line")
+    if op == "bump":
+        numbers = list(re.finditer(r"\d+", lines[i]))
+        m = numbers[data.draw(st.integers(0, len(numbers) - 1), label="number")]
+        value = int(m.group()) + data.draw(st.sampled_from([1, -1, 9, 1000]), label="delta")
+        new = str(value if value >= 0 else 1)
+        lines[i] = lines[i][:m.start()] + new + lines[i][m.end():]
+    elif op == "drop":
+        del lines[i]
+    elif op == "duplicate":
+        lines.insert(i, lines[i])
+    elif op == "blank":
+        lines[i] = "" if lines[i] else " "
+    elif op == "append":
+        lines.insert(i, "- checked by hand: the plan is optimal.")
+    else:
+        old, new = data.draw(st.sampled_from([("OPTIMAL", "FEASIBLE"), ("FEASIBLE", "OPTIMAL"), ("cycles", "us"),
+                                              ("memory plan", "main memory"), ("|", "¦")]), label="word")
+        if old not in lines[i]:
+            lines[i] += " " + new
+        else:
+            lines[i] = lines[i].replace(old, new, 1)
+    path.write_text("\n".join(lines), encoding="utf-8")
+    reseal(plan_dir)
+    return Case(f"report-{op}-resealed", f"line {i + 1}")
+
+
 def mutate(data: st.DataObject, plan_dir: Path, other: Path) -> Case:
     """Apply one drawn tampering to ``plan_dir`` (``other``: a plan to swap files from)."""
     family = data.draw(st.sampled_from(["json", "json", "json-resealed", "json-resealed", "bytes", "file",
-                                        "binary", "html"]), label="family")
+                                        "binary", "html", "report"]), label="family")
     if family == "binary":
         return _binary_edit(data, plan_dir)
     if family == "html":
         return _html_edit(data, plan_dir)
+    if family == "report":
+        return _report_edit(data, plan_dir)
     if family.startswith("json"):
         present = [n for n in _JSON_FILES if (plan_dir / n).is_file()]
         return _json_edit(data, plan_dir, data.draw(st.sampled_from(present), label="file"), family != "json")
