@@ -5,8 +5,9 @@ cost is not mixed in), writes its directory with ``planner.output.write_plan_dir
 ``planner.verify.verify_plan_dir`` (median of ``--repeat`` runs) and, below the default limit,
 the numeric replay (``verify_plan_dir(numeric=True)`` minus the timing-only median).
 
-Run: ``python -m benchmarks.verify [--repeat 5] [--time-limit 20]``; JSON lands in
-``benchmarks/results/verify-<date>.json``.
+Run: ``python -m benchmarks.verify [--repeat 5] [--time-limit 20] [--large]``; JSON lands in
+``benchmarks/results/verify-<date>.json``. ``--large`` adds a 9,977-op transformer (the demo's
+hardware, 232 layers; its solve alone takes about the time limit plus a minute).
 
 Examples
 --------
@@ -38,9 +39,17 @@ def transformer_2000() -> dict[str, Any]:
     return spec
 
 
-def instances() -> list[tuple[str, Any]]:
+def transformer_10000() -> dict[str, Any]:
+    """The demo's hardware with a 232-layer decoder: 232 * (11 + 4 * 8) + 1 = 9,977 ops."""
+    spec = transformer_2000()
+    spec["name"] = "transformer-9977"
+    spec["models"][0]["generator"]["layers"] = 232
+    return spec
+
+
+def instances(large: bool = False) -> list[tuple[str, Any]]:
     return [("demo", REPO / "specs" / "demo.yaml"), ("memory-cnn", REPO / "specs" / "memory-cnn.yaml"),
-            ("transformer-1979", transformer_2000())]
+            ("transformer-1979", transformer_2000()), *([("transformer-9977", transformer_10000())] if large else [])]
 
 
 def measure(name: str, source: Any, time_limit: float, repeat: int, root: Path) -> dict[str, Any]:
@@ -84,11 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=5, help="verifier runs per instance (median reported)")
     parser.add_argument("--time-limit", type=float, default=20.0, help="solver seconds per instance")
+    parser.add_argument("--large", action="store_true", help="also the 9,977-op transformer")
     parser.add_argument("--out", default=None, help="results JSON (default benchmarks/results/verify-<date>.json)")
     args = parser.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory(prefix="plan-verify-bench-") as root:
-        for name, source in instances():
+        for name, source in instances(args.large):
             rows.append(measure(name, source, args.time_limit, args.repeat, Path(root)))
     print_table("verifier cost per plan directory", ["instance", "ops", "instructions", "MB", "solve s",
                                                       "verify s (median)", "numeric s", "verify / solve"],
