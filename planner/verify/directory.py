@@ -347,7 +347,7 @@ def verify_plan_dir(path: str | Path, *, numeric: bool = False, seed: int = 0) -
                                 "solve` wrote it")
     _check_page(raw, files, doc.memory_planning)
     memory = _parse_document(files["memory.json"], "memory.json") if doc.memory_planning else None
-    check_report(raw, doc, plan, files, programs, simulation, graph, memory)
+    check_report(raw, doc, plan, files, programs, simulation, graph, base, memory)
     return Verdict(plan_dir, plan, doc, simulation, programs, ran, time.perf_counter() - start)
 
 

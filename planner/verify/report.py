@@ -62,9 +62,27 @@ def _hardware(doc: PlanDocument, programs: Mapping[str, Any]) -> ReportHardware:
     return ReportHardware(devices, tuple(LinkFacts(l.name, tuple(l.devices)) for l in doc.links))
 
 
-def _check_records(raw: Mapping[str, Any]) -> None:
-    """The solver records the route sections draw: typed, and there when the route needs them."""
+def _check_gangs(records: ReportRecords, plan: Plan, base: Mapping[str, str]) -> None:
+    """The islands section's gangs start where the replay starts each of their ops (a split op: its first
+    instance), as ``planner.islands.gang.replayed_gang_record`` recorded them."""
+    if records.islands is None:
+        return
+    first: dict[str, int] = {}
+    for o in plan.ops:  # the replay's ops exactly (checked before)
+        op = base[o.name]
+        first[op] = min(first.get(op, o.start_cycle), o.start_cycle)
+    for i, gang in enumerate(records.islands.gangs):
+        starts = [first.get(op) for op in gang.ops]
+        if any(start != gang.start_cycle for start in starts):
+            raise VerificationError("plan.json", f"solver.islands.gangs[{i}].start_cycle", expected=f"{starts} (each "
+                                    "op's first start in the replay, all equal)", found=str(gang.start_cycle))
+
+
+def _check_records(raw: Mapping[str, Any], plan: Plan, base: Mapping[str, str]) -> None:
+    """The solver records the route sections draw: typed, there when the route needs them, and the
+    gangs as replayed."""
     records = validate_document(ReportRecords, raw["solver"], "plan.json solver")
+    _check_gangs(records, plan, base)
     if raw["objective_kind"] == "max-load" and (records.contiguous is None or records.baselines is None):
         raise VerificationError("plan.json", "solver.contiguous/baselines", detail="a max-load plan records both "
                                 "(report.md draws them)")
@@ -75,10 +93,11 @@ def _check_records(raw: Mapping[str, Any]) -> None:
 
 
 def redraw_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, programs: Mapping[str, Any],
-                  simulation: Any, graph: Any, memory: Mapping[str, Any] | None) -> str:
+                  simulation: Any, graph: Any, base: Mapping[str, str], memory: Mapping[str, Any] | None) -> str:
     """report.md's text from the verified plan.json (``raw`` as parsed, ``doc`` as validated), the decoded
-    binaries, the verifier's replay, graph.json and memory.json (None without memory planning)."""
-    _check_records(raw)
+    binaries, the verifier's replay, graph.json (``base``: plan op -> graph op) and memory.json (None
+    without memory planning)."""
+    _check_records(raw, plan, base)
     capacities = capacities_of(programs)
     with _unreadable("memory.json", "its memory section"):
         sections = [] if memory is None else [render_memory_section(memory, capacities)]
@@ -108,9 +127,10 @@ def _unreadable(label: str, what: str) -> Iterator[None]:
 
 
 def check_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, files: Mapping[str, bytes],
-                 programs: Mapping[str, Any], simulation: Any, graph: Any, memory: Mapping[str, Any] | None) -> None:
+                 programs: Mapping[str, Any], simulation: Any, graph: Any, base: Mapping[str, str],
+                 memory: Mapping[str, Any] | None) -> None:
     """Refuse a report.md other than the one the verified directory draws (see the module notes)."""
-    drawn = redraw_report(raw, doc, plan, programs, simulation, graph, memory).encode("utf-8")
+    drawn = redraw_report(raw, doc, plan, programs, simulation, graph, base, memory).encode("utf-8")
     if files["report.md"] != drawn:
         line, want, got = first_difference(files["report.md"], drawn)
         raise VerificationError("report.md", f"line {line}", expected=f"{want} (drawn from the verified plan.json, "

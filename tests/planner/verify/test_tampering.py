@@ -453,17 +453,23 @@ def test_report_md_deleted_or_cut_short(plans, tmp_path):
 
 
 def test_a_resealed_route_record_is_refused_by_the_report_it_draws(plans, tmp_path):
-    # The greedy split's max-load in solver.baselines is a figure only the seal keeps (the other rows
-    # are checked against the baseline rows); before report.md was redrawn a resealed edit was accepted.
+    # solver.contiguous is a setting only the seal keeps; before report.md was redrawn a resealed
+    # edit was accepted, though the report states it.
+    d = copy(plans, "max-load", tmp_path)
+    edit(d, "plan.json", lambda doc: doc["solver"].update(contiguous=True), resealed=True)
+    refused(d, "report.md: line", "contiguous: no", "contiguous: yes")
+
+
+def test_the_greedy_max_load_report_md_draws_is_the_heuristic_row(plans, tmp_path):
+    # solver.baselines' greedy split was the one max-load baseline no row was compared with.
     greedy = "greedy (linear split + local search)"
     d = copy(plans, "max-load", tmp_path)
     edit(d, "plan.json", lambda doc: doc["solver"]["baselines"].update({greedy: 39}), resealed=True)
-    refused(d, "report.md: line", f"| {greedy} | 40 | +0.00% |", f"| {greedy} | 39 | -2.50% |")
+    refused(d, f"plan.json: baselines[1] '{greedy}'", "found 40")
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda s: s["baselines"].update({"greedy (linear split + local search)": "forty"}),
-     "plan.json solver: baselines.greedy"),
+    (lambda s: s.update(replan={"reason": 5}), "plan.json solver: replan.reason"),
     (lambda s: s.pop("contiguous"), "plan.json: solver.contiguous/baselines"),
     (lambda s: s.update(warm_start={"ops": 2}), "plan.json solver: warm_start.ops_placed"),
     (lambda s: s.update(placement="given"), "plan.json: solver.placement_source"),
@@ -502,3 +508,24 @@ def test_score_warm_start_and_replan_directories_verify(plans, tmp_path):
     edit(tmp_path / "replan", "plan.json", lambda doc: doc["solver"]["replan"].update(predicted_new_cycles=1),
          resealed=True)
     refused(tmp_path / "replan", "report.md: line", "re-placed 1 cycles")
+
+
+def test_gangs_the_islands_section_draws_start_where_the_replay_starts_them():
+    from planner.plan import PlacedOp, Plan
+    from planner.verify.documents import ReportRecords
+    from planner.verify.report import _check_gangs
+
+    ops = (PlacedOp("a#0", "d0", 0, 10, 5), PlacedOp("a#1", "d0", 0, 15, 5), PlacedOp("b", "d1", 0, 10, 5))
+    plan = Plan("s", "latency", "FEASIBLE", 20, None, None, 20, 10**9, ops, ())
+    base = {"a#0": "a", "a#1": "a", "b": "b"}
+
+    def records(start: int) -> ReportRecords:
+        split = {"solver": "s", "status": "OPTIMAL", "bottleneck_cycles": 1, "bound": 1, "portions": []}
+        other = {"status": "FEASIBLE", "objective": 1, "bound": 1}
+        return ReportRecords.model_validate({"islands": {
+            "split": split, "cross_bytes": 0, "network_cycles": 0, "islands": [], "one_problem": other,
+            "one_island": None, "gangs": [{"ops": ["a", "b"], "start_cycle": start}]}})
+
+    _check_gangs(records(10), plan, base)  # a split op starts with its first instance
+    with pytest.raises(VerificationError, match=r"solver.islands.gangs\[0\].start_cycle: expected \[10, 10\]"):
+        _check_gangs(records(11), plan, base)
