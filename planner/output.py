@@ -174,6 +174,8 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
             checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
         memory_planning = outcome.memory is not None
         with stage("writing"):
+            # From the run's live results; the verifier redraws it from the directory (planner.verify.report),
+            # so the verification below holds the two drawings equal.
             (tmp / "report.md").write_text(render_report(
                 plan, report_hardware(spec.hardware), baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
                 replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
