@@ -19,14 +19,15 @@ re-placement's predictions) are the sealed ``plan.json``'s, as the report prints
 
 Examples
 --------
->>> sorted(capacities_of({"d0": _Header((_Level("sram", 8), _Level("dram", 64)), 1)}).items())
-[('d0', {'sram': 8, 'dram': 64})]
+>>> from types import SimpleNamespace as NS
+>>> capacities_of({"d0": NS(levels=(NS(name="sram", capacity_bytes=8), NS(name="dram", capacity_bytes=64)))})
+{'d0': {'sram': 8, 'dram': 64}}
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, NamedTuple
+from typing import Any, Iterator, Mapping
 
 from planner.errors import VerificationError
 from planner.plan import Plan
@@ -39,26 +40,19 @@ from planner.verify.numeric import describe
 __all__ = ["capacities_of", "check_report", "first_difference", "redraw_report"]
 
 
-class _Level(NamedTuple):  # the doctest's stand-in for planner.isa.instructions.LevelInfo
-    name: str
-    capacity_bytes: int
-
-
-class _Header(NamedTuple):  # and for a decoded program's header
-    levels: tuple
-    main_level: int
-
-
 def capacities_of(programs: Mapping[str, Any]) -> dict[str, dict[str, int]]:
     """Per device, each level's capacity as its binary's header records it, in the header's order."""
     return {name: {lv.name: lv.capacity_bytes for lv in p.levels} for name, p in programs.items()}
 
 
+def _main_level(program: Any) -> str:
+    return program.levels[program.main_level].name
+
+
 def _hardware(doc: PlanDocument, programs: Mapping[str, Any]) -> ReportHardware:
-    devices = tuple(DeviceFacts(d.name, d.kind, d.profile, d.streams,
-                                programs[d.name].levels[programs[d.name].main_level].name,
-                                {lv.name: lv.capacity_bytes for lv in programs[d.name].levels})
-                    for d in doc.devices)
+    capacities = capacities_of(programs)
+    devices = tuple(DeviceFacts(d.name, d.kind, d.profile, d.streams, _main_level(programs[d.name]),
+                                capacities[d.name]) for d in doc.devices)
     return ReportHardware(devices, tuple(LinkFacts(l.name, tuple(l.devices)) for l in doc.links))
 
 
@@ -102,8 +96,7 @@ def redraw_report(raw: Mapping[str, Any], doc: PlanDocument, plan: Plan, program
     with _unreadable("memory.json", "its memory section"):
         sections = [] if memory is None else [render_memory_section(memory, capacities)]
     with _unreadable("plan.json", "it"):
-        sections += route_sections(raw, {name: caps[programs[name].levels[programs[name].main_level].name]
-                                         for name, caps in capacities.items()})
+        sections += route_sections(raw, {name: caps[_main_level(programs[name])] for name, caps in capacities.items()})
         replay = {"makespan_cycles": simulation.makespan_cycles, "instructions": simulation.instruction_count,
                   "memory": doc.memory_planning, "numeric": describe(raw["numeric"]),
                   "bandwidth": simulation.bandwidth}
