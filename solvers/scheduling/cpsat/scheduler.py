@@ -30,7 +30,17 @@ memory-feasible placement with the transfers of the edges it cuts, without conte
 Before that, on the same problems, :func:`~solvers.scheduling.pinned_moves.pinned_move_bound`
 spends up to ``pinned_move_share`` proving what a device change at a clean cut op costs with
 link and stream contention (:mod:`solvers.scheduling.pinned_moves`), priced into the clean
-segment runs.
+segment runs. When moves are still open after it and the first forced-cut probe (1/32 above
+the bound) is neither refuted nor answered, the probes give up and the rest of their share
+resumes the open pinned moves (the proofs are kept in a memo, so none is proved twice).
+
+**Leftover bound.** The main solve on these graphs often fixes the hint's placement and ends
+long before its share (ResNet-50 operators: it used 0.0002 units and left 1.02 of 3.36).
+After it, on the same memory-forced problems when the result is not proven,
+``leftover_bound_share`` of what is left goes to more forced-cut probes from the bound (when
+the first probes refuted something; their first step 1/128 above it) or to the pinned moves
+still open (``stats["leftover_bound"]``, :meth:`CpSatScheduler._leftover_bound`). Each is one
+of the sound bounds above, so the result's bound stays a bound; the plan is not touched.
 
 **Forced-cut start (a start candidate).** Right after that bound, up to
 ``forced_cut_start_share`` of the budget minimises the same relaxation from the hint's placement,
