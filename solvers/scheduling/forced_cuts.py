@@ -389,9 +389,15 @@ def _value_precedence(m: cp_model.CpModel, problem: SchedulingProblem, slots: li
 
 def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
                      hint: SchedulingSolution | None = None, max_probes: int = 12,
-                     found: list[tuple[int, ...]] | None = None, contention: bool = False) -> tuple[int, dict]:
+                     found: list[tuple[int, ...]] | None = None, contention: bool = False,
+                     give_up: bool = False, first_step: int = 0) -> tuple[int, dict]:
     """A proven bound on the relaxation of the module Notes, by probes within ``budget``;
-    ``contention`` adds the window terms (module Notes, Contention) to every probe.
+    ``contention`` adds the window terms (module Notes, Contention) to every probe; ``give_up``
+    stops at the first probe CP-SAT neither refutes nor answers while none was refuted yet
+    (the lower probes that would follow rarely refute either: the caller may spend what is
+    left elsewhere). ``first_step``: the first probe asks for ``1 / first_step`` above the
+    floor (default :data:`_FIRST_STEP`; a floor that probes raised already is best resumed
+    with a smaller step).
 
     Each probe asks CP-SAT for a placement of makespan at most B (the model with ``makespan
     <= B``, no objective) with a share of what is left: a proof that none exists raises the
@@ -428,7 +434,7 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
     lo = floor
     hi = _horizon(restricted) if hint is None else min(hint.makespan_cycles, _horizon(restricted))
     probes, refuted = 0, 0
-    step = max(1, lo // _FIRST_STEP)
+    step = max(1, lo // (first_step or _FIRST_STEP))
     while lo < hi and probes < max_probes and budget.left > 0 and not budget.wall_expired():
         target = min(lo + step, lo + (hi - lo) // 2) if hi - lo > 1 else lo
         built = forced_cut_model(restricted, lo, cap=target, contention=contention)
@@ -437,6 +443,8 @@ def forced_cut_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
         if status is Status.INFEASIBLE:
             lo, refuted = target + 1, refuted + 1
             step *= 2
+        elif give_up and not refuted and status not in (Status.OPTIMAL, Status.FEASIBLE):
+            break
         else:  # a solution, or nothing proved: look below target
             hi = solver.value(built.makespan) if status in (Status.OPTIMAL, Status.FEASIBLE) else target
             if found is not None and status in (Status.OPTIMAL, Status.FEASIBLE):

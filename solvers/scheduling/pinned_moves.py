@@ -385,13 +385,18 @@ def _add_edges(m: cp_model.CpModel, pinned: SchedulingProblem, devices: tuple[in
 _JOB_SHARE = 4  # each proof gets what is left over the next this many
 
 
-def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget) -> tuple[int, dict]:
+def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                      memo: dict | None = None) -> tuple[int, dict]:
     """The clean segment runs with every device change priced by the proven three-role
     relaxation of its pinned move (module Notes), within ``budget``; (bound, stats), ``(0,
     {})`` where no memory-forced change has a contended segment.
 
     Each distinct pinned move is proved once, in segment order, within what is left of
     ``budget`` over the next :data:`_JOB_SHARE`; a move it did not prove keeps the DP's own.
+    ``memo`` (a dict the caller keeps between calls on the same problem) resumes the work: it
+    maps each move tried to ``(proven value, settled)``; a settled move (CP-SAT's optimum, or
+    no schedule) is not proved again, an unsettled one is tried again with what is left and
+    keeps the larger of its two proven values (each one is a bound).
 
     Examples
     --------
@@ -414,22 +419,26 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
     first = {key: i for i, key in reversed(list(enumerate(keys)))}
     ranked = _ranked_segments(moves, budget)
     todo = list(dict.fromkeys(key for j in ranked for key, (jj, _, _) in zip(keys, moves.jobs) if jj == j))
-    proven: dict[Any, float] = {}
-    for done, key in enumerate(todo):
+    memo = {} if memo is None else memo
+    open_keys = [key for key in todo if not memo.get(key, (0.0, False))[1]]
+    for done, key in enumerate(open_keys):
         if budget.left <= 0 or budget.wall_expired():
             break
         built = role_model(moves.jobs[first[key]][2])
-        status, solver, _ = budget.run_cpsat(built.model, options, budget.left / min(len(todo) - done, _JOB_SHARE),
-                                             None)
+        status, solver, _ = budget.run_cpsat(built.model, options,
+                                             budget.left / min(len(open_keys) - done, _JOB_SHARE), None)
         if status is Status.INFEASIBLE:
-            proven[key] = math.inf
+            memo[key] = (math.inf, True)
         elif status in (Status.OPTIMAL, Status.FEASIBLE):
-            proven[key] = float(math.ceil(solver.best_objective_bound - 1e-6))
+            value = float(math.ceil(solver.best_objective_bound - 1e-6))
+            memo[key] = (max(value, memo.get(key, (0.0, False))[0]), status is Status.OPTIMAL)
+    proven = {key: memo[key][0] for key in todo if key in memo}
     tables = move_floor_tables(moves, [proven.get(key, 0.0) for key in keys])
     value = segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=tables)
     stopped = "finished" if len(proven) == len(todo) else "deterministic_budget"
     budget.note("pinned_move_bound", 0.0, stopped_by=stopped, moves=len(todo), proved=len(proven))
-    return value, {"pinned_move_bound": value, "pinned_moves": len(todo), "pinned_moves_proved": len(proven)}
+    return value, {"pinned_move_bound": value, "pinned_moves": len(todo), "pinned_moves_proved": len(proven),
+                   "pinned_moves_settled": sum(memo[key][1] for key in proven)}
 
 
 # Charged per run of the segment-run DP and middle segment: 1.5 ms of CPU per segment on the

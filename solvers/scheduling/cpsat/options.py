@@ -58,6 +58,10 @@ class CpSatOptions:
     # ops, each trial sequenced by HEFT; its schedule replaces the hint when shorter; 0 turns
     # it off.
     placement_lns_share: float = 0.2
+    # LATENCY problems whose weights need several devices, not proven optimal: share of what
+    # the main solve left of the budget spent on the bound afterwards (more forced-cut probes,
+    # or the pinned moves still open; see CpSatScheduler._leftover_bound); 0 turns it off.
+    leftover_bound_share: float = 1.0
     # Segments with fewer ops than this keep their cheap bound and use HEFT.
     segment_min_ops: int = 4
     # segment_schedule solves windows of consecutive segments with at least this many ops.
@@ -123,4 +127,4 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
                         forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0,
-                        pinned_move_share=0.0)
+                        pinned_move_share=0.0, leftover_bound_share=0.0)
