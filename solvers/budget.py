@@ -48,7 +48,7 @@ from typing import Any
 from ortools.sat.python import cp_model
 
 from solvers.core import ProgressPoint, SolveOptions, Status
-from solvers.cpsat_support import WallNet, run_cpsat
+from solvers.cpsat_support import WallNet, integer_objective_bound, run_cpsat
 
 __all__ = [
     "DETERMINISTIC", "UNTIL_LIMIT", "SEARCH_MODES", "NET_SLOWDOWN", "NET_SLOWDOWN_ENV", "NET_CONSTANT_S",
@@ -529,7 +529,7 @@ class Budget:
         status, solver, _ = self.run_cpsat(model, options, amount, stage, interleave=False)
         if status.value in ("INFEASIBLE", "MODEL_INVALID"):
             return floor
-        return max(floor, math.ceil(solver.best_objective_bound))
+        return max(floor, integer_objective_bound(solver))
 
     def stats(self) -> dict[str, Any]:
         """``search``, ``dtime_budget``, ``dtime_used`` (deterministic units; seconds for

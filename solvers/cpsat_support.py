@@ -21,6 +21,7 @@ signal arrives) calls ``stop_search()`` on every registered solver.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from contextlib import contextmanager
@@ -31,7 +32,7 @@ from ortools.sat.python import cp_model
 from solvers.core import ProgressPoint, SolveOptions, Status
 
 __all__ = ["STATUS_MAP", "ProgressRecorder", "WallNet", "run_cpsat", "solve_stoppable", "stop_running_solvers",
-           "solve_counts", "interval_if"]
+           "solve_counts", "interval_if", "integer_objective_bound"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -106,6 +107,25 @@ class WallNet:
             yield
         finally:
             timer.cancel()
+
+
+BOUND_TOLERANCE = 1e-6
+"""How far CP-SAT's float objective bound may sit from the integer it stands for."""
+
+
+def integer_objective_bound(solver: cp_model.CpSolver) -> int:
+    """The proven lower bound of a minimised objective with integer values: CP-SAT reports it
+    as a float, which on a scaled objective can read 6.999999999999999 for 7. Truncating that
+    (``int``) gives 6: still sound, but one below a proof of optimality, so a solve that proved
+    its optimum reported FEASIBLE. Rounding up after taking off :data:`BOUND_TOLERANCE` gives 7,
+    and stays sound when the float sits a hair above the integer (7.0000000001 gives 7, not 8).
+
+    >>> class Solved:  # what a finished solve answers
+    ...     best_objective_bound = 6.999999999999999
+    >>> integer_objective_bound(Solved()), int(Solved.best_objective_bound)
+    (7, 6)
+    """
+    return math.ceil(solver.best_objective_bound - BOUND_TOLERANCE)
 
 
 def run_cpsat(model: cp_model.CpModel, options: SolveOptions, time_limit_s: float | None = None,

@@ -45,7 +45,6 @@ and the run may not repeat. ``options.search == "until-limit"`` splits the wall 
 from __future__ import annotations
 
 import logging
-import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ from solvers.colocation.greedy import FirstFitDecreasingSolver, bin_completion, 
 from solvers.colocation.problem import BASIS_POINTS, ColocationObjective, ColocationProblem, ColocationSolution
 from solvers.colocation.validate import bin_loads, colocation_objective, validate_colocation
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["CpSatColocationSolver", "ColocationVars", "build_colocation_model", "canonicalize", "repack_busiest"]
 
@@ -425,7 +425,7 @@ class CpSatColocationSolver(Accepting):
             return failure_result(status, self.name, wall, **stats)
         sol = v.extract(solver)
         objective = colocation_objective(problem, sol)
-        bound = max(lb, math.ceil(solver.best_objective_bound - 1e-6))
+        bound = max(lb, integer_objective_bound(solver))
         if greedy.solution is not None and greedy.objective is not None and greedy.objective < objective:
             sol, objective = greedy.solution, greedy.objective
             stats["fallback"] = greedy.solver_name

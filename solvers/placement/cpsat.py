@@ -52,7 +52,6 @@ References
 from __future__ import annotations
 
 import logging
-import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,6 +64,7 @@ from solvers.placement.bounds import lower_bound, topological_order
 from solvers.placement.greedy import greedy_placement
 from solvers.placement.problem import FORBIDDEN, PlacementProblem, PlacementSolution
 from solvers.placement.validate import max_load, validate_placement
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["CpSatPlacementSolver", "PlacementVars", "build", "add_assignment", "add_communication",
            "add_loads", "add_memory", "add_contiguity", "add_symmetry_breaking", "add_hint"]
@@ -407,7 +407,7 @@ class CpSatPlacementSolver(Accepting):
             if errs:
                 raise AssertionError("CP-SAT placement fails validation: " + "; ".join(errs[:5]))
             obj = max_load(problem, sol.device_of)
-            cp_bound = max(bound, math.ceil(solver.best_objective_bound - 1e-6))
+            cp_bound = max(bound, integer_objective_bound(solver))
             if hint_obj is not None and hint_obj < obj:  # pragma: no cover - upper bound forbids it
                 sol, obj = PlacementSolution(hint), hint_obj
             if status is Status.OPTIMAL or obj <= cp_bound:

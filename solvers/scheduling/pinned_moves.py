@@ -66,6 +66,7 @@ from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["PinnedMoves", "pinned_moves", "pinned_move_problem", "contended_segments", "pool_pairs",
            "move_floor_tables", "role_model", "pinned_move_bound"]
@@ -430,7 +431,7 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
         if status is Status.INFEASIBLE:
             memo[key] = (math.inf, True)
         elif status in (Status.OPTIMAL, Status.FEASIBLE):
-            value = float(math.ceil(solver.best_objective_bound - 1e-6))
+            value = float(integer_objective_bound(solver))
             memo[key] = (max(value, memo.get(key, (0.0, False))[0]), status is Status.OPTIMAL)
     proven = {key: memo[key][0] for key in todo if key in memo}
     tables = move_floor_tables(moves, [proven.get(key, 0.0) for key in keys])

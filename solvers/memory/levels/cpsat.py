@@ -78,7 +78,7 @@ from dataclasses import dataclass, field, replace
 
 from ortools.sat.python import cp_model
 
-from solvers.cpsat_support import interval_if
+from solvers.cpsat_support import integer_objective_bound, interval_if
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.bandwidth import add_bandwidth
@@ -1163,7 +1163,7 @@ class CpSatLevelSolver(Accepting):
             best = found
         if problem.shared_bandwidth:  # what the search left: its DMAs that only cost time, dropped
             best = _checked_fewer_dmas(problem, best)
-        bound = max(lb, int(solver.best_objective_bound)) if window is None else lb
+        bound = max(lb, integer_objective_bound(solver)) if window is None else lb
         return (Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE), best, bound, progress, info
 
     def _series_candidate(self, problem: LevelProblem, options: SolveOptions, budget: Budget,

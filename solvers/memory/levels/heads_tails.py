@@ -58,6 +58,7 @@ from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import SplitMap
 from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["HeadsTails", "SentDeadline", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
            "heads_tails_lower_bound",
@@ -525,7 +526,7 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
         if best is None or objective_cycles(problem, found, ht) < best_obj:
             best, best_obj = found, objective_cycles(problem, found, ht)
         if window is None:
-            bound = max(bound, int(solver.best_objective_bound))
+            bound = max(bound, integer_objective_bound(solver))
     elif best is None:  # no baseline and CP-SAT found nothing (or proved there is nothing)
         return failure_result(Status.INFEASIBLE if status is Status.INFEASIBLE and window is None
                               else Status.UNKNOWN, "cpsat-heads-tails", time.perf_counter() - t0)

@@ -48,6 +48,7 @@ from ortools.sat.python import cp_model
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels.hierarchy import HierarchyProblem
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["op_cycle_lower_bounds", "build_bound_model", "relaxation_stays_home", "RelaxationResult", "solve_bound_relaxation",
            "hierarchy_lower_bound"]
@@ -289,7 +290,7 @@ def solve_bound_relaxation(problem: HierarchyProblem, budget: Budget | None = No
     if not status.has_solution:
         return RelaxationResult(floor, None)
     leaving = frozenset(int(v.name.rsplit("_", 1)[1]) for v in _literals(model) if solver.value(v))
-    return RelaxationResult(max(floor, int(solver.best_objective_bound)), leaving)
+    return RelaxationResult(max(floor, integer_objective_bound(solver)), leaving)
 
 
 def _literals(model: cp_model.CpModel) -> list:

@@ -45,6 +45,7 @@ from solvers.memory.levels.hierarchy_model import (
 from solvers.memory.levels.hierarchy_split import solve_each_split
 from solvers.memory.levels.hierarchy_validate import hierarchy_metrics, validate_hierarchy
 from solvers.memory.levels.hierarchy_window import WindowSettings, window_search
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = [
     "HopVars", "HierarchyVars", "Frame", "build_hierarchy_model", "add_levels", "add_level_durations", "add_moves",
@@ -113,7 +114,7 @@ class CpSatHierarchySolver(Accepting):
             found = retime_hierarchy(problem, v.extract(solver))
             if best is None or found.makespan_cycles < best.makespan_cycles:
                 best = found
-            bound = int(solver.best_objective_bound)
+            bound = integer_objective_bound(solver)
         elif status is Status.INFEASIBLE:  # nothing beats the upper bound: the baseline is optimal
             bound = best.makespan_cycles if best is not None else None
         if best is None:

@@ -31,6 +31,7 @@ from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_r
 from solvers.memory.offsets.greedy import FirstFitOffsetSolver, GreedyBySizeOffsetSolver
 from solvers.memory.offsets.problem import OffsetProblem, OffsetSolution
 from solvers.memory.offsets.validate import fragmentation, live_bytes_lower_bound, peak_bytes
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["OffsetVars", "build_offset_model", "add_no_overlap", "add_peak", "CpSatOffsetSolver"]
 
@@ -194,7 +195,7 @@ class CpSatOffsetSolver(Accepting):
             if best is None:
                 return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0, bound=lb, **stats)
             return done(Status.OPTIMAL, int(best.objective), int(best.objective), best.solution, progress)
-        bound = max(lb, int(solver.best_objective_bound)) if status.has_solution else lb
+        bound = max(lb, integer_objective_bound(solver)) if status.has_solution else lb
         if status is Status.UNKNOWN:
             bound = lb
         if status.has_solution:

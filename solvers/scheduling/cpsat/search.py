@@ -8,7 +8,6 @@ solves use. The strategy is described in :mod:`solvers.scheduling.cpsat.schedule
 """
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
 from typing import Any, Callable
@@ -26,6 +25,7 @@ from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.cpsat.symmetry import canonical_solution, interchangeable_classes
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.validate import objective_value, validate_schedule
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["Stage", "solve", "finish", "main_solve", "probe_bound", "run", "serial_horizon", "SOLVER_NAME",
            "full_model_elements", "sequencing_only"]
@@ -212,7 +212,7 @@ def main_solve(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     found = checked_solution(problem, v, solver) if status.has_solution else None
     cp_bound = bound
     if not decompose and status.has_solution:
-        cp_bound = max(bound, math.ceil(solver.best_objective_bound - 1e-6))
+        cp_bound = max(bound, integer_objective_bound(solver))
     if found is not None and (hint is None or objective_value(problem, found) <= hint_obj):
         obj = objective_value(problem, found)
         if (status is Status.OPTIMAL and not decompose) or obj <= bound:
