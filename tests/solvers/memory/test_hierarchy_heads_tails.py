@@ -172,8 +172,9 @@ def test_cpsat_under_heads_equals_brute_force_and_the_bound_holds(case):
     assert replayed.op_start == r.solution.op_start and hierarchy_objective(p, replayed, ht) == r.objective
     # The model alone (no baseline, no re-timing): its own plan obeys the heads and deadlines,
     # and its optimum is the brute force's.
-    model, v = build_hierarchy_model(p)
-    objective = add_hierarchy_heads_tails(model, p, v, ht, model_horizon(p) + 100)
+    horizon = model_horizon(p) + 100  # above every release, tail and lag drawn
+    model, v = build_hierarchy_model(p, horizon)
+    objective = add_hierarchy_heads_tails(model, p, v, ht, horizon)
     model.minimize(objective)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
