@@ -53,3 +53,31 @@ def test_the_cli_writes_a_verified_plan_and_the_report_names_the_re_solve(tmp_pa
     report = (out / "report.md").read_text()
     assert "- npu0: its plan over all its levels re-solved under the other devices' arrivals" in report
     assert "19,952" in (out / "report.md").read_text()
+
+
+def test_the_n_level_candidate_is_offered_with_a_gang_and_the_gang_starts_on_one_cycle():
+    # g0 (npu0) and g1 (edge0) form a gang: the whole plan's re-timing starts both when the later
+    # can start (g0 after pre, at 4,096); npu0 still uses its N-level plan re-solved under x's
+    # arrival, and the replayed binaries agree (run() replays and checks the gang).
+    spec = load_spec("tests/data/specs/memdevices/four-level-gang.yaml")
+    assert spec.gangs == (("a/g0", "a/g1"),)
+    outcome = run(spec)
+    assert outcome.memory.cross_device["npu0"].plan == f"{N_LEVELS} heads/tails"
+    ops = {o.name: o.start_cycle for o in outcome.plan.ops}
+    assert ops["a/g0"] == ops["a/g1"] == 4096
+    assert outcome.plan.makespan_cycles == 19952 < outcome.memory_baselines["all in main memory"] == 22000
+    assert compare_numeric(outcome.binaries, spec.graph, seed=0).ok
+
+
+def test_homes_on_a_linked_device_are_refused_and_say_why(tmp_path):
+    # The N-level candidate would honour a home, but the cross-device choice also offers the
+    # device main memory and its two-level plans, which do not: a spec error, nothing written.
+    text = (ROOT / SPEC).read_text().replace("  split: false\n", "  split: false\n  home: {a/u: host}\n")
+    (tmp_path / "home.yaml").write_text(text)
+    out = tmp_path / "out"
+    done = run_plan("solve", str(tmp_path / "home.yaml"), "-o", str(out), "--quiet", cwd=tmp_path)
+    assert done.returncode == 2 and not out.exists()
+    line = 1 + text.splitlines().index("memory:")
+    assert f"home.yaml:{line + 4}: memory.home: homes outside main memory are planned on one device only" in done.stderr
+    assert "which do not honour homes (only the plan over every level does); this spec has 2 device instances" \
+        in done.stderr
