@@ -693,8 +693,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
                                         evaluate.deadlocked)  # never, if the deadlines are right (tested)
             if N_LEVELS in options[d]:  # its N-level plan re-solved under the same heads, tails and deadlines
-                found = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
-                                          budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
+                found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
+                                                budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
+                stops.append(stop)
                 resolve_deadlocks += _offer(options[d], f"{N_LEVELS} {HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)
             best = min(options[d], key=lambda c: (span({**choice, d: c}), c != choice[d], c))
@@ -819,25 +820,27 @@ def _all_slow_objective(problem, ht: HeadsTails) -> int | None:
 
 
 def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-                      search: str, deadlines: tuple[SentDeadline, ...] = ()) -> tuple[HierarchyLevels, Mapping] | None:
+                      search: str, deadlines: tuple[SentDeadline, ...] = ()
+                      ) -> tuple[tuple[HierarchyLevels, Mapping] | None, str | None]:
     """``hl``'s device re-solved over all its levels under the heads and tails of ``current`` and the
     sent-tensor ``deadlines`` (its split factors kept; :mod:`~solvers.memory.levels.hierarchy_heads_tails`):
-    the new plan with the figures memory.json gives it, or None (no plan, or the same decisions)."""
+    the new plan with the figures memory.json gives it (None: no plan, or the same decisions),
+    and how the solve stopped."""
     bridge = hl.bridge
     factors = tuple(hl.solution.split_factors)
     problem = expand_hierarchy_splits(bridge.problem, factors)[0] if bridge.problem.splits else bridge.problem
     ht = bridge_heads_tails(current, graph, hardware, bridge.base, factors, deadlines)
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_hierarchy_heads_tails(problem, ht, opts, incumbent=replace(hl.solution, split_factors=()))
+    stop = result.stats.get("stopped_by")
     if not result.status.has_solution:
-        return None
+        return None, stop
     solution = replace(result.solution, split_factors=factors)
     if (solution.level, solution.kept) == (hl.solution.level, hl.solution.kept) and [
             m.key + (m.trigger_op, m.release_op) for m in solution.moves] == [
             m.key + (m.trigger_op, m.release_op) for m in hl.solution.moves]:
-        return None  # the same decisions: nothing new to try
+        return None, stop  # the same decisions: nothing new to try
     stats = {**hl.stats, "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
              "heads_tails_objective_device_cycles": result.objective,
              "heads_tails_bound_device_cycles": result.bound}
-    new = HierarchyLevels(bridge, solution, stats)
-    return new, stats
+    return (HierarchyLevels(bridge, solution, stats), stats), stop
