@@ -4,7 +4,8 @@ Instances (test specs under ``tests/data/specs/memdevices/``): the shipped demo 
 specs with ``memory: {plan: true}`` added, a two-device MLP whose second half runs
 memory-bound on an edge NPU, two NPUs passing a ResNet block back and forth (sent-late) and a
 round trip whose sent tensor needs its deadline (round-trip) and a four-level NPU exchanging
-tensors with an edge NPU (four-level-linked, its N-level plan a cross-device candidate). Per instance: the replayed makespan of the memory plan (the
+tensors with an edge NPU (four-level-linked, its N-level plan a cross-device candidate), and one
+whose N-level plan must see when the tensor it receives arrives (four-level-arrivals). Per instance: the replayed makespan of the memory plan (the
 per-device choice across devices), everything in main memory and the greedy baseline; which
 one the binaries use; the numeric replay's verdict; and per memory-planned device the plan it
 uses, what its memory plan saves on its own ops, the whole plan with only its memory plan,
@@ -31,7 +32,8 @@ from benchmarks._machine import machine_facts
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "tests" / "data" / "specs" / "memdevices"
-INSTANCES = ("demo-memory", "pinned-memory", "memory-bound-two-devices", "sent-late", "round-trip", "four-level-linked")
+INSTANCES = ("demo-memory", "pinned-memory", "memory-bound-two-devices", "sent-late", "round-trip", "four-level-linked",
+             "four-level-arrivals")
 
 __all__ = ["INSTANCES", "run_instance", "main"]
 

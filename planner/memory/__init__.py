@@ -285,13 +285,15 @@ def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -
     only when the whole plan, re-timed with the other devices' arrivals and sends
     (:func:`~planner.memory.mixed_assemble.assemble_mixed`), ends strictly earlier.
 
-    Not offered with shared bandwidth, tensors homed outside main memory or gangs (the mixed
-    re-timing has no bandwidth gate and no gangs), nor where no N-level plan is found, nor where
+    Offered with gangs (the mixed re-timing starts each gang on one cycle). Not offered with
+    shared bandwidth (the mixed re-timing has no bandwidth gate), nor with tensors homed outside
+    main memory (a spec error with several devices: the choice's other candidates, main memory
+    and the two-level plans, would not honour the homes), nor where no N-level plan is found, nor where
     no level between the fast one and main memory is faster than main memory (``tpu-v4``'s
     cmem): there an op is never faster for a level the two-level plan lacks, and offering the
     candidate would only weaken the cross-device bound, which must then hold for it too."""
     options = spec.memory
-    if options.shared_bandwidth or options.home or spec.gangs:
+    if options.shared_bandwidth or options.home:
         return {}
     out = {}
     for name in names:

@@ -40,18 +40,19 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.hardware import Hardware
 from planner.memory.assemble import DeviceLevels, expand, plan_activities
-from planner.memory.mixed_assemble import HierarchyLevels, assemble_mixed, mixed_activities
+from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mixed, mixed_activities
 from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
-from solvers.memory.levels import expand_splits, op_duration_lower_bounds, plan_all_slow
+from solvers.memory.levels import expand_hierarchy_splits, expand_splits, op_duration_lower_bounds, plan_all_slow
 from solvers.memory.levels.heads_tails import (
     HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
     with_split_factors,
 )
+from solvers.memory.levels.hierarchy_heads_tails import solve_hierarchy_heads_tails
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
-           "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
+           "critical_tails", "device_heads_tails", "bridge_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
            "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound"]
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,14 @@ def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
                        deadlines: tuple[SentDeadline, ...] = ()) -> HeadsTails:
     """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded
     problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)."""
-    bridge = lv.bridge
+    return bridge_heads_tails(plan, graph, hardware, lv.bridge, lv.solution.split_factors, deadlines)
+
+
+def bridge_heads_tails(plan: Plan, graph, hardware: Hardware, bridge, split_factors: Sequence[int],
+                       deadlines: tuple[SentDeadline, ...] = ()) -> HeadsTails:
+    """:func:`device_heads_tails` of the device of ``bridge`` (a two-level
+    :class:`~planner.memory.bridge.DeviceBridge`; an N-level device's is its ``base``, index for
+    index), over the problem expanded by ``split_factors``."""
     dev = bridge.device
     d = dev.name
     tails = critical_tails(plan, graph, d)
@@ -219,7 +227,7 @@ def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
         tail.append(_to_device(sent_tail.get(lt.tensor, 0), hardware, dev) if i in bridge.sent else 0)
     ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail), deadlines=deadlines)
     if bridge.problem.splits:
-        _, smap = expand_splits(bridge.problem, lv.solution.split_factors)
+        _, smap = expand_splits(bridge.problem, tuple(split_factors))
         ht = ht.expanded(bridge.problem, smap)
     return ht
 
@@ -682,11 +690,14 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
                                                 search, offsets_of, deadlines)
             stops.append(stop)
-            if found is not None:
-                options[d][f"{HEADS_TAILS} {passes}"] = found
-                trial = {**choice, d: f"{HEADS_TAILS} {passes}"}
-                if span(trial) == math.inf and tuple(sorted(trial.items())) in evaluate.deadlocked:
-                    resolve_deadlocks.append(d)  # never, if the deadlines are right (tested)
+            resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
+                                        evaluate.deadlocked)  # never, if the deadlines are right (tested)
+            if N_LEVELS in options[d]:  # its N-level plan re-solved under the same heads, tails and deadlines
+                found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
+                                                budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
+                stops.append(stop)
+                resolve_deadlocks += _offer(options[d], f"{N_LEVELS} {HEADS_TAILS} {passes}", found, d, choice, span,
+                                            evaluate.deadlocked)
             best = min(options[d], key=lambda c: (span({**choice, d: c}), c != choice[d], c))
             if span({**choice, d: best}) < current.makespan_cycles:
                 choice[d], changed = best, True
@@ -698,7 +709,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     for d in names:
         st = stats.get(d, {})
         explanations[d] = DeviceExplanation(
-            plan=choice[d].split(" ")[0] if choice[d].startswith(HEADS_TAILS) else choice[d],
+            plan=_plan_label(choice[d]),
             own_memory_cycles=st.get("level_makespan_device_cycles"),
             own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
             alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
@@ -710,6 +721,30 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                                                {d: candidates[d]["memory plan"].bridge for d in names},
                                                {d for d in names if any(isinstance(lv, HierarchyLevels)
                                                                         for lv in candidates[d].values())}))
+
+
+def _offer(row: dict, name: str, found, d: str, choice: Mapping[str, str], span, deadlocked) -> list[str]:
+    """Add ``found`` (a re-solved plan and its stats, or None) to device ``d``'s candidates ``row``
+    as ``name``; ``[d]`` when the whole plan with it deadlocks (its deadlines missed a wait), else []."""
+    if found is None:
+        return []
+    row[name] = found
+    trial = {**choice, d: name}
+    return [d] if span(trial) == math.inf and tuple(sorted(trial.items())) in deadlocked else []
+
+
+def _n_level_incumbent(row: Mapping[str, Any], current: str) -> HierarchyLevels:
+    """The N-level plan a device's N-level re-solve starts from: its current one, if it uses one."""
+    kept = row[current]
+    return kept[0] if kept is not None and isinstance(kept[0], HierarchyLevels) else row[N_LEVELS][0]
+
+
+def _plan_label(candidate: str) -> str:
+    """A candidate's name without its pass number (``heads/tails 2`` -> ``heads/tails``)."""
+    for name in (HEADS_TAILS, f"{N_LEVELS} {HEADS_TAILS}"):
+        if candidate.startswith(f"{name} "):
+            return name
+    return candidate
 
 
 def _n_level_cycles(candidates: Mapping[str, Any]) -> int | None:
@@ -782,3 +817,30 @@ def _all_slow_objective(problem, ht: HeadsTails) -> int | None:
         return objective_cycles(problem, retime_heads_tails(problem, all_slow, ht), ht)
     except ValueError:
         return None
+
+
+def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
+                      search: str, deadlines: tuple[SentDeadline, ...] = ()
+                      ) -> tuple[tuple[HierarchyLevels, Mapping] | None, str | None]:
+    """``hl``'s device re-solved over all its levels under the heads and tails of ``current`` and the
+    sent-tensor ``deadlines`` (its split factors kept; :mod:`~solvers.memory.levels.hierarchy_heads_tails`):
+    the new plan with the figures memory.json gives it (None: no plan, or the same decisions),
+    and how the solve stopped."""
+    bridge = hl.bridge
+    factors = tuple(hl.solution.split_factors)
+    problem = expand_hierarchy_splits(bridge.problem, factors)[0] if bridge.problem.splits else bridge.problem
+    ht = bridge_heads_tails(current, graph, hardware, bridge.base, factors, deadlines)
+    opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
+    result = solve_hierarchy_heads_tails(problem, ht, opts, incumbent=replace(hl.solution, split_factors=()))
+    stop = result.stats.get("stopped_by")
+    if not result.status.has_solution:
+        return None, stop
+    solution = replace(result.solution, split_factors=factors)
+    if (solution.level, solution.kept) == (hl.solution.level, hl.solution.kept) and [
+            m.key + (m.trigger_op, m.release_op) for m in solution.moves] == [
+            m.key + (m.trigger_op, m.release_op) for m in hl.solution.moves]:
+        return None, stop  # the same decisions: nothing new to try
+    stats = {**hl.stats, "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
+             "heads_tails_objective_device_cycles": result.objective,
+             "heads_tails_bound_device_cycles": result.bound}
+    return (HierarchyLevels(bridge, solution, stats), stats), stop

@@ -176,8 +176,9 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
                    stats: Mapping[str, Mapping] | None = None,
                    gangs: Sequence[Sequence[str]] = (), shared_bandwidth: bool = False) -> tuple[Plan, MemoryPlan]:
     """:func:`~planner.memory.assemble.assemble` where some of ``levels`` are :class:`HierarchyLevels`
-    (the same when none is, ``shared_bandwidth`` included). Separate bandwidth only and no
-    gangs: the cross-device choice offers N-level candidates only then.
+    (the same when none is, ``shared_bandwidth`` included). Separate bandwidth only: the
+    cross-device choice offers N-level candidates only then. Each of ``gangs`` starts on one
+    cycle (an N-level device's member by its first instance, on its one compute resource).
 
     Raises
     ------
@@ -191,10 +192,10 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
     two, many = _split(levels)
     if not many:
         return assemble(plan, graph, hardware, levels, alignment_bytes, stats, gangs, shared_bandwidth)
-    if gangs or shared_bandwidth:
-        raise ValueError("N-level plans across devices are not offered with gangs or shared bandwidth")
+    if shared_bandwidth:
+        raise ValueError("N-level plans across devices are not offered with shared bandwidth")
     acts, sequences, transfers = mixed_activities(plan, graph, hardware, levels)
-    start = list_schedule(acts, sequences)
+    start = list_schedule(acts, sequences, gangs=_gang_activities(acts, gangs))
     duration = {a.name: a.duration for a in acts}
 
     rest, device_plans = retimed_parts(replace(plan, ops=tuple(o for o in plan.ops if o.device not in many)), graph,
@@ -206,6 +207,14 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
         new_ops += ops
     ops = tuple(sorted((*rest.ops, *new_ops), key=lambda o: (o.start_cycle, o.device, o.stream, o.name)))
     return replace(rest, ops=ops), MemoryPlan(dict(sorted(device_plans.items())))
+
+
+def _gang_activities(acts: Sequence[Activity], gangs: Sequence[Sequence[str]]) -> list[list[str]]:
+    """Each gang's members as the activities that start them: an op's own, or its first portion's
+    (``op#0``, on a two-level or N-level device that splits it), as
+    :func:`~planner.memory.assemble.assemble` lines them up."""
+    names = {a.name for a in acts}
+    return [[f"op:{op}" if f"op:{op}" in names else f"op:{op}#0" for op in gang] for gang in gangs]
 
 
 def _device_plan_n_levels(d: str, hl: HierarchyLevels, start: Mapping[str, int], duration: Mapping[str, int],

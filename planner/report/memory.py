@@ -221,7 +221,9 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
                      "heads/tails": "its memory plan re-solved under the other devices' release times and tails",
                      "greedy": "the greedy prefetch plan",
                      "n levels": "its plan over all its levels (solved on its own ops; the whole plan's re-timing "
-                                 "gives it the other devices' arrivals)"}.get(e["plan"], e["plan"])
+                                 "gives it the other devices' arrivals)",
+                     "n levels heads/tails": "its plan over all its levels re-solved under the other devices' "
+                                             "arrivals, tails and send deadlines"}.get(e["plan"], e["plan"])
             out.append(f"- {d}: {label}. {saves}; {alone}{_resolved(e)}; {where}.")
     if doc["choice"] != "memory plan" and "memory plan" in doc["baselines"]:
         out.append(f"- The best combination across devices re-times to {doc['baselines']['memory plan']:,} cycles "

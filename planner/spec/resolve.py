@@ -546,8 +546,10 @@ def resolve_homes(document: SpecDocument, graph, hw: Hardware, locator: Locator)
     for d in hw.devices:
         profiles.setdefault(d.kind, d.profile)
     if document.memory.home and len(hw.devices) != 1:
-        raise locator.error(f"homes outside main memory need the plan over every level, which covers one device; "
-                            f"this spec has {len(hw.devices)} device instances", ("memory", "home"))
+        raise locator.error("homes outside main memory are planned on one device only: with several devices the "
+                            "plan is chosen among main memory, two-level plans and their re-solves per device, "
+                            "which do not honour homes (only the plan over every level does); this spec has "
+                            f"{len(hw.devices)} device instances", ("memory", "home"))
     for tensor, level in document.memory.home.items():
         loc = ("memory", "home", tensor)
         if tensor not in graph.tensors:

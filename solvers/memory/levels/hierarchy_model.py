@@ -49,7 +49,7 @@ from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
 __all__ = [
     "HopVars", "HierarchyVars", "Frame", "build_hierarchy_model", "add_levels", "add_level_durations", "add_moves",
-    "add_level_capacities",
+    "add_level_capacities", "model_horizon",
 ]
 
 PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
@@ -185,6 +185,12 @@ class Frame:
     def shifted_start(self, op: int):
         """Op ``op``'s start after the free ops: the incumbent's plus the shift."""
         return self.fixed.op_start[op] + self.shift
+
+
+def model_horizon(problem: HierarchyProblem) -> int:
+    """A makespan no plan of ``problem`` exceeds (every op at its slowest, every possible hop in
+    series): the model's horizon without an upper bound."""
+    return _horizon(problem)
 
 
 def _horizon(problem: HierarchyProblem) -> int:

@@ -365,12 +365,18 @@ def _move_waits(problem: HierarchyProblem, moves) -> list[list[int]]:
     return waits
 
 
-def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> HierarchyReplay:
+def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_release=(),
+                     tensor_ready=()) -> HierarchyReplay:
     """Re-time the solution's decisions: each op starts when the previous op and every move it
     releases have ended; each move when the engine is free, its trigger op, its previous hop
     and (a fetch) its tensor's eviction have ended (under shared bandwidth, also when its
     shares are free: :func:`~solvers.memory.levels.hierarchy_bandwidth.replay_hierarchy_shared`).
     Raises ValueError on a deadlock.
+
+    Optional heads (a linked device, :mod:`~solvers.memory.levels.hierarchy_heads_tails`):
+    op i starts no earlier than ``op_release[i]``, and the first hop of a fetch of tensor t no
+    earlier than ``tensor_ready[t]`` (a received copy is at home only then); empty: none.
+    Separate bandwidth only.
 
     Examples
     --------
@@ -383,7 +389,11 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> 
     n, queue = problem.num_ops, solution.moves
     dur = hierarchy_op_durations(problem, solution.level)
     waits = _move_waits(problem, queue)
+    op_head = list(op_release) or [0] * n
+    move_head = [tensor_ready[m.tensor] if tensor_ready and m.kind is PREFETCH and m.hop == 0 else 0 for m in queue]
     if problem.shared_bandwidth:
+        if any(op_head) or any(move_head):
+            raise ValueError("heads (release times) are not modelled under shared bandwidth")
         op_start, mv_start = replay_hierarchy_shared(problem, solution, dur, waits)
         ends = [s + d for s, d in zip(op_start, dur)] + [s + m.duration_cycles for s, m in zip(mv_start, queue)]
         return HierarchyReplay(tuple(op_start), dur, tuple(mv_start), max(ends, default=0))
@@ -398,14 +408,14 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution) -> 
     while oi < n or qi < len(queue):
         progressed = False
         if oi < n and all(q < qi for q in releases[oi]):
-            op_start[oi] = max([clock_op] + [mv_end[q] for q in releases[oi]])
+            op_start[oi] = max([clock_op, op_head[oi]] + [mv_end[q] for q in releases[oi]])
             op_end[oi] = clock_op = op_start[oi] + dur[oi]
             oi += 1
             progressed = True
         if qi < len(queue):
             m = queue[qi]
             if m.trigger_op < oi and all(w < qi for w in waits[qi]):
-                mv_start[qi] = max([clock_dma, op_end[m.trigger_op] if m.trigger_op >= 0 else 0]
+                mv_start[qi] = max([clock_dma, move_head[qi], op_end[m.trigger_op] if m.trigger_op >= 0 else 0]
                                    + [mv_end[w] for w in waits[qi]])
                 mv_end[qi] = clock_dma = mv_start[qi] + m.duration_cycles
                 qi += 1

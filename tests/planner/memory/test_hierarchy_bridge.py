@@ -159,4 +159,5 @@ def test_homes_need_a_single_device(tmp_path):
     file.write_text(text)
     with pytest.raises(SpecError) as info:
         load_spec(file)
-    assert info.value.path == "memory.home" and "covers one device; this spec has 2 device instances" in str(info.value)
+    assert info.value.path == "memory.home" and "planned on one device only" in str(info.value)
+    assert "this spec has 2 device instances" in str(info.value)

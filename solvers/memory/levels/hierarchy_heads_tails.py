@@ -1,0 +1,398 @@
+"""Heads and tails over N levels: arrivals and send deadlines of a linked device (issue 14).
+
+The N-level twin of :mod:`~solvers.memory.levels.heads_tails`, with the same
+:class:`~solvers.memory.levels.heads_tails.HeadsTails` rows (device cycles) over a
+:class:`~solvers.memory.levels.hierarchy.HierarchyProblem`; "slow memory" there is a tensor's
+**home** here (main memory for every tensor a device sends or receives):
+
+``op_release[i]``   op i starts at or after this cycle (the transfers into it end then);
+``tensor_ready[t]`` the first hop of every fetch of t starts at or after this cycle (a
+                    received copy is at home only from its arrival);
+``op_tail[i]``      the plan cannot end before ``end(i) + op_tail[i]``;
+``tensor_tail[t]``  the plan cannot end before t is at home (its producer's end when written
+                    there, else the end of its eviction's last hop) ``+ tensor_tail[t]``;
+``deadlines``       :class:`~solvers.memory.levels.heads_tails.SentDeadline` rows: the sent
+                    tensor is at home ``lag_cycles`` before the op (before every fetch of the
+                    received tensor) starts.
+
+Objective ``max(makespan, end(i) + op_tail[i], home_ready(t) + tensor_tail[t])``
+(:func:`hierarchy_objective`). Empty rows: the plain problem. Separate bandwidth, one
+compute stream (the N-level model's), unsplit problems (expand the split groups first).
+
+:func:`solve_hierarchy_heads_tails`: the greedy plans, everything at home and an incumbent,
+re-timed under the heads (:func:`retime_hierarchy_heads_tails`), are the baselines; up to
+``max_model_ops`` ops the exact CP-SAT model of
+:mod:`~solvers.memory.levels.hierarchy_model` with the heads as start bounds, the tails in
+its objective and the deadlines as enforced constraints, hinted by and bounded by the best
+baseline, so never worse. :func:`validate_hierarchy_heads_tails` checks a plan independently.
+
+Examples
+--------
+Op 0 (compute 10) touches nothing; op 1 reads x (8 B, arrives at cycle 12), op 2 reads the
+weight w (8 B). Main memory reads at 1 B/cycle, level 0 at 8. Alone the plan fetches x first
+(hidden under op 0), then w: 17 cycles. Re-timed under the arrival its queue holds w behind x:
+29. Planned with it, w goes first and x is read in place: 21.
+
+>>> from solvers.core import SolveOptions
+>>> from solvers.memory.levels.hierarchy_cpsat import CpSatHierarchySolver
+>>> p = HierarchyProblem((10, 1, 1), ((), (0,), (1,)), ((), (), ()), (8, 8), (64, 128, 1024), (8, 4, 1), 2,
+...                      ((0, 1), (1, 2), (0, 2)))
+>>> ht = HeadsTails(op_release=(0, 12, 0), tensor_ready=(12, 0))
+>>> alone = CpSatHierarchySolver().solve(p, SolveOptions(time_limit_s=5, num_workers=1)).solution
+>>> alone.makespan_cycles, hierarchy_objective(p, retime_hierarchy_heads_tails(p, alone, ht), ht)
+(17, 29)
+>>> r = solve_hierarchy_heads_tails(p, ht, SolveOptions(time_limit_s=5, num_workers=1))
+>>> r.status.value, r.objective
+('OPTIMAL', 21)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+
+from solvers.budget import MEMORY_LEVELS, Budget, Calibration
+from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline
+from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
+from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
+from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy
+from solvers.memory.levels.hierarchy_model import build_hierarchy_model, model_horizon
+from solvers.memory.levels.hierarchy_validate import replay_hierarchy, validate_hierarchy
+from solvers.memory.levels.problem import TransferKind
+
+__all__ = ["HeadsTails", "SentDeadline", "home_ready", "hierarchy_objective", "retime_hierarchy_heads_tails",
+           "hierarchy_deadline_violations", "validate_hierarchy_heads_tails", "hierarchy_heads_tails_lower_bound",
+           "add_hierarchy_heads_tails", "solve_hierarchy_heads_tails", "HIERARCHY_HEADS_TAILS_MODEL_OPS"]
+
+PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
+
+# Above this many ops no model (as CpSatHierarchySolver's max_model_ops): the best baseline.
+HIERARCHY_HEADS_TAILS_MODEL_OPS = 64
+
+
+def home_ready(problem: HierarchyProblem, solution: HierarchySolution) -> dict[int, int]:
+    """Per tensor, the cycle its copy is at home: the end of its eviction's last hop when it is
+    evicted, else its producer's end (an input: 0).
+
+    Examples
+    --------
+    >>> from solvers.memory.levels.hierarchy import Move
+    >>> p = HierarchyProblem((4,), ((),), ((0,),), (8,), (16, 64, 1024), (8, 4, 1), 1, ((0, 1), (1, 2)),
+    ...                      live_out=(0,))
+    >>> ev = Move(EVICT, 0, 1, 0, 0, 1, 0, 1, 4, 2)
+    >>> home_ready(p, HierarchySolution(((0, 1),), ((False, False),), (ev,), (0,), (4,)))
+    {0: 6}
+    """
+    evicted: dict[int, int] = {}
+    for m in solution.moves:
+        if m.kind is EVICT and m.dst_level == problem.home(m.tensor):
+            evicted[m.tensor] = max(evicted.get(m.tensor, 0), m.end_cycle)
+    ready = {}
+    for t in range(problem.num_tensors):
+        producer = problem.accesses(t)[0]
+        if t in evicted:
+            ready[t] = evicted[t]
+        elif problem.is_real(producer):
+            ready[t] = solution.op_start[producer] + solution.op_duration[producer]
+        else:
+            ready[t] = 0
+    return ready
+
+
+def hierarchy_objective(problem: HierarchyProblem, solution: HierarchySolution, ht: HeadsTails) -> int:
+    """``max(makespan, end(i) + op_tail[i], home_ready(t) + tensor_tail[t])`` (unsplit problem).
+
+    Examples
+    --------
+    >>> p = HierarchyProblem((4,), ((),), ((0,),), (8,), (16, 64), (8, 4), 1, ((0, 1),), live_out=(0,))
+    >>> s = HierarchySolution(((1, 1),), ((False, False),), (), (0,), (4,))
+    >>> hierarchy_objective(p, s, HeadsTails()), hierarchy_objective(p, s, HeadsTails(tensor_tail=(10,)))
+    (4, 14)
+    """
+    best = solution.makespan_cycles
+    for i in range(problem.num_ops):
+        if ht.tail_of_op(i):
+            best = max(best, solution.op_start[i] + solution.op_duration[i] + ht.tail_of_op(i))
+    if any(ht.tensor_tail):
+        ready = home_ready(problem, solution)
+        best = max([best] + [ready[t] + ht.tail_of_tensor(t) for t in range(problem.num_tensors)
+                             if ht.tail_of_tensor(t)])
+    return best
+
+
+def _retimed(problem: HierarchyProblem, solution: HierarchySolution, op_release, tensor_ready) -> HierarchySolution:
+    r = replay_hierarchy(problem, solution, op_release, tensor_ready)
+    moves = tuple(replace(m, start_cycle=s) for m, s in zip(solution.moves, r.move_start))
+    return HierarchySolution(solution.level, solution.kept, moves, r.op_start, r.op_duration,
+                             solution.split_factors)
+
+
+def retime_hierarchy_heads_tails(problem: HierarchyProblem, solution: HierarchySolution,
+                                 ht: HeadsTails) -> HierarchySolution:
+    """The same decisions, every op and hop as soon as the plan (DMAs in queue order), the heads
+    and the deadlines allow. Each deadline raises its op's release (its received tensor's ready
+    cycle) to the sent tensor's home cycle plus the lag, and the replay runs again until nothing
+    moves (at most ``len(deadlines) + 1`` replays without a cycle). Raises ValueError on a
+    deadlock (also: a deadline's op comes, in the plan's order, before the copy it waits for)."""
+    release = list(ht.op_release) or [0] * problem.num_ops
+    ready = list(ht.tensor_ready) or [0] * problem.num_tensors
+    for _ in range(len(ht.deadlines) + 2):
+        timed = _retimed(problem, solution, release, ready)
+        if not ht.deadlines:
+            return timed
+        home = home_ready(problem, timed)
+        moved = False
+        for dl in ht.deadlines:
+            need = home[dl.tensor] + dl.lag_cycles
+            row, k = (release, dl.op) if dl.op >= 0 else (ready, dl.received)
+            if row[k] < need:
+                row[k], moved = need, True
+        if not moved:
+            return timed
+    raise ValueError("deadlock: a sent tensor reaches home after an op or fetch that waits for it")
+
+
+def hierarchy_deadline_violations(problem: HierarchyProblem, solution: HierarchySolution,
+                                  ht: HeadsTails) -> list[str]:
+    """Each sent-tensor deadline the timed ``solution`` breaks (unsplit problem).
+
+    Examples
+    --------
+    Op 0 writes tensor 0 (sent) at level 0 and op 1 reads it there; its eviction after op 1
+    ends at 16, but op 1 waits (through the receiver) for that home copy with a lag of 3:
+
+    >>> from solvers.memory.levels.hierarchy import Move
+    >>> p = HierarchyProblem((4, 4), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1), 1, ((0, 1),), live_out=(0,))
+    >>> ev = Move(EVICT, 0, 2, 0, 0, 1, 1, 2, 8, 8)
+    >>> s = HierarchySolution(((0, 0, 1),), ((False, True, False),), (ev,), (0, 4), (4, 4))
+    >>> hierarchy_deadline_violations(p, s, HeadsTails(deadlines=(SentDeadline(0, op=1, lag_cycles=3),)))
+    ['op 1 starts at 4, before sent tensor 0 is at home at 16 + lag 3']
+    """
+    if not ht.deadlines:
+        return []
+    home = home_ready(problem, solution)
+    fetch_starts: dict[int, list[int]] = {}
+    for m in solution.moves:
+        if m.kind is PREFETCH and m.hop == 0:
+            fetch_starts.setdefault(m.tensor, []).append(m.start_cycle)
+    errs = []
+    for dl in ht.deadlines:
+        need = home[dl.tensor] + dl.lag_cycles
+        what = f"sent tensor {problem.tensor_name(dl.tensor)} is at home at {home[dl.tensor]} + lag {dl.lag_cycles}"
+        if dl.op >= 0 and solution.op_start[dl.op] < need:
+            errs.append(f"op {problem.op_name(dl.op)} starts at {solution.op_start[dl.op]}, before {what}")
+        for s in fetch_starts.get(dl.received, ()) if dl.received >= 0 else ():
+            if s < need:
+                errs.append(f"a fetch of tensor {problem.tensor_name(dl.received)} starts at {s}, before {what}")
+    return errs
+
+
+def validate_hierarchy_heads_tails(problem: HierarchyProblem, solution: HierarchySolution,
+                                   ht: HeadsTails) -> list[str]:
+    """:func:`~solvers.memory.levels.hierarchy_validate.validate_hierarchy`, plus every op at or
+    after its release, every fetch's first hop at or after its tensor's arrival, and every
+    sent-tensor deadline (unsplit problem).
+
+    Examples
+    --------
+    A fetch of the received tensor 0 before it arrives at cycle 5:
+
+    >>> from solvers.memory.levels.hierarchy import Move
+    >>> p = HierarchyProblem((4,), ((0,),), ((),), (8,), (16, 64), (8, 4), 1, ((0, 1),))
+    >>> fetch = Move(PREFETCH, 0, 1, 0, 1, 0, -1, 0, 0, 2)
+    >>> s = HierarchySolution(((1, 0),), ((False, False),), (fetch,), (5,), (4,))
+    >>> validate_hierarchy_heads_tails(p, s, HeadsTails(op_release=(5,), tensor_ready=(5,)))
+    ['a fetch of tensor 0 (hop 0) starts at 0, before it arrives at 5']
+    """
+    errs = validate_hierarchy(problem, solution)
+    if errs:
+        return errs
+    for i, s in enumerate(solution.op_start):
+        if s < ht.release(i):
+            errs.append(f"op {problem.op_name(i)} starts at {s}, before its release {ht.release(i)}")
+    for m in solution.moves:
+        if m.kind is PREFETCH and m.hop == 0 and m.start_cycle < ht.ready(m.tensor):
+            errs.append(f"a fetch of tensor {problem.tensor_name(m.tensor)} (hop 0) starts at {m.start_cycle}, "
+                        f"before it arrives at {ht.ready(m.tensor)}")
+    return errs + hierarchy_deadline_violations(problem, solution, ht)
+
+
+def hierarchy_heads_tails_lower_bound(problem: HierarchyProblem, ht: HeadsTails) -> int:
+    """A lower bound on :func:`hierarchy_objective` over every plan of the unsplit ``problem``.
+
+    The ops run in order on one stream, each at least its shortest duration over any level
+    assignment (:func:`~solvers.memory.levels.hierarchy_bounds.op_cycle_lower_bounds`), from
+    its release and, with a deadline, from the sent tensor's producer's end plus the lag (a
+    tensor is at home no earlier than its producer ends); the tails follow the ends. Capacity
+    beyond each op, DMAs and the engine are dropped.
+
+    Examples
+    --------
+    >>> p = HierarchyProblem((8, 2), ((), (0,)), ((), ()), (8,), (8, 99), (4, 1), 1, ((0, 1),))
+    >>> hierarchy_heads_tails_lower_bound(p, HeadsTails(op_release=(5, 0), op_tail=(0, 3)))  # 5 + 8 + 2 + 3
+    18
+    """
+    shortest = op_cycle_lower_bounds(problem)
+    waits: dict[int, list[tuple[int, int]]] = {}
+    for dl in ht.deadlines:
+        producer = problem.accesses(dl.tensor)[0]
+        if dl.op >= 0 and problem.is_real(producer):
+            waits.setdefault(dl.op, []).append((producer, dl.lag_cycles))
+    end: list[int] = []
+    best = 0
+    for i in range(problem.num_ops):
+        ready = max([end[i - 1] if i else 0, ht.release(i)] + [end[p] + lag for p, lag in waits.get(i, ()) if p < i])
+        end.append(ready + shortest[i])
+        best = max(best, end[i] + ht.tail_of_op(i))
+    for t in range(problem.num_tensors):
+        if ht.tail_of_tensor(t):
+            producer = problem.accesses(t)[0]
+            best = max(best, (end[producer] if problem.is_real(producer) else 0) + ht.tail_of_tensor(t))
+    return best
+
+
+def add_hierarchy_heads_tails(model, problem: HierarchyProblem, v, ht: HeadsTails, upper: int):
+    """On the N-level model ``v`` (:func:`~solvers.memory.levels.hierarchy_model.build_hierarchy_model`):
+    the releases as start bounds, the arrivals on every fetch's first hop, the deadlines, and
+    the objective ``max(makespan, ends + tails)`` (an IntVar, returned)."""
+    for i in range(problem.num_ops):
+        if ht.release(i):
+            model.add(v.start[i] >= ht.release(i))
+    fetches: dict[int, list] = {}
+    evictions: dict[int, list] = {}
+    for (kind, t, _, _), hops in v.chains.items():
+        (fetches if kind is PREFETCH else evictions).setdefault(t, []).append(hops)
+    for t, chains in fetches.items():
+        if ht.ready(t):
+            for hops in chains:
+                _add_if(model, hops[0].start >= ht.ready(t), hops[0].present)
+    objective = model.new_int_var(0, upper, "objective")
+    model.add(objective >= v.makespan)
+    for i in range(problem.num_ops):
+        if ht.tail_of_op(i):
+            model.add(objective >= v.end(i) + ht.tail_of_op(i))
+    for t in range(problem.num_tensors):
+        tail = ht.tail_of_tensor(t)
+        if not tail:
+            continue
+        producer = problem.accesses(t)[0]
+        model.add(objective >= (v.end(producer) if problem.is_real(producer) else 0) + tail)
+        for hops in evictions.get(t, ()):
+            _add_if(model, objective >= hops[-1].end + tail, hops[0].present)
+    for dl in ht.deadlines:
+        producer = problem.accesses(dl.tensor)[0]
+        waiters = ([(v.start[dl.op], 1)] if dl.op >= 0
+                   else [(hops[0].start, hops[0].present) for hops in fetches.get(dl.received, ())])
+        for begin, present in waiters:
+            if problem.is_real(producer):
+                _add_if(model, begin >= v.end(producer) + dl.lag_cycles, present)
+            for hops in evictions.get(dl.tensor, ()):
+                _add_if(model, begin >= hops[-1].end + dl.lag_cycles, present, hops[0].present)
+    return objective
+
+
+def _add_if(model, relation, *literals) -> None:
+    """``relation`` when every literal holds (constant 1s always do)."""
+    ct = model.add(relation)
+    enforce = [lit for lit in literals if not isinstance(lit, int)]
+    if enforce:
+        ct.only_enforce_if(enforce)
+
+
+def _baselines(problem: HierarchyProblem, ht: HeadsTails,
+               incumbent: HierarchySolution | None) -> list[HierarchySolution]:
+    """The greedy plans, everything at home and ``incumbent`` (if valid), each re-timed under
+    ``ht`` (or repaired: :func:`_retimed_or_repaired`)."""
+    plans = [plan_hierarchy_greedy(problem), plan_hierarchy_greedy(problem, cost_aware=True),
+             plan_hierarchy_all_home(problem)]
+    if incumbent is not None and not validate_hierarchy(problem, incumbent):
+        plans.append(incumbent)
+    timed = (_retimed_or_repaired(problem, s, ht) for s in plans if s is not None)
+    return [s for s in timed if s is not None]
+
+
+def _retimed_or_repaired(problem: HierarchyProblem, solution: HierarchySolution,
+                         ht: HeadsTails) -> HierarchySolution | None:
+    """``solution`` re-timed under ``ht``; if its decisions break a deadline (a cycle), the same
+    plan with every tensor a deadline names at home only (no other copy, no move: every other
+    level only gets freer, and the home copy is ready when the producer ends); None when that
+    is impossible too (a fast-only op touches one) or does not replay."""
+    try:
+        return retime_hierarchy_heads_tails(problem, solution, ht)
+    except ValueError:
+        if not ht.deadlines:
+            raise
+    named = {dl.tensor for dl in ht.deadlines} | {dl.received for dl in ht.deadlines if dl.received >= 0}
+    if any(problem.is_real(a) and a in problem.fast_only_ops for t in named for a in problem.accesses(t)):
+        return None
+    repaired = HierarchySolution(
+        tuple(tuple(problem.home(t) for _ in row) if t in named else row for t, row in enumerate(solution.level)),
+        tuple(tuple(False for _ in row) if t in named else row for t, row in enumerate(solution.kept)),
+        tuple(m for m in solution.moves if m.tensor not in named), solution.op_start, solution.op_duration)
+    try:
+        timed = retime_hierarchy_heads_tails(problem, repaired, ht)
+    except ValueError:
+        return None
+    return None if validate_hierarchy(problem, timed) else timed
+
+
+def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, options: SolveOptions = SolveOptions(),
+                                incumbent: HierarchySolution | None = None,
+                                calibration: Calibration = MEMORY_LEVELS,
+                                max_model_ops: int = HIERARCHY_HEADS_TAILS_MODEL_OPS
+                                ) -> SolveResult[HierarchySolution]:
+    """Minimum :func:`hierarchy_objective` over the unsplit ``problem`` under ``ht`` (see the module).
+
+    Above ``max_model_ops`` ops: the best baseline, FEASIBLE unless it meets the lower bound.
+    Deterministic: CP-SAT stops on its deterministic-time budget.
+    """
+    t0 = time.perf_counter()
+    name = "cpsat-hierarchy-heads-tails"
+    if problem.splits:
+        raise ValueError("expand split groups first (expand_hierarchy_splits, HeadsTails.expanded)")
+    if problem.shared_bandwidth:
+        raise ValueError("heads and tails over N levels are modelled with separate bandwidth only")
+    ht.check(problem)
+    plans = _baselines(problem, ht, incumbent)
+    best = min(plans, key=lambda s: hierarchy_objective(problem, s, ht)) if plans else None
+    lower = hierarchy_heads_tails_lower_bound(problem, ht)
+    best_obj = hierarchy_objective(problem, best, ht) if best is not None else None
+    stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
+    too_large = problem.num_ops > max_model_ops
+    if best is not None and (best_obj <= lower or too_large):
+        status = Status.OPTIMAL if best_obj <= lower else Status.FEASIBLE
+        return SolveResult(status, best_obj, min(lower, best_obj), best, time.perf_counter() - t0, name, stats)
+    if too_large:
+        return failure_result(Status.UNKNOWN, name, time.perf_counter() - t0)
+    upper = best_obj if best is not None else model_horizon(problem) + _head_room(ht)
+    model, v = build_hierarchy_model(problem, upper, best)
+    objective = add_hierarchy_heads_tails(model, problem, v, ht, upper)
+    model.add(objective >= lower)
+    if best is not None:
+        model.add_hint(objective, best_obj)
+    model.minimize(objective)
+    budget = Budget.of(options, calibration, t0)
+    status, solver, progress = budget.run_cpsat(model, options, budget.left, "hierarchy_heads_tails",
+                                                interleave=False)
+    stats.update(budget.stats())
+    bound = lower
+    if status.has_solution:
+        found = retime_hierarchy_heads_tails(problem, v.extract(solver), ht)
+        if best is None or hierarchy_objective(problem, found, ht) < best_obj:
+            best, best_obj = found, hierarchy_objective(problem, found, ht)
+        bound = max(bound, int(solver.best_objective_bound))
+    elif best is None:
+        return failure_result(Status.INFEASIBLE if status is Status.INFEASIBLE else Status.UNKNOWN, name,
+                              time.perf_counter() - t0)
+    elif status is Status.INFEASIBLE:  # nothing below the baseline: it is optimal
+        bound = best_obj
+    bound = min(bound, best_obj)
+    return SolveResult(Status.OPTIMAL if bound >= best_obj else Status.FEASIBLE, best_obj, bound, best,
+                       time.perf_counter() - t0, name, stats, progress)
+
+
+def _head_room(ht: HeadsTails) -> int:
+    """What the heads, tails and lags can add to a horizon every plan fits in."""
+    return (max((*ht.op_release, *ht.tensor_ready, 0)) + max((*ht.op_tail, *ht.tensor_tail, 0))
+            + sum(dl.lag_cycles for dl in ht.deadlines) + 1)
