@@ -39,6 +39,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.hardware import Hardware
+from planner.memory.access_paths import PathContext, access_choice_bound
 from planner.memory.assemble import DeviceLevels, expand, plan_activities
 from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mixed, mixed_activities
 from planner.memory.retime import Activity, RetimingDeadlock
@@ -465,7 +466,9 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
     end: dict[str, int] = {}
     for n in reversed(order):  # reversed Kahn: every successor first; longest path to the end
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
-    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end)], default=0)
+    paths = access_choice_bound(order, succ, duration, end,
+                                PathContext(two_level, hardware, transfers, device_of, main))
+    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths], default=0)
 
 
 def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
@@ -529,12 +532,18 @@ def _with_link_ends(acts, main: Mapping[str, int], transfers, bridges: Mapping[s
     ``send:<k>`` node after the producer holds the least of these beyond the producer's own
     bound. Likewise a received copy arrives in main memory: its consumer reads it there, or
     after a prefetch, or runs in main memory; ``recv:<k>`` sits between the transfer and the
-    consumer. Split ops keep no such node (their portions write and read in part)."""
+    consumer. Split ops keep no such node (their portions write and read in part). An op that
+    both receives and sends holds both extras only up to its main-memory duration
+    (:func:`_capped_send`)."""
     by_name = {a.name: a for a in acts}
     extra: list = []
+    received = {}  # consumer op -> the largest recv extra before it
+    for t in transfers:
+        recv = _recv_cycles(t, bridges, hardware, by_name, main)
+        received[t.dst_op] = max(received.get(t.dst_op, 0), recv)
     for k, t in enumerate(transfers):
         xfer = f"xfer:{k}"
-        send = _send_cycles(t, bridges, hardware, by_name, main)
+        send = _capped_send(t, _send_cycles(t, bridges, hardware, by_name, main), received, by_name, main)
         if send:
             extra.append(Activity(f"send:{k}", "bound", send, (f"op:{t.src_op}",)))
             by_name[xfer] = replace(by_name[xfer], deps=by_name[xfer].deps + (f"send:{k}",))
@@ -545,6 +554,18 @@ def _with_link_ends(acts, main: Mapping[str, int], transfers, bridges: Mapping[s
             by_name[consumer.name] = replace(consumer, deps=tuple(f"recv:{k}" if x == xfer else x
                                                                   for x in consumer.deps))
     return list(by_name.values()) + extra
+
+
+def _capped_send(t, send: int, received: Mapping[str, int], by_name, main_of: Mapping[str, int]) -> int:
+    """The send extra of ``t``'s producer, at most what is left of its main-memory duration after
+    its own bound and its largest recv extra: each extra is a least over the producer's choices
+    that include keeping the device in main memory, where the two are not both paid (with both
+    the path through the op was one cycle above a kept plan on a random spec)."""
+    recv = received.get(t.src_op, 0)
+    if not recv or not send:
+        return send
+    producer = by_name[f"op:{t.src_op}"]
+    return min(send, max(0, main_of[producer.name] - producer.duration - recv))
 
 
 def _least_beyond(bridge, op: str, tensor: int, main_cycles: int, own_cycles: int, hardware: Hardware) -> int:

@@ -43,8 +43,9 @@ Constraints, each true of any plan (with ``fast``/``dma`` read off the plan):
   last DMA is an eviction (0; some ``dma[t]`` of ``L``), or the prefetch of a ``t`` in ``S``
   released by an op ``r`` reading it fast (``dur[r]``), or there is none (``D = 0``).
 
-Objective: minimize ``makespan``. Capacity over time, the memory order and the per-stream
-order are dropped, so the bound holds whatever they are.
+Objective: minimize ``makespan``. The memory order and the per-stream order are dropped, and
+capacity over time is kept only as "Capacity over time" below says, so the bound holds
+whatever they are.
 
 Shared bandwidth (:mod:`~solvers.memory.levels.bandwidth`): contention only delays, so every
 constraint above stays true; and each level gives ``SHARE_UNITS`` shares a cycle, so
@@ -63,8 +64,13 @@ the first starts. A split group is a run of ops on one stream, in portions one a
 
 * a *cut* tensor (one a split may cut, or one a split op writes) may be fast in part: an
   access of it has integer fast bytes ``fb`` in ``0..b`` (its portions, each fast or slow, add
-  up to at least ``b``), and so has an uncut tensor's access by a split op (each portion reads
-  it whole, fast or slow); ``fast[i,t]`` is then "some of it is fast";
+  up to at least ``b``); ``fast[i,t]`` is then "some of it is fast";
+* a split op may still run whole (factor 1: ``whole[i]``); then its accesses fit the fast level
+  together, and it passes its tensors whole (no pipelining with it);
+* each portion of a split op reads an uncut tensor whole, fast or slow: ``fast[i,t]`` is "some
+  portion reads it fast" (which needs its prefetch); its fast bytes are ``b`` when every
+  portion does (else 0), its slow bytes at least ``b`` when some portion reads it slow, and at
+  least ``2 b`` when none reads it fast and the op runs in two portions or more;
 * a split op's accesses need not fit the fast level together (its portions may); it takes at
   least its compute (the ISA fills and drains per portion, so portions never take less; a
   problem's split group's own ``portion_compute`` times its factor, when smaller) and all its
@@ -83,6 +89,15 @@ the first starts. A split group is a run of ops on one stream, in portions one a
 * a split op reading an uncut slow-born tensor fast needs its prefetch, but the portion that
   reads it may start after the op's first: no start constraint, and its tail case is
   ``makespan >= load``.
+
+Capacity over time. Two ops that each run whole (an unsplit op, or a split op with
+``whole[i]``) hold every fast copy they touch for their whole run; if they run at the same
+time, those copies are in the fast level together. So for two such ops ``i``, ``j`` neither of
+which depends on the other: ``end[i] <= start[j]``, or ``end[j] <= start[i]``, or their fast
+bytes fit together (a tensor both touch counted once, at the larger of the two). Only pairs
+whose bytes together exceed the fast level get the rule (else it is void), at most
+:data:`MAX_CAPACITY_PAIRS` (a subset is as sound). Portions are left out: a split op's copies
+need only be live during its portions, which other ops may separate.
 """
 
 from __future__ import annotations
@@ -100,7 +115,7 @@ from solvers.memory.levels.problem import LevelProblem, cycles_for_bytes
 from solvers.memory.levels.validate import op_duration_lower_bounds
 
 __all__ = ["SplitView", "split_view", "stream_plan_floor", "all_slow_floor", "build_stream_bound_model",
-           "stream_plan_lower_bound"]
+           "capacity_pairs", "stream_plan_lower_bound"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,9 +301,10 @@ def _horizon(problem: LevelProblem) -> int:
 
 
 def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable_ops: frozenset = frozenset(),
-                             splittable_tensors: frozenset = frozenset()
+                             splittable_tensors: frozenset = frozenset(), capacity: bool = True
                              ) -> tuple[cp_model.CpModel, cp_model.IntVar]:
-    """The relaxation of the module Notes; returns the model and its makespan variable.
+    """The relaxation of the module Notes (without the pairwise capacity rule when not
+    ``capacity``); returns the model and its makespan variable.
 
     Examples
     --------
@@ -313,7 +329,6 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     """
     view = split_view(problem, splittable_ops, splittable_tensors)
     problem = _unsplit(problem, view)
-    n = problem.num_ops
     h = _horizon(problem)
     model = cp_model.CpModel()
     (pf, qf), (ps, qs) = ((r.numerator, r.denominator) for r in problem.bandwidth_bytes_per_cycle)
@@ -324,20 +339,21 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     fast_bytes: dict[tuple[int, int], object] = {}
     start, dur, end, level_cycles = [], [], [], ([], [])
     makespan = model.new_int_var(0, h, "makespan")
+    whole = {i: model.new_bool_var(f"whole_{i}") for i in sorted(view.ops)}  # runs as one portion
     for i, row in enumerate(rows):
         sized = [t for t, _ in row if problem.tensor_bytes[t]]
-        for t in sized:
-            fast_bytes[i, t] = _fast_bytes(model, problem, view, fast, i, t)
+        slow_bytes = _add_accesses(model, problem, view, (fast, fast_bytes), i, sized, whole.get(i))
         fb = sum(fast_bytes[i, t] for t in sized)
         total = sum(problem.tensor_bytes[t] for t in sized)
-        if i not in view.ops:  # a split op's portions may each fit where the whole op does not
-            model.add(fb <= cap)
+        fits = model.add(fb <= cap)
+        if i in view.ops:  # a split op's portions may each fit where the whole op does not
+            fits.only_enforce_if(whole[i])
         cf = model.new_int_var(0, cycles_for_bytes(total, problem.bandwidth_bytes_per_cycle[0]), f"cf_{i}")
-        cs = model.new_int_var(0, cycles_for_bytes(total, problem.bandwidth_bytes_per_cycle[1]), f"cs_{i}")
+        cs = model.new_int_var(0, cycles_for_bytes(2 * total, problem.bandwidth_bytes_per_cycle[1]), f"cs_{i}")
         level_cycles[0].append(cf)
         level_cycles[1].append(cs)
         model.add(pf * cf >= qf * fb)
-        model.add(ps * cs >= qs * (total - fb))
+        model.add(ps * cs >= qs * sum(slow_bytes))
         d = model.new_int_var(shortest[i], max(h, shortest[i]), f"dur_{i}")
         model.add(d >= problem.compute_cycles[i])
         model.add(d >= cf + cs)
@@ -346,7 +362,24 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
         end.append(model.new_int_var(0, h, f"end_{i}"))
         model.add(end[i] >= start[i] + d)
         model.add(makespan >= end[i])
-    for i in range(n):
+    _add_dependencies(model, problem, view, whole, (start, dur, end))
+    model.add(max(1, num_streams) * makespan >= sum(dur))
+    if capacity:
+        _add_pairwise_capacity(model, problem, view, fast_bytes, whole, (start, end))
+    pieces = _add_piece_loads(model, problem, view, fast_bytes)
+    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces)
+    if problem.shared_bandwidth:
+        _add_shared_levels(model, problem, level_cycles, dma, pieces, makespan)
+    model.minimize(makespan)
+    return model, makespan
+
+
+def _add_dependencies(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, whole: dict,
+                      times: tuple) -> None:
+    """Each reader starts after its producer ends, or, both split and pipelined (module Notes,
+    "Splits"), starts after it starts and ends a whole duration after it ends."""
+    start, dur, end = times
+    for i in range(problem.num_ops):
         for t in problem.reads[i]:
             a = problem.accesses(t)[0]
             if not problem.is_real(a):
@@ -354,15 +387,27 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
             if view.pipelined(a, i, t):
                 model.add(start[i] >= start[a])
                 model.add(end[i] >= end[a] + dur[i])
+                for op in (a, i):  # a group run whole (factor 1) passes its tensors whole
+                    model.add(start[i] >= end[a]).only_enforce_if(whole[op])
             else:
                 model.add(start[i] >= end[a])
-    model.add(max(1, num_streams) * makespan >= sum(dur))
-    pieces = _add_piece_loads(model, problem, view, fast_bytes)
-    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces)
-    if problem.shared_bandwidth:
-        _add_shared_levels(model, problem, level_cycles, dma, pieces, makespan)
-    model.minimize(makespan)
-    return model, makespan
+
+
+def _add_accesses(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple, i: int,
+                  sized: list[int], whole) -> list:
+    """Op ``i``'s accesses of the ``sized`` tensors: sets ``fast[i,t]`` and ``fast_bytes[i,t]``
+    (``(fast, fast_bytes) = literals``) and returns the slow bytes of each (module Notes,
+    "Splits": a split op's uncut reads by :func:`_split_uncut_read`)."""
+    fast, fast_bytes = literals
+    slow_bytes = []
+    for t in sized:
+        if i in view.ops and t not in view.cut and i not in set(problem.fast_only_ops):
+            fast_bytes[i, t], slow = _split_uncut_read(model, problem, fast, i, t, whole)
+        else:
+            fast_bytes[i, t] = _fast_bytes(model, problem, view, fast, i, t)
+            slow = problem.tensor_bytes[t] - fast_bytes[i, t]
+        slow_bytes.append(slow)
+    return slow_bytes
 
 
 def _add_shared_levels(model: cp_model.CpModel, problem: LevelProblem, level_cycles: tuple, dma: dict,
@@ -392,6 +437,98 @@ def _fast_bytes(model: cp_model.CpModel, problem: LevelProblem, view: SplitView,
     part = model.new_int_var(0, b, f"fast_bytes_{i}_{t}")
     model.add(part <= b * lit)
     return part
+
+
+def _split_uncut_read(model: cp_model.CpModel, problem: LevelProblem, fast: dict, i: int, t: int, whole):
+    """Split op ``i``'s read of the uncut tensor ``t`` (module Notes, "Splits"): each portion reads
+    all of it, fast or slow. Returns its fast bytes (all of it when every portion reads it fast)
+    and its slow bytes over the portions: at least ``b`` when some portion reads it slow, at
+    least ``2 b`` when none reads it fast and the op runs in two portions or more; sets
+    ``fast[i,t]`` to "some portion reads it fast" (which needs the prefetch)."""
+    b = problem.tensor_bytes[t]
+    some = fast[i, t] = model.new_bool_var(f"fast_{i}_{t}")
+    every = model.new_bool_var(f"all_fast_{i}_{t}")
+    model.add_implication(every, some)
+    model.add(some == every).only_enforce_if(whole)  # one portion
+    slow = model.new_int_var(0, 2 * b, f"slow_bytes_{i}_{t}")
+    model.add(slow + b * every >= b)
+    model.add(slow + 2 * b * some + 2 * b * whole >= 2 * b)
+    return b * every, slow
+
+
+# At most this many pairs of ops get the pairwise capacity rule (a subset is as sound as all).
+MAX_CAPACITY_PAIRS = 400
+
+
+def _add_pairwise_capacity(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast_bytes: dict,
+                           whole: dict, times: tuple) -> None:
+    """Capacity over time between two ops that run whole (module Notes, "Capacity over time"):
+    either one ends before the other starts, or the fast copies both touch fit the fast level
+    together (a tensor both touch counted once, at the larger of its two fast byte counts).
+    Only for pairs neither of which depends on the other, whose bytes together exceed the
+    fast level (otherwise the rule is void), the first :data:`MAX_CAPACITY_PAIRS` in op order."""
+    start, end = times
+    cap = problem.capacity_bytes[0]
+    sizes = problem.tensor_bytes
+    touched = [{t for t, _ in row if sizes[t]} for row in problem.op_accesses()]
+    for i, j in capacity_pairs(problem):
+        first, second, fits = (model.new_bool_var(f"{name}_{i}_{j}") for name in ("before", "after", "fit_together"))
+        model.add(end[i] <= start[j]).only_enforce_if(first)
+        model.add(end[j] <= start[i]).only_enforce_if(second)
+        terms = [fast_bytes[i, t] for t in touched[i] - touched[j]]
+        terms += [fast_bytes[j, t] for t in touched[j] - touched[i]]
+        for t in sorted(touched[i] & touched[j]):
+            both = model.new_int_var(0, sizes[t], f"fast_bytes_{i}_{j}_{t}")
+            model.add(both >= fast_bytes[i, t])
+            model.add(both >= fast_bytes[j, t])
+            terms.append(both)
+        model.add(sum(terms) <= cap).only_enforce_if(fits)
+        model.add_bool_or([first, second, fits, *(whole[x].Not() for x in (i, j) if x in whole)])
+
+
+def capacity_pairs(problem: LevelProblem) -> list[tuple[int, int]]:
+    """The pairs of ops that get the capacity rule (module Notes, "Capacity over time"): neither
+    depends on the other and their bytes together exceed the fast level; the first
+    :data:`MAX_CAPACITY_PAIRS` in op order.
+
+    Examples
+    --------
+    Two independent ops each touching 8 bytes, a fast level of 8: one pair; of 16: none.
+
+    >>> p = LevelProblem((0, 0), ((), ()), ((0,), (1,)), (8, 8), (8, 99), (4, 1))
+    >>> capacity_pairs(p), capacity_pairs(replace(p, capacity_bytes=(16, 99)))
+    ([(0, 1)], [])
+    """
+    cap = problem.capacity_bytes[0]
+    sizes = problem.tensor_bytes
+    touched = [{t for t, _ in row if sizes[t]} for row in problem.op_accesses()]
+    totals = [sum(sizes[t] for t in ts) for ts in touched]
+    before = _ancestors(problem)
+    pairs = [(i, j) for j in range(problem.num_ops) for i in range(j)
+             if totals[i] + totals[j] > cap and not (before[j] >> i) & 1 and not (before[i] >> j) & 1
+             and sum(sizes[t] for t in touched[i] | touched[j]) > cap]
+    return pairs[:MAX_CAPACITY_PAIRS]
+
+
+def _ancestors(problem: LevelProblem) -> list[int]:
+    """Per op, the bit set of every op it depends on through the data (transitively)."""
+    preds = [{a for t in problem.reads[i] if problem.is_real(a := problem.accesses(t)[0]) and a != i}
+             for i in range(problem.num_ops)]
+    out = [0] * problem.num_ops
+    waiting = [len(p) for p in preds]
+    readers: list[list[int]] = [[] for _ in range(problem.num_ops)]
+    for i, p in enumerate(preds):
+        for a in p:
+            readers[a].append(i)
+    ready = [i for i in range(problem.num_ops) if not waiting[i]]
+    while ready:
+        a = ready.pop()
+        for i in readers[a]:
+            out[i] |= out[a] | (1 << a)
+            waiting[i] -= 1
+            if not waiting[i]:
+                ready.append(i)
+    return out
 
 
 def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast_bytes: dict) -> list:
@@ -539,8 +676,16 @@ def stream_plan_lower_bound(problem: LevelProblem, num_streams: int, budget: Bud
     """
     split = frozenset(splittable_ops), frozenset(splittable_tensors)
     floor = stream_plan_floor(problem, num_streams, *split)
-    model, _ = build_stream_bound_model(problem, num_streams, *split)
     if budget is None:
         budget = Budget.start(10.0, MEMORY_LEVELS)
         amount = budget.left
-    return budget.proven_lower_bound(model, options, amount, "stream_plan_bound", floor)
+    if not capacity_pairs(_unsplit(problem, split_view(problem, *split))):
+        model, _ = build_stream_bound_model(problem, num_streams, *split)
+        return budget.proven_lower_bound(model, options, amount, "stream_plan_bound", floor)
+    # The capacity rule's disjunctions may slow the proof: the relaxation without them too, each
+    # with half the budget, and the larger proven bound. (Handing the first bound to the second
+    # model as a floor constraint stalled CP-SAT's proof at that floor on memory-streams-split.)
+    relaxed, _ = build_stream_bound_model(problem, num_streams, *split, capacity=False)
+    floor = budget.proven_lower_bound(relaxed, options, amount / 2, "stream_plan_bound", floor)
+    model, _ = build_stream_bound_model(problem, num_streams, *split)
+    return budget.proven_lower_bound(model, options, amount / 2, "stream_plan_capacity_bound", floor)
