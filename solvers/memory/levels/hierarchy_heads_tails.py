@@ -53,6 +53,7 @@ from dataclasses import replace
 
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.cpsat_support import integer_objective_bound
 from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
@@ -381,7 +382,7 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
         found = retime_hierarchy_heads_tails(problem, v.extract(solver), ht)
         if best is None or hierarchy_objective(problem, found, ht) < best_obj:
             best, best_obj = found, hierarchy_objective(problem, found, ht)
-        bound = max(bound, int(solver.best_objective_bound))
+        bound = max(bound, integer_objective_bound(solver))
     elif best is None:
         return failure_result(Status.INFEASIBLE if status is Status.INFEASIBLE else Status.UNKNOWN, name,
                               time.perf_counter() - t0)
