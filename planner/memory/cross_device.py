@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -45,6 +45,8 @@ from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_splits, op_duration_lower_bounds, plan_all_slow
+from planner.memory.shared_bandwidth import transfer_key, transfer_share
+from solvers.memory.levels.link_holds import LinkHold
 from solvers.memory.levels.heads_tails import (
     HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
     with_split_factors,
@@ -52,7 +54,7 @@ from solvers.memory.levels.heads_tails import (
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
-           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound"]
+           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels"]
 
 log = logging.getLogger(__name__)
 
@@ -204,9 +206,10 @@ def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
     arrive: dict[tuple[str, str], int] = {}
     into: dict[str, int] = {}
     sent_tail: dict[str, int] = {}
+    holds = _link_holds(plan, hardware, lv, tails) if lv.expanded.shared_bandwidth else ()
     for k, t in enumerate(plan.transfers):
         end = t.start_cycle + t.duration_cycles
-        if t.dst_device == d:
+        if t.dst_device == d and not holds:  # with holds, what it brings waits for its hold's end
             arrive[(t.src_op, t.dst_op)] = max(arrive.get((t.src_op, t.dst_op), 0), end)
             into[t.dst_op] = max(into.get(t.dst_op, 0), end)
         if t.src_device == d:
@@ -217,11 +220,65 @@ def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
     for i, lt in enumerate(bridge.tensors):
         ready.append(_to_device(arrive.get(lt.transfer, 0), hardware, dev) if lt.role == "received" else 0)
         tail.append(_to_device(sent_tail.get(lt.tensor, 0), hardware, dev) if i in bridge.sent else 0)
-    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail), deadlines=deadlines)
+    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail), deadlines=deadlines,
+                    link_holds=holds)
     if bridge.problem.splits:
         _, smap = expand_splits(bridge.problem, lv.solution.split_factors)
         ht = ht.expanded(bridge.problem, smap)
     return ht
+
+
+@dataclass(frozen=True)
+class HeldLevels(DeviceLevels):
+    """A device's level plan re-solved with its link transfers' ends as link holds (shared
+    bandwidth): ``link_order`` gives each transfer's planned start (device cycles) by
+    :func:`~planner.memory.shared_bandwidth.transfer_key`, so the re-timing's gate keeps the
+    device's order with its transfers in it (:mod:`planner.memory.shared_bandwidth`)."""
+
+    link_order: tuple[tuple[str, int], ...] = ()
+
+
+def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping[str, int]) -> tuple[LinkHold, ...]:
+    """Under shared bandwidth, every transfer into or out of ``lv``'s device as a link hold of its
+    main memory (:mod:`solvers.memory.levels.link_holds`, device cycles): its share
+    (:func:`~planner.memory.shared_bandwidth.transfer_share`) for its duration; a receive before
+    its destination op and the copies it brings, from its head (the end of its source op and of
+    the link's previous transfer elsewhere in ``plan``); a send after its source op and its slow
+    copies, its tail the longest path after it (``tails``, :func:`critical_tails`); one after
+    the other on a link."""
+    bridge, dev = lv.bridge, lv.bridge.device
+    d = dev.name
+    bandwidth = {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links}
+    src_end: dict[tuple[str, str], int] = {}
+    for o in plan.ops:
+        key = (o.device, o.name.split("#")[0])
+        src_end[key] = max(src_end.get(key, 0), o.end_cycle)
+    ops = {name: i for i, name in enumerate(bridge.ops)}
+    previous: dict[str, int] = {}  # link -> the transfer before, in the plan's order on it
+    index: dict[int, int] = {}  # transfer -> its hold
+    holds: list[LinkHold] = []
+    for k in sorted(range(len(plan.transfers)), key=lambda k: (plan.transfers[k].start_cycle, k)):
+        t = plan.transfers[k]
+        before, previous[t.link] = previous.get(t.link), k
+        if d not in (t.src_device, t.dst_device):
+            continue
+        head = max(0, plan.transfers[before].end_cycle if before is not None and before not in index else 0)
+        common = dict(duration_cycles=_to_device(t.duration_cycles, hardware, dev), name=transfer_key(t),
+                      shares=transfer_share(bandwidth[t.link], lv),
+                      after=index.get(before, -1) if before is not None else -1)
+        if t.dst_device == d:
+            head = max(head, src_end.get((t.src_device, t.src_op), 0))
+            hold = LinkHold("recv", head=_to_device(head, hardware, dev), op=ops.get(t.dst_op, -1),
+                            tensors=tuple(i for i, lt in enumerate(bridge.tensors)
+                                          if lt.role == "received" and lt.transfer == (t.src_op, t.dst_op)), **common)
+        else:
+            hold = LinkHold("send", head=_to_device(head, hardware, dev), op=ops.get(t.src_op, -1),
+                            tail=_to_device(tails[f"xfer:{k}"] - t.duration_cycles, hardware, dev),
+                            tensors=tuple(i for i in sorted(bridge.sent) if bridge.tensors[i].tensor in t.tensors),
+                            **common)
+        index[k] = len(holds)
+        holds.append(hold)
+    return tuple(holds)
 
 
 def _successors(acts, sequences: Mapping[str, tuple[str, ...]], skip) -> tuple[dict[str, list[str]], dict[str, int]]:
@@ -767,7 +824,11 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
         log.info("device %s: the heads/tails plan's fast buffers do not pack; not tried", bridge.device.name)
         return None, stop, figures
     offsets, offset_stats = packed
-    return (expand(bridge, solution, offsets), {
+    levels = expand(bridge, solution, offsets)
+    if ht.link_holds:  # its order with the transfers in it is kept in the re-timing
+        levels = HeldLevels(**{f.name: getattr(levels, f.name) for f in fields(DeviceLevels)},
+                            link_order=tuple((h.name, s) for h, s in zip(ht.link_holds, solution.link_starts)))
+    return (levels, {
         "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
         "heads_tails_objective_device_cycles": result.objective, "heads_tails_bound_device_cycles": result.bound,
         "split_factors": list(solution.split_factors), **offset_stats}), stop, figures

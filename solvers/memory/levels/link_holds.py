@@ -58,6 +58,7 @@ class LinkHold:
     op: int = -1
     tensors: tuple[int, ...] = ()
     after: int = -1
+    name: str = ""  # the caller's name of the transfer (for messages and to map the start back)
 
     def __post_init__(self) -> None:
         if self.role not in ("recv", "send"):
