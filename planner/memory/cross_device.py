@@ -54,7 +54,8 @@ from solvers.memory.levels.heads_tails import (
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
-           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels"]
+           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels",
+           "round_trips"]
 
 log = logging.getLogger(__name__)
 
@@ -196,9 +197,12 @@ def _to_device(cycles: int, hardware: Hardware, device) -> int:
 
 
 def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
-                       deadlines: tuple[SentDeadline, ...] = ()) -> HeadsTails:
+                       deadlines: tuple[SentDeadline, ...] = (),
+                       round_trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None) -> HeadsTails:
     """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded
-    problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)."""
+    problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)
+    and, under sharing, its link transfers as link holds with their ``round_trips``
+    (:func:`round_trips`)."""
     bridge = lv.bridge
     dev = bridge.device
     d = dev.name
@@ -206,7 +210,7 @@ def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
     arrive: dict[tuple[str, str], int] = {}
     into: dict[str, int] = {}
     sent_tail: dict[str, int] = {}
-    holds = _link_holds(plan, hardware, lv, tails) if lv.expanded.shared_bandwidth else ()
+    holds = _link_holds(plan, hardware, lv, tails, round_trips or {}) if lv.expanded.shared_bandwidth else ()
     for k, t in enumerate(plan.transfers):
         end = t.start_cycle + t.duration_cycles
         if t.dst_device == d and not holds:  # with holds, what it brings waits for its hold's end
@@ -238,14 +242,17 @@ class HeldLevels(DeviceLevels):
     link_order: tuple[tuple[str, int], ...] = ()
 
 
-def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping[str, int]) -> tuple[LinkHold, ...]:
+def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping[str, int],
+                round_trips: Mapping[str, tuple[int, Mapping[str, int]]]) -> tuple[LinkHold, ...]:
     """Under shared bandwidth, every transfer into or out of ``lv``'s device as a link hold of its
     main memory (:mod:`solvers.memory.levels.link_holds`, device cycles): its share
     (:func:`~planner.memory.shared_bandwidth.transfer_share`) for its duration; a receive before
     its destination op and the copies it brings, from its head (the end of its source op and of
     the link's previous transfer elsewhere in ``plan``); a send after its source op and its slow
     copies, its tail the longest path after it (``tails``, :func:`critical_tails`); one after
-    the other on a link."""
+    the other on a link. A transfer in ``round_trips`` (it waits, through the other devices, for
+    transfers out of this device) takes its head from there (device cycles, the device's own
+    transfers at 0) and starts at least each lag after those transfers' holds start."""
     bridge, dev = lv.bridge, lv.bridge.device
     d = dev.name
     bandwidth = {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links}
@@ -278,7 +285,47 @@ def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping
                             **common)
         index[k] = len(holds)
         holds.append(hold)
+    by_name = {h.name: j for j, h in enumerate(holds)}
+    for j, h in enumerate(holds):
+        if h.name in round_trips:
+            head, lags = round_trips[h.name]
+            holds[j] = replace(h, head=head, lags=tuple((by_name[x], lag) for x, lag in sorted(lags.items())
+                                                        if x in by_name and by_name[x] != j))
     return tuple(holds)
+
+
+def round_trips(spine: Plan, graph, hardware: Hardware, others: Mapping[str, DeviceLevels],
+                lv: DeviceLevels) -> dict[str, tuple[int, dict[str, int]]]:
+    """Per transfer into or out of ``lv``'s device (by :func:`~planner.memory.shared_bandwidth.transfer_key`)
+    that waits, through the other devices (``others``' plans, the rest in main memory), for a
+    transfer out of it: its earliest start with this device's transfers out at cycle 0 and its
+    own ops left out, and per such transfer out the longest wait from its start to this one's
+    start (durations, device cycles rounded down), as in :func:`sent_deadlines`. The heads of a
+    round trip then move with the device's own sends instead of staying where the current
+    plan has them."""
+    dev = lv.bridge.device
+    d = dev.name
+    acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
+    succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
+    order = _topological(succ)
+    earliest = {n: 0 for n in order}
+    for n in order:
+        for m in succ[n]:
+            if m in earliest:
+                earliest[m] = max(earliest[m], earliest[n] + duration[n])
+    out: dict[str, tuple[int, dict[str, int]]] = {}
+    for k, t in enumerate(transfers):
+        if t.src_device != d:
+            continue
+        longest = _longest_from(f"xfer:{k}", order, succ, duration)
+        for k2, back in enumerate(transfers):
+            name = f"xfer:{k2}"
+            if k2 == k or d not in (back.src_device, back.dst_device) or name not in longest:
+                continue
+            head, lags = out.setdefault(transfer_key(back), (_to_device(earliest.get(name, 0), hardware, dev), {}))
+            lag = _to_device(longest[name] - duration[name], hardware, dev)
+            lags[transfer_key(t)] = max(lags.get(transfer_key(t), 0), lag)
+    return out
 
 
 def _successors(acts, sequences: Mapping[str, tuple[str, ...]], skip) -> tuple[dict[str, list[str]], dict[str, int]]:
@@ -736,8 +783,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                 lv = options[d]["memory plan"][0]
             others = {e: lv_e for e, (lv_e, _) in levels_of(choice).items() if e != d}
             deadlines = sent_deadlines(spine, graph, hardware, others, lv)
+            trips = round_trips(spine, graph, hardware, others, lv) if lv.expanded.shared_bandwidth else None
             found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
-                                                search, offsets_of, deadlines)
+                                                search, offsets_of, deadlines, trips)
             stops.append(stop)
             if found is not None:
                 options[d][f"{HEADS_TAILS} {passes}"] = found
@@ -798,7 +846,8 @@ def _starts(names: list[str]) -> list[dict[str, str]]:
 
 
 def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-             search: str, offsets_of, deadlines: tuple[SentDeadline, ...] = ()
+             search: str, offsets_of, deadlines: tuple[SentDeadline, ...] = (),
+             trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None
              ) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
     """``lv``'s device re-solved under the heads and tails of ``current`` and the sent-tensor
     ``deadlines`` (:func:`sent_deadlines`; its split factors kept):
@@ -806,7 +855,7 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
     problem = lv.expanded
-    ht = device_heads_tails(current, graph, hardware, lv, deadlines)
+    ht = device_heads_tails(current, graph, hardware, lv, deadlines, trips)
     incumbent = replace(lv.solution, split_factors=())
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)
@@ -815,10 +864,10 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     if not result.status.has_solution:
         return None, stop, figures
     solution = with_split_factors(result.solution, lv.solution.split_factors)
-    if solution.in_fast == lv.solution.in_fast and solution.kept == lv.solution.kept and [
+    if not ht.link_holds and solution.in_fast == lv.solution.in_fast and solution.kept == lv.solution.kept and [
             (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in solution.transfers] == [
             (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in lv.solution.transfers]:
-        return None, stop, figures  # the same decisions: nothing new to try
+        return None, stop, figures  # the same decisions: nothing new to try (with link holds, its order is new)
     packed = offsets_of(bridge, solution)
     if packed is None:
         log.info("device %s: the heads/tails plan's fast buffers do not pack; not tried", bridge.device.name)

@@ -60,7 +60,7 @@ from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.bandwidth import slow_traffic_lower_bound
 from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
-from solvers.memory.levels.link_holds import LinkHold, hold_objective_terms, hold_violations
+from solvers.memory.levels.link_holds import LinkHold, hold_objective_terms, hold_violations, with_lag_floors
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import SplitMap
 from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
@@ -275,6 +275,16 @@ def retime_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Heads
 def _retimed(problem: LevelProblem, solution: LevelSolution, op_release, tensor_ready,
              link_holds: tuple[LinkHold, ...] = ()) -> LevelSolution:
     r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready, link_holds=link_holds)
+    if any(h.lags for h in link_holds):  # round trips: raise each head to its lags, until nothing moves
+        for _ in range(len(link_holds) + 1):
+            raised = with_lag_floors(link_holds, r.link_start)
+            if raised == link_holds:
+                break
+            link_holds = raised
+            r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready,
+                              link_holds=link_holds)
+        else:
+            raise ValueError("deadlock: link holds' round trips wait on each other")
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, r.transfer_start))
     return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,
@@ -614,7 +624,7 @@ def _horizon(problem: LevelProblem, ht: HeadsTails) -> int:
     dmas = sum(problem.dma_cycles(t) * len(problem.accesses(t)) for t in range(problem.num_tensors))
     heads = max((*ht.op_release, *ht.tensor_ready, *(h.head for h in ht.link_holds), 0))
     tails = max((*ht.op_tail, *ht.tensor_tail, 0)) + sum(dl.lag_cycles for dl in ht.deadlines)
-    holds = sum(h.duration_cycles + h.tail for h in ht.link_holds)
+    holds = sum(h.duration_cycles + h.tail + sum(lag for _, lag in h.lags) for h in ht.link_holds)
     return ops + dmas + heads + tails + holds + 1
 
 

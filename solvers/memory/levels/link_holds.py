@@ -14,7 +14,9 @@ gives ops and DMAs theirs). The device's level problem sees such an end as a
            the plan cannot end before its end plus its ``tail`` (the longest path after the
            transfer through the other devices).
 
-``after`` orders the holds of one link (a link runs its transfers one at a time). The holds
+``after`` orders the holds of one link (a link runs its transfers one at a time); ``lags``
+start a hold at least that long after another one starts (a transfer back into the device
+that waits, through the other devices, for a transfer out of it: a round trip). The holds
 are the heads and tails' (:class:`~solvers.memory.levels.heads_tails.HeadsTails`), so only the
 re-solve under heads and tails sees them; their starts are
 :attr:`~solvers.memory.levels.problem.LevelSolution.link_starts`. Three places use the same
@@ -27,13 +29,13 @@ of :func:`~solvers.memory.levels.validate.replay_levels`) and the validator
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solvers.memory.levels.bandwidth import SHARE_UNITS, bandwidth_spans
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind
 
 __all__ = ["LinkHold", "hold_waits", "add_hold_waits", "hold_violations", "add_link_hold_vars",
-           "add_link_hold_waits", "hold_objective_terms"]
+           "add_link_hold_waits", "hold_objective_terms", "with_lag_floors"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +61,7 @@ class LinkHold:
     tensors: tuple[int, ...] = ()
     after: int = -1
     name: str = ""  # the caller's name of the transfer (for messages and to map the start back)
+    lags: tuple[tuple[int, int], ...] = ()  # (hold j, lag): starts at or after start(j) + lag (a round trip)
 
     def __post_init__(self) -> None:
         if self.role not in ("recv", "send"):
@@ -66,6 +69,9 @@ class LinkHold:
         if min(self.duration_cycles, self.head, self.tail) < 0 or not 0 <= self.shares <= SHARE_UNITS:
             raise ValueError(f"a link hold needs durations, heads and tails >= 0 and shares in 0..{SHARE_UNITS}: {self}")
         object.__setattr__(self, "tensors", tuple(self.tensors))
+        object.__setattr__(self, "lags", tuple((int(j), int(lag)) for j, lag in self.lags))
+        if any(lag < 0 for _, lag in self.lags):
+            raise ValueError(f"a link hold's lags are >= 0: {self}")
 
     def end(self, start: int) -> int:
         return start + self.duration_cycles
@@ -159,6 +165,8 @@ def hold_violations(problem: LevelProblem, solution: LevelSolution, holds) -> li
         key, s = ("hold", k), solution.link_starts[k]
         if s < h.head:
             errs.append(f"{h.role} link hold {k} starts at {s} before its head {h.head}")
+        errs += [f"{h.role} link hold {k} starts at {s} before link hold {j} starts at "
+                 f"{solution.link_starts[j]} + lag {lag}" for j, lag in h.lags if s < solution.link_starts[j] + lag]
         errs += [f"{h.role} link hold {k} starts at {s} before {w[0]} {w[1]} ends at {ends[w]}"
                  for w in sorted(waits[key]) if ends[w] > s]
         errs += [f"{w[0]} {w[1]} starts at {starts[w]} before {h.role} link hold {k} ends at {ends[key]}"
@@ -174,6 +182,14 @@ def hold_violations(problem: LevelProblem, solution: LevelSolution, holds) -> li
                         f"({', '.join(sp[3] for sp in sorted(running))})")
             break
     return errs
+
+
+def with_lag_floors(holds, link_starts) -> tuple:
+    """The holds with each head raised to what its lags ask of ``link_starts`` (a replay's):
+    the replay's floors for the next round (:func:`~solvers.memory.levels.heads_tails.retime_heads_tails`
+    replays until nothing moves)."""
+    return tuple(replace(h, head=max([h.head] + [link_starts[j] + lag for j, lag in h.lags])) if h.lags else h
+                 for h in holds)
 
 
 def hold_objective_terms(solution: LevelSolution, holds) -> list[int]:
@@ -216,6 +232,8 @@ def add_link_hold_waits(model, problem: LevelProblem, v, holds) -> None:
         end = start + h.duration_cycles
         if h.after >= 0:
             model.add(start >= v.hold_start[h.after] + holds[h.after].duration_cycles)
+        for j, lag in h.lags:
+            model.add(start >= v.hold_start[j] + lag)
         if h.role == "recv":
             ops = {h.op} if problem.is_real(h.op) else set()
             ops.update(a for t in h.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))

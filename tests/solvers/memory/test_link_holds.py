@@ -91,6 +91,27 @@ def test_holds_on_one_link_run_one_after_the_other():
     assert solve_heads_tails(RECEIVER, HeadsTails(link_holds=apart), OPTS).objective == 17
 
 
+def test_a_round_trip_lag_moves_a_receive_with_the_send():
+    # Op 0 writes S (4 B), sent (6 cycles, all of the slow level); it comes back 3 cycles after
+    # the send starts (a lag of 3 from its start) as R' for op 1 (RECV 4 cycles, all of it).
+    # Written slow: op 0 [0, 4), send [4, 10), the RECV [10, 14) (it cannot overlap the send
+    # although the lag allows 7), op 1 reads R' [14, 18).
+    p = LevelProblem((0, 0), ((), (1,)), ((0,), ()), (4, 4), (2, 10**6), (4, 1), live_out=(0,),
+                     shared_bandwidth=True)
+    holds = (LinkHold("send", 6, 1000, op=0, tensors=(0,)),
+             LinkHold("recv", 4, 1000, op=1, tensors=(1,), lags=((0, 3),)))
+    ht = HeadsTails(link_holds=holds)
+    r = solve_heads_tails(p, ht, OPTS)
+    assert (r.status, r.objective, r.solution.link_starts) == (Status.OPTIMAL, 18, (4, 10))
+    assert brute_force(p, ht) == 18
+    # with half the shares each the RECV starts at its lag: [7, 11), op 1 [11, 15)
+    half = HeadsTails(link_holds=tuple(replace(h, shares=500) for h in holds))
+    r = solve_heads_tails(p, half, OPTS)
+    assert (r.objective, r.solution.link_starts) == (15, (4, 7)) and brute_force(p, half) == 15
+    planted = replace(r.solution, link_starts=(4, 6))
+    assert hold_violations(p, planted, half.link_holds)[:1] == ["recv link hold 1 starts at 6 before link hold 0 starts at 4 + lag 3"]
+
+
 def test_holds_need_shared_bandwidth():
     separate = replace(RECEIVER, shared_bandwidth=False)
     try:
@@ -165,6 +186,9 @@ def _problems_with_holds(draw):
         else:
             t = draw(st.sampled_from(sent))
             holds.append(LinkHold("send", op=p.accesses(t)[0], tensors=(t,), tail=draw(st.integers(0, 6)), **common))
+        sends = [j for j, h in enumerate(holds[:-1]) if h.role == "send"]
+        if sends and draw(st.booleans()):  # a round trip: after an earlier send, by a lag
+            holds[-1] = replace(holds[-1], lags=((draw(st.sampled_from(sends)), draw(st.integers(0, 8))),))
     rows = st.integers(0, 4)
     return p, HeadsTails(op_release=tuple(draw(rows) for _ in range(p.num_ops)), link_holds=tuple(holds))
 
