@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from solvers.dag import list_starts
@@ -637,7 +637,7 @@ class Replay:
     op_duration: tuple[int, ...]
     transfer_start: tuple[int, ...]
     makespan_cycles: int
-    link_start: tuple[int, ...] = ()  # the link holds' starts (heads and tails, shared bandwidth)
+    link_start: tuple[int, ...] = field(default=(), repr=False)  # the link holds' starts (heads and tails, sharing)
 
 
 def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool = False,
