@@ -33,7 +33,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from fractions import Fraction
 from typing import Any, Callable, Collection, Mapping, Sequence
 
@@ -46,6 +46,8 @@ from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_hierarchy_splits, expand_splits, op_duration_lower_bounds, plan_all_slow
+from planner.memory.shared_bandwidth import transfer_key, transfer_share
+from solvers.memory.levels.link_holds import LinkHold
 from solvers.memory.levels.heads_tails import (
     HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
     with_split_factors,
@@ -54,7 +56,8 @@ from solvers.memory.levels.hierarchy_heads_tails import solve_hierarchy_heads_ta
 
 __all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "bridge_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
-           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound"]
+           "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels",
+           "round_trips"]
 
 log = logging.getLogger(__name__)
 
@@ -196,17 +199,24 @@ def _to_device(cycles: int, hardware: Hardware, device) -> int:
 
 
 def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
-                       deadlines: tuple[SentDeadline, ...] = ()) -> HeadsTails:
+                       deadlines: tuple[SentDeadline, ...] = (),
+                       round_trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None) -> HeadsTails:
     """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded
-    problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)."""
-    return bridge_heads_tails(plan, graph, hardware, lv.bridge, lv.solution.split_factors, deadlines)
+    problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)
+    and, under sharing, its link transfers as link holds with their ``round_trips``
+    (:func:`round_trips`)."""
+    holds = (_link_holds(plan, hardware, lv, critical_tails(plan, graph, lv.bridge.device.name), round_trips or {})
+             if lv.expanded.shared_bandwidth else ())
+    return bridge_heads_tails(plan, graph, hardware, lv.bridge, lv.solution.split_factors, deadlines, holds)
 
 
 def bridge_heads_tails(plan: Plan, graph, hardware: Hardware, bridge, split_factors: Sequence[int],
-                       deadlines: tuple[SentDeadline, ...] = ()) -> HeadsTails:
+                       deadlines: tuple[SentDeadline, ...] = (), holds: tuple[LinkHold, ...] = ()) -> HeadsTails:
     """:func:`device_heads_tails` of the device of ``bridge`` (a two-level
     :class:`~planner.memory.bridge.DeviceBridge`; an N-level device's is its ``base``, index for
-    index), over the problem expanded by ``split_factors``."""
+    index), over the problem expanded by ``split_factors``; with link ``holds`` (shared
+    bandwidth), what a received transfer brings waits for its hold's end instead of the
+    transfer's planned end."""
     dev = bridge.device
     d = dev.name
     tails = critical_tails(plan, graph, d)
@@ -215,7 +225,7 @@ def bridge_heads_tails(plan: Plan, graph, hardware: Hardware, bridge, split_fact
     sent_tail: dict[str, int] = {}
     for k, t in enumerate(plan.transfers):
         end = t.start_cycle + t.duration_cycles
-        if t.dst_device == d:
+        if t.dst_device == d and not holds:  # with holds, what it brings waits for its hold's end
             arrive[(t.src_op, t.dst_op)] = max(arrive.get((t.src_op, t.dst_op), 0), end)
             into[t.dst_op] = max(into.get(t.dst_op, 0), end)
         if t.src_device == d:
@@ -226,11 +236,108 @@ def bridge_heads_tails(plan: Plan, graph, hardware: Hardware, bridge, split_fact
     for i, lt in enumerate(bridge.tensors):
         ready.append(_to_device(arrive.get(lt.transfer, 0), hardware, dev) if lt.role == "received" else 0)
         tail.append(_to_device(sent_tail.get(lt.tensor, 0), hardware, dev) if i in bridge.sent else 0)
-    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail), deadlines=deadlines)
+    ht = HeadsTails(op_release=op_release, tensor_ready=tuple(ready), tensor_tail=tuple(tail), deadlines=deadlines,
+                    link_holds=holds)
     if bridge.problem.splits:
         _, smap = expand_splits(bridge.problem, tuple(split_factors))
         ht = ht.expanded(bridge.problem, smap)
     return ht
+
+
+@dataclass(frozen=True)
+class HeldLevels(DeviceLevels):
+    """A device's level plan re-solved with its link transfers' ends as link holds (shared
+    bandwidth): ``link_order`` gives each transfer's planned start (device cycles) by
+    :func:`~planner.memory.shared_bandwidth.transfer_key`, so the re-timing's gate keeps the
+    device's order with its transfers in it (:mod:`planner.memory.shared_bandwidth`)."""
+
+    link_order: tuple[tuple[str, int], ...] = ()
+
+
+def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping[str, int],
+                round_trips: Mapping[str, tuple[int, Mapping[str, int]]]) -> tuple[LinkHold, ...]:
+    """Under shared bandwidth, every transfer into or out of ``lv``'s device as a link hold of its
+    main memory (:mod:`solvers.memory.levels.link_holds`, device cycles): its share
+    (:func:`~planner.memory.shared_bandwidth.transfer_share`) for its duration; a receive before
+    its destination op and the copies it brings, from its head (the end of its source op and of
+    the link's previous transfer elsewhere in ``plan``); a send after its source op and its slow
+    copies, its tail the longest path after it (``tails``, :func:`critical_tails`); one after
+    the other on a link. A transfer in ``round_trips`` (it waits, through the other devices, for
+    transfers out of this device) takes its head from there (device cycles, the device's own
+    transfers at 0) and starts at least each lag after those transfers' holds start."""
+    bridge, dev = lv.bridge, lv.bridge.device
+    d = dev.name
+    bandwidth = {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links}
+    src_end: dict[tuple[str, str], int] = {}
+    for o in plan.ops:
+        key = (o.device, o.name.split("#")[0])
+        src_end[key] = max(src_end.get(key, 0), o.end_cycle)
+    ops = {name: i for i, name in enumerate(bridge.ops)}
+    previous: dict[str, int] = {}  # link -> the transfer before, in the plan's order on it
+    index: dict[int, int] = {}  # transfer -> its hold
+    holds: list[LinkHold] = []
+    for k in sorted(range(len(plan.transfers)), key=lambda k: (plan.transfers[k].start_cycle, k)):
+        t = plan.transfers[k]
+        before, previous[t.link] = previous.get(t.link), k
+        if d not in (t.src_device, t.dst_device):
+            continue
+        head = max(0, plan.transfers[before].end_cycle if before is not None and before not in index else 0)
+        common = dict(duration_cycles=_to_device(t.duration_cycles, hardware, dev), name=transfer_key(t),
+                      shares=transfer_share(bandwidth[t.link], lv),
+                      after=index.get(before, -1) if before is not None else -1)
+        if t.dst_device == d:
+            head = max(head, src_end.get((t.src_device, t.src_op), 0))
+            hold = LinkHold("recv", head=_to_device(head, hardware, dev), op=ops.get(t.dst_op, -1),
+                            tensors=tuple(i for i, lt in enumerate(bridge.tensors)
+                                          if lt.role == "received" and lt.transfer == (t.src_op, t.dst_op)), **common)
+        else:
+            hold = LinkHold("send", head=_to_device(head, hardware, dev), op=ops.get(t.src_op, -1),
+                            tail=_to_device(tails[f"xfer:{k}"] - t.duration_cycles, hardware, dev),
+                            tensors=tuple(i for i in sorted(bridge.sent) if bridge.tensors[i].tensor in t.tensors),
+                            **common)
+        index[k] = len(holds)
+        holds.append(hold)
+    by_name = {h.name: j for j, h in enumerate(holds)}
+    for j, h in enumerate(holds):
+        if h.name in round_trips:
+            head, lags = round_trips[h.name]
+            holds[j] = replace(h, head=head, lags=tuple((by_name[x], lag) for x, lag in sorted(lags.items())
+                                                        if x in by_name and by_name[x] != j))
+    return tuple(holds)
+
+
+def round_trips(spine: Plan, graph, hardware: Hardware, others: Mapping[str, DeviceLevels],
+                lv: DeviceLevels) -> dict[str, tuple[int, dict[str, int]]]:
+    """Per transfer into or out of ``lv``'s device (by :func:`~planner.memory.shared_bandwidth.transfer_key`)
+    that waits, through the other devices (``others``' plans, the rest in main memory), for a
+    transfer out of it: its earliest start with this device's transfers out at cycle 0 and its
+    own ops left out, and per such transfer out the longest wait from its start to this one's
+    start (durations, device cycles rounded down), as in :func:`sent_deadlines`. The heads of a
+    round trip then move with the device's own sends instead of staying where the current
+    plan has them."""
+    dev = lv.bridge.device
+    d = dev.name
+    acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
+    succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
+    order = _topological(succ)
+    earliest = {n: 0 for n in order}
+    for n in order:
+        for m in succ[n]:
+            if m in earliest:
+                earliest[m] = max(earliest[m], earliest[n] + duration[n])
+    out: dict[str, tuple[int, dict[str, int]]] = {}
+    for k, t in enumerate(transfers):
+        if t.src_device != d:
+            continue
+        longest = _longest_from(f"xfer:{k}", order, succ, duration)
+        for k2, back in enumerate(transfers):
+            name = f"xfer:{k2}"
+            if k2 == k or d not in (back.src_device, back.dst_device) or name not in longest:
+                continue
+            head, lags = out.setdefault(transfer_key(back), (_to_device(earliest.get(name, 0), hardware, dev), {}))
+            lag = _to_device(longest[name] - duration[name], hardware, dev)
+            lags[transfer_key(t)] = max(lags.get(transfer_key(t), 0), lag)
+    return out
 
 
 def _successors(acts, sequences: Mapping[str, tuple[str, ...]], skip) -> tuple[dict[str, list[str]], dict[str, int]]:
@@ -703,13 +810,12 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
         changed = False
         for d in names:
             current = run(choice)
-            lv = (options[d][choice[d]] or options[d]["memory plan"])[0]
-            if isinstance(lv, HierarchyLevels):  # re-solved over two levels: the heads/tails model's
-                lv = options[d]["memory plan"][0]
+            lv = _two_level_incumbent(options[d], choice[d])
             others = {e: lv_e for e, (lv_e, _) in levels_of(choice).items() if e != d}
             deadlines = sent_deadlines(spine, graph, hardware, others, lv)
+            trips = round_trips(spine, graph, hardware, others, lv) if lv.expanded.shared_bandwidth else None
             found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
-                                                search, offsets_of, deadlines)
+                                                search, offsets_of, deadlines, trips)
             stops.append(stop)
             resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
                                         evaluate.deadlocked)  # never, if the deadlines are right (tested)
@@ -742,6 +848,14 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                                                {d: candidates[d]["memory plan"].bridge for d in names},
                                                {d for d in names if any(isinstance(lv, HierarchyLevels)
                                                                         for lv in candidates[d].values())}))
+
+
+def _two_level_incumbent(row: Mapping[str, tuple[DeviceLevels, Mapping] | None], chosen: str) -> DeviceLevels:
+    """The two-level plan a device's heads/tails re-solve starts from: its chosen one, its
+    memory plan when it is in main memory or on N levels (re-solved over two levels, the
+    heads/tails model's)."""
+    lv = (row[chosen] or row["memory plan"])[0]
+    return row["memory plan"][0] if isinstance(lv, HierarchyLevels) else lv
 
 
 def _offer(row: dict, name: str, found, d: str, choice: Mapping[str, str], span, deadlocked) -> list[str]:
@@ -797,7 +911,8 @@ def _starts(names: list[str]) -> list[dict[str, str]]:
 
 
 def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-             search: str, offsets_of, deadlines: tuple[SentDeadline, ...] = ()
+             search: str, offsets_of, deadlines: tuple[SentDeadline, ...] = (),
+             trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None
              ) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
     """``lv``'s device re-solved under the heads and tails of ``current`` and the sent-tensor
     ``deadlines`` (:func:`sent_deadlines`; its split factors kept):
@@ -805,7 +920,7 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
     problem = lv.expanded
-    ht = device_heads_tails(current, graph, hardware, lv, deadlines)
+    ht = device_heads_tails(current, graph, hardware, lv, deadlines, trips)
     incumbent = replace(lv.solution, split_factors=())
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)
@@ -814,16 +929,20 @@ def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_li
     if not result.status.has_solution:
         return None, stop, figures
     solution = with_split_factors(result.solution, lv.solution.split_factors)
-    if solution.in_fast == lv.solution.in_fast and solution.kept == lv.solution.kept and [
+    if not ht.link_holds and solution.in_fast == lv.solution.in_fast and solution.kept == lv.solution.kept and [
             (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in solution.transfers] == [
             (t.kind, t.tensor, t.gap, t.trigger_op, t.release_op) for t in lv.solution.transfers]:
-        return None, stop, figures  # the same decisions: nothing new to try
+        return None, stop, figures  # the same decisions: nothing new to try (with link holds, its order is new)
     packed = offsets_of(bridge, solution)
     if packed is None:
         log.info("device %s: the heads/tails plan's fast buffers do not pack; not tried", bridge.device.name)
         return None, stop, figures
     offsets, offset_stats = packed
-    return (expand(bridge, solution, offsets), {
+    levels = expand(bridge, solution, offsets)
+    if ht.link_holds:  # its order with the transfers in it is kept in the re-timing
+        levels = HeldLevels(**{f.name: getattr(levels, f.name) for f in fields(DeviceLevels)},
+                            link_order=tuple((h.name, s) for h, s in zip(ht.link_holds, solution.link_starts)))
+    return (levels, {
         "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
         "heads_tails_objective_device_cycles": result.objective, "heads_tails_bound_device_cycles": result.bound,
         "split_factors": list(solution.split_factors), **offset_stats}), stop, figures

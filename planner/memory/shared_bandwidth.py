@@ -12,7 +12,13 @@ as events: what runs at ``now`` started no later, so the load ahead only falls, 
 level solutions' times know nothing of the waits for other devices, and following them could
 deadlock; the gate then only refuses while shares are held, which always ends. The simulator checks the same shares with its own code.
 Link transfers (activities ``xfer:<k>``) hold their main-memory share on each shared end
-(:func:`transfer_share`), never in an order.
+(:func:`transfer_share`), never in an order, except on a device whose level plan placed them:
+a plan re-solved under heads and tails with its link transfers' ends as link holds
+(:class:`~planner.memory.cross_device.HeldLevels`, :mod:`solvers.memory.levels.link_holds`) knows the waits for the other
+devices, so its order (ops, DMAs and its transfers, by the solution's starts) is enforced like
+a plan without transfers: the re-timing then follows the level plan's choice of which goes
+first when a transfer's shares do not fit beside an op or DMA. Should those orders wait on
+each other across devices, the re-timing deadlocks and that combination is dropped.
 
 A device without a memory plan shares too (:func:`unplanned_shares`): each of its ops holds
 ``ceil(SHARE_UNITS * memory cycles / cycles)`` of its main memory (its roofline reads and writes
@@ -42,7 +48,7 @@ from solvers.memory.levels import HierarchyProblem, HierarchySolution, LevelProb
 from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, op_shares, share_of_cycles
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_op_shares, hop_shares
 
-__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "unplanned_shares", "main_memory_share",
+__all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "transfer_key", "unplanned_shares", "main_memory_share",
            "bandwidth_gate", "hierarchy_gate"]
 
 _Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main (N levels: the problem's), shares)
@@ -58,26 +64,29 @@ class BandwidthGate:
     """
 
     def __init__(self, shares: Mapping[str, tuple[_Share, ...]], orders: Mapping[str, tuple[str, ...]],
-                 in_order: bool = True) -> None:
+                 in_order: bool = True, ordered: frozenset[str] = frozenset()) -> None:
         self.in_order = in_order
+        self.ordered = frozenset(ordered)  # devices whose order holds even without in_order (link holds)
         self.shares = dict(shares)
         self.orders = {d: tuple(o) for d, o in orders.items()}
-        self.device_of = {name: d for d, o in self.orders.items() for name in o}
+        self.devices_of: dict[str, list[str]] = {}  # a transfer may be in the orders of both its ends
+        for d, o in self.orders.items():
+            for name in o:
+                self.devices_of.setdefault(name, []).append(d)
         self.heads = {d: 0 for d in self.orders}
         self.load: dict[tuple[str, int], int] = {}
         self.running: set[str] = set()
 
     def admit(self, a: Activity, now: int) -> bool:
-        d = self.device_of.get(a.name)
-        if d is not None and self.in_order:
-            order, head = self.orders[d], self.heads[d]
-            if head >= len(order) or order[head] != a.name:
-                return False
+        for d in self.devices_of.get(a.name, ()):
+            if self.in_order or d in self.ordered:
+                order, head = self.orders[d], self.heads[d]
+                if head >= len(order) or order[head] != a.name:
+                    return False
         return all(self.load.get((dev, level), 0) + u <= SHARE_UNITS for dev, level, u in self.shares.get(a.name, ()))
 
     def start(self, a: Activity, now: int) -> None:
-        d = self.device_of.get(a.name)
-        if d is not None:
+        for d in self.devices_of.get(a.name, ()):
             self.heads[d] += 1
         if a.name not in self.shares:
             return
@@ -239,7 +248,46 @@ def bandwidth_gate(levels: Mapping, instances: Mapping[str, tuple[str, ...]],
                      for u in (end_share(d, t.link),) if u)
         if ends:
             shares[f"xfer:{k}"] = ends
-    return BandwidthGate(shares, orders, in_order) if orders or unplanned is not None else None
+    ordered = _with_link_orders(levels, instances, orders, transfers)
+    return BandwidthGate(shares, orders, in_order, ordered) if orders or unplanned is not None else None
+
+
+def transfer_key(transfer) -> str:
+    """A plan transfer's name across re-timings (its index may differ): ``src op->dst op@link``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace as NS
+    >>> transfer_key(NS(src_op="a", dst_op="b", link="l0"))
+    'a->b@l0'
+    """
+    return f"{transfer.src_op}->{transfer.dst_op}@{transfer.link}"
+
+
+def _with_link_orders(levels: Mapping, instances: Mapping[str, tuple[str, ...]], orders: dict[str, tuple[str, ...]],
+                      transfers: Sequence) -> frozenset[str]:
+    """The devices whose level plan placed its link transfers (``link_order``:
+    :class:`~planner.memory.cross_device.HeldLevels`), in place:
+    each transfer of positive duration joins the device's order at its planned start, after the
+    ops and DMAs starting then (the level replay's rank), and those orders are enforced. A plan
+    solved with other transfers than ``transfers`` keeps the shares only."""
+    ordered = set()
+    for d, lv in levels.items():
+        held = dict(getattr(lv, "link_order", ()))
+        if not held or d not in orders:
+            continue
+        mine = {transfer_key(t): k for k, t in enumerate(transfers)
+                if d in (t.src_device, t.dst_device) and t.duration_cycles > 0}
+        if not set(mine) <= set(held):
+            continue
+        s = lv.solution
+        keyed = [((s.op_start[i], 0, i), f"op:{name}") for i, name in enumerate(instances[d]) if s.op_duration[i] > 0]
+        keyed += [((tr.start_cycle, 1, q), f"dma:{d}:{q}") for q, tr in enumerate(s.transfers) if tr.duration_cycles > 0]
+        rank = {key: n for n, key in enumerate(held)}
+        keyed += [((held[key], 2, rank[key]), f"xfer:{k}") for key, k in mine.items()]
+        orders[d] = tuple(name for _, name in sorted(keyed))
+        ordered.add(d)
+    return frozenset(ordered)
 
 
 def hierarchy_gate(device: str, problem: HierarchyProblem, solution: HierarchySolution, op_names: tuple[str, ...],

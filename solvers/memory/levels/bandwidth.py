@@ -412,9 +412,18 @@ def add_bandwidth(model: cp_model.CpModel, problem: LevelProblem, v) -> None:
         if u:
             intervals[level] += v.dma_intervals
             demands[level] += [u] * len(v.dma_intervals)
+    _add_link_holds(v, intervals, demands)
     for level in range(2):
         if intervals[level]:
             model.add_cumulative(intervals[level], demands[level], SHARE_UNITS)
+
+
+def _add_link_holds(v, intervals: list[list], demands: list[list]) -> None:
+    """Link transfers' ends on the device (heads and tails' :mod:`~solvers.memory.levels.link_holds`,
+    ``v.hold_intervals`` when present): each holds its shares of the slow level."""
+    for interval, shares in getattr(v, "hold_intervals", ()):
+        intervals[1].append(interval)
+        demands[1].append(shares)
 
 
 def _op_share_vars(model: cp_model.CpModel, problem: LevelProblem, v, i: int, row) -> tuple:

@@ -82,6 +82,7 @@ from solvers.cpsat_support import integer_objective_bound, interval_if
 from solvers.budget import Budget, Calibration, MEMORY_LEVELS
 from solvers.core import Accepting, ProgressPoint, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.bandwidth import add_bandwidth
+from solvers.memory.levels.link_holds import add_link_hold_vars, add_link_hold_waits
 from solvers.memory.levels.greedy import fewer_dmas, plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits, split_factor_choices
@@ -765,7 +766,7 @@ def add_makespan(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -
 def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lower_cycles: int = 0,
                       hint: LevelSolution | None = None, prefetch_window_ops: int | None = None,
                       fixed: LevelSolution | None = None,
-                      free_ops: range | None = None) -> tuple[cp_model.CpModel, LevelVars]:
+                      free_ops: range | None = None, link_holds: tuple = ()) -> tuple[cp_model.CpModel, LevelVars]:
     """The CP-SAT model of an unsplit problem, with ``lower <= makespan <= upper``.
 
     ``prefetch_window_ops`` (None = unrestricted) limits a prefetch's trigger to the last
@@ -776,6 +777,9 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     except those of the accesses of ``free_ops`` and the gaps next to them is taken from
     the valid solution ``fixed`` (residency, kept gaps, DMA triggers and releases); all
     times stay free, so any solution of the model is a solution of the problem.
+
+    ``link_holds`` (shared bandwidth, heads and tails: :mod:`~solvers.memory.levels.link_holds`):
+    link transfers' ends on the device, in the slow level's Cumulative with their waits.
 
     Examples
     --------
@@ -808,12 +812,22 @@ def build_level_model(problem: LevelProblem, upper_cycles: int | None = None, lo
     add_transfers(model, problem, v)
     add_fast_capacity(model, problem, v)
     add_memory_order(model, problem, v)
+    if link_holds:
+        _add_link_holds(model, problem, v, link_holds, h)
     if problem.shared_bandwidth:
         add_bandwidth(model, problem, v)
     model.minimize(add_makespan(model, problem, v))
     if hint is not None:
         _add_hint(model, problem, v, hint)
     return model, v
+
+
+def _add_link_holds(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars, holds: tuple, h: int) -> None:
+    """Link transfers' ends as intervals with their waits (shared bandwidth only: they hold shares)."""
+    if not problem.shared_bandwidth:
+        raise ValueError("link holds are shares of the slow level: only with shared bandwidth")
+    add_link_hold_vars(model, v, holds, h)
+    add_link_hold_waits(model, problem, v, holds)
 
 
 def _check_buildable(problem: LevelProblem, fixed: LevelSolution | None, free_ops: range | None) -> None:

@@ -18,9 +18,14 @@ device's cycles:
                        received tensor starts) that waits, through other devices, for the
                        transfer that carries it. Without them a plan may copy the tensor to slow
                        memory only after such an op, and the whole plan deadlocks.
+``link_holds``         shared bandwidth only: the device's ends of link transfers as
+                       :class:`~solvers.memory.levels.link_holds.LinkHold` intervals holding
+                       shares of the slow level (a RECV before what reads its copy, a SEND after
+                       the sent tensor is slow, its end plus its tail in the objective); their
+                       starts are the solution's ``link_starts``.
 
-Objective: ``max(makespan, end(i) + op_tail[i], slow_ready(t) + tensor_tail[t])`` over ops and
-tensors (:func:`objective_cycles`). Empty tuples mean none (every entry 0): the objective is
+Objective: ``max(makespan, end(i) + op_tail[i], slow_ready(t) + tensor_tail[t], end(h) + tail(h))``
+over ops, tensors and link holds (:func:`objective_cycles`). Empty tuples mean none (every entry 0): the objective is
 then the makespan and every solver here gives the plain problem's plans.
 
 Solvers over an unsplit problem (a split solution's problem expanded first, see
@@ -55,6 +60,7 @@ from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.bandwidth import slow_traffic_lower_bound
 from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
+from solvers.memory.levels.link_holds import LinkHold, hold_objective_terms, hold_violations, with_lag_floors
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import SplitMap
 from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
@@ -122,6 +128,7 @@ class HeadsTails:
     tensor_ready: tuple[int, ...] = ()
     tensor_tail: tuple[int, ...] = ()
     deadlines: tuple[SentDeadline, ...] = ()  # sent tensors' slow copies before what waits on them
+    link_holds: tuple[LinkHold, ...] = ()  # link transfers' ends holding slow shares (shared bandwidth)
 
     def __post_init__(self) -> None:
         for name in ("op_release", "op_tail", "tensor_ready", "tensor_tail"):
@@ -130,6 +137,7 @@ class HeadsTails:
                 raise ValueError(f"heads and tails must be >= 0, got {name}={values}")
             object.__setattr__(self, name, values)
         object.__setattr__(self, "deadlines", tuple(self.deadlines))
+        object.__setattr__(self, "link_holds", tuple(self.link_holds))
 
     @staticmethod
     def _at(values: tuple[int, ...], k: int) -> int:
@@ -149,7 +157,8 @@ class HeadsTails:
 
     @property
     def is_empty(self) -> bool:
-        return not any((*self.op_release, *self.op_tail, *self.tensor_ready, *self.tensor_tail)) and not self.deadlines
+        return not any((*self.op_release, *self.op_tail, *self.tensor_ready, *self.tensor_tail)) and not (
+            self.deadlines or self.link_holds)
 
     def check(self, problem: LevelProblem) -> None:
         """Raise ValueError unless every row fits ``problem`` (empty, or one entry per op/tensor)."""
@@ -160,6 +169,12 @@ class HeadsTails:
         for dl in self.deadlines:
             if dl.tensor >= problem.num_tensors or dl.op >= problem.num_ops or dl.received >= problem.num_tensors:
                 raise ValueError(f"{dl} names an op or tensor the problem does not have")
+        if self.link_holds and not problem.shared_bandwidth:
+            raise ValueError("link holds are shares of the slow level: only with shared bandwidth")
+        for k, h in enumerate(self.link_holds):
+            if h.op >= problem.num_ops or any(not 0 <= t < problem.num_tensors for t in h.tensors) or not (
+                    -1 <= h.after < k):
+                raise ValueError(f"link hold {k} names an op, tensor or earlier hold the problem does not have: {h}")
 
     def expanded(self, problem: LevelProblem, smap: SplitMap) -> "HeadsTails":
         """The same heads and tails over a split expansion: every portion of an op or tensor
@@ -176,7 +191,26 @@ class HeadsTails:
             return tuple(values[o] for o, _ in origin) if values else ()
         return HeadsTails(rows(self.op_release, smap.op_origin), rows(self.op_tail, smap.op_origin),
                           rows(self.tensor_ready, smap.tensor_origin), rows(self.tensor_tail, smap.tensor_origin),
-                          _expanded_deadlines(self.deadlines, smap))
+                          _expanded_deadlines(self.deadlines, smap), _expanded_holds(self.link_holds, smap))
+
+
+def _expanded_holds(holds: tuple[LinkHold, ...], smap: SplitMap) -> tuple[LinkHold, ...]:
+    """Every hold over the portions: a recv before every portion of its op and tensors, a send
+    after the last portion of its op and every portion of its tensors."""
+    if not holds:
+        return ()
+    ops: dict[int, list[int]] = {}
+    tensors: dict[int, list[int]] = {}
+    for new, (orig, _) in enumerate(smap.op_origin):
+        ops.setdefault(orig, []).append(new)
+    for new, (orig, _) in enumerate(smap.tensor_origin):
+        tensors.setdefault(orig, []).append(new)
+    out = []
+    for h in holds:
+        portions = ops.get(h.op, [h.op]) if h.op >= 0 else [-1]
+        out.append(replace(h, op=portions[0] if h.role == "recv" else portions[-1],
+                           tensors=tuple(t for orig in h.tensors for t in tensors[orig])))
+    return tuple(out)
 
 
 def _expanded_deadlines(deadlines: tuple[SentDeadline, ...], smap: SplitMap) -> tuple[SentDeadline, ...]:
@@ -227,7 +261,7 @@ def objective_cycles(problem: LevelProblem, solution: LevelSolution, ht: HeadsTa
         ready = _slow_ready(problem, solution)
         best = max([best] + [ready[t] + ht.tail_of_tensor(t) for t in range(problem.num_tensors)
                              if ht.tail_of_tensor(t)])
-    return best
+    return max([best] + hold_objective_terms(solution, ht.link_holds))
 
 
 def retime_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> LevelSolution:
@@ -236,15 +270,26 @@ def retime_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Heads
     comes, in the plan's own order, before the slow copy it must wait for)."""
     if ht.deadlines:
         return _retime_with_deadlines(problem, solution, ht)
-    return _retimed(problem, solution, ht.op_release, ht.tensor_ready)
+    return _retimed(problem, solution, ht.op_release, ht.tensor_ready, ht.link_holds)
 
 
-def _retimed(problem: LevelProblem, solution: LevelSolution, op_release, tensor_ready) -> LevelSolution:
-    r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready)
+def _retimed(problem: LevelProblem, solution: LevelSolution, op_release, tensor_ready,
+             link_holds: tuple[LinkHold, ...] = ()) -> LevelSolution:
+    r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready, link_holds=link_holds)
+    if any(h.lags for h in link_holds):  # round trips: raise each head to its lags, until nothing moves
+        for _ in range(len(link_holds) + 1):
+            raised = with_lag_floors(link_holds, r.link_start)
+            if raised == link_holds:
+                break
+            link_holds = raised
+            r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready,
+                              link_holds=link_holds)
+        else:
+            raise ValueError("deadlock: link holds' round trips wait on each other")
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, r.transfer_start))
     return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,
-                         solution.split_factors)
+                         solution.split_factors, link_starts=r.link_start)
 
 
 def _retime_with_deadlines(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> LevelSolution:
@@ -256,7 +301,7 @@ def _retime_with_deadlines(problem: LevelProblem, solution: LevelSolution, ht: H
     release = list(ht.op_release) or [0] * problem.num_ops
     ready = list(ht.tensor_ready) or [0] * problem.num_tensors
     for _ in range(len(ht.deadlines) + 2):
-        timed = _retimed(problem, solution, release, ready)
+        timed = _retimed(problem, solution, release, ready, ht.link_holds)
         slow = _slow_ready(problem, timed)
         moved = False
         for dl in ht.deadlines:
@@ -325,7 +370,7 @@ def validate_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Hea
         if tr.kind is TransferKind.PREFETCH and tr.start_cycle < ht.ready(tr.tensor):
             errs.append(f"prefetch of tensor {problem.tensor_name(tr.tensor)} starts at {tr.start_cycle} "
                         f"before it is ready at {ht.ready(tr.tensor)}")
-    return errs + deadline_violations(problem, solution, ht)
+    return errs + deadline_violations(problem, solution, ht) + hold_violations(problem, solution, ht.link_holds)
 
 
 def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
@@ -337,7 +382,9 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     reads, so op i cannot end before ``e_i = max(e_prev(i), e_producers(i), release_i) +
     shortest_i``; a tensor is in slow memory no earlier than its producer ends (an input from
     cycle 0), so an op with a sent-tensor deadline also starts no earlier than that producer's
-    end plus the lag. Capacity and DMAs are dropped. With shared bandwidth, also the slow
+    end plus the lag; an op waiting for a link's receive hold starts no earlier than the hold's
+    head plus its duration, and a hold ends no earlier than its head (a send: its waits' ends)
+    plus its duration, then its tail. Capacity and DMAs are dropped. With shared bandwidth, also the slow
     level's forced traffic (:func:`~solvers.memory.levels.bandwidth.slow_traffic_lower_bound`),
     a bound on the makespan and so on the objective.
 
@@ -351,9 +398,10 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
     end, best = [], 0
     stream_end: dict[int, int] = {}
     waits = _deadline_waits(problem, ht)
+    recv = _recv_floors(problem, ht)
     for i in range(problem.num_ops):
         producers = (problem.accesses(t)[0] for t in problem.reads[i])
-        ready = max([stream_end.get(problem.stream_of(i), 0), ht.release(i)]
+        ready = max([stream_end.get(problem.stream_of(i), 0), ht.release(i), recv.get(i, 0)]
                     + [end[p] for p in producers if problem.is_real(p)]
                     + [end[p] + lag for p, lag in waits.get(i, ()) if p < i])
         end.append(ready + shortest[i])
@@ -365,7 +413,28 @@ def heads_tails_lower_bound(problem: LevelProblem, ht: HeadsTails) -> int:
             best = max(best, (end[producer] if problem.is_real(producer) else 0) + ht.tail_of_tensor(t))
     if problem.shared_bandwidth:  # bandwidth: shared (bandwidth.py): the objective is at least the makespan
         best = max(best, slow_traffic_lower_bound(problem))
+    for h in ht.link_holds:  # a link hold starts at or after its head (a send after its waits, too)
+        after = [end[a] for a in _hold_source_ops(problem, h)] if h.role == "send" else []
+        best = max(best, max([h.head] + after) + h.duration_cycles + h.tail)
     return best
+
+
+def _hold_source_ops(problem: LevelProblem, h: LinkHold) -> list[int]:
+    """The ops a send hold waits for: its source op and its tensors' producers."""
+    ops = [h.op] + [problem.accesses(t)[0] for t in h.tensors]
+    return [a for a in ops if problem.is_real(a)]
+
+
+def _recv_floors(problem: LevelProblem, ht: HeadsTails) -> dict[int, int]:
+    """Op -> the earliest end of a receive hold it waits for (its head plus its duration)."""
+    floors: dict[int, int] = {}
+    for h in ht.link_holds:
+        if h.role == "recv":
+            ops = [h.op] + [a for t in h.tensors for a in problem.accesses(t)[1:]]
+            for a in ops:
+                if problem.is_real(a):
+                    floors[a] = max(floors.get(a, 0), h.head + h.duration_cycles)
+    return floors
 
 
 def _deadline_waits(problem: LevelProblem, ht: HeadsTails) -> dict[int, list[tuple[int, int]]]:
@@ -436,6 +505,8 @@ def _add_heads_tails(model, problem: LevelProblem, v, ht: HeadsTails, upper: int
             _add_if(model, s >= ht.ready(t), v.prefetch[t, j])
     objective = model.new_int_var(0, upper, "objective")
     model.add(objective >= v.makespan)
+    for start, h in zip(getattr(v, "hold_start", ()), ht.link_holds):  # link holds: end + tail
+        model.add(objective >= start + h.duration_cycles + h.tail)
     for i in range(problem.num_ops):
         if ht.tail_of_op(i):
             model.add(objective >= v.end(i) + ht.tail_of_op(i))
@@ -510,19 +581,21 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
     window = _TRIGGER_WINDOW_OPS if problem.num_ops > HEADS_TAILS_WINDOW_ABOVE_OPS else None
     hint = best if best is not None and (window is None or all(
         tr.kind is TransferKind.EVICT or tr.release_op - tr.trigger_op <= window for tr in best.transfers)) else None
-    model, v = build_level_model(problem, best_obj, 0, hint, window)
+    model, v = build_level_model(problem, best_obj, 0, hint, window, link_holds=ht.link_holds)
     objective = _add_heads_tails(model, problem, v, ht, best_obj)
     add_sent_deadlines(model, problem, v, ht)
     model.add(objective >= lower)
     if best is not None:
         model.add_hint(objective, best_obj)
+        for var, value in zip(getattr(v, "hold_start", ()), best.link_starts):
+            model.add_hint(var, value)
     model.minimize(objective)
     budget = Budget.of(options, calibration, t0)
     status, solver, progress = budget.run_cpsat(model, options, budget.left, "heads_tails", interleave=False)
     stats.update(budget.stats())
     bound = lower
     if status.has_solution:
-        found = retime_heads_tails(problem, v.extract(solver), ht)
+        found = retime_heads_tails(problem, _with_link_starts(v.extract(solver), solver, v), ht)
         if best is None or objective_cycles(problem, found, ht) < best_obj:
             best, best_obj = found, objective_cycles(problem, found, ht)
         if window is None:
@@ -538,6 +611,11 @@ def solve_heads_tails(problem: LevelProblem, ht: HeadsTails, options: SolveOptio
                        time.perf_counter() - t0, "cpsat-heads-tails", stats, progress)
 
 
+def _with_link_starts(solution: LevelSolution, solver, v) -> LevelSolution:
+    """The CP-SAT solution with its link holds' starts (their order ranks them in the re-timing)."""
+    return replace(solution, link_starts=tuple(solver.value(s) for s in getattr(v, "hold_start", ())))
+
+
 def _horizon(problem: LevelProblem, ht: HeadsTails) -> int:
     """An objective the optimum does not exceed: every op longer than any of its durations (all
     its bytes at both levels), every possible DMA, one after another after the latest head, plus
@@ -545,9 +623,10 @@ def _horizon(problem: LevelProblem, ht: HeadsTails) -> int:
     ops = sum(problem.op_cycles(i, b, b) for i, b in
               enumerate(sum(problem.tensor_bytes[t] for t, _ in row) for row in problem.op_accesses()))
     dmas = sum(problem.dma_cycles(t) * len(problem.accesses(t)) for t in range(problem.num_tensors))
-    heads = max((*ht.op_release, *ht.tensor_ready, 0))
+    heads = max((*ht.op_release, *ht.tensor_ready, *(h.head for h in ht.link_holds), 0))
     tails = max((*ht.op_tail, *ht.tensor_tail, 0)) + sum(dl.lag_cycles for dl in ht.deadlines)
-    return ops + dmas + heads + tails + 1
+    holds = sum(h.duration_cycles + h.tail + sum(lag for _, lag in h.lags) for h in ht.link_holds)
+    return ops + dmas + heads + tails + holds + 1
 
 
 def with_split_factors(solution: LevelSolution, factors: tuple[int, ...]) -> LevelSolution:

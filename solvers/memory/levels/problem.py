@@ -489,6 +489,9 @@ class LevelSolution:
     which the lowered program enforces, and the times are those of that order; pieces that
     overlap on the point axis must be apart (:mod:`solvers.memory.levels.stream_offsets`).
 
+    ``link_starts`` (heads and tails with link holds only; empty: none): the start of each
+    :class:`~solvers.memory.levels.link_holds.LinkHold` (a link transfer's end on this device).
+
     Examples
     --------
     >>> s = LevelSolution(in_fast=((False, True),), kept=((False, False),), transfers=(),
@@ -504,6 +507,7 @@ class LevelSolution:
     op_duration: tuple[int, ...]
     split_factors: tuple[int, ...] = ()
     fast_offsets: tuple[int, ...] = ()
+    link_starts: tuple[int, ...] = ()
 
     @property
     def makespan_cycles(self) -> int:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 from solvers.dag import list_starts
 from solvers.memory.levels.bandwidth import (check_bandwidth, instruction_shares, list_schedule_shared,
                                              replay_shared, slow_traffic_lower_bound)
+from solvers.memory.levels.link_holds import add_hold_waits
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, cycles_for_bytes
 from solvers.memory.levels.split import expand_splits
 
@@ -636,11 +637,12 @@ class Replay:
     op_duration: tuple[int, ...]
     transfer_start: tuple[int, ...]
     makespan_cycles: int
+    link_start: tuple[int, ...] = field(default=(), repr=False)  # the link holds' starts (heads and tails, sharing)
 
 
 def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool = False,
                   op_release: Sequence[int] = (), tensor_ready: Sequence[int] = (),
-                  fast_offsets: Sequence[int] | None = None) -> Replay:
+                  fast_offsets: Sequence[int] | None = None, link_holds: Sequence = ()) -> Replay:
     """Re-time the solution's decisions: each op starts when the previous op and every DMA
     it releases have ended; each DMA when the engine is free, its trigger op has ended and
     (prefetch) its tensor's eviction has ended. Never later than the solution's own times.
@@ -652,6 +654,9 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     ``fast_offsets`` (several streams): the fast pieces' addresses, so only the memory-order
     waits between pieces that overlap in address are kept (:func:`memory_waits`), as the
     lowered program does (default: the solution's own ``fast_offsets``, if any).
+    ``link_holds`` (shared bandwidth only, :mod:`~solvers.memory.levels.link_holds`): link
+    transfers' ends placed in the same list schedule by their waits and shares, in the
+    solution's ``link_starts`` order (their makespan includes them).
 
     Raises ValueError if the waits deadlock (a DMA queued before one its trigger needs).
 
@@ -667,8 +672,10 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
     shared = problem.shared_bandwidth and not separate
     if fast_offsets is None and solution.fast_offsets:
         fast_offsets = solution.fast_offsets
-    if problem.multi_stream or (shared and (any(op_release) or any(tensor_ready))):
-        return _replay_streams(problem, solution, op_release, tensor_ready, fast_offsets, shared)
+    if link_holds and not shared:
+        raise ValueError("link holds are shares of the slow level: only with shared bandwidth")
+    if problem.multi_stream or (shared and (any(op_release) or any(tensor_ready) or link_holds)):
+        return _replay_streams(problem, solution, op_release, tensor_ready, fast_offsets, shared, link_holds)
     n = problem.num_ops
     dur = op_durations(problem, solution.in_fast)
     if shared:  # shared bandwidth: in order, when shares fit
@@ -714,7 +721,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
 
 def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: Sequence[int] = (),
                     tensor_ready: Sequence[int] = (), fast_offsets: Sequence[int] | None = None,
-                    shared: bool = False) -> Replay:
+                    shared: bool = False, link_holds: Sequence = ()) -> Replay:
     """:func:`replay_levels` with several streams: every op and DMA as soon as the previous
     op of its stream (the previous DMA in the queue), its data dependencies, its trigger or
     released DMAs and its memory-order waits (:func:`memory_waits`) have ended, and no op
@@ -754,13 +761,16 @@ def _replay_streams(problem: LevelProblem, solution: LevelSolution, op_release: 
     if shared:
         priority = {("op", i): (solution.op_start[i], 0, i) for i in range(n)}
         priority.update({("dma", q): (tr.start_cycle, 1, q) for q, tr in enumerate(queue)})
-        start = list_schedule_shared(deps, length, instruction_shares(problem, solution), priority, floor)
+        shares = instruction_shares(problem, solution)
+        if link_holds:
+            add_hold_waits(problem, solution, link_holds, deps, length, floor, priority, shares)
+        start = list_schedule_shared(deps, length, shares, priority, floor)
     else:
         start = list_starts(deps, length, floor)
     op_start = tuple(start["op", i] for i in range(n))
     tr_start = tuple(start["dma", q] for q in range(len(queue)))
     makespan = max([s + length[k] for k, s in start.items()], default=0)
-    return Replay(op_start, dur, tr_start, makespan)
+    return Replay(op_start, dur, tr_start, makespan, tuple(start["hold", k] for k in range(len(link_holds))))
 
 
 @dataclass(frozen=True, slots=True)

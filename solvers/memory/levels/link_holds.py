@@ -1,0 +1,252 @@
+"""Link transfers' main-memory shares in the level problem of a linked device (shared bandwidth).
+
+Under ``bandwidth: shared`` a link transfer's end on a device (the RECV on the receiver, the
+SEND on the sender) holds ``min(1000, ceil(1000 * r_L / bw_main))`` shares of that device's
+main (slow) level for its whole span, latency included (:mod:`solvers.memory.levels.bandwidth`
+gives ops and DMAs theirs). The device's level problem sees such an end as a
+:class:`LinkHold`: a fixed-length interval in the slow level's bandwidth, placed by the solver:
+
+``recv``   starts at or after its ``head`` (when the sender can start it, from the whole plan);
+           its ``op`` (the transfer's destination op) and every access and prefetch of its
+           received ``tensors`` start after it ends (the copy is in the slow level only then);
+``send``   starts after its ``op`` (the source op) ends and after each sent tensor is in the
+           slow level (its producer's end, or its eviction's end), and at or after its ``head``;
+           the plan cannot end before its end plus its ``tail`` (the longest path after the
+           transfer through the other devices).
+
+``after`` orders the holds of one link (a link runs its transfers one at a time); ``lags``
+start a hold at least that long after another one starts (a transfer back into the device
+that waits, through the other devices, for a transfer out of it: a round trip). The holds
+are the heads and tails' (:class:`~solvers.memory.levels.heads_tails.HeadsTails`), so only the
+re-solve under heads and tails sees them; their starts are
+:attr:`~solvers.memory.levels.problem.LevelSolution.link_starts`. Three places use the same
+rules, each with its own code: the CP-SAT model (:func:`add_link_hold_vars`, whose intervals
+:func:`~solvers.memory.levels.bandwidth.add_bandwidth` puts in the slow level's Cumulative,
+and :func:`add_link_hold_waits`), the replay (:func:`add_hold_waits`, keys in the list schedule
+of :func:`~solvers.memory.levels.validate.replay_levels`) and the validator
+(:func:`hold_violations`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from solvers.memory.levels.bandwidth import SHARE_UNITS, bandwidth_spans
+from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind
+
+__all__ = ["LinkHold", "hold_waits", "add_hold_waits", "hold_violations", "add_link_hold_vars",
+           "add_link_hold_waits", "hold_objective_terms", "with_lag_floors"]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkHold:
+    """One end of a link transfer on this device (see the module).
+
+    Examples
+    --------
+    >>> LinkHold("recv", 8, 1000, head=3, op=1, tensors=(0,)).end(5)
+    13
+    >>> LinkHold("both", 1, 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: a link hold is 'recv' or 'send', got 'both'
+    """
+
+    role: str
+    duration_cycles: int
+    shares: int  # of the slow level, 0..SHARE_UNITS
+    head: int = 0
+    tail: int = 0
+    op: int = -1
+    tensors: tuple[int, ...] = ()
+    after: int = -1
+    name: str = ""  # the caller's name of the transfer (for messages and to map the start back)
+    lags: tuple[tuple[int, int], ...] = ()  # (hold j, lag): starts at or after start(j) + lag (a round trip)
+
+    def __post_init__(self) -> None:
+        if self.role not in ("recv", "send"):
+            raise ValueError(f"a link hold is 'recv' or 'send', got {self.role!r}")
+        if min(self.duration_cycles, self.head, self.tail) < 0 or not 0 <= self.shares <= SHARE_UNITS:
+            raise ValueError(f"a link hold needs durations, heads and tails >= 0 and shares in 0..{SHARE_UNITS}: {self}")
+        object.__setattr__(self, "tensors", tuple(self.tensors))
+        object.__setattr__(self, "lags", tuple((int(j), int(lag)) for j, lag in self.lags))
+        if any(lag < 0 for _, lag in self.lags):
+            raise ValueError(f"a link hold's lags are >= 0: {self}")
+
+    def end(self, start: int) -> int:
+        return start + self.duration_cycles
+
+
+def _evictions(solution: LevelSolution) -> dict[int, int]:
+    return {tr.tensor: q for q, tr in enumerate(solution.transfers) if tr.kind is TransferKind.EVICT}
+
+
+def hold_waits(problem: LevelProblem, solution: LevelSolution, holds) -> tuple[dict, dict]:
+    """``(waits_of_hold, waiters_of_hold)``: per hold k, the keys (``("op", i)``, ``("dma", q)``,
+    ``("hold", k2)``) whose ends it waits for, and the keys that wait for its end."""
+    evict_q = _evictions(solution)
+    waits: dict = {}
+    waiters: dict = {}
+    for k, h in enumerate(holds):
+        mine = waits.setdefault(("hold", k), set())
+        if h.after >= 0:
+            mine.add(("hold", h.after))
+        if h.role == "recv":
+            out = waiters.setdefault(("hold", k), set())
+            if problem.is_real(h.op):
+                out.add(("op", h.op))
+            for t in h.tensors:
+                out.update(("op", a) for a in problem.accesses(t)[1:] if problem.is_real(a))
+            out.update(("dma", q) for q, tr in enumerate(solution.transfers)
+                       if tr.kind is TransferKind.PREFETCH and tr.tensor in h.tensors)
+        else:
+            if problem.is_real(h.op):
+                mine.add(("op", h.op))
+            for t in h.tensors:
+                producer = problem.accesses(t)[0]
+                if problem.is_real(producer):
+                    mine.add(("op", producer))
+                if t in evict_q:
+                    mine.add(("dma", evict_q[t]))
+    return waits, waiters
+
+
+def add_hold_waits(problem: LevelProblem, solution: LevelSolution, holds, deps: dict, length: dict,
+                   floor: dict, priority: dict, shares: dict) -> None:
+    """The holds as keys of the replay's list schedule (``("hold", k)``), in place: their waits,
+    lengths, heads as floors, slow shares, and their rank in the start order (the solution's
+    ``link_starts``; without them, an estimate from its times: the head, or a send's waits' ends)."""
+    waits, waiters = hold_waits(problem, solution, holds)
+    ends = {("op", i): s + d for i, (s, d) in enumerate(zip(solution.op_start, solution.op_duration))}
+    ends.update({("dma", q): tr.end_cycle for q, tr in enumerate(solution.transfers)})
+    known = len(solution.link_starts) == len(holds)
+    for k, h in enumerate(holds):
+        key = ("hold", k)
+        deps[key] = set(waits[key])
+        for w in waiters.get(key, ()):
+            deps[w].add(key)
+        length[key] = h.duration_cycles
+        if h.head:
+            floor[key] = h.head
+        shares[key] = (0, h.shares)
+        estimate = max([h.head] + [ends[w] for w in waits[key] if w in ends])
+        priority[key] = (solution.link_starts[k] if known else estimate, 2, k)
+
+
+def hold_violations(problem: LevelProblem, solution: LevelSolution, holds) -> list[str]:
+    """Every hold rule ``solution`` breaks: its start (present, at or after its head), its waits
+    and waiters, and the slow level's shares at every cycle with the holds beside the ops and
+    DMAs (:func:`~solvers.memory.levels.bandwidth.bandwidth_spans`).
+
+    Examples
+    --------
+    A RECV of all the slow level's shares beside op 0 reading the slow level:
+
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), ()), (8,), (64, 99), (4, 1), shared_bandwidth=True)
+    >>> s = LevelSolution(((False, False),), ((False, False),), (), (0, 8), (8, 4), link_starts=(2,))
+    >>> hold_violations(p, s, (LinkHold("recv", 4, 1000),))
+    ['slow level bandwidth: 2000 of 1000 shares at cycle 2 (op 0, recv link hold 0)']
+    >>> hold_violations(p, s, (LinkHold("recv", 4, 1000, head=3, op=1),))
+    ['recv link hold 0 starts at 2 before its head 3', 'slow level bandwidth: 2000 of 1000 shares at cycle 2 (op 0, recv link hold 0)']
+    """
+    if not holds:
+        return []
+    if len(solution.link_starts) != len(holds):
+        return [f"{len(holds)} link holds but {len(solution.link_starts)} link starts"]
+    errs = []
+    starts = {("hold", k): s for k, s in enumerate(solution.link_starts)}
+    starts.update({("op", i): s for i, s in enumerate(solution.op_start)})
+    starts.update({("dma", q): tr.start_cycle for q, tr in enumerate(solution.transfers)})
+    ends = {("hold", k): h.end(s) for k, (h, s) in enumerate(zip(holds, solution.link_starts))}
+    ends.update({("op", i): s + d for i, (s, d) in enumerate(zip(solution.op_start, solution.op_duration))})
+    ends.update({("dma", q): tr.end_cycle for q, tr in enumerate(solution.transfers)})
+    waits, waiters = hold_waits(problem, solution, holds)
+    for k, h in enumerate(holds):
+        key, s = ("hold", k), solution.link_starts[k]
+        if s < h.head:
+            errs.append(f"{h.role} link hold {k} starts at {s} before its head {h.head}")
+        errs += [f"{h.role} link hold {k} starts at {s} before link hold {j} starts at "
+                 f"{solution.link_starts[j]} + lag {lag}" for j, lag in h.lags if s < solution.link_starts[j] + lag]
+        errs += [f"{h.role} link hold {k} starts at {s} before {w[0]} {w[1]} ends at {ends[w]}"
+                 for w in sorted(waits[key]) if ends[w] > s]
+        errs += [f"{w[0]} {w[1]} starts at {starts[w]} before {h.role} link hold {k} ends at {ends[key]}"
+                 for w in sorted(waiters.get(key, ())) if starts[w] < ends[key]]
+    spans = [(sp[0], sp[1], sp[3], sp[4]) for sp in bandwidth_spans(problem, solution) if sp[3]]
+    spans += [(s, h.end(s), h.shares, f"{h.role} link hold {k}")
+              for k, (h, s) in enumerate(zip(holds, solution.link_starts)) if h.duration_cycles and h.shares]
+    for when in sorted({sp[0] for sp in spans}):
+        running = [sp for sp in spans if sp[0] <= when < sp[1]]
+        load = sum(sp[2] for sp in running)
+        if load > SHARE_UNITS:
+            errs.append(f"slow level bandwidth: {load} of {SHARE_UNITS} shares at cycle {when} "
+                        f"({', '.join(sp[3] for sp in sorted(running))})")
+            break
+    return errs
+
+
+def with_lag_floors(holds, link_starts) -> tuple:
+    """The holds with each head raised to what its lags ask of ``link_starts`` (a replay's):
+    the replay's floors for the next round (:func:`~solvers.memory.levels.heads_tails.retime_heads_tails`
+    replays until nothing moves)."""
+    return tuple(replace(h, head=max([h.head] + [link_starts[j] + lag for j, lag in h.lags])) if h.lags else h
+                 for h in holds)
+
+
+def hold_objective_terms(solution: LevelSolution, holds) -> list[int]:
+    """What the holds add to the heads and tails' objective: each hold's end plus its tail."""
+    if len(solution.link_starts) != len(holds):
+        raise ValueError(f"{len(holds)} link holds but {len(solution.link_starts)} link starts: re-time the plan first")
+    return [h.end(s) + h.tail for h, s in zip(holds, solution.link_starts)]
+
+
+def add_link_hold_vars(model, v, holds, horizon: int) -> None:
+    """Each hold's start (``v.hold_start``) and fixed-size interval with its slow shares
+    (``v.hold_intervals``: ``(interval, shares)``, added to the slow level's Cumulative by
+    :func:`~solvers.memory.levels.bandwidth.add_bandwidth`)."""
+    v.hold_start, v.hold_intervals = [], []
+    for k, h in enumerate(holds):
+        start = model.new_int_var(h.head, max(h.head, horizon - h.duration_cycles - h.tail), f"hold_start_{k}")
+        v.hold_start.append(start)
+        if h.duration_cycles and h.shares:
+            v.hold_intervals.append((model.new_fixed_size_interval_var(start, h.duration_cycles, f"hold_{k}"),
+                                     h.shares))
+
+
+def _enforced(model, relation, literal) -> None:
+    if isinstance(relation, bool):  # both sides constant
+        if not relation and isinstance(literal, int) and literal:
+            model.add_bool_or([])  # infeasible
+        return
+    ct = model.add(relation)
+    if not isinstance(literal, int):
+        ct.only_enforce_if(literal)
+
+
+def add_link_hold_waits(model, problem: LevelProblem, v, holds) -> None:
+    """The holds' waits in the level model ``v`` (after :func:`add_link_hold_vars`): a recv's
+    waiters start after its end (a prefetch when present), a send starts after its source op,
+    its tensors' producers and their evictions (when evicted), each after the previous one on
+    its link."""
+    for k, h in enumerate(holds):
+        start = v.hold_start[k]
+        end = start + h.duration_cycles
+        if h.after >= 0:
+            model.add(start >= v.hold_start[h.after] + holds[h.after].duration_cycles)
+        for j, lag in h.lags:
+            model.add(start >= v.hold_start[j] + lag)
+        if h.role == "recv":
+            ops = {h.op} if problem.is_real(h.op) else set()
+            ops.update(a for t in h.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))
+            for a in sorted(ops):
+                model.add(v.start[a] >= end)
+            for (kind, t, j), s in v.dma_start.items():
+                if kind == "p" and t in h.tensors:
+                    _enforced(model, s >= end, v.prefetch[t, j])
+            continue
+        ops = {h.op} if problem.is_real(h.op) else set()
+        ops.update(problem.accesses(t)[0] for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
+        for a in sorted(ops):
+            model.add(start >= v.end(a))
+        for (kind, t, j), s in v.dma_start.items():
+            if kind == "e" and t in h.tensors:
+                _enforced(model, start >= s + problem.dma_cycles(t), v.evict[t, j])
