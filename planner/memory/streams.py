@@ -28,7 +28,7 @@ __all__ = ["STREAM_TIME_SHARE", "shorter_by_address"]
 
 # The cycle-time model's share of the device's memory budget (deterministic units of the
 # memory-levels calibration; at least 0.1 s of it).
-STREAM_TIME_SHARE = 0.1
+STREAM_TIME_SHARE = 0.2
 
 
 def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...], alignment_bytes: int,

@@ -68,9 +68,12 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution
 from solvers.memory.levels.stream_offsets import timed_by
 from solvers.memory.levels.validate import fast_pieces, replay_levels, resolve_problem, validate_levels
 
-__all__ = ["MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits", "build_stream_time_model",
+__all__ = ["MAKESPAN_SHARE", "MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits", "build_stream_time_model",
            "solve_stream_time"]
 
+# The makespan stage's share (at most) of the units granted; what it leaves goes to the fast
+# footprint at that makespan (a second, lexicographic stage).
+MAKESPAN_SHARE = 0.7
 # Above this many pairs of segments that may meet, the model is not built (each pair is a
 # disjunction of four literals; 20,000 pairs build in about a second).
 MAX_SEGMENT_PAIRS = 20_000
@@ -339,6 +342,39 @@ def _hint_offsets(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeV
                 model.add_hint(v.offset[t, j], hint.fast_offsets[n] // v.alignment_bytes)
 
 
+def _checked(problem: LevelProblem, expanded: LevelProblem, found: LevelSolution, factors) -> LevelSolution:
+    """``found`` re-timed by the replay with its offsets (never later), validated."""
+    times = replay_levels(expanded, found)
+    found = replace(timed_by(found, times, found.fast_offsets), split_factors=factors)
+    errors = validate_levels(problem, found)
+    if errors:
+        raise ValueError(f"the cycle-time model's plan does not validate: {errors[:3]}")
+    return found
+
+
+def _lowest_footprint(model: cp_model.CpModel, v: StreamTimeVars, solver: cp_model.CpSolver, makespan: int,
+                      options: SolveOptions, budget: Budget, amount: float) -> LevelSolution | None:
+    """Second, lexicographic stage: the same model with ``makespan`` at most the first stage's,
+    minimizing the fast level's footprint (highest address + size), hinted by the first stage's
+    solution in full; None when it finds nothing."""
+    if not v.segments:
+        return None
+    values = [solver.value(model.get_int_var_from_proto_index(i)) for i in range(len(model.proto.variables))]
+    model.clear_hints()
+    for i, x in enumerate(values):
+        model.add_hint(model.get_int_var_from_proto_index(i), x)
+    a = v.alignment_bytes
+    peak = model.new_int_var(0, v.levels.problem.capacity_bytes[0], "fast_footprint")
+    for s in v.segments:
+        reaches = model.add(peak >= a * s.offset + v.levels.problem.tensor_bytes[s.tensor])
+        if not isinstance(s.present, int):
+            reaches.only_enforce_if(s.present)
+    model.add(v.levels.makespan <= makespan)
+    model.minimize(peak)
+    status, second, _ = budget.run_cpsat(model, options, amount, "stream_time_footprint", interleave=False)
+    return v.extract(second) if status.has_solution else None
+
+
 def solve_stream_time(problem: LevelProblem, options: SolveOptions = SolveOptions(), budget: Budget | None = None,
                       amount: float | None = None, incumbent: LevelSolution | None = None,
                       alignment_bytes: int = 1) -> SolveResult[LevelSolution]:
@@ -370,15 +406,17 @@ def solve_stream_time(problem: LevelProblem, options: SolveOptions = SolveOption
     if budget is None:
         budget = Budget.of(options, MEMORY_LEVELS, t0)
     amount = budget.left if amount is None else amount
-    status, solver, _ = budget.run_cpsat(model, options, amount, "stream_time", interleave=False)
+    before = budget.used
+    status, solver, _ = budget.run_cpsat(model, options, MAKESPAN_SHARE * amount, "stream_time", interleave=False)
     if not status.has_solution:
         return failure_result(status, "stream-time", time.perf_counter() - t0, **budget.stats())
-    found = v.extract(solver)
-    times = replay_levels(expanded, found)
-    found = replace(timed_by(found, times, found.fast_offsets), split_factors=factors)
-    errors = validate_levels(problem, found)
-    if errors:
-        raise ValueError(f"the cycle-time model's plan does not validate: {errors[:3]}")
+    found = _checked(problem, expanded, v.extract(solver), factors)
+    lowest = _lowest_footprint(model, v, solver, found.makespan_cycles, options, budget,
+                               amount - (budget.used - before))
+    if lowest is not None:
+        lowest = _checked(problem, expanded, lowest, factors)
+        if lowest.makespan_cycles <= found.makespan_cycles:
+            found = lowest
     bound = min(math.ceil(solver.best_objective_bound), found.makespan_cycles)
     proven = status is Status.OPTIMAL or bound >= found.makespan_cycles
     return SolveResult(Status.OPTIMAL if proven else Status.FEASIBLE, found.makespan_cycles,

@@ -92,16 +92,20 @@ def test_sram_holds_every_buffer_live_at_each_cycle(planned):
 
 def test_an_allocation_with_room_no_longer_waits_for_the_other_stream(planned):
     # Under the point-axis rule b_act would wait for a_act's end (it allocates rb at a point
-    # after a_act frees ra), and b1 for the eviction and a1. The plan kept is the cycle-time
-    # model's, with its own offsets: only pieces that share addresses wait, and none do here,
-    # so the one wait left is the copy order's (the join reads yb, b1's copy kept across streams).
+    # after a_act frees ha). The plan kept is the cycle-time model's, with its own offsets (the
+    # least footprint at the least makespan): only pieces that share an address wait (a1 for
+    # b_act, b1 for a_act, off the critical path), and the copy order's join after b1 (it reads
+    # yb, b1's copy kept across streams). The binary has exactly these waits.
     spec, outcome = planned
     lv = outcome.memory.device_levels["npu0"]["memory plan"]
     strict = memory_waits(lv.expanded, lv.solution)
     assert strict[("op", 3)] == {("op", 2)}
     assert lv.expanded.op_names[3] == "m/b_act" and lv.expanded.op_names[2] == "m/a_act"
-    assert memory_waits(lv.expanded, lv.solution, lv.solution.fast_offsets) == {("op", 6): {("op", 5)}}
-    assert outcome.memory_plan.devices["npu0"].memory_waits == (("m/join", "m/b1"),)
+    by_address = memory_waits(lv.expanded, lv.solution, lv.solution.fast_offsets)
+    assert ("op", 3) not in by_address and by_address == {("op", 4): {("op", 3)}, ("op", 5): {("op", 2)},
+                                                          ("op", 6): {("op", 5)}}
+    assert outcome.memory_plan.devices["npu0"].memory_waits == (("m/a1", "m/b_act"), ("m/b1", "m/a_act"),
+                                                                ("m/join", "m/b1"))
     assert not [i for i in outcome.programs["npu0"].instructions if i.opcode == Opcode.WAIT and i.op == "m/b_act"]
 
 
