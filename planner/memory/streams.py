@@ -19,10 +19,10 @@ from typing import Any
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.arena import fast_offset_problem
-from solvers.memory.levels import LevelSolution, fast_pieces, replay_levels, resolve_problem
+from solvers.memory.levels import LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem
 from solvers.memory.levels.stream_offsets import plan_streams_by_address, timed_by
 from solvers.memory.levels.stream_time import solve_stream_time, time_model_fits
-from solvers.memory.offsets import GreedyBySizeOffsetSolver, live_bytes_lower_bound
+from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
 
 __all__ = ["STREAM_TIME_SHARE", "shorter_by_address"]
 
@@ -58,6 +58,7 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
         timed, time_model = _solve_in_cycles(problem, incumbent, alignment_bytes, time_limit_s, seed, search)
         if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
             found = timed
+            time_model["kept"] = True
     if found is None or found.makespan_cycles >= before:
         return None
     return found, found.fast_offsets, _stats(problem, found, alignment_bytes, fast_capacity_bytes, before, time_model)
@@ -76,6 +77,19 @@ def _solve_in_cycles(problem, incumbent: LevelSolution, alignment_bytes: int, ti
     return result.solution, figures
 
 
+def _cycle_offset_problem(expanded, found: LevelSolution, alignment_bytes: int,
+                          fast_capacity_bytes: int) -> OffsetProblem:
+    """The fast pieces of ``found`` as buffers over the cycles they live (allocation to free)."""
+    rows = []
+    ends = [s + d for s, d in zip(found.op_start, found.op_duration)]
+    for _, _, alloc, free, n in fast_piece_events(expanded, found):
+        begin = found.op_start[alloc[1]] if alloc[0] == "op" else found.transfers[alloc[1]].start_cycle
+        finish = ends[free[1]] if free[0] == "op" else found.transfers[free[1]].end_cycle
+        rows.append((expanded.tensor_bytes[fast_pieces(expanded, found)[n][0]], begin, max(finish, begin + 1)))
+    return OffsetProblem(tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows),
+                         fast_capacity_bytes, alignment_bytes=(max(1, alignment_bytes),) * len(rows))
+
+
 def _stats(problem, found: LevelSolution, alignment_bytes: int, fast_capacity_bytes: int, before: int,
            time_model: dict[str, Any] | None) -> dict[str, Any]:
     expanded = resolve_problem(problem, found)
@@ -85,6 +99,12 @@ def _stats(problem, found: LevelSolution, alignment_bytes: int, fast_capacity_by
     off_problem = replace(off_problem, capacity_bytes=fast_capacity_bytes)
     greedy = GreedyBySizeOffsetSolver().solve(off_problem, SolveOptions())
     lb = live_bytes_lower_bound(off_problem)
+    if time_model is not None and time_model.get("kept"):
+        # Its pieces overlap in cycles beyond the point axis: the bytes live at one cycle
+        # bound its footprint too (and greedy-by-size is asked to pack those lifetimes).
+        cycles = _cycle_offset_problem(expanded, found, alignment_bytes, fast_capacity_bytes)
+        lb = max(lb, live_bytes_lower_bound(cycles))
+        greedy = GreedyBySizeOffsetSolver().solve(cycles, SolveOptions())
     by_address = {"level_plan_device_cycles": before, "kept_device_cycles": found.makespan_cycles}
     if time_model is not None:
         by_address["time_model"] = time_model
