@@ -76,6 +76,35 @@ def test_the_merged_order_decides_which_of_two_pieces_at_one_address_waits():
     assert r.solution.in_fast[0] == (False, False) and validate_levels(p, r.solution) == []
 
 
+def test_an_eviction_release_decides_its_place_on_the_point_axis():
+    # Op 0 (stream 0, compute 4) writes tensor 0 (24 B, live-out: fast 4 cycles and a 3-cycle
+    # eviction, or slow 24); op 1 (stream 1, compute 4) writes tensor 1 (16 B: fast 4, slow 16),
+    # then op 2 (stream 1, compute 10). 24 B of fast memory hold one of them. Released by op 1,
+    # the eviction's piece ends before tensor 1's on the point axis, so op 1 waits for it:
+    # 4 + 3 + 4 + 10 = 21, the optimum (tensor 0 slow: 24; tensor 1 slow: 26). Released at the
+    # end, its piece meets tensor 1's on the points, so they would need two addresses.
+    p = LevelProblem((4, 4, 10), ((), (), ()), ((0,), (1,), ()), (24, 16), (24, 10**6), (8, 1),
+                     dma_bytes_per_cycle=8, live_out=(0,), op_streams=(0, 1, 1))
+    r = solve_stream_time(p, _OPTIONS)
+    assert r.status is Status.OPTIMAL and r.objective == r.bound == 21
+    assert [tr.release_op for tr in r.solution.transfers] == [1] and validate_levels(p, r.solution) == []
+
+
+def test_a_prefetch_after_an_eviction_at_one_address_waits_for_the_release_op():
+    # Op 0 (stream 0, compute 4) writes tensor 0 (16 B, live-out: fast 4 and a 2-cycle eviction);
+    # op 1 (stream 0, compute 20, no memory); op 2 (stream 1, compute 4) reads weight 1 (32 B:
+    # a 4-cycle prefetch, then 4; slow 32). 32 B of fast memory cannot hold both. At one address
+    # the prefetch's piece must follow the eviction's on the point axis, so its trigger is at or
+    # after the eviction's release op (op 1): 4 + 2 + 20 + 4 + 4 = 34. Reading weight 1 slow
+    # takes 32, the optimum. Ordering the two pieces by cycles alone (the prefetch right after the
+    # eviction, triggered at the start) would end at 24, but its points would meet the eviction's.
+    p = LevelProblem((4, 20, 4), ((), (), (1,)), ((0,), (), ()), (16, 32), (32, 10**6), (8, 1),
+                     dma_bytes_per_cycle=8, live_out=(0,), op_streams=(0, 0, 1))
+    r = solve_stream_time(p, _OPTIONS)
+    assert r.status is Status.OPTIMAL and r.objective == r.bound == 32
+    assert r.solution.in_fast[1] == (False, False) and validate_levels(p, r.solution) == []
+
+
 def test_alignment_rounds_the_pieces_up():
     # 40 B at a 24-B alignment: offsets 0 and 24, and 24 + 16 = 40 fits; at 32 B it does not
     # (the second piece would start at 24 and end at 40), so the streams wait: 10.
