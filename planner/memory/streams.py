@@ -47,8 +47,8 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
         return None
     found = plan_streams_by_address(problem, solution, offsets, alignment_bytes)
     expanded = resolve_problem(problem, solution)
-    try:
-        times = replay_levels(expanded, solution, fast_offsets=offsets)
+    try:  # (the replay expands the splits itself: given ``expanded``, it refuses the split factors)
+        times = replay_levels(problem, solution, fast_offsets=offsets)
     except ValueError:
         return None
     before = times.makespan_cycles
