@@ -137,6 +137,7 @@ def run_one(name: str, source, time_limit: float | None, numeric: bool) -> dict:
                     "fast_greedy_by_size": st["fast_peak_greedy_by_size_bytes"],
                     "offsets_status": st["fast_offsets_status"], "level_status": st["level_status"],
                     "level_gap": st["level_gap"], "splits": dict(dp.split_factors)})
+        row.update(_streams_figures(st))
     if numeric:
         try:
             report = compare_numeric(outcome.binaries, spec.graph)
@@ -146,6 +147,23 @@ def run_one(name: str, source, time_limit: float | None, numeric: bool) -> dict:
         except UnsupportedError as e:
             row.update(numeric_ok=None, numeric_note=str(e))
     return row
+
+
+def _streams_figures(st: dict) -> dict:
+    """Several streams: the level solver's plan timed by its offsets, the plan kept, and the
+    cycle-time model's status, device cycles and own bound (docs/memory.md, "Several compute
+    streams"); empty when neither by-address plan was kept."""
+    fig = st.get("by_address") or {}
+    model = fig.get("time_model") or {}
+    out = {}
+    if fig:
+        out.update(level_plan_device_cycles=fig["level_plan_device_cycles"],
+                   kept_device_cycles=fig["kept_device_cycles"])
+    if model:
+        out.update(time_model_status=model["status"], time_model_device_cycles=model["device_cycles"],
+                   time_model_bound=model["model_bound_device_cycles"], time_model_kept=bool(model.get("kept")),
+                   time_model_dtime=model["dtime"])
+    return out
 
 
 def _numeric_rates(binaries, graph) -> dict:

@@ -263,7 +263,7 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
         offsets, off_result, off_greedy, off_problem = _offsets(
             bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
     by_address = None if plan.transfers or offsets is None else shorter_by_address(
-        bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes)
+        bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes, budget, seed, search)
     if by_address is not None:  # several streams: a plan made for the by-address memory order
         solution, offsets, _ = by_address
     g_offsets, g_result, _, _ = _offsets(

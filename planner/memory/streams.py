@@ -5,8 +5,10 @@ then timed by its fast offsets (an allocation waits only for the frees it overla
 docs/memory.md, "Several compute streams"). :func:`shorter_by_address` asks
 :func:`~solvers.memory.levels.stream_offsets.plan_streams_by_address` for a plan (the
 incumbent's or a greedy one's decisions, with offsets packed to keep the streams' pieces apart)
-that is strictly shorter under that order, and gives the figures the report and the verifier
-read for its offsets.
+that is strictly shorter under that order, then the exact cycle-time model
+(:func:`~solvers.memory.levels.stream_time.solve_stream_time`, warm-started by the best so far,
+on devices small enough for it) for a plan shorter still, and gives the figures the report and
+the verifier read for its offsets.
 """
 
 from __future__ import annotations
@@ -14,37 +16,99 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.arena import fast_offset_problem
-from solvers.memory.levels import LevelSolution, fast_pieces, replay_levels, resolve_problem
-from solvers.memory.levels.stream_offsets import plan_streams_by_address
-from solvers.memory.offsets import GreedyBySizeOffsetSolver, live_bytes_lower_bound
+from solvers.memory.levels import LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem
+from solvers.memory.levels.stream_offsets import plan_streams_by_address, timed_by
+from solvers.memory.levels.stream_time import solve_stream_time, time_model_fits
+from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
 
-__all__ = ["shorter_by_address"]
+__all__ = ["STREAM_TIME_SHARE", "shorter_by_address"]
+
+# The cycle-time model's share of the device's memory budget (deterministic units of the
+# memory-levels calibration; at least 0.1 s of it).
+STREAM_TIME_SHARE = 0.2
 
 
 def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...], alignment_bytes: int,
-                       fast_capacity_bytes: int) -> tuple[LevelSolution, tuple[int, ...], dict[str, Any]] | None:
+                       fast_capacity_bytes: int, time_limit_s: float = 0.0, seed: int = 0,
+                       search: str = "deterministic") -> tuple[LevelSolution, tuple[int, ...], dict[str, Any]] | None:
     """``(solution, its fast offsets, stats)`` of a several-stream plan strictly shorter under the
     by-address memory order than ``solution`` with ``offsets``, or None (one stream, shared
     bandwidth, or nothing shorter).
 
     The stats replace the offset figures of ``solution`` (peak, live-bytes bound, greedy-by-size
-    on the same buffers) and record both makespans (``by_address``).
+    on the same buffers) and record both makespans (``by_address``) and, when the cycle-time
+    model ran (``time_limit_s`` > 0 and the device fits it), its figures (``by_address.time_model``).
     """
     problem = bridge.problem
-    found = plan_streams_by_address(problem, solution, offsets, alignment_bytes)
-    if found is None:
+    if problem.shared_bandwidth or not problem.multi_stream:
         return None
+    found = plan_streams_by_address(problem, solution, offsets, alignment_bytes)
+    expanded = resolve_problem(problem, solution)
+    try:  # (the replay expands the splits itself: given ``expanded``, it refuses the split factors)
+        times = replay_levels(problem, solution, fast_offsets=offsets)
+    except ValueError:
+        return None
+    before = times.makespan_cycles
+    time_model = None
+    if time_limit_s > 0 and time_model_fits(expanded):
+        incumbent = found if found is not None else timed_by(solution, times, tuple(offsets))
+        timed, time_model = _solve_in_cycles(problem, incumbent, alignment_bytes, time_limit_s, seed, search)
+        if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
+            found = timed
+            time_model["kept"] = True
+    if found is None or found.makespan_cycles >= before:
+        return None
+    return found, found.fast_offsets, _stats(problem, found, alignment_bytes, fast_capacity_bytes, before, time_model)
+
+
+def _solve_in_cycles(problem, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float, seed: int,
+                     search: str) -> tuple[LevelSolution | None, dict[str, Any]]:
+    """The cycle-time model's plan (never longer than ``incumbent``) and its figures: status,
+    makespan, the model's own bound, deterministic units, and the decisions it keeps fixed."""
+    budget = Budget.start(max(0.1, STREAM_TIME_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
+    result = solve_stream_time(problem, SolveOptions(num_workers=1, random_seed=seed, search=search), budget,
+                               budget.left, incumbent, alignment_bytes)
+    figures = {"status": result.status.value, "device_cycles": result.objective,
+               "model_bound_device_cycles": result.bound, "dtime": round(budget.used, 6),
+               "fixed": "merged op order, streams, split factors, fast capacity after the reserve, alignment"}
+    return result.solution, figures
+
+
+def _cycle_offset_problem(expanded, found: LevelSolution, alignment_bytes: int,
+                          fast_capacity_bytes: int) -> OffsetProblem:
+    """The fast pieces of ``found`` as buffers over the cycles they live (allocation to free)."""
+    rows = []
+    ends = [s + d for s, d in zip(found.op_start, found.op_duration)]
+    for _, _, alloc, free, n in fast_piece_events(expanded, found):
+        begin = found.op_start[alloc[1]] if alloc[0] == "op" else found.transfers[alloc[1]].start_cycle
+        finish = ends[free[1]] if free[0] == "op" else found.transfers[free[1]].end_cycle
+        rows.append((expanded.tensor_bytes[fast_pieces(expanded, found)[n][0]], begin, max(finish, begin + 1)))
+    return OffsetProblem(tuple(r[0] for r in rows), tuple(r[1] for r in rows), tuple(r[2] for r in rows),
+                         fast_capacity_bytes, alignment_bytes=(max(1, alignment_bytes),) * len(rows))
+
+
+def _stats(problem, found: LevelSolution, alignment_bytes: int, fast_capacity_bytes: int, before: int,
+           time_model: dict[str, Any] | None) -> dict[str, Any]:
     expanded = resolve_problem(problem, found)
-    before = replay_levels(expanded, solution, fast_offsets=offsets).makespan_cycles
     sized = [(found.fast_offsets[n], expanded.tensor_bytes[t])
              for n, (t, _, _) in enumerate(fast_pieces(expanded, found)) if expanded.tensor_bytes[t]]
     off_problem, _ = fast_offset_problem(problem, found, alignment_bytes)
     off_problem = replace(off_problem, capacity_bytes=fast_capacity_bytes)
     greedy = GreedyBySizeOffsetSolver().solve(off_problem, SolveOptions())
     lb = live_bytes_lower_bound(off_problem)
-    stats = {
+    if time_model is not None and time_model.get("kept"):
+        # Its pieces overlap in cycles beyond the point axis: the bytes live at one cycle
+        # bound its footprint too (and greedy-by-size is asked to pack those lifetimes).
+        cycles = _cycle_offset_problem(expanded, found, alignment_bytes, fast_capacity_bytes)
+        lb = max(lb, live_bytes_lower_bound(cycles))
+        greedy = GreedyBySizeOffsetSolver().solve(cycles, SolveOptions())
+    by_address = {"level_plan_device_cycles": before, "kept_device_cycles": found.makespan_cycles}
+    if time_model is not None:
+        by_address["time_model"] = time_model
+    return {
         "fast_peak_bytes": max((at + size for at, size in sized), default=0),
         "fast_peak_bound_bytes": lb,
         "fast_live_lower_bound_bytes": lb,
@@ -54,6 +118,5 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
         "fast_peak_greedy_by_size_bytes": (greedy.objective if greedy.objective is not None
                                            else greedy.stats.get("peak_bytes")),
         "split_factors": list(found.split_factors),
-        "by_address": {"level_plan_device_cycles": before, "kept_device_cycles": found.makespan_cycles},
+        "by_address": by_address,
     }
-    return found, found.fast_offsets, stats

@@ -133,6 +133,12 @@ def _streams_lines(st: Mapping[str, Any]) -> list[str]:
     "Several compute streams")."""
     if st.get("by_address"):
         fig = st["by_address"]
+        model = fig.get("time_model") or {}
+        if model.get("kept"):
+            return [f"- Several streams: kept the cycle-time model's plan (offsets in the model; {model['status']} "
+                    f"for the fixed {model['fixed']}, its bound {model['model_bound_device_cycles']}), "
+                    f"{fig['kept_device_cycles']} device cycles against {fig['level_plan_device_cycles']} for the "
+                    f"level solver's plan with its own offsets."]
         return [f"- Several streams: kept a plan made for the memory order by address (fast offsets packed to keep "
                 f"the streams apart), {fig['kept_device_cycles']} device cycles against "
                 f"{fig['level_plan_device_cycles']} for the level solver's plan with its own offsets."]

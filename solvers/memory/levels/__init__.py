@@ -31,6 +31,10 @@ Heads and tails (:mod:`solvers.memory.levels.heads_tails`): release times and ta
 rest of a multi-device plan, the objective ``max(makespan, end + tail)``, its exact solver and
 a sound lower bound.
 
+Several streams, exactly over cycle time (:mod:`solvers.memory.levels.stream_time`): the level
+model with the fast offsets in it and the by-address memory order the lowered program enforces
+(:func:`solve_stream_time`), for a fixed merged order, streams and split factors.
+
 Solvers: :class:`CpSatLevelSolver` (exact, one CP-SAT model per split choice, up to 64 ops;
 window search around the best plan above), :class:`GreedyLevelSolver` (Belady-like),
 :class:`AllSlowLevelSolver` (everything in HBM).
@@ -38,7 +42,7 @@ window search around the best plan above), :class:`GreedyLevelSolver` (Belady-li
 
 from solvers.memory.levels.cpsat import (
     CpSatLevelSolver, LevelVars, add_durations, add_fast_capacity, add_makespan, add_memory_order, add_residency,
-    add_transfers, build_level_model, exact_model_fits,
+    add_transfers, build_level_decisions, build_level_model, exact_model_fits,
 )
 from solvers.memory.levels.greedy import AllSlowLevelSolver, GreedyLevelSolver, plan_all_slow, plan_greedy, retime
 from solvers.memory.levels.hierarchy import (
@@ -66,7 +70,10 @@ from solvers.memory.levels.problem import (
     LevelProblem, LevelSolution, SplitGroup, Transfer, TransferKind, ceil_div, cycles_for_bytes, to_rate,
 )
 from solvers.memory.levels.split import SplitMap, expand_splits, split_factor_choices
-from solvers.memory.levels.stream_offsets import pack_stream_offsets, plan_streams_by_address, retime_with_offsets
+from solvers.memory.levels.stream_offsets import pack_stream_offsets, plan_streams_by_address, retime_with_offsets, timed_by
+from solvers.memory.levels.stream_time import (
+    StreamTimeVars, build_stream_time_model, segment_count, solve_stream_time, time_model_fits,
+)
 from solvers.memory.levels.validate import (
     LevelMetrics, Replay, fast_occupancy, fast_piece_events, fast_pieces, level_metrics, makespan_lower_bound, memory_waits,
     op_duration_lower_bounds, op_durations, replay_levels, required_transfers, resolve_problem, validate_levels,
@@ -81,8 +88,9 @@ __all__ = [
     "validate_levels",
     "Replay", "replay_levels", "LevelMetrics", "level_metrics", "op_duration_lower_bounds", "makespan_lower_bound",
     "retime", "plan_all_slow", "plan_greedy", "AllSlowLevelSolver", "GreedyLevelSolver",
-    "pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address",
-    "CpSatLevelSolver", "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
+    "pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address", "timed_by",
+    "StreamTimeVars", "build_stream_time_model", "segment_count", "solve_stream_time", "time_model_fits",
+    "CpSatLevelSolver", "LevelVars", "build_level_model", "build_level_decisions", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
     "add_fast_capacity", "add_memory_order", "add_makespan",
     "HierarchyProblem", "HierarchySolution", "Move", "from_level_problem", "from_level_solution",
     "required_moves", "op_level_bytes", "hierarchy_op_durations", "level_pieces", "level_occupancy",

@@ -91,7 +91,7 @@ from solvers.memory.levels.validate import (
 )
 
 __all__ = [
-    "LevelVars", "build_level_model", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
+    "LevelVars", "build_level_model", "build_level_decisions", "exact_model_fits", "add_residency", "add_durations", "add_transfers",
     "add_fast_capacity", "add_memory_order", "add_makespan", "CpSatLevelSolver",
 ]
 
@@ -828,6 +828,47 @@ def _add_link_holds(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars
         raise ValueError("link holds are shares of the slow level: only with shared bandwidth")
     add_link_hold_vars(model, v, holds, h)
     add_link_hold_waits(model, problem, v, holds)
+
+
+def build_level_decisions(problem: LevelProblem, upper_cycles: int | None = None,
+                          hint: LevelSolution | None = None) -> tuple[cp_model.CpModel, LevelVars]:
+    """Several streams: the level model's decisions and times (residency, kept gaps, DMAs on
+    the one engine, the stream order, the copy order, no refetch into a copy), with
+    ``makespan <= upper_cycles``, WITHOUT the point-axis fast capacity and memory order:
+    :mod:`solvers.memory.levels.stream_time` adds its own, over cycles and addresses. The
+    objective is the makespan; ``hint`` (a valid plan) warm-starts it.
+
+    Examples
+    --------
+    Two 16-byte weights read fast by ops of two streams from a 16-byte level: without a
+    capacity both prefetches run (8 cycles each on the engine), so the second op ends at 20:
+
+    >>> p = LevelProblem((4, 4), ((0,), (1,)), ((), ()), (16, 16), (16, 99), (4, 2), op_streams=(0, 1))
+    >>> model, v = build_level_decisions(p)
+    >>> _ = model.add(v.fast[0, 1] == 1); _ = model.add(v.fast[1, 1] == 1)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
+    >>> solver.value(v.makespan)
+    20
+    """
+    if not problem.multi_stream:
+        raise ValueError("build_level_decisions is for several streams")
+    _check_buildable(problem, None, None)
+    model = cp_model.CpModel()
+    h = upper_cycles if upper_cycles is not None else _horizon(problem)
+    v = LevelVars(problem, h)
+    _, h = _add_op_windows(model, problem, v, h, None, None)
+    _add_op_times(model, problem, v, h, None, 0)
+    v.makespan = model.new_int_var(min(max(makespan_lower_bound(problem), v.earliest[problem.num_ops]), h), h,
+                                   "makespan")
+    add_residency(model, problem, v)
+    add_durations(model, problem, v)
+    add_transfers(model, problem, v)
+    _add_copy_order(model, problem, v)
+    _forbid_refetch_into_the_copy(model, problem, v)
+    model.minimize(add_makespan(model, problem, v))
+    if hint is not None:
+        _add_hint(model, problem, v, hint)
+    return model, v
 
 
 def _check_buildable(problem: LevelProblem, fixed: LevelSolution | None, free_ops: range | None) -> None:

@@ -34,7 +34,7 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer
 from solvers.memory.levels.validate import (Replay, fast_piece_events, fast_pieces, replay_levels,
                                             resolve_problem, validate_levels)
 
-__all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address"]
+__all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address", "timed_by"]
 
 # Greedy plans are made for the fast level divided by each of these (1: the level itself).
 CAPACITY_DIVISORS = (1, 2, 3, 4)
@@ -119,7 +119,15 @@ def _live_cycles(problem: LevelProblem, solution: LevelSolution, times: Replay) 
     return out
 
 
-def _timed(solution: LevelSolution, times: Replay, offsets: tuple[int, ...]) -> LevelSolution:
+def timed_by(solution: LevelSolution, times: Replay, offsets: tuple[int, ...]) -> LevelSolution:
+    """``solution`` with the times of ``times`` (a replay of it) and carrying ``offsets``.
+
+    Examples
+    --------
+    >>> s = LevelSolution(((True,),), ((False,),), (), (5,), (4,))
+    >>> timed_by(s, Replay((0,), (4,), (), 4), (0,)).op_start
+    (0,)
+    """
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, times.transfer_start))
     return replace(solution, transfers=transfers, op_start=times.op_start, op_duration=times.op_duration,
@@ -166,7 +174,7 @@ def retime_with_offsets(problem: LevelProblem, solution: LevelSolution, alignmen
         except ValueError:
             break
         if best is None or times.makespan_cycles < best.makespan_cycles:
-            best = _timed(solution, times, offsets)
+            best = timed_by(solution, times, offsets)
     return best
 
 
