@@ -48,7 +48,8 @@ after the other. Moving the main chain to a third device C (any device of a pool
 two ends that can hold it, not only an idle one or a neighbour, which the other kinds offer)
 sends the two copies over two links at once; the chain's result comes back to the join later,
 after the chain has shrunk the tensor. Its targets are the devices of the receiver's pool (idle
-ones first, then by most free memory) and the first idle device of every other pool. Measured at the
+ones first, then by most free memory), then per other pool its first idle device and its used
+ones. Measured at the
 benchmark's 0.67 units, seed 0 (``python benchmarks/dnn.py``; see there for the whole run):
 ResNet-50 operators 447.5 -> see benchmarks/dnn.py.
 
@@ -269,7 +270,7 @@ class _Search:
         self.best, self.best_value = start, objective_value(problem, start)
         self.stats: dict[str, Any] = {"neighbourhoods": 0, "evaluations": 0, "ops_placed": 0, "stopped_early": 0,
                                       "accepted": 0,
-                                      "by_kind": {}}
+                                      "route_units": 0.0, "by_kind": {}}
 
     def _key(self, sol: SchedulingSolution) -> tuple[int, int]:
         return objective_value(self.problem, sol), sum(sol.op_end(i) for i in range(self.problem.num_ops))
@@ -375,6 +376,7 @@ class _Search:
         """Try the incumbent's routes in turn (each a neighbourhood of kind ``route``) until one
         is accepted or the budget runs out."""
         self.swept = self.key
+        used = self.budget.used
         cost = self.budget.scale(_heft_units(self.problem))
         counts = self.stats["by_kind"].setdefault("route", [0, 0])
         for ends, ops in self._routes():
@@ -390,27 +392,30 @@ class _Search:
                 counts[1] += 1
             if accepted:
                 break
+        self.stats["route_units"] += self.budget.used - used
 
     def _route_targets(self, ops: set[int]) -> list[int]:
         """Third devices for a route: not its two ends, able to run some moved op; the devices of
-        the receiver's pool (idle ones first, then by most free memory) and the first idle device
-        of every other pool, at most ``route_targets``."""
+        the receiver's pool (idle ones first, then by most free memory), then of every other
+        pool its first idle device and its used ones (by most free memory); at most
+        ``route_targets``."""
         problem, dev = self.problem, self.schedule.op_device
         held = [0] * problem.num_devices
         for i, d in enumerate(dev):
             if i not in ops:
                 held[d] += problem.resident_bytes(i)
         used = set(dev)
-        home = next(pool for pool in self.pools if self.route_ends[1] in pool)
-        idle = [next(d for d in pool if d not in used) for pool in self.pools
-                if pool is not home and any(d not in used for d in pool)]
 
         def room(d: int) -> float:
             return problem.memory_bytes(d) - held[d] if problem.memory_bytes(d) else math.inf
 
-        own = sorted(home, key=lambda d: (d in used, -room(d), d))
-        out = [d for d in own + idle
-               if d not in self.route_ends and any(problem.durations_cycles[i][d] >= 0 for i in ops)]
+        home = next(pool for pool in self.pools if self.route_ends[1] in pool)
+        out = sorted(home, key=lambda d: (d in used, -room(d), d))
+        for pool in self.pools:
+            if pool is not home:
+                out += [d for d in pool if d not in used][:1] + sorted((d for d in pool if d in used),
+                                                                      key=lambda d: (-room(d), d))
+        out = [d for d in out if d not in self.route_ends and any(problem.durations_cycles[i][d] >= 0 for i in ops)]
         return out[:self.cfg.route_targets]
 
     def _length(self) -> int:
