@@ -450,6 +450,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     # CP-SAT's main solve; None where it did not run (weights that fit one device)
     lns = (r.stats.get("start_candidates") or {}).get(LNS_SOURCE)
     row["lns_latency"] = lns / CYCLES_PER_MS if lns is not None else None
+    # what its route sweeps did (placement_lns, **Routes**): routes tried, improving, deterministic units
+    lns_stats = r.stats.get("placement_lns") or {}
+    routes = lns_stats.get("by_kind", {}).get("route", {})
+    row["lns_routes"] = (routes.get("neighbourhoods", 0), routes.get("improving", 0),
+                         round(lns_stats.get("route_units", 0.0), 4)) if lns_stats else None
     row["not_worse_than_starts"] = (None if r.objective is None or best_start[0] is None
                                     else r.objective <= best_start[0])
 

@@ -48,10 +48,22 @@ after the other. Moving the main chain to a third device C (any device of a pool
 two ends that can hold it, not only an idle one or a neighbour, which the other kinds offer)
 sends the two copies over two links at once; the chain's result comes back to the join later,
 after the chain has shrunk the tensor. Its targets are the devices of the receiver's pool (idle
-ones first, then by most free memory), then per other pool its first idle device and its used
-ones. Measured at the
-benchmark's 0.67 units, seed 0 (``python benchmarks/dnn.py``; see there for the whole run):
-ResNet-50 operators 447.5 -> see benchmarks/dnn.py.
+ones, at most ``route_targets``. A route is tried for every length up to ``max_window``: which
+stretch pays off depends on where the chain's tensor shrinks and on the links, which the
+evaluation sees and a proxy does not (random lengths, or the three stretches whose crossing
+edges carry least, missed the winning one on two of three seeds of ResNet-50 operators).
+
+Sweeps start only once the search stalls (``route_after_idle`` neighbourhoods without a shorter
+schedule), so the search takes exactly its old steps until then: a route drawn among the other
+kinds from the start (30% of the draws) took budget from them and lost on Inception-V3 (seeds
+0-2: 1,009.7 / 1,026.9 / 1,008.1 against 966.4 / 988.9 / 968.5 ms at 0.67 units). Measured at
+the benchmark's 0.67 units, the start the benchmark gives (2026-11-28, ``PLAN_NET_SLOWDOWN=20``,
+load 13-17 on 2 cores): ResNet-50 operators 447.55 -> **435.38** ms on seeds 0, 1 and 2 (53, 53
+and 43 routes, 2 improving each; seed 0: 0.106 units, 1.5 CPU seconds of sweeps), Inception-V3
+966.43 -> **955.93** (seed 0: one route, which improved, 0.012 units), seeds 1 and 2 997.9 and 967.3
+(noise of the path taken; 988.9 and 968.5 before), ResNet-50 layers 999.91 unchanged (128 routes,
+none shorter: its shared links are stage 1's, where moving a receiver sends a 191 ms tensor back;
+0.048 units, 0.6 CPU seconds).
 
 The returned schedule is the shortest of the start and every accepted schedule, checked by
 :func:`~solvers.scheduling.validate.validate_schedule`: never worse than the start.
