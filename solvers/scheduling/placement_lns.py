@@ -18,11 +18,14 @@ search walks from any valid start (the best start the scheduler has) through suc
    * ``window``: a window of consecutive ops of the order around a critical op;
    * ``branch``: a chain branch of a fork (the ops after one successor of the fork with one
      predecessor and one successor each, up to the join), so parallel branches of a
-     ResNet block or an Inception module may run on different devices.
+     ResNet block or an Inception module may run on different devices;
+   * ``route`` (in sweeps once the search stalls, ``route_after_idle``): for a cross-device
+     edge of the critical chain whose link also carries another transfer, the receiving ops
+     of that transfer or of its neighbours in the link's queue (the receiver and the ops
+     after it in the order on its device, every length up to ``max_window``) move to a
+     *third* device, so two transfers that left one device over one link in turn take two
+     links at once (module Notes, **Routes**).
 
-   The order is the topological order with every free source next to its first consumer
-   (:func:`~solvers.scheduling.contiguous.sources_at_first_use`), so a window holds a
-   stretch of the model with its weights. A set grows to whole colocation groups.
 2. **Targets**: the devices of the set's neighbours in the graph and the order, and the
    first device of every pool (:class:`~solvers.scheduling.path_bounds.DevicePools`) that the
    incumbent leaves idle. Each target whose memory holds the moved weights is a trial
@@ -38,6 +41,29 @@ search walks from any valid start (the best start the scheduler has) through suc
    the ops off the critical path frees the way for the next move. (Late acceptance,
    ``history > 1``, may also take a trial not worse than the incumbent some neighbourhoods
    ago; off by default, see :class:`PlacementLnsOptions`.)
+
+**Routes.** Where a block input feeds both the main chain and the shortcut of a residual
+block and memory forces the block onto another device, both transfers cross the same link one
+after the other. Moving the main chain to a third device C (any device of a pool other than the
+two ends that can hold it, not only an idle one or a neighbour, which the other kinds offer)
+sends the two copies over two links at once; the chain's result comes back to the join later,
+after the chain has shrunk the tensor. Its targets are the devices of the receiver's pool (idle
+ones, at most ``route_targets``. A route is tried for every length up to ``max_window``: which
+stretch pays off depends on where the chain's tensor shrinks and on the links, which the
+evaluation sees and a proxy does not (random lengths, or the three stretches whose crossing
+edges carry least, missed the winning one on two of three seeds of ResNet-50 operators).
+
+Sweeps start only once the search stalls (``route_after_idle`` neighbourhoods without a shorter
+schedule), so the search takes exactly its old steps until then: a route drawn among the other
+kinds from the start (30% of the draws) took budget from them and lost on Inception-V3 (seeds
+0-2: 1,009.7 / 1,026.9 / 1,008.1 against 966.4 / 988.9 / 968.5 ms at 0.67 units). Measured at
+the benchmark's 0.67 units, the start the benchmark gives (2026-11-28, ``PLAN_NET_SLOWDOWN=20``,
+load 13-17 on 2 cores): ResNet-50 operators 447.55 -> **435.38** ms on seeds 0, 1 and 2 (53, 53
+and 43 routes, 2 improving each; seed 0: 0.106 units, 1.5 CPU seconds of sweeps), Inception-V3
+966.43 -> **955.93** (seed 0: one route, which improved, 0.012 units), seeds 1 and 2 997.9 and 967.3
+(noise of the path taken; 988.9 and 968.5 before), ResNet-50 layers 999.91 unchanged (128 routes,
+none shorter: its shared links are stage 1's, where moving a receiver sends a 191 ms tensor back;
+0.048 units, 0.6 CPU seconds).
 
 The returned schedule is the shortest of the start and every accepted schedule, checked by
 :func:`~solvers.scheduling.validate.validate_schedule`: never worse than the start.
@@ -64,6 +90,7 @@ seed and budget: same result, on any machine (the wall-clock net of the budget a
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -77,7 +104,8 @@ from solvers.scheduling.problem import SchedulingProblem, SchedulingSolution
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["HEFT_ELEMENTS_PER_UNIT", "TRIAL_OVERHEAD", "PlacementLnsOptions", "SOURCE", "critical_path", "placement_lns"]
+__all__ = ["HEFT_ELEMENTS_PER_UNIT", "TRIAL_OVERHEAD", "PlacementLnsOptions", "SOURCE", "critical_path", "placement_lns",
+           "shared_link_queues"]
 
 SOURCE = "placement LNS"  # the hint source the scheduler reports for this candidate
 
@@ -120,6 +148,11 @@ class PlacementLnsOptions:
     history: int = 1
     # Draw weights of the neighbourhood kinds: transfer, window, branch.
     weights: tuple[int, int, int] = (3, 2, 2)
+    # Route sweeps (module Notes, **Routes**): after this many neighbourhoods in a row without a
+    # shorter schedule (and again after as many more, when the incumbent changed), try every
+    # route of the incumbent's critical chain once; 0 turns them off.
+    route_after_idle: int = 200
+    route_targets: int | None = None
     # Sequence each trial by the upward ranks of its own placement (heft.PlacedRanks, "placed";
     # a trial then stops as soon as it cannot end by the incumbent, module Notes) or by HEFT's
     # device-averaged ranks ("heft", every pass whole). Before the early stop, at the
@@ -142,6 +175,30 @@ def _pass_share(problem: SchedulingProblem, placed: int) -> float:
     :data:`TRIAL_OVERHEAD` for the work every trial does in full, the rest in proportion to the
     ops placed (a whole pass: exactly 1)."""
     return TRIAL_OVERHEAD + (1.0 - TRIAL_OVERHEAD) * placed / max(1, problem.num_ops)
+
+
+def shared_link_queues(sol: SchedulingSolution) -> dict[int, tuple[tuple[int, ...], int]]:
+    """Per edge whose transfer (of positive duration) shares its link with another: (the link's
+    edges in the order they cross it, the edge's index in it).
+
+    Examples
+    --------
+    >>> from solvers.scheduling.problem import ScheduledTransfer
+    >>> s = SchedulingSolution((0, 1, 1), (0, 0, 0), (0, 2, 4), (1, 1, 1),
+    ...                        (ScheduledTransfer(0, 0, 1, 1), ScheduledTransfer(1, 0, 2, 2)))
+    >>> shared_link_queues(s)
+    {0: ((0, 1), 0), 1: ((0, 1), 1)}
+    """
+    by_link: dict[int, list[tuple[int, int]]] = {}
+    for t in sol.transfers:
+        if t.duration_cycles > 0:
+            by_link.setdefault(t.link, []).append((t.start_cycle, t.edge))
+    out = {}
+    for crossing in by_link.values():
+        if len(crossing) > 1:
+            queue = tuple(e for _, e in sorted(crossing))
+            out.update((e, (queue, k)) for k, e in enumerate(queue))
+    return out
 
 
 def critical_path(problem: SchedulingProblem, sol: SchedulingSolution) -> tuple[list[int], list[int]]:
@@ -219,11 +276,13 @@ class _Search:
         self.schedule = start
         self.key = self._key(start)
         self.critical: tuple[list[int], list[int]] | None = None
+        self.route_ends: tuple[int, int] | None = None  # the two ends of the transfer a route avoids
+        self.swept: tuple[int, int] | None = None  # the incumbent's key at the last route sweep
         self.history = [self.key] * max(1, cfg.history)
         self.best, self.best_value = start, objective_value(problem, start)
         self.stats: dict[str, Any] = {"neighbourhoods": 0, "evaluations": 0, "ops_placed": 0, "stopped_early": 0,
                                       "accepted": 0,
-                                      "by_kind": {}}
+                                      "route_units": 0.0, "by_kind": {}}
 
     def _key(self, sol: SchedulingSolution) -> tuple[int, int]:
         return objective_value(self.problem, sol), sum(sol.op_end(i) for i in range(self.problem.num_ops))
@@ -254,6 +313,12 @@ class _Search:
         while idle < self.cfg.max_idle and self.budget.left >= self.budget.scale(cost):
             if self.budget.wall_expired():
                 break
+            if self._sweep_due(idle):
+                before = self.best_value
+                self._route_sweep()
+                if self.best_value < before:
+                    idle = 0
+                    continue
             kind, ops = self._neighbourhood()
             counts = self.stats["by_kind"].setdefault(kind, [0, 0])
             counts[0] += 1
@@ -289,6 +354,82 @@ class _Search:
         k = max(0, self.pos[c] - self.rng.randrange(length))
         return "window", self.order[k:k + length]
 
+    def _sweep_due(self, idle: int) -> bool:
+        """Whether a route sweep is due: every ``route_after_idle`` idle neighbourhoods, unless
+        the incumbent is the one last swept."""
+        every = self.cfg.route_after_idle
+        return every > 0 and idle > 0 and idle % every == 0 and self.key != self.swept
+
+    def _routes(self) -> list[tuple[tuple[int, int], tuple[int, ...]]]:
+        """Every route of the incumbent (module Notes, **Routes**): per cross-device edge of the
+        critical chain whose link carries another transfer, the edge and its neighbours in the
+        link's queue; per such edge ``u -> v``, (the two devices, the first ``n`` ops of the
+        order on ``v``'s device from ``v`` on) for ``n = 1 .. max_window``."""
+        if self.critical is None:
+            self.critical = critical_path(self.problem, self.schedule)
+        queues = shared_link_queues(self.schedule)
+        dev = self.schedule.op_device
+        seen: set[int] = set()
+        out = []
+        for crossing in self.critical[1]:
+            if crossing not in queues:
+                continue
+            queue, k = queues[crossing]
+            for e in queue[max(0, k - 1):k + 2]:
+                if e in seen:
+                    continue
+                seen.add(e)
+                u, v, _ = self.problem.edges[e]
+                chain = [i for i in self.order[self.pos[v]:] if dev[i] == dev[v]][:self.cfg.max_window]
+                out += [((dev[u], dev[v]), tuple(chain[:n])) for n in range(1, len(chain) + 1)]
+        return out
+
+    def _route_sweep(self) -> None:
+        """Try the incumbent's routes in turn (each a neighbourhood of kind ``route``) until one
+        is accepted or the budget runs out."""
+        self.swept = self.key
+        used = self.budget.used
+        cost = self.budget.scale(_heft_units(self.problem))
+        counts = self.stats["by_kind"].setdefault("route", [0, 0])
+        for ends, ops in self._routes():
+            if self.budget.left < cost or self.budget.wall_expired():
+                break
+            counts[0] += 1
+            self.stats["neighbourhoods"] += 1
+            before = self.best_value
+            self.route_ends = ends
+            accepted = self._improve(ops)
+            self.route_ends = None
+            if self.best_value < before:
+                counts[1] += 1
+            if accepted:
+                break
+        self.stats["route_units"] += self.budget.used - used
+
+    def _route_targets(self, ops: set[int]) -> list[int]:
+        """Third devices for a route: not its two ends, able to run some moved op; the devices of
+        the receiver's pool (idle ones first, then by most free memory), then of every other
+        pool its first idle device and its used ones (by most free memory); at most
+        ``route_targets``."""
+        problem, dev = self.problem, self.schedule.op_device
+        held = [0] * problem.num_devices
+        for i, d in enumerate(dev):
+            if i not in ops:
+                held[d] += problem.resident_bytes(i)
+        used = set(dev)
+
+        def room(d: int) -> float:
+            return problem.memory_bytes(d) - held[d] if problem.memory_bytes(d) else math.inf
+
+        home = next(pool for pool in self.pools if self.route_ends[1] in pool)
+        out = sorted(home, key=lambda d: (d in used, -room(d), d))
+        for pool in self.pools:
+            if pool is not home:
+                out += [d for d in pool if d not in used][:1] + sorted((d for d in pool if d in used),
+                                                                      key=lambda d: (-room(d), d))
+        out = [d for d in out if d not in self.route_ends and any(problem.durations_cycles[i][d] >= 0 for i in ops)]
+        return out[:self.cfg.route_targets]
+
     def _length(self) -> int:
         """A window length in ``1 .. max_window``, short ones more often (quadratic)."""
         return 1 + int((self.cfg.max_window - 1) * self.rng.random() ** 2 + 0.5)
@@ -313,7 +454,7 @@ class _Search:
         ops = {j for i in window for j in self.closure[i]}
         best = None
         cost = self.budget.scale(_heft_units(self.problem))
-        for d in self._targets(ops):
+        for d in self._route_targets(ops) if self.route_ends is not None else self._targets(ops):
             trial = self._trial(ops, window, d)
             if trial is None:
                 continue

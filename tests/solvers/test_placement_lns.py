@@ -4,11 +4,13 @@ wired into the CP-SAT scheduler as a start candidate."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
-from solvers.scheduling import CpSatScheduler, SchedulingProblem
+from solvers.scheduling import CpSatScheduler, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.contiguous import contiguous_schedule
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.heft import PlacedRanks, heft_schedule, upward_ranks
@@ -224,3 +226,56 @@ def test_placed_ranks_are_the_longest_chain_to_the_end_on_random_placements():
 
         assert ranks == tuple(chain(i) for i in range(p.num_ops))
         assert topological_order(p)  # the graph is a DAG: the recursion above ends
+
+
+def _shared_link_fork() -> tuple[SchedulingProblem, SchedulingSolution]:
+    """y -> x on device 0 (A), x -> m, x -> j and m -> j; j on device 1 (B), an unrelated z on
+    device 2 (C); every op 1 cycle, x's two transfers 10 cycles, m -> j 1. Each device holds two
+    of the five one-byte weights, so m cannot join x on A. The start puts m on B."""
+    no = -1
+    link = ((-1, 0, 1), (2, -1, 3), (4, 5, -1))
+    edges = ((0, 1, 0), (1, 2, 0), (1, 3, 0), (2, 3, 0))
+    p = SchedulingProblem(((1, no, no), (1, no, no), (1, 1, 1), (no, 1, no), (no, no, 1)), edges, (1, 1, 1), link,
+                          ((0,) * 6, (10,) * 6, (10,) * 6, (1,) * 6), device_memory_bytes=(2, 2, 2),
+                          op_resident_bytes=(1,) * 5)
+    return p, heft_schedule(p, (0, 0, 1, 1, 2))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_route_over_a_third_device_beats_the_shared_link_and_only_the_route_sweep_finds_it(seed):
+    # Hand-checked. With m on B, x's transfers to m and to j cross the one link A -> B in turn:
+    # y 0-1, x 1-2, transfers 2-12 and 12-22, j no earlier than 22: 23. With m on C (which z
+    # uses, so it is neither idle nor a neighbour: the other kinds never offer it, max_window 1)
+    # they cross A -> B and A -> C at once: m 12-13, m -> j 13-14, j 14-15, the optimum (j
+    # waits for x's 10-cycle transfer after x ends at 2, and m, off A, for another).
+    p, start = _shared_link_fork()
+    assert objective_value(p, start) == 23
+    cfg = PlacementLnsOptions(max_window=1, max_idle=40, route_after_idle=10)
+    best, stats = placement_lns(p, start, _budget(), seed=seed, cfg=cfg)
+    assert not validate_schedule(p, best)
+    assert objective_value(p, best) == 15 and best.op_device == (0, 0, 2, 1, 2)
+    assert stats["by_kind"]["route"]["improving"] == 1 and stats["route_units"] > 0
+    without, without_stats = placement_lns(p, start, _budget(), seed=seed, cfg=replace(cfg, route_after_idle=0))
+    assert objective_value(p, without) == 23 and "route" not in without_stats["by_kind"]
+
+
+def test_the_routes_of_a_schedule_are_the_shared_links_receivers():
+    from solvers.scheduling.placement_lns import shared_link_queues
+
+    p, start = _shared_link_fork()
+    queues = shared_link_queues(start)
+    assert sorted(queues) == [1, 2]  # x -> m and x -> j share A -> B; y -> x stays on A
+    queue, _ = queues[1]
+    assert sorted(queue) == [1, 2] and len({t.link for t in start.transfers if t.edge in queue}) == 1
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_route_sweeps_never_worse_than_the_start_valid_and_deterministic(seed):
+    p = _random_cpu_problem(seed)
+    start = heft_schedule(p)
+    cfg = PlacementLnsOptions(max_idle=60, route_after_idle=5)
+    best, stats = placement_lns(p, start, _budget(0.02), seed=seed, cfg=cfg)
+    assert not validate_schedule(p, best)
+    assert objective_value(p, best) <= objective_value(p, start)
+    again, again_stats = placement_lns(p, start, _budget(0.02), seed=seed, cfg=cfg)
+    assert again == best and again_stats == stats

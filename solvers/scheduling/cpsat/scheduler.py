@@ -69,7 +69,9 @@ trials are sequenced by the upward ranks of their own placement (:class:`~solver
 not HEFT's device averages, and a trial stops once it cannot end by the incumbent (so about twice
 as many fit the share): Inception-V3 994.6 -> 966.3 (gap 16.85%), ResNet-50 layers 1,003.2 ->
 999.8, ResNet-50 operators 447.8 -> 447.5, BERT-L 3 224.12 -> 224.04, the rest unchanged (same
-benchmark, load 9-14).
+benchmark, load 9-14). Once it stalls it sweeps *routes*: the receivers of a critical transfer
+that queues behind another on one link move to a third device, so the two leave over two links
+(placement_lns, **Routes**; see benchmarks/dnn.py for what it gained).
 
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
