@@ -12,11 +12,12 @@ import time
 from typing import Any
 
 from solvers.budget import Budget
-from solvers.core import SolveOptions, SolveResult
+from solvers.core import SolveOptions, SolveResult, Status
 from solvers.scheduling.bounds import (bound_segments, out_edge_lists, segment_floor, segment_problems,
                                        subproblem)
 from solvers.scheduling.cpsat.options import CpSatOptions, as_budget, inner_config
 from solvers.scheduling.cpsat.search import solve
+from solvers.scheduling.cpsat.symmetry import interchangeable_classes, relabel_solution
 from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
@@ -27,6 +28,7 @@ from solvers.scheduling.validate import validate_schedule
 
 __all__ = ["segment_lower_bound", "segment_schedule"]
 
+GLUE_PROBES = 4  # pins per class the glue probes for a window that repeats (see _class_solve)
 PREFIX_SHARE = 0.1  # of what is left of the segment proofs' budget, per side prefix (BERT-L 12's used 0.05 units)
 
 
@@ -188,17 +190,25 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     end_of = [0] * n
     for k, (sub, ops) in enumerate(segs):
         source = k > 0
-        if source:  # pin the source (first op) where the previous window put it
-            sub = _pin_source(sub, placement[ops[0]])
-        key = _window_key(sub) if reuse else None
-        sol = solved.get(key)
-        if sol is None and worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
-            share = budget.left * min(1.0, sub.num_ops / big_ops)
-            big_ops -= sub.num_ops
-            sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
-            solves += 1
-            if reuse:
-                solved[key] = sol
+        if reuse:  # one solve (a few probes) per window and class of its source's device
+            pin = placement[ops[0]] if source else None
+            key = _window_key(sub), _pin_class(sub, pin)
+            fresh = key not in solved and worth(sub) and big_ops > 0
+            if fresh and budget.left > 0 and not budget.wall_expired():
+                share = budget.left * min(1.0, sub.num_ops / big_ops)
+                big_ops -= sub.num_ops
+                solved[key], probes = _class_solve(inner_cfg, sub, key[1], options, budget, share, k)
+                solves += probes
+            sol = _relabelled(sub, solved.get(key), key[1], pin)
+            sub = _pin_source(sub, pin) if source else sub
+        else:
+            sub = _pin_source(sub, placement[ops[0]]) if source else sub
+            sol = None
+            if worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
+                share = budget.left * min(1.0, sub.num_ops / big_ops)
+                big_ops -= sub.num_ops
+                sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
+                solves += 1
         if sol is None:
             sol = heft_schedule(sub)
         if sol is None:
@@ -210,6 +220,68 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     if out is None or validate_schedule(problem, out):
         return None
     return out
+
+
+def _pin_class(sub: SchedulingProblem, pin: int | None) -> tuple[int, ...]:
+    """The devices interchangeable with ``pin`` in the window ``sub`` (source not pinned yet):
+    its class of :func:`~solvers.scheduling.cpsat.symmetry.interchangeable_classes`, else
+    ``(pin,)``; ``()`` for no pin. Windows pinned anywhere in one class are one problem up to
+    renaming devices, so they share one solve (pinned at the class's first device)."""
+    if pin is None:
+        return ()
+    return next((devs for devs in interchangeable_classes(sub) if pin in devs), (pin,))
+
+
+def _swap(a: int, b: int) -> dict[int, int]:
+    return {a: b, b: a}
+
+
+def _relabelled(sub: SchedulingProblem, canonical: SchedulingSolution | None, members: tuple[int, ...],
+                pin: int | None) -> SchedulingSolution | None:
+    """The solution of ``sub`` pinned at ``pin`` from ``canonical``, the one pinned at
+    ``members[0]`` (devices ``members[0]`` and ``pin`` swapped); None when there is none."""
+    if canonical is None or pin is None or pin == members[0]:
+        return canonical
+    return relabel_solution(sub, canonical, _swap(members[0], pin))
+
+
+def _class_solve(cfg: CpSatOptions, sub: SchedulingProblem, members: tuple[int, ...], options: SolveOptions,
+                 budget: Budget, share: float, k: int) -> tuple[SchedulingSolution | None, int]:
+    """The best solution of window ``sub`` pinned at ``members[0]`` found by probes pinned at
+    each of ``members`` (up to :data:`GLUE_PROBES`; one unpinned solve for no members): (it or
+    None, number of solves). The probes split ``share`` of ``budget`` (what one leaves goes to
+    the next) and each starts from the best so far, renamed to its pin; they stop at a proven
+    optimum. Why: the probes' problems are the same up to renaming, yet one CP-SAT worker finds
+    different schedules for them (branchy-10k's middle window pinned at TPU 0: 10,956 cycles,
+    at TPUs 1-3: 10,464), so the glue's result jumped with its budget as the chain happened to
+    pin a lucky or an unlucky device; the best of a few probes does not depend on that."""
+    pins = members[:GLUE_PROBES] or (None,)
+    spent, best, best_obj, solves = budget.used, None, None, 0
+    for i, pin in enumerate(pins):
+        left = share - (budget.used - spent)
+        if left <= 0 or budget.left <= 0 or budget.wall_expired():
+            break
+        problem = _pin_source(sub, pin) if pin is not None else sub
+        hint = _relabelled(sub, best, members, pin) if best is not None else None
+        r = _hinted_solve(cfg, problem, options, budget, left / (len(pins) - i), f"segment_window[{k}]", hint)
+        solves += 1
+        if r.solution is not None and (best_obj is None or r.solution.makespan_cycles < best_obj):
+            best_obj = r.solution.makespan_cycles
+            best = r.solution if pin is None else _relabelled(sub, r.solution, (pin,) + members, members[0])
+        if r.status is Status.OPTIMAL:
+            break
+    return best, solves
+
+
+def _hinted_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOptions, budget: Budget,
+                  amount: float, stage: str, hint: SchedulingSolution | None) -> SolveResult:
+    """:func:`_inner_solve` starting from ``hint`` (when not None)."""
+    child = budget.child(amount)
+    inner = SolveOptions(time_limit_s=options.time_limit_s, num_workers=options.num_workers,
+                         random_seed=options.random_seed, search=options.search, hint=hint)
+    result = solve(sub, inner, child, cfg, time.perf_counter())
+    budget.absorb(child, stage)
+    return result
 
 
 def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tuple[int, ...]]],
