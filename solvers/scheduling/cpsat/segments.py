@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from dataclasses import replace
 from typing import Any
 
 from solvers.budget import Budget
@@ -180,8 +181,13 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     def worth(sub: SchedulingProblem) -> bool:  # huge windows would just repeat the main solve
         return cfg.segment_min_ops <= sub.num_ops <= cfg.max_full_ops
 
-    big_ops = sum(sub.num_ops for sub, _ in (_distinct(segs) if reuse else segs) if worth(sub))
-    solved: dict[tuple, SchedulingSolution | None] = {}
+    if reuse:
+        glue = _ReuseGlue(problem, segs, options, budget, inner_cfg, worth)
+        out = glue.best_chain()
+        if stats is not None:
+            stats.update(dtime_used=budget.used, windows=len(segs), **glue.stats)
+        return out
+    big_ops = sum(sub.num_ops for sub, _ in segs if worth(sub))
     solves = 0
     out_edges = out_edge_lists(problem)
     n = problem.num_ops
@@ -190,25 +196,14 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     end_of = [0] * n
     for k, (sub, ops) in enumerate(segs):
         source = k > 0
-        if reuse:  # one solve (a few probes) per window and class of its source's device
-            pin = placement[ops[0]] if source else None
-            key = _window_key(sub), _pin_class(sub, pin)
-            fresh = key not in solved and worth(sub) and big_ops > 0
-            if fresh and budget.left > 0 and not budget.wall_expired():
-                share = budget.left * min(1.0, sub.num_ops / big_ops)
-                big_ops -= sub.num_ops
-                solved[key], probes = _class_solve(inner_cfg, sub, key[1], options, budget, share, k)
-                solves += probes
-            sol = _relabelled(sub, solved.get(key), key[1], pin)
-            sub = _pin_source(sub, pin) if source else sub
-        else:
-            sub = _pin_source(sub, placement[ops[0]]) if source else sub
-            sol = None
-            if worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
-                share = budget.left * min(1.0, sub.num_ops / big_ops)
-                big_ops -= sub.num_ops
-                sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
-                solves += 1
+        if source:  # pin the source (first op) where the previous window put it
+            sub = _pin_source(sub, placement[ops[0]])
+        sol = None
+        if worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
+            share = budget.left * min(1.0, sub.num_ops / big_ops)
+            big_ops -= sub.num_ops
+            sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
+            solves += 1
         if sol is None:
             sol = heft_schedule(sub)
         if sol is None:
@@ -220,6 +215,132 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     if out is None or validate_schedule(problem, out):
         return None
     return out
+
+
+class _ReuseGlue:
+    """The glue with ``reuse``: windows solved once per (window, class of its pinned source's
+    device, devices its sink may take), solutions renamed among interchangeable devices.
+
+    :meth:`best_chain` lays out the plain chain (each window's sink where its solve put it),
+    then, with what budget that left, a chain steered to the cheapest steady state of its most
+    repeated window (:meth:`steered_class`), and keeps the shorter. Why: the plain chain is
+    greedy, a window's shortest schedule may end on a device from which every later window is
+    slower, and on a graph of repeated blocks that costs once per block."""
+
+    def __init__(self, problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tuple[int, ...]]],
+                 options: SolveOptions, budget: Budget, cfg: CpSatOptions, worth) -> None:
+        self.problem, self.segs, self.options, self.budget, self.cfg, self.worth = (
+            problem, segs, options, budget, cfg, worth)
+        self.out_edges = out_edge_lists(problem)
+        self.solved: dict[tuple, SchedulingSolution | None] = {}
+        self.solves = 0
+        self.stats: dict[str, Any] = {}
+
+    def best_chain(self) -> SchedulingSolution | None:
+        """The plain chain, or the steered one when it is shorter (``self.stats`` says which)."""
+        plain, pins = self.chain(None)
+        self.stats.update(windows_solved=self.solves, plain_objective=_makespan(plain))
+        steer = self.steered_class(pins) if plain is not None else None
+        if steer is None:
+            return plain
+        before = self.solves
+        steered, _ = self.chain(steer)
+        self.stats.update(steered_class=steer, steered_objective=_makespan(steered),
+                          steered_solves=self.solves - before)
+        if steered is not None and steered.makespan_cycles < plain.makespan_cycles:
+            self.stats["returned"] = "steered"
+            return steered
+        return plain
+
+    def chain(self, sink_class: tuple[int, ...] | None) -> tuple[SchedulingSolution | None, list[int]]:
+        """The windows laid out in order, each pinned where the previous one put its sink (and,
+        with ``sink_class``, every sink but the last on one of those devices): (the re-timed
+        schedule or None, the device of each window's source)."""
+        problem, budget, segs = self.problem, self.budget, self.segs
+        big_ops = sum(sub.num_ops for sub, _ in _distinct(segs) if self.worth(sub))
+        n = problem.num_ops
+        placement, stream, key_op, key_tr, end_of = [-1] * n, [0] * n, [0] * n, {}, [0] * n
+        pins: list[int] = []
+        for k, (sub, ops) in enumerate(segs):
+            pin = placement[ops[0]] if k > 0 else None
+            pins.append(-1 if pin is None else pin)
+            if sink_class is not None and k < len(segs) - 1:
+                sub = _restrict_sink(sub, sink_class) or sub
+            key = _window_key(sub), _pin_class(sub, pin)
+            if key not in self.solved and self.worth(sub) and big_ops > 0 and budget.left > 0 \
+                    and not budget.wall_expired():
+                share = budget.left * min(1.0, sub.num_ops / big_ops)
+                big_ops -= sub.num_ops
+                self._solve(key, sub, share, k)
+            sol = _relabelled(sub, self.solved.get(key), key[1], pin)
+            sub = _pin_source(sub, pin) if pin is not None else sub
+            sol = sol or heft_schedule(sub)
+            if sol is None:
+                return None, pins
+            _lay_out(problem, self.out_edges, sol, ops, k > 0, (placement, stream, key_op, end_of), key_tr)
+        out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
+        if out is None or validate_schedule(problem, out):
+            return None, pins
+        return out, pins
+
+    def _solve(self, key: tuple, sub: SchedulingProblem, share: float, k: int) -> None:
+        self.solved[key], probes = _class_solve(self.cfg, sub, key[1], self.options, self.budget, share, k)
+        self.solves += probes
+
+    def steered_class(self, pins: list[int]) -> tuple[int, ...] | None:
+        """The devices of the cheapest steady state of the most repeated window (pinned at one
+        of them, its sink on one of them: the period of a chain that stays there), each class
+        probed with a share of what budget is left; None when no window repeats, no probe
+        solved, or the plain chain already pins every repeat there."""
+        last = len(self.segs) - 1
+        counts: dict[tuple, list[int]] = {}
+        for k in range(1, last):
+            counts.setdefault(_window_key(self.segs[k][0]), []).append(k)
+        repeats = max(counts.values(), key=len, default=[])
+        if len(repeats) < 2 or not self.worth(self.segs[repeats[0]][0]):
+            return None
+        sub = self.segs[repeats[0]][0]
+        classes = _device_classes(sub)
+        steady: list[tuple[int, tuple[int, ...]]] = []
+        for i, devs in enumerate(classes):
+            if self.budget.left <= 0 or self.budget.wall_expired():
+                break
+            period = _restrict_sink(sub, devs)
+            if period is None:
+                continue
+            key = _window_key(period), devs
+            if key not in self.solved:
+                self._solve(key, period, self.budget.left / (len(classes) - i + 1), repeats[0])
+            if self.solved.get(key) is not None:
+                steady.append((self.solved[key].makespan_cycles, devs))
+        self.stats["steady_periods"] = {str(devs): cycles for cycles, devs in steady}
+        if not steady:
+            return None
+        best = min(steady)[1]
+        if all(pins[k] in best for k in repeats):
+            return None
+        return best
+
+
+def _makespan(sol: SchedulingSolution | None) -> int | None:
+    return None if sol is None else sol.makespan_cycles
+
+
+def _device_classes(sub: SchedulingProblem) -> list[tuple[int, ...]]:
+    """Every device once: the interchangeable classes of ``sub``, the others alone, in order
+    of their first device."""
+    classes = interchangeable_classes(sub)
+    grouped = {d for devs in classes for d in devs}
+    return sorted(classes + [(d,) for d in range(sub.num_devices) if d not in grouped])
+
+
+def _restrict_sink(sub: SchedulingProblem, devices: tuple[int, ...]) -> SchedulingProblem | None:
+    """``sub`` with its sink (last op) allowed only on ``devices``; None when it may run on none of them."""
+    rows = list(sub.durations_cycles)
+    if all(rows[-1][d] < 0 for d in devices):
+        return None
+    rows[-1] = tuple(c if d in devices else -1 for d, c in enumerate(rows[-1]))
+    return replace(sub, durations_cycles=tuple(rows))
 
 
 def _pin_class(sub: SchedulingProblem, pin: int | None) -> tuple[int, ...]:
