@@ -241,6 +241,7 @@ class _ReuseGlue:
         plain, pins = self.chain(None)
         self.stats.update(windows_solved=self.solves, plain_objective=_makespan(plain))
         steer = self.steered_class(pins) if plain is not None else None
+        self.stats["steady_solves"] = self.solves - self.stats["windows_solved"]
         if steer is None:
             return plain
         before = self.solves
