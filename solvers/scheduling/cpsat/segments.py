@@ -290,9 +290,10 @@ class _ReuseGlue:
 
     def steered_class(self, pins: list[int]) -> tuple[int, ...] | None:
         """The devices of the cheapest steady state of the most repeated window (pinned at one
-        of them, its sink on one of them: the period of a chain that stays there), each class
-        probed with a share of what budget is left; None when no window repeats, no probe
-        solved, or the plain chain already pins every repeat there."""
+        of them, its sink on one of them: the period of a chain that stays there); None when no
+        window repeats, or no other class's period beats the plain chain's. The plain chain's
+        period is its own solve when every repeat was pinned in one class and the solve's sink
+        stays there; every other class is probed with a share of what budget is left."""
         last = len(self.segs) - 1
         counts: dict[tuple, list[int]] = {}
         for k in range(1, last):
@@ -301,26 +302,24 @@ class _ReuseGlue:
         if len(repeats) < 2 or not self.worth(self.segs[repeats[0]][0]):
             return None
         sub = self.segs[repeats[0]][0]
-        classes = _device_classes(sub)
-        steady: list[tuple[int, tuple[int, ...]]] = []
-        for i, devs in enumerate(classes):
-            if self.budget.left <= 0 or self.budget.wall_expired():
-                break
+        plain = next((devs for devs in _device_classes(sub) if all(pins[k] in devs for k in repeats)), None)
+        own = self.solved.get((_window_key(sub), plain)) if plain else None
+        if own is None or own.op_device[-1] not in plain:
+            return None  # the plain chain is in no steady state to compare with
+        steady = [(own.makespan_cycles, plain)]
+        others = [devs for devs in _device_classes(sub) if devs != plain]
+        for i, devs in enumerate(others):
             period = _restrict_sink(sub, devs)
-            if period is None:
+            if period is None or self.budget.left <= 0 or self.budget.wall_expired():
                 continue
             key = _window_key(period), devs
             if key not in self.solved:
-                self._solve(key, period, self.budget.left / (len(classes) - i + 1), repeats[0])
+                self._solve(key, period, self.budget.left / (len(others) - i + 1), repeats[0])
             if self.solved.get(key) is not None:
                 steady.append((self.solved[key].makespan_cycles, devs))
         self.stats["steady_periods"] = {str(devs): cycles for cycles, devs in steady}
-        if not steady:
-            return None
-        best = min(steady)[1]
-        if all(pins[k] in best for k in repeats):
-            return None
-        return best
+        best = min(steady, key=lambda period: period[0])[1]  # the plain class on ties
+        return None if best == plain else best
 
 
 def _makespan(sol: SchedulingSolution | None) -> int | None:
