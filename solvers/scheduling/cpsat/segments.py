@@ -161,6 +161,12 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     With ``reuse``, windows equal to an earlier one (the same problem once its source is
     pinned, names aside) take its solution: a graph of repeated blocks (10^4 ops of stacked
     modules) costs one solve per distinct block, and the budget is shared by distinct windows.
+    Windows whose sources are pinned on interchangeable devices share one solve too (renamed
+    for each pin; the best of a few probes pinned at the class's devices), and, with what
+    budget the chain left, a chain steered to the cheapest steady state of its most repeated
+    window replaces it when shorter (see :class:`_ReuseGlue`); ``stats`` then also receives
+    ``plain_objective``, ``steady_periods``, ``steady_solves`` and, when steered,
+    ``steered_class``, ``steered_objective``, ``steered_solves`` and ``returned``.
 
     Examples
     --------
