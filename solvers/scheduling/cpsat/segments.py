@@ -29,7 +29,24 @@ from solvers.scheduling.validate import validate_schedule
 
 __all__ = ["segment_lower_bound", "segment_schedule"]
 
-GLUE_PROBES = 4  # pins per class the glue probes for a window that repeats (see _class_solve)
+GLUE_PROBES = 4  # at most this many pins per class the glue probes for a window (see _class_solve)
+PROBE_UNITS_PER_OP = 0.01
+"""Deterministic units one probe of a window needs per op of the window to settle on the best
+schedule one CP-SAT worker finds from its pin: :func:`_class_solve` probes only as many pins
+as its share affords at this rate (at least one), so a window whose share buys one settled
+probe gets its whole share at the chain's own pin (the glue without classes), and a window
+with more gets the class's other pins too. Measured 2026-11-28 (one worker, the window pinned
+at device 0, PLAN_NET_SLOWDOWN=20, the window alone, one solve per amount 0.02-0.6): branchy-10k's
+middle window (29 ops) beats HEFT (13,284) at 0.08 units and stays at 11,138 up to 0.4 (0.003
+per op; its pins 1-3 reach 10,464: the variance extra probes buy); transformer-1k's second
+window (46 ops) 113,475 (HEFT's) at 0.15, 112,356 at 0.2-0.4, 112,279 at 0.5-0.6 (0.011 per
+op); its third (44 ops) HEFT's 105,374 up to 0.2, 104,255 at 0.25-0.3, 104,178 from 0.4
+(proven optimal at 0.56; 0.009 per op). Set to 0.01: four probes of branchy's window at 1.2
+units, of the transformer's at 1.8. A threshold only "to beat HEFT" (0.006 per op) split the
+transformer's third window in two probes of 0.29 at the glue's 2 units and lost 104,178 to
+104,255 (2,398,093 against 2,396,399 without the split). Why per op: a window's model
+(intervals, transfers, no-overlaps) grows with its ops, and so does the deterministic time
+CP-SAT needs on it."""
 PREFIX_SHARE = 0.1  # of what is left of the segment proofs' budget, per side prefix (BERT-L 12's used 0.05 units)
 
 
@@ -278,7 +295,7 @@ class _ReuseGlue:
                     and not budget.wall_expired():
                 share = budget.left * min(1.0, sub.num_ops / big_ops)
                 big_ops -= sub.num_ops
-                self._solve(key, sub, share, k)
+                self._solve(key, sub, share, k, pin)
             sol = _relabelled(sub, self.solved.get(key), key[1], pin)
             sub = _pin_source(sub, pin) if pin is not None else sub
             sol = sol or heft_schedule(sub)
@@ -290,8 +307,8 @@ class _ReuseGlue:
             return None, pins
         return out, pins
 
-    def _solve(self, key: tuple, sub: SchedulingProblem, share: float, k: int) -> None:
-        self.solved[key], probes = _class_solve(self.cfg, sub, key[1], self.options, self.budget, share, k)
+    def _solve(self, key: tuple, sub: SchedulingProblem, share: float, k: int, first: int | None = None) -> None:
+        self.solved[key], probes = _class_solve(self.cfg, sub, key[1], self.options, self.budget, share, k, first)
         self.solves += probes
 
     def steered_class(self, pins: list[int]) -> tuple[int, ...] | None:
@@ -373,16 +390,20 @@ def _relabelled(sub: SchedulingProblem, canonical: SchedulingSolution | None, me
 
 
 def _class_solve(cfg: CpSatOptions, sub: SchedulingProblem, members: tuple[int, ...], options: SolveOptions,
-                 budget: Budget, share: float, k: int) -> tuple[SchedulingSolution | None, int]:
+                 budget: Budget, share: float, k: int,
+                 first: int | None = None) -> tuple[SchedulingSolution | None, int]:
     """The best solution of window ``sub`` pinned at ``members[0]`` found by probes pinned at
-    each of ``members`` (up to :data:`GLUE_PROBES`; one unpinned solve for no members): (it or
-    None, number of solves). The probes split ``share`` of ``budget`` (what one leaves goes to
-    the next) and each starts from the best so far, renamed to its pin; they stop at a proven
-    optimum. Why: the probes' problems are the same up to renaming, yet one CP-SAT worker finds
-    different schedules for them (branchy-10k's middle window pinned at TPU 0: 10,956 cycles,
-    at TPUs 1-3: 10,464), so the glue's result jumped with its budget as the chain happened to
-    pin a lucky or an unlucky device; the best of a few probes does not depend on that."""
-    pins = members[:GLUE_PROBES] or (None,)
+    ``members`` (``first`` first when it is one of them; one unpinned solve for no members):
+    (it or None, number of solves). As many probes as ``share`` affords
+    (:func:`probes_afforded`), so a small share buys one solve at the chain's own pin, as
+    without classes. The probes split ``share`` of ``budget`` (what one leaves goes to the
+    next) and each starts from the best so far, renamed to its pin; they stop at a proven
+    optimum. Why several: the probes' problems are the same up to renaming, yet one CP-SAT
+    worker finds different schedules for them (branchy-10k's middle window pinned at TPU 0:
+    10,956 cycles, at TPUs 1-3: 10,464), so the glue's result jumped with its budget as the
+    chain happened to pin a lucky or an unlucky device; the best of a few probes does not."""
+    order = ((first,) + tuple(d for d in members if d != first)) if first in members else members
+    pins = order[:probes_afforded(share, sub.num_ops, len(members))] or (None,)
     spent, best, best_obj, solves = budget.used, None, None, 0
     for i, pin in enumerate(pins):
         left = share - (budget.used - spent)
@@ -398,6 +419,18 @@ def _class_solve(cfg: CpSatOptions, sub: SchedulingProblem, members: tuple[int, 
         if r.status is Status.OPTIMAL:
             break
     return best, solves
+
+
+def probes_afforded(share: float, num_ops: int, members: int) -> int:
+    """How many pins of a class of ``members`` devices a window of ``num_ops`` ops probes with
+    ``share`` units: what the share buys at :data:`PROBE_UNITS_PER_OP`, at least one, at most
+    :data:`GLUE_PROBES` and ``members``. It generalises by the window's size: a longer window
+    (or a smaller budget) gets fewer, fuller probes, a shorter one more.
+
+    >>> probes_afforded(0.3, 29, 4), probes_afforded(0.6, 29, 4), probes_afforded(5.0, 29, 3)
+    (1, 2, 3)
+    """
+    return max(1, min(GLUE_PROBES, members, int(share / (PROBE_UNITS_PER_OP * max(1, num_ops)))))
 
 
 def _hinted_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOptions, budget: Budget,

@@ -7,7 +7,12 @@ from solvers.hierarchical import StrategyOptions, StrategyScheduler
 from solvers.scheduling import CpSatOptions, CpSatScheduler, SchedulingProblem, validate_schedule
 from solvers.scheduling.bounds import segment_problems
 from solvers.scheduling.cpsat.options import as_budget, inner_config
-from solvers.scheduling.cpsat.segments import _class_solve, _pin_source, _relabelled, _windows, segment_schedule
+from dataclasses import replace
+
+import solvers.scheduling.cpsat.segments as segments
+from solvers.core import Status
+from solvers.scheduling.cpsat.segments import (PROBE_UNITS_PER_OP, _class_solve, _pin_source, _relabelled, _windows,
+                                               probes_afforded, segment_schedule)
 
 ONE = SolveOptions(time_limit_s=600, num_workers=1)  # the deterministic budgets end these runs
 
@@ -131,3 +136,27 @@ def test_windows_pinned_in_one_interchangeable_class_share_one_solve():
     for pin in (1, 2):
         renamed = _relabelled(sub, canonical, (0, 1, 2), pin)
         assert validate_schedule(_pin_source(sub, pin), renamed) == [] and renamed.makespan_cycles == 7
+
+
+def test_a_window_probes_only_as_many_pins_as_its_share_affords(monkeypatch):
+    """The probes' solves are reported FEASIBLE (not proven) so only the share stops them: a
+    share worth one probe buys exactly one, pinned at the chain's own pin; one worth three,
+    three (the class has three devices), each from the best so far."""
+    p = three_of_a_class(6)
+    cfg = CpSatOptions(segment_window_ops=4, segment_min_ops=2)
+    sub = _windows(p, segment_problems(p), 4)[1][0]
+    real, pins = segments._hinted_solve, []
+
+    def unproven(cfg, problem, options, budget, amount, stage, hint):
+        pins.append(next(d for d, c in enumerate(problem.durations_cycles[0]) if c >= 0))
+        return replace(real(cfg, problem, options, budget, amount, stage, hint), status=Status.FEASIBLE)
+
+    monkeypatch.setattr(segments, "_hinted_solve", unproven)
+    one = PROBE_UNITS_PER_OP * sub.num_ops * 1.9
+    assert probes_afforded(one, sub.num_ops, 3) == 1
+    best, solves = _class_solve(inner_config(cfg), sub, (0, 1, 2), ONE, as_budget(5.0, ONE, cfg), one, 1, first=2)
+    assert solves == 1 and pins == [2] and best.op_device[0] == 0 and best.makespan_cycles == 7
+    pins.clear()
+    three = PROBE_UNITS_PER_OP * sub.num_ops * 3.5
+    _, solves = _class_solve(inner_config(cfg), sub, (0, 1, 2), ONE, as_budget(5.0, ONE, cfg), three, 1, first=1)
+    assert solves == 3 and pins == [1, 0, 2]
