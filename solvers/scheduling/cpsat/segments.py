@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import heapq
 import time
+from dataclasses import replace
 from typing import Any
 
 from solvers.budget import Budget
-from solvers.core import SolveOptions, SolveResult
+from solvers.core import SolveOptions, SolveResult, Status
 from solvers.scheduling.bounds import (bound_segments, out_edge_lists, segment_floor, segment_problems,
                                        subproblem)
 from solvers.scheduling.cpsat.options import CpSatOptions, as_budget, inner_config
 from solvers.scheduling.cpsat.search import solve
+from solvers.scheduling.cpsat.symmetry import interchangeable_classes, relabel_solution
 from solvers.scheduling.decomposition import chain_segment_bound
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.problem import Objective, ScheduledTransfer, SchedulingProblem, SchedulingSolution
@@ -27,6 +29,24 @@ from solvers.scheduling.validate import validate_schedule
 
 __all__ = ["segment_lower_bound", "segment_schedule"]
 
+GLUE_PROBES = 4  # at most this many pins per class the glue probes for a window (see _class_solve)
+PROBE_UNITS_PER_OP = 0.01
+"""Deterministic units one probe of a window needs per op of the window to settle on the best
+schedule one CP-SAT worker finds from its pin: :func:`_class_solve` probes only as many pins
+as its share affords at this rate (at least one), so a window whose share buys one settled
+probe gets its whole share at the chain's own pin (the glue without classes), and a window
+with more gets the class's other pins too. Measured 2026-11-28 (one worker, the window pinned
+at device 0, PLAN_NET_SLOWDOWN=20, the window alone, one solve per amount 0.02-0.6): branchy-10k's
+middle window (29 ops) beats HEFT (13,284) at 0.08 units and stays at 11,138 up to 0.4 (0.003
+per op; its pins 1-3 reach 10,464: the variance extra probes buy); transformer-1k's second
+window (46 ops) 113,475 (HEFT's) at 0.15, 112,356 at 0.2-0.4, 112,279 at 0.5-0.6 (0.011 per
+op); its third (44 ops) HEFT's 105,374 up to 0.2, 104,255 at 0.25-0.3, 104,178 from 0.4
+(proven optimal at 0.56; 0.009 per op). Set to 0.01: four probes of branchy's window at 1.2
+units, of the transformer's at 1.8. A threshold only "to beat HEFT" (0.006 per op) split the
+transformer's third window in two probes of 0.29 at the glue's 2 units and lost 104,178 to
+104,255 (2,398,093 against 2,396,399 without the split). Why per op: a window's model
+(intervals, transfers, no-overlaps) grows with its ops, and so does the deterministic time
+CP-SAT needs on it."""
 PREFIX_SHARE = 0.1  # of what is left of the segment proofs' budget, per side prefix (BERT-L 12's used 0.05 units)
 
 
@@ -158,6 +178,12 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     With ``reuse``, windows equal to an earlier one (the same problem once its source is
     pinned, names aside) take its solution: a graph of repeated blocks (10^4 ops of stacked
     modules) costs one solve per distinct block, and the budget is shared by distinct windows.
+    Windows whose sources are pinned on interchangeable devices share one solve too (renamed
+    for each pin; the best of a few probes pinned at the class's devices), and, with what
+    budget the chain left, a chain steered to the cheapest steady state of its most repeated
+    window replaces it when shorter (see :class:`_ReuseGlue`); ``stats`` then also receives
+    ``plain_objective``, ``steady_periods``, ``steady_solves`` and, when steered,
+    ``steered_class``, ``steered_objective``, ``steered_solves`` and ``returned``.
 
     Examples
     --------
@@ -178,8 +204,13 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     def worth(sub: SchedulingProblem) -> bool:  # huge windows would just repeat the main solve
         return cfg.segment_min_ops <= sub.num_ops <= cfg.max_full_ops
 
-    big_ops = sum(sub.num_ops for sub, _ in (_distinct(segs) if reuse else segs) if worth(sub))
-    solved: dict[tuple, SchedulingSolution | None] = {}
+    if reuse:
+        glue = _ReuseGlue(problem, segs, options, budget, inner_cfg, worth)
+        out = glue.best_chain()
+        if stats is not None:
+            stats.update(dtime_used=budget.used, windows=len(segs), **glue.stats)
+        return out
+    big_ops = sum(sub.num_ops for sub, _ in segs if worth(sub))
     solves = 0
     out_edges = out_edge_lists(problem)
     n = problem.num_ops
@@ -190,15 +221,12 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
         source = k > 0
         if source:  # pin the source (first op) where the previous window put it
             sub = _pin_source(sub, placement[ops[0]])
-        key = _window_key(sub) if reuse else None
-        sol = solved.get(key)
-        if sol is None and worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
+        sol = None
+        if worth(sub) and big_ops > 0 and budget.left > 0 and not budget.wall_expired():
             share = budget.left * min(1.0, sub.num_ops / big_ops)
             big_ops -= sub.num_ops
             sol = _inner_solve(inner_cfg, sub, options, budget, share, f"segment_window[{k}]").solution
             solves += 1
-            if reuse:
-                solved[key] = sol
         if sol is None:
             sol = heft_schedule(sub)
         if sol is None:
@@ -210,6 +238,210 @@ def segment_schedule(problem: SchedulingProblem, options: SolveOptions, budget: 
     if out is None or validate_schedule(problem, out):
         return None
     return out
+
+
+class _ReuseGlue:
+    """The glue with ``reuse``: windows solved once per (window, class of its pinned source's
+    device, devices its sink may take), solutions renamed among interchangeable devices.
+
+    :meth:`best_chain` lays out the plain chain (each window's sink where its solve put it),
+    then, with what budget that left, a chain steered to the cheapest steady state of its most
+    repeated window (:meth:`steered_class`), and keeps the shorter. Why: the plain chain is
+    greedy, a window's shortest schedule may end on a device from which every later window is
+    slower, and on a graph of repeated blocks that costs once per block."""
+
+    def __init__(self, problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tuple[int, ...]]],
+                 options: SolveOptions, budget: Budget, cfg: CpSatOptions, worth) -> None:
+        self.problem, self.segs, self.options, self.budget, self.cfg, self.worth = (
+            problem, segs, options, budget, cfg, worth)
+        self.out_edges = out_edge_lists(problem)
+        self.solved: dict[tuple, SchedulingSolution | None] = {}
+        self.solves = 0
+        self.stats: dict[str, Any] = {}
+
+    def best_chain(self) -> SchedulingSolution | None:
+        """The plain chain, or the steered one when it is shorter (``self.stats`` says which)."""
+        plain, pins = self.chain(None)
+        self.stats.update(windows_solved=self.solves, plain_objective=_makespan(plain))
+        steer = self.steered_class(pins) if plain is not None else None
+        self.stats["steady_solves"] = self.solves - self.stats["windows_solved"]
+        if steer is None:
+            return plain
+        before = self.solves
+        steered, _ = self.chain(steer)
+        self.stats.update(steered_class=steer, steered_objective=_makespan(steered),
+                          steered_solves=self.solves - before)
+        if steered is not None and steered.makespan_cycles < plain.makespan_cycles:
+            self.stats["returned"] = "steered"
+            return steered
+        return plain
+
+    def chain(self, sink_class: tuple[int, ...] | None) -> tuple[SchedulingSolution | None, list[int]]:
+        """The windows laid out in order, each pinned where the previous one put its sink (and,
+        with ``sink_class``, every sink but the last on one of those devices): (the re-timed
+        schedule or None, the device of each window's source)."""
+        problem, budget, segs = self.problem, self.budget, self.segs
+        big_ops = sum(sub.num_ops for sub, _ in _distinct(segs) if self.worth(sub))
+        n = problem.num_ops
+        placement, stream, key_op, key_tr, end_of = [-1] * n, [0] * n, [0] * n, {}, [0] * n
+        pins: list[int] = []
+        for k, (sub, ops) in enumerate(segs):
+            pin = placement[ops[0]] if k > 0 else None
+            pins.append(-1 if pin is None else pin)
+            if sink_class is not None and k < len(segs) - 1:
+                sub = _restrict_sink(sub, sink_class) or sub
+            key = _window_key(sub), _pin_class(sub, pin)
+            if key not in self.solved and self.worth(sub) and big_ops > 0 and budget.left > 0 \
+                    and not budget.wall_expired():
+                share = budget.left * min(1.0, sub.num_ops / big_ops)
+                big_ops -= sub.num_ops
+                self._solve(key, sub, share, k, pin)
+            sol = _relabelled(sub, self.solved.get(key), key[1], pin)
+            sub = _pin_source(sub, pin) if pin is not None else sub
+            sol = sol or heft_schedule(sub)
+            if sol is None:
+                return None, pins
+            _lay_out(problem, self.out_edges, sol, ops, k > 0, (placement, stream, key_op, end_of), key_tr)
+        out = _retime(problem, tuple(placement), tuple(stream), key_op, key_tr)
+        if out is None or validate_schedule(problem, out):
+            return None, pins
+        return out, pins
+
+    def _solve(self, key: tuple, sub: SchedulingProblem, share: float, k: int, first: int | None = None) -> None:
+        self.solved[key], probes = _class_solve(self.cfg, sub, key[1], self.options, self.budget, share, k, first)
+        self.solves += probes
+
+    def steered_class(self, pins: list[int]) -> tuple[int, ...] | None:
+        """The devices of the cheapest steady state of the most repeated window (pinned at one
+        of them, its sink on one of them: the period of a chain that stays there); None when no
+        window repeats, or no other class's period beats the plain chain's. The plain chain's
+        period is its own solve when every repeat was pinned in one class and the solve's sink
+        stays there; every other class is probed with a share of what budget is left."""
+        last = len(self.segs) - 1
+        counts: dict[tuple, list[int]] = {}
+        for k in range(1, last):
+            counts.setdefault(_window_key(self.segs[k][0]), []).append(k)
+        repeats = max(counts.values(), key=len, default=[])
+        if len(repeats) < 2 or not self.worth(self.segs[repeats[0]][0]):
+            return None
+        sub = self.segs[repeats[0]][0]
+        plain = next((devs for devs in _device_classes(sub) if all(pins[k] in devs for k in repeats)), None)
+        own = self.solved.get((_window_key(sub), plain)) if plain else None
+        if own is None or own.op_device[-1] not in plain:
+            return None  # the plain chain is in no steady state to compare with
+        steady = [(own.makespan_cycles, plain)]
+        others = [devs for devs in _device_classes(sub) if devs != plain]
+        for i, devs in enumerate(others):
+            period = _restrict_sink(sub, devs)
+            if period is None or self.budget.left <= 0 or self.budget.wall_expired():
+                continue
+            key = _window_key(period), devs
+            if key not in self.solved:
+                self._solve(key, period, self.budget.left / (len(others) - i + 1), repeats[0])
+            if self.solved.get(key) is not None:
+                steady.append((self.solved[key].makespan_cycles, devs))
+        self.stats["steady_periods"] = {str(devs): cycles for cycles, devs in steady}
+        best = min(steady, key=lambda period: period[0])[1]  # the plain class on ties
+        return None if best == plain else best
+
+
+def _makespan(sol: SchedulingSolution | None) -> int | None:
+    return None if sol is None else sol.makespan_cycles
+
+
+def _device_classes(sub: SchedulingProblem) -> list[tuple[int, ...]]:
+    """Every device once: the interchangeable classes of ``sub``, the others alone, in order
+    of their first device."""
+    classes = interchangeable_classes(sub)
+    grouped = {d for devs in classes for d in devs}
+    return sorted(classes + [(d,) for d in range(sub.num_devices) if d not in grouped])
+
+
+def _restrict_sink(sub: SchedulingProblem, devices: tuple[int, ...]) -> SchedulingProblem | None:
+    """``sub`` with its sink (last op) allowed only on ``devices``; None when it may run on none of them."""
+    rows = list(sub.durations_cycles)
+    if all(rows[-1][d] < 0 for d in devices):
+        return None
+    rows[-1] = tuple(c if d in devices else -1 for d, c in enumerate(rows[-1]))
+    return replace(sub, durations_cycles=tuple(rows))
+
+
+def _pin_class(sub: SchedulingProblem, pin: int | None) -> tuple[int, ...]:
+    """The devices interchangeable with ``pin`` in the window ``sub`` (source not pinned yet):
+    its class of :func:`~solvers.scheduling.cpsat.symmetry.interchangeable_classes`, else
+    ``(pin,)``; ``()`` for no pin. Windows pinned anywhere in one class are one problem up to
+    renaming devices, so they share one solve (pinned at the class's first device)."""
+    if pin is None:
+        return ()
+    return next((devs for devs in interchangeable_classes(sub) if pin in devs), (pin,))
+
+
+def _swap(a: int, b: int) -> dict[int, int]:
+    return {a: b, b: a}
+
+
+def _relabelled(sub: SchedulingProblem, canonical: SchedulingSolution | None, members: tuple[int, ...],
+                pin: int | None) -> SchedulingSolution | None:
+    """The solution of ``sub`` pinned at ``pin`` from ``canonical``, the one pinned at
+    ``members[0]`` (devices ``members[0]`` and ``pin`` swapped); None when there is none."""
+    if canonical is None or pin is None or pin == members[0]:
+        return canonical
+    return relabel_solution(sub, canonical, _swap(members[0], pin))
+
+
+def _class_solve(cfg: CpSatOptions, sub: SchedulingProblem, members: tuple[int, ...], options: SolveOptions,
+                 budget: Budget, share: float, k: int,
+                 first: int | None = None) -> tuple[SchedulingSolution | None, int]:
+    """The best solution of window ``sub`` pinned at ``members[0]`` found by probes pinned at
+    ``members`` (``first`` first when it is one of them; one unpinned solve for no members):
+    (it or None, number of solves). As many probes as ``share`` affords
+    (:func:`probes_afforded`), so a small share buys one solve at the chain's own pin, as
+    without classes. The probes split ``share`` of ``budget`` (what one leaves goes to the
+    next) and each starts from the best so far, renamed to its pin; they stop at a proven
+    optimum. Why several: the probes' problems are the same up to renaming, yet one CP-SAT
+    worker finds different schedules for them (branchy-10k's middle window pinned at TPU 0:
+    10,956 cycles, at TPUs 1-3: 10,464), so the glue's result jumped with its budget as the
+    chain happened to pin a lucky or an unlucky device; the best of a few probes does not."""
+    order = ((first,) + tuple(d for d in members if d != first)) if first in members else members
+    pins = order[:probes_afforded(share, sub.num_ops, len(members))] or (None,)
+    spent, best, best_obj, solves = budget.used, None, None, 0
+    for i, pin in enumerate(pins):
+        left = share - (budget.used - spent)
+        if left <= 0 or budget.left <= 0 or budget.wall_expired():
+            break
+        problem = _pin_source(sub, pin) if pin is not None else sub
+        hint = _relabelled(sub, best, members, pin) if best is not None else None
+        r = _hinted_solve(cfg, problem, options, budget, left / (len(pins) - i), f"segment_window[{k}]", hint)
+        solves += 1
+        if r.solution is not None and (best_obj is None or r.solution.makespan_cycles < best_obj):
+            best_obj = r.solution.makespan_cycles
+            best = r.solution if pin is None else _relabelled(sub, r.solution, (pin,) + members, members[0])
+        if r.status is Status.OPTIMAL:
+            break
+    return best, solves
+
+
+def probes_afforded(share: float, num_ops: int, members: int) -> int:
+    """How many pins of a class of ``members`` devices a window of ``num_ops`` ops probes with
+    ``share`` units: what the share buys at :data:`PROBE_UNITS_PER_OP`, at least one, at most
+    :data:`GLUE_PROBES` and ``members``. It generalises by the window's size: a longer window
+    (or a smaller budget) gets fewer, fuller probes, a shorter one more.
+
+    >>> probes_afforded(0.3, 29, 4), probes_afforded(0.6, 29, 4), probes_afforded(5.0, 29, 3)
+    (1, 2, 3)
+    """
+    return max(1, min(GLUE_PROBES, members, int(share / (PROBE_UNITS_PER_OP * max(1, num_ops)))))
+
+
+def _hinted_solve(cfg: CpSatOptions, sub: SchedulingProblem, options: SolveOptions, budget: Budget,
+                  amount: float, stage: str, hint: SchedulingSolution | None) -> SolveResult:
+    """:func:`_inner_solve` starting from ``hint`` (when not None)."""
+    child = budget.child(amount)
+    inner = SolveOptions(time_limit_s=options.time_limit_s, num_workers=options.num_workers,
+                         random_seed=options.random_seed, search=options.search, hint=hint)
+    result = solve(sub, inner, child, cfg, time.perf_counter())
+    budget.absorb(child, stage)
+    return result
 
 
 def _windows(problem: SchedulingProblem, segs: list[tuple[SchedulingProblem, tuple[int, ...]]],

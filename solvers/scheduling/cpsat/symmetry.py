@@ -16,7 +16,7 @@ from solvers.scheduling.cpsat.variables import SchedulingVars, enforce_if
 from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.structure import topological_order
 
-__all__ = ["interchangeable_classes", "canonical_solution", "add_symmetry_breaking"]
+__all__ = ["interchangeable_classes", "canonical_solution", "relabel_solution", "add_symmetry_breaking"]
 
 
 def interchangeable_classes(problem: SchedulingProblem,
@@ -119,6 +119,30 @@ def canonical_solution(problem: SchedulingProblem, solution: SchedulingSolution,
                       for t in solution.transfers)
     return SchedulingSolution(dev, solution.op_stream, solution.op_start, solution.op_duration,
                               transfers)
+
+
+def relabel_solution(problem: SchedulingProblem, solution: SchedulingSolution,
+                     perm: dict[int, int]) -> SchedulingSolution | None:
+    """``solution`` with its devices renamed by ``perm`` (devices not in it keep their name)
+    and its transfers moved to the induced links; None when ``perm`` induces no link
+    relabelling. For a permutation of interchangeable devices (:func:`interchangeable_classes`)
+    the result solves the permuted problem with the same makespan.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((4, 4), (4, 4)), ((0, 1, 8),), (1, 1), ((-1, 0), (1, -1)), ((3, 3),),
+    ...                       device_class=(0, 0))
+    >>> s = SchedulingSolution((0, 1), (0, 0), (0, 7), (4, 4), (ScheduledTransfer(0, 0, 4, 3),))
+    >>> r = relabel_solution(p, s, {0: 1, 1: 0}); r.op_device, r.transfers[0].link
+    ((1, 0), 1)
+    """
+    lmap = _link_map(problem, perm)
+    if lmap is None:
+        return None
+    dev = tuple(perm.get(d, d) for d in solution.op_device)
+    transfers = tuple(ScheduledTransfer(t.edge, lmap[t.link], t.start_cycle, t.duration_cycles)
+                      for t in solution.transfers)
+    return SchedulingSolution(dev, solution.op_stream, solution.op_start, solution.op_duration, transfers)
 
 
 def add_symmetry_breaking(model: cp_model.CpModel, problem: SchedulingProblem,
