@@ -465,12 +465,14 @@ def _retimed_or_repaired(problem: LevelProblem, solution: LevelSolution, ht: Hea
     """``solution`` re-timed under ``ht``; if its decisions break a sent-tensor deadline (a
     cycle), the same plan with every tensor a deadline names kept in slow memory only (no
     fast copy, no DMA: fast memory only gets freer, and the slow copy is ready when its
-    producer ends); None if that is not possible either (a fast-only op touches one)."""
+    producer ends); None if that is not possible either (a fast-only op touches one), or if
+    the cycle is not a deadline's: link holds (shared bandwidth) can deadlock a baseline's
+    DMA queue against a round trip, and such a baseline is simply not one."""
     try:
         return retime_heads_tails(problem, solution, ht)
     except ValueError:
         if not ht.deadlines:
-            raise
+            return None
     named = {dl.tensor for dl in ht.deadlines} | {dl.received for dl in ht.deadlines if dl.received >= 0}
     if any(problem.accesses(t)[j] in problem.fast_only_ops for t in named
            for j in range(len(problem.accesses(t)))):
