@@ -471,8 +471,10 @@ def _retimed_or_repaired(problem: LevelProblem, solution: LevelSolution, ht: Hea
     try:
         return retime_heads_tails(problem, solution, ht)
     except ValueError:
-        if not ht.deadlines:
+        if ht.link_holds and not ht.deadlines:
             return None
+        if not ht.deadlines:
+            raise
     named = {dl.tensor for dl in ht.deadlines} | {dl.received for dl in ht.deadlines if dl.received >= 0}
     if any(problem.accesses(t)[j] in problem.fast_only_ops for t in named
            for j in range(len(problem.accesses(t)))):
