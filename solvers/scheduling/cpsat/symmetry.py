@@ -111,14 +111,7 @@ def canonical_solution(problem: SchedulingProblem, solution: SchedulingSolution,
             perm[old] = new
     if all(k == w for k, w in perm.items()):
         return solution
-    lmap = _link_map(problem, perm)
-    if lmap is None:
-        return solution
-    dev = tuple(perm.get(d, d) for d in solution.op_device)
-    transfers = tuple(ScheduledTransfer(t.edge, lmap[t.link], t.start_cycle, t.duration_cycles)
-                      for t in solution.transfers)
-    return SchedulingSolution(dev, solution.op_stream, solution.op_start, solution.op_duration,
-                              transfers)
+    return relabel_solution(problem, solution, perm) or solution
 
 
 def relabel_solution(problem: SchedulingProblem, solution: SchedulingSolution,
