@@ -69,7 +69,7 @@ from solvers.cpsat_support import integer_objective_bound
 __all__ = ["HeadsTails", "SentDeadline", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
            "heads_tails_lower_bound",
            "with_split_factors", "deadline_violations", "add_sent_deadlines", "one_machine_lower_bound",
-           "HEADS_TAILS_WINDOW_ABOVE_OPS"]
+           "HEADS_TAILS_WINDOW_ABOVE_OPS", "copy_ready"]
 
 # Above this many ops a prefetch's trigger is limited to the 16 ops before its consumer, as
 # the level solver's own "auto" window does (the unrestricted model grows quadratically).
@@ -194,17 +194,23 @@ class HeadsTails:
                           _expanded_deadlines(self.deadlines, smap), _expanded_holds(self.link_holds, smap))
 
 
-def _expanded_holds(holds: tuple[LinkHold, ...], smap: SplitMap) -> tuple[LinkHold, ...]:
-    """Every hold over the portions: a recv before every portion of its op and tensors, a send
-    after the last portion of its op and every portion of its tensors."""
-    if not holds:
-        return ()
+def _portions(smap: SplitMap) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Per original op and per original tensor, its portions' indices in the expanded problem."""
     ops: dict[int, list[int]] = {}
     tensors: dict[int, list[int]] = {}
     for new, (orig, _) in enumerate(smap.op_origin):
         ops.setdefault(orig, []).append(new)
     for new, (orig, _) in enumerate(smap.tensor_origin):
         tensors.setdefault(orig, []).append(new)
+    return ops, tensors
+
+
+def _expanded_holds(holds: tuple[LinkHold, ...], smap: SplitMap) -> tuple[LinkHold, ...]:
+    """Every hold over the portions: a recv before every portion of its op and tensors, a send
+    after the last portion of its op and every portion of its tensors."""
+    if not holds:
+        return ()
+    ops, tensors = _portions(smap)
     out = []
     for h in holds:
         portions = ops.get(h.op, [h.op]) if h.op >= 0 else [-1]
@@ -217,12 +223,7 @@ def _expanded_deadlines(deadlines: tuple[SentDeadline, ...], smap: SplitMap) -> 
     """Every portion of a deadline's tensor before every portion of its op (received tensor)."""
     if not deadlines:
         return ()
-    ops: dict[int, list[int]] = {}
-    tensors: dict[int, list[int]] = {}
-    for new, (orig, _) in enumerate(smap.op_origin):
-        ops.setdefault(orig, []).append(new)
-    for new, (orig, _) in enumerate(smap.tensor_origin):
-        tensors.setdefault(orig, []).append(new)
+    ops, tensors = _portions(smap)
     return tuple(SentDeadline(t, op, -1, dl.lag_cycles) if dl.op >= 0 else SentDeadline(t, -1, op, dl.lag_cycles)
                  for dl in deadlines for t in tensors[dl.tensor]
                  for op in (ops[dl.op] if dl.op >= 0 else tensors[dl.received]))
@@ -231,6 +232,14 @@ def _expanded_deadlines(deadlines: tuple[SentDeadline, ...], smap: SplitMap) -> 
 def _slow_ready(problem: LevelProblem, solution: LevelSolution) -> dict[int, int]:
     """Per tensor with a tail: the cycle its copy is in the slow level (producer end or eviction end)."""
     evicted = {tr.tensor: tr.end_cycle for tr in solution.transfers if tr.kind is TransferKind.EVICT}
+    return copy_ready(problem, solution, evicted)
+
+
+def copy_ready(problem, solution, evicted: dict[int, int]) -> dict[int, int]:
+    """Per tensor, the cycle its copy in main memory is ready: the end of its last eviction
+    there (``evicted``), else its producer's end, else 0 (an input). ``problem`` and
+    ``solution`` are a two-level or an N-level pair (``accesses``, ``is_real``, ``op_start``,
+    ``op_duration``)."""
     ready = {}
     for t in range(problem.num_tensors):
         producer = problem.accesses(t)[0]

@@ -54,7 +54,7 @@ from dataclasses import replace
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import integer_objective_bound
-from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline
+from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline, copy_ready
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy
@@ -89,16 +89,7 @@ def home_ready(problem: HierarchyProblem, solution: HierarchySolution) -> dict[i
     for m in solution.moves:
         if m.kind is EVICT and m.dst_level == problem.home(m.tensor):
             evicted[m.tensor] = max(evicted.get(m.tensor, 0), m.end_cycle)
-    ready = {}
-    for t in range(problem.num_tensors):
-        producer = problem.accesses(t)[0]
-        if t in evicted:
-            ready[t] = evicted[t]
-        elif problem.is_real(producer):
-            ready[t] = solution.op_start[producer] + solution.op_duration[producer]
-        else:
-            ready[t] = 0
-    return ready
+    return copy_ready(problem, solution, evicted)
 
 
 def hierarchy_objective(problem: HierarchyProblem, solution: HierarchySolution, ht: HeadsTails) -> int:
