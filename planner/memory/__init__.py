@@ -28,11 +28,11 @@ from typing import Any
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
-from planner.memory.cross_device import DeviceExplanation, choose_across_devices
+from planner.memory.cross_device import ALL_HOME, DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import (build_hierarchy_problem, hierarchy_levels, plans_n_levels,
                                              solve_hierarchy, stream_candidates)
-from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels
+from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mixed
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
 from planner.memory.streams import shorter_by_address
@@ -163,21 +163,55 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
                                f"this spec asks for {plan.objective_kind}")
     hardware = spec.hardware
     n_levels = _n_level_devices(spec, plan)
-    if options.home and (len(hardware.devices) != 1 or not n_levels):
-        dev = hardware.devices[0]
-        why = (f"this spec has {len(hardware.devices)} devices" if len(hardware.devices) != 1 else
-               f"device {dev.name} is not memory-planned: "
-               f"{skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options) or 'no plan'}")
-        raise UnsupportedError("memory.home needs memory planning over all levels, which covers a single "
-                               f"memory-planned device without transfers; {why}")
     if options.home:
+        _check_homes_planned(spec, plan)
+    if options.home and len(hardware.devices) == 1:
+        if not n_levels:
+            dev = hardware.devices[0]
+            raise UnsupportedError("memory.home needs memory planning over all levels; device "
+                                   f"{dev.name} is not memory-planned: "
+                                   f"{skip_reason(dev, device_order(plan, dev.name, spec.graph), spec.graph, options)}")
         return _plan_n_levels(spec, plan, n_levels[0], time_limit_s, seed, search, None)
     outcome = _plan_two_levels(spec, plan, time_limit_s, seed, search)
     budget = time_limit_s / max(1, len(outcome.bridges_order))  # as the two-level path splits it
     for name in n_levels:
-        if name in outcome.bridges_order:
+        if name in outcome.bridges_order and not _homed_reads(spec, plan, hardware.device(name)):
             outcome = _plan_n_levels(spec, plan, name, budget, seed, search, outcome)
     return outcome
+
+
+def _check_homes_planned(spec, plan) -> None:
+    """Every device that reads a tensor homed outside its main memory (``memory.home``) is
+    memory-planned: only a plan over its levels honours the home.
+
+    Raises
+    ------
+    UnsupportedError
+        A device reads a homed tensor but cannot be memory-planned (the message names the
+        device, the tensor and why).
+    """
+    graph, options = spec.graph, spec.memory
+    for dev in spec.hardware.devices:
+        homed = _homed_reads(spec, plan, dev)
+        reason = skip_reason(dev, device_order(plan, dev.name, graph), graph, options) if homed else None
+        if reason:
+            raise UnsupportedError(f"memory.home needs memory planning over all levels on every device that reads a "
+                                   f"homed tensor: device {dev.name} reads {homed[0]} (homed in "
+                                   f"{options.home[homed[0]]}) but is not memory-planned: {reason}")
+
+
+def _homed_reads(spec, plan, dev) -> list[str]:
+    """The tensors ``dev``'s ops read that are homed outside its main memory (``memory.home``), sorted."""
+    graph, options = spec.graph, spec.memory
+    main = dev.profile.main_memory.name
+    return sorted({t for op in device_order(plan, dev.name, graph) for t in graph.ops[op].inputs
+                   if options.home_level(t, main) != main})
+
+
+def _homed_devices(spec, plan, bridges) -> tuple[str, ...]:
+    """The devices of ``bridges`` whose ops read a tensor homed outside main memory: planned over
+    every level, as only such plans honour the homes."""
+    return tuple(name for name, bridge in bridges.items() if _homed_reads(spec, plan, bridge.device))
 
 
 def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) -> MemoryOutcome:
@@ -194,9 +228,12 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             continue
         bridges[dev.name] = build_device_problem(graph, hardware, plan, dev, options)
     budget = time_limit_s / max(1, len(bridges))
+    homed = _homed_devices(spec, plan, bridges) if options.home else ()
     chosen, baseline, stats = {}, {}, {}
     stops: list[str | None] = []
     for name in list(bridges):
+        if name in homed:  # a plan over two levels would not honour its homes
+            continue
         bridges[name], chosen[name], greedy_levels, stats[name], device_stops = _plan_device_two_levels(
             spec, plan, bridges[name], budget, seed, search)
         if greedy_levels is not None:
@@ -205,15 +242,24 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
               for name in chosen}
     explanations, cross_bound = {}, None
-    if plan.transfers and chosen:  # several devices: choose per device by the whole plan's makespan
+    if (plan.transfers and chosen) or homed:  # several devices: choose per device by the whole plan's makespan
         n_levels = _linked_n_levels(spec, plan, chosen, budget, seed, search)
         offered = {name: {**cands, **({N_LEVELS: n_levels[name]} if name in n_levels else {})}
                    for name, cands in levels.items()}
+        for name in homed:
+            offered[name], stats[name], stop = _homed_candidates(spec, plan, bridges[name], budget, seed, search)
+            stops.append(stop)
+        offered = {name: offered[name] for name in bridges}  # in hardware order, as the passes go
+        levels = dict(offered)
         cross = choose_across_devices(plan, graph, hardware, offered, options.alignment_bytes, stats,
-                                      {name: budget for name in chosen}, seed, search,
+                                      {name: budget for name in offered}, seed, search,
                                       _packer(hardware, options.alignment_bytes, seed), spec.gangs)
         new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
         stops += list(cross.stops)
+        if homed:
+            return _with_home_baselines(spec, plan, offered, stats, MemoryOutcome(
+                new_plan, memory, None, None, skipped, {name: b.ops for name, b in bridges.items()},
+                combine_stops(stops), device_levels=levels, cross_device=explanations, cross_device_bound=cross_bound))
     else:
         new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs,
                                     options.shared_bandwidth)
@@ -286,14 +332,14 @@ def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -
     (:func:`~planner.memory.mixed_assemble.assemble_mixed`), ends strictly earlier.
 
     Offered with gangs (the mixed re-timing starts each gang on one cycle). Not offered with
-    shared bandwidth (the mixed re-timing has no bandwidth gate), nor with tensors homed outside
-    main memory (a spec error with several devices: the choice's other candidates, main memory
-    and the two-level plans, would not honour the homes), nor where no N-level plan is found, nor where
+    shared bandwidth (the mixed re-timing has no bandwidth gate), nor to a device that reads
+    tensors homed outside main memory (its candidates are all over every level,
+    :func:`_homed_candidates`), nor where no N-level plan is found, nor where
     no level between the fast one and main memory is faster than main memory (``tpu-v4``'s
     cmem): there an op is never faster for a level the two-level plan lacks, and offering the
     candidate would only weaken the cross-device bound, which must then hold for it too."""
     options = spec.memory
-    if options.shared_bandwidth or options.home:
+    if options.shared_bandwidth:
         return {}
     out = {}
     for name in names:
@@ -308,6 +354,50 @@ def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -
             continue
         out[name] = HierarchyLevels(bridge, solved.solution, _hierarchy_stats(bridge, solved))
     return out
+
+
+def _homed_candidates(spec, plan, base, budget: float, seed: int, search: str):
+    """A device that reads tensors homed outside main memory, planned over every level (the only
+    plans that honour the homes): its level solver's plan as ``memory plan``, the greedy plan
+    as ``greedy`` and everything at home as :data:`~planner.memory.cross_device.ALL_HOME`, the
+    floor the cross-device choice starts from in place of main memory. Returns the candidates,
+    the N-level solve's figures and how it stopped.
+
+    Raises
+    ------
+    UnsupportedError
+        No plan over its levels found (nothing else would honour the homes).
+    """
+    dev = base.device
+    bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, spec.memory)
+    out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * budget, seed, search)
+    stats = _hierarchy_stats(bridge, out)
+    candidates = {"memory plan": HierarchyLevels(bridge, out.solution, stats),
+                  "greedy": HierarchyLevels(bridge, out.greedy.solution, stats),
+                  ALL_HOME: HierarchyLevels(bridge, out.all_home.solution, stats)}
+    return candidates, stats, out.best.stats.get("stopped_by")
+
+
+def _with_home_baselines(spec, plan, offered, stats, outcome: MemoryOutcome) -> MemoryOutcome:
+    """``outcome`` (homes on several devices) with its whole-plan baselines: every device at its
+    greedy plan (over every level where it reads a homed tensor; None when a device has none or
+    the combination does not fit or waits on itself), and every such device all at home with the
+    others in main memory, in place of everything in main memory, which ignores the homes."""
+    options = spec.memory
+    homes = {d: c[ALL_HOME] for d, c in offered.items() if ALL_HOME in c}
+    home_plan, home_memory = assemble_mixed(plan, spec.graph, spec.hardware, homes, options.alignment_bytes,
+                                            {d: stats[d] for d in homes}, spec.gangs)
+    greedy_plan = greedy_memory = None
+    if all("greedy" in c for c in offered.values()):
+        try:
+            greedy_plan, greedy_memory = assemble_mixed(plan, spec.graph, spec.hardware,
+                                                        {d: c["greedy"] for d, c in offered.items()},
+                                                        options.alignment_bytes, {d: stats[d] for d in homes},
+                                                        spec.gangs)
+        except (RetimingDeadlock, InfeasibleError, UnsupportedError) as e:
+            log.info("greedy memory plans do not combine across devices: %s", e)
+    return replace(outcome, greedy_plan=greedy_plan, greedy_memory=greedy_memory, all_home_plan=home_plan,
+                   all_home_memory=home_memory)
 
 
 def _faster_than_main(dev, options) -> bool:

@@ -54,7 +54,7 @@ from solvers.memory.levels.heads_tails import (
 )
 from solvers.memory.levels.hierarchy_heads_tails import solve_hierarchy_heads_tails
 
-__all__ = ["MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
+__all__ = ["ALL_HOME", "MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "bridge_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
            "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels",
            "round_trips"]
@@ -68,6 +68,9 @@ MAX_SUBSET_DEVICES = 5  # up to 2**5 whole-plan re-timings to start from the bes
 HEADS_TAILS_SHARE = 0.15
 MAIN = "main"
 HEADS_TAILS = "heads/tails"
+# A device that reads tensors homed outside main memory (``memory.home``): every tensor read
+# from its home, its floor in place of MAIN (which would ignore the homes).
+ALL_HOME = "all at home"
 
 
 @dataclass(frozen=True)
@@ -389,7 +392,8 @@ def sent_deadlines(spine: Plan, graph, hardware: Hardware, others: Mapping[str, 
     copies it out later deadlocks with ``others``. Per sent tensor and stream only the
     deadlines no earlier op of the stream already implies (a later op starts later) are kept.
     """
-    bridge, dev = lv.bridge, lv.bridge.device
+    bridge = lv.bridge.base if isinstance(lv, HierarchyLevels) else lv.bridge  # index for index
+    dev = bridge.device
     d = dev.name
     acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
     succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
@@ -784,9 +788,12 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     evaluate.shared_bandwidth = any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
                                     if not isinstance(lv, HierarchyLevels))  # N-level: offered only unshared
     names = list(candidates)
+    # per device its floor: main memory, or everything at home where it reads homed tensors
+    floor = {d: ALL_HOME if ALL_HOME in candidates[d] else MAIN for d in names}
     # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
     options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {
-        d: {MAIN: None, **{c: (lv, _candidate_stats(c, lv, stats.get(d, {}))) for c, lv in candidates[d].items()}}
+        d: {**({MAIN: None} if floor[d] == MAIN else {}),
+            **{c: (lv, _candidate_stats(c, lv, stats.get(d, {}))) for c, lv in candidates[d].items()}}
         for d in names}
 
     def levels_of(choice: Mapping[str, str]) -> dict[str, tuple[DeviceLevels, Mapping]]:
@@ -800,8 +807,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
         plan = run(choice)
         return math.inf if plan is None else plan.makespan_cycles
 
-    none = {d: MAIN for d in names}  # always fits: no level plan at all
-    choice = dict(min(_starts(names), key=lambda c: (span(c), sum(v == MAIN for v in c.values()))))
+    none = dict(floor)  # always fits: no level plan at all (or every tensor at its home)
+    choice = dict(min(_starts(floor), key=lambda c: (span(c), sum(v == floor[d] for d, v in c.items()))))
     stops: list[str | None] = []
     resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
     resolve_deadlocks: list[str] = []
@@ -812,14 +819,15 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             current = run(choice)
             lv = _two_level_incumbent(options[d], choice[d])
             others = {e: lv_e for e, (lv_e, _) in levels_of(choice).items() if e != d}
-            deadlines = sent_deadlines(spine, graph, hardware, others, lv)
-            trips = round_trips(spine, graph, hardware, others, lv) if lv.expanded.shared_bandwidth else None
-            found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
-                                                search, offsets_of, deadlines, trips)
-            stops.append(stop)
-            resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
-                                        evaluate.deadlocked)  # never, if the deadlines are right (tested)
-            if N_LEVELS in options[d]:  # its N-level plan re-solved under the same heads, tails and deadlines
+            deadlines = sent_deadlines(spine, graph, hardware, others, lv or options[d]["memory plan"][0])
+            if lv is not None:  # over two levels (none where it reads homed tensors)
+                trips = round_trips(spine, graph, hardware, others, lv) if lv.expanded.shared_bandwidth else None
+                found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE,
+                                                    seed, search, offsets_of, deadlines, trips)
+                stops.append(stop)
+                resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
+                                            evaluate.deadlocked)  # never, if the deadlines are right (tested)
+            if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads and tails
                 found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
                                                 budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
                 stops.append(stop)
@@ -844,18 +852,31 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                 ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops), tuple(resolve_deadlocks),
-                             memory_plan_bound(spine, graph, hardware,
-                                               {d: candidates[d]["memory plan"].bridge for d in names},
-                                               {d for d in names if any(isinstance(lv, HierarchyLevels)
-                                                                        for lv in candidates[d].values())}))
+                             _choice_bound(spine, graph, hardware, candidates))
 
 
-def _two_level_incumbent(row: Mapping[str, tuple[DeviceLevels, Mapping] | None], chosen: str) -> DeviceLevels:
+def _choice_bound(spine: Plan, graph, hardware: Hardware, candidates: Mapping[str, Mapping[str, Any]]) -> int:
+    """:func:`memory_plan_bound` over the devices of ``candidates``, each offered an N-level plan at any level."""
+    bridges = {d: _two_level_bridge(c["memory plan"]) for d, c in candidates.items()}
+    any_level = {d for d, c in candidates.items() if any(isinstance(lv, HierarchyLevels) for lv in c.values())}
+    return memory_plan_bound(spine, graph, hardware, bridges, any_level)
+
+
+def _two_level_incumbent(row: Mapping[str, tuple[DeviceLevels, Mapping] | None], chosen: str) -> DeviceLevels | None:
     """The two-level plan a device's heads/tails re-solve starts from: its chosen one, its
     memory plan when it is in main memory or on N levels (re-solved over two levels, the
-    heads/tails model's)."""
+    heads/tails model's); None for a device that reads homed tensors (every candidate over
+    all its levels: a plan over two levels would not honour the homes)."""
     lv = (row[chosen] or row["memory plan"])[0]
-    return row["memory plan"][0] if isinstance(lv, HierarchyLevels) else lv
+    if not isinstance(lv, HierarchyLevels):
+        return lv
+    memory_plan = row["memory plan"][0]
+    return None if isinstance(memory_plan, HierarchyLevels) else memory_plan
+
+
+def _two_level_bridge(lv):
+    """A candidate's two-level bridge (an N-level plan's base, index for index), which the bound reads."""
+    return lv.bridge.base if isinstance(lv, HierarchyLevels) else lv.bridge
 
 
 def _offer(row: dict, name: str, found, d: str, choice: Mapping[str, str], span, deadlocked) -> list[str]:
@@ -871,7 +892,8 @@ def _offer(row: dict, name: str, found, d: str, choice: Mapping[str, str], span,
 def _n_level_incumbent(row: Mapping[str, Any], current: str) -> HierarchyLevels:
     """The N-level plan a device's N-level re-solve starts from: its current one, if it uses one."""
     kept = row[current]
-    return kept[0] if kept is not None and isinstance(kept[0], HierarchyLevels) else row[N_LEVELS][0]
+    return kept[0] if kept is not None and isinstance(kept[0], HierarchyLevels) else (
+        row.get(N_LEVELS) or row["memory plan"])[0]
 
 
 def _plan_label(candidate: str) -> str:
@@ -900,13 +922,15 @@ def _finite(value: float) -> int | None:
     return None if value == math.inf else int(value)
 
 
-def _starts(names: list[str]) -> list[dict[str, str]]:
-    """Where the iteration may start: every device's memory plan, none, and with at most
+def _starts(floor: Mapping[str, str]) -> list[dict[str, str]]:
+    """Where the iteration may start: every device's memory plan, none (each device at its
+    ``floor``: main memory, or everything at home), and with at most
     :data:`MAX_SUBSET_DEVICES` devices every subset (one device's plan may only pay off
     together with another's, which single-device moves never find)."""
+    names = list(floor)
     if len(names) > MAX_SUBSET_DEVICES:
-        return [{d: "memory plan" for d in names}, {d: MAIN for d in names}]
-    return [{d: ("memory plan" if bit else MAIN) for d, bit in zip(names, bits)}
+        return [{d: "memory plan" for d in names}, dict(floor)]
+    return [{d: ("memory plan" if bit else floor[d]) for d, bit in zip(names, bits)}
             for bits in itertools.product((True, False), repeat=len(names))]
 
 

@@ -226,6 +226,7 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
             label = {"memory plan": "its memory plan",
                      "heads/tails": "its memory plan re-solved under the other devices' release times and tails",
                      "greedy": "the greedy prefetch plan",
+                     "all at home": "every tensor read where it lives (main memory, or the level memory.home names)",
                      "n levels": "its plan over all its levels (solved on its own ops; the whole plan's re-timing "
                                  "gives it the other devices' arrivals)",
                      "n levels heads/tails": "its plan over all its levels re-solved under the other devices' "

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mixed
-from planner.errors import SpecError
 from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
 from solvers.memory.levels import TransferKind
 
-ROOT = Path(__file__).resolve().parents[3]
 SPEC = "tests/data/specs/memdevices/four-level-arrivals.yaml"
 
 
@@ -69,18 +63,3 @@ def test_the_n_level_candidate_is_offered_with_a_gang_and_the_gang_starts_on_one
     assert ops["a/g0"] == ops["a/g1"] == 4096
     assert outcome.plan.makespan_cycles == 19952 < outcome.memory_baselines["all in main memory"] == 22000
     assert compare_numeric(outcome.binaries, spec.graph, seed=0).ok
-
-
-def test_homes_on_a_linked_device_are_refused_and_say_why(tmp_path):
-    # The N-level candidate would honour a home, but the cross-device choice also offers the
-    # device main memory and its two-level plans, which do not: a spec error at memory.home
-    # (the CLI's exit 2 with file and line, nothing written, as for every spec error).
-    text = (ROOT / SPEC).read_text().replace("  split: false\n", "  split: false\n  home: {a/u: host}\n")
-    (tmp_path / "home.yaml").write_text(text)
-    with pytest.raises(SpecError) as info:
-        load_spec(tmp_path / "home.yaml")
-    assert info.value.path == "memory.home"
-    assert str(info.value).startswith(f"{tmp_path / 'home.yaml'}:{1 + text.splitlines().index('  home: {a/u: host}')}:")
-    assert "homes outside main memory are planned on one device only" in str(info.value)
-    assert "which do not honour homes (only the plan over every level does); this spec has 2 device instances" \
-        in str(info.value)
