@@ -366,14 +366,20 @@ def _homed_candidates(spec, plan, base, budget: float, seed: int, search: str):
     Raises
     ------
     UnsupportedError
-        No plan over its levels found (nothing else would honour the homes).
+        No plan over its levels found (nothing else would honour the homes), or everything at
+        home does not fit its levels (the floor every plan of the device is compared with).
     """
     dev = base.device
     bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, spec.memory)
     out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * budget, seed, search)
+    if not out.all_home.status.has_solution:
+        raise UnsupportedError(f"memory.home: on device {dev.name} everything at home does not fit its levels "
+                               f"({', '.join(bridge.levels)}; main memory holds every tensor it does not move), "
+                               "and that plan is the floor its plans over every level are compared with")
     stats = _hierarchy_stats(bridge, out)
     candidates = {"memory plan": HierarchyLevels(bridge, out.solution, stats),
-                  "greedy": HierarchyLevels(bridge, out.greedy.solution, stats),
+                  **({"greedy": HierarchyLevels(bridge, out.greedy.solution, stats)}
+                     if out.greedy.status.has_solution else {}),
                   ALL_HOME: HierarchyLevels(bridge, out.all_home.solution, stats)}
     return candidates, stats, out.best.stats.get("stopped_by")
 

@@ -60,16 +60,22 @@ from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy
 from solvers.memory.levels.hierarchy_model import build_hierarchy_model, model_horizon
 from solvers.memory.levels.hierarchy_validate import replay_hierarchy, validate_hierarchy
+from solvers.memory.levels.hierarchy_window import WindowGoal, WindowSettings, window_search
 from solvers.memory.levels.problem import TransferKind
 
 __all__ = ["HeadsTails", "SentDeadline", "home_ready", "hierarchy_objective", "retime_hierarchy_heads_tails",
            "hierarchy_deadline_violations", "validate_hierarchy_heads_tails", "hierarchy_heads_tails_lower_bound",
-           "add_hierarchy_heads_tails", "solve_hierarchy_heads_tails", "HIERARCHY_HEADS_TAILS_MODEL_OPS"]
+           "add_hierarchy_heads_tails", "solve_hierarchy_heads_tails", "heads_tails_goal",
+           "heads_tails_window_search", "HIERARCHY_HEADS_TAILS_MODEL_OPS", "WINDOW_DTIME_PER_SECOND"]
 
 PREFETCH, EVICT = TransferKind.PREFETCH, TransferKind.EVICT
 
-# Above this many ops no model (as CpSatHierarchySolver's max_model_ops): the best baseline.
+# Above this many ops no model of the whole problem (as CpSatHierarchySolver's max_model_ops):
+# window models around the best baseline (heads_tails_window_search).
 HIERARCHY_HEADS_TAILS_MODEL_OPS = 64
+# The window search's deterministic units per second of the limit, as CpSatHierarchySolver's
+# (a window solve runs more deterministic time per CPU second than one model of the whole).
+WINDOW_DTIME_PER_SECOND = 0.12
 
 
 def home_ready(problem: HierarchyProblem, solution: HierarchySolution) -> dict[int, int]:
@@ -352,6 +358,9 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     best_obj = hierarchy_objective(problem, best, ht) if best is not None else None
     stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
     too_large = problem.num_ops > max_model_ops
+    if best is not None and too_large and best_obj > lower:
+        best, stats["window_search"] = heads_tails_window_search(problem, ht, best, lower, options, calibration, t0)
+        best_obj, stats["stopped_by"] = hierarchy_objective(problem, best, ht), stats["window_search"]["stopped_by"]
     if best is not None and (best_obj <= lower or too_large):
         status = Status.OPTIMAL if best_obj <= lower else Status.FEASIBLE
         return SolveResult(status, best_obj, min(lower, best_obj), best, time.perf_counter() - t0, name, stats)
@@ -382,6 +391,38 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     bound = min(bound, best_obj)
     return SolveResult(Status.OPTIMAL if bound >= best_obj else Status.FEASIBLE, best_obj, bound, best,
                        time.perf_counter() - t0, name, stats, progress)
+
+
+def heads_tails_goal(problem: HierarchyProblem, ht: HeadsTails) -> WindowGoal:
+    """The window search's goal under ``ht``: :func:`hierarchy_objective`, each window model with
+    the heads, tails and deadlines of :func:`add_hierarchy_heads_tails` (on a window model the
+    ops after the window shift rigidly, so their releases bound the shift), its decisions
+    re-timed by :func:`retime_hierarchy_heads_tails` and checked by
+    :func:`validate_hierarchy_heads_tails`."""
+    return WindowGoal(lambda s: hierarchy_objective(problem, s, ht),
+                      lambda s: retime_hierarchy_heads_tails(problem, s, ht),
+                      lambda s: validate_hierarchy_heads_tails(problem, s, ht),
+                      lambda model, v, upper: add_hierarchy_heads_tails(model, problem, v, ht, upper))
+
+
+def heads_tails_window_search(problem: HierarchyProblem, ht: HeadsTails, best: HierarchySolution, lower: int,
+                              options: SolveOptions, calibration: Calibration = MEMORY_LEVELS,
+                              t0: float | None = None, settings: WindowSettings = WindowSettings()
+                              ) -> tuple[HierarchySolution, dict]:
+    """Above the whole model's size: windows of the op order re-optimised exactly under ``ht``
+    around ``best`` (a plan timed under ``ht``), every other decision kept
+    (:func:`~solvers.memory.levels.hierarchy_window.window_search` with :func:`heads_tails_goal`),
+    so the result is never worse than ``best``. Its budget is deterministic: the solve's limit
+    at :data:`WINDOW_DTIME_PER_SECOND` units per second, each window at most its settings' share.
+    Returns the best plan and what the search did, with how its budget ended (``stopped_by``)."""
+    scale = WINDOW_DTIME_PER_SECOND / calibration.units_per_second
+    budget = Budget.of(options, calibration, t0)
+    windows = Budget(max(1e-3, budget.left * scale), budget.wall_deadline, budget.search, budget.rate * scale) \
+        if budget.deterministic else budget.child(budget.left)
+    best, info = window_search(problem, best, windows, options, lower, settings, heads_tails_goal(problem, ht))
+    budget.note("window_search", windows.used / scale if budget.deterministic else 0.0,
+                stopped_by=windows.stopped_by or info["stopped_by"])
+    return best, {**info, **budget.stats()}
 
 
 def _head_room(ht: HeadsTails) -> int:

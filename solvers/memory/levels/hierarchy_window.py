@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 from solvers.budget import Budget
 from solvers.core import SolveOptions
@@ -34,7 +35,7 @@ from solvers.memory.levels.hierarchy_model import build_hierarchy_model
 from solvers.memory.levels.hierarchy_greedy import retime_hierarchy
 from solvers.memory.levels.hierarchy_validate import validate_hierarchy
 
-__all__ = ["WindowSettings", "improve_window", "window_order", "window_search"]
+__all__ = ["WindowSettings", "WindowGoal", "makespan_goal", "improve_window", "window_order", "window_search"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -56,9 +57,32 @@ class WindowSettings:
     window_dtime: float = 0.25
 
 
+@dataclass(frozen=True)
+class WindowGoal:
+    """What the windows minimise, over timed valid plans: ``value`` of a plan; ``objective``
+    adds its constraints to a window model and returns the expression to minimise (None: the
+    model's makespan); ``retime`` times a model's decisions (ValueError: they do not replay);
+    ``validate`` lists what a timed plan breaks. :func:`makespan_goal` is the default;
+    :mod:`~solvers.memory.levels.hierarchy_heads_tails` minimises its objective under heads
+    and tails."""
+
+    value: Callable[[HierarchySolution], int]
+    retime: Callable[[HierarchySolution], HierarchySolution]
+    validate: Callable[[HierarchySolution], list]
+    objective: Callable[[Any, Any, int], Any] | None = None  # (model, vars, incumbent's value) -> expression
+
+
+def makespan_goal(problem: HierarchyProblem) -> WindowGoal:
+    """The makespan, as :func:`~solvers.memory.levels.hierarchy_greedy.retime_hierarchy` times a plan."""
+    return WindowGoal(lambda s: s.makespan_cycles, lambda s: retime_hierarchy(problem, s),
+                      lambda s: validate_hierarchy(problem, s))
+
+
 def improve_window(problem: HierarchyProblem, best: HierarchySolution, free_ops: range, budget: Budget,
-                   options: SolveOptions, settings: WindowSettings = WindowSettings()) -> HierarchySolution | None:
-    """One window's exact re-optimisation around ``best``: a valid, strictly shorter plan, or None.
+                   options: SolveOptions, settings: WindowSettings = WindowSettings(),
+                   goal: WindowGoal | None = None) -> HierarchySolution | None:
+    """One window's exact re-optimisation around ``best``: a valid plan strictly better by
+    ``goal`` (default: shorter), or None.
 
     Examples
     --------
@@ -72,19 +96,22 @@ def improve_window(problem: HierarchyProblem, best: HierarchySolution, free_ops:
     >>> improve_window(q, home, range(1, 2), b, SolveOptions(num_workers=1)).makespan_cycles
     3
     """
+    goal = goal or makespan_goal(problem)
     model, v = build_hierarchy_model(problem, best.makespan_cycles, best, fixed=best, free_ops=free_ops,
                                      margin=settings.margin_ops)
+    if goal.objective is not None:
+        model.minimize(goal.objective(model, v, goal.value(best)))
     limit = min(budget.scale(settings.window_dtime), budget.left)
     status, solver, _ = budget.run_cpsat(model, replace(options, num_workers=1, progress=None, log=None), limit, None,
                                          interleave=False, cp_model_probing_level=0)
     if not status.has_solution:
         return None
     try:
-        found = retime_hierarchy(problem, v.extract(solver))
+        found = goal.retime(v.extract(solver))
     except ValueError:  # the DMA queue order deadlocks: cannot happen for a model solution
         _LOG.warning("window %s: the model's solution does not replay", free_ops)
         return None
-    if found.makespan_cycles >= best.makespan_cycles or validate_hierarchy(problem, found):
+    if goal.value(found) >= goal.value(best) or goal.validate(found):
         return None
     return found
 
@@ -113,13 +140,15 @@ def window_order(problem: HierarchyProblem, best: HierarchySolution, size: int, 
 
 
 def window_search(problem: HierarchyProblem, best: HierarchySolution, budget: Budget, options: SolveOptions,
-                  lower_bound: int = 0, settings: WindowSettings = WindowSettings()
+                  lower_bound: int = 0, settings: WindowSettings = WindowSettings(), goal: WindowGoal | None = None
                   ) -> tuple[HierarchySolution, dict]:
-    """Sweep windows over ``best`` until nothing improves, the bound is met or ``budget`` is spent.
+    """Sweep windows over ``best`` until nothing improves, ``lower_bound`` is met or ``budget`` is
+    spent, minimising ``goal`` (default: the makespan).
 
-    Returns the best plan (never longer than ``best``) and what the search did (``windows``,
-    ``windows_improved``, ``window_ops``, ``dtime``, ``stopped_by``).
+    Returns the best plan (never worse than ``best`` by ``goal``) and what the search did
+    (``windows``, ``windows_improved``, ``window_ops``, ``dtime``, ``stopped_by``).
     """
+    goal = goal or makespan_goal(problem)
     n = problem.num_ops
     size = min(settings.window_ops, n)
     solved = improved = 0
@@ -135,11 +164,11 @@ def window_search(problem: HierarchyProblem, best: HierarchySolution, budget: Bu
             if budget.wall_expired():
                 stopped = "wall_time"
                 break
-            found = improve_window(problem, best, range(a, min(n, a + size)), budget, options, settings)
+            found = improve_window(problem, best, range(a, min(n, a + size)), budget, options, settings, goal)
             solved += 1
             if found is not None:
                 best, improved, sweep_improved = found, improved + 1, True
-            if best.makespan_cycles <= lower_bound:
+            if goal.value(best) <= lower_bound:
                 stopped = "optimal"
                 break
         else:
