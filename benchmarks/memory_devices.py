@@ -18,6 +18,8 @@ memory; faster where the model is memory-bound.
 
     python -m benchmarks.memory_devices                 # every instance
     python -m benchmarks.memory_devices --only pinned   # name filter (substring)
+    python -m benchmarks.memory_devices --only linked-chain --without-windows   # each also without
+        # the N-level heads/tails windows above 64 ops (the re-timed baselines only), for comparison
 """
 
 from __future__ import annotations
@@ -104,6 +106,20 @@ def run_instance(name: str, time_limit_s: float | None, numeric: bool) -> dict:
     return row
 
 
+def _without_windows(name: str, time_limit_s: float | None) -> int:
+    """The instance's makespan with the N-level re-solve under heads above 64 ops left at its
+    best re-timed baseline (no windows), as before the windows."""
+    from unittest import mock
+
+    from solvers.memory.levels import hierarchy_heads_tails as module
+
+    def baseline_only(problem, ht, best, lower, *args, **kwargs):
+        return best, {"stopped_by": "finished"}
+
+    with mock.patch.object(module, "heads_tails_window_search", baseline_only):
+        return run_instance(name, time_limit_s, False)["makespan"]
+
+
 def _print(row: dict) -> None:
     b = row["baselines"]
     floor = "all at home" if "all at home" in b else "all in main memory"
@@ -111,6 +127,8 @@ def _print(row: dict) -> None:
           f"({row['vs_main']:.4f}x {floor}); memory plan {b.get('memory plan', 0):,}, "
           f"{floor} {b[floor]:,}, greedy {b.get('greedy prefetch + greedy-by-size', 0):,}; "
           f"numeric equal: {row.get('numeric_equal', '-')}; {row['wall_s']} s")
+    if "makespan_without_windows" in row:
+        print(f"  without the N-level heads/tails windows: {row['makespan_without_windows']:,}")
     if row["bound"]:
         print(f"  bound {row['bound']['bound_cycles']:,} (path {row['bound']['path_bound_cycles']:,}, plan's own "
               f"{row['bound']['spine_bound_cycles']}), gap {100 * row['bound']['gap']:.2f}%")
@@ -129,12 +147,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=None, help="seconds per instance (default: the spec's)")
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric replay")
     p.add_argument("--out", default=None, help="JSON results path")
+    p.add_argument("--without-windows", action="store_true",
+                   help="also plan each instance without the N-level heads/tails windows (above 64 ops)")
     args = p.parse_args(argv)
     rows = []
     for name in INSTANCES:
         if args.only and args.only not in name:
             continue
         row = run_instance(name, args.time_limit, not args.no_numeric)
+        if args.without_windows:
+            row["makespan_without_windows"] = _without_windows(name, args.time_limit)
         _print(row)
         rows.append(row)
     if args.out:

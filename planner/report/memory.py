@@ -217,8 +217,10 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
                       f"{e['main_makespan']:,} ({e['alone_makespan'] - e['main_makespan']:+,})")
         where = f"the critical path (slack 0) runs through {critical}; {d}'s slack: {e['slack_cycles']:,} cycles"
         if e.get("n_level_cycles") is not None:  # offered its plan over all its levels
-            saves += (f"; its plan over all its levels takes {e['n_level_cycles']:,} device cycles on its own ops"
+            levels = (f"its plan over all its levels takes {e['n_level_cycles']:,} device cycles on its own ops"
                       f"{' (the one the binaries use)' if e['plan'] == 'n levels' else ''}")
+            # a device that reads homed tensors has no plan in main memory to compare with
+            saves = f"{saves}; {levels}" if main is not None else levels[0].upper() + levels[1:]
         if e["plan"] == "main":
             out.append(f"- {d}: main memory only. {saves}, but {alone}, and neither it nor its re-solve under the "
                        f"other devices' release times and tails shortens the whole plan{_resolved(e)}; {where}.")

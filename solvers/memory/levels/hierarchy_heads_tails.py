@@ -24,7 +24,9 @@ re-timed under the heads (:func:`retime_hierarchy_heads_tails`), are the baselin
 ``max_model_ops`` ops the exact CP-SAT model of
 :mod:`~solvers.memory.levels.hierarchy_model` with the heads as start bounds, the tails in
 its objective and the deadlines as enforced constraints, hinted by and bounded by the best
-baseline, so never worse. :func:`validate_hierarchy_heads_tails` checks a plan independently.
+baseline, so never worse; above, window models of consecutive ops around the best baseline
+(:func:`heads_tails_window_search`), never worse either. :func:`validate_hierarchy_heads_tails`
+checks a plan independently.
 
 Examples
 --------
@@ -342,7 +344,8 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
                                 ) -> SolveResult[HierarchySolution]:
     """Minimum :func:`hierarchy_objective` over the unsplit ``problem`` under ``ht`` (see the module).
 
-    Above ``max_model_ops`` ops: the best baseline, FEASIBLE unless it meets the lower bound.
+    Above ``max_model_ops`` ops: the best baseline improved by windows
+    (:func:`heads_tails_window_search`), FEASIBLE unless it meets the lower bound.
     Deterministic: CP-SAT stops on its deterministic-time budget.
     """
     t0 = time.perf_counter()
