@@ -8,6 +8,8 @@ import itertools
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from planner.errors import InfeasibleError, SpecError, UnsupportedError
 from planner.memory.cross_device import ALL_HOME, MAIN
@@ -19,6 +21,7 @@ from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
 from tests.sweeps import examples, random_sweep
 from tests.planner.memory.test_cross_device_deadlines import _device_plans
+from tests.planner.memory.test_n_level_linked import linked_four_level_specs
 from tests.planner.memory.test_n_level_linked_brute import n_level_plans
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -176,3 +179,40 @@ def test_a_homed_tensor_read_on_a_device_that_is_not_memory_planned_is_refused(t
     assert "device npu0 reads a/w (homed in host) but is not memory-planned: op 'a/act1' has explicit cycles" \
         in str(info.value)
 
+
+
+@st.composite
+def linked_specs_with_homes(draw):
+    """test_n_level_linked's random linked four-level specs (ops pinned back and forth over two
+    NPUs) with the weight, the input or both homed in host memory."""
+    spec = draw(linked_four_level_specs())
+    homed = draw(st.sampled_from([["m/w"], ["m/x"], ["m/w", "m/x"]]))
+    spec["memory"]["home"] = {t: "host" for t in homed}
+    return spec
+
+
+@random_sweep
+@settings(max_examples=examples(3, 30), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(linked_specs_with_homes())
+def test_random_linked_plans_with_homes_replay_equal_honour_the_homes_and_bound_soundly(choices, spec):
+    choices.clear()
+    outcome = run(spec)  # raises InternalError if the replay disagrees with the plan
+    assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    graph = load_spec(spec).graph
+    homed = set(spec["memory"]["home"]) & {t for o in graph.ops.values() for t in o.inputs}
+    # a home nothing reads changes nothing: everything in main memory is then the floor
+    floor = "all at home" if homed else "all in main memory"
+    assert floor in outcome.memory_baselines and not (homed and "all in main memory" in outcome.memory_baselines)
+    assert outcome.plan.makespan_cycles <= outcome.memory_baselines[floor]
+    assert compare_numeric(outcome.binaries, graph, seed=0).ok
+    (args, chosen), = choices
+    assert chosen.bound_cycles <= chosen.plan.makespan_cycles
+    for d, candidates in args[3].items():
+        reads = {t for o in outcome.plan.ops if o.device == d for t in graph.ops[o.name.split("#")[0]].inputs}
+        if not reads & homed:
+            assert ALL_HOME not in candidates
+            continue
+        assert ALL_HOME in candidates and all(isinstance(lv, HierarchyLevels) for lv in candidates.values())
+        buffers = {b.name: b.level for b in outcome.memory_plan.devices[d].buffers}
+        assert all(buffers[t] == "host" for t in reads & homed), buffers
