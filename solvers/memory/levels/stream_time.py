@@ -67,8 +67,8 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution
 from solvers.memory.levels.stream_offsets import timed_by
 from solvers.memory.levels.validate import fast_pieces, replay_levels, resolve_problem, validate_levels
 
-__all__ = ["MAKESPAN_SHARE", "MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits", "build_stream_time_model",
-           "solve_stream_time"]
+__all__ = ["MAKESPAN_SHARE", "MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits",
+           "time_model_misfit", "build_stream_time_model", "solve_stream_time"]
 
 # The makespan stage's share (at most) of the units granted; what it leaves goes to the fast
 # footprint at that makespan (a second, lexicographic stage).
@@ -148,9 +148,31 @@ def time_model_fits(problem: LevelProblem) -> bool:
     >>> time_model_fits(p), time_model_fits(replace(p, op_streams=()))
     (True, False)
     """
+    return time_model_misfit(problem) is None
+
+
+def time_model_misfit(problem: LevelProblem) -> str | None:
+    """Why the cycle-time model is not built for ``problem`` (None when it is): the reason
+    ``memory.json`` and the report give.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> time_model_misfit(p) is None, time_model_misfit(replace(p, op_streams=()))
+    (True, 'one stream')
+    """
     n = segment_count(problem)
-    return (problem.multi_stream and not problem.shared_bandwidth and not problem.splits
-            and exact_model_fits(problem) and n * (n - 1) // 2 <= MAX_SEGMENT_PAIRS)
+    if not problem.multi_stream:
+        return "one stream"
+    if problem.shared_bandwidth:
+        return "shared bandwidth"
+    if problem.splits:
+        return "split groups (the model takes a split expansion)"
+    if not exact_model_fits(problem):
+        return "bandwidth fractions too fine for an exact CP-SAT roofline"
+    if n * (n - 1) // 2 > MAX_SEGMENT_PAIRS:
+        return f"{n * (n - 1) // 2} segment pairs, above the {MAX_SEGMENT_PAIRS} the model is built for"
+    return None
 
 
 def _ceil(a: int, b: int) -> int:
