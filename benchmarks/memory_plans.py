@@ -17,6 +17,7 @@ graph planned within 60 s; numeric replay >= 1e5 instructions/s.
     python -m benchmarks.memory_plans --only two-branches-301 # 301 ops on two streams (window search)
     python -m benchmarks.memory_plans --only two-branches-25  # 25 ops on two streams (the cycle-time model)
     python -m benchmarks.memory_plans --only memory-streams-split   # a split plan on two streams
+    python -m benchmarks.memory_plans --only two-branches-25 --stream-time-share 1.0  # a larger model budget
 """
 
 from __future__ import annotations
@@ -224,7 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=None, help="seconds per instance (default: the spec's)")
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric replay")
     p.add_argument("--out", default=None, help="JSON results path")
+    p.add_argument("--stream-time-share", type=float, default=None,
+                   help="the cycle-time model's share of a device's memory budget (default: "
+                        "planner.memory.streams.STREAM_TIME_SHARE); to measure what a larger budget finds")
     args = p.parse_args(argv)
+    if args.stream_time_share is not None:
+        import planner.memory.streams as streams
+
+        streams.STREAM_TIME_SHARE = args.stream_time_share
     rows = []
     for name, source in instances():
         if args.only and args.only not in name:
