@@ -14,7 +14,10 @@ graph planned within 60 s; numeric replay >= 1e5 instructions/s.
     python -m benchmarks.memory_plans                  # everything
     python -m benchmarks.memory_plans --only memory-   # name filter (substring)
     python -m benchmarks.memory_plans --only memory-streams   # two streams against one
-    python -m benchmarks.memory_plans --only two-branches     # 301 ops on two streams (window search)
+    python -m benchmarks.memory_plans --only two-branches-301 # 301 ops on two streams (window search)
+    python -m benchmarks.memory_plans --only two-branches-25  # 25 ops on two streams (the cycle-time model)
+    python -m benchmarks.memory_plans --only memory-streams-split   # a split plan on two streams
+    python -m benchmarks.memory_plans --only two-branches-25 --stream-time-share 1.0  # a larger model budget
 """
 
 from __future__ import annotations
@@ -104,11 +107,13 @@ def small_kernels_spec() -> dict:
 def instances() -> list[tuple[str, object]]:
     out: list[tuple[str, object]] = [(p.stem, p) for p in sorted((ROOT / "specs").glob("memory-*.yaml"))]
     out.append(("memory-streams-one-stream", one_stream_spec()))
+    out.append(("memory-streams-split", ROOT / "tests" / "data" / "specs" / "memory-streams-split.yaml"))
     for model in ONNX_CNNS:
         spec = onnx_spec(model)
         if spec is not None:
             out.append((spec["name"], spec))
     out.append(("transformer-500-tensors", large_spec()))
+    out.append(("two-branches-25-ops", two_branch_spec(6)))
     out.append(("two-branches-301-ops", two_branch_spec()))
     out.append(("numeric-small-kernels", small_kernels_spec()))
     return out
@@ -163,7 +168,17 @@ def _streams_figures(st: dict) -> dict:
         out.update(time_model_status=model["status"], time_model_device_cycles=model["device_cycles"],
                    time_model_bound=model["model_bound_device_cycles"], time_model_kept=bool(model.get("kept")),
                    time_model_dtime=model["dtime"])
+        if model.get("reason"):
+            out["time_model_reason"] = model["reason"]
     return out
+
+
+def _time_model_text(row: dict) -> str:
+    """The cycle-time model's outcome for the printed line (empty when it was not asked for)."""
+    if "time_model_status" not in row:
+        return ""
+    return (f" | time model {row['time_model_status']} {row['time_model_device_cycles']} (its bound "
+            f"{row['time_model_bound']}, {row['time_model_dtime']} units{', kept' if row['time_model_kept'] else ''})")
 
 
 def _numeric_rates(binaries, graph) -> dict:
@@ -210,7 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=None, help="seconds per instance (default: the spec's)")
     p.add_argument("--no-numeric", action="store_true", help="skip the numeric replay")
     p.add_argument("--out", default=None, help="JSON results path")
+    p.add_argument("--stream-time-share", type=float, default=None,
+                   help="the cycle-time model's share of a device's memory budget (default: "
+                        "planner.memory.streams.STREAM_TIME_SHARE); to measure what a larger budget finds")
     args = p.parse_args(argv)
+    if args.stream_time_share is not None:
+        import planner.memory.streams as streams
+
+        streams.STREAM_TIME_SHARE = args.stream_time_share
     rows = []
     for name, source in instances():
         if args.only and args.only not in name:
@@ -225,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
               f"peak {peak or 0:>10,} lb {row.get('fast_live_lb') or 0:>10,} "
               f"gbs {row.get('fast_greedy_by_size') or 0:>10,} | numeric {row.get('numeric_ok')} "
               f"{row.get('numeric_replay_per_cpu_s', '-')}/s ({row.get('numeric_with_decode_per_cpu_s', '-')}/s "
-              f"with decode) | {row['wall_s']:.1f} s | {row['choice']}",
+              f"with decode) | {row['wall_s']:.1f} s | {row['choice']}{_time_model_text(row)}",
               flush=True)
     out = Path(args.out) if args.out else ROOT / "benchmarks" / "results" / f"memory-plans-{time.strftime('%Y-%m-%d')}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -21,14 +21,18 @@ from solvers.core import SolveOptions
 from solvers.memory.arena import fast_offset_problem
 from solvers.memory.levels import LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem
 from solvers.memory.levels.stream_offsets import plan_streams_by_address, timed_by
-from solvers.memory.levels.stream_time import solve_stream_time, time_model_fits
+from solvers.memory.levels.stream_time import solve_stream_time, time_model_misfit
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
 
-__all__ = ["STREAM_TIME_SHARE", "shorter_by_address"]
+__all__ = ["STREAM_TIME_SHARE", "FIXED", "NOT_RUN", "shorter_by_address"]
 
 # The cycle-time model's share of the device's memory budget (deterministic units of the
 # memory-levels calibration; at least 0.1 s of it).
 STREAM_TIME_SHARE = 0.2
+# What the cycle-time model keeps fixed, so what its OPTIMAL and bound are about.
+FIXED = "merged op order, streams, split factors, fast capacity after the reserve, alignment"
+# The status recorded when the model was not built (its reason beside it).
+NOT_RUN = "NOT RUN"
 
 
 def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...], alignment_bytes: int,
@@ -36,32 +40,48 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
                        search: str = "deterministic") -> tuple[LevelSolution, tuple[int, ...], dict[str, Any]] | None:
     """``(solution, its fast offsets, stats)`` of a several-stream plan strictly shorter under the
     by-address memory order than ``solution`` with ``offsets``, or None (one stream, shared
-    bandwidth, or nothing shorter).
+    bandwidth, or nothing shorter and no cycle-time model asked for).
 
     The stats replace the offset figures of ``solution`` (peak, live-bytes bound, greedy-by-size
     on the same buffers) and record both makespans (``by_address``) and, when the cycle-time
-    model ran (``time_limit_s`` > 0 and the device fits it), its figures (``by_address.time_model``).
+    model was asked for (``time_limit_s`` > 0), its figures (``by_address.time_model``: its status,
+    plan and own bound, or ``NOT RUN`` and the reason). When nothing is shorter but the model was
+    asked for, ``solution`` and ``offsets`` come back unchanged with only ``by_address`` in the
+    stats, its kept makespan the level plan's: the model's OPTIMAL then proves the level plan
+    shortest for the fixed order (:data:`FIXED`), and its bound says how far it may be otherwise.
     """
     problem = bridge.problem
     if problem.shared_bandwidth or not problem.multi_stream:
         return None
     found = plan_streams_by_address(problem, solution, offsets, alignment_bytes)
     expanded = resolve_problem(problem, solution)
-    try:  # (the replay expands the splits itself: given ``expanded``, it refuses the split factors)
-        times = replay_levels(problem, solution, fast_offsets=offsets)
-    except ValueError:
-        return None
+    # The level plan's own offsets keep apart every two pieces that overlap on the point axis,
+    # so their waits are a subset of the point-axis order it was timed by: no deadlock here.
+    times = replay_levels(problem, solution, fast_offsets=offsets)
     before = times.makespan_cycles
     time_model = None
-    if time_limit_s > 0 and time_model_fits(expanded):
+    misfit = time_model_misfit(expanded)
+    if time_limit_s > 0 and misfit is None:
         incumbent = found if found is not None else timed_by(solution, times, tuple(offsets))
         timed, time_model = _solve_in_cycles(problem, incumbent, alignment_bytes, time_limit_s, seed, search)
         if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
             found = timed
             time_model["kept"] = True
+    elif time_limit_s > 0:
+        time_model = _not_run(misfit)
     if found is None or found.makespan_cycles >= before:
-        return None
+        if time_model is None:
+            return None
+        # Nothing kept: the level plan stays, with its figures; what the model found is recorded.
+        return solution, offsets, {"by_address": {"level_plan_device_cycles": before,
+                                                  "kept_device_cycles": before, "time_model": time_model}}
     return found, found.fast_offsets, _stats(problem, found, alignment_bytes, fast_capacity_bytes, before, time_model)
+
+
+def _not_run(reason: str) -> dict[str, Any]:
+    """The figures of a cycle-time model that was not built, and why."""
+    return {"status": NOT_RUN, "device_cycles": None, "model_bound_device_cycles": None, "dtime": 0.0,
+            "fixed": FIXED, "reason": reason}
 
 
 def _solve_in_cycles(problem, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float, seed: int,
@@ -73,7 +93,7 @@ def _solve_in_cycles(problem, incumbent: LevelSolution, alignment_bytes: int, ti
                                budget.left, incumbent, alignment_bytes)
     figures = {"status": result.status.value, "device_cycles": result.objective,
                "model_bound_device_cycles": result.bound, "dtime": round(budget.used, 6),
-               "fixed": "merged op order, streams, split factors, fast capacity after the reserve, alignment"}
+               "fixed": FIXED}
     return result.solution, figures
 
 

@@ -139,13 +139,35 @@ def _streams_lines(st: Mapping[str, Any]) -> list[str]:
                     f"for the fixed {model['fixed']}, its bound {model['model_bound_device_cycles']}), "
                     f"{fig['kept_device_cycles']} device cycles against {fig['level_plan_device_cycles']} for the "
                     f"level solver's plan with its own offsets."]
-        return [f"- Several streams: kept a plan made for the memory order by address (fast offsets packed to keep "
-                f"the streams apart), {fig['kept_device_cycles']} device cycles against "
-                f"{fig['level_plan_device_cycles']} for the level solver's plan with its own offsets."]
+        out = []
+        if fig["kept_device_cycles"] < fig["level_plan_device_cycles"]:
+            out.append(f"- Several streams: kept a plan made for the memory order by address (fast offsets packed to "
+                       f"keep the streams apart), {fig['kept_device_cycles']} device cycles against "
+                       f"{fig['level_plan_device_cycles']} for the level solver's plan with its own offsets.")
+        return out + _time_model_not_kept(fig, model)
     if st.get("kept_for_streams"):
         return [f"- Several streams: kept the {st['kept_for_streams']} plan, shorter than the level solver's once "
                 f"each op runs on its stream."]
     return []
+
+
+def _time_model_not_kept(fig: Mapping[str, Any], model: Mapping[str, Any]) -> list[str]:
+    """The cycle-time model's outcome when its plan was not kept: a proof that the kept plan is the
+    shortest for the fixed order, its bound, or why it did not run."""
+    if not model:
+        return []
+    kept = fig["kept_device_cycles"]
+    if model["status"] == "NOT RUN":
+        return [f"- Several streams: the cycle-time model (offsets in the model) did not run: {model['reason']}."]
+    if model["status"] == "OPTIMAL":
+        return [f"- Several streams: the cycle-time model (offsets in the model) proves the kept plan's {kept} device "
+                f"cycles OPTIMAL for the fixed {model['fixed']}."]
+    if model.get("device_cycles") is None:
+        return [f"- Several streams: the cycle-time model (offsets in the model) found no plan within its budget "
+                f"({model['status']}); the kept plan takes {kept} device cycles."]
+    return [f"- Several streams: the cycle-time model (offsets in the model) found nothing shorter than the kept "
+            f"plan's {kept} device cycles ({model['status']}; its bound {model['model_bound_device_cycles']} for "
+            f"the fixed {model['fixed']})."]
 
 
 def render_memory_section(doc: Mapping[str, Any], capacities: Mapping[str, Mapping[str, int]]) -> str:

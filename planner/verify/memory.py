@@ -19,7 +19,8 @@ fast level has none) must say what its binary does:
   it moves in the fast and the slow level (the instruction's roofline bytes) and, for a plan
   over more than two levels, ``level_bytes`` per level (the instruction's level bytes);
 * ``split_factors``: each split group's factor is its first and last op's;
-* ``stats``: the fast level's capacity and footprint (highest address + size in use);
+* ``stats``: the fast level's capacity and footprint (highest address + size in use); with
+  several streams, ``by_address`` agrees with itself (:func:`_check_by_address`);
 
 and the top level: ``choice`` is the baseline whose replayed makespan the plan has, the
 smallest of them; ``figures`` of the chosen plan are the replay's: per device the peak of
@@ -185,11 +186,50 @@ def _check_device(name: str, entry: Any, program: Any, facts: Any, simulation: A
                 raise _fail(f"devices.{name}.split_factors.{label}", f"the factor op {op!r} runs with: "
                             f"{sorted(factors)}", factor)
     stats = entry.stats
+    _check_by_address(name, stats.get("by_address"))
     footprint = max((b.address + b.size_bytes for b in facts.buffers.values()
                      if b.level == program.fast.name and not b.view), default=0)
     for key, want in (("fast_capacity_bytes", program.fast.capacity_bytes), ("fast_peak_bytes", footprint)):
         if key in stats and stats[key] != want:
             raise _fail(f"devices.{name}.stats.{key}", f"{want} (the binary)", stats[key])
+
+
+_MODEL_STATUSES = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "MODEL_INVALID", "NOT RUN")
+
+
+def _check_by_address(name: str, fig: Any) -> None:
+    """Several streams: ``stats.by_address`` (the level plan's makespan by its own offsets, the
+    kept plan's, and the cycle-time model's outcome) agrees with itself. The model is bounded
+    by the plan it starts from and kept only when strictly shorter, so a plan it found has the
+    kept plan's cycles; its bound is at most that, equal exactly when OPTIMAL; a model not run
+    says why and found nothing."""
+    if fig is None:
+        return
+    field = f"devices.{name}.stats.by_address"
+    level, kept = fig.get("level_plan_device_cycles"), fig.get("kept_device_cycles")
+    if not isinstance(level, int) or not isinstance(kept, int) or kept > level:
+        raise _fail(f"{field}.kept_device_cycles", f"device cycles at most the level plan's ({level})", kept)
+    model = fig.get("time_model")
+    if model is None:
+        return
+    status, cycles, bound = model.get("status"), model.get("device_cycles"), model.get("model_bound_device_cycles")
+    if status not in _MODEL_STATUSES:
+        raise _fail(f"{field}.time_model.status", f"one of {list(_MODEL_STATUSES)}", status)
+    if status == "NOT RUN" and (cycles is not None or not model.get("reason") or model.get("kept")):
+        raise _fail(f"{field}.time_model", "a reason and no plan (not run)", model)
+    if status not in ("OPTIMAL", "FEASIBLE"):
+        if cycles is not None or model.get("kept"):
+            raise _fail(f"{field}.time_model.device_cycles", f"none ({status}: no plan found)", cycles)
+        return
+    if cycles != kept:
+        raise _fail(f"{field}.time_model.device_cycles", f"{kept} (the kept plan's: the model starts from the "
+                    "best plan before it and is kept only when strictly shorter)", cycles)
+    if not isinstance(bound, int) or bound > cycles or (status == "OPTIMAL") != (bound == cycles):
+        raise _fail(f"{field}.time_model.model_bound_device_cycles", f"at most {cycles}, equal exactly when OPTIMAL "
+                    f"({status})", bound)
+    if model.get("kept") and not cycles < level:
+        raise _fail(f"{field}.time_model.kept", f"false ({cycles} is not shorter than the level plan's {level})",
+                    model.get("kept"))
 
 
 def replayed_figures(name: str, program: Any, facts: Any, simulation: Any) -> dict[str, Any]:

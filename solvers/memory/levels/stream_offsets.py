@@ -34,7 +34,8 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer
 from solvers.memory.levels.validate import (Replay, fast_piece_events, fast_pieces, replay_levels,
                                             resolve_problem, validate_levels)
 
-__all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address", "timed_by"]
+__all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address", "timed_by", "unsplit",
+           "replay_unless_deadlock"]
 
 # Greedy plans are made for the fast level divided by each of these (1: the level itself).
 CAPACITY_DIVISORS = (1, 2, 3, 4)
@@ -119,6 +120,37 @@ def _live_cycles(problem: LevelProblem, solution: LevelSolution, times: Replay) 
     return out
 
 
+def unsplit(solution: LevelSolution) -> LevelSolution:
+    """``solution`` as a plan of its split expansion (no split factors; the same decisions).
+
+    Examples
+    --------
+    >>> unsplit(LevelSolution(((True,),), ((False,),), (), (0,), (4,), split_factors=(2,))).split_factors
+    ()
+    """
+    return replace(solution, split_factors=()) if solution.split_factors else solution
+
+
+def replay_unless_deadlock(problem: LevelProblem, solution: LevelSolution,
+                           offsets: Sequence[int]) -> Replay | None:
+    """:func:`replay_levels` with the fast ``offsets``, or None when its waits deadlock (a plan
+    whose offsets make two streams wait on each other is no candidate). Any other error is a bug
+    and is raised.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4,), ((),), ((),), (), (8, 99), (4, 1))
+    >>> replay_unless_deadlock(p, LevelSolution((), (), (), (0,), (4,)), ()).makespan_cycles
+    4
+    """
+    try:
+        return replay_levels(problem, solution, fast_offsets=offsets)
+    except ValueError as e:
+        if str(e).startswith("deadlock"):
+            return None
+        raise
+
+
 def timed_by(solution: LevelSolution, times: Replay, offsets: tuple[int, ...]) -> LevelSolution:
     """``solution`` with the times of ``times`` (a replay of it) and carrying ``offsets``.
 
@@ -158,20 +190,19 @@ def retime_with_offsets(problem: LevelProblem, solution: LevelSolution, alignmen
     expanded = resolve_problem(problem, solution)
     if not expanded.multi_stream:
         return None
-    n_pieces = len(fast_pieces(expanded, solution))
+    flat = unsplit(solution)  # the expanded problem has no split groups: its plans carry no factors
+    n_pieces = len(fast_pieces(expanded, flat))
     apart = tuple(range(0, n_pieces * (sum(expanded.tensor_bytes) + 1), sum(expanded.tensor_bytes) + 1))
-    try:  # every piece at its own address: the times without memory-order waits
-        times = replay_levels(expanded, solution, fast_offsets=apart)
-    except ValueError:
+    times = replay_unless_deadlock(expanded, flat, apart)  # the times without memory-order waits
+    if times is None:
         return None
     best = None
     for _ in range(rounds):
-        offsets = pack_stream_offsets(expanded, solution, _live_cycles(expanded, solution, times), alignment_bytes)
+        offsets = pack_stream_offsets(expanded, flat, _live_cycles(expanded, flat, times), alignment_bytes)
         if offsets is None:
             break
-        try:
-            times = replay_levels(expanded, solution, fast_offsets=offsets)
-        except ValueError:
+        times = replay_unless_deadlock(expanded, flat, offsets)
+        if times is None:
             break
         if best is None or times.makespan_cycles < best.makespan_cycles:
             best = timed_by(solution, times, offsets)
@@ -211,9 +242,8 @@ def plan_streams_by_address(problem: LevelProblem, incumbent: LevelSolution,
     expanded = resolve_problem(problem, incumbent)
     if not expanded.multi_stream or expanded.num_ops > MAX_OPS:
         return None
-    try:
-        today = replay_levels(expanded, incumbent, fast_offsets=tuple(incumbent_offsets)).makespan_cycles
-    except ValueError:
+    today = replay_unless_deadlock(expanded, unsplit(incumbent), tuple(incumbent_offsets))
+    if today is None:
         return None
     factors = incumbent.split_factors
     plans = [incumbent]
@@ -231,4 +261,4 @@ def plan_streams_by_address(problem: LevelProblem, incumbent: LevelSolution,
             continue
         if not validate_levels(problem, timed):
             best = timed
-    return best if best is not None and best.makespan_cycles < today else None
+    return best if best is not None and best.makespan_cycles < today.makespan_cycles else None

@@ -67,8 +67,8 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution
 from solvers.memory.levels.stream_offsets import timed_by
 from solvers.memory.levels.validate import fast_pieces, replay_levels, resolve_problem, validate_levels
 
-__all__ = ["MAKESPAN_SHARE", "MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits", "build_stream_time_model",
-           "solve_stream_time"]
+__all__ = ["MAKESPAN_SHARE", "MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits",
+           "time_model_misfit", "build_stream_time_model", "solve_stream_time"]
 
 # The makespan stage's share (at most) of the units granted; what it leaves goes to the fast
 # footprint at that makespan (a second, lexicographic stage).
@@ -91,6 +91,7 @@ class _Segment:
     cycle_lo: object
     cycle_hi: object
     offset: object  # IntVar (alignment units)
+    shape: "SegmentShape | None" = None  # what every plan guarantees about its cycles (pair pruning)
 
 
 @dataclass
@@ -138,6 +139,128 @@ def segment_count(problem: LevelProblem) -> int:
                for t in range(problem.num_tensors) if problem.tensor_bytes[t])
 
 
+@dataclass(frozen=True)
+class SegmentShape:
+    """What holds for a segment in every plan of the merged order, whatever the model decides.
+
+    ``points``: the widest point range it may take. ``ends_by`` / ``ends_kind``: ops X such that
+    the segment's last cycle is at most the ``"start"`` or ``"end"`` of some op of X (a bit mask
+    of op indices; None when no op bounds it, e.g. an eviction released by the plan's end).
+    ``after_end`` / ``after_start``: ops x whose end / start is at most the segment's first cycle
+    in every plan (bit masks).
+    """
+
+    points: tuple[int, int]
+    ends_by: int | None
+    ends_kind: str
+    after_end: int
+    after_start: int
+
+    def always_before(self, other: "SegmentShape") -> bool:
+        """Whether this segment is before ``other`` on the point axis and in cycles in every plan,
+        so the by-address rule between them holds whatever their addresses.
+
+        Examples
+        --------
+        >>> a = SegmentShape((1, 2), 0b01, "end", 0, 0)  # op 0's access
+        >>> b = SegmentShape((3, 4), 0b10, "end", 0b01, 0b11)  # op 1's, which follows op 0
+        >>> a.always_before(b), b.always_before(a)
+        (True, False)
+        """
+        if self.ends_by is None or self.points[1] > other.points[0]:
+            return False
+        guaranteed = other.after_end if self.ends_kind == "end" else other.after_start
+        return not self.ends_by & ~guaranteed
+
+
+def _precedence(problem: LevelProblem) -> tuple[list[int], list[int]]:
+    """Per op y, the bit masks of the ops x with ``x <= y`` (the op itself or a predecessor) and
+    ``x < y`` (a predecessor): the model's stream order and data dependencies, closed
+    transitively. Every plan starts y after the end of every strict predecessor.
+
+    Examples
+    --------
+    >>> p = LevelProblem((1, 1, 1), ((), (), (0,)), ((0,), (), ()), (4,), (8, 99), (4, 1), op_streams=(0, 1, 1))
+    >>> _precedence(p)  # op 2 after op 1 (its stream) and op 0 (the producer of what it reads)
+    ([1, 2, 7], [0, 0, 3])
+    """
+    weak, strict = [], []
+    last: dict[int, int] = {}
+    for i in range(problem.num_ops):
+        s = problem.stream_of(i)
+        before = {last[s]} if s in last else set()
+        before |= {problem.accesses(t)[0] for t in problem.reads[i] if problem.is_real(problem.accesses(t)[0])}
+        mask = 0
+        for a in before:
+            mask |= weak[a]
+        strict.append(mask)
+        weak.append(mask | 1 << i)
+        last[s] = i
+    return weak, strict
+
+
+def _all_of(masks: list[int], ops) -> int:
+    out = -1
+    for k in ops:
+        out &= masks[k]
+    return out
+
+
+def segment_shapes(problem: LevelProblem) -> dict[tuple[int, int, str], SegmentShape]:
+    """The shape of every segment the model may build, by ``(tensor, access index, kind)``, kind
+    ``access``, ``kept``, ``prefetch`` or ``evict`` (an eviction after access ``j - 1``, before
+    access ``j``): its points as :func:`add_segments` gives them and what bounds its cycles (its
+    access op, the producer or reader before a kept gap or an eviction, the window of ops that
+    may trigger a prefetch or release an eviction).
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> sorted(segment_shapes(p))  # weight 0 (slow-born) read by op 0, tensor 1 written by op 1
+    [(0, 1, 'access'), (0, 1, 'prefetch'), (1, 0, 'access')]
+    """
+    weak, strict = _precedence(problem)
+    n = problem.num_ops
+    shapes = {}
+    for t in range(problem.num_tensors):
+        if not problem.tensor_bytes[t] or problem.tensor_bytes[t] > problem.capacity_bytes[0]:
+            continue
+        acc = problem.accesses(t)
+        for j, op in enumerate(acc):
+            if problem.is_real(op):
+                shapes[t, j, "access"] = SegmentShape((2 * op + 1, 2 * op + 2), 1 << op, "end", strict[op], weak[op])
+            if j == 0:
+                continue
+            prev = acc[j - 1]
+            if problem.is_real(op) and problem.is_real(prev):
+                shapes[t, j, "kept"] = SegmentShape((2 * prev + 2, 2 * op + 1), 1 << op, "start", weak[prev],
+                                                    weak[prev])
+            if problem.is_real(op):  # triggered by an op of [prev, op - 1] (prev = -1: from cycle 0)
+                after = _all_of(weak, range(prev, op)) if prev >= 0 else 0
+                shapes[t, j, "prefetch"] = SegmentShape((2 * prev + 2, 2 * op + 1), 1 << op, "start", after, after)
+            if problem.is_real(prev):  # released by an op of [prev + 1, op] (op = n: the plan's end)
+                window = sum(1 << k for k in range(prev + 1, op + 1)) if op < n else None
+                shapes[t, j, "evict"] = SegmentShape((2 * prev + 2, 2 * op + 1), window, "start", weak[prev],
+                                                     weak[prev])
+    return shapes
+
+
+def segment_pairs(problem: LevelProblem) -> int:
+    """An upper bound on the pairs of segments the model constrains: pairs of segments it may
+    build, less those one of which is before the other on the point axis and in cycles in every
+    plan (:meth:`SegmentShape.always_before`: the rule holds for them whatever the addresses).
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> segment_pairs(p)  # 3 segments, 3 pairs; weight 0's prefetch ends when its read starts
+    2
+    """
+    shapes = list(segment_shapes(problem).values())
+    return sum(1 for n, a in enumerate(shapes) for b in shapes[n + 1:]
+               if not (a.always_before(b) or b.always_before(a)))
+
+
 def time_model_fits(problem: LevelProblem) -> bool:
     """Whether the cycle-time model is built for ``problem``: several streams, unshared,
     unsplit (expand first), and at most :data:`MAX_SEGMENT_PAIRS` pairs of segments.
@@ -148,9 +271,31 @@ def time_model_fits(problem: LevelProblem) -> bool:
     >>> time_model_fits(p), time_model_fits(replace(p, op_streams=()))
     (True, False)
     """
-    n = segment_count(problem)
-    return (problem.multi_stream and not problem.shared_bandwidth and not problem.splits
-            and exact_model_fits(problem) and n * (n - 1) // 2 <= MAX_SEGMENT_PAIRS)
+    return time_model_misfit(problem) is None
+
+
+def time_model_misfit(problem: LevelProblem) -> str | None:
+    """Why the cycle-time model is not built for ``problem`` (None when it is): the reason
+    ``memory.json`` and the report give.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> time_model_misfit(p) is None, time_model_misfit(replace(p, op_streams=()))
+    (True, 'one stream')
+    """
+    if not problem.multi_stream:
+        return "one stream"
+    if problem.shared_bandwidth:
+        return "shared bandwidth"
+    if problem.splits:
+        return "split groups (the model takes a split expansion)"
+    if not exact_model_fits(problem):
+        return "bandwidth fractions too fine for an exact CP-SAT roofline"
+    pairs = segment_pairs(problem)
+    if pairs > MAX_SEGMENT_PAIRS:
+        return f"{pairs} segment pairs that may meet, above the {MAX_SEGMENT_PAIRS} the model is built for"
+    return None
 
 
 def _ceil(a: int, b: int) -> int:
@@ -158,11 +303,15 @@ def _ceil(a: int, b: int) -> int:
 
 
 def build_stream_time_model(problem: LevelProblem, upper_cycles: int | None = None, alignment_bytes: int = 1,
-                            hint: LevelSolution | None = None) -> tuple[cp_model.CpModel, StreamTimeVars]:
+                            hint: LevelSolution | None = None,
+                            prune: bool | None = None) -> tuple[cp_model.CpModel, StreamTimeVars]:
     """The cycle-time model of an unsplit several-stream problem, ``makespan <= upper_cycles``.
 
     ``hint`` (a valid plan with its own ``fast_offsets``, as :func:`validate_levels` accepts
-    it) warm-starts the search.
+    it) warm-starts the search. ``prune``: leave out the rule between two segments one of which
+    is before the other on the point axis and in cycles in every plan (the same solutions, fewer
+    constraints); default (None): only when the full model would have more than
+    :data:`MAX_SEGMENT_PAIRS` pairs, so a model that fitted before is built as before.
 
     Examples
     --------
@@ -185,7 +334,10 @@ def build_stream_time_model(problem: LevelProblem, upper_cycles: int | None = No
     model, lv = build_level_decisions(problem, upper_cycles, hint)
     v = StreamTimeVars(lv, max(1, int(alignment_bytes)))
     add_segments(model, problem, v)
-    add_address_order(model, problem, v)
+    if prune is None:
+        n = len(v.segments)
+        prune = n * (n - 1) // 2 > MAX_SEGMENT_PAIRS
+    add_address_order(model, problem, v, prune)
     if hint is not None:
         _hint_offsets(model, problem, v, hint)
     return model, v
@@ -205,6 +357,7 @@ def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVa
     """
     lv, a = v.levels, v.alignment_bytes
     cap = problem.capacity_bytes[0]
+    shapes = segment_shapes(problem)
     v.op_end = []
     for i in range(problem.num_ops):
         end = model.new_int_var(0, lv.horizon, f"end_{i}")
@@ -229,7 +382,7 @@ def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVa
                 continue
             y = v.offset[t, j]
             _segment(v, t, width, lv.fast[t, j], 2 * op + 1, 2 * op + 2, (2 * op + 1, 2 * op + 2),
-                     lv.start[op], v.op_end[op], y)
+                     lv.start[op], v.op_end[op], y, shapes[t, j, "access"])
             if j == 0:
                 continue
             prev = acc[j - 1]
@@ -237,12 +390,12 @@ def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVa
             if not (isinstance(k, int) and not k):
                 model.add(y == v.offset[t, j - 1]).only_enforce_if(k)
                 _segment(v, t, width, k, 2 * prev + 2, 2 * op + 1, (2 * prev + 2, 2 * op + 1),
-                         v.op_end[prev], lv.start[op], y)
+                         v.op_end[prev], lv.start[op], y, shapes[t, j, "kept"])
             if (t, j) in lv.prefetch:
                 base = lv.trigger_base[t, j]
                 lo = 2 * (base + lv.trigger[t, j]) + 2
                 _segment(v, t, width, lv.prefetch[t, j], lo, 2 * op + 1, (2 * base + 2, 2 * op + 1),
-                         lv.dma_start["p", t, j], lv.start[op], y)
+                         lv.dma_start["p", t, j], lv.start[op], y, shapes[t, j, "prefetch"])
         for (t2, j), ev in lv.evict.items():
             if t2 != t or (t, j - 1) not in v.offset:
                 continue
@@ -250,22 +403,30 @@ def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVa
             rel = prev + 1 + lv.release[t, j]
             widest = 2 * acc[j] + 1
             _segment(v, t, width, ev, 2 * prev + 2, 2 * rel + 1, (2 * prev + 2, widest),
-                     v.op_end[prev], lv.dma_start["e", t, j] + problem.dma_cycles(t), v.offset[t, j - 1])
+                     v.op_end[prev], lv.dma_start["e", t, j] + problem.dma_cycles(t), v.offset[t, j - 1],
+                     shapes[t, j, "evict"])
 
 
 def _segment(v: StreamTimeVars, t: int, width: int, present, point_lo, point_hi, within, cycle_lo, cycle_hi,
-             offset) -> None:
+             offset, shape: SegmentShape) -> None:
     if point_hi is not None and isinstance(point_lo, int) and isinstance(point_hi, int) and point_lo >= point_hi:
         return
-    v.segments.append(_Segment(t, width, present, point_lo, point_hi, within, cycle_lo, cycle_hi, offset))
+    if shape.points != tuple(within):  # one description of the segment's points, or pruning is unsound
+        raise ValueError(f"segment of tensor {t}: points {within} but its shape says {shape.points}")
+    v.segments.append(_Segment(t, width, present, point_lo, point_hi, within, cycle_lo, cycle_hi, offset, shape))
 
 
-def add_address_order(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars) -> None:
+def add_address_order(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars,
+                      prune: bool = False) -> None:
     """The by-address rule between every two segments, and the redundant capacity checks.
 
     Two present segments are apart in address, or one is before the other on the point axis
     and in cycles. Segments whose widest point ranges cannot meet are ordered on the point axis
-    already: only address or cycles are left to choose.
+    already: only address or cycles are left to choose. ``prune``: no rule between two segments
+    one of which is before the other on both axes in every plan (:meth:`SegmentShape.always_before`:
+    its widest points end where the other's begin, and it ends by an op that the other's first
+    cycle follows through the stream order and data dependencies); the rule holds for them
+    whatever the addresses, so the model keeps exactly its solutions.
 
     Examples
     --------
@@ -285,7 +446,9 @@ def add_address_order(model: cp_model.CpModel, problem: LevelProblem, v: StreamT
     lits = [_literal(s.present) for s in segs]
     for n, s in enumerate(segs):
         for m in range(n + 1, len(segs)):
-            _add_pair(model, s, segs[m], lits[n], lits[m], f"{n}_{m}")
+            u = segs[m]
+            if not (prune and (s.shape.always_before(u.shape) or u.shape.always_before(s.shape))):
+                _add_pair(model, s, u, lits[n], lits[m], f"{n}_{m}")
     horizon = v.levels.horizon
     time_boxes, address_boxes, demands, point_boxes = [], [], [], []
     for n, s in enumerate(segs):
@@ -376,7 +539,7 @@ def _lowest_footprint(model: cp_model.CpModel, v: StreamTimeVars, solver: cp_mod
 
 def solve_stream_time(problem: LevelProblem, options: SolveOptions = SolveOptions(), budget: Budget | None = None,
                       amount: float | None = None, incumbent: LevelSolution | None = None,
-                      alignment_bytes: int = 1) -> SolveResult[LevelSolution]:
+                      alignment_bytes: int = 1, prune: bool | None = None) -> SolveResult[LevelSolution]:
     """The shortest plan of ``problem`` under the by-address memory order, timed in cycles.
 
     ``problem`` may have split groups: the model is built for ``incumbent``'s split factors
@@ -401,7 +564,7 @@ def solve_stream_time(problem: LevelProblem, options: SolveOptions = SolveOption
         return failure_result(Status.UNKNOWN, "stream-time", time.perf_counter() - t0, reason="does not fit")
     hint = replace(incumbent, split_factors=()) if incumbent is not None else None
     upper = hint.makespan_cycles if hint is not None else None
-    model, v = build_stream_time_model(expanded, upper, alignment_bytes, hint)
+    model, v = build_stream_time_model(expanded, upper, alignment_bytes, hint, prune)
     if budget is None:
         budget = Budget.of(options, MEMORY_LEVELS, t0)
     amount = budget.left if amount is None else amount

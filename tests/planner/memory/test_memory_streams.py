@@ -6,6 +6,7 @@ and activations sharing its SRAM (docs/memory.md, "Several compute streams").
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -13,11 +14,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from planner.isa.instructions import DMA_STREAM, Opcode
+from planner.errors import VerificationError
 from planner.memory.bridge import main_memory_share_cycles
+from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.spec import load_spec
+from planner.verify import verify_plan_dir
 from planner.verify.compare import compare_numeric
 from solvers.memory.levels.validate import memory_waits
+from tests.fuzz.plan_dirs import reseal
 from tests.planner.memory import test_memory_property as one_stream
 
 SPEC = "specs/memory-streams.yaml"
@@ -165,18 +170,41 @@ def test_streams_with_transfers_replay_whichever_plan_is_kept(tmp_path):
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
 
 
-def test_with_splits_offered_the_several_stream_bound_still_bounds_the_plan():
+def test_with_splits_offered_the_several_stream_bound_still_bounds_the_plan(tmp_path):
     # tests/data/specs/memory-streams-split.yaml: every matmul touches 3 MiB, more than the 2 MiB
     # SRAM, so split groups may be offered and the bound covers split plans (before, none was
     # given and the plan's bound was the critical path, 351,232). The weights and the input
-    # (5 MiB at 4 B/cycle) must cross LPDDR on a stream or the DMA engine: 598,016 device
-    # cycles (1 GHz, the timeline's clock), below every replayed candidate.
+    # (5 MiB at 4 B/cycle) must cross LPDDR on a stream or the DMA engine, and two whole ops
+    # that do not fit together run in turn: 736,768 device cycles at the spec's own 5 s (1 GHz,
+    # the timeline's clock), below every replayed candidate.
     spec = load_spec("tests/data/specs/memory-streams-split.yaml")
-    outcome = run(spec, time_limit_s=2, workers=1)
+    outcome = run(spec, time_limit_s=5, workers=1)
     stats = outcome.memory.memory.devices["npu0"].stats
-    assert stats["stream_plan_bound_device_cycles"] == 598_016 == outcome.plan.bound
+    assert stats["stream_plan_bound_device_cycles"] == 736_768 == outcome.plan.bound
     assert outcome.plan.bound <= min(outcome.memory_baselines.values())
     assert outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    # The split plan (a1 in halves) gets the by-address candidates and the cycle-time model (before,
+    # the candidates' replay refused the split factors and the stats said nothing). No candidate is
+    # shorter, and the model proves the level plan's 2,134,066 optimal for its merged order and
+    # factors; memory.json records it though the plan is not replaced, the report says it, and the
+    # verifier checks the figures agree.
+    assert stats["split_factors"] == [1, 1, 2]
+    figures = stats["by_address"]
+    assert figures["level_plan_device_cycles"] == figures["kept_device_cycles"] == 2_134_066
+    model = figures["time_model"]
+    assert (model["status"], model["device_cycles"], model["model_bound_device_cycles"]) == (
+        "OPTIMAL", 2_134_066, 2_134_066) and not model.get("kept")
+    assert outcome.plan.makespan_cycles == 2_134_066
+    out = tmp_path / "out"
+    write_plan_dir(outcome, spec, out, numeric="off")  # verified on the way out
+    assert ("- Several streams: the cycle-time model (offsets in the model) proves the kept plan's 2134066 device "
+            "cycles OPTIMAL for the fixed merged op order") in (out / "report.md").read_text()
+    doc = json.loads((out / "memory.json").read_text())
+    doc["devices"]["npu0"]["stats"]["by_address"]["time_model"]["model_bound_device_cycles"] = 2_000_000
+    (out / "memory.json").write_text(json.dumps(doc, indent=2) + "\n")
+    reseal(out)
+    with pytest.raises(VerificationError, match="by_address.time_model.model_bound_device_cycles"):
+        verify_plan_dir(out)
 
 
 def test_under_sharing_the_bound_also_covers_the_everything_in_main_baseline_by_its_shares(tmp_path):

@@ -14,6 +14,8 @@ from hypothesis import HealthCheck, given, settings
 
 from solvers.memory.levels import (LevelProblem, LevelSolution, Transfer, TransferKind, memory_waits, plan_greedy,
                                    replay_levels, validate_levels)
+from solvers.memory.levels.problem import SplitGroup
+from solvers.memory.levels.split import expand_splits
 from solvers.memory.levels.stream_bound import stream_plan_lower_bound
 from solvers.memory.levels.stream_offsets import pack_stream_offsets, plan_streams_by_address, retime_with_offsets
 from tests.solvers.memory.strategies import stream_level_problems
@@ -128,3 +130,25 @@ def test_two_stream_layers_get_shorter_by_address():
     assert found.makespan_cycles < today
     assert stream_plan_lower_bound(p, 2) <= found.makespan_cycles
     sweep(p, found, found.fast_offsets, found.op_start, tuple(t.start_cycle for t in found.transfers))
+
+
+def test_a_split_plan_gets_by_address_candidates():
+    # Op 0 (stream 0) reads a 64 B weight and writes tensor 2 (32 B), split in halves; op 1
+    # (stream 1) reads another 64 B weight. Slow level 16 B/cycle, fast 64 B/cycle, DMA 4 B/cycle.
+    # The greedy prefetches both weights (16 cycles each on the one engine): portion 0#0 at 16,
+    # 0#1 at 18 (2 cycles each), w1's prefetch after 0#1, 20..36, op 1 at 36: 40 cycles. Read
+    # slow instead: each portion 5 cycles (64 B / 16 + 16 B / 64, rounded up), op 1 4 cycles at
+    # once: 10. Before, the expanded problem's replay refused the split factors and the
+    # candidates were dropped silently (None).
+    p = LevelProblem((4, 4), ((0,), (1,)), ((2,), ()), (64, 64, 32), (128, 9999), (64, 16),
+                     dma_bytes_per_cycle=4, op_streams=(0, 1), splits=(SplitGroup(0, 0, (2,), (1, 2)),))
+    expanded, _ = expand_splits(p, (2,))
+    s = replace(plan_greedy(expanded), split_factors=(2,))
+    assert validate_levels(p, s) == [] and replay_levels(p, s).makespan_cycles == 40
+    found = plan_streams_by_address(p, s, packed_offsets(expanded, replace(s, split_factors=())))
+    assert found is not None and found.split_factors == (2,) and validate_levels(p, found) == []
+    assert (found.makespan_cycles, found.op_start) == (10, (0, 5, 0))
+    assert replay_levels(p, found).op_start == found.op_start
+    sweep(expanded, found, found.fast_offsets, found.op_start, tuple(t.start_cycle for t in found.transfers))
+    timed = retime_with_offsets(p, s)  # the incumbent's own decisions keep their split factors too
+    assert timed is not None and timed.split_factors == (2,) and validate_levels(p, timed) == []
