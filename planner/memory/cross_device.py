@@ -47,6 +47,7 @@ from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_hierarchy_splits, expand_splits, op_duration_lower_bounds, plan_all_slow
 from planner.memory.shared_bandwidth import transfer_key, transfer_share
+from planner.memory.shared_bound import shared_main_memory_bound
 from solvers.memory.levels.link_holds import LinkHold
 from solvers.memory.levels.heads_tails import (
     HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
@@ -575,7 +576,9 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
     paths = access_choice_bound(order, succ, duration, end,
                                 PathContext(two_level, hardware, transfers, device_of, main))
-    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths], default=0)
+    shared = shared_main_memory_bound(order, succ, duration, end, graph, hardware, spine.ops, transfers, two_level,
+                                      main, any_level)  # bandwidth: shared only
+    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths, shared], default=0)
 
 
 def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],

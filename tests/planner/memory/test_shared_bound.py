@@ -1,0 +1,113 @@
+"""The cross-device bound under ``bandwidth: shared`` (issue 14, item 4): every device's main
+memory as a preemptive one machine over the share-cycles every plan spends there
+(:mod:`planner.memory.shared_bound`). Hand-checked on the linked test spec, and never above the
+brute-force optimum over every combination of per-device plans on tiny shared two-device graphs."""
+
+from __future__ import annotations
+
+import copy
+import random
+from fractions import Fraction
+
+import pytest
+
+import planner.memory.cross_device as cross_device
+from planner.memory.cross_device import memory_plan_bound
+from planner.memory.shared_bound import _one_machine
+from planner.pipeline import run
+from planner.spec import load_spec
+from tests.planner.memory.test_cross_device_deadlines import _brute_force_optimum
+from tests.sweeps import examples, random_sweep
+
+LINKED_SHARED = "tests/data/specs/memory-linked-shared.yaml"
+
+
+def _bridges(candidates):
+    return {d: c["memory plan"].bridge for d, c in candidates.items()}
+
+
+def test_one_machine_over_share_cycles_hand_checked():
+    # 1,000 share-cycles a cycle: 10,000 and 5,000 share-cycles are 10 and 5 cycles of the level.
+    assert _one_machine([(0, Fraction(10_000), 0), (0, Fraction(5_000), 0)]) == 15
+    # Released late with a tail: 7 + 5 + 2.
+    assert _one_machine([(7, Fraction(5_000), 2)]) == 14
+    # Share-cycles are rounded down (a use below one share-cycle counts nothing), the sum up.
+    assert _one_machine([(0, Fraction(1_500), 0), (0, Fraction(1, 2), 0)]) == 2
+
+
+def test_linked_shared_spec_hand_checked(choices):
+    # npu1 (edge NPU, LPDDR 17 B/cycle at the plan's 1 GHz) under sharing, in any plan:
+    #   k in main memory holds all of LPDDR for 15,421 cycles; in a level plan it reads u and
+    #   writes v (128 KiB each) at least once in LPDDR: 2 x 131,072 / 17 = 15,420.24 cycles;
+    #   fc reads h (64 KiB, received) and w (256 KiB) and writes y (64 KiB, an output) at least once
+    #   there: 393,216 / 17 = 23,130.35 (in main memory: 1,000 shares for its 23,131 cycles);
+    #   the RECV of h holds 942 shares for 5,096 cycles: 4,800.43.
+    # Level plans: 15,420.24 + 23,130.35 + 4,800.43 = 43,351.02 -> 43,352 (all in main memory is
+    # more: 15,421 + 23,131 + 4,800.43). The path bound was 25,583; the plan is 43,648 (fc cannot
+    # use the 58 shares the RECV leaves).
+    spec = load_spec(LINKED_SHARED)
+    outcome = run(spec)
+    (args, chosen), = choices
+    spine, graph, hardware, candidates = args[:4]
+    assert chosen.bound_cycles == 43_352 == memory_plan_bound(spine, graph, hardware, _bridges(candidates))
+    assert outcome.plan.makespan_cycles == 43_648
+
+
+def test_the_shared_term_is_what_lifts_the_linked_bound(choices, monkeypatch):
+    run(load_spec(LINKED_SHARED))
+    (args, _), = choices
+    spine, graph, hardware, candidates = args[:4]
+    monkeypatch.setattr(cross_device, "shared_main_memory_bound", lambda *a, **k: 0)
+    assert memory_plan_bound(spine, graph, hardware, _bridges(candidates)) == 25_583
+
+
+def _shared_tiny(seed: int) -> dict:
+    """Two edge NPUs under sharing, main-memory-bound: npu0's o0 sends t0 over a fast link to
+    npu1, which first or after runs k over its own input u and output v (all of LPDDR in main
+    memory), then o1 reads t0; on odd seeds o1's result goes back to o2 on npu0 (a round trip).
+    Sizes, the link, the fast capacity and op kinds are drawn."""
+    rng = random.Random(seed)
+    rows = rng.choice([8, 16, 32])
+    back = seed % 2 == 1
+
+    def tensor(name: str, kind: str, r: int = rows) -> dict:
+        return {"name": name, "shape": [r, 16], "dtype": "fp32", "kind": kind}
+    k_rows = rng.choice([8, 16, 32])
+    tensors = [tensor("x", "input"), tensor("t0", "activation"), tensor("t1", "activation" if back else "output"),
+               tensor("u", "input", k_rows), tensor("v", "output", k_rows)]
+    ops = [{"name": "o0", "type": rng.choice(["relu", "gelu"]), "inputs": ["x"], "outputs": ["t0"]},
+           {"name": "k", "type": rng.choice(["relu", "gelu"]), "inputs": ["u"], "outputs": ["v"]},
+           {"name": "o1", "type": rng.choice(["relu", "add"]), "inputs": ["t0"], "outputs": ["t1"]}]
+    if ops[2]["type"] == "add":
+        ops[2]["inputs"] = ["t0", "u"] if k_rows == rows else ["t0", "t0"]
+        if ops[2]["inputs"] == ["t0", "t0"]:
+            ops[2]["type"] = "mul"
+    if back:
+        tensors.append(tensor("y", "output"))
+        ops.append({"name": "o2", "type": "relu", "inputs": ["t1"], "outputs": ["y"]})
+    return {"version": 1, "name": f"tiny-shared-{seed}",
+            "hardware": {"devices": [{"name": "npu", "profile": "edge-npu", "count": 2, "memory": [
+                {"name": "sram", "capacity": rng.choice(["1 KiB", "2 KiB", "4 KiB"]), "bandwidth": "128 GB/s"},
+                {"name": "lpddr", "capacity": "1 GiB", "bandwidth": "17 GB/s"}]}],
+                "topology": {"kind": "all-to-all", "bandwidth": rng.choice(["16 GB/s", "64 GB/s"]),
+                             "latency": rng.choice(["10 ns", "100 ns"])}},
+            "models": [{"name": "m", "graph": {"tensors": tensors, "ops": ops}}],
+            "objective": "latency",
+            "constraints": {"pins": [{"ops": ["m/o0"] + (["m/o2"] if back else []), "device": "npu0"},
+                                     {"ops": ["m/k", "m/o1"], "device": "npu1"}]},
+            "memory": {"plan": True, "split": False, "bandwidth": "shared"},
+            "solver": {"time_limit": "2 s", "workers": 1, "seed": 0}}
+
+
+@random_sweep
+@pytest.mark.parametrize("seed", range(examples(4, 40)))
+def test_the_shared_bound_never_exceeds_the_brute_force_optimum(choices, seed):
+    spec = load_spec(copy.deepcopy(_shared_tiny(seed)))
+    outcome = run(spec)
+    (args, chosen), = choices
+    spine, graph, hardware, candidates, alignment = args[:5]
+    optimum = _brute_force_optimum(spine, graph, hardware, candidates, alignment, shared_bandwidth=True)
+    assert optimum is not None
+    bound = memory_plan_bound(spine, graph, hardware, _bridges(candidates))
+    assert bound == chosen.bound_cycles
+    assert max(bound, outcome.plan.bound or 0) <= optimum <= outcome.plan.makespan_cycles
