@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import random
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -111,3 +112,49 @@ def test_the_shared_bound_never_exceeds_the_brute_force_optimum(choices, seed):
     bound = memory_plan_bound(spine, graph, hardware, _bridges(candidates))
     assert bound == chosen.bound_cycles
     assert max(bound, outcome.plan.bound or 0) <= optimum <= outcome.plan.makespan_cycles
+
+
+# ------------------------------------------------- the re-solves' heads and tails under sharing ---------
+
+ROUND_TRIP = "tests/data/specs/memdevices/round-trip.yaml"
+PINNED = "tests/data/specs/memdevices/pinned-memory.yaml"
+
+
+def _shared(path: str):
+    spec = load_spec(path)
+    return replace(spec, memory=replace(spec.memory, shared_bandwidth=True))
+
+
+def test_a_sends_tail_counts_the_receivers_shares(monkeypatch):
+    # round-trip with sharing, npu1 in main memory: npu0 sends t0 (1,128 cycles); after it npu1's
+    # reshape y1 (0 cycles, no shares) sends t2 back (1,128, its SEND end holding
+    # ceil(1000 * 8 / 17) = 471 of npu1's LPDDR shares) and npu1's gelu v4 reads t2 (121 cycles,
+    # memory-bound in main memory: all 1,000 shares). 471 + 1,000 > 1,000, so v4 and the SEND never
+    # overlap: the tail is 1,128 + 1,128 + 121 = 2,377, where durations alone give 2,256.
+    seen = []
+    real = cross_device.shared_send_tails
+
+    def spy(tails, plan, spine, graph, hardware, others, device):
+        out = real(tails, plan, spine, graph, hardware, others, device)
+        seen.append((device, dict(others), tails, out, plan))
+        return out
+    monkeypatch.setattr(cross_device, "shared_send_tails", spy)
+    run(_shared(ROUND_TRIP))
+    device, others, before, after, plan = next(row for row in seen if row[0] == "npu0" and not row[1])
+    k = next(k for k, t in enumerate(plan.transfers) if t.src_device == "npu0")
+    assert (before[f"xfer:{k}"], after[f"xfer:{k}"]) == (2_256, 2_377)
+    assert all(after[n] >= before[n] for n in before)
+
+
+def test_the_first_solve_sees_the_transfers_pinned_with_sharing(choices):
+    # pinned-memory with sharing: each device's memory plan is also re-solved with its transfers
+    # as link holds read off everything in main memory (``heads/tails 0``), and the passes start
+    # from it. Before: 33,785 (small0 and small1 on their plain memory plans, which know no
+    # transfer times); now 33,229, the small NPUs on plans that saw their transfers.
+    outcome = run(_shared(PINNED))
+    (args, chosen), = choices
+    assert outcome.plan.makespan_cycles == chosen.plan.makespan_cycles == 33_229
+    assert chosen.bound_cycles == 32_595
+    assert {d: e.plan for d, e in chosen.explanations.items()} == {
+        "big0": "heads/tails", "small0": "heads/tails", "small1": "heads/tails"}
+    assert outcome.plan.makespan_cycles < outcome.memory_baselines["all in main memory"]
