@@ -36,7 +36,7 @@ def test_one_machine_over_share_cycles_hand_checked():
     assert _one_machine([(0, Fraction(1_500), 0), (0, Fraction(1, 2), 0)]) == 2
 
 
-def test_linked_shared_spec_hand_checked(choices):
+def test_linked_shared_spec_hand_checked(choices, monkeypatch):
     # npu1 (edge NPU, LPDDR 17 B/cycle at the plan's 1 GHz) under sharing, in any plan:
     #   k in main memory holds all of LPDDR for 15,421 cycles; in a level plan it reads u and
     #   writes v (128 KiB each) at least once in LPDDR: 2 x 131,072 / 17 = 15,420.24 cycles;
@@ -52,12 +52,7 @@ def test_linked_shared_spec_hand_checked(choices):
     spine, graph, hardware, candidates = args[:4]
     assert chosen.bound_cycles == 43_352 == memory_plan_bound(spine, graph, hardware, _bridges(candidates))
     assert outcome.plan.makespan_cycles == 43_648
-
-
-def test_the_shared_term_is_what_lifts_the_linked_bound(choices, monkeypatch):
-    run(load_spec(LINKED_SHARED))
-    (args, _), = choices
-    spine, graph, hardware, candidates = args[:4]
+    # Without the shared term the bound is the path bound.
     monkeypatch.setattr(cross_device, "shared_main_memory_bound", lambda *a, **k: 0)
     assert memory_plan_bound(spine, graph, hardware, _bridges(candidates)) == 25_583
 
