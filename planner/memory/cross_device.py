@@ -914,9 +914,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     (the fast capacity and footprint memory.json states), or None when they do not fit. Every
     combination starts each of ``gangs`` on one cycle (:func:`planner.memory.assemble.assemble`)."""
     evaluate = _Evaluator(spine, graph, hardware, alignment, stats, gangs)
-    # bandwidth: shared (one switch for the spec): a device left in main memory shares it too
-    evaluate.shared_bandwidth = any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
-                                    if not isinstance(lv, HierarchyLevels))  # N-level: offered only unshared
+    evaluate.shared_bandwidth = _shares_bandwidth(candidates)  # a device left in main memory shares it too
     names = list(candidates)
     # per device, per candidate: (its level plan, the stats memory.json gives it), None for main
     options: dict[str, dict[str, tuple[DeviceLevels, Mapping] | None]] = {
@@ -935,10 +933,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
         return math.inf if plan is None else plan.makespan_cycles
 
     none = {d: MAIN for d in names}  # always fits: no level plan at all
-    starts = _starts(names)
-    if evaluate.shared_bandwidth:  # every device's plan also solved seeing its transfers in everything in main memory
-        starts.append(_seen_transfers(spine, graph, hardware, options, run(none), budgets, seed, search, offsets_of))
-    choice = dict(min(starts, key=lambda c: (span(c), sum(v == MAIN for v in c.values()))))
+    seen = ([_seen_transfers(spine, graph, hardware, options, run(none), budgets, seed, search, offsets_of)]
+            if evaluate.shared_bandwidth else [])  # sharing: every plan also solved seeing its transfers
+    choice = dict(min(_starts(names) + seen, key=lambda c: (span(c), sum(v == MAIN for v in c.values()))))
     stops: list[str | None] = []
     resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
     resolve_deadlocks: list[str] = []
@@ -985,6 +982,13 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                                                {d: candidates[d]["memory plan"].bridge for d in names},
                                                {d for d in names if any(isinstance(lv, HierarchyLevels)
                                                                         for lv in candidates[d].values())}))
+
+
+def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:
+    """``bandwidth: shared`` (one switch for the spec), read off the two-level candidates (N-level
+    plans are offered only unshared)."""
+    return any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
+               if not isinstance(lv, HierarchyLevels))
 
 
 SEEN_TRANSFERS = "heads/tails 0"
