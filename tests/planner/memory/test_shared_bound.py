@@ -106,7 +106,10 @@ def test_the_shared_bound_never_exceeds_the_brute_force_optimum(choices, seed):
     assert optimum is not None
     bound = memory_plan_bound(spine, graph, hardware, _bridges(candidates))
     assert bound == chosen.bound_cycles
-    assert max(bound, outcome.plan.bound or 0) <= optimum <= outcome.plan.makespan_cycles
+    # The brute force re-times each level plan in its own order, without link holds; a plan
+    # re-solved with them orders its transfers too, so the kept plan may beat it (seed 31: 325
+    # against 327). The bound holds below both.
+    assert max(bound, outcome.plan.bound or 0) <= min(optimum, outcome.plan.makespan_cycles)
 
 
 # ------------------------------------------------- the re-solves' heads and tails under sharing ---------
