@@ -72,7 +72,7 @@ def shared_main_memory_bound(order: Sequence[str], succ: Mapping[str, list[str]]
     if not any(b.problem.shared_bandwidth for b in bridges.values()):
         return 0
     head = _heads(order, succ, duration)
-    window = {n: (head[n], end[n] - duration[n]) for n in order}  # (head, tail after its end)
+    window = _windows(order, succ, duration, head, end)
     devices = sorted({o.device for o in plan_ops})
     best = 0
     for d in devices:
@@ -94,6 +94,31 @@ def _heads(order: Sequence[str], succ: Mapping[str, list[str]], duration: Mappin
         for m in succ[n]:
             head[m] = max(head[m], head[n] + duration[n])
     return head
+
+
+def _windows(order: Sequence[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
+             head: Mapping[str, int], end: Mapping[str, int]) -> dict[str, tuple[int, int]]:
+    """Per node, (a start no plan's activity precedes, the least time after its end in any plan).
+
+    A link transfer's own head and tail hold. An op's do not in full: the relaxed graph times it
+    at its shortest duration and puts what a plan adds at a transfer's ends in ``recv:``/``send:``
+    nodes before and after it, which a plan that keeps the op in main memory pays inside the op
+    instead. So an op starts no earlier than its predecessors' ends, a ``recv:`` node counting
+    from its own start (the transfer's end), and after its actual end comes the longest of its
+    successors' tails from their starts, a ``send:`` node's from its transfer's start."""
+    preds: dict[str, list[str]] = {n: [] for n in order}
+    for n in order:
+        for m in succ[n]:
+            preds[m].append(n)
+    out = {}
+    for n in order:
+        if n.startswith("op:"):
+            start = max((head[p] if p.startswith("recv:") else head[p] + duration[p] for p in preds[n]), default=0)
+            after = max((end[m] - duration[m] if m.startswith("send:") else end[m] for m in succ[n]), default=0)
+            out[n] = (start, after)
+        else:
+            out[n] = (head[n], end[n] - duration[n])
+    return out
 
 
 def _one_machine(uses: Sequence[_Use]) -> int:

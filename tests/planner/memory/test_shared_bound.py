@@ -156,3 +156,36 @@ def test_the_first_solve_sees_the_transfers_pinned_with_sharing(choices):
     assert {d: e.plan for d, e in chosen.explanations.items()} == {
         "big0": "heads/tails", "small0": "heads/tails", "small1": "heads/tails"}
     assert outcome.plan.makespan_cycles < outcome.memory_baselines["all in main memory"]
+
+
+def test_an_op_kept_in_main_memory_pays_its_transfer_extras_inside(choices):
+    # Regression (an ad-hoc fuzz of random ping-pong pins with sharing): npu0 runs z0 (a reshape
+    # of x) and y1 (relu of x, 31 cycles in main memory, all of LPDDR), and sends t1 to npu1's x2
+    # (1,032 cycles, then 98). The relaxed graph times y1 at its shortest (17, x fast) and puts
+    # the 14 cycles any plan adds to write t1 to main memory in a send node after it; a plan that
+    # keeps npu0 in main memory pays them inside y1. Taking y1's tail after its relaxed end
+    # (14 + 1,032 + 98 = 1,144) as the tail after its actual end gave 31 + 1,144 = 1,175 for the
+    # all-in-main case and a bound of 1,164 above the plan's 31 + 1,032 + 98 = 1,161. Now an op's
+    # tail skips send nodes (and its head counts a recv node from its start), and the bound
+    # meets the plan: 1,161, optimal.
+    tensors = [{"name": "x", "shape": [4, 16], "dtype": "fp32", "kind": "input"},
+               {"name": "t0", "shape": [4, 16], "dtype": "fp32", "kind": "activation"},
+               {"name": "t1", "shape": [4, 16], "dtype": "fp32", "kind": "activation"},
+               {"name": "w2", "shape": [16, 16], "dtype": "fp32", "kind": "weight"},
+               {"name": "t2", "shape": [4, 16], "dtype": "fp32", "kind": "output"}]
+    ops = [{"name": "z0", "type": "reshape", "inputs": ["x"], "outputs": ["t0"], "attrs": {"shape": [4, 16]}},
+           {"name": "y1", "type": "relu", "inputs": ["x"], "outputs": ["t1"]},
+           {"name": "x2", "type": "matmul", "inputs": ["t1", "w2"], "outputs": ["t2"]}]
+    spec = {"version": 1, "name": "send-extra",
+            "hardware": {"devices": [{"name": "npu", "profile": "edge-npu", "count": 2, "memory": [
+                {"name": "sram", "capacity": "12 KiB", "bandwidth": "128 GB/s"},
+                {"name": "lpddr", "capacity": "1 GiB", "bandwidth": "17 GB/s"}]}],
+                "topology": {"kind": "all-to-all", "bandwidth": "8 GB/s", "latency": "1 us"}},
+            "models": [{"name": "m", "graph": {"tensors": tensors, "ops": ops}}],
+            "objective": "latency",
+            "memory": {"plan": True, "split": False, "bandwidth": "shared"},
+            "solver": {"time_limit": "2 s", "workers": 1, "seed": 0},
+            "constraints": {"pins": [{"ops": ["m/z0", "m/y1"], "device": "npu0"}, {"ops": ["m/x2"], "device": "npu1"}]}}
+    outcome = run(spec)
+    (_, chosen), = choices
+    assert outcome.plan.makespan_cycles == chosen.bound_cycles == 1_161
