@@ -46,7 +46,9 @@ from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_hierarchy_splits, expand_splits, op_duration_lower_bounds, plan_all_slow
-from planner.memory.shared_bandwidth import transfer_key, transfer_share
+from planner.memory.shared_bandwidth import bandwidth_gate, transfer_key, transfer_share, unplanned_shares
+from solvers.memory.levels.bandwidth import SHARE_UNITS
+from planner.memory.shared_bound import shared_main_memory_bound
 from solvers.memory.levels.link_holds import LinkHold
 from solvers.memory.levels.heads_tails import (
     HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
@@ -57,7 +59,7 @@ from solvers.memory.levels.hierarchy_heads_tails import solve_hierarchy_heads_ta
 __all__ = ["ALL_HOME", "MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "bridge_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
            "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels",
-           "round_trips"]
+           "round_trips", "shared_send_tails"]
 
 log = logging.getLogger(__name__)
 
@@ -203,26 +205,145 @@ def _to_device(cycles: int, hardware: Hardware, device) -> int:
 
 def device_heads_tails(plan: Plan, graph, hardware: Hardware, lv: DeviceLevels,
                        deadlines: tuple[SentDeadline, ...] = (),
-                       round_trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None) -> HeadsTails:
+                       round_trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None,
+                       spine: Plan | None = None, others: Mapping[str, Any] | None = None) -> HeadsTails:
     """The heads and tails the rest of ``plan`` imposes on ``lv``'s device, over its expanded
     problem, with the sent-tensor ``deadlines`` (over the bridge's problem, :func:`sent_deadlines`)
     and, under sharing, its link transfers as link holds with their ``round_trips``
-    (:func:`round_trips`)."""
-    holds = (_link_holds(plan, hardware, lv, critical_tails(plan, graph, lv.bridge.device.name), round_trips or {})
-             if lv.expanded.shared_bandwidth else ())
-    return bridge_heads_tails(plan, graph, hardware, lv.bridge, lv.solution.split_factors, deadlines, holds)
+    (:func:`round_trips`) and, given the ``spine`` and the ``others``' plans, tails that also
+    count the other devices' DMA waits (:func:`shared_send_tails`)."""
+    tails = critical_tails(plan, graph, lv.bridge.device.name)
+    if lv.expanded.shared_bandwidth and spine is not None and others is not None:
+        tails = shared_send_tails(tails, plan, spine, graph, hardware, others, lv.bridge.device.name)
+    holds = _link_holds(plan, hardware, lv, tails, round_trips or {}) if lv.expanded.shared_bandwidth else ()
+    return bridge_heads_tails(plan, graph, hardware, lv.bridge, lv.solution.split_factors, deadlines, holds, tails)
+
+
+def shared_send_tails(tails: Mapping[str, int], plan: Plan, spine: Plan, graph, hardware: Hardware,
+                      others: Mapping[str, Any], device: str) -> dict[str, int]:
+    """``tails`` (:func:`critical_tails` of ``plan``) with each transfer's at least its longest
+    path to the end through the whole plan's re-timing graph with the other devices on their
+    plans (``others``; the rest in main memory) and ``device``'s ops left out: their op
+    instances and DMAs in their orders, a prefetch after the transfer that brings its tensor, so
+    a receiver's DMA waits count; and at least its duration plus, on each other device, the
+    main-memory share-cycles of what follows it there over :data:`SHARE_UNITS` a cycle
+    (:func:`_share_floor`: everything after the transfer starts after its end and shares that
+    device's main memory), so the receiver's shares count. The other devices' plans are the ones
+    the re-solve is judged with, so the tail holds in each of its re-timings."""
+    acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
+    succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{device}:"))
+    shares = _main_shares(spine, graph, hardware, others, device, transfers, duration)
+    resource = {a.name: a.resource for a in acts}
+    longest: dict[str, int] = {}
+    for n in reversed(_topological(succ)):
+        longest[n] = duration[n] + max((longest[m] for m in succ[n]), default=0)
+    by_key = {transfer_key(t): max(longest.get(name, 0), duration.get(name, 0) + _share_floor(
+                  _reachable(name, succ), shares, duration, resource)) for k, t in enumerate(transfers)
+              for name in (f"xfer:{k}",)}
+    out = dict(tails)
+    for k, t in enumerate(plan.transfers):
+        name = f"xfer:{k}"
+        out[name] = max(out.get(name, 0), by_key.get(transfer_key(t), 0))
+    return out
+
+
+def _main_shares(spine: Plan, graph, hardware: Hardware, others: Mapping[str, Any], device: str,
+                 transfers, duration: Mapping[str, int]) -> dict[str, dict[str, int]]:
+    """Per activity of the whole plan's re-timing graph with ``others`` on their two-level plans
+    (the rest in main memory), the main-memory shares it holds on each device other than
+    ``device`` and the N-level ones: the re-timing gate's shares
+    (:func:`~planner.memory.shared_bandwidth.bandwidth_gate`), a link transfer on both ends."""
+    two = {e: lv for e, lv in others.items() if not isinstance(lv, HierarchyLevels)}
+    skip = {device} | (set(others) - set(two))
+    instances = {e: tuple(lv.bridge.ops[orig] + (f"#{p}" if lv.factors_of_op[orig] > 1 else "")
+                          for orig, p in lv.op_origin) for e, lv in two.items()}  # assemble's instance names
+    gate = bandwidth_gate(two, instances, True, transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links},
+                          unplanned_shares(spine, graph, hardware, set(others) | {device}), hardware)
+    out: dict[str, dict[str, int]] = {}
+    for name, rows in (gate.shares.items() if gate is not None else ()):
+        for dev, level, u in rows:
+            if level == 1 and dev not in skip and name in duration:
+                row = out.setdefault(name, {})
+                row[dev] = row.get(dev, 0) + u
+    return out
+
+
+def _reachable(source: str, succ: Mapping[str, list[str]]) -> set[str]:
+    """Every node after ``source`` (not itself)."""
+    seen: set[str] = set()
+    todo = list(succ.get(source, ()))
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(succ.get(n, ()))
+    return seen
+
+
+def _share_floor(between: Collection[str], shares: Mapping[str, Mapping[str, int]], duration: Mapping[str, int],
+                 resource: Mapping[str, str]) -> int:
+    """Plan cycles the activities ``between`` need at least on the busiest main memory, under
+    the re-timing gate (at most :data:`SHARE_UNITS` shares held at once): the larger of
+
+    * their share-cycles there over :data:`SHARE_UNITS` a cycle, rounded up, and
+    * the durations of activities of which no two overlap (:func:`_apart_cycles`: one resource,
+      or shares summing above :data:`SHARE_UNITS`), so a receive holding most of a device's
+      main memory runs beside none of its ops that hold more than the rest.
+
+    Examples
+    --------
+    Shares 600 for 2 cycles and 500 for 3 on one device cannot overlap (5); 200 beside them adds
+    no cycle by either rule:
+
+    >>> sh = {"a": {"d": 600}, "b": {"d": 500}, "c": {"d": 200}, "x": {"d": 1000}}
+    >>> dur = {"a": 2, "b": 3, "c": 4, "x": 9}
+    >>> _share_floor({"a", "b", "c"}, sh, dur, {"a": "s0", "b": "s1", "c": "s2", "x": "s0"})
+    5
+    """
+    per: dict[str, list[tuple[int, int, str]]] = {}
+    for n in between:
+        for dev, u in shares.get(n, {}).items():
+            per.setdefault(dev, []).append((u, duration[n], resource.get(n, n)))
+    best = 0
+    for rows in per.values():
+        energy = sum(u * dur for u, dur, _ in rows)
+        best = max(best, -(-energy // SHARE_UNITS), _apart_cycles(rows))
+    return best
+
+
+def _apart_cycles(rows: list[tuple[int, int, str]]) -> int:
+    """The longest total duration of a set of ``(shares, duration, resource)`` uses of one level
+    of which no two overlap (same resource, or shares summing above :data:`SHARE_UNITS`), found
+    greedily from each resource's uses and from the largest share down (any such set is a bound)."""
+    def clash(a, b) -> bool:
+        return a[2] == b[2] or a[0] + b[0] > SHARE_UNITS
+
+    seeds = [[r for r in rows if r[2] == res] for res in sorted({r[2] for r in rows})]
+    seeds.append([])
+    by_share = sorted(rows, key=lambda r: (-r[0], -r[1], r[2]))
+    by_length = sorted(rows, key=lambda r: (-r[1], -r[0], r[2]))
+    best = 0
+    for seed in seeds:
+        for pool in (by_share, by_length):
+            chosen = list(seed)
+            for r in pool:
+                if r not in chosen and all(clash(r, c) for c in chosen):
+                    chosen.append(r)
+            best = max(best, sum(dur for _, dur, _ in chosen))
+    return best
 
 
 def bridge_heads_tails(plan: Plan, graph, hardware: Hardware, bridge, split_factors: Sequence[int],
-                       deadlines: tuple[SentDeadline, ...] = (), holds: tuple[LinkHold, ...] = ()) -> HeadsTails:
+                       deadlines: tuple[SentDeadline, ...] = (), holds: tuple[LinkHold, ...] = (),
+                       tails: Mapping[str, int] | None = None) -> HeadsTails:
     """:func:`device_heads_tails` of the device of ``bridge`` (a two-level
     :class:`~planner.memory.bridge.DeviceBridge`; an N-level device's is its ``base``, index for
     index), over the problem expanded by ``split_factors``; with link ``holds`` (shared
     bandwidth), what a received transfer brings waits for its hold's end instead of the
-    transfer's planned end."""
+    transfer's planned end; ``tails`` per node (default: :func:`critical_tails`)."""
     dev = bridge.device
     d = dev.name
-    tails = critical_tails(plan, graph, d)
+    tails = critical_tails(plan, graph, d) if tails is None else tails
     arrive: dict[tuple[str, str], int] = {}
     into: dict[str, int] = {}
     sent_tail: dict[str, int] = {}
@@ -315,13 +436,20 @@ def round_trips(spine: Plan, graph, hardware: Hardware, others: Mapping[str, Dev
     that waits, through the other devices (``others``' plans, the rest in main memory), for a
     transfer out of it: its earliest start with this device's transfers out at cycle 0 and its
     own ops left out, and per such transfer out the longest wait from its start to this one's
-    start (durations, device cycles rounded down), as in :func:`sent_deadlines`. The heads of a
-    round trip then move with the device's own sends instead of staying where the current
-    plan has them."""
+    start (durations, device cycles rounded down), as in :func:`sent_deadlines`, and at least the
+    transfer out's duration plus what runs between the two needs of any other device's main
+    memory (:func:`_share_floor`). The heads of a round trip then move with the device's own
+    sends instead of staying where the current plan has them."""
     dev = lv.bridge.device
     d = dev.name
     acts, sequences, transfers = mixed_activities(spine, graph, hardware, others)
     succ, duration = _successors(acts, sequences, lambda a: a.resource.startswith(f"stream:{d}:"))
+    shares = _main_shares(spine, graph, hardware, others, d, transfers, duration)
+    resource = {a.name: a.resource for a in acts}
+    preds: dict[str, list[str]] = {n: [] for n in succ}
+    for n, ms in succ.items():
+        for m in ms:
+            preds[m].append(n)
     order = _topological(succ)
     earliest = {n: 0 for n in order}
     for n in order:
@@ -333,12 +461,16 @@ def round_trips(spine: Plan, graph, hardware: Hardware, others: Mapping[str, Dev
         if t.src_device != d:
             continue
         longest = _longest_from(f"xfer:{k}", order, succ, duration)
+        after = _reachable(f"xfer:{k}", succ)
         for k2, back in enumerate(transfers):
             name = f"xfer:{k2}"
             if k2 == k or d not in (back.src_device, back.dst_device) or name not in longest:
                 continue
             head, lags = out.setdefault(transfer_key(back), (_to_device(earliest.get(name, 0), hardware, dev), {}))
-            lag = _to_device(longest[name] - duration[name], hardware, dev)
+            # what runs between the two holds shares the other devices' main memory too
+            between = after & _reachable(name, preds)
+            lag = _to_device(max(longest[name] - duration[name],
+                                 duration[f"xfer:{k}"] + _share_floor(between, shares, duration, resource)), hardware, dev)
             lags[transfer_key(t)] = max(lags.get(transfer_key(t), 0), lag)
     return out
 
@@ -579,7 +711,9 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
     paths = access_choice_bound(order, succ, duration, end,
                                 PathContext(two_level, hardware, transfers, device_of, main))
-    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths], default=0)
+    shared = shared_main_memory_bound(order, succ, duration, end, graph, hardware, spine.ops, transfers, two_level,
+                                      main, any_level)  # bandwidth: shared only
+    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths, shared], default=0)
 
 
 def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
@@ -784,9 +918,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     (the fast capacity and footprint memory.json states), or None when they do not fit. Every
     combination starts each of ``gangs`` on one cycle (:func:`planner.memory.assemble.assemble`)."""
     evaluate = _Evaluator(spine, graph, hardware, alignment, stats, gangs)
-    # bandwidth: shared (one switch for the spec): a device left in main memory shares it too
-    evaluate.shared_bandwidth = any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
-                                    if not isinstance(lv, HierarchyLevels))  # N-level: offered only unshared
+    evaluate.shared_bandwidth = _shares_bandwidth(candidates)  # a device left in main memory shares it too
     names = list(candidates)
     # per device its floor: main memory, or everything at home where it reads homed tensors
     floor = {d: ALL_HOME if ALL_HOME in candidates[d] else MAIN for d in names}
@@ -808,7 +940,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
         return math.inf if plan is None else plan.makespan_cycles
 
     none = dict(floor)  # always fits: no level plan at all (or every tensor at its home)
-    choice = dict(min(_starts(floor), key=lambda c: (span(c), sum(v == floor[d] for d, v in c.items()))))
+    seen = ([_seen_transfers(spine, graph, hardware, options, run(none), budgets, seed, search, offsets_of)]
+            if evaluate.shared_bandwidth else [])  # sharing: every plan also solved seeing its transfers
+    choice = dict(min(_starts(floor) + seen, key=lambda c: (span(c), sum(v == floor[d] for d, v in c.items()))))
     stops: list[str | None] = []
     resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
     resolve_deadlocks: list[str] = []
@@ -823,11 +957,11 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             if lv is not None:  # over two levels (none where it reads homed tensors)
                 trips = round_trips(spine, graph, hardware, others, lv) if lv.expanded.shared_bandwidth else None
                 found, stop, resolved[d] = _resolve(lv, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE,
-                                                    seed, search, offsets_of, deadlines, trips)
+                                                    seed, search, offsets_of, deadlines, trips, spine, others)
                 stops.append(stop)
                 resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)  # never, if the deadlines are right (tested)
-            if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads and tails
+            if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads, tails and deadlines
                 found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
                                                 budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
                 stops.append(stop)
@@ -860,6 +994,39 @@ def _choice_bound(spine: Plan, graph, hardware: Hardware, candidates: Mapping[st
     bridges = {d: _two_level_bridge(c["memory plan"]) for d, c in candidates.items()}
     any_level = {d for d, c in candidates.items() if any(isinstance(lv, HierarchyLevels) for lv in c.values())}
     return memory_plan_bound(spine, graph, hardware, bridges, any_level)
+
+
+def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:
+    """``bandwidth: shared`` (one switch for the spec), read off the two-level candidates (N-level
+    plans are offered only unshared)."""
+    return any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
+               if not isinstance(lv, HierarchyLevels))
+
+
+SEEN_TRANSFERS = "heads/tails 0"
+
+
+def _seen_transfers(spine: Plan, graph, hardware: Hardware, options: dict, main_plan: Plan,
+                    budgets: Mapping[str, float], seed: int, search: str, offsets_of) -> dict[str, str]:
+    """Under sharing, each device's memory plan re-solved with its link transfers as link holds,
+    their heads, tails and round trips read off everything in main memory (``main_plan``; the
+    other devices in main memory), as the Gauss-Seidel passes do from the current plan: the
+    plain solve knows no transfer times. Offered as :data:`SEEN_TRANSFERS`; the start it
+    returns takes it on every device that has one (else the memory plan)."""
+    start = {}
+    for d, row in options.items():
+        lv = row["memory plan"][0]
+        if isinstance(lv, HierarchyLevels):
+            start[d] = "memory plan"
+            continue
+        deadlines = sent_deadlines(spine, graph, hardware, {}, lv)
+        trips = round_trips(spine, graph, hardware, {}, lv)
+        found, _, _ = _resolve(lv, main_plan, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed, search,
+                               offsets_of, deadlines, trips, spine, {})
+        if found is not None:
+            row[SEEN_TRANSFERS] = found
+        start[d] = SEEN_TRANSFERS if found is not None else "memory plan"
+    return start
 
 
 def _two_level_incumbent(row: Mapping[str, tuple[DeviceLevels, Mapping] | None], chosen: str) -> DeviceLevels | None:
@@ -936,15 +1103,17 @@ def _starts(floor: Mapping[str, str]) -> list[dict[str, str]]:
 
 def _resolve(lv: DeviceLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
              search: str, offsets_of, deadlines: tuple[SentDeadline, ...] = (),
-             trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None
+             trips: Mapping[str, tuple[int, Mapping[str, int]]] | None = None,
+             spine: Plan | None = None, others: Mapping[str, Any] | None = None
              ) -> tuple[tuple[DeviceLevels, Mapping] | None, str | None, tuple]:
     """``lv``'s device re-solved under the heads and tails of ``current`` and the sent-tensor
-    ``deadlines`` (:func:`sent_deadlines`; its split factors kept):
+    ``deadlines`` (:func:`sent_deadlines`; its split factors kept; under sharing its tails also
+    through ``others``' plans of ``spine``, :func:`shared_send_tails`):
     the new plan with its stats (None: nothing new that packs), how the solve stopped, and its
     figures (objective, lower bound, everything in main memory's objective)."""
     bridge = lv.bridge
     problem = lv.expanded
-    ht = device_heads_tails(current, graph, hardware, lv, deadlines, trips)
+    ht = device_heads_tails(current, graph, hardware, lv, deadlines, trips, spine, others)
     incumbent = replace(lv.solution, split_factors=())
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_heads_tails(problem, ht, opts, incumbent=incumbent)

@@ -175,15 +175,16 @@ def _device_plans(bridge, hardware, alignment):
     return plans
 
 
-def _brute_force_optimum(spine, graph, hardware, candidates, alignment):
-    """The fastest re-timed whole plan over every combination of per-device plans (main included)."""
+def _brute_force_optimum(spine, graph, hardware, candidates, alignment, shared_bandwidth=False):
+    """The fastest re-timed whole plan over every combination of per-device plans (main included;
+    ``shared_bandwidth``: every device shares its main memory, as under ``bandwidth: shared``)."""
     names = sorted(candidates)
     per_device = [[None] + _device_plans(candidates[d]["memory plan"].bridge, hardware, alignment) for d in names]
     best = None
     for combo in itertools.product(*per_device):
         levels = {d: lv for d, lv in zip(names, combo) if lv is not None}
         try:
-            plan, _ = assemble(spine, graph, hardware, levels, alignment)
+            plan, _ = assemble(spine, graph, hardware, levels, alignment, shared_bandwidth=shared_bandwidth)
         except (InfeasibleError, RetimingDeadlock):
             continue
         best = plan.makespan_cycles if best is None else min(best, plan.makespan_cycles)
