@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -30,6 +32,24 @@ def plan(*args: str, cwd: Path, umask: int | None = None, **env: str) -> subproc
         command = ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *command]
     return subprocess.run(command, cwd=cwd, env=child_env(**env), capture_output=True, text=True,
                           timeout=TIMEOUT_S)
+
+
+def plan_in_process(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """``plan ARGS`` run by the console script's own :func:`planner.cli.main` in this process, in
+    ``cwd``: the same exit code, stdout and stderr as :func:`plan`, without a new interpreter
+    importing the planner and OR-Tools (about a CPU second a run). For cases that end before
+    anything is solved or written (a refused target); a traceback would print to stderr, as in
+    a child."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, list(args), prog_name="plan", env={**env, "COLUMNS": "200"})
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess([*PLAN, *args], result.exit_code, result.stdout, stderr)
 
 
 _STARTED: list[subprocess.Popen] = []
