@@ -1,4 +1,5 @@
-"""Run the real ``plan`` command in a child process (the tests of outputs and interrupts)."""
+"""Run the real ``plan`` command in a child process (the tests of outputs and interrupts), or the
+same command in this process when the child itself is not what a test checks."""
 
 from __future__ import annotations
 
@@ -35,11 +36,12 @@ def plan(*args: str, cwd: Path, umask: int | None = None, **env: str) -> subproc
 
 
 def plan_in_process(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-    """``plan ARGS`` run by the console script's own :func:`planner.cli.main` in this process, in
-    ``cwd``: the same exit code, stdout and stderr as :func:`plan`, without a new interpreter
-    importing the planner and OR-Tools (about a CPU second a run). For cases that end before
-    anything is solved or written (a refused target); a traceback would print to stderr, as in
-    a child."""
+    """``plan ARGS`` run by the command's own typer app in this process, in ``cwd`` (``env`` set
+    for the run): the same exit code, stdout and stderr as :func:`plan`, without a new
+    interpreter importing the planner and OR-Tools (0.6-1 CPU-s a run). For the tests of what a
+    command refuses, writes or prints; the tests of the process itself (signals, the umask,
+    the console script, several runs at once) use :func:`plan` or :func:`start_plan`. An
+    exception that escapes the command is printed into stderr, as a child would print it."""
     from typer.testing import CliRunner
 
     from planner.cli import app
