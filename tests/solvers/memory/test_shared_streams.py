@@ -25,7 +25,6 @@ from solvers.memory.levels.heads_tails import HeadsTails, objective_cycles, reti
 from tests.solvers.memory.strategies import level_problems
 from tests.solvers.memory.test_streams import _cycle_peak
 from tests.solvers.test_memory_levels import level_drafts
-from tests.sweeps import examples, random_sweep
 
 _OPTIONS = SolveOptions(time_limit_s=10, num_workers=1, random_seed=0)
 
@@ -159,9 +158,7 @@ def test_every_solver_gives_a_valid_shared_plan_that_fits_in_cycles(p):
         assert separate.objective <= cpsat.objective
 
 
-@random_sweep
-@settings(max_examples=examples(40, 100), deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(_shared_stream_problems())
 def test_cpsat_and_the_bound_against_the_shared_brute_force(p):
     opt = shared_brute_force(p)
