@@ -76,7 +76,6 @@ __all__ = [
     "placement_baselines",
     "schedule_placement",
     "plan_loads",
-    "render_max_load_section",
     "solve_max_load",
     "max_load_outcome",
 ]
@@ -130,7 +129,8 @@ class MaxLoadOutcome(Outcome):
 
     ``problem``/``reduction`` are the single-sample scheduling problem (placement fixed) and
     its inverse; the other fields, with ``baselines`` and ``extra_baselines``, are the
-    :class:`MaxLoadDetails`; ``report_sections`` holds :func:`render_max_load_section`.
+    :class:`MaxLoadDetails`. report.md's max-load section is drawn from plan.json's ``solver``
+    record (:func:`planner.report.sections.max_load_section`), as the verifier redraws it.
 
     Examples
     --------
@@ -140,6 +140,10 @@ class MaxLoadOutcome(Outcome):
     >>> outcome = run(load_spec(EXAMPLE))
     >>> [(r["solver"], r["objective"]) for r in baseline_rows(outcome)]
     [('cpsat-placement', 40), ('greedy (linear split + local search)', 40), ('linear split', 40), ('one accelerator', 60), ('lower bound', None)]
+    >>> from planner.output import plan_route_sections
+    >>> text, = plan_route_sections(outcome.plan, load_spec(EXAMPLE).hardware)
+    >>> [line for line in text.splitlines() if line.startswith("| acc")]
+    ['| acc0 | accelerator | 1 | 30 | 10 | 40 | 100.0% |', '| acc1 | accelerator | 1 | 30 | 10 | 40 | 100.0% |']
     """
 
     placement_problem: PlacementProblem | None = None
@@ -320,49 +324,6 @@ def plan_loads(plan: Plan, spec: Spec) -> dict[str, int]:
     return loads
 
 
-def _role(reduction: MaxLoadReduction, name: str) -> str:
-    return "accelerator" if name in reduction.device_names[:reduction.num_accelerators] else "CPU"
-
-
-def render_max_load_section(outcome: "MaxLoadOutcome") -> str:
-    """The report.md section: the model, per-device loads and the baselines' max-loads.
-
-    Examples
-    --------
-    >>> from planner.pipeline import run
-    >>> from planner.spec import load_spec
-    >>> text = render_max_load_section(run(load_spec(EXAMPLE)))
-    >>> [line for line in text.splitlines() if line.startswith("| acc")]
-    ['| acc0 | accelerator | 1 | 30 | 10 | 40 | 100.0% |', '| acc1 | accelerator | 1 | 30 | 10 | 40 | 100.0% |']
-    """
-    red, p, plan = outcome.placement_reduction, outcome.placement_problem, outcome.plan
-    lines = ["## Max-load (Tarnawski et al., NeurIPS 2020)", "",
-             f"Accelerators: kind `{red.accelerator_kind}` ({red.num_accelerators}); CPUs: "
-             + (f"kind `{red.cpu_kind}` ({len(red.device_names) - red.num_accelerators})" if red.cpu_kind else "none")
-             + f"; contiguous: {'yes' if red.contiguous else 'no'}; accelerator memory "
-             f"{format_bytes(p.memory_bytes) if p.num_accelerators else '-'}. The objective is the largest load; "
-             f"the plan's ops and transfers are one sample scheduled with this placement fixed "
-             f"(makespan {plan.makespan_cycles} cycles).", "",
-             "| device | role | ops | compute cycles | communication cycles | load | of max-load |",
-             "|---|---|---|---|---|---|---|"]
-    compute: dict[str, int] = {}
-    count: dict[str, int] = {}
-    for o in plan.ops:
-        compute[o.device] = compute.get(o.device, 0) + o.duration_cycles
-        count[o.device] = count.get(o.device, 0) + 1
-    top = max(outcome.loads.values(), default=0)
-    for name in red.device_names:
-        load = outcome.loads.get(name, 0)
-        lines.append(f"| {name} | {_role(red, name)} | {count.get(name, 0)} | {compute.get(name, 0)} | "
-                     f"{load - compute.get(name, 0)} | {load} | {100 * load / max(top, 1):.1f}% |")
-    lines += ["", "| placement | max-load | vs planner |", "|---|---|---|"]
-    for name, value in outcome.baselines.items():
-        shown = "not valid (memory, colour classes or contiguity)" if value is None else value
-        vs = "-" if value is None else f"{100 * (value - plan.objective) / max(plan.objective, 1):+.2f}%"
-        lines.append(f"| {name} | {shown} | {vs} |")
-    return "\n".join(lines) + "\n"
-
-
 def _explain_infeasible(spec: Spec, problem: PlacementProblem, reduction: MaxLoadReduction) -> str:
     """A user-level reason when the placement solver proves infeasibility."""
     names = reduction.op_names
@@ -529,7 +490,7 @@ def solve_max_load(problem: Problem, tunables: MaxLoadSettings = MaxLoadSettings
 
 
 def max_load_outcome(outcome: Outcome, solved: Solved) -> MaxLoadOutcome:
-    """The pipeline's outcome with the max-load details and the report.md section added."""
+    """The pipeline's outcome with the max-load details added (the baselines' rows among them)."""
     d: MaxLoadDetails = solved.details
     stages = {f.name: getattr(outcome, f.name) for f in fields(Outcome)}
     full = MaxLoadOutcome(**{**stages, "baselines": d.baselines, "extra_baselines": d.extra_baselines},
@@ -537,4 +498,4 @@ def max_load_outcome(outcome: Outcome, solved: Solved) -> MaxLoadOutcome:
                           schedule=d.schedule, loads=d.loads)
     log.info("max-load %d (%s, bound %s) in %.2f s", full.plan.objective, full.result.status.value,
              full.plan.bound, full.plan.wall_time_s)
-    return replace(full, report_sections=(render_max_load_section(full),))
+    return full

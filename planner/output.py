@@ -18,11 +18,12 @@ from planner.errors import InternalError, PlannerError
 from planner.graph.serialize import graph_to_dict
 from planner.memory.cross_device import bound_entry
 from planner.memory.figures import device_figures
-from planner.plan import plan_document
+from planner.plan import Plan, plan_document
 from planner.report import render_report
 from planner.report.html import render_html
 from planner.report.markdown import level_capacities, report_hardware
 from planner.report.memory import fast_footprint, render_memory_section
+from planner.report.sections import route_sections
 from planner.report.trace import trace_json
 from planner.safe_output import atomic_directory
 from planner.stage_timing import stage
@@ -33,8 +34,8 @@ if TYPE_CHECKING:  # annotations only: writing needs no solver module (planner.s
     from planner.spec import Spec
     from planner.stages import Outcome
 
-__all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "write_html_report",
-           "write_json", "write_plan_dir"]
+__all__ = ["atomic_directory", "baseline_rows", "memory_document", "peak_memory_by_device", "plan_route_sections",
+           "write_html_report", "write_json", "write_plan_dir"]
 
 
 def write_json(path: Path, data: Any) -> None:
@@ -130,13 +131,27 @@ def memory_document(outcome: Outcome, graph) -> dict[str, Any]:
                if getattr(memory, "cross_device_bound", None) is not None else {})}
 
 
-def _memory_sections(outcome: Outcome, spec: Spec, memory_doc) -> list[str]:
+def plan_route_sections(plan: Plan, hardware) -> list[str]:
+    """report.md's route sections (max-load, islands, warm start, given placement, re-placement),
+    drawn by :func:`planner.report.sections.route_sections` from the plan's fields as plan.json
+    holds them, the records the verifier redraws them from: one drawing for both.
+
+    The record goes through JSON first, so the drawing reads the values plan.json will hold
+    (lists, string keys, plain strings for enums), not the live objects they are written from.
+    """
+    devices, _ = _hardware_entries(hardware)
+    record = json.loads(json.dumps({**plan.to_dict(), "devices": devices}))
+    main_capacities = {d.name: level_capacities(d)[d.profile.main_memory.name] for d in hardware.devices}
+    return route_sections(record, main_capacities)
+
+
+def _report_sections(outcome: Outcome, spec: Spec, memory_doc) -> list[str]:
+    """The memory section (memory.json as written), then the route's sections (plan.json's records)."""
     sections = []
     if memory_doc is not None:
-
         capacities = {d.name: level_capacities(d) for d in spec.hardware.devices}
         sections.append(render_memory_section(memory_doc, capacities))
-    return sections + list(outcome.report_sections)  # e.g. planner.max_load's section
+    return sections + plan_route_sections(outcome.plan, spec.hardware)
 
 
 @collector_paused()  # many small objects, no cycles (planner.collector)
@@ -174,13 +189,13 @@ def write_plan_dir(outcome: Outcome, spec: Spec, out_dir: Path, *, numeric: str 
             checked = numeric_replay_dir(tmp, [d["name"] for d in devices], mode=numeric)
         memory_planning = outcome.memory is not None
         with stage("writing"):
-            # From the run's live results; the verifier redraws it from the directory (planner.verify.report),
-            # so the verification below holds the two drawings equal.
+            # From the run's live results and plan.json's records; the verifier redraws it from the directory
+            # (planner.verify.report), so the verification below holds the two drawings equal.
             (tmp / "report.md").write_text(render_report(
                 plan, report_hardware(spec.hardware), baselines=baseline_rows(outcome), peak_bytes=sim.peak_bytes,
                 replay={"makespan_cycles": sim.makespan_cycles, "instructions": sim.instruction_count,
                         "memory": memory_planning, "numeric": checked.summary(), "bandwidth": sim.bandwidth},
-                sections=_memory_sections(outcome, spec, read["memory.json"] if memory_planning else None),
+                sections=_report_sections(outcome, spec, read["memory.json"] if memory_planning else None),
                 graph=spec.graph))
             names = expected_files([d["name"] for d in devices], memory_planning=memory_planning)
             files = {name: sha256_hex((tmp / name).read_bytes()) for name in names if name != "report.html"}

@@ -149,7 +149,8 @@ class Outcome:
     and the ``listings`` and ``allocation`` written beside them), and with memory planning
     the :class:`MemoryPlanned` stage (``memory``, ``memory_choice``, ``memory_plan``,
     ``memory_baselines``, ``memory_peaks``); last what the objective's route adds for the
-    report (``baselines``, ``extra_baselines``, ``report_sections``).
+    report (``baselines``, ``extra_baselines``); report.md's route sections are drawn from the
+    plan's ``solver`` records (:func:`planner.output.plan_route_sections`).
     """
 
     plan: Plan
@@ -168,10 +169,9 @@ class Outcome:
     memory_plan: Any = None
     memory_peaks: Mapping[str, Any] = field(default_factory=dict)
     # What an objective adds for the report (planner.max_load): the other plans' objectives by
-    # name, their baseline rows, and report.md sections.
+    # name and their baseline rows.
     baselines: Mapping[str, Any] = field(default_factory=dict)
     extra_baselines: tuple[Mapping[str, Any], ...] = ()
-    report_sections: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, solved: Solved, memory: MemoryPlanned | None, lowered: Lowered, *, plan: Plan,

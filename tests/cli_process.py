@@ -1,11 +1,14 @@
-"""Run the real ``plan`` command in a child process (the tests of outputs and interrupts)."""
+"""Run the real ``plan`` command in a child process (the tests of outputs and interrupts), or the
+same command in this process when the child itself is not what a test checks."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Callable
 
@@ -30,6 +33,25 @@ def plan(*args: str, cwd: Path, umask: int | None = None, **env: str) -> subproc
         command = ["sh", "-c", f'umask {umask:03o} && exec "$@"', "sh", *command]
     return subprocess.run(command, cwd=cwd, env=child_env(**env), capture_output=True, text=True,
                           timeout=TIMEOUT_S)
+
+
+def plan_in_process(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+    """``plan ARGS`` run by the command's own typer app in this process, in ``cwd`` (``env`` set
+    for the run): the same exit code, stdout and stderr as :func:`plan`, without a new
+    interpreter importing the planner and OR-Tools (0.6-1 CPU-s a run). For the tests of what a
+    command refuses, writes or prints; the tests of the process itself (signals, the umask,
+    the console script, several runs at once) use :func:`plan` or :func:`start_plan`. An
+    exception that escapes the command is printed into stderr, as a child would print it."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    with contextlib.chdir(cwd):
+        result = CliRunner().invoke(app, list(args), prog_name="plan", env={**env, "COLUMNS": "200"})
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "".join(traceback.format_exception(result.exception))
+    return subprocess.CompletedProcess([*PLAN, *args], result.exit_code, result.stdout, stderr)
 
 
 _STARTED: list[subprocess.Popen] = []

@@ -1,6 +1,9 @@
 """Never lose a user's file: where `plan solve`, `plan import` and `plan quote` may write.
 
-Every case runs the real `plan` command in a child process. A refused target must give
+Every case that writes runs the real `plan` command in a child process; a refused target of
+`plan solve` or `plan quote` runs the same command in this process
+(:func:`tests.cli_process.plan_in_process`: the same exit code and messages, without a new
+interpreter's imports for a run that ends before any solve). A refused target must give
 exit 2, a message naming the path, no traceback, and leave the directory tree exactly as
 it was (compared byte for byte), with no temporaries.
 """
@@ -15,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import SPECS, plan, snapshot, temporaries
+from tests.cli_process import SPECS, plan, plan_in_process, snapshot, temporaries
 
 
 @pytest.fixture
@@ -53,22 +56,24 @@ def assert_refused(result, tree_before, root: Path, *words: str) -> None:
         "root"])
 def test_solve_refuses_what_it_did_not_write(work, target, force, words):
     before = snapshot(work)
-    result = plan("solve", "specs/mlp.yaml", "-o", target, *(["--force"] if force else []), "-q", cwd=work)
+    result = plan_in_process("solve", "specs/mlp.yaml", "-o", target, *(["--force"] if force else []), "-q", cwd=work)
     assert_refused(result, before, work, *words)
 
 
 def test_solve_never_replaces_the_current_directory_or_an_ancestor(work):
     before = snapshot(work)
-    result = plan("solve", "../specs/mlp.yaml", "-o", "../mine", "--force", "-q", cwd=work / "mine")
+    result = plan_in_process("solve", "../specs/mlp.yaml", "-o", "../mine", "--force", "-q", cwd=work / "mine")
     assert_refused(result, before, work, "current directory")
-    result = plan("solve", "../../specs/mlp.yaml", "-o", "../../mine", "--force", "-q", cwd=work / "mine" / "sub")
+    result = plan_in_process("solve", "../../specs/mlp.yaml", "-o", "../../mine", "--force", "-q",
+                             cwd=work / "mine" / "sub")
     assert_refused(result, before, work, "current directory")
 
 
 def test_solve_never_replaces_the_home_directory(work):
     (work / "home").mkdir()
     before = snapshot(work)
-    result = plan("solve", "specs/mlp.yaml", "-o", "home", "--force", "-q", cwd=work, HOME=str(work / "home"))
+    result = plan_in_process("solve", "specs/mlp.yaml", "-o", "home", "--force", "-q", cwd=work,
+                             HOME=str(work / "home"))
     assert_refused(result, before, work, "home directory")
 
 
@@ -80,23 +85,23 @@ def test_default_target_is_safe_whatever_the_spec_name(work, name):
     (work / "out" / "other").mkdir(parents=True)
     (work / "out" / "other" / "keep.txt").write_text("keep")
     before = snapshot(work)
-    result = plan("solve", "specs/odd.yaml", "-q", cwd=work)
+    result = plan_in_process("solve", "specs/odd.yaml", "-q", cwd=work)
     assert_refused(result, before, work, "name")
 
 
 def test_over_long_names_are_refused(work):
     before = snapshot(work)
-    result = plan("solve", "specs/mlp.yaml", "-o", "x" * 300, "-q", cwd=work)
+    result = plan_in_process("solve", "specs/mlp.yaml", "-o", "x" * 300, "-q", cwd=work)
     assert_refused(result, before, work, "300 bytes")
     deep = "/".join(["d" * 250] * 20)  # 5,019 bytes: over PATH_MAX
-    result = plan("solve", "specs/mlp.yaml", "-o", deep, "-q", cwd=work)
+    result = plan_in_process("solve", "specs/mlp.yaml", "-o", deep, "-q", cwd=work)
     assert_refused(result, before, work, "this system allows")
 
 
 def test_symbolic_link_is_refused(work):
     os.symlink("mine", work / "link")
     before = snapshot(work)
-    result = plan("solve", "specs/mlp.yaml", "-o", "link", "--force", "-q", cwd=work)
+    result = plan_in_process("solve", "specs/mlp.yaml", "-o", "link", "--force", "-q", cwd=work)
     assert_refused(result, before, work, "symbolic link")
 
 
@@ -133,7 +138,7 @@ def test_a_previous_plan_directory_is_replaced_whole_and_only_if_unchanged(work)
 
     (work / "plans/mlp/bin/my-notes.txt").write_text("added by the user")  # now it holds a user's file
     before = snapshot(work)
-    result = plan("solve", "specs/mlp.yaml", "-o", "plans/mlp", "-q", cwd=work)
+    result = plan_in_process("solve", "specs/mlp.yaml", "-o", "plans/mlp", "-q", cwd=work)
     assert_refused(result, before, work, "bin/my-notes.txt", "--force")
 
 
@@ -163,7 +168,7 @@ def test_stale_temporaries_are_removed_and_nothing_else(work):
 def test_fleet_solve_follows_the_same_rules(work):
     shutil.copy(SPECS / "fleet-colocation.yaml", work / "specs")
     before = snapshot(work)
-    result = plan("solve", "specs/fleet-colocation.yaml", "-o", "mine", "-q", cwd=work)
+    result = plan_in_process("solve", "specs/fleet-colocation.yaml", "-o", "mine", "-q", cwd=work)
     assert_refused(result, before, work, "notes.txt")
     for _ in range(2):  # the second run replaces the first one's directory
         result = plan("solve", "specs/fleet-colocation.yaml", "-q", cwd=work)
@@ -199,9 +204,10 @@ def test_quote_says_where_it_writes_and_never_overwrites_without_force(work):
     assert "wrote out/fleet-variants-quote.json" in result.stdout
     assert json.loads((work / "out/fleet-variants-quote.json").read_text())
     before = snapshot(work)
-    result = plan("quote", "specs/fleet-variants.yaml", cwd=work)
+    result = plan_in_process("quote", "specs/fleet-variants.yaml", cwd=work)
     assert_refused(result, before, work, "fleet-variants-quote.json exists", "--force")
-    result = plan("quote", "specs/fleet-variants.yaml", "-o", "specs/fleet-variants.yaml", "--force", cwd=work)
+    result = plan_in_process("quote", "specs/fleet-variants.yaml", "-o", "specs/fleet-variants.yaml", "--force",
+                             cwd=work)
     assert_refused(result, before, work, "input")
     result = plan("quote", "specs/fleet-variants.yaml", "--force", cwd=work)
     assert result.returncode == 0 and temporaries(work) == [], result.stderr

@@ -59,7 +59,6 @@ from planner.islands.gang import align_gangs, pin_shards, replayed_gang_record
 from planner.graph.ir import Graph
 from planner.hardware import Hardware, Link
 from planner.islands.portions import Portions
-from planner.islands.report import render_islands_section
 from planner.reductions.scheduling import to_problem
 from planner.scheduling import run_reserve_s, solve_schedule
 from planner.spec import Spec
@@ -442,7 +441,8 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, se
 
 
 def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:
-    """The outcome with the one-problem comparison as a baseline row and the islands section in report.md.
+    """The outcome with the one-problem comparison as a baseline row (report.md's islands section is drawn
+    from ``solver.islands``: :func:`planner.report.sections.islands_section`).
 
     Each gang's start cycle is read off the final plan (memory planning re-times the schedule:
     a split shard starts with its first instance), recorded in ``solver.islands.gangs`` and
@@ -457,5 +457,4 @@ def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:
     whole = details.whole.plan
     row = {"solver": ONE_PROBLEM, "status": whole.status, "objective": whole.objective,
            "bound": whole.bound}
-    return replace(outcome, extra_baselines=(*outcome.extra_baselines, row),
-                   report_sections=(*outcome.report_sections, render_islands_section(outcome.plan, details)))
+    return replace(outcome, extra_baselines=(*outcome.extra_baselines, row))

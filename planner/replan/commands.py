@@ -28,7 +28,6 @@ from planner.islands.gang import align_gangs, replayed_gang_record
 from planner.pipeline import OBJECTIVES, Route, route_name
 from planner.reductions.scheduling import to_problem
 from planner.replan.placement import check_placement, pin, read_placement, usable_placement
-from planner.replan.warm import with_warm_start_section
 from planner.scheduling import solve_schedule
 from planner.spec import Spec
 from planner.stages import Outcome, Problem, RunSettings, Solved
@@ -119,20 +118,14 @@ def solve_warm(placement: Mapping[str, str], spec: Spec, *, time_limit_s: float 
     check_route(spec, "plan solve --warm-start")
     usable = usable_placement(placement, spec)
     name = route_name(spec)
+    # Each records ``solver.warm_start``, which report.md's warm-start section is drawn from.
     if name == "islands":  # the islands route warm-started (planner.islands.route.solve_islands)
-        route = replace(OBJECTIVES[name], solve=partial(solve_islands, warm_start=usable),
-                        finish=partial(_then_warm_section, OBJECTIVES[name].finish))
+        route = replace(OBJECTIVES[name], solve=partial(solve_islands, warm_start=usable))
     elif name == "max-load":  # CP-SAT's placement starts from the previous one when it places every op
-        route = replace(OBJECTIVES[name], solve=partial(_max_load_warm, usable),
-                        finish=partial(_then_warm_section, OBJECTIVES[name].finish))
+        route = replace(OBJECTIVES[name], solve=partial(_max_load_warm, usable))
     else:
-        route = replace(OBJECTIVES[name], solve=partial(solve_schedule, warm_start=usable),
-                        finish=with_warm_start_section)
+        route = replace(OBJECTIVES[name], solve=partial(solve_schedule, warm_start=usable))
     return route.plan(spec, RunSettings.of(spec, time_limit_s, workers, seed, search, progress))
-
-
-def _then_warm_section(finish: Callable[[Outcome, Any], Outcome], outcome: Outcome, solved: Any) -> Outcome:
-    return with_warm_start_section(finish(outcome, solved), solved)
 
 
 def _then_given(finish: Callable[[Outcome, Any], Outcome], source: str, outcome: Outcome, solved: Any) -> Outcome:
@@ -202,17 +195,16 @@ def _schedule_given(placement: Mapping[str, str], exact: Any, problem: Problem) 
 
 
 def _given_placement(source: str, outcome: Outcome, solved: Any) -> Outcome:
-    """A scored plan says so: ``solver.placement`` in plan.json and a report.md section; on
-    islands, the replayed binaries start every gang on the cycle the plan says."""
+    """A scored plan says so: ``solver.placement`` in plan.json (report.md's section is drawn from it,
+    :func:`planner.report.sections.given_placement_section`); on islands, the replayed binaries
+    start every gang on the cycle the plan says."""
     solver = dict(outcome.plan.solver)
     if solver.get("gangs"):  # as the final plan starts them (memory planning re-times)
         solver["gangs"] = replayed_gang_record(outcome.plan, outcome.simulation.ops,
                                                [g["ops"] for g in solver["gangs"]])
     # The source's name too: report.md names it, and the verifier redraws report.md from plan.json.
     plan = replace(outcome.plan, solver={**solver, "placement": "given", "placement_source": Path(source).name})
-    section = (f"## Placement given\n\n`plan score` placed every op as {Path(source).name} says and did not "
-               "optimise the placement: the status, bound and gap are those of the schedule for that placement.")
-    return replace(outcome, plan=plan, report_sections=(*outcome.report_sections, section))
+    return replace(outcome, plan=plan)
 
 
 def scored(source: Path) -> Callable[..., Outcome]:

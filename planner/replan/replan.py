@@ -341,23 +341,9 @@ def _exact_worthwhile(now: float, better: float, room: float, settings: ReplanSe
     return room >= settings.settle_gap or gain < settings.min_gain <= gain + room
 
 
-def _report_section(decision: Decision) -> str:
-    lines = ["## Re-placement", "", decision.reason + ".", "",
-             f"Predicted at the measured speeds: current placement {decision.current_cycles} cycles, re-placed "
-             f"{decision.candidate_cycles} cycles; migration {decision.migration_cycles} cycles (charged over the "
-             "amortisation runs). The figures above this section are the new placement at the spec's own costs.", ""]
-    lines += ["| device | op type | measured / planned |", "|---|---|---|"]
-    lines += [f"| {d} | {k} | {r:.3f} |" for d, by in decision.ratios.items() for k, r in by.items() if k != "*"]
-    if decision.moves:
-        lines += ["", "| op | from | to | migration bytes | migration cycles | why |", "|---|---|---|---|---|---|"]
-        lines += [f"| {m.op} | {m.from_device} | {m.to_device} | {m.migration_bytes} | {m.migration_cycles} | {m.why} |"
-                  for m in decision.moves]
-    return "\n".join(lines)
-
-
 def _with_decision(decision: Decision, outcome: Outcome) -> Outcome:
     plan = replace(outcome.plan, solver={**outcome.plan.solver, "replan": decision.to_dict()})
-    return replace(outcome, plan=plan, report_sections=(*outcome.report_sections, _report_section(decision)))
+    return replace(outcome, plan=plan)
 
 
 def fixed_costs_s(spec: Spec, time_limit_s: float) -> float:

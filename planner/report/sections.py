@@ -1,13 +1,14 @@
-"""report.md's route sections redrawn from ``plan.json`` alone: max-load, islands, warm start,
-a given placement, a re-placement.
+"""report.md's route sections drawn from ``plan.json``'s fields alone: max-load, islands, warm
+start, a given placement, a re-placement.
 
-The routes render these sections from their live results (:mod:`planner.max_load`,
-:mod:`planner.islands.report`, :mod:`planner.replan`); the verifier redraws them here from
-the sealed ``plan.json`` (``solver`` records what each route decided, ``ops`` and ``devices``
-the plan) and the binaries' level capacities, so an edited report is refused. The
-definitions are restated, not imported: the verifier imports nothing from the solve stage
-(as :mod:`planner.verify.claims` restates the objectives). Which sections a plan has, and
-in which order, follows from ``solver`` (:func:`route_sections`).
+The one drawing of these sections. ``plan solve`` (and ``plan score``, ``plan replan``) draw
+them here from the plan's fields as plan.json will hold them
+(:func:`planner.output.plan_route_sections`); the verifier draws them again from the sealed
+``plan.json`` (``solver`` records what each route decided, ``ops`` and ``devices`` the plan)
+and the binaries' level capacities, so an edited report is refused. The routes record their
+decisions in ``solver`` and render nothing: this module imports nothing from the solve stage,
+so the verifier can use it. Which sections a plan has, and in which order, follows from
+``solver`` (:func:`route_sections`).
 
 Examples
 --------

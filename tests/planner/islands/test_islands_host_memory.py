@@ -18,7 +18,7 @@ from planner.pipeline import run
 from planner.spec import load_spec
 from solvers.islands import CpSatSplitSolver, SplitProblem, split_errors
 
-from tests.cli_process import plan
+from tests.cli_process import plan_in_process as plan
 from tests.planner.islands.test_islands_route import CHAIN
 
 WEIGHTED = (CHAIN.replace("        - {name: t3, shape: [1000], kind: activation}\n",

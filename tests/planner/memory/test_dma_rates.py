@@ -17,7 +17,7 @@ from planner.simulator.bandwidth import instruction_shares
 from planner.simulator.replay import simulate, simulate_programs
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
-from tests.cli_process import plan as run_plan
+from tests.cli_process import plan_in_process as run_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 THREE = ROOT / "tests" / "data" / "specs" / "memory-3level.yaml"

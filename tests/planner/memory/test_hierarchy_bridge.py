@@ -13,7 +13,7 @@ from planner.pipeline import run
 from planner.spec import load_spec
 from planner.spec.memory_options import MemoryOptions
 from solvers.memory.levels import TransferKind, validate_hierarchy
-from tests.cli_process import plan as run_plan
+from tests.cli_process import plan_in_process as run_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 THREE = ROOT / "tests" / "data" / "specs" / "memory-3level.yaml"

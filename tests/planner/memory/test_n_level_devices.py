@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli_process import plan as run_plan
+from tests.cli_process import plan_in_process as run_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 TWO = ROOT / "tests" / "data" / "specs" / "memory-4level-two-devices.yaml"

@@ -20,7 +20,7 @@ from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
-from tests.cli_process import plan as run_plan
+from tests.cli_process import plan_in_process as run_plan
 
 ROOT = Path(__file__).resolve().parents[3]
 SPEC = "tests/data/specs/memdevices/four-level-linked.yaml"

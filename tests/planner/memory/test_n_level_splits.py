@@ -13,7 +13,7 @@ from planner.memory.hierarchy_bridge import build_hierarchy_problem, solve_hiera
 from planner.spec import load_spec
 from solvers.core import SolveOptions, Status
 from solvers.memory.levels import CpSatHierarchySolver, validate_hierarchy
-from tests.cli_process import plan as run_plan
+from tests.cli_process import plan_in_process as run_plan
 from tests.planner.memory.test_hierarchy_bridge import spine_plan
 
 ROOT = Path(__file__).resolve().parents[3]

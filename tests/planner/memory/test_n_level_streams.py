@@ -11,7 +11,7 @@ import pytest
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import build_hierarchy_problem, solve_hierarchy
 from planner.spec import load_spec
-from tests.cli_process import plan as run_plan
+from tests.cli_process import plan_in_process as run_plan
 from tests.planner.memory.test_hierarchy_bridge import spine_plan
 
 ROOT = Path(__file__).resolve().parents[3]

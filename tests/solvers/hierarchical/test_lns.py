@@ -67,7 +67,7 @@ def test_same_problem_seed_and_workers_give_the_same_schedule():
     runs = []
     for _ in range(2):
         # the wall clock is a net far above what the deterministic budget needs
-        best, stats = refine(p, heft, units(0.3),
+        best, stats = refine(p, heft, units(0.15),
                              SolveOptions(random_seed=3, num_workers=1), cfg)
         runs.append((best, stats))
     (a, sa), (b, sb) = runs
@@ -81,7 +81,7 @@ def test_two_workers_repeat_too():
     p = random_problem(5, 60, 3)
     heft = HeftScheduler().solve(p).solution
     cfg = LnsOptions(initial_size=10, sub_dtime=0.05)
-    out = [refine(p, heft, units(0.2), SolveOptions(random_seed=1, num_workers=2),
+    out = [refine(p, heft, units(0.1), SolveOptions(random_seed=1, num_workers=2),
                   cfg)[0] for _ in range(2)]
     assert out[0] == out[1]
 

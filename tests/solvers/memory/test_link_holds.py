@@ -222,7 +222,7 @@ _DEADLOCKED_BASELINE = (
 
 
 @random_sweep
-@settings(max_examples=examples(25, 200), deadline=None, derandomize=True,
+@settings(max_examples=examples(12, 200), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(_problems_with_holds())
 @example(_DEADLOCKED_BASELINE)
