@@ -42,11 +42,11 @@ devices is one part. Measured on the dnn ResNet-50 operator input (the pruned 23
 of just over two 355.9; without the contention terms 361.7. The whole graph's relaxation
 without contention is 372.3 (67 s), and the reported bound before this stage was 338.4.
 
-**Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part with
-30 s on one worker, outside any benchmark): stage 2 101.27 and stage 3 71.20 ms, both proven
-optimal (their relaxations: 99.81 and 67.26), stage 1 a schedule of 210.5 against a proven
-181.8 (relaxation 183.55), the tail 21.0. So the optimum is at least 377.0 ms, and, if stage 1's
-is near its 210.5, about 404 plus what the stages' coupling costs; the plan is 435.4.
+**Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part on one
+worker, outside any benchmark; docs/bounds.md, Parts): stage 1 190.91 (300 s), stage 2 101.27
+and stage 3 71.20 ms (30 s), each proven optimal (their relaxations: 183.55, 99.81, 67.26), the
+last part at least 22.66. So the optimum is at least 386.0 ms; the plan spends 212.04, 121.33
+and 76.58 ms in those three stages, so it is the weaker side.
 """
 
 from __future__ import annotations
