@@ -101,3 +101,27 @@ def test_part_bound_is_deterministic_and_keeps_its_floor():
     assert first == part_bound(p, _ONE, Budget.start(5, SCHEDULING))
     assert first[0] == 10  # parts [0, 1] (4: fits one device) and [1*, 2, 3] (6: crosses at 2)
     assert part_bound(p, _ONE, Budget.start(5, SCHEDULING), floor=12)[0] == 12
+
+
+def test_the_scheduler_stage_raises_the_bound_and_hands_on_what_is_left():
+    """The leftover stage's part-bound step (CpSatScheduler._part_bound) on the hand case above:
+    21 from a bound of 13, the part stats in the result's stats, and the units it did not use
+    left for the leftover probes; a problem without part cuts costs nothing and adds nothing."""
+    from solvers.scheduling.cpsat.scheduler import CpSatScheduler
+
+    nd = 4
+    links = [[-1] * nd for _ in range(nd)]
+    for k, (a, b) in enumerate(combinations(range(nd), 2)):
+        links[a][b] = links[b][a] = k
+    p = SchedulingProblem(((2,) * nd,) * 5, tuple((i, i + 1, 0) for i in range(4)), (1,) * nd,
+                          tuple(map(tuple, links)), ((9,) * 6, (9,) * 6, (1,) * 6, (1,) * 6),
+                          device_memory_bytes=(10,) * nd, op_resident_bytes=(6, 6, 2, 6, 6))
+    budget = Budget.start(5, SCHEDULING)
+    stats: dict = {}
+    bound, left = CpSatScheduler._part_bound(p, _ONE, budget, 13, 0.2, stats)
+    assert bound == 21 and stats["part_bound"] == 21 and 0 < left < 0.2
+    assert abs(left - (0.2 - stats["part_bound_units"])) < 1e-6
+    flat = SchedulingProblem(((2,) * nd,) * 3, ((0, 1, 0), (1, 2, 0)), (1,) * nd, tuple(map(tuple, links)),
+                             ((9,) * 6, (9,) * 6), device_memory_bytes=(10,) * nd, op_resident_bytes=(6, 6, 6))
+    stats = {}
+    assert CpSatScheduler._part_bound(flat, _ONE, budget, 13, 0.2, stats) == (13, 0.2) and stats == {}
