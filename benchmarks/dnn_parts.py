@@ -9,16 +9,19 @@ The problem is cut at the clean cut ops where its tensors shrink
 * ``exact``: ``CpSatScheduler`` on that pruned part (``--time-limit`` seconds, one worker,
   deterministic): its objective and proven bound. The parts' proven bounds add up to a bound
   on the whole problem (module Notes of ``part_bound``);
-* ``plan``: ``CpSatScheduler`` on the part of the *original* problem (every op, weight sources
-  with the part of the op they feed), then the parts' schedules **stitched**: each shifted to
-  the end of the cut op that opens it, its devices renamed within their class so that the
-  opening cut op keeps its device and every device's weights over all parts fit its memory
-  (best fit, heaviest device first). The result is checked by
-  :func:`~solvers.scheduling.validate.validate_schedule`; a valid one is a plan of the whole.
+* ``plan``: the parts of the *original* problem (every op; weight sources with the part of the
+  op they feed) solved **one after another**, each by ``CpSatScheduler`` on what the earlier
+  parts left of every device's memory, with the cut op that opens it pinned to its device, and
+  **stitched**: each part's schedule shifted to the end of that cut op. The parts run in
+  disjoint windows, so links and streams never meet, and memory fits by construction; the
+  result is checked by :func:`~solvers.scheduling.validate.validate_schedule`. (Solving the
+  parts on fresh devices and renaming them afterwards does not fit: a part fills the device its
+  opening cut op already shares with the part before.)
 
 Measured (2026-11-28, ResNet-50 operators, load 16-18 on 2 cores; see docs/bounds.md): the
 pruned stages are proven optimal at 190.91 (300 s), 101.27, 71.20 and 24.88 ms, so the optimum
-is at least 388.25 ms against the plan's 435.38.
+is at least 388.25 ms against the plan's 435.38; with 30 s per part (one worker) the stitched
+plan is 411.25 ms (198.55 + 113.23 + 74.59 + 24.88), valid.
 
 Usage::
 
@@ -38,7 +41,7 @@ if __package__ in (None, ""):
 
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
 
-__all__ = ["original_parts", "stitch", "run_parts", "main"]
+__all__ = ["original_parts", "stitched_plan", "run_parts", "main"]
 
 
 def original_parts(problem, cut_names: list[str]):
@@ -71,70 +74,56 @@ def original_parts(problem, cut_names: list[str]):
     return part, cuts
 
 
-def _part_problem(problem, part, cuts, k):
-    from solvers.scheduling.problem import SchedulingProblem
+def _part_problem(problem, part, cuts, k, device, used):
+    """Part k of the original problem on what the earlier parts left (``used`` bytes per device),
+    its opening cut op pinned to ``device`` (its device in the part before) and weightless there:
+    (problem, its ops, the original index of each of its edges)."""
+    from solvers.scheduling.problem import FORBIDDEN, SchedulingProblem
 
+    nd = problem.num_devices
     ops = ([cuts[k - 1]] if k > 0 else []) + [i for i in range(problem.num_ops) if part[i] == k]
     idx = {o: j for j, o in enumerate(ops)}
-    durations = [tuple(0 if (k > 0 and j == 0 and x >= 0) else x for x in problem.durations_cycles[o])
-                 for j, o in enumerate(ops)]
+    durations = [problem.durations_cycles[o] for o in ops]
+    if k > 0:
+        durations[0] = tuple(0 if d == device else FORBIDDEN for d in range(nd))
     inside = [e for e, (u, v, _) in enumerate(problem.edges) if u in idx and v in idx]
     groups = tuple(g2 for g2 in (tuple(idx[i] for i in g if i in idx) for g in problem.colocation_groups)
                    if len(g2) > 1)
+    cap = tuple(max(1, problem.memory_bytes(d) - used[d]) if problem.memory_bytes(d) else 0 for d in range(nd))
+    kinds = problem.device_class or tuple(range(nd))
+    classes: dict[tuple, int] = {}  # devices stay interchangeable only with equal room left
+    dclass = tuple(classes.setdefault((kinds[d], cap[d], k > 0 and d == device), len(classes)) for d in range(nd))
+    resident = tuple(0 if (k > 0 and j == 0) else problem.resident_bytes(o) for j, o in enumerate(ops))
     sub = SchedulingProblem(tuple(durations), tuple((idx[problem.edges[e][0]], idx[problem.edges[e][1]],
                                                      problem.edges[e][2]) for e in inside),
                             problem.device_streams, problem.link_of, tuple(problem.transfer_cycles[e] for e in inside),
-                            problem.objective, problem.device_memory_bytes,
-                            tuple(problem.resident_bytes(o) for o in ops), (), groups, problem.device_class)
+                            problem.objective, cap, resident, (), groups, dclass)
     return sub, ops, inside
 
 
-def stitch(problem, pieces):
-    """The parts' schedules ``pieces`` (``(ops, edges, schedule)`` per part, the opening cut op
-    first from the second part on) as one schedule of ``problem`` (module docstring), or a
-    sentence saying why not."""
+def stitched_plan(problem, part, cuts, solve):
+    """The parts solved one after another by ``solve(part problem) -> schedule or None`` and
+    stitched (module docstring): a schedule of ``problem``, or a sentence saying why not."""
     from solvers.scheduling.problem import ScheduledTransfer, SchedulingSolution
 
-    n, nd = problem.num_ops, problem.num_devices
+    n = problem.num_ops
     dev, stream, start, dur = [0] * n, [0] * n, [0] * n, [0] * n
-    cls = problem.device_class or tuple(range(nd))
-    used = [0] * nd
-    transfers = []
-    offset = 0
-    for k, (ops, edges, sol) in enumerate(pieces):
-        own = range(1 if k else 0, len(ops))
-        weight: dict[int, int] = {}
-        for j in own:
-            weight[sol.op_device[j]] = weight.get(sol.op_device[j], 0) + problem.resident_bytes(ops[j])
-        rename: dict[int, int] = {}
-        if k:
-            if cls[sol.op_device[0]] != cls[dev[ops[0]]]:
-                return f"part {k} opens on another device class"
-            rename[sol.op_device[0]] = dev[ops[0]]
-        for d in sorted(set(sol.op_device), key=lambda d: (-weight.get(d, 0), d)):
-            if d in rename:
-                continue
-            need = weight.get(d, 0)
-            fits = [x for x in range(nd) if cls[x] == cls[d] and x not in rename.values()
-                    and (not problem.memory_bytes(x) or used[x] + need <= problem.memory_bytes(x))]
-            if not fits:
-                return f"part {k}: no device of its class holds {need} more bytes"
-            rename[d] = min(fits, key=lambda x: (problem.memory_bytes(x) - used[x] if problem.memory_bytes(x)
-                                                 else 1 << 62, x))
-        for d, w in weight.items():
-            used[rename[d]] += w
-        for j in own:
+    used = [0] * problem.num_devices
+    transfers, offset = [], 0
+    for k in range(len(cuts) + 1):
+        sub, ops, inside = _part_problem(problem, part, cuts, k, dev[cuts[k - 1]] if k else -1, used)
+        sol = solve(sub)
+        if sol is None:
+            return f"part {k}: no schedule"
+        for j in range(1 if k else 0, len(ops)):
             o = ops[j]
-            dev[o], stream[o] = rename[sol.op_device[j]], sol.op_stream[j]
+            dev[o], stream[o] = sol.op_device[j], sol.op_stream[j]
             start[o], dur[o] = offset + sol.op_start[j], sol.op_duration[j]
-        for t in sol.transfers:
-            e = edges[t.edge]
-            u, v, _ = problem.edges[e]
-            link = problem.link_of[dev[u]][dev[v]]
-            transfers.append(ScheduledTransfer(e, link, offset + t.start_cycle, problem.transfer_cycles[e][link]))
-        if k + 1 < len(pieces):
-            nxt = pieces[k + 1][0][0]
-            offset = start[nxt] + dur[nxt]
+            used[dev[o]] += problem.resident_bytes(o)
+        transfers += [ScheduledTransfer(inside[t.edge], t.link, offset + t.start_cycle, t.duration_cycles)
+                      for t in sol.transfers]
+        if k < len(cuts):
+            offset = start[cuts[k]] + dur[cuts[k]]
     return SchedulingSolution(tuple(dev), tuple(stream), tuple(start), tuple(dur),
                               tuple(sorted(transfers, key=lambda t: (t.start_cycle, t.edge))))
 
@@ -187,12 +176,7 @@ def run_parts(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
         row["stitched_note"] = "an edge between two parts leaves from an op that is not a cut op"
         return row
     part, originals = found
-    pieces = []
-    for k in range(len(originals) + 1):
-        sub, ops, edges = _part_problem(problem, part, originals, k)
-        r = CpSatScheduler().solve(sub, opts)
-        pieces.append((ops, edges, r.solution))
-    whole = stitch(problem, pieces)
+    whole = stitched_plan(problem, part, originals, lambda sub: CpSatScheduler().solve(sub, opts).solution)
     if isinstance(whole, str):
         row["stitched_note"] = whole
     else:
