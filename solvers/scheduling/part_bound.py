@@ -43,10 +43,11 @@ of just over two 355.9; without the contention terms 361.7. The whole graph's re
 without contention is 372.3 (67 s), and the reported bound before this stage was 338.4.
 
 **Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part on one
-worker, outside any benchmark; docs/bounds.md, Parts): stage 1 190.91 (300 s), stage 2 101.27
-and stage 3 71.20 ms (30 s), each proven optimal (their relaxations: 183.55, 99.81, 67.26), the
-last part at least 22.66. So the optimum is at least 386.0 ms; the plan spends 212.04, 121.33
-and 76.58 ms in those three stages, so it is the weaker side.
+worker, outside any benchmark; docs/bounds.md, Parts; ``benchmarks/dnn_parts.py``): 190.91 (300
+s), 101.27, 71.20 and 24.88 ms, each proven optimal (their relaxations: 183.55, 99.81, 67.26,
+21.0). So the optimum is at least 388.25 ms; the plan spends 212.04, 121.33, 76.58 and 25.43 ms
+in those parts, so it is the weaker side (the stages solved one after another and stitched
+give a valid 411.25-ms plan).
 """
 
 from __future__ import annotations
