@@ -161,6 +161,8 @@ from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
 from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
+from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
+from solvers.scheduling.part_bound import part_bound
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
 from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
@@ -294,8 +296,10 @@ class CpSatScheduler(Accepting):
         if amount < _LEFTOVER_MIN_UNITS * (1 if budget.deterministic else 1 / budget.rate):
             return result
         stats = dict(result.stats)
-        child = budget.child(amount)
         bound = int(result.bound)
+        if stats.get("forced_cut_refuted"):
+            bound, amount = self._part_bound(problem, options, budget, bound, amount, stats)
+        child = budget.child(amount)
         if stats.get("forced_cut_refuted") or not _open_moves(stats):
             found, part = forced_cut_bound(problem, options, child, floor=bound, hint=result.solution,
                                            contention=cfg.forced_cut_contention, first_step=_RESUMED_STEP)
@@ -310,6 +314,20 @@ class CpSatScheduler(Accepting):
                                      **{k: v for k, v in part.items() if k != kind}})
         status = Status.OPTIMAL if bound >= result.objective else result.status
         return replace(result, status=status, bound=bound, stats=stats)
+
+    @staticmethod
+    def _part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, bound: int,
+                    amount: float, stats: dict) -> tuple[int, float]:
+        """The part bound (:mod:`solvers.scheduling.part_bound`) with ``PART_BOUND_SHARE`` of the
+        leftover ``amount``, run where the forced-cut probes refuted something (the cuts matter):
+        (the larger bound, what is left of ``amount`` for the leftover stage). Uses nothing where
+        no part cut applies, so the leftover stage is then unchanged."""
+        child = budget.child(PART_BOUND_SHARE * amount)
+        found, part_stats = part_bound(problem, options, child, floor=bound)
+        if part_stats:
+            budget.absorb(child, "part_bound")
+            stats.update(part_stats, part_bound_units=round(child.used, 6))
+        return max(bound, found), max(0.0, amount - child.used)
 
     def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
                           hint: SchedulingSolution | None, hint_source: str, seeds: tuple[tuple[int, ...], ...],

@@ -1,0 +1,176 @@
+"""The part bound (LATENCY with memory limits): the problem cut at a few clean cut ops into
+*parts* that keep their memory limits, each bounded by the forced-cut relaxation with its
+contention terms; the parts' bounds add up.
+
+Notes
+-----
+**Why parts.** The forced-cut relaxation (:mod:`solvers.scheduling.forced_cuts`) sees every
+device change memory forces, but on a whole dnn operator graph CP-SAT proves little about it
+within a benchmark's budget (ResNet-50 operators: 334-340 ms against its optimum of 372.3,
+which took 67 s). The graph's clean cut ops split it into stretches that CP-SAT solves
+exactly in a few hundredths of a unit each, *with* the window terms for stream and link
+contention; what the split loses is only what couples two parts (which device a part ends
+on, memory the next part could reuse).
+
+**Soundness.** Take cut ops ``c_1 < ... < c_k`` (every other op precedes or follows each;
+:func:`~solvers.scheduling.structure.cut_vertices`). In any schedule the makespan telescopes
+into ``end(c_1) + sum_j (end(c_(j+1)) - end(c_j)) + (makespan - end(c_k))``. The ops of part
+j (those after ``c_j`` and up to ``c_(j+1)`` in topological order) all descend from ``c_j``
+and precede or are ``c_(j+1)``, so they run inside ``[end(c_j), end(c_(j+1))]`` together with
+the transfers of the edges among them. Shifted by ``end(c_j)``, with ``c_j`` taking no time
+on its device at 0, they are a schedule of the *part problem*: those ops and the edges among
+them, every device's memory limit and streams, every op's weights (``c_j``'s included: it
+does sit on that device). Links carry no other transfers than the real ones, memory holds no
+more than the real weights, so the part's optimum is at most ``end(c_(j+1)) - end(c_j)``.
+The head (ops up to ``c_1``) and the tail (from ``c_k``) are parts alike. So the sum of the
+parts' optima, and of any sound bounds on them, is at most the makespan. Each part is bounded
+by the larger of its static bound
+(:func:`~solvers.scheduling.bounds.lower_bound`) and, when its weights do not fit one of its
+devices (:func:`~solvers.scheduling.forced_cuts.memory_forces_cuts`), the bound CP-SAT proves
+on its forced-cut relaxation with contention (the open objective, not probes: on parts it
+finishes). Which cut ops split the problem changes only how tight the sum is.
+
+**Where to cut** (:func:`part_cuts`). At the clean cut ops
+(:func:`~solvers.scheduling.structure.clean_cut_vertices`: a device change inside a part
+then pays every edge it crosses, residual ones included) where the transfer out of the chain
+*drops*: the least transfer out of the cut op is larger than the next clean cut op's and that
+one is not free. In a CNN these are the ends of its stages (the activations shrink at each
+downsampling), so each part has one tensor size, and a stage whose weights need several
+devices is one part. Measured on the dnn ResNet-50 operator input (the pruned 230-op graph,
+42 clean cut ops; one CP-SAT worker, open objective per part): stages as parts 371.6 ms
+(0.19 units in all), the same relaxation with parts of just over one device of weights 345.4,
+of just over two 355.9; without the contention terms 361.7. The whole graph's relaxation
+without contention is 372.3 (67 s), and the reported bound before this stage was 338.4.
+
+**Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part on one
+worker, outside any benchmark; docs/bounds.md, Parts; ``benchmarks/dnn_parts.py``): 190.91 (300
+s), 101.27, 71.20 and 24.88 ms, each proven optimal (their relaxations: 183.55, 99.81, 67.26,
+21.0). So the optimum is at least 388.25 ms; the plan spends 212.04, 121.33, 76.58 and 25.43 ms
+in those parts, so it is the weaker side (the stages solved one after another and stitched
+give a valid 411.25-ms plan).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from solvers.budget import Budget
+from solvers.core import SolveOptions
+from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_lists, subproblem
+from solvers.scheduling.forced import restrict_placements
+from solvers.scheduling.forced_cuts import forced_cut_model, memory_forces_cuts
+from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
+
+__all__ = ["LEFTOVER_SHARE", "part_problems", "part_cuts", "part_bound"]
+
+LEFTOVER_SHARE = 1.0  # of what the CP-SAT scheduler's main solve leaves (its leftover stage; the probes get what
+# the parts leave): on ResNet-50 operators at the dnn benchmark's 60 s 0.6 of the 0.85 left reached 368.6, 0.56 units 371.6
+
+
+def part_problems(problem: SchedulingProblem, cuts: Sequence[int]
+                  ) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
+    """The parts between the cut ops ``cuts`` (a subset of
+    :func:`~solvers.scheduling.structure.cut_vertices`, in topological order) as problems with
+    their ops: each opening cut op takes no time, every device keeps its memory limit and every
+    op its weights (module Notes, Soundness).
+
+    Examples
+    --------
+    a -> b -> c, 5 bytes each, cut at b: parts [a, b] and [b*, c], b* taking no time.
+
+    >>> p = SchedulingProblem(((2,), (3,), (4,)), ((0, 1, 0), (1, 2, 0)), (1,), ((-1,),), ((), ()),
+    ...                       device_memory_bytes=(12,), op_resident_bytes=(5, 5, 5))
+    >>> [(ops, sub.durations_cycles, sub.op_resident_bytes) for sub, ops in part_problems(p, [1])]
+    [((0, 1), ((2,), (3,)), (5, 5)), ((1, 2), ((0,), (4,)), (5, 5))]
+    """
+    if not cuts:
+        return [(problem, tuple(range(problem.num_ops)))]
+    order = topological_order(problem)
+    out_edges = out_edge_lists(problem)
+    parts = []
+    for lo, hi, source, _ in segment_ranges(problem, cuts):
+        ops = list(order[lo:hi + 1])
+        sub = subproblem(problem, ops, source, out_edges)
+        sub = replace(sub, device_memory_bytes=problem.device_memory_bytes,
+                      op_resident_bytes=tuple(problem.resident_bytes(i) for i in ops))
+        parts.append((sub, tuple(ops)))
+    return parts
+
+
+def _least_out_transfer(problem: SchedulingProblem, op: int, out_edges: list[list[int]]) -> int | None:
+    costs = [min(problem.transfer_cycles[e], default=0) for e in out_edges[op]]  # over any link
+    return min(costs) if costs else None
+
+
+def part_cuts(problem: SchedulingProblem) -> tuple[int, ...]:
+    """The clean cut ops where the transfer out of the chain drops (module Notes, Where to
+    cut): the least transfer out of the op is larger than the next clean cut op's, which is
+    not free. Empty when there are none.
+
+    Examples
+    --------
+    A chain on two devices whose tensors shrink from 8 to 2 cycles after op 1:
+
+    >>> p = SchedulingProblem(((1, 1),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((8,), (8,), (2,)))
+    >>> part_cuts(p)
+    (1,)
+    """
+    clean = clean_cut_vertices(problem)
+    out_edges = out_edge_lists(problem)
+    least = [_least_out_transfer(problem, c, out_edges) for c in clean]
+    return tuple(c for k, c in enumerate(clean[:-1])
+                 if least[k] is not None and least[k + 1] is not None and 0 < least[k + 1] < least[k])
+
+
+def _part_floor(part: SchedulingProblem) -> int:
+    return lower_bound(part, segments=False, lp=False)
+
+
+def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+               floor: int = 0) -> tuple[int, dict]:
+    """The part bound of the module Notes within ``budget``: ``(bound, stats)``, the bound at
+    least ``floor``; ``(floor, {})`` when it does not apply (THROUGHPUT, no memory limit that
+    forces a cut, or fewer than two parts).
+
+    Each part whose weights need several devices gets an equal share of what is left for CP-SAT
+    on its relaxation (the proven bound counts, whatever stops the search); the others their
+    static bound. Deterministic: the shares depend only on what earlier parts charged.
+
+    Examples
+    --------
+    A chain of four 2-cycle ops, 6 bytes each, on two 12-byte devices; its tensors shrink
+    after op 1 (transfers of 5, 5, then 2 cycles). The parts are [0, 1], which fits one device
+    (4), and [1*, 2, 3], whose 18 bytes must cross once, cheapest at the 2-cycle edge (6). The
+    optimum is 13 (0 and 1 on one device, 2 and 3 on the other): the second part does not know
+    the first part's weights fill a device.
+
+    >>> from solvers.budget import SCHEDULING
+    >>> p = SchedulingProblem(((2, 2),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,), (5,), (2,)), device_memory_bytes=(12, 12),
+    ...                       op_resident_bytes=(6, 6, 6, 6))
+    >>> part_bound(p, SolveOptions(num_workers=1), Budget.start(5, SCHEDULING))[0]
+    10
+    """
+    if problem.objective is not Objective.LATENCY or not memory_forces_cuts(problem):
+        return floor, {}
+    pruned, _ = bound_segments(problem)
+    cuts = part_cuts(pruned)
+    if not cuts:
+        return floor, {}
+    parts = [sub for sub, _ in part_problems(pruned, cuts)]
+    forced = [memory_forces_cuts(sub) for sub in parts]
+    total, proven = 0, 0
+    for k, sub in enumerate(parts):
+        value = _part_floor(sub)
+        if forced[k] and budget.left > 0 and not budget.wall_expired():
+            share = budget.left / sum(forced[k:])
+            built = forced_cut_model(restrict_placements(sub), value, contention=True)
+            value = budget.proven_lower_bound(built.model, options, share, None, value)
+            proven += 1
+        total += value
+    budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven)
+    return max(floor, total), {"part_bound": total, "part_bound_parts": len(parts),
+                               "part_bound_proven_parts": proven}
