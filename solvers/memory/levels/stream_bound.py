@@ -114,7 +114,17 @@ latency * fast[i,t]`` for a cut one):
   portion's end, see "Splits"), at most the makespan, after each pipelined producer's last end
   (the reader's last portion reads what the producer's last wrote); a reader that is not
   pipelined with it starts after ``last[i]``; and when every portion reads an uncut tensor fast,
-  the op starts after the sum of those tensors' prefetches.
+  the op starts after the sum of those tensors' prefetches;
+* a split op's last portion ends after the first prefetch of an uncut tensor some portion
+  reads fast, and it starts after it when every portion does (with that prefetch's interval);
+* residency: the first prefetch of an uncut slow-born tensor ``w`` ends before a fast reader
+  ``j`` reads it, and between the two ``w`` sits in the fast level unless the plan fetches it
+  again. So for two independent ops ``i, k`` (a pair of :func:`capacity_pairs`) that run whole
+  and do not touch ``w``: one of them ends by the prefetch's end or starts after ``j`` starts,
+  or they do not overlap, or their fast bytes and ``w`` fit together, or ``w`` is fetched a
+  second time (its cycles more on the engine's load). (Three intervals that meet pairwise share
+  an instant, when all of it is in the level.) The same rule for a single op was true too, but
+  it made the proof 35 times slower on memory-streams-split for nothing more.
 
 The same fact for evictions (a live-out cut tensor's fast bytes leave after its producer
 starts) is true too, but it made CP-SAT's proof 60 times slower on memory-streams-split for 0.5%
@@ -393,7 +403,12 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     if piece_timing:
         last = _add_last_ends(model, problem, view, (start, end), makespan)
         _add_engine_windows(model, problem, view, (fast, fast_bytes, every), whole, (start, last))
-    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces)
+    begins: dict = {}
+    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces, begins)
+    if piece_timing:
+        _add_portion_prefetches(model, problem, view, (fast, every), begins, (start, last))
+        _add_prefetch_residency(model, problem, view, (fast, fast_bytes), whole, (start, end), (dma, begins, pieces),
+                                makespan)
     if problem.shared_bandwidth:
         _add_shared_levels(model, problem, level_cycles, dma, pieces, makespan)
     model.minimize(makespan)
@@ -476,6 +491,90 @@ def _add_engine_windows(model: cp_model.CpModel, problem: LevelProblem, view: Sp
         model.add(num * start[i] >= sum(before)).only_enforce_if(whole[i])
         if before_every:
             model.add(num * start[i] >= sum(before_every))
+
+
+def _add_portion_prefetches(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple,
+                            begins: dict, times: tuple) -> None:
+    """A split op's portions after the first prefetch of an uncut tensor they read fast (module
+    Notes, "Piece timing"): its last portion ends after it when some portion reads it fast, and
+    the op starts after it when every portion does."""
+    fast, every = literals
+    start, last = times
+    for w, begin in sorted(begins.items()):
+        ready = begin + problem.dma_cycles(w)
+        for a in problem.accesses(w)[1:]:
+            if not problem.is_real(a) or a not in view.ops or (a, w) not in every:
+                continue
+            model.add(last[a] >= ready).only_enforce_if(fast[a, w])
+            model.add(start[a] >= ready).only_enforce_if(every[a, w])
+
+
+def _add_prefetch_residency(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple,
+                            whole: dict, times: tuple, engine: tuple, makespan: cp_model.IntVar) -> None:
+    """A prefetched weight sits in the fast level from its first prefetch's end until a fast
+    reader reads it, unless the plan fetches it again (module Notes, "Piece timing"). For the
+    uncut slow-born tensor ``w``, a fast reader ``j`` of it, and one op ``i`` or two independent
+    ops ``i, k`` (a pair of :func:`capacity_pairs`) that run whole and do not touch ``w``:
+    either an op ends by the prefetch's end or starts after ``j`` does, or the two do not
+    overlap, or their fast bytes and ``w`` fit together (a tensor both touch once), or ``w`` is
+    prefetched a second time (its cycles more on the engine, whose load is at most the
+    makespan). Intervals that meet pairwise share an instant, when all of it is in the level."""
+    fast, fast_bytes = literals
+    start, end = times
+    dma, begins, pieces = engine
+    cap = problem.capacity_bytes[0]
+    sizes = problem.tensor_bytes
+    touched = [{t for t, _ in row if sizes[t]} for row in problem.op_accesses()]
+    groups = capacity_pairs(problem)
+    refetched = {}
+    for w, begin in sorted(begins.items()):
+        ready = begin + problem.dma_cycles(w)
+        readers = [j for j in problem.accesses(w)[1:] if problem.is_real(j)]
+        for group in groups:
+            held = set().union(*(touched[x] for x in group))
+            if w in held or sum(sizes[t] for t in held) + sizes[w] <= cap:
+                continue
+            for j in readers:
+                if j in group:
+                    continue
+                refetched.setdefault(w, model.new_bool_var(f"refetched_{w}"))
+                options = [refetched[w], _fit_with(model, problem, group, fast_bytes, touched, w)]
+                for x in group:
+                    before, after = (model.new_bool_var(f"{name}_{w}_{x}_{j}_{len(group)}") for name in ("ends_before", "starts_after"))
+                    model.add(end[x] <= ready).only_enforce_if(before)
+                    model.add(start[x] >= start[j]).only_enforce_if(after)
+                    options += [before, after] + ([whole[x].Not()] if x in whole else [])
+                if len(group) == 2:
+                    i, k = group
+                    apart = [model.new_bool_var(f"apart_{w}_{i}_{k}_{j}_{n}") for n in range(2)]
+                    model.add(end[i] <= start[k]).only_enforce_if(apart[0])
+                    model.add(end[k] <= start[i]).only_enforce_if(apart[1])
+                    options += apart
+                if not isinstance(fast[j, w], int):
+                    options.append(fast[j, w].Not())
+                model.add_bool_or(options)
+    if refetched:
+        load = sum(problem.dma_cycles(t) * y for t, y in dma.items()) + sum(pieces)
+        model.add(makespan >= load + sum(problem.dma_cycles(w) * r for w, r in refetched.items()))
+
+
+def _fit_with(model: cp_model.CpModel, problem: LevelProblem, group: tuple, fast_bytes: dict, touched: list,
+              w: int) -> cp_model.IntVar:
+    """A literal: the fast bytes of the ops of ``group`` (a tensor two touch counted once, at
+    the larger) and the tensor ``w`` fit the fast level together."""
+    fits = model.new_bool_var(f"fit_with_{w}_{'_'.join(map(str, group))}")
+    terms = []
+    for t in sorted(set().union(*(touched[x] for x in group))):
+        users = [x for x in group if t in touched[x]]
+        if len(users) == 1:
+            terms.append(fast_bytes[users[0], t])
+            continue
+        both = model.new_int_var(0, problem.tensor_bytes[t], f"fast_bytes_with_{w}_{t}_{'_'.join(map(str, group))}")
+        for x in users:
+            model.add(both >= fast_bytes[x, t])
+        terms.append(both)
+    model.add(sum(terms) + problem.tensor_bytes[w] <= problem.capacity_bytes[0]).only_enforce_if(fits)
+    return fits
 
 
 def _add_accesses(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple, i: int,
@@ -643,10 +742,11 @@ def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: Split
 
 
 def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, times: tuple,
-                    makespan: cp_model.IntVar, piece_loads: list) -> dict:
+                    makespan: cp_model.IntVar, piece_loads: list, prefetch_begins: dict | None = None) -> dict:
     """The prefetches of slow-born tensors, the evictions of live-out ones, their heads and
     tails, the engine's load with the tail of its last transfer, and the load with the cut
-    tensors' pieces (module Notes); returns the counted DMAs' literals by tensor."""
+    tensors' pieces (module Notes); returns the counted DMAs' literals by tensor (and records
+    each first prefetch's start variable in ``prefetch_begins`` when given)."""
     start, dur, end = times
     dma: dict[int, cp_model.IntVar] = {}
     readers_of_slow: dict[int, list] = {}  # op -> its fast reads of slow-born tensors
@@ -670,6 +770,8 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitV
                 continue
             y = dma[t] = model.new_bool_var(f"dma_{t}")
             begin = model.new_int_var(0, horizon, f"prefetch_start_{t}")
+            if prefetch_begins is not None:
+                prefetch_begins[t] = begin
             intervals.append(model.new_optional_fixed_size_interval_var(begin, cycles, y, f"prefetch_{t}"))
             for a, x in uses:
                 _implies(model, x, y)
