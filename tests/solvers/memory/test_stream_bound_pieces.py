@@ -66,6 +66,18 @@ def test_a_prefetched_weight_waits_for_room_beside_a_pair_by_hand():
     assert best_split_plan(p, (0,), (2,), (1, 2), 2) == 10
 
 
+def test_a_prefetched_weight_that_fits_beside_a_pair_is_not_delayed_by_hand():
+    # Ops 0 and 1 (compute 10) read 6-B inputs slow and write 1 B each; op 2 is fast-only and
+    # reads an 8-B weight (4 cycles on a 2-B/cycle engine). Three streams, a fast level of 10 B:
+    # the best plan prefetches the weight at once and runs op 2 beside the pair, their outputs
+    # and the weight fitting together (10 B): 10. The residency rule must allow it (a rule
+    # without its "fit together" and "fetched again" cases proves 12). The input may be cut,
+    # so the piece model runs.
+    p = LevelProblem((10, 10, 0), ((0,), (1,), (4,)), ((2,), (3,), ()), (6, 6, 1, 1, 8), (10, 10**9), (4, 1),
+                     dma_bytes_per_cycle=2, live_out=(2, 3), fast_only_ops=(2,))
+    assert _bound(p, (), (0,), 3) == 10 == best_split_plan(p, (), (), (1, 2), 3)
+
+
 @st.composite
 def prefetch_beside_a_pair(draw):
     """Ops 0 and 1 each read an input and write a tensor, independent of each other; op 2 reads
