@@ -334,9 +334,8 @@ def _horizon(problem: LevelProblem) -> int:
 def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable_ops: frozenset = frozenset(),
                              splittable_tensors: frozenset = frozenset(), capacity: bool = True,
                              piece_timing: bool = False) -> tuple[cp_model.CpModel, cp_model.IntVar]:
-    """The relaxation of the module Notes (without the pairwise capacity rule when not
-    ``capacity``; with the engine's windows of "Piece timing" when ``piece_timing``); returns
-    the model and its makespan variable.
+    """The relaxation of the module Notes (the pairwise capacity rule if ``capacity``, "Piece
+    timing" if ``piece_timing``); returns the model and its makespan variable.
 
     Examples
     --------
@@ -345,8 +344,7 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
 
     >>> p = LevelProblem((2,), ((0,),), ((),), (16,), (64, 99), (4, 1))
     >>> model, makespan = build_stream_bound_model(p, 2)
-    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
-    >>> solver.value(makespan)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model); solver.value(makespan)
     16
 
     Cut in portions, some pieces may be prefetched while the others are read slow: ``f`` bytes
@@ -742,11 +740,11 @@ def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: Split
 
 
 def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, times: tuple,
-                    makespan: cp_model.IntVar, piece_loads: list, prefetch_begins: dict | None = None) -> dict:
-    """The prefetches of slow-born tensors, the evictions of live-out ones, their heads and
-    tails, the engine's load with the tail of its last transfer, and the load with the cut
-    tensors' pieces (module Notes); returns the counted DMAs' literals by tensor (and records
-    each first prefetch's start variable in ``prefetch_begins`` when given)."""
+                    makespan: cp_model.IntVar, piece_loads: list, prefetch_begins: dict) -> dict:
+    """The prefetches of slow-born tensors (each first one's start into ``prefetch_begins``), the
+    evictions of live-out ones, their heads and tails, the engine's load with the tail of its
+    last transfer, and the load with the cut tensors' pieces (module Notes); returns the counted
+    DMAs' literals by tensor."""
     start, dur, end = times
     dma: dict[int, cp_model.IntVar] = {}
     readers_of_slow: dict[int, list] = {}  # op -> its fast reads of slow-born tensors
@@ -769,9 +767,7 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitV
             if not uses:
                 continue
             y = dma[t] = model.new_bool_var(f"dma_{t}")
-            begin = model.new_int_var(0, horizon, f"prefetch_start_{t}")
-            if prefetch_begins is not None:
-                prefetch_begins[t] = begin
+            begin = prefetch_begins[t] = model.new_int_var(0, horizon, f"prefetch_start_{t}")
             intervals.append(model.new_optional_fixed_size_interval_var(begin, cycles, y, f"prefetch_{t}"))
             for a, x in uses:
                 _implies(model, x, y)
