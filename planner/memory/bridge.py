@@ -361,7 +361,7 @@ def _split_groups(graph: Graph, ops, tensors, op_inputs, op_outputs, capacity_fa
 
 # The share of a device's memory budget the several-stream plan bound may use (CP-SAT
 # deterministic time; memory-streams' relaxation proves its optimum in about 0.02 s).
-STREAM_BOUND_SHARE = 0.1
+STREAM_BOUND_SHARE = 0.3
 
 
 def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s: float, seed: int = 0,

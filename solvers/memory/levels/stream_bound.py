@@ -98,6 +98,37 @@ bytes fit together (a tensor both touch counted once, at the larger of the two).
 whose bytes together exceed the fast level get the rule (else it is void), at most
 :data:`MAX_CAPACITY_PAIRS` (a subset is as sound). Portions are left out: a split op's copies
 need only be live during its portions, which other ops may separate.
+
+Piece timing (a model of its own, ``piece_timing``; only where something may be split). A
+tensor with no producer is fast only after the one DMA engine, starting at cycle 0 at the
+earliest, moved it (whole, or a cut tensor's fast bytes in pieces, each piece at the DMA rate
+and at least one latency). So, per op ``i``, with ``E_i`` the engine cycles of what it reads
+fast of such tensors (``dma_cycles(t) * fast[i,t]`` for an uncut one, ``fb / dma_rate +
+latency * fast[i,t]`` for a cut one):
+
+* an op that runs whole (unsplit, or a split op with ``whole[i]``) starts after ``E_i``: every
+  fast copy it reads is in place when it starts (the summed form of the engine's intervals,
+  which also counts the cut tensors' pieces);
+* a split op's portions each start after what they read fast arrived, so its last portion
+  ends after ``E_i``: a variable ``last[i] >= end[i]`` (``end[i]`` may be less than the last
+  portion's end, see "Splits"), at most the makespan, after each pipelined producer's last end
+  (the reader's last portion reads what the producer's last wrote); a reader that is not
+  pipelined with it starts after ``last[i]``; and when every portion reads an uncut tensor fast,
+  the op starts after the sum of those tensors' prefetches;
+* a split op's last portion ends after the first prefetch of an uncut tensor some portion
+  reads fast, and it starts after it when every portion does (with that prefetch's interval);
+* residency: the first prefetch of an uncut slow-born tensor ``w`` ends before a fast reader
+  ``j`` reads it, and between the two ``w`` sits in the fast level unless the plan fetches it
+  again. So for two independent ops ``i, k`` (a pair of :func:`capacity_pairs`) that run whole
+  and do not touch ``w``: one of them ends by the prefetch's end or starts after ``j`` starts,
+  or they do not overlap, or their fast bytes and ``w`` fit together, or ``w`` is fetched a
+  second time (its cycles more on the engine's load). (Three intervals that meet pairwise share
+  an instant, when all of it is in the level.) The same rule for a single op was true too, but
+  it made the proof 35 times slower on memory-streams-split for nothing more.
+
+The same fact for evictions (a live-out cut tensor's fast bytes leave after its producer
+starts) is true too, but it made CP-SAT's proof 60 times slower on memory-streams-split for 0.5%
+more, so it is left out.
 """
 
 from __future__ import annotations
@@ -301,10 +332,10 @@ def _horizon(problem: LevelProblem) -> int:
 
 
 def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable_ops: frozenset = frozenset(),
-                             splittable_tensors: frozenset = frozenset(), capacity: bool = True
-                             ) -> tuple[cp_model.CpModel, cp_model.IntVar]:
-    """The relaxation of the module Notes (without the pairwise capacity rule when not
-    ``capacity``); returns the model and its makespan variable.
+                             splittable_tensors: frozenset = frozenset(), capacity: bool = True,
+                             piece_timing: bool = False) -> tuple[cp_model.CpModel, cp_model.IntVar]:
+    """The relaxation of the module Notes (the pairwise capacity rule if ``capacity``, "Piece
+    timing" if ``piece_timing``); returns the model and its makespan variable.
 
     Examples
     --------
@@ -313,8 +344,7 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
 
     >>> p = LevelProblem((2,), ((0,),), ((),), (16,), (64, 99), (4, 1))
     >>> model, makespan = build_stream_bound_model(p, 2)
-    >>> solver = cp_model.CpSolver(); _ = solver.solve(model)
-    >>> solver.value(makespan)
+    >>> solver = cp_model.CpSolver(); _ = solver.solve(model); solver.value(makespan)
     16
 
     Cut in portions, some pieces may be prefetched while the others are read slow: ``f`` bytes
@@ -337,12 +367,13 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     rows = problem.op_accesses()
     fast: dict[tuple[int, int], object] = {}
     fast_bytes: dict[tuple[int, int], object] = {}
+    every: dict[tuple[int, int], object] = {}  # a split op's uncut read: every portion reads it fast
     start, dur, end, level_cycles = [], [], [], ([], [])
     makespan = model.new_int_var(0, h, "makespan")
     whole = {i: model.new_bool_var(f"whole_{i}") for i in sorted(view.ops)}  # runs as one portion
     for i, row in enumerate(rows):
         sized = [t for t, _ in row if problem.tensor_bytes[t]]
-        slow_bytes = _add_accesses(model, problem, view, (fast, fast_bytes), i, sized, whole.get(i))
+        slow_bytes = _add_accesses(model, problem, view, (fast, fast_bytes, every), i, sized, whole.get(i))
         fb = sum(fast_bytes[i, t] for t in sized)
         total = sum(problem.tensor_bytes[t] for t in sized)
         fits = model.add(fb <= cap)
@@ -367,7 +398,15 @@ def build_stream_bound_model(problem: LevelProblem, num_streams: int, splittable
     if capacity:
         _add_pairwise_capacity(model, problem, view, fast_bytes, whole, (start, end))
     pieces = _add_piece_loads(model, problem, view, fast_bytes)
-    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces)
+    if piece_timing:
+        last = _add_last_ends(model, problem, view, (start, end), makespan)
+        _add_engine_windows(model, problem, view, (fast, fast_bytes, every), whole, (start, last))
+    begins: dict = {}
+    dma = _add_dma_engine(model, problem, view, fast, (start, dur, end), makespan, pieces, begins)
+    if piece_timing:
+        _add_portion_prefetches(model, problem, view, (fast, every), begins, (start, last))
+        _add_prefetch_residency(model, problem, view, (fast, fast_bytes), whole, (start, end), (dma, begins, pieces),
+                                makespan)
     if problem.shared_bandwidth:
         _add_shared_levels(model, problem, level_cycles, dma, pieces, makespan)
     model.minimize(makespan)
@@ -393,16 +432,159 @@ def _add_dependencies(model: cp_model.CpModel, problem: LevelProblem, view: Spli
                 model.add(start[i] >= end[a])
 
 
+def _add_last_ends(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, times: tuple,
+                   makespan: cp_model.IntVar) -> list:
+    """Per op, when its last portion ends (module Notes, "Piece timing"): ``end[i]`` for an op
+    that runs whole; for a split op a new variable, at least ``end[i]`` and at most the makespan,
+    after its pipelined producers' last ends (its last portion reads what theirs wrote); every
+    reader that is not pipelined with it starts after it."""
+    start, end = times
+    last = list(end)
+    for i in sorted(view.ops):
+        last[i] = model.new_int_var(0, _horizon(problem), f"last_end_{i}")
+        model.add(last[i] >= end[i])
+        model.add(makespan >= last[i])
+    for i in range(problem.num_ops):
+        for t in problem.reads[i]:
+            a = problem.accesses(t)[0]
+            if not problem.is_real(a) or a not in view.ops:
+                continue
+            if view.pipelined(a, i, t):
+                model.add(last[i] >= last[a])
+            else:
+                model.add(start[i] >= last[a])
+    return last
+
+
+def _add_engine_windows(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple,
+                        whole: dict, times: tuple) -> None:
+    """The engine's work before an op (module Notes, "Piece timing"): the fast bytes of the
+    slow-born tensors an op reads were prefetched, on the one engine from cycle 0, before it
+    starts (a split op: before its last portion ends; an uncut tensor every portion reads
+    fast, before it starts)."""
+    fast, fast_bytes, every = literals
+    start, last = times
+    num, den = problem.dma_rate.numerator, problem.dma_rate.denominator
+    lat = problem.dma_latency_cycles
+    fast_only = set(problem.fast_only_ops)
+    for i, row in enumerate(problem.op_accesses()):
+        if i in fast_only:  # its reads are constants; the engine intervals already order them
+            continue
+        before, before_every = [], []  # engine time (in bytes at the DMA rate) its reads need
+        for t, _ in row:
+            if not problem.tensor_bytes[t] or problem.is_real(problem.accesses(t)[0]):
+                continue
+            if t in view.cut:
+                before.append(den * fast_bytes[i, t] + num * lat * fast[i, t])
+            else:
+                before.append(num * problem.dma_cycles(t) * fast[i, t])
+                if (i, t) in every:
+                    before_every.append(num * problem.dma_cycles(t) * every[i, t])
+        if not before:
+            continue
+        if i not in view.ops:
+            model.add(num * start[i] >= sum(before))
+            continue
+        model.add(num * last[i] >= sum(before))
+        model.add(num * start[i] >= sum(before)).only_enforce_if(whole[i])
+        if before_every:
+            model.add(num * start[i] >= sum(before_every))
+
+
+def _add_portion_prefetches(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple,
+                            begins: dict, times: tuple) -> None:
+    """A split op's portions after the first prefetch of an uncut tensor they read fast (module
+    Notes, "Piece timing"): its last portion ends after it when some portion reads it fast, and
+    the op starts after it when every portion does."""
+    fast, every = literals
+    start, last = times
+    for w, begin in sorted(begins.items()):
+        ready = begin + problem.dma_cycles(w)
+        for a in problem.accesses(w)[1:]:
+            if not problem.is_real(a) or a not in view.ops or (a, w) not in every:
+                continue
+            model.add(last[a] >= ready).only_enforce_if(fast[a, w])
+            model.add(start[a] >= ready).only_enforce_if(every[a, w])
+
+
+def _add_prefetch_residency(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple,
+                            whole: dict, times: tuple, engine: tuple, makespan: cp_model.IntVar) -> None:
+    """A prefetched weight sits in the fast level from its first prefetch's end until a fast
+    reader reads it, unless the plan fetches it again (module Notes, "Piece timing"). For the
+    uncut slow-born tensor ``w``, a fast reader ``j`` of it, and one op ``i`` or two independent
+    ops ``i, k`` (a pair of :func:`capacity_pairs`) that run whole and do not touch ``w``:
+    either an op ends by the prefetch's end or starts after ``j`` does, or the two do not
+    overlap, or their fast bytes and ``w`` fit together (a tensor both touch once), or ``w`` is
+    prefetched a second time (its cycles more on the engine, whose load is at most the
+    makespan). Intervals that meet pairwise share an instant, when all of it is in the level."""
+    fast, fast_bytes = literals
+    start, end = times
+    dma, begins, pieces = engine
+    cap = problem.capacity_bytes[0]
+    sizes = problem.tensor_bytes
+    touched = [{t for t, _ in row if sizes[t]} for row in problem.op_accesses()]
+    groups = capacity_pairs(problem)
+    refetched = {}
+    for w, begin in sorted(begins.items()):
+        ready = begin + problem.dma_cycles(w)
+        readers = [j for j in problem.accesses(w)[1:] if problem.is_real(j)]
+        for group in groups:
+            held = set().union(*(touched[x] for x in group))
+            if w in held or sum(sizes[t] for t in held) + sizes[w] <= cap:
+                continue
+            for j in readers:
+                if j in group:
+                    continue
+                refetched.setdefault(w, model.new_bool_var(f"refetched_{w}"))
+                options = [refetched[w], _fit_with(model, problem, group, fast_bytes, touched, w)]
+                for x in group:
+                    before, after = (model.new_bool_var(f"{name}_{w}_{x}_{j}_{len(group)}") for name in ("ends_before", "starts_after"))
+                    model.add(end[x] <= ready).only_enforce_if(before)
+                    model.add(start[x] >= start[j]).only_enforce_if(after)
+                    options += [before, after] + ([whole[x].Not()] if x in whole else [])
+                if len(group) == 2:
+                    i, k = group
+                    apart = [model.new_bool_var(f"apart_{w}_{i}_{k}_{j}_{n}") for n in range(2)]
+                    model.add(end[i] <= start[k]).only_enforce_if(apart[0])
+                    model.add(end[k] <= start[i]).only_enforce_if(apart[1])
+                    options += apart
+                if not isinstance(fast[j, w], int):
+                    options.append(fast[j, w].Not())
+                model.add_bool_or(options)
+    if refetched:
+        load = sum(problem.dma_cycles(t) * y for t, y in dma.items()) + sum(pieces)
+        model.add(makespan >= load + sum(problem.dma_cycles(w) * r for w, r in refetched.items()))
+
+
+def _fit_with(model: cp_model.CpModel, problem: LevelProblem, group: tuple, fast_bytes: dict, touched: list,
+              w: int) -> cp_model.IntVar:
+    """A literal: the fast bytes of the ops of ``group`` (a tensor two touch counted once, at
+    the larger) and the tensor ``w`` fit the fast level together."""
+    fits = model.new_bool_var(f"fit_with_{w}_{'_'.join(map(str, group))}")
+    terms = []
+    for t in sorted(set().union(*(touched[x] for x in group))):
+        users = [x for x in group if t in touched[x]]
+        if len(users) == 1:
+            terms.append(fast_bytes[users[0], t])
+            continue
+        both = model.new_int_var(0, problem.tensor_bytes[t], f"fast_bytes_with_{w}_{t}_{'_'.join(map(str, group))}")
+        for x in users:
+            model.add(both >= fast_bytes[x, t])
+        terms.append(both)
+    model.add(sum(terms) + problem.tensor_bytes[w] <= problem.capacity_bytes[0]).only_enforce_if(fits)
+    return fits
+
+
 def _add_accesses(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, literals: tuple, i: int,
                   sized: list[int], whole) -> list:
     """Op ``i``'s accesses of the ``sized`` tensors: sets ``fast[i,t]`` and ``fast_bytes[i,t]``
-    (``(fast, fast_bytes) = literals``) and returns the slow bytes of each (module Notes,
-    "Splits": a split op's uncut reads by :func:`_split_uncut_read`)."""
-    fast, fast_bytes = literals
+    (``(fast, fast_bytes, every) = literals``) and returns the slow bytes of each (module Notes,
+    "Splits": a split op's uncut reads by :func:`_split_uncut_read`, which sets ``every[i,t]``)."""
+    fast, fast_bytes, every = literals
     slow_bytes = []
     for t in sized:
         if i in view.ops and t not in view.cut and i not in set(problem.fast_only_ops):
-            fast_bytes[i, t], slow = _split_uncut_read(model, problem, fast, i, t, whole)
+            fast_bytes[i, t], slow, every[i, t] = _split_uncut_read(model, problem, fast, i, t, whole)
         else:
             fast_bytes[i, t] = _fast_bytes(model, problem, view, fast, i, t)
             slow = problem.tensor_bytes[t] - fast_bytes[i, t]
@@ -444,7 +626,8 @@ def _split_uncut_read(model: cp_model.CpModel, problem: LevelProblem, fast: dict
     all of it, fast or slow. Returns its fast bytes (all of it when every portion reads it fast)
     and its slow bytes over the portions: at least ``b`` when some portion reads it slow, at
     least ``2 b`` when none reads it fast and the op runs in two portions or more; sets
-    ``fast[i,t]`` to "some portion reads it fast" (which needs the prefetch)."""
+    ``fast[i,t]`` to "some portion reads it fast" (which needs the prefetch), and the literal
+    "every portion reads it fast"."""
     b = problem.tensor_bytes[t]
     some = fast[i, t] = model.new_bool_var(f"fast_{i}_{t}")
     every = model.new_bool_var(f"all_fast_{i}_{t}")
@@ -453,7 +636,7 @@ def _split_uncut_read(model: cp_model.CpModel, problem: LevelProblem, fast: dict
     slow = model.new_int_var(0, 2 * b, f"slow_bytes_{i}_{t}")
     model.add(slow + b * every >= b)
     model.add(slow + 2 * b * some + 2 * b * whole >= 2 * b)
-    return b * every, slow
+    return b * every, slow, every
 
 
 # At most this many pairs of ops get the pairwise capacity rule (a subset is as sound as all).
@@ -557,10 +740,11 @@ def _add_piece_loads(model: cp_model.CpModel, problem: LevelProblem, view: Split
 
 
 def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitView, fast: dict, times: tuple,
-                    makespan: cp_model.IntVar, piece_loads: list) -> dict:
-    """The prefetches of slow-born tensors, the evictions of live-out ones, their heads and
-    tails, the engine's load with the tail of its last transfer, and the load with the cut
-    tensors' pieces (module Notes); returns the counted DMAs' literals by tensor."""
+                    makespan: cp_model.IntVar, piece_loads: list, prefetch_begins: dict) -> dict:
+    """The prefetches of slow-born tensors (each first one's start into ``prefetch_begins``), the
+    evictions of live-out ones, their heads and tails, the engine's load with the tail of its
+    last transfer, and the load with the cut tensors' pieces (module Notes); returns the counted
+    DMAs' literals by tensor."""
     start, dur, end = times
     dma: dict[int, cp_model.IntVar] = {}
     readers_of_slow: dict[int, list] = {}  # op -> its fast reads of slow-born tensors
@@ -583,7 +767,7 @@ def _add_dma_engine(model: cp_model.CpModel, problem: LevelProblem, view: SplitV
             if not uses:
                 continue
             y = dma[t] = model.new_bool_var(f"dma_{t}")
-            begin = model.new_int_var(0, horizon, f"prefetch_start_{t}")
+            begin = prefetch_begins[t] = model.new_int_var(0, horizon, f"prefetch_start_{t}")
             intervals.append(model.new_optional_fixed_size_interval_var(begin, cycles, y, f"prefetch_{t}"))
             for a, x in uses:
                 _implies(model, x, y)
@@ -679,13 +863,29 @@ def stream_plan_lower_bound(problem: LevelProblem, num_streams: int, budget: Bud
     if budget is None:
         budget = Budget.start(10.0, MEMORY_LEVELS)
         amount = budget.left
-    if not capacity_pairs(_unsplit(problem, split_view(problem, *split))):
-        model, _ = build_stream_bound_model(problem, num_streams, *split)
-        return budget.proven_lower_bound(model, options, amount, "stream_plan_bound", floor)
-    # The capacity rule's disjunctions may slow the proof: the relaxation without them too, each
-    # with half the budget, and the larger proven bound. (Handing the first bound to the second
-    # model as a floor constraint stalled CP-SAT's proof at that floor on memory-streams-split.)
-    relaxed, _ = build_stream_bound_model(problem, num_streams, *split, capacity=False)
-    floor = budget.proven_lower_bound(relaxed, options, amount / 2, "stream_plan_bound", floor)
-    model, _ = build_stream_bound_model(problem, num_streams, *split)
-    return budget.proven_lower_bound(model, options, amount / 2, "stream_plan_capacity_bound", floor)
+    view = split_view(problem, *split)
+    # Each model gets an even share of what the earlier ones left.
+    models = [(False, False, "stream_plan_bound")]
+    if capacity_pairs(_unsplit(problem, view)):
+        # The capacity rule's disjunctions may slow the proof: the relaxation without them too,
+        # and the larger proven bound. (Handing the first bound to the second model as a floor
+        # constraint stalled CP-SAT's proof at that floor on memory-streams-split.)
+        models.append((True, False, "stream_plan_capacity_bound"))
+    else:
+        models = [(True, False, "stream_plan_bound")]
+    if _has_piece_timing(view):
+        # The engine's windows ("Piece timing") change what CP-SAT proves quickly: a model of
+        # their own (without the capacity rule, whose disjunctions slowed its proof 60-fold).
+        models.append((False, True, "stream_plan_piece_bound"))
+    used = budget.used
+    for k, (capacity, timed, stage) in enumerate(models):
+        share = max(0.0, amount - (budget.used - used)) / (len(models) - k)
+        model, _ = build_stream_bound_model(problem, num_streams, *split, capacity=capacity, piece_timing=timed)
+        floor = budget.proven_lower_bound(model, options, share, stage, floor)
+    return floor
+
+
+def _has_piece_timing(view: SplitView) -> bool:
+    """Whether "Piece timing" constrains anything: some op may run in portions, or some tensor
+    may be cut."""
+    return bool(view.ops or view.cut)
