@@ -52,6 +52,7 @@ nothing where it proved nothing.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from itertools import product
 from typing import Any, Sequence
 
@@ -422,12 +423,16 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
     todo = list(dict.fromkeys(key for j in ranked for key, (jj, _, _) in zip(keys, moves.jobs) if jj == j))
     memo = {} if memo is None else memo
     open_keys = [key for key in todo if not memo.get(key, (0.0, False))[1]]
+    # one worker, not interleaved: CP-SAT's plain single-worker search proves these small models
+    # 10-30x faster in deterministic time than the interleaved portfolio (Inception-V3's
+    # modules: 0.013-0.20 units against 0.35-1.16) and is deterministic too
+    single = replace(options, num_workers=1)
     for done, key in enumerate(open_keys):
         if budget.left <= 0 or budget.wall_expired():
             break
         built = role_model(moves.jobs[first[key]][2])
-        status, solver, _ = budget.run_cpsat(built.model, options,
-                                             budget.left / min(len(open_keys) - done, _JOB_SHARE), None)
+        status, solver, _ = budget.run_cpsat(built.model, single, budget.left / min(len(open_keys) - done, _JOB_SHARE),
+                                             None, interleave=False)
         if status is Status.INFEASIBLE:
             memo[key] = (math.inf, True)
         elif status in (Status.OPTIMAL, Status.FEASIBLE):
