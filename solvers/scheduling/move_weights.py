@@ -39,13 +39,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from solvers.budget import Budget
 from solvers.core import SolveOptions, Status
 from solvers.cpsat_support import integer_objective_bound
 from solvers.scheduling.forced import held_weights
-from solvers.scheduling.pinned_moves import PinnedMoves, role_model
 from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.segment_runs import MoveOptions
 from solvers.scheduling.structure import segment_ranges, topological_order
@@ -57,20 +56,22 @@ __all__ = ["LEVELS", "weight_on_source", "move_weight_levels", "weight_jobs", "m
 LEVELS = (0.5, 0.75, 1.0)
 
 
-def weight_on_source(pinned: SchedulingProblem, held_inner: Sequence[int]):
-    """The three-role model of ``pinned`` and the linear expression of ``W_A``, the held
-    weight of its interior ops in role A (``held_inner[i - 1]`` for op i)."""
-    built = role_model(pinned)
+def weight_on_source(built: Any, held_inner: Sequence[int]):
+    """The linear expression of ``W_A`` in a three-role model ``built`` (a
+    :func:`~solvers.scheduling.pinned_moves.role_model`), the held weight of its interior ops in
+    role A (``held_inner[i - 1]`` for op i), and the most it can be."""
     terms = [(w, built.role[i + 1][0]) for i, w in enumerate(held_inner) if w > 0 and built.role[i + 1][0] is not None]
-    return built, sum(w * lit for w, lit in terms), sum(w for w, _ in terms)
+    return sum(w * lit for w, lit in terms), sum(w for w, _ in terms)
 
 
-def move_weight_levels(pinned: SchedulingProblem, held_inner: Sequence[int], minimum: int, options: SolveOptions,
+def move_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], minimum: int, options: SolveOptions,
                        budget: Budget, amount: float) -> list[tuple[int, float]] | None:
     """The ``(weight left on the source device, step)`` options of one pinned move whose proven
     minimum is ``minimum`` (module Notes), each solve within a share of ``amount`` units;
-    None when the first solve finds no schedule at the minimum (nothing to refine)."""
-    built, weight, total = weight_on_source(pinned, held_inner)
+    ``build()`` makes a fresh three-role model of the move. None when the first solve finds no
+    schedule at the minimum (nothing to refine)."""
+    built = build()
+    weight, total = weight_on_source(built, held_inner)
     if total == 0:
         return None
     single = replace(options, num_workers=1)
@@ -87,7 +88,8 @@ def move_weight_levels(pinned: SchedulingProblem, held_inner: Sequence[int], min
     found: list[tuple[int, float]] = []
     lower = 0
     for upper in cuts:
-        capped, weight, _ = weight_on_source(pinned, held_inner)
+        capped = build()
+        weight, _ = weight_on_source(capped, held_inner)
         capped.model.add(weight <= upper - 1)
         capped.model.minimize(capped.makespan)
         status, solver, _ = budget.run_cpsat(capped.model, single, share, None, interleave=False)
@@ -103,13 +105,13 @@ def move_weight_levels(pinned: SchedulingProblem, held_inner: Sequence[int], min
     return found
 
 
-def _held(moves: PinnedMoves) -> dict[int, int]:
+def _held(moves: Any) -> dict[int, int]:
     """Each op's held weight in ``moves.pruned`` (colocation groups once, topological order)."""
     topo = topological_order(moves.pruned)
     return dict(zip(topo, held_weights(moves.pruned, topo)))
 
 
-def weight_jobs(moves: PinnedMoves, keys: Sequence[tuple], memo: dict) -> list[int]:
+def weight_jobs(moves: Any, keys: Sequence[tuple], memo: dict) -> list[int]:
     """The pinned-move jobs that get weight options: settled with a finite minimum in ``memo``,
     from a pool with a memory limit."""
     total = sum(_held(moves).values())
@@ -118,20 +120,23 @@ def weight_jobs(moves: PinnedMoves, keys: Sequence[tuple], memo: dict) -> list[i
             if limited[ka] and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])]
 
 
-def _middle_segments(moves: PinnedMoves) -> list[int]:
+def _middle_segments(moves: Any) -> list[int]:
     """The index in ``moves.segments`` of each middle segment (a cut op at both ends)."""
     ranges = segment_ranges(moves.pruned, moves.cuts)
     return [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
 
 
-def move_weight_options(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
-                        budget: Budget | None, order: Sequence[int], within: bool | None = None) -> list[MoveOptions | None]:
+def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
+                        budget: Budget | None, order: Sequence[int], within: bool | None = None,
+                        build: Callable[[SchedulingProblem], Any] | None = None) -> list[MoveOptions | None]:
     """Per middle segment, the move options of every settled pinned move whose source pool has a
     memory limit (``segment_run_bound``'s ``move_options``), proving the missing ones in
     ``order`` (middle segments) within ``budget`` (None: none; with ``within``, only those of changes
     within one pool, or only the others); ``cells`` (kept by the caller) maps a job key to its
     options (None: nothing to refine), so none is proved twice. A pool pair gets options only
     when all its device pairs have them (the DP takes the least of their steps per weight).
+    ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
+    ``role_model`` (passed in: that module calls this one).
     """
     held = _held(moves)
     segment_of = _middle_segments(moves)
@@ -142,13 +147,13 @@ def move_weight_options(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, c
                   key=lambda key: min(rank.get(moves.jobs[i][0], len(rank)) for i in picked if keys[i] == key))
     first = {key: i for i, key in reversed(list(enumerate(keys)))}
     for done, key in enumerate(todo):
-        if budget is None or budget.left <= 0 or budget.wall_expired():
+        if budget is None or build is None or budget.left <= 0 or budget.wall_expired():
             break
         j, _, pinned = moves.jobs[first[key]]
         ops = moves.segments[segment_of[j]][1]
         amount = budget.left / min(len(todo) - done, 4)
-        cells[key] = move_weight_levels(pinned, [held[o] for o in ops[1:-1]], int(memo[key][0]), options, budget,
-                                        amount)
+        cells[key] = move_weight_levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
+                                        int(memo[key][0]), options, budget, amount)
     tables: list[MoveOptions | None] = [None] * moves.num_middles
     by_pair: dict[tuple[int, tuple[int, int]], list] = {}
     for i in wanted:

@@ -63,6 +63,7 @@ from solvers.budget import Budget
 from solvers.core import SolveOptions, Status
 from solvers.scheduling.bounds import bound_segments, segment_floor, segment_problems
 from solvers.scheduling.forced_cuts import memory_forces_cuts
+from solvers.scheduling.move_weights import move_weight_options, weight_jobs
 from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound
@@ -433,14 +434,12 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
                               for key, (jj, (ka, kb), _) in zip(keys, moves.jobs) if jj == j and (ka == kb) == within))
     within_pool = {key: ka == kb for key, (_, (ka, kb), _) in zip(keys, moves.jobs)}
     memo = {} if memo is None else memo
-    from solvers.scheduling.move_weights import move_weight_options, weight_jobs  # it builds on this module
-
     cells = memo.setdefault(_WEIGHTS, {})
     for within in (True, False):  # each kind's moves, then (with weights) their weight options
         group = [key for key in todo if within_pool[key] == within]
         _prove_moves(moves, group, first, memo, options, budget)
         if weights:
-            move_weight_options(moves, keys, memo, cells, options, budget, ranked, within)
+            move_weight_options(moves, keys, memo, cells, options, budget, ranked, within, role_model)
     proven = {key: memo[key][0] for key in todo if key in memo}
     tables = move_floor_tables(moves, [proven.get(key, 0.0) for key in keys])
     weighed = move_weight_options(moves, keys, memo, cells, options, None, ranked) if weights else None

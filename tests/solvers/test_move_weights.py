@@ -14,7 +14,7 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import SchedulingProblem
 from solvers.scheduling.move_weights import move_weight_levels
-from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves
+from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves, role_model
 from tests.solvers.test_pinned_moves import memory_forced_graphs
 from tests.solvers.test_scheduling_bruteforce import brute_force, draw_links
 from tests.sweeps import examples, random_sweep
@@ -39,7 +39,7 @@ def test_the_options_of_a_move_price_the_weight_it_leaves_behind():
     p = _fork_join_with_dear_fork()
     moves = pinned_moves(p)
     (j, pair, pinned), = moves.jobs
-    levels = move_weight_levels(pinned, [1, 1], 4, _ONE, Budget.start(5, SCHEDULING), 1.0)
+    levels = move_weight_levels(lambda: role_model(pinned), [1, 1], 4, _ONE, Budget.start(5, SCHEDULING), 1.0)
     # nothing of {x, y} on c0's device: both wait for their fork edge, then a join transfer
     # from a third device (10 + 1 + 1 + 1); one of them: 10 + 1 + c1; both: the free move, 4
     assert levels == [(0, 13.0), (1, 12.0), (2, 4.0)]
