@@ -71,9 +71,12 @@ from solvers.scheduling.path_bounds import DevicePools, pool_finish_from_source
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import topological_order
 
-__all__ = ["segment_run_bound", "reversed_problem"]
+__all__ = ["segment_run_bound", "reversed_problem", "MoveOptions"]
 
 _UNITS = 1024
+
+# Per pool pair (ka, kb): the (weight left on the device of ka, step) options of a device change.
+MoveOptions = dict
 
 
 def reversed_problem(problem: SchedulingProblem) -> SchedulingProblem:
@@ -156,7 +159,8 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
 
 def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
                       floors: Sequence[int], cuts: Sequence[int] | None = None,
-                      move_floors: Sequence[np.ndarray | None] | None = None) -> int:
+                      move_floors: Sequence[np.ndarray | None] | None = None,
+                      move_options: Sequence[MoveOptions | None] | None = None) -> int:
     """The segment-run bound of the module Notes.
 
     Parameters
@@ -174,6 +178,12 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         bound on its step when its two cut ops sit on two different devices, as a
         ``pools x pools`` table (the diagonal: two devices of one pool), e.g. the pinned
         proofs of :mod:`~solvers.scheduling.pinned_moves` (link contention included).
+    move_options : sequence, optional
+        Per middle segment, None or a dict ``{(ka, kb): [(weight, step), ...]}``: when given
+        for a pool pair, a device change there is priced by these options instead of the
+        plain move (each option's step at least the move's), the weight charged to the run
+        the change leaves (module Notes, **Moves that leave weight behind**). The options must
+        cover every schedule: one of weight 0 is required.
 
     Returns
     -------
@@ -221,30 +231,55 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
             moves[j][b, b] = max(moves[j][b, b], move)
         if move_floors is not None and move_floors[j] is not None:
             moves[j] = np.maximum(moves[j], move_floors[j])
-    value = _chain(pools, first, moves, last, stays, [held[c] for c in cuts], sum(held.values()))
+    value = _chain(pools, first, moves, last, stays, [held[c] for c in cuts], sum(held.values()),
+                   move_options)
     return int(value) if math.isfinite(value) else 0
 
 
 def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last: np.ndarray,
-           stays: list[list[list[tuple[int, float]]]], own: list[int], total: int) -> float:
+           stays: list[list[list[tuple[int, float]]]], own: list[int], total: int,
+           move_options: Sequence[MoveOptions | None] | None = None) -> float:
     """The run DP over the cut ops (module Notes): the best end of each cut op per pool, a run
-    of any pool starting after a run of any other one ended."""
+    of any pool starting after a run of any other one ended (with ``move_options``, after a
+    run that also held the weight an option leaves behind)."""
     count, cap = len(own), pools.capacity
     limited = [0 < c < total for c in cap]
     states = [_RunState(_UNITS if limited[b] else 0) for b in range(pools.size)]
-    best = np.asarray(first, dtype=np.float64)
+
+    def units(w: int, b: int) -> int:
+        return w * _UNITS // cap[b] if limited[b] else 0
+
+    rows: list[np.ndarray] = [np.array([float(x)]) for x in first]  # per pool: best end at most w units
     for j in range(count):
-        enter = best if j == 0 else (best[:, None] + moves[j - 1]).min(axis=0)
+        options = move_options[j - 1] if j and move_options is not None else None
         nxt = np.full(pools.size, np.inf)
         for b, state in enumerate(states):
-            def units(w: int, b: int = b) -> int:
-                return w * _UNITS // cap[b] if limited[b] else 0
+            enter = float(first[b]) if j == 0 else _enter(rows, moves[j - 1], options, b, units)
             stay = None
             if j:
-                stay = [(units(w + own[j]), t) for w, t in stays[b][j - 1]]
-            nxt[b] = state.advance(float(enter[b]), stay, units(own[j]))
-        best = nxt
+                stay = [(units(w + own[j], b), t) for w, t in stays[b][j - 1]]
+            nxt[b] = state.advance(enter, stay, units(own[j], b))
+        rows = [state.best_row() for state in states]
+    best = np.array([row[-1] for row in rows])
     return float((best + np.asarray(last, dtype=np.float64)).min())
+
+
+def _enter(rows: list[np.ndarray], move: np.ndarray, options: MoveOptions | None, b: int, units) -> float:
+    """The earliest a run on pool b can start at this cut op: over every pool a, a's best end
+    of the previous cut op plus the move, or, where ``options`` price the pair, with each
+    option's weight still free in a's run."""
+    best = math.inf
+    for a, row in enumerate(rows):
+        choices = None if options is None else options.get((a, b))
+        if not choices:
+            best = min(best, float(row[-1]) + float(move[a, b]))
+            continue
+        top = len(row) - 1
+        for w, t in choices:
+            u = units(w, a)
+            if u <= top:
+                best = min(best, float(row[top - u]) + max(float(t), float(move[a, b])))
+    return best
 
 
 class _RunState:
@@ -279,3 +314,10 @@ class _RunState:
         alive = np.isfinite(self.rows[:, -1])
         self.rows, self.starts = self.rows[alive], self.starts[alive]
         return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
+
+    def best_row(self) -> np.ndarray:
+        """The best end of the current cut op on this pool for each weight in units (at most w
+        units held so far), over the open runs."""
+        if not len(self.rows):
+            return np.full(self.units + 1, np.inf)
+        return (self.starts[:, None] + self.rows).min(axis=0)

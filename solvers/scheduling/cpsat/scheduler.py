@@ -39,7 +39,7 @@ long before its share (ResNet-50 operators: it used 0.0002 units and left 1.02 o
 After it, on the same memory-forced problems when the result is not proven,
 ``leftover_bound_share`` of what is left goes to more forced-cut probes from the bound (when
 the first probes refuted something; their first step 1/128 above it) or to the pinned moves
-still open (``stats["leftover_bound"]``, :meth:`CpSatScheduler._leftover_bound`). Each is one
+still open or whose weight options are (``stats["leftover_bound"]``, :meth:`CpSatScheduler._leftover_bound`). Each is one
 of the sound bounds above, so the result's bound stays a bound; the plan is not touched.
 
 **Forced-cut start (a start candidate).** Right after that bound, up to
@@ -185,6 +185,12 @@ def _open_moves(stats: dict) -> bool:
     return stats.get("pinned_moves", 0) > stats.get("pinned_moves_settled", 0)
 
 
+def _open_weights(stats: dict) -> bool:
+    """Whether the pinned-move stage left some settled move without its weight options
+    (:mod:`~solvers.scheduling.move_weights`)."""
+    return stats.get("move_weights", 0) > stats.get("move_weights_done", 0)
+
+
 class CpSatScheduler(Accepting):
     """Joint placement and scheduling with CP-SAT (see the module Notes).
 
@@ -300,7 +306,7 @@ class CpSatScheduler(Accepting):
         if stats.get("forced_cut_refuted"):
             bound, amount = self._part_bound(problem, options, budget, bound, amount, stats)
         child = budget.child(amount)
-        if stats.get("forced_cut_refuted") or not _open_moves(stats):
+        if stats.get("forced_cut_refuted") or not (_open_moves(stats) or _open_weights(stats)):
             found, part = forced_cut_bound(problem, options, child, floor=bound, hint=result.solution,
                                            contention=cfg.forced_cut_contention, first_step=_RESUMED_STEP)
             kind = "forced_cut_bound"

@@ -1,0 +1,168 @@
+"""Moves that leave weight behind: a memory-forced device change priced by how much of the
+segment it crosses stays on the device it leaves (LATENCY with memory limits).
+
+Notes
+-----
+The clean segment runs (:mod:`~solvers.scheduling.segment_runs`) price a device change
+between clean cut ops ``c_j`` (on a) and ``c_(j+1)`` (on b) by the pinned move of
+:mod:`~solvers.scheduling.pinned_moves`, and charge the segment's interior weights to no run:
+they may sit on a third device. On Inception-V3 that is where the bound was loose: every
+branch of a module is fed by the concat before it over a 74.8-ms edge, so a cheap change
+(29-47 ms) keeps each branch's first ops on a, and a change that keeps nothing on a costs
+70-106 ms (the three-role relaxation with the weight on a forced to 0).
+
+Take the three-role model of a pinned move (:func:`~solvers.scheduling.pinned_moves.role_model`)
+and ``W_A``, the weight of the interior ops in role A (each op's
+:func:`~solvers.scheduling.forced.held_weights`, colocation groups once). Any schedule of the
+whole problem with ``c_j`` on a and ``c_(j+1)`` on b maps to a solution of the model with
+the same step or less in which ``W_A`` is exactly the weight of the segment's interior ops
+on a (those ops keep role A). Pick levels ``0 = w_0 < w_1 < ... < w_m``; a schedule whose
+``W_A`` lies in ``[w_i, w_(i+1))`` has a step at least ``T_i``, the proven minimum of the
+model with ``W_A <= w_(i+1) - 1`` (``T_m``: the move's own minimum), and leaves at least
+``w_i`` on a. So the options ``(w_i, T_i)`` cover every schedule: the segment-run DP
+(``segment_run_bound(..., move_options=...)``) charges ``w_i`` to the run that ends at
+``c_j`` (whose device is a) and steps ``T_i``; nothing else changes. A run holds its cut ops,
+the interior weights it keeps in its stay segments and now this weight of the segment after
+it: all distinct ops on one device, so the sum is still at most its memory.
+
+The levels are fractions (:data:`LEVELS`) of the least ``W_A`` of a schedule at the move's
+minimum (a second solve minimising ``W_A`` with the step at most that minimum; any value is
+sound, this one puts the levels where the step jumps). Options are made only for pool
+pairs whose source pool has a memory limit (elsewhere the weight costs nothing) and only for
+moves whose pinned proof is settled (their minimum is known).
+
+Measured on Inception-V3 layers (module 18, 2026-11-28): minimum 38.39 ms with at least 0.309
+GiB on a; ``W_A`` below 0.75, 0.5 of that: 58.27 and 58.47 ms; below it: 38.75 ms.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+from solvers.budget import Budget
+from solvers.core import SolveOptions, Status
+from solvers.cpsat_support import integer_objective_bound
+from solvers.scheduling.forced import held_weights
+from solvers.scheduling.problem import SchedulingProblem
+from solvers.scheduling.segment_runs import MoveOptions
+from solvers.scheduling.structure import segment_ranges, topological_order
+
+__all__ = ["LEVELS", "weight_on_source", "move_weight_levels", "weight_jobs", "move_weight_options"]
+
+# The levels, as fractions of the least weight a cheapest move leaves on its source device
+# (the cell below the last one is where Inception-V3's moves jump: module Notes).
+LEVELS = (0.5, 0.75, 1.0)
+
+
+def weight_on_source(built: Any, held_inner: Sequence[int]):
+    """The linear expression of ``W_A`` in a three-role model ``built`` (a
+    :func:`~solvers.scheduling.pinned_moves.role_model`), the held weight of its interior ops in
+    role A (``held_inner[i - 1]`` for op i), and the most it can be."""
+    terms = [(w, built.role[i + 1][0]) for i, w in enumerate(held_inner) if w > 0 and built.role[i + 1][0] is not None]
+    return sum(w * lit for w, lit in terms), sum(w for w, _ in terms)
+
+
+def move_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], minimum: int, options: SolveOptions,
+                       budget: Budget, amount: float) -> list[tuple[int, float]] | None:
+    """The ``(weight left on the source device, step)`` options of one pinned move whose proven
+    minimum is ``minimum`` (module Notes), each solve within a share of ``amount`` units;
+    ``build()`` makes a fresh three-role model of the move. None when the first solve finds no
+    schedule at the minimum (nothing to refine)."""
+    built = build()
+    weight, total = weight_on_source(built, held_inner)
+    if total == 0:
+        return None
+    single = replace(options, num_workers=1)
+    built.model.add(built.makespan <= minimum)
+    built.model.minimize(weight)
+    share = amount / (1 + len(LEVELS))
+    status, solver, _ = budget.run_cpsat(built.model, single, share, None, interleave=False)
+    if status not in (Status.OPTIMAL, Status.FEASIBLE):
+        return None
+    least = int(round(solver.objective_value))
+    if least <= 0:
+        return None
+    cuts = sorted({int(f * least) for f in LEVELS if int(f * least) > 0})
+    found: list[tuple[int, float]] = []
+    lower = 0
+    for upper in cuts:
+        capped = build()
+        weight, _ = weight_on_source(capped, held_inner)
+        capped.model.add(weight <= upper - 1)
+        capped.model.minimize(capped.makespan)
+        status, solver, _ = budget.run_cpsat(capped.model, single, share, None, interleave=False)
+        if status is Status.INFEASIBLE:
+            value = math.inf
+        elif status in (Status.OPTIMAL, Status.FEASIBLE):
+            value = float(integer_objective_bound(solver))
+        else:
+            value = 0.0  # nothing proved: the plain move still holds
+        found.append((lower, value))
+        lower = upper
+    found.append((lower, float(minimum)))
+    return found
+
+
+def _held(moves: Any) -> dict[int, int]:
+    """Each op's held weight in ``moves.pruned`` (colocation groups once, topological order)."""
+    topo = topological_order(moves.pruned)
+    return dict(zip(topo, held_weights(moves.pruned, topo)))
+
+
+def weight_jobs(moves: Any, keys: Sequence[tuple], memo: dict) -> list[int]:
+    """The pinned-move jobs that get weight options: settled with a finite minimum in ``memo``,
+    from a pool with a memory limit."""
+    total = sum(_held(moves).values())
+    limited = [0 < c < total for c in moves.pools.capacity]
+    return [i for i, (_, (ka, _), _) in enumerate(moves.jobs)
+            if limited[ka] and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])]
+
+
+def _middle_segments(moves: Any) -> list[int]:
+    """The index in ``moves.segments`` of each middle segment (a cut op at both ends)."""
+    ranges = segment_ranges(moves.pruned, moves.cuts)
+    return [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
+
+
+def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
+                        budget: Budget | None, order: Sequence[int], within: bool | None = None,
+                        build: Callable[[SchedulingProblem], Any] | None = None) -> list[MoveOptions | None]:
+    """Per middle segment, the move options of every settled pinned move whose source pool has a
+    memory limit (``segment_run_bound``'s ``move_options``), proving the missing ones in
+    ``order`` (middle segments) within ``budget`` (None: none; with ``within``, only those of changes
+    within one pool, or only the others); ``cells`` (kept by the caller) maps a job key to its
+    options (None: nothing to refine), so none is proved twice. A pool pair gets options only
+    when all its device pairs have them (the DP takes the least of their steps per weight).
+    ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
+    ``role_model`` (passed in: that module calls this one).
+    """
+    held = _held(moves)
+    segment_of = _middle_segments(moves)
+    wanted = weight_jobs(moves, keys, memo)
+    rank = {j: r for r, j in enumerate(order)}
+    picked = [i for i in wanted if within is None or (moves.jobs[i][1][0] == moves.jobs[i][1][1]) == within]
+    todo = sorted(dict.fromkeys(keys[i] for i in picked if keys[i] not in cells),
+                  key=lambda key: min(rank.get(moves.jobs[i][0], len(rank)) for i in picked if keys[i] == key))
+    first = {key: i for i, key in reversed(list(enumerate(keys)))}
+    for done, key in enumerate(todo):
+        if budget is None or build is None or budget.left <= 0 or budget.wall_expired():
+            break
+        j, _, pinned = moves.jobs[first[key]]
+        ops = moves.segments[segment_of[j]][1]
+        amount = budget.left / min(len(todo) - done, 4)
+        cells[key] = move_weight_levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
+                                        int(memo[key][0]), options, budget, amount)
+    tables: list[MoveOptions | None] = [None] * moves.num_middles
+    by_pair: dict[tuple[int, tuple[int, int]], list] = {}
+    for i in wanted:
+        j, pair, _ = moves.jobs[i]
+        by_pair.setdefault((j, pair), []).append(cells.get(keys[i]))
+    for (j, pair), found in by_pair.items():
+        devices = sum(1 for jj, pp, _ in moves.jobs if (jj, pp) == (j, pair))
+        if len(found) < devices or any(f is None for f in found):
+            continue
+        tables[j] = tables[j] or {}
+        tables[j][pair] = [opt for f in found for opt in f]
+    return tables
