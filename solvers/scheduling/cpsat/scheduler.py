@@ -164,6 +164,8 @@ from solvers.scheduling.forced_start import forced_cut_start
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
 from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.run_start import SOURCE as RUN_START_SOURCE
+from solvers.scheduling.run_start import run_start
 from solvers.scheduling.validate import objective_value
 
 __all__ = ["CpSatScheduler"]
@@ -266,6 +268,10 @@ class CpSatScheduler(Accepting):
                 hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
                                                            tuple(seeds), stats)
                 hint_obj = objective_value(problem, hint) if hint is not None else None
+        if cfg.run_start_share > 0 and problem.objective is Objective.LATENCY and memory_forces_cuts(problem) \
+                and not settled():
+            hint, hint_source = self._run_start(problem, budget, hint, hint_source, stats, memo)
+            hint_obj = objective_value(problem, hint) if hint is not None else None
         if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
@@ -327,6 +333,24 @@ class CpSatScheduler(Accepting):
         if cand_obj is not None and (hint_obj is None or cand_obj < hint_obj):
             stats.update(hint_source=FORCED_CUT_SOURCE, hint_objective=cand_obj)
             return candidate, FORCED_CUT_SOURCE
+        return hint, hint_source
+
+    def _run_start(self, problem: SchedulingProblem, budget: Budget, hint: SchedulingSolution | None,
+                   hint_source: str, stats: dict, memo: dict | None) -> tuple[SchedulingSolution | None, str]:
+        """The segment-run DP's placements, sequenced, as a start candidate (the pinned moves'
+        proofs in ``memo`` price its device changes): (hint, hint source), the candidate only
+        when shorter than ``hint``; ``stats["start_candidates"]`` gets its objective."""
+        child = budget.child(self.config.run_start_share * budget.total)
+        found, run_stats = run_start(problem, child, memo)
+        budget.absorb(child, "run_start")
+        stats.update(run_stats)
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        found_obj = objective_value(problem, found) if found is not None else None
+        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
+        candidates[RUN_START_SOURCE] = found_obj
+        if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
+            stats.update(hint_source=RUN_START_SOURCE, hint_objective=found_obj)
+            return found, RUN_START_SOURCE
         return hint, hint_source
 
     def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
