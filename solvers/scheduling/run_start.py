@@ -21,11 +21,12 @@ from another basin. This module turns the DP's runs into placements and sequence
    ops its options keep go there; the interior ops an option sends away go to one device
    that no run uses (the DP only knows they leave). The ops before the first cut op go with
    the first run, those after the last with the last run. Between two runs the interior
-   ops go to the side whose crossing edges transfer least (``side="cheap"``), or all to the
-   earlier or to the later run (``"early"``, ``"late"``), each a placement of its own.
+   ops go to the side where the segment's sink ends first, durations and transfers counted
+   without contention (``side="cheap"``), or all to the earlier or to the later run (``"early"``, ``"late"``), each a placement of its own.
    Colocation groups follow their first op in topological order; an op that cannot run on
-   its device goes to its predecessor's, or its fastest. A placement whose weights do not
-   fit is dropped.
+   its device goes to its predecessor's, or its fastest. Where the DP's rounding (its weights
+   are rounded down) or the ops between runs overflow a device, its last ops move to the next
+   device in the order that has room; a placement whose weights still do not fit is dropped.
 3. **Sequencing.** HEFT with the placement fixed, by the placement's own upward ranks
    (:class:`~solvers.scheduling.heft.PlacedRanks`), checked by
    :func:`~solvers.scheduling.validate.validate_schedule`; the shortest schedule is the
@@ -81,16 +82,21 @@ def _run_devices(pools: DevicePools, runs: Sequence[SegmentRun]) -> list[int]:
     return out
 
 
-def _crossing_cost(problem: SchedulingProblem, ops: set[int], a: int, b: int, side: set[int]) -> int:
-    """The transfers of the edges that cross between devices when the ops ``ops`` sit on one side
-    and every op of ``side`` with them: the edges between ``side`` and the rest of ``ops``."""
-    total = 0
+def _segment_path(problem: SchedulingProblem, ops: tuple[int, ...], device: dict[int, int]) -> int:
+    """The longest path through a segment (``ops`` in topological order, its source first, at 0)
+    to its sink, each op lasting its duration on ``device[op]`` and each edge that changes
+    device its transfer; no contention (a proxy for where the interior ops between runs go)."""
+    inside = set(ops)
+    preds: dict[int, list[tuple[int, int]]] = {i: [] for i in ops}
     for e, (u, v, _) in enumerate(problem.edges):
-        if u in ops and v in ops and ((u in side) != (v in side)):
+        if u in inside and v in inside:
+            a, b = device[u], device[v]
             row = problem.transfer_cycles[e]
-            link = problem.link_of[a][b] if u in side else problem.link_of[b][a]
-            total += row[link] if row and link >= 0 else 0
-    return total
+            preds[v].append((u, row[problem.link_of[a][b]] if a != b and row and problem.link_of[a][b] >= 0 else 0))
+    end = {ops[0]: 0}
+    for i in ops[1:]:
+        end[i] = max((end[u] + c for u, c in preds[i]), default=0) + max(problem.durations_cycles[i][device[i]], 0)
+    return end[ops[-1]]
 
 
 def run_placement(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
@@ -188,10 +194,10 @@ def _boundary_side(problem: SchedulingProblem, ops: tuple[int, ...], a: int, b: 
         return a
     if side == "late":
         return b
-    segment = set(ops)
-    with_a = set(ops[:-1])  # interior on a: the edges into the sink cross
-    with_b = {ops[0]}  # interior on b: the edges out of the source cross
-    return a if _crossing_cost(problem, segment, a, b, with_a) <= _crossing_cost(problem, segment, a, b, with_b) else b
+    def path(d: int) -> int:  # the interior on d: the sink's end after the source's
+        return _segment_path(problem, ops, {**{i: d for i in ops}, ops[0]: a, ops[-1]: b})
+
+    return a if path(a) <= path(b) else b
 
 
 def _repaired(problem: SchedulingProblem, device: list[int]) -> tuple[int, ...] | None:
