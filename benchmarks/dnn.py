@@ -464,6 +464,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     # CP-SAT's main solve; None where it did not run (weights that fit one device)
     lns = (r.stats.get("start_candidates") or {}).get(LNS_SOURCE)
     row["lns_latency"] = lns / CYCLES_PER_MS if lns is not None else None
+    # the segment-run DP's placements, sequenced (solvers.scheduling.run_start): its best
+    # schedule and the deterministic units the stage charged; None where it did not run
+    runs = r.stats.get("run_start_objective")
+    row["run_start_latency"] = runs / CYCLES_PER_MS if runs is not None else None
+    row["run_start_units"] = r.stats.get("run_start_units")
     # what its route sweeps did (placement_lns, **Routes**): routes tried, improving, deterministic units
     lns_stats = r.stats.get("placement_lns") or {}
     routes = lns_stats.get("by_kind", {}).get("route", {})
@@ -586,14 +591,16 @@ def main(argv: list[str] | None = None) -> int:
             rows_l.append(row)
             if not args.quiet:
                 print(f"{rel}: planner {row['planner_latency']} ({row['planner_status']}), HEFT {row['heft_latency']}, "
-                      f"expert {row['expert_latency']} ({row['expert_note']})", flush=True)
+                      f"expert {row['expert_latency']} ({row['expert_note']}), segment runs {row['run_start_latency']} "
+                      f"({row['run_start_units']} units)", flush=True)
         print_table(f"DNN placement, latency in ms, planner's scheduling model (time limit {args.time_limit:g} s)",
                     ["input", "nodes", "k", "cpus", "planner", "bound", "gap %", "status", "stopped by", "hint",
-                     "HEFT", "split", "contig", "LNS", "1 acc", "expert", "time s"],
+                     "HEFT", "split", "contig", "runs", "LNS", "1 acc", "expert", "time s"],
                     [[r["instance"], r["nodes"], r["accelerators"], r["cpus"], r["planner_latency"],
                       r["planner_bound"], None if r["planner_gap"] is None else round(100 * r["planner_gap"], 2),
                       r["planner_status"], r["planner_stopped_by"], r["planner_hint"], r["heft_latency"],
-                      r["split_latency"], r["contiguous_latency"], r["lns_latency"], r["one_accelerator_latency"],
+                      r["split_latency"], r["contiguous_latency"], r["run_start_latency"], r["lns_latency"],
+                      r["one_accelerator_latency"],
                       r["expert_latency"],
                       r["planner_time_s"]]
                      for r in rows_l])

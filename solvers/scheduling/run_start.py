@@ -32,8 +32,9 @@ from another basin. This module turns the DP's runs into placements and sequence
    :func:`~solvers.scheduling.validate.validate_schedule`; the shortest schedule is the
    candidate. The caller keeps it only when it beats its incumbent.
 
-Only problems whose bound segments cover every op (nothing pruned as a free end or side end)
-are traced: the segments' op indices are then the problem's.
+The segments are cut from the bound's problem (zero-duration weight sources and sinks pruned,
+maybe cut down to the main span: :func:`pruned_ops`); an op it dropped goes with its colocation
+group, else its first placed successor, else its first placed predecessor.
 
 **Budget.** Counted, never timed: each DP run is charged per middle segment as the pinned
 moves charge theirs, each HEFT pass as the placement LNS charges one, each floor (the static
@@ -46,17 +47,18 @@ from typing import Any, Sequence
 
 from solvers.budget import BOUND_ELEMENTS_PER_UNIT, Budget, build_units
 from solvers.scheduling.bounds import bound_segments, segment_floor
-from solvers.scheduling.forced import colocation_closure
+from solvers.scheduling.decomposition import _free_end_survivors, _keep, span_with_map
+from solvers.scheduling.forced import colocation_closure, restrict_placements
 from solvers.scheduling.heft import PlacedRanks, heft_schedule_within
 from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.pinned_moves import _DP_UNITS_PER_SEGMENT, _job_key, move_floor_tables, pinned_moves
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.segment_runs import SegmentRun, segment_run_trace
-from solvers.scheduling.structure import topological_order
+from solvers.scheduling.structure import cut_vertices, topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "SIDES", "run_placement", "run_start"]
+__all__ = ["SOURCE", "SIDES", "pruned_ops", "run_placement", "run_start"]
 
 SOURCE = "segment runs"  # the hint source the scheduler reports for this candidate
 
@@ -259,11 +261,62 @@ def _relieve(problem: SchedulingProblem, device: list[int], held: list[int], d: 
         held[to] += weight
 
 
+def pruned_ops(problem: SchedulingProblem) -> tuple[SchedulingProblem, list[int]]:
+    """The problem the bound's segments are cut from (:func:`~solvers.scheduling.bounds.bound_segments`)
+    and, for each of its ops, the op of ``problem`` it is.
+
+    Examples
+    --------
+    A zero-duration weight source w feeds c of a -> b -> c; the segments see a, b, c:
+
+    >>> p = SchedulingProblem(((1,), (1,), (1,), (0,)), ((0, 1, 0), (1, 2, 0), (3, 2, 0)), (1,),
+    ...                       ((-1,),), ((),) * 3, op_resident_bytes=(0, 0, 1, 6))
+    >>> pruned, ops = pruned_ops(p)
+    >>> pruned.num_ops, ops
+    (3, [0, 1, 2])
+    """
+    restricted = restrict_placements(problem)
+    kept = _free_end_survivors(restricted)
+    if len(kept) == restricted.num_ops or not kept:  # prune_free_ends keeps the problem itself
+        pruned, ops = restricted, list(range(restricted.num_ops))
+    else:
+        pruned, ops = _keep(restricted, kept), kept
+    span, inner = span_with_map(pruned)
+    if span is not pruned and len(cut_vertices(span)) > len(cut_vertices(pruned)):
+        return span, [ops[i] for i in inner]
+    return pruned, ops
+
+
+def _lifted(problem: SchedulingProblem, ops: Sequence[int], placement: Sequence[int]) -> list[int]:
+    """A placement of ``problem`` from ``placement`` of the pruned problem (``ops``: each of its
+    ops in ``problem``): a dropped op goes with its colocation group, else its first placed
+    successor (weight sources feed their layer), else its first placed predecessor."""
+    device: list[int | None] = [None] * problem.num_ops
+    for k, i in enumerate(ops):
+        device[i] = placement[k]
+    for group in colocation_closure(problem):
+        home = next((device[j] for j in group if device[j] is not None), None)
+        for j in group:
+            device[j] = home if device[j] is None else device[j]
+    succs: list[list[int]] = [[] for _ in range(problem.num_ops)]
+    preds: list[list[int]] = [[] for _ in range(problem.num_ops)]
+    for u, v, _ in problem.edges:
+        succs[u].append(v)
+        preds[v].append(u)
+    order = topological_order(problem)
+    for i in reversed(order):
+        if device[i] is None:
+            device[i] = next((device[v] for v in succs[i] if device[v] is not None), None)
+    for i in order:
+        if device[i] is None:
+            device[i] = next((device[u] for u in preds[i] if device[u] is not None), placement[0])
+    return [int(d) for d in device]
+
+
 def _traces(problem: SchedulingProblem, budget: Budget, memo: dict | None) -> list[tuple[str, list, list]]:
-    """The DP's runs for each variant of module Notes (Traces): (name, segments, runs)."""
+    """The DP's runs for each variant of module Notes (Traces): (name, segments, runs), the
+    segments' ops those of :func:`pruned_ops`'s problem."""
     pruned, segs = bound_segments(problem)
-    if pruned.num_ops != problem.num_ops:
-        return []
     out = []
     budget.charge(budget.scale(_floor_units(segs)))
     floors = [segment_floor(sub) for sub, _ in segs]
@@ -324,11 +377,14 @@ def run_start(problem: SchedulingProblem, budget: Budget,
         return None, {}
     used = budget.used
     traces = _traces(problem, budget, memo)
+    pruned, ops = pruned_ops(problem) if traces else (problem, [])
     ranks = PlacedRanks(problem)
     tried: dict[tuple[int, ...], str] = {}
     for name, segs, runs in traces:
         for side in SIDES:
-            placement = run_placement(problem, segs, runs, side)
+            placement = run_placement(pruned, segs, runs, side)
+            if placement is not None:
+                placement = _repaired(problem, _lifted(problem, ops, placement))
             if placement is not None and placement not in tried:
                 tried[placement] = f"{name}, {side}"
     best, best_name, values = None, None, {}

@@ -15,7 +15,7 @@ from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.forced import held_weights
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.path_bounds import DevicePools
-from solvers.scheduling.run_start import SOURCE, run_placement, run_start
+from solvers.scheduling.run_start import SOURCE, pruned_ops, run_placement, run_start
 from solvers.scheduling.segment_runs import segment_run_bound, segment_run_trace
 from solvers.scheduling.structure import clean_cut_vertices, topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
@@ -128,3 +128,21 @@ def test_the_scheduler_starts_from_the_runs_where_they_beat_heft():
     off = CpSatScheduler(CpSatOptions(forced_cut_start_share=0.0, placement_lns_share=0.0, run_start_share=0.0)).solve(
         p, SolveOptions(time_limit_s=5, num_workers=1))
     assert SOURCE not in (off.stats.get("start_candidates") or {})
+
+
+def test_pruned_ops_is_the_bound_s_problem_with_its_op_map():
+    # weight sources (0 cycles, colocated with their layer) feed each layer of a chain; the
+    # bound's segments drop them (their layers hold the weights), and the start places each
+    # with its layer: two layers a device, one transfer
+    layers = 4
+    durations = ((2, 2),) * layers + ((0, 0),) * layers
+    edges = tuple((j, j + 1, 1) for j in range(layers - 1)) + tuple((layers + j, j, 0) for j in range(layers))
+    p = SchedulingProblem(durations, edges, (1, 1), ((-1, 0), (0, -1)), ((3,),) * len(edges),
+                          device_memory_bytes=(10, 10), op_resident_bytes=(0,) * layers + (4,) * layers,
+                          colocation_groups=tuple((j, layers + j) for j in range(layers)))
+    pruned, ops = pruned_ops(p)
+    assert pruned == bound_segments(p)[0] and ops == list(range(layers))
+    sol, stats = run_start(p, Budget.start(1, SCHEDULING))
+    assert not validate_schedule(p, sol)
+    assert all(sol.op_device[layers + j] == sol.op_device[j] for j in range(layers))
+    assert stats["run_start_objective"] == objective_value(p, sol) == 2 * layers + 3

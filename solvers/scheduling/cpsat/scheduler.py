@@ -54,6 +54,17 @@ GNMT (206.9 -> 200.7 ms, then proven optimal), Inception-V3 layers (1,224.6 -> 1
 BERT-L 3, tied on BERT-L 6; with until-limit search (load 5-6) also Inception-V3 (1,207.2, CP-SAT
 then 1,171.9) and BERT-L 6. On BERT-L 12 and the ResNet-50 graphs it lost to the contiguous split.
 
+**Segment-run start (a start candidate).** Then, on the same memory-forced LATENCY problems,
+:func:`~solvers.scheduling.run_start.run_start` (at most ``run_start_share`` of the budget, in
+counted units) traces the segment-run DP back (the bound's own runs of cut ops on one device,
+their device changes priced by the pinned moves proved so far), turns each trace into
+placements and sequences them with HEFT; the shortest replaces the hint only when shorter
+(``stats["start_candidates"]["segment runs"]``, ``stats["run_start_*"]``). Measured on the dnn
+layer graphs it does not win: its placements sequence to 1,470 ms on ResNet-50 layers and 1,701
+ms on Inception-V3 (the bound's 808 and 803 price a run of CPU ops as if it spread over the CPU
+pool, and the ops between runs without contention), far above the contiguous split's LNS
+(about 1,000); it costs 0.02-0.05 units there (benchmarks/dnn.py).
+
 **Placement LNS (a start candidate).** Then, on the same memory-forced LATENCY problems, up to
 ``placement_lns_share`` of the budget goes to :func:`~solvers.scheduling.placement_lns.placement_lns`
 from the best start so far (the caller's warm start, HEFT's or the forced-cut candidate): it
