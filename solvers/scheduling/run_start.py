@@ -43,24 +43,29 @@ bound of a segment, with the LP above 8 ops) per op and edge of its segment.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Sequence
 
 from solvers.budget import BOUND_ELEMENTS_PER_UNIT, Budget, build_units
 from solvers.scheduling.bounds import bound_segments, segment_floor
-from solvers.scheduling.decomposition import _free_end_survivors, _keep, span_with_map
-from solvers.scheduling.forced import colocation_closure, restrict_placements
+from solvers.scheduling.forced import colocation_closure
 from solvers.scheduling.heft import PlacedRanks, heft_schedule_within
 from solvers.scheduling.path_bounds import DevicePools
-from solvers.scheduling.pinned_moves import _DP_UNITS_PER_SEGMENT, _job_key, move_floor_tables, pinned_moves
+from solvers.scheduling.pinned_moves import move_floor_tables, pinned_moves
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.segment_runs import SegmentRun, segment_run_trace
-from solvers.scheduling.structure import cut_vertices, topological_order
+from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "SIDES", "pruned_ops", "run_placement", "run_start"]
 
 SOURCE = "segment runs"  # the hint source the scheduler reports for this candidate
+
+# A run of the segment-run DP, per middle segment: as solvers.scheduling.pinned_moves charges
+# one (1.5 ms of CPU per segment on the dnn layer graphs, at the scheduling family's 0.07 units
+# per second).
+_DP_UNITS_PER_SEGMENT = 0.07 * 0.0015
 
 SIDES = ("cheap", "early", "late")
 """Where the interior ops between two runs go (module Notes, Placements)."""
@@ -275,16 +280,10 @@ def pruned_ops(problem: SchedulingProblem) -> tuple[SchedulingProblem, list[int]
     >>> pruned.num_ops, ops
     (3, [0, 1, 2])
     """
-    restricted = restrict_placements(problem)
-    kept = _free_end_survivors(restricted)
-    if len(kept) == restricted.num_ops or not kept:  # prune_free_ends keeps the problem itself
-        pruned, ops = restricted, list(range(restricted.num_ops))
-    else:
-        pruned, ops = _keep(restricted, kept), kept
-    span, inner = span_with_map(pruned)
-    if span is not pruned and len(cut_vertices(span)) > len(cut_vertices(pruned)):
-        return span, [ops[i] for i in inner]
-    return pruned, ops
+    # the bound's pruning keeps each op's name: with the indices as names, they map it back
+    named = replace(problem, op_names=tuple(str(i) for i in range(problem.num_ops)))
+    pruned, _ = bound_segments(named)
+    return pruned, [int(pruned.op_name(k)) for k in range(pruned.num_ops)]
 
 
 def _lifted(problem: SchedulingProblem, ops: Sequence[int], placement: Sequence[int]) -> list[int]:
@@ -330,7 +329,7 @@ def _traces(problem: SchedulingProblem, budget: Budget, memo: dict | None) -> li
     budget.charge(budget.scale(_floor_units(moves.segments)))
     tables: list = [None]
     if memo:
-        proven = [memo.get(_job_key(pinned), (0.0, False))[0] for _, _, pinned in moves.jobs]
+        proven = [memo.get(_proof_key(pinned), (0.0, False))[0] for _, _, pinned in moves.jobs]
         tables.append(move_floor_tables(moves, proven))
     for name, table in zip(("clean cut ops", "pinned moves"), tables):
         traced = segment_run_trace(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=table)
@@ -338,6 +337,12 @@ def _traces(problem: SchedulingProblem, budget: Budget, memo: dict | None) -> li
         if traced is not None:
             out.append((name, moves.segments, traced[1]))
     return out
+
+
+def _proof_key(pinned: SchedulingProblem) -> tuple:
+    """The key the pinned moves keep a proof under in the scheduler's memo (the same problem
+    shares one proof; a key that misses only leaves that move unpriced here)."""
+    return (pinned.edges, pinned.durations_cycles, pinned.transfer_cycles, pinned.colocation_groups)
 
 
 def _dp_units(segments: Sequence) -> float:
