@@ -145,6 +145,22 @@ of 8; never worse than HEFT or the best start. The sweeps cost 0.012-0.106 deter
 the LNS's 0.67 (0.1-1.5 CPU seconds) on the three hard inputs (measured outside the benchmark,
 same starts and seed).
 
+Then (2026-11-28 19:21-19:54 UTC, ``PLAN_NET_SLOWDOWN=20 python benchmarks/dnn.py --objective latency
+--time-limit 60 --search deterministic``, load 13-17 on 2 cores, 240 CPU seconds in all; before = main
+at 6b7f241 as the lead gave it; after = the segment-run start, :mod:`solvers.scheduling.run_start`,
+column ``runs``: the bound's DP traced back, its runs as placements sequenced by HEFT): every plan and
+bound unchanged (BERT-24 and GNMT 0%, Inception-V3 955.93 / 815.58 (14.68%), ResNet-50 layers 999.78 /
+873.08 (12.67%), BERT-L 12 4.71%, BERT-L 3 0.32%, BERT-L 6 1.23%, ResNet-50 operators 435.38 / 338.38
+(22.28%)). The candidate never wins: ResNet-50 layers 1,470.2 against the LNS's 999.9, Inception-V3
+1,701.3 (955.9), BERT-L 12 800.7, BERT-L 3 231.9, BERT-L 6 267.5, ResNet-50 operators 725.8; BERT-24
+and GNMT are proven before it runs. It charged 0.028-0.108 units (0.3-1.3 CPU seconds). Where the
+873.08 DP and the plan part on ResNet-50 layers (the DP's end of each clean cut op against the
+plan's): within 5 ms up to op 48, the stage-1 run on a CPU included; the DP then has op 47 on an
+accelerator at 596.5 ms, where the plan keeps stage 2's first block on the CPU and sends its output
+twice (op 57 at 711.0). No placement tried there does better: the 1,024 of that block's interior on
+the CPU or an accelerator, and every window of the plan moved to an idle accelerator, stay above
+999.9 with HEFT; CP-SAT with the plan's placement fixed proves 999.78 optimal for it.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
@@ -464,6 +480,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     # CP-SAT's main solve; None where it did not run (weights that fit one device)
     lns = (r.stats.get("start_candidates") or {}).get(LNS_SOURCE)
     row["lns_latency"] = lns / CYCLES_PER_MS if lns is not None else None
+    # the segment-run DP's placements, sequenced (solvers.scheduling.run_start): its best
+    # schedule and the deterministic units the stage charged; None where it did not run
+    runs = r.stats.get("run_start_objective")
+    row["run_start_latency"] = runs / CYCLES_PER_MS if runs is not None else None
+    row["run_start_units"] = r.stats.get("run_start_units")
     # what its route sweeps did (placement_lns, **Routes**): routes tried, improving, deterministic units
     lns_stats = r.stats.get("placement_lns") or {}
     routes = lns_stats.get("by_kind", {}).get("route", {})
@@ -586,14 +607,16 @@ def main(argv: list[str] | None = None) -> int:
             rows_l.append(row)
             if not args.quiet:
                 print(f"{rel}: planner {row['planner_latency']} ({row['planner_status']}), HEFT {row['heft_latency']}, "
-                      f"expert {row['expert_latency']} ({row['expert_note']})", flush=True)
+                      f"expert {row['expert_latency']} ({row['expert_note']}), segment runs {row['run_start_latency']} "
+                      f"({row['run_start_units']} units)", flush=True)
         print_table(f"DNN placement, latency in ms, planner's scheduling model (time limit {args.time_limit:g} s)",
                     ["input", "nodes", "k", "cpus", "planner", "bound", "gap %", "status", "stopped by", "hint",
-                     "HEFT", "split", "contig", "LNS", "1 acc", "expert", "time s"],
+                     "HEFT", "split", "contig", "runs", "LNS", "1 acc", "expert", "time s"],
                     [[r["instance"], r["nodes"], r["accelerators"], r["cpus"], r["planner_latency"],
                       r["planner_bound"], None if r["planner_gap"] is None else round(100 * r["planner_gap"], 2),
                       r["planner_status"], r["planner_stopped_by"], r["planner_hint"], r["heft_latency"],
-                      r["split_latency"], r["contiguous_latency"], r["lns_latency"], r["one_accelerator_latency"],
+                      r["split_latency"], r["contiguous_latency"], r["run_start_latency"], r["lns_latency"],
+                      r["one_accelerator_latency"],
                       r["expert_latency"],
                       r["planner_time_s"]]
                      for r in rows_l])

@@ -71,7 +71,7 @@ from solvers.scheduling.structure import clean_cut_vertices, segment_ranges
 from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["PinnedMoves", "pinned_moves", "pinned_move_problem", "contended_segments", "pool_pairs",
-           "move_floor_tables", "role_model", "pinned_move_bound"]
+           "move_floor_tables", "role_model", "pinned_move_bound", "move_proof_key"]
 
 
 def pinned_move_problem(sub: SchedulingProblem, source_device: int, sink_device: int) -> SchedulingProblem | None:
@@ -424,7 +424,7 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
     moves = pinned_moves(problem)
     if moves is None:
         return 0, {}
-    keys = [_job_key(pinned) for _, _, pinned in moves.jobs]
+    keys = [move_proof_key(pinned) for _, _, pinned in moves.jobs]
     first = {key: i for i, key in reversed(list(enumerate(keys)))}
     ranked = _ranked_segments(moves, budget)
     # changes within one pool first (on the dnn inputs, between two accelerators: the cheap
@@ -503,6 +503,7 @@ def _ranked_segments(moves: PinnedMoves, budget: Budget) -> list[int]:
     return [j for _, j in sorted(lifts)]
 
 
-def _job_key(pinned: SchedulingProblem) -> tuple:
-    """Pinned moves that are the same problem (repeated blocks, the same pair) share a proof."""
+def move_proof_key(pinned: SchedulingProblem) -> tuple:
+    """The key a pinned move's proof is kept under in the scheduler's memo: moves that are the
+    same problem (repeated blocks, the same pair) share a proof."""
     return (pinned.edges, pinned.durations_cycles, pinned.transfer_cycles, pinned.colocation_groups)

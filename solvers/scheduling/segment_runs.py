@@ -61,6 +61,7 @@ terms without memory.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -71,7 +72,7 @@ from solvers.scheduling.path_bounds import DevicePools, pool_finish_from_source
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import topological_order
 
-__all__ = ["segment_run_bound", "reversed_problem", "MoveOptions"]
+__all__ = ["SegmentRun", "segment_run_bound", "segment_run_trace", "reversed_problem", "MoveOptions"]
 
 _UNITS = 1024
 
@@ -321,3 +322,206 @@ class _RunState:
         if not len(self.rows):
             return np.full(self.units + 1, np.inf)
         return (self.starts[:, None] + self.rows).min(axis=0)
+
+# --- Trace-back (for plans, not for the bound) --------------------------------------------------
+# The bound above keeps only values. A start built from the bound's own choices (which device
+# each run of cut ops uses and which interior ops a run keeps) needs the DP's argmin, so the
+# functions below run the same DP while recording its states and walk them back. They reuse the
+# bound's terms and options and leave its code path untouched.
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRun:
+    """One run of the traced DP: cut ops ``first .. last`` (indices into the cut ops) on a
+    device of pool ``pool``; ``kept[k]`` is the mask over the interior ops of the middle segment
+    ``first + k`` (between cut ops ``first + k`` and ``first + k + 1``) that the chosen option
+    keeps on the run's device (all True: the full option)."""
+
+    pool: int
+    first: int
+    last: int
+    kept: tuple[tuple[bool, ...], ...]
+
+
+def segment_run_trace(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
+                      floors: Sequence[int], cuts: Sequence[int] | None = None,
+                      move_floors: Sequence[np.ndarray | None] | None = None,
+                      ) -> tuple[float, list[SegmentRun], list[int]] | None:
+    """The DP of :func:`segment_run_bound` (same arguments), traced back: ``(value, runs, cut
+    ops)`` where ``value`` is the bound's value before rounding (``int(value)`` is what
+    :func:`segment_run_bound` returns) and ``runs`` the sequence of runs that attains it; None
+    where the bound is 0 for want of a memory limit, segments or a finite value.
+
+    Examples
+    --------
+    The three fork-joins of :func:`segment_run_bound`'s example: the DP's runs cover the three
+    cut ops 0, 3, 6 and 9 on two devices, and the value is the bound's.
+
+    >>> from solvers.scheduling.bounds import bound_segments, segment_floor
+    >>> edges = [e for j in range(3) for e in ((3 * j, 3 * j + 1, 1), (3 * j, 3 * j + 2, 1),
+    ...                                         (3 * j + 1, 3 * j + 3, 1), (3 * j + 2, 3 * j + 3, 1))]
+    >>> p = SchedulingProblem(((1, 1),) * 10, edges, (1, 1), ((-1, 0), (0, -1)), ((5,),) * 12,
+    ...                       device_memory_bytes=(10, 10),
+    ...                       op_resident_bytes=(0,) + (3, 3, 0) * 3)
+    >>> pruned, segs = bound_segments(p)
+    >>> value, runs, cut_ops = segment_run_trace(pruned, segs, [segment_floor(s) for s, _ in segs])
+    >>> value, cut_ops, sum(r.last - r.first + 1 for r in runs)
+    (14.0, [0, 3, 6, 9], 4)
+    """
+    if problem.objective is not Objective.LATENCY or not segments:
+        return None
+    if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
+        return None
+    terms = segment_chain_terms(problem, segments, floors, cuts)
+    if terms is None:
+        return None
+    pools, first, steps, last, cut_ops, middles = terms
+    order = topological_order(problem)
+    held = dict(zip(order, held_weights(problem, order)))
+    stays: list[list[list[tuple[int, float, np.ndarray]]]] = [[] for _ in range(pools.size)]
+    moves = [np.array(reach, dtype=np.float64) for _, reach in steps]
+    for j, (sub, ops) in enumerate(middles):
+        held_inner = [held[i] for i in ops[1:-1]]
+        for b in range(pools.size):
+            parts, other = _split_pools(pools, b)
+            options, move = _segment_options(sub, parts, other, held_inner)
+            masks = _option_masks(sub, parts, held_inner, len(options))
+            base = float(steps[j][0][b])
+            stays[b].append([(w, max(base, t), m) for (w, t), m in zip(options, masks)])
+            moves[j][b, b] = max(moves[j][b, b], move)
+        if move_floors is not None and move_floors[j] is not None:
+            moves[j] = np.maximum(moves[j], move_floors[j])
+    own = [held[c] for c in cut_ops]
+    traced = _traced_chain(pools, first, moves, last, stays, own, sum(held.values()))
+    if traced is None:
+        return None
+    value, runs = traced
+    return value, runs, list(cut_ops)
+
+
+def _option_masks(sub: SchedulingProblem, parts: list[tuple[int, ...]], held_inner: Sequence[int],
+                  count: int) -> list[np.ndarray]:
+    """For each option :func:`_segment_options` returns (``count`` of them, in its order), the
+    interior ops it keeps on the run's device: all for the first (full) option, ``through > t``
+    for the option of threshold t."""
+    n = sub.num_ops
+    inner = n - 2
+    every = np.ones(max(inner, 0), dtype=bool)
+    if count <= 1 or inner <= 0 or sum(held_inner) == 0:
+        return [every] * count
+    fwd = pool_finish_from_source(sub, 0, DevicePools(sub, parts))[0]
+    rev = reversed_problem(sub)
+    rev_pools = DevicePools(rev, parts)
+    back = pool_finish_from_source(rev, n - 1, rev_pools)[0]
+    idx = list(range(1, n - 1))
+    dur = rev_pools.durations[idx, 1:]
+    allowed = np.isfinite(dur)
+    through = np.where(allowed, fwd[idx, 1:] + back[idx, 1:] - np.where(allowed, dur, 0.0), np.inf)
+    d = parts[0][0]
+    through = through.min(axis=1) + sub.durations_cycles[n - 1][d]
+    masks = [every] + [through > t for t in np.unique(through[np.isfinite(through)])]
+    if len(masks) != count:
+        raise AssertionError("the traced options must follow _segment_options")
+    return masks
+
+
+def _traced_chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last: np.ndarray,
+                  stays: list[list[list[tuple[int, float, np.ndarray]]]], own: list[int],
+                  total: int) -> tuple[float, list[SegmentRun]] | None:
+    """:func:`_chain` with every state recorded, and the walk back from its best end."""
+    count, cap = len(own), pools.capacity
+    limited = [0 < c < total for c in cap]
+
+    def units(w: int, b: int) -> int:
+        return w * _UNITS // cap[b] if limited[b] else 0
+
+    states = [_TracedRuns(_UNITS if limited[b] else 0) for b in range(pools.size)]
+    bests = []
+    best = np.asarray(first, dtype=np.float64)
+    for j in range(count):
+        enter = best if j == 0 else (best[:, None] + moves[j - 1]).min(axis=0)
+        nxt = np.full(pools.size, np.inf)
+        for b, state in enumerate(states):
+            stay = None if j == 0 else [(units(w + own[j], b), t) for w, t, _ in stays[b][j - 1]]
+            nxt[b] = state.advance(j, float(enter[b]), stay, units(own[j], b))
+        best = nxt
+        bests.append(best)
+    ends = best + np.asarray(last, dtype=np.float64)
+    b = int(np.argmin(ends))
+    value = float(ends[b])
+    if not math.isfinite(value):
+        return None
+    runs: list[SegmentRun] = []
+    j = count - 1
+    while True:
+        opened, chosen = states[b].walk_back(j, bests[j][b])
+        kept = tuple(tuple(bool(x) for x in stays[b][k - 1][o][2]) for k, o in zip(range(opened + 1, j + 1), chosen))
+        runs.append(SegmentRun(b, opened, j, kept))
+        if opened == 0:
+            break
+        entry = states[b].entry_of(opened)
+        reach = bests[opened - 1] + moves[opened - 1][:, b]
+        b = int(np.flatnonzero(reach == entry)[0])
+        j = opened - 1
+    return value, runs[::-1]
+
+
+class _TracedRuns:
+    """:class:`_RunState` recording each step's runs (by the step that opened them) and, per
+    step, the option each run's value came from, for the walk back."""
+
+    def __init__(self, units: int) -> None:
+        self.units = units
+        self.rows = np.empty((0, units + 1))
+        self.starts = np.empty(0)
+        self.opened = np.empty(0, dtype=np.int64)
+        self.history: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.stays: dict[int, list[tuple[int, float]]] = {}
+        self.entries: dict[int, float] = {}
+
+    def advance(self, step: int, enter: float, stay: list[tuple[int, float]] | None, own: int) -> float:
+        u = self.units
+        if stay is not None and len(self.rows):
+            self.stays[step] = stay
+            nxt = np.full_like(self.rows, np.inf)
+            for w, t in stay:
+                if w <= u and math.isfinite(t):
+                    nxt[:, w:] = np.minimum(nxt[:, w:], self.rows[:, :u + 1 - w] + t)
+            self.rows = nxt
+        if own <= u and math.isfinite(enter):
+            row = np.full(u + 1, np.inf)
+            row[own:] = 0.0
+            held = self.starts[:, None] + self.rows
+            if not np.any(np.all(held <= enter + row[None, :], axis=1)):
+                keep = ~np.all(enter + row[None, :] <= held, axis=1)
+                self.rows = np.vstack([self.rows[keep], row])
+                self.starts = np.append(self.starts[keep], enter)
+                self.opened = np.append(self.opened[keep], step)
+                self.entries[step] = enter
+        alive = np.isfinite(self.rows[:, -1])
+        self.rows, self.starts, self.opened = self.rows[alive], self.starts[alive], self.opened[alive]
+        self.history[step] = (self.rows.copy(), self.starts.copy(), self.opened.copy())
+        return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
+
+    def entry_of(self, opened: int) -> float:
+        return self.entries[opened]
+
+    def walk_back(self, step: int, value: float) -> tuple[int, list[int]]:
+        """The run that ends at cut op ``step`` with ``value``: (the step that opened it, the
+        option chosen at each later step up to ``step``, in order)."""
+        rows, starts, opened = self.history[step]
+        r = int(np.flatnonzero(starts + rows[:, -1] == value)[0])
+        run = int(opened[r])
+        w, chosen = self.units, []
+        for j in range(step, run, -1):
+            target = self.history[j][0][list(self.history[j][2]).index(run), w]
+            prev = self.history[j - 1]
+            row = prev[0][list(prev[2]).index(run)]
+            for o, (ow, t) in enumerate(self.stays[j]):
+                if ow <= w and math.isfinite(t) and row[w - ow] + t == target:
+                    chosen.append(o)
+                    w -= ow
+                    break
+            else:
+                raise AssertionError("the traced DP lost its run")
+        return run, chosen[::-1]

@@ -145,9 +145,10 @@ def test_the_critical_path_follows_the_transfer_into_the_last_op():
 
 def test_the_scheduler_reports_the_search_as_a_start_candidate():
     # the contiguous split as the warm start (18); the LNS stage finds 13, CP-SAT proves it
+    # (the segment-run start, another candidate, off: tests/solvers/test_run_start.py)
     p = _two_branches()
     cfg = CpSatOptions(segment_bound_share=0.0, segment_schedule_share=0.0, forced_cut_share=0.0,
-                       bound_probe_share=0.0)
+                       bound_probe_share=0.0, run_start_share=0.0)
     r = CpSatScheduler(cfg).solve(p, SolveOptions(time_limit_s=5, num_workers=1, hint=contiguous_schedule(p)))
     assert (r.status.value, r.objective) == ("OPTIMAL", 13)
     assert r.stats["hint_source"] == SOURCE

@@ -58,6 +58,11 @@ class CpSatOptions:
     # ops, each trial sequenced by HEFT; its schedule replaces the hint when shorter; 0 turns
     # it off.
     placement_lns_share: float = 0.2
+    # LATENCY problems whose weights need several devices: at most this share of the budget
+    # turns the segment-run DP's runs into placements, sequenced by HEFT; the shortest
+    # replaces the hint when shorter, before the placement LNS (solvers.scheduling.run_start;
+    # it charges counted units, about 0.05 on the dnn layer graphs); 0 turns it off.
+    run_start_share: float = 0.05
     # LATENCY problems whose weights need several devices, not proven optimal: share of what
     # the main solve left of the budget spent on the bound afterwards (more forced-cut probes,
     # or the pinned moves still open; see CpSatScheduler._leftover_bound); 0 turns it off.
@@ -126,5 +131,5 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
     return CpSatOptions(max_full_ops=cfg.max_full_ops, dtime_per_second=cfg.dtime_per_second,
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
-                        forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0,
+                        forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0, run_start_share=0.0,
                         pinned_move_share=0.0, leftover_bound_share=0.0)

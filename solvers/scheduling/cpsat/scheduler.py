@@ -54,6 +54,17 @@ GNMT (206.9 -> 200.7 ms, then proven optimal), Inception-V3 layers (1,224.6 -> 1
 BERT-L 3, tied on BERT-L 6; with until-limit search (load 5-6) also Inception-V3 (1,207.2, CP-SAT
 then 1,171.9) and BERT-L 6. On BERT-L 12 and the ResNet-50 graphs it lost to the contiguous split.
 
+**Segment-run start (a start candidate).** Then, on the same memory-forced LATENCY problems,
+:func:`~solvers.scheduling.run_start.run_start` (at most ``run_start_share`` of the budget, in
+counted units) traces the segment-run DP back (the bound's own runs of cut ops on one device,
+their device changes priced by the pinned moves proved so far), turns each trace into
+placements and sequences them with HEFT; the shortest replaces the hint only when shorter
+(``stats["start_candidates"]["segment runs"]``, ``stats["run_start_*"]``). Measured on the dnn
+layer graphs it does not win: its placements sequence to 1,470 ms on ResNet-50 layers and 1,701
+ms on Inception-V3 (the bound's 808 and 803 price a run of CPU ops as if it spread over the CPU
+pool, and the ops between runs without contention), far above the contiguous split's LNS
+(about 1,000); it costs 0.02-0.05 units there (benchmarks/dnn.py).
+
 **Placement LNS (a start candidate).** Then, on the same memory-forced LATENCY problems, up to
 ``placement_lns_share`` of the budget goes to :func:`~solvers.scheduling.placement_lns.placement_lns`
 from the best start so far (the caller's warm start, HEFT's or the forced-cut candidate): it
@@ -166,6 +177,8 @@ from solvers.scheduling.part_bound import part_bound
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
 from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.run_start import SOURCE as RUN_START_SOURCE
+from solvers.scheduling.run_start import run_start
 from solvers.scheduling.validate import objective_value
 
 __all__ = ["CpSatScheduler"]
@@ -274,6 +287,10 @@ class CpSatScheduler(Accepting):
                 hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
                                                            tuple(seeds), stats)
                 hint_obj = objective_value(problem, hint) if hint is not None else None
+        if cfg.run_start_share > 0 and problem.objective is Objective.LATENCY and memory_forces_cuts(problem) \
+                and not settled():
+            hint, hint_source = self._run_start(problem, budget, hint, hint_source, stats, memo)
+            hint_obj = objective_value(problem, hint) if hint is not None else None
         if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
@@ -351,6 +368,24 @@ class CpSatScheduler(Accepting):
         if cand_obj is not None and (hint_obj is None or cand_obj < hint_obj):
             stats.update(hint_source=FORCED_CUT_SOURCE, hint_objective=cand_obj)
             return candidate, FORCED_CUT_SOURCE
+        return hint, hint_source
+
+    def _run_start(self, problem: SchedulingProblem, budget: Budget, hint: SchedulingSolution | None,
+                   hint_source: str, stats: dict, memo: dict | None) -> tuple[SchedulingSolution | None, str]:
+        """The segment-run DP's placements, sequenced, as a start candidate (the pinned moves'
+        proofs in ``memo`` price its device changes): (hint, hint source), the candidate only
+        when shorter than ``hint``; ``stats["start_candidates"]`` gets its objective."""
+        child = budget.child(self.config.run_start_share * budget.total)
+        found, run_stats = run_start(problem, child, memo)
+        budget.absorb(child, "run_start")
+        stats.update(run_stats)
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        found_obj = objective_value(problem, found) if found is not None else None
+        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
+        candidates[RUN_START_SOURCE] = found_obj
+        if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
+            stats.update(hint_source=RUN_START_SOURCE, hint_objective=found_obj)
+            return found, RUN_START_SOURCE
         return hint, hint_source
 
     def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
