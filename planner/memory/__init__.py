@@ -78,8 +78,10 @@ class MemoryOutcome:
     # why, in numbers (planner.memory.cross_device); empty otherwise.
     cross_device: dict[str, DeviceExplanation] = field(default_factory=dict)
     # With cross_device: a lower bound on every memory plan of the spine's placement and orders
-    # (plan cycles; planner.memory.cross_device.memory_plan_bound), else None.
+    # (plan cycles; the paths-and-links part of planner.memory.cross_device.memory_plan_bound_parts),
+    # else None; and under bandwidth: shared its main-memory share term (else None).
     cross_device_bound: int | None = None
+    cross_device_shared_bound: int | None = None
 
 
 def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
@@ -241,7 +243,7 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
         stops += device_stops
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
               for name in chosen}
-    explanations, cross_bound = {}, None
+    explanations, cross_bound, shared_bound = {}, None, None
     if (plan.transfers and chosen) or homed:  # several devices: choose per device by the whole plan's makespan
         n_levels = _linked_n_levels(spec, plan, chosen, budget, seed, search)
         offered = {name: {**cands, **({N_LEVELS: n_levels[name]} if name in n_levels else {})}
@@ -254,12 +256,14 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
         cross = choose_across_devices(plan, graph, hardware, offered, options.alignment_bytes, stats,
                                       {name: budget for name in offered}, seed, search,
                                       _packer(hardware, options.alignment_bytes, seed), spec.gangs)
-        new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
+        new_plan, memory, explanations = cross.plan, cross.memory, cross.explanations
+        cross_bound, shared_bound = cross.path_bound_cycles, cross.shared_bound_cycles
         stops += list(cross.stops)
         if homed:
             return _with_home_baselines(spec, plan, offered, stats, MemoryOutcome(
                 new_plan, memory, None, None, skipped, {name: b.ops for name, b in bridges.items()},
-                combine_stops(stops), device_levels=levels, cross_device=explanations, cross_device_bound=cross_bound))
+                combine_stops(stops), device_levels=levels, cross_device=explanations, cross_device_bound=cross_bound,
+                cross_device_shared_bound=shared_bound))
     else:
         new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs,
                                     options.shared_bandwidth)
@@ -274,7 +278,8 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             log.info("greedy memory plans wait on each other across devices: %s", e)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
-                         cross_device=explanations, cross_device_bound=cross_bound)
+                         cross_device=explanations, cross_device_bound=cross_bound,
+                         cross_device_shared_bound=shared_bound)
 
 
 def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search: str):
