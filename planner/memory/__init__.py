@@ -27,7 +27,8 @@ from typing import Any
 
 from planner.errors import InfeasibleError, UnsupportedError
 from planner.memory.assemble import assemble, expand
-from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
+from planner.memory.bridge import (build_device_problem, device_order, skip_reason, stream_bound_covers_splits,
+                                  stream_plan_bound)
 from planner.memory.cross_device import ALL_HOME, DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import (build_hierarchy_problem, hierarchy_levels, plans_n_levels,
@@ -327,6 +328,8 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
     streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
     if streams_bound is not None:  # several streams: a bound over every plan of the device
         stats["stream_plan_bound_device_cycles"] = streams_bound
+        if stream_bound_covers_splits(bridge, options):  # absent: the bound is over unsplit plans
+            stats["stream_plan_bound_splits"] = True
     return bridge, chosen, greedy_levels, stats, stops
 
 

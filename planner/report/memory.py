@@ -113,8 +113,9 @@ def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
                    f"cycles, bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))} "
                    f"(the replayed makespans of every plan are in the table above).")
         if st.get("stream_plan_bound_device_cycles") is not None:
+            splits = "any split" if st.get("stream_plan_bound_splits") else "unsplit"
             out.append(f"- Bound over every plan of this device (any order of its ops, any stream, any level "
-                       f"assignment, unsplit): {st['stream_plan_bound_device_cycles']} device cycles (on a "
+                       f"assignment, {splits}): {st['stream_plan_bound_device_cycles']} device cycles (on a "
                        f"one-device spec the plan's bound includes it).")
         if "fast_offsets_status" in st:
             out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; {format_bytes(st.get('reserve_bytes'))} "
