@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from planner.errors import InfeasibleError, UnsupportedError
+from planner.errors import InfeasibleError, SpecError, UnsupportedError
 from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import (build_device_problem, device_order, skip_reason, stream_bound_covers_splits,
                                   stream_plan_bound)
@@ -37,6 +38,7 @@ from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mi
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
 from planner.memory.streams import shorter_by_address
+from planner.spec.locator import Locator
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
 from solvers.core import SolveOptions
@@ -381,15 +383,28 @@ def _homed_candidates(spec, plan, base, budget: float, seed: int, search: str):
     bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, spec.memory)
     out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * budget, seed, search)
     if not out.all_home.status.has_solution:
-        raise UnsupportedError(f"memory.home: on device {dev.name} everything at home does not fit its levels "
-                               f"({', '.join(bridge.levels)}; main memory holds every tensor it does not move), "
-                               "and that plan is the floor its plans over every level are compared with")
+        raise _all_home_does_not_fit(spec, bridge)
     stats = _hierarchy_stats(bridge, out)
     candidates = {"memory plan": HierarchyLevels(bridge, out.solution, stats),
                   **({"greedy": HierarchyLevels(bridge, out.greedy.solution, stats)}
                      if out.greedy.status.has_solution else {}),
                   ALL_HOME: HierarchyLevels(bridge, out.all_home.solution, stats)}
     return candidates, stats, out.best.stats.get("stopped_by")
+
+
+def _all_home_does_not_fit(spec, bridge) -> SpecError:
+    """The error when everything at home (``memory.home``) does not fit a device's levels: that
+    plan is the baseline and floor its plans over every level are compared with (no plan in
+    main memory honours the homes), so the spec is refused at ``memory.home`` (file and line
+    when it came from a file)."""
+    message = (f"on device {bridge.device.name} everything at home does not fit its levels "
+               f"({', '.join(bridge.levels)}; main memory holds every tensor not homed elsewhere, live over the "
+               "schedule's op order), and that plan is the floor its plans over every level are compared with: "
+               "expected levels that hold every tensor at its home (larger main memory or home levels)")
+    source = getattr(spec, "source", None)
+    if source is None:
+        return SpecError(message, path="memory.home")
+    return Locator.from_yaml(Path(source).read_text(), str(source)).error(message, ("memory", "home"), key=True)
 
 
 def _with_home_baselines(spec, plan, offered, stats, outcome: MemoryOutcome) -> MemoryOutcome:
@@ -467,14 +482,18 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
     dev = hardware.device(name)
     bridge = build_hierarchy_problem(graph, hardware, plan, dev, options)
     out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search, graph)
+    if two_levels is None and not out.all_home.status.has_solution:  # homes: the floor every plan is compared with
+        raise _all_home_does_not_fit(spec, bridge)
     stats = _hierarchy_stats(bridge, out)
     own = _device_alone(plan, name)
     try:
         best_plan, best_memory = assemble_hierarchy(own, hardware, bridge, out.solution, options.alignment_bytes, stats)
         greedy_plan, greedy_memory = assemble_hierarchy(own, hardware, bridge, out.greedy.solution,
                                                         options.alignment_bytes, stats)
-        home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
-                                                    options.alignment_bytes, stats)
+        home_plan = home_memory = None  # used with homes only (two_levels None), where it was checked above
+        if out.all_home.status.has_solution:
+            home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
+                                                        options.alignment_bytes, stats)
         best_plan, best_memory = _shortest_with_streams(own, hardware, bridge, stats, options.alignment_bytes,
                                                         (best_plan, best_memory))
     except (InfeasibleError, UnsupportedError) as e:
