@@ -127,7 +127,8 @@ def memory_document(outcome: Outcome, graph) -> dict[str, Any]:
             # several devices (link transfers): the plan used per device, and why in numbers
             **({"cross_device": {d: e.to_dict() for d, e in sorted(memory.cross_device.items())}}
                if getattr(memory, "cross_device", None) else {}),
-            **({"cross_device_bound": bound_entry(memory.cross_device_bound, outcome.plan)}
+            **({"cross_device_bound": bound_entry(memory.cross_device_bound, outcome.plan,
+                                                  getattr(memory, "cross_device_shared_bound", None))}
                if getattr(memory, "cross_device_bound", None) is not None else {})}
 
 

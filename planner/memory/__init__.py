@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
-from planner.errors import InfeasibleError, UnsupportedError
+from planner.errors import InfeasibleError, SpecError, UnsupportedError
 from planner.memory.assemble import assemble, expand
-from planner.memory.bridge import build_device_problem, device_order, skip_reason, stream_plan_bound
+from planner.memory.bridge import (build_device_problem, device_order, skip_reason, stream_bound_covers_splits,
+                                  stream_plan_bound)
 from planner.memory.cross_device import ALL_HOME, DeviceExplanation, choose_across_devices
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import (build_hierarchy_problem, hierarchy_levels, plans_n_levels,
@@ -36,6 +38,7 @@ from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mi
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan, MemoryTransfer, OpAccess
 from planner.memory.retime import RetimingDeadlock
 from planner.memory.streams import shorter_by_address
+from planner.spec.locator import Locator
 from planner.spec.memory_options import MemoryOptions
 from solvers.budget import combine_stops
 from solvers.core import SolveOptions
@@ -78,8 +81,10 @@ class MemoryOutcome:
     # why, in numbers (planner.memory.cross_device); empty otherwise.
     cross_device: dict[str, DeviceExplanation] = field(default_factory=dict)
     # With cross_device: a lower bound on every memory plan of the spine's placement and orders
-    # (plan cycles; planner.memory.cross_device.memory_plan_bound), else None.
+    # (plan cycles; the paths-and-links part of planner.memory.cross_device.memory_plan_bound_parts),
+    # else None; and under bandwidth: shared its main-memory share term (else None).
     cross_device_bound: int | None = None
+    cross_device_shared_bound: int | None = None
 
 
 def _solve_device(bridge, time_limit_s: float, seed: int, search: str):
@@ -241,7 +246,7 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
         stops += device_stops
     levels = {name: {"memory plan": chosen[name], **({"greedy": baseline[name]} if name in baseline else {})}
               for name in chosen}
-    explanations, cross_bound = {}, None
+    explanations, cross_bound, shared_bound = {}, None, None
     if (plan.transfers and chosen) or homed:  # several devices: choose per device by the whole plan's makespan
         n_levels = _linked_n_levels(spec, plan, chosen, budget, seed, search)
         offered = {name: {**cands, **({N_LEVELS: n_levels[name]} if name in n_levels else {})}
@@ -254,12 +259,14 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
         cross = choose_across_devices(plan, graph, hardware, offered, options.alignment_bytes, stats,
                                       {name: budget for name in offered}, seed, search,
                                       _packer(hardware, options.alignment_bytes, seed), spec.gangs)
-        new_plan, memory, explanations, cross_bound = cross.plan, cross.memory, cross.explanations, cross.bound_cycles
+        new_plan, memory, explanations = cross.plan, cross.memory, cross.explanations
+        cross_bound, shared_bound = cross.path_bound_cycles, cross.shared_bound_cycles
         stops += list(cross.stops)
         if homed:
             return _with_home_baselines(spec, plan, offered, stats, MemoryOutcome(
                 new_plan, memory, None, None, skipped, {name: b.ops for name, b in bridges.items()},
-                combine_stops(stops), device_levels=levels, cross_device=explanations, cross_device_bound=cross_bound))
+                combine_stops(stops), device_levels=levels, cross_device=explanations, cross_device_bound=cross_bound,
+                cross_device_shared_bound=shared_bound))
     else:
         new_plan, memory = assemble(plan, graph, hardware, chosen, options.alignment_bytes, stats, spec.gangs,
                                     options.shared_bandwidth)
@@ -274,7 +281,8 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
             log.info("greedy memory plans wait on each other across devices: %s", e)
     return MemoryOutcome(new_plan, memory, greedy_plan, greedy_memory, skipped,
                          {name: b.ops for name, b in bridges.items()}, combine_stops(stops), device_levels=levels,
-                         cross_device=explanations, cross_device_bound=cross_bound)
+                         cross_device=explanations, cross_device_bound=cross_bound,
+                         cross_device_shared_bound=shared_bound)
 
 
 def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search: str):
@@ -322,6 +330,8 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
     streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
     if streams_bound is not None:  # several streams: a bound over every plan of the device
         stats["stream_plan_bound_device_cycles"] = streams_bound
+        if stream_bound_covers_splits(bridge, options):  # absent: the bound is over unsplit plans
+            stats["stream_plan_bound_splits"] = True
     return bridge, chosen, greedy_levels, stats, stops
 
 
@@ -373,15 +383,28 @@ def _homed_candidates(spec, plan, base, budget: float, seed: int, search: str):
     bridge = build_hierarchy_problem(spec.graph, spec.hardware, plan, dev, spec.memory)
     out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * budget, seed, search)
     if not out.all_home.status.has_solution:
-        raise UnsupportedError(f"memory.home: on device {dev.name} everything at home does not fit its levels "
-                               f"({', '.join(bridge.levels)}; main memory holds every tensor it does not move), "
-                               "and that plan is the floor its plans over every level are compared with")
+        raise _all_home_does_not_fit(spec, bridge)
     stats = _hierarchy_stats(bridge, out)
     candidates = {"memory plan": HierarchyLevels(bridge, out.solution, stats),
                   **({"greedy": HierarchyLevels(bridge, out.greedy.solution, stats)}
                      if out.greedy.status.has_solution else {}),
                   ALL_HOME: HierarchyLevels(bridge, out.all_home.solution, stats)}
     return candidates, stats, out.best.stats.get("stopped_by")
+
+
+def _all_home_does_not_fit(spec, bridge) -> SpecError:
+    """The error when everything at home (``memory.home``) does not fit a device's levels: that
+    plan is the baseline and floor its plans over every level are compared with (no plan in
+    main memory honours the homes), so the spec is refused at ``memory.home`` (file and line
+    when it came from a file)."""
+    message = (f"on device {bridge.device.name} everything at home does not fit its levels "
+               f"({', '.join(bridge.levels)}; main memory holds every tensor not homed elsewhere, live over the "
+               "schedule's op order), and that plan is the floor its plans over every level are compared with: "
+               "expected levels that hold every tensor at its home (larger main memory or home levels)")
+    source = getattr(spec, "source", None)
+    if source is None:
+        return SpecError(message, path="memory.home")
+    return Locator.from_yaml(Path(source).read_text(), str(source)).error(message, ("memory", "home"), key=True)
 
 
 def _with_home_baselines(spec, plan, offered, stats, outcome: MemoryOutcome) -> MemoryOutcome:
@@ -459,14 +482,18 @@ def _plan_n_levels(spec, plan, name: str, time_limit_s: float, seed: int, search
     dev = hardware.device(name)
     bridge = build_hierarchy_problem(graph, hardware, plan, dev, options)
     out = solve_hierarchy(bridge, ATTEMPT_SHARES[0][0] * time_limit_s, seed, search, graph)
+    if two_levels is None and not out.all_home.status.has_solution:  # homes: the floor every plan is compared with
+        raise _all_home_does_not_fit(spec, bridge)
     stats = _hierarchy_stats(bridge, out)
     own = _device_alone(plan, name)
     try:
         best_plan, best_memory = assemble_hierarchy(own, hardware, bridge, out.solution, options.alignment_bytes, stats)
         greedy_plan, greedy_memory = assemble_hierarchy(own, hardware, bridge, out.greedy.solution,
                                                         options.alignment_bytes, stats)
-        home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
-                                                    options.alignment_bytes, stats)
+        home_plan = home_memory = None  # used with homes only (two_levels None), where it was checked above
+        if out.all_home.status.has_solution:
+            home_plan, home_memory = assemble_hierarchy(own, hardware, bridge, out.all_home.solution,
+                                                        options.alignment_bytes, stats)
         best_plan, best_memory = _shortest_with_streams(own, hardware, bridge, stats, options.alignment_bytes,
                                                         (best_plan, best_memory))
     except (InfeasibleError, UnsupportedError) as e:

@@ -45,7 +45,7 @@ from solvers.memory.levels.stream_bound import all_slow_floor, stream_plan_lower
 
 __all__ = ["LevelTensor", "DeviceBridge", "device_order", "fast_level_name", "skip_reason",
            "build_device_problem", "portion_graph", "row_separable", "stream_plan_bound", "main_memory_cycles",
-           "main_memory_share_cycles",
+           "main_memory_share_cycles", "stream_bound_covers_splits",
            "MAX_SPLIT_GROUPS"]
 
 MAX_SPLIT_GROUPS = 3  # split factors are enumerated: 3 groups of 3 factors = 27 solves
@@ -384,11 +384,8 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
     if not problem.multi_stream or graph is None:
         return None
     fast = bridge.device.profile.level(bridge.fast_level)
-    smallest = fast.capacity_bytes - fast.capacity_bytes // 8  # no reserve holds back more than 1/8
     split_ops, split_tensors = frozenset(), frozenset()
-    if problem.splits or (options.split and any(k > 1 for k in options.split_factors) and any(
-            sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]}) > smallest
-            for i in range(problem.num_ops))):
+    if stream_bound_covers_splits(bridge, options):
         split_ops = frozenset(i for i, name in enumerate(bridge.ops) if row_separable(graph, name))
         split_tensors = frozenset(t for i in split_ops for t in (*bridge.op_inputs[i], *bridge.op_outputs[i])
                                   if bridge.tensors[t].role != "weight")
@@ -403,6 +400,18 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
                                      main_memory_cycles(graph, bridge.device, bridge.ops),
                                      main_memory_share_cycles(graph, bridge.device, bridge.ops)
                                      if problem.shared_bandwidth else None))
+
+
+def stream_bound_covers_splits(bridge: DeviceBridge, options: MemoryOptions) -> bool:
+    """Whether :func:`stream_plan_bound` covers split plans: the problem has split groups, or
+    splitting is on and some op touches more bytes than the fast level holds after the largest
+    reserve (so some order may offer a split group)."""
+    problem = bridge.problem
+    fast = bridge.device.profile.level(bridge.fast_level)
+    smallest = fast.capacity_bytes - fast.capacity_bytes // 8  # no reserve holds back more than 1/8
+    return bool(problem.splits) or (options.split and any(k > 1 for k in options.split_factors) and any(
+        sum(problem.tensor_bytes[t] for t in {*problem.reads[i], *problem.writes[i]}) > smallest
+        for i in range(problem.num_ops)))
 
 
 def main_memory_share_cycles(graph: Graph, device: Device, ops: tuple[str, ...]) -> tuple[int, ...]:

@@ -58,6 +58,7 @@ from solvers.memory.levels.hierarchy_heads_tails import solve_hierarchy_heads_ta
 
 __all__ = ["ALL_HOME", "MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "bridge_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
+           "memory_plan_bound_parts",
            "shortest_op_cycles", "any_level_op_cycles", "bound_entry", "link_serial_bound", "HeldLevels",
            "round_trips", "shared_send_tails"]
 
@@ -121,6 +122,10 @@ class CrossDeviceChoice:
     # A lower bound on every memory plan of the spine's placement and orders (plan cycles,
     # :func:`memory_plan_bound`); None when not computed.
     bound_cycles: int | None = None
+    # Its parts (:func:`memory_plan_bound_parts`): the paths and links, and under ``bandwidth:
+    # shared`` main memory's share-cycles per device (None without sharing).
+    path_bound_cycles: int | None = None
+    shared_bound_cycles: int | None = None
 
 
 def _node_graph(plan: Plan, graph, exclude: str) -> tuple[dict[str, int], dict[str, int], dict[str, list[str]]]:
@@ -671,7 +676,19 @@ def _least_fractional(total: int, levels: list[tuple[Fraction, int]]) -> int:
 
 def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any],
                       any_level: Collection[str] = ()) -> int:
-    """A lower bound on the makespan of every memory plan of ``spine``'s placement and orders
+    """The larger of :func:`memory_plan_bound_parts`: a lower bound on the makespan of every
+    memory plan of ``spine``'s placement and orders (plan cycles)."""
+    path, shared = memory_plan_bound_parts(spine, graph, hardware, bridges, any_level)
+    return max(path, shared or 0)
+
+
+def memory_plan_bound_parts(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any],
+                            any_level: Collection[str] = ()) -> tuple[int, int | None]:
+    """Two lower bounds (the paths and links; main memory's share-cycles, None without
+    ``bandwidth: shared``) on the makespan of every memory plan of ``spine``'s placement and orders
+    (plan cycles), whichever plan each device in ``bridges`` uses (main memory included).
+
+    The first, a lower bound on the makespan of every memory plan of ``spine``'s placement and orders
     (plan cycles), whichever plan each device in ``bridges`` uses (main memory included).
 
     The longest path through the whole plan's re-timing graph (:func:`planner.memory.plan_activities`
@@ -687,6 +704,9 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
     A device in ``any_level`` may also use an N-level plan (its other levels between the fast
     one and main memory): its ops count at :func:`any_level_op_cycles` and its link transfers
     add nothing at its end (:func:`_with_link_ends` reasons over two levels).
+
+    The second (:func:`planner.memory.shared_bound.shared_main_memory_bound`) counts only where
+    some two-level device's problem shares bandwidth.
     """
     acts, sequences, transfers = plan_activities(spine, graph, hardware, {})
     device_of = {o.name: o.device for o in spine.ops}
@@ -711,9 +731,11 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
     paths = access_choice_bound(order, succ, duration, end,
                                 PathContext(two_level, hardware, transfers, device_of, main))
-    shared = shared_main_memory_bound(order, succ, duration, end, graph, hardware, spine.ops, transfers, two_level,
-                                      main, any_level)  # bandwidth: shared only
-    return max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths, shared], default=0)
+    path = max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths], default=0)
+    if not any(b.problem.shared_bandwidth for b in two_level.values()):
+        return path, None
+    return path, shared_main_memory_bound(order, succ, duration, end, graph, hardware, spine.ops, transfers,
+                                          two_level, main, any_level)
 
 
 def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
@@ -750,21 +772,25 @@ def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], dur
     return max((one_machine_lower_bound(jobs) for jobs in links.values() if len(jobs) > 1), default=0)
 
 
-def bound_entry(path_bound_cycles: int, plan: Plan) -> dict[str, Any]:
+def bound_entry(path_bound_cycles: int, plan: Plan, shared_bound_cycles: int | None = None) -> dict[str, Any]:
     """memory.json's ``cross_device_bound``: the best proven bound on the memory plans of the
-    spine's placement and orders (the larger of :func:`memory_plan_bound` and ``plan``'s own
-    bound, which holds over every plan), and the written ``plan``'s gap to it.
+    spine's placement and orders (the largest of :func:`memory_plan_bound_parts` and ``plan``'s
+    own bound, which holds over every plan), and the written ``plan``'s gap to it. The shared
+    term is written only under ``bandwidth: shared`` (``shared_bound_cycles`` not None).
 
     Examples
     --------
     >>> p = Plan("s", "latency", "FEASIBLE", 110, 80, 0.27, 110, 10**9, (), ())
     >>> bound_entry(100, p)
     {'bound_cycles': 100, 'path_bound_cycles': 100, 'spine_bound_cycles': 80, 'makespan_cycles': 110, 'gap': 0.090909}
+    >>> bound_entry(100, p, 105)["bound_cycles"]
+    105
     """
     spine_bound = None if plan.bound is None else int(plan.bound)
-    bound = max(path_bound_cycles, spine_bound or 0)
+    bound = max(path_bound_cycles, spine_bound or 0, shared_bound_cycles or 0)
     makespan = plan.makespan_cycles
-    return {"bound_cycles": bound, "path_bound_cycles": path_bound_cycles, "spine_bound_cycles": spine_bound,
+    shared = {} if shared_bound_cycles is None else {"shared_bound_cycles": shared_bound_cycles}
+    return {"bound_cycles": bound, "path_bound_cycles": path_bound_cycles, **shared, "spine_bound_cycles": spine_bound,
             "makespan_cycles": makespan, "gap": round(max(0, makespan - bound) / max(1, makespan), 6)}
 
 
@@ -984,16 +1010,17 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
             slack_cycles=device_slack(plan, graph, d), n_level_cycles=_n_level_cycles(candidates[d]), **dict(zip(
                 ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
+    path, shared = _choice_bound(spine, graph, hardware, candidates)
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
-                             explanations, tuple(stops), tuple(resolve_deadlocks),
-                             _choice_bound(spine, graph, hardware, candidates))
+                             explanations, tuple(stops), tuple(resolve_deadlocks), max(path, shared or 0), path, shared)
 
 
-def _choice_bound(spine: Plan, graph, hardware: Hardware, candidates: Mapping[str, Mapping[str, Any]]) -> int:
-    """:func:`memory_plan_bound` over the devices of ``candidates``, each offered an N-level plan at any level."""
+def _choice_bound(spine: Plan, graph, hardware: Hardware,
+                  candidates: Mapping[str, Mapping[str, Any]]) -> tuple[int, int | None]:
+    """:func:`memory_plan_bound_parts` over the devices of ``candidates``, each offered an N-level plan at any level."""
     bridges = {d: _two_level_bridge(c["memory plan"]) for d, c in candidates.items()}
     any_level = {d for d, c in candidates.items() if any(isinstance(lv, HierarchyLevels) for lv in c.values())}
-    return memory_plan_bound(spine, graph, hardware, bridges, any_level)
+    return memory_plan_bound_parts(spine, graph, hardware, bridges, any_level)
 
 
 def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:

@@ -113,8 +113,9 @@ def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
                    f"cycles, bound {st.get('level_bound_device_cycles')}, gap {format_gap(st.get('level_gap'))} "
                    f"(the replayed makespans of every plan are in the table above).")
         if st.get("stream_plan_bound_device_cycles") is not None:
+            splits = "any split" if st.get("stream_plan_bound_splits") else "unsplit"
             out.append(f"- Bound over every plan of this device (any order of its ops, any stream, any level "
-                       f"assignment, unsplit): {st['stream_plan_bound_device_cycles']} device cycles (on a "
+                       f"assignment, {splits}): {st['stream_plan_bound_device_cycles']} device cycles (on a "
                        f"one-device spec the plan's bound includes it).")
         if "fast_offsets_status" in st:
             out.append(f"- Fast offsets: {st.get('fast_offsets_status')}; {format_bytes(st.get('reserve_bytes'))} "
@@ -266,21 +267,40 @@ def _cross_device_lines(doc: Mapping[str, Any]) -> list[str]:
 
 def _bound_lines(entry: Mapping[str, Any] | None) -> list[str]:
     """The proven bound on every memory plan of the placement and orders, and the gap to it.
+    Under ``bandwidth: shared`` (``shared_bound_cycles`` present) the line also gives main
+    memory's share term and names the term that gives the bound.
 
     Examples
     --------
     >>> for line in _bound_lines({"bound_cycles": 263000, "path_bound_cycles": 263000, "spine_bound_cycles": 140000,
     ...                           "makespan_cycles": 263697, "gap": 0.002643}): print(line)
     - Bound: every memory plan of this placement and these orders takes at least 263,000 cycles (the longest path through the plan with each op at its shortest duration in any memory plan, and each link's transfers one at a time: 263,000; the plan's own bound: 140,000); the binaries' plan takes 263,697 cycles, a gap of 0.26%.
+    >>> for line in _bound_lines({"bound_cycles": 43352, "path_bound_cycles": 25583, "shared_bound_cycles": 43352,
+    ...                           "spine_bound_cycles": 20000, "makespan_cycles": 43648, "gap": 0.006782}): print(line)
+    - Bound: every memory plan of this placement and these orders takes at least 43,352 cycles, given by main memory's shared bandwidth (the longest path through the plan with each op at its shortest duration in any memory plan, and each link's transfers one at a time: 25,583; each device's main-memory share-cycles, one device at a time under shared bandwidth: 43,352; the plan's own bound: 20,000); the binaries' plan takes 43,648 cycles, a gap of 0.68%.
     """
     if not entry:
         return []
     spine = "none" if entry["spine_bound_cycles"] is None else f"{entry['spine_bound_cycles']:,}"
+    shared = entry.get("shared_bound_cycles")
+    giver = shared_part = ""
+    if shared is not None:
+        giver = ", given by " + _bound_giver(entry)
+        shared_part = f"each device's main-memory share-cycles, one device at a time under shared bandwidth: {shared:,}; "
     return [f"- Bound: every memory plan of this placement and these orders takes at least {entry['bound_cycles']:,} "
-            f"cycles (the longest path through the plan with each op at its shortest duration in any memory plan, "
-            f"and each link's transfers one at a time: "
-            f"{entry['path_bound_cycles']:,}; the plan's own bound: {spine}); the binaries' plan takes "
+            f"cycles{giver} (the longest path through the plan with each op at its shortest duration in any memory "
+            f"plan, and each link's transfers one at a time: "
+            f"{entry['path_bound_cycles']:,}; {shared_part}the plan's own bound: {spine}); the binaries' plan takes "
             f"{entry['makespan_cycles']:,} cycles, a gap of {100 * entry['gap']:.2f}%."]
+
+
+def _bound_giver(entry: Mapping[str, Any]) -> str:
+    """Which part of ``cross_device_bound`` equals its bound (main memory's share term first on a tie)."""
+    if entry.get("shared_bound_cycles") == entry["bound_cycles"]:
+        return "main memory's shared bandwidth"
+    if entry["path_bound_cycles"] == entry["bound_cycles"]:
+        return "the longest path and the links"
+    return "the plan's own bound"
 
 
 def _resolved(e: Mapping[str, Any]) -> str:

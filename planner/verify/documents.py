@@ -373,6 +373,7 @@ class CrossDeviceBound(StrictModel):
 
     bound_cycles: Count
     path_bound_cycles: Count
+    shared_bound_cycles: Optional[Count] = None  # only under bandwidth: shared (main memory's share-cycles)
     spine_bound_cycles: Optional[Count]
     makespan_cycles: Count
     gap: Annotated[float, Field(ge=0)]

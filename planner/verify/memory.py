@@ -324,14 +324,15 @@ def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], fa
 
 
 def _check_cross_device_bound(entry: Any, simulation: Any) -> None:
-    """``cross_device_bound`` (crossdev2): the replayed makespan, a bound no larger, the larger of
-    its two parts, and the gap between them."""
+    """``cross_device_bound`` (crossdev2): the replayed makespan, a bound no larger, the largest of
+    its parts (paths and links, the spine's, and under sharing main memory's share term), and the
+    gap between them."""
     if entry is None:
         return
     if entry.makespan_cycles != simulation.makespan_cycles:
         raise _fail("cross_device_bound.makespan_cycles", f"{simulation.makespan_cycles} (the replay)",
                     entry.makespan_cycles)
-    best = max(entry.path_bound_cycles, entry.spine_bound_cycles or 0)
+    best = max(entry.path_bound_cycles, entry.spine_bound_cycles or 0, entry.shared_bound_cycles or 0)
     if entry.bound_cycles != best or best > entry.makespan_cycles:
         raise _fail("cross_device_bound.bound_cycles", f"{best} (the larger of its parts, at most the makespan)",
                     entry.bound_cycles)

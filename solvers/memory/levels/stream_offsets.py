@@ -217,8 +217,9 @@ def plan_streams_by_address(problem: LevelProblem, incumbent: LevelSolution,
 
     Candidates: the incumbent's decisions, and the greedy and DMA-balanced greedy plans
     (:func:`~solvers.memory.levels.greedy.plan_greedy`) for the fast level divided by each of
-    ``divisors``, each re-timed by :func:`retime_with_offsets`; the shortest valid one wins
-    (the earliest on ties). Not for shared bandwidth (whose replay also orders by the
+    ``divisors``, each re-timed by :func:`retime_with_offsets`; the shortest one wins
+    (the earliest on ties); a candidate that fails validation raises ``ValueError`` (a bug, see
+    :func:`_require_valid`). Not for shared bandwidth (whose replay also orders by the
     solution's times) nor above ``MAX_OPS`` ops: None.
 
     Examples
@@ -255,10 +256,21 @@ def plan_streams_by_address(problem: LevelProblem, incumbent: LevelSolution,
             if plan is not None:
                 plans.append(replace(plan, split_factors=factors))
     best = None
-    for plan in plans:
+    for k, plan in enumerate(plans):
         timed = retime_with_offsets(problem, plan, alignment_bytes)
         if timed is None or (best is not None and timed.makespan_cycles >= best.makespan_cycles):
             continue
-        if not validate_levels(problem, timed):
-            best = timed
+        _require_valid(problem, timed, k)
+        best = timed
     return best if best is not None and best.makespan_cycles < today.makespan_cycles else None
+
+
+def _require_valid(problem: LevelProblem, timed: LevelSolution, candidate: int) -> None:
+    """Raise when a re-timed candidate (0: the incumbent's decisions, then the greedy plans) fails
+    :func:`~solvers.memory.levels.validate.validate_levels`: each is a valid plan for a fast level
+    no larger than the problem's, packed within it and timed by the replay of its own offsets, so
+    a failure is a bug here or in the replay, never a plan to pass over."""
+    errors = validate_levels(problem, timed)
+    if errors:
+        raise ValueError(f"by-address candidate {candidate} (0: the incumbent, then the greedy plans) re-timed by "
+                         f"its offsets does not validate: {errors[:3]}")

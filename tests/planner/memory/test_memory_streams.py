@@ -71,6 +71,7 @@ def test_the_plan_bound_is_the_several_stream_bound_and_holds_under_every_baseli
     spec, outcome = planned
     stats = outcome.memory.memory.devices["npu0"].stats
     assert stats["stream_plan_bound_device_cycles"] == 145_952 == outcome.plan.bound
+    assert "stream_plan_bound_splits" not in stats  # split: false, so the report says "unsplit"
     assert outcome.plan.bound <= min(outcome.memory_baselines.values())
     assert outcome.plan.status == "OPTIMAL" and outcome.plan.makespan_cycles == 145_952
     assert stats["by_address"]["level_plan_device_cycles"] == 152_638
@@ -198,8 +199,13 @@ def test_with_splits_offered_the_several_stream_bound_still_bounds_the_plan(tmp_
     assert outcome.plan.makespan_cycles == 2_134_066
     out = tmp_path / "out"
     write_plan_dir(outcome, spec, out, numeric="off")  # verified on the way out
+    report = (out / "report.md").read_text()
     assert ("- Several streams: the cycle-time model (offsets in the model) proves the kept plan's 2134066 device "
-            "cycles OPTIMAL for the fixed merged op order") in (out / "report.md").read_text()
+            "cycles OPTIMAL for the fixed merged op order") in report
+    # The bound covers the split plans, and the stats and the report say so (before: "unsplit").
+    assert stats["stream_plan_bound_splits"] is True
+    assert ("- Bound over every plan of this device (any order of its ops, any stream, any level assignment, any "
+            "split): 819770 device cycles") in report
     doc = json.loads((out / "memory.json").read_text())
     doc["devices"]["npu0"]["stats"]["by_address"]["time_model"]["model_bound_device_cycles"] = 2_000_000
     (out / "memory.json").write_text(json.dumps(doc, indent=2) + "\n")

@@ -216,3 +216,24 @@ def test_random_linked_plans_with_homes_replay_equal_honour_the_homes_and_bound_
         assert ALL_HOME in candidates and all(isinstance(lv, HierarchyLevels) for lv in candidates.values())
         buffers = {b.name: b.level for b in outcome.memory_plan.devices[d].buffers}
         assert all(buffers[t] == "host" for t in reads & homed), buffers
+
+
+def test_one_device_homes_whose_everything_at_home_does_not_fit_are_refused_at_memory_home(tmp_path):
+    # tests/data/specs/memory-home-overflow.yaml: one device, w homed in host memory; at home the
+    # fork's activations overflow the 32 KiB of main memory, though plans over every level fit.
+    # Before, the one-device homes path assembled the missing everything-at-home plan: an
+    # AttributeError, exit 3. Now exit 2 at memory.home with the file and line, nothing written.
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+    path = "tests/data/specs/memory-home-overflow.yaml"
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["solve", path, "-o", str(out), "--quiet"])
+    assert result.exit_code == 2, result.output
+    line = next(i for i, text in enumerate(Path(path).read_text().splitlines(), 1) if text.startswith("  home:"))
+    assert (f"{path}:{line}: memory.home: on device npu0 everything at home does not fit its levels (sram, dram, "
+            "host;") in result.output
+    assert "Traceback" not in result.output and not out.exists()
+    # Pipeline callers see the same SpecError.
+    with pytest.raises(SpecError, match="memory.home: on device npu0 everything at home does not fit"):
+        run(load_spec(path))

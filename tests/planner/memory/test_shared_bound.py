@@ -189,3 +189,49 @@ def test_an_op_kept_in_main_memory_pays_its_transfer_extras_inside(choices):
     outcome = run(spec)
     (_, chosen), = choices
     assert outcome.plan.makespan_cycles == chosen.bound_cycles == 1_161
+
+
+@pytest.fixture(scope="module")
+def linked_shared_dir(tmp_path_factory):
+    """The linked shared spec solved through the CLI (memory.json, report.md, binaries)."""
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+    out = tmp_path_factory.mktemp("linked-shared") / "plan"
+    result = CliRunner().invoke(app, ["solve", LINKED_SHARED, "-o", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+def test_memory_json_and_the_report_name_the_shared_term(linked_shared_dir):
+    # The hand-checked figures above: the shared term (43,352) gives the bound, not the path (25,583).
+    import json
+    entry = json.loads((linked_shared_dir / "memory.json").read_text())["cross_device_bound"]
+    assert (entry["bound_cycles"], entry["path_bound_cycles"], entry["shared_bound_cycles"]) == (43_352, 25_583, 43_352)
+    report = (linked_shared_dir / "report.md").read_text()
+    assert ("takes at least 43,352 cycles, given by main memory's shared bandwidth (the longest path" in report
+            and "one at a time: 25,583; each device's main-memory share-cycles, one device at a time under shared "
+                "bandwidth: 43,352; the plan's own bound" in report), report
+
+
+@pytest.mark.parametrize("value", [43_000, 50_000])
+def test_the_verifier_refuses_a_shared_term_the_bound_does_not_bear_out(linked_shared_dir, tmp_path, value):
+    # 43,000: the bound is no longer the largest part; 50,000: a part above the bound (and the makespan).
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+    from tests.fuzz.plan_dirs import reseal
+    out = tmp_path / "plan"
+    shutil.copytree(linked_shared_dir, out)
+    runner = CliRunner()
+    assert runner.invoke(app, ["simulate", str(out)]).exit_code == 0
+    path = out / "memory.json"
+    doc = json.loads(path.read_text())
+    doc["cross_device_bound"]["shared_bound_cycles"] = value
+    path.write_text(json.dumps(doc, indent=1))
+    reseal(out)
+    result = runner.invoke(app, ["simulate", str(out)])
+    assert result.exit_code == 2 and "cross_device_bound.bound_cycles" in result.output, result.output

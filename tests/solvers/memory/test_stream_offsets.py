@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from solvers.memory.levels import (LevelProblem, LevelSolution, Transfer, TransferKind, memory_waits, plan_greedy,
@@ -107,10 +108,9 @@ def test_no_plan_timed_by_its_offsets_beats_the_bound_over_every_plan(p):
             assert validate_levels(p, r) == [] and bound <= r.makespan_cycles
 
 
-def test_two_stream_layers_get_shorter_by_address():
-    # Non-vacuity: two branches of four layers (a weight of 16 B, an output of 4 B each) on two
-    # streams, 40 B of fast memory, the DMA at 2 B/cycle. Under the point-axis order the greedy
-    # runs the branches one after the other; timed by offsets packed for its cycles it is shorter.
+def _two_layer_case() -> tuple[LevelProblem, LevelSolution, tuple[int, ...]]:
+    # Two branches of four layers (a weight of 16 B, an output of 4 B each) on two streams, 40 B
+    # of fast memory, the DMA at 2 B/cycle: the problem, its greedy plan and that plan's offsets.
     reads, writes, streams, sizes = [], [], [], []
     last = {}
     for k in range(8):
@@ -123,7 +123,13 @@ def test_two_stream_layers_get_shorter_by_address():
     p = LevelProblem((6,) * 8, tuple(reads), tuple(writes), tuple(sizes), (40, 10**6), (8, 2),
                      dma_bytes_per_cycle=2, live_out=tuple(last.values()), op_streams=tuple(streams))
     s = plan_greedy(p)
-    offsets = packed_offsets(p, s)
+    return p, s, packed_offsets(p, s)
+
+
+def test_two_stream_layers_get_shorter_by_address():
+    # Non-vacuity: the two-layer case. Under the point-axis order the greedy runs the branches
+    # one after the other; timed by offsets packed for its cycles it is shorter.
+    p, s, offsets = _two_layer_case()
     today = replay_levels(p, s, fast_offsets=offsets).makespan_cycles
     found = plan_streams_by_address(p, s, offsets)
     assert found is not None and validate_levels(p, found) == []
@@ -152,3 +158,19 @@ def test_a_split_plan_gets_by_address_candidates():
     sweep(expanded, found, found.fast_offsets, found.op_start, tuple(t.start_cycle for t in found.transfers))
     timed = retime_with_offsets(p, s)  # the incumbent's own decisions keep their split factors too
     assert timed is not None and timed.split_factors == (2,) and validate_levels(p, timed) == []
+
+
+def test_a_candidate_that_fails_validation_raises_rather_than_being_skipped(monkeypatch):
+    # Before, plan_streams_by_address passed over a candidate that failed validate_levels and
+    # returned another or None, hiding the bug. Plant one: the two-layer case's candidates
+    # re-timed with every op at cycle 0 (before the prefetches and producers they wait on).
+    import solvers.memory.levels.stream_offsets as stream_offsets
+    p, s, offsets = _two_layer_case()
+    real = stream_offsets.retime_with_offsets
+
+    def broken(problem, plan, alignment_bytes=1):
+        timed = real(problem, plan, alignment_bytes)
+        return None if timed is None else replace(timed, op_start=(0,) * problem.num_ops)
+    monkeypatch.setattr(stream_offsets, "retime_with_offsets", broken)
+    with pytest.raises(ValueError, match=r"by-address candidate 0 .* does not validate: \["):
+        plan_streams_by_address(p, s, offsets)
