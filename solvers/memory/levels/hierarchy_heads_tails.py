@@ -345,7 +345,8 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     """Minimum :func:`hierarchy_objective` over the unsplit ``problem`` under ``ht`` (see the module).
 
     Above ``max_model_ops`` ops: the best baseline improved by windows
-    (:func:`heads_tails_window_search`), FEASIBLE unless it meets the lower bound.
+    (:func:`heads_tails_window_search`), FEASIBLE unless it meets the lower bound; UNKNOWN
+    (``stats["baseline_objective"]`` None) where no re-timed baseline fits, as the windows need one.
     Deterministic: CP-SAT stops on its deterministic-time budget.
     """
     t0 = time.perf_counter()
@@ -367,8 +368,8 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     if best is not None and (best_obj <= lower or too_large):
         status = Status.OPTIMAL if best_obj <= lower else Status.FEASIBLE
         return SolveResult(status, best_obj, min(lower, best_obj), best, time.perf_counter() - t0, name, stats)
-    if too_large:
-        return failure_result(Status.UNKNOWN, name, time.perf_counter() - t0)
+    if too_large:  # only a re-timed baseline starts the windows, and none fits
+        return failure_result(Status.UNKNOWN, name, time.perf_counter() - t0, **stats)
     upper = best_obj if best is not None else model_horizon(problem) + _head_room(ht)
     model, v = build_hierarchy_model(problem, upper, best)
     objective = add_hierarchy_heads_tails(model, problem, v, ht, upper)
