@@ -291,10 +291,11 @@ class _RunState:
         self.units = units
         self.rows = np.empty((0, units + 1))
         self.starts = np.empty(0)
+        self.opened = np.empty(0, dtype=np.int64)  # the step each open run started at (for the trace)
 
-    def advance(self, enter: float, stay: list[tuple[int, float]] | None, own: int) -> float:
+    def advance(self, enter: float, stay: list[tuple[int, float]] | None, own: int, step: int = 0) -> float:
         """Extend every open run by one step (``stay``: its (units, time) options, the cut op's
-        own units included), open one at this cut op unless an open
+        own units included), open one at this cut op (step ``step``) unless an open
         run is as good at every weight, drop runs a newer one beats, and return the best end
         of this cut op on the pool."""
         u = self.units
@@ -312,8 +313,9 @@ class _RunState:
                 keep = ~np.all(enter + row[None, :] <= held, axis=1)
                 self.rows = np.vstack([self.rows[keep], row])
                 self.starts = np.append(self.starts[keep], enter)
+                self.opened = np.append(self.opened[keep], step)
         alive = np.isfinite(self.rows[:, -1])
-        self.rows, self.starts = self.rows[alive], self.starts[alive]
+        self.rows, self.starts, self.opened = self.rows[alive], self.starts[alive], self.opened[alive]
         return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
 
     def best_row(self) -> np.ndarray:
@@ -466,42 +468,24 @@ def _traced_chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray]
     return value, runs[::-1]
 
 
-class _TracedRuns:
+class _TracedRuns(_RunState):
     """:class:`_RunState` recording each step's runs (by the step that opened them) and, per
     step, the option each run's value came from, for the walk back."""
 
     def __init__(self, units: int) -> None:
-        self.units = units
-        self.rows = np.empty((0, units + 1))
-        self.starts = np.empty(0)
-        self.opened = np.empty(0, dtype=np.int64)
+        super().__init__(units)
         self.history: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.stays: dict[int, list[tuple[int, float]]] = {}
         self.entries: dict[int, float] = {}
 
     def advance(self, step: int, enter: float, stay: list[tuple[int, float]] | None, own: int) -> float:
-        u = self.units
         if stay is not None and len(self.rows):
             self.stays[step] = stay
-            nxt = np.full_like(self.rows, np.inf)
-            for w, t in stay:
-                if w <= u and math.isfinite(t):
-                    nxt[:, w:] = np.minimum(nxt[:, w:], self.rows[:, :u + 1 - w] + t)
-            self.rows = nxt
-        if own <= u and math.isfinite(enter):
-            row = np.full(u + 1, np.inf)
-            row[own:] = 0.0
-            held = self.starts[:, None] + self.rows
-            if not np.any(np.all(held <= enter + row[None, :], axis=1)):
-                keep = ~np.all(enter + row[None, :] <= held, axis=1)
-                self.rows = np.vstack([self.rows[keep], row])
-                self.starts = np.append(self.starts[keep], enter)
-                self.opened = np.append(self.opened[keep], step)
-                self.entries[step] = enter
-        alive = np.isfinite(self.rows[:, -1])
-        self.rows, self.starts, self.opened = self.rows[alive], self.starts[alive], self.opened[alive]
+        best = super().advance(enter, stay, own, step)
+        if np.any(self.opened == step):  # a run opened here (a new row is never dropped as dead)
+            self.entries[step] = enter
         self.history[step] = (self.rows.copy(), self.starts.copy(), self.opened.copy())
-        return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
+        return best
 
     def entry_of(self, opened: int) -> float:
         return self.entries[opened]
