@@ -209,17 +209,33 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
     >>> lower_bound(p, segments=False), segment_run_bound(pruned, segs, [segment_floor(s) for s, _ in segs])
     (10, 14)
     """
-    if problem.objective is not Objective.LATENCY or not segments:
-        return 0
-    if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
-        return 0
-    terms = segment_chain_terms(problem, segments, floors, cuts)
+    terms = _run_terms(problem, segments, floors, cuts, move_floors, with_masks=False)
     if terms is None:
         return 0
-    pools, first, steps, last, cuts, middles = terms
+    pools, first, moves, last, stays, own, total, _ = terms
+    value = _chain(pools, first, moves, last, stays, own, total, move_options)
+    return int(value) if math.isfinite(value) else 0
+
+
+def _run_terms(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
+               floors: Sequence[int], cuts: Sequence[int] | None,
+               move_floors: Sequence[np.ndarray | None] | None, with_masks: bool):
+    """What the run DP reads, for the bound and its trace alike: ``(pools, first, moves, last,
+    stays, own, total, cut ops)`` with ``stays[b][j]`` the (weight, time) options of staying on
+    pool b through middle segment j (each with the mask of interior ops it keeps when
+    ``with_masks``), ``own`` the cut ops' weights and ``total`` all weight; None where the DP
+    has nothing to bound (not LATENCY, no segments, no memory limit, no finite terms)."""
+    if problem.objective is not Objective.LATENCY or not segments:
+        return None
+    if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
+        return None
+    terms = segment_chain_terms(problem, segments, floors, cuts)
+    if terms is None:
+        return None
+    pools, first, steps, last, cut_ops, middles = terms
     order = topological_order(problem)
     held = dict(zip(order, held_weights(problem, order)))
-    stays: list[list[list[tuple[int, float]]]] = [[] for _ in range(pools.size)]  # per pool, per step
+    stays: list[list[list[tuple]]] = [[] for _ in range(pools.size)]  # per pool, per step
     moves = [np.array(reach, dtype=np.float64) for _, reach in steps]
     for j, (sub, ops) in enumerate(middles):
         held_inner = [held[i] for i in ops[1:-1]]
@@ -227,14 +243,15 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
             parts, other = _split_pools(pools, b)
             options, move = _segment_options(sub, parts, other, held_inner)
             base = float(steps[j][0][b])
-            stays[b].append([(w, max(base, t)) for w, t in options])
+            row = [(w, max(base, t)) for w, t in options]
+            if with_masks:
+                row = [(w, t, m) for (w, t), m in zip(row, _option_masks(sub, parts, held_inner, len(options)))]
+            stays[b].append(row)
             # a run boundary inside pool b changes device: impossible in a pool of one
             moves[j][b, b] = max(moves[j][b, b], move)
         if move_floors is not None and move_floors[j] is not None:
             moves[j] = np.maximum(moves[j], move_floors[j])
-    value = _chain(pools, first, moves, last, stays, [held[c] for c in cuts], sum(held.values()),
-                   move_options)
-    return int(value) if math.isfinite(value) else 0
+    return pools, first, moves, last, stays, [held[c] for c in cut_ops], sum(held.values()), list(cut_ops)
 
 
 def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last: np.ndarray,
@@ -370,35 +387,15 @@ def segment_run_trace(problem: SchedulingProblem, segments: Sequence[tuple[Sched
     >>> value, cut_ops, sum(r.last - r.first + 1 for r in runs)
     (14.0, [0, 3, 6, 9], 4)
     """
-    if problem.objective is not Objective.LATENCY or not segments:
-        return None
-    if not any(problem.memory_bytes(d) > 0 for d in range(problem.num_devices)):
-        return None
-    terms = segment_chain_terms(problem, segments, floors, cuts)
+    terms = _run_terms(problem, segments, floors, cuts, move_floors, with_masks=True)
     if terms is None:
         return None
-    pools, first, steps, last, cut_ops, middles = terms
-    order = topological_order(problem)
-    held = dict(zip(order, held_weights(problem, order)))
-    stays: list[list[list[tuple[int, float, np.ndarray]]]] = [[] for _ in range(pools.size)]
-    moves = [np.array(reach, dtype=np.float64) for _, reach in steps]
-    for j, (sub, ops) in enumerate(middles):
-        held_inner = [held[i] for i in ops[1:-1]]
-        for b in range(pools.size):
-            parts, other = _split_pools(pools, b)
-            options, move = _segment_options(sub, parts, other, held_inner)
-            masks = _option_masks(sub, parts, held_inner, len(options))
-            base = float(steps[j][0][b])
-            stays[b].append([(w, max(base, t), m) for (w, t), m in zip(options, masks)])
-            moves[j][b, b] = max(moves[j][b, b], move)
-        if move_floors is not None and move_floors[j] is not None:
-            moves[j] = np.maximum(moves[j], move_floors[j])
-    own = [held[c] for c in cut_ops]
-    traced = _traced_chain(pools, first, moves, last, stays, own, sum(held.values()))
+    pools, first, moves, last, stays, own, total, cut_ops = terms
+    traced = _traced_chain(pools, first, moves, last, stays, own, total)
     if traced is None:
         return None
     value, runs = traced
-    return value, runs, list(cut_ops)
+    return value, runs, cut_ops
 
 
 def _option_masks(sub: SchedulingProblem, parts: list[tuple[int, ...]], held_inner: Sequence[int],
