@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import heapq
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
@@ -66,7 +67,7 @@ from solvers.memory.levels.split import SplitMap
 from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
 from solvers.cpsat_support import integer_objective_bound
 
-__all__ = ["HeadsTails", "SentDeadline", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
+__all__ = ["HeadsTails", "SentDeadline", "settle_deadlines", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
            "heads_tails_lower_bound",
            "with_split_factors", "deadline_violations", "add_sent_deadlines", "one_machine_lower_bound",
            "HEADS_TAILS_WINDOW_ABOVE_OPS", "copy_ready"]
@@ -307,20 +308,38 @@ def _retime_with_deadlines(problem: LevelProblem, solution: LevelSolution, ht: H
     runs again until nothing moves. The waits only grow and a longest path crosses each
     deadline at most once, so without a cycle this settles within ``len(deadlines) + 1``
     replays; still moving after that, the deadlines wait on the plan's own order (a cycle)."""
-    release = list(ht.op_release) or [0] * problem.num_ops
-    ready = list(ht.tensor_ready) or [0] * problem.num_tensors
+    return settle_deadlines(ht, problem.num_ops, problem.num_tensors,
+                            lambda release, ready: _retimed(problem, solution, release, ready, ht.link_holds),
+                            lambda timed: _slow_ready(problem, timed),
+                            "a sent tensor's slow copy comes after an op or prefetch that waits for it")
+
+
+def settle_deadlines(ht: HeadsTails, num_ops: int, num_tensors: int, retime: Callable, copy_ready_of: Callable,
+                     deadlock: str):
+    """The sent-tensor deadlines' fixed point, over two levels or N: ``retime(release, ready)``
+    replays the plan with these op releases and tensor ready cycles (``ht``'s heads to start
+    with), ``copy_ready_of(timed)`` gives the cycle each tensor's main-memory copy is ready; each
+    deadline raises its op's release (its received tensor's ready cycle) to that copy plus the
+    lag, and the replay runs again until nothing moves. The waits only grow and a longest path
+    crosses each deadline at most once, so without a cycle this settles within
+    ``len(ht.deadlines) + 1`` replays; still moving after that, it raises ValueError
+    ("deadlock: " + ``deadlock``)."""
+    release = list(ht.op_release) or [0] * num_ops
+    ready = list(ht.tensor_ready) or [0] * num_tensors
     for _ in range(len(ht.deadlines) + 2):
-        timed = _retimed(problem, solution, release, ready, ht.link_holds)
-        slow = _slow_ready(problem, timed)
+        timed = retime(release, ready)
+        if not ht.deadlines:
+            return timed
+        copy = copy_ready_of(timed)
         moved = False
         for dl in ht.deadlines:
-            need = slow[dl.tensor] + dl.lag_cycles
+            need = copy[dl.tensor] + dl.lag_cycles
             row, k = (release, dl.op) if dl.op >= 0 else (ready, dl.received)
             if row[k] < need:
                 row[k], moved = need, True
         if not moved:
             return timed
-    raise ValueError("deadlock: a sent tensor's slow copy comes after an op or prefetch that waits for it")
+    raise ValueError(f"deadlock: {deadlock}")
 
 
 def deadline_violations(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> list[str]:

@@ -56,7 +56,7 @@ from dataclasses import replace
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import integer_objective_bound
-from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline, copy_ready
+from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline, copy_ready, settle_deadlines
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy
@@ -135,22 +135,10 @@ def retime_hierarchy_heads_tails(problem: HierarchyProblem, solution: HierarchyS
     cycle) to the sent tensor's home cycle plus the lag, and the replay runs again until nothing
     moves (at most ``len(deadlines) + 1`` replays without a cycle). Raises ValueError on a
     deadlock (also: a deadline's op comes, in the plan's order, before the copy it waits for)."""
-    release = list(ht.op_release) or [0] * problem.num_ops
-    ready = list(ht.tensor_ready) or [0] * problem.num_tensors
-    for _ in range(len(ht.deadlines) + 2):
-        timed = _retimed(problem, solution, release, ready)
-        if not ht.deadlines:
-            return timed
-        home = home_ready(problem, timed)
-        moved = False
-        for dl in ht.deadlines:
-            need = home[dl.tensor] + dl.lag_cycles
-            row, k = (release, dl.op) if dl.op >= 0 else (ready, dl.received)
-            if row[k] < need:
-                row[k], moved = need, True
-        if not moved:
-            return timed
-    raise ValueError("deadlock: a sent tensor reaches home after an op or fetch that waits for it")
+    return settle_deadlines(ht, problem.num_ops, problem.num_tensors,
+                            lambda release, ready: _retimed(problem, solution, release, ready),
+                            lambda timed: home_ready(problem, timed),
+                            "a sent tensor reaches home after an op or fetch that waits for it")
 
 
 def hierarchy_deadline_violations(problem: HierarchyProblem, solution: HierarchySolution,
