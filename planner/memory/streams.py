@@ -19,9 +19,11 @@ from typing import Any
 from solvers.budget import MEMORY_LEVELS, Budget
 from solvers.core import SolveOptions
 from solvers.memory.arena import fast_offset_problem
-from solvers.memory.levels import LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem
+from solvers.memory.levels import (LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem,
+                                   validate_levels)
 from solvers.memory.levels.stream_offsets import plan_streams_by_address, timed_by
-from solvers.memory.levels.stream_time import solve_stream_time, time_model_misfit
+from solvers.memory.levels.stream_time import solve_stream_time, time_model_misfit, windows_fit
+from solvers.memory.levels.stream_time_windows import solve_stream_time_windows
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
 
 __all__ = ["STREAM_TIME_SHARE", "FIXED", "NOT_RUN", "shorter_by_address"]
@@ -33,6 +35,8 @@ STREAM_TIME_SHARE = 0.2
 FIXED = "merged op order, streams, split factors, fast capacity after the reserve, alignment"
 # The status recorded when the model was not built (its reason beside it).
 NOT_RUN = "NOT RUN"
+# What window search in cycle time keeps fixed besides (devices above the one model's size).
+WINDOWS_FIXED = FIXED + ", and outside each window of the merged order the plan it starts from"
 
 
 def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...], alignment_bytes: int,
@@ -67,6 +71,12 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
         if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
             found = timed
             time_model["kept"] = True
+    elif time_limit_s > 0 and windows_fit(expanded):  # too many pairs for one model: windows of it
+        incumbent = found if found is not None else timed_by(solution, times, tuple(offsets))
+        timed, time_model = _solve_in_windows(problem, incumbent, alignment_bytes, time_limit_s, seed, search, misfit)
+        if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
+            found = timed
+            time_model["kept"] = True
     elif time_limit_s > 0:
         time_model = _not_run(misfit)
     if found is None or found.makespan_cycles >= before:
@@ -95,6 +105,30 @@ def _solve_in_cycles(problem, incumbent: LevelSolution, alignment_bytes: int, ti
                "model_bound_device_cycles": result.bound, "dtime": round(budget.used, 6),
                "fixed": FIXED}
     return result.solution, figures
+
+
+def _solve_in_windows(problem, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float, seed: int,
+                      search: str, misfit: str) -> tuple[LevelSolution | None, dict[str, Any]]:
+    """Window search in cycle time from ``incumbent`` (never longer) and its figures, as
+    :func:`_solve_in_cycles` gives them; ``misfit``: why the one model was not built."""
+    budget = Budget.start(max(0.1, STREAM_TIME_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
+    factors = incumbent.split_factors
+    expanded = resolve_problem(problem, incumbent)
+    result = solve_stream_time_windows(expanded, replace(incumbent, split_factors=()),
+                                       SolveOptions(num_workers=1, random_seed=seed, search=search), budget,
+                                       budget.left, alignment_bytes)
+    found = None
+    if result.solution is not None:
+        found = replace(result.solution, split_factors=factors)
+        errors = validate_levels(problem, found)
+        if errors:
+            raise ValueError(f"window search's plan does not validate: {errors[:3]}")
+    figures = {"status": result.status.value, "device_cycles": result.objective,
+               "model_bound_device_cycles": result.bound if result.solution is not None else None,
+               "dtime": round(budget.used, 6), "fixed": WINDOWS_FIXED,
+               "windows": {"solved": result.stats.get("windows", 0), "improved": result.stats.get("improved", 0),
+                           "why": misfit}}
+    return found, figures
 
 
 def _cycle_offset_problem(expanded, found: LevelSolution, alignment_bytes: int,

@@ -585,13 +585,17 @@ def add_memory_order(model: cp_model.CpModel, problem: LevelProblem, v: LevelVar
             _add_when(model, begin >= v.dma_start["e", t2, j2] + problem.dma_cycles(t2), pf, ev, before)
 
 
-def _forbid_refetch_into_the_copy(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars) -> None:
+def _forbid_refetch_into_the_copy(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars,
+                                  fixed_gaps: bool = True) -> None:
     """Several streams: no copy is dropped after a fast access and prefetched again from the
     end of that same access (a prefetch into the piece still holding it; ``frees`` would count
     it as freed). Without loss: keeping the copy across the gap holds the same points, moves
     nothing and waits for nothing more, so some optimum never does this, and with it
-    forbidden the model is exact."""
+    forbidden the model is exact. ``fixed_gaps=False`` (the cycle-time model's windows): a gap
+    taken from ``v.fixed`` keeps what that plan does (its two accesses keep one address there)."""
     for (t, j), pf in v.prefetch.items():
+        if not fixed_gaps and v.fixed is not None and not v.gap_is_free(t, j):
+            continue
         acc = problem.accesses(t)
         prev = v.fast[t, j - 1]
         if not problem.is_real(acc[j - 1]) or v.trigger_base[t, j] != acc[j - 1] or (
@@ -831,12 +835,15 @@ def _add_link_holds(model: cp_model.CpModel, problem: LevelProblem, v: LevelVars
 
 
 def build_level_decisions(problem: LevelProblem, upper_cycles: int | None = None,
-                          hint: LevelSolution | None = None) -> tuple[cp_model.CpModel, LevelVars]:
+                          hint: LevelSolution | None = None, fixed: LevelSolution | None = None,
+                          free_ops: range | None = None) -> tuple[cp_model.CpModel, LevelVars]:
     """Several streams: the level model's decisions and times (residency, kept gaps, DMAs on
     the one engine, the stream order, the copy order, no refetch into a copy), with
     ``makespan <= upper_cycles``, WITHOUT the point-axis fast capacity and memory order:
     :mod:`solvers.memory.levels.stream_time` adds its own, over cycles and addresses. The
-    objective is the makespan; ``hint`` (a valid plan) warm-starts it.
+    objective is the makespan; ``hint`` (a valid plan) warm-starts it. ``fixed`` and ``free_ops``:
+    a neighbourhood around the valid plan ``fixed``, as in :func:`build_level_model` (ops before
+    ``free_ops`` keep their times, ops after it keep theirs plus one ``shift <= 0``).
 
     Examples
     --------
@@ -852,19 +859,22 @@ def build_level_decisions(problem: LevelProblem, upper_cycles: int | None = None
     """
     if not problem.multi_stream:
         raise ValueError("build_level_decisions is for several streams")
-    _check_buildable(problem, None, None)
+    _check_buildable(problem, fixed, free_ops)
     model = cp_model.CpModel()
     h = upper_cycles if upper_cycles is not None else _horizon(problem)
-    v = LevelVars(problem, h)
-    _, h = _add_op_windows(model, problem, v, h, None, None)
-    _add_op_times(model, problem, v, h, None, 0)
-    v.makespan = model.new_int_var(min(max(makespan_lower_bound(problem), v.earliest[problem.num_ops]), h), h,
-                                   "makespan")
+    v = LevelVars(problem, h, None, fixed, free_ops)
+    lo_op, h = _add_op_windows(model, problem, v, h, fixed, free_ops)
+    _add_op_times(model, problem, v, h, fixed, lo_op)
+    if v.shift is not None:
+        v.makespan = fixed.makespan_cycles + v.shift
+    else:
+        v.makespan = model.new_int_var(min(max(makespan_lower_bound(problem), v.earliest[problem.num_ops]), h), h,
+                                       "makespan")
     add_residency(model, problem, v)
     add_durations(model, problem, v)
     add_transfers(model, problem, v)
     _add_copy_order(model, problem, v)
-    _forbid_refetch_into_the_copy(model, problem, v)
+    _forbid_refetch_into_the_copy(model, problem, v, fixed_gaps=False)
     model.minimize(add_makespan(model, problem, v))
     if hint is not None:
         _add_hint(model, problem, v, hint)

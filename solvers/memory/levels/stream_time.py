@@ -68,6 +68,7 @@ from solvers.memory.levels.stream_offsets import timed_by
 from solvers.memory.levels.validate import fast_pieces, replay_levels, resolve_problem, validate_levels
 
 __all__ = ["MAKESPAN_SHARE", "MAX_SEGMENT_PAIRS", "StreamTimeVars", "segment_count", "time_model_fits",
+           "windows_fit", "add_segment_pair", "hint_access_offsets", "presence_literal",
            "time_model_misfit", "build_stream_time_model", "solve_stream_time"]
 
 # The makespan stage's share (at most) of the units granted; what it leaves goes to the fast
@@ -90,8 +91,9 @@ class _Segment:
     points_within: tuple[int, int]  # the widest point range it may take
     cycle_lo: object
     cycle_hi: object
-    offset: object  # IntVar (alignment units)
+    offset: object  # IntVar (alignment units), or an int when the access is fixed (window search)
     shape: "SegmentShape | None" = None  # what every plan guarantees about its cycles (pair pruning)
+    key: tuple = ()  # (tensor, access index, kind) as in :func:`segment_shapes`
 
 
 @dataclass
@@ -121,7 +123,8 @@ class StreamTimeVars:
             at = 0
             if p.tensor_bytes[t]:
                 j = next(j for j, a in enumerate(p.accesses(t)) if p.is_real(a) and lo <= 2 * a + 1 < hi)
-                at = self.alignment_bytes * solver.value(self.offset[t, j])
+                y = self.offset[t, j]
+                at = self.alignment_bytes * (y if isinstance(y, int) else solver.value(y))
             offsets.append(at)
         return replace(s, fast_offsets=tuple(offsets))
 
@@ -274,6 +277,20 @@ def time_model_fits(problem: LevelProblem) -> bool:
     return time_model_misfit(problem) is None
 
 
+def windows_fit(problem: LevelProblem) -> bool:
+    """Whether window search in cycle time (:mod:`~solvers.memory.levels.stream_time_windows`)
+    takes ``problem``: what the one model takes, at any number of segment pairs.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 4), ((0,), ()), ((), (1,)), (8, 8), (16, 99), (4, 1), op_streams=(0, 1))
+    >>> windows_fit(p), windows_fit(replace(p, op_streams=()))
+    (True, False)
+    """
+    return (problem.multi_stream and not problem.shared_bandwidth and not problem.splits
+            and exact_model_fits(problem))
+
+
 def time_model_misfit(problem: LevelProblem) -> str | None:
     """Why the cycle-time model is not built for ``problem`` (None when it is): the reason
     ``memory.json`` and the report give.
@@ -339,12 +356,17 @@ def build_stream_time_model(problem: LevelProblem, upper_cycles: int | None = No
         prune = n * (n - 1) // 2 > MAX_SEGMENT_PAIRS
     add_address_order(model, problem, v, prune)
     if hint is not None:
-        _hint_offsets(model, problem, v, hint)
+        hint_access_offsets(model, problem, v, hint)
     return model, v
 
 
-def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars) -> None:
+def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars,
+                 fixed_offsets: dict | None = None) -> None:
     """The offsets per fast access (one per copy: equal across a kept gap) and every segment.
+
+    ``fixed_offsets`` (window search, :mod:`~solvers.memory.levels.stream_time_windows`): the
+    offset, in alignment units, of every fast access of an op the level model does not decide
+    (``v.levels.op_is_free``), taken from the plan the window is built around.
 
     Examples
     --------
@@ -375,27 +397,30 @@ def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVa
             if size > cap:  # never fits: the access is slow
                 model.add(x == 0) if not isinstance(x, int) else model.add_bool_or([])
                 continue
-            v.offset[t, j] = model.new_int_var(0, (cap - size) // a, f"offset_{t}_{j}")
+            if fixed_offsets is not None and not lv.op_is_free(op):
+                v.offset[t, j] = fixed_offsets[t, j]
+            else:
+                v.offset[t, j] = model.new_int_var(0, (cap - size) // a, f"offset_{t}_{j}")
         width = _ceil(size, a)
         for j, op in enumerate(acc):
             if (t, j) not in v.offset:
                 continue
             y = v.offset[t, j]
             _segment(v, t, width, lv.fast[t, j], 2 * op + 1, 2 * op + 2, (2 * op + 1, 2 * op + 2),
-                     lv.start[op], v.op_end[op], y, shapes[t, j, "access"])
+                     lv.start[op], v.op_end[op], y, shapes[t, j, "access"], (t, j, "access"))
             if j == 0:
                 continue
             prev = acc[j - 1]
             k = lv.kept.get((t, j), 0)
             if not (isinstance(k, int) and not k):
-                model.add(y == v.offset[t, j - 1]).only_enforce_if(k)
+                _same_address(model, y, v.offset[t, j - 1], k)
                 _segment(v, t, width, k, 2 * prev + 2, 2 * op + 1, (2 * prev + 2, 2 * op + 1),
-                         v.op_end[prev], lv.start[op], y, shapes[t, j, "kept"])
+                         v.op_end[prev], lv.start[op], y, shapes[t, j, "kept"], (t, j, "kept"))
             if (t, j) in lv.prefetch:
                 base = lv.trigger_base[t, j]
                 lo = 2 * (base + lv.trigger[t, j]) + 2
                 _segment(v, t, width, lv.prefetch[t, j], lo, 2 * op + 1, (2 * base + 2, 2 * op + 1),
-                         lv.dma_start["p", t, j], lv.start[op], y, shapes[t, j, "prefetch"])
+                         lv.dma_start["p", t, j], lv.start[op], y, shapes[t, j, "prefetch"], (t, j, "prefetch"))
         for (t2, j), ev in lv.evict.items():
             if t2 != t or (t, j - 1) not in v.offset:
                 continue
@@ -404,16 +429,26 @@ def add_segments(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVa
             widest = 2 * acc[j] + 1
             _segment(v, t, width, ev, 2 * prev + 2, 2 * rel + 1, (2 * prev + 2, widest),
                      v.op_end[prev], lv.dma_start["e", t, j] + problem.dma_cycles(t), v.offset[t, j - 1],
-                     shapes[t, j, "evict"])
+                     shapes[t, j, "evict"], (t, j, "evict"))
+
+
+def _same_address(model: cp_model.CpModel, y, y_prev, kept) -> None:
+    """A kept gap's two accesses share one address (folded when both are fixed)."""
+    if isinstance(y, int) and isinstance(y_prev, int):
+        if y != y_prev:
+            model.add_bool_or([]) if isinstance(kept, int) else model.add(kept == 0)
+        return
+    model.add(y == y_prev).only_enforce_if(kept)
 
 
 def _segment(v: StreamTimeVars, t: int, width: int, present, point_lo, point_hi, within, cycle_lo, cycle_hi,
-             offset, shape: SegmentShape) -> None:
+             offset, shape: SegmentShape, key: tuple) -> None:
     if point_hi is not None and isinstance(point_lo, int) and isinstance(point_hi, int) and point_lo >= point_hi:
         return
-    if shape.points != tuple(within):  # one description of the segment's points, or pruning is unsound
+    if not (shape.points[0] <= within[0] and within[1] <= shape.points[1]):  # within the shape, or pruning is unsound
         raise ValueError(f"segment of tensor {t}: points {within} but its shape says {shape.points}")
-    v.segments.append(_Segment(t, width, present, point_lo, point_hi, within, cycle_lo, cycle_hi, offset, shape))
+    v.segments.append(_Segment(t, width, present, point_lo, point_hi, within, cycle_lo, cycle_hi, offset, shape,
+                               key))
 
 
 def add_address_order(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars,
@@ -443,12 +478,12 @@ def add_address_order(model: cp_model.CpModel, problem: LevelProblem, v: StreamT
     """
     segs = v.segments
     cap_units = problem.capacity_bytes[0] // v.alignment_bytes
-    lits = [_literal(s.present) for s in segs]
+    lits = [presence_literal(s.present) for s in segs]
     for n, s in enumerate(segs):
         for m in range(n + 1, len(segs)):
             u = segs[m]
             if not (prune and (s.shape.always_before(u.shape) or u.shape.always_before(s.shape))):
-                _add_pair(model, s, u, lits[n], lits[m], f"{n}_{m}")
+                add_segment_pair(model, s, u, lits[n], lits[m], f"{n}_{m}")
     horizon = v.levels.horizon
     time_boxes, address_boxes, demands, point_boxes = [], [], [], []
     for n, s in enumerate(segs):
@@ -467,17 +502,22 @@ def add_address_order(model: cp_model.CpModel, problem: LevelProblem, v: StreamT
             model.add_bool_or([])
 
 
-def _literal(present):
+def presence_literal(present):
+    """A segment's presence as a literal, None when it is surely present (the constant 1)."""
     return None if isinstance(present, int) else present
 
 
-def _add_pair(model: cp_model.CpModel, s: _Segment, u: _Segment, ls, lu, name: str) -> None:
+def add_segment_pair(model: cp_model.CpModel, s: _Segment, u: _Segment, ls, lu, name: str) -> None:
     """``s`` and ``u`` apart in address, or one before the other on points and in cycles."""
     both = [x.Not() for x in (ls, lu) if x is not None]
     options = []
     for first, second, tag in ((s, u, "l"), (u, s, "r")):
         if first.offset is second.offset:
             continue  # one variable: never apart
+        if isinstance(first.offset, int) and isinstance(second.offset, int):
+            if first.offset + first.width <= second.offset:
+                return  # fixed apart: no rule needed
+            continue
         left = model.new_bool_var(f"apart_{tag}_{name}")
         model.add(first.offset + first.width <= second.offset).only_enforce_if(left)
         options.append(left)
@@ -494,13 +534,14 @@ def _add_pair(model: cp_model.CpModel, s: _Segment, u: _Segment, ls, lu, name: s
     model.add_bool_or(options + both)
 
 
-def _hint_offsets(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars, hint: LevelSolution) -> None:
+def hint_access_offsets(model: cp_model.CpModel, problem: LevelProblem, v: StreamTimeVars,
+                        hint: LevelSolution) -> None:
     """Hint each access's offset from the piece of ``hint.fast_offsets`` that holds it."""
     if not hint.fast_offsets:
         return
     for n, (t, lo, hi) in enumerate(fast_pieces(problem, hint)):
         for j, op in enumerate(problem.accesses(t)):
-            if (t, j) in v.offset and lo <= 2 * op + 1 < hi:
+            if (t, j) in v.offset and not isinstance(v.offset[t, j], int) and lo <= 2 * op + 1 < hi:
                 model.add_hint(v.offset[t, j], hint.fast_offsets[n] // v.alignment_bytes)
 
 
