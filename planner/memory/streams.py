@@ -22,7 +22,7 @@ from solvers.memory.arena import fast_offset_problem
 from solvers.memory.levels import (LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem,
                                    validate_levels)
 from solvers.memory.levels.stream_offsets import plan_streams_by_address, timed_by
-from solvers.memory.levels.stream_time import solve_stream_time, time_model_misfit, windows_fit
+from solvers.memory.levels.stream_time import segment_pairs, solve_stream_time, time_model_misfit, windows_fit
 from solvers.memory.levels.stream_time_windows import solve_stream_time_windows
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
 
@@ -37,6 +37,15 @@ FIXED = "merged op order, streams, split factors, fast capacity after the reserv
 NOT_RUN = "NOT RUN"
 # What window search in cycle time keeps fixed besides (devices above the one model's size).
 WINDOWS_FIXED = FIXED + ", and outside each window of the merged order the plan it starts from"
+# Above this many segment pairs that may meet, window search in cycle time goes before the one
+# model, with up to WINDOWS_FIRST_UNITS deterministic units; the one model gets the rest if at
+# least ONE_MODEL_MIN_UNITS. Measured (2026-11-28, two 6-layer branches, 7,421 pairs): the one
+# model alone at 0.2 units found nothing shorter than 114,969; windows at 0.2 units 101,287; at
+# 1.0 unit windows 101,287 then the one model 100,371 OPTIMAL. memory-streams and
+# memory-streams-split (4,560 pairs) stay below and keep the one model alone.
+WINDOWS_FIRST_PAIRS = 5_000
+WINDOWS_FIRST_UNITS = 0.25
+ONE_MODEL_MIN_UNITS = 0.05
 
 
 def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...], alignment_bytes: int,
@@ -65,15 +74,10 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
     before = times.makespan_cycles
     time_model = None
     misfit = time_model_misfit(expanded)
-    if time_limit_s > 0 and misfit is None:
+    if time_limit_s > 0 and (misfit is None or windows_fit(expanded)):
         incumbent = found if found is not None else timed_by(solution, times, tuple(offsets))
-        timed, time_model = _solve_in_cycles(problem, incumbent, alignment_bytes, time_limit_s, seed, search)
-        if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
-            found = timed
-            time_model["kept"] = True
-    elif time_limit_s > 0 and windows_fit(expanded):  # too many pairs for one model: windows of it
-        incumbent = found if found is not None else timed_by(solution, times, tuple(offsets))
-        timed, time_model = _solve_in_windows(problem, incumbent, alignment_bytes, time_limit_s, seed, search, misfit)
+        timed, time_model = _solve_in_cycles(problem, expanded, incumbent, alignment_bytes, time_limit_s, seed,
+                                             search, misfit)
         if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
             found = timed
             time_model["kept"] = True
@@ -94,41 +98,55 @@ def _not_run(reason: str) -> dict[str, Any]:
             "fixed": FIXED, "reason": reason}
 
 
-def _solve_in_cycles(problem, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float, seed: int,
-                     search: str) -> tuple[LevelSolution | None, dict[str, Any]]:
+def _solve_in_cycles(problem, expanded, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float,
+                     seed: int, search: str, misfit: str | None) -> tuple[LevelSolution | None, dict[str, Any]]:
     """The cycle-time model's plan (never longer than ``incumbent``) and its figures: status,
-    makespan, the model's own bound, deterministic units, and the decisions it keeps fixed."""
-    budget = Budget.start(max(0.1, STREAM_TIME_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
-    result = solve_stream_time(problem, SolveOptions(num_workers=1, random_seed=seed, search=search), budget,
-                               budget.left, incumbent, alignment_bytes)
-    figures = {"status": result.status.value, "device_cycles": result.objective,
-               "model_bound_device_cycles": result.bound, "dtime": round(budget.used, 6),
-               "fixed": FIXED}
-    return result.solution, figures
+    makespan, the model's own bound, deterministic units, and the decisions it keeps fixed.
 
-
-def _solve_in_windows(problem, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float, seed: int,
-                      search: str, misfit: str) -> tuple[LevelSolution | None, dict[str, Any]]:
-    """Window search in cycle time from ``incumbent`` (never longer) and its figures, as
-    :func:`_solve_in_cycles` gives them; ``misfit``: why the one model was not built."""
+    Up to :data:`WINDOWS_FIRST_PAIRS` segment pairs, the one model (``misfit`` None) takes the
+    whole budget. Above, window search (:func:`solve_stream_time_windows`) goes first, with up to
+    :data:`WINDOWS_FIRST_UNITS`, and the one model, where it is built (``misfit`` None), gets what
+    is left (at least :data:`ONE_MODEL_MIN_UNITS`), hinted and bounded by the windows' plan."""
     budget = Budget.start(max(0.1, STREAM_TIME_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
-    factors = incumbent.split_factors
-    expanded = resolve_problem(problem, incumbent)
-    result = solve_stream_time_windows(expanded, replace(incumbent, split_factors=()),
-                                       SolveOptions(num_workers=1, random_seed=seed, search=search), budget,
-                                       budget.left, alignment_bytes)
-    found = None
-    if result.solution is not None:
-        found = replace(result.solution, split_factors=factors)
-        errors = validate_levels(problem, found)
-        if errors:
-            raise ValueError(f"window search's plan does not validate: {errors[:3]}")
-    figures = {"status": result.status.value, "device_cycles": result.objective,
-               "model_bound_device_cycles": result.bound if result.solution is not None else None,
+    options = SolveOptions(num_workers=1, random_seed=seed, search=search)
+    windows = None
+    if misfit is not None or segment_pairs(expanded) > WINDOWS_FIRST_PAIRS:
+        share = budget.left if misfit is not None else min(budget.left, budget.scale(WINDOWS_FIRST_UNITS))
+        windows = _windows(problem, expanded, incumbent, alignment_bytes, options, budget, share)
+        if windows.solution is not None:
+            incumbent = windows.solution
+    if misfit is None and (windows is None or budget.left >= budget.scale(ONE_MODEL_MIN_UNITS)):
+        result = solve_stream_time(problem, options, budget, budget.left, incumbent, alignment_bytes)
+        if result.solution is not None or windows is None or windows.solution is None:
+            figures = {"status": result.status.value, "device_cycles": result.objective,
+                       "model_bound_device_cycles": result.bound, "dtime": round(budget.used, 6), "fixed": FIXED}
+            if windows is not None:
+                figures["windows"] = _window_figures(windows, "first")
+            return result.solution, figures
+    figures = {"status": windows.status.value, "device_cycles": windows.objective,
+               "model_bound_device_cycles": windows.bound if windows.solution is not None else None,
                "dtime": round(budget.used, 6), "fixed": WINDOWS_FIXED,
-               "windows": {"solved": result.stats.get("windows", 0), "improved": result.stats.get("improved", 0),
-                           "why": misfit}}
-    return found, figures
+               "windows": _window_figures(windows, misfit or "first")}
+    return windows.solution, figures
+
+
+def _window_figures(result, why: str) -> dict[str, Any]:
+    return {"solved": result.stats.get("windows", 0), "improved": result.stats.get("improved", 0), "why": why}
+
+
+def _windows(problem, expanded, incumbent: LevelSolution, alignment_bytes: int, options: SolveOptions, budget: Budget,
+             amount: float):
+    """Window search in cycle time on the split expansion (the factors put back and checked)."""
+    factors = incumbent.split_factors
+    result = solve_stream_time_windows(expanded, replace(incumbent, split_factors=()), options, budget, amount,
+                                       alignment_bytes)
+    if result.solution is None:
+        return result
+    found = replace(result.solution, split_factors=factors)
+    errors = validate_levels(problem, found)
+    if errors:
+        raise ValueError(f"window search's plan does not validate: {errors[:3]}")
+    return replace(result, solution=found)
 
 
 def _cycle_offset_problem(expanded, found: LevelSolution, alignment_bytes: int,

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 from ortools.sat.python import cp_model
 
-from solvers.budget import MEMORY_LEVELS, Budget
+from solvers.budget import MEMORY_LEVELS, Budget, build_units
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import interval_if
 from solvers.memory.levels.cpsat import LevelVars, build_level_decisions, exact_model_fits
@@ -54,6 +54,13 @@ __all__ = ["WINDOW_OPS", "WINDOW_DTIME", "access_offsets", "build_window_model",
 WINDOW_OPS = 12
 # Deterministic units one window's solve may use at most.
 WINDOW_DTIME = 0.05
+# Of which completing the hint may take (measured 0.004-0.008 units on 301 ops).
+HINT_SHARE = 0.3
+# A window's build (the level decisions of every op, its segments and pairs) and CP-SAT's
+# presolve of it, charged as counted work: segments + pairs + ops per unit of the memory-levels
+# calibration (0.05 units per second). Measured 2026-11-28 on the 301-op two-branch benchmark at
+# load 13: 1,080 segments and 6,656 / 10,778 / 13,598 pairs took 1-2.5 s before the search.
+WINDOW_ELEMENTS_PER_UNIT = 100_000
 
 
 def access_offsets(problem: LevelProblem, solution: LevelSolution, alignment_bytes: int) -> dict | None:
@@ -294,10 +301,32 @@ def _checked(problem: LevelProblem, found: LevelSolution) -> LevelSolution | Non
     return None if validate_levels(problem, found) else found
 
 
+def _complete_hint(model: cp_model.CpModel, options: SolveOptions, budget: Budget, amount: float) -> bool:
+    """Complete the incumbent's hint (the level decisions, times and offsets) with every
+    auxiliary variable (the pairs' literals, segment lengths), by a solve with the hinted
+    variables fixed: propagation only. Whether it did (else the hint stays as it was)."""
+    status, solver, _ = budget.run_cpsat(model, options, amount, None, interleave=False,
+                                         fix_variables_to_their_hinted_value=True, cp_model_probing_level=0)
+    if not status.has_solution:
+        return False
+    values = [solver.value(model.get_int_var_from_proto_index(i)) for i in range(len(model.proto.variables))]
+    model.clear_hints()
+    for i, x in enumerate(values):
+        model.add_hint(model.get_int_var_from_proto_index(i), x)
+    return True
+
+
 def _solve_window(problem: LevelProblem, best: LevelSolution, free_ops: range, alignment_bytes: int,
                   offsets: dict, options: SolveOptions, budget: Budget, amount: float) -> LevelSolution | None:
-    model, v, _ = build_window_model(problem, best, free_ops, alignment_bytes, offsets)
-    status, solver, _ = budget.run_cpsat(model, options, amount, None, interleave=False)
+    """One window's model around ``best``: its build charged by size (:data:`WINDOW_ELEMENTS_PER_UNIT`),
+    the hint completed, then solved with probing off (on 301 ops probing alone took 0.5 units
+    per window and found nothing); its plan re-timed and validated, or None."""
+    model, v, info = build_window_model(problem, best, free_ops, alignment_bytes, offsets)
+    budget.charge(build_units(info["segments"] + info["pairs"] + problem.num_ops, WINDOW_ELEMENTS_PER_UNIT))
+    before = budget.used
+    _complete_hint(model, options, budget, HINT_SHARE * amount)
+    status, solver, _ = budget.run_cpsat(model, options, max(1e-3, amount - (budget.used - before)), None,
+                                         interleave=False, cp_model_probing_level=0)
     if not status.has_solution:
         return None
     return _checked(problem, v.extract(solver))

@@ -31,8 +31,13 @@ def test_two_branches_run_side_by_side_and_compute_the_same_numbers(tmp_path):
     assert compare_numeric(outcome.binaries, spec.graph).ok
     write_plan_dir(outcome, spec, tmp_path / "out", numeric="off")  # the verifier checks memory.json's figures
     report = (tmp_path / "out" / "report.md").read_text()
-    assert (f"kept a plan made for the memory order by address (fast offsets packed to keep the streams apart), "
-            f"{figures['kept_device_cycles']} device cycles against {figures['level_plan_device_cycles']}") in report
+    # Above 5,000 segment pairs (7,421 here) window search in cycle time starts from the plan made
+    # by address and, within this 4-s limit's 0.04 units, makes it shorter: that plan is kept.
+    model = figures["time_model"]
+    assert model["kept"] and model["windows"]["improved"] >= 1 and model["status"] == "FEASIBLE"
+    assert (f"kept the cycle-time model's plan (offsets in the model; FEASIBLE for the fixed {model['fixed']}, "
+            f"its bound {model['model_bound_device_cycles']}), {figures['kept_device_cycles']} device cycles against "
+            f"{figures['level_plan_device_cycles']}") in report
 
 
 def test_n_levels_on_two_streams_keep_a_plan_made_for_the_overlap(tmp_path):
