@@ -21,7 +21,7 @@ from solvers.core import SolveOptions
 from solvers.memory.arena import fast_offset_problem
 from solvers.memory.levels import (LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem,
                                    validate_levels)
-from solvers.memory.levels.stream_offsets import plan_streams_by_address, timed_by
+from solvers.memory.levels.stream_offsets import pack_tighter, plan_streams_by_address, timed_by
 from solvers.memory.levels.stream_time import segment_pairs, solve_stream_time, time_model_misfit, windows_fit
 from solvers.memory.levels.stream_time_windows import solve_stream_time_windows
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
@@ -89,7 +89,22 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
         # Nothing kept: the level plan stays, with its figures; what the model found is recorded.
         return solution, offsets, {"by_address": {"level_plan_device_cycles": before,
                                                   "kept_device_cycles": before, "time_model": time_model}}
+    found = _packed_tighter(problem, found, alignment_bytes)
     return found, found.fast_offsets, _stats(problem, found, alignment_bytes, fast_capacity_bytes, before, time_model)
+
+
+def _packed_tighter(problem, found: LevelSolution, alignment_bytes: int) -> LevelSolution:
+    """``found`` with its offsets packed into a lower footprint at the same makespan
+    (:func:`~solvers.memory.levels.stream_offsets.pack_tighter`, on the split expansion), or as it is."""
+    expanded = resolve_problem(problem, found)
+    packed = pack_tighter(expanded, replace(found, split_factors=()), alignment_bytes)
+    if packed is None:
+        return found
+    packed = replace(packed, split_factors=found.split_factors)
+    errors = validate_levels(problem, packed)
+    if errors:
+        raise ValueError(f"the plan packed tighter does not validate: {errors[:3]}")
+    return packed
 
 
 def _not_run(reason: str) -> dict[str, Any]:

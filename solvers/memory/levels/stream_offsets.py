@@ -35,7 +35,7 @@ from solvers.memory.levels.validate import (Replay, fast_piece_events, fast_piec
                                             resolve_problem, validate_levels)
 
 __all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address", "timed_by", "unsplit",
-           "replay_unless_deadlock"]
+           "replay_unless_deadlock", "pack_tighter"]
 
 # Greedy plans are made for the fast level divided by each of these (1: the level itself).
 CAPACITY_DIVISORS = (1, 2, 3, 4)
@@ -274,3 +274,67 @@ def _require_valid(problem: LevelProblem, timed: LevelSolution, candidate: int) 
     if errors:
         raise ValueError(f"by-address candidate {candidate} (0: the incumbent, then the greedy plans) re-timed by "
                          f"its offsets does not validate: {errors[:3]}")
+
+
+def pack_tighter(problem: LevelProblem, solution: LevelSolution, alignment_bytes: int = 1) -> LevelSolution | None:
+    """``solution`` (a valid unsplit plan timed by its own ``fast_offsets``) with offsets packed
+    into a lower fast footprint at the same makespan, or None when the packing is not lower.
+
+    Greedy by size (largest first, then by point) over a conflict graph: two pieces stay apart
+    when they overlap on the point axis (required), overlap in the plan's cycles, or are in one
+    order on the point axis and the other in cycles. Any two pieces that share addresses are then
+    in one order on both axes with the plan's times, so every wait the by-address order adds holds
+    at those times already: the replay with the new offsets is never later (it is checked).
+
+    Examples
+    --------
+    Ops 0 and 1 (stream 0, 4 cycles each) write 8-byte tensors fast that nobody reads (op 2, on
+    stream 1, touches nothing): the pieces meet neither on the point axis nor in cycles, so
+    offsets 0 and 8 (16 bytes) pack into 8:
+
+    >>> p = LevelProblem((4, 4, 1), ((), (), ()), ((0,), (1,), ()), (8, 8), (16, 99), (4, 1),
+    ...                  op_streams=(0, 0, 1), live_out=())
+    >>> s = LevelSolution(((True,), (True,)), ((False,), (False,)), (), (0, 4, 0), (4, 4, 1), fast_offsets=(0, 8))
+    >>> pack_tighter(p, s).fast_offsets, pack_tighter(p, replace(s, fast_offsets=(0, 0)))
+    ((0, 0), None)
+    """
+    pieces = fast_pieces(problem, solution)
+    if not pieces or len(solution.fast_offsets) != len(pieces):
+        return None
+    times = Replay(solution.op_start, solution.op_duration,
+                   tuple(tr.start_cycle for tr in solution.transfers), solution.makespan_cycles)
+    cycles = _live_cycles(problem, solution, times)
+    a = max(1, alignment_bytes)
+    sizes = [_round_up(problem.tensor_bytes[t], a) for t, _, _ in pieces]
+    peak = max((solution.fast_offsets[n] + problem.tensor_bytes[t] for n, (t, _, _) in enumerate(pieces)
+                if problem.tensor_bytes[t]), default=0)
+
+    def conflict(m: int, n: int) -> bool:
+        (_, lo_m, hi_m), (_, lo_n, hi_n) = pieces[m], pieces[n]
+        if lo_m < hi_n and lo_n < hi_m:
+            return True
+        (c0_m, c1_m), (c0_n, c1_n) = cycles[m], cycles[n]
+        if c0_m < c1_n and c0_n < c1_m:
+            return True
+        return (hi_m <= lo_n) != (c1_m <= c0_n)
+
+    offsets = [0] * len(pieces)
+    placed: list[int] = []
+    for n in sorted((n for n in range(len(pieces)) if sizes[n]), key=lambda n: (-sizes[n], pieces[n][1], n)):
+        busy = sorted((offsets[m], offsets[m] + sizes[m]) for m in placed if conflict(m, n))
+        at = 0
+        for b0, b1 in busy:
+            if at + sizes[n] <= b0:
+                break
+            at = max(at, b1)
+        offsets[n] = at
+        placed.append(n)
+    new_peak = max((offsets[n] + problem.tensor_bytes[t] for n, (t, _, _) in enumerate(pieces)
+                    if problem.tensor_bytes[t]), default=0)
+    if new_peak >= peak or new_peak > problem.capacity_bytes[0]:
+        return None
+    retimed = replay_unless_deadlock(problem, solution, tuple(offsets))
+    if retimed is None or retimed.makespan_cycles != solution.makespan_cycles:
+        return None  # (never later; an earlier one would change the figures the plan was kept by)
+    packed = timed_by(solution, retimed, tuple(offsets))
+    return packed if not validate_levels(problem, packed) else None

@@ -12,9 +12,9 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 
 from solvers.core import SolveOptions, Status
-from solvers.memory.levels import (LevelProblem, LevelSolution, plan_all_slow, plan_greedy, replay_levels,
-                                   validate_levels)
-from solvers.memory.levels.stream_offsets import retime_with_offsets
+from solvers.memory.levels import (LevelProblem, LevelSolution, fast_pieces, plan_all_slow, plan_greedy,
+                                   replay_levels, validate_levels)
+from solvers.memory.levels.stream_offsets import pack_tighter, retime_with_offsets, timed_by
 from solvers.memory.levels.stream_time import solve_stream_time
 from solvers.memory.levels.stream_time_windows import access_offsets, build_window_model, solve_stream_time_windows
 from tests.solvers.memory.strategies import stream_level_problems
@@ -153,3 +153,52 @@ def test_window_search_is_never_longer_than_its_start_nor_shorter_than_the_optim
     assert r.objective < start.makespan_cycles
     assert exact.status is Status.OPTIMAL and exact.objective <= r.objective
     assert r.bound <= exact.objective
+
+
+def _peak(p: LevelProblem, s: LevelSolution) -> int:
+    return max((at + p.tensor_bytes[t] for at, (t, _, _) in zip(s.fast_offsets, fast_pieces(p, s))
+                if p.tensor_bytes[t]), default=0)
+
+
+def test_packing_tighter_shares_addresses_only_between_pieces_in_one_order_on_both_axes():
+    # Op 0 (stream 0) writes tensor 0 (8 B) fast over cycles [0, 4); op 1 (stream 0) writes tensor
+    # 1 over [4, 8); op 2 (stream 1) writes tensor 2 over [0, 4). Offsets 0, 8, 16: 24 bytes.
+    # Tensor 2 meets tensor 0 in cycles (apart) and is before tensor 1 on the points ([5, 6) vs
+    # [3, 4): after it) but before it in cycles: apart too. Tensors 0 and 1 are in one order on
+    # both axes: one address. 16 bytes, the same 8 cycles.
+    p = LevelProblem((4, 4, 4), ((), (), ()), ((0,), (1,), (2,)), (8, 8, 8), (32, 99), (4, 1),
+                     op_streams=(0, 0, 1), live_out=())
+    s = LevelSolution(((True,), (True,), (True,)), ((False,), (False,), (False,)), (), (0, 4, 0), (4, 4, 4),
+                      fast_offsets=(0, 8, 16))
+    assert validate_levels(p, s) == [] and _peak(p, s) == 24
+    q = pack_tighter(p, s)
+    assert q.fast_offsets[0] == q.fast_offsets[1] != q.fast_offsets[2] and _peak(p, q) == 16
+    assert q.makespan_cycles == 8 and validate_levels(p, q) == []
+    assert pack_tighter(p, q) is None  # nothing lower
+
+
+@random_sweep
+@settings(max_examples=examples(40, 300), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(stream_level_problems(min_ops=2, max_ops=6, max_tensors=4, streams=3))
+def test_packing_tighter_keeps_the_makespan_and_every_piece_apart_at_every_cycle(p):
+    if not p.multi_stream:
+        return
+    # The greedy's plan with every fast piece at its own address (when they fit side by side):
+    # valid, and no piece waits for another's free.
+    plan = plan_greedy(p)
+    if plan is None:
+        return
+    pieces = fast_pieces(p, plan)
+    apart = tuple(sum(p.tensor_bytes[t] for t, _, _ in pieces[:n]) for n in range(len(pieces)))
+    if sum(p.tensor_bytes[t] for t, _, _ in pieces) > p.capacity_bytes[0]:
+        return
+    start = timed_by(plan, replay_levels(p, plan, fast_offsets=apart), apart)
+    assert validate_levels(p, start) == []
+    q = pack_tighter(p, start)
+    if q is None:
+        return
+    assert validate_levels(p, q) == []
+    assert q.makespan_cycles == start.makespan_cycles and _peak(p, q) < _peak(p, start)
+    times = replay_levels(p, q)
+    sweep(p, q, q.fast_offsets, times.op_start, times.transfer_start)
