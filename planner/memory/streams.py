@@ -7,8 +7,11 @@ docs/memory.md, "Several compute streams"). :func:`shorter_by_address` asks
 incumbent's or a greedy one's decisions, with offsets packed to keep the streams' pieces apart)
 that is strictly shorter under that order, then the exact cycle-time model
 (:func:`~solvers.memory.levels.stream_time.solve_stream_time`, warm-started by the best so far,
-on devices small enough for it) for a plan shorter still, and gives the figures the report and
-the verifier read for its offsets.
+on devices small enough for it; above 5,000 segment pairs window search in cycle time,
+:func:`~solvers.memory.levels.stream_time_windows.solve_stream_time_windows`, goes first, and
+alone where the one model is not built) for a plan shorter still, packs the kept plan's offsets
+tighter at the same makespan, and gives the figures the report and the verifier read for its
+offsets.
 """
 
 from __future__ import annotations
