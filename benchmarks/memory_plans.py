@@ -14,7 +14,7 @@ graph planned within 60 s; numeric replay >= 1e5 instructions/s.
     python -m benchmarks.memory_plans                  # everything
     python -m benchmarks.memory_plans --only memory-   # name filter (substring)
     python -m benchmarks.memory_plans --only memory-streams   # two streams against one
-    python -m benchmarks.memory_plans --only two-branches-301 # 301 ops on two streams (window search, also in cycle time)
+    python -m benchmarks.memory_plans --only two-branches-301 # 301 ops, two streams (windows, also in cycles)
     python -m benchmarks.memory_plans --only two-branches-25  # 25 ops on two streams (the cycle-time model)
     python -m benchmarks.memory_plans --only memory-streams-split   # a split plan on two streams
     python -m benchmarks.memory_plans --only two-branches-25 --stream-time-share 1.0  # a larger model budget
