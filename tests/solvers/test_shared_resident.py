@@ -97,3 +97,26 @@ def test_with_shared_tensors_cpsat_reaches_the_optimum_and_every_bound_stays_bel
     h = HeftScheduler().solve(p)
     if h.solution is not None:
         assert validate_schedule(p, h.solution) == [] and h.objective >= opt
+
+
+def test_the_hint_sets_every_held_literal_and_fixing_to_it_is_feasible():
+    # Ops 0 and 2 read a 6-byte input on two devices of 10 bytes; the hint splits them, so
+    # both devices hold it: held[0, d] is hinted true on each (a complete hint).
+    from ortools.sat.python import cp_model
+
+    from solvers.scheduling import SchedulingSolution, build
+    from solvers.scheduling.cpsat.hints import add_hint
+    p = SchedulingProblem(((2, 2), (2, 2), (2, 2)), (), (1, 1), ((-1, 0), (0, -1)), (), device_memory_bytes=(10, 10),
+                          op_resident_bytes=(6, 4, 6), shared_resident=((6, (0, 2)),))
+    hint = SchedulingSolution((0, 0, 1), (0, 0, 0), (0, 2, 0), (2, 2, 2), ())
+    assert validate_schedule(p, hint) == []  # device 0 holds 6 + 4, device 1 holds 6
+    model, v = build(p, horizon=4, symmetry_breaking=False)
+    add_hint(model, p, v, hint)
+    assert sorted(v.held) == [(0, 0), (0, 1)]
+    hinted = dict(zip(model.proto.solution_hint.vars, model.proto.solution_hint.values))
+    assert [hinted.get(v.held[0, d].index) for d in (0, 1)] == [1, 1]  # complete: every held literal hinted
+    solver = cp_model.CpSolver()
+    solver.parameters.num_workers = 1
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    assert solver.solve(model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    assert v.extract(solver).op_device == hint.op_device
