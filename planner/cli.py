@@ -39,6 +39,7 @@ from rich.text import Text
 
 from planner.errors import EXIT_INTERNAL, PlannerError, SpecError
 from planner.interrupts import handle_interrupts
+from planner.reader import find_lines, read_text_file
 from planner.safe_output import atomic_directory, check_directory_target, check_file_target, output_name
 
 __all__ = ["app", "main"]
@@ -84,10 +85,10 @@ def _print_json_error(message: str, code: int, as_json: bool) -> None:
 
 def _check_solver_environment() -> None:
     """A bad ``PLAN_NET_SLOWDOWN`` is the user's input: exit 2 before any work, not 3 mid-solve."""
-    from solvers.budget import net_slowdown  # start-up time, and `plan simulate` never loads solvers
+    from solvers.net_env import slowdown_from_environment  # start-up time: no solver (nor OR-Tools) loaded
 
     try:
-        net_slowdown()
+        slowdown_from_environment()
     except ValueError as e:
         raise PlannerError(str(e)) from None
 
@@ -311,14 +312,16 @@ def _solve_and_write(spec, output, force, time_limit, workers, seed, search, qui
         if output is not None:  # refuse a bad -o before any slow import or solve
             check_directory_target(output, force=force, inputs=[spec])
         _check_flags(time_limit, workers, seed)
-        from planner.fleet import FleetSpec  # start-up time
-        from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir  # start-up time
-        from planner.pipeline import load, run  # start-up time
         from planner.stage_timing import stage, timing  # start-up time
 
         with timing() as clock:
             with stage("spec"):
-                loaded = load(spec)
+                loaded = _load_target(spec)
+            # the solver stack only once the spec loaded (outside any stage: start-up time)
+            from planner.fleet import FleetSpec  # start-up time
+            from planner.output import baseline_rows, peak_memory_by_device, write_plan_dir  # start-up time
+            from planner.pipeline import run  # start-up time
+
             fleet = isinstance(loaded, FleetSpec)
             target, inputs = _target_and_inputs(loaded, spec, output, fleet)
             check_directory_target(output if output is not None else target, force=force, inputs=inputs)
@@ -452,6 +455,27 @@ def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
               f"{where} says solver.reproducible: false", highlight=False)
 
 
+def _is_fleet_file(spec: Path) -> bool:
+    """:func:`planner.fleet.is_fleet_spec` for a file, without importing the fleet planner (it
+    loads the solvers and OR-Tools): a spec refused at once never pays for them."""
+    try:  # the bounded reader, and no data built: the spec's own loader reads it again
+        return ("fleet",) in find_lines(read_text_file(spec), [("fleet",)])
+    except SpecError:
+        return False  # unreadable or malformed: the spec loader says why
+
+
+def _load_target(spec: Path):
+    """:func:`planner.pipeline.load` of a spec file: a model spec through :mod:`planner.spec`
+    alone, so bad YAML, a schema error or a missing file is refused before any solver loads."""
+    if _is_fleet_file(spec):
+        from planner.fleet import load_fleet_spec  # start-up time
+
+        return load_fleet_spec(spec)
+    from planner.spec import load_spec  # start-up time
+
+    return load_spec(spec)
+
+
 def _target_and_inputs(loaded, spec: Path, output: str | None, fleet: bool) -> tuple[Path, list[Path]]:
     """The output directory (``-o``, else out/<the spec's name>) and the files it must not replace:
     the spec, and a fleet's tenants' compiled plans."""
@@ -483,9 +507,7 @@ def validate(spec: Path = typer.Argument(..., help="The YAML spec to check."),
     """Check a spec (syntax, units, references, graph) without solving."""
 
     def body() -> int:
-        from planner.fleet import is_fleet_spec  # start-up time
-
-        if is_fleet_spec(spec):
+        if _is_fleet_file(spec):
             from planner.fleet import load_fleet_spec  # start-up time
 
             load_fleet_spec(spec)

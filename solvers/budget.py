@@ -39,8 +39,6 @@ Examples
 from __future__ import annotations
 
 import logging
-import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +47,7 @@ from ortools.sat.python import cp_model
 
 from solvers.core import ProgressPoint, SolveOptions, Status
 from solvers.cpsat_support import WallNet, integer_objective_bound, run_cpsat
+from solvers.net_env import NET_SLOWDOWN_ENV, slowdown_from_environment
 
 __all__ = [
     "DETERMINISTIC", "UNTIL_LIMIT", "SEARCH_MODES", "NET_SLOWDOWN", "NET_SLOWDOWN_ENV", "NET_CONSTANT_S",
@@ -68,7 +67,6 @@ SEARCH_MODES = (DETERMINISTIC, UNTIL_LIMIT)
 # The net leaves room for a machine this many times slower than the calibration machine
 # (PLAN_NET_SLOWDOWN overrides it: see net_slowdown)...
 NET_SLOWDOWN = 3.0
-NET_SLOWDOWN_ENV = "PLAN_NET_SLOWDOWN"
 # ...plus this many seconds (model building, presolve, and interleaved CP-SAT overshooting a
 # small deterministic budget by a batch: 0.077 asked, 0.20 used on a co-location model).
 NET_CONSTANT_S = 5.0
@@ -87,17 +85,8 @@ def net_slowdown() -> float:
     >>> import os; os.environ.pop(NET_SLOWDOWN_ENV, None) is None and net_slowdown() == NET_SLOWDOWN
     True
     """
-    raw = os.environ.get(NET_SLOWDOWN_ENV, "").strip()
-    if not raw:
-        return NET_SLOWDOWN
-    try:
-        factor = float(raw)
-    except ValueError:
-        factor = math.nan
-    if not (math.isfinite(factor) and factor >= 1.0):
-        raise ValueError(f"{NET_SLOWDOWN_ENV}={raw!r}: expected a number >= 1, how many times slower than an idle "
-                         "2-core machine a run may be before the wall-clock safety net stops it")
-    return factor
+    factor = slowdown_from_environment()
+    return NET_SLOWDOWN if factor is None else factor
 
 
 # Stop words, most to least serious (combine_stops keeps the first present).

@@ -5,7 +5,20 @@ from __future__ import annotations
 import heapq
 from typing import Any, Callable, Hashable, Iterable, Mapping, Sequence
 
-__all__ = ["kahn_order", "list_starts"]
+__all__ = ["WaitDeadlock", "kahn_order", "list_starts"]
+
+
+class WaitDeadlock(ValueError):
+    """Activities wait on each other in a cycle, so a re-timing or replay can never finish.
+
+    A ``ValueError`` (callers that treat any bad input alike still catch it), typed so that
+    callers that drop a deadlocking candidate tell it from a bug by its class, not its message.
+
+    Examples
+    --------
+    >>> isinstance(WaitDeadlock("deadlock: ['a'] waits on itself"), ValueError)
+    True
+    """
 
 
 def kahn_order(num_nodes: int, edges: Iterable[Sequence[int]]) -> tuple[int, ...]:
@@ -61,7 +74,7 @@ def list_starts(deps: Mapping[Hashable, Iterable[Hashable]], length: Mapping[Has
 
     Raises
     ------
-    ValueError
+    WaitDeadlock
         When some keys wait on each other (a cycle).
 
     Examples
@@ -71,7 +84,7 @@ def list_starts(deps: Mapping[Hashable, Iterable[Hashable]], length: Mapping[Has
     >>> list_starts({"a": ["b"], "b": ["a"]}, {"a": 1, "b": 1})
     Traceback (most recent call last):
     ...
-    ValueError: deadlock: ['a', 'b'] wait on each other
+    solvers.dag.WaitDeadlock: deadlock: ['a', 'b'] wait on each other
     """
     floor = floor or {}
     users: dict = {k: [] for k in deps}
@@ -94,5 +107,5 @@ def list_starts(deps: Mapping[Hashable, Iterable[Hashable]], length: Mapping[Has
                 heapq.heappush(ready, (rank(u), u))
     if len(start) != len(deps):
         stuck = sorted(k for k in deps if k not in start)[:4]
-        raise ValueError(f"deadlock: {stuck} wait on each other")
+        raise WaitDeadlock(f"deadlock: {stuck} wait on each other")
     return start

@@ -10,7 +10,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
-import networkx as nx
 
 __all__ = ["DTYPE_BYTES", "TENSOR_KINDS", "Tensor", "Op", "Graph", "GraphError"]
 
@@ -153,6 +152,8 @@ class Graph:
             if t.kind == "output" and t.name not in self._producer:
                 raise GraphError(f"tensor {t.name!r} is an output of the graph, but no op produces it",
                                  tensor=t.name)
+        import networkx as nx  # start-up time: a spec refused before its graph is built never loads it
+
         self.dag = nx.DiGraph()
         self.dag.add_nodes_from(self.ops)
         for op in self.ops.values():

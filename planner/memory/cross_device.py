@@ -54,7 +54,9 @@ from solvers.memory.levels.heads_tails import (
     HeadsTails, SentDeadline, objective_cycles, one_machine_lower_bound, retime_heads_tails, solve_heads_tails,
     with_split_factors,
 )
-from solvers.memory.levels.hierarchy_heads_tails import solve_hierarchy_heads_tails
+from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home
+from solvers.memory.levels.hierarchy_heads_tails import (hierarchy_objective, retime_hierarchy_heads_tails,
+                                                           solve_hierarchy_heads_tails)
 
 __all__ = ["ALL_HOME", "MAX_PASSES", "MAX_SUBSET_DEVICES", "HEADS_TAILS_SHARE", "DeviceExplanation", "CrossDeviceChoice", "choose_across_devices",
            "critical_tails", "device_heads_tails", "bridge_heads_tails", "device_slack", "sent_deadlines", "memory_plan_bound",
@@ -88,10 +90,13 @@ class DeviceExplanation:
     main_makespan: int  # the whole plan with no device memory-planned (re-timed alike)
     slack_cycles: int  # in the kept plan: how far its ops could slip without delaying the end
     # The last re-solve under the heads and tails (device cycles of its objective): the best plan
-    # found, a lower bound over every plan of its ops, and everything in main memory.
+    # found, a lower bound over every plan of its ops, and everything in main memory. For a device
+    # whose kept plan is over N levels, its N-level re-solve's: then the last is everything at
+    # its home (main memory unless memory.home says otherwise) and resolved_levels is "all".
     resolved_cycles: int | None = None
     resolved_bound_cycles: int | None = None
     resolved_main_cycles: int | None = None
+    resolved_levels: str | None = None
     # Offered an N-level candidate (more than two levels): its level solver's makespan of its ops
     # alone over every level (device cycles); None when not offered (and then not in memory.json).
     n_level_cycles: int | None = None
@@ -102,6 +107,7 @@ class DeviceExplanation:
                 "main_makespan": self.main_makespan, "slack_cycles": self.slack_cycles,
                 "resolved_cycles": self.resolved_cycles, "resolved_bound_cycles": self.resolved_bound_cycles,
                 "resolved_main_cycles": self.resolved_main_cycles,
+                **({"resolved_levels": self.resolved_levels} if self.resolved_levels is not None else {}),
                 **({"n_level_cycles": self.n_level_cycles} if self.n_level_cycles is not None else {})}
 
 
@@ -971,6 +977,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
     choice = dict(min(_starts(floor) + seen, key=lambda c: (span(c), sum(v == floor[d] for d, v in c.items()))))
     stops: list[str | None] = []
     resolved: dict[str, tuple[int | None, int | None, int | None]] = {}
+    resolved_n: dict[str, tuple[int | None, int | None, int | None]] = {}  # the N-level re-solves'
     resolve_deadlocks: list[str] = []
     passes = 0
     for passes in range(1, MAX_PASSES + 1):
@@ -988,8 +995,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                 resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)  # never, if the deadlines are right (tested)
             if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads, tails and deadlines
-                found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
-                                                budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
+                found, stop, resolved_n[d] = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph,
+                                                               hardware, budgets[d] * HEADS_TAILS_SHARE, seed, search,
+                                                               deadlines)
                 stops.append(stop)
                 resolve_deadlocks += _offer(options[d], f"{N_LEVELS} {HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)
@@ -1000,19 +1008,25 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             break
     plan, memory = evaluate(levels_of(choice), tuple(sorted(choice.items())))
     main_makespan = run(none).makespan_cycles
-    explanations = {}
-    for d in names:
-        st = stats.get(d, {})
-        explanations[d] = DeviceExplanation(
-            plan=_plan_label(choice[d]),
-            own_memory_cycles=st.get("level_makespan_device_cycles"),
-            own_main_cycles=st.get("all_in_main_makespan_device_cycles"),
-            alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
-            slack_cycles=device_slack(plan, graph, d), n_level_cycles=_n_level_cycles(candidates[d]), **dict(zip(
-                ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles"), resolved.get(d, (None,) * 3))))
+    kept = levels_of(choice)
+    explanations = {d: DeviceExplanation(
+        plan=_plan_label(choice[d]), own_memory_cycles=stats.get(d, {}).get("level_makespan_device_cycles"),
+        own_main_cycles=stats.get(d, {}).get("all_in_main_makespan_device_cycles"),
+        alone_makespan=_finite(span({**none, d: "memory plan"})), main_makespan=main_makespan,
+        slack_cycles=device_slack(plan, graph, d), n_level_cycles=_n_level_cycles(candidates[d]),
+        **_resolved_figures(d, kept.get(d), resolved, resolved_n)) for d in names}
     path, shared = _choice_bound(spine, graph, hardware, candidates)
     return CrossDeviceChoice(dict(choice), {d: lv for d, (lv, _) in levels_of(choice).items()}, plan, memory, passes,
                              explanations, tuple(stops), tuple(resolve_deadlocks), max(path, shared or 0), path, shared)
+
+
+def _resolved_figures(device: str, kept, two: Mapping[str, tuple], n: Mapping[str, tuple]) -> dict[str, Any]:
+    """The ``resolved_*`` fields of a device's explanation: its N-level re-solve's figures when its
+    kept plan is over N levels (or it had no two-level re-solve), else its two-level re-solve's."""
+    names = ("resolved_cycles", "resolved_bound_cycles", "resolved_main_cycles")
+    n_levels = device in n and (isinstance(kept and kept[0], HierarchyLevels) or device not in two)
+    figures = n[device] if n_levels else two.get(device, (None,) * 3)
+    return {**dict(zip(names, figures)), "resolved_levels": "all" if n_levels else None}
 
 
 def _choice_bound(spine: Plan, graph, hardware: Hardware,
@@ -1181,11 +1195,11 @@ def _all_slow_objective(problem, ht: HeadsTails) -> int | None:
 
 def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
                       search: str, deadlines: tuple[SentDeadline, ...] = ()
-                      ) -> tuple[tuple[HierarchyLevels, Mapping] | None, str | None]:
+                      ) -> tuple[tuple[HierarchyLevels, Mapping] | None, str | None, tuple]:
     """``hl``'s device re-solved over all its levels under the heads and tails of ``current`` and the
     sent-tensor ``deadlines`` (its split factors kept; :mod:`~solvers.memory.levels.hierarchy_heads_tails`):
     the new plan with the figures memory.json gives it (None: no plan, or the same decisions),
-    and how the solve stopped."""
+    how the solve stopped, and its figures (objective, lower bound, everything at home's objective)."""
     bridge = hl.bridge
     factors = tuple(hl.solution.split_factors)
     problem = expand_hierarchy_splits(bridge.problem, factors)[0] if bridge.problem.splits else bridge.problem
@@ -1193,14 +1207,26 @@ def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardw
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_hierarchy_heads_tails(problem, ht, opts, incumbent=replace(hl.solution, split_factors=()))
     stop = result.stats.get("stopped_by")
+    figures = (result.objective, result.bound, _all_home_objective(problem, ht))
     if not result.status.has_solution:
-        return None, stop
+        return None, stop, figures
     solution = replace(result.solution, split_factors=factors)
     if (solution.level, solution.kept) == (hl.solution.level, hl.solution.kept) and [
             m.key + (m.trigger_op, m.release_op) for m in solution.moves] == [
             m.key + (m.trigger_op, m.release_op) for m in hl.solution.moves]:
-        return None, stop  # the same decisions: nothing new to try
+        return None, stop, figures  # the same decisions: nothing new to try
     stats = {**hl.stats, "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
              "heads_tails_objective_device_cycles": result.objective,
              "heads_tails_bound_device_cycles": result.bound}
-    return (HierarchyLevels(bridge, solution, stats), stats), stop
+    return (HierarchyLevels(bridge, solution, stats), stats), stop, figures
+
+
+def _all_home_objective(problem, ht) -> int | None:
+    """Everything at its home under ``ht`` (None: no such plan, or it breaks a deadline)."""
+    at_home = plan_hierarchy_all_home(problem)
+    if at_home is None:
+        return None
+    try:
+        return hierarchy_objective(problem, retime_hierarchy_heads_tails(problem, at_home, ht), ht)
+    except ValueError:
+        return None

@@ -11,7 +11,8 @@ main memory; this one sees every level of the device's hierarchy from the fast l
 * levels in profile order (fastest first); level 0 is the fast level the spec names; main
   is the profile's (or the spec's) main level, at the device's memory capacity (a memory
   limit lowers it); every other level holds back the same reserve as the two-level fast
-  level (room to round addresses up to the alignment);
+  level (room to round addresses up to the alignment), but never the bytes of the tensors
+  homed there (their home copies hold the level for the whole plan);
 * DMA paths: the profile's between those levels (none declared: every pair), each at its
   own rate where the profile gives one (``dma_rates``), else the slower end's bandwidth (the
   ISA's DMA rate, which the binary carries per path), with the profile's DMA latency;
@@ -151,7 +152,7 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
             return device.memory_capacity_bytes
         cap = levels[i].capacity_bytes
         reserve = 32 * options.alignment_bytes if reserve_factor == 0 else cap * reserve_factor // 100
-        return max(1, cap - min(cap // 8, reserve))
+        return max(1, cap - min(cap // 8, reserve), homed_bytes[i])
 
     if profile.dma_paths:
         paths = tuple(sorted((names.index(a), names.index(b)) if names.index(a) < names.index(b)
@@ -167,6 +168,11 @@ def build_hierarchy_problem(graph: Graph, hardware: Hardware, plan: Plan, device
                                    f"which is not one of its planned levels ({', '.join(names)})")
         homes.append(names.index(home))
     _check_homes_hold(device, base.tensors, [names[h] for h in homes], main_name)
+    # The home copies hold their level at every point of the plan: the reserve (room for the
+    # address pass to round copies up to the alignment) never holds back those bytes, or a home
+    # exactly its tensors' size would refuse them. At that size nothing else fits the level, and
+    # the home copies alone pack whenever their rounded sizes fit it.
+    homed_bytes = [sum(lt.size_bytes for lt, h in zip(base.tensors, homes) if h == i) for i in range(len(names))]
     two = base.problem
     splittable_ops = frozenset(i for i, name in enumerate(base.ops) if row_separable(graph, name)) \
         if options.split and any(k > 1 for k in options.split_factors) else frozenset()

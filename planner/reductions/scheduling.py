@@ -139,6 +139,7 @@ def to_problem(spec: Spec, cycles: dict[tuple[str, str], int | None] | None = No
         colocation_groups=groups,
         device_class=_device_classes(spec, hw),
         op_names=ops,
+        shared_resident=_shared_resident(graph, op_index),
     )
     _precheck_memory(spec, problem)
     reduction = Reduction(ops, tuple(d.name for d in devices), tuple(l.name for l in hw.links),
@@ -147,9 +148,30 @@ def to_problem(spec: Spec, cycles: dict[tuple[str, str], int | None] | None = No
 
 
 def resident_bytes(graph: Graph, op: str) -> int:
-    """Weights and graph inputs an op reads: lowering keeps both in memory from cycle 0."""
-    return sum(graph.tensors[t].size_bytes for t in graph.ops[op].inputs
-               if graph.tensors[t].kind in ("weight", "input"))
+    """Weights and graph inputs an op reads: lowering keeps both in memory from cycle 0
+    (one buffer per tensor, however often the op names it)."""
+    return sum(graph.tensors[t].size_bytes for t in _resident_tensors(graph, op))
+
+
+def _resident_tensors(graph: Graph, op: str) -> list[str]:
+    """The weights and graph inputs ``op`` reads, each once, in its input order."""
+    return [t for t in dict.fromkeys(graph.ops[op].inputs) if graph.tensors[t].kind in ("weight", "input")]
+
+
+def _shared_resident(graph: Graph, op_index: dict[str, int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """Resident tensors read by several ops, as (bytes, readers): lowering allocates such a
+    tensor once on each device that runs a reader, so the memory rule counts it once there."""
+    readers: dict[str, list[int]] = {}
+    for name, i in op_index.items():
+        for t in _resident_tensors(graph, name):
+            readers.setdefault(t, []).append(i)
+    return tuple((graph.tensors[t].size_bytes, tuple(sorted(r))) for t, r in readers.items() if len(r) > 1)
+
+
+def _distinct_resident_bytes(graph: Graph, ops) -> int:
+    """The bytes of the resident tensors ``ops`` read, each tensor once (what one device
+    holding all of them keeps)."""
+    return sum(graph.tensors[t].size_bytes for t in dict.fromkeys(t for op in ops for t in _resident_tensors(graph, op)))
 
 
 def _no_device_message(spec: Spec, name: str, cycles) -> str:
@@ -174,7 +196,8 @@ def _precheck_memory(spec: Spec, problem: SchedulingProblem) -> None:
             raise InfeasibleError(
                 f"memory: op {names[i]!r} needs {format_bytes(need)} (weights and output) but the largest "
                 f"device it may use, {devices[best].name}, holds {format_bytes(problem.memory_bytes(best))}")
-    total_weights = sum(problem.resident_bytes(i) for i in range(problem.num_ops))
+    graph = spec.graph
+    total_weights = _distinct_resident_bytes(graph, names)
     total_memory = sum(problem.memory_bytes(d) for d in range(problem.num_devices))
     if total_weights > total_memory:
         raise InfeasibleError(
@@ -187,7 +210,7 @@ def _precheck_memory(spec: Spec, problem: SchedulingProblem) -> None:
         if not common:
             raise InfeasibleError(
                 f"colocation group {[names[i] for i in g]} has no device every member may use")
-        need = sum(problem.resident_bytes(i) for i in g)
+        need = _distinct_resident_bytes(graph, [names[i] for i in g])
         if all(need > problem.memory_bytes(d) for d in common):
             raise InfeasibleError(
                 f"memory: colocation group {[names[i] for i in g]} needs {format_bytes(need)} of weights "
@@ -199,11 +222,12 @@ def explain_infeasible(spec: Spec, problem: SchedulingProblem) -> str:
     """A user-level explanation when the solver proves infeasibility after the prechecks."""
     devices = spec.hardware.devices
     parts = []
-    weights_by_dev = {}
+    pinned_ops: dict[int, list[str]] = {}
     for i in range(problem.num_ops):
         allowed = problem.allowed_devices(i)
         if len(allowed) == 1:
-            weights_by_dev[allowed[0]] = weights_by_dev.get(allowed[0], 0) + problem.resident_bytes(i)
+            pinned_ops.setdefault(allowed[0], []).append(problem.op_names[i])
+    weights_by_dev = {d: _distinct_resident_bytes(spec.graph, ops) for d, ops in pinned_ops.items()}
     for d, w in sorted(weights_by_dev.items()):
         parts.append(f"{devices[d].name}: pinned weights {format_bytes(w)} of {format_bytes(problem.memory_bytes(d))}")
     unreachable = [(devices[a].name, devices[b].name) for a in range(problem.num_devices)

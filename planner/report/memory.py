@@ -309,6 +309,9 @@ def _resolved(e: Mapping[str, Any]) -> str:
     if best is None or main is None:
         return ""
     room = "" if bound is None else f", lower bound {bound:,}: at most {max(0, main - bound):,} to gain"
+    if e.get("resolved_levels") == "all":
+        return (f" (re-solved over every level with the other devices' waits and tails: {best:,} device cycles "
+                f"against {main:,} with everything at its home{room})")
     return (f" (re-solved with the other devices' waits and tails: {best:,} device cycles against {main:,} with "
             f"everything in main memory{room})")
 

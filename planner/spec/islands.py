@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from networkx.utils import UnionFind
-
 from planner.hardware import Island, Link
 from planner.spec.limits import MAX_LINKS
 from planner.spec.locator import Locator, did_you_mean
@@ -167,6 +165,8 @@ def first_unjoined(devices: Sequence[str], links: Sequence[Link]) -> str | None:
     >>> first_unjoined(("a", "b"), [ab]), first_unjoined(("a", "b", "c"), [ab])
     (None, 'c')
     """
+    from networkx.utils import UnionFind  # start-up time: a spec refused at its YAML or schema never loads networkx
+
     groups = UnionFind(devices)
     for link in links:
         inside = [d for d in link.devices if d in groups.parents]

@@ -364,6 +364,7 @@ class CrossDeviceEntry(StrictModel):
     resolved_cycles: Optional[Count] = None
     resolved_bound_cycles: Optional[Count] = None
     resolved_main_cycles: Optional[Count] = None
+    resolved_levels: Optional[Literal["all"]] = None  # the re-solve was over every level (main: all at home)
     n_level_cycles: Optional[Count] = None  # offered an N-level plan: its own makespan over every level
 
 

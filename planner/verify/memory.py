@@ -321,6 +321,23 @@ def check_memory_document(memory: Any, doc: Any, programs: Mapping[str, Any], fa
         _check_device(name, memory.devices[name], programs[name], facts[name], simulation, graph, base)
     _check_figures(memory, programs, facts, simulation, planned)
     _check_cross_device_bound(memory.cross_device_bound, simulation)
+    for name, entry in sorted((memory.cross_device or {}).items()):
+        _check_resolved(name, entry)
+
+
+def _check_resolved(name: str, entry: Any) -> None:
+    """``cross_device[d]``'s last re-solve (two levels, or every level: ``resolved_levels``): its
+    lower bound is at most the plan it found and the everything-in-main (or at-home) plan, both
+    plans of the same problem; a re-solve over every level only where an N-level plan was offered."""
+    where = f"cross_device.{name}"
+    if entry.resolved_levels is not None and entry.n_level_cycles is None:
+        raise _fail(f"{where}.resolved_levels", "absent (no N-level plan offered: n_level_cycles absent)",
+                    entry.resolved_levels)
+    bound = entry.resolved_bound_cycles
+    for field, value in (("resolved_cycles", entry.resolved_cycles), ("resolved_main_cycles", entry.resolved_main_cycles)):
+        if bound is not None and value is not None and bound > value:
+            raise _fail(f"{where}.resolved_bound_cycles", f"at most {value} ({field}: a plan of the bound's problem)",
+                        bound)
 
 
 def _check_cross_device_bound(entry: Any, simulation: Any) -> None:

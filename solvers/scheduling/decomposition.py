@@ -306,12 +306,12 @@ def _reach(start: int, nxt: list[list[int]], n: int) -> list[bool]:
 
 def _keep(problem: SchedulingProblem, kept: list[int]) -> SchedulingProblem:
     index = {op: k for k, op in enumerate(kept)}
-    resident = [problem.resident_bytes(i) for i in kept]
+    resident = [problem.resident_floor_bytes(i) for i in kept]
     for i, group in enumerate(colocation_closure(problem)):
         if i not in index:
             home = next((j for j in group if j in index), None)
             if home is not None:
-                resident[index[home]] += problem.resident_bytes(i)
+                resident[index[home]] += problem.resident_floor_bytes(i)
     edges, transfer = [], []
     for e, (u, v, b) in enumerate(problem.edges):
         if u in index and v in index:

@@ -89,7 +89,7 @@ def held_weights(problem: SchedulingProblem, ops: Sequence[int]) -> list[int]:
     for i in ops:
         fresh = [j for j in closure[i] if j not in counted]
         counted.update(fresh)
-        out.append(sum(problem.resident_bytes(j) for j in fresh))
+        out.append(sum(problem.resident_floor_bytes(j) for j in fresh))
     return out
 
 
@@ -118,7 +118,7 @@ def forced_allowed_devices(problem: SchedulingProblem) -> tuple[tuple[int, ...],
     """
     n, nd = problem.num_ops, problem.num_devices
     closure = colocation_closure(problem)
-    group_res = [sum(problem.resident_bytes(j) for j in closure[i]) for i in range(n)]
+    group_res = [sum(problem.resident_floor_bytes(j) for j in closure[i]) for i in range(n)]
     working = _working_set(problem, group_res) if problem.device_memory_bytes else [0] * n
     allowed: list[set[int]] = []
     for i in range(n):

@@ -113,7 +113,7 @@ def memory_forces_cuts(problem: SchedulingProblem) -> bool:
     >>> memory_forces_cuts(p)
     True
     """
-    total = sum(problem.op_resident_bytes)
+    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
     return problem.objective is Objective.LATENCY and any(
         0 < problem.memory_bytes(d) < total for d in range(problem.num_devices))
 
@@ -131,7 +131,7 @@ def cut_slots(problem: SchedulingProblem) -> list[Slot]:
     >>> [(s.devices, s.capacity, s.streams, s.group) for s in cut_slots(p)]
     [((0,), 4, 1, 0), ((1,), 4, 1, 0), ((2, 3), 0, 2, 1)]
     """
-    total = sum(problem.op_resident_bytes)
+    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
     slots: list[Slot] = []
     group = 0
     for pool in DevicePools(problem).pools:
@@ -220,7 +220,7 @@ def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None
     for s, slot in enumerate(slots):
         on = [(i, place[i][s]) for i in range(n) if place[i][s] is not None]
         if slot.capacity:
-            m.add(sum(problem.resident_bytes(i) * x for i, x in on) <= slot.capacity)
+            m.add(sum(problem.resident_floor_bytes(i) * x for i, x in on) <= slot.capacity)
         m.add(sum(dur[i][s] * x for i, x in on) <= slot.streams * makespan)
     if contention:
         _add_contention(m, problem, slots, dur, place, ends, length, makespan)

@@ -293,7 +293,7 @@ class _Model:
             _geq(self.lp, _var(self.t, self.class_streams(k)).add(work, -1.0), f"work of class {k}")
             mem = [p.memory_bytes(d) for d in devs]
             if all(m > 0 for m in mem):
-                held = self.load(range(n), k, lambda i: float(p.resident_bytes(i)))
+                held = self.load(range(n), k, lambda i: float(p.resident_floor_bytes(i)))
                 _leq(self.lp, held.add(_Expr(float(-sum(mem)))), f"memory of class {k}")
 
     def add_times(self) -> None:

@@ -94,7 +94,7 @@ def part_problems(problem: SchedulingProblem, cuts: Sequence[int]
         ops = list(order[lo:hi + 1])
         sub = subproblem(problem, ops, source, out_edges)
         sub = replace(sub, device_memory_bytes=problem.device_memory_bytes,
-                      op_resident_bytes=tuple(problem.resident_bytes(i) for i in ops))
+                      op_resident_bytes=tuple(problem.resident_floor_bytes(i) for i in ops))
         parts.append((sub, tuple(ops)))
     return parts
 

@@ -445,7 +445,7 @@ def longest_path(problem: SchedulingProblem, op_weight: Sequence[float],
 def _candidate_paths(problem: SchedulingProblem) -> list[tuple[tuple[int, ...], tuple[int, ...]]]:
     m = min_durations(problem)
     closure = colocation_closure(problem)
-    res = [sum(problem.resident_bytes(j) for j in closure[i]) for i in range(problem.num_ops)]
+    res = [sum(problem.resident_floor_bytes(j) for j in closure[i]) for i in range(problem.num_ops)]
     zero = [0.0] * len(problem.edges)
     total_m, total_r = max(1, sum(m)), max(1, sum(res))
     blend = [m[i] / total_m + res[i] / total_r for i in range(problem.num_ops)]

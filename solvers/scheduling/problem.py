@@ -26,7 +26,10 @@ checks exactly this)
   one device has no transfer;
 * ops of one colocation group share a device;
 * memory (when ``device_memory_bytes[d] > 0``): at every cycle t, on device d,
-  ``sum(op_resident_bytes[i] for ops i on d)`` (weights stay for the whole run)
+  the resident bytes of d (``sum(op_resident_bytes[i] for ops i on d)``, weights stay for
+  the whole run, less ``(k - 1) * bytes`` for each ``(bytes, readers)`` of
+  ``shared_resident`` with k >= 1 readers on d: a resident tensor several ops read is held
+  once per device, :meth:`SchedulingProblem.device_resident_bytes`)
   + the bytes of every live activation buffer on d must be ``<= device_memory_bytes[d]``.
   Op u's output buffer (``op_output_bytes[u]``) lives on u's device over
   ``[start[u], max(end[u], end of every consumer of u on that device, end of every
@@ -40,6 +43,7 @@ checks exactly this)
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -105,6 +109,9 @@ class SchedulingProblem:
     # links): solvers may break symmetry among them. Empty = all distinct.
     device_class: tuple[int, ...] = ()
     op_names: tuple[str, ...] = field(default=(), compare=False)  # for messages only
+    # Resident tensors read by several ops, each as (bytes, readers): every reader's
+    # op_resident_bytes counts the tensor in full, but a device holds it once. Empty = none.
+    shared_resident: tuple[tuple[int, tuple[int, ...]], ...] = ()  # last: positional callers predate it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "durations_cycles", _as_tuple2(self.durations_cycles))
@@ -148,6 +155,15 @@ class SchedulingProblem:
         for g in self.colocation_groups:
             if any(not 0 <= i < n for i in g):
                 raise ValueError(f"colocation group {g} names an unknown op")
+        object.__setattr__(self, "shared_resident", tuple(
+            (int(b), tuple(sorted(int(i) for i in readers))) for b, readers in self.shared_resident))
+        for b, readers in self.shared_resident:
+            if b < 0 or len(set(readers)) < 2 or any(not 0 <= i < n for i in readers):
+                raise ValueError(f"shared resident tensor ({b}, {readers}) needs bytes >= 0 and two "
+                                 "or more distinct known readers")
+            if any(self.resident_bytes(i) < b for i in readers):
+                raise ValueError(f"shared resident tensor ({b}, {readers}): a reader's op_resident_bytes "
+                                 "must include it")
 
     def op_name(self, i: int) -> str:
         """Op ``i``'s name for messages: its entry in ``op_names``, else its index.
@@ -183,6 +199,44 @@ class SchedulingProblem:
 
     def output_bytes(self, op: int) -> int:
         return self.op_output_bytes[op] if self.op_output_bytes else 0
+
+    def device_resident_bytes(self, device: int, op_device: Sequence[int]) -> int:
+        """The resident bytes ``device`` holds when op i runs on ``op_device[i]``: each op's
+        ``op_resident_bytes``, a shared resident tensor once however many readers are there.
+
+        Examples
+        --------
+        Ops 0 and 1 read one 5-byte input (each also 1 byte of its own weights):
+
+        >>> p = SchedulingProblem(((1, 1), (1, 1)), (), (1, 1), ((-1, 0), (0, -1)), (),
+        ...                       op_resident_bytes=(6, 6), shared_resident=((5, (0, 1)),))
+        >>> p.device_resident_bytes(0, (0, 0)), p.device_resident_bytes(0, (0, 1))
+        (7, 6)
+        """
+        total = sum(self.resident_bytes(i) for i, d in enumerate(op_device) if d == device)
+        for b, readers in self.shared_resident:
+            here = sum(1 for i in readers if op_device[i] == device)
+            total -= b * max(0, here - 1)
+        return total
+
+    def resident_floor_bytes(self, op: int) -> int:
+        """``op_resident_bytes[op]`` with each shared resident tensor it reads counted as its
+        share ``bytes // k`` (k readers). A device's readers' shares never exceed the tensor's
+        bytes, so the sum over the ops on a device is at most what the device holds: bounds
+        that count resident bytes per op use these (a relaxation, so they stay sound).
+
+        Examples
+        --------
+        >>> p = SchedulingProblem(((1,), (1,)), (), (1,), ((-1,),), (), op_resident_bytes=(6, 5),
+        ...                       shared_resident=((5, (0, 1)),))
+        >>> p.resident_floor_bytes(0), p.resident_floor_bytes(1), p.resident_bytes(0)
+        (3, 2, 6)
+        """
+        own = self.resident_bytes(op)
+        for b, readers in self.shared_resident:
+            if op in readers:
+                own -= b - b // len(readers)
+        return own
 
 
 @dataclass(frozen=True, slots=True)

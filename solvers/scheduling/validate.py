@@ -74,8 +74,7 @@ def _check_memory(problem: SchedulingProblem, solution: SchedulingSolution, d: i
     cap = problem.memory_bytes(d)
     if cap <= 0:
         return []
-    resident = sum(problem.resident_bytes(i) for i in range(problem.num_ops)
-                   if solution.op_device[i] == d)
+    resident = problem.device_resident_bytes(d, solution.op_device)
     if resident > cap:
         return [f"device {d}: resident bytes {resident} exceed memory {cap}"]
     events = []

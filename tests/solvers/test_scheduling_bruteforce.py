@@ -32,7 +32,7 @@ def _placements(p: SchedulingProblem):
         ok = True
         for d in range(p.num_devices):
             cap = p.memory_bytes(d)
-            if cap > 0 and sum(p.resident_bytes(i) for i in range(p.num_ops) if pl[i] == d) > cap:
+            if cap > 0 and p.device_resident_bytes(d, pl) > cap:
                 ok = False
         if ok:
             yield pl

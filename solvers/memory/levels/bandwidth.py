@@ -36,7 +36,7 @@ from fractions import Fraction
 
 from ortools.sat.python import cp_model
 
-from solvers.dag import list_starts
+from solvers.dag import WaitDeadlock, list_starts
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind, ceil_div, cycles_for_bytes
 
 __all__ = ["SHARE_UNITS", "share_of_cycles", "dma_share", "op_shares", "dma_shares", "bandwidth_spans",
@@ -263,7 +263,7 @@ def replay_shared(problem: LevelProblem, solution: LevelSolution,
             clock_dma = tr_end[qi]
             qi += 1
         else:
-            raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
+            raise WaitDeadlock(f"deadlock: op {oi} and DMA {qi} wait on each other")
     return op_start, tr_start
 
 

@@ -58,6 +58,7 @@ from dataclasses import dataclass, replace
 
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
+from solvers.dag import WaitDeadlock
 from solvers.memory.levels.bandwidth import slow_traffic_lower_bound
 from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
@@ -295,7 +296,7 @@ def _retimed(problem: LevelProblem, solution: LevelSolution, op_release, tensor_
             r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready,
                               link_holds=link_holds)
         else:
-            raise ValueError("deadlock: link holds' round trips wait on each other")
+            raise WaitDeadlock("deadlock: link holds' round trips wait on each other")
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, r.transfer_start))
     return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,
@@ -339,7 +340,7 @@ def settle_deadlines(ht: HeadsTails, num_ops: int, num_tensors: int, retime: Cal
                 row[k], moved = need, True
         if not moved:
             return timed
-    raise ValueError(f"deadlock: {deadlock}")
+    raise WaitDeadlock(f"deadlock: {deadlock}")
 
 
 def deadline_violations(problem: LevelProblem, solution: LevelSolution, ht: HeadsTails) -> list[str]:

@@ -12,6 +12,7 @@ import dataclasses
 
 from dataclasses import dataclass
 
+from solvers.dag import WaitDeadlock
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_bandwidth import check_hierarchy_bandwidth, replay_hierarchy_shared
 from solvers.memory.levels.hierarchy_split import expand_hierarchy_splits
@@ -421,7 +422,7 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_
                 qi += 1
                 progressed = True
         if not progressed:
-            raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
+            raise WaitDeadlock(f"deadlock: op {oi} and DMA {qi} wait on each other")
     return HierarchyReplay(tuple(op_start), dur, tuple(mv_start), max([*op_end, *mv_end], default=0))
 
 

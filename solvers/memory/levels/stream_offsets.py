@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Sequence
 
+from solvers.dag import WaitDeadlock
 from solvers.memory.levels.greedy import plan_greedy
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer
 from solvers.memory.levels.validate import (Replay, fast_piece_events, fast_pieces, replay_levels,
@@ -134,8 +135,8 @@ def unsplit(solution: LevelSolution) -> LevelSolution:
 def replay_unless_deadlock(problem: LevelProblem, solution: LevelSolution,
                            offsets: Sequence[int]) -> Replay | None:
     """:func:`replay_levels` with the fast ``offsets``, or None when its waits deadlock (a plan
-    whose offsets make two streams wait on each other is no candidate). Any other error is a bug
-    and is raised.
+    whose offsets make two streams wait on each other is no candidate: :class:`~solvers.dag.WaitDeadlock`).
+    Any other error is a bug and is raised.
 
     Examples
     --------
@@ -145,10 +146,8 @@ def replay_unless_deadlock(problem: LevelProblem, solution: LevelSolution,
     """
     try:
         return replay_levels(problem, solution, fast_offsets=offsets)
-    except ValueError as e:
-        if str(e).startswith("deadlock"):
-            return None
-        raise
+    except WaitDeadlock:
+        return None
 
 
 def timed_by(solution: LevelSolution, times: Replay, offsets: tuple[int, ...]) -> LevelSolution:

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Sequence
 
-from solvers.dag import list_starts
+from solvers.dag import WaitDeadlock, list_starts
 from solvers.memory.levels.bandwidth import (check_bandwidth, instruction_shares, list_schedule_shared,
                                              replay_shared, slow_traffic_lower_bound)
 from solvers.memory.levels.link_holds import add_hold_waits
@@ -714,7 +714,7 @@ def replay_levels(problem: LevelProblem, solution: LevelSolution, separate: bool
                 qi += 1
                 progressed = True
         if not progressed:
-            raise ValueError(f"deadlock: op {oi} and DMA {qi} wait on each other")
+            raise WaitDeadlock(f"deadlock: op {oi} and DMA {qi} wait on each other")
     makespan = max([*op_end, *tr_end], default=0)
     return Replay(tuple(op_start), dur, tuple(tr_start), makespan)
 

@@ -132,6 +132,8 @@ def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingV
     for (e, d), rl in v.recv.items():
         u, w, _ = problem.edges[e]
         hint(rl, dev[w] == d and dev[u] != d)
+    for (t, d), held in v.held.items():
+        hint(held, any(dev[i] == d for i in problem.shared_resident[t][1]))
     if v.bend:
         buf_end = list(end)
         for e, (u, w, _) in enumerate(problem.edges):

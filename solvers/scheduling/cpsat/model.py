@@ -37,7 +37,9 @@ symmetry breaking in :mod:`~solvers.scheduling.cpsat.symmetry`; the scheduler th
   a half-open empty interval overlaps nothing);
 * colocation: ``x[i, d] = x[j, d]`` within a group;
 * memory: per device, a Cumulative over resident intervals ``[0, H + 1)`` present iff
-  ``x[i, d]``, output buffers ``[start_u, bend_u)`` present iff ``x[u, d]`` with
+  ``x[i, d]`` (a shared resident tensor two or more readers may bring to d: one interval
+  present iff ``held[t, d]``, with ``held[t, d] >= x[i, d]`` for each reader i, and the
+  readers' own intervals without it), output buffers ``[start_u, bend_u)`` present iff ``x[u, d]`` with
   ``bend_u >= end_u``, ``bend_u >= end_v`` when u and v share d, ``bend_u >= ts_e + c``
   when the transfer uses l, and received copies ``[ts_e, end_v)`` present iff ``r[e, b]``.
   ``bend_u`` is only bounded below, so a model solution's lifetimes contain the exact
@@ -266,15 +268,52 @@ def add_memory(model: cp_model.CpModel, problem: SchedulingProblem, v: Schedulin
         y_into.setdefault((e2, bb), []).append(y)
     for d in devs:
         cap = problem.memory_bytes(d)
-        op_ivs, op_demands = _op_memory_intervals(model, problem, v, d)
+        pooled = _held_tensors(model, problem, v, d)
+        own = _own_resident_bytes(problem, v, d, pooled)
+        op_ivs, op_demands = _op_memory_intervals(model, problem, v, d, own)
         copy_ivs, copy_demands = _copy_memory_intervals(model, problem, v, d, y_into)
+        for t in pooled:
+            op_ivs.append(interval_if(model, 0, v.horizon + 1, None, v.held[t, d], f"held_{t}_{d}"))
+            op_demands.append(problem.shared_resident[t][0])
         if op_ivs or copy_ivs:
             model.add_cumulative(op_ivs + copy_ivs, op_demands + copy_demands, cap)
-        resident = [problem.resident_bytes(i) * v.x[i, d] for i in range(problem.num_ops)
-                    if d in v.allowed[i] and problem.resident_bytes(i) > 0]
+        resident = [own[i] * v.x[i, d] for i in range(problem.num_ops)
+                    if d in v.allowed[i] and own[i] > 0]
+        resident += [problem.shared_resident[t][0] * v.held[t, d] for t in pooled]
         if resident:  # redundant with the cumulative, but propagates on placement alone
             model.add(sum(resident) <= cap)
     return []
+
+
+def _held_tensors(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars, d: int) -> list[int]:
+    """The shared resident tensors (indices into ``problem.shared_resident``) that two or more
+    readers may bring to ``d``, each with ``v.held[t, d]`` implied by every such reader's
+    placement there: ``d`` holds the tensor once. A tensor only one reader may bring stays in
+    that reader's resident bytes (the same thing)."""
+    pooled = []
+    for t, (b, readers) in enumerate(problem.shared_resident):
+        here = [v.x[i, d] for i in readers if d in v.allowed[i]]
+        if b <= 0 or len(here) < 2:
+            continue
+        if any(lit is True for lit in here):
+            v.held[t, d] = True
+        else:
+            held = v.held[t, d] = model.new_bool_var(f"held_{t}_{d}")
+            for lit in here:
+                model.add_implication(lit, held)
+        pooled.append(t)
+    return pooled
+
+
+def _own_resident_bytes(problem: SchedulingProblem, v: SchedulingVars, d: int, pooled: list[int]) -> list[int]:
+    """Each op's resident bytes on ``d`` without the ``pooled`` tensors (counted once, apart)."""
+    own = [problem.resident_bytes(i) for i in range(problem.num_ops)]
+    for t in pooled:
+        b, readers = problem.shared_resident[t]
+        for i in readers:
+            if d in v.allowed[i]:
+                own[i] -= b
+    return own
 
 
 def _add_buffer_ends(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
@@ -301,16 +340,16 @@ def _add_buffer_ends(model: cp_model.CpModel, problem: SchedulingProblem, v: Sch
 
 
 def _op_memory_intervals(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingVars,
-                         d: int) -> tuple[list, list[int]]:
-    """The intervals and bytes ops occupy on ``d`` if placed there: resident bytes over the
-    whole horizon, the output buffer from the op's start to ``v.bend``."""
+                         d: int, own: list[int]) -> tuple[list, list[int]]:
+    """The intervals and bytes ops occupy on ``d`` if placed there: resident bytes (``own``)
+    over the whole horizon, the output buffer from the op's start to ``v.bend``."""
     H = v.horizon
     ivs, demands = [], []
     for i in range(problem.num_ops):
         if d not in v.allowed[i]:
             continue
         xd = v.x[i, d]
-        r = problem.resident_bytes(i)
+        r = own[i]
         if r > 0:  # [0, H + 1) covers every instant, even with H = 0
             ivs.append(interval_if(model, 0, H + 1, None, xd, f"res_{i}_{d}"))
             demands.append(r)

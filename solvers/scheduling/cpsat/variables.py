@@ -46,6 +46,8 @@ class SchedulingVars:
     bend: dict[int, Any] = field(default_factory=dict)
     recv: dict[tuple[int, int], Any] = field(default_factory=dict)
     used: dict[tuple[int, int], Any] = field(default_factory=dict)
+    # (index into problem.shared_resident, device) -> "the device holds that tensor"
+    held: dict[tuple[int, int], Any] = field(default_factory=dict)
     sym_classes: list[tuple[int, ...]] = field(default_factory=list)
     objective: Any = None
 

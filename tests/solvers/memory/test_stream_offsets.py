@@ -174,3 +174,26 @@ def test_a_candidate_that_fails_validation_raises_rather_than_being_skipped(monk
     monkeypatch.setattr(stream_offsets, "retime_with_offsets", broken)
     with pytest.raises(ValueError, match=r"by-address candidate 0 .* does not validate: \["):
         plan_streams_by_address(p, s, offsets)
+
+
+def test_a_deadlock_is_told_by_its_type_and_any_other_error_is_raised(monkeypatch):
+    # A real deadlock (a prefetch queued before the eviction it waits for, as in
+    # test_streams) is no candidate: None. An error that is no WaitDeadlock is a bug and
+    # must reach the caller, even when its message starts with "deadlock".
+    from solvers.dag import WaitDeadlock
+    from solvers.memory.levels import stream_offsets
+    p = LevelProblem((2, 2, 2), ((), (), (1,)), ((0,), (), ()), (8, 8), (8, 10**6), (4, 1),
+                     dma_bytes_per_cycle=8, live_out=(0,), op_streams=(0, 1, 1))
+    pf = Transfer(TransferKind.PREFETCH, 1, 1, 1, 2, 0, 1)
+    ev = Transfer(TransferKind.EVICT, 0, 1, 0, 1, 0, 1)
+    s = LevelSolution(((True, False), (False, True)), ((False, False), (False, False)), (pf, ev),
+                      (0, 0, 0), (2, 2, 2))
+    with pytest.raises(WaitDeadlock):
+        replay_levels(p, s)
+    assert stream_offsets.replay_unless_deadlock(p, s, None) is None
+
+    def broken(*_args, **_kwargs):
+        raise ValueError("deadlocked bookkeeping: a bug, not a deadlock")
+    monkeypatch.setattr(stream_offsets, "replay_levels", broken)
+    with pytest.raises(ValueError, match="bookkeeping"):
+        stream_offsets.replay_unless_deadlock(p, s, None)
