@@ -310,7 +310,7 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
     greedy baseline and the figures. Returns ``(bridge, chosen, greedy or None, stats, stops)``."""
     graph, hardware, options = spec.graph, spec.hardware, spec.memory
     stops: list[str | None] = []
-    att = _with_reserve(spec, plan, bridge, budget, seed, search, stops)
+    att = reserved = _with_reserve(spec, plan, bridge, budget, seed, search, stops)
     if offers_full_level(att.bridge, bool(plan.transfers), options.alignment_bytes):
         whole = _level_attempt(spec, build_device_problem(graph, hardware, plan, att.bridge.device, options,
                                                           reserve_factor=None), ATTEMPT_SHARES[0], budget, seed,
@@ -319,12 +319,14 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
         if shorter((att.bridge.problem, att.solution, att.offsets),
                    (whole.bridge.problem, whole.solution, whole.offsets) if whole.offsets is not None else None):
             att = whole
+    # The greedy baseline stays the one made with the reserve (its greedy-by-size offsets need the slack).
     bridge, fast = att.bridge, hardware.device(att.bridge.device.name).profile.level(att.bridge.fast_level)
     g_offsets, g_result, _, _ = _offsets(
-        bridge, att.greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
+        reserved.bridge, reserved.greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
     chosen = expand(bridge, att.solution, att.offsets)
-    greedy_levels = expand(bridge, att.greedy.solution, g_offsets) if g_offsets is not None else None
-    stats = _device_stats(bridge, att.exact, att.greedy, att.all_slow, att.off_result, att.off_greedy,
+    greedy_levels = (expand(reserved.bridge, reserved.greedy.solution, g_offsets) if g_offsets is not None
+                     else None)
+    stats = _device_stats(bridge, att.exact, reserved.greedy, att.all_slow, att.off_result, att.off_greedy,
                           att.off_problem, g_result, hardware)
     if att.by_address is not None:
         stats.update(att.by_address[2])

@@ -38,6 +38,8 @@ def test_the_whole_level_keeps_both_streams_activations_and_is_strictly_shorter(
     fast_outputs = {a.op: [name for names in a.outputs for name in names] for a in dp.accesses.values()}
     assert fast_outputs["m/a0"] == ["m/ha@sram.0"] and fast_outputs["m/b0"] == ["m/hb@sram.0"]
     assert outcome.memory.bridges_order["npu0"][:2] == ("m/a0", "m/b0")
+    # The greedy baseline stays the one made with the reserve (greedy-by-size needs its slack).
+    assert outcome.memory_baselines["greedy prefetch + greedy-by-size"] > outcome.plan.makespan_cycles
     # With the reserve (the plan before), the two 16-KiB activations never fit together.
     monkeypatch.setattr(memory, "offers_full_level", lambda *args: False)
     reserved = run(load_spec(SPEC), workers=1)
