@@ -147,7 +147,9 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     The memory stage has its own budget, ``time_limit_s`` split over the planned devices:
     per device 50% for the level solver and 30% for the offsets (both stop on deterministic
     time, usually well before), and when the offsets do not pack, re-solves holding back
-    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all, plus, on a plan with
+    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all, plus the first
+    attempt's shares again on a several-stream device with split groups whose buffers are whole
+    alignments (its plan for the whole fast level, :mod:`~planner.memory.full_level`), plus, on a plan with
     link transfers, 15% per cross-device pass and device for the re-solves under heads and tails
     (:mod:`~planner.memory.cross_device`, at most 3 passes). The solves use
     one CP-SAT worker whatever the spec's worker count (see :func:`_solve_device`). Each stops on
