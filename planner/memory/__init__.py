@@ -31,6 +31,7 @@ from planner.memory.assemble import assemble, expand
 from planner.memory.bridge import (build_device_problem, device_order, skip_reason, stream_bound_covers_splits,
                                   stream_plan_bound)
 from planner.memory.cross_device import ALL_HOME, DeviceExplanation, choose_across_devices
+from planner.memory.full_level import offers_full_level, shorter
 from planner.memory.hierarchy_assemble import assemble_hierarchy
 from planner.memory.hierarchy_bridge import (build_hierarchy_problem, hierarchy_levels, plans_n_levels,
                                              solve_hierarchy, stream_candidates)
@@ -146,7 +147,9 @@ def plan_memory(spec, plan, *, time_limit_s: float = 10.0, seed: int = 0,
     The memory stage has its own budget, ``time_limit_s`` split over the planned devices:
     per device 50% for the level solver and 30% for the offsets (both stop on deterministic
     time, usually well before), and when the offsets do not pack, re-solves holding back
-    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all, plus, on a plan with
+    more fast memory (:data:`ATTEMPT_SHARES`): at most 1.5 x the budget in all, plus the first
+    attempt's shares again on a several-stream device with split groups whose buffers are whole
+    alignments (its plan for the whole fast level, :mod:`~planner.memory.full_level`), plus, on a plan with
     link transfers, 15% per cross-device pass and device for the re-solves under heads and tails
     (:mod:`~planner.memory.cross_device`, at most 3 passes). The solves use
     one CP-SAT worker whatever the spec's worker count (see :func:`_solve_device`). Each stops on
@@ -285,54 +288,107 @@ def _plan_two_levels(spec, plan, time_limit_s: float, seed: int, search: str) ->
                          cross_device_shared_bound=shared_bound)
 
 
+@dataclass
+class _LevelAttempt:
+    """One device's level plan with its fast offsets and the figures of how it was made."""
+
+    bridge: Any
+    exact: Any
+    greedy: Any
+    all_slow: Any
+    solution: Any
+    offsets: Any
+    off_result: Any
+    off_greedy: Any
+    off_problem: Any
+    by_address: Any = None
+
+
 def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search: str):
     """One device's level plan over its fast level and main memory: the solver's plan with
     packed offsets (holding back more when they do not fit; every tensor in main memory when
-    nothing fits), a shorter plan made for the by-address order on several streams, the
+    nothing fits), a shorter plan made for the by-address order on several streams, the plan
+    for the whole fast level where that is shorter (:mod:`~planner.memory.full_level`), the
     greedy baseline and the figures. Returns ``(bridge, chosen, greedy or None, stats, stops)``."""
     graph, hardware, options = spec.graph, spec.hardware, spec.memory
-    name = bridge.device.name
-    dev = hardware.device(name)
     stops: list[str | None] = []
-    fast = dev.profile.level(bridge.fast_level)
-    for attempt, reserve_factor in enumerate(RESERVE_FACTORS):
-        # The level solver counts exact bytes at any address; offsets round each buffer up to
-        # the alignment and must pack. If they do not fit, hold back more and solve again.
-        bridge = bridge if attempt == 0 else build_device_problem(
-            graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
-        level_share, offsets_share = ATTEMPT_SHARES[attempt]
-        exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed, search)
-        offsets, off_result, off_greedy, off_problem = _offsets(
-            bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget,
-            seed, True, search)
-        stops += [exact.stats.get("stopped_by"), off_result.stats.get("stopped_by")]
-        solution = exact.solution
-        if offsets is None:
-            log.warning("device %s: offsets of the level plan do not fit %s at %d B alignment "
-                        "(held back %d B)", name, fast.name, options.alignment_bytes, bridge.reserve_bytes)
-            continue
-        break
-    else:  # nothing fits with padding: every tensor in main memory (no fast buffers at all)
-        solution = all_slow.solution
-        offsets, off_result, off_greedy, off_problem = _offsets(
-            bridge, solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
-    by_address = None if plan.transfers or offsets is None else shorter_by_address(
-        bridge, solution, offsets, options.alignment_bytes, fast.capacity_bytes, budget, seed, search)
-    if by_address is not None:  # several streams: a plan made for the by-address memory order
-        solution, offsets, _ = by_address
+    att = reserved = _with_reserve(spec, plan, bridge, budget, seed, search, stops)
+    if offers_full_level(att.bridge, bool(plan.transfers), options.alignment_bytes):
+        whole = _level_attempt(spec, build_device_problem(graph, hardware, plan, att.bridge.device, options,
+                                                          reserve_factor=None), ATTEMPT_SHARES[0], budget, seed,
+                               search, stops)
+        _by_address(spec, plan, whole, budget, seed, search)
+        if shorter((att.bridge.problem, att.solution, att.offsets),
+                   (whole.bridge.problem, whole.solution, whole.offsets) if whole.offsets is not None else None):
+            att = whole
+    # The greedy baseline stays the one made with the reserve (its greedy-by-size offsets need the slack).
+    bridge, fast = att.bridge, hardware.device(att.bridge.device.name).profile.level(att.bridge.fast_level)
     g_offsets, g_result, _, _ = _offsets(
-        bridge, greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
-    chosen = expand(bridge, solution, offsets)
-    greedy_levels = expand(bridge, greedy.solution, g_offsets) if g_offsets is not None else None
-    stats = _device_stats(bridge, exact, greedy, all_slow, off_result, off_greedy, off_problem, g_result, hardware)
-    if by_address is not None:
-        stats.update(by_address[2])
+        reserved.bridge, reserved.greedy.solution, options.alignment_bytes, fast.capacity_bytes, 1.0, seed, False)
+    chosen = expand(bridge, att.solution, att.offsets)
+    greedy_levels = (expand(reserved.bridge, reserved.greedy.solution, g_offsets) if g_offsets is not None
+                     else None)
+    stats = _device_stats(bridge, att.exact, reserved.greedy, att.all_slow, att.off_result, att.off_greedy,
+                          att.off_problem, g_result, hardware)
+    if att.by_address is not None:
+        stats.update(att.by_address[2])
     streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
     if streams_bound is not None:  # several streams: a bound over every plan of the device
         stats["stream_plan_bound_device_cycles"] = streams_bound
         if stream_bound_covers_splits(bridge, options):  # absent: the bound is over unsplit plans
             stats["stream_plan_bound_splits"] = True
     return bridge, chosen, greedy_levels, stats, stops
+
+
+def _with_reserve(spec, plan, bridge, budget: float, seed: int, search: str, stops: list) -> _LevelAttempt:
+    """The level plan with part of the fast level held back (more on each attempt whose offsets
+    do not fit; every tensor in main memory when none fits), then made for the by-address order."""
+    graph, hardware, options = spec.graph, spec.hardware, spec.memory
+    dev = hardware.device(bridge.device.name)
+    for attempt, reserve_factor in enumerate(RESERVE_FACTORS):
+        # The level solver counts exact bytes at any address; offsets round each buffer up to
+        # the alignment and must pack. If they do not fit, hold back more and solve again.
+        bridge = bridge if attempt == 0 else build_device_problem(
+            graph, hardware, plan, dev, options, reserve_factor=reserve_factor)
+        att = _level_attempt(spec, bridge, ATTEMPT_SHARES[attempt], budget, seed, search, stops)
+        if att.offsets is not None:
+            break
+    else:  # nothing fits with padding: every tensor in main memory (no fast buffers at all)
+        att.solution = att.all_slow.solution
+        att.offsets, att.off_result, att.off_greedy, att.off_problem = _offsets(
+            bridge, att.solution, options.alignment_bytes, dev.profile.level(bridge.fast_level).capacity_bytes,
+            1.0, seed, False)
+    _by_address(spec, plan, att, budget, seed, search)
+    return att
+
+
+def _level_attempt(spec, bridge, shares: tuple[float, float], budget: float, seed: int, search: str,
+                   stops: list) -> _LevelAttempt:
+    """The level solver's plan of ``bridge`` and its packed offsets (None when they do not fit)."""
+    options = spec.memory
+    fast = spec.hardware.device(bridge.device.name).profile.level(bridge.fast_level)
+    level_share, offsets_share = shares
+    exact, greedy, all_slow = _solve_device(bridge, level_share * budget, seed, search)
+    offsets, off_result, off_greedy, off_problem = _offsets(
+        bridge, exact.solution, options.alignment_bytes, fast.capacity_bytes, offsets_share * budget,
+        seed, True, search)
+    stops += [exact.stats.get("stopped_by"), off_result.stats.get("stopped_by")]
+    if offsets is None:
+        log.warning("device %s: offsets of the level plan do not fit %s at %d B alignment "
+                    "(held back %d B)", bridge.device.name, fast.name, options.alignment_bytes, bridge.reserve_bytes)
+    return _LevelAttempt(bridge, exact, greedy, all_slow, exact.solution, offsets, off_result, off_greedy, off_problem)
+
+
+def _by_address(spec, plan, att: _LevelAttempt, budget: float, seed: int, search: str) -> None:
+    """Several streams: replace ``att``'s plan by one made for the by-address memory order when
+    shorter (:func:`~planner.memory.streams.shorter_by_address`; its figures kept)."""
+    if plan.transfers or att.offsets is None:
+        return
+    fast = spec.hardware.device(att.bridge.device.name).profile.level(att.bridge.fast_level)
+    att.by_address = shorter_by_address(att.bridge, att.solution, att.offsets, spec.memory.alignment_bytes,
+                                        fast.capacity_bytes, budget, seed, search)
+    if att.by_address is not None:
+        att.solution, att.offsets, _ = att.by_address
 
 
 def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -> dict[str, HierarchyLevels]:

@@ -221,12 +221,13 @@ def _fraction(bytes_per_s: int, clock_hz: int) -> Fraction:
 
 
 def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: Device,
-                         options: MemoryOptions, reserve_factor: int = 0) -> DeviceBridge:
+                         options: MemoryOptions, reserve_factor: int | None = 0) -> DeviceBridge:
     """The level problem of ``device`` for the order ``plan`` gives it.
 
     The fast capacity the solver sees is the level's minus a reserve: ``32`` alignments
     (``reserve_factor`` 0), else ``reserve_factor`` percent of the capacity, and at most an
-    eighth of it: room for rounding buffer addresses up and for fragmentation.
+    eighth of it: room for rounding buffer addresses up and for fragmentation. ``None``: no
+    reserve, the whole level (:mod:`planner.memory.full_level`).
     Call :func:`skip_reason` first; this assumes the device can be memory-planned.
     """
     profile = device.profile
@@ -273,7 +274,7 @@ def build_device_problem(graph: Graph, hardware: Hardware, plan: Plan, device: D
     writes = [tuple(sorted(set(outs))) for outs in op_outputs]
     compute = [op_cost(graph.ops[n], graph, profile, device.kind).compute_cycles for n in ops]
 
-    reserve = (32 * options.alignment_bytes if reserve_factor == 0
+    reserve = (0 if reserve_factor is None else 32 * options.alignment_bytes if reserve_factor == 0
                else fast.capacity_bytes * reserve_factor // 100)
     reserve = min(fast.capacity_bytes // 8, reserve)
     capacity_fast = max(1, fast.capacity_bytes - reserve)
