@@ -987,7 +987,9 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                 stops.append(stop)
                 resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)  # never, if the deadlines are right (tested)
-            if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads, tails and deadlines
+            if (N_LEVELS in options[d] or lv is None) and not evaluate.shared_bandwidth:
+                # its N-level plan re-solved under the same heads, tails and deadlines (not under
+                # sharing: the N-level model has no link holds, its re-timing no releases there)
                 found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
                                                 budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines)
                 stops.append(stop)
@@ -1024,8 +1026,8 @@ def _choice_bound(spine: Plan, graph, hardware: Hardware,
 
 
 def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:
-    """``bandwidth: shared`` (one switch for the spec), read off the two-level candidates (N-level
-    plans are offered only unshared)."""
+    """``bandwidth: shared`` (one switch for the spec), read off the two-level candidates (every
+    device with an N-level candidate has them too, except a homed one, which sharing refuses)."""
     return any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
                if not isinstance(lv, HierarchyLevels))
 
