@@ -62,6 +62,10 @@ class HierarchyLevels:
     bridge: HierarchyBridge
     solution: HierarchySolution
     stats: Mapping[str, Any] = field(default_factory=dict)  # memory.json's figures of the N-level solve
+    # Re-solved with its link transfers as link holds (shared bandwidth): each transfer's planned
+    # start (device cycles) by transfer_key, so the joint gate keeps the device's order with its
+    # transfers in it (as cross_device.HeldLevels for two levels); empty otherwise.
+    link_order: tuple[tuple[str, int], ...] = ()
 
     @property
     def device(self) -> str:
@@ -224,7 +228,7 @@ def _joint_gate(plan: Plan, graph: Graph, hardware: Hardware, two: Mapping[str, 
     for d, hl in many.items():
         ex = Expansion.of(hl.bridge, hl.solution)
         n_level[d] = (ex.problem, hl.solution, tuple(f"op:{n}" for n in ex.instances),
-                      tuple(f"dma:{d}:{q}" for q in range(len(hl.solution.moves))))
+                      tuple(f"dma:{d}:{q}" for q in range(len(hl.solution.moves))), hl.link_order)
     return mixed_gate(two, instances, n_level, transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links},
                       unplanned_shares(plan, graph, hardware, set(two) | set(many)), hardware)
 
