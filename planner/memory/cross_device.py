@@ -998,11 +998,8 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
                 resolve_deadlocks += _offer(options[d], f"{HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)  # never, if the deadlines are right (tested)
             if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads, tails and deadlines
-                hl = _n_level_incumbent(options[d], choice[d])
-                holds, tails = (_n_level_holds(current, spine, graph, hardware, others, hl)
-                                if evaluate.shared_bandwidth else ((), None))
-                found, stop = _resolve_n_levels(hl, current, graph, hardware, budgets[d] * HEADS_TAILS_SHARE, seed,
-                                                search, deadlines, holds, tails)
+                found, stop = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph, hardware,
+                                                budgets[d] * HEADS_TAILS_SHARE, seed, search, deadlines, (spine, others))
                 stops.append(stop)
                 resolve_deadlocks += _offer(options[d], f"{N_LEVELS} {HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)
@@ -1204,17 +1201,19 @@ def _n_level_holds(current: Plan, spine: Plan, graph, hardware: Hardware, others
 
 
 def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-                      search: str, deadlines: tuple[SentDeadline, ...] = (), holds: tuple[LinkHold, ...] = (),
-                      tails: Mapping[str, int] | None = None
+                      search: str, deadlines: tuple[SentDeadline, ...] = (),
+                      context: tuple[Plan, Mapping[str, Any]] | None = None
                       ) -> tuple[tuple[HierarchyLevels, Mapping] | None, str | None]:
     """``hl``'s device re-solved over all its levels under the heads and tails of ``current`` and the
     sent-tensor ``deadlines`` (its split factors kept; :mod:`~solvers.memory.levels.hierarchy_heads_tails`),
-    under sharing with its link transfers' ``holds`` read with ``tails``
-    (:func:`_n_level_holds`): the new plan with the figures memory.json gives it (None: no
-    plan, or the same decisions), and how the solve stopped."""
+    under sharing (its problem shares; ``context``: the spine and the other devices' plans) with
+    its link transfers as link holds (:func:`_n_level_holds`): the new plan with the figures
+    memory.json gives it (None: no plan, or the same decisions), and how the solve stopped."""
     bridge = hl.bridge
     factors = tuple(hl.solution.split_factors)
     problem = expand_hierarchy_splits(bridge.problem, factors)[0] if bridge.problem.splits else bridge.problem
+    shared = context is not None and problem.shared_bandwidth
+    holds, tails = _n_level_holds(current, context[0], graph, hardware, context[1], hl) if shared else ((), None)
     ht = bridge_heads_tails(current, graph, hardware, bridge.base, factors, deadlines, holds, tails)
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_hierarchy_heads_tails(problem, ht, opts, incumbent=replace(hl.solution, split_factors=()))

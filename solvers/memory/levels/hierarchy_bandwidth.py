@@ -124,7 +124,7 @@ def check_hierarchy_bandwidth(problem: HierarchyProblem, solution: HierarchySolu
 
 
 def replay_hierarchy_shared(problem: HierarchyProblem, solution: HierarchySolution, durations,
-                            move_waits, op_head=(), move_head=(), link_holds=()
+                            move_waits, op_head=(), move_head=(), link_holds=(), add_holds=None
                             ) -> tuple[list[int], list[int]] | tuple[list[int], list[int], list[int]]:
     """Op and move starts under shared bandwidth: the list schedule of
     :func:`~solvers.memory.levels.bandwidth.list_schedule_shared` in the solution's start order
@@ -135,8 +135,9 @@ def replay_hierarchy_shared(problem: HierarchyProblem, solution: HierarchySoluti
 
     Heads (a linked device): ``op_head[i]`` and ``move_head[q]`` are earliest starts (empty:
     none); ``link_holds`` (:mod:`~solvers.memory.levels.hierarchy_link_holds`) join the schedule
-    with their waits and main-level shares, and their starts are returned third (only when
-    given).
+    with their waits and main-level shares through ``add_holds``
+    (:func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_hold_keys`, passed in: that
+    module reads this one), and their starts are returned third (only when given).
 
     Examples
     --------
@@ -170,8 +171,7 @@ def replay_hierarchy_shared(problem: HierarchyProblem, solution: HierarchySoluti
     floor = {("op", i): h for i, h in enumerate(op_head) if h}
     floor.update({("dma", q): h for q, h in enumerate(move_head) if h})
     if link_holds:
-        from solvers.memory.levels.hierarchy_link_holds import add_hierarchy_hold_keys  # it imports this module
-        add_hierarchy_hold_keys(problem, solution, link_holds, deps, length, floor, priority, shares)
+        add_holds(problem, solution, link_holds, deps, length, floor, priority, shares)
     start = list_schedule_shared(deps, length, shares, priority, floor or None)
     timed = [start["op", i] for i in range(n)], [start["dma", q] for q in range(len(queue))]
     return (*timed, [start["hold", k] for k in range(len(link_holds))]) if link_holds else timed

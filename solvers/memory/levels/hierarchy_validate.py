@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_bandwidth import check_hierarchy_bandwidth, replay_hierarchy_shared
+from solvers.memory.levels.hierarchy_link_holds import add_hierarchy_hold_keys
 from solvers.memory.levels.hierarchy_split import expand_hierarchy_splits
 from solvers.memory.levels.problem import TransferKind
 
@@ -396,7 +397,8 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_
     op_head = list(op_release) or [0] * n
     move_head = [tensor_ready[m.tensor] if tensor_ready and m.kind is PREFETCH and m.hop == 0 else 0 for m in queue]
     if problem.shared_bandwidth:
-        timed = replay_hierarchy_shared(problem, solution, dur, waits, op_head, move_head, link_holds)
+        timed = replay_hierarchy_shared(problem, solution, dur, waits, op_head, move_head, link_holds,
+                                        add_hierarchy_hold_keys)
         op_start, mv_start = timed[0], timed[1]
         ends = [s + d for s, d in zip(op_start, dur)] + [s + m.duration_cycles for s, m in zip(mv_start, queue)]
         return HierarchyReplay(tuple(op_start), dur, tuple(mv_start), max(ends, default=0),
