@@ -1034,10 +1034,9 @@ def _choice_bound(spine: Plan, graph, hardware: Hardware,
 
 
 def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:
-    """``bandwidth: shared`` (one switch for the spec), read off the two-level candidates (every
-    device with an N-level candidate has them too, except a homed one, which sharing refuses)."""
-    return any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
-               if not isinstance(lv, HierarchyLevels))
+    """``bandwidth: shared`` (one switch for the spec), read off the candidates' problems."""
+    return any(lv.bridge.problem.shared_bandwidth if isinstance(lv, HierarchyLevels) else lv.expanded.shared_bandwidth
+               for c in candidates.values() for lv in c.values())
 
 
 SEEN_TRANSFERS = "heads/tails 0"
