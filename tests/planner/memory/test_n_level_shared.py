@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mixed
 from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
 from solvers.memory.levels import TransferKind
+from tests.planner.memory.test_n_level_linked import linked_four_level_specs
+from tests.sweeps import examples, random_sweep
 
 SPEC = "tests/data/specs/memdevices/four-level-shared.yaml"
 
@@ -75,3 +80,26 @@ def test_the_plan_directory_verifies_and_the_bound_covers_it(tmp_path):
     assert verdict.plan.makespan_cycles == 19952 and verdict.numeric.comparison.ok
     assert outcome.memory.cross_device_shared_bound == 16232
     assert outcome.memory.cross_device_bound == 17904 <= 19952
+
+
+@st.composite
+def shared_linked_four_level_specs(draw):
+    """test_n_level_linked's random linked four-level specs with ``bandwidth: shared``."""
+    spec = draw(linked_four_level_specs())
+    return {**spec, "memory": {**spec["memory"], "bandwidth": "shared"}}
+
+
+@random_sweep
+@settings(max_examples=examples(2, 30), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(shared_linked_four_level_specs())
+def test_random_shared_linked_four_level_plans_replay_equal_and_bound_soundly(choices, spec):
+    choices.clear()
+    outcome = run(spec)  # raises InternalError if the replay disagrees with the plan
+    assert outcome.simulation.valid and outcome.simulation.makespan_cycles == outcome.plan.makespan_cycles
+    assert outcome.plan.makespan_cycles <= outcome.memory_baselines["all in main memory"]
+    assert all(p.shared_bandwidth for p in outcome.programs.values())
+    assert compare_numeric(outcome.binaries, load_spec(spec).graph, seed=0).ok
+    (args, chosen), = choices
+    assert chosen.bound_cycles <= chosen.plan.makespan_cycles
+    assert all(isinstance(c[N_LEVELS], HierarchyLevels) for c in args[3].values())
