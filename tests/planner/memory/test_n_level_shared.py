@@ -4,18 +4,25 @@ tests/data/specs/memdevices/four-level-shared.yaml (numbers in its header)."""
 
 from __future__ import annotations
 
+import copy
+import itertools
 from dataclasses import replace
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner.errors import InfeasibleError, UnsupportedError
 from planner.memory.mixed_assemble import N_LEVELS, HierarchyLevels, assemble_mixed
+from planner.memory.retime import RetimingDeadlock
 from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.verify.compare import compare_numeric
 from solvers.memory.levels import TransferKind
+from tests.planner.memory.test_cross_device_deadlines import _device_plans
 from tests.planner.memory.test_n_level_linked import linked_four_level_specs
+from tests.planner.memory.test_n_level_linked_brute import _three_level_spec, n_level_plans
 from tests.sweeps import examples, random_sweep
 
 SPEC = "tests/data/specs/memdevices/four-level-shared.yaml"
@@ -103,3 +110,41 @@ def test_random_shared_linked_four_level_plans_replay_equal_and_bound_soundly(ch
     (args, chosen), = choices
     assert chosen.bound_cycles <= chosen.plan.makespan_cycles
     assert all(isinstance(c[N_LEVELS], HierarchyLevels) for c in args[3].values())
+
+
+def best_shared_whole_plan(spine, graph, hardware, candidates, alignment) -> int | None:
+    """test_n_level_linked_brute's best whole plan over every combination (an N-level plan or
+    main memory for a device offered one, main memory or a two-level plan for the others),
+    each combination re-timed under sharing."""
+    names = sorted(candidates)
+    per_device = []
+    for d in names:
+        if N_LEVELS in candidates[d]:
+            hb = candidates[d][N_LEVELS].bridge
+            per_device.append([None] + [HierarchyLevels(hb, s) for s in n_level_plans(hb.problem)])
+        else:
+            per_device.append([None] + _device_plans(candidates[d]["memory plan"].bridge, hardware, alignment))
+    best = None
+    for combo in itertools.product(*per_device):
+        levels = {d: lv for d, lv in zip(names, combo) if lv is not None}
+        try:
+            plan, _ = assemble_mixed(spine, graph, hardware, levels, alignment, shared_bandwidth=True)
+        except (InfeasibleError, UnsupportedError, RetimingDeadlock):
+            continue
+        best = plan.makespan_cycles if best is None else min(best, plan.makespan_cycles)
+    return best
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_shared_three_level_linked_bounds_are_below_every_whole_plan(choices, seed):
+    # Both bound terms (paths and links; main memory's share-cycles, which counts nothing on the
+    # N-level device) stay below the best whole plan under sharing, and the kept plan is it or above.
+    spec = copy.deepcopy(_three_level_spec(seed))
+    spec["memory"]["bandwidth"] = "shared"
+    outcome = run(load_spec(spec))
+    (args, chosen), = choices
+    spine, graph, hardware, candidates, alignment = args[:5]
+    assert any(N_LEVELS in c for c in candidates.values())
+    best = best_shared_whole_plan(spine, graph, hardware, candidates, alignment)
+    assert best is not None and chosen.bound_cycles <= best <= outcome.plan.makespan_cycles
+    assert chosen.shared_bound_cycles is not None and chosen.shared_bound_cycles <= best
