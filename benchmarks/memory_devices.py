@@ -5,7 +5,8 @@ specs with ``memory: {plan: true}`` added, a two-device MLP whose second half ru
 memory-bound on an edge NPU, two NPUs passing a ResNet block back and forth (sent-late) and a
 round trip whose sent tensor needs its deadline (round-trip) and a four-level NPU exchanging
 tensors with an edge NPU (four-level-linked, its N-level plan a cross-device candidate), and one
-whose N-level plan must see when the tensor it receives arrives (four-level-arrivals). Per instance: the replayed makespan of the memory plan (the
+whose N-level plan must see when the tensor it receives arrives (four-level-arrivals; with
+``bandwidth: shared``, four-level-shared). Per instance: the replayed makespan of the memory plan (the
 per-device choice across devices), everything in main memory and the greedy baseline; which
 one the binaries use; the numeric replay's verdict; and per memory-planned device the plan it
 uses, what its memory plan saves on its own ops, the whole plan with only its memory plan,
@@ -37,7 +38,7 @@ from benchmarks._machine import machine_facts
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = ROOT / "tests" / "data" / "specs" / "memdevices"
 INSTANCES = ("demo-memory", "pinned-memory", "memory-bound-two-devices", "sent-late", "round-trip", "four-level-linked",
-             "four-level-arrivals", "four-level-homes", "linked-chain-120", "linked-chain-240")
+             "four-level-arrivals", "four-level-homes", "four-level-shared", "linked-chain-120", "linked-chain-240")
 
 __all__ = ["INSTANCES", "linked_chain_spec", "run_instance", "main"]
 

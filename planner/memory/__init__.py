@@ -397,16 +397,14 @@ def _linked_n_levels(spec, plan, names, budget: float, seed: int, search: str) -
     only when the whole plan, re-timed with the other devices' arrivals and sends
     (:func:`~planner.memory.mixed_assemble.assemble_mixed`), ends strictly earlier.
 
-    Offered with gangs (the mixed re-timing starts each gang on one cycle). Not offered with
-    shared bandwidth (the mixed re-timing has no bandwidth gate), nor to a device that reads
+    Offered with gangs (the mixed re-timing starts each gang on one cycle) and with shared
+    bandwidth (the mixed re-timing holds every device's shares in one gate). Not offered to a device that reads
     tensors homed outside main memory (its candidates are all over every level,
     :func:`_homed_candidates`), nor where no N-level plan is found, nor where
     no level between the fast one and main memory is faster than main memory (``tpu-v4``'s
     cmem): there an op is never faster for a level the two-level plan lacks, and offering the
     candidate would only weaken the cross-device bound, which must then hold for it too."""
     options = spec.memory
-    if options.shared_bandwidth:
-        return {}
     out = {}
     for name in names:
         dev = spec.hardware.device(name)

@@ -46,7 +46,9 @@ from planner.memory.retime import Activity, RetimingDeadlock
 from planner.plan import Plan
 from solvers.core import SolveOptions
 from solvers.memory.levels import expand_hierarchy_splits, expand_splits, op_duration_lower_bounds, plan_all_slow
-from planner.memory.shared_bandwidth import bandwidth_gate, transfer_key, transfer_share, unplanned_shares
+from planner.memory.shared_bandwidth import (
+    bandwidth_gate, n_level_transfer_share, transfer_key, transfer_share, unplanned_shares,
+)
 from solvers.memory.levels.bandwidth import SHARE_UNITS
 from planner.memory.shared_bound import shared_main_memory_bound
 from solvers.memory.levels.link_holds import LinkHold
@@ -400,7 +402,8 @@ def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping
     the other on a link. A transfer in ``round_trips`` (it waits, through the other devices, for
     transfers out of this device) takes its head from there (device cycles, the device's own
     transfers at 0) and starts at least each lag after those transfers' holds start."""
-    bridge, dev = lv.bridge, lv.bridge.device
+    bridge = _two_level_bridge(lv)  # an N-level plan's holds: over its base, index for index
+    dev = bridge.device
     d = dev.name
     bandwidth = {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links}
     src_end: dict[tuple[str, str], int] = {}
@@ -418,7 +421,7 @@ def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping
             continue
         head = max(0, plan.transfers[before].end_cycle if before is not None and before not in index else 0)
         common = dict(duration_cycles=_to_device(t.duration_cycles, hardware, dev), name=transfer_key(t),
-                      shares=transfer_share(bandwidth[t.link], lv),
+                      shares=_end_share(bandwidth[t.link], lv, hardware),
                       after=index.get(before, -1) if before is not None else -1)
         if t.dst_device == d:
             head = max(head, src_end.get((t.src_device, t.src_op), 0))
@@ -439,6 +442,13 @@ def _link_holds(plan: Plan, hardware: Hardware, lv: DeviceLevels, tails: Mapping
             holds[j] = replace(h, head=head, lags=tuple((by_name[x], lag) for x, lag in sorted(lags.items())
                                                         if x in by_name and by_name[x] != j))
     return tuple(holds)
+
+
+def _end_share(link_bytes_per_s: int, lv, hardware: Hardware) -> int:
+    """A link transfer end's main-memory shares on ``lv``'s device (two-level or N-level plan)."""
+    if isinstance(lv, HierarchyLevels):
+        return n_level_transfer_share(link_bytes_per_s, lv.bridge.problem, hardware.device(lv.device))
+    return transfer_share(link_bytes_per_s, lv)
 
 
 def round_trips(spine: Plan, graph, hardware: Hardware, others: Mapping[str, DeviceLevels],
@@ -997,7 +1007,7 @@ def choose_across_devices(spine: Plan, graph, hardware: Hardware, candidates: Ma
             if N_LEVELS in options[d] or lv is None:  # its N-level plan re-solved under the same heads, tails and deadlines
                 found, stop, resolved_n[d] = _resolve_n_levels(_n_level_incumbent(options[d], choice[d]), current, graph,
                                                                hardware, budgets[d] * HEADS_TAILS_SHARE, seed, search,
-                                                               deadlines)
+                                                               deadlines, (spine, others))
                 stops.append(stop)
                 resolve_deadlocks += _offer(options[d], f"{N_LEVELS} {HEADS_TAILS} {passes}", found, d, choice, span,
                                             evaluate.deadlocked)
@@ -1038,10 +1048,9 @@ def _choice_bound(spine: Plan, graph, hardware: Hardware,
 
 
 def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:
-    """``bandwidth: shared`` (one switch for the spec), read off the two-level candidates (N-level
-    plans are offered only unshared)."""
-    return any(lv.expanded.shared_bandwidth for c in candidates.values() for lv in c.values()
-               if not isinstance(lv, HierarchyLevels))
+    """``bandwidth: shared`` (one switch for the spec), read off the candidates' problems."""
+    return any(lv.bridge.problem.shared_bandwidth if isinstance(lv, HierarchyLevels) else lv.expanded.shared_bandwidth
+               for c in candidates.values() for lv in c.values())
 
 
 SEEN_TRANSFERS = "heads/tails 0"
@@ -1193,17 +1202,33 @@ def _all_slow_objective(problem, ht: HeadsTails) -> int | None:
         return None
 
 
+def _n_level_holds(current: Plan, spine: Plan, graph, hardware: Hardware, others: Mapping[str, Any],
+                   hl: HierarchyLevels) -> tuple[tuple[LinkHold, ...], dict[str, int]]:
+    """Under sharing, an N-level device's link transfers as link holds of its main level (as a
+    two-level re-solve's, :func:`_link_holds`, over its base bridge; no round trips: their lags
+    are measured over two-level plans) and the tails they were read with (sends' tails count
+    the other devices' shares and DMA waits, :func:`shared_send_tails`)."""
+    d = hl.device
+    tails = shared_send_tails(critical_tails(current, graph, d), current, spine, graph, hardware, others, d)
+    return _link_holds(current, hardware, hl, tails, {}), tails
+
+
 def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
-                      search: str, deadlines: tuple[SentDeadline, ...] = ()
+                      search: str, deadlines: tuple[SentDeadline, ...] = (),
+                      context: tuple[Plan, Mapping[str, Any]] | None = None
                       ) -> tuple[tuple[HierarchyLevels, Mapping] | None, str | None, tuple]:
     """``hl``'s device re-solved over all its levels under the heads and tails of ``current`` and the
-    sent-tensor ``deadlines`` (its split factors kept; :mod:`~solvers.memory.levels.hierarchy_heads_tails`):
-    the new plan with the figures memory.json gives it (None: no plan, or the same decisions),
-    how the solve stopped, and its figures (objective, lower bound, everything at home's objective)."""
+    sent-tensor ``deadlines`` (its split factors kept; :mod:`~solvers.memory.levels.hierarchy_heads_tails`),
+    under sharing (its problem shares; ``context``: the spine and the other devices' plans) with
+    its link transfers as link holds (:func:`_n_level_holds`): the new plan with the figures
+    memory.json gives it (None: no plan, or the same decisions), how the solve stopped, and its
+    figures (objective, lower bound, everything at home's objective)."""
     bridge = hl.bridge
     factors = tuple(hl.solution.split_factors)
     problem = expand_hierarchy_splits(bridge.problem, factors)[0] if bridge.problem.splits else bridge.problem
-    ht = bridge_heads_tails(current, graph, hardware, bridge.base, factors, deadlines)
+    shared = context is not None and problem.shared_bandwidth
+    holds, tails = _n_level_holds(current, context[0], graph, hardware, context[1], hl) if shared else ((), None)
+    ht = bridge_heads_tails(current, graph, hardware, bridge.base, factors, deadlines, holds, tails)
     opts = SolveOptions(time_limit_s=max(0.1, time_limit_s), num_workers=1, random_seed=seed, search=search)
     result = solve_hierarchy_heads_tails(problem, ht, opts, incumbent=replace(hl.solution, split_factors=()))
     stop = result.stats.get("stopped_by")
@@ -1218,7 +1243,8 @@ def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardw
     stats = {**hl.stats, "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
              "heads_tails_objective_device_cycles": result.objective,
              "heads_tails_bound_device_cycles": result.bound}
-    return (HierarchyLevels(bridge, solution, stats), stats), stop, figures
+    order = tuple((h.name, s) for h, s in zip(ht.link_holds, solution.link_starts))  # the joint gate keeps it
+    return (HierarchyLevels(bridge, solution, stats, order), stats), stop, figures
 
 
 def _all_home_objective(problem, ht) -> int | None:

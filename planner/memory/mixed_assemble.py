@@ -41,6 +41,7 @@ from planner.memory.hierarchy_assemble import (
 from planner.memory.hierarchy_bridge import HierarchyBridge
 from planner.memory.plan import DeviceMemoryPlan, MemoryBuffer, MemoryPlan
 from planner.memory.retime import Activity, list_schedule
+from planner.memory.shared_bandwidth import mixed_gate, unplanned_shares
 from planner.plan import PlacedOp, PlacedTransfer, Plan
 from solvers.memory.levels import HierarchySolution, TransferKind
 
@@ -61,6 +62,10 @@ class HierarchyLevels:
     bridge: HierarchyBridge
     solution: HierarchySolution
     stats: Mapping[str, Any] = field(default_factory=dict)  # memory.json's figures of the N-level solve
+    # Re-solved with its link transfers as link holds (shared bandwidth): each transfer's planned
+    # start (device cycles) by transfer_key, so the joint gate keeps the device's order with its
+    # transfers in it (as cross_device.HeldLevels for two levels); empty otherwise.
+    link_order: tuple[tuple[str, int], ...] = ()
 
     @property
     def device(self) -> str:
@@ -176,9 +181,10 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
                    stats: Mapping[str, Mapping] | None = None,
                    gangs: Sequence[Sequence[str]] = (), shared_bandwidth: bool = False) -> tuple[Plan, MemoryPlan]:
     """:func:`~planner.memory.assemble.assemble` where some of ``levels`` are :class:`HierarchyLevels`
-    (the same when none is, ``shared_bandwidth`` included). Separate bandwidth only: the
-    cross-device choice offers N-level candidates only then. Each of ``gangs`` starts on one
-    cycle (an N-level device's member by its first instance, on its one compute resource).
+    (the same when none is, ``shared_bandwidth`` included). Under ``shared_bandwidth`` (or a
+    level plan that shares) one gate holds every device's shares in the one list schedule
+    (:func:`_joint_gate`). Each of ``gangs`` starts on one cycle (an N-level device's member by
+    its first instance, on its one compute resource).
 
     Raises
     ------
@@ -192,10 +198,11 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
     two, many = _split(levels)
     if not many:
         return assemble(plan, graph, hardware, levels, alignment_bytes, stats, gangs, shared_bandwidth)
-    if shared_bandwidth:
-        raise ValueError("N-level plans across devices are not offered with shared bandwidth")
     acts, sequences, transfers = mixed_activities(plan, graph, hardware, levels)
-    start = list_schedule(acts, sequences, gangs=_gang_activities(acts, gangs))
+    shared_bandwidth = shared_bandwidth or any(lv.expanded.shared_bandwidth for lv in two.values()) or any(
+        hl.bridge.problem.shared_bandwidth for hl in many.values())
+    gate = _joint_gate(plan, graph, hardware, two, many, transfers) if shared_bandwidth else None
+    start = list_schedule(acts, sequences, gate, gangs=_gang_activities(acts, gangs))
     duration = {a.name: a.duration for a in acts}
 
     rest, device_plans = retimed_parts(replace(plan, ops=tuple(o for o in plan.ops if o.device not in many)), graph,
@@ -207,6 +214,23 @@ def assemble_mixed(plan: Plan, graph: Graph, hardware: Hardware, levels: Mapping
         new_ops += ops
     ops = tuple(sorted((*rest.ops, *new_ops), key=lambda o: (o.start_cycle, o.device, o.stream, o.name)))
     return replace(rest, ops=ops), MemoryPlan(dict(sorted(device_plans.items())))
+
+
+def _joint_gate(plan: Plan, graph: Graph, hardware: Hardware, two: Mapping[str, DeviceLevels],
+                many: Mapping[str, HierarchyLevels], transfers: list[PlacedTransfer]):
+    """Under ``bandwidth: shared``, the one gate of the whole re-timing
+    (:func:`~planner.memory.shared_bandwidth.mixed_gate`): the two-level devices' ops and DMAs,
+    the N-level devices' instances and hops over every level, the unplanned devices' ops and
+    each link transfer's ends, all holding their shares in one list schedule."""
+    instances = {d: tuple(lv.bridge.ops[orig] + (f"#{p}" if lv.factors_of_op[orig] > 1 else "")
+                          for orig, p in lv.op_origin) for d, lv in two.items()}  # assemble's instance names
+    n_level = {}
+    for d, hl in many.items():
+        ex = Expansion.of(hl.bridge, hl.solution)
+        n_level[d] = (ex.problem, hl.solution, tuple(f"op:{n}" for n in ex.instances),
+                      tuple(f"dma:{d}:{q}" for q in range(len(hl.solution.moves))), hl.link_order)
+    return mixed_gate(two, instances, n_level, transfers, {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links},
+                      unplanned_shares(plan, graph, hardware, set(two) | set(many)), hardware)
 
 
 def _gang_activities(acts: Sequence[Activity], gangs: Sequence[Sequence[str]]) -> list[list[str]]:

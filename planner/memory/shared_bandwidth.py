@@ -49,7 +49,7 @@ from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares, 
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_op_shares, hop_shares
 
 __all__ = ["BandwidthGate", "device_bandwidth", "transfer_share", "transfer_key", "unplanned_shares", "main_memory_share",
-           "bandwidth_gate", "hierarchy_gate"]
+           "bandwidth_gate", "hierarchy_gate", "mixed_gate", "n_level_transfer_share"]
 
 _Share = tuple[str, int, int]  # (device, level index: 0 fast, 1 main (N levels: the problem's), shares)
 
@@ -323,3 +323,98 @@ def hierarchy_gate(device: str, problem: HierarchyProblem, solution: HierarchySo
         if m.duration_cycles > 0:
             keyed.append(((m.start_cycle, 1, q), name))
     return BandwidthGate(shares, {device: tuple(name for _, name in sorted(keyed))}, in_order)
+
+
+def mixed_gate(two_level: Mapping, instances: Mapping[str, tuple[str, ...]], n_level: Mapping[str, tuple],
+               transfers: Sequence, links: Mapping[str, int], unplanned: Mapping[str, tuple[_Share, ...]],
+               hardware) -> BandwidthGate:
+    """The joint gate of a whole plan whose devices mix N-level, two-level and unplanned ones
+    under ``bandwidth: shared`` (:func:`~planner.memory.mixed_assemble.assemble_mixed`).
+
+    ``two_level`` and ``instances`` as :func:`bandwidth_gate`'s ``levels`` and ``instances``;
+    ``n_level``: device -> ``(problem, solution, op names, hop names, link order)`` of its
+    expanded N-level problem and solution (:func:`hierarchy_gate`'s arguments) and, for a plan
+    re-solved with its transfers as link holds, each transfer's planned start by
+    :func:`transfer_key` (else empty); ``unplanned``: the shares of the devices with neither
+    (:func:`unplanned_shares`). Every op instance and hop of an N-level device holds its shares
+    of each of its levels; a link transfer's end there holds its :func:`dma_share` of the
+    problem's main level (at the link's rate, as the simulator's SEND and RECV). With transfers
+    no device's order is enforced (only the shares, as :func:`bandwidth_gate` with ``in_order``
+    False), except a held plan's (two-level or N-level), whose order with its transfers in it
+    holds: the re-timing then follows its choice of which goes first when shares do not fit.
+    Without transfers every device keeps its level plan's order.
+
+    Examples
+    --------
+    A transfer from an unplanned device ``e`` into an N-level device ``n`` whose op holds all of
+    its main level (index 1); the link runs at half of either main memory's rate:
+
+    >>> from types import SimpleNamespace as NS
+    >>> from solvers.memory.levels import Move, TransferKind
+    >>> p = HierarchyProblem((1,), ((0,),), ((),), (8,), (16, 64, 1024), (8, 4, 1), 1,
+    ...                      ((0, 1), (1, 2)), shared_bandwidth=True)
+    >>> s = HierarchySolution(((1, 1),), ((False, False),), (), (5,), (2,))
+    >>> dev = NS(profile=NS(clock_hz=10**9, main_memory=NS(bandwidth_bytes_per_s=4 * 10**9)))
+    >>> xfer = NS(src_device="e", dst_device="n", link="l", duration_cycles=5, src_op="a", dst_op="b")
+    >>> g = mixed_gate({}, {}, {"n": (p, s, ("op:b",), (), ())}, [xfer], {"l": 2 * 10**9}, {},
+    ...                NS(device=lambda d: dev))
+    >>> g.shares["op:b"], g.shares["xfer:0"], g.in_order, g.ordered
+    ((('n', 1, 1000),), (('e', 1, 500), ('n', 1, 500)), False, frozenset())
+
+    Re-solved with the transfer held before its op (planned start 0), the order holds:
+
+    >>> held = mixed_gate({}, {}, {"n": (p, s, ("op:b",), (), (("a->b@l", 0),))}, [xfer], {"l": 2 * 10**9}, {},
+    ...                   NS(device=lambda d: dev))
+    >>> held.orders["n"], held.ordered
+    (('xfer:0', 'op:b'), frozenset({'n'}))
+    """
+    in_order = not transfers
+    base = bandwidth_gate(two_level, instances, in_order, transfers, links, unplanned, hardware)
+    shares = dict(base.shares) if base is not None else {}
+    orders = dict(base.orders) if base is not None else {}
+    ordered = base.ordered if base is not None else frozenset()
+    ordered = set(ordered)
+    for d, (problem, solution, op_names, hop_names, link_order) in n_level.items():
+        own = hierarchy_gate(d, problem, solution, op_names, hop_names, in_order)
+        shares.update(own.shares)
+        orders.update(own.orders)
+        held = _held_order(d, solution, op_names, hop_names, link_order, transfers)
+        if held is not None:
+            orders[d] = held
+            ordered.add(d)
+    for k, t in enumerate(transfers):
+        if t.duration_cycles <= 0:
+            continue
+        rows = [row for row in shares.get(f"xfer:{k}", ()) if row[0] not in n_level]
+        for d in (t.src_device, t.dst_device):
+            if d in n_level:
+                u = n_level_transfer_share(links[t.link], n_level[d][0], hardware.device(d))
+                rows += [(d, n_level[d][0].main_level, u)] if u else []
+        if rows:
+            shares[f"xfer:{k}"] = tuple(rows)
+    return BandwidthGate(shares, orders, in_order, frozenset(ordered))
+
+
+def _held_order(device: str, solution: HierarchySolution, op_names: Sequence[str], hop_names: Sequence[str],
+                link_order: Sequence[tuple[str, int]], transfers: Sequence) -> tuple[str, ...] | None:
+    """An N-level device's order with its transfers in it (ops, hops, then transfers on ties, by
+    the solution's starts and ``link_order``), or None: not a held plan, or one solved with other
+    transfers than ``transfers``."""
+    held = dict(link_order)
+    mine = {transfer_key(t): k for k, t in enumerate(transfers)
+            if device in (t.src_device, t.dst_device) and t.duration_cycles > 0}
+    if not held or not set(mine) <= set(held):
+        return None
+    keyed = [((s, 0, i), name) for i, (name, s, d) in enumerate(zip(op_names, solution.op_start, solution.op_duration))
+             if d > 0]
+    keyed += [((m.start_cycle, 1, q), name) for q, (name, m) in enumerate(zip(hop_names, solution.moves))
+              if m.duration_cycles > 0]
+    rank = {key: n for n, key in enumerate(held)}
+    keyed += [((held[key], 2, rank[key]), f"xfer:{k}") for key, k in mine.items()]
+    return tuple(name for _, name in sorted(keyed))
+
+
+def n_level_transfer_share(link_bytes_per_s: int, problem: HierarchyProblem, device) -> int:
+    """A transfer end's shares of an N-level device's main level (as :func:`transfer_share`)."""
+    rate = Fraction(link_bytes_per_s, device.profile.clock_hz)
+    return dma_share(rate, problem.bandwidth_bytes_per_cycle[problem.main_level])

@@ -537,20 +537,13 @@ def resolve_homes(document: SpecDocument, graph, hw: Hardware, locator: Locator)
     Raises
     ------
     planner.errors.SpecError
-        At ``memory.home`` when the spec has more than one device instance and shares main
-        memory's bandwidth (``bandwidth: shared``); at
-        ``memory.home.<tensor>`` for an unknown tensor, an activation or output, an unknown
+        At ``memory.home.<tensor>`` for an unknown tensor, an activation or output, an unknown
         level or a level listed before main memory.
     """
     homes: dict[str, str] = {}
     profiles: dict[str, object] = {}
     for d in hw.devices:
         profiles.setdefault(d.kind, d.profile)
-    if document.memory.home and len(hw.devices) != 1 and document.memory.bandwidth == "shared":
-        raise locator.error("homes outside main memory with several devices are planned over every level by the "
-                            "cross-device choice, whose whole-plan re-timing of such plans has no bandwidth gate: "
-                            "use `bandwidth: separate` (the default), or one device; this spec has "
-                            f"{len(hw.devices)} device instances and `bandwidth: shared`", ("memory", "home"))
     for tensor, level in document.memory.home.items():
         loc = ("memory", "home", tensor)
         if tensor not in graph.tensors:

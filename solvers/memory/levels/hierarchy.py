@@ -319,6 +319,9 @@ class HierarchySolution:
     # One factor per split group of the problem: the solution is then one of its expansion's
     # (solvers.memory.levels.hierarchy_split.expand_hierarchy_splits), op for op.
     split_factors: tuple[int, ...] = ()
+    # Under heads and tails with link holds (shared bandwidth): each hold's start, in the holds'
+    # order (solvers.memory.levels.hierarchy_link_holds); empty otherwise.
+    link_starts: tuple[int, ...] = ()
 
     @property
     def makespan_cycles(self) -> int:

@@ -124,13 +124,20 @@ def check_hierarchy_bandwidth(problem: HierarchyProblem, solution: HierarchySolu
 
 
 def replay_hierarchy_shared(problem: HierarchyProblem, solution: HierarchySolution, durations,
-                            move_waits) -> tuple[list[int], list[int]]:
+                            move_waits, op_head=(), move_head=(), link_holds=(), add_holds=None
+                            ) -> tuple[list[int], list[int]] | tuple[list[int], list[int], list[int]]:
     """Op and move starts under shared bandwidth: the list schedule of
     :func:`~solvers.memory.levels.bandwidth.list_schedule_shared` in the solution's start order
     (ops before moves on ties). The waits are the unshared replay's: an op waits for the
     previous op and the moves it releases; a move for the previous move (one engine), its
     trigger op and ``move_waits[q]`` (previous hop, the tensor's eviction). ValueError on a
     deadlock.
+
+    Heads (a linked device): ``op_head[i]`` and ``move_head[q]`` are earliest starts (empty:
+    none); ``link_holds`` (:mod:`~solvers.memory.levels.hierarchy_link_holds`) join the schedule
+    with their waits and main-level shares through ``add_holds``
+    (:func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_hold_keys`, passed in: that
+    module reads this one), and their starts are returned third (only when given).
 
     Examples
     --------
@@ -161,12 +168,18 @@ def replay_hierarchy_shared(problem: HierarchyProblem, solution: HierarchySoluti
         length[key] = m.duration_cycles
         shares[key] = hop_shares(problem, m.src_level, m.dst_level)
         priority[key] = (m.start_cycle, 1, q)
-    start = list_schedule_shared(deps, length, shares, priority)
-    return [start["op", i] for i in range(n)], [start["dma", q] for q in range(len(queue))]
+    floor = {("op", i): h for i, h in enumerate(op_head) if h}
+    floor.update({("dma", q): h for q, h in enumerate(move_head) if h})
+    if link_holds:
+        add_holds(problem, solution, link_holds, deps, length, floor, priority, shares)
+    start = list_schedule_shared(deps, length, shares, priority, floor or None)
+    timed = [start["op", i] for i in range(n)], [start["dma", q] for q in range(len(queue))]
+    return (*timed, [start["hold", k] for k in range(len(link_holds))]) if link_holds else timed
 
 
 def add_hierarchy_bandwidth(model: cp_model.CpModel, problem: HierarchyProblem, v) -> None:
-    """One ``Cumulative`` per level over the op and hop intervals, demands = shares.
+    """One ``Cumulative`` per level over the op and hop intervals, demands = shares (and the main
+    level's over the link holds' intervals, ``v.hold_intervals``, when the model has them).
 
     An op's share of level l is ``u = ceil(SHARE_UNITS * c_l / dur)``, tied by
     ``u*dur >= SHARE_UNITS*c_l`` and ``u*dur <= SHARE_UNITS*c_l + dur - 1`` (products; a
@@ -202,6 +215,9 @@ def add_hierarchy_bandwidth(model: cp_model.CpModel, problem: HierarchyProblem, 
                 if u:
                     intervals[lv].append(iv)
                     demands[lv].append(u)
+    for iv, u in getattr(v, "hold_intervals", ()):  # link holds: shares of the main level
+        intervals[problem.main_level].append(iv)
+        demands[problem.main_level].append(u)
     for lv in range(nl):
         if intervals[lv]:
             model.add_cumulative(intervals[lv], demands[lv], SHARE_UNITS)

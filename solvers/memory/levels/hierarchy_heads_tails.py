@@ -16,8 +16,13 @@ The N-level twin of :mod:`~solvers.memory.levels.heads_tails`, with the same
                     received tensor) starts.
 
 Objective ``max(makespan, end(i) + op_tail[i], home_ready(t) + tensor_tail[t])``
-(:func:`hierarchy_objective`). Empty rows: the plain problem. Separate bandwidth, one
-compute stream (the N-level model's), unsplit problems (expand the split groups first).
+(:func:`hierarchy_objective`). Empty rows: the plain problem. One compute stream (the
+N-level model's), unsplit problems (expand the split groups first). Under shared bandwidth the
+heads are floors of the shared replay, and ``link_holds`` (the device's link transfer ends,
+:mod:`~solvers.memory.levels.hierarchy_link_holds`) hold main-level shares in the model, the
+replay and the validator; each hold's end plus its tail joins the objective. With holds, no
+window search above ``max_model_ops`` (the window model has no holds): the best re-timed
+baseline is the plan there.
 
 :func:`solve_hierarchy_heads_tails`: the greedy plans, everything at home and an incumbent,
 re-timed under the heads (:func:`retime_hierarchy_heads_tails`), are the baselines; up to
@@ -57,9 +62,11 @@ from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import integer_objective_bound
 from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline, copy_ready, settle_deadlines
+from solvers.memory.levels.link_holds import with_lag_floors
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy
+from solvers.memory.levels.hierarchy_link_holds import hierarchy_hold_objective_terms, hierarchy_hold_violations
 from solvers.memory.levels.hierarchy_model import build_hierarchy_model, model_horizon
 from solvers.memory.levels.hierarchy_validate import replay_hierarchy, validate_hierarchy
 from solvers.memory.levels.hierarchy_window import WindowGoal, WindowSettings, window_search
@@ -118,14 +125,22 @@ def hierarchy_objective(problem: HierarchyProblem, solution: HierarchySolution, 
         ready = home_ready(problem, solution)
         best = max([best] + [ready[t] + ht.tail_of_tensor(t) for t in range(problem.num_tensors)
                              if ht.tail_of_tensor(t)])
-    return best
+    return max([best] + hierarchy_hold_objective_terms(solution, ht.link_holds)) if ht.link_holds else best
 
 
-def _retimed(problem: HierarchyProblem, solution: HierarchySolution, op_release, tensor_ready) -> HierarchySolution:
-    r = replay_hierarchy(problem, solution, op_release, tensor_ready)
+def _retimed(problem: HierarchyProblem, solution: HierarchySolution, op_release, tensor_ready,
+             link_holds=()) -> HierarchySolution:
+    r = replay_hierarchy(problem, solution, op_release, tensor_ready, link_holds)
+    if any(h.lags for h in link_holds):  # round trips: raise each head to its lags, until nothing moves
+        for _ in range(len(link_holds) + 1):
+            raised = with_lag_floors(link_holds, r.link_start)
+            if raised == link_holds:
+                break
+            link_holds = raised
+            r = replay_hierarchy(problem, solution, op_release, tensor_ready, link_holds)
     moves = tuple(replace(m, start_cycle=s) for m, s in zip(solution.moves, r.move_start))
     return HierarchySolution(solution.level, solution.kept, moves, r.op_start, r.op_duration,
-                             solution.split_factors)
+                             solution.split_factors, r.link_start)
 
 
 def retime_hierarchy_heads_tails(problem: HierarchyProblem, solution: HierarchySolution,
@@ -136,7 +151,7 @@ def retime_hierarchy_heads_tails(problem: HierarchyProblem, solution: HierarchyS
     moves (at most ``len(deadlines) + 1`` replays without a cycle). Raises ValueError on a
     deadlock (also: a deadline's op comes, in the plan's order, before the copy it waits for)."""
     return settle_deadlines(ht, problem.num_ops, problem.num_tensors,
-                            lambda release, ready: _retimed(problem, solution, release, ready),
+                            lambda release, ready: _retimed(problem, solution, release, ready, ht.link_holds),
                             lambda timed: home_ready(problem, timed),
                             "a sent tensor reaches home after an op or fetch that waits for it")
 
@@ -203,7 +218,8 @@ def validate_hierarchy_heads_tails(problem: HierarchyProblem, solution: Hierarch
         if m.kind is PREFETCH and m.hop == 0 and m.start_cycle < ht.ready(m.tensor):
             errs.append(f"a fetch of tensor {problem.tensor_name(m.tensor)} (hop 0) starts at {m.start_cycle}, "
                         f"before it arrives at {ht.ready(m.tensor)}")
-    return errs + hierarchy_deadline_violations(problem, solution, ht)
+    return errs + hierarchy_deadline_violations(problem, solution, ht) + hierarchy_hold_violations(
+        problem, solution, ht.link_holds)
 
 
 def hierarchy_heads_tails_lower_bound(problem: HierarchyProblem, ht: HeadsTails) -> int:
@@ -212,7 +228,9 @@ def hierarchy_heads_tails_lower_bound(problem: HierarchyProblem, ht: HeadsTails)
     The ops run in order on one stream, each at least its shortest duration over any level
     assignment (:func:`~solvers.memory.levels.hierarchy_bounds.op_cycle_lower_bounds`), from
     its release and, with a deadline, from the sent tensor's producer's end plus the lag (a
-    tensor is at home no earlier than its producer ends); the tails follow the ends. Capacity
+    tensor is at home no earlier than its producer ends; an op a receive hold waits, from the
+    hold's head plus its length; a hold ends no earlier than its head, a send's than its
+    source op's end, plus its length, then its tail); the tails follow the ends. Capacity
     beyond each op, DMAs and the engine are dropped.
 
     Examples
@@ -227,17 +245,36 @@ def hierarchy_heads_tails_lower_bound(problem: HierarchyProblem, ht: HeadsTails)
         producer = problem.accesses(dl.tensor)[0]
         if dl.op >= 0 and problem.is_real(producer):
             waits.setdefault(dl.op, []).append((producer, dl.lag_cycles))
+    received = _receive_floors(problem, ht)
     end: list[int] = []
     best = 0
     for i in range(problem.num_ops):
-        ready = max([end[i - 1] if i else 0, ht.release(i)] + [end[p] + lag for p, lag in waits.get(i, ()) if p < i])
+        ready = max([end[i - 1] if i else 0, ht.release(i), received.get(i, 0)]
+                    + [end[p] + lag for p, lag in waits.get(i, ()) if p < i])
         end.append(ready + shortest[i])
         best = max(best, end[i] + ht.tail_of_op(i))
+    for h in ht.link_holds:  # a hold ends no earlier than its head (a send: its source op) plus its length
+        after = [end[h.op]] if h.role == "send" and problem.is_real(h.op) else []
+        best = max(best, max([h.head] + after) + h.duration_cycles + h.tail)
     for t in range(problem.num_tensors):
         if ht.tail_of_tensor(t):
             producer = problem.accesses(t)[0]
             best = max(best, (end[producer] if problem.is_real(producer) else 0) + ht.tail_of_tensor(t))
     return best
+
+
+def _receive_floors(problem: HierarchyProblem, ht: HeadsTails) -> dict[int, int]:
+    """Per op, the earliest start the receive holds allow: a recv's head plus its length for its
+    op and every reader of the copies it brings."""
+    out: dict[int, int] = {}
+    for h in ht.link_holds:
+        if h.role != "recv":
+            continue
+        ops = {h.op} if problem.is_real(h.op) else set()
+        ops.update(a for t in h.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))
+        for a in ops:
+            out[a] = max(out.get(a, 0), h.head + h.duration_cycles)
+    return out
 
 
 def add_hierarchy_heads_tails(model, problem: HierarchyProblem, v, ht: HeadsTails, upper: int):
@@ -277,6 +314,8 @@ def add_hierarchy_heads_tails(model, problem: HierarchyProblem, v, ht: HeadsTail
                 _add_if(model, begin >= v.end(producer) + dl.lag_cycles, present)
             for hops in evictions.get(dl.tensor, ()):
                 _add_if(model, begin >= hops[-1].end + dl.lag_cycles, present, hops[0].present)
+    for k, h in enumerate(ht.link_holds):  # the model was built with them (build_hierarchy_model)
+        model.add(objective >= v.hold_start[k] + h.duration_cycles + h.tail)
     return objective
 
 
@@ -341,8 +380,6 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     name = "cpsat-hierarchy-heads-tails"
     if problem.splits:
         raise ValueError("expand split groups first (expand_hierarchy_splits, HeadsTails.expanded)")
-    if problem.shared_bandwidth:
-        raise ValueError("heads and tails over N levels are modelled with separate bandwidth only")
     ht.check(problem)
     plans = _baselines(problem, ht, incumbent)
     best = min(plans, key=lambda s: hierarchy_objective(problem, s, ht)) if plans else None
@@ -350,7 +387,7 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     best_obj = hierarchy_objective(problem, best, ht) if best is not None else None
     stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
     too_large = problem.num_ops > max_model_ops
-    if best is not None and too_large and best_obj > lower:
+    if best is not None and too_large and best_obj > lower and not ht.link_holds:
         best, stats["window_search"] = heads_tails_window_search(problem, ht, best, lower, options, calibration, t0)
         best_obj, stats["stopped_by"] = hierarchy_objective(problem, best, ht), stats["window_search"]["stopped_by"]
     if best is not None and (best_obj <= lower or too_large):
@@ -359,11 +396,13 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     if too_large:  # only a re-timed baseline starts the windows, and none fits
         return failure_result(Status.UNKNOWN, name, time.perf_counter() - t0, **stats)
     upper = best_obj if best is not None else model_horizon(problem) + _head_room(ht)
-    model, v = build_hierarchy_model(problem, upper, best)
+    model, v = build_hierarchy_model(problem, upper, best, link_holds=ht.link_holds)
     objective = add_hierarchy_heads_tails(model, problem, v, ht, upper)
     model.add(objective >= lower)
     if best is not None:
         model.add_hint(objective, best_obj)
+        for var, value in zip(getattr(v, "hold_start", ()), best.link_starts):
+            model.add_hint(var, value)
     model.minimize(objective)
     budget = Budget.of(options, calibration, t0)
     status, solver, progress = budget.run_cpsat(model, options, budget.left, "hierarchy_heads_tails",
@@ -371,7 +410,10 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     stats.update(budget.stats())
     bound = lower
     if status.has_solution:
-        found = retime_hierarchy_heads_tails(problem, v.extract(solver), ht)
+        extracted = v.extract(solver)
+        if ht.link_holds:  # the holds' places rank them in the re-timing
+            extracted = replace(extracted, link_starts=tuple(solver.value(x) for x in v.hold_start))
+        found = retime_hierarchy_heads_tails(problem, extracted, ht)
         if best is None or hierarchy_objective(problem, found, ht) < best_obj:
             best, best_obj = found, hierarchy_objective(problem, found, ht)
         bound = max(bound, integer_objective_bound(solver))
@@ -419,5 +461,8 @@ def heads_tails_window_search(problem: HierarchyProblem, ht: HeadsTails, best: H
 
 def _head_room(ht: HeadsTails) -> int:
     """What the heads, tails and lags can add to a horizon every plan fits in."""
-    return (max((*ht.op_release, *ht.tensor_ready, 0)) + max((*ht.op_tail, *ht.tensor_tail, 0))
-            + sum(dl.lag_cycles for dl in ht.deadlines) + 1)
+    holds = ht.link_holds
+    return (max((*ht.op_release, *ht.tensor_ready, *(h.head for h in holds), 0))
+            + max((*ht.op_tail, *ht.tensor_tail, *(h.tail for h in holds), 0))
+            + sum(dl.lag_cycles for dl in ht.deadlines) + sum(h.duration_cycles + sum(lag for _, lag in h.lags)
+                                                            for h in holds) + 1)

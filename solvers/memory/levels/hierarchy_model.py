@@ -45,6 +45,7 @@ from ortools.sat.python import cp_model
 from solvers.cpsat_support import interval_if
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_bandwidth import add_hierarchy_bandwidth
+from solvers.memory.levels.hierarchy_link_holds import add_hierarchy_link_hold_vars, add_hierarchy_link_hold_waits
 from solvers.memory.levels.problem import TransferKind, cycles_for_bytes
 
 __all__ = [
@@ -594,7 +595,8 @@ def _tensor_pieces(problem: HierarchyProblem, v: HierarchyVars, t: int, end: int
 
 def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
                           hint: HierarchySolution | None = None, fixed: HierarchySolution | None = None,
-                          free_ops: range | None = None, margin: int = 8) -> tuple[cp_model.CpModel, HierarchyVars]:
+                          free_ops: range | None = None, margin: int = 8,
+                          link_holds=()) -> tuple[cp_model.CpModel, HierarchyVars]:
     """The whole model: levels, durations, moves, capacities, makespan (``<= upper`` if given).
 
     A **window model** with ``fixed`` (a valid solution) and ``free_ops`` (consecutive ops):
@@ -604,6 +606,10 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     after them and the moves they trigger keep theirs plus one ``shift <= 0``, so the model
     is small, its makespan is never above the incumbent's, and each of its solutions is a
     valid plan (:class:`Frame`).
+
+    ``link_holds`` (shared bandwidth, the whole model only): the device's link transfer ends as
+    intervals in the main level's bandwidth with their waits
+    (:mod:`~solvers.memory.levels.hierarchy_link_holds`; starts ``v.hold_start``).
 
     Examples
     --------
@@ -642,6 +648,11 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     add_level_durations(model, problem, v)
     add_moves(model, problem, v, lits)
     add_level_capacities(model, problem, v)
+    if link_holds:
+        if not problem.shared_bandwidth or fixed is not None:
+            raise ValueError("link holds need shared bandwidth and the whole model")
+        add_hierarchy_link_hold_vars(model, v, link_holds)
+        add_hierarchy_link_hold_waits(model, problem, v, link_holds)
     if problem.shared_bandwidth:
         add_hierarchy_bandwidth(model, problem, v)
     if n:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from solvers.dag import WaitDeadlock
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution, Move
 from solvers.memory.levels.hierarchy_bandwidth import check_hierarchy_bandwidth, replay_hierarchy_shared
+from solvers.memory.levels.hierarchy_link_holds import add_hierarchy_hold_keys
 from solvers.memory.levels.hierarchy_split import expand_hierarchy_splits
 from solvers.memory.levels.problem import TransferKind
 
@@ -345,6 +346,7 @@ class HierarchyReplay:
     op_duration: tuple[int, ...]
     move_start: tuple[int, ...]
     makespan_cycles: int
+    link_start: tuple[int, ...] = ()  # the link holds' starts, when replayed with them
 
 
 def _move_waits(problem: HierarchyProblem, moves) -> list[list[int]]:
@@ -367,7 +369,7 @@ def _move_waits(problem: HierarchyProblem, moves) -> list[list[int]]:
 
 
 def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_release=(),
-                     tensor_ready=()) -> HierarchyReplay:
+                     tensor_ready=(), link_holds=()) -> HierarchyReplay:
     """Re-time the solution's decisions: each op starts when the previous op and every move it
     releases have ended; each move when the engine is free, its trigger op, its previous hop
     and (a fetch) its tensor's eviction have ended (under shared bandwidth, also when its
@@ -377,7 +379,10 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_
     Optional heads (a linked device, :mod:`~solvers.memory.levels.hierarchy_heads_tails`):
     op i starts no earlier than ``op_release[i]``, and the first hop of a fetch of tensor t no
     earlier than ``tensor_ready[t]`` (a received copy is at home only then); empty: none.
-    Separate bandwidth only.
+    Under shared bandwidth also ``link_holds`` (the device's link transfer ends,
+    :mod:`~solvers.memory.levels.hierarchy_link_holds`), whose starts the replay gives
+    (``link_start``); the makespan is the ops' and moves' (a hold's end and tail count in the
+    heads and tails' objective).
 
     Examples
     --------
@@ -385,7 +390,7 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_
     ...                      ((0, 1), (1, 2)), tensor_home=(2,))
     >>> hops = (Move(PREFETCH, 0, 1, 0, 2, 1, -1, 0, 5, 8), Move(PREFETCH, 0, 1, 1, 1, 0, -1, 0, 20, 2))
     >>> replay_hierarchy(p, HierarchySolution(((2, 0),), ((False, False),), hops, (30,), (4,)))
-    HierarchyReplay(op_start=(10,), op_duration=(4,), move_start=(0, 8), makespan_cycles=14)
+    HierarchyReplay(op_start=(10,), op_duration=(4,), move_start=(0, 8), makespan_cycles=14, link_start=())
     """
     n, queue = problem.num_ops, solution.moves
     dur = hierarchy_op_durations(problem, solution.level)
@@ -393,11 +398,14 @@ def replay_hierarchy(problem: HierarchyProblem, solution: HierarchySolution, op_
     op_head = list(op_release) or [0] * n
     move_head = [tensor_ready[m.tensor] if tensor_ready and m.kind is PREFETCH and m.hop == 0 else 0 for m in queue]
     if problem.shared_bandwidth:
-        if any(op_head) or any(move_head):
-            raise ValueError("heads (release times) are not modelled under shared bandwidth")
-        op_start, mv_start = replay_hierarchy_shared(problem, solution, dur, waits)
+        timed = replay_hierarchy_shared(problem, solution, dur, waits, op_head, move_head, link_holds,
+                                        add_hierarchy_hold_keys)
+        op_start, mv_start = timed[0], timed[1]
         ends = [s + d for s, d in zip(op_start, dur)] + [s + m.duration_cycles for s, m in zip(mv_start, queue)]
-        return HierarchyReplay(tuple(op_start), dur, tuple(mv_start), max(ends, default=0))
+        return HierarchyReplay(tuple(op_start), dur, tuple(mv_start), max(ends, default=0),
+                               tuple(timed[2]) if link_holds else ())
+    if link_holds:
+        raise ValueError("link holds are shares of the main level: only with shared bandwidth")
     releases: list[list[int]] = [[] for _ in range(n + 1)]
     for q, m in enumerate(queue):
         releases[min(m.release_op, n)].append(q)
