@@ -204,6 +204,12 @@ def _open_weights(stats: dict) -> bool:
     return stats.get("move_weights", 0) > stats.get("move_weights_done", 0)
 
 
+def _segment_floor(options: SolveOptions):
+    """The part bound's ``part_floor``: CP-SAT's segment proofs on a part, on one worker."""
+    one = replace(options, num_workers=1)
+    return lambda part, budget: segment_lower_bound(part, one, budget)[0]
+
+
 class CpSatScheduler(Accepting):
     """Joint placement and scheduling with CP-SAT (see the module Notes).
 
@@ -346,7 +352,7 @@ class CpSatScheduler(Accepting):
         (the larger bound, what is left of ``amount`` for the leftover stage). Uses nothing where
         no part cut applies, so the leftover stage is then unchanged."""
         child = budget.child(PART_BOUND_SHARE * amount)
-        found, part_stats = part_bound(problem, options, child, floor=bound)
+        found, part_stats = part_bound(problem, options, child, floor=bound, part_floor=_segment_floor(options))
         if part_stats:
             budget.absorb(child, "part_bound")
             stats.update(part_stats, part_bound_units=round(child.used, 6))
