@@ -189,12 +189,25 @@ def stitched(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int
     return None if validate_schedule(problem, whole) else whole
 
 
+def _align(problem: SchedulingProblem, view: list[int], device: int, twin: int) -> None:
+    """Rename in ``view`` so the incumbent's ``device`` maps to ``twin`` (swapping with the
+    device that mapped there) when the two are interchangeable: same class, same memory."""
+    at = view[device]
+    classes = problem.device_class
+    if at == twin or classes is None or classes[at] != classes[twin] \
+            or problem.memory_bytes(at) != problem.memory_bytes(twin):
+        return
+    other = view.index(twin)
+    view[device], view[other] = twin, at
+
+
 def _restricted(problem: SchedulingProblem, sub: SchedulingProblem, ops: list[int], inside: list[int],
-                incumbent: SchedulingSolution, opening: bool) -> SchedulingSolution | None:
-    """The incumbent on the part's ops, shifted to start where its opening cut op ends, when
-    that is a valid schedule of the part; else its placement sequenced by HEFT; None when the
-    placement does not fit the part (its memory, or the pinned opening cut op's device)."""
-    placement = tuple(incumbent.op_device[o] for o in ops)
+                incumbent: SchedulingSolution, view: Sequence[int], opening: bool) -> SchedulingSolution | None:
+    """The incumbent on the part's ops (devices renamed by ``view``), shifted to start where its
+    opening cut op ends, when that is a valid schedule of the part; else its placement
+    sequenced by HEFT; None when the placement does not fit the part (its memory, or the
+    pinned opening cut op's device)."""
+    placement = tuple(view[incumbent.op_device[o]] for o in ops)
     if any(sub.durations_cycles[j][d] < 0 for j, d in enumerate(placement)):
         return None
     held = [0] * sub.num_devices
@@ -211,35 +224,10 @@ def _restricted(problem: SchedulingProblem, sub: SchedulingProblem, ops: list[in
     shifted = SchedulingSolution(placement, tuple(incumbent.op_stream[o] for o in ops), tuple(starts), tuple(durs),
                                  tuple(ScheduledTransfer(edge[t.edge], t.link, t.start_cycle - offset, t.duration_cycles)
                                        for t in incumbent.transfers if t.edge in edge))
-    if not validate_schedule(sub, shifted):
+    if view == sorted(view) and not validate_schedule(sub, shifted):  # links and streams as they were
         return shifted
     sol, _ = heft_schedule_within(sub, placement, PlacedRanks(sub)(placement))
     return sol if sol is not None and not validate_schedule(sub, sol) else None
-
-
-def _pinned(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
-    """``sub`` with op ``j`` allowed only on ``device``."""
-    from dataclasses import replace
-
-    row = tuple(c if d == device else FORBIDDEN for d, c in enumerate(sub.durations_cycles[j]))
-    return replace(sub, durations_cycles=sub.durations_cycles[:j] + (row,) + sub.durations_cycles[j + 1:])
-
-
-def _later_weights(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int],
-                   incumbent: SchedulingSolution | None) -> list[list[int]] | None:
-    """For each part, the incumbent's weights per device in the parts after it: kept free, so
-    the incumbent's restriction stays a valid choice for every later part."""
-    if incumbent is None:
-        return None
-    nd, nparts = problem.num_devices, len(cuts) + 1
-    per_part = [[0] * nd for _ in range(nparts)]
-    for i in range(problem.num_ops):
-        per_part[part[i]][incumbent.op_device[i]] += problem.resident_bytes(i)
-    out, later = [], [0] * nd
-    for k in reversed(range(nparts)):
-        out.append(list(later))
-        later = [a + b for a, b in zip(later, per_part[k])]
-    return out[::-1]
 
 
 def _pass_units(problem: SchedulingProblem) -> float:
@@ -273,14 +261,15 @@ def part_start(problem: SchedulingProblem, incumbent: SchedulingSolution | None,
         return None, {}
     used = budget.used
     windows: list[dict[str, int | None]] = []
+    view = list(range(problem.num_devices))  # the incumbent's device -> its twin in the stitched schedule
 
     def solve(k: int, sub: SchedulingProblem, ops: list[int], inside: list[int]) -> SchedulingSolution | None:
         starts = []
-        if incumbent is not None and k < len(cuts):  # the closing cut op where the incumbent has it
-            sub = _pinned(sub, ops.index(cuts[k]), incumbent.op_device[cuts[k]])
         if incumbent is not None:
+            if k > 0:
+                _align(problem, view, incumbent.op_device[cuts[k - 1]], sub.allowed_devices(0)[0])
             budget.charge(budget.scale(_pass_units(sub)))
-            starts.append(("incumbent", _restricted(problem, sub, ops, inside, incumbent, k > 0)))
+            starts.append(("incumbent", _restricted(problem, sub, ops, inside, incumbent, view, k > 0)))
         budget.charge(budget.scale(_pass_units(sub)))
         starts.append(("heft", heft_schedule(sub)))
         starts = [(name, s) for name, s in starts if s is not None and not validate_schedule(sub, s)]
@@ -297,7 +286,7 @@ def part_start(problem: SchedulingProblem, incumbent: SchedulingSolution | None,
         windows.append(row)
         return best
 
-    whole = stitched(problem, part, cuts, solve, _later_weights(problem, part, cuts, incumbent))
+    whole = stitched(problem, part, cuts, solve)
     stats = {"part_start_parts": len(cuts) + 1, "part_start_windows": windows,
              "part_start_objective": objective_value(problem, whole) if whole is not None else None,
              "part_start_units": round(budget.used - used, 6)}
