@@ -40,6 +40,7 @@ result.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from solvers.budget import Budget, build_units
@@ -52,16 +53,18 @@ from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer,
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "original_parts", "part_problem", "stitched", "part_start"]
+__all__ = ["SOURCE", "MODES", "original_parts", "part_problem", "stitched", "part_start"]
 
 SOURCE = "stitched parts"  # the hint source the scheduler reports for this candidate
+
+MODES = ("keep", "free")
+"""How the parts meet the incumbent (module Notes, Per part): ``keep`` leaves its later parts
+their room and its exit devices, ``free`` does not (interchangeable devices renamed instead)."""
 
 
 def _cut_ops(problem: SchedulingProblem) -> list[int]:
     """The part bound's cut ops as ops of ``problem`` (the pruned problem keeps op names; with
     the indices as names they map back)."""
-    from dataclasses import replace
-
     named = replace(problem, op_names=tuple(str(i) for i in range(problem.num_ops)))
     pruned, _ = bound_segments(named)
     return [int(pruned.op_name(c)) for c in part_cuts(pruned)]
@@ -69,7 +72,8 @@ def _cut_ops(problem: SchedulingProblem) -> list[int]:
 
 def original_parts(problem: SchedulingProblem, cuts: Sequence[int]) -> list[int] | None:
     """Each op's part for the cut ops ``cuts`` (in topological order): the first cut op it
-    precedes or is, else its producers' part, else the last. None when an edge between two
+    precedes or is, else its producers' latest part (the part a cut op opens, after it), else
+    the last. None when an edge between two
     parts leaves from an op that is not a cut op.
 
     Examples
@@ -94,10 +98,10 @@ def original_parts(problem: SchedulingProblem, cuts: Sequence[int]) -> list[int]
                 if u not in seen:
                     seen.add(u)
                     stack.append(u)
-    for i in topological_order(problem):
-        if part[i] is None:
-            part[i] = max((part[u] for u in preds[i]), default=len(cuts))
     cut_set = set(cuts)
+    for i in topological_order(problem):  # after a cut op is the part it opens
+        if part[i] is None:
+            part[i] = max((part[u] + (u in cut_set) for u in preds[i]), default=len(cuts))
     if any(part[u] != part[v] and u not in cut_set for u, v, _ in problem.edges):
         return None
     return [int(p) for p in part]
@@ -234,8 +238,70 @@ def _pass_units(problem: SchedulingProblem) -> float:
     return build_units(problem.num_ops + len(problem.edges), HEFT_ELEMENTS_PER_UNIT)
 
 
+def _pinned(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
+    """``sub`` with op ``j`` allowed only on ``device`` (which then has a class of its own)."""
+    row = tuple(c if d == device else FORBIDDEN for d, c in enumerate(sub.durations_cycles[j]))
+    kinds = sub.device_class or tuple(range(sub.num_devices))
+    classes: dict[tuple, int] = {}
+    dclass = tuple(classes.setdefault((kinds[d], d == device), len(classes)) for d in range(sub.num_devices))
+    return replace(sub, durations_cycles=sub.durations_cycles[:j] + (row,) + sub.durations_cycles[j + 1:],
+                   device_class=dclass)
+
+
+def _later_weights(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int],
+                   incumbent: SchedulingSolution) -> list[list[int]]:
+    """For each part, the incumbent's weights per device in the parts after it."""
+    nd, nparts = problem.num_devices, len(cuts) + 1
+    per_part = [[0] * nd for _ in range(nparts)]
+    for i in range(problem.num_ops):
+        per_part[part[i]][incumbent.op_device[i]] += problem.resident_bytes(i)
+    out, later = [], [0] * nd
+    for k in reversed(range(nparts)):
+        out.append(list(later))
+        later = [a + b for a, b in zip(later, per_part[k])]
+    return out[::-1]
+
+
+def _stitch(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int],
+            incumbent: SchedulingSolution | None, budget: Budget, seed: int, keep: bool
+            ) -> tuple[SchedulingSolution | None, list[dict[str, int]]]:
+    """One stitching of module Notes (Per part): (the schedule or None, each part's results by
+    start). ``keep``: every part leaves the incumbent's later parts their weights and ends on
+    the incumbent's device, so its restriction stays a choice everywhere."""
+    windows: list[dict[str, int]] = []
+    view = list(range(problem.num_devices))  # the incumbent's device -> its twin in the stitched schedule
+    runs = 2 if incumbent is not None else 1
+
+    def solve(k: int, sub: SchedulingProblem, ops: list[int], inside: list[int]) -> SchedulingSolution | None:
+        starts = []
+        if incumbent is not None:
+            if keep and k < len(cuts):
+                sub = _pinned(sub, ops.index(cuts[k]), incumbent.op_device[cuts[k]])
+            if k > 0 and not keep:
+                _align(problem, view, incumbent.op_device[cuts[k - 1]], sub.allowed_devices(0)[0])
+            budget.charge(budget.scale(_pass_units(sub)))
+            starts.append(("incumbent", _restricted(problem, sub, ops, inside, incumbent, view, k > 0)))
+        budget.charge(budget.scale(_pass_units(sub)))
+        starts.append(("heft", heft_schedule(sub)))
+        starts = [(name, s) for name, s in starts if s is not None and not validate_schedule(sub, s)]
+        row: dict[str, int] = {}
+        best = None
+        for m, (name, s) in enumerate(starts):
+            child = budget.child(budget.left / ((len(cuts) + 1 - k) * runs - m))
+            found, _ = placement_lns(sub, s, child, seed=seed)
+            budget.charge(child.used)
+            row[name] = objective_value(sub, found)
+            if best is None or row[name] < objective_value(sub, best):
+                best = found
+        windows.append(row)
+        return best
+
+    reserved = _later_weights(problem, part, cuts, incumbent) if keep and incumbent is not None else None
+    return stitched(problem, part, cuts, solve, reserved), windows
+
+
 def part_start(problem: SchedulingProblem, incumbent: SchedulingSolution | None, budget: Budget,
-               seed: int = 0) -> tuple[SchedulingSolution | None, dict[str, Any]]:
+               seed: int = 0, modes: Sequence[str] = ("keep",)) -> tuple[SchedulingSolution | None, dict[str, Any]]:
     """The stitched parts of module Notes within ``budget``: (the schedule or None, statistics);
     ``(None, {})`` for THROUGHPUT or where no part cut applies.
 
@@ -260,34 +326,16 @@ def part_start(problem: SchedulingProblem, incumbent: SchedulingSolution | None,
     if part is None:
         return None, {}
     used = budget.used
-    windows: list[dict[str, int | None]] = []
-    view = list(range(problem.num_devices))  # the incumbent's device -> its twin in the stitched schedule
-
-    def solve(k: int, sub: SchedulingProblem, ops: list[int], inside: list[int]) -> SchedulingSolution | None:
-        starts = []
-        if incumbent is not None:
-            if k > 0:
-                _align(problem, view, incumbent.op_device[cuts[k - 1]], sub.allowed_devices(0)[0])
-            budget.charge(budget.scale(_pass_units(sub)))
-            starts.append(("incumbent", _restricted(problem, sub, ops, inside, incumbent, view, k > 0)))
-        budget.charge(budget.scale(_pass_units(sub)))
-        starts.append(("heft", heft_schedule(sub)))
-        starts = [(name, s) for name, s in starts if s is not None and not validate_schedule(sub, s)]
-        row: dict[str, int | None] = {}
-        best = None
-        for m, (name, s) in enumerate(starts):
-            share = budget.left / ((len(cuts) + 1 - k) * 2 - m) if budget.left > 0 else 0.0
-            child = budget.child(share)
-            found, _ = placement_lns(sub, s, child, seed=seed)
-            budget.charge(child.used)
-            row[name] = objective_value(sub, found)
-            if best is None or objective_value(sub, found) < objective_value(sub, best):
-                best = found
-        windows.append(row)
-        return best
-
-    whole = stitched(problem, part, cuts, solve)
-    stats = {"part_start_parts": len(cuts) + 1, "part_start_windows": windows,
-             "part_start_objective": objective_value(problem, whole) if whole is not None else None,
-             "part_start_units": round(budget.used - used, 6)}
-    return whole, stats
+    modes = [m for m in modes if m in MODES and (m == "free" or incumbent is not None)] or ["free"]
+    best, stats = None, {"part_start_parts": len(cuts) + 1}
+    for m, mode in enumerate(modes):
+        child = budget.child(budget.left / (len(modes) - m))
+        found, windows = _stitch(problem, part, cuts, incumbent, child, seed, mode == "keep")
+        budget.charge(child.used)
+        stats[f"part_start_{mode}"] = {"windows": windows,
+                                       "objective": objective_value(problem, found) if found is not None else None}
+        if found is not None and (best is None or objective_value(problem, found) < objective_value(problem, best)):
+            best = found
+    stats.update(part_start_objective=objective_value(problem, best) if best is not None else None,
+                 part_start_units=round(budget.used - used, 6))
+    return best, stats
