@@ -4,13 +4,13 @@ on the memory the earlier parts left, the parts' schedules stitched one after an
 Notes
 -----
 **Why.** The part bound (:mod:`~solvers.scheduling.part_bound`) cuts a memory-forced LATENCY
-problem at the clean cut ops where its tensors shrink (a CNN's stages). On the dnn-partitioning
-ResNet-50 operator graph the placement LNS from the contiguous split stalls at one schedule
-(435.38 ms: from there it stops on ``max_idle`` after 0.26 units, whatever budget it is given),
-while the same LNS on a stage alone, from the stage's own HEFT schedule, reaches a different
-basin there (stage 1: 210.5 against the whole plan's 212.0 in that window; stage 3: 74.8
-against 76.6). The offline study (``benchmarks/dnn_parts.py``) stitched exact part solves to a
-411.25-ms plan; this is its budgeted form.
+problem at the clean cut ops where its tensors shrink (a CNN's stages). The offline study
+(``benchmarks/dnn_parts.py``) stitched exact part solves of the dnn-partitioning ResNet-50
+operator graph to a 411.25-ms plan where the scheduler returns 435.38; this is the budgeted
+form, with the placement LNS on each part instead of exact solves. Measured (docs/bounds.md,
+Parts, both sides): it finds Inception-V3 layers 955.93 -> 954.23 ms; on ResNet-50 operators
+the parts confirm the incumbent's local optimum (the 411.25 needs about 2 units of CP-SAT's full
+model a part).
 
 **Parts of the original problem** (:func:`original_parts`). The cut ops are found on the
 bound's pruned problem (:func:`~solvers.scheduling.part_bound.part_cuts`) and mapped back by
@@ -28,10 +28,21 @@ The result is checked by :func:`~solvers.scheduling.validate.validate_schedule`.
 **Per part** (:func:`part_start`): up to two starts, each improved by the placement LNS
 (:func:`~solvers.scheduling.placement_lns.placement_lns`) with an equal share of what is left:
 the incumbent restricted to the part (its own times shifted, when they form a valid schedule of
-the part, else its placement sequenced by HEFT), when its weights fit what the earlier parts
-left; and the part's own HEFT schedule. The shorter result is the part's schedule. With the
-incumbent's restriction kept wherever nothing beats it, the stitched schedule is never longer
-than the incumbent when every restriction applies; the caller keeps it only when it is shorter.
+the part, else its placement sequenced by HEFT), when its weights fit; and the part's own HEFT
+schedule. The shorter result is the part's schedule. Two ways to meet the incumbent
+(:data:`MODES`):
+
+* ``keep`` (the default): each part keeps free the room the incumbent's later parts use and
+  ends on the incumbent's device for its closing cut op, so the incumbent's restriction stays a
+  choice in every part and each part's window is at most the incumbent's there (unless an op
+  of the part ends after the closing cut op);
+* ``free``: no room kept; where a part ends on another device than the incumbent did, the two
+  devices are renamed in the incumbent when they are interchangeable (same class and memory).
+  On the dnn inputs a part's better schedule then fills a device a later part of the incumbent
+  needs, and the rest from HEFT costs more (ResNet-50 operators 471.17): opt-in.
+
+With several modes the shortest stitched schedule is the result; the caller keeps it only when
+it beats its incumbent.
 
 **Budget.** Counted, never timed: each LNS charges its passes, each HEFT pass and restriction
 check is charged as one LNS pass of the part. Same problem, incumbent, seed and budget: same
