@@ -53,7 +53,7 @@ give a valid 411.25-ms plan).
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Sequence
+from typing import Callable, Sequence
 
 from solvers.budget import Budget
 from solvers.core import SolveOptions
@@ -63,11 +63,13 @@ from solvers.scheduling.forced_cuts import forced_cut_model, memory_forces_cuts
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
 
-__all__ = ["LEFTOVER_SHARE", "part_problems", "part_cuts", "part_bound"]
+__all__ = ["LEFTOVER_SHARE", "PART_FLOOR_SHARE", "part_problems", "part_cuts", "part_bound"]
 
 LEFTOVER_SHARE = 1.0  # of what the CP-SAT scheduler's main solve leaves (its leftover stage; the probes get what
 # the parts leave): on ResNet-50 operators at the dnn benchmark's 60 s 0.6 of the 0.85 left reached 368.6, 0.56 units 371.6
 
+PART_FLOOR_SHARE = 0.05  # of what is left, for each part's ``part_floor`` (CP-SAT segment proofs: ResNet-50
+# operators' six parts took 0.0007 units each, one worker)
 
 def part_problems(problem: SchedulingProblem, cuts: Sequence[int]
                   ) -> list[tuple[SchedulingProblem, tuple[int, ...]]]:
@@ -129,15 +131,19 @@ def _part_floor(part: SchedulingProblem) -> int:
     return lower_bound(part, segments=False, lp=False)
 
 
-def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
-               floor: int = 0) -> tuple[int, dict]:
+def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
+               part_floor: Callable[[SchedulingProblem, Budget], int] | None = None) -> tuple[int, dict]:
     """The part bound of the module Notes within ``budget``: ``(bound, stats)``, the bound at
     least ``floor``; ``(floor, {})`` when it does not apply (THROUGHPUT, no memory limit that
     forces a cut, or fewer than two parts).
 
-    Each part whose weights need several devices gets an equal share of what is left for CP-SAT
-    on its relaxation (the proven bound counts, whatever stops the search); the others their
-    static bound. Deterministic: the shares depend only on what earlier parts charged.
+    Each part starts from its static bound, raised by ``part_floor(part, budget)`` when given
+    (any sound bound on the part problem; the scheduler passes its CP-SAT segment proofs) with
+    ``PART_FLOOR_SHARE`` of what is left. Each part whose weights need several devices then gets
+    an equal share of what is left for CP-SAT on its relaxation, on one worker (the proven bound
+    counts, whatever stops the search; one worker proves ResNet-50 operators' three in 0.17
+    units where two used 0.56). Deterministic: the shares depend only on what earlier parts
+    charged.
 
     Examples
     --------
@@ -163,12 +169,17 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     parts = [sub for sub, _ in part_problems(pruned, cuts)]
     forced = [memory_forces_cuts(sub) for sub in parts]
     total, proven = 0, 0
+    one = replace(options, num_workers=1)
     for k, sub in enumerate(parts):
         value = _part_floor(sub)
+        if part_floor is not None and budget.left > 0 and not budget.wall_expired():
+            child = budget.child(PART_FLOOR_SHARE * budget.left / (len(parts) - k))
+            value = max(value, part_floor(sub, child))
+            budget.charge(child.used)
         if forced[k] and budget.left > 0 and not budget.wall_expired():
             share = budget.left / sum(forced[k:])
             built = forced_cut_model(restrict_placements(sub), value, contention=True)
-            value = budget.proven_lower_bound(built.model, options, share, None, value)
+            value = budget.proven_lower_bound(built.model, one, share, None, value)
             proven += 1
         total += value
     budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven)

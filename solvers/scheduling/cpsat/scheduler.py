@@ -174,6 +174,8 @@ from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
 from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
 from solvers.scheduling.part_bound import part_bound
+from solvers.scheduling.part_start import SOURCE as PART_START_SOURCE
+from solvers.scheduling.part_start import part_start
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
 from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
@@ -202,6 +204,12 @@ def _open_weights(stats: dict) -> bool:
     """Whether the pinned-move stage left some settled move without its weight options
     (:mod:`~solvers.scheduling.move_weights`)."""
     return stats.get("move_weights", 0) > stats.get("move_weights_done", 0)
+
+
+def _segment_floor(options: SolveOptions):
+    """The part bound's ``part_floor``: CP-SAT's segment proofs on a part, on one worker."""
+    one = replace(options, num_workers=1)
+    return lambda part, budget: segment_lower_bound(part, one, budget)[0]
 
 
 class CpSatScheduler(Accepting):
@@ -294,6 +302,9 @@ class CpSatScheduler(Accepting):
         if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
+        if cfg.part_start_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
+            hint, hint_source = self._part_start(problem, options, budget, hint, hint_source, stats)
+            hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
             child = budget.child(cfg.segment_schedule_share * budget.total)
@@ -346,7 +357,7 @@ class CpSatScheduler(Accepting):
         (the larger bound, what is left of ``amount`` for the leftover stage). Uses nothing where
         no part cut applies, so the leftover stage is then unchanged."""
         child = budget.child(PART_BOUND_SHARE * amount)
-        found, part_stats = part_bound(problem, options, child, floor=bound)
+        found, part_stats = part_bound(problem, options, child, floor=bound, part_floor=_segment_floor(options))
         if part_stats:
             budget.absorb(child, "part_bound")
             stats.update(part_stats, part_bound_units=round(child.used, 6))
@@ -403,4 +414,23 @@ class CpSatScheduler(Accepting):
         if found_obj < hint_obj:
             stats.update(hint_source=PLACEMENT_LNS_SOURCE, hint_objective=found_obj)
             return found, PLACEMENT_LNS_SOURCE
+        return hint, hint_source
+
+    def _part_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                    hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
+        """The stitched parts from the best start so far (:mod:`solvers.scheduling.part_start`),
+        as a start candidate: (hint, hint source), its schedule only when shorter than ``hint``;
+        ``stats["start_candidates"]`` gets its objective where parts apply, ``stats`` its figures."""
+        child = budget.child(self.config.part_start_share * budget.total)
+        found, part_stats = part_start(problem, hint, child, seed=options.random_seed)
+        if not part_stats:
+            return hint, hint_source
+        budget.absorb(child, "part_start")
+        stats.update(part_stats)
+        hint_obj = objective_value(problem, hint)
+        found_obj = objective_value(problem, found) if found is not None else None
+        stats.setdefault("start_candidates", {hint_source: hint_obj})[PART_START_SOURCE] = found_obj
+        if found_obj is not None and found_obj < hint_obj:
+            stats.update(hint_source=PART_START_SOURCE, hint_objective=found_obj)
+            return found, PART_START_SOURCE
         return hint, hint_source
