@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
-from solvers.scheduling import CpSatScheduler, SchedulingProblem
+from solvers.scheduling import CpSatOptions, CpSatScheduler, SchedulingProblem
 from solvers.scheduling.move_arrivals import ARRIVALS, arrival_levels, move_arrival_bound
 from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves, role_model
 from tests.solvers.test_pinned_moves import memory_forced_graphs
@@ -76,9 +76,19 @@ def test_without_settled_moves_the_stage_does_nothing():
     assert move_arrival_bound(p, _ONE, budget, {}) == (0, {}) and budget.used == 0
 
 
+# The main solve fixes the hint's placement (max_full_ops 0) and proves nothing for the whole
+# problem; the other bound stages are off: only the pinned moves and the leftover stage count.
+_SEQUENCING = dict(max_full_ops=0, forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0,
+                   bound_probe_share=0.0, segment_bound_share=0.0, segment_schedule_share=0.0)
+
+
 def test_the_scheduler_runs_the_stage_in_its_leftover():
-    r = CpSatScheduler().solve(_fork_join_with_dear_join(), SolveOptions(time_limit_s=5, num_workers=1))
-    assert r.objective == 13 and r.bound == 13
+    options = SolveOptions(time_limit_s=5, num_workers=1)
+    on = CpSatScheduler(CpSatOptions(**_SEQUENCING)).solve(_fork_join_with_dear_join(), options)
+    off = CpSatScheduler(CpSatOptions(leftover_bound_share=0.0, **_SEQUENCING)).solve(_fork_join_with_dear_join(),
+                                                                                       options)
+    assert (off.objective, off.bound) == (13, 5) and "move_arrival_bound" not in off.stats
+    assert (on.objective, on.bound, on.status.value) == (13, 13, "OPTIMAL") and on.stats["move_arrival_bound"] == 13
 
 
 @st.composite
