@@ -96,6 +96,8 @@ def traced_runs(moves, tables, options) -> tuple[float, list[list]]:
     for j in range(1, len(own)):
         cur = _step_states(cur, j, stays, mv, options[j - 1] if options else None, own, units, caps)
         history.append(cur)
+    if not cur:
+        return math.inf, []
     value, key = min((t + float(last[k[0]]), k) for k, (t, _) in cur.items())
     runs: list[list] = []
     for j in range(len(own) - 1, -1, -1):
