@@ -19,7 +19,8 @@ Which side is weak on a memory-forced dnn latency input: the bound's DP
 
 Measured (2026-11-28, ResNet-50 layers, load 15 on 2 cores): bound 903.54 ms; the realised
 placement schedules to a valid **957.73 ms** (proven optimal for that placement), against the
-benchmark's 999.78 and the stitched parts' 968.18. Its changes 78 -> 89 and 120 -> 129 cost
+benchmark's 999.78 and the stitched parts' 949.57 (``benchmarks/dnn_parts.py --search deterministic
+--time-limit 60``). Its changes 78 -> 89 and 120 -> 129 cost
 106.0 and 66.1 ms where the DP charged 70.1 and 47.9: the runs before them have less room
 than the options' cell edges assumed.
 
