@@ -120,7 +120,8 @@ def realised_placement(problem, moves, runs, cut_ops) -> list[int]:
     from ortools.sat.python import cp_model
 
     from solvers.scheduling.move_arrivals import weight_on_sink
-    from solvers.scheduling.move_weights import _held, _middle_segments, weight_on_source
+    from solvers.scheduling.move_arrivals import _held, _middle_segments
+    from solvers.scheduling.move_weights import weight_on_source
     from solvers.scheduling.pinned_moves import pinned_move_problem, role_model
 
     held, middles = _held(moves), _middle_segments(moves)
@@ -177,7 +178,7 @@ def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, An
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler
     from solvers.scheduling.move_arrivals import ARRIVALS, combined_options, move_arrival_bound
-    from solvers.scheduling.pinned_moves import (_WEIGHTS, move_floor_tables, move_proof_key, pinned_move_bound,
+    from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_move_bound,
                                                  pinned_moves)
     from solvers.scheduling.validate import validate_schedule
 
@@ -196,7 +197,7 @@ def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, An
         return row
     keys = [move_proof_key(p) for _, _, p in moves.jobs]
     tables = move_floor_tables(moves, [memo.get(key, (0.0, False))[0] for key in keys])
-    options = combined_options(moves, keys, memo, memo.get(_WEIGHTS, {}), memo.get(ARRIVALS, {}))
+    options = combined_options(moves, keys, memo, memo.get(WEIGHT_CELLS, {}), memo.get(ARRIVALS, {}))
     value, runs = traced_runs(moves, tables, options)
     row["traced"] = value * ms
     cut_ops = list(moves.cuts)

@@ -41,11 +41,13 @@ from typing import Any, Callable, Sequence
 from solvers.budget import Budget
 from solvers.core import SolveOptions, Status
 from solvers.cpsat_support import integer_objective_bound
-from solvers.scheduling.move_weights import LEVELS, _held, _middle_segments
-from solvers.scheduling.pinned_moves import (_WEIGHTS, move_floor_tables, move_proof_key, pinned_moves,
+from solvers.scheduling.forced import held_weights
+from solvers.scheduling.move_weights import LEVELS
+from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_moves,
                                              role_model)
 from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.segment_runs import MoveOptions, segment_run_bound
+from solvers.scheduling.structure import segment_ranges, topological_order
 
 __all__ = ["ARRIVALS", "ARRIVAL_SHARE", "weight_on_sink", "arrival_levels", "arrival_jobs", "combined_options", "move_arrival_bound"]
 
@@ -55,6 +57,18 @@ ARRIVAL_SHARE = 1.0  # of what the scheduler's leftover stage has once the moves
 # it get what the proofs leave): ResNet-50 layers' 34 moves need 0.39 units in all
 
 _B = 1  # role_model's role of the sink's device
+
+
+def _held(moves: Any) -> dict[int, int]:
+    """Each op's held weight in ``moves.pruned`` (colocation groups once, topological order)."""
+    topo = topological_order(moves.pruned)
+    return dict(zip(topo, held_weights(moves.pruned, topo)))
+
+
+def _middle_segments(moves: Any) -> list[int]:
+    """The index in ``moves.segments`` of each middle segment (a cut op at both ends)."""
+    ranges = segment_ranges(moves.pruned, moves.cuts)
+    return [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
 
 
 def weight_on_sink(built: Any, held_inner: Sequence[int]):
@@ -200,7 +214,7 @@ def move_arrival_bound(problem: SchedulingProblem, options: SolveOptions, budget
         return 0, {}
     sink_cells = memo.setdefault(ARRIVALS, {})
     _prove_arrivals(moves, keys, memo, sink_cells, options, budget, role_model)
-    source_cells = memo.get(_WEIGHTS, {})
+    source_cells = memo.get(WEIGHT_CELLS, {})
     tables = move_floor_tables(moves, [memo.get(key, (0.0, False))[0] for key in keys])
     combined = combined_options(moves, keys, memo, source_cells, sink_cells)
     value = segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=tables,

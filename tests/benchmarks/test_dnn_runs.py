@@ -11,7 +11,7 @@ from benchmarks.dnn_runs import realised_placement, traced_runs
 from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling.move_arrivals import ARRIVALS, combined_options, move_arrival_bound
-from solvers.scheduling.pinned_moves import (_WEIGHTS, move_floor_tables, move_proof_key, pinned_move_bound,
+from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_move_bound,
                                              pinned_moves)
 from solvers.scheduling.segment_runs import segment_run_bound
 from tests.solvers.test_move_arrivals import _fork_join_with_dear_join
@@ -27,7 +27,7 @@ def _traced(p):
     moves = pinned_moves(p)
     keys = [move_proof_key(q) for _, _, q in moves.jobs]
     tables = move_floor_tables(moves, [memo.get(key, (0.0, False))[0] for key in keys])
-    options = combined_options(moves, keys, memo, memo.get(_WEIGHTS, {}), memo.get(ARRIVALS, {}))
+    options = combined_options(moves, keys, memo, memo.get(WEIGHT_CELLS, {}), memo.get(ARRIVALS, {}))
     bound = segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=tables,
                               move_options=options)
     return moves, bound, traced_runs(moves, tables, options)
