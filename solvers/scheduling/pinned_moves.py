@@ -70,7 +70,7 @@ from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges
 from solvers.cpsat_support import integer_objective_bound
 
-__all__ = ["PinnedMoves", "pinned_moves", "pinned_move_problem", "contended_segments", "pool_pairs",
+__all__ = ["PinnedMoves", "WEIGHT_CELLS", "pinned_moves", "pinned_move_problem", "contended_segments", "pool_pairs",
            "move_floor_tables", "role_model", "pinned_move_bound", "move_proof_key"]
 
 
@@ -388,6 +388,7 @@ def _add_edges(m: cp_model.CpModel, pinned: SchedulingProblem, devices: tuple[in
 
 _JOB_SHARE = 4  # each proof gets what is left over the next this many
 _WEIGHTS = "move weights"  # the memo's entry for the weight options (move_weights)
+WEIGHT_CELLS = _WEIGHTS  # the same, for the stages that read the options back (move_arrivals)
 
 
 def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget,

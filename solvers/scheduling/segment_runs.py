@@ -76,7 +76,8 @@ __all__ = ["SegmentRun", "segment_run_bound", "segment_run_trace", "reversed_pro
 
 _UNITS = 1024
 
-# Per pool pair (ka, kb): the (weight left on the device of ka, step) options of a device change.
+# Per pool pair (ka, kb): the (weight left on the device of ka, step) options of a device change,
+# or (weight left on it, weight taken onto the device of kb, step) ones.
 MoveOptions = dict
 
 
@@ -183,8 +184,10 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         Per middle segment, None or a dict ``{(ka, kb): [(weight, step), ...]}``: when given
         for a pool pair, a device change there is priced by these options instead of the
         plain move (each option's step at least the move's), the weight charged to the run
-        the change leaves (module Notes, **Moves that leave weight behind**). The options must
-        cover every schedule: one of weight 0 is required.
+        the change leaves (module Notes, **Moves that leave weight behind**). An option may
+        also be ``(weight, arriving, step)``: ``arriving`` is charged to the run the change
+        opens (:mod:`~solvers.scheduling.move_arrivals`). The options must cover every
+        schedule: one of weight 0 (and arriving 0) is required.
 
     Returns
     -------
@@ -282,22 +285,35 @@ def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last:
     return float((best + np.asarray(last, dtype=np.float64)).min())
 
 
-def _enter(rows: list[np.ndarray], move: np.ndarray, options: MoveOptions | None, b: int, units) -> float:
+def _enter(rows: list[np.ndarray], move: np.ndarray, options: MoveOptions | None, b: int,
+           units) -> float | dict[int, float]:
     """The earliest a run on pool b can start at this cut op: over every pool a, a's best end
     of the previous cut op plus the move, or, where ``options`` price the pair, with each
-    option's weight still free in a's run."""
-    best = math.inf
+    option's weight still free in a's run. Where an option also brings weight onto b, a dict
+    from the units the run opens with beyond its cut op (0 included) to the earliest start;
+    an entry is kept only when earlier than every entry with fewer units."""
+    best: dict[int, float] = {0: math.inf}
     for a, row in enumerate(rows):
         choices = None if options is None else options.get((a, b))
         if not choices:
-            best = min(best, float(row[-1]) + float(move[a, b]))
+            best[0] = min(best[0], float(row[-1]) + float(move[a, b]))
             continue
         top = len(row) - 1
-        for w, t in choices:
+        for option in choices:
+            w, arriving, t = option if len(option) == 3 else (option[0], 0, option[1])
             u = units(w, a)
             if u <= top:
-                best = min(best, float(row[top - u]) + max(float(t), float(move[a, b])))
-    return best
+                extra = units(arriving, b)
+                time = float(row[top - u]) + max(float(t), float(move[a, b]))
+                best[extra] = min(best.get(extra, math.inf), time)
+    if len(best) == 1:
+        return best[0]
+    kept, earliest = {}, math.inf
+    for extra in sorted(best):
+        if best[extra] < earliest:
+            kept[extra] = earliest = best[extra]
+    kept.setdefault(0, best[0])
+    return kept
 
 
 class _RunState:
@@ -310,11 +326,13 @@ class _RunState:
         self.starts = np.empty(0)
         self.opened = np.empty(0, dtype=np.int64)  # the step each open run started at (for the trace)
 
-    def advance(self, enter: float, stay: list[tuple[int, float]] | None, own: int, step: int = 0) -> float:
+    def advance(self, enter: float | dict[int, float], stay: list[tuple[int, float]] | None, own: int,
+                step: int = 0) -> float:
         """Extend every open run by one step (``stay``: its (units, time) options, the cut op's
         own units included), open one at this cut op (step ``step``) unless an open
         run is as good at every weight, drop runs a newer one beats, and return the best end
-        of this cut op on the pool."""
+        of this cut op on the pool. ``enter`` is the run's start, or a dict from the units it
+        opens with beyond ``own`` (what the change brought onto the device) to its start."""
         u = self.units
         if stay is not None and len(self.rows):
             nxt = np.full_like(self.rows, np.inf)
@@ -322,6 +340,16 @@ class _RunState:
                 if w <= u and math.isfinite(t):
                     nxt[:, w:] = np.minimum(nxt[:, w:], self.rows[:, :u + 1 - w] + t)
             self.rows = nxt
+        for extra, start in (enter.items() if isinstance(enter, dict) else ((0, enter),)):
+            self.open(start, own + extra, step)
+        alive = np.isfinite(self.rows[:, -1])
+        self.rows, self.starts, self.opened = self.rows[alive], self.starts[alive], self.opened[alive]
+        return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
+
+    def open(self, enter: float, own: int, step: int) -> None:
+        """Open a run at ``enter`` holding ``own`` units (step ``step``) unless an open run is as
+        good at every weight; drop the open runs it beats."""
+        u = self.units
         if own <= u and math.isfinite(enter):
             row = np.full(u + 1, np.inf)
             row[own:] = 0.0
@@ -331,9 +359,6 @@ class _RunState:
                 self.rows = np.vstack([self.rows[keep], row])
                 self.starts = np.append(self.starts[keep], enter)
                 self.opened = np.append(self.opened[keep], step)
-        alive = np.isfinite(self.rows[:, -1])
-        self.rows, self.starts, self.opened = self.rows[alive], self.starts[alive], self.opened[alive]
-        return float((self.starts + self.rows[:, -1]).min()) if len(self.rows) else math.inf
 
     def best_row(self) -> np.ndarray:
         """The best end of the current cut op on this pool for each weight in units (at most w

@@ -41,6 +41,9 @@ After it, on the same memory-forced problems when the result is not proven,
 the first probes refuted something; their first step 1/128 above it) or to the pinned moves
 still open or whose weight options are (``stats["leftover_bound"]``, :meth:`CpSatScheduler._leftover_bound`). Each is one
 of the sound bounds above, so the result's bound stays a bound; the plan is not touched.
+Where the probes refuted nothing, once the pinned moves are settled (before the probes, or
+after the moves resumed there) the moves' sink-side weight options come first
+(:mod:`solvers.scheduling.move_arrivals`, ``stats["move_arrival_*"]``).
 
 **Forced-cut start (a start candidate).** Right after that bound, up to
 ``forced_cut_start_share`` of the budget minimises the same relaxation from the hint's placement,
@@ -170,6 +173,7 @@ from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
+from solvers.scheduling.move_arrivals import ARRIVAL_SHARE, move_arrival_bound
 from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
 from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
@@ -333,6 +337,8 @@ class CpSatScheduler(Accepting):
         bound = int(result.bound)
         if stats.get("forced_cut_refuted"):
             bound, amount = self._part_bound(problem, options, budget, bound, amount, stats)
+        elif not (_open_moves(stats) or _open_weights(stats)):
+            bound, amount = self._arrival_bound(problem, options, budget, bound, amount, stats, memo)
         child = budget.child(amount)
         if stats.get("forced_cut_refuted") or not (_open_moves(stats) or _open_weights(stats)):
             found, part = forced_cut_bound(problem, options, child, floor=bound, hint=result.solution,
@@ -342,12 +348,31 @@ class CpSatScheduler(Accepting):
             found, part = pinned_move_bound(problem, options, child, memo)
             kind = "pinned_move_bound"
         budget.absorb(child, "leftover_bound")
+        if kind == "pinned_move_bound":  # the moves settled here: their arrivals get what the proofs left
+            bound = self._arrival_bound(problem, options, budget, bound, amount - child.used, stats, memo)[0]
         bound = min(max(bound, found), int(result.objective))
         stats.update(budget.stats(), lower_bound=max(stats.get("lower_bound", 0), bound),
                      leftover_bound={"stage": kind, "units": round(child.used, 6), "bound": found,
                                      **{k: v for k, v in part.items() if k != kind}})
         status = Status.OPTIMAL if bound >= result.objective else result.status
         return replace(result, status=status, bound=bound, stats=stats)
+
+    @staticmethod
+    def _arrival_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, bound: int,
+                       amount: float, stats: dict, memo: dict) -> tuple[int, float]:
+        """The pinned moves with both sides' weight options
+        (:mod:`solvers.scheduling.move_arrivals`) with ``ARRIVAL_SHARE`` of ``amount``, once the
+        moves are settled: (the larger bound, what is left of ``amount``). Uses nothing where
+        no settled move enters a memory-limited pool."""
+        if amount <= 0 or budget.wall_expired():
+            return bound, amount
+        child = budget.child(ARRIVAL_SHARE * amount)
+        found, arrival_stats = move_arrival_bound(problem, options, child, memo)
+        if not arrival_stats:
+            return bound, amount
+        budget.absorb(child, "move_arrival_bound")
+        stats.update(arrival_stats, move_arrival_units=round(child.used, 6))
+        return max(bound, found), max(0.0, amount - child.used)
 
     @staticmethod
     def _part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, bound: int,
