@@ -44,9 +44,17 @@ share a role.
 Only segments where contention can exist are worth a proof: a segment whose ops form one
 chain (every op at most one edge in and one out) runs its transfers one after the other
 whatever the placement, and its pinned optimum is the path's (:func:`contended_segments`).
-Each distinct (segment, a, b) is proved once by CP-SAT within a share of the stage's
+Each distinct (segment, a, b) is proved at most once by CP-SAT within the stage's
 deterministic budget (:func:`pinned_move_bound`); CP-SAT's proven bound is used, or
 nothing where it proved nothing.
+
+**Which moves to prove.** Only those the DP takes: the DP is traced back
+(:func:`~solvers.scheduling.segment_runs.segment_run_trace`) and the unproven moves at its
+run boundaries are proved, again until its path takes only proven ones. The path's value
+then does not change when another move is proved, and proving raises every other path's
+value or leaves it, so the DP's value is the one with every move proved
+(``tests/solvers/test_pinned_moves.py`` checks exactly that). Inception-V3: 11 of its 48
+moves, 0.75 units instead of 3.1, for the same 857.20 ms.
 """
 
 from __future__ import annotations
