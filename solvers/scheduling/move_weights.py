@@ -128,7 +128,8 @@ def _middle_segments(moves: Any) -> list[int]:
 
 def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
                         budget: Budget | None, order: Sequence[int], within: bool | None = None,
-                        build: Callable[[SchedulingProblem], Any] | None = None) -> list[MoveOptions | None]:
+                        build: Callable[[SchedulingProblem], Any] | None = None,
+                        only: set | None = None) -> list[MoveOptions | None]:
     """Per middle segment, the move options of every settled pinned move whose source pool has a
     memory limit (``segment_run_bound``'s ``move_options``), proving the missing ones in
     ``order`` (middle segments) within ``budget`` (None: none; with ``within``, only those of changes
@@ -136,13 +137,14 @@ def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: di
     options (None: nothing to refine), so none is proved twice. A pool pair gets options only
     when all its device pairs have them (the DP takes the least of their steps per weight).
     ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
-    ``role_model`` (passed in: that module calls this one).
+    ``role_model`` (passed in: that module calls this one). ``only``: prove only these job keys.
     """
     held = _held(moves)
     segment_of = _middle_segments(moves)
     wanted = weight_jobs(moves, keys, memo)
     rank = {j: r for r, j in enumerate(order)}
-    picked = [i for i in wanted if within is None or (moves.jobs[i][1][0] == moves.jobs[i][1][1]) == within]
+    picked = [i for i in wanted if (within is None or (moves.jobs[i][1][0] == moves.jobs[i][1][1]) == within)
+              and (only is None or keys[i] in only)]
     todo = sorted(dict.fromkeys(keys[i] for i in picked if keys[i] not in cells),
                   key=lambda key: min(rank.get(moves.jobs[i][0], len(rank)) for i in picked if keys[i] == key))
     first = {key: i for i, key in reversed(list(enumerate(keys)))}

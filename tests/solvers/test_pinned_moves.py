@@ -20,7 +20,9 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import CpSatOptions, CpSatScheduler, SchedulingProblem, lower_bounds
 from solvers.scheduling.forced_cuts import forced_cut_bound
-from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_move_problem, role_model
+from solvers.scheduling.pinned_moves import (move_floor_tables, pinned_move_bound, pinned_move_problem, pinned_moves,
+                                             role_model)
+from solvers.scheduling.segment_runs import segment_run_bound
 from tests.solvers.test_scheduling_bruteforce import brute_force, draw_links
 
 _WIDE = int(os.environ.get("PLAN_PINNED_MOVES_EXAMPLES", "0"))
@@ -170,3 +172,32 @@ def test_a_memory_forced_problem_without_links_is_reported_infeasible_not_a_cras
                           ((-1, -1), (-1, -1)), ((), (), ()), device_memory_bytes=(0, 1),
                           op_resident_bytes=(0, 0, 0, 0, 2))
     assert CpSatScheduler().solve(p, SolveOptions(time_limit_s=0.05)).status.value == "INFEASIBLE"
+
+
+def _every_move_proved(p: SchedulingProblem) -> int:
+    """The clean segment runs with every pinned move proved to its optimum (no budget)."""
+    moves = pinned_moves(p)
+    proven = []
+    for _, _, pinned in moves.jobs:
+        built = role_model(pinned)
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        status = solver.solve(built.model)
+        assert status in (cp_model.OPTIMAL, cp_model.INFEASIBLE)
+        proven.append(solver.objective_value if status == cp_model.OPTIMAL else float("inf"))
+    return segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts,
+                             move_floors=move_floor_tables(moves, proven))
+
+
+@_settings(25)
+@given(memory_forced_graphs())
+def test_proving_the_moves_on_the_path_gives_what_proving_every_move_gives(p):
+    # the stage proves only the moves the DP's path takes, until the path takes only proven
+    # ones: the DP's value is then the one with every move proved (the path's value does not
+    # change, and proving more only raises the others)
+    if pinned_moves(p) is None:
+        return
+    memo: dict = {}
+    value, stats = pinned_move_bound(p, _ONE, Budget.start(50, SCHEDULING), memo, weights=False)
+    assert stats["pinned_moves"] == stats["pinned_moves_settled"]
+    assert value == _every_move_proved(p)
