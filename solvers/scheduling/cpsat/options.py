@@ -63,6 +63,11 @@ class CpSatOptions:
     # replaces the hint when shorter, before the placement LNS (solvers.scheduling.run_start;
     # it charges counted units, about 0.05 on the dnn layer graphs); 0 turns it off.
     run_start_share: float = 0.05
+    # LATENCY problems whose weights need several devices: share of the time budget spent
+    # re-solving the best start's modules (the segments between clean cut ops) exactly with
+    # CP-SAT, the rest of the plan fixed, after the placement LNS; a module's schedule is spliced
+    # in only when the whole plan is shorter (solvers.scheduling.module_resolve); 0 turns it off.
+    module_resolve_share: float = 0.3
     # LATENCY problems whose weights need several devices, not proven optimal: share of what
     # the main solve left of the budget spent on the bound afterwards (more forced-cut probes,
     # or the pinned moves still open; see CpSatScheduler._leftover_bound); 0 turns it off.
@@ -132,4 +137,5 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
                         forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0, run_start_share=0.0,
+                        module_resolve_share=0.0,
                         pinned_move_share=0.0, leftover_bound_share=0.0)

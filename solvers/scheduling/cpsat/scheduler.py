@@ -172,6 +172,8 @@ from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
 from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
+from solvers.scheduling.module_resolve import SOURCE as MODULE_RESOLVE_SOURCE
+from solvers.scheduling.module_resolve import module_resolve
 from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
 from solvers.scheduling.part_bound import part_bound
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
@@ -294,6 +296,9 @@ class CpSatScheduler(Accepting):
         if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
+        if cfg.module_resolve_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
+            hint, hint_source = self._module_resolve(problem, options, budget, hint, hint_source, stats)
+            hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
             child = budget.child(cfg.segment_schedule_share * budget.total)
@@ -403,4 +408,21 @@ class CpSatScheduler(Accepting):
         if found_obj < hint_obj:
             stats.update(hint_source=PLACEMENT_LNS_SOURCE, hint_objective=found_obj)
             return found, PLACEMENT_LNS_SOURCE
+        return hint, hint_source
+
+    def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                        hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
+        """The module re-solve from the best start so far, as a start candidate: (hint, hint
+        source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
+        gets its objective, ``stats["module_resolve"]`` what it did."""
+        child = budget.child(self.config.module_resolve_share * budget.total)
+        found, module_stats = module_resolve(problem, hint, child, options)
+        budget.absorb(child, "module_resolve")
+        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
+        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
+        candidates[MODULE_RESOLVE_SOURCE] = found_obj
+        stats["module_resolve"] = dict(module_stats, units=round(child.used, 6))
+        if found_obj < hint_obj:
+            stats.update(hint_source=MODULE_RESOLVE_SOURCE, hint_objective=found_obj)
+            return found, MODULE_RESOLVE_SOURCE
         return hint, hint_source
