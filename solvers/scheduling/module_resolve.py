@@ -204,8 +204,11 @@ def module_problem(problem: SchedulingProblem, sol: SchedulingSolution,
         tuple(ScheduledTransfer(edge_local[t.edge], t.link, t.start_cycle - shift, t.duration_cycles)
               for t in sol.transfers if t.edge in edge_local))
     if memory:
-        sub = replace(sub, device_memory_bytes=tuple(room and max(room, _need(sub, hint, d))
-                                                     for d, room in enumerate(memory)))
+        rooms = tuple(room and max(room, _need(sub, hint, d)) for d, room in enumerate(memory))
+        # an op whose weight alone exceeds a device's room cannot go there
+        sub = replace(sub, device_memory_bytes=rooms, durations_cycles=tuple(
+            tuple(c if not rooms[d] or problem.resident_bytes(op) <= rooms[d] else -1 for d, c in enumerate(row))
+            for op, row in zip(ops, durations)))
     if validate_schedule(sub, hint):
         return None
     return sub, hint
@@ -290,6 +293,12 @@ def splice(problem: SchedulingProblem, sol: SchedulingSolution, module: Module,
                               tuple(sorted(transfers, key=lambda t: t.edge)))
 
 
+def _floor(sub: SchedulingProblem) -> int:
+    """A module problem's lower bound: the static bounds without the segment chain and the LP
+    (on Inception-V3's modules the same values but one, at a seventh of the time)."""
+    return lower_bound(sub, segments=False, lp=False)
+
+
 def _ranked(problem: SchedulingProblem, best: SchedulingSolution, found: list[Module], floors: dict,
             settled: dict) -> list[int]:
     """The modules not yet settled, by what the incumbent spends in them above their lower
@@ -304,7 +313,7 @@ def _ranked(problem: SchedulingProblem, best: SchedulingSolution, found: list[Mo
         if settled.get(k) == key:
             continue
         if key not in floors:
-            floors[key] = lower_bound(sub)
+            floors[key] = _floor(sub)
         gap = objective_value(sub, hint) - floors[key]
         if gap <= 0:
             settled[k] = key
@@ -321,7 +330,7 @@ def _solve_module(sub: SchedulingProblem, hint: SchedulingSolution, floor: int |
     classes = interchangeable_classes(sub, [sub.allowed_devices(i) for i in range(sub.num_ops)])
     canon = canonical_solution(sub, hint, classes)
     sym = not validate_schedule(sub, canon)
-    model, v = build(sub, hint_obj, bound=lower_bound(sub) if floor is None else floor, upper=hint_obj,
+    model, v = build(sub, hint_obj, bound=_floor(sub) if floor is None else floor, upper=hint_obj,
                      symmetry_breaking=sym)
     add_hint(model, sub, v, canon if sym else hint)
     status, solver, _ = run(model, replace(options, progress=None), budget, amount, None, cfg.interleave)

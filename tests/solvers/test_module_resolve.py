@@ -12,16 +12,17 @@ import pytest
 from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import CpSatScheduler, SchedulingProblem
-from solvers.scheduling.contiguous import contiguous_schedule
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.heft import heft_schedule
-from solvers.scheduling.module_resolve import SOURCE, module_problem, module_resolve, modules, splice
+from solvers.scheduling.module_resolve import SOURCE, ModuleResolveOptions, module_problem, module_resolve, modules, splice
 from solvers.scheduling.validate import objective_value, validate_schedule
 from tests.sweeps import examples, random_sweep
 
 
 def _budget(units: float = 0.2) -> Budget:
-    return Budget.start(units / SCHEDULING.units_per_second, SCHEDULING)
+    # ``units`` of a 10-s budget: the wall-clock net stays the 10-s solve's (35 s), far from a
+    # busy machine's few seconds here, so the result repeats
+    return Budget.start(10.0, SCHEDULING).child(units)
 
 
 def _fork_with_a_heavy_tail() -> SchedulingProblem:
@@ -99,18 +100,19 @@ def test_a_restriction_spliced_back_is_the_schedule_itself(seed):
         assert splice(p, sol, m, hint) == sol
 
 
+_SMALL = ModuleResolveOptions(module_units=0.005)  # small modules: short solves
+
+
 @random_sweep
-@pytest.mark.parametrize("seed", range(examples(4, 40)))
+@pytest.mark.parametrize("seed", range(examples(2, 40)))
 def test_never_worse_than_its_start_valid_and_deterministic(seed):
     p = _stacked_modules(seed)
-    for start in (heft_schedule(p), contiguous_schedule(p)):
-        if start is None:
-            continue
-        best, stats = module_resolve(p, start, _budget(0.05))
+    for start in (heft_schedule(p),):
+        best, stats = module_resolve(p, start, _budget(0.02), cfg=_SMALL)
         assert not validate_schedule(p, best)
         assert objective_value(p, best) <= objective_value(p, start)
         assert stats["objective"] == objective_value(p, best)
-        again, again_stats = module_resolve(p, start, _budget(0.05))
+        again, again_stats = module_resolve(p, start, _budget(0.02), cfg=_SMALL)
         assert again == best and again_stats == stats
 
 
