@@ -90,16 +90,19 @@ class ModuleResolveOptions:
 @dataclass(frozen=True, slots=True)
 class Module:
     """A module of the graph: its source and sink cut ops and every op from one to the other
-    (topological order, both included)."""
+    (topological order, both included); the head has no source (every op up to the first
+    clean cut op), the tail no sink (every op from the last one on)."""
 
-    source: int
-    sink: int
+    source: int | None
+    sink: int | None
     ops: tuple[int, ...]
 
 
-def modules(problem: SchedulingProblem, max_ops: int) -> list[Module]:
-    """The segments between consecutive clean cut ops with at least one op between them and at
-    most ``max_ops`` ops in all (module Notes).
+def modules(problem: SchedulingProblem, max_ops: int, min_ops: int = 12) -> list[Module]:
+    """The segments between consecutive clean cut ops, runs of consecutive short ones merged
+    into one module while it has fewer than ``min_ops`` ops (a chain's segments are two ops
+    each), each with at least one op besides its cut ops and at most ``max_ops`` ops in all
+    (module Notes).
 
     Examples
     --------
@@ -108,12 +111,20 @@ def modules(problem: SchedulingProblem, max_ops: int) -> list[Module]:
     >>> p = SchedulingProblem(((1,),) * 5, ((0, 1, 0), (1, 2, 0), (1, 3, 0), (2, 4, 0), (3, 4, 0)), (1,),
     ...                       ((-1,),), ((),) * 5)
     >>> modules(p, 10)
-    [Module(source=1, sink=4, ops=(1, 2, 3, 4))]
+    [Module(source=None, sink=4, ops=(0, 1, 2, 3, 4))]
+    >>> modules(p, 10, min_ops=2)
+    [Module(source=None, sink=1, ops=(0, 1)), Module(source=1, sink=4, ops=(1, 2, 3, 4))]
     """
     order = topological_order(problem)
-    out = []
+    windows: list[list] = []
     for first, last, source, sink in segment_ranges(problem, clean_cut_vertices(problem)):
-        if source is None or sink is None or last - first < 2 or last - first + 1 > max_ops:
+        if windows and windows[-1][1] - windows[-1][0] + 1 < min_ops and last - windows[-1][0] + 1 <= max_ops:
+            windows[-1][1], windows[-1][3] = last, sink
+        else:
+            windows.append([first, last, source, sink])
+    out = []
+    for first, last, source, sink in windows:
+        if last - first + 1 < (3 if source is not None and sink is not None else 2) or last - first + 1 > max_ops:
             continue
         out.append(Module(source, sink, tuple(order[first:last + 1])))
     return out
@@ -166,7 +177,7 @@ def module_problem(problem: SchedulingProblem, sol: SchedulingSolution,
     ops = module.ops
     inside = set(ops)
     local = {op: k for k, op in enumerate(ops)}
-    pinned = _colocated_outside(problem, inside) | {module.source, module.sink}
+    pinned = _colocated_outside(problem, inside) | ({module.source, module.sink} - {None})
     dev = sol.op_device
     durations = []
     for op in ops:
@@ -196,7 +207,7 @@ def module_problem(problem: SchedulingProblem, sol: SchedulingSolution,
         tuple(problem.resident_bytes(op) for op in ops) if problem.op_resident_bytes else (),
         tuple(problem.output_bytes(op) for op in ops) if problem.op_output_bytes else (),
         groups, classes, tuple(problem.op_name(op) for op in ops))
-    shift = sol.op_start[module.source]
+    shift = 0 if module.source is None else sol.op_start[module.source]
     edge_local = {e: k for k, e in enumerate(edge_ids)}
     hint = SchedulingSolution(
         tuple(dev[op] for op in ops), tuple(sol.op_stream[op] for op in ops),
@@ -257,7 +268,9 @@ def splice(problem: SchedulingProblem, sol: SchedulingSolution, module: Module,
     ...                       ((-1, 0), (0, -1)), ((0,),) * 5)
     >>> from solvers.scheduling.heft import heft_schedule
     >>> sol = heft_schedule(p, (0, 0, 0, 0, 0))
-    >>> m = modules(p, 10)[0]
+    >>> m = modules(p, 10, min_ops=2)[0]
+    >>> m
+    Module(source=None, sink=3, ops=(0, 1, 2, 3))
     >>> sub = SchedulingSolution((0, 0, 1, 0), (0, 0, 0, 0), (0, 1, 1, 5), (1, 4, 4, 1),
     ...                          (ScheduledTransfer(1, 0, 1, 0), ScheduledTransfer(3, 0, 5, 0)))
     >>> new = splice(p, sol, m, sub)
@@ -266,10 +279,9 @@ def splice(problem: SchedulingProblem, sol: SchedulingSolution, module: Module,
     """
     order = topological_order(problem)
     pos = {op: k for k, op in enumerate(order)}
-    last = pos[module.sink]
-    k_source, k_sink = module.ops.index(module.source), module.ops.index(module.sink)
-    offset = sol.op_start[module.source] - sub_sol.op_start[k_source]
-    delta = sub_sol.op_end(k_sink) + offset - sol.op_end(module.sink)
+    last = pos[module.ops[-1]]
+    offset = 0 if module.source is None else sol.op_start[module.source] - sub_sol.op_start[0]
+    delta = 0 if module.sink is None else sub_sol.op_end(len(module.ops) - 1) + offset - sol.op_end(module.sink)
     device, stream, start, duration = (list(sol.op_device), list(sol.op_stream), list(sol.op_start),
                                        list(sol.op_duration))
     for i in range(problem.num_ops):
@@ -388,7 +400,7 @@ def module_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget
             trial = splice(problem, best, found[k], sub_sol)
             obj = objective_value(problem, trial)
             if obj < best_obj and not validate_schedule(problem, trial):
-                stats["gains"].append((found[k].sink, best_obj - obj))
+                stats["gains"].append((found[k].ops[-1], best_obj - obj))
                 best, best_obj = trial, obj
                 stats["accepted"] += 1
                 settled.pop(k, None)
