@@ -405,6 +405,7 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler, HeftScheduler
     from solvers.scheduling.contiguous import ContiguousSplitScheduler
+    from solvers.scheduling.module_resolve import SOURCE as MODULE_SOURCE
     from solvers.scheduling.placement_lns import SOURCE as LNS_SOURCE
 
     w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
@@ -480,6 +481,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     # CP-SAT's main solve; None where it did not run (weights that fit one device)
     lns = (r.stats.get("start_candidates") or {}).get(LNS_SOURCE)
     row["lns_latency"] = lns / CYCLES_PER_MS if lns is not None else None
+    # the module re-solve's schedule from the LNS's (solvers.scheduling.module_resolve) and the
+    # units it charged; None where it did not run
+    mods = (r.stats.get("start_candidates") or {}).get(MODULE_SOURCE)
+    row["module_latency"] = mods / CYCLES_PER_MS if mods is not None else None
+    row["module_units"] = (r.stats.get("module_resolve") or {}).get("units")
     # the segment-run DP's placements, sequenced (solvers.scheduling.run_start): its best
     # schedule and the deterministic units the stage charged; None where it did not run
     runs = r.stats.get("run_start_objective")
@@ -611,12 +617,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"({row['run_start_units']} units)", flush=True)
         print_table(f"DNN placement, latency in ms, planner's scheduling model (time limit {args.time_limit:g} s)",
                     ["input", "nodes", "k", "cpus", "planner", "bound", "gap %", "status", "stopped by", "hint",
-                     "HEFT", "split", "contig", "runs", "LNS", "1 acc", "expert", "time s"],
+                     "HEFT", "split", "contig", "runs", "LNS", "modules", "1 acc", "expert", "time s"],
                     [[r["instance"], r["nodes"], r["accelerators"], r["cpus"], r["planner_latency"],
                       r["planner_bound"], None if r["planner_gap"] is None else round(100 * r["planner_gap"], 2),
                       r["planner_status"], r["planner_stopped_by"], r["planner_hint"], r["heft_latency"],
                       r["split_latency"], r["contiguous_latency"], r["run_start_latency"], r["lns_latency"],
-                      r["one_accelerator_latency"],
+                      r["module_latency"], r["one_accelerator_latency"],
                       r["expert_latency"],
                       r["planner_time_s"]]
                      for r in rows_l])

@@ -84,6 +84,19 @@ benchmark, load 9-14). Once it stalls it sweeps *routes*: the receivers of a cri
 that queues behind another on one link move to a third device, so the two leave over two links
 (placement_lns, **Routes**; see benchmarks/dnn.py for what it gained).
 
+**Module re-solve (a start candidate).** Then, on the same problems, up to
+``module_resolve_share`` of the budget goes to
+:func:`~solvers.scheduling.module_resolve.module_resolve` from the best start so far: each
+module between two clean cut ops (short ones merged, the head and tail included) is solved by
+CP-SAT over placement and sequencing with the rest of the plan fixed (its entry and exit on
+their devices, the memory the rest leaves), in passes of growing per-module units over the
+modules not yet proved; a module's schedule is spliced in only when the whole plan is shorter
+and valid (``stats["start_candidates"]["module re-solve"]``, ``stats["module_resolve"]``). The
+LNS sequences each trial with HEFT and moves windows of the order, so a module's best split over
+several devices is a joint move it rarely draws: on Inception-V3 its 955.93-ms plan pays about
+37 ms over the exact module minima (docs/bounds.md, session 12); see benchmarks/dnn.py for what
+the stage gained.
+
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
