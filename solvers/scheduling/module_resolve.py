@@ -41,6 +41,20 @@ splice changes only its own module's ops, so the other modules' problems (and th
 optima) stay as they were except for the room, which the accepted one may have changed; those
 are tried again in a second pass. Counted, never timed: same problem, start and budget, same
 result (the wall-clock net aside).
+
+**Measured** (2026-11-28, ``PLAN_NET_SLOWDOWN=20``, load 13-16 on 2 cores). From the placement
+LNS's 955.93-ms Inception-V3 plan of the benchmark's 60-s run (``benchmarks/dnn.py --objective
+latency --time-limit 60 --search deterministic``), the stage alone: 928.31 ms with 1.0 unit
+(about its share there; 14 module solves, 7 splices in modules 86-100, 228-258, 40-63 and
+164-196; 14-17 CPU-s), 927.31 with 3.0 units. First passes of 0.1 units per module reached
+932.31, one worker not interleaved nothing (0 of 7 solves improved), one worker interleaved
+928.40. Where it stops: 86-100 is at its exact minimum (46.99); 40-63, 164-196 and 228-258 are
+at 44.34, 31.98 and 23.60 against exact minima of 41.71, 29.20 and 21.58 (docs/bounds.md,
+session 12: OPTIMAL in 6-33 s each, far beyond a module's units here); the stem's first window
+(ops up to cut op 11, 475.47) is at its floor; the second (to cut op 40, 193.12 against a
+floor of 165.57) is not improved. In the benchmark ResNet-50 layers goes 999.78 -> 994.85 (one
+splice, 5.06 ms, 1.03 units; bound unchanged at 873.08); the operator graphs have no module (no
+clean cut op between weight sources and their consumers), so the stage costs nothing there.
 """
 
 from __future__ import annotations
