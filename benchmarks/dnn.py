@@ -161,6 +161,17 @@ twice (op 57 at 711.0). No placement tried there does better: the 1,024 of that 
 the CPU or an accelerator, and every window of the plan moved to an idle accelerator, stay above
 999.9 with HEFT; CP-SAT with the plan's placement fixed proves 999.78 optimal for it.
 
+Then (2026-11-28 21:33-22:36 UTC, ``--search deterministic --time-limit 60``,
+``PLAN_NET_SLOWDOWN=20``, load 5-16 on 2 cores; before = main 0b7a0cb, after = the module
+re-solve, :mod:`solvers.scheduling.module_resolve`, column ``modules``): Inception-V3 955.93 /
+815.58 (14.68%) -> **928.06** / 815.58 (12.12%; the stage 928.31 in 1.03 units, CP-SAT's main
+solve then 928.06), ResNet-50 layers 999.78 / 873.08 (12.67%) -> **994.85** / 873.08 (12.24%;
+one module splice, 1.03 units). Unchanged: BERT-24 and GNMT (proven optimal), BERT-L 3 223.96,
+BERT-L 12 655.83 (4.71%), ResNet-50 operators 435.38 / 371.62 (no modules in the operator graphs: the stage charges 0
+units, the leftover bound keeps its units; BERT-L 6, an operator graph too, not re-measured).
+Gap <= 5% on 5 of 8 (not met); never worse than HEFT, the best start or the experts on every
+input measured.
+
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
 ``planner.pipeline.run`` — placement, single-sample schedule, lowering, binaries and
@@ -405,6 +416,7 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler, HeftScheduler
     from solvers.scheduling.contiguous import ContiguousSplitScheduler
+    from solvers.scheduling.module_resolve import SOURCE as MODULE_SOURCE
     from solvers.scheduling.placement_lns import SOURCE as LNS_SOURCE
 
     w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
@@ -480,6 +492,11 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     # CP-SAT's main solve; None where it did not run (weights that fit one device)
     lns = (r.stats.get("start_candidates") or {}).get(LNS_SOURCE)
     row["lns_latency"] = lns / CYCLES_PER_MS if lns is not None else None
+    # the module re-solve's schedule from the LNS's (solvers.scheduling.module_resolve) and the
+    # units it charged; None where it did not run
+    mods = (r.stats.get("start_candidates") or {}).get(MODULE_SOURCE)
+    row["module_latency"] = mods / CYCLES_PER_MS if mods is not None else None
+    row["module_units"] = (r.stats.get("module_resolve") or {}).get("units")
     # the segment-run DP's placements, sequenced (solvers.scheduling.run_start): its best
     # schedule and the deterministic units the stage charged; None where it did not run
     runs = r.stats.get("run_start_objective")
@@ -611,12 +628,12 @@ def main(argv: list[str] | None = None) -> int:
                       f"({row['run_start_units']} units)", flush=True)
         print_table(f"DNN placement, latency in ms, planner's scheduling model (time limit {args.time_limit:g} s)",
                     ["input", "nodes", "k", "cpus", "planner", "bound", "gap %", "status", "stopped by", "hint",
-                     "HEFT", "split", "contig", "runs", "LNS", "1 acc", "expert", "time s"],
+                     "HEFT", "split", "contig", "runs", "LNS", "modules", "1 acc", "expert", "time s"],
                     [[r["instance"], r["nodes"], r["accelerators"], r["cpus"], r["planner_latency"],
                       r["planner_bound"], None if r["planner_gap"] is None else round(100 * r["planner_gap"], 2),
                       r["planner_status"], r["planner_stopped_by"], r["planner_hint"], r["heft_latency"],
                       r["split_latency"], r["contiguous_latency"], r["run_start_latency"], r["lns_latency"],
-                      r["one_accelerator_latency"],
+                      r["module_latency"], r["one_accelerator_latency"],
                       r["expert_latency"],
                       r["planner_time_s"]]
                      for r in rows_l])

@@ -116,11 +116,12 @@ def test_the_candidate_stage_is_deterministic():
 
 
 def test_a_zero_share_turns_the_candidate_off():
-    # the placement LNS and the segment-run start, other start candidates, off too
-    # (tests/solvers/test_placement_lns.py, test_run_start.py)
+    # the placement LNS, the segment-run start and the module re-solve, other start
+    # candidates, off too (tests/solvers/test_placement_lns.py, test_run_start.py,
+    # test_module_resolve.py)
     off = CpSatScheduler(CpSatOptions(segment_bound_share=0.0, segment_schedule_share=0.0, bound_probe_share=0.0,
                                       forced_cut_start_share=0.0, placement_lns_share=0.0,
-                                      run_start_share=0.0)).solve(_chain(), _ONE)
+                                      run_start_share=0.0, module_resolve_share=0.0)).solve(_chain(), _ONE)
     assert "start_candidates" not in off.stats
     assert off.stats["hint_source"] == "heft"
     assert off.objective == 7  # the main solve still finds the optimum on three ops

@@ -70,6 +70,11 @@ class CpSatOptions:
     # parts: at most this share of the budget for the stitched parts' start after the placement
     # LNS (solvers.scheduling.part_start; Inception-V3 layers 955.93 -> 954.23 ms with 0.235 units)
     part_start_share: float = 0.07
+    # LATENCY problems whose weights need several devices: share of the time budget spent
+    # re-solving the best start's modules (the segments between clean cut ops) exactly with
+    # CP-SAT, the rest of the plan fixed, after the placement LNS; a module's schedule is spliced
+    # in only when the whole plan is shorter (solvers.scheduling.module_resolve); 0 turns it off.
+    module_resolve_share: float = 0.3
     # LATENCY problems whose weights need several devices, not proven optimal: share of what
     # the main solve left of the budget spent on the bound afterwards (more forced-cut probes,
     # or the pinned moves still open; see CpSatScheduler._leftover_bound); 0 turns it off.
@@ -140,4 +145,5 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
                         segment_bound_share=0.0, segment_schedule_share=0.0,
                         forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0, run_start_share=0.0,
                         part_start_share=0.0,
+                        module_resolve_share=0.0,
                         pinned_move_share=0.0, leftover_bound_share=0.0)

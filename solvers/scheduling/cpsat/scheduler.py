@@ -87,6 +87,19 @@ benchmark, load 9-14). Once it stalls it sweeps *routes*: the receivers of a cri
 that queues behind another on one link move to a third device, so the two leave over two links
 (placement_lns, **Routes**; see benchmarks/dnn.py for what it gained).
 
+**Module re-solve (a start candidate).** Then, on the same problems, up to
+``module_resolve_share`` of the budget goes to
+:func:`~solvers.scheduling.module_resolve.module_resolve` from the best start so far: each
+module between two clean cut ops (short ones merged, the head and tail included) is solved by
+CP-SAT over placement and sequencing with the rest of the plan fixed (its entry and exit on
+their devices, the memory the rest leaves), in passes of growing per-module units over the
+modules not yet proved; a module's schedule is spliced in only when the whole plan is shorter
+and valid (``stats["start_candidates"]["module re-solve"]``, ``stats["module_resolve"]``). The
+LNS sequences each trial with HEFT and moves windows of the order, so a module's best split over
+several devices is a joint move it rarely draws: on Inception-V3 its 955.93-ms plan pays about
+37 ms over the exact module minima (docs/bounds.md, session 12); see benchmarks/dnn.py for what
+the stage gained.
+
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
@@ -176,6 +189,8 @@ from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
 from solvers.scheduling.move_arrivals import ARRIVAL_SHARE, move_arrival_bound
 from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
+from solvers.scheduling.module_resolve import SOURCE as MODULE_RESOLVE_SOURCE
+from solvers.scheduling.module_resolve import module_resolve
 from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
 from solvers.scheduling.part_bound import part_bound
 from solvers.scheduling.part_start import SOURCE as PART_START_SOURCE
@@ -308,6 +323,9 @@ class CpSatScheduler(Accepting):
             hint_obj = objective_value(problem, hint)
         if cfg.part_start_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._part_start(problem, options, budget, hint, hint_source, stats)
+            hint_obj = objective_value(problem, hint)
+        if cfg.module_resolve_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
+            hint, hint_source = self._module_resolve(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
@@ -458,4 +476,21 @@ class CpSatScheduler(Accepting):
         if found_obj is not None and found_obj < hint_obj:
             stats.update(hint_source=PART_START_SOURCE, hint_objective=found_obj)
             return found, PART_START_SOURCE
+        return hint, hint_source
+
+    def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                        hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
+        """The module re-solve from the best start so far, as a start candidate: (hint, hint
+        source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
+        gets its objective, ``stats["module_resolve"]`` what it did."""
+        child = budget.child(self.config.module_resolve_share * budget.total)
+        found, module_stats = module_resolve(problem, hint, child, options)
+        budget.absorb(child, "module_resolve")
+        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
+        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
+        candidates[MODULE_RESOLVE_SOURCE] = found_obj
+        stats["module_resolve"] = dict(module_stats, units=round(child.used, 6))
+        if found_obj < hint_obj:
+            stats.update(hint_source=MODULE_RESOLVE_SOURCE, hint_objective=found_obj)
+            return found, MODULE_RESOLVE_SOURCE
         return hint, hint_source
