@@ -47,6 +47,7 @@ from solvers.cpsat_support import interval_if
 from solvers.memory.levels.bandwidth import SHARE_UNITS
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_bandwidth_spans
+from solvers.memory.levels.link_holds import add_enforced, add_hold_keys, hold_rule_violations
 from solvers.memory.levels.problem import TransferKind
 
 __all__ = ["hold_level_shares", "hierarchy_hold_waits", "add_hierarchy_hold_keys", "hierarchy_hold_violations",
@@ -103,21 +104,10 @@ def add_hierarchy_hold_keys(problem: HierarchyProblem, solution: HierarchySoluti
     """The holds as keys of the replay's list schedule (``("hold", k)``), in place: their waits,
     lengths, heads as floors, main-level shares and rank in the start order (the solution's
     ``link_starts``; without them an estimate: the head, or a send's waits' ends in the solution)."""
-    waits, waiters = hierarchy_hold_waits(problem, solution, holds)
     ends = {("op", i): s + d for i, (s, d) in enumerate(zip(solution.op_start, solution.op_duration))}
     ends.update({("dma", q): m.end_cycle for q, m in enumerate(solution.moves)})
-    known = len(solution.link_starts) == len(holds)
-    for k, h in enumerate(holds):
-        key = ("hold", k)
-        deps[key] = set(waits[key])
-        for w in waiters.get(key, ()):
-            deps[w].add(key)
-        length[key] = h.duration_cycles
-        if h.head:
-            floor[key] = max(floor.get(key, 0), h.head)
-        shares[key] = hold_level_shares(problem, h)
-        estimate = max([h.head] + [ends[w] for w in waits[key] if w in ends])
-        priority[key] = (solution.link_starts[k] if known else estimate, 2, k)
+    add_hold_keys(holds, solution.link_starts, ends, hierarchy_hold_waits(problem, solution, holds),
+                  [hold_level_shares(problem, h) for h in holds], deps, length, floor, priority, shares)
 
 
 def hierarchy_hold_violations(problem: HierarchyProblem, solution: HierarchySolution, holds) -> list[str]:
@@ -134,18 +124,8 @@ def hierarchy_hold_violations(problem: HierarchyProblem, solution: HierarchySolu
     ends = {("hold", k): h.end(s) for k, (h, s) in enumerate(zip(holds, solution.link_starts))}
     ends.update({("op", i): s + d for i, (s, d) in enumerate(zip(solution.op_start, solution.op_duration))})
     ends.update({("dma", q): m.end_cycle for q, m in enumerate(solution.moves)})
-    waits, waiters = hierarchy_hold_waits(problem, solution, holds)
-    errs = []
-    for k, h in enumerate(holds):
-        key, s = ("hold", k), solution.link_starts[k]
-        if s < h.head:
-            errs.append(f"{h.role} link hold {k} starts at {s} before its head {h.head}")
-        errs += [f"{h.role} link hold {k} starts at {s} before link hold {j} starts at "
-                 f"{solution.link_starts[j]} + lag {lag}" for j, lag in h.lags if s < solution.link_starts[j] + lag]
-        errs += [f"{h.role} link hold {k} starts at {s} before {w[0]} {w[1]} ends at {ends[w]}"
-                 for w in sorted(waits[key]) if ends[w] > s]
-        errs += [f"{w[0]} {w[1]} starts at {starts[w]} before {h.role} link hold {k} ends at {ends[key]}"
-                 for w in sorted(waiters.get(key, ())) if starts[w] < ends[key]]
+    errs = hold_rule_violations(holds, solution.link_starts, starts, ends,
+                                hierarchy_hold_waits(problem, solution, holds))
     return errs + _over_subscribed(problem, solution, holds)
 
 
@@ -207,7 +187,7 @@ def add_hierarchy_link_hold_waits(model, problem: HierarchyProblem, v, holds) ->
                 model.add(v.start[a] >= end)
             for (kind, t, _, _), hops in v.chains.items():
                 if kind is PREFETCH and t in h.tensors:
-                    _add_if(model, hops[0].start >= end, hops[0].present)
+                    add_enforced(model, hops[0].start >= end, hops[0].present)
             continue
         ops = {h.op} if problem.is_real(h.op) else set()
         ops.update(problem.accesses(t)[0] for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
@@ -215,14 +195,5 @@ def add_hierarchy_link_hold_waits(model, problem: HierarchyProblem, v, holds) ->
             model.add(start >= v.end(a))
         for (kind, t, _, _), hops in v.chains.items():
             if kind is EVICT and t in h.tensors and hops[-1].dst == problem.home(t):
-                _add_if(model, start >= hops[-1].end, hops[0].present)
+                add_enforced(model, start >= hops[-1].end, hops[0].present)
 
-
-def _add_if(model, relation, literal) -> None:
-    if isinstance(relation, bool):  # both sides constant
-        if not relation and isinstance(literal, int) and literal:
-            model.add_bool_or([])  # infeasible
-        return
-    ct = model.add(relation)
-    if not isinstance(literal, int):
-        ct.only_enforce_if(literal)

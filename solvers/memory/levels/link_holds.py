@@ -35,7 +35,8 @@ from solvers.memory.levels.bandwidth import SHARE_UNITS, bandwidth_spans
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind
 
 __all__ = ["LinkHold", "hold_waits", "add_hold_waits", "hold_violations", "add_link_hold_vars",
-           "add_link_hold_waits", "hold_objective_terms", "with_lag_floors"]
+           "add_link_hold_waits", "hold_objective_terms", "with_lag_floors", "add_hold_keys",
+           "hold_rule_violations", "add_enforced"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,10 +117,19 @@ def add_hold_waits(problem: LevelProblem, solution: LevelSolution, holds, deps: 
     """The holds as keys of the replay's list schedule (``("hold", k)``), in place: their waits,
     lengths, heads as floors, slow shares, and their rank in the start order (the solution's
     ``link_starts``; without them, an estimate from its times: the head, or a send's waits' ends)."""
-    waits, waiters = hold_waits(problem, solution, holds)
     ends = {("op", i): s + d for i, (s, d) in enumerate(zip(solution.op_start, solution.op_duration))}
     ends.update({("dma", q): tr.end_cycle for q, tr in enumerate(solution.transfers)})
-    known = len(solution.link_starts) == len(holds)
+    add_hold_keys(holds, solution.link_starts, ends, hold_waits(problem, solution, holds),
+                  [(0, h.shares) for h in holds], deps, length, floor, priority, shares)
+
+
+def add_hold_keys(holds, link_starts, ends: dict, waits_and_waiters: tuple[dict, dict], hold_shares,
+                  deps: dict, length: dict, floor: dict, priority: dict, shares: dict) -> None:
+    """The replay keys of the holds, whatever the level problem (two levels, :func:`add_hold_waits`;
+    N levels, :func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_hold_keys`), in
+    place: ``ends`` of the other keys, the holds' waits and waiters, and each hold's shares."""
+    waits, waiters = waits_and_waiters
+    known = len(link_starts) == len(holds)
     for k, h in enumerate(holds):
         key = ("hold", k)
         deps[key] = set(waits[key])
@@ -127,10 +137,30 @@ def add_hold_waits(problem: LevelProblem, solution: LevelSolution, holds, deps: 
             deps[w].add(key)
         length[key] = h.duration_cycles
         if h.head:
-            floor[key] = h.head
-        shares[key] = (0, h.shares)
+            floor[key] = max(floor.get(key, 0), h.head)
+        shares[key] = hold_shares[k]
         estimate = max([h.head] + [ends[w] for w in waits[key] if w in ends])
-        priority[key] = (solution.link_starts[k] if known else estimate, 2, k)
+        priority[key] = (link_starts[k] if known else estimate, 2, k)
+
+
+def hold_rule_violations(holds, link_starts, starts: dict, ends: dict, waits_and_waiters: tuple[dict, dict]
+                         ) -> list[str]:
+    """The rules a hold's start keeps whatever the level problem: at or after its head and its
+    lags, after what it waits for, before what waits for it (``starts``/``ends`` of every key,
+    the holds' included; ``link_starts`` as many as ``holds``)."""
+    waits, waiters = waits_and_waiters
+    errs = []
+    for k, h in enumerate(holds):
+        key, s = ("hold", k), link_starts[k]
+        if s < h.head:
+            errs.append(f"{h.role} link hold {k} starts at {s} before its head {h.head}")
+        errs += [f"{h.role} link hold {k} starts at {s} before link hold {j} starts at "
+                 f"{link_starts[j]} + lag {lag}" for j, lag in h.lags if s < link_starts[j] + lag]
+        errs += [f"{h.role} link hold {k} starts at {s} before {w[0]} {w[1]} ends at {ends[w]}"
+                 for w in sorted(waits[key]) if ends[w] > s]
+        errs += [f"{w[0]} {w[1]} starts at {starts[w]} before {h.role} link hold {k} ends at {ends[key]}"
+                 for w in sorted(waiters.get(key, ())) if starts[w] < ends[key]]
+    return errs
 
 
 def hold_violations(problem: LevelProblem, solution: LevelSolution, holds) -> list[str]:
@@ -153,24 +183,14 @@ def hold_violations(problem: LevelProblem, solution: LevelSolution, holds) -> li
         return []
     if len(solution.link_starts) != len(holds):
         return [f"{len(holds)} link holds but {len(solution.link_starts)} link starts"]
-    errs = []
+    errs: list[str] = []
     starts = {("hold", k): s for k, s in enumerate(solution.link_starts)}
     starts.update({("op", i): s for i, s in enumerate(solution.op_start)})
     starts.update({("dma", q): tr.start_cycle for q, tr in enumerate(solution.transfers)})
     ends = {("hold", k): h.end(s) for k, (h, s) in enumerate(zip(holds, solution.link_starts))}
     ends.update({("op", i): s + d for i, (s, d) in enumerate(zip(solution.op_start, solution.op_duration))})
     ends.update({("dma", q): tr.end_cycle for q, tr in enumerate(solution.transfers)})
-    waits, waiters = hold_waits(problem, solution, holds)
-    for k, h in enumerate(holds):
-        key, s = ("hold", k), solution.link_starts[k]
-        if s < h.head:
-            errs.append(f"{h.role} link hold {k} starts at {s} before its head {h.head}")
-        errs += [f"{h.role} link hold {k} starts at {s} before link hold {j} starts at "
-                 f"{solution.link_starts[j]} + lag {lag}" for j, lag in h.lags if s < solution.link_starts[j] + lag]
-        errs += [f"{h.role} link hold {k} starts at {s} before {w[0]} {w[1]} ends at {ends[w]}"
-                 for w in sorted(waits[key]) if ends[w] > s]
-        errs += [f"{w[0]} {w[1]} starts at {starts[w]} before {h.role} link hold {k} ends at {ends[key]}"
-                 for w in sorted(waiters.get(key, ())) if starts[w] < ends[key]]
+    errs += hold_rule_violations(holds, solution.link_starts, starts, ends, hold_waits(problem, solution, holds))
     spans = [(sp[0], sp[1], sp[3], sp[4]) for sp in bandwidth_spans(problem, solution) if sp[3]]
     spans += [(s, h.end(s), h.shares, f"{h.role} link hold {k}")
               for k, (h, s) in enumerate(zip(holds, solution.link_starts)) if h.duration_cycles and h.shares]
@@ -212,7 +232,9 @@ def add_link_hold_vars(model, v, holds, horizon: int) -> None:
                                      h.shares))
 
 
-def _enforced(model, relation, literal) -> None:
+def add_enforced(model, relation, literal) -> None:
+    """``relation`` in ``model``, enforced by ``literal`` (a constant literal: always or never;
+    a constant relation: nothing to add, or infeasible where it must hold)."""
     if isinstance(relation, bool):  # both sides constant
         if not relation and isinstance(literal, int) and literal:
             model.add_bool_or([])  # infeasible
@@ -241,7 +263,7 @@ def add_link_hold_waits(model, problem: LevelProblem, v, holds) -> None:
                 model.add(v.start[a] >= end)
             for (kind, t, j), s in v.dma_start.items():
                 if kind == "p" and t in h.tensors:
-                    _enforced(model, s >= end, v.prefetch[t, j])
+                    add_enforced(model, s >= end, v.prefetch[t, j])
             continue
         ops = {h.op} if problem.is_real(h.op) else set()
         ops.update(problem.accesses(t)[0] for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
@@ -249,4 +271,4 @@ def add_link_hold_waits(model, problem: LevelProblem, v, holds) -> None:
             model.add(start >= v.end(a))
         for (kind, t, j), s in v.dma_start.items():
             if kind == "e" and t in h.tensors:
-                _enforced(model, start >= s + problem.dma_cycles(t), v.evict[t, j])
+                add_enforced(model, start >= s + problem.dma_cycles(t), v.evict[t, j])
