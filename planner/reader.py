@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
 from dataclasses import dataclass
+from itertools import accumulate
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
@@ -154,9 +156,33 @@ class _Frame:
         self.merges: list[Any] = []
 
 
-# libyaml (PyYAML >= 6.0.3's wheels) refuses flow collections nested this deep itself, while
-# scanning ahead for a possible key: before the event that would cross a lower max_depth.
+# libyaml (PyYAML >= 6.0.3's wheels) refuses values nested deeper than this itself, and for flow
+# collections while scanning ahead for a possible key: before the event that would cross a lower
+# max_depth. Older wheels, or PyYAML without libyaml, have no such limit, so ours never relies on
+# it: no value deeper than LIBYAML_MAX_DEPTH - 1 (_deepest_allowed), and a text whose brackets
+# nest deeper is refused before any parser sees it (_refuse_deep_brackets).
 LIBYAML_MAX_DEPTH = 1000
+
+
+def _deepest_allowed(max_depth: int) -> int:
+    """The nesting our reader accepts: ``max_depth``, and never what libyaml (if present) refuses."""
+    return min(max_depth, LIBYAML_MAX_DEPTH - 1)
+
+
+def _refuse_deep_brackets(text: str, file: str | None, max_depth: int) -> None:
+    """Refuse flow collections nested deeper than libyaml would scan, before a parser sees them.
+
+    Counts ``[``/``{`` outside double-quoted strings (:func:`_json_depth`); the error is at the
+    line where the count first passes :func:`_deepest_allowed`, where the reader's own event
+    check would refuse it. Only a depth beyond libyaml's limit is decided here, so a bracket in
+    a comment or a plain scalar cannot refuse a spec within the usual limits.
+    """
+    if text.count("[") + text.count("{") < LIBYAML_MAX_DEPTH or _bracket_depth(text) < LIBYAML_MAX_DEPTH:
+        return
+    allowed = _deepest_allowed(max_depth)
+    _, at = _json_depth(text, allowed + 1)
+    raise SpecError(f"values are nested more than {allowed} levels deep", file=file,
+                    line=text.count("\n", 0, at) + 1)
 
 
 def _syntax_error(e: yaml.YAMLError, file: str | None, max_depth: int) -> SpecError:
@@ -165,8 +191,7 @@ def _syntax_error(e: yaml.YAMLError, file: str | None, max_depth: int) -> SpecEr
         return SpecError(f"malformed YAML: {e}", file=file)
     mark = e.problem_mark or e.context_mark
     if "maximum nesting depth" in (e.problem or ""):  # libyaml's own limit: say ours, which is lower
-        depth = min(max_depth, LIBYAML_MAX_DEPTH - 1)
-        return SpecError(f"values are nested more than {depth} levels deep", file=file,
+        return SpecError(f"values are nested more than {_deepest_allowed(max_depth)} levels deep", file=file,
                          line=mark.line + 1 if mark else None)
     what = e.problem or e.context or "cannot parse"
     if e.context and e.problem:
@@ -286,6 +311,7 @@ class _Reader:
 
     def __init__(self, text: str, file: str | None, limits: ReadLimits) -> None:
         self.text, self.file, self.limits = text, file, limits
+        self.deepest = _deepest_allowed(limits.max_depth)
         self.anchors: dict[str, tuple[Any, int, int]] = {}  # value, size (expanded), height
         self.open_anchors: set[str] = set()
         self.total = 0
@@ -310,6 +336,7 @@ class _Reader:
         if len(self.text) > self.limits.max_bytes:
             raise self.fail(f"the input is larger than {_mib(self.limits.max_bytes)}, the limit for one input "
                             "file", None)
+        _refuse_deep_brackets(self.text, self.file, self.limits.max_depth)
         loader = _Parser(self.text)
         try:
             self.consume(loader.get_event)
@@ -370,8 +397,8 @@ class _Reader:
         line = event.start_mark.line + 1
         if event.tag not in (_MAP_TAGS if is_map else _SEQ_TAGS):
             raise self.fail(f"YAML tag {event.tag} is not supported in a spec", line)
-        if len(self.stack) + 1 > self.limits.max_depth:
-            raise self.fail(f"values are nested more than {self.limits.max_depth} levels deep", line)
+        if len(self.stack) + 1 > self.deepest:
+            raise self.fail(f"values are nested more than {self.deepest} levels deep", line)
         self.count(1, line)
         if event.anchor is not None:
             self.open_anchors.add(event.anchor)
@@ -383,8 +410,8 @@ class _Reader:
         if anchor not in self.anchors:
             raise self.fail(f"alias *{anchor} refers to no anchor &{anchor} defined before it", line)
         value, size, height = self.anchors[anchor]
-        if len(self.stack) + height > self.limits.max_depth:
-            raise self.fail(f"alias *{anchor} nests values more than {self.limits.max_depth} levels deep", line)
+        if len(self.stack) + height > self.deepest:
+            raise self.fail(f"alias *{anchor} nests values more than {self.deepest} levels deep", line)
         self.count(size, line)  # before the alias is used: nothing is copied, but consumers would expand it
         self.add(value, size, height, line, None)
 
@@ -505,8 +532,20 @@ def read_yaml(text: str, file: str | None = None, limits: ReadLimits = DEFAULT_R
     return _Reader(text, file, limits).run()
 
 
-def _json_depth(text: str) -> tuple[int, int]:
-    """The deepest nesting of ``[``/``{`` outside strings, and the offset where it is reached."""
+_NOT_BRACKETS = re.compile(r'"(?:[^"\\]|\\.)*"|[^\[\]{}"]+')
+_BRACKET_STEPS = bytes.maketrans(b"[{]}\"", b"\x01\x01\xff\xff\x00")
+
+
+def _bracket_depth(text: str) -> int:
+    """:func:`_json_depth`'s depth at C speed (an inline graph of 10^5 ops, 11 MiB, in 0.2 s, not 0.4 s):
+    strings and other characters dropped by one regex, the brackets summed as signed bytes."""
+    steps = array("b", _NOT_BRACKETS.sub("", text).encode("ascii").translate(_BRACKET_STEPS))
+    return max(0, max(accumulate(steps), default=0))
+
+
+def _json_depth(text: str, stop_at: int | None = None) -> tuple[int, int]:
+    """The deepest nesting of ``[``/``{`` outside strings, and the offset where it is reached
+    (or the first offset where it reaches ``stop_at``)."""
     depth = best = at = 0
     for m in re.finditer(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', text):
         c = m.group()
@@ -514,6 +553,8 @@ def _json_depth(text: str) -> tuple[int, int]:
             depth += 1
             if depth > best:
                 best, at = depth, m.start()
+                if best == stop_at:
+                    break
         elif c in "]}":
             depth -= 1
     return best, at

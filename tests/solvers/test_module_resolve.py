@@ -1,6 +1,6 @@
 """The module re-solve (solvers.scheduling.module_resolve): a restriction spliced back is the
 schedule itself, the search never returns worse than its start, is valid and deterministic,
-finds a hand-checked better module placement within the room the rest leaves, and is wired
+finds a hand-checked better placement beside the module's heavy pinned exit op, and is wired
 into the CP-SAT scheduler as a start candidate."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from solvers.core import SolveOptions
 from solvers.scheduling import CpSatScheduler, SchedulingProblem
 from solvers.scheduling.cpsat.options import CpSatOptions
 from solvers.scheduling.heft import heft_schedule
-from solvers.scheduling.module_resolve import SOURCE, ModuleResolveOptions, module_problem, module_resolve, modules, splice
+from solvers.scheduling.module_resolve import (SOURCE, Module, ModuleResolveOptions, module_problem, module_resolve,
+                                              modules, splice)
 from solvers.scheduling.validate import objective_value, validate_schedule
 from tests.sweeps import examples, random_sweep
 
@@ -37,17 +38,23 @@ def _fork_with_a_heavy_tail() -> SchedulingProblem:
                              device_memory_bytes=(6, 6, 0), op_resident_bytes=(1, 1, 1, 1, 1, 1, 5))
 
 
-def test_it_finds_the_hand_checked_module_placement_within_the_room_the_rest_leaves():
-    # Hand-checked. Start: the module (head .. join) on device 0, the tail on device 1: head
-    # 0-1, the four branch ops 1-9, join 9-10, transfer 10-11, tail 11-12: 12. The tail leaves
-    # device 1 one byte of room, so no branch moves there whole, and the slow device takes 6
-    # cycles per branch op (a branch there ends at 14 at best). One branch op on device 1 is
-    # the module's optimum: e.g. b2 there 2-4 (transfer 1-2), back 4-5, while device 0 runs
+def test_it_finds_the_hand_checked_placement_beside_the_modules_heavy_pinned_exit_op():
+    # Hand-checked. The seven ops are one module (fewer than 12 ops: the segments merge), its
+    # exit op the tail, pinned where the start has it: device 1, where its 5 bytes leave one byte
+    # of the 6 for the rest of the module (the limit is the tail's, not that of an op outside).
+    # Start: head .. join on device 0: head 0-1, the four branch ops 1-9, join 9-10, transfer
+    # 10-11, tail 11-12: 12. One byte of room: no branch moves to device 1 whole, and the slow
+    # device takes 6 cycles per branch op (a branch there ends at 14 at best). One branch op on
+    # device 1 is the optimum: e.g. b2 there 2-4 (transfer 1-2), back 4-5, while device 0 runs
     # b1 1-3, c1 3-5, c2 5-7, join 7-8 (the four branch ops need 8 cycles of fast device, one
     # of them on device 1 at most, so device 0 is busy 1 + 6 + 1 at least): 8, tail 9-10.
     p = _fork_with_a_heavy_tail()
     start = heft_schedule(p, (0, 0, 0, 0, 0, 0, 1))
     assert objective_value(p, start) == 12
+    [module] = modules(p, ModuleResolveOptions().max_ops)
+    assert module == Module(source=None, sink=6, ops=(0, 1, 2, 3, 4, 5, 6))
+    local, _ = module_problem(p, start, module)
+    assert local.durations_cycles[6] == (-1, 1, -1) and local.device_memory_bytes == (6, 6, 0)
     best, stats = module_resolve(p, start, _budget())
     assert not validate_schedule(p, best)
     assert objective_value(p, best) == 10

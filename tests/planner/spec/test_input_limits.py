@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
+import random
 import resource
 import time
 from pathlib import Path
 
 import pytest
+import yaml
 
+from planner import reader
 from planner.errors import SpecError
 from planner.spec import load_spec
 from planner.spec.limits import LIMITS, MAX_CYCLES, MAX_OPS, limits_table
@@ -90,10 +93,20 @@ def test_malformed_documents(text, line, fragment):
     assert fragment in info.value.message and info.value.line == line, str(info.value)
 
 
-@pytest.mark.parametrize("depth, limit, said", [(100, 64, 64), (2000, 64, 64), (2000, 5000, 999), (900, 5000, None)])
-def test_nesting_is_refused_at_our_limit_or_libyamls_whichever_is_lower(depth, limit, said):
-    # libyaml (PyYAML >= 6.0.3) stops flow collections 1,000 deep while scanning ahead, before
-    # our own check sees the events: either way the message gives a depth that was exceeded
+# libyaml's parser (PyYAML >= 6.0.3's wheels) and PyYAML's own, which has no nesting limit: the
+# one PyYAML without libyaml, or with an older libyaml, reads with.
+PARSERS = [pytest.param(getattr(yaml, "CSafeLoader", yaml.SafeLoader), id="libyaml"),
+           pytest.param(yaml.SafeLoader, id="pure-python")]
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+@pytest.mark.parametrize("depth, limit, said", [(100, 64, 64), (2000, 64, 64), (2000, 5000, 999), (900, 5000, None),
+                                                (1000, 5000, 999), (999, 5000, 999), (998, 5000, None)])
+def test_nesting_is_refused_at_our_limit_or_libyamls_whichever_is_lower(depth, limit, said, parser, monkeypatch):
+    # libyaml (PyYAML >= 6.0.3) stops values 1,000 deep, flow collections while scanning ahead
+    # before any event; our own rule refuses what it would, with any parser: the message gives
+    # a depth that was exceeded ("a: " adds a level: 999 brackets are 1,000 levels)
+    monkeypatch.setattr(reader, "_Parser", parser)
     text = "a: " + "[" * depth + "]" * depth + "\n"
     if said is None:
         read_yaml(text, "s.yaml", ReadLimits(max_depth=limit))
@@ -101,6 +114,26 @@ def test_nesting_is_refused_at_our_limit_or_libyamls_whichever_is_lower(depth, l
     with pytest.raises(SpecError) as info:
         read_yaml(text, "s.yaml", ReadLimits(max_depth=limit))
     assert info.value.message == f"values are nested more than {said} levels deep" and info.value.line == 1
+
+
+@pytest.mark.parametrize("parser", PARSERS)
+def test_deep_brackets_are_refused_at_the_line_our_rule_crosses_with_any_parser(parser, monkeypatch):
+    # 1,200 brackets, 100 a line from line 3: the 65th and the 1,000th are on lines 3 and 12
+    # ("[" in a double-quoted string does not count)
+    monkeypatch.setattr(reader, "_Parser", parser)
+    text = 'a: "[[[["\nb:\n' + "".join("  " + "[" * 100 + "\n" for _ in range(12)) + "  " + "]" * 1200 + "\n"
+    for limit, line in ((64, 3), (5000, 12)):
+        with pytest.raises(SpecError) as info:
+            read_yaml(text, "s.yaml", ReadLimits(max_depth=limit))
+        assert (info.value.message, info.value.line) == (f"values are nested more than {min(limit, 999)} levels "
+                                                         "deep", line)
+
+
+def test_the_fast_bracket_depth_is_the_scanned_one():
+    rng = random.Random(5)
+    for _ in range(3000):
+        text = "".join(rng.choice('[]{}"\\ax\n') for _ in range(rng.randint(0, 40)))
+        assert reader._bracket_depth(text) == reader._json_depth(text)[0], text
 
 
 def test_files_are_read_within_the_size_limit(tmp_path):
