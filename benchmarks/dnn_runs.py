@@ -120,11 +120,11 @@ def realised_placement(problem, moves, runs, cut_ops) -> list[int]:
     from ortools.sat.python import cp_model
 
     from solvers.scheduling.move_arrivals import weight_on_sink
-    from solvers.scheduling.move_arrivals import _held, _middle_segments
+    from solvers.scheduling.move_weights import held_by_op, middle_segments
     from solvers.scheduling.move_weights import weight_on_source
     from solvers.scheduling.pinned_moves import pinned_move_problem, role_model
 
-    held, middles = _held(moves), _middle_segments(moves)
+    held, middles = held_by_op(moves), middle_segments(moves)
     fresh = {k: iter(pool) for k, pool in enumerate(moves.pools.pools)}
     devices = [next(fresh[run[0]]) for run in runs]
     limited = [0 < problem.memory_bytes(d) < sum(held.values()) for d in range(problem.num_devices)]

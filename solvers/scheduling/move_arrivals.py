@@ -35,19 +35,16 @@ resume them.
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from solvers.budget import Budget
-from solvers.core import SolveOptions, Status
-from solvers.cpsat_support import integer_objective_bound
-from solvers.scheduling.forced import held_weights
-from solvers.scheduling.move_weights import LEVELS
+from solvers.core import SolveOptions
+from solvers.scheduling.move_weights import (held_by_op, middle_segments, role_weight_levels, settled_limited_jobs,
+                                             weight_in_role)
 from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_moves,
                                              role_model)
 from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.segment_runs import MoveOptions, segment_run_bound
-from solvers.scheduling.structure import segment_ranges, topological_order
 
 __all__ = ["ARRIVALS", "ARRIVAL_SHARE", "weight_on_sink", "arrival_levels", "arrival_jobs", "combined_options", "move_arrival_bound"]
 
@@ -59,81 +56,32 @@ ARRIVAL_SHARE = 1.0  # of what the scheduler's leftover stage has once the moves
 _B = 1  # role_model's role of the sink's device
 
 
-def _held(moves: Any) -> dict[int, int]:
-    """Each op's held weight in ``moves.pruned`` (colocation groups once, topological order)."""
-    topo = topological_order(moves.pruned)
-    return dict(zip(topo, held_weights(moves.pruned, topo)))
-
-
-def _middle_segments(moves: Any) -> list[int]:
-    """The index in ``moves.segments`` of each middle segment (a cut op at both ends)."""
-    ranges = segment_ranges(moves.pruned, moves.cuts)
-    return [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
-
-
 def weight_on_sink(built: Any, held_inner: Sequence[int]):
-    """The linear expression of ``W_B`` in a three-role model ``built`` (the held weight of its
-    interior ops in role B, ``held_inner[i - 1]`` for op i) and the most it can be."""
-    terms = [(w, built.role[i + 1][_B]) for i, w in enumerate(held_inner)
-             if w > 0 and built.role[i + 1][_B] is not None]
-    return sum(w * lit for w, lit in terms), sum(w for w, _ in terms)
+    """``W_B`` in a three-role model ``built`` (:func:`~solvers.scheduling.move_weights.weight_in_role`
+    of role B) and the most it can be."""
+    return weight_in_role(built, held_inner, _B)
 
 
 def arrival_levels(build: Callable[[], Any], held_inner: Sequence[int], minimum: int, options: SolveOptions,
                    budget: Budget, amount: float) -> list[tuple[int, float]] | None:
     """The ``(weight brought onto the sink's device, step)`` options of one pinned move whose
-    proven minimum is ``minimum`` (module Notes), each solve within a share of ``amount``
-    units; ``build()`` makes a fresh three-role model. None when nothing is to refine (no
-    interior weight can take role B, or a schedule at the minimum puts none there)."""
-    built = build()
-    weight, total = weight_on_sink(built, held_inner)
-    if total == 0:
-        return None
-    single = replace(options, num_workers=1)
-    built.model.add(built.makespan <= minimum)
-    built.model.minimize(weight)
-    share = amount / (1 + len(LEVELS))
-    status, solver, _ = budget.run_cpsat(built.model, single, share, None, interleave=False)
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):
-        return None
-    least = int(round(solver.objective_value))  # a solution's weight: the cells below are sound whatever it is
-    if least <= 0:
-        return None
-    found: list[tuple[int, float]] = []
-    lower = 0
-    for upper in sorted({int(f * least) for f in LEVELS if int(f * least) > 0}):
-        capped = build()
-        weight, _ = weight_on_sink(capped, held_inner)
-        capped.model.add(weight <= upper - 1)
-        capped.model.minimize(capped.makespan)
-        status, solver, _ = budget.run_cpsat(capped.model, single, share, None, interleave=False)
-        if status is Status.INFEASIBLE:
-            value = math.inf
-        elif status in (Status.OPTIMAL, Status.FEASIBLE):
-            value = float(integer_objective_bound(solver))
-        else:
-            value = 0.0  # nothing proved: the plain move still holds
-        found.append((lower, value))
-        lower = upper
-    found.append((lower, float(minimum)))
-    return found
+    proven minimum is ``minimum`` (module Notes;
+    :func:`~solvers.scheduling.move_weights.role_weight_levels` of role B)."""
+    return role_weight_levels(build, held_inner, minimum, options, budget, amount, _B)
 
 
 def arrival_jobs(moves: Any, keys: Sequence[tuple], memo: dict) -> list[int]:
     """The pinned-move jobs that get sink-side options: settled with a finite minimum in
     ``memo``, into a pool with a memory limit."""
-    total = sum(_held(moves).values())
-    limited = [0 < c < total for c in moves.pools.capacity]
-    return [i for i, (_, (_, kb), _) in enumerate(moves.jobs)
-            if limited[kb] and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])]
+    return settled_limited_jobs(moves, keys, memo, _B)
 
 
 def _prove_arrivals(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
                     budget: Budget, build: Callable[[SchedulingProblem], Any]) -> None:
     """Prove the sink-side options of every job of :func:`arrival_jobs` not in ``cells`` yet,
     changes within one pool first, in segment order, within ``budget``."""
-    held = _held(moves)
-    segment_of = _middle_segments(moves)
+    held = held_by_op(moves)
+    segment_of = middle_segments(moves)
     wanted = arrival_jobs(moves, keys, memo)
     ordered = sorted(wanted, key=lambda i: (moves.jobs[i][1][0] != moves.jobs[i][1][1], moves.jobs[i][0]))
     todo = list(dict.fromkeys(keys[i] for i in ordered if keys[i] not in cells))

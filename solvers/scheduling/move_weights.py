@@ -49,29 +49,36 @@ from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.segment_runs import MoveOptions
 from solvers.scheduling.structure import segment_ranges, topological_order
 
-__all__ = ["LEVELS", "weight_on_source", "move_weight_levels", "weight_jobs", "move_weight_options"]
+__all__ = ["LEVELS", "weight_in_role", "weight_on_source", "role_weight_levels", "move_weight_levels", "held_by_op",
+           "settled_limited_jobs", "middle_segments", "weight_jobs", "move_weight_options"]
 
 # The levels, as fractions of the least weight a cheapest move leaves on its source device
 # (the cell below the last one is where Inception-V3's moves jump: module Notes).
 LEVELS = (0.5, 0.75, 1.0)
 
 
-def weight_on_source(built: Any, held_inner: Sequence[int]):
-    """The linear expression of ``W_A`` in a three-role model ``built`` (a
-    :func:`~solvers.scheduling.pinned_moves.role_model`), the held weight of its interior ops in
-    role A (``held_inner[i - 1]`` for op i), and the most it can be."""
-    terms = [(w, built.role[i + 1][0]) for i, w in enumerate(held_inner) if w > 0 and built.role[i + 1][0] is not None]
+def weight_in_role(built: Any, held_inner: Sequence[int], role: int):
+    """The linear expression of the held weight of the interior ops of a three-role model
+    ``built`` (a :func:`~solvers.scheduling.pinned_moves.role_model`) in ``role`` (0: the source's
+    device, ``W_A``; 1: the sink's, ``W_B``; ``held_inner[i - 1]`` for op i), and the most it can be."""
+    terms = [(w, built.role[i + 1][role]) for i, w in enumerate(held_inner)
+             if w > 0 and built.role[i + 1][role] is not None]
     return sum(w * lit for w, lit in terms), sum(w for w, _ in terms)
 
 
-def move_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], minimum: int, options: SolveOptions,
-                       budget: Budget, amount: float) -> list[tuple[int, float]] | None:
-    """The ``(weight left on the source device, step)`` options of one pinned move whose proven
-    minimum is ``minimum`` (module Notes), each solve within a share of ``amount`` units;
-    ``build()`` makes a fresh three-role model of the move. None when the first solve finds no
-    schedule at the minimum (nothing to refine)."""
+def weight_on_source(built: Any, held_inner: Sequence[int]):
+    """:func:`weight_in_role` of role A (the source's device): ``W_A`` and the most it can be."""
+    return weight_in_role(built, held_inner, 0)
+
+
+def role_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], minimum: int, options: SolveOptions,
+                       budget: Budget, amount: float, role: int) -> list[tuple[int, float]] | None:
+    """The ``(weight in role, step)`` options of one pinned move whose proven minimum is
+    ``minimum`` (module Notes), each solve within a share of ``amount`` units; ``build()`` makes
+    a fresh three-role model of the move. None when nothing is to refine (no interior weight
+    can take ``role``, or a schedule at the minimum puts none there)."""
     built = build()
-    weight, total = weight_on_source(built, held_inner)
+    weight, total = weight_in_role(built, held_inner, role)
     if total == 0:
         return None
     single = replace(options, num_workers=1)
@@ -81,15 +88,14 @@ def move_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], mini
     status, solver, _ = budget.run_cpsat(built.model, single, share, None, interleave=False)
     if status not in (Status.OPTIMAL, Status.FEASIBLE):
         return None
-    least = int(round(solver.objective_value))
+    least = int(round(solver.objective_value))  # a solution's weight: the cells below are sound whatever it is
     if least <= 0:
         return None
-    cuts = sorted({int(f * least) for f in LEVELS if int(f * least) > 0})
     found: list[tuple[int, float]] = []
     lower = 0
-    for upper in cuts:
+    for upper in sorted({int(f * least) for f in LEVELS if int(f * least) > 0}):
         capped = build()
-        weight, _ = weight_on_source(capped, held_inner)
+        weight, _ = weight_in_role(capped, held_inner, role)
         capped.model.add(weight <= upper - 1)
         capped.model.minimize(capped.makespan)
         status, solver, _ = budget.run_cpsat(capped.model, single, share, None, interleave=False)
@@ -105,22 +111,35 @@ def move_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], mini
     return found
 
 
-def _held(moves: Any) -> dict[int, int]:
+def move_weight_levels(build: Callable[[], Any], held_inner: Sequence[int], minimum: int, options: SolveOptions,
+                       budget: Budget, amount: float) -> list[tuple[int, float]] | None:
+    """The ``(weight left on the source device, step)`` options of one pinned move
+    (:func:`role_weight_levels` of role A)."""
+    return role_weight_levels(build, held_inner, minimum, options, budget, amount, 0)
+
+
+def held_by_op(moves: Any) -> dict[int, int]:
     """Each op's held weight in ``moves.pruned`` (colocation groups once, topological order)."""
     topo = topological_order(moves.pruned)
     return dict(zip(topo, held_weights(moves.pruned, topo)))
 
 
+def settled_limited_jobs(moves: Any, keys: Sequence[tuple], memo: dict, side: int) -> list[int]:
+    """The pinned-move jobs settled with a finite minimum in ``memo`` whose pool on ``side``
+    (0: the source's, 1: the sink's) has a memory limit."""
+    total = sum(held_by_op(moves).values())
+    limited = [0 < c < total for c in moves.pools.capacity]
+    return [i for i, (_, pools, _) in enumerate(moves.jobs)
+            if limited[pools[side]] and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])]
+
+
 def weight_jobs(moves: Any, keys: Sequence[tuple], memo: dict) -> list[int]:
     """The pinned-move jobs that get weight options: settled with a finite minimum in ``memo``,
     from a pool with a memory limit."""
-    total = sum(_held(moves).values())
-    limited = [0 < c < total for c in moves.pools.capacity]
-    return [i for i, (_, (ka, _), _) in enumerate(moves.jobs)
-            if limited[ka] and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])]
+    return settled_limited_jobs(moves, keys, memo, 0)
 
 
-def _middle_segments(moves: Any) -> list[int]:
+def middle_segments(moves: Any) -> list[int]:
     """The index in ``moves.segments`` of each middle segment (a cut op at both ends)."""
     ranges = segment_ranges(moves.pruned, moves.cuts)
     return [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
@@ -139,8 +158,8 @@ def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: di
     ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
     ``role_model`` (passed in: that module calls this one). ``only``: prove only these job keys.
     """
-    held = _held(moves)
-    segment_of = _middle_segments(moves)
+    held = held_by_op(moves)
+    segment_of = middle_segments(moves)
     wanted = weight_jobs(moves, keys, memo)
     rank = {j: r for r, j in enumerate(order)}
     picked = [i for i in wanted if (within is None or (moves.jobs[i][1][0] == moves.jobs[i][1][1]) == within)
