@@ -47,7 +47,7 @@ from solvers.cpsat_support import interval_if
 from solvers.memory.levels.bandwidth import SHARE_UNITS
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_bandwidth_spans
-from solvers.memory.levels.link_holds import add_enforced, add_hold_keys, hold_rule_violations
+from solvers.memory.levels.link_holds import add_enforced, add_hold_keys, hold_op_waits, hold_rule_violations
 from solvers.memory.levels.problem import TransferKind
 
 __all__ = ["hold_level_shares", "hierarchy_hold_waits", "add_hierarchy_hold_keys", "hierarchy_hold_violations",
@@ -73,29 +73,14 @@ def hierarchy_hold_waits(problem: HierarchyProblem, solution: HierarchySolution,
     """``(waits_of_hold, waiters_of_hold)``: per hold k, the keys (``("op", i)``, ``("dma", q)``
     with q a position in ``solution.moves``, ``("hold", k2)``) whose ends it waits for, and the
     keys that wait for its end."""
-    waits: dict = {}
-    waiters: dict = {}
+    waits, waiters = hold_op_waits(problem, holds)
     for k, h in enumerate(holds):
-        mine = waits.setdefault(("hold", k), set())
-        if h.after >= 0:
-            mine.add(("hold", h.after))
-        if h.role == "recv":
-            out = waiters.setdefault(("hold", k), set())
-            if problem.is_real(h.op):
-                out.add(("op", h.op))
-            for t in h.tensors:
-                out.update(("op", a) for a in problem.accesses(t)[1:] if problem.is_real(a))
-            out.update(("dma", q) for q, m in enumerate(solution.moves)
-                       if m.kind is PREFETCH and m.hop == 0 and m.tensor in h.tensors)
-            continue
-        if problem.is_real(h.op):
-            mine.add(("op", h.op))
-        for t in h.tensors:
-            producer = problem.accesses(t)[0]
-            if problem.is_real(producer):
-                mine.add(("op", producer))
-        mine.update(("dma", q) for q, m in enumerate(solution.moves)
-                    if m.kind is EVICT and m.tensor in h.tensors and m.dst_level == problem.home(m.tensor))
+        if h.role == "recv":  # a fetch's first hop starts once the copy is at home
+            waiters[("hold", k)].update(("dma", q) for q, m in enumerate(solution.moves)
+                                        if m.kind is PREFETCH and m.hop == 0 and m.tensor in h.tensors)
+        else:  # a send leaves from home: after its tensors' evictions there
+            waits[("hold", k)].update(("dma", q) for q, m in enumerate(solution.moves) if m.kind is EVICT
+                                      and m.tensor in h.tensors and m.dst_level == problem.home(m.tensor))
     return waits, waiters
 
 

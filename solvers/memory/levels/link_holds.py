@@ -36,7 +36,7 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferK
 
 __all__ = ["LinkHold", "hold_waits", "add_hold_waits", "hold_violations", "add_link_hold_vars",
            "add_link_hold_waits", "hold_objective_terms", "with_lag_floors", "add_hold_keys",
-           "hold_rule_violations", "add_enforced"]
+           "hold_rule_violations", "add_enforced", "hold_op_waits"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,10 +82,12 @@ def _evictions(solution: LevelSolution) -> dict[int, int]:
     return {tr.tensor: q for q, tr in enumerate(solution.transfers) if tr.kind is TransferKind.EVICT}
 
 
-def hold_waits(problem: LevelProblem, solution: LevelSolution, holds) -> tuple[dict, dict]:
-    """``(waits_of_hold, waiters_of_hold)``: per hold k, the keys (``("op", i)``, ``("dma", q)``,
-    ``("hold", k2)``) whose ends it waits for, and the keys that wait for its end."""
-    evict_q = _evictions(solution)
+def hold_op_waits(problem, holds) -> tuple[dict, dict]:
+    """``(waits_of_hold, waiters_of_hold)`` without the DMAs, whatever the level problem (its
+    ``is_real`` and ``accesses``): a hold waits for the one before it on its link; a recv is
+    waited for by its op and every later access of its tensors; a send waits for its op and its
+    tensors' producers. The DMA keys are each problem's own (:func:`hold_waits`,
+    :func:`~solvers.memory.levels.hierarchy_link_holds.hierarchy_hold_waits`)."""
     waits: dict = {}
     waiters: dict = {}
     for k, h in enumerate(holds):
@@ -98,17 +100,25 @@ def hold_waits(problem: LevelProblem, solution: LevelSolution, holds) -> tuple[d
                 out.add(("op", h.op))
             for t in h.tensors:
                 out.update(("op", a) for a in problem.accesses(t)[1:] if problem.is_real(a))
-            out.update(("dma", q) for q, tr in enumerate(solution.transfers)
-                       if tr.kind is TransferKind.PREFETCH and tr.tensor in h.tensors)
+            continue
+        if problem.is_real(h.op):
+            mine.add(("op", h.op))
+        mine.update(("op", problem.accesses(t)[0]) for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
+    return waits, waiters
+
+
+def hold_waits(problem: LevelProblem, solution: LevelSolution, holds) -> tuple[dict, dict]:
+    """``(waits_of_hold, waiters_of_hold)``: per hold k, the keys (``("op", i)``, ``("dma", q)``,
+    ``("hold", k2)``) whose ends it waits for, and the keys that wait for its end: a recv's
+    prefetches wait for it, a send waits for its tensors' evictions."""
+    waits, waiters = hold_op_waits(problem, holds)
+    evict_q = _evictions(solution)
+    for k, h in enumerate(holds):
+        if h.role == "recv":
+            waiters[("hold", k)].update(("dma", q) for q, tr in enumerate(solution.transfers)
+                                        if tr.kind is TransferKind.PREFETCH and tr.tensor in h.tensors)
         else:
-            if problem.is_real(h.op):
-                mine.add(("op", h.op))
-            for t in h.tensors:
-                producer = problem.accesses(t)[0]
-                if problem.is_real(producer):
-                    mine.add(("op", producer))
-                if t in evict_q:
-                    mine.add(("dma", evict_q[t]))
+            waits[("hold", k)].update(("dma", evict_q[t]) for t in h.tensors if t in evict_q)
     return waits, waiters
 
 
