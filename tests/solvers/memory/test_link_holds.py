@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, assume, example, given, reject, settings
 from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
+from solvers.dag import WaitDeadlock
 from solvers.memory.levels import LevelProblem, LevelSolution, Transfer, op_durations, plan_greedy
 from solvers.memory.levels.heads_tails import (
     HeadsTails, heads_tails_lower_bound, objective_cycles, retime_heads_tails, solve_heads_tails,
@@ -221,11 +222,23 @@ _DEADLOCKED_BASELINE = (
         LinkHold("recv", duration_cycles=1, shares=300, head=0, tail=0, op=0, tensors=(2,), after=0))))
 
 
+# The full sweep's draw (2026-11-28) whose greedy plan deadlocks under its holds in the test's own
+# check below: the recv (after the send) feeds tensor 0's prefetch, queued on the DMA engine before
+# tensor 1's eviction, which the send waits for. The solver leaves that baseline out; so does the check.
+_DEADLOCKED_GREEDY = (
+    LevelProblem((0, 0), ((), (0,)), ((1,), ()), (1, 1, 1), (4, 1_000_000), (Fraction(2), Fraction(1)),
+                 dma_bytes_per_cycle=Fraction(1), live_out=(1,), fast_only_ops=(0, 1), shared_bandwidth=True),
+    HeadsTails(op_release=(0, 0), link_holds=(
+        LinkHold("send", duration_cycles=1, shares=300, head=0, tail=0, op=0, tensors=(1,)),
+        LinkHold("recv", duration_cycles=1, shares=300, head=0, tail=0, op=1, tensors=(0,), after=0))))
+
+
 @random_sweep
 @settings(max_examples=examples(12, 200), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(_problems_with_holds())
 @example(_DEADLOCKED_BASELINE)
+@example(_DEADLOCKED_GREEDY)
 def test_link_holds_equal_the_brute_force_and_the_bound_stays_below(case):
     p, ht = case
     try:  # a draw too large to enumerate is drawn again (by its size alone: the same on any machine)
@@ -242,6 +255,9 @@ def test_link_holds_equal_the_brute_force_and_the_bound_stays_below(case):
     assert r.objective == expected == objective_cycles(p, r.solution, ht)
     assert r.bound is not None and r.bound <= expected
     g = plan_greedy(p)
+    try:  # a greedy plan whose DMA order deadlocks under the holds is no plan (solve_heads_tails leaves it out)
+        g = retime_heads_tails(p, g, ht) if g is not None else None
+    except WaitDeadlock:
+        g = None
     if g is not None:
-        g = retime_heads_tails(p, g, ht)
         assert validate_heads_tails(p, g, ht) == [] and objective_cycles(p, g, ht) >= r.objective
