@@ -24,7 +24,8 @@ from solvers.core import SolveOptions
 from solvers.memory.arena import fast_offset_problem
 from solvers.memory.levels import (LevelSolution, fast_piece_events, fast_pieces, replay_levels, resolve_problem,
                                    validate_levels)
-from solvers.memory.levels.stream_offsets import pack_tighter, plan_streams_by_address, timed_by
+from solvers.memory.levels.stream_offsets import (greedy_by_size_conflict_offsets, pack_tighter, plan_streams_by_address,
+                                                  replay_unless_deadlock, timed_by, unsplit)
 from solvers.memory.levels.stream_time import segment_pairs, solve_stream_time, time_model_misfit, windows_fit
 from solvers.memory.levels.stream_time_windows import solve_stream_time_windows
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem, live_bytes_lower_bound
@@ -180,6 +181,25 @@ def _cycle_offset_problem(expanded, found: LevelSolution, alignment_bytes: int,
                          fast_capacity_bytes, alignment_bytes=(max(1, alignment_bytes),) * len(rows))
 
 
+def _conflict_greedy_peak(expanded, found: LevelSolution, alignment_bytes: int) -> int | None:
+    """Greedy-by-size's fast peak for a kept cycle-time plan (``expanded``: its split expansion),
+    or None when that packing is no valid one for the plan's times.
+
+    Greedy by size over the point-axis conflicts alone is no packing for such a plan (its
+    pieces also meet in cycles), nor over its cycle lifetimes alone (that ignores the point
+    overlaps the by-address order needs apart, and read below the live bound): it packs over
+    :func:`~solvers.memory.levels.stream_offsets.greedy_by_size_conflict_offsets`' conflict
+    graph (both axes, and pieces in opposite orders on the two), and counts only when the
+    replay with those offsets deadlocks nowhere and ends no later than the plan."""
+    flat = unsplit(found)
+    offsets = greedy_by_size_conflict_offsets(expanded, flat, alignment_bytes)
+    replayed = replay_unless_deadlock(expanded, flat, tuple(offsets))
+    if replayed is None or replayed.makespan_cycles > found.makespan_cycles:
+        return None
+    return max((at + expanded.tensor_bytes[t] for at, (t, _, _) in zip(offsets, fast_pieces(expanded, flat))
+                if expanded.tensor_bytes[t]), default=0)
+
+
 def _stats(problem, found: LevelSolution, alignment_bytes: int, fast_capacity_bytes: int, before: int,
            time_model: dict[str, Any] | None) -> dict[str, Any]:
     expanded = resolve_problem(problem, found)
@@ -187,14 +207,16 @@ def _stats(problem, found: LevelSolution, alignment_bytes: int, fast_capacity_by
              for n, (t, _, _) in enumerate(fast_pieces(expanded, found)) if expanded.tensor_bytes[t]]
     off_problem, _ = fast_offset_problem(problem, found, alignment_bytes)
     off_problem = replace(off_problem, capacity_bytes=fast_capacity_bytes)
-    greedy = GreedyBySizeOffsetSolver().solve(off_problem, SolveOptions())
     lb = live_bytes_lower_bound(off_problem)
     if time_model is not None and time_model.get("kept"):
         # Its pieces overlap in cycles beyond the point axis: the bytes live at one cycle
-        # bound its footprint too (and greedy-by-size is asked to pack those lifetimes).
-        cycles = _cycle_offset_problem(expanded, found, alignment_bytes, fast_capacity_bytes)
-        lb = max(lb, live_bytes_lower_bound(cycles))
-        greedy = GreedyBySizeOffsetSolver().solve(cycles, SolveOptions())
+        # bound its footprint too, and greedy-by-size packs over both axes' conflicts.
+        lb = max(lb, live_bytes_lower_bound(_cycle_offset_problem(expanded, found, alignment_bytes,
+                                                                  fast_capacity_bytes)))
+        greedy_peak = _conflict_greedy_peak(expanded, found, alignment_bytes)
+    else:
+        greedy = GreedyBySizeOffsetSolver().solve(off_problem, SolveOptions())
+        greedy_peak = greedy.objective if greedy.objective is not None else greedy.stats.get("peak_bytes")
     by_address = {"level_plan_device_cycles": before, "kept_device_cycles": found.makespan_cycles}
     if time_model is not None:
         by_address["time_model"] = time_model
@@ -205,8 +227,7 @@ def _stats(problem, found: LevelSolution, alignment_bytes: int, fast_capacity_by
         "fast_offsets_status": "FEASIBLE",
         "fast_offsets_stopped_by": "finished",
         "fast_offsets_dtime": None,
-        "fast_peak_greedy_by_size_bytes": (greedy.objective if greedy.objective is not None
-                                           else greedy.stats.get("peak_bytes")),
+        "fast_peak_greedy_by_size_bytes": greedy_peak,
         "split_factors": list(found.split_factors),
         "by_address": by_address,
     }

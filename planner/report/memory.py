@@ -86,6 +86,19 @@ def _comparison(device: str, doc: Mapping[str, Any], fast: str, slow: str) -> st
     return _table(["figure", *names], rows)
 
 
+def _greedy_by_size_text(st: Mapping[str, Any]) -> str:
+    """What greedy-by-size offsets need: on the same buffers, or for a kept cycle-time plan
+    (several streams) on its pieces kept apart on both axes; "none" said so where no valid
+    packing was found (planner/memory/streams.py)."""
+    kept = ((st.get("by_address") or {}).get("time_model") or {}).get("kept")
+    figure = st.get("fast_peak_greedy_by_size_bytes")
+    where = ("on the same pieces (kept apart where they meet on the point axis or in cycles)" if kept
+             else "on the same buffers")
+    if figure is None:
+        return f"greedy-by-size offsets {where}: none valid for this plan's times"
+    return f"greedy-by-size offsets {where} need {format_bytes(figure)}"
+
+
 def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
     st = dp.get("stats") or {}
     out = [f"- {fig['dma_count']} DMAs, {fig['dma_cycles']} cycles, of which {fig['dma_hidden_cycles']} "
@@ -94,8 +107,7 @@ def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
         bound = st["fast_live_lower_bound_bytes"]
         out.append(f"- Footprint of {dp['fast_level']}: {format_bytes(fig['fast_footprint_bytes'])} against a "
                    f"live-bytes lower bound of {format_bytes(bound)} ({_ratio(fig['fast_footprint_bytes'], bound)}); "
-                   f"greedy-by-size offsets on the same buffers need "
-                   f"{format_bytes(st.get('fast_peak_greedy_by_size_bytes'))}.")
+                   f"{_greedy_by_size_text(st)}.")
     if dp.get("split_factors"):
         out.append("- Splits: " + ", ".join(f"`{g}` in {k} portions" for g, k in sorted(dp["split_factors"].items()))
                    + " (the portions run in series; each is its own instruction sequence in the binary).")

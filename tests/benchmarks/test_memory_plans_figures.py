@@ -1,24 +1,25 @@
-"""benchmarks/memory_plans.py's fast-level columns: a greedy-by-size figure is shown only where it is valid."""
+"""benchmarks/memory_plans.py's fast-level columns: a greedy-by-size figure is shown only where
+the planner stored a valid one (a kept cycle-time plan's is valid since session 14:
+tests/planner/memory/test_stream_greedy_figure.py)."""
 
 from __future__ import annotations
 
-import yaml
-
-from benchmarks.memory_plans import GREEDY_LEFT_OUT, _fast_figures, _greedy_text, _targets, run_one, two_branch_spec
+from benchmarks.memory_plans import GREEDY_LEFT_OUT, _fast_figures, _greedy_text, _targets
 
 
-def test_a_kept_cycle_time_plan_has_no_greedy_by_size_figure(tmp_path):
-    # 25 ops on an edge NPU's two streams: the cycle-time model's plan is kept, its fast peak
-    # 1,507,328 bytes is the live bound. The stats' greedy-by-size packs the pieces' cycle
-    # lifetimes only and reads 1,048,576, below the bound: no packing at all, so it is left out
-    # (and the peak target, which compares with it, is judged on the bound alone).
-    spec = tmp_path / "two-branches-25.yaml"
-    spec.write_text(yaml.safe_dump(two_branch_spec(6)))
-    row = run_one("two-branches-25-ops", spec, None, numeric=False)
-    assert row["time_model_kept"]
-    assert row["fast_peak"] == row["fast_live_lb"] == 1_507_328
+def test_a_plan_without_a_valid_greedy_by_size_figure_shows_none_and_is_judged_on_the_bound():
+    stats = {"fast_peak_bytes": 256, "fast_live_lower_bound_bytes": 256, "fast_peak_greedy_by_size_bytes": None,
+             "by_address": {"time_model": {"kept": True}}}
+    row = {**_fast_figures(stats), "offsets_status": "FEASIBLE", "tensors": 3}
     assert row["fast_greedy_by_size"] is None and row["fast_greedy_by_size_note"] == GREEDY_LEFT_OUT
-    assert _greedy_text(row) == "-"
+    assert _greedy_text(row) == "-" and _targets(row)["peak_target"] is True
+
+
+def test_a_kept_cycle_time_plan_keeps_its_valid_figure():
+    stats = {"fast_peak_bytes": 1_507_328, "fast_live_lower_bound_bytes": 1_507_328,
+             "fast_peak_greedy_by_size_bytes": 1_507_328, "by_address": {"time_model": {"kept": True}}}
+    row = {**_fast_figures(stats), "offsets_status": "FEASIBLE", "tensors": 3}
+    assert "fast_greedy_by_size_note" not in row and _greedy_text(row) == "1,507,328"
     assert _targets(row)["peak_target"] is True
 
 

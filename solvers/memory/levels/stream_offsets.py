@@ -36,7 +36,8 @@ from solvers.memory.levels.validate import (Replay, fast_piece_events, fast_piec
                                             resolve_problem, validate_levels)
 
 __all__ = ["pack_stream_offsets", "retime_with_offsets", "plan_streams_by_address", "timed_by", "unsplit",
-           "replay_unless_deadlock", "pack_tighter"]
+           "replay_unless_deadlock", "pack_tighter",
+           "greedy_by_size_conflict_offsets"]
 
 # Greedy plans are made for the fast level divided by each of these (1: the level itself).
 CAPACITY_DIVISORS = (1, 2, 3, 4)
@@ -300,13 +301,40 @@ def pack_tighter(problem: LevelProblem, solution: LevelSolution, alignment_bytes
     pieces = fast_pieces(problem, solution)
     if not pieces or len(solution.fast_offsets) != len(pieces):
         return None
+    peak = max((solution.fast_offsets[n] + problem.tensor_bytes[t] for n, (t, _, _) in enumerate(pieces)
+                if problem.tensor_bytes[t]), default=0)
+    offsets = greedy_by_size_conflict_offsets(problem, solution, alignment_bytes)
+    new_peak = max((offsets[n] + problem.tensor_bytes[t] for n, (t, _, _) in enumerate(pieces)
+                    if problem.tensor_bytes[t]), default=0)
+    if new_peak >= peak or new_peak > problem.capacity_bytes[0]:
+        return None
+    retimed = replay_unless_deadlock(problem, solution, tuple(offsets))
+    if retimed is None or retimed.makespan_cycles != solution.makespan_cycles:
+        return None  # (never later; an earlier one would change the figures the plan was kept by)
+    packed = timed_by(solution, retimed, tuple(offsets))
+    return packed if not validate_levels(problem, packed) else None
+
+
+def greedy_by_size_conflict_offsets(problem: LevelProblem, solution: LevelSolution,
+                                    alignment_bytes: int = 1) -> list[int]:
+    """Fast offsets, one per :func:`fast_pieces` entry, packed greedy by size (largest first,
+    then by point; lowest address, sizes rounded up to ``alignment_bytes``) over
+    :func:`pack_tighter`'s conflict graph for the timed ``solution``: two pieces stay apart when
+    they overlap on the point axis, overlap in the plan's cycles, or are in one order on one axis
+    and the other on the other. Not capped by the fast level (a figure may exceed it).
+
+    >>> p = LevelProblem((4, 4, 1), ((), (), ()), ((0,), (1,), ()), (8, 8), (16, 99), (4, 1),
+    ...                  op_streams=(0, 0, 1), live_out=())
+    >>> s = LevelSolution(((True,), (True,)), ((False,), (False,)), (), (0, 4, 0), (4, 4, 1), fast_offsets=(0, 8))
+    >>> greedy_by_size_conflict_offsets(p, s), greedy_by_size_conflict_offsets(p, replace(s, op_start=(0, 0, 0)))
+    ([0, 0], [0, 8])
+    """
+    pieces = fast_pieces(problem, solution)
     times = Replay(solution.op_start, solution.op_duration,
                    tuple(tr.start_cycle for tr in solution.transfers), solution.makespan_cycles)
     cycles = _live_cycles(problem, solution, times)
     a = max(1, alignment_bytes)
     sizes = [_round_up(problem.tensor_bytes[t], a) for t, _, _ in pieces]
-    peak = max((solution.fast_offsets[n] + problem.tensor_bytes[t] for n, (t, _, _) in enumerate(pieces)
-                if problem.tensor_bytes[t]), default=0)
 
     def conflict(m: int, n: int) -> bool:
         (_, lo_m, hi_m), (_, lo_n, hi_n) = pieces[m], pieces[n]
@@ -328,12 +356,4 @@ def pack_tighter(problem: LevelProblem, solution: LevelSolution, alignment_bytes
             at = max(at, b1)
         offsets[n] = at
         placed.append(n)
-    new_peak = max((offsets[n] + problem.tensor_bytes[t] for n, (t, _, _) in enumerate(pieces)
-                    if problem.tensor_bytes[t]), default=0)
-    if new_peak >= peak or new_peak > problem.capacity_bytes[0]:
-        return None
-    retimed = replay_unless_deadlock(problem, solution, tuple(offsets))
-    if retimed is None or retimed.makespan_cycles != solution.makespan_cycles:
-        return None  # (never later; an earlier one would change the figures the plan was kept by)
-    packed = timed_by(solution, retimed, tuple(offsets))
-    return packed if not validate_levels(problem, packed) else None
+    return offsets
