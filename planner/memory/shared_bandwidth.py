@@ -42,6 +42,7 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Mapping, Sequence
 
+from planner.errors import InternalError
 from planner.isa.cost import cached_op_cost
 from planner.memory.retime import Activity
 from solvers.memory.levels import HierarchyProblem, HierarchySolution, LevelProblem, LevelSolution, op_level_bytes
@@ -325,6 +326,13 @@ def hierarchy_gate(device: str, problem: HierarchyProblem, solution: HierarchySo
     return BandwidthGate(shares, {device: tuple(name for _, name in sorted(keyed))}, in_order)
 
 
+# One switch (``bandwidth: shared``) covers a spec, so every N-level problem of a plan gated
+# under sharing shares too; one that does not is a bug upstream, not a case to gate.
+_NOT_SHARED = ("the joint bandwidth gate was asked for under bandwidth: shared, but device {device}'s N-level "
+               "problem does not share bandwidth: its ops and hops would hold no shares and its transfer ends "
+               "shares of a level it does not share (one switch covers the spec, so this is a bug upstream)")
+
+
 def mixed_gate(two_level: Mapping, instances: Mapping[str, tuple[str, ...]], n_level: Mapping[str, tuple],
                transfers: Sequence, links: Mapping[str, int], unplanned: Mapping[str, tuple[_Share, ...]],
                hardware) -> BandwidthGate:
@@ -342,7 +350,8 @@ def mixed_gate(two_level: Mapping, instances: Mapping[str, tuple[str, ...]], n_l
     no device's order is enforced (only the shares, as :func:`bandwidth_gate` with ``in_order``
     False), except a held plan's (two-level or N-level), whose order with its transfers in it
     holds: the re-timing then follows its choice of which goes first when shares do not fit.
-    Without transfers every device keeps its level plan's order.
+    Without transfers every device keeps its level plan's order. An N-level problem that does
+    not share raises :class:`~planner.errors.InternalError` (one switch covers a spec).
 
     Examples
     --------
@@ -376,6 +385,8 @@ def mixed_gate(two_level: Mapping, instances: Mapping[str, tuple[str, ...]], n_l
     ordered = set(ordered)
     for d, (problem, solution, op_names, hop_names, link_order) in n_level.items():
         own = hierarchy_gate(d, problem, solution, op_names, hop_names, in_order)
+        if own is None:
+            raise InternalError(_NOT_SHARED.format(device=d))
         shares.update(own.shares)
         orders.update(own.orders)
         held = _held_order(d, solution, op_names, hop_names, link_order, transfers)
