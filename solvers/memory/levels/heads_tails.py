@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
@@ -70,7 +70,7 @@ from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["HeadsTails", "SentDeadline", "settle_deadlines", "objective_cycles", "retime_heads_tails", "validate_heads_tails", "solve_heads_tails",
            "heads_tails_lower_bound",
-           "with_split_factors", "deadline_violations", "add_sent_deadlines", "one_machine_lower_bound",
+           "with_split_factors", "deadline_violations", "sent_deadline_violations", "add_sent_deadlines", "one_machine_lower_bound",
            "HEADS_TAILS_WINDOW_ABOVE_OPS", "copy_ready"]
 
 # Above this many ops a prefetch's trigger is limited to the 16 ops before its consumer, as
@@ -360,20 +360,40 @@ def deadline_violations(problem: LevelProblem, solution: LevelSolution, ht: Head
     """
     if not ht.deadlines:
         return []
-    slow = _slow_ready(problem, solution)
     prefetch_starts: dict[int, list[int]] = {}
     for tr in solution.transfers:
         if tr.kind is TransferKind.PREFETCH:
             prefetch_starts.setdefault(tr.tensor, []).append(tr.start_cycle)
+    return sent_deadline_violations(problem, ht, _slow_ready(problem, solution), solution.op_start, prefetch_starts,
+                                    "in slow memory", "a prefetch")
+
+
+def sent_deadline_violations(problem, ht: HeadsTails, ready_at: Sequence[int], op_start: Sequence[int],
+                             fetch_starts: Mapping[int, Sequence[int]], where: str, fetch: str) -> list[str]:
+    """The sent-tensor deadline rule, for two levels and N (:func:`deadline_violations`,
+    ``hierarchy_deadline_violations``): each deadline's op, and each fetch of its received
+    tensor (``fetch_starts``: tensor -> the starts of the moves that bring it in from where it
+    arrives), starts no earlier than the sent tensor's copy is ready ``where`` (``ready_at``:
+    cycle per tensor) plus the lag. ``problem`` names ops and tensors; ``fetch`` names a fetch.
+
+    Examples
+    --------
+    >>> p = LevelProblem((4, 4), ((), (0,)), ((0,), ()), (8,), (8, 99), (4, 1), live_out=(0,))
+    >>> ht = HeadsTails(deadlines=(SentDeadline(0, op=1, lag_cycles=3),))
+    >>> sent_deadline_violations(p, ht, (16,), (0, 19), {}, "in slow memory", "a prefetch")
+    []
+    >>> sent_deadline_violations(p, ht, (16,), (0, 18), {}, "at home", "a fetch")
+    ['op 1 starts at 18, before sent tensor 0 is at home at 16 + lag 3']
+    """
     errs = []
     for dl in ht.deadlines:
-        need = slow[dl.tensor] + dl.lag_cycles
-        what = f"sent tensor {problem.tensor_name(dl.tensor)} is in slow memory at {slow[dl.tensor]} + lag {dl.lag_cycles}"
-        if dl.op >= 0 and solution.op_start[dl.op] < need:
-            errs.append(f"op {problem.op_name(dl.op)} starts at {solution.op_start[dl.op]}, before {what}")
-        for start in prefetch_starts.get(dl.received, []) if dl.received >= 0 else []:
+        need = ready_at[dl.tensor] + dl.lag_cycles
+        what = f"sent tensor {problem.tensor_name(dl.tensor)} is {where} at {ready_at[dl.tensor]} + lag {dl.lag_cycles}"
+        if dl.op >= 0 and op_start[dl.op] < need:
+            errs.append(f"op {problem.op_name(dl.op)} starts at {op_start[dl.op]}, before {what}")
+        for start in fetch_starts.get(dl.received, ()) if dl.received >= 0 else ():
             if start < need:
-                errs.append(f"a prefetch of tensor {problem.tensor_name(dl.received)} starts at {start}, before {what}")
+                errs.append(f"{fetch} of tensor {problem.tensor_name(dl.received)} starts at {start}, before {what}")
     return errs
 
 

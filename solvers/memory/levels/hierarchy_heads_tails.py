@@ -61,7 +61,8 @@ from dataclasses import replace
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import integer_objective_bound
-from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline, copy_ready, settle_deadlines
+from solvers.memory.levels.heads_tails import (HeadsTails, SentDeadline, copy_ready, sent_deadline_violations,
+                                               settle_deadlines)
 from solvers.memory.levels.link_holds import with_lag_floors
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
@@ -174,21 +175,12 @@ def hierarchy_deadline_violations(problem: HierarchyProblem, solution: Hierarchy
     """
     if not ht.deadlines:
         return []
-    home = home_ready(problem, solution)
     fetch_starts: dict[int, list[int]] = {}
     for m in solution.moves:
         if m.kind is PREFETCH and m.hop == 0:
             fetch_starts.setdefault(m.tensor, []).append(m.start_cycle)
-    errs = []
-    for dl in ht.deadlines:
-        need = home[dl.tensor] + dl.lag_cycles
-        what = f"sent tensor {problem.tensor_name(dl.tensor)} is at home at {home[dl.tensor]} + lag {dl.lag_cycles}"
-        if dl.op >= 0 and solution.op_start[dl.op] < need:
-            errs.append(f"op {problem.op_name(dl.op)} starts at {solution.op_start[dl.op]}, before {what}")
-        for s in fetch_starts.get(dl.received, ()) if dl.received >= 0 else ():
-            if s < need:
-                errs.append(f"a fetch of tensor {problem.tensor_name(dl.received)} starts at {s}, before {what}")
-    return errs
+    return sent_deadline_violations(problem, ht, home_ready(problem, solution), solution.op_start, fetch_starts,
+                                    "at home", "a fetch")
 
 
 def validate_hierarchy_heads_tails(problem: HierarchyProblem, solution: HierarchySolution,
