@@ -317,7 +317,7 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
         whole = _level_attempt(spec, build_device_problem(graph, hardware, plan, att.bridge.device, options,
                                                           reserve_factor=None), ATTEMPT_SHARES[0], budget, seed,
                                search, stops)
-        _by_address(spec, plan, whole, budget, seed, search)
+        _by_address(spec, plan, whole, budget, seed, search, stops)
         if shorter((att.bridge.problem, att.solution, att.offsets),
                    (whole.bridge.problem, whole.solution, whole.offsets) if whole.offsets is not None else None):
             att = whole
@@ -332,7 +332,7 @@ def _plan_device_two_levels(spec, plan, bridge, budget: float, seed: int, search
                           att.off_problem, g_result, hardware)
     if att.by_address is not None:
         stats.update(att.by_address[2])
-    streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph)
+    streams_bound = stream_plan_bound(bridge, options, budget, seed, search, graph, stops)
     if streams_bound is not None:  # several streams: a bound over every plan of the device
         stats["stream_plan_bound_device_cycles"] = streams_bound
         if stream_bound_covers_splits(bridge, options):  # absent: the bound is over unsplit plans
@@ -358,7 +358,7 @@ def _with_reserve(spec, plan, bridge, budget: float, seed: int, search: str, sto
         att.offsets, att.off_result, att.off_greedy, att.off_problem = _offsets(
             bridge, att.solution, options.alignment_bytes, dev.profile.level(bridge.fast_level).capacity_bytes,
             1.0, seed, False)
-    _by_address(spec, plan, att, budget, seed, search)
+    _by_address(spec, plan, att, budget, seed, search, stops)
     return att
 
 
@@ -379,14 +379,14 @@ def _level_attempt(spec, bridge, shares: tuple[float, float], budget: float, see
     return _LevelAttempt(bridge, exact, greedy, all_slow, exact.solution, offsets, off_result, off_greedy, off_problem)
 
 
-def _by_address(spec, plan, att: _LevelAttempt, budget: float, seed: int, search: str) -> None:
+def _by_address(spec, plan, att: _LevelAttempt, budget: float, seed: int, search: str, stops: list) -> None:
     """Several streams: replace ``att``'s plan by one made for the by-address memory order when
-    shorter (:func:`~planner.memory.streams.shorter_by_address`; its figures kept)."""
+    shorter (:func:`~planner.memory.streams.shorter_by_address`; its figures kept, a net stop in ``stops``)."""
     if plan.transfers or att.offsets is None:
         return
     fast = spec.hardware.device(att.bridge.device.name).profile.level(att.bridge.fast_level)
     att.by_address = shorter_by_address(att.bridge, att.solution, att.offsets, spec.memory.alignment_bytes,
-                                        fast.capacity_bytes, budget, seed, search)
+                                        fast.capacity_bytes, budget, seed, search, stops)
     if att.by_address is not None:
         att.solution, att.offsets, _ = att.by_address
 

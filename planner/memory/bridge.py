@@ -366,7 +366,8 @@ STREAM_BOUND_SHARE = 0.3
 
 
 def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s: float, seed: int = 0,
-                      search: str = "deterministic", graph: Graph | None = None) -> int | None:
+                      search: str = "deterministic", graph: Graph | None = None,
+                      stops: list | None = None) -> int | None:
     """A lower bound (device cycles) on every plan of this device's ops on its streams, or None.
 
     Only for a device whose ops use several streams (the several-stream path): the relaxation
@@ -379,7 +380,8 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
     touches more bytes than the fast level holds after the largest reserve (so some order
     may offer a split group), it also covers
     every split of the row-separable ops and the non-weight tensors they touch (as the
-    N-level plan bound). ``graph`` is needed (None: no bound).
+    N-level plan bound). ``graph`` is needed (None: no bound). ``stops`` receives how its budget
+    ended when the wall-clock net fired (a bound cut short is lower, still sound: recorded).
     """
     problem = bridge.problem
     if not problem.multi_stream or graph is None:
@@ -395,6 +397,8 @@ def stream_plan_bound(bridge: DeviceBridge, options: MemoryOptions, time_limit_s
     bound = stream_plan_lower_bound(full, bridge.device.streams, budget, budget.left,
                                     SolveOptions(num_workers=1, random_seed=seed, search=search),
                                     split_ops, split_tensors)
+    if stops is not None:
+        stops.append(budget.stopped_by)
     # The everything-in-main-memory baseline is a candidate too, timed by the ISA (a view op
     # is free there; the level problem charges its bytes): bound it apart.
     return min(bound, all_slow_floor(replace(full, splits=(), shared_bandwidth=False), bridge.device.streams,

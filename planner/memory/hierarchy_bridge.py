@@ -244,7 +244,11 @@ def solve_hierarchy(bridge: HierarchyBridge, time_limit_s: float, seed: int = 0,
     if not exact.status.has_solution:
         raise UnsupportedError(f"device {bridge.device.name}: no memory plan over "
                                f"{', '.join(bridge.levels)} found ({exact.status.value})")
-    return HierarchyOutcome(exact, greedy, all_home, plan_lower_bound(bridge, opts.time_limit_s, search, graph))
+    stops: list = []
+    bound = plan_lower_bound(bridge, opts.time_limit_s, search, graph, stops)
+    if "wall_clock" in stops:  # the bound's net fired: still sound, but the run is not reproducible
+        exact = replace(exact, stats={**exact.stats, "stopped_by": "wall_clock"})
+    return HierarchyOutcome(exact, greedy, all_home, bound)
 
 
 # The share of the level solver's time the plan's bound may take (it is one small model).
@@ -252,7 +256,7 @@ PLAN_BOUND_SHARE = 0.1
 
 
 def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str = "deterministic",
-                     graph: Graph | None = None) -> int:
+                     graph: Graph | None = None, stops: list | None = None) -> int:
     """A lower bound, in device cycles, on the makespan of every plan of the device's ops over
     its levels: any order of them on its one compute stream, any split of its row-separable
     ops, any level, move and DMA order, the levels at their full capacities (the level
@@ -271,7 +275,7 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
     candidate, timed by the ISA (a view op is free, where the level problem charges its bytes).
 
     Its CP-SAT bound within ``PLAN_BOUND_SHARE`` of the time (deterministic), so a stop on the
-    budget stays sound.
+    budget stays sound. ``stops`` receives how the budget ended when its wall-clock net fired.
     """
     problem = bridge.problem
     if bridge.full_capacity_bytes:
@@ -295,6 +299,8 @@ def plan_lower_bound(bridge: HierarchyBridge, time_limit_s: float, search: str =
                   if graph is not None and problem.shared_bandwidth else None)
         two = replace(problem.as_level_problem(), splits=(), shared_bandwidth=False)
         bound = min(bound, all_slow_floor(two, streams, durations, shares))
+    if stops is not None:
+        stops.append(budget.stopped_by)
     return bound
 
 

@@ -54,7 +54,8 @@ ONE_MODEL_MIN_UNITS = 0.05
 
 def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...], alignment_bytes: int,
                        fast_capacity_bytes: int, time_limit_s: float = 0.0, seed: int = 0,
-                       search: str = "deterministic") -> tuple[LevelSolution, tuple[int, ...], dict[str, Any]] | None:
+                       search: str = "deterministic",
+                       stops: list | None = None) -> tuple[LevelSolution, tuple[int, ...], dict[str, Any]] | None:
     """``(solution, its fast offsets, stats)`` of a several-stream plan strictly shorter under the
     by-address memory order than ``solution`` with ``offsets``, or None (one stream, shared
     bandwidth, or nothing shorter and no cycle-time model asked for).
@@ -66,6 +67,8 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
     asked for, ``solution`` and ``offsets`` come back unchanged with only ``by_address`` in the
     stats, its kept makespan the level plan's: the model's OPTIMAL then proves the level plan
     shortest for the fixed order (:data:`FIXED`), and its bound says how far it may be otherwise.
+    ``stops`` receives how the cycle-time model's budget ended when its wall-clock net fired
+    (``"wall_clock"``: the run is then not reproducible, and says so).
     """
     problem = bridge.problem
     if problem.shared_bandwidth or not problem.multi_stream:
@@ -81,7 +84,7 @@ def shorter_by_address(bridge, solution: LevelSolution, offsets: tuple[int, ...]
     if time_limit_s > 0 and (misfit is None or windows_fit(expanded)):
         incumbent = found if found is not None else timed_by(solution, times, tuple(offsets))
         timed, time_model = _solve_in_cycles(problem, expanded, incumbent, alignment_bytes, time_limit_s, seed,
-                                             search, misfit)
+                                             search, misfit, stops)
         if timed is not None and timed.makespan_cycles < incumbent.makespan_cycles:
             found = timed
             time_model["kept"] = True
@@ -118,15 +121,28 @@ def _not_run(reason: str) -> dict[str, Any]:
 
 
 def _solve_in_cycles(problem, expanded, incumbent: LevelSolution, alignment_bytes: int, time_limit_s: float,
-                     seed: int, search: str, misfit: str | None) -> tuple[LevelSolution | None, dict[str, Any]]:
+                     seed: int, search: str, misfit: str | None,
+                     stops: list | None = None) -> tuple[LevelSolution | None, dict[str, Any]]:
     """The cycle-time model's plan (never longer than ``incumbent``) and its figures: status,
     makespan, the model's own bound, deterministic units, and the decisions it keeps fixed.
 
     Up to :data:`WINDOWS_FIRST_PAIRS` segment pairs, the one model (``misfit`` None) takes the
     whole budget. Above, window search (:func:`solve_stream_time_windows`) goes first, with up to
     :data:`WINDOWS_FIRST_UNITS`, and the one model, where it is built (``misfit`` None), gets what
-    is left (at least :data:`ONE_MODEL_MIN_UNITS`), hinted and bounded by the windows' plan."""
+    is left (at least :data:`ONE_MODEL_MIN_UNITS`), hinted and bounded by the windows' plan.
+    A wall-clock net stop goes to ``stops``."""
     budget = Budget.start(max(0.1, STREAM_TIME_SHARE * time_limit_s), MEMORY_LEVELS, search=search)
+    try:
+        return _solve_in_cycles_within(problem, expanded, incumbent, alignment_bytes, seed, search, misfit, budget)
+    finally:
+        if stops is not None:
+            stops.append(budget.stopped_by)
+
+
+def _solve_in_cycles_within(problem, expanded, incumbent: LevelSolution, alignment_bytes: int, seed: int,
+                            search: str, misfit: str | None,
+                            budget: Budget) -> tuple[LevelSolution | None, dict[str, Any]]:
+    """:func:`_solve_in_cycles` within ``budget``."""
     options = SolveOptions(num_workers=1, random_seed=seed, search=search)
     windows = None
     if misfit is not None or segment_pairs(expanded) > WINDOWS_FIRST_PAIRS:
