@@ -197,9 +197,7 @@ def _retimed(problem: SchedulingProblem, reduction: Any, spec: Spec, ratios: Map
             kind, ratios.get(devices[d], {}).get("*", 1.0))) for d, c in enumerate(row)))
     factors = [link_ratios.get(link, 1.0) for link in reduction.link_names]
     transfers = tuple(tuple(round(c * f) for c, f in zip(row, factors)) for row in problem.transfer_cycles)
-    resident = [0] * len(devices)
-    for i, d in enumerate(current):
-        resident[d] += problem.resident_bytes(i)
+    resident = [problem.device_resident_bytes(d, current) for d in range(len(devices))]  # shared once
     caps = tuple(cap if cap <= 0 or resident[d] > headroom * cap else int(headroom * cap)
                  for d, cap in enumerate(problem.device_memory_bytes))
     return replace(problem, durations_cycles=tuple(rows), transfer_cycles=transfers, device_memory_bytes=caps)

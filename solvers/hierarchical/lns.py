@@ -196,7 +196,7 @@ def _memory_ok(state: ScheduleState) -> bool:
     sol = state.to_solution()
     for d in g.memory_devices:
         cap = p.memory_bytes(d)
-        resident = sum(p.resident_bytes(i) for i in np.flatnonzero(state.dev == d).tolist())
+        resident = p.device_resident_bytes(d, state.dev.tolist())  # a shared weight or input once
         events = []
         for s, e, b, _ in memory_profile(p, sol, d):
             if e > s:

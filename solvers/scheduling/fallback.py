@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from solvers.scheduling.bounds import topological_order
 from solvers.scheduling.problem import SchedulingProblem, merged_colocation_groups
+from solvers.scheduling.resident import ResidentLedger
 
 __all__ = ["first_fit_placement"]
 
@@ -65,15 +66,16 @@ def first_fit_placement(problem: SchedulingProblem, *,
     groups = merged_colocation_groups(problem)
     group_of = {i: g for g, members in enumerate(groups) for i in members}
     group_device: dict[int, int] = {}
-    used = [0] * nd
+    used = [0] * nd  # besides the resident bytes
+    resident = ResidentLedger(problem)  # a shared weight or input once per device
     dev = [-1] * n
 
     def need(j: int, d: int, grouped: bool) -> int:
-        b = problem.resident_bytes(j)
-        if conservative:  # a group member: every incoming edge (as the list scheduler reserves)
-            b += problem.output_bytes(j) + sum(problem.edges[e][2] for e in in_edges[j]
-                                               if grouped or dev[problem.edges[e][0]] != d)
-        return b
+        if not conservative:
+            return 0
+        # a group member: every incoming edge (as the list scheduler reserves)
+        return problem.output_bytes(j) + sum(problem.edges[e][2] for e in in_edges[j]
+                                             if grouped or dev[problem.edges[e][0]] != d)
 
     def linked(i: int, d: int) -> bool:
         return all(dev[u] == d or problem.link_of[dev[u]][d] >= 0
@@ -93,9 +95,10 @@ def first_fit_placement(problem: SchedulingProblem, *,
                 continue
             want = sum(need(j, d, g is not None) for j in members)
             cap = problem.memory_bytes(d)
-            if cap > 0 and used[d] + want > cap:
+            if cap > 0 and resident.held[d] + resident.added(members, d) + used[d] + want > cap:
                 continue
             used[d] += want
+            resident.add(members, d)
             dev[i] = d
             if g is not None:
                 group_device[g] = d

@@ -22,8 +22,9 @@ Heterogeneous Earliest Finish Time [1]_, extended to this problem type:
    device d is skipped when some placed predecessor sits on a device a with
    ``link_of[a][d] == -1``, or when the placement would break the memory rule (4).
 4. **Memory** (exact rule, checked as the schedule grows): each device with a limit keeps
-   its resident bytes (weights; a colocation group reserves all its members' weights when
-   its first op is placed, and room for the buffers its unplaced members may open: each
+   its resident bytes (weights and graph inputs, one several ops read once per device:
+   :class:`~solvers.scheduling.resident.ResidentLedger`; a colocation group reserves all its
+   members' weights when its first op is placed, and room for the buffers its unplaced members may open: each
    one's output plus all its incoming edges' bytes, released as each is placed, so a
    member forced onto the group's device always fits) and a profile of its activation
    buffers over time. Placing op i on d at ``[s, f)`` opens i's output buffer at s and
@@ -65,6 +66,7 @@ from solvers.scheduling.bounds import topological_order
 from solvers.scheduling.fallback import first_fit_placement
 from solvers.scheduling.problem import (Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution, merged_colocation_groups)
+from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.validate import objective_value
 
 __all__ = ["HeftScheduler", "heft_schedule", "heft_schedule_within", "upward_ranks", "PlacedRanks",
@@ -309,7 +311,7 @@ class _PartialSchedule:
         self.dev_load, self.link_load = [0] * nd, [0] * nl
         # memory (devices with a limit): resident bytes and the activation profile
         self.caps = [problem.memory_bytes(d) for d in range(nd)]
-        self.resident = [0] * nd
+        self.resident = ResidentLedger(problem)  # a shared weight or input once per device
         self.profiles = [_Profile() for _ in range(nd)]
         self.pending = [len(self.out_edges[i]) for i in range(n)]  # consumers not yet placed
         # A placed group reserves, on its device, room for the buffers its unplaced members
@@ -322,40 +324,40 @@ class _PartialSchedule:
 
     def place(self, i: int) -> bool:
         """Put op ``i`` where it finishes first (throughput: least max load); False if nowhere."""
-        cands, new_resident, new_reserve = self._candidates(i)
+        cands, new_ops, new_reserve = self._candidates(i)
         best = None
         for d in cands:
-            option = self._option(i, d, new_resident, new_reserve)
+            option = self._option(i, d, new_ops, new_reserve)
             if option is not None and (best is None or option[0] < best[0]):
                 best = option
         if best is None:
             return False
-        self._commit(i, best, new_resident, new_reserve)
+        self._commit(i, best, new_ops, new_reserve)
         return True
 
-    def _candidates(self, i: int) -> tuple[tuple[int, ...], int, int]:
-        """The devices ``i`` may take (its group's, once placed), and the resident and reserved
-        bytes placing it adds there."""
+    def _candidates(self, i: int) -> tuple[tuple[int, ...], tuple[int, ...], int]:
+        """The devices ``i`` may take (its group's, once placed), the ops whose resident bytes
+        placing it adds there (a group's first op brings every member's) and the reserved bytes."""
         problem, share = self.problem, self.share
         g = self.group_of.get(i)
         if g is not None and g in self.group_device:
             cands = (self.group_device[g],)
-            new_resident = 0  # reserved when the group's first op was placed
+            new_ops = ()  # reserved when the group's first op was placed
             new_reserve = -share[i]  # i's reserved room becomes its real buffers
         elif g is not None:
             members = self.groups[g]
             cands = tuple(d for d in self.allowed[i]
                           if all(problem.durations_cycles[j][d] >= 0 for j in members))
-            new_resident = sum(problem.resident_bytes(j) for j in members)
+            new_ops = tuple(members)
             new_reserve = sum(share[j] for j in members if j != i)
         else:
             cands = self.allowed[i]
-            new_resident, new_reserve = problem.resident_bytes(i), 0
+            new_ops, new_reserve = (i,), 0
         if self.placement is not None:
             cands = tuple(d for d in cands if d == self.placement[i])
-        return cands, new_resident, new_reserve
+        return cands, new_ops, new_reserve
 
-    def _option(self, i: int, d: int, new_resident: int, new_reserve: int):
+    def _option(self, i: int, d: int, new_ops: tuple[int, ...], new_reserve: int):
         """``(key, d, stream, start, length, moves)`` of ``i`` on device ``d``, or None when
         ``d`` cannot run it, cannot receive its inputs, or has no room for its buffers."""
         problem = self.problem
@@ -365,7 +367,8 @@ class _PartialSchedule:
                for e in self.in_edges[i]):
             return None
         cap = self.caps[d]
-        base = self.resident[d] + new_resident + self.reserve[d] + new_reserve
+        base = (self.resident.held[d] + self.resident.added(new_ops, d) + self.reserve[d] + new_reserve
+                if cap > 0 else 0)
         if cap > 0 and base + self.profiles[d].peak > cap:
             return None
         moves, data_ready = self._tentative_transfers(i, d)
@@ -416,7 +419,7 @@ class _PartialSchedule:
             data_ready = max(data_ready, t + c)
         return moves, data_ready
 
-    def _commit(self, i: int, best, new_resident: int, new_reserve: int) -> None:
+    def _commit(self, i: int, best, new_ops: tuple[int, ...], new_reserve: int) -> None:
         """Place ``i`` as ``best`` says: its stream and links busy, its loads and memory counted."""
         problem = self.problem
         _, d, s, t, length, moves = best
@@ -432,7 +435,7 @@ class _PartialSchedule:
         if g is not None and g not in self.group_device:
             self.group_device[g] = d
         if self.caps[d] > 0:
-            self.resident[d] += new_resident
+            self.resident.add(new_ops, d)
             self.reserve[d] += new_reserve
             self.profiles[d].add(t, _OPEN if self.out_edges[i] else finish, problem.output_bytes(i))
             for e, _, ts, _ in moves:

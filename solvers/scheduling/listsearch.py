@@ -123,9 +123,10 @@ def fixed_placement(problem: SchedulingProblem,
         if len(allowed) != 1:
             return None
         placement.append(allowed[0])
-    landing = [0] * problem.num_devices  # every byte that could ever sit on the device
+    # every byte that could ever sit on the device (a shared weight or input once)
+    landing = [problem.device_resident_bytes(d, placement) for d in range(problem.num_devices)]
     for i, d in enumerate(placement):
-        landing[d] += problem.resident_bytes(i) + problem.output_bytes(i)
+        landing[d] += problem.output_bytes(i)
     for u, v, b in problem.edges:
         if placement[u] != placement[v]:
             landing[placement[v]] += b

@@ -101,6 +101,7 @@ from solvers.scheduling.forced import colocation_closure
 from solvers.scheduling.heft import PlacedRanks, heft_schedule_within, upward_ranks
 from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.problem import SchedulingProblem, SchedulingSolution
+from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
@@ -412,10 +413,7 @@ class _Search:
         pool its first idle device and its used ones (by most free memory); at most
         ``route_targets``."""
         problem, dev = self.problem, self.schedule.op_device
-        held = [0] * problem.num_devices
-        for i, d in enumerate(dev):
-            if i not in ops:
-                held[d] += problem.resident_bytes(i)
+        held = ResidentLedger(problem, [-1 if i in ops else d for i, d in enumerate(dev)]).held
         used = set(dev)
 
         def room(d: int) -> float:
@@ -516,7 +514,7 @@ class _Search:
         if tuple(trial) == dev:
             return None
         cap, source = problem.memory_bytes(d), dev[window[0]]
-        held = sum(problem.resident_bytes(i) for i, x in enumerate(trial) if x == d)
+        held = problem.device_resident_bytes(d, trial)  # a shared weight or input once
         if cap and held > cap:
             if source == d:
                 return None
@@ -530,7 +528,7 @@ class _Search:
                 if all(problem.durations_cycles[j][source] >= 0 for j in group):
                     for j in group:
                         trial[j] = source
-                        held -= problem.resident_bytes(j)
+                    held = problem.device_resident_bytes(d, trial)
             if held > cap or not self._weights_fit(trial, source):
                 return None
         return tuple(trial)
@@ -538,7 +536,7 @@ class _Search:
     def _weights_fit(self, placement, d: int) -> bool:
         """Whether device ``d``'s memory holds the weights ``placement`` puts there."""
         cap = self.problem.memory_bytes(d)
-        return not cap or sum(self.problem.resident_bytes(i) for i, x in enumerate(placement) if x == d) <= cap
+        return not cap or self.problem.device_resident_bytes(d, placement) <= cap
 
 
 def placement_lns(problem: SchedulingProblem, start: SchedulingSolution, budget: Budget, seed: int = 0,
