@@ -87,16 +87,13 @@ def _comparison(device: str, doc: Mapping[str, Any], fast: str, slow: str) -> st
 
 
 def _greedy_by_size_text(st: Mapping[str, Any]) -> str:
-    """What greedy-by-size offsets need: on the same buffers, or for a kept cycle-time plan
-    (several streams) on its pieces kept apart on both axes; "none" said so where no valid
-    packing was found (planner/memory/streams.py)."""
-    kept = ((st.get("by_address") or {}).get("time_model") or {}).get("kept")
+    """What greedy-by-size offsets need on the same buffers (for a kept cycle-time plan on
+    several streams, its pieces kept apart on both axes: planner/memory/streams.py), or that
+    none is valid for the plan's times."""
     figure = st.get("fast_peak_greedy_by_size_bytes")
-    where = ("on the same pieces (kept apart where they meet on the point axis or in cycles)" if kept
-             else "on the same buffers")
     if figure is None:
-        return f"greedy-by-size offsets {where}: none valid for this plan's times"
-    return f"greedy-by-size offsets {where} need {format_bytes(figure)}"
+        return "greedy-by-size offsets on the same buffers: none valid for this plan's times"
+    return f"greedy-by-size offsets on the same buffers need {format_bytes(figure)}"
 
 
 def _device_notes(dp: Mapping[str, Any], fig: Mapping[str, Any]) -> list[str]:
