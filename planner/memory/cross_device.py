@@ -755,7 +755,7 @@ def memory_plan_bound_parts(spine: Plan, graph, hardware: Hardware, bridges: Map
     if not any(b.problem.shared_bandwidth for b in two_level.values()):
         return path, None
     return path, shared_main_memory_bound(order, succ, duration, end, graph, hardware, spine.ops, transfers,
-                                          two_level, main, any_level)
+                                          two_level, main, any_level, hierarchies)
 
 
 def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
