@@ -15,7 +15,8 @@ from dataclasses import replace
 import pytest
 
 from planner.memory import shared_bound
-from planner.memory.hierarchy_access_paths import Use, shares_floor
+from planner.memory.assemble import plan_activities
+from planner.memory.hierarchy_access_paths import Use, level_options, shares_floor
 from planner.pipeline import run
 from planner.spec import load_spec
 from planner.errors import InfeasibleError, UnsupportedError
@@ -72,6 +73,34 @@ def test_n_level_main_memory_traffic_on_four_level_shared(choices, monkeypatch):
                (9328, 3048, 2184)]
     assert (n_level, 14560) in seen
     assert outcome.memory.cross_device_shared_bound == 16232
+
+
+def test_level_options_of_four_level_shared_by_hand(choices):
+    # npu0's act1 reads x (received at dram, its transfer xfer:0) and writes h; act2 reads h and
+    # writes y (sent, xfer:1). Levels sram 0, l2 1, dram 2 (main), host 3; 32 KiB each, hops
+    # 50 + 32 KiB / 16 B = 2,098 at dram's rate (the paths' default: the slower level's).
+    spec = load_spec("tests/data/specs/memdevices/four-level-shared.yaml")
+    run(spec)
+    (args, _), = choices
+    spine, graph, hardware, candidates = args[:4]
+    hb = next(lv.bridge for lv in candidates["npu0"].values() if isinstance(lv, HierarchyLevels))
+    _, _, transfers = plan_activities(spine, graph, hardware, {})
+    x, h, y = (next(i for i, lt in enumerate(hb.tensors) if lt.tensor == f"a/{n}") for n in "xhy")
+    rates = {lk.name: lk.bandwidth_bytes_per_s for lk in hardware.links}
+    act1 = level_options("a/act1", hb, {"xfer:0": ("xfer:0", [x])}, {}, lambda c: c, transfers, rates)
+    act2 = level_options("a/act2", hb, {}, {"xfer:1": ("xfer:1", [y])}, lambda c: c, transfers, rates)
+    # Neither fits sram (16 KiB), so each access is at l2, dram or host: 9 options each.
+    assert len(act1) == len(act2) == 9
+    # act1 with x fetched to l2 and h at l2: 2,048 cycles after the fetch (2,098 after x's
+    # arrival); before it the RECV (all of dram, 3,048 cycles, from the transfer's start) and
+    # the hop dram -> l2 after the arrival (all of dram, half of l2: 16 of its 32 B a cycle).
+    fetched = next(o for o in act1 if o.cycles == 2048)
+    assert fetched.prefetch == {"xfer:0": 2098} and fetched.inputs == 0
+    assert set(fetched.uses) == {Use(2, "xfer:0", False, 0, 1000, 3048), Use(1, "xfer:0", True, 0, 500, 2098),
+                                 Use(2, "xfer:0", True, 0, 1000, 2098)}
+    assert min(o.cycles + o.prefetch["xfer:0"] for o in act1) == 2048 + 1024  # x at dram, h at l2
+    # act2 writing y at l2 evicts it to dram (2,098) before its SEND; at dram nothing moves.
+    assert sorted((o.cycles, o.evictions["xfer:1"]) for o in act2)[:2] == [(2048, 2098), (3072, 0)]
 
 
 def test_uses_that_fit_together_only_count_as_share_cycles():
