@@ -42,7 +42,8 @@ SPECS = ("specs/memory-mlp.yaml", "specs/memory-transformer.yaml", "specs/memory
 LINKED = ("tests/data/specs/memory-linked-shared.yaml", "tests/data/specs/memdevices/pinned-memory.yaml",
           "tests/data/specs/memdevices/memory-bound-two-devices.yaml", "tests/data/specs/memdevices/sent-late.yaml",
           "tests/data/specs/memdevices/round-trip.yaml", "tests/data/specs/memdevices/four-level-linked.yaml",
-          "tests/data/specs/memdevices/four-level-arrivals.yaml", "tests/data/specs/memdevices/four-level-homes.yaml")
+          "tests/data/specs/memdevices/four-level-arrivals.yaml", "tests/data/specs/memdevices/four-level-homes.yaml",
+          "tests/data/specs/memdevices/four-level-gang.yaml")
 DEMO = "tests/data/specs/memdevices/demo-memory.yaml"
 
 
@@ -88,7 +89,8 @@ def measure_linked(path: str, time_limit_s: float | None) -> dict:
     bound = outcome.memory.cross_device_bound
     return {"spec": Path(path).stem, "makespan": outcome.plan.makespan_cycles,
             "main": outcome.memory_baselines.get("all in main memory", outcome.memory_baselines.get("all at home")),
-            "bound": None if bound is None else bound_entry(bound, outcome.plan)["bound_cycles"],
+            "bound": None if bound is None else bound_entry(bound, outcome.plan,
+                                                            outcome.memory.cross_device_shared_bound)["bound_cycles"],
             "devices": {d: {"plan": e.plan, "resolved": e.resolved_cycles, "resolved_bound": e.resolved_bound_cycles}
                         for d, e in sorted(outcome.memory.cross_device.items())},
             "numeric_ok": compare_numeric(outcome.binaries, spec.graph, seed=0).ok,

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from planner.hardware import Hardware
+from planner.memory.hierarchy_access_paths import AccessOption, level_options, shares_floor
 
 __all__ = ["MAX_TENSORS", "PathContext", "access_choice_bound"]
 
@@ -60,6 +61,8 @@ class PathContext:
     transfers: Sequence[Any]
     device_of: Mapping[str, str]
     main: Mapping[str, int]
+    # Devices offered an N-level plan: their HierarchyBridges (hierarchy_access_paths' choices).
+    hierarchies: Mapping[str, Any] = field(default_factory=dict)
 
     def fast_capacity(self, bridge) -> int:
         """The bridge's fast level at its full capacity (a reserve is the planner's own)."""
@@ -117,31 +120,18 @@ def _forward(order: list[str], preds: Mapping[str, list[str]], duration: Mapping
 
 
 @dataclass(frozen=True)
-class _Option:
-    """One choice at an op: its roofline (plan cycles), the prefetch it waits for per arriving
-    transfer node and from cycle 0, its evictions per departing transfer node and before the
-    end."""
-
-    cycles: int
-    prefetch: Mapping[str, int]
-    inputs: int
-    evictions: Mapping[str, int]
-    output_evictions: int
-
-
-@dataclass(frozen=True)
 class _Choices:
     """An op's options (module Notes) and its link ends: predecessor node -> (transfer node,
     received tensors), successor node -> (transfer node, sent tensors)."""
 
-    options: tuple[_Option, ...]
+    options: tuple[AccessOption, ...]
     arrivals: Mapping[str, tuple[str, list[int]]]
     departures: Mapping[str, tuple[str, list[int]]]
 
-    def start(self, o: _Option, preds: list[str], finish: Mapping[str, int], duration: Mapping[str, int]) -> int:
+    def start(self, o: AccessOption, preds: list[str], finish: Mapping[str, int], duration: Mapping[str, int]) -> int:
         """The option's least start: after each predecessor's end, a transfer's arrival plus the
         option's prefetches (its recv node left out: the option says how it is read)."""
-        at = o.inputs
+        at = max(o.inputs, shares_floor(o.uses, finish, duration)) if o.uses else o.inputs
         for p in preds:
             if p in self.arrivals:
                 xfer = self.arrivals[p][0]
@@ -150,7 +140,7 @@ class _Choices:
                 at = max(at, finish[p])
         return at
 
-    def tail(self, o: _Option, succs: list[str], end: Mapping[str, int]) -> int:
+    def tail(self, o: AccessOption, succs: list[str], end: Mapping[str, int]) -> int:
         """The longest path after the op's end for the option: its outputs' evictions, each
         successor's, a departing transfer's after the option's evictions (its send node left out)."""
         out = o.output_evictions
@@ -164,9 +154,14 @@ class _Choices:
 
 
 def _choices(n: str, context: PathContext) -> _Choices | None:
-    """The options of op node ``n`` (module Notes), or None: not an op of a two-level planned
-    device, split, or with more than :data:`MAX_TENSORS` tensors."""
-    if not n.startswith("op:") or context.device_of.get(n[3:]) not in context.bridges:
+    """The options of op node ``n`` (module Notes), or None: not an op of a planned device,
+    split, or with more than :data:`MAX_TENSORS` tensors (N levels: more than
+    :data:`~planner.memory.hierarchy_access_paths.MAX_ASSIGNMENTS` level assignments)."""
+    if not n.startswith("op:"):
+        return None
+    if context.device_of.get(n[3:]) in context.hierarchies:
+        return _level_choices(n, context)
+    if context.device_of.get(n[3:]) not in context.bridges:
         return None
     op = n[3:]
     bridge = context.bridges[context.device_of[op]]
@@ -188,19 +183,35 @@ def _choices(n: str, context: PathContext) -> _Choices | None:
     def longest(fast) -> int:
         return max((dma[t] for t in fast), default=0)
 
-    options = [_Option(context.main[n], {}, 0, {}, 0)]  # the device in main memory: nothing moves
+    options = [AccessOption(context.main[n], {}, 0, {}, 0)]  # the device in main memory: nothing moves
     forced = i in problem.fast_only_ops
     for picks in itertools.product((False, True), repeat=len(tensors)):
         fast = {t for t, f in zip(tensors, picks) if f}
         fb = sum(sizes[t] for t in fast)
         if fb > capacity or (forced and len(fast) < len(tensors)):
             continue
-        options.append(_Option(conv(problem.op_cycles(i, fb, sum(sizes.values()) - fb)),
+        options.append(AccessOption(conv(problem.op_cycles(i, fb, sum(sizes.values()) - fb)),
                                {x: longest(fast & set(us)) for x, us in arrivals.values()},
                                longest(fast & inputs),
                                {x: longest(fast & set(us)) for x, us in departures.values()},
                                longest(fast & outputs)))
     return _Choices(tuple(options), arrivals, departures)
+
+
+def _level_choices(n: str, context: PathContext) -> _Choices | None:
+    """The options of op node ``n`` of a device offered an N-level plan: the device in main
+    memory, every level assignment of its accesses (:func:`level_options`), and every option
+    of its two-level problem (its plans over the fast level and main memory may also be offered)."""
+    device = context.device_of[n[3:]]
+    hbridge = context.hierarchies[device]
+    arrivals, departures = _link_ends(n[3:], hbridge.base, context)
+    conv = lambda c: context.hardware.to_timeline_cycles(c, hbridge.device)  # noqa: E731 - device to plan cycles
+    rates = {lk.name: lk.bandwidth_bytes_per_s for lk in context.hardware.links}
+    options = level_options(n[3:], hbridge, arrivals, departures, conv, context.transfers, rates)
+    two = _choices(n, replace(context, bridges={device: hbridge.base}, hierarchies={}))
+    if options is None or two is None:
+        return None
+    return _Choices((*two.options, *options), arrivals, departures)
 
 
 def _link_ends(op: str, bridge, context: PathContext) -> tuple[dict[str, tuple[str, list[int]]], dict[str, tuple[str, list[int]]]]:

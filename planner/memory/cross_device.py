@@ -699,7 +699,8 @@ def memory_plan_bound(spine: Plan, graph, hardware: Hardware, bridges: Mapping[s
 
 
 def memory_plan_bound_parts(spine: Plan, graph, hardware: Hardware, bridges: Mapping[str, Any],
-                            any_level: Collection[str] = ()) -> tuple[int, int | None]:
+                            any_level: Collection[str] = (),
+                            hierarchies: Mapping[str, Any] | None = None) -> tuple[int, int | None]:
     """Two lower bounds (the paths and links; main memory's share-cycles, None without
     ``bandwidth: shared``) on the makespan of every memory plan of ``spine``'s placement and orders
     (plan cycles), whichever plan each device in ``bridges`` uses (main memory included).
@@ -719,7 +720,9 @@ def memory_plan_bound_parts(spine: Plan, graph, hardware: Hardware, bridges: Map
 
     A device in ``any_level`` may also use an N-level plan (its other levels between the fast
     one and main memory): its ops count at :func:`any_level_op_cycles` and its link transfers
-    add nothing at its end (:func:`_with_link_ends` reasons over two levels).
+    add nothing at its end (:func:`_with_link_ends` reasons over two levels); with its
+    ``HierarchyBridge`` in ``hierarchies`` its ops get every level choice of their accesses in
+    the paths (:mod:`planner.memory.hierarchy_access_paths`).
 
     The second (:func:`planner.memory.shared_bound.shared_main_memory_bound`) counts only where
     some two-level device's problem shares bandwidth.
@@ -746,12 +749,13 @@ def memory_plan_bound_parts(spine: Plan, graph, hardware: Hardware, bridges: Map
     for n in reversed(order):  # reversed Kahn: every successor first; longest path to the end
         end[n] = duration[n] + max((end[m] for m in succ[n]), default=0)
     paths = access_choice_bound(order, succ, duration, end,
-                                PathContext(two_level, hardware, transfers, device_of, main))
+                                PathContext(two_level, hardware, transfers, device_of, main,
+                                            {d: h for d, h in (hierarchies or {}).items() if d in any_level}))
     path = max([*end.values(), link_serial_bound(acts, order, succ, duration, end), paths], default=0)
     if not any(b.problem.shared_bandwidth for b in two_level.values()):
         return path, None
     return path, shared_main_memory_bound(order, succ, duration, end, graph, hardware, spine.ops, transfers,
-                                          two_level, main, any_level)
+                                          two_level, main, any_level, hierarchies)
 
 
 def link_serial_bound(acts, order: list[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
@@ -1044,7 +1048,9 @@ def _choice_bound(spine: Plan, graph, hardware: Hardware,
     """:func:`memory_plan_bound_parts` over the devices of ``candidates``, each offered an N-level plan at any level."""
     bridges = {d: _two_level_bridge(c["memory plan"]) for d, c in candidates.items()}
     any_level = {d for d, c in candidates.items() if any(isinstance(lv, HierarchyLevels) for lv in c.values())}
-    return memory_plan_bound_parts(spine, graph, hardware, bridges, any_level)
+    hierarchies = {d: next(lv.bridge for lv in c.values() if isinstance(lv, HierarchyLevels)) for d, c in candidates.items()
+                   if d in any_level}
+    return memory_plan_bound_parts(spine, graph, hardware, bridges, any_level, hierarchies)
 
 
 def _shares_bandwidth(candidates: Mapping[str, Mapping[str, Any]]) -> bool:

@@ -28,7 +28,13 @@ placement and orders has:
     cycles) lies after cycle 0 (a received copy: after its transfer's end) and before its first
     reader ends, that reader's tail after it; a live-out tensor's write (in place by its
     producer, or by an eviction after it) lies after the producer's head and before the end (a
-    sent tensor: before its transfers start, their tails after).
+    sent tensor: before its transfers start, their tails after);
+  - an N-level plan (a device offered one): the same crossings of its main level, each at
+    least the least of ``SHARE_UNITS * bytes / bw_main`` (an op reads or writes it there) and,
+    per level joined to main by a DMA path, that hop's shares of main times its cycles (a copy
+    elsewhere is fetched from or evicted to main along a route that starts or ends with such a
+    hop); a tensor homed outside main memory (host) counts nothing, as it may be read there.
+    Such a device may also be offered a two-level plan, so it takes the least of the three.
 
 A use of ``u`` shares for ``D`` device cycles of a device at clock ``f_d`` lasts
 ``ceil(D * f / f_d)`` plan cycles (``f`` the plan clock), so it holds at least
@@ -37,7 +43,7 @@ spread at will in a relaxation, so the device's uses are jobs of a preemptive on
 problem whose machine does :data:`SHARE_UNITS` share-cycles a cycle: Jackson's preemptive
 schedule (:func:`~solvers.memory.levels.heads_tails.one_machine_lower_bound`, over heads and
 tails in milli-cycles and share-cycles rounded down) is its optimum, so no plan ends before it.
-A memory-planned device takes the smaller of its two cases. Everything else (durations,
+A memory-planned device takes the smallest of its cases. Everything else (durations,
 orders, capacity) stays relaxed, so the bound holds for every plan of the spine's placement
 and orders; tested against the brute-force optimum over every combination of per-device plans
 in ``tests/planner/memory/test_shared_bound.py``.
@@ -54,35 +60,46 @@ from planner.isa.cost import cached_op_cost
 from planner.memory.shared_bandwidth import main_memory_share
 from solvers.memory.levels.bandwidth import SHARE_UNITS, dma_share, dma_shares
 from solvers.memory.levels.heads_tails import one_machine_lower_bound
+from solvers.memory.levels.hierarchy_bandwidth import hop_shares
 
-__all__ = ["shared_main_memory_bound", "main_memory_uses", "forced_traffic_uses", "transfer_end_uses"]
+__all__ = ["shared_main_memory_bound", "main_memory_uses", "forced_traffic_uses", "n_level_traffic_uses",
+           "transfer_end_uses"]
 
 _Use = tuple[int, Fraction, int]  # (head, share-cycles, tail): plan cycles
 
 
 def shared_main_memory_bound(order: Sequence[str], succ: Mapping[str, list[str]], duration: Mapping[str, int],
                              end: Mapping[str, int], graph, hardware: Hardware, plan_ops, transfers: Sequence,
-                             bridges: Mapping[str, Any], main: Mapping[str, int], skip: Collection[str] = ()) -> int:
+                             bridges: Mapping[str, Any], main: Mapping[str, int], skip: Collection[str] = (),
+                             hierarchies: Mapping[str, Any] | None = None) -> int:
     """The largest over the devices of the preemptive one-machine bound on their main memory
     (module Notes); 0 unless some bridge's problem shares bandwidth. ``order`` (topological),
     ``succ``, ``duration`` and ``end`` (the longest path from a node's start to the end) are the
     relaxed graph's; ``plan_ops`` the spine's placed ops, ``transfers`` its transfers
     (``xfer:<k>`` is the k-th), ``main`` each activity's main-memory duration (plan cycles).
-    Devices in ``skip`` (offered plans over more than two levels) count nothing."""
+    Devices in ``skip`` (offered plans over more than two levels) count nothing unless their
+    ``HierarchyBridge`` is in ``hierarchies``: then the smallest of everything in main memory,
+    an N-level plan's forced main-level traffic (:func:`n_level_traffic_uses`) and a two-level
+    plan's over its base bridge (such a device may be offered one too)."""
     if not any(b.problem.shared_bandwidth for b in bridges.values()):
         return 0
     head = _heads(order, succ, duration)
     window = _windows(order, succ, duration, head, end)
     devices = sorted({o.device for o in plan_ops})
+    hierarchies = hierarchies or {}
     best = 0
     for d in devices:
-        if d in skip:
+        if d in skip and d not in hierarchies:
             continue
         fixed = transfer_end_uses(d, transfers, window, hardware)
         main_uses = main_memory_uses(d, plan_ops, graph, hardware, window, main)
         cases = [fixed + main_uses]
         if d in bridges:
             cases.append(fixed + forced_traffic_uses(bridges[d], graph, hardware, transfers, window, head, duration))
+        if d in skip:
+            hb = hierarchies[d]
+            cases.append(fixed + n_level_traffic_uses(hb, graph, hardware, transfers, window, head, duration))
+            cases.append(fixed + forced_traffic_uses(hb.base, graph, hardware, transfers, window, head, duration))
         best = max(best, min(_one_machine(uses) for uses in cases))
     return best
 
@@ -180,10 +197,45 @@ def forced_traffic_uses(bridge, graph, hardware: Hardware, transfers: Sequence,
     in plan share-cycles: per tensor ``min(SHARE_UNITS * bytes / bw, DMA shares * DMA cycles)``
     device share-cycles, times the plan clock over the device's."""
     problem = bridge.problem
-    dev = bridge.device
-    scale = Fraction(hardware.clock_hz, dev.profile.clock_hz)
     bs = problem.bandwidth_bytes_per_cycle[1]
     dma_slow = dma_shares(problem)[1]
+
+    def energy(t: int) -> Fraction:
+        return min(Fraction(SHARE_UNITS * problem.tensor_bytes[t]) / bs, Fraction(dma_slow * problem.dma_cycles(t)))
+    return _crossing_uses(bridge, energy, graph, hardware, transfers, window, head, duration)
+
+
+def n_level_traffic_uses(hbridge, graph, hardware: Hardware, transfers: Sequence,
+                         window: Mapping[str, tuple[int, int]], head: Mapping[str, int],
+                         duration: Mapping[str, int]) -> list[_Use]:
+    """The forced main-level uses of every N-level plan of ``hbridge``'s problem (module Notes):
+    a tensor whose home is the main level crosses it as in :func:`forced_traffic_uses`, read or
+    written there by an op (at least ``SHARE_UNITS * bytes / bw`` share-cycles) or by the hop
+    that leaves or enters it (any route to another level starts or ends with a hop between main
+    and one of its neighbours: that hop's shares of main times its cycles); a tensor homed
+    elsewhere (host memory) may never touch main and counts nothing."""
+    problem = hbridge.problem
+    main = problem.main_level
+    bw = problem.bandwidth_bytes_per_cycle[main]
+    near = sorted({b for a, b in problem.dma_paths if a == main} | {a for a, b in problem.dma_paths if b == main})
+
+    def energy(t: int) -> Fraction:
+        if problem.home(t) != main:
+            return Fraction(0)
+        hops = [Fraction(hop_shares(problem, main, n)[main] * problem.hop_cycles(t, main, n)) for n in near]
+        return min([Fraction(SHARE_UNITS * problem.tensor_bytes[t]) / bw, *hops])
+    return _crossing_uses(hbridge, energy, graph, hardware, transfers, window, head, duration)
+
+
+def _crossing_uses(bridge, energy_of, graph, hardware: Hardware, transfers: Sequence,
+                   window: Mapping[str, tuple[int, int]], head: Mapping[str, int],
+                   duration: Mapping[str, int]) -> list[_Use]:
+    """Per tensor of ``bridge``'s problem that starts or ends in main memory, its crossing
+    (``energy_of(t)`` device share-cycles, times the plan clock over the device's) with its
+    window: a preloaded or received tensor's first read, a live-out tensor's write (module Notes)."""
+    problem = bridge.problem
+    dev = bridge.device
+    scale = Fraction(hardware.clock_hz, dev.profile.clock_hz)
     span = _op_windows(bridge, window)
     arrival = {}  # received tensor index -> its transfer's end (head)
     sends: dict[str, list[int]] = {}  # sent tensor -> tails (from its start) of its transfers
@@ -199,10 +251,9 @@ def forced_traffic_uses(bridge, graph, hardware: Hardware, transfers: Sequence,
     uses = []
     for t in range(problem.num_tensors):
         acc = problem.accesses(t)
-        b = problem.tensor_bytes[t]
-        if not b:
+        if not problem.tensor_bytes[t]:
             continue
-        energy = scale * min(Fraction(SHARE_UNITS * b) / bs, Fraction(dma_slow * problem.dma_cycles(t)))
+        energy = scale * energy_of(t)
         if acc[0] == -1 and len(acc) > 1 and problem.is_real(acc[1]):
             uses.append((arrival.get(t, 0), energy, span[acc[1]][1]))
         if problem.is_real(acc[0]) and acc[-1] == problem.num_ops:
