@@ -47,7 +47,9 @@ from solvers.cpsat_support import interval_if
 from solvers.memory.levels.bandwidth import SHARE_UNITS
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_bandwidth_spans
-from solvers.memory.levels.link_holds import add_enforced, add_hold_keys, hold_op_waits, hold_rule_violations
+from solvers.memory.levels.link_holds import (
+    add_enforced, add_hold_keys, add_hold_wait_constraints, hold_op_waits, hold_rule_violations,
+)
 from solvers.memory.levels.problem import TransferKind
 
 __all__ = ["hold_level_shares", "hierarchy_hold_waits", "add_hierarchy_hold_keys", "hierarchy_hold_violations",
@@ -157,28 +159,12 @@ def add_hierarchy_link_hold_waits(model, problem: HierarchyProblem, v, holds) ->
     and the moves): a recv's waiters start after its end (a fetch chain's first hop when
     present), a send starts after its source op, its tensors' producers and every eviction chain
     of them that ends at home (when present), each after the previous one on its link and after
-    its lags."""
-    for k, h in enumerate(holds):
-        start = v.hold_start[k]
-        end = start + h.duration_cycles
-        if h.after >= 0:
-            model.add(start >= v.hold_start[h.after] + holds[h.after].duration_cycles)
-        for j, lag in h.lags:
-            model.add(start >= v.hold_start[j] + lag)
-        if h.role == "recv":
-            ops = {h.op} if problem.is_real(h.op) else set()
-            ops.update(a for t in h.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))
-            for a in sorted(ops):
-                model.add(v.start[a] >= end)
-            for (kind, t, _, _), hops in v.chains.items():
-                if kind is PREFETCH and t in h.tensors:
-                    add_enforced(model, hops[0].start >= end, hops[0].present)
-            continue
-        ops = {h.op} if problem.is_real(h.op) else set()
-        ops.update(problem.accesses(t)[0] for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
-        for a in sorted(ops):
-            model.add(start >= v.end(a))
+    its lags (:func:`~solvers.memory.levels.link_holds.add_hold_wait_constraints`)."""
+    def dma_waits(k, h, start, end) -> None:
         for (kind, t, _, _), hops in v.chains.items():
-            if kind is EVICT and t in h.tensors and hops[-1].dst == problem.home(t):
+            if h.role == "recv" and kind is PREFETCH and t in h.tensors:
+                add_enforced(model, hops[0].start >= end, hops[0].present)
+            elif h.role == "send" and kind is EVICT and t in h.tensors and hops[-1].dst == problem.home(t):
                 add_enforced(model, start >= hops[-1].end, hops[0].present)
 
+    add_hold_wait_constraints(model, problem, v, holds, dma_waits)
