@@ -141,17 +141,38 @@ def hierarchy_hold_objective_terms(solution: HierarchySolution, holds) -> list[i
     return [h.end(s) + h.tail for h, s in zip(holds, solution.link_starts)]
 
 
-def add_hierarchy_link_hold_vars(model, v, holds) -> None:
-    """Each hold's start (``v.hold_start``) and fixed-size interval with its main-level shares
-    (``v.hold_intervals``: ``(interval, shares)``, which
-    :func:`~solvers.memory.levels.hierarchy_bandwidth.add_hierarchy_bandwidth` adds to the main
-    level's Cumulative). Call before it."""
+def add_hierarchy_link_hold_vars(model, v, holds, horizon: int | None = None) -> None:
+    """Each hold's start (``v.hold_start``, ending by ``horizon``, default the model's) and
+    fixed-size interval with its main-level shares (``v.hold_intervals``: ``(interval, shares)``,
+    which :func:`~solvers.memory.levels.hierarchy_bandwidth.add_hierarchy_bandwidth` adds to the
+    main level's Cumulative). Call before it. In a window model (``v.frame``) a hold the
+    incumbent ends before the free ops start keeps its start, one it starts with or after the
+    first op after them shifts with those ops (:func:`_window_hold_start`); only the holds in
+    between are variables (every wait is still added, so a solution stays valid)."""
+    horizon = v.horizon if horizon is None else horizon
     v.hold_start, v.hold_intervals = [], []
     for k, h in enumerate(holds):
-        start = model.new_int_var(h.head, max(h.head, v.horizon - h.duration_cycles), f"hold_start_{k}")
+        start = _window_hold_start(v.frame, h, k) if v.frame is not None else None
+        if start is None:
+            start = model.new_int_var(h.head, max(h.head, horizon - h.duration_cycles), f"hold_start_{k}")
         v.hold_start.append(start)
         if h.duration_cycles and h.shares:
             v.hold_intervals.append((interval_if(model, start, h.duration_cycles, None, 1, f"hold_{k}"), h.shares))
+
+
+def _window_hold_start(frame, hold, k: int):
+    """A window model's start of hold ``k`` where the incumbent (``frame.fixed``, timed with its
+    holds) fixes it: its time when it ends before the first free op starts, its time plus the
+    frame's shift when it starts at or after the first op after the free ones; else None."""
+    fixed = frame.fixed
+    if len(fixed.link_starts) <= k:
+        return None
+    s = fixed.link_starts[k]
+    if s + hold.duration_cycles <= fixed.op_start[frame.free.start]:
+        return s
+    if frame.shift is not None and s >= fixed.op_start[frame.free.stop]:
+        return s + frame.shift
+    return None
 
 
 def add_hierarchy_link_hold_waits(model, problem: HierarchyProblem, v, holds) -> None:

@@ -267,16 +267,17 @@ def add_hold_wait_constraints(model, problem, v, holds, add_dma_waits) -> None:
     search): after the previous hold on its link, after its lags, its ops (:func:`hold_ops`: a
     recv's start after its end, a send after theirs), then ``add_dma_waits(k, hold, start, end)``,
     the problem's own DMA waits (:func:`add_link_hold_waits`,
-    :func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_link_hold_waits`)."""
+    :func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_link_hold_waits`). A relation
+    between constants (a window model's fixed starts) is checked, not added (:func:`add_enforced`)."""
     for k, h in enumerate(holds):
         start = v.hold_start[k]
         end = start + h.duration_cycles
         if h.after >= 0:
-            model.add(start >= v.hold_start[h.after] + holds[h.after].duration_cycles)
+            add_enforced(model, start >= v.hold_start[h.after] + holds[h.after].duration_cycles, 1)
         for j, lag in h.lags:
-            model.add(start >= v.hold_start[j] + lag)
+            add_enforced(model, start >= v.hold_start[j] + lag, 1)
         for a in sorted(hold_ops(problem, h)):
-            model.add(v.start[a] >= end if h.role == "recv" else start >= v.end(a))
+            add_enforced(model, v.start[a] >= end if h.role == "recv" else start >= v.end(a), 1)
         add_dma_waits(k, h, start, end)
 
 
