@@ -42,7 +42,8 @@ SPECS = ("specs/memory-mlp.yaml", "specs/memory-transformer.yaml", "specs/memory
 LINKED = ("tests/data/specs/memory-linked-shared.yaml", "tests/data/specs/memdevices/pinned-memory.yaml",
           "tests/data/specs/memdevices/memory-bound-two-devices.yaml", "tests/data/specs/memdevices/sent-late.yaml",
           "tests/data/specs/memdevices/round-trip.yaml", "tests/data/specs/memdevices/four-level-linked.yaml",
-          "tests/data/specs/memdevices/four-level-arrivals.yaml", "tests/data/specs/memdevices/four-level-homes.yaml")
+          "tests/data/specs/memdevices/four-level-arrivals.yaml", "tests/data/specs/memdevices/four-level-homes.yaml",
+          "tests/data/specs/memdevices/four-level-round-trip.yaml")
 DEMO = "tests/data/specs/memdevices/demo-memory.yaml"
 
 

@@ -155,6 +155,8 @@ def add_hierarchy_link_hold_vars(model, v, holds, horizon: int | None = None) ->
         start = _window_hold_start(v.frame, h, k) if v.frame is not None else None
         if start is None:
             start = model.new_int_var(h.head, max(h.head, horizon - h.duration_cycles), f"hold_start_{k}")
+        elif not isinstance(start, int) and h.head:  # shifted: its head bounds the shift
+            model.add(start >= h.head)
         v.hold_start.append(start)
         if h.duration_cycles and h.shares:
             v.hold_intervals.append((interval_if(model, start, h.duration_cycles, None, 1, f"hold_{k}"), h.shares))

@@ -610,9 +610,11 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     ``link_holds`` (shared bandwidth): the device's link transfer ends as intervals in the main
     level's bandwidth with their waits (:mod:`~solvers.memory.levels.hierarchy_link_holds`;
     starts ``v.hold_start``, each ending by ``hold_horizon``, default the model's horizon). In a
-    window model every hold's start is free (its waits tie it to the fixed, free and shifted
-    ops and moves, so a solution is still a valid plan); a send may end after the ops' makespan,
-    so there ``hold_horizon`` is the objective's bound, not the makespan.
+    window model a hold keeps or shifts its incumbent start where the window cannot move it,
+    else it is free (:func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_link_hold_vars`);
+    every wait ties it to the fixed, free and shifted ops and moves, so a solution is still a
+    valid plan; a send may end after the ops' makespan, so there ``hold_horizon`` is the
+    objective's bound, not the makespan.
 
     Examples
     --------
