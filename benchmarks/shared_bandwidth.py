@@ -43,7 +43,8 @@ LINKED = ("tests/data/specs/memory-linked-shared.yaml", "tests/data/specs/memdev
           "tests/data/specs/memdevices/memory-bound-two-devices.yaml", "tests/data/specs/memdevices/sent-late.yaml",
           "tests/data/specs/memdevices/round-trip.yaml", "tests/data/specs/memdevices/four-level-linked.yaml",
           "tests/data/specs/memdevices/four-level-arrivals.yaml", "tests/data/specs/memdevices/four-level-homes.yaml",
-          "tests/data/specs/memdevices/four-level-gang.yaml")
+          "tests/data/specs/memdevices/four-level-gang.yaml",
+          "tests/data/specs/memdevices/four-level-round-trip.yaml")
 DEMO = "tests/data/specs/memdevices/demo-memory.yaml"
 
 

@@ -1211,12 +1211,13 @@ def _all_slow_objective(problem, ht: HeadsTails) -> int | None:
 def _n_level_holds(current: Plan, spine: Plan, graph, hardware: Hardware, others: Mapping[str, Any],
                    hl: HierarchyLevels) -> tuple[tuple[LinkHold, ...], dict[str, int]]:
     """Under sharing, an N-level device's link transfers as link holds of its main level (as a
-    two-level re-solve's, :func:`_link_holds`, over its base bridge; no round trips: their lags
-    are measured over two-level plans) and the tails they were read with (sends' tails count
-    the other devices' shares and DMA waits, :func:`shared_send_tails`)."""
+    two-level re-solve's, :func:`_link_holds`, over its base bridge), with their round trips
+    (:func:`round_trips`: measured without the device's own activities, so the same for any of
+    its plans, two-level or N-level) and the tails they were read with (sends' tails count the
+    other devices' shares and DMA waits, :func:`shared_send_tails`)."""
     d = hl.device
     tails = shared_send_tails(critical_tails(current, graph, d), current, spine, graph, hardware, others, d)
-    return _link_holds(current, hardware, hl, tails, {}), tails
+    return _link_holds(current, hardware, hl, tails, round_trips(spine, graph, hardware, others, hl)), tails
 
 
 def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardware, time_limit_s: float, seed: int,
@@ -1242,10 +1243,10 @@ def _resolve_n_levels(hl: HierarchyLevels, current: Plan, graph, hardware: Hardw
     if not result.status.has_solution:
         return None, stop, figures
     solution = replace(result.solution, split_factors=factors)
-    if (solution.level, solution.kept) == (hl.solution.level, hl.solution.kept) and [
+    if not ht.link_holds and (solution.level, solution.kept) == (hl.solution.level, hl.solution.kept) and [
             m.key + (m.trigger_op, m.release_op) for m in solution.moves] == [
             m.key + (m.trigger_op, m.release_op) for m in hl.solution.moves]:
-        return None, stop, figures  # the same decisions: nothing new to try
+        return None, stop, figures  # the same decisions: nothing new to try (with link holds, its order is new)
     stats = {**hl.stats, "heads_tails_solver": result.solver_name, "heads_tails_status": result.status.value,
              "heads_tails_objective_device_cycles": result.objective,
              "heads_tails_bound_device_cycles": result.bound}

@@ -20,9 +20,10 @@ Objective ``max(makespan, end(i) + op_tail[i], home_ready(t) + tensor_tail[t])``
 N-level model's), unsplit problems (expand the split groups first). Under shared bandwidth the
 heads are floors of the shared replay, and ``link_holds`` (the device's link transfer ends,
 :mod:`~solvers.memory.levels.hierarchy_link_holds`) hold main-level shares in the model, the
-replay and the validator; each hold's end plus its tail joins the objective. With holds, no
-window search above ``max_model_ops`` (the window model has no holds): the best re-timed
-baseline is the plan there.
+replay and the validator; each hold's end plus its tail joins the objective. Above
+``max_model_ops`` the window models carry the holds too (a hold the incumbent runs before the
+window keeps its start, one after it shifts with the ops after it, the rest are free; each
+window's plan is re-timed with them and kept only when its objective is strictly lower).
 
 :func:`solve_hierarchy_heads_tails`: the greedy plans, everything at home and an incumbent,
 re-timed under the heads (:func:`retime_hierarchy_heads_tails`), are the baselines; up to
@@ -379,7 +380,7 @@ def solve_hierarchy_heads_tails(problem: HierarchyProblem, ht: HeadsTails, optio
     best_obj = hierarchy_objective(problem, best, ht) if best is not None else None
     stats: dict = {"baseline_objective": best_obj, "lower_bound": lower}
     too_large = problem.num_ops > max_model_ops
-    if best is not None and too_large and best_obj > lower and not ht.link_holds:
+    if best is not None and too_large and best_obj > lower:
         best, stats["window_search"] = heads_tails_window_search(problem, ht, best, lower, options, calibration, t0)
         best_obj, stats["stopped_by"] = hierarchy_objective(problem, best, ht), stats["window_search"]["stopped_by"]
     if best is not None and (best_obj <= lower or too_large):
@@ -428,7 +429,8 @@ def heads_tails_goal(problem: HierarchyProblem, ht: HeadsTails) -> WindowGoal:
     return WindowGoal(lambda s: hierarchy_objective(problem, s, ht),
                       lambda s: retime_hierarchy_heads_tails(problem, s, ht),
                       lambda s: validate_hierarchy_heads_tails(problem, s, ht),
-                      lambda model, v, upper: add_hierarchy_heads_tails(model, problem, v, ht, upper))
+                      lambda model, v, upper: add_hierarchy_heads_tails(model, problem, v, ht, upper),
+                      ht.link_holds)
 
 
 def heads_tails_window_search(problem: HierarchyProblem, ht: HeadsTails, best: HierarchySolution, lower: int,

@@ -47,7 +47,9 @@ from solvers.cpsat_support import interval_if
 from solvers.memory.levels.bandwidth import SHARE_UNITS
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bandwidth import hierarchy_bandwidth_spans
-from solvers.memory.levels.link_holds import add_enforced, add_hold_keys, hold_op_waits, hold_rule_violations
+from solvers.memory.levels.link_holds import (
+    add_enforced, add_hold_keys, add_hold_wait_constraints, hold_op_waits, hold_rule_violations,
+)
 from solvers.memory.levels.problem import TransferKind
 
 __all__ = ["hold_level_shares", "hierarchy_hold_waits", "add_hierarchy_hold_keys", "hierarchy_hold_violations",
@@ -139,17 +141,40 @@ def hierarchy_hold_objective_terms(solution: HierarchySolution, holds) -> list[i
     return [h.end(s) + h.tail for h, s in zip(holds, solution.link_starts)]
 
 
-def add_hierarchy_link_hold_vars(model, v, holds) -> None:
-    """Each hold's start (``v.hold_start``) and fixed-size interval with its main-level shares
-    (``v.hold_intervals``: ``(interval, shares)``, which
-    :func:`~solvers.memory.levels.hierarchy_bandwidth.add_hierarchy_bandwidth` adds to the main
-    level's Cumulative). Call before it."""
+def add_hierarchy_link_hold_vars(model, v, holds, horizon: int | None = None) -> None:
+    """Each hold's start (``v.hold_start``, ending by ``horizon``, default the model's) and
+    fixed-size interval with its main-level shares (``v.hold_intervals``: ``(interval, shares)``,
+    which :func:`~solvers.memory.levels.hierarchy_bandwidth.add_hierarchy_bandwidth` adds to the
+    main level's Cumulative). Call before it. In a window model (``v.frame``) a hold the
+    incumbent ends before the free ops start keeps its start, one it starts with or after the
+    first op after them shifts with those ops (:func:`_window_hold_start`); only the holds in
+    between are variables (every wait is still added, so a solution stays valid)."""
+    horizon = v.horizon if horizon is None else horizon
     v.hold_start, v.hold_intervals = [], []
     for k, h in enumerate(holds):
-        start = model.new_int_var(h.head, max(h.head, v.horizon - h.duration_cycles), f"hold_start_{k}")
+        start = _window_hold_start(v.frame, h, k) if v.frame is not None else None
+        if start is None:
+            start = model.new_int_var(h.head, max(h.head, horizon - h.duration_cycles), f"hold_start_{k}")
+        elif not isinstance(start, int) and h.head:  # shifted: its head bounds the shift
+            model.add(start >= h.head)
         v.hold_start.append(start)
         if h.duration_cycles and h.shares:
             v.hold_intervals.append((interval_if(model, start, h.duration_cycles, None, 1, f"hold_{k}"), h.shares))
+
+
+def _window_hold_start(frame, hold, k: int):
+    """A window model's start of hold ``k`` where the incumbent (``frame.fixed``, timed with its
+    holds) fixes it: its time when it ends before the first free op starts, its time plus the
+    frame's shift when it starts at or after the first op after the free ones; else None."""
+    fixed = frame.fixed
+    if len(fixed.link_starts) <= k:
+        return None
+    s = fixed.link_starts[k]
+    if s + hold.duration_cycles <= fixed.op_start[frame.free.start]:
+        return s
+    if frame.shift is not None and s >= fixed.op_start[frame.free.stop]:
+        return s + frame.shift
+    return None
 
 
 def add_hierarchy_link_hold_waits(model, problem: HierarchyProblem, v, holds) -> None:
@@ -157,28 +182,12 @@ def add_hierarchy_link_hold_waits(model, problem: HierarchyProblem, v, holds) ->
     and the moves): a recv's waiters start after its end (a fetch chain's first hop when
     present), a send starts after its source op, its tensors' producers and every eviction chain
     of them that ends at home (when present), each after the previous one on its link and after
-    its lags."""
-    for k, h in enumerate(holds):
-        start = v.hold_start[k]
-        end = start + h.duration_cycles
-        if h.after >= 0:
-            model.add(start >= v.hold_start[h.after] + holds[h.after].duration_cycles)
-        for j, lag in h.lags:
-            model.add(start >= v.hold_start[j] + lag)
-        if h.role == "recv":
-            ops = {h.op} if problem.is_real(h.op) else set()
-            ops.update(a for t in h.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))
-            for a in sorted(ops):
-                model.add(v.start[a] >= end)
-            for (kind, t, _, _), hops in v.chains.items():
-                if kind is PREFETCH and t in h.tensors:
-                    add_enforced(model, hops[0].start >= end, hops[0].present)
-            continue
-        ops = {h.op} if problem.is_real(h.op) else set()
-        ops.update(problem.accesses(t)[0] for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
-        for a in sorted(ops):
-            model.add(start >= v.end(a))
+    its lags (:func:`~solvers.memory.levels.link_holds.add_hold_wait_constraints`)."""
+    def dma_waits(k, h, start, end) -> None:
         for (kind, t, _, _), hops in v.chains.items():
-            if kind is EVICT and t in h.tensors and hops[-1].dst == problem.home(t):
+            if h.role == "recv" and kind is PREFETCH and t in h.tensors:
+                add_enforced(model, hops[0].start >= end, hops[0].present)
+            elif h.role == "send" and kind is EVICT and t in h.tensors and hops[-1].dst == problem.home(t):
                 add_enforced(model, start >= hops[-1].end, hops[0].present)
 
+    add_hold_wait_constraints(model, problem, v, holds, dma_waits)

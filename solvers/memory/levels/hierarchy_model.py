@@ -596,7 +596,7 @@ def _tensor_pieces(problem: HierarchyProblem, v: HierarchyVars, t: int, end: int
 def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
                           hint: HierarchySolution | None = None, fixed: HierarchySolution | None = None,
                           free_ops: range | None = None, margin: int = 8,
-                          link_holds=()) -> tuple[cp_model.CpModel, HierarchyVars]:
+                          link_holds=(), hold_horizon: int | None = None) -> tuple[cp_model.CpModel, HierarchyVars]:
     """The whole model: levels, durations, moves, capacities, makespan (``<= upper`` if given).
 
     A **window model** with ``fixed`` (a valid solution) and ``free_ops`` (consecutive ops):
@@ -607,9 +607,14 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     is small, its makespan is never above the incumbent's, and each of its solutions is a
     valid plan (:class:`Frame`).
 
-    ``link_holds`` (shared bandwidth, the whole model only): the device's link transfer ends as
-    intervals in the main level's bandwidth with their waits
-    (:mod:`~solvers.memory.levels.hierarchy_link_holds`; starts ``v.hold_start``).
+    ``link_holds`` (shared bandwidth): the device's link transfer ends as intervals in the main
+    level's bandwidth with their waits (:mod:`~solvers.memory.levels.hierarchy_link_holds`;
+    starts ``v.hold_start``, each ending by ``hold_horizon``, default the model's horizon). In a
+    window model a hold keeps or shifts its incumbent start where the window cannot move it,
+    else it is free (:func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_link_hold_vars`);
+    every wait ties it to the fixed, free and shifted ops and moves, so a solution is still a
+    valid plan; a send may end after the ops' makespan, so there ``hold_horizon`` is the
+    objective's bound, not the makespan.
 
     Examples
     --------
@@ -649,9 +654,9 @@ def build_hierarchy_model(problem: HierarchyProblem, upper: int | None = None,
     add_moves(model, problem, v, lits)
     add_level_capacities(model, problem, v)
     if link_holds:
-        if not problem.shared_bandwidth or fixed is not None:
-            raise ValueError("link holds need shared bandwidth and the whole model")
-        add_hierarchy_link_hold_vars(model, v, link_holds)
+        if not problem.shared_bandwidth:
+            raise ValueError("link holds need shared bandwidth")
+        add_hierarchy_link_hold_vars(model, v, link_holds, hold_horizon)
         add_hierarchy_link_hold_waits(model, problem, v, link_holds)
     if problem.shared_bandwidth:
         add_hierarchy_bandwidth(model, problem, v)

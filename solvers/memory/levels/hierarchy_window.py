@@ -27,6 +27,8 @@ import logging
 from dataclasses import dataclass, replace
 from typing import Any, Callable
 
+from ortools.sat.python import cp_model
+
 from solvers.budget import Budget
 from solvers.core import SolveOptions
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
@@ -62,14 +64,17 @@ class WindowGoal:
     """What the windows minimise, over timed valid plans: ``value`` of a plan; ``objective``
     adds its constraints to a window model and returns the expression to minimise (None: the
     model's makespan); ``retime`` times a model's decisions (ValueError: they do not replay);
-    ``validate`` lists what a timed plan breaks. :func:`makespan_goal` is the default;
-    :mod:`~solvers.memory.levels.hierarchy_heads_tails` minimises its objective under heads
-    and tails."""
+    ``validate`` lists what a timed plan breaks; ``link_holds`` (shared bandwidth: the device's
+    link transfer ends, :mod:`~solvers.memory.levels.hierarchy_link_holds`) join every window
+    model, their starts free and ranked by the model's in the re-timing. :func:`makespan_goal`
+    is the default; :mod:`~solvers.memory.levels.hierarchy_heads_tails` minimises its objective
+    under heads and tails (and its holds)."""
 
     value: Callable[[HierarchySolution], int]
     retime: Callable[[HierarchySolution], HierarchySolution]
     validate: Callable[[HierarchySolution], list]
     objective: Callable[[Any, Any, int], Any] | None = None  # (model, vars, incumbent's value) -> expression
+    link_holds: tuple = ()
 
 
 def makespan_goal(problem: HierarchyProblem) -> WindowGoal:
@@ -98,7 +103,11 @@ def improve_window(problem: HierarchyProblem, best: HierarchySolution, free_ops:
     """
     goal = goal or makespan_goal(problem)
     model, v = build_hierarchy_model(problem, best.makespan_cycles, best, fixed=best, free_ops=free_ops,
-                                     margin=settings.margin_ops)
+                                     margin=settings.margin_ops, link_holds=goal.link_holds,
+                                     hold_horizon=goal.value(best))
+    for var, value in zip(getattr(v, "hold_start", ()), best.link_starts):  # the free holds where best has them
+        if isinstance(var, cp_model.IntVar):
+            model.add_hint(var, value)
     if goal.objective is not None:
         model.minimize(goal.objective(model, v, goal.value(best)))
     limit = min(budget.scale(settings.window_dtime), budget.left)
@@ -106,8 +115,12 @@ def improve_window(problem: HierarchyProblem, best: HierarchySolution, free_ops:
                                          interleave=False, cp_model_probing_level=0)
     if not status.has_solution:
         return None
+    extracted = v.extract(solver)
+    if goal.link_holds:  # the holds' places rank them in the re-timing
+        extracted = replace(extracted, link_starts=tuple(x if isinstance(x, int) else solver.value(x)
+                                                         for x in v.hold_start))
     try:
-        found = goal.retime(v.extract(solver))
+        found = goal.retime(extracted)
     except ValueError:  # the DMA queue order deadlocks: cannot happen for a model solution
         _LOG.warning("window %s: the model's solution does not replay", free_ops)
         return None

@@ -36,7 +36,7 @@ from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferK
 
 __all__ = ["LinkHold", "hold_waits", "add_hold_waits", "hold_violations", "add_link_hold_vars",
            "add_link_hold_waits", "hold_objective_terms", "with_lag_floors", "add_hold_keys",
-           "hold_rule_violations", "add_enforced", "hold_op_waits"]
+           "hold_rule_violations", "add_enforced", "hold_op_waits", "hold_ops", "add_hold_wait_constraints"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,11 +82,23 @@ def _evictions(solution: LevelSolution) -> dict[int, int]:
     return {tr.tensor: q for q, tr in enumerate(solution.transfers) if tr.kind is TransferKind.EVICT}
 
 
+def hold_ops(problem, hold) -> set[int]:
+    """The ops a hold is tied to, whatever the level problem (its ``is_real`` and ``accesses``): a
+    recv's op and every later access of its tensors (they start after its end); a send's op and
+    its tensors' producers (it starts after their ends)."""
+    ops = {hold.op} if problem.is_real(hold.op) else set()
+    if hold.role == "recv":
+        ops.update(a for t in hold.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))
+    else:
+        ops.update(problem.accesses(t)[0] for t in hold.tensors if problem.is_real(problem.accesses(t)[0]))
+    return ops
+
+
 def hold_op_waits(problem, holds) -> tuple[dict, dict]:
-    """``(waits_of_hold, waiters_of_hold)`` without the DMAs, whatever the level problem (its
-    ``is_real`` and ``accesses``): a hold waits for the one before it on its link; a recv is
-    waited for by its op and every later access of its tensors; a send waits for its op and its
-    tensors' producers. The DMA keys are each problem's own (:func:`hold_waits`,
+    """``(waits_of_hold, waiters_of_hold)`` without the DMAs, whatever the level problem
+    (:func:`hold_ops`): a hold waits for the one before it on its link; a recv is waited for by
+    its op and every later access of its tensors; a send waits for its op and its tensors'
+    producers. The DMA keys are each problem's own (:func:`hold_waits`,
     :func:`~solvers.memory.levels.hierarchy_link_holds.hierarchy_hold_waits`)."""
     waits: dict = {}
     waiters: dict = {}
@@ -94,16 +106,11 @@ def hold_op_waits(problem, holds) -> tuple[dict, dict]:
         mine = waits.setdefault(("hold", k), set())
         if h.after >= 0:
             mine.add(("hold", h.after))
+        ops = {("op", a) for a in hold_ops(problem, h)}
         if h.role == "recv":
-            out = waiters.setdefault(("hold", k), set())
-            if problem.is_real(h.op):
-                out.add(("op", h.op))
-            for t in h.tensors:
-                out.update(("op", a) for a in problem.accesses(t)[1:] if problem.is_real(a))
-            continue
-        if problem.is_real(h.op):
-            mine.add(("op", h.op))
-        mine.update(("op", problem.accesses(t)[0]) for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
+            waiters.setdefault(("hold", k), set()).update(ops)
+        else:
+            mine.update(ops)
     return waits, waiters
 
 
@@ -254,31 +261,36 @@ def add_enforced(model, relation, literal) -> None:
         ct.only_enforce_if(literal)
 
 
-def add_link_hold_waits(model, problem: LevelProblem, v, holds) -> None:
-    """The holds' waits in the level model ``v`` (after :func:`add_link_hold_vars`): a recv's
-    waiters start after its end (a prefetch when present), a send starts after its source op,
-    its tensors' producers and their evictions (when evicted), each after the previous one on
-    its link."""
+def add_hold_wait_constraints(model, problem, v, holds, add_dma_waits) -> None:
+    """The holds' waits in a level model ``v`` (its ``hold_start``, ``start`` and ``end``), whatever
+    the level problem, hold by hold in one order (a CP-SAT model's constraint order steers its
+    search): after the previous hold on its link, after its lags, its ops (:func:`hold_ops`: a
+    recv's start after its end, a send after theirs), then ``add_dma_waits(k, hold, start, end)``,
+    the problem's own DMA waits (:func:`add_link_hold_waits`,
+    :func:`~solvers.memory.levels.hierarchy_link_holds.add_hierarchy_link_hold_waits`). A relation
+    between constants (a window model's fixed starts) is checked, not added (:func:`add_enforced`)."""
     for k, h in enumerate(holds):
         start = v.hold_start[k]
         end = start + h.duration_cycles
         if h.after >= 0:
-            model.add(start >= v.hold_start[h.after] + holds[h.after].duration_cycles)
+            add_enforced(model, start >= v.hold_start[h.after] + holds[h.after].duration_cycles, 1)
         for j, lag in h.lags:
-            model.add(start >= v.hold_start[j] + lag)
-        if h.role == "recv":
-            ops = {h.op} if problem.is_real(h.op) else set()
-            ops.update(a for t in h.tensors for a in problem.accesses(t)[1:] if problem.is_real(a))
-            for a in sorted(ops):
-                model.add(v.start[a] >= end)
-            for (kind, t, j), s in v.dma_start.items():
-                if kind == "p" and t in h.tensors:
-                    add_enforced(model, s >= end, v.prefetch[t, j])
-            continue
-        ops = {h.op} if problem.is_real(h.op) else set()
-        ops.update(problem.accesses(t)[0] for t in h.tensors if problem.is_real(problem.accesses(t)[0]))
-        for a in sorted(ops):
-            model.add(start >= v.end(a))
+            add_enforced(model, start >= v.hold_start[j] + lag, 1)
+        for a in sorted(hold_ops(problem, h)):
+            add_enforced(model, v.start[a] >= end if h.role == "recv" else start >= v.end(a), 1)
+        add_dma_waits(k, h, start, end)
+
+
+def add_link_hold_waits(model, problem: LevelProblem, v, holds) -> None:
+    """The holds' waits in the level model ``v`` (after :func:`add_link_hold_vars`): a recv's
+    waiters start after its end (a prefetch when present), a send starts after its source op,
+    its tensors' producers and their evictions (when evicted), each after the previous one on
+    its link (:func:`add_hold_wait_constraints`)."""
+    def dma_waits(k, h, start, end) -> None:
         for (kind, t, j), s in v.dma_start.items():
-            if kind == "e" and t in h.tensors:
+            if h.role == "recv" and kind == "p" and t in h.tensors:
+                add_enforced(model, s >= end, v.prefetch[t, j])
+            elif h.role == "send" and kind == "e" and t in h.tensors:
                 add_enforced(model, start >= s + problem.dma_cycles(t), v.evict[t, j])
+
+    add_hold_wait_constraints(model, problem, v, holds, dma_waits)
