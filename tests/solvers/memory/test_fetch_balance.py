@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
 
 from solvers.core import SolveOptions
 from solvers.memory.levels.fetch_balance import balance_fetches, plan_fetch_balanced, staged_tensors
