@@ -26,10 +26,8 @@ A window proves nothing about the problem (its status is FEASIBLE; the bound giv
 :func:`~solvers.memory.levels.validate.makespan_lower_bound`, the streams' busy time).
 
 Budget: deterministic units, each window's solve capped at :data:`WINDOW_DTIME`; windows of
-``window_ops`` overlap by half, visited where the streams idle most first (:func:`window_order`,
-ranked again from each improved plan, when every window but the one that improved it may be
-tried again); they double after a sweep in which every window was tried without improvement (up
-to ``max_window_ops``).
+``window_ops`` overlap by half and sweep left to right, and double after a sweep without
+improvement (up to ``max_window_ops``).
 """
 
 from __future__ import annotations
@@ -50,8 +48,7 @@ from solvers.memory.levels.stream_time import (StreamTimeVars, add_segment_pair,
                                                presence_literal)
 from solvers.memory.levels.validate import fast_pieces, makespan_lower_bound, replay_levels, validate_levels
 
-__all__ = ["WINDOW_OPS", "WINDOW_DTIME", "access_offsets", "build_window_model", "window_order",
-           "solve_stream_time_windows"]
+__all__ = ["WINDOW_OPS", "WINDOW_DTIME", "access_offsets", "build_window_model", "solve_stream_time_windows"]
 
 # Ops per window at the first sweep (doubled after a sweep without improvement, up to 4x).
 WINDOW_OPS = 12
@@ -340,43 +337,6 @@ def _solve_window(problem: LevelProblem, best: LevelSolution, free_ops: range, a
     return _checked(problem, v.extract(solver))
 
 
-def window_order(problem: LevelProblem, solution: LevelSolution, k: int) -> list[int]:
-    """The first ops of one sweep's windows of ``k`` ops (overlapping by half, the last ending at
-    the last op), those where the streams idle most first (ties: left to right).
-
-    Why: a window shortens the plan only by moving the ops after it earlier, all by one shift, so
-    it needs idle cycles on every stream inside it or at the end. Where the streams run back to
-    back (the middle of the 301-op two-branch benchmark: each stream 97% busy, the DMA engine
-    too), windows prove nothing shorter; the idle cycles sit at the start (a stream waiting for
-    its first fetch) and the end (the join), and a left-to-right sweep ran out of budget before
-    its last window. A stream's idle cycles are counted at the op after them (the gap since its
-    previous op on the stream, or since cycle 0), the end's at the last window.
-
-    Examples
-    --------
-    Two streams; stream 1 waits 6 cycles before op 3, and stream 0 idles 6 at the end:
-
-    >>> p = LevelProblem((2, 2, 2, 2), ((), (), (), ()), ((), (), (), ()), (), (16, 99), (4, 1),
-    ...                  op_streams=(0, 1, 0, 1))
-    >>> s = LevelSolution((), (), (), (0, 0, 2, 8), (2, 2, 2, 2), fast_offsets=())
-    >>> window_order(p, s, 2)
-    [2, 0, 1]
-    """
-    n = problem.num_ops
-    step = max(1, k // 2)
-    firsts = list(range(0, max(1, n - k + 1), step))
-    if firsts[-1] + k < n:
-        firsts.append(n - k)
-    idle, free = [0] * n, {}
-    for op in range(n):
-        stream = problem.stream_of(op)
-        idle[op] = max(0, solution.op_start[op] - free.get(stream, 0))
-        free[stream] = solution.op_start[op] + solution.op_duration[op]
-    idle[n - 1] += sum(solution.makespan_cycles - end for end in free.values())
-    score = {lo: sum(idle[lo:lo + k]) for lo in firsts}
-    return sorted(firsts, key=lambda lo: (-score[lo], lo))
-
-
 def solve_stream_time_windows(problem: LevelProblem, incumbent: LevelSolution, options: SolveOptions = SolveOptions(),
                               budget: Budget | None = None, amount: float | None = None, alignment_bytes: int = 1,
                               window_ops: int = WINDOW_OPS, window_dtime: float = WINDOW_DTIME,
@@ -413,22 +373,21 @@ def solve_stream_time_windows(problem: LevelProblem, incumbent: LevelSolution, o
         offsets = access_offsets(problem, best, alignment_bytes)
         if offsets is None:
             break
-        better_in_sweep, tried = False, set()
-        while True:
-            lo = next((w for w in window_order(problem, best, k) if w not in tried), None)
+        better_in_sweep = False
+        for lo in range(0, n, max(1, k // 2)):
             left = amount - (budget.used - start_used)
-            if lo is None or left <= 0 or budget.wall_expired():
+            if left <= 0 or budget.wall_expired():
                 break
             found = _solve_window(problem, best, range(lo, min(n, lo + k)), alignment_bytes, offsets, options,
                                   budget, min(window_dtime, left))
             windows += 1
-            tried.add(lo)
             if found is not None and found.makespan_cycles < best.makespan_cycles:
-                # the windows tried before see a new plan: each may find something again
-                best, improved, better_in_sweep, tried = found, improved + 1, True, {lo}
+                best, improved, better_in_sweep = found, improved + 1, True
                 offsets = access_offsets(problem, best, alignment_bytes)
                 if offsets is None:
                     break
+            if lo + k >= n:
+                break
         if not better_in_sweep:
             if k >= top:
                 break

@@ -10,15 +10,13 @@ the start nor shorter than the exact model's optimum, and it repeats.
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from solvers.core import SolveOptions, Status
 from solvers.memory.levels import (LevelProblem, LevelSolution, fast_pieces, plan_all_slow, plan_greedy,
                                    replay_levels, validate_levels)
 from solvers.memory.levels.stream_offsets import pack_tighter, retime_with_offsets, timed_by
 from solvers.memory.levels.stream_time import solve_stream_time
-from solvers.memory.levels.stream_time_windows import (access_offsets, build_window_model, solve_stream_time_windows,
-                                                       window_order)
+from solvers.memory.levels.stream_time_windows import access_offsets, build_window_model, solve_stream_time_windows
 from tests.solvers.memory.strategies import stream_level_problems
 from tests.solvers.memory.test_stream_waits import sweep
 from tests.sweeps import examples, random_sweep
@@ -204,23 +202,3 @@ def test_packing_tighter_keeps_the_makespan_and_every_piece_apart_at_every_cycle
     assert q.makespan_cycles == start.makespan_cycles and _peak(p, q) < _peak(p, start)
     times = replay_levels(p, q)
     sweep(p, q, q.fast_offsets, times.op_start, times.transfer_start)
-
-
-@settings(max_examples=60, deadline=None, derandomize=True)
-@given(st.data())
-def test_window_order_covers_every_op_and_puts_idle_first(data):
-    # Every op is in some window, each window once, the windows where the streams idle most
-    # first: a plan idle only before its last op ranks the last window first.
-    n = data.draw(st.integers(1, 30))
-    k = data.draw(st.integers(1, 12))
-    streams = tuple(data.draw(st.integers(0, 2)) for _ in range(n))
-    p = LevelProblem((1,) * n, ((),) * n, ((),) * n, (), (16, 99), (4, 1), op_streams=streams)
-    starts, free = [], {}
-    for op in range(n):  # back to back on each stream, the last op late
-        starts.append(free.get(streams[op], 0) + (7 if op == n - 1 else 0))
-        free[streams[op]] = starts[-1] + 1
-    s = LevelSolution((), (), (), tuple(starts), (1,) * n, fast_offsets=())
-    order = window_order(p, s, k)
-    assert len(order) == len(set(order))
-    assert {op for lo in order for op in range(lo, min(n, lo + k))} == set(range(n))
-    assert n - 1 in range(order[0], order[0] + k)
