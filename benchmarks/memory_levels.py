@@ -213,7 +213,8 @@ def run_one(name: str, time_limit: float, cpsat: bool) -> dict:
         cpu = time.process_time() - cpu
         row["cpsat"] = {**_plan_row(four, r.solution, time.perf_counter() - t), "status": r.status.value,
                         "bound": r.bound, "gap": None if r.bound is None else round(r.gap, 4),
-                        "cpu_seconds": round(cpu, 2), "window_search": r.stats.get("window_search")}
+                        "cpu_seconds": round(cpu, 2), "fetch_balance": r.stats.get("fetch_balance"),
+                        "window_search": r.stats.get("window_search")}
     row["shared_bounds"] = shared_bound_row(four, time_limit)
     if two is not None:
         t = time.perf_counter()

@@ -12,7 +12,9 @@ scale (a 666-op, 999-tensor four-level chain ran 193 s of wall time on a 60-s li
 :mod:`~solvers.memory.levels.hierarchy_bounds` (sound), and its solution's choice of which
 tensors leave home guides one more greedy plan (the others are read in place), improved by
 :func:`~solvers.memory.levels.hierarchy_greedy.search_stay_home` (one tensor's choice flipped
-at a time, kept when the greedy plan gets shorter; counted work); then **window search**
+at a time, kept when the greedy plan gets shorter; counted work) and by
+:func:`~solvers.memory.levels.fetch_balance.plan_fetch_balanced` (which slow-home inputs to
+fetch, balanced over the op stream and the DMA engine; a few greedy plans); then **window search**
 (:mod:`~solvers.memory.levels.hierarchy_window`) re-optimises windows of consecutive ops
 exactly around the best plan with the rest of the budget, counted at
 ``window_dtime_per_second``. The window model is this model built small
@@ -36,6 +38,7 @@ from dataclasses import replace
 from solvers.budget import MEMORY_LEVELS, Budget, Calibration
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
+from solvers.memory.levels.fetch_balance import plan_fetch_balanced
 from solvers.memory.levels.hierarchy_bounds import relaxation_stays_home, solve_bound_relaxation
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_best, retime_hierarchy, search_stay_home
 from solvers.memory.levels.hierarchy_model import (
@@ -145,13 +148,16 @@ class CpSatHierarchySolver(Accepting):
         gives the bound and, from its solution, one more greedy plan (tensors it reads in place
         stay home); the best plan is kept."""
         relax = solve_bound_relaxation(problem, budget, budget.share(self.bound_share))
-        search = {}
+        search, stay_home = {}, frozenset()
         if relax.leaving_home is not None:
             work = self.flip_op_evaluations_per_second * options.time_limit_s
-            guided, search = search_stay_home(problem, relaxation_stays_home(problem, relax.leaving_home), work,
-                                              budget.wall_expired)
+            stay_home = relaxation_stays_home(problem, relax.leaving_home)
+            guided, search = search_stay_home(problem, stay_home, work, budget.wall_expired)
             if guided is not None:
                 candidates.append(guided)
+        balanced, balance = plan_fetch_balanced(problem, stay_home)  # last: ties keep the plans above
+        if balanced is not None:
+            candidates.append(balanced)
         best = min(candidates, key=lambda s: s.makespan_cycles, default=None)
         windows = {}
         if best is not None and self.window_settings is not None and best.makespan_cycles > relax.bound_cycles:
@@ -163,5 +169,5 @@ class CpSatHierarchySolver(Accepting):
         bound = min(relax.bound_cycles, best.makespan_cycles)
         final = Status.OPTIMAL if bound >= best.makespan_cycles else Status.FEASIBLE
         stats = {**hierarchy_metrics(problem, best).as_dict(), "model": "too large", "stay_home_search": search,
-                 "window_search": windows, **budget.stats()}
+                 "fetch_balance": balance, "window_search": windows, **budget.stats()}
         return SolveResult(final, best.makespan_cycles, bound, best, wall, self.name, stats)

@@ -77,8 +77,8 @@ def plan_hierarchy_all_home(problem: HierarchyProblem) -> HierarchySolution | No
 
 
 def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | None = None,
-                          cost_aware: bool = False, stay_home: frozenset = frozenset()
-                          ) -> HierarchySolution | None:
+                          cost_aware: bool = False, stay_home: frozenset = frozenset(),
+                          offered_levels: dict | None = None) -> HierarchySolution | None:
     """The Belady-like greedy plan over every level (None when it finds none).
 
     ``cost_aware``: an input tensor (one that starts at home) is only offered the levels
@@ -87,6 +87,8 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     slow host link, reading straight from host then beats staging through hbm.
     ``stay_home``: tensors never offered another level (e.g. those a relaxation reads in place,
     :func:`~solvers.memory.levels.hierarchy_bounds.solve_bound_relaxation`).
+    ``offered_levels``: per tensor, the levels it is offered instead (fastest first; e.g. only
+    main for a host weight a fetch plan stages there, :mod:`~solvers.memory.levels.fetch_balance`).
 
     Examples
     --------
@@ -99,7 +101,7 @@ def plan_hierarchy_greedy(problem: HierarchyProblem, prefetch_window_ops: int | 
     >>> s.level, [(m.src_level, m.dst_level, m.start_cycle) for m in s.moves], s.makespan_cycles
     (((2, 0),), [(2, 1, 0), (1, 0, 8)], 14)
     """
-    residency = _Residency(problem, cost_aware, stay_home)
+    residency = _Residency(problem, cost_aware, stay_home, offered_levels or {})
     for i, row in enumerate(problem.op_accesses()):
         assigned = residency.make_room(i, row)
         if assigned is None:
@@ -229,8 +231,8 @@ def _hops(problem: HierarchyProblem, kind: TransferKind, t: int, gap: int, route
 class _Residency:
     """Phase A: the level of every access, op by op, one Belady cache per level."""
 
-    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False, stay_home: frozenset = frozenset()
-                 ) -> None:
+    def __init__(self, problem: HierarchyProblem, cost_aware: bool = False, stay_home: frozenset = frozenset(),
+                 offered_levels: dict | None = None) -> None:
         self.problem = problem
         self.size = problem.tensor_bytes
         self.acc = [problem.accesses(t) for t in range(problem.num_tensors)]
@@ -246,6 +248,8 @@ class _Residency:
         if cost_aware:
             self.candidates = [tuple(lv for lv in c if _fetch_pays(problem, t, lv))
                                for t, c in enumerate(self.candidates)]
+        for t, levels in (offered_levels or {}).items():
+            self.candidates[t] = tuple(levels)
         for t in stay_home:
             self.candidates[t] = ()
         self.carried: list[dict[int, int]] = [{} for _ in range(problem.num_levels)]  # level -> {tensor: access}

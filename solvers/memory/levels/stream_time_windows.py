@@ -60,6 +60,11 @@ HINT_SHARE = 0.3
 # presolve of it, charged as counted work: segments + pairs + ops per unit of the memory-levels
 # calibration (0.05 units per second). Measured 2026-11-28 on the 301-op two-branch benchmark at
 # load 13: 1,080 segments and 6,656 / 10,778 / 13,598 pairs took 1-2.5 s before the search.
+# Re-measured 2026-11-29 (load 12.7-13.3, CPU seconds of build_window_model plus CP-SAT up to the
+# end of presolve, probing off; 12-op windows at four places of two-branch instances of 25, 81,
+# 161 and 301 ops, 16 windows): 100,942-352,393 elements per unit, median 271,304; the slowest was
+# the last window of 301 ops (8,957 elements, 1.77 s). Kept at the slowest: a window is never
+# charged less than its build takes (how: docs/memory.md, "Window search in cycle time").
 WINDOW_ELEMENTS_PER_UNIT = 100_000
 
 
