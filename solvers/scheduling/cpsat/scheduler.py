@@ -200,6 +200,9 @@ from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.run_start import SOURCE as RUN_START_SOURCE
 from solvers.scheduling.run_start import run_start
+from solvers.scheduling.traced_start import SHARE as TRACED_START_SHARE
+from solvers.scheduling.traced_start import SOURCE as TRACED_START_SOURCE
+from solvers.scheduling.traced_start import traced_start
 from solvers.scheduling.validate import objective_value
 
 __all__ = ["CpSatScheduler"]
@@ -318,6 +321,9 @@ class CpSatScheduler(Accepting):
                 and not settled():
             hint, hint_source = self._run_start(problem, budget, hint, hint_source, stats, memo)
             hint_obj = objective_value(problem, hint) if hint is not None else None
+            if memo is not None and not settled():
+                hint, hint_source = self._traced_start(problem, options, budget, hint, hint_source, stats, memo)
+                hint_obj = objective_value(problem, hint) if hint is not None else None
         if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
@@ -442,6 +448,27 @@ class CpSatScheduler(Accepting):
         if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
             stats.update(hint_source=RUN_START_SOURCE, hint_objective=found_obj)
             return found, RUN_START_SOURCE
+        return hint, hint_source
+
+    @staticmethod
+    def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                      hint: SchedulingSolution | None, hint_source: str, stats: dict,
+                      memo: dict) -> tuple[SchedulingSolution | None, str]:
+        """The bound's own runs with their weight options, realised and scheduled
+        (:mod:`solvers.scheduling.traced_start`, ``TRACED_START_SHARE`` of the budget), as a start
+        candidate: (hint, hint source), the candidate only when shorter than ``hint``."""
+        child = budget.child(TRACED_START_SHARE * budget.total)
+        found, traced_stats = traced_start(problem, child, memo, options)
+        if not traced_stats:
+            return hint, hint_source
+        budget.absorb(child, "traced_start")
+        stats.update(traced_stats)
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        found_obj = objective_value(problem, found) if found is not None else None
+        stats.setdefault("start_candidates", {hint_source: hint_obj})[TRACED_START_SOURCE] = found_obj
+        if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
+            stats.update(hint_source=TRACED_START_SOURCE, hint_objective=found_obj)
+            return found, TRACED_START_SOURCE
         return hint, hint_source
 
     def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
