@@ -63,7 +63,7 @@ from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingS
 from solvers.scheduling.segment_runs import _UNITS, _run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "SHARE", "ARRIVAL_PART", "ROLE_PART", "traced_runs", "run_devices", "realised_placement",
+__all__ = ["SOURCE", "SHARE", "ARRIVAL_PART", "ROLE_PART", "upper_cells", "traced_runs", "run_devices", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
@@ -74,6 +74,12 @@ ARRIVAL_PART = 0.25  # of the stage's budget at most for the sink-side proofs (R
 ROLE_PART = 0.25  # ... for the changes' role solves, shared equally; the fixed-placement solve gets the rest
 
 _ROLE_A, _ROLE_B, _ROLE_E = 0, 1, 2
+
+# The DPs traced (name, source cells at their upper edges, sink cells at theirs, weights rounded
+# up): the bound's own, and runs that leave a change the room its cell may need (ResNet-50
+# layers: the bound's runs realise to 957.73 ms, the source side's upper edges to 947.19).
+VARIANTS = (("bound", False, False, False), ("upper source", True, False, True), ("upper sink", False, True, True),
+            ("upper both", True, True, True), ("rounded up", False, False, True), ("upper source, down", True, False, False))
 
 
 def _step_states(cur: dict, j: int, stays, moves, options, own, units, caps) -> dict:
@@ -86,10 +92,10 @@ def _step_states(cur: dict, j: int, stays, moves, options, own, units, caps) -> 
             nxt[key] = (value, back)
 
     for (b, s, u), (t, _) in cur.items():
-        for w, step, _ in stays[b][j - 1]:
+        for w, step, mask in stays[b][j - 1]:
             uu = u + units(w + own[j], b)
             if uu <= caps[b] and math.isfinite(step):
-                put((b, s, uu), t + step, ("stay", (b, s, u)))
+                put((b, s, uu), t + step, ("stay", (b, s, u), mask))
     for (a, s, u), (t, _) in cur.items():
         for b in range(len(caps)):
             choices = (options or {}).get((a, b)) or [(0, 0, 0.0)]
@@ -107,10 +113,28 @@ def _step_states(cur: dict, j: int, stays, moves, options, own, units, caps) -> 
     return kept
 
 
-def traced_runs(moves: PinnedMoves, tables, options) -> tuple[float, list[list]]:
+def upper_cells(cells: dict) -> dict:
+    """Weight cells ``[(lower edge, step), ...]`` (:mod:`~solvers.scheduling.move_weights`) with
+    each cell's weight at its upper edge (the next cell's lower edge less one; the last cell's
+    lower edge is a solution's weight at the move's minimum): the weight a schedule in the cell
+    may need, for runs that leave room for it.
+
+    Examples
+    --------
+    >>> upper_cells({"m": [(0, 9.0), (10, 9.0), (20, 5.0)], "n": None})
+    {'m': [(9, 9.0), (19, 9.0), (20, 5.0)], 'n': None}
+    """
+    return {key: None if found is None else [(found[k + 1][0] - 1 if k + 1 < len(found) else w, t)
+                                             for k, (w, t) in enumerate(found)]
+            for key, found in cells.items()}
+
+
+def traced_runs(moves: PinnedMoves, tables, options, round_up: bool = False) -> tuple[float, list[list]]:
     """The DP of ``segment_run_bound(moves.pruned, ..., move_floors=tables,
     move_options=options)`` traced back: ``(value, runs)``, each run ``[pool, first cut index,
-    last cut index, the option of the change into it or None]``; ``(inf, [])`` when it has none."""
+    last cut index, the option of the change into it or None, per middle segment inside it the
+    mask of interior ops its stay keeps]``; ``(inf, [])`` when it has none.
+    ``round_up``: weights in units rounded up, not down as the bound does (runs that fit)."""
     terms = _run_terms(moves.pruned, moves.segments, moves.floors, moves.cuts, tables, with_masks=True)
     if terms is None:
         return math.inf, []
@@ -119,7 +143,9 @@ def traced_runs(moves: PinnedMoves, tables, options) -> tuple[float, list[list]]
     caps = [_UNITS if limited[b] else 0 for b in range(pools.size)]
 
     def units(w: int, b: int) -> int:
-        return w * _UNITS // pools.capacity[b] if limited[b] else 0
+        if not limited[b]:
+            return 0
+        return -(-w * _UNITS // pools.capacity[b]) if round_up else w * _UNITS // pools.capacity[b]
 
     cur = {(b, 0, units(own[0], b)): (float(first[b]), None) for b in range(pools.size)
            if units(own[0], b) <= caps[b] and math.isfinite(first[b])}
@@ -131,16 +157,20 @@ def traced_runs(moves: PinnedMoves, tables, options) -> tuple[float, list[list]]
         return math.inf, []
     value, key = min((t + float(last[k[0]]), k) for k, (t, _) in cur.items())
     runs: list[list] = []
+    kept: dict[int, tuple[bool, ...]] = {}  # per middle segment inside a run, the interior ops its stay keeps
     for j in range(len(own) - 1, -1, -1):
         _, back = history[j][key]
         if back is None or back[0] == "move":
-            runs.append([key[0], j, None, back[2] if back else None])
+            runs.append([key[0], j, None, back[2] if back else None, None])
+        else:
+            kept[j - 1] = tuple(bool(x) for x in back[2])
         if back is None:
             break
         key = back[1]
     runs.reverse()
     for k, run in enumerate(runs):
         run[2] = runs[k + 1][1] - 1 if k + 1 < len(runs) else len(own) - 1
+        run[4] = [kept[j] for j in range(run[1], run[2])]
     return value, runs
 
 
@@ -197,12 +227,12 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
         return None
     cut_ops, middles = list(moves.cuts), middle_segments(moves)
     dev: list[int | None] = [None] * problem.num_ops
-    for (_, first, last, _), d in zip(runs, devices):
+    for (_, first, last, _, kept), d in zip(runs, devices):
         for j in range(first, last + 1):
             dev[cut_ops[j]] = d
         for j in range(first, last):
-            for o in moves.segments[middles[j]][1][1:-1]:
-                dev[o] = d
+            for o, keep in zip(moves.segments[middles[j]][1][1:-1], kept[j - first]):
+                dev[o] = d if keep else None
     for o in range(problem.num_ops):
         if o < cut_ops[0] or o > cut_ops[-1]:
             dev[o] = devices[0] if o < cut_ops[0] else devices[-1]
@@ -211,6 +241,15 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
         if d is not None:
             used[d] += problem.resident_bytes(o)
     helpers = [d for pool in moves.pools.pools for d in pool if d not in devices]
+    for (_, first, last, _, kept) in runs:  # what a stay sends away: the spare that runs it fastest
+        for j in range(first, last):
+            away = [o for o, keep in zip(moves.segments[middles[j]][1][1:-1], kept[j - first]) if not keep]
+            spare = _spare(problem, helpers, away, used)
+            if away and spare is None:
+                return None
+            for o in away:
+                dev[o] = spare
+                used[spare] += problem.resident_bytes(o)
 
     def room(d: int) -> float:
         cap = problem.memory_bytes(d)
@@ -236,6 +275,14 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
     if any(problem.durations_cycles[o][d] < 0 for o, d in enumerate(dev)):
         return None
     return tuple(int(d) for d in dev)
+
+
+def _spare(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: list[int]) -> int | None:
+    """The device no run uses that runs every op of ``ops`` fastest and holds their weights."""
+    weight = sum(problem.resident_bytes(o) for o in ops)
+    fits = [d for d in helpers if all(problem.durations_cycles[o][d] >= 0 for o in ops)
+            and (not problem.memory_bytes(d) or used[d] + weight <= problem.memory_bytes(d))]
+    return min(fits, key=lambda d: (sum(problem.durations_cycles[o][d] for o in ops), d), default=None)
 
 
 def _helper(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: list[int]) -> int | None:
@@ -286,19 +333,35 @@ def traced_start(problem: SchedulingProblem, budget: Budget, memo: dict,
     budget.charge(child.used)
     keys = [move_proof_key(p) for _, _, p in moves.jobs]
     tables = move_floor_tables(moves, [memo.get(key, (0.0, False))[0] for key in keys])
-    combined = combined_options(moves, keys, memo, memo.get(WEIGHT_CELLS, {}), memo.get(ARRIVALS, {}))
-    budget.charge(budget.scale(_pass_units(problem)))
-    value, runs = traced_runs(moves, tables, combined)
-    stats: dict[str, Any] = {"traced_start_value": value if math.isfinite(value) else None,
-                             "traced_start_runs": [(r[0], moves.cuts[r[1]], moves.cuts[r[2]]) for r in runs]}
-    placement = realised_placement(problem, moves, runs, options, budget) if runs else None
-    found = None
-    if placement is not None:
+    source, sink = memo.get(WEIGHT_CELLS, {}), memo.get(ARRIVALS, {})
+    variants = [(name, combined_options(moves, keys, memo, upper_cells(source) if up_source else source,
+                                        upper_cells(sink) if up_sink else sink), round_up)
+                for name, up_source, up_sink, round_up in VARIANTS]
+    stats: dict[str, Any] = {"traced_start_variants": {}}
+    found, tried = None, set()
+    for name, combined, round_up in variants:
+        budget.charge(budget.scale(_pass_units(problem)))
+        value, runs = traced_runs(moves, tables, combined, round_up)
+        if name == "bound":
+            stats["traced_start_value"] = value if math.isfinite(value) else None
+        key = tuple((r[0], r[1], r[2]) for r in runs)
+        if not runs or key in tried:
+            continue
+        tried.add(key)
+        row = stats["traced_start_variants"][name] = {"runs": [(r[0], moves.cuts[r[1]], moves.cuts[r[2]])
+                                                               for r in runs]}
+        placement = realised_placement(problem, moves, runs, options, budget)
+        if placement is None:
+            continue
         budget.charge(budget.scale(_pass_units(problem)))
         sol, _ = heft_schedule_within(problem, placement, PlacedRanks(problem)(placement))
-        if sol is not None and not validate_schedule(problem, sol):
-            stats["traced_start_heft"] = objective_value(problem, sol)
-            found = fixed_schedule(problem, sol, options, budget, max(0.0, budget.left))
+        if sol is None or validate_schedule(problem, sol):
+            continue
+        row["heft"] = objective_value(problem, sol)
+        sol = fixed_schedule(problem, sol, options, budget, max(0.0, budget.left) / 2)
+        row["objective"] = objective_value(problem, sol)
+        if found is None or row["objective"] < objective_value(problem, found):
+            found = sol
     stats.update(traced_start_objective=objective_value(problem, found) if found is not None else None,
                  traced_start_units=round(budget.used - used, 6))
     return found, stats
