@@ -15,27 +15,31 @@ puts a change's interior on one side: its placements sequence to 1,470 ms there.
 
 **Steps** (:func:`traced_start`).
 
-1. *Arrivals.* The sink-side weight options the DP needs are proved into the caller's memo
-   (:func:`~solvers.scheduling.move_arrivals.move_arrival_bound`, the same proofs the leftover
-   bound stage would make: it finds them done and only re-runs the DP), so the runs are the
-   bound's runs.
-2. *Trace* (:func:`traced_runs`). The DP over the clean cut ops with Pareto-pruned states
-   ``(pool, run start, weight units)``, walked back: its runs (cut ops on one device each) and
-   the option each change took. Its value must equal the bound's (checked by the tests).
-3. *Realise* (:func:`realised_placement`). Each run on a fresh device of its pool, its cut ops
-   and the interior ops of its segments there; each change's interior by the three-role model of
-   its pinned move (:func:`~solvers.scheduling.pinned_moves.role_model`) with the weight on the
-   two devices at most what their runs leave, shortest first, then least weight on the
-   memory-limited sides; the ops of role E on a device no run uses, one per change.
-4. *Schedule.* HEFT with the placement fixed and its own ranks, then CP-SAT on the problem with
-   every op pinned to its device from that schedule (:func:`fixed_schedule`); the shorter valid
-   one is the candidate. The caller keeps it only when it beats its incumbent, and hands it to
-   the placement LNS and the module re-solves after it.
+1. *Trace* (:func:`traced_runs`). The DP over the clean cut ops with Pareto-pruned states
+   ``(pool, run start, weight units)``, walked back: its runs (cut ops on one device each), the
+   option each change took and the interior ops each stay keeps. Its value equals the bound's
+   (tested).
+2. *Realise* (:func:`realised_placement`). Each run on a fresh device of its pool, its cut ops
+   and the interior ops its stays keep there (the others on the spare device that runs them
+   fastest); each change's interior by the three-role model of its pinned move
+   (:func:`~solvers.scheduling.pinned_moves.role_model`) with the weight on the two devices at
+   most what their runs leave, shortest first, then least weight on the memory-limited sides;
+   the ops of role E on a device no run uses, one per change.
+3. *Schedule.* HEFT with the placement fixed and its own ranks, then, where that is within
+   :data:`EXACT_MARGIN` of the incumbent, CP-SAT with the placement fixed from it
+   (:func:`fixed_schedule`). The shortest valid schedule is the candidate; the caller keeps it
+   only when it beats its incumbent, and the placement LNS and the module re-solves start
+   from it.
 
-**Budget.** Every CP-SAT solve charges its deterministic time to the caller's budget (the
-arrivals :data:`ARRIVAL_PART` of it, each change's two role solves a share of
-:data:`ROLE_PART`, the fixed-placement solve what is left); the DP and HEFT are charged as
-counted units. Same problem, memo and budget: same candidate (the wall-clock net aside).
+**Variants.** First the DP on the options the memo has (the pinned moves and the source side's
+weight cells, proved by the bound stages before). Only where that realises within
+:data:`EXACT_MARGIN` of the incumbent are the sink-side options proved into the memo
+(:func:`~solvers.scheduling.move_arrivals.move_arrival_bound`, the proofs the leftover bound
+stage would make: it finds them done) and :data:`VARIANTS` traced: the bound's own DP, and DPs
+whose weight cells are charged at their upper edges with weights rounded up. A cell's lower edge
+is what the bound may charge; a schedule in the cell may need up to its upper edge, and a run
+that leaves that room lets its change be realised at the cell's step. Runs one variant already
+gave are not realised again, nor a change of the same devices and room solved twice.
 
 **Measured** (2026-11-29, ``PLAN_NET_SLOWDOWN=20``, ResNet-50 layers, the scheduler's start
 stages at the benchmark's 60 s): see benchmarks/dnn.py.
@@ -63,17 +67,24 @@ from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingS
 from solvers.scheduling.segment_runs import _UNITS, _run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "SHARE", "ARRIVAL_PART", "ROLE_PART", "upper_cells", "traced_runs", "run_devices", "realised_placement",
+__all__ = ["SOURCE", "SHARE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "upper_cells", "traced_runs", "run_devices", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
 
 SHARE = 0.1  # of the scheduler's budget at most (it runs with the segment-run start: run_start_share > 0)
 
-ARRIVAL_PART = 0.25  # of the stage's budget at most for the sink-side proofs (ResNet-50 layers: 0.05 units)
-ROLE_PART = 0.25  # ... for the changes' role solves, shared equally; the fixed-placement solve gets the rest
+ARRIVAL_UNITS = 0.1  # at most for the sink-side proofs (ResNet-50 layers: 0.05 units for all 14)
+ROLE_UNITS = 0.01  # at most per change's role solves (a change of the same devices and room is solved once)
 
 _ROLE_A, _ROLE_B, _ROLE_E = 0, 1, 2
+
+# The exact sequencing of a realisation: at most this many units, and only where HEFT's schedule
+# of it is within this fraction of the incumbent (ResNet-50 layers: 963.28 and 952.74 against
+# the contiguous split's 1,063.53, proved in 0.01 units; Inception-V3 layers: 1,288.84 against
+# 1,132.10, where 0.25 units gained nothing and the module re-solves after it need the budget).
+EXACT_UNITS = 0.1
+EXACT_MARGIN = 0.05
 
 # The DPs traced (name, source cells at their upper edges, sink cells at theirs, weights rounded
 # up): the bound's own, and runs that leave a change the room its cell may need (ResNet-50
@@ -219,9 +230,11 @@ def _roles(built: Any, solver: Any, n: int) -> list[int]:
 
 
 def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Sequence[Sequence],
-                       options: SolveOptions, budget: Budget) -> tuple[int, ...] | None:
+                       options: SolveOptions, budget: Budget, solved: dict | None = None) -> tuple[int, ...] | None:
     """A placement of ``moves.pruned`` (every op of ``problem`` kept) from the traced runs
-    (module Notes, step 3); None when the devices, a role solve or the memory do not allow one."""
+    (module Notes, step 3); None when the devices, a role solve or the memory do not allow one.
+    ``solved``: the role splits already made, by change and room (filled here)."""
+    solved = {} if solved is None else solved
     devices = run_devices(moves, runs)
     if devices is None:
         return None
@@ -258,8 +271,11 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
     changes = len(runs) - 1
     for k in range(changes):
         j, a, b = runs[k][2], devices[k], devices[k + 1]
-        roles = _role_split(problem, moves, j, a, b, (room(a), room(b)), options, budget,
-                            ROLE_PART * budget.left / (changes - k) if budget.left > 0 else 0.0)
+        key = (j, a, b, room(a), room(b))
+        if key not in solved:
+            solved[key] = _role_split(problem, moves, j, a, b, key[3:], options, budget,
+                                      min(ROLE_UNITS, max(0.0, budget.left) / (changes - k)))
+        roles = solved[key]
         if roles is None:
             return None
         ops = moves.segments[middles[j]][1][1:-1]
@@ -315,42 +331,27 @@ def _pass_units(problem: SchedulingProblem) -> float:
     return build_units(problem.num_ops + len(problem.edges), HEFT_ELEMENTS_PER_UNIT)
 
 
-def traced_start(problem: SchedulingProblem, budget: Budget, memo: dict,
-                 options: SolveOptions = SolveOptions()) -> tuple[SchedulingSolution | None, dict[str, Any]]:
-    """The candidate of module Notes within ``budget`` (``memo``: the pinned moves' proofs, the
-    scheduler's; the sink-side options are added to it): (the schedule or None, statistics);
-    ``(None, {})`` where it does not apply (THROUGHPUT, no pinned moves, or a bound problem that
-    drops ops)."""
-    if problem.objective is not Objective.LATENCY:
-        return None, {}
-    moves = pinned_moves(problem)
-    if moves is None or moves.pruned.num_ops != problem.num_ops \
-            or moves.pruned.durations_cycles != problem.durations_cycles:
-        return None, {}
-    used = budget.used
-    child = budget.child(ARRIVAL_PART * budget.left)
-    move_arrival_bound(problem, options, child, memo)
-    budget.charge(child.used)
+def _variants(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, variants: Sequence[tuple],
+              options: SolveOptions, budget: Budget, incumbent: int | None, found: dict) -> None:
+    """Trace, realise and sequence each of ``variants`` (see :data:`VARIANTS`) on the options in
+    ``memo``; ``found`` keeps the runs tried, the role splits made, each variant's figures and
+    the shortest schedule (``"best"``)."""
     keys = [move_proof_key(p) for _, _, p in moves.jobs]
     tables = move_floor_tables(moves, [memo.get(key, (0.0, False))[0] for key in keys])
     source, sink = memo.get(WEIGHT_CELLS, {}), memo.get(ARRIVALS, {})
-    variants = [(name, combined_options(moves, keys, memo, upper_cells(source) if up_source else source,
-                                        upper_cells(sink) if up_sink else sink), round_up)
-                for name, up_source, up_sink, round_up in VARIANTS]
-    stats: dict[str, Any] = {"traced_start_variants": {}}
-    found, tried = None, set()
-    for name, combined, round_up in variants:
+    for name, up_source, up_sink, round_up in variants:
+        combined = combined_options(moves, keys, memo, upper_cells(source) if up_source else source,
+                                    upper_cells(sink) if up_sink else sink)
         budget.charge(budget.scale(_pass_units(problem)))
         value, runs = traced_runs(moves, tables, combined, round_up)
         if name == "bound":
-            stats["traced_start_value"] = value if math.isfinite(value) else None
+            found["value"] = value if math.isfinite(value) else None
         key = tuple((r[0], r[1], r[2]) for r in runs)
-        if not runs or key in tried:
+        if not runs or key in found["tried"]:
             continue
-        tried.add(key)
-        row = stats["traced_start_variants"][name] = {"runs": [(r[0], moves.cuts[r[1]], moves.cuts[r[2]])
-                                                               for r in runs]}
-        placement = realised_placement(problem, moves, runs, options, budget)
+        found["tried"].add(key)
+        row = found["rows"][name] = {"runs": [(r[0], moves.cuts[r[1]], moves.cuts[r[2]]) for r in runs]}
+        placement = realised_placement(problem, moves, runs, options, budget, found["solved"])
         if placement is None:
             continue
         budget.charge(budget.scale(_pass_units(problem)))
@@ -358,10 +359,42 @@ def traced_start(problem: SchedulingProblem, budget: Budget, memo: dict,
         if sol is None or validate_schedule(problem, sol):
             continue
         row["heft"] = objective_value(problem, sol)
-        sol = fixed_schedule(problem, sol, options, budget, max(0.0, budget.left) / 2)
+        if _near(row["heft"], incumbent):
+            sol = fixed_schedule(problem, sol, options, budget, min(EXACT_UNITS, max(0.0, budget.left) / 2))
         row["objective"] = objective_value(problem, sol)
-        if found is None or row["objective"] < objective_value(problem, found):
-            found = sol
-    stats.update(traced_start_objective=objective_value(problem, found) if found is not None else None,
-                 traced_start_units=round(budget.used - used, 6))
-    return found, stats
+        if found["best"] is None or row["objective"] < objective_value(problem, found["best"]):
+            found["best"] = sol
+
+
+def _near(value: int, incumbent: int | None) -> bool:
+    return incumbent is None or value <= (1 + EXACT_MARGIN) * incumbent
+
+
+def traced_start(problem: SchedulingProblem, budget: Budget, memo: dict, options: SolveOptions = SolveOptions(),
+                 incumbent: int | None = None) -> tuple[SchedulingSolution | None, dict[str, Any]]:
+    """The candidate of module Notes within ``budget`` (``memo``: the pinned moves' proofs, the
+    scheduler's; the sink-side options are added to it): (the schedule or None, statistics);
+    ``(None, {})`` where it does not apply (THROUGHPUT, no pinned moves, or a bound problem that
+    drops ops). ``incumbent``: the objective to beat; a realisation HEFT sequences more than
+    :data:`EXACT_MARGIN` above it is not sequenced exactly, and where the first one (the DP
+    before the arrivals) is, the arrivals and the other variants are not tried."""
+    if problem.objective is not Objective.LATENCY:
+        return None, {}
+    moves = pinned_moves(problem)
+    if moves is None or moves.pruned.num_ops != problem.num_ops \
+            or moves.pruned.durations_cycles != problem.durations_cycles:
+        return None, {}
+    used = budget.used
+    found: dict[str, Any] = {"tried": set(), "solved": {}, "rows": {}, "best": None, "value": None}
+    _variants(problem, moves, memo, [("pinned moves", False, False, False)], options, budget, incumbent, found)
+    preview = found["rows"].get("pinned moves", {}).get("heft")
+    if preview is not None and _near(preview, incumbent):
+        child = budget.child(min(ARRIVAL_UNITS, budget.left))
+        move_arrival_bound(problem, options, child, memo)
+        budget.charge(child.used)
+        _variants(problem, moves, memo, VARIANTS, options, budget, incumbent, found)
+    best = found["best"]
+    stats = {"traced_start_value": found["value"], "traced_start_variants": found["rows"],
+             "traced_start_objective": objective_value(problem, best) if best is not None else None,
+             "traced_start_units": round(budget.used - used, 6)}
+    return best, stats

@@ -458,7 +458,8 @@ class CpSatScheduler(Accepting):
         (:mod:`solvers.scheduling.traced_start`, ``TRACED_START_SHARE`` of the budget), as a start
         candidate: (hint, hint source), the candidate only when shorter than ``hint``."""
         child = budget.child(TRACED_START_SHARE * budget.total)
-        found, traced_stats = traced_start(problem, child, memo, options)
+        found, traced_stats = traced_start(problem, child, memo, options,
+                                           objective_value(problem, hint) if hint is not None else None)
         if not traced_stats:
             return hint, hint_source
         budget.absorb(child, "traced_start")
