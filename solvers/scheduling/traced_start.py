@@ -64,10 +64,11 @@ from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, PinnedMoves, move_flo
                                              pinned_move_problem, pinned_moves, role_model)
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
-from solvers.scheduling.segment_runs import _UNITS, _run_terms
+from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "SHARE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "upper_cells", "traced_runs", "run_devices", "realised_placement",
+__all__ = ["SOURCE", "SHARE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
+           "traced_runs", "run_devices", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
@@ -90,7 +91,8 @@ EXACT_MARGIN = 0.05
 # up): the bound's own, and runs that leave a change the room its cell may need (ResNet-50
 # layers: the bound's runs realise to 957.73 ms, the source side's upper edges to 947.19).
 VARIANTS = (("bound", False, False, False), ("upper source", True, False, True), ("upper sink", False, True, True),
-            ("upper both", True, True, True), ("rounded up", False, False, True), ("upper source, down", True, False, False))
+            ("upper both", True, True, True), ("rounded up", False, False, True),
+            ("upper source, down", True, False, False))
 
 
 def _step_states(cur: dict, j: int, stays, moves, options, own, units, caps) -> dict:
@@ -146,17 +148,17 @@ def traced_runs(moves: PinnedMoves, tables, options, round_up: bool = False) -> 
     last cut index, the option of the change into it or None, per middle segment inside it the
     mask of interior ops its stay keeps]``; ``(inf, [])`` when it has none.
     ``round_up``: weights in units rounded up, not down as the bound does (runs that fit)."""
-    terms = _run_terms(moves.pruned, moves.segments, moves.floors, moves.cuts, tables, with_masks=True)
+    terms = run_terms(moves.pruned, moves.segments, moves.floors, moves.cuts, tables, with_masks=True)
     if terms is None:
         return math.inf, []
     pools, first, mv, last, stays, own, total, _ = terms
     limited = [0 < c < total for c in pools.capacity]
-    caps = [_UNITS if limited[b] else 0 for b in range(pools.size)]
+    caps = [WEIGHT_UNITS if limited[b] else 0 for b in range(pools.size)]
 
     def units(w: int, b: int) -> int:
         if not limited[b]:
             return 0
-        return -(-w * _UNITS // pools.capacity[b]) if round_up else w * _UNITS // pools.capacity[b]
+        return -(-w * WEIGHT_UNITS // pools.capacity[b]) if round_up else w * WEIGHT_UNITS // pools.capacity[b]
 
     cur = {(b, 0, units(own[0], b)): (float(first[b]), None) for b in range(pools.size)
            if units(own[0], b) <= caps[b] and math.isfinite(first[b])}
@@ -350,7 +352,8 @@ def _variants(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, varian
         if not runs or key in found["tried"]:
             continue
         found["tried"].add(key)
-        row = found["rows"][name] = {"runs": [(r[0], moves.cuts[r[1]], moves.cuts[r[2]]) for r in runs]}
+        row = found["rows"][name] = {"runs": [(int(r[0]), int(moves.cuts[r[1]]), int(moves.cuts[r[2]]))
+                                              for r in runs]}
         placement = realised_placement(problem, moves, runs, options, budget, found["solved"])
         if placement is None:
             continue

@@ -68,6 +68,16 @@ ms on Inception-V3 (the bound's 808 and 803 price a run of CPU ops as if it spre
 pool, and the ops between runs without contention), far above the contiguous split's LNS
 (about 1,000); it costs 0.02-0.05 units there (benchmarks/dnn.py).
 
+**Traced-runs start (a start candidate).** Right after it, with at most ``TRACED_START_SHARE``
+of the budget (:mod:`solvers.scheduling.traced_start`): the same DP with the pinned moves and
+both sides' weight options (the bound's own runs, and runs whose weight cells are charged at
+their upper edges), traced back, each change's interior split by its pinned move's three-role
+model within the room the runs leave, sequenced by HEFT and, where that is near the incumbent,
+by CP-SAT with the placement fixed; the shortest replaces the hint only when shorter, before the
+placement LNS and the module re-solve (``stats["traced_start_*"]``). ResNet-50 layers: 947.19
+ms in 0.10 units, where the stages after it had stalled at 994.85; on Inception-V3 it loses
+(1,365.6) and stops after its first realisation (0.04 units).
+
 **Placement LNS (a start candidate).** Then, on the same memory-forced LATENCY problems, up to
 ``placement_lns_share`` of the budget goes to :func:`~solvers.scheduling.placement_lns.placement_lns`
 from the best start so far (the caller's warm start, HEFT's or the forced-cut candidate): it
