@@ -21,9 +21,10 @@ from solvers.scheduling.validate import objective_value, validate_schedule
 from tests.solvers.test_move_arrivals import _fork_join_with_dear_join
 from tests.solvers.test_pinned_moves import memory_forced_graphs
 from tests.solvers.test_scheduling_bruteforce import brute_force
+from tests.sweeps import examples, random_sweep
 
 _ONE = SolveOptions(num_workers=1)
-_SMALL = settings(max_examples=12, deadline=None, derandomize=True,
+_SWEEP = settings(max_examples=examples(12, 150), deadline=None, derandomize=True,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -60,7 +61,8 @@ def test_the_runs_of_a_hand_case_realise_its_optimum():
     assert stats["traced_start_value"] == 13 and memo.get(ARRIVALS)  # the arrivals stay for the leftover stage
 
 
-@_SMALL
+@random_sweep
+@_SWEEP
 @given(memory_forced_graphs())
 def test_the_traced_dp_equals_the_bound(p):
     if pinned_moves(p) is None:
@@ -69,7 +71,8 @@ def test_the_traced_dp_equals_the_bound(p):
     assert bound == (int(value) if math.isfinite(value) else 0), (bound, value)
 
 
-@_SMALL
+@random_sweep
+@_SWEEP
 @given(memory_forced_graphs())
 def test_the_candidate_is_a_valid_schedule_and_repeats(p):
     first = traced_start(p, Budget.start(5, SCHEDULING), _proved(p), _ONE)
