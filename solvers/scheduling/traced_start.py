@@ -41,8 +41,14 @@ is what the bound may charge; a schedule in the cell may need up to its upper ed
 that leaves that room lets its change be realised at the cell's step. Runs one variant already
 gave are not realised again, nor a change of the same devices and room solved twice.
 
-**Measured** (2026-11-29, ``PLAN_NET_SLOWDOWN=20``, ResNet-50 layers, the scheduler's start
-stages at the benchmark's 60 s): see benchmarks/dnn.py.
+**Measured** (2026-11-29, ``PLAN_NET_SLOWDOWN=20``, load 12-18 on 2 cores). ResNet-50 layers in
+the scheduler at the benchmark's 60 s: the bound's runs realise to 957.73 ms (HEFT 963.28, then
+CP-SAT with the placement fixed, proved optimal for it), the source cells' upper edges to 947.19
+(HEFT 952.74), both edges to 1,031.56; 0.10 units; the placement LNS, the module re-solves and
+the stitched parts after it keep 947.19 (was 994.85; bound 903.54, gap 4.61%). Inception-V3
+layers: the first realisation sequences to 1,365.63 against the incumbent's 1,132.10, so the
+stage stops there (0.04 units) and the plan stays at 925.03. docs/bounds.md (session 14) has
+the rest.
 """
 
 from __future__ import annotations
