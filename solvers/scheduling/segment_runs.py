@@ -531,3 +531,10 @@ class _TracedRuns(_RunState):
             else:
                 raise AssertionError("the traced DP lost its run")
         return run, chosen[::-1]
+
+
+# Public for the traced-runs start (solvers.scheduling.traced_start), which traces this DP with
+# its weight options to build plans: the weight units and the DP's terms, unchanged.
+WEIGHT_UNITS = _UNITS
+run_terms = _run_terms
+__all__ += ["WEIGHT_UNITS", "run_terms"]

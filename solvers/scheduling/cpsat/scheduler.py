@@ -68,6 +68,16 @@ ms on Inception-V3 (the bound's 808 and 803 price a run of CPU ops as if it spre
 pool, and the ops between runs without contention), far above the contiguous split's LNS
 (about 1,000); it costs 0.02-0.05 units there (benchmarks/dnn.py).
 
+**Traced-runs start (a start candidate).** Right after it, with at most ``TRACED_START_SHARE``
+of the budget (:mod:`solvers.scheduling.traced_start`): the same DP with the pinned moves and
+both sides' weight options (the bound's own runs, and runs whose weight cells are charged at
+their upper edges), traced back, each change's interior split by its pinned move's three-role
+model within the room the runs leave, sequenced by HEFT and, where that is near the incumbent,
+by CP-SAT with the placement fixed; the shortest replaces the hint only when shorter, before the
+placement LNS and the module re-solve (``stats["traced_start_*"]``). ResNet-50 layers: 947.19
+ms in 0.10 units, where the stages after it had stalled at 994.85; on Inception-V3 it loses
+(1,365.6) and stops after its first realisation (0.04 units).
+
 **Placement LNS (a start candidate).** Then, on the same memory-forced LATENCY problems, up to
 ``placement_lns_share`` of the budget goes to :func:`~solvers.scheduling.placement_lns.placement_lns`
 from the best start so far (the caller's warm start, HEFT's or the forced-cut candidate): it
@@ -200,6 +210,9 @@ from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.run_start import SOURCE as RUN_START_SOURCE
 from solvers.scheduling.run_start import run_start
+from solvers.scheduling.traced_start import SHARE as TRACED_START_SHARE
+from solvers.scheduling.traced_start import SOURCE as TRACED_START_SOURCE
+from solvers.scheduling.traced_start import traced_start
 from solvers.scheduling.validate import objective_value
 
 __all__ = ["CpSatScheduler"]
@@ -318,6 +331,9 @@ class CpSatScheduler(Accepting):
                 and not settled():
             hint, hint_source = self._run_start(problem, budget, hint, hint_source, stats, memo)
             hint_obj = objective_value(problem, hint) if hint is not None else None
+            if memo is not None and not settled():
+                hint, hint_source = self._traced_start(problem, options, budget, hint, hint_source, stats, memo)
+                hint_obj = objective_value(problem, hint) if hint is not None else None
         if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
@@ -442,6 +458,28 @@ class CpSatScheduler(Accepting):
         if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
             stats.update(hint_source=RUN_START_SOURCE, hint_objective=found_obj)
             return found, RUN_START_SOURCE
+        return hint, hint_source
+
+    @staticmethod
+    def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                      hint: SchedulingSolution | None, hint_source: str, stats: dict,
+                      memo: dict) -> tuple[SchedulingSolution | None, str]:
+        """The bound's own runs with their weight options, realised and scheduled
+        (:mod:`solvers.scheduling.traced_start`, ``TRACED_START_SHARE`` of the budget), as a start
+        candidate: (hint, hint source), the candidate only when shorter than ``hint``."""
+        child = budget.child(TRACED_START_SHARE * budget.total)
+        found, traced_stats = traced_start(problem, child, memo, options,
+                                           objective_value(problem, hint) if hint is not None else None)
+        if not traced_stats:
+            return hint, hint_source
+        budget.absorb(child, "traced_start")
+        stats.update(traced_stats)
+        hint_obj = objective_value(problem, hint) if hint is not None else None
+        found_obj = objective_value(problem, found) if found is not None else None
+        stats.setdefault("start_candidates", {hint_source: hint_obj})[TRACED_START_SOURCE] = found_obj
+        if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
+            stats.update(hint_source=TRACED_START_SOURCE, hint_objective=found_obj)
+            return found, TRACED_START_SOURCE
         return hint, hint_source
 
     def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
