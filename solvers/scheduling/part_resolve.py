@@ -126,6 +126,11 @@ def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: S
     held = _weights_elsewhere(problem, sol, part, k)
     opening = sol.op_device[cuts[k - 1]] if k > 0 else -1
     sub, ops, inside = part_problem(problem, part, cuts, k, opening, held)
+    full = [d for d in range(problem.num_devices) if problem.memory_bytes(d) and held[d] >= problem.memory_bytes(d)]
+    if full:  # the part problem keeps a byte on a full device (0 would mean no limit): no weight goes there
+        sub = replace(sub, durations_cycles=tuple(
+            tuple(FORBIDDEN if d in full and sub.resident_bytes(j) > 0 else c for d, c in enumerate(row))
+            for j, row in enumerate(sub.durations_cycles)))
     if k < len(cuts):
         sub = _pin(sub, ops.index(cuts[k]), sol.op_device[cuts[k]])
     return sub, ops, inside
