@@ -9,10 +9,11 @@ improve its plan: the placement LNS sits at a local optimum (435.38 ms), and abo
 ``max_full_ops`` the main solve only re-sequences its placement. The first stage (the part
 up to the first stage end, 126 ops) is where the plan loses most: it spends 212.04 ms there,
 and searched from the incumbent's restriction nothing shorter is found (the LNS and CP-SAT's
-full model from it, 1.07 units). The part's *own* scheduler run from scratch, in the same room,
-finds 198.55 ms in 0.56 units: the forced-cut relaxation of the part (small enough for CP-SAT to
-minimise) gives a placement over seven devices that the LNS then sequences and refines, a
-placement far from the incumbent's four-device one (docs/bounds.md, Part re-solve).
+full model from it, 1.07 units). The part's *own* scheduler run without the hint, in the same
+room, finds 198.55-201.35 ms in 0.23-0.49 units (:data:`PART_UNITS`): its placement LNS from
+HEFT's or the forced-cut relaxation's placement of the part reaches a seven-device placement far
+from the incumbent's four-device one; the second stage likewise 121.33 -> 113.23
+(docs/bounds.md, Part re-solve).
 
 **The part problem** (:func:`resolve_problem`): part ``k`` of
 :func:`~solvers.scheduling.part_start.original_parts` (its weight sources with it) as
@@ -60,13 +61,17 @@ SHARE = 0.2
 taken from the leftover bound stage, whose forced-cut probes refuted nothing there (0.84 units);
 the part bound before them needs 0.18."""
 
-PART_UNITS = 0.56
-"""At most this many units per part: ResNet-50 operators' first stage reaches 198.55 ms with
-0.56 (the nested scheduler's forced-cut start and placement LNS), 210.52 with 0.21."""
+PART_UNITS = 0.3
+"""At most this many units per part. ResNet-50 operators, the nested scheduler with only the
+forced-cut bound, its start and the placement LNS (one worker, no hint, in the room of the
+incumbent's other parts): the first stage 212.04 -> 201.35 ms (0.23 units, the same with 0.56),
+the second 121.33 -> 113.23 (0.30), the third none shorter than 76.58 (77.94 with 0.37). With
+every stage of the scheduler but the leftover bound the first reaches 198.55 with 0.49 units but
+215.25 with 0.30, the second 121.52 with 0.34."""
 
 MIN_UNITS = 0.05
 """A part is tried only with at least this many units left (less finds nothing: the nested
-scheduler's bound and start stages alone take about 0.25 on a 126-op part)."""
+forced-cut bound and start alone take about 0.16 on ResNet-50 operators' 126-op first stage)."""
 
 
 def _part_cut_ops(problem: SchedulingProblem) -> list[int]:
@@ -113,7 +118,8 @@ def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: S
     Examples
     --------
     A chain of three 1-cycle ops, 4 bytes each, on two 8-byte devices; cut at op 1, op 2 on
-    device 1. Part 1 is [1*, 2]: device 0 keeps op 0 and op 1 (8 bytes), so 1 byte is left.
+    device 1. Part 1 is [1*, 2]: device 0 keeps op 0 and op 1 (8 bytes), so it is full (its
+    room shows as one byte, as 0 would mean no limit) and op 2 may not go there.
 
     >>> p = SchedulingProblem(((1, 1),) * 3, ((0, 1, 0), (1, 2, 0)), (1, 1), ((-1, 0), (0, -1)),
     ...                       ((2,), (2,)), device_memory_bytes=(8, 8), op_resident_bytes=(4, 4, 4))
@@ -121,7 +127,7 @@ def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: S
     ...                          (ScheduledTransfer(1, 0, 2, 2),))
     >>> sub, ops, inside = resolve_problem(p, sol, [0, 0, 1], [1], 1)
     >>> ops, inside, sub.device_memory_bytes, sub.durations_cycles
-    ([1, 2], [1], (1, 8), ((0, -1), (1, 1)))
+    ([1, 2], [1], (1, 8), ((0, -1), (-1, 1)))
     """
     held = _weights_elsewhere(problem, sol, part, k)
     opening = sol.op_device[cuts[k - 1]] if k > 0 else -1

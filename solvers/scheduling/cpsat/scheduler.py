@@ -100,6 +100,16 @@ several devices is a joint move it rarely draws: on Inception-V3 its 955.93-ms p
 37 ms over the exact module minima (docs/bounds.md, session 12); see benchmarks/dnn.py for what
 the stage gained.
 
+**Part re-solve (a start candidate).** Then, on the same problems when they have more than
+``max_full_ops`` ops (the main solve would only re-sequence the placement it gets),
+:data:`~solvers.scheduling.part_resolve.SHARE` of the budget goes to
+:func:`~solvers.scheduling.part_resolve.part_resolve`: each part between the part bound's cut
+ops (a CNN's stages), largest gap to its floor first, searched by a nested scheduler (one
+worker, no hint; the forced-cut bound, its start and the placement LNS) in the room the
+incumbent's other parts leave, spliced in only when the whole plan is shorter and valid
+(``stats["part_resolve_*"]``). The LNS on the whole graph stays in the incumbent's
+neighbourhood; a part searched afresh does not (ResNet-50 operators: see the module).
+
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
@@ -490,9 +500,12 @@ class CpSatScheduler(Accepting):
                       hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The part re-solve (:mod:`solvers.scheduling.part_resolve`) from the best start so far,
         where the main solve would only re-sequence (above ``max_full_ops``): each part searched
-        by this scheduler on one worker without a hint, no leftover bound or stitched parts
-        inside. (hint, hint source), its schedule only when shorter."""
-        nested = CpSatScheduler(replace(self.config, leftover_bound_share=0.0, part_start_share=0.0))
+        by this scheduler on one worker without a hint, with only the forced-cut bound, its start
+        and the placement LNS before the main solve (part_resolve.PART_UNITS). (hint, hint
+        source), its schedule only when shorter."""
+        nested = CpSatScheduler(replace(self.config, leftover_bound_share=0.0, part_start_share=0.0,
+                                        segment_bound_share=0.0, pinned_move_share=0.0, run_start_share=0.0,
+                                        segment_schedule_share=0.0))
         one = replace(options, num_workers=1, hint=None, progress=None)
         child = budget.child(PART_RESOLVE_SHARE * budget.total)
         found, part_stats = part_resolve(problem, hint, child, lambda sub, b: nested._solve(sub, one, b).solution)
