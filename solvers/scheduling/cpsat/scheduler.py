@@ -110,6 +110,16 @@ several devices is a joint move it rarely draws: on Inception-V3 its 955.93-ms p
 37 ms over the exact module minima (docs/bounds.md, session 12); see benchmarks/dnn.py for what
 the stage gained.
 
+**Part re-solve (a start candidate).** Then, on the same problems when they have more than
+``max_full_ops`` ops (the main solve would only re-sequence the placement it gets),
+:data:`~solvers.scheduling.part_resolve.SHARE` of the budget goes to
+:func:`~solvers.scheduling.part_resolve.part_resolve`: each part between the part bound's cut
+ops (a CNN's stages), largest gap to its floor first, searched by a nested scheduler (one
+worker, no hint; the forced-cut bound, its start and the placement LNS) in the room the
+incumbent's other parts leave, spliced in only when the whole plan is shorter and valid
+(``stats["part_resolve_*"]``). The LNS on the whole graph stays in the incumbent's
+neighbourhood; a part searched afresh does not (ResNet-50 operators: see the module).
+
 **Never worse than the hint.** ``objective <= hint objective`` is a constraint and the
 hint is complete; if CP-SAT returns nothing (or nothing better) in time, the hint is
 returned as FEASIBLE with the proven bound, and ``stats["returned"]`` says so.
@@ -203,6 +213,9 @@ from solvers.scheduling.module_resolve import SOURCE as MODULE_RESOLVE_SOURCE
 from solvers.scheduling.module_resolve import module_resolve
 from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
 from solvers.scheduling.part_bound import part_bound
+from solvers.scheduling.part_resolve import SHARE as PART_RESOLVE_SHARE
+from solvers.scheduling.part_resolve import SOURCE as PART_RESOLVE_SOURCE
+from solvers.scheduling.part_resolve import part_resolve
 from solvers.scheduling.part_start import SOURCE as PART_START_SOURCE
 from solvers.scheduling.part_start import part_start
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
@@ -344,6 +357,9 @@ class CpSatScheduler(Accepting):
             hint_obj = objective_value(problem, hint)
         if cfg.part_start_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
             hint, hint_source = self._part_start(problem, options, budget, hint, hint_source, stats)
+            hint_obj = objective_value(problem, hint)
+        if problem.num_ops > cfg.max_full_ops and hint is not None and memory_forces_cuts(problem) and not settled():
+            hint, hint_source = self._part_resolve(problem, options, budget, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
@@ -516,6 +532,30 @@ class CpSatScheduler(Accepting):
         if found_obj is not None and found_obj < hint_obj:
             stats.update(hint_source=PART_START_SOURCE, hint_objective=found_obj)
             return found, PART_START_SOURCE
+        return hint, hint_source
+
+    def _part_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                      hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
+        """The part re-solve (:mod:`solvers.scheduling.part_resolve`) from the best start so far,
+        where the main solve would only re-sequence (above ``max_full_ops``): each part searched
+        by this scheduler on one worker without a hint, with only the forced-cut bound, its start
+        and the placement LNS before the main solve (part_resolve.PART_UNITS). (hint, hint
+        source), its schedule only when shorter."""
+        nested = CpSatScheduler(replace(self.config, leftover_bound_share=0.0, part_start_share=0.0,
+                                        segment_bound_share=0.0, pinned_move_share=0.0, run_start_share=0.0,
+                                        segment_schedule_share=0.0))
+        one = replace(options, num_workers=1, hint=None, progress=None)
+        child = budget.child(PART_RESOLVE_SHARE * budget.total)
+        found, part_stats = part_resolve(problem, hint, child, lambda sub, b: nested._solve(sub, one, b).solution)
+        if not part_stats:
+            return hint, hint_source
+        budget.absorb(child, "part_resolve")
+        stats.update(part_stats, part_resolve_units=round(child.used, 6))
+        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
+        stats.setdefault("start_candidates", {hint_source: hint_obj})[PART_RESOLVE_SOURCE] = found_obj
+        if found_obj < hint_obj:
+            stats.update(hint_source=PART_RESOLVE_SOURCE, hint_objective=found_obj)
+            return found, PART_RESOLVE_SOURCE
         return hint, hint_source
 
     def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,

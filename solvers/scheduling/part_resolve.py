@@ -1,0 +1,257 @@
+"""Part re-solve: each part of a valid schedule (between the part bound's cut ops) searched
+afresh by a nested scheduler in the room the incumbent's other parts leave, spliced back only
+when the whole plan gets shorter.
+
+Notes
+-----
+**Why.** On the dnn-partitioning ResNet-50 operator graph (604 ops) the whole solve cannot
+improve its plan: the placement LNS sits at a local optimum (435.38 ms), and above
+``max_full_ops`` the main solve only re-sequences its placement. The first stage (the part
+up to the first stage end, 126 ops) is where the plan loses most: it spends 212.04 ms there,
+and searched from the incumbent's restriction nothing shorter is found (the LNS and CP-SAT's
+full model from it, 1.07 units). The part's *own* scheduler run without the hint, in the same
+room, finds 198.55-201.35 ms in 0.23-0.49 units (:data:`PART_UNITS`): its placement LNS from
+HEFT's or the forced-cut relaxation's placement of the part reaches a seven-device placement far
+from the incumbent's four-device one; the second stage likewise 121.33 -> 113.23
+(docs/bounds.md, Part re-solve).
+
+**The part problem** (:func:`resolve_problem`): part ``k`` of
+:func:`~solvers.scheduling.part_start.original_parts` (its weight sources with it) as
+:func:`~solvers.scheduling.part_start.part_problem` builds it, its opening cut op pinned to the
+incumbent's device and taking no time, every device's memory less the weights the incumbent's
+*other* parts (earlier and later) keep there, and its closing cut op pinned to the incumbent's
+device (the later parts then stay valid as they are).
+
+**Splice** (:func:`splice_part`): the part's ops and the transfers among them take the part
+schedule's places, shifted to start where the opening cut op ends in the incumbent; every op
+of a later part and every transfer leaving the closing cut op or a later part shifts by the
+change of the closing cut op's end (an op without predecessors that would then start before 0,
+a weight source taking no time, starts at 0); earlier ones stay. The parts' windows meet only
+at the cut ops (clean: no edge jumps over one), so links and streams never meet; the result is
+checked by :func:`~solvers.scheduling.validate.validate_schedule` and kept only when strictly
+shorter, so the search never returns worse than its start.
+
+**Search** (:func:`part_resolve`): the parts in the order of what the incumbent spends in them
+above their static floor (largest first), each solved once by ``solve_part(part problem,
+child budget)`` with at most :data:`PART_UNITS` deterministic units, while at least
+:data:`MIN_UNITS` are left. Counted, never timed: same problem, start and budget, same result
+(the wall-clock net aside).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Callable, Sequence
+
+from solvers.budget import Budget
+from solvers.scheduling.bounds import bound_segments, lower_bound
+from solvers.scheduling.part_bound import part_cuts
+from solvers.scheduling.part_start import original_parts, part_problem
+from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer, SchedulingProblem,
+                                        SchedulingSolution)
+from solvers.scheduling.validate import objective_value, validate_schedule
+
+__all__ = ["SOURCE", "SHARE", "PART_UNITS", "MIN_UNITS", "resolve_problem", "splice_part", "part_resolve"]
+
+SOURCE = "part re-solve"  # the hint source the scheduler reports for this candidate
+
+SHARE = 0.2
+"""Of the scheduler's budget, where the main solve would only re-sequence (above
+``max_full_ops``): on ResNet-50 operators at the dnn benchmark's 60 s, 0.67 of 3.36 units,
+taken from the leftover bound stage, whose forced-cut probes refuted nothing there (0.84 units);
+the part bound before them needs 0.18."""
+
+PART_UNITS = 0.3
+"""At most this many units per part. ResNet-50 operators, the nested scheduler with only the
+forced-cut bound, its start and the placement LNS (one worker, no hint, in the room of the
+incumbent's other parts): the first stage 212.04 -> 201.35 ms (0.23 units, the same with 0.56),
+the second 121.33 -> 113.23 (0.30), the third none shorter than 76.58 (77.94 with 0.37). With
+every stage of the scheduler but the leftover bound the first reaches 198.55 with 0.49 units but
+215.25 with 0.30, the second 121.52 with 0.34."""
+
+MIN_UNITS = 0.05
+"""A part is tried only with at least this many units left (less finds nothing: the nested
+forced-cut bound and start alone take about 0.16 on ResNet-50 operators' 126-op first stage)."""
+
+
+def _part_cut_ops(problem: SchedulingProblem) -> list[int]:
+    """The part bound's cut ops (found on its pruned problem) as ops of ``problem``: the
+    pruned problem keeps op names, so with the indices as names they map back."""
+    named = replace(problem, op_names=tuple(str(i) for i in range(problem.num_ops)))
+    pruned, _ = bound_segments(named)
+    return [int(pruned.op_name(c)) for c in part_cuts(pruned)]
+
+
+def _windows(problem: SchedulingProblem, sol: SchedulingSolution, cuts: Sequence[int]) -> list[int]:
+    """What ``sol`` spends in each part: from the end of its opening cut op (0 for the head) to
+    the end of its closing one (the makespan for the tail)."""
+    ends = [0] + [sol.op_start[c] + sol.op_duration[c] for c in cuts] + [objective_value(problem, sol)]
+    return [b - a for a, b in zip(ends, ends[1:])]
+
+
+def _weights_elsewhere(problem: SchedulingProblem, sol: SchedulingSolution, part: Sequence[int], k: int) -> list[int]:
+    """Per device, the weights ``sol`` keeps there for the ops of every part but ``k``."""
+    held = [0] * problem.num_devices
+    for i in range(problem.num_ops):
+        if part[i] != k:
+            held[sol.op_device[i]] += problem.resident_bytes(i)
+    return held
+
+
+def _pin(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
+    """``sub`` with op ``j`` allowed only on ``device``, which gets a class of its own (the
+    other devices stay interchangeable as they were)."""
+    row = tuple(c if d == device else FORBIDDEN for d, c in enumerate(sub.durations_cycles[j]))
+    kinds = sub.device_class or tuple(range(sub.num_devices))
+    classes: dict[tuple, int] = {}
+    dclass = tuple(classes.setdefault((kinds[d], d == device), len(classes)) for d in range(sub.num_devices))
+    return replace(sub, durations_cycles=sub.durations_cycles[:j] + (row,) + sub.durations_cycles[j + 1:],
+                   device_class=dclass)
+
+
+def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: Sequence[int],
+                    cuts: Sequence[int], k: int) -> tuple[SchedulingProblem, list[int], list[int]]:
+    """Part ``k``'s problem in the room ``sol``'s other parts leave, both cut ops pinned to
+    their devices in ``sol`` (module Notes): (problem, its ops, the original index of each of
+    its edges), its opening cut op first (``k > 0``).
+
+    Examples
+    --------
+    A chain of three 1-cycle ops, 4 bytes each, on two 8-byte devices; cut at op 1, op 2 on
+    device 1. Part 1 is [1*, 2]: device 0 keeps op 0 and op 1 (8 bytes), so it is full (its
+    room shows as one byte, as 0 would mean no limit) and op 2 may not go there.
+
+    >>> p = SchedulingProblem(((1, 1),) * 3, ((0, 1, 0), (1, 2, 0)), (1, 1), ((-1, 0), (0, -1)),
+    ...                       ((2,), (2,)), device_memory_bytes=(8, 8), op_resident_bytes=(4, 4, 4))
+    >>> sol = SchedulingSolution((0, 0, 1), (0, 0, 0), (0, 1, 4), (1, 1, 1),
+    ...                          (ScheduledTransfer(1, 0, 2, 2),))
+    >>> sub, ops, inside = resolve_problem(p, sol, [0, 0, 1], [1], 1)
+    >>> ops, inside, sub.device_memory_bytes, sub.durations_cycles
+    ([1, 2], [1], (1, 8), ((0, -1), (-1, 1)))
+    """
+    held = _weights_elsewhere(problem, sol, part, k)
+    opening = sol.op_device[cuts[k - 1]] if k > 0 else -1
+    sub, ops, inside = part_problem(problem, part, cuts, k, opening, held)
+    full = [d for d in range(problem.num_devices) if problem.memory_bytes(d) and held[d] >= problem.memory_bytes(d)]
+    if full:  # the part problem keeps a byte on a full device (0 would mean no limit): no weight goes there
+        sub = replace(sub, durations_cycles=tuple(
+            tuple(FORBIDDEN if d in full and sub.resident_bytes(j) > 0 else c for d, c in enumerate(row))
+            for j, row in enumerate(sub.durations_cycles)))
+    if k < len(cuts):
+        sub = _pin(sub, ops.index(cuts[k]), sol.op_device[cuts[k]])
+    return sub, ops, inside
+
+
+def splice_part(problem: SchedulingProblem, sol: SchedulingSolution, part: Sequence[int], cuts: Sequence[int],
+                k: int, ops: Sequence[int], inside: Sequence[int], sub_sol: SchedulingSolution) -> SchedulingSolution:
+    """``sol`` with part ``k`` from ``sub_sol`` (a solution of :func:`resolve_problem`'s
+    problem, whose ops and edges are ``ops`` and ``inside``), later parts shifted (module
+    Notes, **Splice**). Not checked.
+
+    Examples
+    --------
+    The chain of :func:`resolve_problem`, part 1 re-solved onto device 0 (op 2 right after op 1):
+
+    >>> p = SchedulingProblem(((1, 1),) * 3, ((0, 1, 0), (1, 2, 0)), (1, 1), ((-1, 0), (0, -1)),
+    ...                       ((2,), (2,)))
+    >>> sol = SchedulingSolution((0, 0, 1), (0, 0, 0), (0, 1, 4), (1, 1, 1),
+    ...                          (ScheduledTransfer(1, 0, 2, 2),))
+    >>> sub = SchedulingSolution((0, 0), (0, 0), (0, 0), (0, 1), ())
+    >>> new = splice_part(p, sol, [0, 0, 1], [1], 1, [1, 2], [1], sub)
+    >>> new.op_device, new.op_start, new.makespan_cycles, validate_schedule(p, new)
+    ((0, 0, 0), (0, 1, 2), 3, [])
+    """
+    n = problem.num_ops
+    offset = sol.op_start[cuts[k - 1]] + sol.op_duration[cuts[k - 1]] if k > 0 else 0
+    local = {op: j for j, op in enumerate(ops)}
+    delta = 0
+    if k < len(cuts):
+        j = local[cuts[k]]
+        delta = offset + sub_sol.op_start[j] + sub_sol.op_duration[j] - (sol.op_start[cuts[k]] + sol.op_duration[cuts[k]])
+    has_pred = [False] * n
+    for _u, v, _b in problem.edges:
+        has_pred[v] = True
+    device, stream, start, duration = (list(sol.op_device), list(sol.op_stream), list(sol.op_start),
+                                       list(sol.op_duration))
+    for i in range(n):
+        if part[i] > k:
+            start[i] = start[i] + delta if has_pred[i] else max(0, start[i] + delta)
+    for j, op in enumerate(ops):
+        if k > 0 and j == 0:
+            continue  # the opening cut op stays as it is
+        device[op], stream[op] = sub_sol.op_device[j], sub_sol.op_stream[j]
+        start[op], duration[op] = offset + sub_sol.op_start[j], sub_sol.op_duration[j]
+    replaced = set(inside)
+    closing = cuts[k] if k < len(cuts) else None
+    transfers = []
+    for t in sol.transfers:
+        if t.edge in replaced:
+            continue
+        u = problem.edges[t.edge][0]
+        moved = delta if part[u] > k or u == closing else 0
+        transfers.append(ScheduledTransfer(t.edge, t.link, t.start_cycle + moved, t.duration_cycles))
+    transfers += [ScheduledTransfer(inside[t.edge], t.link, offset + t.start_cycle, t.duration_cycles)
+                  for t in sub_sol.transfers]
+    return SchedulingSolution(tuple(device), tuple(stream), tuple(start), tuple(duration),
+                              tuple(sorted(transfers, key=lambda t: (t.start_cycle, t.edge))))
+
+
+def _floor(sub: SchedulingProblem) -> int:
+    return lower_bound(sub, segments=False, lp=False)
+
+
+def part_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget: Budget,
+                 solve_part: Callable[[SchedulingProblem, Budget], SchedulingSolution | None]
+                 ) -> tuple[SchedulingSolution, dict[str, Any]]:
+    """The parts of the valid schedule ``start`` re-solved one at a time within ``budget`` by
+    ``solve_part`` (module Notes): (the shortest schedule found, never worse than ``start``;
+    statistics, empty where no part cut applies or for THROUGHPUT).
+
+    Examples
+    --------
+    A chain a -> b -> c -> d of 2-cycle ops on two devices whose tensors shrink after b
+    (transfers 5, 5, 2): the parts are [a, b] and [b*, c, d]. From c alone on device 1 (two
+    crossings, 15 cycles), re-solving the second part (here by HEFT) keeps it on device 0:
+
+    >>> from solvers.budget import SCHEDULING
+    >>> from solvers.scheduling.heft import heft_schedule
+    >>> p = SchedulingProblem(((2, 2),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,), (5,), (2,)))
+    >>> start = heft_schedule(p, (0, 0, 1, 0))
+    >>> best, stats = part_resolve(p, start, Budget.start(5, SCHEDULING), lambda sub, b: heft_schedule(sub))
+    >>> start.makespan_cycles, best.makespan_cycles, best.op_device, stats["part_resolve_accepted"]
+    (15, 8, (0, 0, 0, 0), 1)
+    """
+    if problem.objective is not Objective.LATENCY:
+        return start, {}
+    cuts = _part_cut_ops(problem)
+    part = original_parts(problem, cuts) if cuts else None
+    if part is None:
+        return start, {}
+    best, best_obj = start, objective_value(problem, start)
+    stats: dict[str, Any] = {"part_resolve_parts": len(cuts) + 1, "part_resolve_start": best_obj,
+                             "part_resolve_solved": [], "part_resolve_accepted": 0}
+    windows = _windows(problem, best, cuts)
+    gaps = []
+    for k in range(len(cuts) + 1):
+        sub, _ops, _inside = resolve_problem(problem, best, part, cuts, k)
+        gaps.append((-(windows[k] - _floor(sub)), k))
+    for neg_gap, k in sorted(gaps):
+        if -neg_gap <= 0 or budget.left < budget.scale(MIN_UNITS) or budget.wall_expired():
+            break
+        sub, ops, inside = resolve_problem(problem, best, part, cuts, k)  # the room may have changed
+        child = budget.child(min(budget.left, budget.scale(PART_UNITS)))
+        found = solve_part(sub, child)
+        budget.charge(child.used)
+        row = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6),
+               "found": None if found is None else objective_value(sub, found)}
+        if found is not None and not validate_schedule(sub, found):
+            trial = splice_part(problem, best, part, cuts, k, ops, inside, found)
+            obj = objective_value(problem, trial)
+            row["objective"] = obj
+            if obj < best_obj and not validate_schedule(problem, trial):
+                best, best_obj = trial, obj
+                stats["part_resolve_accepted"] += 1
+        stats["part_resolve_solved"].append(row)
+    stats["part_resolve_objective"] = best_obj
+    return best, stats
