@@ -79,7 +79,7 @@ class JointCells:
     >>> c = JointCells.crossed([(0, 5.0), (4, 3.0)], [(0, 6.0), (2, 3.0)])
     >>> c.options()
     [(0, 0, 6.0), (0, 2, 5.0), (4, 0, 6.0), (4, 2, 3.0)]
-    >>> c.split(0, 7); c.source, c.step[(2, 1)], c.options()[-1]
+    >>> _ = c.split(0, 7); c.source, c.step[(2, 1)], c.options()[-1]
     ([0, 4, 7], 3.0, (7, 2, 3.0))
     """
 
