@@ -224,9 +224,8 @@ def traced_changes(terms: tuple, options: Sequence[dict | None] | None,
             if ends is not None:
                 ends.append((b, float(history[j - 1][b][u])))
             continue
-        if o >= 0:
-            wa, wb, _ = options[j - 1][(a, b)][o]
-            changes.append(Change(j - 1, a, b, o, prev, run_end - units(wb, b)))
+        wb = options[j - 1][(a, b)][o][1] if o >= 0 else 0
+        changes.append(Change(j - 1, a, b, max(o, -1), prev, run_end - units(wb, b)))
         b, u, run_end = a, prev, prev
         if ends is not None:
             ends.append((b, float(history[j - 1][b][u])))
@@ -373,7 +372,7 @@ def joint_cell_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
         todo = []
         for change in changes:
             where = (origins[change.middle] or {}).get((change.source, change.sink))
-            if where is None:
+            if where is None or change.option < 0:
                 continue
             key, edges = where[change.option]
             grid = cells[key]
