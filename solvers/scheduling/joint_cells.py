@@ -157,7 +157,38 @@ def traced_changes(terms: tuple, options: Sequence[dict | None] | None,
     follows), so the value is the bound's (``tests/solvers/test_joint_cells.py`` checks it).
     ``ends``, when given, receives the path's ``(pool, end)`` of each cut op, first to last.
     """
-    pools, first, moves, last, stays, own, total = terms[:7]
+    last = terms[3]
+    units, history, backs = _forward(terms, options)
+    cur = history[-1]
+    finals = [float(row.min()) + float(last[b]) for b, row in enumerate(cur)]
+    b = int(np.argmin(finals))
+    if not math.isfinite(finals[b]):
+        return math.inf, []
+    u = int(np.argmin(cur[b]))
+    changes: list[Change] = []
+    run_end = u
+    if ends is not None:
+        ends.append((b, float(cur[b][u])))
+    for j in range(len(history) - 1, 0, -1):
+        src, src_u, opt = backs[j - 1][b]
+        a, prev, o = int(src[u]), int(src_u[u]), int(opt[u])
+        if o != -1:  # a device change (a stay keeps the run, one cut op earlier)
+            wb = options[j - 1][(a, b)][o][1] if o >= 0 else 0
+            changes.append(Change(j - 1, a, b, max(o, -1), prev, run_end - units(wb, b)))
+            b, run_end = a, prev
+        u = prev
+        if ends is not None:
+            ends.append((b, float(history[j - 1][b][u])))
+    if ends is not None:
+        ends.reverse()
+    return finals[int(np.argmin(finals))], changes[::-1]
+
+
+def _forward(terms: tuple, options: Sequence[dict | None] | None):
+    """The forward pass of :func:`traced_changes`: ``(units, per cut op the best end per pool
+    and units, per step and pool the back pointers (from pool, from units, option: -1 a stay,
+    -2 a plain move))``."""
+    pools, first, moves, _, stays, own, total = terms[:7]
     cap, unit_count = pools.capacity, segment_runs._UNITS
     limited = [0 < c < total for c in cap]
     size = [unit_count + 1 if limited[b] else 1 for b in range(pools.size)]
@@ -171,13 +202,12 @@ def traced_changes(terms: tuple, options: Sequence[dict | None] | None,
         if units(own[0], b) < size[b]:
             row[units(own[0], b)] = float(first[b])
         cur.append(row)
-    backs: list[list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = []  # per step, pool: (from pool, from u, option)
-    history: list[list[np.ndarray]] = []
+    history, backs = [cur], []
     for j in range(1, len(own)):
         choices = options[j - 1] if options else None
-        nxt, back = [], []
         prefix = [np.minimum.accumulate(row) for row in cur]
         arg = [_prefix_argmin(row) for row in cur]
+        nxt, back = [], []
         for b in range(pools.size):
             row = np.full(size[b], np.inf)
             src, src_u, opt = np.full(size[b], -1), np.full(size[b], -1), np.full(size[b], -1)
@@ -186,8 +216,7 @@ def traced_changes(terms: tuple, options: Sequence[dict | None] | None,
                 if shift >= size[b] or not math.isfinite(t):
                     continue
                 cand = cur[b][:size[b] - shift] + float(t)
-                better = cand < row[shift:]
-                idx = np.flatnonzero(better)
+                idx = np.flatnonzero(cand < row[shift:])
                 row[shift + idx] = cand[idx]
                 src[shift + idx], src_u[shift + idx], opt[shift + idx] = b, idx, -1
             for a in range(pools.size):
@@ -198,40 +227,15 @@ def traced_changes(terms: tuple, options: Sequence[dict | None] | None,
                     if ua >= size[a] or ub >= size[b] or not math.isfinite(step):
                         continue
                     top = size[a] - 1 - ua
-                    value = float(prefix[a][top]) + step
-                    if value < row[ub]:
-                        row[ub] = value
+                    if float(prefix[a][top]) + step < row[ub]:
+                        row[ub] = float(prefix[a][top]) + step
                         src[ub], src_u[ub], opt[ub] = a, int(arg[a][top]), o if listed else -2
             nxt.append(row)
             back.append((src, src_u, opt))
-        history.append(cur)
         cur = nxt
+        history.append(cur)
         backs.append(back)
-    finals = [float(row.min()) + float(last[b]) for b, row in enumerate(cur)]
-    b = int(np.argmin(finals))
-    if not math.isfinite(finals[b]):
-        return math.inf, []
-    u = int(np.argmin(cur[b]))
-    changes: list[Change] = []
-    run_end = u
-    if ends is not None:
-        ends.append((b, float(cur[b][u])))
-    for j in range(len(own) - 1, 0, -1):
-        src, src_u, opt = backs[j - 1][b]
-        a, prev, o = int(src[u]), int(src_u[u]), int(opt[u])
-        if o == -1:  # a stay: the same run, one cut op earlier
-            u = prev
-            if ends is not None:
-                ends.append((b, float(history[j - 1][b][u])))
-            continue
-        wb = options[j - 1][(a, b)][o][1] if o >= 0 else 0
-        changes.append(Change(j - 1, a, b, max(o, -1), prev, run_end - units(wb, b)))
-        b, u, run_end = a, prev, prev
-        if ends is not None:
-            ends.append((b, float(history[j - 1][b][u])))
-    if ends is not None:
-        ends.reverse()
-    return finals[int(np.argmin(finals))], changes[::-1]
+    return units, history, backs
 
 
 def _prefix_argmin(row: np.ndarray) -> np.ndarray:
@@ -316,6 +320,45 @@ def _room_level(units_held: int, capacity: int) -> int:
     return -(-(unit_count - units_held + 1) * capacity // unit_count)
 
 
+def _prove_cells(moves: PinnedMoves, todo: Sequence[tuple[tuple, tuple[int, int]]], cells: dict, job_of: dict,
+                 options: SolveOptions, budget: Budget) -> int:
+    """Prove the cells of ``todo`` ((cells key, lower edges), in order), each within what is
+    left of ``budget`` over the next four; how many were tried."""
+    tried = 0
+    for done, (key, edges) in enumerate(todo):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        grid = cells[key]
+        _prove_cell(moves, job_of[key], grid, (grid.index(0, edges[0]), grid.index(1, edges[1])), key[1], options,
+                    budget, budget.left / min(len(todo) - done, 4))
+        tried += 1
+    return tried
+
+
+def _split_on_path(changes: Sequence[Change], origins: Sequence[dict | None], cells: dict, limited: Sequence[bool],
+                   capacity: Sequence[int]) -> list[tuple[tuple, tuple[int, int]]]:
+    """Split each cell the traced path uses where its runs have no room left (module Notes,
+    **Where to refine**) and return the cells the path now uses that are not proved, as
+    (cells key, lower edges), each once, in path order."""
+    todo = []
+    for change in changes:
+        where = (origins[change.middle] or {}).get((change.source, change.sink))
+        if where is None or change.option < 0:
+            continue
+        key, edges = where[change.option]
+        grid = cells[key]
+        for side, pool, held_units in ((0, change.source, change.source_units), (1, change.sink, change.sink_units)):
+            if not limited[pool]:
+                continue
+            level = _room_level(held_units, capacity[pool])
+            if level < grid.upper(side, grid.index(side, edges[side])):
+                grid.split(side, level)
+        cell = (grid.index(0, edges[0]), grid.index(1, edges[1]))
+        if cell not in grid.proved:
+            todo.append((key, (grid.source[cell[0]], grid.sink[cell[1]])))
+    return list(dict.fromkeys(todo))
+
+
 def joint_cell_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
                      memo: dict) -> tuple[int, dict]:
     """The clean segment runs with the pinned moves priced by joint weight cells, refined
@@ -369,35 +412,11 @@ def joint_cell_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
         joint, origins = joint_options(moves, keys, memo, cells, held, middles)
         _, changes = traced_changes(terms, joint)
         budget.charge(budget.scale(_DP_UNITS_PER_SEGMENT * moves.num_middles))
-        todo = []
-        for change in changes:
-            where = (origins[change.middle] or {}).get((change.source, change.sink))
-            if where is None or change.option < 0:
-                continue
-            key, edges = where[change.option]
-            grid = cells[key]
-            for side, pool, held_units in ((0, change.source, change.source_units),
-                                           (1, change.sink, change.sink_units)):
-                if not limited[pool]:
-                    continue
-                level = _room_level(held_units, moves.pools.capacity[pool])
-                if level < grid.upper(side, grid.index(side, edges[side])):
-                    grid.split(side, level)
-            cell = (grid.index(0, edges[0]), grid.index(1, edges[1]))
-            if cell not in grid.proved:
-                todo.append((key, (grid.source[cell[0]], grid.sink[cell[1]])))
-        todo = list(dict.fromkeys(todo))
+        todo = _split_on_path(changes, origins, cells, limited, moves.pools.capacity)
         if not todo:
             closed = True
             break
-        for done, (key, cell) in enumerate(todo):
-            if budget.left <= 0 or budget.wall_expired():
-                break
-            grid = cells[key]
-            _prove_cell(moves, job_of[key], grid, (grid.index(0, cell[0]), grid.index(1, cell[1])), key[1], options,
-                        budget,
-                        budget.left / min(len(todo) - done, 4))
-            proofs += 1
+        proofs += _prove_cells(moves, todo, cells, job_of, options, budget)
     joint, _ = joint_options(moves, keys, memo, cells, held, middles)
     value = segment_runs.segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts,
                                            move_floors=tables, move_options=joint)
