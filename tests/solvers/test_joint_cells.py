@@ -14,7 +14,7 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import CpSatOptions, CpSatScheduler, SchedulingProblem
 from solvers.scheduling import segment_runs
-from solvers.scheduling.joint_cells import JOINT_CELLS, JointCells, joint_cell_bound, joint_options, traced_changes
+from solvers.scheduling.joint_cells import JOINT_CELLS, UNIT_COUNT, JointCells, joint_cell_bound, joint_options, traced_changes
 from solvers.scheduling.move_arrivals import move_arrival_bound
 from solvers.scheduling.move_weights import held_by_op, middle_segments
 from solvers.scheduling.pinned_moves import move_floor_tables, move_proof_key, pinned_move_bound, pinned_moves
@@ -93,7 +93,7 @@ def _traced_and_bound(p: SchedulingProblem) -> tuple[float, int] | None:
                                middle_segments(moves))
     value, _ = traced_changes(terms, options)
     bound = segment_runs.segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts,
-                                           move_floors=tables, move_options=options)
+                                           move_floors=tables, move_options=options, unit_count=UNIT_COUNT)
     return value, bound
 
 
