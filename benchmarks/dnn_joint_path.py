@@ -12,8 +12,10 @@ from a plan that follows it.
 4. schedules that placement exactly (``CpSatScheduler``, every op pinned) and validates it on
    the original problem.
 
-Measured (2026-11-29, ResNet-50 layers, load 7-17): bounds 873.08 / 903.54 / **915.86** ms;
-the realised placement schedules to a valid **934.16 ms** (OPTIMAL for that placement).
+Measured (2026-11-29, ResNet-50 layers, load 11-17): bounds 873.08 / 903.54 / **930.26** ms
+(joint cells in 8,192 units); the realised placement schedules to a valid **930.26 ms** (OPTIMAL
+for that placement): the bound is the optimum. With the DP's 1,024 units the joint cells gave
+915.86 and the realised path 934.16 (its last change overflowed by 0.3 MB and cost 66.15 for 47.85).
 
 Usage::
 
