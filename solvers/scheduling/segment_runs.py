@@ -162,7 +162,7 @@ def _segment_options(sub: SchedulingProblem, parts: list[tuple[int, ...]], other
 def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingProblem, tuple[int, ...]]],
                       floors: Sequence[int], cuts: Sequence[int] | None = None,
                       move_floors: Sequence[np.ndarray | None] | None = None,
-                      move_options: Sequence[MoveOptions | None] | None = None) -> int:
+                      move_options: Sequence[MoveOptions | None] | None = None, unit_count: int = _UNITS) -> int:
     """The segment-run bound of the module Notes.
 
     Parameters
@@ -188,6 +188,9 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
         also be ``(weight, arriving, step)``: ``arriving`` is charged to the run the change
         opens (:mod:`~solvers.scheduling.move_arrivals`). The options must cover every
         schedule: one of weight 0 (and arriving 0) is required.
+    unit_count : int, optional
+        The units a memory-limited pool's capacity is counted in (weights rounded down: any
+        count is sound; more see more and cost more).
 
     Returns
     -------
@@ -216,7 +219,7 @@ def segment_run_bound(problem: SchedulingProblem, segments: Sequence[tuple[Sched
     if terms is None:
         return 0
     pools, first, moves, last, stays, own, total, _ = terms
-    value = _chain(pools, first, moves, last, stays, own, total, move_options)
+    value = _chain(pools, first, moves, last, stays, own, total, move_options, unit_count)
     return int(value) if math.isfinite(value) else 0
 
 
@@ -259,16 +262,16 @@ def _run_terms(problem: SchedulingProblem, segments: Sequence[tuple[SchedulingPr
 
 def _chain(pools: DevicePools, first: np.ndarray, moves: list[np.ndarray], last: np.ndarray,
            stays: list[list[list[tuple[int, float]]]], own: list[int], total: int,
-           move_options: Sequence[MoveOptions | None] | None = None) -> float:
+           move_options: Sequence[MoveOptions | None] | None = None, unit_count: int = _UNITS) -> float:
     """The run DP over the cut ops (module Notes): the best end of each cut op per pool, a run
     of any pool starting after a run of any other one ended (with ``move_options``, after a
     run that also held the weight an option leaves behind)."""
     count, cap = len(own), pools.capacity
     limited = [0 < c < total for c in cap]
-    states = [_RunState(_UNITS if limited[b] else 0) for b in range(pools.size)]
+    states = [_RunState(unit_count if limited[b] else 0) for b in range(pools.size)]
 
     def units(w: int, b: int) -> int:
-        return w * _UNITS // cap[b] if limited[b] else 0
+        return w * unit_count // cap[b] if limited[b] else 0
 
     rows: list[np.ndarray] = [np.array([float(x)]) for x in first]  # per pool: best end at most w units
     for j in range(count):

@@ -206,7 +206,8 @@ from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
-from solvers.scheduling.move_arrivals import ARRIVAL_SHARE, move_arrival_bound
+from solvers.scheduling.joint_cells import joint_cell_bound
+from solvers.scheduling.move_arrivals import ARRIVAL_SHARE, ARRIVAL_STAGE_SHARE, move_arrival_bound
 from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
 from solvers.scheduling.module_resolve import SOURCE as MODULE_RESOLVE_SOURCE
@@ -322,6 +323,7 @@ class CpSatScheduler(Accepting):
             budget.absorb(child, "pinned_move_bound")
             bound = max(bound, moved)
             stats.update(move_stats, lower_bound=bound)
+            bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
         if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
             child = budget.child(cfg.forced_cut_share * budget.total)
             seeds: list[tuple[int, ...]] = []
@@ -336,6 +338,8 @@ class CpSatScheduler(Accepting):
                 bound = max(bound, moved)
                 stats.update(move_stats, lower_bound=bound, pinned_moves_resumed="forced_cut_share")
             budget.absorb(child, "forced_cut_bound")
+            if unsettled:
+                bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
             if cfg.forced_cut_start_share > 0 and not settled():
                 hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
                                                            tuple(seeds), stats)
@@ -389,7 +393,8 @@ class CpSatScheduler(Accepting):
         bound = int(result.bound)
         if stats.get("forced_cut_refuted"):
             bound, amount = self._part_bound(problem, options, budget, bound, amount, stats)
-        elif not (_open_moves(stats) or _open_weights(stats)):
+        if not (_open_moves(stats) or _open_weights(stats)):  # whatever the probes did (the bound must not
+            # depend on the start offered, which the probes see)
             bound, amount = self._arrival_bound(problem, options, budget, bound, amount, stats, memo)
         child = budget.child(amount)
         if stats.get("forced_cut_refuted") or not (_open_moves(stats) or _open_weights(stats)):
@@ -422,9 +427,26 @@ class CpSatScheduler(Accepting):
         found, arrival_stats = move_arrival_bound(problem, options, child, memo)
         if not arrival_stats:
             return bound, amount
+        joint, joint_stats = joint_cell_bound(problem, options, child, memo)
         budget.absorb(child, "move_arrival_bound")
-        stats.update(arrival_stats, move_arrival_units=round(child.used, 6))
-        return max(bound, found), max(0.0, amount - child.used)
+        stats.update({**arrival_stats, **joint_stats},
+                     move_arrival_units=round(stats.get("move_arrival_units", 0.0) + child.used, 6))
+        return max(bound, found, joint), max(0.0, amount - child.used)
+
+    def _settled_move_stage(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, bound: int,
+                            stats: dict, memo: dict | None) -> int:
+        """Once the pinned moves and their weight options are settled, the moves' sink-side
+        options and joint cells (:meth:`_arrival_bound`) with ``ARRIVAL_STAGE_SHARE`` of the
+        budget, right after the moves: the bound then never depends on the start offered (the
+        leftover stage, which runs only when the main solve leaves units, resumes what this one
+        did not finish). The larger bound."""
+        if memo is None or _open_moves(stats) or _open_weights(stats) or "move_arrival_bound" in stats:
+            return bound
+        found, _ = self._arrival_bound(problem, options, budget, bound, ARRIVAL_STAGE_SHARE * budget.total, stats,
+                                       memo)
+        if found > bound:
+            stats.update(lower_bound=found)
+        return found
 
     @staticmethod
     def _part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, bound: int,
