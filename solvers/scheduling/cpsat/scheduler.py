@@ -183,6 +183,7 @@ from solvers.budget import Budget
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.scheduling.cpsat.options import CpSatOptions, calibration
 from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
+from solvers.scheduling.cpsat.stage_budget import StageShares
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
@@ -280,24 +281,33 @@ class CpSatScheduler(Accepting):
         source, bound); ``stats`` receives their figures, ``memo`` the pinned moves' proofs."""
         cfg = self.config
         hint_obj = objective_value(problem, hint) if hint is not None else None
+        split = memory_forces_cuts(problem)
+        forced = problem.objective is Objective.LATENCY and split
+        shares = StageShares(budget, cumulative=forced)
+        if forced:
+            stats["stage_budget"] = "cumulative"
 
         def settled() -> bool:
             return hint is not None and hint_obj <= bound
 
-        if cfg.segment_bound_share > 0 and problem.objective is Objective.LATENCY and not settled():
-            child = budget.child(cfg.segment_bound_share * budget.total)
+        seg_share = cfg.forced_segment_bound_share if forced else cfg.segment_bound_share
+        amount = shares.allowance(seg_share)
+        if seg_share > 0 and problem.objective is Objective.LATENCY and not settled():
+            child = budget.child(amount)
             seg, seg_stats = segment_lower_bound(problem, options, child, cfg)
             budget.absorb(child, "segment_bound")
             bound = max(bound, seg)
             stats.update(seg_stats, lower_bound=bound)
-        if cfg.pinned_move_share > 0 and memory_forces_cuts(problem) and not settled():
-            child = budget.child(cfg.pinned_move_share * budget.total)
+        amount = shares.allowance(cfg.pinned_move_share)
+        if cfg.pinned_move_share > 0 and split and not settled():
+            child = budget.child(amount)
             moved, move_stats = pinned_move_bound(problem, options, child, memo)
             budget.absorb(child, "pinned_move_bound")
             bound = max(bound, moved)
             stats.update(move_stats, lower_bound=bound)
-        if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
-            child = budget.child(cfg.forced_cut_share * budget.total)
+        amount = shares.allowance(cfg.forced_cut_share)
+        if cfg.forced_cut_share > 0 and split and not settled():
+            child = budget.child(amount)
             seeds: list[tuple[int, ...]] = []
             unsettled = memo is not None and _open_moves(stats)
             cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds,
@@ -310,28 +320,34 @@ class CpSatScheduler(Accepting):
                 bound = max(bound, moved)
                 stats.update(move_stats, lower_bound=bound, pinned_moves_resumed="forced_cut_share")
             budget.absorb(child, "forced_cut_bound")
-            if cfg.forced_cut_start_share > 0 and not settled():
-                hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
-                                                           tuple(seeds), stats)
-                hint_obj = objective_value(problem, hint) if hint is not None else None
-        if cfg.run_start_share > 0 and problem.objective is Objective.LATENCY and memory_forces_cuts(problem) \
-                and not settled():
-            hint, hint_source = self._run_start(problem, budget, hint, hint_source, stats, memo)
+        else:
+            seeds = []
+        amount = shares.allowance(cfg.forced_cut_start_share)
+        if cfg.forced_cut_share > 0 and cfg.forced_cut_start_share > 0 and split and not settled():
+            hint, hint_source = self._forced_cut_start(problem, options, budget, amount, hint, hint_source,
+                                                       tuple(seeds), stats)
             hint_obj = objective_value(problem, hint) if hint is not None else None
-        if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
+        amount = shares.allowance(cfg.run_start_share)
+        if cfg.run_start_share > 0 and forced and not settled():
+            hint, hint_source = self._run_start(problem, budget, amount, hint, hint_source, stats, memo)
+            hint_obj = objective_value(problem, hint) if hint is not None else None
+        amount = shares.allowance(cfg.placement_lns_share)
+        if cfg.placement_lns_share > 0 and hint is not None and split and not settled():
+            hint, hint_source = self._placement_lns(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         # module re-solves first: from the placement LNS's plan they reach Inception-V3 931.75 ms at
         # 60 s, from the stitched parts' (954.23) only 939.59; the parts stay a candidate after them
-        if cfg.module_resolve_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._module_resolve(problem, options, budget, hint, hint_source, stats)
+        amount = shares.allowance(cfg.module_resolve_share)
+        if cfg.module_resolve_share > 0 and hint is not None and split and not settled():
+            hint, hint_source = self._module_resolve(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
-        if cfg.part_start_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._part_start(problem, options, budget, hint, hint_source, stats)
+        amount = shares.allowance(cfg.part_start_share)
+        if cfg.part_start_share > 0 and hint is not None and split and not settled():
+            hint, hint_source = self._part_start(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
-            child = budget.child(cfg.segment_schedule_share * budget.total)
+            child = budget.child(shares.allowance(0.0 if forced else cfg.segment_schedule_share))
             glued = segment_schedule(problem, options, child, cfg)
             budget.absorb(child, "segment_schedule")
             if glued is not None and (hint is None or objective_value(problem, glued) < hint_obj):
@@ -408,13 +424,13 @@ class CpSatScheduler(Accepting):
             stats.update(part_stats, part_bound_units=round(child.used, 6))
         return max(bound, found), max(0.0, amount - child.used)
 
-    def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                           hint: SchedulingSolution | None, hint_source: str, seeds: tuple[tuple[int, ...], ...],
                           stats: dict) -> tuple[SchedulingSolution | None, str]:
         """The forced-cut relaxation's placement, sequenced, as a start candidate: (hint, hint
         source), the candidate only when shorter than ``hint``; ``stats["start_candidates"]``
         gets every candidate's objective by source."""
-        child = budget.child(self.config.forced_cut_start_share * budget.total)
+        child = budget.child(amount)
         candidate, cand_stats = forced_cut_start(problem, options, child, hint, seeds)
         budget.absorb(child, "forced_cut_start")
         stats.update(cand_stats)
@@ -426,12 +442,12 @@ class CpSatScheduler(Accepting):
             return candidate, FORCED_CUT_SOURCE
         return hint, hint_source
 
-    def _run_start(self, problem: SchedulingProblem, budget: Budget, hint: SchedulingSolution | None,
+    def _run_start(self, problem: SchedulingProblem, budget: Budget, amount: float, hint: SchedulingSolution | None,
                    hint_source: str, stats: dict, memo: dict | None) -> tuple[SchedulingSolution | None, str]:
         """The segment-run DP's placements, sequenced, as a start candidate (the pinned moves'
         proofs in ``memo`` price its device changes): (hint, hint source), the candidate only
         when shorter than ``hint``; ``stats["start_candidates"]`` gets its objective."""
-        child = budget.child(self.config.run_start_share * budget.total)
+        child = budget.child(amount)
         found, run_stats = run_start(problem, child, memo)
         budget.absorb(child, "run_start")
         stats.update(run_stats)
@@ -444,12 +460,12 @@ class CpSatScheduler(Accepting):
             return found, RUN_START_SOURCE
         return hint, hint_source
 
-    def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                        hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The placement LNS from the best start so far, as a start candidate: (hint, hint
         source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
         gets its objective, ``stats["placement_lns"]`` what it did."""
-        child = budget.child(self.config.placement_lns_share * budget.total)
+        child = budget.child(amount)
         found, lns_stats = placement_lns(problem, hint, child, seed=options.random_seed)
         budget.absorb(child, "placement_lns")
         hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
@@ -461,12 +477,12 @@ class CpSatScheduler(Accepting):
             return found, PLACEMENT_LNS_SOURCE
         return hint, hint_source
 
-    def _part_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _part_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                     hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The stitched parts from the best start so far (:mod:`solvers.scheduling.part_start`),
         as a start candidate: (hint, hint source), its schedule only when shorter than ``hint``;
         ``stats["start_candidates"]`` gets its objective where parts apply, ``stats`` its figures."""
-        child = budget.child(self.config.part_start_share * budget.total)
+        child = budget.child(amount)
         found, part_stats = part_start(problem, hint, child, seed=options.random_seed)
         if not part_stats:
             return hint, hint_source
@@ -480,12 +496,12 @@ class CpSatScheduler(Accepting):
             return found, PART_START_SOURCE
         return hint, hint_source
 
-    def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                         hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The module re-solve from the best start so far, as a start candidate: (hint, hint
         source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
         gets its objective, ``stats["module_resolve"]`` what it did."""
-        child = budget.child(self.config.module_resolve_share * budget.total)
+        child = budget.child(amount)
         found, module_stats = module_resolve(problem, hint, child, options)
         budget.absorb(child, "module_resolve")
         hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
