@@ -507,6 +507,10 @@ def run_latency(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any
     routes = lns_stats.get("by_kind", {}).get("route", {})
     row["lns_routes"] = (routes.get("neighbourhoods", 0), routes.get("improving", 0),
                          round(lns_stats.get("route_units", 0.0), 4)) if lns_stats else None
+    # the deterministic units each stage of the scheduler charged, in the order they ran, and its
+    # budget: on the memory-forced inputs the stages share it cumulatively (stage_budget)
+    row["stage_units"] = stage_units(r.stats)
+    row["stage_budget"] = (r.stats.get("dtime_budget"), r.stats.get("dtime_used"), r.stats.get("stage_budget"))
     row["not_worse_than_starts"] = (None if r.objective is None or best_start[0] is None
                                     else r.objective <= best_start[0])
 
@@ -573,6 +577,22 @@ def run_reference(root: Path, rel: str, args: argparse.Namespace) -> dict[str, A
             "reference_cpsat_status": r.status.value, "reference_cpsat_cpu_s": round(time.process_time() - cpu, 1)}
 
 
+def stage_units(stats: dict[str, Any]) -> dict[str, float]:
+    """The deterministic units a scheduler run charged per stage (its budget's log lines summed
+    by stage, in the order the stages first ran).
+
+    Examples
+    --------
+    >>> stage_units({"stages": [{"stage": "a", "dtime": 0.25}, {"stage": "main", "dtime": 0.5},
+    ...                         {"stage": "a", "dtime": 0.125}]})
+    {'a': 0.375, 'main': 0.5}
+    """
+    units: dict[str, float] = {}
+    for line in stats.get("stages") or ():
+        units[line["stage"]] = round(units.get(line["stage"], 0.0) + line["dtime"], 6)
+    return units
+
+
 def _inputs(root: Path, kind: str) -> list[str]:
     base = root / "dnn-partitioning" / kind
     return sorted(f"{p.parent.name}/{p.stem}" for p in base.glob("*/*.json"))
@@ -637,6 +657,10 @@ def main(argv: list[str] | None = None) -> int:
                       r["expert_latency"],
                       r["planner_time_s"]]
                      for r in rows_l])
+        for r in rows_l:
+            total, used, kind = r["stage_budget"]
+            print(f"stage units, {r['instance']} ({kind or 'plain'}, {used} of {total}): "
+                  + ", ".join(f"{k} {v}" for k, v in r["stage_units"].items()))
         for r in rows_l:
             if r["expert_latency"] is None and r["expert_note"] != "no expert split":
                 print(f"expert split, {r['instance']}: {r['expert_note']}")
