@@ -101,7 +101,7 @@ class ModuleResolveOptions:
     promise_first: bool = True
     # Devices a module may use: those its incumbent uses and this many more of each class of
     # interchangeable devices (same kind, same room); None: every device.
-    spare_devices: int | None = 2
+    spare_devices: int | None = 1
     # CP-SAT's interleaved portfolio (LNS workers included) for each module, or one worker's
     # plain search (interleave=False: cheaper proofs, see solvers.scheduling.pinned_moves).
     interleave: bool = True
