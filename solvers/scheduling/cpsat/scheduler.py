@@ -34,6 +34,15 @@ segment runs. When moves are still open after it and the first forced-cut probe 
 the bound) is neither refuted nor answered, the probes give up and the rest of their share
 resumes the open pinned moves (the proofs are kept in a memo, so none is proved twice).
 
+**Stage budget.** On LATENCY problems whose weights need several devices the stages before the
+main solve (segment bound, pinned moves, forced cuts, forced-cut start, segment runs, placement
+LNS, module re-solve, stitched parts: :func:`~solvers.scheduling.cpsat.options.forced_stage_shares`)
+share the budget cumulatively (:mod:`solvers.scheduling.cpsat.stage_budget`): each gets its share
+and what the earlier ones left, the shares add up to ``1 - main_share``, an overrun comes out of
+the main solve's share, and the main solve gets what is left (``stats["stage_budget"]``
+is ``"cumulative"``; ``stats["stages"]`` has each stage's units). Elsewhere a stage gets its
+share of the whole budget or what is left, and the main solve at least a fifth.
+
 **Leftover bound.** The main solve on these graphs often fixes the hint's placement and ends
 long before its share (ResNet-50 operators: it used 0.0002 units and left 1.02 of 3.36).
 After it, on the same memory-forced problems when the result is not proven,
