@@ -172,19 +172,22 @@ units, the leftover bound keeps its units; BERT-L 6, an operator graph too, not 
 Gap <= 5% on 5 of 8 (not met); never worse than HEFT, the best start or the experts on every
 input measured.
 
-Then (2026-11-29 00:21-01:10 UTC, ``PLAN_NET_SLOWDOWN=20``, load 5-20 on 2 cores; the scheduler
+Then (2026-11-29 00:21-01:32 UTC, ``PLAN_NET_SLOWDOWN=20``, load 5-20 on 2 cores; the scheduler
 run of the benchmark's latency row, 30 s = 3.36 units from the benchmark's best start, which the
-stages do not change; before = main 7bbb7d1, after = the cumulative stage budget,
+stages do not change; before = main 7bbb7d1, after = 812f785: the stage budget,
 :mod:`solvers.scheduling.cpsat.stage_budget`, and the module re-solve's spare devices and
 promise-first order; units per stage under the table): the stages before the main solve charged
-3.32 of Inception-V3's 3.36 units and the run 3.74 (the main solve's floor of a fifth); now the
-run charges 3.36 on every input. ResNet-50 operators 435.38 / 373.11 (14.30%) -> **413.79** /
-373.11 (9.83%): the module re-solve's unused share flows to the stitched parts (0.66 units
-instead of 0.20), whose exact part solves then win. Inception-V3 925.03 / 871.82 (5.75%)
-unchanged, now from the module re-solve alone (0.74 units instead of 1.03, 7.4 instead of 19
-minutes' wall at load 17-20; with 0.95 units 924.68); the remaining target (917.7) is below what
-the modules' exact optima give from the LNS's plan (about 920). Unchanged: ResNet-50 layers
-994.85 / 903.54, BERT-L 3 223.96 / 223.24 (0.32%); the others in the session's report.
+3.32 of Inception-V3's 3.36 units and the run 3.74 (the main solve's floor of a fifth); now every
+run charges at most 3.36 but for the last CP-SAT batch's overshoot (BERT-L 3: 3.55 before and
+after, its bound probe and main solve). ResNet-50 operators 435.38 / 373.11 (14.30%) ->
+**413.79** / 373.11 (9.83%): the module re-solve's unused share flows to the stitched parts (0.66
+units instead of 0.20), whose exact part solves then win. Inception-V3 925.03 / 871.82 (5.75%)
+unchanged, now from the module re-solve alone (0.74 units instead of 1.03, and a third less wall
+time); with 0.95 units 924.68, and the target (917.7) is below what the modules' exact optima
+give from the LNS's plan (about 920). Unchanged: ResNet-50 layers 994.85 / 903.54 (9.18%), GNMT
+and BERT-24 optimal, BERT-L 6 253.73 / 250.62 (1.23%); BERT-L 3 and 12 in the session's report.
+Letting the bound stages' leftovers flow on too (tried) took ResNet-50 layers' bound to 873.08:
+the forced-cut probes spent them for nothing and the leftover bound's move arrivals never ran.
 
 With ``--full-pipeline`` each throughput input is also planned as a spec with
 ``objective: {kind: max-load, contiguous: ...}`` (the importer's, times in ns) through
