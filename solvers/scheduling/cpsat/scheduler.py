@@ -302,21 +302,7 @@ class CpSatScheduler(Accepting):
         def settled() -> bool:
             return hint is not None and hint_obj <= bound
 
-        seg_share = cfg.forced_segment_bound_share if forced else cfg.segment_bound_share
-        amount = shares.allowance(seg_share)
-        if seg_share > 0 and problem.objective is Objective.LATENCY and not settled():
-            child = budget.child(amount)
-            seg, seg_stats = segment_lower_bound(problem, options, child, cfg)
-            budget.absorb(child, "segment_bound")
-            bound = max(bound, seg)
-            stats.update(seg_stats, lower_bound=bound)
-        amount = shares.allowance(cfg.pinned_move_share)
-        if cfg.pinned_move_share > 0 and split and not settled():
-            child = budget.child(amount)
-            moved, move_stats = pinned_move_bound(problem, options, child, memo)
-            budget.absorb(child, "pinned_move_bound")
-            bound = max(bound, moved)
-            stats.update(move_stats, lower_bound=bound)
+        bound = self._first_bounds(problem, options, budget, shares, hint_obj, bound, stats, memo, forced)
         amount = shares.allowance(cfg.forced_cut_share)
         if cfg.forced_cut_share > 0 and split and not settled():
             child = budget.child(amount)
@@ -370,6 +356,30 @@ class CpSatScheduler(Accepting):
                 hint_obj = objective_value(problem, hint)
                 stats.update(hint_source=hint_source, hint_objective=hint_obj)
         return hint, hint_source, bound
+
+    def _first_bounds(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, shares: StageShares,
+                      hint_obj: int | None, bound: int, stats: dict, memo: dict | None, forced: bool) -> int:
+        """The segment bound and, where memory forces cuts, the pinned moves, each with its share
+        of ``shares`` unless the hint (of objective ``hint_obj``) meets the bound: the bound."""
+        cfg = self.config
+        seg_share = cfg.forced_segment_bound_share if forced else cfg.segment_bound_share
+        amount = shares.allowance(seg_share)
+        if (seg_share > 0 and problem.objective is Objective.LATENCY
+                and not (hint_obj is not None and hint_obj <= bound)):
+            child = budget.child(amount)
+            seg, seg_stats = segment_lower_bound(problem, options, child, cfg)
+            budget.absorb(child, "segment_bound")
+            bound = max(bound, seg)
+            stats.update(seg_stats, lower_bound=bound)
+        amount = shares.allowance(cfg.pinned_move_share)
+        if (cfg.pinned_move_share > 0 and memory_forces_cuts(problem)
+                and not (hint_obj is not None and hint_obj <= bound)):
+            child = budget.child(amount)
+            moved, move_stats = pinned_move_bound(problem, options, child, memo)
+            budget.absorb(child, "pinned_move_bound")
+            bound = max(bound, moved)
+            stats.update(move_stats, lower_bound=bound)
+        return bound
 
     def _leftover_bound(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
                         result: SolveResult[SchedulingSolution], memo: dict) -> SolveResult[SchedulingSolution]:
