@@ -34,13 +34,21 @@ the check makes sure) and accepted only when its objective is strictly smaller; 
 never returns worse than its start.
 
 **Search** (:func:`module_resolve`): the modules in the order of what the incumbent spends in
-them (``end(c') - end(c)``, longest first), each solved by CP-SAT from its hint for at most
+them above their floor (largest first), each solved by CP-SAT from its hint for at most
 ``module_units`` deterministic units of the caller's budget (an exact proof ends it earlier),
 until the budget is spent. A module is solved once per incumbent neighbourhood: an accepted
 splice changes only its own module's ops, so the other modules' problems (and their proven
 optima) stay as they were except for the room, which the accepted one may have changed; those
-are tried again in a second pass. Counted, never timed: same problem, start and budget, same
-result (the wall-clock net aside).
+are tried again in later passes with ``growth`` times the units, the modules whose last solve
+gained most first (``promise_first``: a module that gained in a short solve usually gains again
+in a longer one, one that gained nothing rarely does). Each module may use the devices its
+incumbent uses and ``spare_devices`` more of each class of interchangeable devices
+(:func:`_spare_devices`): a restriction whose model is a few times smaller, so a unit goes
+further (Inception-V3, from the LNS's 955.93-ms plan with 0.75 units: every device 932.31 ms,
+two spare 929.72, one spare **925.03** in two thirds of the wall time, none 940.51; one spare
+and the modules whose last solve gained first 0.05 units each: with 0.03 units in the first
+pass 927.64). Counted, never timed: same problem, start and budget, same result (the
+wall-clock net aside).
 
 **Measured** (2026-11-28, ``PLAN_NET_SLOWDOWN=20``, load 13-16 on 2 cores). From the placement
 LNS's 955.93-ms Inception-V3 plan of the benchmark's 60-s run (``benchmarks/dnn.py --objective
@@ -96,6 +104,12 @@ class ModuleResolveOptions:
     module_units: float = 0.05
     growth: float = 2.0
     passes: int = 4
+    # Later passes solve the modules whose last solve gained most first (then by what the
+    # incumbent spends above their floor, as the first pass); False: that order in every pass.
+    promise_first: bool = True
+    # Devices a module may use: those its incumbent uses and this many more of each class of
+    # interchangeable devices (same kind, same room); None: every device.
+    spare_devices: int | None = 1
     # CP-SAT's interleaved portfolio (LNS workers included) for each module, or one worker's
     # plain search (interleave=False: cheaper proofs, see solvers.scheduling.pinned_moves).
     interleave: bool = True
@@ -319,6 +333,46 @@ def splice(problem: SchedulingProblem, sol: SchedulingSolution, module: Module,
                               tuple(sorted(transfers, key=lambda t: t.edge)))
 
 
+def _spare_devices(sub: SchedulingProblem, hint: SchedulingSolution, spare: int | None) -> SchedulingProblem:
+    """``sub`` with the devices its ``hint`` uses and the first ``spare`` others of each class
+    of interchangeable devices (by index); the rest are closed to every op and given classes
+    of their own, so value precedence holds among the open ones. A restriction: every solution
+    of it is one of ``sub`` (the hint is one), with a model a few times smaller (Inception-V3's
+    modules: 20 devices, 7-13 classes).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 1, 1, 1),) * 2, ((0, 1, 0),), (1,) * 4,
+    ...                       tuple(tuple(-1 if a == b else 0 for b in range(4)) for a in range(4)),
+    ...                       ((0,),), device_class=(0, 0, 0, 0))
+    >>> hint = SchedulingSolution((3, 3), (0, 0), (0, 1), (1, 1), ())
+    >>> r = _spare_devices(p, hint, 1)
+    >>> r.durations_cycles[0], r.device_class
+    ((1, -1, -1, 1), (0, 2, 3, 0))
+    """
+    if spare is None:
+        return sub
+    used = set(hint.op_device)
+    kinds = sub.device_class or tuple(range(sub.num_devices))
+    memory = sub.device_memory_bytes or (0,) * sub.num_devices
+    seen: dict[tuple, int] = {}
+    open_ = set(used)
+    for d in range(sub.num_devices):
+        if d in used:
+            continue
+        key = (kinds[d], memory[d])
+        seen[key] = seen.get(key, 0) + 1
+        if seen[key] <= spare:
+            open_.add(d)
+    if len(open_) == sub.num_devices:
+        return sub
+    top = max(kinds, default=0) + 1
+    return replace(sub, durations_cycles=tuple(tuple(c if d in open_ else -1 for d, c in enumerate(row))
+                                               for row in sub.durations_cycles),
+                   device_class=tuple(kinds[d] if d in open_ else top + d for d in range(sub.num_devices))
+                   if sub.device_class else ())
+
+
 def _floor(sub: SchedulingProblem) -> int:
     """A module problem's lower bound: the static bounds without the segment chain and the LP
     (on Inception-V3's modules the same values but one, at a seventh of the time)."""
@@ -392,9 +446,13 @@ def module_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget
                              "start_objective": best_obj, "gains": []}
     floors: dict[tuple, int] = {}  # a module problem's lower bound, by (room, hint)
     settled: dict[int, tuple] = {}  # per module, the problem proved optimal (at its floor or by CP-SAT)
+    gained: dict[int, int] = {}  # per module, what its last solve gained (0: nothing)
     for step in range(max(1, cfg.passes)):
         amount = budget.scale(cfg.module_units * cfg.growth ** step)
-        for k in _ranked(problem, best, found, floors, settled):
+        ranked = _ranked(problem, best, found, floors, settled)
+        if cfg.promise_first:  # the modules whose last solve gained most first (stable: then by gap)
+            ranked.sort(key=lambda k: -gained.get(k, 0))
+        for k in ranked:
             if budget.left <= 0 or budget.wall_expired():
                 break
             built = module_problem(problem, best, found[k])  # the room may have changed since ranking
@@ -404,11 +462,13 @@ def module_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget
             key = (sub.device_memory_bytes, hint)
             if settled.get(k) == key:
                 continue
+            sub = _spare_devices(sub, hint, cfg.spare_devices)
             stats["solved"] += 1
             sub_sol, status = _solve_module(sub, hint, floors.get(key), options, budget, min(amount, budget.left), cfg)
             if status is Status.OPTIMAL:
                 stats["proved"] += 1
                 settled[k] = key
+            gained[k] = 0 if sub_sol is None else objective_value(sub, hint) - objective_value(sub, sub_sol)
             if sub_sol is None:
                 continue
             trial = splice(problem, best, found[k], sub_sol)

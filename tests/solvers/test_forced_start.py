@@ -56,8 +56,9 @@ def test_a_warm_start_as_good_keeps_its_place():
     warm = sequence_slots(p, cut_slots(p), (0, 1, 0, 1, 1))
     assert objective_value(p, warm) == 29
     stats: dict = {}
-    hint, source = CpSatScheduler(_STAGES)._forced_cut_start(p, _ONE, Budget.start(5, SCHEDULING), warm,
-                                                             "options", (), stats)
+    budget = Budget.start(5, SCHEDULING)
+    hint, source = CpSatScheduler(_STAGES)._forced_cut_start(p, _ONE, budget, _STAGES.forced_cut_start_share
+                                                             * budget.total, warm, "options", (), stats)
     assert (hint, source) == (warm, "options")
     assert stats["start_candidates"] == {"options": 29, SOURCE: 29}
     # in the scheduler the forced-cut bound proves the warm start first: no candidate needed

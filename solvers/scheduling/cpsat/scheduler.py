@@ -34,6 +34,18 @@ segment runs. When moves are still open after it and the first forced-cut probe 
 the bound) is neither refuted nor answered, the probes give up and the rest of their share
 resumes the open pinned moves (the proofs are kept in a memo, so none is proved twice).
 
+**Stage budget.** On LATENCY problems whose weights need several devices the stages before the
+main solve (:func:`~solvers.scheduling.cpsat.options.forced_stage_shares`) add up to at most
+``1 - main_share`` of the budget: the bound stages (segment bound, pinned moves, forced cuts) get
+their shares, and what they leave stays for the main solve and the leftover bound after it (on
+ResNet-50 layers the move arrivals there raise the bound 873.08 -> 903.54 ms); the start stages
+(forced-cut start, segment runs, placement LNS, module re-solve, stitched parts) share theirs
+cumulatively (:mod:`solvers.scheduling.cpsat.stage_budget`): each gets its share and what the
+earlier ones left, an overrun comes out of the main solve's share, and the main solve gets what
+is left (``stats["stage_budget"]`` is ``"cumulative"``; ``stats["stages"]`` has each stage's
+units). Elsewhere a stage gets its share of the whole budget or what is left, and the main solve
+at least a fifth.
+
 **Leftover bound.** The main solve on these graphs often fixes the hint's placement and ends
 long before its share (ResNet-50 operators: it used 0.0002 units and left 1.02 of 3.36).
 After it, on the same memory-forced problems when the result is not proven,
@@ -203,6 +215,7 @@ from solvers.budget import Budget
 from solvers.core import Accepting, SolveOptions, SolveResult, Status
 from solvers.scheduling.cpsat.options import CpSatOptions, calibration
 from solvers.scheduling.cpsat.search import SOLVER_NAME, solve
+from solvers.scheduling.cpsat.stage_budget import StageShares
 from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_schedule
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
@@ -307,25 +320,19 @@ class CpSatScheduler(Accepting):
         source, bound); ``stats`` receives their figures, ``memo`` the pinned moves' proofs."""
         cfg = self.config
         hint_obj = objective_value(problem, hint) if hint is not None else None
+        split = memory_forces_cuts(problem)
+        forced = problem.objective is Objective.LATENCY and split
+        shares = StageShares(budget)  # the bound stages: their own shares, what they leave stays
+        if forced:
+            stats["stage_budget"] = "cumulative"
 
         def settled() -> bool:
             return hint is not None and hint_obj <= bound
 
-        if cfg.segment_bound_share > 0 and problem.objective is Objective.LATENCY and not settled():
-            child = budget.child(cfg.segment_bound_share * budget.total)
-            seg, seg_stats = segment_lower_bound(problem, options, child, cfg)
-            budget.absorb(child, "segment_bound")
-            bound = max(bound, seg)
-            stats.update(seg_stats, lower_bound=bound)
-        if cfg.pinned_move_share > 0 and memory_forces_cuts(problem) and not settled():
-            child = budget.child(cfg.pinned_move_share * budget.total)
-            moved, move_stats = pinned_move_bound(problem, options, child, memo)
-            budget.absorb(child, "pinned_move_bound")
-            bound = max(bound, moved)
-            stats.update(move_stats, lower_bound=bound)
-            bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
-        if cfg.forced_cut_share > 0 and memory_forces_cuts(problem) and not settled():
-            child = budget.child(cfg.forced_cut_share * budget.total)
+        bound = self._first_bounds(problem, options, budget, shares, hint_obj, bound, stats, memo, forced)
+        amount = shares.allowance(cfg.forced_cut_share)
+        if cfg.forced_cut_share > 0 and split and not settled():
+            child = budget.child(amount)
             seeds: list[tuple[int, ...]] = []
             unsettled = memo is not None and _open_moves(stats)
             cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds,
@@ -340,34 +347,45 @@ class CpSatScheduler(Accepting):
             budget.absorb(child, "forced_cut_bound")
             if unsettled:
                 bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
-            if cfg.forced_cut_start_share > 0 and not settled():
-                hint, hint_source = self._forced_cut_start(problem, options, budget, hint, hint_source,
-                                                           tuple(seeds), stats)
-                hint_obj = objective_value(problem, hint) if hint is not None else None
-        if cfg.run_start_share > 0 and problem.objective is Objective.LATENCY and memory_forces_cuts(problem) \
-                and not settled():
-            hint, hint_source = self._run_start(problem, budget, hint, hint_source, stats, memo)
+        else:
+            seeds = []
+        # the start stages share theirs cumulatively (stage_budget); what the bound stages left
+        # stays for the main solve and the leftover bound after it
+        shares = StageShares(budget, cumulative=forced)
+        amount = shares.allowance(cfg.forced_cut_start_share)
+        if cfg.forced_cut_share > 0 and cfg.forced_cut_start_share > 0 and split and not settled():
+            hint, hint_source = self._forced_cut_start(problem, options, budget, amount, hint, hint_source,
+                                                       tuple(seeds), stats)
+            hint_obj = objective_value(problem, hint) if hint is not None else None
+        amount = shares.allowance(cfg.run_start_share)
+        if cfg.run_start_share > 0 and forced and not settled():
+            hint, hint_source = self._run_start(problem, budget, amount, hint, hint_source, stats, memo)
             hint_obj = objective_value(problem, hint) if hint is not None else None
             if memo is not None and not settled():
-                hint, hint_source = self._traced_start(problem, options, budget, hint, hint_source, stats, memo)
+                hint, hint_source = self._traced_start(problem, options, budget, shares.allowance(TRACED_START_SHARE),
+                                                       hint, hint_source, stats, memo)
                 hint_obj = objective_value(problem, hint) if hint is not None else None
-        if cfg.placement_lns_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._placement_lns(problem, options, budget, hint, hint_source, stats)
+        amount = shares.allowance(cfg.placement_lns_share)
+        if cfg.placement_lns_share > 0 and hint is not None and split and not settled():
+            hint, hint_source = self._placement_lns(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         # module re-solves first: from the placement LNS's plan they reach Inception-V3 931.75 ms at
         # 60 s, from the stitched parts' (954.23) only 939.59; the parts stay a candidate after them
-        if cfg.module_resolve_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._module_resolve(problem, options, budget, hint, hint_source, stats)
+        amount = shares.allowance(cfg.module_resolve_share)
+        if cfg.module_resolve_share > 0 and hint is not None and split and not settled():
+            hint, hint_source = self._module_resolve(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
-        if cfg.part_start_share > 0 and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._part_start(problem, options, budget, hint, hint_source, stats)
+        amount = shares.allowance(cfg.part_start_share)
+        if cfg.part_start_share > 0 and hint is not None and split and not settled():
+            hint, hint_source = self._part_start(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
-        if problem.num_ops > cfg.max_full_ops and hint is not None and memory_forces_cuts(problem) and not settled():
-            hint, hint_source = self._part_resolve(problem, options, budget, hint, hint_source, stats)
+        if problem.num_ops > cfg.max_full_ops and hint is not None and split and not settled():
+            hint, hint_source = self._part_resolve(problem, options, budget, shares.allowance(PART_RESOLVE_SHARE),
+                                                   hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
-            child = budget.child(cfg.segment_schedule_share * budget.total)
+            child = budget.child(shares.allowance(0.0 if forced else cfg.segment_schedule_share))
             glued = segment_schedule(problem, options, child, cfg)
             budget.absorb(child, "segment_schedule")
             if glued is not None and (hint is None or objective_value(problem, glued) < hint_obj):
@@ -375,6 +393,31 @@ class CpSatScheduler(Accepting):
                 hint_obj = objective_value(problem, hint)
                 stats.update(hint_source=hint_source, hint_objective=hint_obj)
         return hint, hint_source, bound
+
+    def _first_bounds(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, shares: StageShares,
+                      hint_obj: int | None, bound: int, stats: dict, memo: dict | None, forced: bool) -> int:
+        """The segment bound and, where memory forces cuts, the pinned moves, each with its share
+        of ``shares`` unless the hint (of objective ``hint_obj``) meets the bound: the bound."""
+        cfg = self.config
+        seg_share = cfg.forced_segment_bound_share if forced else cfg.segment_bound_share
+        amount = shares.allowance(seg_share)
+        if (seg_share > 0 and problem.objective is Objective.LATENCY
+                and not (hint_obj is not None and hint_obj <= bound)):
+            child = budget.child(amount)
+            seg, seg_stats = segment_lower_bound(problem, options, child, cfg)
+            budget.absorb(child, "segment_bound")
+            bound = max(bound, seg)
+            stats.update(seg_stats, lower_bound=bound)
+        amount = shares.allowance(cfg.pinned_move_share)
+        if (cfg.pinned_move_share > 0 and memory_forces_cuts(problem)
+                and not (hint_obj is not None and hint_obj <= bound)):
+            child = budget.child(amount)
+            moved, move_stats = pinned_move_bound(problem, options, child, memo)
+            budget.absorb(child, "pinned_move_bound")
+            bound = max(bound, moved)
+            stats.update(move_stats, lower_bound=bound)
+            bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
+        return bound
 
     def _leftover_bound(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
                         result: SolveResult[SchedulingSolution], memo: dict) -> SolveResult[SchedulingSolution]:
@@ -462,13 +505,13 @@ class CpSatScheduler(Accepting):
             stats.update(part_stats, part_bound_units=round(child.used, 6))
         return max(bound, found), max(0.0, amount - child.used)
 
-    def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                           hint: SchedulingSolution | None, hint_source: str, seeds: tuple[tuple[int, ...], ...],
                           stats: dict) -> tuple[SchedulingSolution | None, str]:
         """The forced-cut relaxation's placement, sequenced, as a start candidate: (hint, hint
         source), the candidate only when shorter than ``hint``; ``stats["start_candidates"]``
         gets every candidate's objective by source."""
-        child = budget.child(self.config.forced_cut_start_share * budget.total)
+        child = budget.child(amount)
         candidate, cand_stats = forced_cut_start(problem, options, child, hint, seeds)
         budget.absorb(child, "forced_cut_start")
         stats.update(cand_stats)
@@ -480,12 +523,12 @@ class CpSatScheduler(Accepting):
             return candidate, FORCED_CUT_SOURCE
         return hint, hint_source
 
-    def _run_start(self, problem: SchedulingProblem, budget: Budget, hint: SchedulingSolution | None,
+    def _run_start(self, problem: SchedulingProblem, budget: Budget, amount: float, hint: SchedulingSolution | None,
                    hint_source: str, stats: dict, memo: dict | None) -> tuple[SchedulingSolution | None, str]:
         """The segment-run DP's placements, sequenced, as a start candidate (the pinned moves'
         proofs in ``memo`` price its device changes): (hint, hint source), the candidate only
         when shorter than ``hint``; ``stats["start_candidates"]`` gets its objective."""
-        child = budget.child(self.config.run_start_share * budget.total)
+        child = budget.child(amount)
         found, run_stats = run_start(problem, child, memo)
         budget.absorb(child, "run_start")
         stats.update(run_stats)
@@ -499,13 +542,13 @@ class CpSatScheduler(Accepting):
         return hint, hint_source
 
     @staticmethod
-    def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                       hint: SchedulingSolution | None, hint_source: str, stats: dict,
                       memo: dict) -> tuple[SchedulingSolution | None, str]:
         """The bound's own runs with their weight options, realised and scheduled
-        (:mod:`solvers.scheduling.traced_start`, ``TRACED_START_SHARE`` of the budget), as a start
+        (:mod:`solvers.scheduling.traced_start`, ``amount``: ``TRACED_START_SHARE`` in the stage shares), as a start
         candidate: (hint, hint source), the candidate only when shorter than ``hint``."""
-        child = budget.child(TRACED_START_SHARE * budget.total)
+        child = budget.child(amount)
         found, traced_stats = traced_start(problem, child, memo, options,
                                            objective_value(problem, hint) if hint is not None else None)
         if not traced_stats:
@@ -520,12 +563,12 @@ class CpSatScheduler(Accepting):
             return found, TRACED_START_SOURCE
         return hint, hint_source
 
-    def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                        hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The placement LNS from the best start so far, as a start candidate: (hint, hint
         source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
         gets its objective, ``stats["placement_lns"]`` what it did."""
-        child = budget.child(self.config.placement_lns_share * budget.total)
+        child = budget.child(amount)
         found, lns_stats = placement_lns(problem, hint, child, seed=options.random_seed)
         budget.absorb(child, "placement_lns")
         hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
@@ -537,12 +580,12 @@ class CpSatScheduler(Accepting):
             return found, PLACEMENT_LNS_SOURCE
         return hint, hint_source
 
-    def _part_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _part_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                     hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The stitched parts from the best start so far (:mod:`solvers.scheduling.part_start`),
         as a start candidate: (hint, hint source), its schedule only when shorter than ``hint``;
         ``stats["start_candidates"]`` gets its objective where parts apply, ``stats`` its figures."""
-        child = budget.child(self.config.part_start_share * budget.total)
+        child = budget.child(amount)
         found, part_stats = part_start(problem, hint, child, seed=options.random_seed)
         if not part_stats:
             return hint, hint_source
@@ -556,7 +599,7 @@ class CpSatScheduler(Accepting):
             return found, PART_START_SOURCE
         return hint, hint_source
 
-    def _part_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _part_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                       hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The part re-solve (:mod:`solvers.scheduling.part_resolve`) from the best start so far,
         where the main solve would only re-sequence (above ``max_full_ops``): each part searched
@@ -567,7 +610,7 @@ class CpSatScheduler(Accepting):
                                         segment_bound_share=0.0, pinned_move_share=0.0, run_start_share=0.0,
                                         segment_schedule_share=0.0))
         one = replace(options, num_workers=1, hint=None, progress=None)
-        child = budget.child(PART_RESOLVE_SHARE * budget.total)
+        child = budget.child(amount)
         found, part_stats = part_resolve(problem, hint, child, lambda sub, b: nested._solve(sub, one, b).solution)
         if not part_stats:
             return hint, hint_source
@@ -580,12 +623,12 @@ class CpSatScheduler(Accepting):
             return found, PART_RESOLVE_SOURCE
         return hint, hint_source
 
-    def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+    def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                         hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
         """The module re-solve from the best start so far, as a start candidate: (hint, hint
         source), its schedule only when shorter than ``hint``; ``stats["start_candidates"]``
         gets its objective, ``stats["module_resolve"]`` what it did."""
-        child = budget.child(self.config.module_resolve_share * budget.total)
+        child = budget.child(amount)
         found, module_stats = module_resolve(problem, hint, child, options)
         budget.absorb(child, "module_resolve")
         hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)

@@ -87,8 +87,10 @@ def finish(problem: SchedulingProblem, options: SolveOptions, budget: Budget, cf
     if (hint is not None and problem.objective is Objective.LATENCY and cfg.bound_probe_share > 0
             and problem.num_ops <= cfg.max_full_ops
             and hint_obj - bound <= cfg.bound_probe_max_gap * hint_obj):
-        probe_status, probe = probe_bound(problem, options, bound, budget,
-                                          cfg.bound_probe_share * budget.total, cfg)
+        amount = cfg.bound_probe_share * budget.total
+        if stats.get("stage_budget") == "cumulative":  # within what the stages left the main solve
+            amount = min(amount, budget.left)
+        probe_status, probe = probe_bound(problem, options, bound, budget, amount, cfg)
         stats["bound_probe"] = probe_status.value
         if probe is not None:
             obj = objective_value(problem, probe)  # <= bound by the model, >= bound as a bound
@@ -202,8 +204,11 @@ def main_solve(problem: SchedulingProblem, options: SolveOptions, budget: Budget
                      symmetry_breaking=sym)
     if hint is not None:
         add_hint(model, problem, v, hint)
-    # the main solve gets what the stages left, and at least a fifth of the budget
-    status, solver, points = run(model, options, budget, max(0.2 * budget.total, budget.left), "main",
+    # the main solve gets what the stages left, and at least a fifth of the budget; where the
+    # stages shared the budget cumulatively their shares left it at least cfg.main_share
+    # (solvers.scheduling.cpsat.stage_budget), so what is left is its whole allowance
+    floor = 0.0 if stats.get("stage_budget") == "cumulative" else 0.2 * budget.total
+    status, solver, points = run(model, options, budget, max(floor, budget.left), "main",
                                  cfg.interleave_search)
     stats.update(run_stats(solver, status, options, cfg.interleave_search))
     wall = time.perf_counter() - t0
