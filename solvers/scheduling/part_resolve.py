@@ -51,15 +51,9 @@ from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer,
                                         SchedulingSolution)
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "SHARE", "PART_UNITS", "MIN_UNITS", "resolve_problem", "splice_part", "part_resolve"]
+__all__ = ["SOURCE", "PART_UNITS", "MIN_UNITS", "resolve_problem", "splice_part", "part_resolve"]
 
 SOURCE = "part re-solve"  # the hint source the scheduler reports for this candidate
-
-SHARE = 0.2
-"""Of the scheduler's budget, where the main solve would only re-sequence (above
-``max_full_ops``): on ResNet-50 operators at the dnn benchmark's 60 s, 0.67 of 3.36 units,
-taken from the leftover bound stage, whose forced-cut probes refuted nothing there (0.84 units);
-the part bound before them needs 0.18."""
 
 PART_UNITS = 0.3
 """At most this many units per part. ResNet-50 operators, the nested scheduler with only the

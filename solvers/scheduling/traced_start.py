@@ -73,13 +73,11 @@ from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingS
 from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "SHARE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
+__all__ = ["SOURCE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
            "traced_runs", "run_devices", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
-
-SHARE = 0.1  # of the scheduler's budget at most (it runs with the segment-run start: run_start_share > 0)
 
 ARRIVAL_UNITS = 0.1  # at most for the sink-side proofs (ResNet-50 layers: 0.05 units for all 14)
 ROLE_UNITS = 0.01  # at most per change's role solves (a change of the same devices and room is solved once)

@@ -96,7 +96,7 @@ def test_the_scheduler_re_solves_parts_above_max_full_ops():
     opts = SolveOptions(num_workers=1, time_limit_s=5, hint=start)
     others_off = dict(placement_lns_share=0.0, forced_cut_start_share=0.0, run_start_share=0.0,
                       module_resolve_share=0.0, part_start_share=0.0)  # the other starts find 13 too
-    r = CpSatScheduler(CpSatOptions(max_full_ops=3, **others_off)).solve(p, opts)
+    r = CpSatScheduler(CpSatOptions(max_full_ops=3, part_resolve_share=0.2, **others_off)).solve(p, opts)
     assert r.stats["part_resolve_parts"] == 2 and r.stats["part_resolve_accepted"] >= 1
     assert r.stats["start_candidates"]["part re-solve"] < 20
     assert r.objective == 13  # one crossing, at the cheap edge c -> d

@@ -46,8 +46,9 @@ def test_the_default_shares_leave_the_main_solve_its_share():
     cfg = CpSatOptions()
     shares = dict(forced_stage_shares(cfg))
     assert list(shares) == ["segment_bound", "pinned_move_bound", "forced_cut_bound", "forced_cut_start", "run_start",
-                            "placement_lns", "module_resolve", "part_start"]
-    assert all(s > 0 for s in shares.values())
+                            "traced_start", "placement_lns", "module_resolve", "part_start", "part_resolve"]
+    # the part re-solve has no share of its own: it gets what the start stages before it left
+    assert shares.pop("part_resolve") == 0 and all(s > 0 for s in shares.values())
     assert sum(shares.values()) + cfg.main_share <= 1 + 1e-12
 
 

@@ -83,11 +83,22 @@ class CpSatOptions:
     # it charges counted units, 0.03-0.05 on the dnn layer graphs: 0.02 of 3.36 units caps it at
     # 0.067, and what it leaves flows on); 0 turns it off.
     run_start_share: float = 0.02
+    # ... and after it, at most this share (with what the segment-run start left) for the
+    # traced-runs start (solvers.scheduling.traced_start: the bound's own runs realised; ResNet-50
+    # layers 994.85 -> 947.19 ms with 0.05-0.10 units); 0 turns it off
+    traced_start_share: float = 0.04
     # LATENCY problems whose weights need several devices and that the part bound cuts into
     # parts: at most this share of the budget for the stitched parts' start after the placement
     # LNS (solvers.scheduling.part_start; Inception-V3 layers 955.93 -> 954.23 ms with 0.235 units;
-    # 0.07 until session 14, when the shares began to add up to the budget)
-    part_start_share: float = 0.06
+    # 0.07 until session 14, when the shares began to add up to the budget; 0.02 since the
+    # traced-runs start took 0.04: on ResNet-50 operators it wins with what the module re-solve
+    # leaves, 0.7-0.9 units)
+    part_start_share: float = 0.02
+    # LATENCY problems above max_full_ops whose weights need several devices: this share, with
+    # what the start stages before it left, for the part re-solve (solvers.scheduling.part_resolve).
+    # 0 by default: a share of its own came out of the leftover bound stage (ResNet-50
+    # operators' part bound 373.11 -> 334.32 ms when it had 0.2)
+    part_resolve_share: float = 0.0
     # LATENCY problems whose weights need several devices: share of the time budget spent
     # re-solving the best start's modules (the segments between clean cut ops) exactly with
     # CP-SAT, the rest of the plan fixed, after the placement LNS; a module's schedule is spliced
@@ -137,8 +148,9 @@ def forced_stage_shares(cfg: CpSatOptions) -> tuple[tuple[str, float], ...]:
     """
     return (("segment_bound", cfg.forced_segment_bound_share), ("pinned_move_bound", cfg.pinned_move_share),
             ("forced_cut_bound", cfg.forced_cut_share), ("forced_cut_start", cfg.forced_cut_start_share),
-            ("run_start", cfg.run_start_share), ("placement_lns", cfg.placement_lns_share),
-            ("module_resolve", cfg.module_resolve_share), ("part_start", cfg.part_start_share))
+            ("run_start", cfg.run_start_share), ("traced_start", cfg.traced_start_share),
+            ("placement_lns", cfg.placement_lns_share), ("module_resolve", cfg.module_resolve_share),
+            ("part_start", cfg.part_start_share), ("part_resolve", cfg.part_resolve_share))
 
 
 def as_budget(budget: Budget | float, options: SolveOptions, cfg: CpSatOptions) -> Budget:
@@ -181,6 +193,6 @@ def inner_config(cfg: CpSatOptions) -> CpSatOptions:
                         symmetry_breaking=cfg.symmetry_breaking, interleave_search=cfg.interleave_search,
                         segment_bound_share=0.0, segment_schedule_share=0.0,
                         forced_cut_share=0.0, forced_cut_start_share=0.0, placement_lns_share=0.0, run_start_share=0.0,
-                        part_start_share=0.0,
+                        part_start_share=0.0, traced_start_share=0.0, part_resolve_share=0.0,
                         module_resolve_share=0.0,
                         pinned_move_share=0.0, leftover_bound_share=0.0)

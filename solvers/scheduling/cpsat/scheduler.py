@@ -80,8 +80,8 @@ ms on Inception-V3 (the bound's 808 and 803 price a run of CPU ops as if it spre
 pool, and the ops between runs without contention), far above the contiguous split's LNS
 (about 1,000); it costs 0.02-0.05 units there (benchmarks/dnn.py).
 
-**Traced-runs start (a start candidate).** Right after it, with at most ``TRACED_START_SHARE``
-of the budget (:mod:`solvers.scheduling.traced_start`): the same DP with the pinned moves and
+**Traced-runs start (a start candidate).** Right after it, with at most ``traced_start_share``
+of the budget (and what the segment-run start left) (:mod:`solvers.scheduling.traced_start`): the same DP with the pinned moves and
 both sides' weight options (the bound's own runs, and runs whose weight cells are charged at
 their upper edges), traced back, each change's interior split by its pinned move's three-role
 model within the room the runs leave, sequenced by HEFT and, where that is near the incumbent,
@@ -124,7 +124,7 @@ the stage gained.
 
 **Part re-solve (a start candidate).** Then, on the same problems when they have more than
 ``max_full_ops`` ops (the main solve would only re-sequence the placement it gets),
-:data:`~solvers.scheduling.part_resolve.SHARE` of the budget goes to
+``part_resolve_share`` of the budget (0 by default) and what the start stages before it left go to
 :func:`~solvers.scheduling.part_resolve.part_resolve`: each part between the part bound's cut
 ops (a CNN's stages), largest gap to its floor first, searched by a nested scheduler (one
 worker, no hint; the forced-cut bound, its start and the placement LNS) in the room the
@@ -227,7 +227,6 @@ from solvers.scheduling.module_resolve import SOURCE as MODULE_RESOLVE_SOURCE
 from solvers.scheduling.module_resolve import module_resolve
 from solvers.scheduling.part_bound import LEFTOVER_SHARE as PART_BOUND_SHARE
 from solvers.scheduling.part_bound import part_bound
-from solvers.scheduling.part_resolve import SHARE as PART_RESOLVE_SHARE
 from solvers.scheduling.part_resolve import SOURCE as PART_RESOLVE_SOURCE
 from solvers.scheduling.part_resolve import part_resolve
 from solvers.scheduling.part_start import SOURCE as PART_START_SOURCE
@@ -237,7 +236,6 @@ from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.run_start import SOURCE as RUN_START_SOURCE
 from solvers.scheduling.run_start import run_start
-from solvers.scheduling.traced_start import SHARE as TRACED_START_SHARE
 from solvers.scheduling.traced_start import SOURCE as TRACED_START_SOURCE
 from solvers.scheduling.traced_start import traced_start
 from solvers.scheduling.validate import objective_value
@@ -331,24 +329,9 @@ class CpSatScheduler(Accepting):
 
         bound = self._first_bounds(problem, options, budget, shares, hint_obj, bound, stats, memo, forced)
         amount = shares.allowance(cfg.forced_cut_share)
+        seeds: list[tuple[int, ...]] = []
         if cfg.forced_cut_share > 0 and split and not settled():
-            child = budget.child(amount)
-            seeds: list[tuple[int, ...]] = []
-            unsettled = memo is not None and _open_moves(stats)
-            cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds,
-                                              contention=cfg.forced_cut_contention, give_up=unsettled)
-            bound = max(bound, cut)
-            stats.update(cut_stats, lower_bound=bound)
-            if unsettled and not cut_stats.get("forced_cut_refuted") and child.left > 0:
-                # the probes refute nothing here: what they leave goes to the open pinned moves
-                moved, move_stats = pinned_move_bound(problem, options, child, memo)
-                bound = max(bound, moved)
-                stats.update(move_stats, lower_bound=bound, pinned_moves_resumed="forced_cut_share")
-            budget.absorb(child, "forced_cut_bound")
-            if unsettled:
-                bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
-        else:
-            seeds = []
+            bound = self._forced_cut_stage(problem, options, budget, amount, hint, bound, stats, memo, seeds)
         # the start stages share theirs cumulatively (stage_budget); what the bound stages left
         # stays for the main solve and the leftover bound after it
         shares = StageShares(budget, cumulative=forced)
@@ -361,8 +344,9 @@ class CpSatScheduler(Accepting):
         if cfg.run_start_share > 0 and forced and not settled():
             hint, hint_source = self._run_start(problem, budget, amount, hint, hint_source, stats, memo)
             hint_obj = objective_value(problem, hint) if hint is not None else None
-            if memo is not None and not settled():
-                hint, hint_source = self._traced_start(problem, options, budget, shares.allowance(TRACED_START_SHARE),
+            if cfg.traced_start_share > 0 and memo is not None and not settled():
+                hint, hint_source = self._traced_start(problem, options, budget,
+                                                       shares.allowance(cfg.traced_start_share),
                                                        hint, hint_source, stats, memo)
                 hint_obj = objective_value(problem, hint) if hint is not None else None
         amount = shares.allowance(cfg.placement_lns_share)
@@ -379,8 +363,9 @@ class CpSatScheduler(Accepting):
         if cfg.part_start_share > 0 and hint is not None and split and not settled():
             hint, hint_source = self._part_start(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
+        # the part re-solve: its share (0 by default) and what the start stages before it left
         if problem.num_ops > cfg.max_full_ops and hint is not None and split and not settled():
-            hint, hint_source = self._part_resolve(problem, options, budget, shares.allowance(PART_RESOLVE_SHARE),
+            hint, hint_source = self._part_resolve(problem, options, budget, shares.allowance(cfg.part_resolve_share),
                                                    hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
@@ -393,6 +378,28 @@ class CpSatScheduler(Accepting):
                 hint_obj = objective_value(problem, hint)
                 stats.update(hint_source=hint_source, hint_objective=hint_obj)
         return hint, hint_source, bound
+
+    def _forced_cut_stage(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
+                          hint: SchedulingSolution | None, bound: int, stats: dict, memo: dict | None,
+                          seeds: list) -> int:
+        """The forced-cut bound with ``amount`` units (``seeds`` receives its placements for the
+        forced-cut start); what its probes leave where they refute nothing goes to the open pinned
+        moves, and the settled moves' arrival stage follows. The bound."""
+        child = budget.child(amount)
+        unsettled = memo is not None and _open_moves(stats)
+        cut, cut_stats = forced_cut_bound(problem, options, child, floor=bound, hint=hint, found=seeds,
+                                          contention=self.config.forced_cut_contention, give_up=unsettled)
+        bound = max(bound, cut)
+        stats.update(cut_stats, lower_bound=bound)
+        if unsettled and not cut_stats.get("forced_cut_refuted") and child.left > 0:
+            # the probes refute nothing here: what they leave goes to the open pinned moves
+            moved, move_stats = pinned_move_bound(problem, options, child, memo)
+            bound = max(bound, moved)
+            stats.update(move_stats, lower_bound=bound, pinned_moves_resumed="forced_cut_share")
+        budget.absorb(child, "forced_cut_bound")
+        if unsettled:
+            bound = self._settled_move_stage(problem, options, budget, bound, stats, memo)
+        return bound
 
     def _first_bounds(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, shares: StageShares,
                       hint_obj: int | None, bound: int, stats: dict, memo: dict | None, forced: bool) -> int:
@@ -546,7 +553,7 @@ class CpSatScheduler(Accepting):
                       hint: SchedulingSolution | None, hint_source: str, stats: dict,
                       memo: dict) -> tuple[SchedulingSolution | None, str]:
         """The bound's own runs with their weight options, realised and scheduled
-        (:mod:`solvers.scheduling.traced_start`, ``amount``: ``TRACED_START_SHARE`` in the stage shares), as a start
+        (:mod:`solvers.scheduling.traced_start`, ``amount``: ``traced_start_share`` in the stage shares), as a start
         candidate: (hint, hint source), the candidate only when shorter than ``hint``."""
         child = budget.child(amount)
         found, traced_stats = traced_start(problem, child, memo, options,
