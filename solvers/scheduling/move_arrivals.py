@@ -28,8 +28,9 @@ takes the least step per weight), as for the source side.
 The levels are fractions (:data:`~solvers.scheduling.move_weights.LEVELS`) of the least
 ``W_B`` of a schedule at the move's minimum. Options are made only where the sink pool has a
 memory limit and the move's pinned proof is settled. The proofs are kept in the caller's
-memo (the pinned moves' one) under :data:`ARRIVALS`, so the scheduler's leftover stage can
-resume them.
+memo (the pinned moves' one) under :data:`ARRIVALS`, per pinned proof and interior weights
+(:func:`~solvers.scheduling.move_weights.weight_cell_keys`), so the scheduler's leftover stage
+can resume them.
 """
 
 from __future__ import annotations

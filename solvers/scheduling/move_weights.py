@@ -29,7 +29,9 @@ The levels are fractions (:data:`LEVELS`) of the least ``W_A`` of a schedule at 
 minimum (a second solve minimising ``W_A`` with the step at most that minimum; any value is
 sound, this one puts the levels where the step jumps). Options are made only for pool
 pairs whose source pool has a memory limit (elsewhere the weight costs nothing) and only for
-moves whose pinned proof is settled (their minimum is known).
+moves whose pinned proof is settled (their minimum is known). They are kept per pinned proof
+*and* interior weights (:func:`weight_cell_keys`): repeated blocks of other weights share the
+proof of their move but not its cells.
 
 Measured on Inception-V3 layers (module 18, 2026-11-28): minimum 38.39 ms with at least 0.309
 GiB on a; ``W_A`` below 0.75, 0.5 of that: 58.27 and 58.47 ms; below it: 38.75 ms.
