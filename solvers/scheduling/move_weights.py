@@ -181,8 +181,9 @@ def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: di
     memory limit (``segment_run_bound``'s ``move_options``), proving the missing ones in
     ``order`` (middle segments) within ``budget`` (None: none; with ``within``, only those of changes
     within one pool, or only the others); ``cells`` (kept by the caller) maps a job's
-    :func:`weight_cell_keys` key to its options (None: nothing to refine), so none is proved twice. A pool pair gets options only
-    when all its device pairs have them (the DP takes the least of their steps per weight).
+    :func:`weight_cell_keys` key to its options (None: nothing to refine), so none is proved
+    twice. A pool pair gets options only when all its device pairs have them (the DP takes the
+    least of their steps per weight).
     ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
     ``role_model`` (passed in: that module calls this one). ``only``: prove only these cell keys.
     """
