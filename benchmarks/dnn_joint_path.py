@@ -48,14 +48,14 @@ def realised_path(problem, moves, memo, options, seed: int) -> tuple[list[int], 
     from solvers.scheduling import segment_runs
     from solvers.scheduling.joint_cells import JOINT_CELLS, joint_options, traced_changes
     from solvers.scheduling.move_arrivals import weight_on_sink
-    from solvers.scheduling.move_weights import held_by_op, middle_segments, weight_on_source
+    from solvers.scheduling.move_weights import held_by_op, middle_segments, weight_cell_keys, weight_on_source
     from solvers.scheduling.pinned_moves import move_floor_tables, move_proof_key, pinned_move_problem, role_model
 
     keys = [move_proof_key(p) for _, _, p in moves.jobs]
     tables = move_floor_tables(moves, [memo.get(k, (0.0, False))[0] for k in keys])
     terms = segment_runs._run_terms(moves.pruned, moves.segments, moves.floors, moves.cuts, tables, with_masks=False)
     held, middles = held_by_op(moves), middle_segments(moves)
-    joint, origins = joint_options(moves, keys, memo, memo.setdefault(JOINT_CELLS, {}), held, middles)
+    joint, origins = joint_options(moves, keys, memo, memo.setdefault(JOINT_CELLS, {}), weight_cell_keys(moves, keys))
     value, changes = traced_changes(terms, joint)
     if not math.isfinite(value):
         return None

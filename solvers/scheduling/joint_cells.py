@@ -36,7 +36,8 @@ the path used is proved jointly. Then the DP runs again, until its path uses onl
 cells that its runs fill, or the budget is spent. Measured on ResNet-50 layers (docs/bounds.md).
 
 Cells are kept in the pinned moves' memo under :data:`JOINT_CELLS`, per move proof and
-interior weights (two segments of one shape but other weights never share cells).
+interior weights (:func:`~solvers.scheduling.move_weights.weight_cell_keys`, the two sides'
+key too: two segments of one shape but other weights never share cells).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ from solvers.budget import Budget
 from solvers.core import SolveOptions, Status
 from solvers.cpsat_support import integer_objective_bound
 from solvers.scheduling.move_arrivals import ARRIVALS, weight_on_sink
-from solvers.scheduling.move_weights import held_by_op, middle_segments, weight_on_source
+from solvers.scheduling.move_weights import weight_cell_keys, weight_on_source
 from solvers.scheduling import segment_runs
 from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, PinnedMoves, move_floor_tables, move_proof_key,
                                              pinned_moves, role_model)
@@ -258,19 +259,15 @@ def _prefix_argmin(row: np.ndarray) -> np.ndarray:
     return np.maximum.accumulate(np.where(fresh, np.arange(len(row)), 0))
 
 
-def _cell_key(moves: PinnedMoves, job: int, held: dict[int, int], middles: Sequence[int]) -> tuple:
-    """A job's cells' key: its proof's and its interior weights."""
-    j, _, pinned = moves.jobs[job]
-    return move_proof_key(pinned), tuple(held[o] for o in moves.segments[middles[j]][1][1:-1])
-
-
 def joint_options(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, cells: dict,
-                  held: dict[int, int], middles: Sequence[int]) -> tuple[list[dict | None], list[dict | None]]:
+                  cell_keys: Sequence[tuple]) -> tuple[list[dict | None], list[dict | None]]:
     """Per middle segment, ``segment_run_bound``'s ``move_options`` from the joint cells (a
     pool pair only when every device pair of it is settled with a finite minimum; a job without
     cells yet gets them from the two sides' options in ``memo``, or its minimum alone), and per
     middle segment and pool pair, the (cells key, the cell's lower edges) of each option (edges,
-    not indices: a split renumbers the cells above it)."""
+    not indices: a split renumbers the cells above it). ``keys``: the jobs' proof keys;
+    ``cell_keys``: their :func:`~solvers.scheduling.move_weights.weight_cell_keys`, which key the
+    joint cells and the two sides' cells they start from."""
     tables: list[dict | None] = [None] * moves.num_middles
     origins: list[dict | None] = [None] * moves.num_middles
     by_pair: dict[tuple[int, tuple[int, int]], list[int]] = {}
@@ -283,10 +280,10 @@ def joint_options(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, cells: 
             settled = memo.get(keys[i], (0.0, False))
             if not settled[1] or not math.isfinite(settled[0]):
                 break
-            key = _cell_key(moves, i, held, middles)
+            key = cell_keys[i]
             if key not in cells:
                 alone = [(0, float(settled[0]))]
-                cells[key] = JointCells.crossed(source_cells.get(keys[i]) or alone, sink_cells.get(keys[i]) or alone)
+                cells[key] = JointCells.crossed(source_cells.get(key) or alone, sink_cells.get(key) or alone)
             grid = cells[key]
             found += grid.options()
             where += [(key, (a, b)) for a in grid.source for b in grid.sink]
@@ -403,22 +400,22 @@ def joint_cell_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
     if not any(memo.get(key, (0.0, False))[1] for key in keys):
         return 0, {}
     cells = memo.setdefault(JOINT_CELLS, {})
-    held, middles = held_by_op(moves), middle_segments(moves)
+    cell_keys = weight_cell_keys(moves, keys)
     tables = move_floor_tables(moves, [memo.get(key, (0.0, False))[0] for key in keys])
     terms = segment_runs._run_terms(moves.pruned, moves.segments, moves.floors, moves.cuts, tables, with_masks=False)
     if terms is None:
         return 0, {}
     total = terms[6]
     limited = [0 < c < total for c in moves.pools.capacity]
-    job_of = {}
-    for i in range(len(moves.jobs)):
-        job_of.setdefault(_cell_key(moves, i, held, middles), i)
+    job_of: dict[tuple, int] = {}
+    for i, key in enumerate(cell_keys):
+        job_of.setdefault(key, i)
     closed, rounds, proofs = False, 0, 0
     while rounds < _MAX_ROUNDS:
         if budget.left <= 0 or budget.wall_expired():
             break
         rounds += 1
-        joint, origins = joint_options(moves, keys, memo, cells, held, middles)
+        joint, origins = joint_options(moves, keys, memo, cells, cell_keys)
         _, changes = traced_changes(terms, joint)
         budget.charge(budget.scale(_DP_UNITS_PER_SEGMENT * moves.num_middles))
         todo = _split_on_path(changes, origins, cells, limited, moves.pools.capacity)
@@ -426,7 +423,7 @@ def joint_cell_bound(problem: SchedulingProblem, options: SolveOptions, budget: 
             closed = True
             break
         proofs += _prove_cells(moves, todo, cells, job_of, options, budget)
-    joint, _ = joint_options(moves, keys, memo, cells, held, middles)
+    joint, _ = joint_options(moves, keys, memo, cells, cell_keys)
     value = segment_runs.segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts,
                                            move_floors=tables, move_options=joint, unit_count=UNIT_COUNT)
     stats = {"joint_cell_bound": value, "joint_cell_rounds": rounds, "joint_cell_proofs": proofs,

@@ -28,8 +28,9 @@ takes the least step per weight), as for the source side.
 The levels are fractions (:data:`~solvers.scheduling.move_weights.LEVELS`) of the least
 ``W_B`` of a schedule at the move's minimum. Options are made only where the sink pool has a
 memory limit and the move's pinned proof is settled. The proofs are kept in the caller's
-memo (the pinned moves' one) under :data:`ARRIVALS`, so the scheduler's leftover stage can
-resume them.
+memo (the pinned moves' one) under :data:`ARRIVALS`, per pinned proof and interior weights
+(:func:`~solvers.scheduling.move_weights.weight_cell_keys`), so the scheduler's leftover stage
+can resume them.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from typing import Any, Callable, Sequence
 from solvers.budget import Budget
 from solvers.core import SolveOptions
 from solvers.scheduling.move_weights import (held_by_op, middle_segments, role_weight_levels, settled_limited_jobs,
-                                             weight_in_role)
+                                             weight_cell_keys, weight_in_role)
 from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_moves,
                                              role_model)
 from solvers.scheduling.problem import SchedulingProblem
@@ -83,22 +84,25 @@ def arrival_jobs(moves: Any, keys: Sequence[tuple], memo: dict) -> list[int]:
 
 def _prove_arrivals(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
                     budget: Budget, build: Callable[[SchedulingProblem], Any]) -> None:
-    """Prove the sink-side options of every job of :func:`arrival_jobs` not in ``cells`` yet,
-    changes within one pool first, in segment order, within ``budget``."""
+    """Prove the sink-side options of every job of :func:`arrival_jobs` not in ``cells`` yet
+    (by :func:`~solvers.scheduling.move_weights.weight_cell_keys`: the proofs read the interior
+    weights), changes within one pool first, in segment order, within ``budget``."""
     held = held_by_op(moves)
     segment_of = middle_segments(moves)
+    cell_keys = weight_cell_keys(moves, keys)
     wanted = arrival_jobs(moves, keys, memo)
     ordered = sorted(wanted, key=lambda i: (moves.jobs[i][1][0] != moves.jobs[i][1][1], moves.jobs[i][0]))
-    todo = list(dict.fromkeys(keys[i] for i in ordered if keys[i] not in cells))
-    first = {key: i for i, key in reversed(list(enumerate(keys)))}
+    todo = list(dict.fromkeys(cell_keys[i] for i in ordered if cell_keys[i] not in cells))
+    first = {key: i for i, key in reversed(list(enumerate(cell_keys)))}
     for done, key in enumerate(todo):
         if budget.left <= 0 or budget.wall_expired():
             break
-        j, _, pinned = moves.jobs[first[key]]
+        i = first[key]
+        j, _, pinned = moves.jobs[i]
         ops = moves.segments[segment_of[j]][1]
         amount = budget.left / min(len(todo) - done, 4)
         cells[key] = arrival_levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
-                                    int(memo[key][0]), options, budget, amount)
+                                    int(memo[keys[i]][0]), options, budget, amount)
 
 
 def combined_options(moves: Any, keys: Sequence[tuple], memo: dict, source_cells: dict,
@@ -106,7 +110,10 @@ def combined_options(moves: Any, keys: Sequence[tuple], memo: dict, source_cells
     """Per middle segment, ``segment_run_bound``'s ``move_options`` with both sides (module
     Notes): per device pair, its source-side cells (or the move's minimum alone) crossed with
     its sink-side cells (or the minimum alone); a pool pair gets options only when every one of
-    its device pairs has a settled finite minimum and some device pair has cells."""
+    its device pairs has a settled finite minimum and some device pair has cells. ``keys``: the
+    jobs' proof keys; the cells are looked up by
+    :func:`~solvers.scheduling.move_weights.weight_cell_keys`."""
+    cell_keys = weight_cell_keys(moves, keys)
     tables: list[MoveOptions | None] = [None] * moves.num_middles
     by_pair: dict[tuple[int, tuple[int, int]], list] = {}
     for i, (j, pair, _) in enumerate(moves.jobs):
@@ -118,9 +125,9 @@ def combined_options(moves: Any, keys: Sequence[tuple], memo: dict, source_cells
             if not settled[1] or not math.isfinite(settled[0]):
                 break
             alone = [(0, float(settled[0]))]
-            source = source_cells.get(keys[i]) or alone
-            sink = sink_cells.get(keys[i]) or alone
-            refined = refined or bool(source_cells.get(keys[i]) or sink_cells.get(keys[i]))
+            source = source_cells.get(cell_keys[i]) or alone
+            sink = sink_cells.get(cell_keys[i]) or alone
+            refined = refined or bool(source_cells.get(cell_keys[i]) or sink_cells.get(cell_keys[i]))
             found += [(w, v, max(t, u)) for w, t in source for v, u in sink]
         else:
             if refined:
@@ -172,7 +179,8 @@ def move_arrival_bound(problem: SchedulingProblem, options: SolveOptions, budget
     combined = combined_options(moves, keys, memo, source_cells, sink_cells)
     value = segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts, move_floors=tables,
                               move_options=combined)
-    done = sum(1 for key in dict.fromkeys(keys[i] for i in arrival_jobs(moves, keys, memo)) if key in sink_cells)
-    stats = {"move_arrival_bound": value, "move_arrivals": len({keys[i] for i in arrival_jobs(moves, keys, memo)}),
-             "move_arrivals_done": done}
+    cell_keys = weight_cell_keys(moves, keys)
+    wanted = dict.fromkeys(cell_keys[i] for i in arrival_jobs(moves, keys, memo))
+    stats = {"move_arrival_bound": value, "move_arrivals": len(wanted),
+             "move_arrivals_done": sum(1 for key in wanted if key in sink_cells)}
     return value, stats

@@ -29,7 +29,9 @@ The levels are fractions (:data:`LEVELS`) of the least ``W_A`` of a schedule at 
 minimum (a second solve minimising ``W_A`` with the step at most that minimum; any value is
 sound, this one puts the levels where the step jumps). Options are made only for pool
 pairs whose source pool has a memory limit (elsewhere the weight costs nothing) and only for
-moves whose pinned proof is settled (their minimum is known).
+moves whose pinned proof is settled (their minimum is known). They are kept per pinned proof
+*and* interior weights (:func:`weight_cell_keys`): repeated blocks of other weights share the
+proof of their move but not its cells.
 
 Measured on Inception-V3 layers (module 18, 2026-11-28): minimum 38.39 ms with at least 0.309
 GiB on a; ``W_A`` below 0.75, 0.5 of that: 58.27 and 58.47 ms; below it: 38.75 ms.
@@ -50,7 +52,7 @@ from solvers.scheduling.segment_runs import MoveOptions
 from solvers.scheduling.structure import segment_ranges, topological_order
 
 __all__ = ["LEVELS", "weight_in_role", "weight_on_source", "role_weight_levels", "move_weight_levels", "held_by_op",
-           "settled_limited_jobs", "middle_segments", "weight_jobs", "move_weight_options"]
+           "settled_limited_jobs", "middle_segments", "weight_cell_keys", "weight_jobs", "move_weight_options"]
 
 # The levels, as fractions of the least weight a cheapest move leaves on its source device
 # (the cell below the last one is where Inception-V3's moves jump: module Notes).
@@ -133,6 +135,32 @@ def settled_limited_jobs(moves: Any, keys: Sequence[tuple], memo: dict, side: in
             if limited[pools[side]] and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])]
 
 
+def weight_cell_keys(moves: Any, keys: Sequence[tuple]) -> list[tuple]:
+    """Per pinned-move job, the key its weight cells are kept under (both sides' and the joint
+    ones): its proof's (``keys[i]``) and the held weights of its segment's interior ops, what the
+    cells' proofs read (the three-role model, and the weights they cap). Two segments of one
+    shape but other weights never share cells: cells proved for heavier interior ops say that
+    little weight left on a device costs more than it does for lighter ones, above the optimum
+    (``tests/solvers/test_move_weights.py``). The pools' memory limits are no part of it: no
+    proof reads them (they pick the jobs that get cells, and the DP charges the cells' weights
+    against them).
+
+    Examples
+    --------
+    >>> from solvers.scheduling.pinned_moves import move_proof_key, pinned_moves
+    >>> p = SchedulingProblem(((1, 1),) * 4, ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1, 1),
+    ...                       ((-1, 0), (0, -1)), ((5,),) * 4, device_memory_bytes=(6, 6),
+    ...                       op_resident_bytes=(4, 1, 2, 4), device_class=(0, 0))
+    >>> moves = pinned_moves(p)
+    >>> [key[1] for key in weight_cell_keys(moves, [move_proof_key(q) for _, _, q in moves.jobs])]
+    [(1, 2)]
+    """
+    held = held_by_op(moves)
+    segment_of = middle_segments(moves)
+    return [(keys[i], tuple(held[o] for o in moves.segments[segment_of[j]][1][1:-1]))
+            for i, (j, _, _) in enumerate(moves.jobs)]
+
+
 def weight_jobs(moves: Any, keys: Sequence[tuple], memo: dict) -> list[int]:
     """The pinned-move jobs that get weight options: settled with a finite minimum in ``memo``,
     from a pool with a memory limit."""
@@ -152,34 +180,37 @@ def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: di
     """Per middle segment, the move options of every settled pinned move whose source pool has a
     memory limit (``segment_run_bound``'s ``move_options``), proving the missing ones in
     ``order`` (middle segments) within ``budget`` (None: none; with ``within``, only those of changes
-    within one pool, or only the others); ``cells`` (kept by the caller) maps a job key to its
-    options (None: nothing to refine), so none is proved twice. A pool pair gets options only
-    when all its device pairs have them (the DP takes the least of their steps per weight).
+    within one pool, or only the others); ``cells`` (kept by the caller) maps a job's
+    :func:`weight_cell_keys` key to its options (None: nothing to refine), so none is proved
+    twice. A pool pair gets options only when all its device pairs have them (the DP takes the
+    least of their steps per weight).
     ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
-    ``role_model`` (passed in: that module calls this one). ``only``: prove only these job keys.
+    ``role_model`` (passed in: that module calls this one). ``only``: prove only these cell keys.
     """
     held = held_by_op(moves)
     segment_of = middle_segments(moves)
+    cell_keys = weight_cell_keys(moves, keys)
     wanted = weight_jobs(moves, keys, memo)
     rank = {j: r for r, j in enumerate(order)}
     picked = [i for i in wanted if (within is None or (moves.jobs[i][1][0] == moves.jobs[i][1][1]) == within)
-              and (only is None or keys[i] in only)]
-    todo = sorted(dict.fromkeys(keys[i] for i in picked if keys[i] not in cells),
-                  key=lambda key: min(rank.get(moves.jobs[i][0], len(rank)) for i in picked if keys[i] == key))
-    first = {key: i for i, key in reversed(list(enumerate(keys)))}
+              and (only is None or cell_keys[i] in only)]
+    todo = sorted(dict.fromkeys(cell_keys[i] for i in picked if cell_keys[i] not in cells),
+                  key=lambda key: min(rank.get(moves.jobs[i][0], len(rank)) for i in picked if cell_keys[i] == key))
+    first = {key: i for i, key in reversed(list(enumerate(cell_keys)))}
     for done, key in enumerate(todo):
         if budget is None or build is None or budget.left <= 0 or budget.wall_expired():
             break
-        j, _, pinned = moves.jobs[first[key]]
+        i = first[key]
+        j, _, pinned = moves.jobs[i]
         ops = moves.segments[segment_of[j]][1]
         amount = budget.left / min(len(todo) - done, 4)
         cells[key] = move_weight_levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
-                                        int(memo[key][0]), options, budget, amount)
+                                        int(memo[keys[i]][0]), options, budget, amount)
     tables: list[MoveOptions | None] = [None] * moves.num_middles
     by_pair: dict[tuple[int, tuple[int, int]], list] = {}
     for i in wanted:
         j, pair, _ = moves.jobs[i]
-        by_pair.setdefault((j, pair), []).append(cells.get(keys[i]))
+        by_pair.setdefault((j, pair), []).append(cells.get(cell_keys[i]))
     for (j, pair), found in by_pair.items():
         devices = sum(1 for jj, pp, _ in moves.jobs if (jj, pp) == (j, pair))
         if len(found) < devices or any(f is None for f in found):

@@ -71,7 +71,7 @@ from solvers.budget import Budget
 from solvers.core import SolveOptions, Status
 from solvers.scheduling.bounds import bound_segments, segment_floor, segment_problems
 from solvers.scheduling.forced_cuts import memory_forces_cuts
-from solvers.scheduling.move_weights import move_weight_options, weight_jobs
+from solvers.scheduling.move_weights import move_weight_options, weight_cell_keys, weight_jobs
 from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.segment_runs import segment_run_bound, segment_run_trace
@@ -450,10 +450,11 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
     if moves is None:
         return 0, {}
     keys = [move_proof_key(pinned) for _, _, pinned in moves.jobs]
+    cell_keys = weight_cell_keys(moves, keys)
     memo = {} if memo is None else memo
     cells = memo.setdefault(_WEIGHTS, {})
-    asked, weigh = memo.setdefault(_WANTED, ({}, {}))  # ordered sets: moves, weight options
-    closed = _follow_paths(moves, keys, memo, options, budget, weights)
+    asked, weigh = memo.setdefault(_WANTED, ({}, {}))  # ordered sets: moves, weight options (cell keys)
+    closed = _follow_paths(moves, keys, cell_keys, memo, options, budget, weights)
     proven = [memo.get(key, (0.0, False))[0] for key in keys]
     tables = move_floor_tables(moves, proven)
     weighed = move_weight_options(moves, keys, memo, cells, options, None, []) if weights else None
@@ -470,12 +471,13 @@ def pinned_move_bound(problem: SchedulingProblem, options: SolveOptions, budget:
     return value, stats
 
 
-def _follow_paths(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, options: SolveOptions, budget: Budget,
-                  weights: bool) -> bool:
+def _follow_paths(moves: PinnedMoves, keys: Sequence[tuple], cell_keys: Sequence[tuple], memo: dict,
+                  options: SolveOptions, budget: Budget, weights: bool) -> bool:
     """Prove the moves (and with ``weights`` their options) on the traced DP's path until it
     uses only settled ones (see :func:`pinned_move_bound`); first with every move at its
     proven minimum, then with each weighed move at its dearest option. Whether both rounds
-    closed within ``budget``. Each traced DP is charged by its number of segments."""
+    closed within ``budget``. Each traced DP is charged by its number of segments. ``keys``: the
+    jobs' proof keys; ``cell_keys``: their weight cells' (:func:`~solvers.scheduling.move_weights.weight_cell_keys`)."""
     first = {key: i for i, key in reversed(list(enumerate(keys)))}
     cells, (asked, weighed) = memo[_WEIGHTS], memo[_WANTED]
     weighable = set(_weighable_jobs(moves, keys)) if weights else set()
@@ -484,13 +486,13 @@ def _follow_paths(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, options
         while True:
             if budget.left <= 0 or budget.wall_expired():
                 return False
-            path = _traced_moves(moves, keys, memo, cells if dearest else None, budget)
+            path = _traced_moves(moves, keys, cell_keys, memo, cells if dearest else None, budget)
             if path is None:
                 break
             on_path = [i for i, (j, pair, _) in enumerate(moves.jobs) if (j, pair) in path]
             todo = list(dict.fromkeys(keys[i] for i in on_path
                                       if not memo.get(keys[i], (0.0, False))[1] and keys[i] not in tried))
-            weigh = list(dict.fromkeys(keys[i] for i in on_path if i in weighable and keys[i] not in cells
+            weigh = list(dict.fromkeys(cell_keys[i] for i in on_path if i in weighable and cell_keys[i] not in cells
                                        and memo.get(keys[i], (0.0, False))[1] and math.isfinite(memo[keys[i]][0])))
             if not todo and not weigh:
                 break
@@ -511,15 +513,15 @@ def _weighable_jobs(moves: PinnedMoves, keys: Sequence[tuple]) -> list[int]:
     return weight_jobs(moves, keys, settled_all)
 
 
-def _traced_moves(moves: PinnedMoves, keys: Sequence[tuple], memo: dict, cells: dict | None,
-                  budget: Budget) -> set[tuple[int, tuple[int, int]]] | None:
+def _traced_moves(moves: PinnedMoves, keys: Sequence[tuple], cell_keys: Sequence[tuple], memo: dict,
+                  cells: dict | None, budget: Budget) -> set[tuple[int, tuple[int, int]]] | None:
     """The (middle segment, pool pair) of each device change on the path of the segment-run
     DP with the moves proved so far (``cells``: each weighed move at its dearest option's
     step); None where the DP has no finite path."""
     prices = []
-    for key in keys:
+    for key, cell_key in zip(keys, cell_keys):
         value = memo.get(key, (0.0, False))[0]
-        found = None if cells is None else cells.get(key)
+        found = None if cells is None else cells.get(cell_key)
         if found:
             value = max(value, max(step for _, step in found))
         prices.append(value)
@@ -556,5 +558,25 @@ def _prove_moves(moves: PinnedMoves, todo: Sequence[tuple], first: dict, memo: d
 
 def move_proof_key(pinned: SchedulingProblem) -> tuple:
     """The key a pinned move's proof is kept under in the scheduler's memo: moves that are the
-    same problem (repeated blocks, the same pair) share a proof."""
-    return (pinned.edges, pinned.durations_cycles, pinned.transfer_cycles, pinned.colocation_groups)
+    same problem (repeated blocks, the same pair) share a proof.
+
+    It holds everything :func:`role_model` reads: the edges, the durations (which also say the
+    pinned devices a and b), the transfers, the colocation groups, the streams (a's and b's)
+    and the link table (the a-b link's id, the links to and from the other devices). A memo
+    serves one problem, where the last two never differ, but a key that leaves out what its
+    proof read is wrong for any other use of it. Not the interior ops' weights: the move's
+    proof does not read them (its weight cells do: :func:`~solvers.scheduling.move_weights.weight_cell_keys`).
+
+    Examples
+    --------
+    Three links, one per pair of devices or one each way between 0 and 1 (the same
+    transfers): other proofs.
+
+    >>> one = SchedulingProblem(((0, 0, 0), (2, 3, 3), (1, 1, 1)), ((0, 1, 8), (1, 2, 8)), (1, 1, 1),
+    ...                         ((-1, 0, 1), (0, -1, 2), (1, 2, -1)), ((5, 5, 5), (5, 5, 5)))
+    >>> each = replace(one, link_of=((-1, 0, 1), (2, -1, 1), (1, 1, -1)))
+    >>> move_proof_key(pinned_move_problem(one, 0, 1)) == move_proof_key(pinned_move_problem(each, 0, 1))
+    False
+    """
+    return (pinned.edges, pinned.durations_cycles, pinned.transfer_cycles, pinned.colocation_groups,
+            pinned.device_streams, pinned.link_of)

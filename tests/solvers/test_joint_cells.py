@@ -16,7 +16,7 @@ from solvers.scheduling import CpSatOptions, CpSatScheduler, SchedulingProblem
 from solvers.scheduling import segment_runs
 from solvers.scheduling.joint_cells import JOINT_CELLS, UNIT_COUNT, JointCells, joint_cell_bound, joint_options, traced_changes
 from solvers.scheduling.move_arrivals import move_arrival_bound
-from solvers.scheduling.move_weights import held_by_op, middle_segments
+from solvers.scheduling.move_weights import weight_cell_keys
 from solvers.scheduling.pinned_moves import move_floor_tables, move_proof_key, pinned_move_bound, pinned_moves
 from tests.solvers.test_move_arrivals import dear_joins
 from tests.solvers.test_pinned_moves import memory_forced_graphs
@@ -89,8 +89,7 @@ def _traced_and_bound(p: SchedulingProblem) -> tuple[float, int] | None:
     terms = segment_runs._run_terms(moves.pruned, moves.segments, moves.floors, moves.cuts, tables, with_masks=False)
     if terms is None:
         return None
-    options, _ = joint_options(moves, keys, memo, memo.setdefault(JOINT_CELLS, {}), held_by_op(moves),
-                               middle_segments(moves))
+    options, _ = joint_options(moves, keys, memo, memo.setdefault(JOINT_CELLS, {}), weight_cell_keys(moves, keys))
     value, _ = traced_changes(terms, options)
     bound = segment_runs.segment_run_bound(moves.pruned, moves.segments, moves.floors, moves.cuts,
                                            move_floors=tables, move_options=options, unit_count=UNIT_COUNT)
