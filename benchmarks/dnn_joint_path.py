@@ -35,6 +35,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
+from benchmarks.dnn_runs import placement_scheduled
 
 __all__ = ["realised_path", "run_path", "main"]
 
@@ -121,18 +122,14 @@ def realised_path(problem, moves, memo, options, seed: int) -> tuple[list[int], 
 
 
 def run_path(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
-    from dataclasses import replace
-
     from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
     from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
     from solvers.budget import SCHEDULING, Budget
     from solvers.core import SolveOptions
-    from solvers.scheduling import CpSatScheduler
     from solvers.scheduling.joint_cells import joint_cell_bound
     from solvers.scheduling.move_arrivals import move_arrival_bound
     from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves
-    from solvers.scheduling.validate import validate_schedule
 
     ms = 1 / CYCLES_PER_MS
     w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
@@ -154,14 +151,7 @@ def run_path(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
         return row
     placement, steps = realised
     row["steps"] = [(round(a * ms, 3), round(b * ms, 3)) for a, b in steps]
-    rows = tuple(tuple(c if d == placement[i] else -1 for d, c in enumerate(r))
-                 for i, r in enumerate(problem.durations_cycles))
-    fixed = replace(problem, durations_cycles=rows, colocation_groups=(), device_class=())
-    r = CpSatScheduler().solve(fixed, SolveOptions(time_limit_s=args.time_limit, num_workers=1,
-                                                   random_seed=args.seed, search="deterministic"))
-    row["plan"] = r.objective * ms if r.objective is not None else None
-    row["plan_status"] = r.status.value
-    row["valid"] = r.solution is not None and not validate_schedule(problem, r.solution)
+    row.update(placement_scheduled(problem, placement, args, ms))
     row["wall_s"] = round(time.perf_counter() - t0, 1)
     return row
 

@@ -44,23 +44,19 @@ if __package__ in (None, ""):
 
 from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
 
-__all__ = ["run_realised", "main"]
+__all__ = ["run_realised", "placement_scheduled", "main"]
 
 
 def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
-    from dataclasses import replace
-
     from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
     from planner.reductions.scheduling import to_problem
     from planner.spec import load_spec
     from solvers.budget import SCHEDULING, Budget
     from solvers.core import SolveOptions
-    from solvers.scheduling import CpSatScheduler
     from solvers.scheduling.move_arrivals import ARRIVALS, combined_options, move_arrival_bound
     from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_move_bound,
                                                  pinned_moves)
     from solvers.scheduling.traced_start import realised_placement, traced_runs
-    from solvers.scheduling.validate import validate_schedule
 
     ms = 1 / CYCLES_PER_MS
     w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
@@ -83,16 +79,28 @@ def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, An
     cut_ops = list(moves.cuts)
     row["runs"] = [(run[0], cut_ops[run[1]], cut_ops[run[2]]) for run in runs]
     placement = realised_placement(moves.pruned, moves, runs, one, Budget.start(args.units, SCHEDULING))
+    row.update(placement_scheduled(problem, placement, args, ms))
+    row["wall_s"] = round(time.perf_counter() - t0, 1)
+    return row
+
+
+def placement_scheduled(problem: Any, placement: list[int], args: argparse.Namespace, ms: float) -> dict[str, Any]:
+    """``placement`` scheduled exactly (CP-SAT with every op on its device, one worker,
+    deterministic, ``args.time_limit``): the plan in ms, the solver's status, and whether the
+    schedule is valid for ``problem`` (its memory included)."""
+    from dataclasses import replace
+
+    from solvers.core import SolveOptions
+    from solvers.scheduling import CpSatScheduler
+    from solvers.scheduling.validate import validate_schedule
+
     rows = tuple(tuple(c if d == placement[i] else -1 for d, c in enumerate(r))
                  for i, r in enumerate(problem.durations_cycles))
     fixed = replace(problem, durations_cycles=rows, colocation_groups=(), device_class=())
     r = CpSatScheduler().solve(fixed, SolveOptions(time_limit_s=args.time_limit, num_workers=1,
                                                    random_seed=args.seed, search="deterministic"))
-    row["plan"] = r.objective * ms if r.objective is not None else None
-    row["plan_status"] = r.status.value
-    row["valid"] = r.solution is not None and not validate_schedule(problem, r.solution)
-    row["wall_s"] = round(time.perf_counter() - t0, 1)
-    return row
+    return {"plan": r.objective * ms if r.objective is not None else None, "plan_status": r.status.value,
+            "valid": r.solution is not None and not validate_schedule(problem, r.solution)}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,7 +46,7 @@ from typing import Any, Callable, Sequence
 from solvers.budget import Budget
 from solvers.scheduling.bounds import bound_segments, lower_bound
 from solvers.scheduling.part_bound import part_cuts
-from solvers.scheduling.part_start import original_parts, part_problem
+from solvers.scheduling.part_start import original_parts, part_problem, pinned_op
 from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
 from solvers.scheduling.validate import objective_value, validate_schedule
@@ -92,17 +92,6 @@ def _weights_elsewhere(problem: SchedulingProblem, sol: SchedulingSolution, part
     return held
 
 
-def _pin(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
-    """``sub`` with op ``j`` allowed only on ``device``, which gets a class of its own (the
-    other devices stay interchangeable as they were)."""
-    row = tuple(c if d == device else FORBIDDEN for d, c in enumerate(sub.durations_cycles[j]))
-    kinds = sub.device_class or tuple(range(sub.num_devices))
-    classes: dict[tuple, int] = {}
-    dclass = tuple(classes.setdefault((kinds[d], d == device), len(classes)) for d in range(sub.num_devices))
-    return replace(sub, durations_cycles=sub.durations_cycles[:j] + (row,) + sub.durations_cycles[j + 1:],
-                   device_class=dclass)
-
-
 def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: Sequence[int],
                     cuts: Sequence[int], k: int) -> tuple[SchedulingProblem, list[int], list[int]]:
     """Part ``k``'s problem in the room ``sol``'s other parts leave, both cut ops pinned to
@@ -132,7 +121,7 @@ def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: S
             tuple(FORBIDDEN if d in full and sub.resident_bytes(j) > 0 else c for d, c in enumerate(row))
             for j, row in enumerate(sub.durations_cycles)))
     if k < len(cuts):
-        sub = _pin(sub, ops.index(cuts[k]), sol.op_device[cuts[k]])
+        sub = pinned_op(sub, ops.index(cuts[k]), sol.op_device[cuts[k]])
     return sub, ops, inside
 
 

@@ -64,7 +64,7 @@ from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer,
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "MODES", "original_parts", "part_problem", "stitched", "part_start"]
+__all__ = ["SOURCE", "MODES", "original_parts", "part_problem", "pinned_op", "stitched", "part_start"]
 
 SOURCE = "stitched parts"  # the hint source the scheduler reports for this candidate
 
@@ -249,7 +249,7 @@ def _pass_units(problem: SchedulingProblem) -> float:
     return build_units(problem.num_ops + len(problem.edges), HEFT_ELEMENTS_PER_UNIT)
 
 
-def _pinned(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
+def pinned_op(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
     """``sub`` with op ``j`` allowed only on ``device`` (which then has a class of its own)."""
     row = tuple(c if d == device else FORBIDDEN for d, c in enumerate(sub.durations_cycles[j]))
     kinds = sub.device_class or tuple(range(sub.num_devices))
@@ -287,7 +287,7 @@ def _stitch(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int]
         starts = []
         if incumbent is not None:
             if keep and k < len(cuts):
-                sub = _pinned(sub, ops.index(cuts[k]), incumbent.op_device[cuts[k]])
+                sub = pinned_op(sub, ops.index(cuts[k]), incumbent.op_device[cuts[k]])
             if k > 0 and not keep:
                 _align(problem, view, incumbent.op_device[cuts[k - 1]], sub.allowed_devices(0)[0])
             budget.charge(budget.scale(_pass_units(sub)))
