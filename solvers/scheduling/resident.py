@@ -4,9 +4,10 @@
 ops read (``SchedulingProblem.shared_resident``) is held once per device that runs a reader,
 as lowering allocates it and as the validator, the exact model and the pre-check count it
 (:meth:`~solvers.scheduling.problem.SchedulingProblem.device_resident_bytes`). A
-:class:`ResidentLedger` keeps that count incrementally for the heuristics (HEFT, the placement
-LNS, the hierarchical LNS, max-load, re-planning), so none refuses a device for bytes it
-already holds. With no shared tensor it counts exactly ``op_resident_bytes``, as they did.
+:class:`ResidentLedger` keeps that count incrementally for HEFT, its first-fit fallback and the
+placement LNS (the hierarchical LNS, list search's screen and re-planning's caps count with
+``device_resident_bytes`` directly), so none refuses a device for bytes it already holds.
+Max-load's ``PlacementProblem`` still counts per reader. With no shared tensor it counts exactly ``op_resident_bytes``, as they did.
 """
 
 from __future__ import annotations
