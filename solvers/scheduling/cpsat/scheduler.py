@@ -269,6 +269,21 @@ def _segment_floor(options: SolveOptions):
     return lambda part, budget: segment_lower_bound(part, one, budget)[0]
 
 
+
+def _offered(problem: SchedulingProblem, stats: dict, hint: SchedulingSolution | None, hint_source: str,
+             found: SchedulingSolution | None, source: str) -> tuple[SchedulingSolution | None, str]:
+    """A start stage's schedule ``found`` offered against the best start so far: its objective
+    goes to ``stats["start_candidates"]`` under ``source``; (found, source) when it is strictly
+    shorter than ``hint`` (or there is none), else (hint, hint source)."""
+    hint_obj = objective_value(problem, hint) if hint is not None else None
+    found_obj = objective_value(problem, found) if found is not None else None
+    stats.setdefault("start_candidates", {hint_source: hint_obj})[source] = found_obj
+    if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
+        stats.update(hint_source=source, hint_objective=found_obj)
+        return found, source
+    return hint, hint_source
+
+
 class CpSatScheduler(Accepting):
     """Joint placement and scheduling with CP-SAT (see the module Notes).
 
@@ -539,14 +554,7 @@ class CpSatScheduler(Accepting):
         found, run_stats = run_start(problem, child, memo)
         budget.absorb(child, "run_start")
         stats.update(run_stats)
-        hint_obj = objective_value(problem, hint) if hint is not None else None
-        found_obj = objective_value(problem, found) if found is not None else None
-        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
-        candidates[RUN_START_SOURCE] = found_obj
-        if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
-            stats.update(hint_source=RUN_START_SOURCE, hint_objective=found_obj)
-            return found, RUN_START_SOURCE
-        return hint, hint_source
+        return _offered(problem, stats, hint, hint_source, found, RUN_START_SOURCE)
 
     @staticmethod
     def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
@@ -562,13 +570,7 @@ class CpSatScheduler(Accepting):
             return hint, hint_source
         budget.absorb(child, "traced_start")
         stats.update(traced_stats)
-        hint_obj = objective_value(problem, hint) if hint is not None else None
-        found_obj = objective_value(problem, found) if found is not None else None
-        stats.setdefault("start_candidates", {hint_source: hint_obj})[TRACED_START_SOURCE] = found_obj
-        if found_obj is not None and (hint_obj is None or found_obj < hint_obj):
-            stats.update(hint_source=TRACED_START_SOURCE, hint_objective=found_obj)
-            return found, TRACED_START_SOURCE
-        return hint, hint_source
+        return _offered(problem, stats, hint, hint_source, found, TRACED_START_SOURCE)
 
     def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                        hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
@@ -578,14 +580,9 @@ class CpSatScheduler(Accepting):
         child = budget.child(amount)
         found, lns_stats = placement_lns(problem, hint, child, seed=options.random_seed)
         budget.absorb(child, "placement_lns")
-        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
-        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
-        candidates[PLACEMENT_LNS_SOURCE] = found_obj
+        offered = _offered(problem, stats, hint, hint_source, found, PLACEMENT_LNS_SOURCE)
         stats["placement_lns"] = lns_stats
-        if found_obj < hint_obj:
-            stats.update(hint_source=PLACEMENT_LNS_SOURCE, hint_objective=found_obj)
-            return found, PLACEMENT_LNS_SOURCE
-        return hint, hint_source
+        return offered
 
     def _part_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                     hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
@@ -598,13 +595,7 @@ class CpSatScheduler(Accepting):
             return hint, hint_source
         budget.absorb(child, "part_start")
         stats.update(part_stats)
-        hint_obj = objective_value(problem, hint)
-        found_obj = objective_value(problem, found) if found is not None else None
-        stats.setdefault("start_candidates", {hint_source: hint_obj})[PART_START_SOURCE] = found_obj
-        if found_obj is not None and found_obj < hint_obj:
-            stats.update(hint_source=PART_START_SOURCE, hint_objective=found_obj)
-            return found, PART_START_SOURCE
-        return hint, hint_source
+        return _offered(problem, stats, hint, hint_source, found, PART_START_SOURCE)
 
     def _part_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                       hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
@@ -623,12 +614,7 @@ class CpSatScheduler(Accepting):
             return hint, hint_source
         budget.absorb(child, "part_resolve")
         stats.update(part_stats, part_resolve_units=round(child.used, 6))
-        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
-        stats.setdefault("start_candidates", {hint_source: hint_obj})[PART_RESOLVE_SOURCE] = found_obj
-        if found_obj < hint_obj:
-            stats.update(hint_source=PART_RESOLVE_SOURCE, hint_objective=found_obj)
-            return found, PART_RESOLVE_SOURCE
-        return hint, hint_source
+        return _offered(problem, stats, hint, hint_source, found, PART_RESOLVE_SOURCE)
 
     def _module_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                         hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
@@ -638,11 +624,6 @@ class CpSatScheduler(Accepting):
         child = budget.child(amount)
         found, module_stats = module_resolve(problem, hint, child, options)
         budget.absorb(child, "module_resolve")
-        hint_obj, found_obj = objective_value(problem, hint), objective_value(problem, found)
-        candidates = stats.setdefault("start_candidates", {hint_source: hint_obj})
-        candidates[MODULE_RESOLVE_SOURCE] = found_obj
+        offered = _offered(problem, stats, hint, hint_source, found, MODULE_RESOLVE_SOURCE)
         stats["module_resolve"] = dict(module_stats, units=round(child.used, 6))
-        if found_obj < hint_obj:
-            stats.update(hint_source=MODULE_RESOLVE_SOURCE, hint_objective=found_obj)
-            return found, MODULE_RESOLVE_SOURCE
-        return hint, hint_source
+        return offered
