@@ -113,6 +113,25 @@ def select(names: Sequence[str], subset: str | None, per_group: bool = True) -> 
     return [x for x in names if any(fnmatch.fnmatch(x, p) for p in pats)]
 
 
+def dnn_input_names(root: Path, kind: str = "latency-inputs") -> list[str]:
+    """The dnn-partitioning inputs of ``kind`` (``latency-inputs`` or ``throughput-inputs``)
+    under ``root``, as ``group/name``, sorted."""
+    base = root / "dnn-partitioning" / kind
+    return sorted(f"{p.parent.name}/{p.stem}" for p in base.glob("*/*.json"))
+
+
+def latency_problem(root: Path, rel: str) -> tuple[Any, Any]:
+    """(the workload, the scheduling problem) of the dnn latency input ``rel`` under ``root``,
+    imported as ``plan`` imports it (objective latency)."""
+    from planner.importers.dnn_partitioning import dnn_to_spec, read_dnn_json
+    from planner.reductions.scheduling import to_problem
+    from planner.spec import load_spec
+
+    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
+    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    return w, problem
+
+
 def write_results(family: str, rows: list[dict[str, Any]], summary: dict[str, Any],
                   args: argparse.Namespace, out: str | None = None) -> Path:
     """Write ``{"family", "machine", "settings", "summary", "instances"}`` as JSON."""

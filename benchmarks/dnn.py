@@ -216,7 +216,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
+from benchmarks._common import (add_common_args, data_dir, dnn_input_names, latency_problem, print_table, select,
+                               write_results)
 
 __all__ = ["published_results", "to_placement_problem", "run_max_load_pipeline", "run_throughput", "run_latency",
            "run_reference", "expert_misfit", "main"]
@@ -559,9 +560,7 @@ def run_reference(root: Path, rel: str, args: argparse.Namespace) -> dict[str, A
     ``--search`` mode. Objectives in ms, CPU seconds of each step."""
     from dataclasses import replace
 
-    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
-    from planner.reductions.scheduling import to_problem
-    from planner.spec import load_spec
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS
     from solvers.budget import SCHEDULING, Budget
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler, HeftScheduler
@@ -570,8 +569,7 @@ def run_reference(root: Path, rel: str, args: argparse.Namespace) -> dict[str, A
     from solvers.scheduling.placement_lns import PlacementLnsOptions, placement_lns
     from solvers.scheduling.validate import validate_schedule
 
-    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
-    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    _, problem = latency_problem(root, rel)
     opts = SolveOptions(time_limit_s=args.time_limit, num_workers=args.workers, random_seed=args.seed,
                         search=args.search)
     starts = [r.solution for r in (HeftScheduler().solve(problem, opts), ContiguousSplitScheduler().solve(problem, opts))
@@ -610,11 +608,6 @@ def stage_units(stats: dict[str, Any]) -> dict[str, float]:
     return units
 
 
-def _inputs(root: Path, kind: str) -> list[str]:
-    base = root / "dnn-partitioning" / kind
-    return sorted(f"{p.parent.name}/{p.stem}" for p in base.glob("*/*.json"))
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(ap, time_limit=30.0)
@@ -630,7 +623,7 @@ def main(argv: list[str] | None = None) -> int:
     published = published_results(root / "dnn-partitioning" / "..")
     rows_t, rows_l = [], []
     if args.objective in ("throughput", "both"):
-        for rel in select(_inputs(root, "throughput-inputs"), args.subset):
+        for rel in select(dnn_input_names(root, "throughput-inputs"), args.subset):
             row = run_throughput(root, rel, args, published)
             rows_t.append(row)
             if not args.quiet:
@@ -656,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
                       r["direct_objective_ns"] * ms, r["direct_bound_ns"] * ms, r["direct_status"], r["direct_time_s"],
                       r["equal"], r["planner_split_paper_ms"], r["replayed"]] for r in pipeline_rows])
     if args.objective in ("latency", "both"):
-        for rel in select(_inputs(root, "latency-inputs"), args.subset):
+        for rel in select(dnn_input_names(root, "latency-inputs"), args.subset):
             row = run_latency(root, rel, args)
             rows_l.append(row)
             if not args.quiet:
@@ -726,7 +719,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main_reference(root: Path, args: argparse.Namespace) -> int:
     rows = []
-    for rel in select(_inputs(root, "latency-inputs"), args.subset):
+    for rel in select(dnn_input_names(root, "latency-inputs"), args.subset):
         rows.append(run_reference(root, rel, args))
         if not args.quiet:
             print(rows[-1], flush=True)

@@ -34,7 +34,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
+from benchmarks._common import (add_common_args, data_dir, dnn_input_names, latency_problem, print_table, select,
+                               write_results)
 from benchmarks.dnn_runs import placement_scheduled
 
 __all__ = ["realised_path", "run_path", "main"]
@@ -122,9 +123,7 @@ def realised_path(problem, moves, memo, options, seed: int) -> tuple[list[int], 
 
 
 def run_path(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
-    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
-    from planner.reductions.scheduling import to_problem
-    from planner.spec import load_spec
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS
     from solvers.budget import SCHEDULING, Budget
     from solvers.core import SolveOptions
     from solvers.scheduling.joint_cells import joint_cell_bound
@@ -132,8 +131,7 @@ def run_path(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
     from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves
 
     ms = 1 / CYCLES_PER_MS
-    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
-    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    _, problem = latency_problem(root, rel)
     row: dict[str, Any] = {"instance": rel}
     one = SolveOptions(num_workers=1)
     memo: dict = {}
@@ -162,7 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--units", type=float, default=6.0, help="deterministic units for each bound stage")
     args = ap.parse_args(argv)
     root = data_dir(args.data)
-    names = sorted(f"{p.parent.name}/{p.stem}" for p in (root / "dnn-partitioning" / "latency-inputs").glob("*/*.json"))
+    names = dnn_input_names(root)
     rows = [run_path(root, rel, args) for rel in select(names, args.subset or "LayerGraphs/resnet50*")]
     print_table("The joint-cell DP's path realised (ms)",
                 ["input", "pinned DP", "arrivals", "joint cells", "plan", "status", "valid"],

@@ -41,7 +41,8 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
+from benchmarks._common import (add_common_args, data_dir, dnn_input_names, latency_problem, print_table, select,
+                               write_results)
 
 __all__ = ["run_parts", "main"]
 
@@ -61,9 +62,7 @@ def _relaxed(sub, seconds: float) -> tuple[float, float]:
 
 
 def run_parts(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
-    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
-    from planner.reductions.scheduling import to_problem
-    from planner.spec import load_spec
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS
     from solvers.core import SolveOptions
     from solvers.scheduling import CpSatScheduler
     from solvers.scheduling.bounds import bound_segments, lower_bound
@@ -71,8 +70,7 @@ def run_parts(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
     from solvers.scheduling.part_bound import part_cuts, part_problems
     from solvers.scheduling.part_start import original_parts, stitched
 
-    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
-    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    _, problem = latency_problem(root, rel)
     pruned, _ = bound_segments(problem)
     cuts = part_cuts(pruned)
     row: dict[str, Any] = {"instance": rel, "parts": []}
@@ -107,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relax-limit", type=float, default=60.0, help="seconds of CP-SAT per part relaxation")
     args = ap.parse_args(argv)
     root = data_dir(args.data)
-    names = sorted(f"{p.parent.name}/{p.stem}" for p in (root / "dnn-partitioning" / "latency-inputs").glob("*/*.json"))
+    names = dnn_input_names(root)
     rows = [run_parts(root, rel, args) for rel in select(names, args.subset or "OperatorGraphs/resnet50*")]
     print_table("Parts (ms): relaxation with contention, exact part solve (objective / proven bound)",
                 ["input", "part", "ops", "relaxed", "exact", "proven", "status"],

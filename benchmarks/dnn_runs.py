@@ -42,15 +42,14 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks._common import add_common_args, data_dir, print_table, select, write_results
+from benchmarks._common import (add_common_args, data_dir, dnn_input_names, latency_problem, print_table, select,
+                               write_results)
 
 __all__ = ["run_realised", "placement_scheduled", "main"]
 
 
 def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
-    from planner.importers.dnn_partitioning import CYCLES_PER_MS, dnn_to_spec, read_dnn_json
-    from planner.reductions.scheduling import to_problem
-    from planner.spec import load_spec
+    from planner.importers.dnn_partitioning import CYCLES_PER_MS
     from solvers.budget import SCHEDULING, Budget
     from solvers.core import SolveOptions
     from solvers.scheduling.move_arrivals import ARRIVALS, combined_options, move_arrival_bound
@@ -59,8 +58,7 @@ def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, An
     from solvers.scheduling.traced_start import realised_placement, traced_runs
 
     ms = 1 / CYCLES_PER_MS
-    w = read_dnn_json(root / "dnn-partitioning" / "latency-inputs" / f"{rel}.json")
-    problem, _ = to_problem(load_spec(dnn_to_spec(w, name=rel.split("/")[-1], objective="latency")))
+    _, problem = latency_problem(root, rel)
     row: dict[str, Any] = {"instance": rel}
     one = SolveOptions(num_workers=1)
     memo: dict = {}
@@ -109,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--units", type=float, default=6.0, help="deterministic units for each bound stage")
     args = ap.parse_args(argv)
     root = data_dir(args.data)
-    names = sorted(f"{p.parent.name}/{p.stem}" for p in (root / "dnn-partitioning" / "latency-inputs").glob("*/*.json"))
+    names = dnn_input_names(root)
     rows = [run_realised(root, rel, args) for rel in select(names, args.subset or "LayerGraphs/resnet50*")]
     print_table("The segment-run DP's runs realised (ms)",
                 ["input", "pinned DP", "bound", "traced", "plan", "status", "valid"],
