@@ -40,8 +40,8 @@ from typing import Any, Callable, Sequence
 
 from solvers.budget import Budget
 from solvers.core import SolveOptions
-from solvers.scheduling.move_weights import (held_by_op, middle_segments, role_weight_levels, settled_limited_jobs,
-                                             weight_cell_keys, weight_in_role)
+from solvers.scheduling.move_weights import (prove_cells, role_weight_levels, settled_limited_jobs, weight_cell_keys,
+                                             weight_in_role)
 from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_moves,
                                              role_model)
 from solvers.scheduling.problem import SchedulingProblem
@@ -87,22 +87,11 @@ def _prove_arrivals(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, 
     """Prove the sink-side options of every job of :func:`arrival_jobs` not in ``cells`` yet
     (by :func:`~solvers.scheduling.move_weights.weight_cell_keys`: the proofs read the interior
     weights), changes within one pool first, in segment order, within ``budget``."""
-    held = held_by_op(moves)
-    segment_of = middle_segments(moves)
     cell_keys = weight_cell_keys(moves, keys)
     wanted = arrival_jobs(moves, keys, memo)
     ordered = sorted(wanted, key=lambda i: (moves.jobs[i][1][0] != moves.jobs[i][1][1], moves.jobs[i][0]))
     todo = list(dict.fromkeys(cell_keys[i] for i in ordered if cell_keys[i] not in cells))
-    first = {key: i for i, key in reversed(list(enumerate(cell_keys)))}
-    for done, key in enumerate(todo):
-        if budget.left <= 0 or budget.wall_expired():
-            break
-        i = first[key]
-        j, _, pinned = moves.jobs[i]
-        ops = moves.segments[segment_of[j]][1]
-        amount = budget.left / min(len(todo) - done, 4)
-        cells[key] = arrival_levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
-                                    int(memo[keys[i]][0]), options, budget, amount)
+    prove_cells(moves, keys, cell_keys, memo, cells, todo, arrival_levels, build, options, budget)
 
 
 def combined_options(moves: Any, keys: Sequence[tuple], memo: dict, source_cells: dict,

@@ -51,7 +51,7 @@ from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.segment_runs import MoveOptions
 from solvers.scheduling.structure import segment_ranges, topological_order
 
-__all__ = ["LEVELS", "weight_in_role", "weight_on_source", "role_weight_levels", "move_weight_levels", "held_by_op",
+__all__ = ["LEVELS", "prove_cells", "weight_in_role", "weight_on_source", "role_weight_levels", "move_weight_levels", "held_by_op",
            "settled_limited_jobs", "middle_segments", "weight_cell_keys", "weight_jobs", "move_weight_options"]
 
 # The levels, as fractions of the least weight a cheapest move leaves on its source device
@@ -173,6 +173,27 @@ def middle_segments(moves: Any) -> list[int]:
     return [k for k, (_, _, source, sink) in enumerate(ranges) if source is not None and sink is not None]
 
 
+def prove_cells(moves: Any, keys: Sequence[tuple], cell_keys: Sequence[tuple], memo: dict, cells: dict,
+                todo: Sequence[tuple], levels: Callable[..., Any], build: Callable[[SchedulingProblem], Any],
+                options: SolveOptions, budget: Budget) -> None:
+    """Prove the cells of ``todo`` (:func:`weight_cell_keys` keys) in order into ``cells``, each
+    by ``levels`` (:func:`move_weight_levels`, or the sink side's ``arrival_levels``) on its first
+    job's pinned move with ``build`` (``role_model``), within an even share of what is left of
+    ``budget`` over at most the next four; stops when the budget or its wall-clock net runs out."""
+    held = held_by_op(moves)
+    segment_of = middle_segments(moves)
+    first = {key: i for i, key in reversed(list(enumerate(cell_keys)))}
+    for done, key in enumerate(todo):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        i = first[key]
+        j, _, pinned = moves.jobs[i]
+        ops = moves.segments[segment_of[j]][1]
+        amount = budget.left / min(len(todo) - done, 4)
+        cells[key] = levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
+                            int(memo[keys[i]][0]), options, budget, amount)
+
+
 def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: dict, options: SolveOptions,
                         budget: Budget | None, order: Sequence[int], within: bool | None = None,
                         build: Callable[[SchedulingProblem], Any] | None = None,
@@ -187,8 +208,6 @@ def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: di
     ``moves`` is a :class:`~solvers.scheduling.pinned_moves.PinnedMoves` and ``build`` its
     ``role_model`` (passed in: that module calls this one). ``only``: prove only these cell keys.
     """
-    held = held_by_op(moves)
-    segment_of = middle_segments(moves)
     cell_keys = weight_cell_keys(moves, keys)
     wanted = weight_jobs(moves, keys, memo)
     rank = {j: r for r, j in enumerate(order)}
@@ -196,16 +215,8 @@ def move_weight_options(moves: Any, keys: Sequence[tuple], memo: dict, cells: di
               and (only is None or cell_keys[i] in only)]
     todo = sorted(dict.fromkeys(cell_keys[i] for i in picked if cell_keys[i] not in cells),
                   key=lambda key: min(rank.get(moves.jobs[i][0], len(rank)) for i in picked if cell_keys[i] == key))
-    first = {key: i for i, key in reversed(list(enumerate(cell_keys)))}
-    for done, key in enumerate(todo):
-        if budget is None or build is None or budget.left <= 0 or budget.wall_expired():
-            break
-        i = first[key]
-        j, _, pinned = moves.jobs[i]
-        ops = moves.segments[segment_of[j]][1]
-        amount = budget.left / min(len(todo) - done, 4)
-        cells[key] = move_weight_levels(lambda pinned=pinned: build(pinned), [held[o] for o in ops[1:-1]],
-                                        int(memo[keys[i]][0]), options, budget, amount)
+    if budget is not None and build is not None:
+        prove_cells(moves, keys, cell_keys, memo, cells, todo, move_weight_levels, build, options, budget)
     tables: list[MoveOptions | None] = [None] * moves.num_middles
     by_pair: dict[tuple[int, tuple[int, int]], list] = {}
     for i in wanted:
