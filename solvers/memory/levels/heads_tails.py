@@ -62,7 +62,7 @@ from solvers.dag import WaitDeadlock
 from solvers.memory.levels.bandwidth import slow_traffic_lower_bound
 from solvers.memory.levels.cpsat import build_level_model, exact_model_fits
 from solvers.memory.levels.greedy import plan_all_slow, plan_greedy
-from solvers.memory.levels.link_holds import LinkHold, hold_objective_terms, hold_violations, with_lag_floors
+from solvers.memory.levels.link_holds import LinkHold, hold_objective_terms, hold_violations, replay_to_lag_floors
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, Transfer, TransferKind
 from solvers.memory.levels.split import SplitMap
 from solvers.memory.levels.validate import op_duration_lower_bounds, replay_levels, validate_levels
@@ -286,17 +286,11 @@ def retime_heads_tails(problem: LevelProblem, solution: LevelSolution, ht: Heads
 
 def _retimed(problem: LevelProblem, solution: LevelSolution, op_release, tensor_ready,
              link_holds: tuple[LinkHold, ...] = ()) -> LevelSolution:
-    r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready, link_holds=link_holds)
-    if any(h.lags for h in link_holds):  # round trips: raise each head to its lags, until nothing moves
-        for _ in range(len(link_holds) + 1):
-            raised = with_lag_floors(link_holds, r.link_start)
-            if raised == link_holds:
-                break
-            link_holds = raised
-            r = replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready,
-                              link_holds=link_holds)
-        else:
-            raise WaitDeadlock("deadlock: link holds' round trips wait on each other")
+    r, settled = replay_to_lag_floors(  # round trips: each head raised to its lags, until nothing moves
+        lambda holds: replay_levels(problem, solution, op_release=op_release, tensor_ready=tensor_ready,
+                                    link_holds=holds), link_holds)
+    if not settled:
+        raise WaitDeadlock("deadlock: link holds' round trips wait on each other")
     transfers = tuple(Transfer(tr.kind, tr.tensor, tr.gap, tr.trigger_op, tr.release_op, s, tr.duration_cycles)
                       for tr, s in zip(solution.transfers, r.transfer_start))
     return LevelSolution(solution.in_fast, solution.kept, transfers, r.op_start, r.op_duration,

@@ -64,7 +64,7 @@ from solvers.core import SolveOptions, SolveResult, Status, failure_result
 from solvers.cpsat_support import integer_objective_bound
 from solvers.memory.levels.heads_tails import (HeadsTails, SentDeadline, copy_ready, sent_deadline_violations,
                                                settle_deadlines)
-from solvers.memory.levels.link_holds import with_lag_floors
+from solvers.memory.levels.link_holds import replay_to_lag_floors
 from solvers.memory.levels.hierarchy import HierarchyProblem, HierarchySolution
 from solvers.memory.levels.hierarchy_bounds import op_cycle_lower_bounds
 from solvers.memory.levels.hierarchy_greedy import plan_hierarchy_all_home, plan_hierarchy_greedy
@@ -132,14 +132,10 @@ def hierarchy_objective(problem: HierarchyProblem, solution: HierarchySolution, 
 
 def _retimed(problem: HierarchyProblem, solution: HierarchySolution, op_release, tensor_ready,
              link_holds=()) -> HierarchySolution:
-    r = replay_hierarchy(problem, solution, op_release, tensor_ready, link_holds)
-    if any(h.lags for h in link_holds):  # round trips: raise each head to its lags, until nothing moves
-        for _ in range(len(link_holds) + 1):
-            raised = with_lag_floors(link_holds, r.link_start)
-            if raised == link_holds:
-                break
-            link_holds = raised
-            r = replay_hierarchy(problem, solution, op_release, tensor_ready, link_holds)
+    # round trips: each head raised to its lags, until nothing moves (as two levels; unlike them, a
+    # replay whose heads do not settle is kept, not refused as a deadlock)
+    r, _ = replay_to_lag_floors(lambda holds: replay_hierarchy(problem, solution, op_release, tensor_ready, holds),
+                                link_holds)
     moves = tuple(replace(m, start_cycle=s) for m, s in zip(solution.moves, r.move_start))
     return HierarchySolution(solution.level, solution.kept, moves, r.op_start, r.op_duration,
                              solution.split_factors, r.link_start)

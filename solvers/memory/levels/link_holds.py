@@ -30,12 +30,13 @@ of :func:`~solvers.memory.levels.validate.replay_levels`) and the validator
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any, Callable
 
 from solvers.memory.levels.bandwidth import SHARE_UNITS, bandwidth_spans
 from solvers.memory.levels.problem import LevelProblem, LevelSolution, TransferKind
 
 __all__ = ["LinkHold", "hold_waits", "add_hold_waits", "hold_violations", "add_link_hold_vars",
-           "add_link_hold_waits", "hold_objective_terms", "with_lag_floors", "add_hold_keys",
+           "add_link_hold_waits", "hold_objective_terms", "with_lag_floors", "replay_to_lag_floors", "add_hold_keys",
            "hold_rule_violations", "add_enforced", "hold_op_waits", "hold_ops", "add_hold_wait_constraints"]
 
 
@@ -227,6 +228,22 @@ def with_lag_floors(holds, link_starts) -> tuple:
     replays until nothing moves)."""
     return tuple(replace(h, head=max([h.head] + [link_starts[j] + lag for j, lag in h.lags])) if h.lags else h
                  for h in holds)
+
+
+def replay_to_lag_floors(replay: Callable[[tuple], Any], holds: tuple) -> tuple[Any, bool]:
+    """``replay(holds)`` (a replay with ``.link_start``), and with round trips (holds with lags)
+    again with each head raised to its lags (:func:`with_lag_floors`) until nothing moves, at
+    most ``len(holds) + 1`` rounds: (the last replay, whether the heads settled)."""
+    r = replay(holds)
+    if not any(h.lags for h in holds):
+        return r, True
+    for _ in range(len(holds) + 1):
+        raised = with_lag_floors(holds, r.link_start)
+        if raised == holds:
+            return r, True
+        holds = raised
+        r = replay(holds)
+    return r, False
 
 
 def hold_objective_terms(solution: LevelSolution, holds) -> list[int]:
