@@ -80,7 +80,7 @@ from solvers.scheduling.cpsat.search import run
 from solvers.scheduling.cpsat.symmetry import canonical_solution, interchangeable_classes
 from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
-from solvers.scheduling.validate import memory_profile, objective_value, validate_schedule
+from solvers.scheduling.validate import memory_profile, objective_value, output_buffer_ends, validate_schedule
 
 __all__ = ["SOURCE", "ModuleResolveOptions", "Module", "modules", "module_problem", "splice", "module_resolve"]
 
@@ -176,12 +176,7 @@ def _outside_peak(problem: SchedulingProblem, sol: SchedulingSolution, module: M
     n = problem.num_ops
     ends = [sol.op_end(i) for i in range(n)]
     transfer = {t.edge: t for t in sol.transfers}
-    buf_end = list(ends)
-    for e, (u, v, _b) in enumerate(problem.edges):
-        if sol.op_device[u] == sol.op_device[v]:
-            buf_end[u] = max(buf_end[u], ends[v])
-        elif e in transfer:
-            buf_end[u] = max(buf_end[u], transfer[e].end_cycle)
+    buf_end = output_buffer_ends(problem, sol)
     spans = []
     for i in range(n):
         if sol.op_device[i] != d or problem.output_bytes(i) <= 0:

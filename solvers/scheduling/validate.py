@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 
-__all__ = ["validate_schedule", "objective_value", "memory_profile"]
+__all__ = ["validate_schedule", "objective_value", "memory_profile", "output_buffer_ends"]
 
 
 def _overlap(a0: int, a1: int, b0: int, b1: int) -> bool:
@@ -35,6 +35,20 @@ def _pairwise_overlaps(items: list[tuple[int, int, str]]) -> list[tuple[str, str
     return out
 
 
+def output_buffer_ends(problem: SchedulingProblem, solution: SchedulingSolution) -> list[int]:
+    """When each op's output buffer is freed: the latest of its own end, the ends of its readers
+    on its device and the ends of the transfers that copy it to another device."""
+    ends = [solution.op_end(i) for i in range(problem.num_ops)]
+    t_of_edge = {t.edge: t for t in solution.transfers}
+    buf_end = list(ends)
+    for e, (u, v, _b) in enumerate(problem.edges):
+        if solution.op_device[u] == solution.op_device[v]:
+            buf_end[u] = max(buf_end[u], ends[v])
+        elif e in t_of_edge:
+            buf_end[u] = max(buf_end[u], t_of_edge[e].end_cycle)
+    return buf_end
+
+
 def memory_profile(problem: SchedulingProblem, solution: SchedulingSolution,
                    device: int) -> list[tuple[int, int, int, str]]:
     """The activation buffers on ``device`` as ``(start, end, bytes, label)``, exact lifetimes.
@@ -52,12 +66,7 @@ def memory_profile(problem: SchedulingProblem, solution: SchedulingSolution,
     n = problem.num_ops
     t_of_edge = {t.edge: t for t in solution.transfers}
     ends = [solution.op_end(i) for i in range(n)]
-    buf_end = list(ends)
-    for e, (u, v, _b) in enumerate(problem.edges):
-        if solution.op_device[u] == solution.op_device[v]:
-            buf_end[u] = max(buf_end[u], ends[v])
-        elif e in t_of_edge:
-            buf_end[u] = max(buf_end[u], t_of_edge[e].end_cycle)
+    buf_end = output_buffer_ends(problem, solution)
     for i in range(n):
         if solution.op_device[i] == device and problem.output_bytes(i) > 0:
             out.append((solution.op_start[i], buf_end[i], problem.output_bytes(i),

@@ -18,7 +18,7 @@ from solvers.scheduling.heft import HeftScheduler
 from solvers.scheduling.listsearch import fixed_placement, list_search
 from solvers.scheduling.problem import SchedulingProblem, SchedulingSolution
 from solvers.scheduling.structure import topological_order
-from solvers.scheduling.validate import objective_value, validate_schedule
+from solvers.scheduling.validate import objective_value, output_buffer_ends, validate_schedule
 
 __all__ = ["initial_hint", "list_search_hint", "add_hint"]
 
@@ -135,12 +135,7 @@ def add_hint(model: cp_model.CpModel, problem: SchedulingProblem, v: SchedulingV
     for (t, d), held in v.held.items():
         hint(held, any(dev[i] == d for i in problem.shared_resident[t][1]))
     if v.bend:
-        buf_end = list(end)
-        for e, (u, w, _) in enumerate(problem.edges):
-            if dev[u] == dev[w]:
-                buf_end[u] = max(buf_end[u], end[w])
-            elif e in t_of:
-                buf_end[u] = max(buf_end[u], t_of[e].end_cycle)
+        buf_end = output_buffer_ends(problem, solution)
         for u, var in v.bend.items():
             hint(var, buf_end[u])
     if v.used:
