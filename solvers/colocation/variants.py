@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from ortools.sat.python import cp_model
 
 from solvers.budget import COLOCATION, Budget
-from solvers.cpsat_support import STATUS_MAP
+from solvers.cpsat_support import STATUS_MAP, integer_objective_bound
 from solvers.core import Accepting, SolveOptions, SolveResult, failure_result
 
 __all__ = ["VariantProblem", "VariantSolution", "CpSatVariantSolver", "validate_variants", "variant_cost"]
@@ -204,5 +204,5 @@ class CpSatVariantSolver(Accepting):
         sol = VariantSolution(tuple(int(solver.value(x)) for x in n), tuple(int(solver.value(x)) for x in s))
         # Drop instances that serve nothing (zero-cost variants could keep idle ones).
         sol = VariantSolution(tuple(k if r else 0 for k, r in zip(sol.instances, sol.served_rps)), sol.served_rps)
-        return SolveResult(status, variant_cost(problem, sol), solver.best_objective_bound, sol, wall, self.name,
+        return SolveResult(status, variant_cost(problem, sol), integer_objective_bound(solver), sol, wall, self.name,
                            budget.stats())

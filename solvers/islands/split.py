@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import run_cpsat
+from solvers.cpsat_support import integer_objective_bound, run_cpsat
 
 __all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads", "split_errors"]
 
@@ -178,7 +178,9 @@ class CpSatSplitSolver(Accepting):
         if not first_status.has_solution:
             status = Status.INFEASIBLE if first_status is Status.INFEASIBLE else Status.UNKNOWN
             return failure_result(status, self.name, time.perf_counter() - started)
-        best, bound = int(first.ObjectiveValue()), int(first.BestObjectiveBound())
+        # The bottleneck's own value, not the float objective: CP-SAT's presolve may rescale the
+        # objective, so 2 can read 1.9999999999999996, and int() would cap the second phase at 1.
+        best, bound = first.Value(bottleneck), integer_objective_bound(first)
         proven = first_status is Status.OPTIMAL
         model.Add(bottleneck <= best)
         model.Minimize(sum(problem.edges[e][2] * c for e, c in enumerate(cut)))
