@@ -26,13 +26,12 @@ there.
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
 from planner.errors import InfeasibleError, InternalError
 from planner.units import format_bytes
-from solvers.budget import Budget
+from solvers.budget import MEMORY_OFFSETS, NET_SLOWDOWN_ENV, Budget
 from solvers.core import SolveOptions, Status
 from solvers.memory.offsets import (
     GreedyBySizeOffsetSolver,
@@ -42,7 +41,7 @@ from solvers.memory.offsets import (
     validate_offsets,
 )
 
-__all__ = ["Lifetime", "assign_addresses", "OFFSET_CPSAT_DETERMINISTIC_TIME", "round_up"]
+__all__ = ["Lifetime", "assign_addresses", "OFFSET_CPSAT_DETERMINISTIC_TIME", "offset_budget", "round_up"]
 
 _LOG = logging.getLogger(__name__)
 
@@ -50,8 +49,6 @@ _LOG = logging.getLogger(__name__)
 # work units, about a second each) with one worker and seed 0, so the outcome repeats;
 # the shared budget's wall-clock net (solvers.budget) is only a safety net far above it.
 OFFSET_CPSAT_DETERMINISTIC_TIME = 2.0
-# The net: room for 120 s of wall time, as the CP-SAT limit this packer had before.
-_OFFSET_CPSAT_NET_S = 120.0
 
 
 def round_up(size_bytes: int, alignment_bytes: int) -> int:
@@ -134,7 +131,7 @@ def _format_bytes(n: int) -> str:
 
 
 def _explain(buffers: Sequence[Lifetime], problem: OffsetProblem, *, device: str, level: str,
-             alignment_bytes: int, packed_bytes: int | None, proven: bool) -> str:
+             alignment_bytes: int, packed_bytes: int | None, proven: bool, wall_clock: bool = False) -> str:
     step, live = _busiest_step(problem)
     points = sorted({b.start for b in buffers} | {b.end for b in buffers})
     cycle = points[step // 2][0]
@@ -152,6 +149,8 @@ def _explain(buffers: Sequence[Lifetime], problem: OffsetProblem, *, device: str
                 f"than the capacity; the biggest: {biggest}. Lower the memory use at that cycle, raise the "
                 f"device's memory limit, or use a smaller alignment.")
     why = ("no placement fits (proven by CP-SAT)" if proven else
+           f"no placement was found before the wall-clock safety net stopped the search (not reproducible: "
+           f"a less busy machine or a larger {NET_SLOWDOWN_ENV} may find one)" if wall_clock else
            "no placement was found within the search budget")
     found = ("" if packed_bytes is None else
              f"; the best packing found (greedy-by-size) needs {_format_bytes(packed_bytes)}")
@@ -220,10 +219,14 @@ live [0, 1). Lower the memory use at that cycle, raise the device's memory limit
     _LOG.info("device %s, level %s: greedy-by-size needs %s B > %s B; trying CP-SAT", device, level,
               greedy_peak, capacity_bytes)
     model, variables = build_offset_model(problem, capacity_bytes, live)
-    budget = Budget(OFFSET_CPSAT_DETERMINISTIC_TIME, time.perf_counter() + _OFFSET_CPSAT_NET_S)
+    budget = offset_budget()
     status, solver, _ = budget.run_cpsat(model, SolveOptions(num_workers=1, random_seed=0),
                                          OFFSET_CPSAT_DETERMINISTIC_TIME, f"addresses {device}/{level}",
                                          interleave=False)
+    if budget.stopped_by == "wall_clock":
+        _LOG.warning("device %s, level %s: the address search stopped on the wall-clock safety net, not its "
+                     "deterministic budget: these addresses may differ on a less busy machine (raise %s)",
+                     device, level, NET_SLOWDOWN_ENV)
     if status.has_solution:
         solution = variables.extract(solver)
         errors = validate_offsets(problem, solution)
@@ -231,5 +234,22 @@ live [0, 1). Lower the memory use at that cycle, raise the device's memory limit
             raise InternalError(f"CP-SAT offsets for level {level!r} of {device}: " + "; ".join(errors[:5]))
         _LOG.info("CP-SAT packs level %s of %s into %d B", level, device, peak_bytes(problem, solution))
         return solution.offsets
-    raise InfeasibleError(_explain(buffers, problem, packed_bytes=greedy_peak,
-                                   proven=status is Status.INFEASIBLE, **context))
+    raise InfeasibleError(_explain(buffers, problem, packed_bytes=greedy_peak, proven=status is Status.INFEASIBLE,
+                                   wall_clock=budget.stopped_by == "wall_clock", **context))
+
+
+def offset_budget() -> Budget:
+    """The budget of one offset search: :data:`OFFSET_CPSAT_DETERMINISTIC_TIME` units decide,
+    and the wall-clock net is the one :mod:`solvers.budget` gives a solve of the time limit that
+    grants those units at :data:`~solvers.budget.MEMORY_OFFSETS`' rate (200 s), so it stands
+    ``PLAN_NET_SLOWDOWN`` x that limit + 5 s away and widens with the variable like every other
+    net. A fixed net (it was 120 s) fired on a busy machine, where NoOverlap2D runs 0.02-0.03 units
+    per second (2 units: 70-100 s), before the budget and changed the packing or refused it.
+
+    Examples
+    --------
+    >>> b = offset_budget()
+    >>> b.total == OFFSET_CPSAT_DETERMINISTIC_TIME, b.deterministic
+    (True, True)
+    """
+    return Budget.start(OFFSET_CPSAT_DETERMINISTIC_TIME / MEMORY_OFFSETS.units_per_second, MEMORY_OFFSETS)

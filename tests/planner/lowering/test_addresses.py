@@ -6,6 +6,8 @@ Lowering leaves these programs unaddressed; the address pass
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from planner.errors import InfeasibleError
@@ -14,8 +16,10 @@ from planner.hardware import Device, Hardware
 from planner.isa import Opcode, get_profile
 from planner.lowering import allocation, lower
 from planner.memory.address_pass import address_programs
-from planner.memory.addresses import Lifetime, assign_addresses
+from planner.memory import addresses
+from planner.memory.addresses import OFFSET_CPSAT_DETERMINISTIC_TIME, Lifetime, assign_addresses, offset_budget
 from planner.plan import PlacedOp
+from solvers.budget import NET_SLOWDOWN_ENV, Budget
 from solvers.memory.offsets import GreedyBySizeOffsetSolver, OffsetProblem
 from tests.planner.lowering.checks import address_violations
 from tests.planner.test_lowering import make_plan, tpu_case, two_device_case, two_stream_case
@@ -171,3 +175,29 @@ def test_shipped_specs_get_valid_addresses(cnn_outcome, mlp_outcome):
             assert address_violations(program) == []
             allocs = [i for i in program.instructions if i.opcode == Opcode.ALLOC]
             assert len(allocs) == len(program.buffers)
+
+
+def test_the_offset_search_net_is_the_budgets_and_widens_with_plan_net_slowdown(monkeypatch):
+    # 2 units at MEMORY_OFFSETS' 0.01 per second: a 200-s limit, so the net is slowdown x 200 + 5 s
+    # (it was a fixed 120 s, which a busy machine reaches before 2 units of NoOverlap2D).
+    monkeypatch.setenv(NET_SLOWDOWN_ENV, "20")
+    budget = offset_budget()
+    assert budget.total == OFFSET_CPSAT_DETERMINISTIC_TIME == 2.0
+    assert 4000 < budget.wall_deadline - time.perf_counter() <= 4005
+    monkeypatch.setenv(NET_SLOWDOWN_ENV, "3")
+    assert 600 < offset_budget().wall_deadline - time.perf_counter() <= 605
+
+
+def test_a_search_stopped_by_the_net_says_so(monkeypatch, caplog):
+    # The cpsat-packs case with a net already past: CP-SAT still returns its first packing (valid),
+    # and the log says the wall clock, not the budget, stopped it.
+    fired = lambda: Budget(OFFSET_CPSAT_DETERMINISTIC_TIME, time.perf_counter() - 1.0)  # noqa: E731
+    monkeypatch.setattr(addresses, "offset_budget", fired)
+    sizes, start, end = (4, 3, 2, 3), (1, 2, 2, 1), (2, 3, 3, 4)
+    bufs = [Lifetime(f"b{i}", 64 * s, 10 * a, 10 * e) for i, (s, a, e) in enumerate(zip(sizes, start, end))]
+    with caplog.at_level("WARNING", logger="planner.memory.addresses"):
+        placed = assign_addresses(bufs, 512, device="d0", level="mem")
+    assert not any(overlapping(bufs, placed, i, j) for i in range(4) for j in range(i))
+    assert [r.getMessage() for r in caplog.records] == [
+        "device d0, level mem: the address search stopped on the wall-clock safety net, not its deterministic "
+        "budget: these addresses may differ on a less busy machine (raise PLAN_NET_SLOWDOWN)"]
