@@ -37,7 +37,8 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
-from solvers.cpsat_support import integer_objective_bound, run_cpsat
+from solvers.budget import NET_CONSTANT_S, Budget, net_slowdown
+from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads", "split_errors"]
 
@@ -174,7 +175,8 @@ class CpSatSplitSolver(Accepting):
             for p, i_hint in enumerate(options.hint.island_of):
                 for i, var in x[p].items():
                     model.AddHint(var, int(i == i_hint))
-        first_status, first = _run(model, options, dtime / 2)
+        budget = _budget(options, dtime, started)
+        first_status, first = _run(model, options, budget)
         if not first_status.has_solution:
             status = Status.INFEASIBLE if first_status is Status.INFEASIBLE else Status.UNKNOWN
             return failure_result(status, self.name, time.perf_counter() - started)
@@ -187,12 +189,12 @@ class CpSatSplitSolver(Accepting):
         for p in range(problem.num_portions):  # start the second phase from the first's split
             for i, var in x[p].items():
                 model.AddHint(var, first.Value(var))
-        second_status, second = _run(model, options, dtime / 2)
+        second_status, second = _run(model, options, budget)
         chosen = second if second_status.has_solution else first
         island_of = tuple(next(i for i, var in x[p].items() if chosen.Value(var)) for p in range(problem.num_portions))
         value, cross, network = split_loads(problem, island_of)
         status = Status.OPTIMAL if proven and value == bound else Status.FEASIBLE
-        stats = {"stopped_by": "deterministic_budget" if not proven else "optimal",
+        stats = {"stopped_by": budget.stopped_by or ("deterministic_budget" if not proven else "optimal"),
                  "cross_bytes_optimal": second_status is Status.OPTIMAL}
         return SolveResult(status, value, bound, SplitSolution(island_of, value, cross, network),
                            time.perf_counter() - started, self.name, stats)
@@ -256,9 +258,19 @@ def _add_host_memory(model: cp_model.CpModel, problem: SplitProblem, x: list[dic
         model.Add(sum(terms) <= cap)
 
 
-def _run(model: cp_model.CpModel, options: SolveOptions, dtime: float) -> tuple[Status, cp_model.CpSolver]:
-    """One worker, the caller's seed, ``dtime`` of deterministic time; the time limit as the safety net."""
+def _budget(options: SolveOptions, dtime: float, started: float) -> Budget:
+    """``dtime`` deterministic units for both phases; the wall clock a safety net only, at the
+    distance :meth:`Budget.start` gives a solve of the time limit (``PLAN_NET_SLOWDOWN`` x the
+    limit + 5 s). It was 1 x the limit per phase, not reported: 0.25 units per second of limit
+    for each phase is more than a loaded machine's one worker may do, so the clock, not the
+    budget, could pick the split, and the stats still said ``deterministic_budget``."""
+    limit = max(options.time_limit_s, 1.0)
+    return Budget(max(dtime, 0.02), started + net_slowdown() * limit + NET_CONSTANT_S)
+
+
+def _run(model: cp_model.CpModel, options: SolveOptions, budget: Budget) -> tuple[Status, cp_model.CpSolver]:
+    """One worker, the caller's seed, half of ``budget`` (deterministic time; its net stops a
+    runaway solve and sets ``budget.stopped_by`` to ``"wall_clock"``)."""
     quiet = replace(options, num_workers=1, progress=None, log=None)
-    status, solver, _ = run_cpsat(model, quiet, max(options.time_limit_s, 1.0),
-                                  max_deterministic_time=max(dtime, 0.01))
+    status, solver, _ = budget.run_cpsat(model, quiet, budget.total / 2, None, interleave=False)
     return status, solver

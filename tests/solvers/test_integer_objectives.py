@@ -5,8 +5,10 @@ truncating it (``int``) is one too low. These draws were found by searching rand
 a non-integral ``ObjectiveValue``.
 """
 
+from solvers.budget import NET_SLOWDOWN_ENV
 from solvers.colocation.variants import CpSatVariantSolver, VariantProblem
 from solvers.core import SolveOptions, Status
+from solvers.islands import split
 from solvers.islands.split import CpSatSplitSolver, SplitProblem
 
 OPTIONS = SolveOptions(time_limit_s=5, num_workers=1, random_seed=0)
@@ -27,3 +29,13 @@ def test_the_variant_mix_reports_an_integer_bound():
     p = VariantProblem(100, 9000, None, (20, 50), (9500, 8500), (10, 5), (10, 3))
     r = CpSatVariantSolver().solve(p, OPTIONS)
     assert (r.status, r.objective, r.bound) == (Status.OPTIMAL, 33, 33) and type(r.bound) is int
+
+
+def test_the_splits_wall_clock_net_widens_with_plan_net_slowdown_and_is_reported(monkeypatch):
+    # The net is PLAN_NET_SLOWDOWN x the limit + 5 s (was 1 x the limit per phase, unreported):
+    # with the constant pushed into the past it fires, and the stats say so.
+    p = SplitProblem(((7, 2),), (0,), (1, 1), (1000, 1000), (), ())
+    monkeypatch.setenv(NET_SLOWDOWN_ENV, "20")
+    assert CpSatSplitSolver().solve(p, OPTIONS).stats["stopped_by"] == "optimal"
+    monkeypatch.setattr(split, "NET_CONSTANT_S", -20 * OPTIONS.time_limit_s - 1.0)  # a deadline 1 s ago
+    assert CpSatSplitSolver().solve(p, OPTIONS).stats["stopped_by"] == "wall_clock"
