@@ -39,8 +39,9 @@ from typing import Any, Mapping
 
 from planner.errors import VerificationError
 from planner.instances import split_instance
+from planner.plan import relative_gap
 
-__all__ = ["instance_portion", "check_memory_document", "replayed_figures"]
+__all__ = ["instance_portion", "check_memory_document", "check_level_claims", "replayed_figures"]
 
 _FILE = "memory.json"
 
@@ -187,6 +188,7 @@ def _check_device(name: str, entry: Any, program: Any, facts: Any, simulation: A
                             f"{sorted(factors)}", factor)
     stats = entry.stats
     _check_by_address(name, stats.get("by_address"))
+    check_level_claims(name, stats)
     footprint = max((b.address + b.size_bytes for b in facts.buffers.values()
                      if b.level == program.fast.name and not b.view), default=0)
     for key, want in (("fast_capacity_bytes", program.fast.capacity_bytes), ("fast_peak_bytes", footprint)):
@@ -195,6 +197,54 @@ def _check_device(name: str, entry: Any, program: Any, facts: Any, simulation: A
 
 
 _MODEL_STATUSES = ("OPTIMAL", "FEASIBLE", "INFEASIBLE", "UNKNOWN", "MODEL_INVALID", "NOT RUN")
+
+# (objective, bound) pairs of ``stats`` that one solve reported together: the bound is at most
+# the objective. The level solve's bound is ``level_bound_device_cycles`` (two levels) or
+# ``hierarchy_bound_device_cycles`` (N levels, where the level bound stays None).
+_SOLVE_PAIRS = (("level_makespan_device_cycles", "level_bound_device_cycles"),
+                ("level_makespan_device_cycles", "hierarchy_bound_device_cycles"),
+                ("heads_tails_objective_device_cycles", "heads_tails_bound_device_cycles"))
+
+
+def _is_cycles(value: Any) -> bool:
+    return type(value) is int and value >= 0
+
+
+def check_level_claims(name: str, stats: Mapping[str, Any]) -> None:
+    """The level solve's own figures agree with each other: each bound (an integer, or None) is at
+    most its objective, and ``level_gap`` is :func:`~planner.plan.relative_gap` of the level
+    makespan and its bound (a float, as the solve's ``SolveResult.gap``), so an edited makespan,
+    bound or gap is refused. The figures themselves are the level model's (not the replay's), which
+    the verifier does not rebuild.
+
+    Examples
+    --------
+    >>> check_level_claims("d", {"level_makespan_device_cycles": 10, "level_bound_device_cycles": 8,
+    ...                          "level_gap": 0.2})
+    >>> check_level_claims("d", {"level_makespan_device_cycles": 10, "level_bound_device_cycles": 8,
+    ...                          "level_gap": 0.0})
+    Traceback (most recent call last):
+    ...
+    planner.errors.VerificationError: memory.json: devices.d.stats.level_gap: expected 0.2 ((makespan - bound) / makespan), found 0.0
+    """
+    where = f"devices.{name}.stats"
+    for objective_key, bound_key in _SOLVE_PAIRS:
+        objective, bound = stats.get(objective_key), stats.get(bound_key)
+        if objective_key in stats and objective is not None and not _is_cycles(objective):
+            raise _fail(f"{where}.{objective_key}", "device cycles (an integer >= 0) or null", repr(objective))
+        if bound_key in stats and bound is not None and not (_is_cycles(bound) and (objective is None
+                                                                                    or bound <= objective)):
+            raise _fail(f"{where}.{bound_key}", f"an integer bound at most {objective_key} {objective}", repr(bound))
+    if "level_gap" not in stats:  # written with every level makespan
+        if "level_makespan_device_cycles" in stats:
+            raise _fail(f"{where}.level_gap", "the level solve's gap (written with its makespan)", "missing")
+        return
+    makespan = stats.get("level_makespan_device_cycles")
+    bound = stats.get("level_bound_device_cycles")
+    bound = stats.get("hierarchy_bound_device_cycles") if bound is None and "levels" in stats else bound
+    want, gap = relative_gap(makespan, bound), stats["level_gap"]
+    if (want is None) != (gap is None) or (want is not None and (type(gap) is not float or gap != want)):
+        raise _fail(f"{where}.level_gap", f"{want} ((makespan - bound) / makespan)", repr(gap))
 
 
 def _check_by_address(name: str, fig: Any) -> None:

@@ -297,6 +297,17 @@ def test_seed_edited(plans, tmp_path):
     # found by the plan-directory fuzzer: the chosen plan's figures deleted (the page does not draw them)
     (lambda doc: doc["figures"].pop("memory plan"), "memory.json: figures.memory plan: missing"),
     (lambda doc: doc["figures"]["memory plan"].pop("tpu0"), "memory.json: figures.memory plan.tpu0: missing"),
+    # the level solve's figures against each other (makespan = bound 447782, gap 0.0)
+    (lambda doc: doc["devices"]["tpu0"]["stats"].update(level_gap=0.25),
+     "memory.json: devices.tpu0.stats.level_gap: expected 0.0 ((makespan - bound) / makespan), found 0.25"),
+    (lambda doc: doc["devices"]["tpu0"]["stats"].update(level_gap=0),
+     "memory.json: devices.tpu0.stats.level_gap: expected 0.0 ((makespan - bound) / makespan), found 0"),
+    (lambda doc: doc["devices"]["tpu0"]["stats"].pop("level_gap"), "memory.json: devices.tpu0.stats.level_gap: "
+                                                                   "expected the level solve's gap"),
+    (lambda doc: doc["devices"]["tpu0"]["stats"].update(level_makespan_device_cycles=400000),
+     "memory.json: devices.tpu0.stats.level_bound_device_cycles: expected an integer bound at most"),
+    (lambda doc: doc["devices"]["tpu0"]["stats"].update(level_bound_device_cycles=447000),
+     "memory.json: devices.tpu0.stats.level_gap: expected 0.0017"),
 ])
 def test_resealed_memory_json_edits(plans, tmp_path, change, message):
     d = copy(plans, "memory", tmp_path)
