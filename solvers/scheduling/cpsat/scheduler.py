@@ -220,6 +220,8 @@ from solvers.scheduling.cpsat.segments import segment_lower_bound, segment_sched
 from solvers.scheduling.forced_cuts import forced_cut_bound, memory_forces_cuts
 from solvers.scheduling.forced_start import SOURCE as FORCED_CUT_SOURCE
 from solvers.scheduling.joint_cells import joint_cell_bound
+from solvers.scheduling.joint_path_start import SOURCE as JOINT_PATH_SOURCE
+from solvers.scheduling.joint_path_start import joint_path_start
 from solvers.scheduling.move_arrivals import ARRIVAL_SHARE, ARRIVAL_STAGE_SHARE, move_arrival_bound
 from solvers.scheduling.pinned_moves import pinned_move_bound
 from solvers.scheduling.forced_start import forced_cut_start
@@ -360,8 +362,14 @@ class CpSatScheduler(Accepting):
             hint, hint_source = self._run_start(problem, budget, amount, hint, hint_source, stats, memo)
             hint_obj = objective_value(problem, hint) if hint is not None else None
             if cfg.traced_start_share > 0 and memo is not None and not settled():
-                hint, hint_source = self._traced_start(problem, options, budget,
-                                                       shares.allowance(cfg.traced_start_share),
+                # the joint-cell path first (it may meet the bound: then nothing after it runs);
+                # the traced runs get what it left of their share
+                hint, hint_source = self._joint_path_start(problem, options, budget,
+                                                           shares.allowance(cfg.traced_start_share),
+                                                           hint, hint_source, stats, memo)
+                hint_obj = objective_value(problem, hint) if hint is not None else None
+            if cfg.traced_start_share > 0 and memo is not None and not settled():
+                hint, hint_source = self._traced_start(problem, options, budget, shares.allowance(0.0),
                                                        hint, hint_source, stats, memo)
                 hint_obj = objective_value(problem, hint) if hint is not None else None
         amount = shares.allowance(cfg.placement_lns_share)
@@ -555,6 +563,21 @@ class CpSatScheduler(Accepting):
         budget.absorb(child, "run_start")
         stats.update(run_stats)
         return _offered(problem, stats, hint, hint_source, found, RUN_START_SOURCE)
+
+    @staticmethod
+    def _joint_path_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
+                          hint: SchedulingSolution | None, hint_source: str, stats: dict,
+                          memo: dict) -> tuple[SchedulingSolution | None, str]:
+        """The joint-cell DP's path realised and scheduled (:mod:`solvers.scheduling.joint_path_start`,
+        within ``amount``: the traced-runs start's allowance) as a start candidate: (hint, hint
+        source), the candidate only when shorter than ``hint``."""
+        child = budget.child(amount)
+        found, path_stats = joint_path_start(problem, child, memo, options)
+        if not path_stats:
+            return hint, hint_source
+        budget.absorb(child, "joint_path_start")
+        stats.update(path_stats)
+        return _offered(problem, stats, hint, hint_source, found, JOINT_PATH_SOURCE)
 
     @staticmethod
     def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
