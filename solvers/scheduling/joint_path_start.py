@@ -23,8 +23,10 @@ and this start returns it.
    on each side below the upper edge of the cell the path charged and within the bytes its
    device has left: shortest first, then least weight on the two sides at that length; role E
    on a spare device (a fresh accelerator of the first pool first), one per change.
-3. *Schedule* HEFT with the placement fixed, then CP-SAT with it fixed from HEFT's schedule
-   (:func:`~solvers.scheduling.traced_start.fixed_schedule`), within :data:`EXACT_UNITS`.
+3. *Schedule* HEFT with the placement fixed, then, where that is within
+   :data:`~solvers.scheduling.traced_start.EXACT_MARGIN` of the incumbent, CP-SAT with it fixed
+   from HEFT's schedule (:func:`~solvers.scheduling.traced_start.fixed_schedule`), within
+   :data:`EXACT_UNITS`.
 
 Why a plan, not a bound: every realised placement is checked (memory, allowed devices) and
 its schedules are validated (:func:`~solvers.scheduling.validate.validate_schedule`); the
@@ -52,7 +54,7 @@ from solvers.scheduling.pinned_moves import (PinnedMoves, move_floor_tables, mov
                                              pinned_moves, role_model)
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
-from solvers.scheduling.traced_start import fixed_schedule, helper_device, run_devices
+from solvers.scheduling.traced_start import EXACT_MARGIN, fixed_schedule, helper_device, run_devices
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ROLE_UNITS", "EXACT_UNITS", "path_placement", "joint_path_start"]
@@ -196,12 +198,14 @@ def path_placement(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, o
     return tuple(int(d) for d in dev)
 
 
-def joint_path_start(problem: SchedulingProblem, budget: Budget, memo: dict, options: SolveOptions = SolveOptions()
-                     ) -> tuple[SchedulingSolution | None, dict[str, Any]]:
+def joint_path_start(problem: SchedulingProblem, budget: Budget, memo: dict, options: SolveOptions = SolveOptions(),
+                     incumbent: int | None = None) -> tuple[SchedulingSolution | None, dict[str, Any]]:
     """The candidate of module Notes within ``budget`` (``memo``: the pinned moves' memo with
     the joint cells, the scheduler's): (the valid schedule or None, statistics); ``(None, {})``
     where it does not apply (THROUGHPUT, no pinned moves or joint cells, or a bound problem
-    that drops ops)."""
+    that drops ops). ``incumbent``: the objective to beat; HEFT's schedule of the path more
+    than :data:`~solvers.scheduling.traced_start.EXACT_MARGIN` above it is not sequenced
+    exactly (the units stay for the stages after it)."""
     if problem.objective is not Objective.LATENCY or not memo.get(JOINT_CELLS):
         return None, {}
     moves = pinned_moves(problem)
@@ -216,8 +220,10 @@ def joint_path_start(problem: SchedulingProblem, budget: Budget, memo: dict, opt
         budget.charge(budget.scale(build_units(problem.num_ops + len(problem.edges), HEFT_ELEMENTS_PER_UNIT)))
         sol, _ = heft_schedule_within(problem, placement, PlacedRanks(problem)(placement))
         if sol is not None and not validate_schedule(problem, sol):
-            stats["joint_path_heft"] = objective_value(problem, sol)
-            best = fixed_schedule(problem, sol, options, budget, min(EXACT_UNITS, max(0.0, budget.left)))
+            stats["joint_path_heft"] = best_value = objective_value(problem, sol)
+            best = sol
+            if incumbent is None or best_value <= (1 + EXACT_MARGIN) * incumbent:
+                best = fixed_schedule(problem, sol, options, budget, min(EXACT_UNITS, max(0.0, budget.left)))
     stats.update(joint_path_objective=objective_value(problem, best) if best is not None else None,
                  joint_path_units=round(budget.used - used, 6))
     return best, stats

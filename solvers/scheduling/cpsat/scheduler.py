@@ -572,7 +572,8 @@ class CpSatScheduler(Accepting):
         within ``amount``: the traced-runs start's allowance) as a start candidate: (hint, hint
         source), the candidate only when shorter than ``hint``."""
         child = budget.child(amount)
-        found, path_stats = joint_path_start(problem, child, memo, options)
+        found, path_stats = joint_path_start(problem, child, memo, options,
+                                             objective_value(problem, hint) if hint is not None else None)
         if not path_stats:
             return hint, hint_source
         budget.absorb(child, "joint_path_start")
