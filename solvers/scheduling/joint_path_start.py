@@ -61,9 +61,11 @@ __all__ = ["SOURCE", "ROLE_UNITS", "EXACT_UNITS", "path_placement", "joint_path_
 
 SOURCE = "joint-cell path"  # the hint source the scheduler reports for this candidate
 
-# At most per change's two role solves (ResNet-50 layers: its 2 changes take ... units).
+# At most per change's two role solves (ResNet-50 layers: the whole stage, its changes, one HEFT pass and
+# the exact sequencing, charged 0.0168 units).
 ROLE_UNITS = 0.02
-# The exact sequencing of the realised placement: at most this many units (ResNet-50 layers: ...).
+# The exact sequencing of the realised placement: at most this many units (ResNet-50 layers: HEFT 935.82 ms,
+# CP-SAT with the placement fixed 930.26, the bound, within the stage's 0.0168).
 EXACT_UNITS = 0.1
 
 _ROLE_E = 2
