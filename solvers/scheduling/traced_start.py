@@ -74,7 +74,7 @@ from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
-           "traced_runs", "run_devices", "realised_placement",
+           "traced_runs", "run_devices", "helper_device", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
@@ -286,7 +286,7 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
             return None
         ops = moves.segments[middles[j]][1][1:-1]
         away = [o for o, r in zip(ops, roles) if r == _ROLE_E]
-        helper = _helper(problem, helpers, away, used)
+        helper = helper_device(problem, helpers, away, used)
         if away and helper is None:
             return None
         for o, r in zip(ops, roles):
@@ -307,7 +307,7 @@ def _spare(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], u
     return min(fits, key=lambda d: (sum(problem.durations_cycles[o][d] for o in ops), d), default=None)
 
 
-def _helper(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: list[int]) -> int | None:
+def helper_device(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: list[int]) -> int | None:
     """The first device no run uses that runs every op of ``ops`` and holds their weights (then
     no longer offered to a later change)."""
     weight = sum(problem.resident_bytes(o) for o in ops)
