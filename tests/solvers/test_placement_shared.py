@@ -16,6 +16,7 @@ from solvers.placement import (
     PlacementProblem,
     PlacementSolution,
     greedy_placement,
+    linear_split,
     lower_bound,
     max_load,
     validate_placement,
@@ -43,6 +44,8 @@ def test_the_validator_holds_a_shared_weight_once_per_accelerator():
 
 def test_greedy_and_cpsat_put_both_readers_on_the_accelerator():
     p = _pair_on_one_accelerator()
+    assert linear_split(p, 4) == (0, 0)  # the split's segment holds the weight once
+    assert linear_split(replace(p, shared_resident=()), 4) is None
     assert greedy_placement(p).device_of == (0, 0)
     r = CpSatPlacementSolver().solve(p, _OPTIONS)
     assert (r.status, r.objective, r.solution.device_of) == (Status.OPTIMAL, 4, (0, 0))
