@@ -330,12 +330,12 @@ def _explain_infeasible(spec: Spec, problem: PlacementProblem, reduction: MaxLoa
     k, mem = problem.num_accelerators, problem.memory_bytes
     parts = []
     if mem and problem.num_cpus == 0:  # every op must sit on an accelerator
-        need = sum(problem.size(i) for i in range(problem.num_nodes))
+        need = problem.held_bytes(range(problem.num_nodes))
         if need > k * mem:
             parts.append(f"the weights total {format_bytes(need)}, more than the {k} accelerators hold together "
                          f"({format_bytes(k * mem)}), and there is no CPU")
         for g in problem.groups():
-            if sum(problem.size(i) for i in g) > mem:
+            if problem.held_bytes(g) > mem:
                 what = f"op {names[g[0]]!r}" if len(g) == 1 else f"colocation group {[names[i] for i in g]}"
                 parts.append(f"{what} alone needs more than one accelerator's {format_bytes(mem)}")
                 break

@@ -7,7 +7,9 @@ between portions goes forward, so no island ever waits on a portion that waits o
 Pins restrict a portion to the islands holding an allowed device of each of its ops;
 colocation groups and gangs keep their portions together (a gang only on an island with a
 device for each of its shards). An island's ``host_memory`` holds the weights and graph
-inputs its portions read (each tensor once per island): the split respects it.
+inputs its portions read (each tensor once per island): the split respects it. The devices'
+memory is pooled per island the same way: a weight or input several portions read counts once
+per island in the split (its devices hold it at least once; the island's schedule checks each).
 
 Examples
 --------
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from planner.reductions.scheduling import op_device_cycles, resident_bytes
+from planner.reductions.scheduling import op_device_cycles
 from planner.spec import Spec
 from solvers.islands import SplitProblem
 
@@ -60,7 +62,8 @@ def to_split_problem(spec: Spec, per_island: int = PORTIONS_PER_ISLAND) -> tuple
     work = tuple(tuple(None if max((gang_size.get(op, 0) for op in ops), default=0) > len(island.devices)
                        else _work_on(spec, ops, [devices[n] for n in island.devices], cycles) for island in islands)
                  for ops in ops_of)
-    memory = tuple(sum(resident_bytes(graph, op) for op in ops) for ops in ops_of)
+    items = host_items(spec, portion_of)
+    memory = tuple(sum(size for size, readers in items if p in readers) for p in range(len(ops_of)))  # each tensor once
     network = hw.links[-1] if islands[0].network else None
     # Every op edge that crosses is its own transfer on the network (its own latency).
     edge_bytes: dict[tuple[int, int], int] = {}
@@ -83,8 +86,9 @@ def to_split_problem(spec: Spec, per_island: int = PORTIONS_PER_ISLAND) -> tuple
         island_lanes=tuple(sum(devices[n].streams for n in island.devices) for island in islands),
         island_memory=tuple(sum(devices[n].memory_capacity_bytes for n in island.devices) for island in islands),
         edges=edges, network_cycles=network_cycles, together=tuple(g for g in together if len(g) > 1),
-        host_items=host_items(spec, portion_of) if any(c is not None for c in limits) else (),
-        island_host_memory=limits if any(c is not None for c in limits) else ())
+        host_items=items if any(c is not None for c in limits) else (),
+        island_host_memory=limits if any(c is not None for c in limits) else (),
+        shared_memory=tuple((size, readers) for size, readers in items if len(readers) > 1))
     return problem, Portions(ops_of, tuple(i.name for i in islands), tuple(i.devices for i in islands))
 
 

@@ -7,7 +7,8 @@ accelerator kind and on the CPU kind (:func:`planner.reductions.scheduling.op_de
 a ``task`` op without cycles for the accelerator kind, or pinned to the CPU kind, may not
 use an accelerator), ``comm(u)`` = the transfer time over the spec's links of u's largest
 out-edge (:func:`comm_cycles`: the slowest link when links differ; a control edge costs the
-link latency), memory = the accelerators' main memory, colour classes = colocation groups,
+link latency), memory = the accelerators' main memory (a weight or graph input several ops
+read held once per accelerator: ``shared_resident``), colour classes = colocation groups,
 backward flags from op ``attrs: {backward: true}``. Its inverse, :class:`MaxLoadReduction`,
 maps a placement back to device names (:meth:`MaxLoadReduction.device_of`).
 
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.errors import InfeasibleError, UnsupportedError
-from planner.reductions.scheduling import op_device_cycles, resident_bytes
+from planner.reductions.scheduling import op_device_cycles, resident_bytes, shared_resident_tensors
 from planner.spec import Spec
 from solvers.placement import FORBIDDEN, PlacementProblem, PlacementSolution
 
@@ -160,7 +161,8 @@ def to_placement_problem(spec: Spec, cycles: dict[tuple[str, str], int | None] |
         memory_bytes=accs[0].memory_capacity_bytes if accs else 0,
         color_classes=tuple(tuple(sorted(index[n] for n in g)) for g in spec.colocation_groups),
         is_backward=tuple(bool(graph.ops[n].attrs.get("backward", False)) for n in ops),
-        contiguous=opts.contiguous, node_names=tuple(ops))
+        contiguous=opts.contiguous, node_names=tuple(ops),
+        shared_resident=shared_resident_tensors(graph, index))  # held once per accelerator
     reduction = MaxLoadReduction(tuple(ops), tuple(d.name for d in (*accs, *cpus)), len(accs),
                                  opts.accelerator_kind, opts.cpu_kind, opts.contiguous)
     return problem, reduction

@@ -31,7 +31,7 @@ from solvers.core import SolveResult
 from solvers.scheduling import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.problem import FORBIDDEN
 
-__all__ = ["Reduction", "op_device_cycles", "resident_bytes", "to_problem", "from_solution", "explain_infeasible"]
+__all__ = ["Reduction", "op_device_cycles", "resident_bytes", "shared_resident_tensors", "to_problem", "from_solution", "explain_infeasible"]
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,7 @@ def to_problem(spec: Spec, cycles: dict[tuple[str, str], int | None] | None = No
         colocation_groups=groups,
         device_class=_device_classes(spec, hw),
         op_names=ops,
-        shared_resident=_shared_resident(graph, op_index),
+        shared_resident=shared_resident_tensors(graph, op_index),
     )
     _precheck_memory(spec, problem)
     reduction = Reduction(ops, tuple(d.name for d in devices), tuple(l.name for l in hw.links),
@@ -158,9 +158,18 @@ def _resident_tensors(graph: Graph, op: str) -> list[str]:
     return [t for t in dict.fromkeys(graph.ops[op].inputs) if graph.tensors[t].kind in ("weight", "input")]
 
 
-def _shared_resident(graph: Graph, op_index: dict[str, int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
+def shared_resident_tensors(graph: Graph, op_index: dict[str, int]) -> tuple[tuple[int, tuple[int, ...]], ...]:
     """Resident tensors read by several ops, as (bytes, readers): lowering allocates such a
-    tensor once on each device that runs a reader, so the memory rule counts it once there."""
+    tensor once on each device that runs a reader, so the memory rule counts it once there.
+
+    Examples
+    --------
+    >>> from planner.spec import load_spec
+    >>> from planner.reductions.max_load import EXAMPLE
+    >>> graph = load_spec(EXAMPLE).graph
+    >>> shared_resident_tensors(graph, {"m/x": 0, "m/y": 1})  # nothing read twice
+    ()
+    """
     readers: dict[str, list[int]] = {}
     for name, i in op_index.items():
         for t in _resident_tensors(graph, name):

@@ -24,7 +24,8 @@ before the others, so forks and joins are absorbed last. Two groups merge only w
 
 * they allow the same devices (ops that may use different devices are never merged, so
   a group's allowed devices are exactly its members');
-* their weights together fit ``memory_share`` of the largest memory among those devices;
+* their weights together (a shared weight or input once) fit ``memory_share`` of the largest
+  memory among those devices;
 * their total work (sum of each member's smallest duration) stays within ``max_work``,
   which starts at ``balance * total work / target`` and doubles when no merge is left
   while the target is not met.
@@ -35,7 +36,9 @@ members' groups form a colocation group of the coarse problem, so the placer put
 one device all the same. Either way a colocation group is never split across devices.
 
 **The coarse problem.** One op per group: its duration on a device is the sum of its
-members' (forbidden when any member is), its weights the sum of theirs; the edges between
+members' (forbidden when any member is), its weights the sum of theirs (a weight or input
+several members read once; one read by several groups stays a shared tensor of the coarse
+problem, held once per device); the edges between
 two groups become one edge carrying their bytes, whose transfer cycles on a link are the
 sum of the members' (each fine edge is its own transfer on the link, latency included).
 Activation buffers are left out (the fine schedule checks them exactly).
@@ -94,7 +97,11 @@ class _Quotient:
             self.succ[u][v] = self.succ[u].get(v, 0) + 1
             self.pred[v][u] = self.pred[v].get(u, 0) + 1
         self.work = list(work)
-        self.resident = [problem.resident_bytes(i) for i in range(n)]
+        self.resident = [problem.resident_bytes(i) for i in range(n)]  # a shared tensor once
+        self.tensors: list[set[int]] = [set() for _ in range(n)]  # the shared tensors a group reads
+        for t, (_, readers) in enumerate(problem.shared_resident):
+            for i in readers:
+                self.tensors[i].add(t)
         self.pattern = [tuple(x >= 0 for x in row) for row in problem.durations_cycles]
         self.memory_share = memory_share
         self._room: dict[tuple, int | None] = {}
@@ -120,7 +127,13 @@ class _Quotient:
         if max_work is not None and self.work[a] + self.work[b] > max_work:
             return False
         room = self.room(self.pattern[a])
-        return room is None or self.resident[a] + self.resident[b] <= room
+        return room is None or self.resident[a] + self.resident[b] - self._overlap(a, b) <= room
+
+    def _overlap(self, a: int, b: int) -> int:
+        """The bytes of the shared tensors both groups read (held once when they merge)."""
+        if not self.tensors[a] or not self.tensors[b]:
+            return 0
+        return sum(self.problem.shared_resident[t][0] for t in self.tensors[a] & self.tensors[b])
 
     def merge(self, a: int, b: int) -> int:
         """Merge groups a and b (roots); return the new root."""
@@ -138,7 +151,8 @@ class _Quotient:
                 rev[c][a] = rev[c].get(a, 0) + k
             adj[b] = {}
         self.work[a] += self.work[b]
-        self.resident[a] += self.resident[b]
+        self.resident[a] += self.resident[b] - self._overlap(a, b)
+        self.tensors[a] |= self.tensors[b]
         self.pattern[a] = tuple(x and y for x, y in zip(self.pattern[a], self.pattern[b]))
         self.count -= 1
         return a
@@ -339,9 +353,7 @@ def coarse_problem(problem: SchedulingProblem, group_of, num_groups: int,
         for link, c in enumerate(problem.transfer_cycles[e]):
             slot[1][link] += c
     keys = sorted(agg)
-    resident = [0] * num_groups
-    for i, g in enumerate(group_of):
-        resident[g] += problem.resident_bytes(i)
+    resident, shared = _group_resident(problem, group_of, num_groups)
     groups = []
     for g in colocation:
         members = tuple(sorted({group_of[i] for i in g}))
@@ -353,4 +365,32 @@ def coarse_problem(problem: SchedulingProblem, group_of, num_groups: int,
         problem.objective, device_memory_bytes=problem.device_memory_bytes,
         op_resident_bytes=tuple(resident) if problem.op_resident_bytes else (),
         colocation_groups=tuple(groups), device_class=problem.device_class,
-        op_names=tuple(f"group{g}" for g in range(num_groups)))
+        op_names=tuple(f"group{g}" for g in range(num_groups)), shared_resident=shared)
+
+
+def _group_resident(problem: SchedulingProblem, group_of, num_groups: int):
+    """Each group's resident bytes, a shared tensor once per group, and the shared tensors
+    whose readers lie in two or more groups, as the coarse problem's (bytes, groups).
+
+    Examples
+    --------
+    Ops 0, 1 and 2 read one 5-byte weight (one byte of their own each):
+
+    >>> p = SchedulingProblem(((1,),) * 3, (), (1,), ((-1,),), (), op_resident_bytes=(6, 6, 6),
+    ...                       shared_resident=((5, (0, 1, 2)),))
+    >>> _group_resident(p, (0, 0, 1), 2)
+    ([7, 6], ((5, (0, 1)),))
+    """
+    resident = [0] * num_groups
+    for i, g in enumerate(group_of):
+        resident[g] += problem.resident_bytes(i)
+    shared = []
+    for b, readers in problem.shared_resident:
+        count: dict[int, int] = {}
+        for i in readers:
+            count[group_of[i]] = count.get(group_of[i], 0) + 1
+        for g, k in count.items():
+            resident[g] -= b * (k - 1)
+        if len(count) > 1:
+            shared.append((b, tuple(sorted(count))))
+    return resident, tuple(shared)

@@ -54,6 +54,7 @@ from ortools.sat.python import cp_model
 
 from solvers.cpsat_support import interval_if
 from solvers.hierarchical.state import ScheduleState
+from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.cpsat.variables import enforce_if, literal_and
 
 __all__ = ["Neighbourhood", "Boundary", "WindowVars", "compute_boundary", "build_window",
@@ -460,19 +461,55 @@ def add_window_colocation(model: cp_model.CpModel, state: ScheduleState, v: Wind
 
 
 def add_window_memory(model: cp_model.CpModel, state: ScheduleState, v: WindowVars) -> None:
-    """Weights of the free ops on a device within what the other ops' weights leave there."""
+    """Weights of the free ops on a device within what the other ops' weights leave there; a
+    weight or input several ops read is held once per device (:func:`_free_shared_terms`)."""
     g = state.graph
     p = g.problem
     if not g.memory_devices or not p.op_resident_bytes:
         return
+    free = v.boundary.free
+    if p.shared_resident:
+        _add_window_memory_shared(model, state, v)
+        return
     resident = np.asarray(p.op_resident_bytes, dtype=np.int64)
-    others = np.bincount(state.dev[~v.boundary.free], weights=resident[~v.boundary.free],
-                         minlength=p.num_devices)
+    others = np.bincount(state.dev[~free], weights=resident[~free], minlength=p.num_devices)
     for d in g.memory_devices:
         terms = [p.resident_bytes(i) * v.x[i, d] for i in v.nb.ops
                  if (i, d) in v.x and p.resident_bytes(i) > 0]
         if terms:
             model.add(sum(terms) <= p.memory_bytes(d) - int(others[d]))
+
+
+def _add_window_memory_shared(model: cp_model.CpModel, state: ScheduleState, v: WindowVars) -> None:
+    """:func:`add_window_memory` with shared tensors: the other ops' bytes by
+    ``device_resident_bytes``, each free op's own bytes, and each shared tensor once."""
+    p = state.graph.problem
+    placed = [-1 if free else int(d) for free, d in zip(v.boundary.free, state.dev)]
+    own = {i: p.resident_bytes(i) - sum(b for b, readers in p.shared_resident if i in readers)
+           for i in v.nb.ops}
+    for d in state.graph.memory_devices:
+        terms = [own[i] * v.x[i, d] for i in v.nb.ops if (i, d) in v.x and own[i] > 0]
+        terms += _free_shared_terms(model, p, v, placed, d)
+        if terms:
+            model.add(sum(terms) <= p.memory_bytes(d) - p.device_resident_bytes(d, placed))
+
+
+def _free_shared_terms(model: cp_model.CpModel, p: SchedulingProblem, v: WindowVars, placed, d: int) -> list:
+    """Per shared tensor with a free reader that may use ``d`` and no fixed reader already on
+    ``d`` (those bytes are in the others' count): its bytes once, through ``held >= x[i, d]``."""
+    terms = []
+    for t, (b, readers) in enumerate(p.shared_resident):
+        if b == 0 or any(placed[i] == d for i in readers):
+            continue
+        lits = [v.x[i, d] for i in readers if (i, d) in v.x]
+        if any(lit is True for lit in lits):
+            terms.append(b)
+        elif lits:
+            held = model.new_bool_var(f"held_{t}_{d}")
+            for lit in lits:
+                model.add_implication(lit, held)
+            terms.append(b * held)
+    return terms
 
 
 def add_window_objective(model: cp_model.CpModel, state: ScheduleState, v: WindowVars) -> None:

@@ -2,7 +2,8 @@
 
 The model (CP-SAT): ``x[p][i]`` is 1 when portion ``p`` goes to island ``i`` (exactly one,
 only where every op of ``p`` can run on ``i``); portions that must share a device share an
-island; each island's memory holds its portions' resident bytes, and each island's host memory
+island; each island's memory holds its portions' resident bytes (a weight or input several
+portions read once: ``shared_memory``), and each island's host memory
 (where given) the host items (weights and graph inputs, each counted once per island however
 many of its portions read it: ``h[t][i] >= x[p][i]`` for every portion ``p`` reading item ``t``)
 of the portions it holds; ``cut[e]`` is 1 when
@@ -58,7 +59,10 @@ class SplitProblem:
     transfer on the network; ``together``: groups of portions that must share an island;
     ``host_items``: ``(bytes, portions)`` of each weight or graph input, held once by every
     island running one of those portions; ``island_host_memory[i]``: island ``i``'s host
-    memory (None: not limited; empty: no island limited).
+    memory (None: not limited; empty: no island limited); ``shared_memory``: ``(bytes,
+    portions)`` of each weight or graph input two or more portions read, counted in full in
+    each reader's ``portion_memory`` but once per island holding a reader (:meth:`island_held`:
+    its devices hold it at least once, so the island row stays a relaxation of theirs).
     """
 
     portion_work: tuple[tuple[int | None, ...], ...]
@@ -70,6 +74,7 @@ class SplitProblem:
     together: tuple[tuple[int, ...], ...] = ()
     host_items: tuple[tuple[int, tuple[int, ...]], ...] = ()
     island_host_memory: tuple[int | None, ...] = ()
+    shared_memory: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         if self.island_host_memory and len(self.island_host_memory) != self.num_islands:
@@ -78,6 +83,11 @@ class SplitProblem:
         for size, readers in self.host_items:
             if size < 0 or not readers or any(not 0 <= p < self.num_portions for p in readers):
                 raise ValueError(f"host item ({size}, {readers}) needs bytes >= 0 and known portions")
+        for size, readers in self.shared_memory:
+            if size < 0 or len(set(readers)) < 2 or any(not 0 <= p < self.num_portions for p in readers):
+                raise ValueError(f"shared item ({size}, {readers}) needs bytes >= 0 and two or more known portions")
+            if any(self.portion_memory[p] < size for p in readers):
+                raise ValueError(f"shared item ({size}, {readers}): a reader's portion_memory must include it")
 
     def host_limit(self, island: int) -> int | None:
         """Island ``island``'s host memory, or None when it is not limited."""
@@ -92,6 +102,20 @@ class SplitProblem:
         (5, 7, 12)
         """
         return sum(size for size, readers in self.host_items if any(island_of[p] == island for p in readers))
+
+    def island_held(self, island_of: tuple[int, ...], island: int) -> int:
+        """The main-memory bytes ``island`` holds under a split: its portions' ``portion_memory``,
+        a shared item once.
+
+        >>> p = SplitProblem(((1, 1),) * 3, (6, 6, 2), (1, 1), (9, 9), (), (), shared_memory=((5, (0, 1)),))
+        >>> p.island_held((0, 0, 1), 0), p.island_held((0, 1, 0), 0)
+        (7, 8)
+        """
+        held = sum(m for p, m in enumerate(self.portion_memory) if island_of[p] == island)
+        for size, readers in self.shared_memory:
+            here = sum(1 for p in readers if island_of[p] == island)
+            held -= size * max(0, here - 1)
+        return held
 
     @property
     def num_portions(self) -> int:
@@ -149,7 +173,7 @@ def split_errors(problem: SplitProblem, island_of: tuple[int, ...]) -> list[str]
     errors += [f"portions {g[0]} and {q} must share an island" for g in problem.together for q in g[1:]
                if island_of[q] != island_of[g[0]]]
     for i, cap in enumerate(problem.island_memory):
-        held = sum(m for p, m in enumerate(problem.portion_memory) if island_of[p] == i)
+        held = problem.island_held(island_of, i)
         if held > cap:
             errors.append(f"island {i} holds {held} bytes, more than its {cap}")
     for i in range(problem.num_islands):
@@ -224,8 +248,7 @@ def _build(problem: SplitProblem):
     for i, lanes in enumerate(problem.island_lanes):
         mine = [(problem.portion_work[p][i], x[p][i]) for p in range(problem.num_portions) if i in x[p]]
         model.Add(sum(w * v for w, v in mine) <= lanes * bottleneck)
-        model.Add(sum(problem.portion_memory[p] * x[p][i] for p in range(problem.num_portions) if i in x[p])
-                  <= problem.island_memory[i])
+        _add_island_memory(model, problem, x, i)
     _add_host_memory(model, problem, x)
     cut = []
     for e, (p, q, _) in enumerate(problem.edges):
@@ -238,6 +261,30 @@ def _build(problem: SplitProblem):
     model.Add(sum(problem.network_cycles[e] * c for e, c in enumerate(cut)) <= bottleneck)
     model.Minimize(bottleneck)
     return model, x, cut, bottleneck
+
+
+def _add_island_memory(model: cp_model.CpModel, problem: SplitProblem, x: list[dict[int, cp_model.IntVar]],
+                       i: int) -> None:
+    """Island ``i``'s main memory holds its portions' bytes, a shared item once (``h[t] >= x[p][i]``
+    for each reading portion). Where even every portion's full bytes fit (or nothing is shared),
+    the plain row: the model stays as it was before shared items were counted."""
+    terms = [(problem.portion_memory[p], x[p][i]) for p in range(problem.num_portions) if i in x[p]]
+    if not problem.shared_memory or sum(m for m, _ in terms) <= problem.island_memory[i]:
+        model.Add(sum(m * v for m, v in terms) <= problem.island_memory[i])
+        return
+    shared = [0] * problem.num_portions
+    for size, readers in problem.shared_memory:
+        for p in readers:
+            shared[p] += size
+    own = [(problem.portion_memory[p] - shared[p]) * x[p][i] for p in range(problem.num_portions) if i in x[p]]
+    for t, (size, readers) in enumerate(problem.shared_memory):
+        held = [x[p][i] for p in readers if i in x[p]]
+        if held and size > 0:
+            h = model.NewBoolVar(f"shared{t}_{i}")
+            for var in held:
+                model.AddImplication(var, h)
+            own.append(size * h)
+    model.Add(sum(own) <= problem.island_memory[i])
 
 
 def _add_host_memory(model: cp_model.CpModel, problem: SplitProblem, x: list[dict[int, cp_model.IntVar]]) -> None:

@@ -27,7 +27,7 @@ def _group_times(problem: PlacementProblem) -> list[tuple[int | None, int | None
     out = []
     for g in problem.groups():
         acc_ok = problem.num_accelerators > 0 and all(problem.acc_time[i] != FORBIDDEN for i in g)
-        if acc_ok and problem.memory_bytes > 0 and sum(problem.size(i) for i in g) > problem.memory_bytes:
+        if acc_ok and problem.memory_bytes > 0 and problem.held_bytes(g) > problem.memory_bytes:
             acc_ok = False
         a = sum(problem.acc_time[i] for i in g) if acc_ok else None
         c = sum(problem.cpu_time[i] for i in g) if problem.num_cpus > 0 else None

@@ -25,7 +25,9 @@ nodes i with group g(i), devices d (accelerators ``a < k``, then CPUs), edges (u
   ``comm`` exact where it matters (the formulation of the paper's IP);
 * loads: accelerator ``sum_g acc(g) x[g, a] + sum_u comm_time[u] comm[u, a] <= maxload``;
   CPU ``sum_g cpu(g) x[g, c] <= maxload``;
-* memory: ``sum_g size(g) x[g, a] <= memory_bytes`` per accelerator;
+* memory: ``sum_g size(g) x[g, a] <= memory_bytes`` per accelerator, a shared tensor
+  (``shared_resident``) read by several groups counted once through ``held[t, a] >= x[g, a]``
+  (:func:`add_memory`);
 * contiguity (variant): for each device d and forward node i, ``z[i, d] >= x[g(i), d]``;
   for each forward edge (u, v), ``z[v, d] <= z[u, d]`` and
   ``z[v, d] <= x[g(v), d] - x[g(u), d] + 1``. So z is 1 on d's nodes, closed under
@@ -120,7 +122,7 @@ def add_assignment(model: cp_model.CpModel, problem: PlacementProblem, v: Placem
     k = problem.num_accelerators
     for g, members in enumerate(v.groups):
         acc_ok = all(problem.acc_time[i] != FORBIDDEN for i in members)
-        if problem.memory_bytes and sum(problem.size(i) for i in members) > problem.memory_bytes:
+        if problem.memory_bytes and problem.held_bytes(members) > problem.memory_bytes:
             acc_ok = False
         devs = ([*range(k)] if acc_ok else []) + [*range(k, problem.num_devices)]
         for d in devs:
@@ -191,7 +193,10 @@ def add_loads(model: cp_model.CpModel, problem: PlacementProblem, v: PlacementVa
 
 
 def add_memory(model: cp_model.CpModel, problem: PlacementProblem, v: PlacementVars) -> list:
-    """``sum size x <= memory_bytes`` per accelerator (when a cap is set).
+    """``sum_g own(g) x[g, a] + sum_t bytes(t) held[t, a] <= memory_bytes`` per accelerator
+    (when a cap is set): a shared tensor whose readers lie in two or more groups is held once
+    on a (``held[t, a] >= x[g, a]`` for each reader group g); ``own(g)`` is what g holds
+    without those (:meth:`~solvers.placement.PlacementProblem.held_bytes`).
 
     Examples
     --------
@@ -199,15 +204,44 @@ def add_memory(model: cp_model.CpModel, problem: PlacementProblem, v: PlacementV
     >>> m = cp_model.CpModel(); v = PlacementVars(_ordered_groups(p), (0, 1))
     >>> _ = add_assignment(m, p, v); add_memory(m, p, v)
     []
+
+    Both nodes read one 2-byte weight: held once, both fit the accelerator's 4 bytes.
+
+    >>> q = PlacementProblem((2, 3), (20, 30), (1, 0), ((0, 1),), 1, 0, size_bytes=(3, 3), memory_bytes=4,
+    ...                      shared_resident=((2, (0, 1)),))
+    >>> m = cp_model.CpModel(); v = PlacementVars(_ordered_groups(q), (0, 1))
+    >>> _ = add_assignment(m, q, v); _ = add_memory(m, q, v)
+    >>> cp_model.CpSolver().solve(m) == cp_model.OPTIMAL
+    True
     """
     if not problem.memory_bytes:
         return []
+    pooled = _pooled_tensors(problem, v)
+    own = [problem.held_bytes(members) - sum(b for b, groups in pooled if g in groups)
+           for g, members in enumerate(v.groups)]
     for a in range(problem.num_accelerators):
-        terms = [sum(problem.size(i) for i in members) * v.x[g, a]
-                 for g, members in enumerate(v.groups) if (g, a) in v.x]
+        terms = [own[g] * v.x[g, a] for g in range(len(v.groups)) if (g, a) in v.x]
+        for t, (b, groups) in enumerate(pooled):
+            readers_here = [v.x[g, a] for g in groups if (g, a) in v.x]
+            if readers_here:
+                held = model.new_bool_var(f"held_{t}_{a}")
+                for x in readers_here:
+                    model.add_implication(x, held)
+                terms.append(b * held)
         if terms:
             model.add(sum(terms) <= problem.memory_bytes)
     return []
+
+
+def _pooled_tensors(problem: PlacementProblem, v: PlacementVars) -> list[tuple[int, tuple[int, ...]]]:
+    """The shared tensors whose readers lie in two or more groups, as (bytes, reader groups):
+    the ones an accelerator's memory row counts once through a ``held`` variable."""
+    out = []
+    for b, readers in problem.shared_resident:
+        groups = tuple(sorted({v.group_of[i] for i in readers}))
+        if len(groups) > 1 and b > 0:
+            out.append((b, groups))
+    return out
 
 
 def add_contiguity(model: cp_model.CpModel, problem: PlacementProblem, v: PlacementVars) -> list:

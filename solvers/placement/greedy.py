@@ -3,7 +3,7 @@
 The colour groups are ordered by the topological position of their first forward node;
 for a target load L, consecutive groups fill accelerator 0 while its exact load (compute
 plus communication, counting every not-yet-placed neighbour as "elsewhere") stays within
-L and memory, then accelerator 1, and so on; groups that may not run on an accelerator,
+L and memory (a shared tensor held once), then accelerator 1, and so on; groups that may not run on an accelerator,
 and whatever is left after the last accelerator, go to the least-loaded CPU. The smallest
 L that works is found by bisection. A contiguous segment of a topological order is
 convex, so the split is contiguous whenever the colour groups and CPU-only nodes allow.
@@ -39,9 +39,14 @@ class _Segment:
 
     def __init__(self, problem: PlacementProblem, succ: list[list[int]], pred: list[list[int]]) -> None:
         self.p, self.succ, self.pred = problem, succ, pred
+        self.shared_of: dict[int, list[int]] = {}  # node -> the shared tensors it reads
+        for t, (_, readers) in enumerate(problem.shared_resident):
+            for i in readers:
+                self.shared_of.setdefault(i, []).append(t)
         self.members: set[int] = set()
         self.compute = 0
-        self.size = 0
+        self.size = 0  # a shared tensor once (PlacementProblem.held_bytes)
+        self.readers: dict[int, int] = {}  # shared tensor -> its readers in S
         self.out_count: dict[int, int] = {}  # u in S -> successors outside S
         self.in_count: dict[int, int] = {}  # u outside S -> successors inside S
         self.comm = 0
@@ -59,6 +64,11 @@ class _Segment:
             self.members.add(x)
             self.compute += self.p.acc_time[x]
             self.size += self.p.size(x)
+            for t in self.shared_of.get(x, ()):
+                if self.readers.get(t, 0):
+                    self.size -= self.p.shared_resident[t][0]  # already held
+                self.readers[t] = self.readers.get(t, 0) + 1
+                log.append(("t", t, None))
             self.in_count.pop(x, None)
             self.out_count[x] = sum(1 for v in self.succ[x] if v not in self.members)
             for u in self.pred[x]:
@@ -84,6 +94,8 @@ class _Segment:
                     self.in_count[u] = old
             elif kind == "o":
                 self.out_count[u] = old
+            elif kind == "t":
+                self.readers[u] -= 1
             elif old is None:
                 self.in_count.pop(u, None)
             else:

@@ -16,8 +16,9 @@ contiguous  every device's node set is convex in the DAG of forward nodes: no pa
 
 Semantics (what :func:`solvers.placement.validate.validate_placement` checks): each node
 on one device; ``acc_time[i] == -1`` forbids accelerators; accelerator memory: the sum of
-``size_bytes`` per accelerator ``<= memory_bytes`` (0 = unbounded); colour classes on one
-device; with ``contiguous``, convexity on forward nodes.
+``size_bytes`` per accelerator, a tensor several nodes read (``shared_resident``) once per
+accelerator running a reader (:meth:`PlacementProblem.held_bytes`), ``<= memory_bytes``
+(0 = unbounded); colour classes on one device; with ``contiguous``, convexity on forward nodes.
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ class PlacementProblem:
     is_backward: tuple[bool, ...] = ()  # empty = all forward
     contiguous: bool = False
     node_names: tuple[str, ...] = field(default=(), compare=False)
+    # Tensors several nodes read (a shared weight or graph input), each as (bytes, readers):
+    # every reader's size_bytes counts it in full, but an accelerator holds it once, as
+    # lowering allocates it. Empty = none (then memory is exactly the sum of size_bytes).
+    shared_resident: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("acc_time", "cpu_time", "comm_time", "size_bytes"):
@@ -89,6 +94,20 @@ class PlacementProblem:
                 if i in seen:
                     raise ValueError(f"node {i} is in two colour classes")
                 seen.add(i)
+        object.__setattr__(self, "shared_resident", tuple(
+            (int(b), tuple(sorted(int(i) for i in readers))) for b, readers in self.shared_resident))
+        for b, readers in self.shared_resident:
+            if b < 0 or len(set(readers)) < 2 or any(not 0 <= i < n for i in readers):
+                raise ValueError(f"shared tensor ({b}, {readers}) needs bytes >= 0 and two or more "
+                                 "distinct known readers")
+        reads: dict[int, int] = {}
+        for b, readers in self.shared_resident:
+            for i in readers:
+                reads[i] = reads.get(i, 0) + b
+        for i, b in sorted(reads.items()):
+            if self.size(i) < b:
+                raise ValueError(f"node {i}'s size_bytes {self.size(i)} must include the {b} bytes of "
+                                 "shared tensors it reads")
         if self.num_cpus == 0:
             bad = [i for i in range(n) if self.acc_time[i] == FORBIDDEN]
             if bad:
@@ -107,6 +126,26 @@ class PlacementProblem:
 
     def size(self, i: int) -> int:
         return self.size_bytes[i] if self.size_bytes else 0
+
+    def held_bytes(self, nodes) -> int:
+        """The bytes one accelerator running ``nodes`` holds: their ``size_bytes``, a shared
+        tensor once however many of its readers are among them.
+
+        Examples
+        --------
+        Nodes 0 and 1 read one 5-byte weight (and hold 1 byte of their own each):
+
+        >>> p = PlacementProblem((1, 1, 1), (1, 1, 1), (0, 0, 0), (), 2, 0, size_bytes=(6, 6, 2),
+        ...                      shared_resident=((5, (0, 1)),))
+        >>> p.held_bytes((0, 1)), p.held_bytes((0, 2)), p.held_bytes((0, 1, 2))
+        (7, 8, 9)
+        """
+        nodes = set(nodes)
+        total = sum(self.size(i) for i in nodes)
+        for b, readers in self.shared_resident:
+            here = sum(1 for i in readers if i in nodes)
+            total -= b * max(0, here - 1)
+        return total
 
     def backward(self, i: int) -> bool:
         return self.is_backward[i] if self.is_backward else False

@@ -104,6 +104,13 @@ def validate_placement(problem: PlacementProblem, solution: PlacementSolution) -
     ['node 1 may not run on an accelerator (device 0)']
     >>> validate_placement(p, PlacementSolution((0, 1)))
     ['accelerator 0 holds 5 bytes > 4']
+
+    Two nodes that read one 4-byte weight hold it once on an accelerator:
+
+    >>> q = PlacementProblem((2, 2), (20, 20), (0, 0), (), 1, 0, size_bytes=(5, 5), memory_bytes=6,
+    ...                      shared_resident=((4, (0, 1)),))
+    >>> validate_placement(q, PlacementSolution((0, 0)))
+    []
     """
     n, nd = problem.num_nodes, problem.num_devices
     dev = solution.device_of
@@ -118,10 +125,8 @@ def validate_placement(problem: PlacementProblem, solution: PlacementSolution) -
     if errs:
         return errs
     if problem.memory_bytes > 0:
-        used = [0] * problem.num_accelerators
-        for i, d in enumerate(dev):
-            if d < problem.num_accelerators:
-                used[d] += problem.size(i)
+        used = [problem.held_bytes(i for i, d in enumerate(dev) if d == a)  # a shared tensor once
+                for a in range(problem.num_accelerators)]
         errs += [f"accelerator {a} holds {b} bytes > {problem.memory_bytes}"
                  for a, b in enumerate(used) if b > problem.memory_bytes]
     for g in problem.color_classes:

@@ -13,7 +13,7 @@ devices where little data flows. This solver builds such plans directly:
   their fastest allowed device;
 * the pool's ops, in topological order, are cut into at most ``|pool|`` contiguous blocks,
   block b on the pool's device b. A block must hold its weights (``op_resident_bytes`` of
-  its ops) in the device's memory and keep each colocation group whole. Its cost is its work
+  its ops, a weight or input several of them read once) in the device's memory and keep each colocation group whole. Its cost is its work
   on the pool plus the cheapest transfer of every edge entering it from an earlier block (the
   data it waits for); the dynamic program minimises the sum of block costs for every number
   of blocks, in ``O(blocks * L^2)`` over ``L`` positions (long orders are cut into at most
@@ -120,9 +120,35 @@ def block_costs(problem: SchedulingProblem, pool: tuple[int, ...], ops: list[int
     pu = np.concatenate([[0.0], unable.cumsum()])
     bad = (idx[None, :] <= idx[:, None]) | (pu[None, :] - pu[:, None] > 0)
     if cap:
-        bad |= pm[None, :] - pm[:, None] > cap
+        held = pm[None, :] - pm[:, None]
+        if problem.shared_resident:
+            held = held - _shared_excess(problem, pos, n_chunks)
+        bad |= held > cap
     cost[bad] = np.inf
     return cost
+
+
+def _shared_excess(problem: SchedulingProblem, pos: dict[int, int], n_chunks: int) -> np.ndarray:
+    """``E[i, j]``: the bytes the per-op weights of block ``[i, j)`` count more than once, a
+    shared weight or input (``shared_resident``) with k >= 2 readers in the block counted
+    ``(k - 1)`` times too many: the device holds it once, as lowering allocates it.
+
+    Examples
+    --------
+    Ops 0 and 1 read one 5-byte weight; each op its own chunk:
+
+    >>> p = SchedulingProblem(((1,),) * 3, (), (1,), ((-1,),), (), op_resident_bytes=(6, 6, 1),
+    ...                       shared_resident=((5, (0, 1)),))
+    >>> _shared_excess(p, {0: 0, 1: 1, 2: 2}, 3)[0].tolist()
+    [0.0, 0.0, 5.0, 5.0]
+    """
+    excess = np.zeros((n_chunks + 1, n_chunks + 1))
+    for b, readers in problem.shared_resident:
+        inside = [pos[i] for i in readers if i in pos]
+        if len(inside) > 1:
+            count = np.concatenate([[0], np.bincount(inside, minlength=n_chunks).cumsum()])
+            excess += b * np.maximum(0, count[None, :] - count[:, None] - 1)
+    return excess
 
 
 def best_splits(cost: np.ndarray, max_blocks: int) -> dict[int, list[int]]:
@@ -368,7 +394,7 @@ def away_pools(problem: SchedulingProblem, pools: tuple[tuple[int, ...], ...] | 
     >>> away_pools(p)
     [(2, 3)]
     """
-    total = sum(problem.resident_bytes(op) for op in range(problem.num_ops))
+    total = problem.device_resident_bytes(0, (0,) * problem.num_ops)  # every weight, a shared one once
     pools = DevicePools(problem).pools if pools is None else pools
     return [pool for pool in pools if not 0 < problem.memory_bytes(pool[0]) < total]
 

@@ -4,10 +4,15 @@
 ops read (``SchedulingProblem.shared_resident``) is held once per device that runs a reader,
 as lowering allocates it and as the validator, the exact model and the pre-check count it
 (:meth:`~solvers.scheduling.problem.SchedulingProblem.device_resident_bytes`). A
-:class:`ResidentLedger` keeps that count incrementally for HEFT, its first-fit fallback and the
-placement LNS (the hierarchical LNS, list search's screen and re-planning's caps count with
-``device_resident_bytes`` directly), so none refuses a device for bytes it already holds.
-Max-load's ``PlacementProblem`` still counts per reader. With no shared tensor it counts exactly ``op_resident_bytes``, as they did.
+:class:`ResidentLedger` keeps that count incrementally for HEFT, its first-fit fallback, the
+placement LNS and the segment-run start (the hierarchical LNS and its window model, list
+search's screen and re-planning's caps count with ``device_resident_bytes`` directly; the
+grouper's coarse problem keeps each shared tensor once per group and as a shared tensor of the
+groups; the contiguous split subtracts a block's repeats), so none refuses a device for bytes
+it already holds. Max-load's ``PlacementProblem`` and the island split carry their own
+``shared_resident`` / ``shared_memory`` (once per accelerator, once per island). With no
+shared tensor it counts exactly ``op_resident_bytes``, as they did. Still per reader (owned
+elsewhere): the part start's and the module re-solve's sub-problems.
 """
 
 from __future__ import annotations

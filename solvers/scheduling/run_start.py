@@ -27,6 +27,8 @@ from another basin. This module turns the DP's runs into placements and sequence
    its device goes to its predecessor's, or its fastest. Where the DP's rounding (its weights
    are rounded down) or the ops between runs overflow a device, its last ops move to the next
    device in the order that has room; a placement whose weights still do not fit is dropped.
+   Weights are counted with a :class:`~solvers.scheduling.resident.ResidentLedger` (a weight
+   or input several ops read once per device, as lowering allocates it).
 3. **Sequencing.** HEFT with the placement fixed, by the placement's own upward ranks
    (:class:`~solvers.scheduling.heft.PlacedRanks`), checked by
    :func:`~solvers.scheduling.validate.validate_schedule`; the shortest schedule is the
@@ -54,6 +56,7 @@ from solvers.scheduling.path_bounds import DevicePools
 from solvers.scheduling.pinned_moves import move_floor_tables, move_proof_key, pinned_moves
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.segment_runs import SegmentRun, segment_run_trace
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
@@ -129,17 +132,15 @@ def run_placement(problem: SchedulingProblem, segments: Sequence[tuple[Schedulin
     devices = _run_devices(pools, runs)
     run_of_cut = {j: k for k, run in enumerate(runs) for j in range(run.first, run.last + 1)}
     device: list[int] = [devices[-1]] * problem.num_ops  # the tail goes with the last run
-    held = [0] * problem.num_devices
+    held = ResidentLedger(problem, device)  # a shared weight or input once per device
     spare = _Spare(problem, pools, set(devices), held)
     middles = [ops for _, ops in segments[1:runs[-1].last + 1]]  # between cut ops j and j + 1
 
     def put(i: int, d: int) -> None:
-        held[device[i]] -= problem.resident_bytes(i)
+        held.remove((i,), device[i])
         device[i] = d
-        held[d] += problem.resident_bytes(i)
+        held.add((i,), d)
 
-    for i in range(problem.num_ops):
-        held[device[i]] += problem.resident_bytes(i)
     for i in segments[0][1]:
         put(i, devices[0])
     boundaries = []
@@ -159,37 +160,35 @@ def run_placement(problem: SchedulingProblem, segments: Sequence[tuple[Schedulin
     # between runs: the preferred side when its memory holds the interior, else the other, else a spare
     for ops, a, b in boundaries:
         inner = ops[1:-1]
-        weight = sum(problem.resident_bytes(i) for i in inner)
         first = _boundary_side(problem, ops, a, b, side)
         sides = (first, b if first == a else a)
-        whole = next((d for d in sides if _room(problem, held, d) >= weight), None)
+        whole = next((d for d in sides if _room(problem, held, d) >= held.added(inner, d)), None)
         whole = spare.device(inner) if whole is None else whole
         for i in inner:  # none holds it all: op by op, on the first with room
             d = whole if whole is not None else next(
-                (d for d in sides if _room(problem, held, d) >= problem.resident_bytes(i)), None)
+                (d for d in sides if _room(problem, held, d) >= held.added((i,), d)), None)
             d = d if d is not None else spare.device((i,))
             if d is not None:
                 put(i, d)
     return _repaired(problem, device)
 
 
-def _room(problem: SchedulingProblem, held: list[int], d: int) -> float:
+def _room(problem: SchedulingProblem, held: ResidentLedger, d: int) -> float:
     cap = problem.memory_bytes(d)
-    return cap - held[d] if cap else float("inf")
+    return cap - held.held[d] if cap else float("inf")
 
 
 class _Spare:
     """Devices no run uses, for ops that leave the runs' devices: among those that hold their
     weight, the one that runs them fastest, then the one with the most room, then by index."""
 
-    def __init__(self, problem: SchedulingProblem, pools: DevicePools, used: set[int], held: list[int]) -> None:
+    def __init__(self, problem: SchedulingProblem, pools: DevicePools, used: set[int], held: ResidentLedger) -> None:
         self.problem, self.held = problem, held
         self.free = [d for pool in pools.pools for d in pool if d not in used]
 
     def device(self, ops: Sequence[int]) -> int | None:
         problem = self.problem
-        weight = sum(problem.resident_bytes(i) for i in ops)
-        fits = [d for d in self.free if _room(problem, self.held, d) >= weight
+        fits = [d for d in self.free if _room(problem, self.held, d) >= self.held.added(ops, d)
                 and all(problem.durations_cycles[i][d] >= 0 for i in ops)]
         return min(fits, key=lambda d: (sum(problem.durations_cycles[i][d] for i in ops),
                                         -_room(problem, self.held, d), d), default=None)
@@ -233,9 +232,7 @@ def _repaired(problem: SchedulingProblem, device: list[int]) -> tuple[int, ...] 
         for j in group:
             device[j] = d
             done.add(j)
-    held = [0] * problem.num_devices
-    for i, d in enumerate(device):
-        held[d] += problem.resident_bytes(i)
+    held = ResidentLedger(problem, device)
     for d in range(problem.num_devices):
         if _room(problem, held, d) < 0:
             _relieve(problem, device, held, d, order, closure)
@@ -244,7 +241,7 @@ def _repaired(problem: SchedulingProblem, device: list[int]) -> tuple[int, ...] 
     return tuple(device)
 
 
-def _relieve(problem: SchedulingProblem, device: list[int], held: list[int], d: int, order: Sequence[int],
+def _relieve(problem: SchedulingProblem, device: list[int], held: ResidentLedger, d: int, order: Sequence[int],
              closure: Sequence[tuple[int, ...]]) -> None:
     """Move ops off the overflowing device ``d`` (the DP rounds weights down, and counts no
     weight between runs): from its last op in the order back, each to the device of the next
@@ -254,16 +251,17 @@ def _relieve(problem: SchedulingProblem, device: list[int], held: list[int], d: 
         if _room(problem, held, d) >= 0:
             return
         group = closure[i]
-        weight = sum(problem.resident_bytes(j) for j in group)
+        if device[i] != d:  # moved with an earlier member of its colocation group
+            continue
         after = (device[j] for j in order[pos[i] + 1:] if device[j] != d)
-        to = next((e for e in after if _room(problem, held, e) >= weight
+        to = next((e for e in after if _room(problem, held, e) >= held.added(group, e)
                    and all(problem.durations_cycles[j][e] >= 0 for j in group)), None)
         if to is None:
             continue
         for j in group:
             device[j] = to
-        held[d] -= weight
-        held[to] += weight
+        held.remove(group, d)
+        held.add(group, to)
 
 
 def pruned_ops(problem: SchedulingProblem) -> tuple[SchedulingProblem, list[int]]:
