@@ -116,3 +116,41 @@ def test_a_shorter_head_shifts_the_later_part_and_its_transfers():
     spliced = splice_part(p, start, part, cuts, 0, ops, inside, found)
     assert validate_schedule(p, spliced) == []
     assert spliced.op_start == (0, 2, 9, 11) and objective_value(p, spliced) == 13
+
+
+def _two_part_chain() -> SchedulingProblem:
+    """Six 2-cycle ops in a chain on two devices; tensors shrink after the third (transfers 7,
+    7, 7, 2, 2), so the parts are ops 0-2 and [2*, 3, 4, 5]; each part's static floor is 6."""
+    return SchedulingProblem(((2, 2),) * 6, tuple((i, i + 1, 0) for i in range(5)), (1, 1), ((-1, 0), (0, -1)),
+                             ((7,), (7,), (7,), (2,), (2,)))
+
+
+def _first_part_only(sub: SchedulingProblem, budget: Budget):
+    """HEFT's schedule of the part, charging the whole child budget: only one part is tried."""
+    budget.charge(budget.left)
+    return heft_schedule(sub)
+
+
+def test_the_parts_the_stage_before_did_not_shorten_go_first():
+    p = _two_part_chain()
+    start = heft_schedule(p, (1, 0, 0, 0, 1, 0))  # windows 13 and 10: gaps 7 and 4 over the floors
+    earlier = heft_schedule(p, (0, 1, 0, 0, 1, 0))  # windows 20 and 10: the stage before shortened part 0
+    cuts = _part_cut_ops(p)
+    assert cuts == [2] and _windows(p, start, cuts) == [13, 10] and _windows(p, earlier, cuts) == [20, 10]
+    budget = Budget.start(2, SCHEDULING)
+    by_gap = part_resolve(p, start, Budget.start(2, SCHEDULING), _first_part_only)[1]
+    assert [row["part"] for row in by_gap["part_resolve_solved"]] == [0]  # largest gap first
+    best, stats = part_resolve(p, start, budget, _first_part_only, earlier)
+    assert stats["part_resolve_shortened"] == [0]
+    assert [row["part"] for row in stats["part_resolve_solved"]] == [1]  # the part not shortened gets the budget
+    assert stats["part_resolve_solved"][0]["window"] == 10 and objective_value(p, best) == 19  # 13 + 6: c-f on one device
+    assert validate_schedule(p, best) == []
+
+
+def test_a_part_at_its_floor_that_goes_first_does_not_end_the_search():
+    p = _two_part_chain()
+    start = heft_schedule(p, (1, 0, 0, 0, 0, 0))  # windows 13 and 6: part 1 is at its floor
+    earlier = heft_schedule(p, (0, 1, 0, 0, 0, 0))  # windows 20 and 6: part 0 shortened, so part 1 sorts first
+    best, stats = part_resolve(p, start, Budget.start(2, SCHEDULING), _first_part_only, earlier)
+    assert [row["part"] for row in stats["part_resolve_solved"]] == [0]
+    assert objective_value(p, best) == 12  # part 0 on one device: 6 + 6

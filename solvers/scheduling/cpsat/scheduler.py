@@ -134,7 +134,8 @@ the stage gained.
 ``max_full_ops`` ops (the main solve would only re-sequence the placement it gets),
 ``part_resolve_share`` of the budget (0 by default) and what the start stages before it left go to
 :func:`~solvers.scheduling.part_resolve.part_resolve`: each part between the part bound's cut
-ops (a CNN's stages), largest gap to its floor first, searched by a nested scheduler (one
+ops (a CNN's stages), the ones the stitched parts did not shorten first, then largest gap to its
+floor first, searched by a nested scheduler (one
 worker, no hint; the forced-cut bound, its start and the placement LNS) in the room the
 incumbent's other parts leave, spliced in only when the whole plan is shorter and valid
 (``stats["part_resolve_*"]``). The LNS on the whole graph stays in the incumbent's
@@ -391,13 +392,14 @@ class CpSatScheduler(Accepting):
             hint, hint_source = self._module_resolve(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         amount = shares.allowance(cfg.part_start_share)
+        before_parts = hint  # the part re-solve tries first the parts the stitched parts did not shorten
         if cfg.part_start_share > 0 and hint is not None and split and not settled():
             hint, hint_source = self._part_start(problem, options, budget, amount, hint, hint_source, stats)
             hint_obj = objective_value(problem, hint)
         # the part re-solve: its share (0 by default) and what the start stages before it left
         if problem.num_ops > cfg.max_full_ops and hint is not None and split and not settled():
             hint, hint_source = self._part_resolve(problem, options, budget, shares.allowance(cfg.part_resolve_share),
-                                                   hint, hint_source, stats)
+                                                   hint, hint_source, stats, before_parts)
             hint_obj = objective_value(problem, hint)
         if (hint_source == "heft" and cfg.segment_schedule_share > 0
                 and problem.objective is Objective.LATENCY and not settled()):
@@ -630,18 +632,21 @@ class CpSatScheduler(Accepting):
         return _offered(problem, stats, hint, hint_source, found, PART_START_SOURCE)
 
     def _part_resolve(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
-                      hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
+                      hint: SchedulingSolution, hint_source: str, stats: dict,
+                      earlier: SchedulingSolution | None = None) -> tuple[SchedulingSolution, str]:
         """The part re-solve (:mod:`solvers.scheduling.part_resolve`) from the best start so far,
         where the main solve would only re-sequence (above ``max_full_ops``): each part searched
         by this scheduler on one worker without a hint, with only the forced-cut bound, its start
-        and the placement LNS before the main solve (part_resolve.PART_UNITS). (hint, hint
-        source), its schedule only when shorter."""
+        and the placement LNS before the main solve (part_resolve.PART_UNITS), the parts the plan
+        ``earlier`` (before the stitched parts) spends as much on first. (hint, hint source), its
+        schedule only when shorter."""
         nested = CpSatScheduler(replace(self.config, leftover_bound_share=0.0, part_start_share=0.0,
                                         segment_bound_share=0.0, pinned_move_share=0.0, run_start_share=0.0,
                                         segment_schedule_share=0.0))
         one = replace(options, num_workers=1, hint=None, progress=None)
         child = budget.child(amount)
-        found, part_stats = part_resolve(problem, hint, child, lambda sub, b: nested._solve(sub, one, b).solution)
+        found, part_stats = part_resolve(problem, hint, child, lambda sub, b: nested._solve(sub, one, b).solution,
+                                         earlier)
         if not part_stats:
             return hint, hint_source
         budget.absorb(child, "part_resolve")
