@@ -28,6 +28,7 @@ plan is 411.25 ms (198.55 + 113.23 + 74.59 + 24.88), valid.
 Usage::
 
     PLAN_NET_SLOWDOWN=20 python benchmarks/dnn_parts.py --subset 'OperatorGraphs/resnet50*' --time-limit 30
+    PLAN_NET_SLOWDOWN=20 python benchmarks/dnn_parts.py --subset 'LayerGraphs/inception*' --cuts 17
 """
 
 from __future__ import annotations
@@ -72,8 +73,8 @@ def run_parts(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
 
     _, problem = latency_problem(root, rel)
     pruned, _ = bound_segments(problem)
-    cuts = part_cuts(pruned)
-    row: dict[str, Any] = {"instance": rel, "parts": []}
+    cuts = tuple(int(c) for c in args.cuts.split(",")) if args.cuts else part_cuts(pruned)
+    row: dict[str, Any] = {"instance": rel, "parts": [], "cuts": list(cuts)}
     if not cuts:
         return row
     opts = SolveOptions(time_limit_s=args.time_limit, num_workers=1, random_seed=args.seed, search="deterministic")
@@ -103,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_common_args(ap, time_limit=30.0)
     ap.add_argument("--relax-limit", type=float, default=60.0, help="seconds of CP-SAT per part relaxation")
+    ap.add_argument("--cuts", default=None,
+                    help="comma-separated clean cut ops of the pruned graph to cut at (default: part_cuts), "
+                         "e.g. 17: Inception-V3 layers' stem and the rest (docs/bounds.md, session 15)")
     args = ap.parse_args(argv)
     root = data_dir(args.data)
     names = dnn_input_names(root)
