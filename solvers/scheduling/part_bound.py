@@ -61,6 +61,7 @@ from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_list
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.forced_cuts import forced_cut_model, memory_forces_cuts
 from solvers.scheduling.problem import Objective, SchedulingProblem
+from solvers.scheduling.slot_sequencing import sequenced_cut_model
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
 
 __all__ = ["LEFTOVER_SHARE", "PART_FLOOR_SHARE", "part_problems", "part_cuts", "part_bound"]
@@ -168,7 +169,8 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
         return floor, {}
     parts = [sub for sub, _ in part_problems(pruned, cuts)]
     forced = [memory_forces_cuts(sub) for sub in parts]
-    total, proven = 0, 0
+    values: list[int] = []
+    proven = 0
     one = replace(options, num_workers=1)
     for k, sub in enumerate(parts):
         value = _part_floor(sub)
@@ -181,7 +183,34 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
             built = forced_cut_model(restrict_placements(sub), value, contention=True)
             value = budget.proven_lower_bound(built.model, one, share, None, value)
             proven += 1
-        total += value
-    budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven)
+        values.append(value)
+    sequenced = _sequence_parts(parts, values, one, budget, _weights(pruned))
+    total = sum(values)
+    budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven,
+                sequenced_parts=sequenced)
     return max(floor, total), {"part_bound": total, "part_bound_parts": len(parts),
-                               "part_bound_proven_parts": proven}
+                               "part_bound_proven_parts": proven, "part_bound_sequenced_parts": sequenced}
+
+
+def _weights(problem: SchedulingProblem) -> int:
+    return sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+
+
+def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,
+                    total: int) -> int:
+    """Raise ``values`` (each a proven bound on its part) by CP-SAT's proven bound on each
+    part's sequenced relaxation (:mod:`solvers.scheduling.slot_sequencing`; devices that cannot
+    hold all ``total`` bytes of the whole problem's weights apart), smallest parts first (the
+    cheap proofs do not wait behind an expensive one), each with an equal share of what is
+    left; a part keeps the larger value. How many parts it ran on."""
+    ran = 0
+    for k in sorted(range(len(parts)), key=lambda k: (parts[k].num_ops, k)):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        # no floor in the model: with the part's value as the makespan's least value CP-SAT
+        # took 0.77 units on ResNet-50 operators' parts where it takes 0.30 without
+        built = sequenced_cut_model(restrict_placements(parts[k]), total=total)
+        share = budget.left / (len(parts) - ran)
+        values[k] = budget.proven_lower_bound(built.model, one, share, None, values[k])
+        ran += 1
+    return ran
