@@ -43,6 +43,7 @@ exact optimum), and the unforced stage-4 part 22.06 (segment proofs) -> **24.45*
 
 from __future__ import annotations
 
+from solvers.scheduling.cpsat.symmetry import interchangeable_classes
 from solvers.scheduling.forced_cuts import Slot, cut_slots, forced_cut_model
 from solvers.scheduling.problem import SchedulingProblem
 
@@ -58,7 +59,7 @@ def _add_slot_sequencing(built, problem: SchedulingProblem, slots: list[Slot]) -
             x = built.place[i][s]
             if x is None:
                 continue
-            dur = min(problem.durations_cycles[i][d] for d in slot.devices if problem.durations_cycles[i][d] >= 0)
+            dur = _slot_duration(problem, i, slot)
             if dur <= 0:
                 continue
             start = m.new_int_var(0, built.horizon, f"S{i}_{s}")
@@ -72,11 +73,61 @@ def _add_slot_sequencing(built, problem: SchedulingProblem, slots: list[Slot]) -
             m.add_cumulative(intervals, [1] * len(intervals), slot.streams)
 
 
-def sequenced_cut_model(problem: SchedulingProblem, floor: int = 0, total: int | None = None):
+def _slot_duration(problem: SchedulingProblem, op: int, slot: Slot) -> int:
+    return min(problem.durations_cycles[op][d] for d in slot.devices if problem.durations_cycles[op][d] >= 0)
+
+
+def _links_symmetric(problem: SchedulingProblem, slots: list[Slot]) -> bool:
+    """Whether every group of two or more single-device slots lies in one class of verified
+    interchangeable devices (links included), so that the link terms keep the value
+    precedence among them sound."""
+    classes = [set(c) for c in interchangeable_classes(problem)]
+    groups: dict[int, set[int]] = {}
+    for slot in slots:
+        if len(slot.devices) == 1:
+            groups.setdefault(slot.group, set()).add(slot.devices[0])
+    return all(len(g) < 2 or any(g <= c for c in classes) for g in groups.values())
+
+
+def _add_link_sequencing(built, problem: SchedulingProblem, slots: list[Slot]) -> None:
+    """The link terms of the module Notes on ``built``: per cut edge a transfer start after its
+    producer's end, ending by its consumer's start, and per pair of single-device slots an
+    interval present when the edge joins them, the intervals of one link never overlapping."""
+    m = built.model
+    single = [s for s, slot in enumerate(slots) if len(slot.devices) == 1]
+    length = [sum(_slot_duration(problem, i, slots[s]) * x for s, x in enumerate(built.place[i]) if x is not None)
+              for i in range(problem.num_ops)]
+    per_link: dict[int, list] = {}
+    for e, cut in sorted(built.cuts.items()):
+        u, v, _ = problem.edges[e]
+        least = min(problem.transfer_cycles[e])
+        start = m.new_int_var(0, built.horizon, f"ts{e}")
+        m.add(start >= built.ends[u]).only_enforce_if(cut)
+        m.add(start + least <= built.ends[v] - length[v]).only_enforce_if(cut)
+        for k, a in enumerate(single):
+            for b in single[k + 1:]:
+                link = problem.link_of[slots[a].devices[0]][slots[b].devices[0]]
+                ways = [(built.place[u][p], built.place[v][q]) for p, q in ((a, b), (b, a))]
+                ways = [(xu, xv) for xu, xv in ways if xu is not None and xv is not None]
+                if link < 0 or not ways:
+                    continue
+                joined = m.new_bool_var(f"j{e}_{a}_{b}")
+                for xu, xv in ways:
+                    m.add(joined >= xu + xv - 1)
+                per_link.setdefault(link, []).append(
+                    m.new_optional_fixed_size_interval_var(start, least, joined, f"tr{e}_{a}_{b}"))
+    for intervals in per_link.values():
+        if len(intervals) >= 2:
+            m.add_no_overlap(intervals)
+
+
+def sequenced_cut_model(problem: SchedulingProblem, floor: int = 0, total: int | None = None,
+                        links: bool = False):
     """The forced-cut model with contention of ``problem`` (restricted already; makespan at
     least ``floor``) with its slots sequenced (module Notes); ``total``: the weights a pool must
-    hold to be one slot (default: ``problem``'s). Returns the built model (``.model``,
-    ``.makespan``, minimised).
+    hold to be one slot (default: ``problem``'s); ``links``: the transfers over each link too,
+    where the slots' groups are verified interchangeable with their links (module Notes,
+    Links). Returns the built model (``.model``, ``.makespan``, minimised).
 
     Examples
     --------
@@ -102,4 +153,6 @@ def sequenced_cut_model(problem: SchedulingProblem, floor: int = 0, total: int |
     slots = cut_slots(problem, total)
     built = forced_cut_model(problem, floor, contention=True, slots=slots)
     _add_slot_sequencing(built, problem, slots)
+    if links and _links_symmetric(problem, slots):
+        _add_link_sequencing(built, problem, slots)
     return built

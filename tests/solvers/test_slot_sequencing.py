@@ -30,17 +30,30 @@ def _optimum(built) -> int:
     return int(solver.value(built.makespan))
 
 
+def _pair_links(nd: int) -> tuple[tuple[int, ...], ...]:
+    ids = [[-1] * nd for _ in range(nd)]
+    for k, (a, b) in enumerate((a, b) for a in range(nd) for b in range(a + 1, nd)):
+        ids[a][b] = ids[b][a] = k
+    return tuple(map(tuple, ids))
+
+
 @st.composite
 def streamed_graphs(draw):
-    """tight_graphs, each device class with one or two streams, and a threshold for keeping
-    devices apart: the problem's own weights, or more (as a part of a larger problem)."""
+    """tight_graphs, each device class with one or two streams, one link for all or one per
+    pair (classes marked), and a threshold for keeping devices apart: the problem's own
+    weights, or more (as a part of a larger problem)."""
     p = draw(tight_graphs())
     limited = sum(1 for b in p.device_memory_bytes if b)
     fast, slow = draw(st.integers(1, 2)), draw(st.integers(1, 2))
     streams = (fast,) * limited + (slow,) * (p.num_devices - limited)
+    classes = (0,) * limited + (1,) * (p.num_devices - limited)
+    if draw(st.booleans()):
+        links = _pair_links(p.num_devices)
+        width = 1 + max(max(row) for row in links)
+        p = replace(p, link_of=links, transfer_cycles=tuple(row * width for row in p.transfer_cycles))
     weights = sum(p.op_resident_bytes)
     total = draw(st.sampled_from([None, weights + 1 + draw(st.integers(0, 8))]))
-    return replace(p, device_streams=streams), total
+    return replace(p, device_streams=streams, device_class=classes), total
 
 
 @random_sweep
@@ -54,7 +67,8 @@ def test_the_sequenced_optimum_lies_between_the_relaxation_and_the_optimum(case)
         return
     restricted = restrict_placements(p)
     sequenced = _optimum(sequenced_cut_model(restricted, total=total))
-    assert _optimum(forced_cut_model(restricted)) <= sequenced <= opt
+    linked = _optimum(sequenced_cut_model(restricted, total=total, links=True))
+    assert _optimum(forced_cut_model(restricted)) <= sequenced <= linked <= opt
 
 
 def test_a_device_runs_a_shortcut_and_a_branch_in_turn():
