@@ -42,6 +42,18 @@ devices is one part. Measured on the dnn ResNet-50 operator input (the pruned 23
 of just over two 355.9; without the contention terms 361.7. The whole graph's relaxation
 without contention is 372.3 (67 s), and the reported bound before this stage was 338.4.
 
+**Sequenced parts** (session 15). After those, each part gets CP-SAT's proven bound on its
+relaxation with every device's ops run one at a time
+(:mod:`solvers.scheduling.slot_sequencing`; the devices the whole problem's weights need kept
+apart, so a part that fits one accelerator still sees them as nine), smallest parts first,
+equal shares of what is left; then the parts that proof settled, cheapest first, get the
+same with each link's transfers one at a time, each with all that is left. Each is a
+relaxation of the part problem (that module's Notes), so any bound CP-SAT proves on it bounds
+the part; a part keeps the larger value. ResNet-50 operators (offline, one worker): 373.11 ->
+383.76 ms with 0.30 units of sequencing (stages 1, 3, 4: 187.87, 71.20, 24.45), 385.22 when
+the links settle stage 2 (101.27, 0.20-0.25 units, seed-dependent), 388.25 when they settle
+stage 1 too (1.04 units).
+
 **Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part on one
 worker, outside any benchmark; docs/bounds.md, Parts; ``benchmarks/dnn_parts.py``): 190.91 (300
 s), 101.27, 71.20 and 24.88 ms, each proven optimal (their relaxations: 183.55, 99.81, 67.26,

@@ -34,11 +34,39 @@ apart, while devices with room for everything (CPUs with 1 TB) stay pooled: spli
 too left a ResNet-50 operators stage unproven (bound 80.2 after 0.5 units, where the pooled
 model proves 99.81 in 0.06).
 
-**Measured** (ResNet-50 operators, the part bound's pruned parts, one worker, 2026-11-29, load
-~19 on 2 cores; ms, units): forced-cut relaxation with contention -> sequenced:
-183.55 -> **187.87** (0.18 units), 99.81 -> 99.81 (0.06), 67.26 -> **71.20** (0.14, the part's
-exact optimum), and the unforced stage-4 part 22.06 (segment proofs) -> **24.45** (0.04; exact
-24.88).
+**Links** (``links=True``). Per edge whose transfer costs something, a start ``ts_e`` with
+``ts_e >= T_u`` and ``ts_e + tc_e <= T_v - D_v`` when the edge is cut (``z_e``), and per pair
+of single-device slots a Boolean ``j >= x[u][a] + x[v][b] - 1`` (either way round) with an
+optional interval ``[ts_e, ts_e + tc_e)`` present iff ``j``; the intervals of one link
+(``link_of`` of the two devices) never overlap. Sound: in a schedule, a transfer between two
+devices starts after its producer ends, lasts at least the least transfer ``tc_e`` and ends
+before its consumer starts, on the one link of those devices, which carries one transfer at a
+time; set ``ts_e`` to its start and ``j`` true exactly for its pair. The terms depend on which
+link joins two slots, so they are added only when every group of interchangeable slots lies
+in one class of devices verified interchangeable with their links
+(:func:`~solvers.scheduling.cpsat.symmetry.interchangeable_classes`); else the value
+precedence among the slots could cut off every relabelling of an optimum.
+
+**Measured** (ResNet-50 operators, the part bound's pruned parts, one worker, 2026-11-29 03:20-
+03:55 UTC, load 15-30 on 2 cores; ms, deterministic units): forced-cut relaxation with
+contention -> sequenced -> sequenced with links:
+
+======================  ==========  ==================  =======================  ============
+part                    relaxation  sequenced (units)   with links (units)       exact [1]_
+======================  ==========  ==================  =======================  ============
+stage 1 (48 ops)        183.55      **187.87** (0.08)   **190.91** (1.04)        190.91
+stage 2 (56)            99.81       99.81 (0.07)        **101.27** (0.20-0.25;   101.27
+                                                        seed 0: none in 0.6)
+stage 3 (82)            67.26       **71.20** (0.12)    71.20 (0.19)             71.20
+stage 4 (43, unforced)  22.06 [2]_  **24.45** (0.03)    24.45 (0.06)             24.88
+======================  ==========  ==================  =======================  ============
+
+.. [1] ``CpSatScheduler`` on the part, 24-300 s (docs/bounds.md, Parts).
+.. [2] The segment proofs; the part fits one device, so it had no relaxation.
+
+With links the parts' relaxations reach the parts' exact optima but for stage 4 (190.91 +
+101.27 + 71.20 + 24.45 + 0.43 for the two 3-op parts = 388.25 ms); how soon CP-SAT proves the
+link model depends on its seed.
 """
 
 from __future__ import annotations
