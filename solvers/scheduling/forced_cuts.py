@@ -118,8 +118,11 @@ def memory_forces_cuts(problem: SchedulingProblem) -> bool:
         0 < problem.memory_bytes(d) < total for d in range(problem.num_devices))
 
 
-def cut_slots(problem: SchedulingProblem) -> list[Slot]:
+def cut_slots(problem: SchedulingProblem, total: int | None = None) -> list[Slot]:
     """The slots of the module Notes, limited devices one by one, groups numbered in order.
+    A pool is limited when its memory holds less than ``total`` bytes (default: every weight of
+    ``problem``; a part may pass its whole problem's, so that devices which must share the
+    whole problem's weights stay apart).
 
     Examples
     --------
@@ -131,7 +134,8 @@ def cut_slots(problem: SchedulingProblem) -> list[Slot]:
     >>> [(s.devices, s.capacity, s.streams, s.group) for s in cut_slots(p)]
     [((0,), 4, 1, 0), ((1,), 4, 1, 0), ((2, 3), 0, 2, 1)]
     """
-    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+    if total is None:
+        total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
     slots: list[Slot] = []
     group = 0
     for pool in DevicePools(problem).pools:
@@ -177,12 +181,12 @@ class _Model:
 
 
 def forced_cut_model(problem: SchedulingProblem, floor: int = 0, cap: int | None = None,
-                     contention: bool = True) -> _Model:
+                     contention: bool = True, slots: list[Slot] | None = None) -> _Model:
     """The CP-SAT model of the module Notes on ``problem`` (restricted already), with the
     makespan at least ``floor`` (another proven bound); with ``cap``, the makespan at most
     ``cap`` and no objective (a probe); ``contention`` adds the window terms (module Notes,
-    Contention)."""
-    slots = cut_slots(problem)
+    Contention); ``slots`` (default :func:`cut_slots`) are any slots of it the Notes allow."""
+    slots = cut_slots(problem) if slots is None else slots
     n, ns = problem.num_ops, len(slots)
     m = cp_model.CpModel()
     dur = [[min((row[d] for d in s.devices if row[d] >= 0), default=-1) for s in slots]

@@ -14,7 +14,7 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import SchedulingProblem
 from solvers.scheduling.cpsat.scheduler import _segment_floor
-from solvers.scheduling.part_bound import part_bound, part_cuts, part_problems
+from solvers.scheduling.part_bound import _part_floor, part_bound, part_cuts, part_problems
 from solvers.scheduling.structure import cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
 from tests.sweeps import examples, random_sweep
@@ -82,7 +82,10 @@ def test_segment_proofs_raise_a_part_its_static_floor_misses():
     weights 6, 6 and 1 for the rest on two 11-byte devices, so a and b cannot share one. The
     parts are [a], [a*, b] (forced across: 6 + 1 = 7) and [b*, c, ..., g], which fits one
     device: its static floor is 10, where the segment proofs see that sending a branch away
-    costs more than running the three in turn (1 + 9 + 1 = 11). The optimum is 1 + 7 + 11 = 19."""
+    costs more than running the three in turn (1 + 9 + 1 = 11). The optimum is 1 + 7 + 11 = 19.
+    The sequenced relaxation sees the same on its own (one device's branches run in turn, the
+    two devices stay apart as the whole problem's weights need both), so the part bound reaches
+    19 either way."""
     links = ((-1, 0), (0, -1))
     edges = ((0, 1, 0), (1, 2, 0), (2, 3, 0), (2, 4, 0), (2, 5, 0), (3, 6, 0), (4, 6, 0), (5, 6, 0))
     p = SchedulingProblem(tuple((d, d) for d in (1, 1, 1, 3, 3, 3, 1)), edges, (1, 1), links,
@@ -90,9 +93,11 @@ def test_segment_proofs_raise_a_part_its_static_floor_misses():
                           op_resident_bytes=(6, 6, 1, 1, 1, 1, 1))
     assert part_cuts(p) == (0, 1)
     assert brute_force(p) == 19
+    fan = part_problems(p, part_cuts(p))[-1][0]
+    assert (_part_floor(fan), _segment_floor(_ONE)(fan, Budget.start(5, SCHEDULING))) == (10, 11)
     plain, _ = part_bound(p, _ONE, Budget.start(5, SCHEDULING))
     raised, _ = part_bound(p, _ONE, Budget.start(5, SCHEDULING), part_floor=_segment_floor(_ONE))
-    assert (plain, raised) == (18, 19)
+    assert (plain, raised) == (19, 19)
 
 
 def test_parts_see_every_forced_crossing():
