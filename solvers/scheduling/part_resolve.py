@@ -98,12 +98,10 @@ def _windows(problem: SchedulingProblem, sol: SchedulingSolution, cuts: Sequence
 
 
 def _weights_elsewhere(problem: SchedulingProblem, sol: SchedulingSolution, part: Sequence[int], k: int) -> list[int]:
-    """Per device, the weights ``sol`` keeps there for the ops of every part but ``k``."""
-    held = [0] * problem.num_devices
-    for i in range(problem.num_ops):
-        if part[i] != k:
-            held[sol.op_device[i]] += problem.resident_bytes(i)
-    return held
+    """Per device, the weights ``sol`` keeps there for the ops of every part but ``k`` (a
+    shared tensor once)."""
+    elsewhere = [-1 if part[i] == k else d for i, d in enumerate(sol.op_device)]
+    return [problem.device_resident_bytes(d, elsewhere) for d in range(problem.num_devices)]
 
 
 def resolve_problem(problem: SchedulingProblem, sol: SchedulingSolution, part: Sequence[int],

@@ -61,6 +61,7 @@ from solvers.scheduling.part_bound import part_cuts
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT, placement_lns
 from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
+from solvers.scheduling.resident import ResidentLedger, restricted_shared
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
@@ -122,7 +123,9 @@ def part_problem(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence
                  used: Sequence[int]) -> tuple[SchedulingProblem, list[int], list[int]]:
     """Part ``k`` on what the earlier parts left (``used`` bytes per device), its opening cut op
     (``k > 0``) first, pinned to ``device`` and weightless there: (problem, its ops, the
-    original index of each of its edges).
+    original index of each of its edges). A weight or input several of its ops read is held
+    once per device, as in ``problem`` (one the earlier parts already hold on a device is
+    counted again: conservative, the stitched ledger counts it once).
 
     Examples
     --------
@@ -150,7 +153,8 @@ def part_problem(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence
                             tuple((idx[problem.edges[e][0]], idx[problem.edges[e][1]], problem.edges[e][2])
                                   for e in inside),
                             problem.device_streams, problem.link_of, tuple(problem.transfer_cycles[e] for e in inside),
-                            problem.objective, cap, resident, (), groups, dclass)
+                            problem.objective, cap, resident, (), groups, dclass,
+                            shared_resident=restricted_shared(problem, ops, weightless=(0,) if k > 0 else ()))
     return sub, ops, inside
 
 
@@ -181,11 +185,11 @@ def stitched(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int
     """
     n = problem.num_ops
     dev, stream, start, dur = [0] * n, [0] * n, [0] * n, [0] * n
-    used = [0] * problem.num_devices
+    ledger = ResidentLedger(problem)  # what the earlier parts hold, a shared tensor once
     transfers: list[ScheduledTransfer] = []
     offset = 0
     for k in range(len(cuts) + 1):
-        held = [u + r for u, r in zip(used, reserved[k])] if reserved is not None else used
+        held = [u + r for u, r in zip(ledger.held, reserved[k])] if reserved is not None else ledger.held
         sub, ops, inside = part_problem(problem, part, cuts, k, dev[cuts[k - 1]] if k else -1, held)
         sol = solve(k, sub, ops, inside)
         if sol is None:
@@ -194,7 +198,7 @@ def stitched(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int
             o = ops[j]
             dev[o], stream[o] = sol.op_device[j], sol.op_stream[j]
             start[o], dur[o] = offset + sol.op_start[j], sol.op_duration[j]
-            used[dev[o]] += problem.resident_bytes(o)
+            ledger.add((o,), dev[o])
         transfers += [ScheduledTransfer(inside[t.edge], t.link, offset + t.start_cycle, t.duration_cycles)
                       for t in sol.transfers]
         if k < len(cuts):
@@ -225,10 +229,8 @@ def _restricted(problem: SchedulingProblem, sub: SchedulingProblem, ops: list[in
     placement = tuple(view[incumbent.op_device[o]] for o in ops)
     if any(sub.durations_cycles[j][d] < 0 for j, d in enumerate(placement)):
         return None
-    held = [0] * sub.num_devices
-    for j, d in enumerate(placement):
-        held[d] += sub.resident_bytes(j)
-    if any(sub.memory_bytes(d) and held[d] > sub.memory_bytes(d) for d in range(sub.num_devices)):
+    if any(sub.memory_bytes(d) and sub.device_resident_bytes(d, placement) > sub.memory_bytes(d)
+           for d in range(sub.num_devices)):
         return None
     offset = incumbent.op_start[ops[0]] + incumbent.op_duration[ops[0]] if opening else 0
     starts = [max(0, incumbent.op_start[o] - offset) for o in ops]
@@ -261,11 +263,11 @@ def pinned_op(sub: SchedulingProblem, j: int, device: int) -> SchedulingProblem:
 
 def _later_weights(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int],
                    incumbent: SchedulingSolution) -> list[list[int]]:
-    """For each part, the incumbent's weights per device in the parts after it."""
+    """For each part, the incumbent's weights per device in the parts after it (each part's
+    shared tensors once per device)."""
     nd, nparts = problem.num_devices, len(cuts) + 1
-    per_part = [[0] * nd for _ in range(nparts)]
-    for i in range(problem.num_ops):
-        per_part[part[i]][incumbent.op_device[i]] += problem.resident_bytes(i)
+    per_part = [[problem.device_resident_bytes(d, [x if part[i] == k else -1 for i, x in enumerate(incumbent.op_device)])
+                 for d in range(nd)] for k in range(nparts)]
     out, later = [], [0] * nd
     for k in reversed(range(nparts)):
         out.append(list(later))

@@ -5,14 +5,18 @@ ops read (``SchedulingProblem.shared_resident``) is held once per device that ru
 as lowering allocates it and as the validator, the exact model and the pre-check count it
 (:meth:`~solvers.scheduling.problem.SchedulingProblem.device_resident_bytes`). A
 :class:`ResidentLedger` keeps that count incrementally for HEFT, its first-fit fallback, the
-placement LNS and the segment-run start (the hierarchical LNS and its window model, list
-search's screen and re-planning's caps count with ``device_resident_bytes`` directly; the
-grouper's coarse problem keeps each shared tensor once per group and as a shared tensor of the
-groups; the contiguous split subtracts a block's repeats), so none refuses a device for bytes
-it already holds. Max-load's ``PlacementProblem`` and the island split carry their own
-``shared_resident`` / ``shared_memory`` (once per accelerator, once per island). With no
-shared tensor it counts exactly ``op_resident_bytes``, as they did. Still per reader (owned
-elsewhere): the part start's and the module re-solve's sub-problems.
+placement LNS, the segment-run start, the part start's stitching and the traced and joint-path
+starts' spare and helper devices (the hierarchical LNS and its window model, list search's
+screen, re-planning's caps, the part start's restriction and reserved room and the part and
+module re-solves' rooms count with ``device_resident_bytes`` directly; the grouper's coarse
+problem keeps each shared tensor once per group and as a shared tensor of the groups; the
+contiguous split subtracts a block's repeats), so none refuses a device for bytes it already
+holds. Max-load's ``PlacementProblem`` and the island split carry their own
+``shared_resident`` / ``shared_memory`` (once per accelerator, once per island); the part and
+module sub-problems carry theirs restricted to their ops (:func:`restricted_shared`). With no
+shared tensor it counts exactly ``op_resident_bytes``, as they did. Still per reader, on the
+safe side: a sub-problem's reader of a tensor that ops outside it already hold on a device
+counts it again there (the stitched ledger and the validator of the whole count it once).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from collections.abc import Iterable, Sequence
 
 from solvers.scheduling.problem import SchedulingProblem
 
-__all__ = ["ResidentLedger"]
+__all__ = ["ResidentLedger", "restricted_shared"]
 
 
 class ResidentLedger:
@@ -92,3 +96,26 @@ class ResidentLedger:
         self.held[device] -= self.removed(ops, device)
         for t, k in self._tensors(ops).items():
             self._readers[t, device] -= k
+
+
+def restricted_shared(problem: SchedulingProblem, ops: Sequence[int],
+                      weightless: Iterable[int] = ()) -> tuple[tuple[int, tuple[int, ...]], ...]:
+    """``problem.shared_resident`` for the sub-problem of ``ops`` (reader ``ops[j]`` becomes
+    ``j``): each tensor with two or more readers among ``ops``, leaving out the local indices
+    ``weightless`` (ops the sub-problem gives no resident bytes).
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1,),) * 4, (), (1,), ((-1,),), (), op_resident_bytes=(6, 6, 6, 6),
+    ...                       shared_resident=((5, (0, 1, 3)), (2, (0, 2))))
+    >>> restricted_shared(p, [3, 1, 2]), restricted_shared(p, [3, 1, 2], weightless=(0,))
+    (((5, (0, 1)),), ())
+    """
+    local = {o: j for j, o in enumerate(ops)}
+    skip = set(weightless)
+    out = []
+    for b, readers in problem.shared_resident:
+        mine = tuple(sorted(local[i] for i in readers if i in local and local[i] not in skip))
+        if len(mine) >= 2:
+            out.append((b, mine))
+    return tuple(out)
