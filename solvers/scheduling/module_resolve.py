@@ -79,6 +79,7 @@ from solvers.scheduling.cpsat.model import build
 from solvers.scheduling.cpsat.search import run
 from solvers.scheduling.cpsat.symmetry import canonical_solution, interchangeable_classes
 from solvers.scheduling.problem import ScheduledTransfer, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.resident import restricted_shared
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
 from solvers.scheduling.validate import memory_profile, objective_value, output_buffer_ends, validate_schedule
 
@@ -229,7 +230,7 @@ def module_problem(problem: SchedulingProblem, sol: SchedulingSolution,
         tuple(problem.transfer_cycles[e] for e in edge_ids), problem.objective, memory,
         tuple(problem.resident_bytes(op) for op in ops) if problem.op_resident_bytes else (),
         tuple(problem.output_bytes(op) for op in ops) if problem.op_output_bytes else (),
-        groups, classes, tuple(problem.op_name(op) for op in ops))
+        groups, classes, tuple(problem.op_name(op) for op in ops), restricted_shared(problem, ops))
     shift = 0 if module.source is None else sol.op_start[module.source]
     edge_local = {e: k for k, e in enumerate(edge_ids)}
     hint = SchedulingSolution(
@@ -249,12 +250,12 @@ def module_problem(problem: SchedulingProblem, sol: SchedulingSolution,
 
 
 def _need(sub: SchedulingProblem, sol: SchedulingSolution, d: int) -> int:
-    """The memory ``sol`` uses on device ``d`` at its peak: weights and live buffers."""
+    """The memory ``sol`` uses on device ``d`` at its peak: weights (a shared tensor once) and live buffers."""
     events = []
     for s, e, b, _label in memory_profile(sub, sol, d):
         if e > s:
             events += [(e, 0, -b), (s, 1, b)]
-    return sum(sub.resident_bytes(i) for i, x in enumerate(sol.op_device) if x == d) + _peak(events)
+    return sub.device_resident_bytes(d, sol.op_device) + _peak(events)
 
 
 def _peak(events: list[tuple[int, int, int]]) -> int:
@@ -268,13 +269,13 @@ def _peak(events: list[tuple[int, int, int]]) -> int:
 
 def _room_of(problem: SchedulingProblem, sol: SchedulingSolution, module: Module, d: int) -> int:
     """What device ``d``'s memory leaves the module: its limit less the weights of the ops
-    outside the module on it and the peak of the buffers that are not the module's (at least
+    outside the module on it (a shared tensor once) and the peak of the buffers that are not the module's (at least
     one byte, so a full device stays limited); 0 where memory is not enforced."""
     cap = problem.memory_bytes(d)
     if cap <= 0:
         return 0
     inside = set(module.ops)
-    rest = sum(problem.resident_bytes(i) for i in range(problem.num_ops) if sol.op_device[i] == d and i not in inside)
+    rest = problem.device_resident_bytes(d, [-1 if i in inside else x for i, x in enumerate(sol.op_device)])
     return max(1, cap - rest - _outside_peak(problem, sol, module, d))
 
 
