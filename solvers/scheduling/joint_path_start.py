@@ -54,6 +54,7 @@ from solvers.scheduling.pinned_moves import (PinnedMoves, move_floor_tables, mov
                                              pinned_moves, role_model)
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.traced_start import EXACT_MARGIN, fixed_schedule, helper_device, run_devices
 from solvers.scheduling.validate import objective_value, validate_schedule
 
@@ -172,16 +173,13 @@ def path_placement(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, o
     if devices is None:
         return None
     dev = _runs_placed(problem, moves, changes, devices)
-    used = [0] * problem.num_devices
-    for o, d in enumerate(dev):
-        if d is not None:
-            used[d] += problem.resident_bytes(o)
+    used = ResidentLedger(problem, [-1 if d is None else d for d in dev])  # a shared tensor once a device
     spare = [d for d in moves.pools.pools[0] if d not in devices]  # fresh accelerators first, then any other
     helpers = spare + [d for d in range(problem.num_devices) if d not in devices and d not in spare]
     middles = middle_segments(moves)
     for k, change in enumerate(changes):
         a, b = devices[k], devices[k + 1]
-        caps = _cell_caps(problem, moves, memo, origins, change, (a, b), used)
+        caps = _cell_caps(problem, moves, memo, origins, change, (a, b), used.held)
         roles = _change_roles(problem, moves, change, a, b, caps, options, budget,
                               min(ROLE_UNITS, max(0.0, budget.left) / (len(changes) - k)))
         if roles is None:
@@ -192,10 +190,10 @@ def path_placement(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, o
             if r == _ROLE_E and helper is None:
                 return None
             dev[o] = (a, b, helper)[r]
-            used[dev[o]] += problem.resident_bytes(o)
+            used.add((o,), dev[o])
     if any(d is None or problem.durations_cycles[o][d] < 0 for o, d in enumerate(dev)):
         return None
-    if any(0 < problem.memory_bytes(d) < used[d] for d in range(problem.num_devices)):
+    if any(0 < problem.memory_bytes(d) < used.held[d] for d in range(problem.num_devices)):
         return None
     return tuple(int(d) for d in dev)
 

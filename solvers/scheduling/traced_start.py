@@ -70,6 +70,7 @@ from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, PinnedMoves, move_flo
                                              pinned_move_problem, pinned_moves, role_model)
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
@@ -255,10 +256,7 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
     for o in range(problem.num_ops):
         if o < cut_ops[0] or o > cut_ops[-1]:
             dev[o] = devices[0] if o < cut_ops[0] else devices[-1]
-    used = [0] * problem.num_devices
-    for o, d in enumerate(dev):
-        if d is not None:
-            used[d] += problem.resident_bytes(o)
+    used = ResidentLedger(problem, [-1 if d is None else d for d in dev])  # a shared tensor once a device
     helpers = [d for pool in moves.pools.pools for d in pool if d not in devices]
     for (_, first, last, _, kept) in runs:  # what a stay sends away: the spare that runs it fastest
         for j in range(first, last):
@@ -268,11 +266,12 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
                 return None
             for o in away:
                 dev[o] = spare
-                used[spare] += problem.resident_bytes(o)
+            if away:
+                used.add(away, spare)
 
     def room(d: int) -> float:
         cap = problem.memory_bytes(d)
-        return cap - used[d] if 0 < cap < sum(problem.resident_bytes(o) for o in range(problem.num_ops)) else math.inf
+        return cap - used.held[d] if 0 < cap < sum(problem.resident_bytes(o) for o in range(problem.num_ops)) else math.inf
 
     changes = len(runs) - 1
     for k in range(changes):
@@ -291,29 +290,29 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
             return None
         for o, r in zip(ops, roles):
             dev[o] = (a, b, helper)[r]
-            used[dev[o]] += problem.resident_bytes(o)
-    if any(d is None for d in dev) or any(0 < problem.memory_bytes(d) < used[d] for d in range(problem.num_devices)):
+            used.add((o,), dev[o])
+    if any(d is None for d in dev) or any(0 < problem.memory_bytes(d) < used.held[d] for d in range(problem.num_devices)):
         return None
     if any(problem.durations_cycles[o][d] < 0 for o, d in enumerate(dev)):
         return None
     return tuple(int(d) for d in dev)
 
 
-def _spare(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: list[int]) -> int | None:
-    """The device no run uses that runs every op of ``ops`` fastest and holds their weights."""
-    weight = sum(problem.resident_bytes(o) for o in ops)
+def _spare(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: ResidentLedger) -> int | None:
+    """The device no run uses that runs every op of ``ops`` fastest and holds their weights
+    (with what ``used`` holds there, a shared tensor once)."""
     fits = [d for d in helpers if all(problem.durations_cycles[o][d] >= 0 for o in ops)
-            and (not problem.memory_bytes(d) or used[d] + weight <= problem.memory_bytes(d))]
+            and (not problem.memory_bytes(d) or used.held[d] + used.added(ops, d) <= problem.memory_bytes(d))]
     return min(fits, key=lambda d: (sum(problem.durations_cycles[o][d] for o in ops), d), default=None)
 
 
-def helper_device(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: list[int]) -> int | None:
-    """The first device no run uses that runs every op of ``ops`` and holds their weights (then
-    no longer offered to a later change)."""
-    weight = sum(problem.resident_bytes(o) for o in ops)
+def helper_device(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int],
+                  used: ResidentLedger) -> int | None:
+    """The first device no run uses that runs every op of ``ops`` and holds their weights with
+    what ``used`` holds there, a shared tensor once (then no longer offered to a later change)."""
     for d in helpers:
         cap = problem.memory_bytes(d)
-        if all(problem.durations_cycles[o][d] >= 0 for o in ops) and (not cap or used[d] + weight <= cap):
+        if all(problem.durations_cycles[o][d] >= 0 for o in ops) and (not cap or used.held[d] + used.added(ops, d) <= cap):
             helpers.remove(d)
             return d
     return None
