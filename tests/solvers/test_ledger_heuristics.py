@@ -1,7 +1,8 @@
 """The remaining heuristics count a weight or graph input several ops read once per device (or
 island), as lowering allocates it and the validator counts it: the hierarchical grouper and its
 coarse problem, the window model of the hierarchical LNS, the segment-run start, the contiguous
-split and the island split. Each test has a shared tensor where counting per reader refused a
+split and the island split; the part start, the part and module re-solves and the traced start's
+spare and helper devices. Each test has a shared tensor where counting per reader refused a
 placement that fits (checked against ``shared_resident=()``, the per-reader count)."""
 
 from __future__ import annotations
@@ -20,8 +21,15 @@ from solvers.islands import CpSatSplitSolver, SplitProblem, split_errors
 from solvers.scheduling import SchedulingProblem, SchedulingSolution
 from solvers.scheduling.bounds import segment_problems
 from solvers.scheduling.contiguous import block_costs, contiguous_schedule
+from solvers.scheduling.heft import heft_schedule
+from solvers.scheduling.module_resolve import Module, module_problem
+from solvers.scheduling.part_resolve import resolve_problem
+from solvers.scheduling.part_start import _later_weights, _restricted, part_problem, stitched
+from solvers.scheduling.problem import ScheduledTransfer
+from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.run_start import run_placement
 from solvers.scheduling.segment_runs import SegmentRun
+from solvers.scheduling.traced_start import _spare, helper_device
 from solvers.scheduling.validate import validate_schedule
 
 _TWO = ((-1, 0), (0, -1))
@@ -140,3 +148,73 @@ def test_the_island_split_holds_a_shared_weight_once_per_island():
     assert (r.status, r.objective, r.solution.island_of) == (Status.OPTIMAL, 2, (0, 0))
     per_reader = CpSatSplitSolver().solve(replace(p, shared_memory=()), SolveOptions(time_limit_s=5, num_workers=1))
     assert per_reader.objective == 5  # one portion on island 1: 10 cycles over 2 lanes
+
+
+def test_the_part_start_keeps_both_readers_of_its_first_part_on_one_device():
+    # Chain 0 -> 1 -> 2 cut at op 1, all three read one 5-byte weight (6 bytes each), two 8-byte
+    # devices. Held once, part [0, 1] fits on one device (7 bytes) and op 2 on the other; per
+    # reader, part [0, 1] needs both devices (6 + 6) and op 2 then fits nowhere.
+    p = _chain(3, 8)
+    sub, ops, _ = part_problem(p, [0, 0, 1], [1], 0, -1, [0, 0])
+    assert (ops, sub.shared_resident) == ([0, 1], ((5, (0, 1)),))
+    sol = stitched(p, [0, 0, 1], [1], lambda k, sub, ops, edges: heft_schedule(sub))
+    assert sol is not None and validate_schedule(p, sol) == []
+    assert sorted(p.device_resident_bytes(d, sol.op_device) for d in range(2)) == [6, 7]
+    assert stitched(replace(p, shared_resident=()), [0, 0, 1], [1],
+                    lambda k, sub, ops, edges: heft_schedule(sub)) is None
+
+
+def test_the_part_start_restricts_and_reserves_the_incumbent_with_each_weight_once():
+    # Chain of four cut at op 1, all on device 0 (9 bytes: 5 + 4 * 1). Part 1's ops 2 and 3 hold
+    # 7 bytes there, not 12: the incumbent's restriction fits part 1 and part 0 keeps 7 free.
+    p = _chain(4, 9)
+    incumbent = SchedulingSolution((0,) * 4, (0,) * 4, (0, 2, 4, 6), (2,) * 4, ())
+    assert validate_schedule(p, incumbent) == []
+    assert _later_weights(p, [0, 0, 1, 1], [1], incumbent) == [[7, 0], [0, 0]]
+    sub, ops, inside = part_problem(p, [0, 0, 1, 1], [1], 1, 0, [0, 0])
+    assert (ops, sub.shared_resident, sub.op_resident_bytes) == ([1, 2, 3], ((5, (1, 2)),), (0, 6, 6))
+    restricted = _restricted(p, sub, ops, inside, incumbent, [0, 1], True)
+    assert restricted is not None and restricted.op_start == (0, 0, 2)
+    per_reader = replace(sub, shared_resident=())
+    assert _restricted(p, per_reader, ops, inside, incumbent, [0, 1], True) is None
+
+
+def _shared_head(op3_bytes: int, memory: int) -> tuple[SchedulingProblem, SchedulingSolution]:
+    """Chain 0 -> 1 -> 2 -> 3 on two ``memory``-byte devices; ops 0 and 1 read one 5-byte weight
+    (6 bytes each), op 3 holds ``op3_bytes`` and takes 1 cycle on device 0, 5 on device 1. The
+    schedule: ops 0-2 on device 0 (7 bytes), op 3 on device 1 after a 1-cycle transfer."""
+    p = SchedulingProblem(((1, 1), (1, 1), (1, 1), (1, 5)), ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1), _TWO,
+                          ((1,),) * 3, device_memory_bytes=(memory, memory), op_resident_bytes=(6, 6, 0, op3_bytes),
+                          shared_resident=((5, (0, 1)),))
+    sol = SchedulingSolution((0, 0, 0, 1), (0,) * 4, (0, 1, 2, 4), (1, 1, 1, 5), (ScheduledTransfer(2, 0, 3, 1),))
+    assert validate_schedule(p, sol) == []
+    return p, sol
+
+
+def test_the_part_re_solve_leaves_the_room_the_shared_weight_leaves_once():
+    # Part 1 is [2*, 3] (cut at op 2); part 0 holds 7 bytes on device 0 once, 12 per reader (full).
+    p, sol = _shared_head(1, 8)
+    sub, ops, _ = resolve_problem(p, sol, [0, 0, 0, 1], [2], 1)
+    assert ops == [2, 3] and sub.memory_bytes(0) == 1 and sub.durations_cycles[1][0] == 1
+    per_reader, _, _ = resolve_problem(replace(p, shared_resident=()), sol, [0, 0, 0, 1], [2], 1)
+    assert per_reader.durations_cycles[1][0] < 0
+
+
+def test_the_module_re_solve_leaves_the_room_the_shared_weight_leaves_once():
+    # Module [2, 3] after the readers 0 and 1: device 0 has 10 - 7 = 3 bytes left for it, room
+    # for op 3's 2 bytes; per reader 10 - 12 leaves one byte and op 3 may not go there.
+    p, sol = _shared_head(2, 10)
+    module = Module(source=2, sink=None, ops=(2, 3))
+    sub, hint = module_problem(p, sol, module)
+    assert sub.memory_bytes(0) == 2 and sub.durations_cycles[1][0] == 1 and hint.op_device == (0, 1)
+    per_reader, _ = module_problem(replace(p, shared_resident=()), sol, module)
+    assert per_reader.durations_cycles[1][0] < 0
+
+
+def test_the_traced_start_sends_a_reader_to_the_helper_that_holds_its_weight():
+    # Op 2 already runs on the 8-byte helper device 1 with the shared weight: op 1 adds 1 byte.
+    p = _chain(3, 8)
+    ledger = ResidentLedger(p, (-1, -1, 1))
+    assert helper_device(p, [1], [1], ledger) == 1 and _spare(p, [1], [1], ledger) == 1
+    per_reader = ResidentLedger(replace(p, shared_resident=()), (-1, -1, 1))
+    assert _spare(p, [1], [1], per_reader) is None and helper_device(p, [1], [1], per_reader) is None
