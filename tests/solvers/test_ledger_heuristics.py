@@ -164,6 +164,16 @@ def test_the_part_start_keeps_both_readers_of_its_first_part_on_one_device():
                     lambda k, sub, ops, edges: heft_schedule(sub)) is None
 
 
+
+def test_the_stitched_parts_leave_the_next_part_what_the_shared_weight_leaves_once():
+    # Ops 0 and 1 read one 5-byte weight (6 bytes each), op 2 holds 2; two 9-byte devices, cut
+    # at op 1. Part [0, 1] holds 7 bytes on device 0, so op 2 (2 bytes) follows there without
+    # the 7-cycle transfer: makespan 6. Counted per reader, device 0 would be full (12).
+    p = replace(_chain(3, 9), op_resident_bytes=(6, 6, 2), shared_resident=((5, (0, 1)),))
+    sol = stitched(p, [0, 0, 1], [1], lambda k, sub, ops, edges: heft_schedule(sub))
+    assert sol is not None and validate_schedule(p, sol) == []
+    assert (sol.op_device, sol.makespan_cycles) == ((0, 0, 0), 6)
+
 def test_the_part_start_restricts_and_reserves_the_incumbent_with_each_weight_once():
     # Chain of four cut at op 1, all on device 0 (9 bytes: 5 + 4 * 1). Part 1's ops 2 and 3 hold
     # 7 bytes there, not 12: the incumbent's restriction fits part 1 and part 0 keeps 7 free.
