@@ -40,22 +40,19 @@ time, the HEFT pass by its size), so the same problem and seed give the same pla
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from typing import Any, Sequence
 
 from solvers.budget import Budget, build_units
-from solvers.core import SolveOptions, Status
+from solvers.core import SolveOptions
 from solvers.scheduling import segment_runs
 from solvers.scheduling.heft import PlacedRanks, heft_schedule_within
 from solvers.scheduling.joint_cells import JOINT_CELLS, Change, joint_options, traced_changes
-from solvers.scheduling.move_arrivals import weight_on_sink
-from solvers.scheduling.move_weights import held_by_op, middle_segments, weight_cell_keys, weight_on_source
-from solvers.scheduling.pinned_moves import (PinnedMoves, move_floor_tables, move_proof_key, pinned_move_problem,
-                                             pinned_moves, role_model)
+from solvers.scheduling.move_weights import middle_segments, weight_cell_keys
+from solvers.scheduling.pinned_moves import PinnedMoves, move_floor_tables, move_proof_key, pinned_moves
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.resident import ResidentLedger
-from solvers.scheduling.traced_start import EXACT_MARGIN, fixed_schedule, helper_device, run_devices
+from solvers.scheduling.traced_start import EXACT_MARGIN, fixed_schedule, helper_device, role_split, run_devices
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ROLE_UNITS", "EXACT_UNITS", "path_placement", "joint_path_start"]
@@ -107,39 +104,6 @@ def _runs_placed(problem: SchedulingProblem, moves: PinnedMoves, changes: Sequen
     return dev
 
 
-def _change_roles(problem: SchedulingProblem, moves: PinnedMoves, change: Change, a: int, b: int,
-                  caps: tuple[float, float], options: SolveOptions, budget: Budget,
-                  amount: float) -> list[int] | None:
-    """The roles of the interior ops of ``change`` (from device a to b): the three-role model's
-    shortest schedule with the weight on a and on b below ``caps``, then its least weight on
-    the two at that length; None when no solution was found within ``amount`` units."""
-    held = held_by_op(moves)
-    sub, ops = moves.segments[middle_segments(moves)[change.middle]]
-    pinned = pinned_move_problem(sub, a, b)
-    built = role_model(pinned) if pinned is not None else None
-    if built is None:
-        return None
-    inner = [held[o] for o in ops[1:-1]]
-    sides = (weight_on_source(built, inner)[0], weight_on_sink(built, inner)[0])
-    for side, cap in zip(sides, caps):
-        if math.isfinite(cap):
-            built.model.add(side <= int(cap))
-    single = replace(options, num_workers=1)
-    status, solver, _ = budget.run_cpsat(built.model, single, amount / 2, None, interleave=False)
-    if status not in (Status.OPTIMAL, Status.FEASIBLE):
-        return None
-    roles = _roles(built, solver, len(ops))
-    built.model.add(built.makespan <= int(round(solver.objective_value)))
-    built.model.minimize(sides[0] + sides[1])
-    status, solver, _ = budget.run_cpsat(built.model, single, amount / 2, None, interleave=False)
-    return _roles(built, solver, len(ops)) if status in (Status.OPTIMAL, Status.FEASIBLE) else roles
-
-
-def _roles(built: Any, solver: Any, n: int) -> list[int]:
-    return [next(r for r in range(3) if built.role[i][r] is not None and solver.value(built.role[i][r]))
-            for i in range(1, n - 1)]
-
-
 def _cell_caps(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, origins: Sequence[dict | None],
                change: Change, ends: tuple[int, int], used: Sequence[int]) -> tuple[float, float]:
     """The most weight the change may leave on each of its two devices ``ends``: below the upper
@@ -180,8 +144,8 @@ def path_placement(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, o
     for k, change in enumerate(changes):
         a, b = devices[k], devices[k + 1]
         caps = _cell_caps(problem, moves, memo, origins, change, (a, b), used.held)
-        roles = _change_roles(problem, moves, change, a, b, caps, options, budget,
-                              min(ROLE_UNITS, max(0.0, budget.left) / (len(changes) - k)))
+        roles = role_split(problem, moves, change.middle, a, b, caps, options, budget,
+                           min(ROLE_UNITS, max(0.0, budget.left) / (len(changes) - k)), weigh_both=True)
         if roles is None:
             return None
         ops = moves.segments[middles[change.middle]][1][1:-1]

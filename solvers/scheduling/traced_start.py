@@ -75,7 +75,7 @@ from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
-           "traced_runs", "run_devices", "helper_device", "realised_placement",
+           "traced_runs", "run_devices", "helper_device", "role_split", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
@@ -204,11 +204,12 @@ def run_devices(moves: PinnedMoves, runs: Sequence[Sequence]) -> list[int] | Non
     return out
 
 
-def _role_split(problem: SchedulingProblem, moves: PinnedMoves, j: int, a: int, b: int, room: tuple[float, float],
-                options: SolveOptions, budget: Budget, amount: float) -> list[int] | None:
+def role_split(problem: SchedulingProblem, moves: PinnedMoves, j: int, a: int, b: int, room: tuple[float, float],
+               options: SolveOptions, budget: Budget, amount: float, weigh_both: bool = False) -> list[int] | None:
     """The roles of middle segment j's interior ops for the change a -> b: the three-role model's
     shortest schedule with at most ``room`` (bytes on a, on b) in roles A and B, then its least
-    weight on the limited ones at that makespan; None when no solution was found in ``amount``."""
+    weight at that makespan on the limited sides (on both with ``weigh_both``, as the joint-cell
+    path takes it); None when no solution was found in ``amount``."""
     held = held_by_op(moves)
     sub, ops = moves.segments[middle_segments(moves)[j]]
     pinned = pinned_move_problem(sub, a, b)
@@ -226,7 +227,7 @@ def _role_split(problem: SchedulingProblem, moves: PinnedMoves, j: int, a: int, 
         return None
     roles = _roles(built, solver, len(ops))
     built.model.add(built.makespan <= int(round(solver.objective_value)))
-    built.model.minimize(sum(side for side, cap in zip(sides, room) if math.isfinite(cap)))
+    built.model.minimize(sum(side for side, cap in zip(sides, room) if weigh_both or math.isfinite(cap)))
     status, solver, _ = budget.run_cpsat(built.model, single, amount / 2, None, interleave=False)
     return _roles(built, solver, len(ops)) if status in (Status.OPTIMAL, Status.FEASIBLE) else roles
 
@@ -278,7 +279,7 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
         j, a, b = runs[k][2], devices[k], devices[k + 1]
         key = (j, a, b, room(a), room(b))
         if key not in solved:
-            solved[key] = _role_split(problem, moves, j, a, b, key[3:], options, budget,
+            solved[key] = role_split(problem, moves, j, a, b, key[3:], options, budget,
                                       min(ROLE_UNITS, max(0.0, budget.left) / (changes - k)))
         roles = solved[key]
         if roles is None:
