@@ -48,11 +48,12 @@ from solvers.scheduling import segment_runs
 from solvers.scheduling.heft import PlacedRanks, heft_schedule_within
 from solvers.scheduling.joint_cells import JOINT_CELLS, Change, joint_options, traced_changes
 from solvers.scheduling.move_weights import middle_segments, weight_cell_keys
-from solvers.scheduling.pinned_moves import PinnedMoves, move_floor_tables, move_proof_key, pinned_moves
+from solvers.scheduling.pinned_moves import PinnedMoves, move_floor_tables, move_proof_key
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
 from solvers.scheduling.resident import ResidentLedger
-from solvers.scheduling.traced_start import EXACT_MARGIN, fixed_schedule, helper_device, role_split, run_devices
+from solvers.scheduling.traced_start import (EXACT_MARGIN, fixed_schedule, helper_device, role_split, run_devices,
+                                             whole_problem_moves)
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ROLE_UNITS", "EXACT_UNITS", "path_placement", "joint_path_start"]
@@ -172,9 +173,8 @@ def joint_path_start(problem: SchedulingProblem, budget: Budget, memo: dict, opt
     exactly (the units stay for the stages after it)."""
     if problem.objective is not Objective.LATENCY or not memo.get(JOINT_CELLS):
         return None, {}
-    moves = pinned_moves(problem)
-    if moves is None or moves.pruned.num_ops != problem.num_ops \
-            or moves.pruned.durations_cycles != problem.durations_cycles:
+    moves = whole_problem_moves(problem)
+    if moves is None:
         return None, {}
     used = budget.used
     placement = path_placement(problem, moves, memo, options, budget)

@@ -75,7 +75,7 @@ from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
-           "traced_runs", "run_devices", "helper_device", "role_split", "realised_placement",
+           "traced_runs", "run_devices", "helper_device", "role_split", "whole_problem_moves", "realised_placement",
            "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
@@ -373,6 +373,16 @@ def _variants(problem: SchedulingProblem, moves: PinnedMoves, memo: dict, varian
             found["best"] = sol
 
 
+def whole_problem_moves(problem: SchedulingProblem) -> PinnedMoves | None:
+    """The pinned moves of ``problem`` when their pruned problem is ``problem`` itself (every op
+    kept with its durations), as a start realised from them must be; else None."""
+    moves = pinned_moves(problem)
+    if moves is None or moves.pruned.num_ops != problem.num_ops \
+            or moves.pruned.durations_cycles != problem.durations_cycles:
+        return None
+    return moves
+
+
 def _near(value: int, incumbent: int | None) -> bool:
     return incumbent is None or value <= (1 + EXACT_MARGIN) * incumbent
 
@@ -387,9 +397,8 @@ def traced_start(problem: SchedulingProblem, budget: Budget, memo: dict, options
     before the arrivals) is, the arrivals and the other variants are not tried."""
     if problem.objective is not Objective.LATENCY:
         return None, {}
-    moves = pinned_moves(problem)
-    if moves is None or moves.pruned.num_ops != problem.num_ops \
-            or moves.pruned.durations_cycles != problem.durations_cycles:
+    moves = whole_problem_moves(problem)
+    if moves is None:
         return None, {}
     used = budget.used
     found: dict[str, Any] = {"tried": set(), "solved": {}, "rows": {}, "best": None, "value": None}
