@@ -280,7 +280,6 @@ def _segment_floor(options: SolveOptions):
     return lambda part, budget: segment_lower_bound(part, one, budget)[0]
 
 
-
 def _offered(problem: SchedulingProblem, stats: dict, hint: SchedulingSolution | None, hint_source: str,
              found: SchedulingSolution | None, source: str) -> tuple[SchedulingSolution | None, str]:
     """A start stage's schedule ``found`` offered against the best start so far: its objective
@@ -293,6 +292,23 @@ def _offered(problem: SchedulingProblem, stats: dict, hint: SchedulingSolution |
         stats.update(hint_source=source, hint_objective=found_obj)
         return found, source
     return hint, hint_source
+
+
+def _memo_start(start, name: str, source: str, problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                amount: float, hint: SchedulingSolution | None, hint_source: str, stats: dict,
+                memo: dict) -> tuple[SchedulingSolution | None, str]:
+    """A start realised from the pinned moves' proofs in ``memo`` (``start``: the traced runs'
+    or the joint-cell path's, called as ``start(problem, budget, memo, options, incumbent)``)
+    within ``amount``, charged as ``name``: (hint, hint source), its schedule only when shorter
+    than ``hint`` (``source``); unchanged where it does not apply."""
+    child = budget.child(amount)
+    found, start_stats = start(problem, child, memo, options,
+                               objective_value(problem, hint) if hint is not None else None)
+    if not start_stats:
+        return hint, hint_source
+    budget.absorb(child, name)
+    stats.update(start_stats)
+    return _offered(problem, stats, hint, hint_source, found, source)
 
 
 class CpSatScheduler(Accepting):
@@ -581,14 +597,8 @@ class CpSatScheduler(Accepting):
         """The joint-cell DP's path realised and scheduled (:mod:`solvers.scheduling.joint_path_start`,
         within ``amount``: the traced-runs start's allowance) as a start candidate: (hint, hint
         source), the candidate only when shorter than ``hint``."""
-        child = budget.child(amount)
-        found, path_stats = joint_path_start(problem, child, memo, options,
-                                             objective_value(problem, hint) if hint is not None else None)
-        if not path_stats:
-            return hint, hint_source
-        budget.absorb(child, "joint_path_start")
-        stats.update(path_stats)
-        return _offered(problem, stats, hint, hint_source, found, JOINT_PATH_SOURCE)
+        return _memo_start(joint_path_start, "joint_path_start", JOINT_PATH_SOURCE, problem, options, budget,
+                           amount, hint, hint_source, stats, memo)
 
     @staticmethod
     def _traced_start(problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
@@ -597,14 +607,8 @@ class CpSatScheduler(Accepting):
         """The bound's own runs with their weight options, realised and scheduled
         (:mod:`solvers.scheduling.traced_start`, ``amount``: ``traced_start_share`` in the stage shares), as a start
         candidate: (hint, hint source), the candidate only when shorter than ``hint``."""
-        child = budget.child(amount)
-        found, traced_stats = traced_start(problem, child, memo, options,
-                                           objective_value(problem, hint) if hint is not None else None)
-        if not traced_stats:
-            return hint, hint_source
-        budget.absorb(child, "traced_start")
-        stats.update(traced_stats)
-        return _offered(problem, stats, hint, hint_source, found, TRACED_START_SOURCE)
+        return _memo_start(traced_start, "traced_start", TRACED_START_SOURCE, problem, options, budget, amount,
+                           hint, hint_source, stats, memo)
 
     def _placement_lns(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                        hint: SchedulingSolution, hint_source: str, stats: dict) -> tuple[SchedulingSolution, str]:
