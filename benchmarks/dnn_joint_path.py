@@ -37,7 +37,7 @@ if __package__ in (None, ""):
 
 from benchmarks._common import (add_common_args, data_dir, dnn_input_names, latency_problem, print_table, select,
                                write_results)
-from benchmarks.dnn_runs import placement_scheduled
+from benchmarks.dnn_runs import placement_scheduled, proved_moves
 
 __all__ = ["run_path", "main"]
 
@@ -48,8 +48,6 @@ def run_path(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
     from solvers.core import SolveOptions
     from solvers.scheduling.joint_cells import joint_cell_bound
     from solvers.scheduling.joint_path_start import path_placement
-    from solvers.scheduling.move_arrivals import move_arrival_bound
-    from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves
 
     ms = 1 / CYCLES_PER_MS
     _, problem = latency_problem(root, rel)
@@ -57,11 +55,10 @@ def run_path(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
     one = SolveOptions(num_workers=1)
     memo: dict = {}
     t0 = time.perf_counter()
-    row["pinned_bound"] = pinned_move_bound(problem, one, Budget.start(args.units, SCHEDULING), memo)[0] * ms
-    row["arrival_bound"] = move_arrival_bound(problem, one, Budget.start(args.units, SCHEDULING), memo)[0] * ms
+    pinned, arrival, moves = proved_moves(problem, one, args.units, memo)
+    row.update(pinned_bound=pinned * ms, arrival_bound=arrival * ms)
     row["joint_bound"] = joint_cell_bound(problem, one, Budget.start(args.units, SCHEDULING), memo)[0] * ms
-    moves = pinned_moves(problem)
-    if moves is None or moves.pruned.num_ops != problem.num_ops:
+    if moves is None:
         row["note"] = "no pinned moves, or the bound's problem drops ops"
         return row
     placement = path_placement(moves.pruned, moves, memo, one, Budget.start(args.units, SCHEDULING))

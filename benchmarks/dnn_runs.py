@@ -45,16 +45,15 @@ if __package__ in (None, ""):
 from benchmarks._common import (add_common_args, data_dir, dnn_input_names, latency_problem, print_table, select,
                                write_results)
 
-__all__ = ["run_realised", "placement_scheduled", "main"]
+__all__ = ["run_realised", "proved_moves", "placement_scheduled", "main"]
 
 
 def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, Any]:
     from planner.importers.dnn_partitioning import CYCLES_PER_MS
     from solvers.budget import SCHEDULING, Budget
     from solvers.core import SolveOptions
-    from solvers.scheduling.move_arrivals import ARRIVALS, combined_options, move_arrival_bound
-    from solvers.scheduling.pinned_moves import (WEIGHT_CELLS, move_floor_tables, move_proof_key, pinned_move_bound,
-                                                 pinned_moves)
+    from solvers.scheduling.move_arrivals import ARRIVALS, combined_options
+    from solvers.scheduling.pinned_moves import WEIGHT_CELLS, move_floor_tables, move_proof_key
     from solvers.scheduling.traced_start import realised_placement, traced_runs
 
     ms = 1 / CYCLES_PER_MS
@@ -63,10 +62,9 @@ def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, An
     one = SolveOptions(num_workers=1)
     memo: dict = {}
     t0 = time.perf_counter()
-    row["pinned_bound"] = pinned_move_bound(problem, one, Budget.start(args.units, SCHEDULING), memo)[0] * ms
-    row["bound"] = move_arrival_bound(problem, one, Budget.start(args.units, SCHEDULING), memo)[0] * ms
-    moves = pinned_moves(problem)
-    if moves is None or moves.pruned.num_ops != problem.num_ops:
+    pinned, arrival, moves = proved_moves(problem, one, args.units, memo)
+    row.update(pinned_bound=pinned * ms, bound=arrival * ms)
+    if moves is None:
         row["note"] = "no pinned moves, or the bound's problem drops ops"
         return row
     keys = [move_proof_key(p) for _, _, p in moves.jobs]
@@ -80,6 +78,22 @@ def run_realised(root: Path, rel: str, args: argparse.Namespace) -> dict[str, An
     row.update(placement_scheduled(problem, placement, args, ms))
     row["wall_s"] = round(time.perf_counter() - t0, 1)
     return row
+
+
+def proved_moves(problem: Any, options: Any, units: float, memo: dict) -> tuple[int, int, Any]:
+    """The pinned moves and their arrivals proved on ``problem`` (``units`` deterministic units
+    each, into ``memo``): (the pinned-move bound, the arrival bound, in cycles; the pinned moves,
+    or None when there are none or their problem drops ops, so no placement can follow them)."""
+    from solvers.budget import SCHEDULING, Budget
+    from solvers.scheduling.move_arrivals import move_arrival_bound
+    from solvers.scheduling.pinned_moves import pinned_move_bound, pinned_moves
+
+    pinned = pinned_move_bound(problem, options, Budget.start(units, SCHEDULING), memo)[0]
+    arrival = move_arrival_bound(problem, options, Budget.start(units, SCHEDULING), memo)[0]
+    moves = pinned_moves(problem)
+    if moves is None or moves.pruned.num_ops != problem.num_ops:
+        return pinned, arrival, None
+    return pinned, arrival, moves
 
 
 def placement_scheduled(problem: Any, placement: list[int], args: argparse.Namespace, ms: float) -> dict[str, Any]:
