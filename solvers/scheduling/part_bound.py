@@ -68,7 +68,8 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from solvers.budget import Budget
-from solvers.core import SolveOptions
+from solvers.core import SolveOptions, Status
+from solvers.cpsat_support import integer_objective_bound
 from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_lists, subproblem
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.forced_cuts import forced_cut_model, memory_forces_cuts
@@ -200,8 +201,10 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     # terms on the parts that proof settled, cheapest first (module Notes, Sequenced parts)
     weights = _weights(pruned)
     order = sorted(range(len(parts)), key=lambda k: (parts[k].num_ops, k))
-    sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order))
-    linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True)
+    solutions: dict[int, list[int]] = {}
+    sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order, solutions=solutions))
+    linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True,
+                             solutions=solutions)
     total = sum(values)
     budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven,
                 sequenced_parts=len(sequenced), linked_parts=len(linked))
@@ -215,24 +218,42 @@ def _weights(problem: SchedulingProblem) -> int:
 
 
 def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,
-                    total: int, order: list[int], links: bool = False) -> list[tuple[float, int]]:
+                    total: int, order: list[int], links: bool = False,
+                    solutions: dict[int, list[int]] | None = None) -> list[tuple[float, int]]:
     """Raise ``values`` (each a proven bound on its part) by CP-SAT's proven bound on the
     sequenced relaxation (:mod:`solvers.scheduling.slot_sequencing`; devices that cannot hold
     all ``total`` bytes of the whole problem's weights apart; with ``links``, the transfers on
     each link too) of the parts in ``order``, each with an equal share of what is left (with
     ``links``, all of it: the link terms cost 3-13 times the plain proof, and an equal share
     proved nothing on ResNet-50 operators); a part keeps the larger value. Returns (units,
-    part) for each part proved to optimality."""
+    part) for each part proved to optimality. ``solutions``: the plain pass stores each part's
+    incumbent there, the link pass hints it on that part's model (a hint moves only where the
+    search starts, not what it proves: :mod:`~solvers.scheduling.slot_sequencing`, Hints)."""
+    solutions = {} if solutions is None else solutions
     finished = []
     for n, k in enumerate(order):
         if budget.left <= 0 or budget.wall_expired():
             break
         # no floor in the model: with the part's value as the makespan's least value CP-SAT
         # took 0.77 units on ResNet-50 operators' parts where it takes 0.30 without
-        built = sequenced_cut_model(restrict_placements(parts[k]), total=total, links=links)
+        built = sequenced_cut_model(restrict_placements(parts[k]), total=total, links=links,
+                                    hint=solutions.get(k) if links else None)
         before = budget.used
         share = budget.left if links else budget.left / (len(order) - n)
-        values[k] = budget.proven_lower_bound(built.model, one, share, None, values[k])
+        values[k], solution = _proven_bound(budget, built.model, one, share, values[k])
+        if not links and solution is not None:
+            solutions[k] = solution
         if budget.last_stop == "finished":
             finished.append((budget.used - before, k))
     return finished
+
+
+def _proven_bound(budget: Budget, model, one: SolveOptions, amount: float, floor: int) -> tuple[int, list[int] | None]:
+    """:meth:`~solvers.budget.Budget.proven_lower_bound` of ``model`` (the larger of ``floor``
+    and CP-SAT's proven bound; ``floor`` when infeasible or invalid), with the incumbent's
+    values in proto order (None without one)."""
+    status, solver, _ = budget.run_cpsat(model, one, amount, None, interleave=False)
+    if status in (Status.INFEASIBLE, Status.MODEL_INVALID):
+        return floor, None
+    found = list(solver.response_proto.solution) if status.has_solution else None
+    return max(floor, integer_objective_bound(solver)), found

@@ -97,3 +97,46 @@ def test_devices_kept_apart_for_the_whole_problem_see_a_part_that_fits_one():
     pooled = _optimum(sequenced_cut_model(p))
     apart = _optimum(sequenced_cut_model(p, total=11))
     assert (pooled, apart) == (8, 11)
+
+
+def _solution(built) -> list[int]:
+    status, solver, _ = run_cpsat(built.model, _ONE)
+    assert status.value == "OPTIMAL"
+    return list(solver.response_proto.solution)
+
+
+@random_sweep
+@settings(max_examples=examples(30, 300), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(streamed_graphs(), st.integers(0, 2 ** 16))
+def test_a_hint_from_the_plain_model_moves_no_optimum(case, salt):
+    """The link model hinted with the plain sequenced model's optimum (what the part bound
+    does), or with a scrambled copy of it (a hint that fits nothing), has the unhinted link
+    model's optimum, and that never passes the exhaustive optimum: a hint steers the search,
+    never what it proves."""
+    p, total = case
+    opt = brute_force(p)
+    if opt is None or not memory_forces_cuts(p):
+        return
+    restricted = restrict_placements(p)
+    linked = _optimum(sequenced_cut_model(restricted, total=total, links=True))
+    plain = _solution(sequenced_cut_model(restricted, total=total))
+    scrambled = [(v + salt + k) % 3 for k, v in enumerate(plain)]
+    hinted = [_optimum(sequenced_cut_model(restricted, total=total, links=True, hint=h)) for h in (plain, scrambled)]
+    assert hinted == [linked, linked] and linked <= opt
+
+
+def test_the_hint_lands_on_the_plain_models_variables():
+    """The module example's plain optimum hinted on its link model sits on the variables of
+    the same names: the link terms only add variables after the plain model's."""
+    p = SchedulingProblem(((0, 0), (4, 4), (4, 4), (3, 3), (4, 4)),
+                          ((0, 1, 0), (0, 2, 0), (2, 3, 0), (1, 4, 0), (3, 4, 0)), (1, 1),
+                          ((-1, 0), (0, -1)), ((3,), (3,), (0,), (3,), (3,)),
+                          device_memory_bytes=(10, 10), op_resident_bytes=(0, 6, 0, 6, 0))
+    plain = sequenced_cut_model(p)
+    values = _solution(plain)
+    linked = sequenced_cut_model(p, links=True, hint=values).model.proto
+    names = [plain.model.proto.variables[i].name for i in range(len(values))]
+    assert list(linked.solution_hint.vars) == list(range(len(values)))
+    assert [linked.variables[i].name for i in linked.solution_hint.vars] == names
+    assert list(linked.solution_hint.values) == values
