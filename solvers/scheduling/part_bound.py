@@ -42,8 +42,9 @@ devices is one part. Measured on the dnn ResNet-50 operator input (the pruned 23
 of just over two 355.9; without the contention terms 361.7. The whole graph's relaxation
 without contention is 372.3 (67 s), and the reported bound before this stage was 338.4.
 
-**Sequenced parts** (session 15). After those, each part gets CP-SAT's proven bound on its
-relaxation with every device's ops run one at a time
+**Sequenced parts** (session 15; since session 16 in place of the plain relaxation, which runs
+only on the forced parts whose sequenced proof did not finish). Each part gets CP-SAT's proven
+bound on its relaxation with every device's ops run one at a time
 (:mod:`solvers.scheduling.slot_sequencing`; the devices the whole problem's weights need kept
 apart, so a part that fits one accelerator still sees them as nine), smallest parts first,
 equal shares of what is left; then the parts that proof settled, cheapest first, get the
@@ -153,11 +154,12 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
 
     Each part starts from its static bound, raised by ``part_floor(part, budget)`` when given
     (any sound bound on the part problem; the scheduler passes its CP-SAT segment proofs) with
-    ``PART_FLOOR_SHARE`` of what is left. Each part whose weights need several devices then gets
-    an equal share of what is left for CP-SAT on its relaxation, on one worker (the proven bound
-    counts, whatever stops the search; one worker proves ResNet-50 operators' three in 0.17
-    units where two used 0.56). Deterministic: the shares depend only on what earlier parts
-    charged.
+    ``PART_FLOOR_SHARE`` of what is left. Then every part gets an equal share of what is left
+    for CP-SAT on its sequenced relaxation, on one worker (the proven bound counts, whatever
+    stops the search); a part whose weights need several devices and whose sequenced proof did
+    not finish gets its plain forced-cut relaxation (:func:`_relax_parts`), and the parts the
+    sequencing settled the link terms (module Notes, Sequenced parts). Deterministic: the
+    shares depend only on what earlier parts charged.
 
     Examples
     --------
@@ -183,7 +185,6 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     parts = [sub for sub, _ in part_problems(pruned, cuts)]
     forced = [memory_forces_cuts(sub) for sub in parts]
     values: list[int] = []
-    proven = 0
     one = replace(options, num_workers=1)
     for k, sub in enumerate(parts):
         value = _part_floor(sub)
@@ -191,18 +192,16 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
             child = budget.child(PART_FLOOR_SHARE * budget.left / (len(parts) - k))
             value = max(value, part_floor(sub, child))
             budget.charge(child.used)
-        if forced[k] and budget.left > 0 and not budget.wall_expired():
-            share = budget.left / sum(forced[k:])
-            built = forced_cut_model(restrict_placements(sub), value, contention=True)
-            value = budget.proven_lower_bound(built.model, one, share, None, value)
-            proven += 1
         values.append(value)
-    # smallest parts first (cheap proofs do not wait behind an expensive one); then the link
-    # terms on the parts that proof settled, cheapest first (module Notes, Sequenced parts)
+    # smallest parts first (cheap proofs do not wait behind an expensive one); the plain
+    # relaxation only where sequencing did not finish; then the link terms on the parts
+    # sequencing settled, cheapest first (module Notes, Sequenced parts)
     weights = _weights(pruned)
     order = sorted(range(len(parts)), key=lambda k: (parts[k].num_ops, k))
     solutions: dict[int, list[int]] = {}
     sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order, solutions=solutions))
+    settled = {k for _, k in sequenced}
+    proven = _relax_parts(parts, values, one, budget, [k for k in order if forced[k] and k not in settled])
     linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True,
                              solutions=solutions)
     total = sum(values)
@@ -211,6 +210,24 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     return max(floor, total), {"part_bound": total, "part_bound_parts": len(parts),
                                "part_bound_proven_parts": proven, "part_bound_sequenced_parts": len(sequenced),
                                "part_bound_linked_parts": len(linked)}
+
+
+def _relax_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,
+                 order: list[int]) -> int:
+    """Raise ``values`` by CP-SAT's proven bound on the forced-cut relaxation with contention of
+    the parts in ``order``, each with an equal share of what is left; how many it ran. Only
+    for parts whose sequenced proof did not finish: where it finishes its optimum is at least
+    the relaxation's (the sequenced model is the relaxation on slots that refine its slots,
+    plus constraints), so the relaxation would only have spent units (0.17 of the 0.68 on
+    ResNet-50 operators, which the sequencing of stage 1 then missed with seed 1)."""
+    ran = 0
+    for n, k in enumerate(order):
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        built = forced_cut_model(restrict_placements(parts[k]), values[k], contention=True)
+        values[k] = budget.proven_lower_bound(built.model, one, budget.left / (len(order) - n), None, values[k])
+        ran += 1
+    return ran
 
 
 def _weights(problem: SchedulingProblem) -> int:

@@ -14,7 +14,7 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import SchedulingProblem
 from solvers.scheduling.cpsat.scheduler import _segment_floor
-from solvers.scheduling.part_bound import _part_floor, part_bound, part_cuts, part_problems
+from solvers.scheduling.part_bound import _part_floor, _relax_parts, part_bound, part_cuts, part_problems
 from solvers.scheduling.structure import cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
 from tests.sweeps import examples, random_sweep
@@ -116,7 +116,23 @@ def test_parts_see_every_forced_crossing():
     assert part_cuts(p) == (1,)
     assert brute_force(p) == 21
     found, stats = part_bound(p, _ONE, Budget.start(5, SCHEDULING))
-    assert found == 21 and stats["part_bound_parts"] == 2 and stats["part_bound_proven_parts"] == 2
+    assert found == 21 and stats["part_bound_parts"] == 2 and stats["part_bound_sequenced_parts"] == 2
+    assert stats["part_bound_proven_parts"] == 0  # the sequencing settled both: no plain relaxation ran
+
+
+def test_the_plain_relaxation_raises_the_parts_it_is_given():
+    """_relax_parts (the fallback where a sequenced proof did not finish) on slot_sequencing's
+    example (a feeds s and b, b feeds c, s and c feed d; s and c sit apart) given twice, the
+    second in the order: its static floor 11 rises to the relaxation's 12 (the optimum is 14);
+    the part left out keeps its floor."""
+    p = SchedulingProblem(((0, 0), (4, 4), (4, 4), (3, 3), (4, 4)),
+                          ((0, 1, 0), (0, 2, 0), (2, 3, 0), (1, 4, 0), (3, 4, 0)), (1, 1),
+                          ((-1, 0), (0, -1)), ((3,), (3,), (0,), (3,), (3,)),
+                          device_memory_bytes=(10, 10), op_resident_bytes=(0, 6, 0, 6, 0))
+    values = [_part_floor(p), _part_floor(p)]
+    assert values == [11, 11] and brute_force(p) == 14
+    assert _relax_parts([p, p], values, _ONE, Budget.start(5, SCHEDULING), [1]) == 1
+    assert values == [11, 12]
 
 
 def test_part_bound_is_deterministic_and_keeps_its_floor():
