@@ -69,9 +69,10 @@ from typing import Callable, Sequence
 
 from solvers.budget import Budget
 from solvers.core import SolveOptions
+from solvers.cpsat_support import integer_objective_bound
 from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_lists, subproblem
 from solvers.scheduling.forced import restrict_placements
-from solvers.scheduling.forced_cuts import forced_cut_model, memory_forces_cuts
+from solvers.scheduling.forced_cuts import cut_slots, forced_cut_model, memory_forces_cuts
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.slot_sequencing import sequenced_cut_model
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
@@ -145,7 +146,8 @@ def _part_floor(part: SchedulingProblem) -> int:
 
 
 def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
-               part_floor: Callable[[SchedulingProblem, Budget], int] | None = None) -> tuple[int, dict]:
+               part_floor: Callable[[SchedulingProblem, Budget], int] | None = None,
+               relaxed: dict[int, list] | None = None) -> tuple[int, dict]:
     """The part bound of the module Notes within ``budget``: ``(bound, stats)``, the bound at
     least ``floor``; ``(floor, {})`` when it does not apply (THROUGHPUT, no memory limit that
     forces a cut, or fewer than two parts).
@@ -156,7 +158,8 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     an equal share of what is left for CP-SAT on its relaxation, on one worker (the proven bound
     counts, whatever stops the search; one worker proves ResNet-50 operators' three in 0.17
     units where two used 0.56). Deterministic: the shares depend only on what earlier parts
-    charged.
+    charged. ``relaxed``, when given, receives per part the solutions CP-SAT found for its
+    sequenced relaxations (:func:`_sequence_parts`), for :mod:`~solvers.scheduling.relaxed_parts_start`.
 
     Examples
     --------
@@ -200,8 +203,9 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     # terms on the parts that proof settled, cheapest first (module Notes, Sequenced parts)
     weights = _weights(pruned)
     order = sorted(range(len(parts)), key=lambda k: (parts[k].num_ops, k))
-    sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order))
-    linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True)
+    sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order, relaxed=relaxed))
+    linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True,
+                             relaxed=relaxed)
     total = sum(values)
     budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven,
                 sequenced_parts=len(sequenced), linked_parts=len(linked))
@@ -215,24 +219,34 @@ def _weights(problem: SchedulingProblem) -> int:
 
 
 def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,
-                    total: int, order: list[int], links: bool = False) -> list[tuple[float, int]]:
+                    total: int, order: list[int], links: bool = False,
+                    relaxed: dict[int, list] | None = None) -> list[tuple[float, int]]:
     """Raise ``values`` (each a proven bound on its part) by CP-SAT's proven bound on the
     sequenced relaxation (:mod:`solvers.scheduling.slot_sequencing`; devices that cannot hold
     all ``total`` bytes of the whole problem's weights apart; with ``links``, the transfers on
     each link too) of the parts in ``order``, each with an equal share of what is left (with
     ``links``, all of it: the link terms cost 3-13 times the plain proof, and an equal share
     proved nothing on ResNet-50 operators); a part keeps the larger value. Returns (units,
-    part) for each part proved to optimality."""
+    part) for each part proved to optimality. ``relaxed[k]`` (when given) receives each solution
+    found as (its makespan, the devices of each op's slot)."""
     finished = []
     for n, k in enumerate(order):
         if budget.left <= 0 or budget.wall_expired():
             break
         # no floor in the model: with the part's value as the makespan's least value CP-SAT
         # took 0.77 units on ResNet-50 operators' parts where it takes 0.30 without
-        built = sequenced_cut_model(restrict_placements(parts[k]), total=total, links=links)
+        restricted = restrict_placements(parts[k])
+        built = sequenced_cut_model(restricted, total=total, links=links)
         before = budget.used
         share = budget.left if links else budget.left / (len(order) - n)
-        values[k] = budget.proven_lower_bound(built.model, one, share, None, values[k])
+        status, solver, _ = budget.run_cpsat(built.model, one, share, None, interleave=False)
+        if status.value not in ("INFEASIBLE", "MODEL_INVALID"):  # as Budget.proven_lower_bound
+            values[k] = max(values[k], integer_objective_bound(solver))
+        if relaxed is not None and status.has_solution:
+            slots = cut_slots(restricted, total)
+            relaxed.setdefault(k, []).append((int(solver.objective_value), tuple(
+                next(slots[s].devices for s, x in enumerate(row) if x is not None and solver.value(x))
+                for row in built.place)))
         if budget.last_stop == "finished":
             finished.append((budget.used - before, k))
     return finished
