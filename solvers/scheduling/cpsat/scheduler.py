@@ -493,8 +493,9 @@ class CpSatScheduler(Accepting):
         bound = int(result.bound)
         if stats.get("forced_cut_refuted"):
             relaxed: dict = {}
-            bound, amount = self._part_bound(problem, options, budget, bound, amount, stats, relaxed)
-            result, amount = self._relaxed_parts(problem, options, budget, result, relaxed, amount, stats)
+            kept = cfg.relaxed_parts_share * amount  # the part bound's link pass takes all it is given
+            bound, amount = self._part_bound(problem, options, budget, bound, amount - kept, stats, relaxed)
+            result, amount = self._relaxed_parts(problem, options, budget, result, relaxed, amount + kept, stats)
         if not (_open_moves(stats) or _open_weights(stats)):  # whatever the probes did (the bound must not
             # depend on the start offered, which the probes see)
             bound, amount = self._arrival_bound(problem, options, budget, bound, amount, stats, memo)
