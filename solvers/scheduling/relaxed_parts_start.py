@@ -178,9 +178,8 @@ def _pins(best: SchedulingSolution, slot_of: dict[int, tuple[int, ...]], cuts: S
     return pins
 
 
-def _relaxed_parts(problem: SchedulingProblem, relaxed: dict[int, list]
-                   ) -> tuple[list[int], list[int], dict[int, list[tuple[int, dict, dict]]]] | None:
-    """The part bound's cut ops as ops of ``problem``, each op's part, and per part its
+def _relaxed_parts(problem: SchedulingProblem, relaxed: dict[int, list]) -> tuple | None:
+    """The part bound's cut ops as ops of ``problem``, each op's part, and per part its distinct
     relaxation solutions as (value, original op -> slot devices, original op -> weight); None
     where the parts do not map back."""
     named = replace(problem, op_names=tuple(str(i) for i in range(problem.num_ops)))
@@ -194,8 +193,10 @@ def _relaxed_parts(problem: SchedulingProblem, relaxed: dict[int, list]
     for k, (sub, ops) in enumerate(part_problems(pruned, pruned_cuts)):
         originals = [int(pruned.op_name(i)) for i in ops]
         weights = {o: (0 if k > 0 and j == 0 else sub.op_resident_bytes[j]) for j, o in enumerate(originals)}
+        seen = set()  # the link pass often returns the sequenced pass's placement again
         for value, slot_devices in relaxed.get(k, []):
-            if len(slot_devices) == len(originals):
+            if len(slot_devices) == len(originals) and slot_devices not in seen:
+                seen.add(slot_devices)
                 solutions.setdefault(k, []).append((value, dict(zip(originals, slot_devices)), weights))
     return cuts, part, solutions
 
@@ -232,12 +233,12 @@ def relaxed_parts_start(problem: SchedulingProblem, incumbent: SchedulingSolutio
         return incumbent, {}
     cuts, part, solutions = mapped
     best, best_obj = incumbent, objective_value(problem, incumbent)
+    used = budget.used
+    stats: dict[str, Any] = {"relaxed_parts_start": best_obj, "relaxed_parts_tried": [],
+                             "relaxed_parts_accepted": 0}
     groups = _groups(problem, [list(slot_of.values()) for rows in solutions.values() for _, slot_of, _ in rows])
     windows = _windows(problem, best, cuts)
     order = sorted(solutions, key=lambda k: (-(windows[k] - min(v for v, _, _ in solutions[k])), k))
-    stats: dict[str, Any] = {"relaxed_parts_start": best_obj, "relaxed_parts_tried": [],
-                             "relaxed_parts_accepted": 0}
-    used = budget.used
     for k in order:
         for value, slot_of, weights in sorted(solutions[k], key=lambda row: row[0]):
             if budget.left <= 0 or budget.wall_expired():
@@ -255,3 +256,4 @@ def relaxed_parts_start(problem: SchedulingProblem, incumbent: SchedulingSolutio
             stats["relaxed_parts_tried"].append(row)
     stats.update(relaxed_parts_objective=best_obj, relaxed_parts_units=round(budget.used - used, 6))
     return best, stats
+
