@@ -130,3 +130,23 @@ def test_from_heft_the_result_is_valid_and_bounded_below(p):
     best, _ = relaxed_parts_start(p, start, relaxed, _ONE, Budget.start(2, SCHEDULING))
     assert validate_schedule(p, best) == []
     assert bound <= objective_value(p, best) <= objective_value(p, start)
+
+
+def test_the_scheduler_stage_returns_the_shorter_plan_and_what_is_left():
+    """CpSatScheduler._relaxed_parts on the hand case: the result's plan, objective and stats
+    become the realised 12-cycle plan, the units it used come off the amount; without
+    solutions it changes nothing and uses nothing."""
+    from solvers.core import SolveResult, Status
+    from solvers.scheduling.cpsat.scheduler import CpSatScheduler
+
+    p = _two_stage_chain()
+    start = heft_schedule(p, (0, 0, 1, 1, 0))
+    result = SolveResult(Status.FEASIBLE, 17, 10, start, 0.0, "cpsat", {})
+    _, relaxed = _relaxed(p)
+    budget, stats = Budget.start(5, SCHEDULING), {}
+    found, left = CpSatScheduler._relaxed_parts(p, _ONE, budget, result, relaxed, 0.2, stats)
+    assert found.objective == objective_value(p, found.solution) == 12
+    assert validate_schedule(p, found.solution) == [] and stats["relaxed_parts_objective"] == 12
+    assert abs(left - (0.2 - budget.used)) < 1e-9 and 0 < budget.used < 0.2
+    same, left = CpSatScheduler._relaxed_parts(p, _ONE, Budget.start(5, SCHEDULING), result, {}, 0.2, {})
+    assert same is result and left == 0.2
