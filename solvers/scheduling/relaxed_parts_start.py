@@ -51,7 +51,7 @@ from solvers.core import SolveOptions
 from solvers.scheduling.bounds import bound_segments
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.part_bound import part_cuts, part_problems
-from solvers.scheduling.part_resolve import _windows, resolve_problem, splice_part
+from solvers.scheduling.part_resolve import resolve_problem, splice_part
 from solvers.scheduling.part_start import original_parts
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
 from solvers.scheduling.problem import FORBIDDEN, Objective, SchedulingProblem, SchedulingSolution
@@ -237,7 +237,8 @@ def relaxed_parts_start(problem: SchedulingProblem, incumbent: SchedulingSolutio
     stats: dict[str, Any] = {"relaxed_parts_start": best_obj, "relaxed_parts_tried": [],
                              "relaxed_parts_accepted": 0}
     groups = _groups(problem, [list(slot_of.values()) for rows in solutions.values() for _, slot_of, _ in rows])
-    windows = _windows(problem, best, cuts)
+    ends = [0] + [best.op_start[c] + best.op_duration[c] for c in cuts] + [best_obj]
+    windows = [b - a for a, b in zip(ends, ends[1:])]  # what the plan spends in each part
     order = sorted(solutions, key=lambda k: (-(windows[k] - min(v for v, _, _ in solutions[k])), k))
     for k in order:
         for value, slot_of, weights in sorted(solutions[k], key=lambda row: row[0]):
