@@ -73,7 +73,7 @@ from solvers.core import SolveOptions, Status
 from solvers.cpsat_support import integer_objective_bound
 from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_lists, subproblem
 from solvers.scheduling.forced import restrict_placements
-from solvers.scheduling.forced_cuts import forced_cut_model, memory_forces_cuts
+from solvers.scheduling.forced_cuts import cut_slots, forced_cut_model, memory_forces_cuts
 from solvers.scheduling.problem import Objective, SchedulingProblem
 from solvers.scheduling.slot_sequencing import sequenced_cut_model
 from solvers.scheduling.structure import clean_cut_vertices, segment_ranges, topological_order
@@ -147,7 +147,8 @@ def _part_floor(part: SchedulingProblem) -> int:
 
 
 def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, floor: int = 0,
-               part_floor: Callable[[SchedulingProblem, Budget], int] | None = None) -> tuple[int, dict]:
+               part_floor: Callable[[SchedulingProblem, Budget], int] | None = None,
+               relaxed: dict[int, list] | None = None) -> tuple[int, dict]:
     """The part bound of the module Notes within ``budget``: ``(bound, stats)``, the bound at
     least ``floor``; ``(floor, {})`` when it does not apply (THROUGHPUT, no memory limit that
     forces a cut, or fewer than two parts).
@@ -159,7 +160,9 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     stops the search); a part whose weights need several devices and whose sequenced proof did
     not finish gets its plain forced-cut relaxation (:func:`_relax_parts`), and the parts the
     sequencing settled the link terms (module Notes, Sequenced parts). Deterministic: the
-    shares depend only on what earlier parts charged.
+    shares depend only on what earlier parts charged. ``relaxed``, when given, receives per
+    part the solutions CP-SAT found for its sequenced relaxations (:func:`_sequence_parts`),
+    for :mod:`~solvers.scheduling.relaxed_parts_start`.
 
     Examples
     --------
@@ -199,11 +202,12 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     weights = _weights(pruned)
     order = sorted(range(len(parts)), key=lambda k: (parts[k].num_ops, k))
     solutions: dict[int, list[int]] = {}
-    sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order, solutions=solutions))
+    sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order, solutions=solutions,
+                                       relaxed=relaxed))
     settled = {k for _, k in sequenced}
     proven = _relax_parts(parts, values, one, budget, [k for k in order if forced[k] and k not in settled])
     linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True,
-                             solutions=solutions)
+                             solutions=solutions, relaxed=relaxed)
     total = sum(values)
     budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven,
                 sequenced_parts=len(sequenced), linked_parts=len(linked))
@@ -236,7 +240,8 @@ def _weights(problem: SchedulingProblem) -> int:
 
 def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,
                     total: int, order: list[int], links: bool = False,
-                    solutions: dict[int, list[int]] | None = None) -> list[tuple[float, int]]:
+                    solutions: dict[int, list[int]] | None = None,
+                    relaxed: dict[int, list] | None = None) -> list[tuple[float, int]]:
     """Raise ``values`` (each a proven bound on its part) by CP-SAT's proven bound on the
     sequenced relaxation (:mod:`solvers.scheduling.slot_sequencing`; devices that cannot hold
     all ``total`` bytes of the whole problem's weights apart; with ``links``, the transfers on
@@ -245,7 +250,9 @@ def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: Solv
     proved nothing on ResNet-50 operators); a part keeps the larger value. Returns (units,
     part) for each part proved to optimality. ``solutions``: the plain pass stores each part's
     incumbent there, the link pass hints it on that part's model (a hint moves only where the
-    search starts, not what it proves: :mod:`~solvers.scheduling.slot_sequencing`, Hints)."""
+    search starts, not what it proves: :mod:`~solvers.scheduling.slot_sequencing`, Hints).
+    ``relaxed[k]`` (when given) receives each solution found as (its makespan, the devices of
+    each op's slot)."""
     solutions = {} if solutions is None else solutions
     finished = []
     for n, k in enumerate(order):
@@ -253,24 +260,36 @@ def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: Solv
             break
         # no floor in the model: with the part's value as the makespan's least value CP-SAT
         # took 0.77 units on ResNet-50 operators' parts where it takes 0.30 without
-        built = sequenced_cut_model(restrict_placements(parts[k]), total=total, links=links,
+        restricted = restrict_placements(parts[k])
+        built = sequenced_cut_model(restricted, total=total, links=links,
                                     hint=solutions.get(k) if links else None)
         before = budget.used
         share = budget.left if links else budget.left / (len(order) - n)
-        values[k], solution = _proven_bound(budget, built.model, one, share, values[k])
-        if not links and solution is not None:
-            solutions[k] = solution
+        values[k], found = _proven_bound(budget, built.model, one, share, values[k])
+        if found is not None and not links:
+            solutions[k] = found[1]
+        if found is not None and relaxed is not None:
+            relaxed.setdefault(k, []).append((found[0], _slot_devices(restricted, total, built, found[1])))
         if budget.last_stop == "finished":
             finished.append((budget.used - before, k))
     return finished
 
 
-def _proven_bound(budget: Budget, model, one: SolveOptions, amount: float, floor: int) -> tuple[int, list[int] | None]:
+def _proven_bound(budget: Budget, model, one: SolveOptions, amount: float,
+                  floor: int) -> tuple[int, tuple[int, list[int]] | None]:
     """:meth:`~solvers.budget.Budget.proven_lower_bound` of ``model`` (the larger of ``floor``
-    and CP-SAT's proven bound; ``floor`` when infeasible or invalid), with the incumbent's
-    values in proto order (None without one)."""
+    and CP-SAT's proven bound; ``floor`` when infeasible or invalid), with the incumbent (its
+    objective and its values in proto order; None without one)."""
     status, solver, _ = budget.run_cpsat(model, one, amount, None, interleave=False)
     if status in (Status.INFEASIBLE, Status.MODEL_INVALID):
         return floor, None
-    found = list(solver.response_proto.solution) if status.has_solution else None
+    found = (round(solver.objective_value), list(solver.response_proto.solution)) if status.has_solution else None
     return max(floor, integer_objective_bound(solver)), found
+
+
+def _slot_devices(restricted: SchedulingProblem, total: int, built, values: list[int]) -> tuple:
+    """The devices of the slot each op of ``built`` (a sequenced model of ``restricted``) runs in,
+    read from the solution ``values`` in proto order."""
+    slots = cut_slots(restricted, total)
+    return tuple(next(slots[s].devices for s, x in enumerate(row) if x is not None and values[x.index])
+                 for row in built.place)

@@ -110,6 +110,10 @@ class CpSatOptions:
     # the main solve left of the budget spent on the bound afterwards (more forced-cut probes,
     # or the pinned moves still open; see CpSatScheduler._leftover_bound); 0 turns it off.
     leftover_bound_share: float = 1.0
+    # Of that leftover amount, kept from the part bound for realising its relaxations as parts of
+    # the plan (solvers.scheduling.relaxed_parts_start; HEFT passes and CP-SAT with the placement
+    # fixed): on ResNet-50 operators the part bound's link pass otherwise takes all that is left.
+    relaxed_parts_share: float = 0.05
     # Segments with fewer ops than this keep their cheap bound and use HEFT.
     segment_min_ops: int = 4
     # segment_schedule solves windows of consecutive segments with at least this many ops.

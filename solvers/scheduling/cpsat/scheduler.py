@@ -245,6 +245,7 @@ from solvers.scheduling.part_start import part_start
 from solvers.scheduling.placement_lns import SOURCE as PLACEMENT_LNS_SOURCE
 from solvers.scheduling.placement_lns import placement_lns
 from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.relaxed_parts_start import relaxed_parts_start
 from solvers.scheduling.run_start import SOURCE as RUN_START_SOURCE
 from solvers.scheduling.run_start import run_start
 from solvers.scheduling.traced_start import SOURCE as TRACED_START_SOURCE
@@ -491,7 +492,10 @@ class CpSatScheduler(Accepting):
         stats = dict(result.stats)
         bound = int(result.bound)
         if stats.get("forced_cut_refuted"):
-            bound, amount = self._part_bound(problem, options, budget, bound, amount, stats)
+            relaxed: dict = {}
+            kept = cfg.relaxed_parts_share * amount  # the part bound's link pass takes all it is given
+            bound, amount = self._part_bound(problem, options, budget, bound, amount - kept, stats, relaxed)
+            result, amount = self._relaxed_parts(problem, options, budget, result, relaxed, amount + kept, stats)
         if not (_open_moves(stats) or _open_weights(stats)):  # whatever the probes did (the bound must not
             # depend on the start offered, which the probes see)
             bound, amount = self._arrival_bound(problem, options, budget, bound, amount, stats, memo)
@@ -549,17 +553,40 @@ class CpSatScheduler(Accepting):
 
     @staticmethod
     def _part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget, bound: int,
-                    amount: float, stats: dict) -> tuple[int, float]:
+                    amount: float, stats: dict, relaxed: dict | None = None) -> tuple[int, float]:
         """The part bound (:mod:`solvers.scheduling.part_bound`) with ``PART_BOUND_SHARE`` of the
         leftover ``amount``, run where the forced-cut probes refuted something (the cuts matter):
         (the larger bound, what is left of ``amount`` for the leftover stage). Uses nothing where
         no part cut applies, so the leftover stage is then unchanged."""
         child = budget.child(PART_BOUND_SHARE * amount)
-        found, part_stats = part_bound(problem, options, child, floor=bound, part_floor=_segment_floor(options))
+        found, part_stats = part_bound(problem, options, child, floor=bound, part_floor=_segment_floor(options),
+                                       relaxed=relaxed)
         if part_stats:
             budget.absorb(child, "part_bound")
             stats.update(part_stats, part_bound_units=round(child.used, 6))
         return max(bound, found), max(0.0, amount - child.used)
+
+    @staticmethod
+    def _relaxed_parts(problem: SchedulingProblem, options: SolveOptions, budget: Budget,
+                       result: SolveResult[SchedulingSolution], relaxed: dict, amount: float,
+                       stats: dict) -> tuple[SolveResult[SchedulingSolution], float]:
+        """The part bound's relaxation solutions (``relaxed``) realised as parts of the plan
+        (:mod:`solvers.scheduling.relaxed_parts_start`) within ``amount``, on one worker: (the
+        result with the shorter valid plan, what is left of ``amount``). The plan is only ever
+        replaced by a shorter valid one, so the bound after it stays a bound."""
+        if not relaxed or amount <= 0 or budget.wall_expired():
+            return result, amount
+        child = budget.child(amount)
+        found, part_stats = relaxed_parts_start(problem, result.solution, relaxed, replace(options, num_workers=1),
+                                                child)
+        if not part_stats:
+            return result, amount
+        budget.absorb(child, "relaxed_parts")
+        stats.update(part_stats)
+        value = objective_value(problem, found)
+        if value < result.objective:
+            result = replace(result, solution=found, objective=value)
+        return result, max(0.0, amount - child.used)
 
     def _forced_cut_start(self, problem: SchedulingProblem, options: SolveOptions, budget: Budget, amount: float,
                           hint: SchedulingSolution | None, hint_source: str, seeds: tuple[tuple[int, ...], ...],
