@@ -14,8 +14,11 @@ from solvers.scheduling.segment_runs import segment_run_bound
 from solvers.scheduling.structure import clean_cut_vertices, cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
 from tests.solvers.tight_memory import tight_memory_problem
+from tests.sweeps import examples, random_sweep
 
-_SETTINGS = settings(max_examples=160, deadline=None, derandomize=True,
+# 40 derandomized draws by default (1.2 CPU-s against 6.5 for all 160, measured 2026-11-29); a
+# segment-run bound planted one above every positive value fails them.
+_SETTINGS = settings(max_examples=examples(40, 160), deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -34,6 +37,7 @@ def residual_chains(draw):
     return tight_memory_problem(draw, n, edges, max_transfer=6)
 
 
+@random_sweep
 @_SETTINGS
 @given(residual_chains())
 def test_clean_segment_runs_are_at_most_the_optimum(p):

@@ -15,8 +15,12 @@ from solvers.scheduling.decomposition import main_span
 from solvers.scheduling.structure import cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
 from tests.solvers.tight_memory import tight_memory_problem
+from tests.sweeps import examples, random_sweep
 
-_SETTINGS = settings(max_examples=150, deadline=None, derandomize=True,
+# 40 derandomized draws by default (measured 2026-11-29, CPU-s: 0.4 and 0.5 against 1.4 and 2.6
+# for all 150); a main span planted one cycle longer per op, or a segment bound planted one above
+# every positive value, fails its slice.
+_SETTINGS = settings(max_examples=examples(40, 150), deadline=None, derandomize=True,
                      suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
@@ -41,6 +45,7 @@ def side_chains(draw):
     return problem
 
 
+@random_sweep
 @_SETTINGS
 @given(side_chains())
 def test_main_span_only_relaxes(p):
@@ -53,6 +58,7 @@ def test_main_span_only_relaxes(p):
     assert relaxed is not None and relaxed <= opt
 
 
+@random_sweep
 @_SETTINGS
 @given(side_chains())
 def test_bounds_with_the_main_span_are_at_most_the_optimum(p):

@@ -24,6 +24,7 @@ from solvers.memory.levels import validate_levels
 from solvers.memory.levels.heads_tails import HeadsTails, SentDeadline, retime_heads_tails
 from tests.planner.memory.test_memory_property import memory_specs
 from tests.solvers.test_memory_levels import level_drafts
+from tests.sweeps import examples, random_sweep
 
 SPECS = "tests/data/specs/memdevices"
 ROUND_TRIP = f"{SPECS}/round-trip.yaml"
@@ -220,7 +221,11 @@ def _tiny(seed: int) -> dict:
             "solver": {"time_limit": "2 s", "workers": 1, "seed": 0}}
 
 
-@pytest.mark.parametrize("seed", range(6))
+# Seeds 0-4 by default: on 1-4 the bound equals the brute-force optimum (a bound one too high
+# fails), as on seed 5, whose brute force alone costs 4.5 of the six seeds' 7.5 CPU-s
+# (measured 2026-11-29); all six with PLAN_FULL_SWEEPS=1.
+@random_sweep
+@pytest.mark.parametrize("seed", range(examples(5, 6)))
 def test_the_cross_device_bound_never_exceeds_the_brute_force_optimum(choices, seed):
     spec = load_spec(copy.deepcopy(_tiny(seed)))
     outcome = run(spec)

@@ -25,6 +25,7 @@ from solvers.memory.levels.heads_tails import HeadsTails, objective_cycles, reti
 from tests.solvers.memory.strategies import level_problems
 from tests.solvers.memory.test_streams import _cycle_peak
 from tests.solvers.test_memory_levels import level_drafts
+from tests.sweeps import examples, random_sweep
 
 _OPTIONS = SolveOptions(time_limit_s=10, num_workers=1, random_seed=0)
 
@@ -158,7 +159,12 @@ def test_every_solver_gives_a_valid_shared_plan_that_fits_in_cycles(p):
         assert separate.objective <= cpsat.objective
 
 
-@settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+# The derandomized draws' cost is heavy-tailed in their count (measured 2026-11-29, CPU-s: 10
+# draws 0.3, 20 1.5, 30 25.7, 40 31.0, 100 9.0): 20 by default; a bound planted one cycle
+# high fails them.
+@random_sweep
+@settings(max_examples=examples(20, 100), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(_shared_stream_problems())
 def test_cpsat_and_the_bound_against_the_shared_brute_force(p):
     opt = shared_brute_force(p)

@@ -23,6 +23,7 @@ from solvers.memory.levels import (
 )
 from solvers.memory.offsets import GreedyBySizeOffsetSolver
 from tests.solvers.memory.strategies import stream_level_problems
+from tests.sweeps import examples, random_sweep
 
 _OPTIONS = SolveOptions(time_limit_s=5, num_workers=1, random_seed=0)
 
@@ -80,7 +81,11 @@ def test_an_allocation_with_room_does_not_wait_for_the_other_streams_free():
     assert offsets == (0, 0) and replay_levels(tight, s, fast_offsets=offsets).makespan_cycles == 16
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+# 40 derandomized draws by default (0.8 CPU-s against 2.4 for all 150, measured 2026-11-29);
+# offsets planted all at zero (buffers overlapping) fail them.
+@random_sweep
+@settings(max_examples=examples(40, 150), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(stream_level_problems(min_ops=3, max_ops=6, max_tensors=5))
 def test_fewer_waits_keep_every_cycle_within_capacity_and_buffers_apart(p):
     for s in (plan_greedy(p), CpSatLevelSolver().solve(p, _OPTIONS).solution):
