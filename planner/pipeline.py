@@ -117,7 +117,7 @@ def with_net_stops(plan: Plan, net_stops: list[str]) -> Plan:
     if not net_stops:
         return plan
     solver = {**plan.solver, "stopped_by": combine_stops([plan.solver.get("stopped_by"), "wall_clock"]),
-              "reproducible": False, "net_stops": list(net_stops)}
+              "reproducible": False, "net_stops": [*plan.solver.get("net_stops", []), *net_stops]}
     return replace(plan, solver=solver)
 
 
