@@ -449,8 +449,9 @@ def _warn_unless_reproducible(solver: dict, where: str = "plan.json") -> None:
     if solver.get("search") == "until-limit":
         why = "--search until-limit searched until the wall clock"
     else:
-        why = ("the wall-clock safety net stopped the search before its deterministic budget was spent "
-               "(the machine was more than 3x slower than calibrated, or busy)")
+        from planner.report.markdown import net_stops_text  # start-up time (the report's words for it)
+        why = (f"the wall-clock safety net stopped the search{net_stops_text(solver)} before its deterministic "
+               "budget was spent (the machine was more than 3x slower than calibrated, or busy)")
     err.print(f"[yellow]warning:[/yellow] this plan is not reproducible: {why}; "
               f"{where} says solver.reproducible: false", highlight=False)
 

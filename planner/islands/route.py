@@ -65,12 +65,13 @@ from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
 from planner.units import format_bytes
 from planner.stages import Outcome, Problem, RunSettings, Solved
+from solvers.budget import DETERMINISTIC, run_summary
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.islands import CpSatSplitSolver, SplitProblem, SplitSolution, split_errors, split_loads
 from solvers.portfolio import Portfolio
 
 __all__ = ["IslandResult", "IslandsDetails", "GivenSplit", "solve_islands", "solve_island_specs", "island_spec",
-           "islands_outcome", "one_island_hardware", "SHARES", "ARRIVAL_ROUNDS", "ONE_PROBLEM"]
+           "islands_outcome", "one_island_hardware", "SHARES", "ARRIVAL_ROUNDS", "ONE_PROBLEM", "clock_stops"]
 
 #: The name of the one-problem comparison among the plan's baselines.
 ONE_PROBLEM = "one problem (no split)"
@@ -96,6 +97,7 @@ class IslandResult:
     bound: int | None
     wall_time_s: float
     host_memory_bytes: int | None = None
+    stopped_by: str = "finished"  # how the island's solve ended (solvers.budget words; not in plan.json's entry)
 
 
 @dataclass(frozen=True)
@@ -205,7 +207,7 @@ def _solve_one(name: str, spec: Spec, settings: RunSettings, warm_start: Mapping
     plan = island_ops(solved.plan)
     return IslandResult(name, tuple(d.name for d in spec.hardware.devices),
                         tuple((o.name, o.device) for o in plan.ops), plan.status, plan.objective, plan.bound,
-                        time.perf_counter() - started)
+                        time.perf_counter() - started, stopped_by=solved.plan.solver.get("stopped_by", "finished"))
 
 
 def solve_island_specs(parts: list[tuple[str, Spec]], settings: RunSettings, *, concurrent: bool = True,
@@ -248,24 +250,28 @@ def _share(settings: RunSettings, stage_name: str, reserve_s: float, rounds: int
 
 def _rounds(spec: Spec, parts: list[tuple[str, Spec]], island_of: Mapping[str, int], rounds: int,
             island_settings: RunSettings, global_settings: RunSettings, concurrent: bool,
-            warm_start: Mapping[str, str] | None) -> tuple[tuple[IslandResult, ...], Solved, float, tuple[int, ...]]:
+            warm_start: Mapping[str, str] | None, stops: list[tuple[str, Any]]
+            ) -> tuple[tuple[IslandResult, ...], Solved, float, tuple[int, ...]]:
     """Per-island solves and the global schedule of their placement, ``rounds`` times: the first
     with every cross-island input there at cycle 0, each next one with the release times and tails
     of the previous round's global schedule (:func:`~planner.islands.arrivals.arrivals_from_plan`).
     Stops early when a round repeats a placement (the next would repeat it too). Returns the best
     round's island results and global schedule (the earliest on a tie), the pools' summed wall
-    time, and each round's global objective (empty with one round: nothing to compare)."""
+    time, and each round's global objective (empty with one round: nothing to compare). Every solve of
+    every round steered the choice: each one's (name, ``stopped_by``) goes to ``stops``."""
     best: tuple[tuple[IslandResult, ...], Solved] | None = None
     arrivals, seen, history, pool_wall = None, [], [], 0.0
     for _ in range(rounds):
         results, wall = solve_island_specs(parts, island_settings, concurrent=concurrent, warm_start=warm_start,
                                            arrivals=arrivals)
         pool_wall += wall
+        stops += [(f"island {r.name} (round {len(history) + 1})", r.stopped_by) for r in results]
         placement = {op: (device,) for r in results for op, device in r.placement}
         if placement in seen:
             break
         seen.append(placement)
         fixed = _global_schedule(spec, placement, global_settings)
+        stops.append((f"global schedule (round {len(history) + 1})", fixed.plan.solver.get("stopped_by")))
         history.append(int(fixed.result.objective))
         if best is None or fixed.result.objective < best[1].result.objective:
             best = (results, fixed)
@@ -309,12 +315,14 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     previous = _complete_start(spec, warm_start)
     if previous is not None:
         global_settings = replace(global_settings, time_limit_s=global_settings.time_limit_s / 2)
+    stops: list[tuple[str, Any]] = [("islands split", split.stats.get("stopped_by"))]
     results, fixed, pool_wall, history = _rounds(spec, parts, island_of, rounds, island_settings, global_settings,
-                                                 concurrent, warm_start)
+                                                 concurrent, warm_start, stops)
     host = {island.name: island.host_memory_bytes for island in spec.hardware.islands}
     results = tuple(replace(r, host_memory_bytes=host[r.name]) for r in results)
     if previous is not None:
         start = _global_schedule(spec, previous, global_settings)
+        stops.append(("warm start's global schedule", start.plan.solver.get("stopped_by")))
         warm = {"ops_placed": len(previous), "ops": len(spec.graph.ops), "objective": int(start.result.objective)}
         if start.result.objective < fixed.result.objective:
             fixed = start
@@ -329,8 +337,10 @@ def solve_islands(problem: Problem, *, concurrent: bool = True, warm_start: Mapp
     if big is not None:
         big_spec = replace(spec, hardware=big, gangs=())
         one_island = solve_schedule(Problem(big_spec, _share(settings, "one_island", reserve_s), *to_problem(big_spec)))
+    stops += [(ONE_PROBLEM, whole.plan.solver.get("stopped_by"))] + (
+        [] if one_island is None else [("one island", one_island.plan.solver.get("stopped_by"))])
     details = IslandsDetails(split, portions, results, whole, pool_wall, concurrent, spec.gangs, one_island, history)
-    return _with_global_bound(fixed, whole, details, settings, reserve_s)
+    return _with_global_bound(fixed, whole, details, settings, reserve_s, stops)
 
 
 def _no_split_message(spec: Spec, split: SplitProblem, status: Status) -> str:
@@ -418,9 +428,10 @@ def _complete_start(spec: Spec, warm_start: Mapping[str, str] | None) -> dict[st
 
 
 def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, settings: RunSettings,
-                       reserve_s: float) -> Solved:
+                       reserve_s: float, stops: list[tuple[str, Any]] = ()) -> Solved:
     """The global schedule with the one-problem bound (sound for the global problem) as its bound,
-    and the run's own time limit and workers (each stage had its share) in its solver record."""
+    and the run's own time limit and workers (each stage had its share) in its solver record, which
+    says when a clock stopped any of the route's solves (``stops``: :func:`clock_stops`)."""
     bound = whole.result.bound
     if bound is not None and fixed.result.bound is not None:
         bound = min(bound, fixed.result.objective)  # never above the plan itself
@@ -436,8 +447,34 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, se
     solver = {**plan.solver, "time_limit_s": settings.time_limit_s, "workers": settings.workers,
               "post_solve_reserve_s": reserve_s, "baselines": baselines,
               "islands": {**details.to_dict(), "gangs": gangs}}
-    plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap, solver=solver)
+    plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap,
+                   solver={**solver, **clock_stops(solver, stops)})
     return replace(fixed, plan=plan, result=result, details=details, post_solve_reserve_s=reserve_s)
+
+
+def clock_stops(solver: Mapping[str, Any], stops) -> dict[str, Any]:
+    """What a plan's ``solver`` record must say when a clock stopped one of the route's solves
+    (``stops``: (name, ``stopped_by``) of the split, every island's and global schedule's solve of
+    every round, the one-problem and one-island comparisons): ``stopped_by`` and ``reproducible``
+    of the whole run (:func:`~solvers.budget.run_summary`) and, for the wall-clock net, the solves it
+    stopped in ``net_stops``. Each of them steered the plan or a figure of plan.json, which may then
+    differ on a less busy machine. No clock stop: nothing (the record is as it was).
+
+    Examples
+    --------
+    >>> run = {"search": "deterministic", "stopped_by": "deterministic_budget", "reproducible": True}
+    >>> clock_stops(run, [("one problem (no split)", "wall_clock"), ("islands split", "optimal")])
+    {'search': 'deterministic', 'stopped_by': 'wall_clock', 'reproducible': False, \
+'net_stops': ['one problem (no split)']}
+    >>> clock_stops(run, [("island a (round 1)", "deterministic_budget")])
+    {}
+    """
+    clocks = [(name, stop) for name, stop in stops if stop in ("wall_clock", "time_limit")]
+    if not clocks:
+        return {}
+    netted = [name for name, stop in clocks if stop == "wall_clock"]
+    summary = run_summary(solver.get("search", DETERMINISTIC), [solver.get("stopped_by"), *(s for _, s in clocks)])
+    return {**summary, **({"net_stops": [*solver.get("net_stops", []), *netted]} if netted else {})}
 
 
 def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:

@@ -26,8 +26,10 @@ there.
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from planner.errors import InfeasibleError, InternalError
 from planner.units import format_bytes
@@ -41,9 +43,14 @@ from solvers.memory.offsets import (
     validate_offsets,
 )
 
-__all__ = ["Lifetime", "assign_addresses", "OFFSET_CPSAT_DETERMINISTIC_TIME", "offset_budget", "round_up"]
+__all__ = ["Lifetime", "assign_addresses", "OFFSET_CPSAT_DETERMINISTIC_TIME", "offset_budget", "round_up",
+           "collecting_net_stops"]
 
 _LOG = logging.getLogger(__name__)
+
+# The active collectors' lists (innermost last): a net stop of any address search in their
+# blocks, wherever it is called from (the address pass, the memory plans' assembly).
+_COLLECTORS: ContextVar[tuple[list[str], ...]] = ContextVar("address_net_stops", default=())
 
 # CP-SAT budget when greedy-by-size cannot pack a level: deterministic time (CP-SAT's
 # work units, about a second each) with one worker and seed 0, so the outcome repeats;
@@ -224,6 +231,8 @@ live [0, 1). Lower the memory use at that cycle, raise the device's memory limit
                                          OFFSET_CPSAT_DETERMINISTIC_TIME, f"addresses {device}/{level}",
                                          interleave=False)
     if budget.stopped_by == "wall_clock":
+        for stops in _COLLECTORS.get():
+            stops.append(f"addresses {device}/{level}")
         _LOG.warning("device %s, level %s: the address search stopped on the wall-clock safety net, not its "
                      "deterministic budget: these addresses may differ on a less busy machine (raise %s)",
                      device, level, NET_SLOWDOWN_ENV)
@@ -253,3 +262,26 @@ def offset_budget() -> Budget:
     (True, True)
     """
     return Budget.start(OFFSET_CPSAT_DETERMINISTIC_TIME / MEMORY_OFFSETS.units_per_second, MEMORY_OFFSETS)
+
+
+@contextmanager
+def collecting_net_stops() -> Iterator[list[str]]:
+    """The address searches the wall-clock safety net stopped inside the block, as
+    ``"addresses <device>/<level>"`` in the order they ran: each such search may pack (or
+    refuse) differently on a less busy machine, so a run that had one is not reproducible
+    (:func:`planner.pipeline.Route.plan` writes them to plan.json's ``solver.net_stops``).
+    Nested blocks each see the stops inside them.
+
+    Examples
+    --------
+    >>> with collecting_net_stops() as stops:
+    ...     _ = assign_addresses([Lifetime("x", 64, 0, 1)], 64)
+    >>> stops
+    []
+    """
+    stops: list[str] = []
+    token = _COLLECTORS.set((*_COLLECTORS.get(), stops))
+    try:
+        yield stops
+    finally:
+        _COLLECTORS.reset(token)

@@ -9,7 +9,7 @@ from planner.instances import base_op_name
 from planner.plan import Plan
 from planner.units import format_bytes  # re-exported: the report's byte format
 
-__all__ = ["DeviceFacts", "LinkFacts", "ReportHardware", "device_rows", "link_rows", "render_report", "format_bytes",
+__all__ = ["net_stops_text", "DeviceFacts", "LinkFacts", "ReportHardware", "device_rows", "link_rows", "render_report", "format_bytes",
            "format_gap", "format_levels", "level_capacities", "markdown_table", "op_count", "report_hardware",
            "search_cell", "strategy_line", "search_line"]
 
@@ -54,13 +54,24 @@ def search_line(solver: dict[str, Any]) -> str:
                 "gives the same files for the same spec, seed and workers.")
     if not solver.get("reproducible", True):
         return ("**Search: deterministic, but NOT reproducible.** The wall-clock safety net (3 x the time limit "
-                "+ 5 s) stopped a solve before its deterministic budget was spent: the machine was more than "
+                f"+ 5 s) stopped a solve{net_stops_text(solver)} before its deterministic budget was spent: "
+                "the machine was more than "
                 "three times slower than the calibration machine, or very busy. Another run may give a different "
                 "plan; run again on a less busy machine for the reproducible result.")
     how = ("its deterministic budget" if solver.get("stopped_by") == "deterministic_budget"
            else "finishing (every stage proved or converged)")
     return (f"**Search: deterministic**, ended by {how}: the same spec, seed and workers give the same "
             "files on any machine, busy or idle.")
+
+
+def net_stops_text(solver: dict[str, Any]) -> str:
+    """The solves plan.json's ``solver.net_stops`` names, as a parenthesis ("" when none).
+
+    >>> net_stops_text({"net_stops": ["addresses d0/hbm"]}), net_stops_text({})
+    (' (addresses d0/hbm)', '')
+    """
+    stops = solver.get("net_stops") or []
+    return f" ({', '.join(str(s) for s in stops)})" if stops else ""
 
 
 def level_capacities(device) -> dict[str, int]:

@@ -7,19 +7,26 @@ constraints and the report quotes them next to the objective.
 from __future__ import annotations
 
 import itertools
+import logging
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from solvers.colocation.problem import BASIS_POINTS, ColocationProblem
+from solvers.budget import COLOCATION, NET_SLOWDOWN_ENV, Budget
 from solvers.core import SolveOptions, Status
-from solvers.cpsat_support import run_cpsat
 
-__all__ = ["Shortfall", "cost_lower_bound", "max_utilization_lower_bound", "explain_infeasibility",
-           "min_demand"]
+__all__ = ["Shortfall", "cost_lower_bound", "class_mix_bound", "max_utilization_lower_bound",
+           "explain_infeasibility", "min_demand", "CLASS_MIX_DTIME"]
+
+_LOG = logging.getLogger(__name__)
 
 # Above this many classes the Hall-style subset check is skipped (2^k subsets).
 _MAX_SUBSET_CLASSES = 8
+# Deterministic units the several-class bound's integer program may use: a variable per class,
+# proven at once in practice; the limit only guards a pathological class mix. Kept from the
+# fixed 0.5 it had, so the bound (and every plan built on it) is unchanged.
+CLASS_MIX_DTIME = 0.5
 
 
 def min_demand(problem: ColocationProblem, t: int, d: int) -> int:
@@ -33,13 +40,14 @@ def min_demand(problem: ColocationProblem, t: int, d: int) -> int:
     return min(v[d] for v in problem.demand[t] if v is not None)
 
 
-def cost_lower_bound(problem: ColocationProblem) -> int:
+def cost_lower_bound(problem: ColocationProblem, budget: Budget | None = None) -> int:
     """A lower bound on the cost of any packing (the number of bins with unit costs).
 
     The largest of: the volume bound (per dimension, the cheapest choice of bins whose
     summed capacity covers the summed demand; ``max_d ceil(sum / capacity)`` for one class),
     and, for one class, the count of items above half the capacity in one dimension (no two
-    of them share a bin).
+    of them share a bin). Several classes take a tiny integer program
+    (:func:`class_mix_bound`), charged to ``budget`` and stopped only by its net.
 
     Examples
     --------
@@ -63,17 +71,44 @@ def cost_lower_bound(problem: ColocationProblem) -> int:
                     if 2 * problem.demand[t][0][d] > cap[d])
             big = max(big, n)
         return max(volume, big, 1 if problem.num_items else 0) * problem.class_cost[0]
-    # Several classes: a tiny integer program over the number of bins used per class.
+    return class_mix_bound(problem, totals, budget)
+
+
+def class_mix_bound(problem: ColocationProblem, totals: list[int], budget: Budget | None = None) -> int:
+    """The cheapest number of bins per class whose summed capacity covers ``totals`` (the summed
+    smallest demand per dimension): CP-SAT's proven bound on that integer program, sound however
+    its search stops (any packing's open bins are such a choice).
+
+    The search is CP-SAT's deterministic limit of :data:`CLASS_MIX_DTIME` units, charged to
+    ``budget`` under its wall-clock net: a net stop is the budget's ``stopped_by:
+    wall_clock`` (the solver's stats say so). Without ``budget`` the net is that of a
+    co-location budget of the same units (``PLAN_NET_SLOWDOWN`` x their seconds + 5 s), and
+    a net stop is logged: the bound may then be weaker than on an idle machine.
+
+    Examples
+    --------
+    >>> from solvers.colocation.problem import ColocationProblem
+    >>> p = ColocationProblem(((10,), (4,)), (3, 3), (((9,), None), ((3,), (3,))), class_cost=(5, 1))
+    >>> b = Budget.start(10.0, COLOCATION)
+    >>> class_mix_bound(p, [12], b), b.stopped_by   # 10 + 4 covers 12 for 6; 4+4+4 for 3: 3
+    (3, None)
+    """
     model = cp_model.CpModel()
     n = [model.new_int_var(0, problem.class_count[c], f"n_{c}") for c in range(problem.num_classes)]
-    for d in range(nd):
+    for d in range(problem.num_dims):
         model.add(sum(n[c] * problem.capacity[c][d] for c in range(problem.num_classes)) >= totals[d])
     if problem.num_items:
         model.add(sum(n) >= 1)
     model.minimize(sum(n[c] * problem.class_cost[c] for c in range(problem.num_classes)))
-    # 10 s: a safety net, the deterministic limit ends it; seed 1 is CP-SAT's default, kept
-    status, solver, _ = run_cpsat(model, SolveOptions(time_limit_s=10.0, num_workers=1, random_seed=1),
-                                  max_deterministic_time=0.5)
+    own = budget is None
+    if own:
+        budget = Budget.start(CLASS_MIX_DTIME / COLOCATION.units_per_second, COLOCATION)
+    # seed 1 is CP-SAT's default, kept; stage None: no stats line, so plans stay byte-identical
+    status, solver, _ = budget.run_cpsat(model, SolveOptions(num_workers=1, random_seed=1),
+                                         budget.scale(CLASS_MIX_DTIME), None, interleave=False)
+    if own and budget.last_stop == "wall_clock":
+        _LOG.warning("the co-location class-mix bound stopped on the wall-clock safety net (raise %s): "
+                     "the bound may be weaker than on an idle machine", NET_SLOWDOWN_ENV)
     if status is Status.INFEASIBLE:
         return sum(problem.class_count[c] * problem.class_cost[c] for c in range(problem.num_classes)) + 1
     return int(round(solver.best_objective_bound))

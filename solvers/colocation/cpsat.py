@@ -210,11 +210,13 @@ def add_capacity(model: cp_model.CpModel, problem: ColocationProblem, v: Colocat
     return []
 
 
-def add_objective(model: cp_model.CpModel, problem: ColocationProblem, v: ColocationVars) -> list:
-    """Cost of used bins (with its lower bound and budget) and the peak utilization."""
+def add_objective(model: cp_model.CpModel, problem: ColocationProblem, v: ColocationVars,
+                  cost_floor: int | None = None) -> list:
+    """Cost of used bins (with its lower bound and budget) and the peak utilization.
+    ``cost_floor``: the cost bound the caller computed under its budget (None: computed here)."""
     cost = sum(problem.class_cost[problem.bin_class(b)] * v.used[b] for b in range(problem.num_bins))
     if problem.objective is ColocationObjective.MIN_COST:
-        model.add(cost >= cost_lower_bound(problem))
+        model.add(cost >= (cost_lower_bound(problem) if cost_floor is None else cost_floor))
     if problem.cost_budget is not None:
         model.add(cost <= problem.cost_budget)
     if problem.objective is ColocationObjective.MIN_COST:
@@ -223,8 +225,10 @@ def add_objective(model: cp_model.CpModel, problem: ColocationProblem, v: Coloca
     return [v.peak_bp]
 
 
-def build_colocation_model(problem: ColocationProblem) -> tuple[cp_model.CpModel, ColocationVars]:
-    """The CP-SAT model of ``problem`` (see the module Notes) and its variables.
+def build_colocation_model(problem: ColocationProblem, cost_floor: int | None = None
+                           ) -> tuple[cp_model.CpModel, ColocationVars]:
+    """The CP-SAT model of ``problem`` (see the module Notes) and its variables; ``cost_floor``
+    is a min-cost bound already computed (:func:`cost_lower_bound`), None to compute it here.
 
     Examples
     --------
@@ -239,7 +243,7 @@ def build_colocation_model(problem: ColocationProblem) -> tuple[cp_model.CpModel
         v.peak_bp = model.new_int_var(max_utilization_lower_bound(problem), BASIS_POINTS, "peak_bp")
     add_assignment(model, problem, v)
     add_capacity(model, problem, v)
-    v.objective_terms = add_objective(model, problem, v)
+    v.objective_terms = add_objective(model, problem, v, cost_floor)
     model.minimize(sum(v.objective_terms))
     return model, v
 
@@ -362,7 +366,7 @@ class CpSatColocationSolver(Accepting):
         hint = options.hint if options.hint is not None else greedy.solution
         if hint is not None and validate_colocation(problem, hint):
             hint = greedy.solution
-        lb = (cost_lower_bound(problem) if problem.objective is ColocationObjective.MIN_COST
+        lb = (cost_lower_bound(problem, budget) if problem.objective is ColocationObjective.MIN_COST
               else max_utilization_lower_bound(problem))
         stats: dict = {"lower_bound": lb, "greedy_objective": greedy.objective}
         if (problem.objective is ColocationObjective.MIN_MAX_UTILIZATION and hint is not None
@@ -409,7 +413,7 @@ class CpSatColocationSolver(Accepting):
             if found is not None and (problem.cost_budget is None or lb <= problem.cost_budget):
                 return SolveResult(Status.OPTIMAL, lb, lb, found, time.perf_counter() - t0, self.name,
                                    {**stats, **budget.stats(), "proof": "bin completion meets lower bound"})
-        model, v = build_colocation_model(problem)
+        model, v = build_colocation_model(problem, lb if problem.objective is ColocationObjective.MIN_COST else None)
         if hint is not None:
             v.hint(model, canonicalize(problem, hint))
         status, solver, points = budget.run_cpsat(model, options, budget.left, "cpsat")

@@ -438,13 +438,14 @@ class ColumnGenerationColocationSolver(Accepting):
         budget = Budget.start(options.time_limit_s, Calibration("colocation", self.dtime_per_second),
                               search=options.search, t0=t0)
         greedy = FirstFitDecreasingSolver().solve(problem, options)
-        lb = cost_lower_bound(problem)
+        lb = cost_lower_bound(problem, budget)
         stats: dict = {"ffd_objective": greedy.objective, "volume_bound": lb}
         if greedy.status is Status.INFEASIBLE:
             return failure_result(Status.INFEASIBLE, self.name, time.perf_counter() - t0, **stats)
         if greedy.solution is not None and greedy.objective <= lb:
             return SolveResult(Status.OPTIMAL, greedy.objective, lb, greedy.solution,
-                               time.perf_counter() - t0, self.name, {**stats, "proof": "ffd meets volume bound"})
+                               time.perf_counter() - t0, self.name,
+                               {**stats, "stopped_by": budget.stop_word(), "proof": "ffd meets volume bound"})
         one_class = problem.num_classes == 1 and problem.class_cost[0] > 0 and problem.num_items <= 5000
         if one_class:
             info: dict = {}

@@ -26,6 +26,7 @@ from planner.output import write_plan_dir
 from planner.pipeline import run
 from planner.reductions.scheduling import to_problem
 from planner.spec import load_spec
+from solvers.budget import NET_SLOWDOWN_ENV
 
 HAND = """version: 1
 hardware:
@@ -103,7 +104,9 @@ def test_an_island_problem_with_arrivals_counts_them_in_its_makespan(hand):
     assert plan.objective == 270 and {o.name: o.device for o in plan.ops}["m/A"] == "xf0"
 
 
-def test_a_latency_islands_plan_gives_the_same_bytes_twice(hand, tmp_path):
+def test_a_latency_islands_plan_gives_the_same_bytes_twice(hand, tmp_path, monkeypatch):
+    # The budgets, not the net, must end the solves on a loaded machine (see test_islands_gang_memory.WIDE_NET).
+    monkeypatch.setenv(NET_SLOWDOWN_ENV, "200")
     for name in ("one", "two"):
         write_plan_dir(run(hand), hand, tmp_path / name, numeric="off")
     compared = filecmp.dircmp(tmp_path / "one", tmp_path / "two")
