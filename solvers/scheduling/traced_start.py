@@ -272,7 +272,7 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
     changes = len(runs) - 1
     for k in range(changes):
         j, a, b = runs[k][2], devices[k], devices[k + 1]
-        key = (j, a, b, room(a), room(b))
+        key = (j, a, b, room(a), room(b) - _left_behind(runs, k + 2))
         if key not in solved:
             solved[key] = role_split(problem, moves, j, a, b, key[3:], options, budget,
                                       min(ROLE_UNITS, max(0.0, budget.left) / (changes - k)))
@@ -355,6 +355,14 @@ def spread_helpers(problem: SchedulingProblem, helpers: Sequence[int], ops: Sequ
         taken.add(device)
         found.update((x, device) for x in branch)
     return found
+
+
+def _left_behind(runs: Sequence[Sequence], k: int) -> int:
+    """The weight the change into run ``k`` leaves on its source as the DP priced it (its
+    option's first entry; 0 for a plain move or past the last run): the room a change into
+    that source's run keeps free for it, so both changes take the weights the DP charged."""
+    option = runs[k][3] if k < len(runs) else None
+    return int(option[0]) if option else 0
 
 
 def _spare(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: ResidentLedger) -> int | None:
