@@ -20,11 +20,12 @@ puts a change's interior on one side: its placements sequence to 1,470 ms there.
    option each change took and the interior ops each stay keeps. Its value equals the bound's
    (tested).
 2. *Realise* (:func:`realised_placement`). Each run on a fresh device of its pool, its cut ops
-   and the interior ops its stays keep there (the others on the spare device that runs them
-   fastest); each change's interior by the three-role model of its pinned move
+   and the interior ops its stays keep there (the others on spare devices, below); each change's interior by the three-role model of its pinned move
    (:func:`~solvers.scheduling.pinned_moves.role_model`) with the weight on the two devices at
-   most what their runs leave, shortest first, then least weight on the memory-limited sides;
-   the ops of role E on a device no run uses, one per change.
+   most what their runs leave (on the sink, less what the DP's next change leaves there:
+   :func:`_left_behind`), shortest first, then least weight on the memory-limited sides; the
+   ops of role E, and those a stay sends away, each branch on its own device no run uses
+   (:func:`spread_helpers`: role E runs its ops in parallel).
 3. *Schedule.* HEFT with the placement fixed and its own ranks, then, where that is within
    :data:`EXACT_MARGIN` of the incumbent, CP-SAT with the placement fixed from it
    (:func:`fixed_schedule`). The shortest valid schedule is the candidate; the caller keeps it
@@ -46,9 +47,10 @@ the scheduler at the benchmark's 60 s: the bound's runs realise to 957.73 ms (HE
 CP-SAT with the placement fixed, proved optimal for it), the source cells' upper edges to 947.19
 (HEFT 952.74), both edges to 1,031.56; 0.10 units; the placement LNS, the module re-solves and
 the stitched parts after it keep 947.19 (was 994.85; bound 903.54, gap 4.61%). Inception-V3
-layers: the first realisation sequences to 1,365.63 against the incumbent's 1,132.10, so the
-stage stops there (0.04 units) and the plan stays at 925.03. docs/bounds.md (session 14) has
-the rest.
+layers: the first realisation sequenced to 1,365.63 against the incumbent's 1,132.10 while role
+E's branches shared one helper; a helper per branch and the room kept for the next change give
+912.29 (session 16; docs/bounds.md, "Inception-V3 layers: the DP's path realised"). docs/bounds.md
+(session 14) has the rest.
 """
 
 from __future__ import annotations
