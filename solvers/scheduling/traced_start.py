@@ -20,7 +20,8 @@ puts a change's interior on one side: its placements sequence to 1,470 ms there.
    option each change took and the interior ops each stay keeps. Its value equals the bound's
    (tested).
 2. *Realise* (:func:`realised_placement`). Each run on a fresh device of its pool, its cut ops
-   and the interior ops its stays keep there (the others on spare devices, below); each change's interior by the three-role model of its pinned move
+   and the interior ops its stays keep there (the others on spare devices, below); each
+   change's interior by the three-role model of its pinned move
    (:func:`~solvers.scheduling.pinned_moves.role_model`) with the weight on the two devices at
    most what their runs leave (on the sink, less what the DP's next change leaves there:
    :func:`_left_behind`), shortest first, then least weight on the memory-limited sides; the
