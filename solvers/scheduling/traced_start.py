@@ -363,7 +363,14 @@ def spread_helpers(problem: SchedulingProblem, helpers: Sequence[int], ops: Sequ
 def _left_behind(runs: Sequence[Sequence], k: int) -> int:
     """The weight the change into run ``k`` leaves on its source as the DP priced it (its
     option's first entry; 0 for a plain move or past the last run): the room a change into
-    that source's run keeps free for it, so both changes take the weights the DP charged."""
+    that source's run keeps free for it, so both changes take the weights the DP charged.
+
+    Examples
+    --------
+    >>> runs = [[0, 0, 1, None, [()]], [0, 2, 2, (0, 0, 9.0), []], [0, 3, 4, (7, 2, 5.0), [()]]]
+    >>> _left_behind(runs, 2), _left_behind(runs, 1), _left_behind(runs, 3)
+    (7, 0, 0)
+    """
     option = runs[k][3] if k < len(runs) else None
     return int(option[0]) if option else 0
 
