@@ -20,11 +20,13 @@ puts a change's interior on one side: its placements sequence to 1,470 ms there.
    option each change took and the interior ops each stay keeps. Its value equals the bound's
    (tested).
 2. *Realise* (:func:`realised_placement`). Each run on a fresh device of its pool, its cut ops
-   and the interior ops its stays keep there (the others on the spare device that runs them
-   fastest); each change's interior by the three-role model of its pinned move
+   and the interior ops its stays keep there (the others on spare devices, below); each
+   change's interior by the three-role model of its pinned move
    (:func:`~solvers.scheduling.pinned_moves.role_model`) with the weight on the two devices at
-   most what their runs leave, shortest first, then least weight on the memory-limited sides;
-   the ops of role E on a device no run uses, one per change.
+   most what their runs leave (on the sink, less what the DP's next change leaves there:
+   :func:`_left_behind`), shortest first, then least weight on the memory-limited sides; the
+   ops of role E, and those a stay sends away, each branch on its own device no run uses
+   (:func:`spread_helpers`: role E runs its ops in parallel).
 3. *Schedule.* HEFT with the placement fixed and its own ranks, then, where that is within
    :data:`EXACT_MARGIN` of the incumbent, CP-SAT with the placement fixed from it
    (:func:`fixed_schedule`). The shortest valid schedule is the candidate; the caller keeps it
@@ -46,9 +48,10 @@ the scheduler at the benchmark's 60 s: the bound's runs realise to 957.73 ms (HE
 CP-SAT with the placement fixed, proved optimal for it), the source cells' upper edges to 947.19
 (HEFT 952.74), both edges to 1,031.56; 0.10 units; the placement LNS, the module re-solves and
 the stitched parts after it keep 947.19 (was 994.85; bound 903.54, gap 4.61%). Inception-V3
-layers: the first realisation sequences to 1,365.63 against the incumbent's 1,132.10, so the
-stage stops there (0.04 units) and the plan stays at 925.03. docs/bounds.md (session 14) has
-the rest.
+layers: the first realisation sequenced to 1,365.63 against the incumbent's 1,132.10 while role
+E's branches shared one helper; a helper per branch and the room kept for the next change give
+912.29 (session 16; docs/bounds.md, "Inception-V3 layers: the DP's path realised"). docs/bounds.md
+(session 14) has the rest.
 """
 
 from __future__ import annotations
@@ -75,8 +78,8 @@ from solvers.scheduling.segment_runs import WEIGHT_UNITS, run_terms
 from solvers.scheduling.validate import objective_value, validate_schedule
 
 __all__ = ["SOURCE", "ARRIVAL_UNITS", "ROLE_UNITS", "EXACT_UNITS", "EXACT_MARGIN", "VARIANTS", "upper_cells",
-           "traced_runs", "run_devices", "helper_device", "role_split", "whole_problem_moves", "realised_placement",
-           "fixed_schedule", "traced_start"]
+           "traced_runs", "run_devices", "helper_device", "spread_helpers", "role_split", "whole_problem_moves",
+           "realised_placement", "fixed_schedule", "traced_start"]
 
 SOURCE = "traced runs"  # the hint source the scheduler reports for this candidate
 
@@ -259,16 +262,11 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
             dev[o] = devices[0] if o < cut_ops[0] else devices[-1]
     used = ResidentLedger(problem, [-1 if d is None else d for d in dev])  # a shared tensor once a device
     helpers = [d for pool in moves.pools.pools for d in pool if d not in devices]
-    for (_, first, last, _, kept) in runs:  # what a stay sends away: the spare that runs it fastest
+    for (_, first, last, _, kept) in runs:  # what a stay sends away: each branch on its own spare
         for j in range(first, last):
             away = [o for o, keep in zip(moves.segments[middles[j]][1][1:-1], kept[j - first]) if not keep]
-            spare = _spare(problem, helpers, away, used)
-            if away and spare is None:
+            if not _placed_apart(problem, helpers, away, used, dev):
                 return None
-            for o in away:
-                dev[o] = spare
-            if away:
-                used.add(away, spare)
 
     def room(d: int) -> float:
         cap = problem.memory_bytes(d)
@@ -277,7 +275,7 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
     changes = len(runs) - 1
     for k in range(changes):
         j, a, b = runs[k][2], devices[k], devices[k + 1]
-        key = (j, a, b, room(a), room(b))
+        key = (j, a, b, room(a), room(b) - _left_behind(runs, k + 2))
         if key not in solved:
             solved[key] = role_split(problem, moves, j, a, b, key[3:], options, budget,
                                       min(ROLE_UNITS, max(0.0, budget.left) / (changes - k)))
@@ -285,18 +283,96 @@ def realised_placement(problem: SchedulingProblem, moves: PinnedMoves, runs: Seq
         if roles is None:
             return None
         ops = moves.segments[middles[j]][1][1:-1]
-        away = [o for o, r in zip(ops, roles) if r == _ROLE_E]
-        helper = helper_device(problem, helpers, away, used)
-        if away and helper is None:
+        if not _placed_apart(problem, helpers, [o for o, r in zip(ops, roles) if r == _ROLE_E], used, dev):
             return None
         for o, r in zip(ops, roles):
-            dev[o] = (a, b, helper)[r]
-            used.add((o,), dev[o])
+            if r != _ROLE_E:
+                dev[o] = (a, b)[r]
+                used.add((o,), dev[o])
     if any(d is None for d in dev) or any(0 < problem.memory_bytes(d) < used.held[d] for d in range(problem.num_devices)):
         return None
     if any(problem.durations_cycles[o][d] < 0 for o, d in enumerate(dev)):
         return None
     return tuple(int(d) for d in dev)
+
+
+def _placed_apart(problem: SchedulingProblem, helpers: Sequence[int], ops: Sequence[int], used: ResidentLedger,
+                  dev: list) -> bool:
+    """Each branch of ``ops`` (see :func:`spread_helpers`) on its own helper: ``dev`` and
+    ``used`` updated; False when a branch fits no helper."""
+    found = spread_helpers(problem, helpers, ops, used)
+    if found is None:
+        return False
+    for o in ops:
+        dev[o] = found[o]
+        used.add((o,), found[o])
+    return True
+
+
+def spread_helpers(problem: SchedulingProblem, helpers: Sequence[int], ops: Sequence[int],
+                   used: ResidentLedger) -> dict[int, int] | None:
+    """A device per op of ``ops`` (what a change or a stay sends away from its run devices):
+    each branch (the ops joined by the problem's edges among them) on its own device of
+    ``helpers``, the one that runs the branch fastest and holds its weights beside what
+    ``used`` holds there (a shared tensor once); None when a branch fits none.
+
+    Why: the three-role model (:func:`~solvers.scheduling.pinned_moves.role_model`) runs the
+    ops of role E in parallel with free edges between them, so every branch on a device of
+    its own (distinct links from the run devices to each) is what its step prices; all of
+    them on one helper serialise (Inception-V3 layers: 1,365.63 ms against 939.86 by HEFT).
+    A helper is free again at the next change (the changes of a chain follow each other).
+
+    Examples
+    --------
+    Ops 1 and 2 form one branch, op 3 another: two helpers, the branch whole on one.
+
+    >>> p = SchedulingProblem(((1, 1, 1, 1),) * 5, ((0, 1, 1), (1, 2, 1), (0, 3, 1), (2, 4, 1), (3, 4, 1)),
+    ...                       (1, 1, 1, 1), ((-1, 0, 1, 2), (3, -1, 4, 5), (6, 7, -1, 8), (9, 10, 11, -1)),
+    ...                       ((1,) * 12,) * 5)
+    >>> spread_helpers(p, [2, 3], [1, 2, 3], ResidentLedger(p))
+    {1: 2, 2: 2, 3: 3}
+    >>> spread_helpers(p, [2], [1, 2, 3], ResidentLedger(p)) is None
+    True
+    """
+    inside, found = set(ops), {}
+    near: dict[int, list[int]] = {o: [] for o in ops}
+    for u, v, *_ in problem.edges:
+        if u in inside and v in inside:
+            near[u].append(v)
+            near[v].append(u)
+    taken: set[int] = set()
+    for o in ops:
+        if o in found:
+            continue
+        branch, stack = [o], [o]
+        found[o] = -1
+        while stack:
+            for x in near[stack.pop()]:
+                if x not in found:
+                    found[x] = -1
+                    branch.append(x)
+                    stack.append(x)
+        device = _spare(problem, [d for d in helpers if d not in taken], branch, used)
+        if device is None:
+            return None
+        taken.add(device)
+        found.update((x, device) for x in branch)
+    return found
+
+
+def _left_behind(runs: Sequence[Sequence], k: int) -> int:
+    """The weight the change into run ``k`` leaves on its source as the DP priced it (its
+    option's first entry; 0 for a plain move or past the last run): the room a change into
+    that source's run keeps free for it, so both changes take the weights the DP charged.
+
+    Examples
+    --------
+    >>> runs = [[0, 0, 1, None, [()]], [0, 2, 2, (0, 0, 9.0), []], [0, 3, 4, (7, 2, 5.0), [()]]]
+    >>> _left_behind(runs, 2), _left_behind(runs, 1), _left_behind(runs, 3)
+    (7, 0, 0)
+    """
+    option = runs[k][3] if k < len(runs) else None
+    return int(option[0]) if option else 0
 
 
 def _spare(problem: SchedulingProblem, helpers: list[int], ops: Sequence[int], used: ResidentLedger) -> int | None:

@@ -97,3 +97,23 @@ def test_the_scheduler_keeps_the_candidate_only_when_it_is_shorter():
         assert r.stats["hint_objective"] <= candidates[SOURCE]
         assert (r.stats["hint_source"] == SOURCE) == (candidates[SOURCE] < min(
             v for k, v in candidates.items() if k != SOURCE and v is not None))
+
+
+def _fork_join_too_heavy_for_its_ends() -> SchedulingProblem:
+    # c0 -> {x, y} -> c1 on four interchangeable devices (one link per pair), c0 and c1 1 cycle,
+    # x and y 10, every edge 1; c0 and c1 weigh 5 of a device's 6 bytes and x and y 2 each, so
+    # c0 and c1 sit on two devices and x and y on neither: the move's role E. On two helpers
+    # they run side by side, c0 [0, 1], x and y [2, 12], c1 [13, 14]: 14, the optimum; on one
+    # helper they run in turn, 24.
+    links = ((-1, 0, 1, 2), (0, -1, 3, 4), (1, 3, -1, 5), (2, 4, 5, -1))
+    return SchedulingProblem(((1,) * 4, (10,) * 4, (10,) * 4, (1,) * 4), ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)),
+                             (1,) * 4, links, ((1,) * 6,) * 4, device_memory_bytes=(6,) * 4,
+                             op_resident_bytes=(5, 2, 2, 5), device_class=(0,) * 4)
+
+
+def test_the_branches_a_move_sends_away_run_side_by_side():
+    p = _fork_join_too_heavy_for_its_ends()
+    sol, _ = traced_start(p, Budget.start(5, SCHEDULING), _proved(p), _ONE)
+    assert not validate_schedule(p, sol)
+    assert objective_value(p, sol) == 14 == brute_force(p)
+    assert len({sol.op_device[o] for o in range(4)}) == 4  # x and y on two helpers, not one
