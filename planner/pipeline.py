@@ -46,11 +46,11 @@ from planner.islands import islands_outcome, solve_islands, to_split_problem
 from planner.lower_and_replay import lower_stage
 from planner.memory.addresses import collecting_net_stops
 from planner.max_load import max_load_outcome, solve_max_load
+from planner.plan import Plan
 from planner.reductions.max_load import to_placement_problem
 from planner.reductions.memory import plan_memory_after
 from planner.reductions.scheduling import to_problem
 from planner.scheduling import solve_schedule
-from planner.plan import Plan
 from planner.spec import Spec, load_spec
 from planner.stage_timing import stage
 from planner.stages import Outcome, Problem, RunSettings, Solved

@@ -9,8 +9,8 @@ from planner.instances import base_op_name
 from planner.plan import Plan
 from planner.units import format_bytes  # re-exported: the report's byte format
 
-__all__ = ["net_stops_text", "DeviceFacts", "LinkFacts", "ReportHardware", "device_rows", "link_rows", "render_report", "format_bytes",
-           "format_gap", "format_levels", "level_capacities", "markdown_table", "op_count", "report_hardware",
+__all__ = ["DeviceFacts", "LinkFacts", "ReportHardware", "device_rows", "link_rows", "render_report", "format_bytes",
+           "net_stops_text", "format_gap", "format_levels", "level_capacities", "markdown_table", "op_count", "report_hardware",
            "search_cell", "strategy_line", "search_line"]
 
 
@@ -55,8 +55,8 @@ def search_line(solver: dict[str, Any]) -> str:
     if not solver.get("reproducible", True):
         return ("**Search: deterministic, but NOT reproducible.** The wall-clock safety net (3 x the time limit "
                 f"+ 5 s) stopped a solve{net_stops_text(solver)} before its deterministic budget was spent: "
-                "the machine was more than "
-                "three times slower than the calibration machine, or very busy. Another run may give a different "
+                "the machine was more than three times slower than the calibration machine, or very busy. "
+                "Another run may give a different "
                 "plan; run again on a less busy machine for the reproducible result.")
     how = ("its deterministic budget" if solver.get("stopped_by") == "deterministic_budget"
            else "finishing (every stage proved or converged)")
