@@ -51,6 +51,8 @@ SPEC = {
 
 NET_FACTOR = 200
 
+pytestmark = pytest.mark.alone  # its four busy processes would slow a test beside it past that test's limits
+
 
 def _net_message() -> str:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
