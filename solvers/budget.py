@@ -515,10 +515,25 @@ class Budget:
         >>> Budget.start(1.0, SCHEDULING).proven_lower_bound(m, SolveOptions(), 0.05, "demo", 1)
         3
         """
+        return self.proven_bound_and_incumbent(model, options, amount, stage, floor)[0]
+
+    def proven_bound_and_incumbent(self, model: cp_model.CpModel, options: SolveOptions, amount: float,
+                                   stage: str | None, floor: int) -> tuple[int, tuple[int, list[int]] | None]:
+        """:meth:`proven_lower_bound`, with the incumbent CP-SAT found on the way (its objective
+        and its values in proto order; None without one, or when the model is infeasible or
+        invalid), for a caller that hints or realises it.
+
+        Examples
+        --------
+        >>> m = cp_model.CpModel(); x = m.new_int_var(3, 9, "x"); m.minimize(x)
+        >>> Budget.start(1.0, SCHEDULING).proven_bound_and_incumbent(m, SolveOptions(), 0.05, "demo", 1)
+        (3, (3, [3]))
+        """
         status, solver, _ = self.run_cpsat(model, options, amount, stage, interleave=False)
         if status.value in ("INFEASIBLE", "MODEL_INVALID"):
-            return floor
-        return max(floor, integer_objective_bound(solver))
+            return floor, None
+        found = (round(solver.objective_value), list(solver.response_proto.solution)) if status.has_solution else None
+        return max(floor, integer_objective_bound(solver)), found
 
     def stats(self) -> dict[str, Any]:
         """``search``, ``dtime_budget``, ``dtime_used`` (deterministic units; seconds for

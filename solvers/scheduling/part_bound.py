@@ -69,8 +69,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from solvers.budget import Budget
-from solvers.core import SolveOptions, Status
-from solvers.cpsat_support import integer_objective_bound
+from solvers.core import SolveOptions
 from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_lists, subproblem
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.forced_cuts import cut_slots, forced_cut_model, memory_forces_cuts
@@ -265,7 +264,7 @@ def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: Solv
                                     hint=solutions.get(k) if links else None)
         before = budget.used
         share = budget.left if links else budget.left / (len(order) - n)
-        values[k], found = _proven_bound(budget, built.model, one, share, values[k])
+        values[k], found = budget.proven_bound_and_incumbent(built.model, one, share, None, values[k])
         if found is not None and not links:
             solutions[k] = found[1]
         if found is not None and relaxed is not None:
@@ -273,18 +272,6 @@ def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: Solv
         if budget.last_stop == "finished":
             finished.append((budget.used - before, k))
     return finished
-
-
-def _proven_bound(budget: Budget, model, one: SolveOptions, amount: float,
-                  floor: int) -> tuple[int, tuple[int, list[int]] | None]:
-    """:meth:`~solvers.budget.Budget.proven_lower_bound` of ``model`` (the larger of ``floor``
-    and CP-SAT's proven bound; ``floor`` when infeasible or invalid), with the incumbent (its
-    objective and its values in proto order; None without one)."""
-    status, solver, _ = budget.run_cpsat(model, one, amount, None, interleave=False)
-    if status in (Status.INFEASIBLE, Status.MODEL_INVALID):
-        return floor, None
-    found = (round(solver.objective_value), list(solver.response_proto.solution)) if status.has_solution else None
-    return max(floor, integer_objective_bound(solver)), found
 
 
 def _slot_devices(restricted: SchedulingProblem, total: int, built, values: list[int]) -> tuple:
