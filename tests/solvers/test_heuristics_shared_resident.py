@@ -22,6 +22,19 @@ from tests.sweeps import examples, random_sweep
 FORK = Path(__file__).resolve().parents[1] / "data" / "specs" / "shared-input-fork.yaml"
 
 
+def random_shared(rng: random.Random, n: int) -> tuple[list[int], list[tuple[int, tuple[int, ...]]]]:
+    """Resident bytes of ``n`` ops (0-3 of their own) and one to three tensors of 1-9 bytes that
+    two or more of them read, each reader's resident bytes counting it (the problems' rule)."""
+    resident = [rng.randint(0, 3) for _ in range(n)]
+    shared = []
+    for _ in range(rng.randint(1, 3)):
+        readers = tuple(sorted(rng.sample(range(n), rng.randint(2, n))))
+        size = rng.randint(1, 9)
+        shared.append((size, readers))
+        for i in readers:
+            resident[i] += size
+    return resident, shared
+
 def _fork() -> SchedulingProblem:
     problem, _ = to_problem(load_spec(FORK))
     return problem
@@ -49,14 +62,7 @@ def test_the_ledger_counts_as_the_validators_rule_after_any_moves():
     rng = random.Random(7)
     for _ in range(30):
         n, nd = rng.randint(2, 7), rng.randint(1, 3)
-        shared = []
-        resident = [rng.randint(0, 3) for _ in range(n)]
-        for _ in range(rng.randint(1, 3)):
-            readers = tuple(sorted(rng.sample(range(n), rng.randint(2, n))))
-            size = rng.randint(1, 9)
-            shared.append((size, readers))
-            for i in readers:
-                resident[i] += size
+        resident, shared = random_shared(rng, n)
         p = SchedulingProblem(((1,) * nd,) * n, (), (1,) * nd,
                               tuple(tuple(-1 if a == b else 0 for b in range(nd)) for a in range(nd)),
                               (), op_resident_bytes=tuple(resident),

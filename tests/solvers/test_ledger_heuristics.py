@@ -31,6 +31,7 @@ from solvers.scheduling.run_start import run_placement
 from solvers.scheduling.segment_runs import SegmentRun
 from solvers.scheduling.traced_start import _spare, helper_device
 from solvers.scheduling.validate import validate_schedule
+from tests.solvers.test_heuristics_shared_resident import random_shared
 
 _TWO = ((-1, 0), (0, -1))
 
@@ -56,14 +57,7 @@ def test_the_coarse_problem_holds_each_shared_tensor_as_the_fine_placement_does(
     rng = random.Random(3)
     for _ in range(40):
         n, groups, nd = rng.randint(2, 7), rng.randint(1, 4), rng.randint(1, 3)
-        resident = [rng.randint(0, 3) for _ in range(n)]
-        shared = []
-        for _ in range(rng.randint(1, 3)):
-            readers = tuple(sorted(rng.sample(range(n), rng.randint(2, n))))
-            size = rng.randint(1, 9)
-            shared.append((size, readers))
-            for i in readers:
-                resident[i] += size
+        resident, shared = random_shared(rng, n)
         links = tuple(tuple(-1 if a == b else 0 for b in range(nd)) for a in range(nd))
         p = SchedulingProblem(((1,) * nd,) * n, (), (1,) * nd, links, (), op_resident_bytes=tuple(resident),
                               shared_resident=tuple(shared))
@@ -120,14 +114,7 @@ def test_block_weights_match_the_device_count_on_random_blocks():
     rng = random.Random(11)
     for _ in range(40):
         n = rng.randint(2, 7)
-        resident = [rng.randint(0, 3) for _ in range(n)]
-        shared = []
-        for _ in range(rng.randint(1, 3)):
-            readers = tuple(sorted(rng.sample(range(n), rng.randint(2, n))))
-            size = rng.randint(1, 9)
-            shared.append((size, readers))
-            for i in readers:
-                resident[i] += size
+        resident, shared = random_shared(rng, n)
         cap = rng.randint(max(resident), sum(resident))
         p = SchedulingProblem(((1,),) * n, (), (1,), ((-1,),), (), device_memory_bytes=(cap,),
                               op_resident_bytes=tuple(resident), shared_resident=tuple(shared))
