@@ -57,14 +57,16 @@ from dataclasses import replace
 from typing import Any, Callable, Sequence
 
 from solvers.budget import Budget
+from solvers.core import SolveOptions
 from solvers.scheduling.bounds import bound_segments, lower_bound
 from solvers.scheduling.part_bound import part_cuts
-from solvers.scheduling.part_start import original_parts, part_problem, pinned_op
+from solvers.scheduling.part_start import original_parts, part_problem, pinned_op, restricted_schedule
 from solvers.scheduling.problem import (FORBIDDEN, Objective, ScheduledTransfer, SchedulingProblem,
                                         SchedulingSolution)
+from solvers.scheduling.room_relaxation import room_relaxed_part
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "PART_UNITS", "MIN_UNITS", "resolve_problem", "splice_part", "searched_parts",
+__all__ = ["SOURCE", "PART_UNITS", "ROOM_UNITS", "MIN_UNITS", "resolve_problem", "splice_part", "searched_parts",
            "part_resolve"]
 
 SOURCE = "part re-solve"  # the hint source the scheduler reports for this candidate
@@ -76,6 +78,12 @@ incumbent's other parts): the first stage 212.04 -> 201.35 ms (0.23 units, the s
 the second 121.33 -> 113.23 (0.30), the third none shorter than 76.58 (77.94 with 0.37). With
 every stage of the scheduler but the leftover bound the first reaches 198.55 with 0.49 units but
 215.25 with 0.30, the second 121.52 with 0.34."""
+
+ROOM_UNITS = 0.1
+"""At most this many units per part for its room relaxation (ResNet-50 operators, the 413.79-ms
+plan the stitched parts return, one worker, seed 0, hinted with the plan: the first stage
+198.55 -> 190.91 ms with 0.1 (195.32 with 0.06), the second 113.23 -> 109.56 with 0.08 (nothing
+with 0.06), the fourth 25.00 -> 24.45 with 0.03, the third nothing with 0.15)."""
 
 MIN_UNITS = 0.05
 """A part is tried only with at least this many units left (less finds nothing: the nested
@@ -219,13 +227,55 @@ def searched_parts(problem: SchedulingProblem, start: SchedulingSolution, earlie
             if now < then}
 
 
+def _tried(problem: SchedulingProblem, best: SchedulingSolution, part: Sequence[int], cuts: Sequence[int], k: int,
+           ops: Sequence[int], inside: Sequence[int], sub: SchedulingProblem, found: SchedulingSolution | None,
+           row: dict[str, Any]) -> SchedulingSolution | None:
+    """``best`` with part ``k`` from ``found`` (a schedule of ``sub``) when that is valid and
+    strictly shorter, else None; ``row`` receives what the part found and the whole objective."""
+    row["found"] = None if found is None else objective_value(sub, found)
+    if found is None or validate_schedule(sub, found):
+        return None
+    trial = splice_part(problem, best, part, cuts, k, ops, inside, found)
+    row["objective"] = objective_value(problem, trial)
+    if row["objective"] < objective_value(problem, best) and not validate_schedule(problem, trial):
+        return trial
+    return None
+
+
+def _room_pass(problem: SchedulingProblem, best: SchedulingSolution, part: Sequence[int], cuts: Sequence[int],
+               order: Sequence[int], budget: Budget, options: SolveOptions, stats: dict[str, Any]) -> SchedulingSolution:
+    """Each part in ``order`` re-solved through its room relaxation hinted with ``best``'s own
+    schedule of it (:func:`~solvers.scheduling.room_relaxation.room_relaxed_part`, at most
+    :data:`ROOM_UNITS` each), spliced in when the plan gets shorter (module Notes, **Room
+    relaxation first**): the shortest plan."""
+    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+    nd = problem.num_devices
+    for k in order:
+        if budget.left < budget.scale(MIN_UNITS) or budget.wall_expired():
+            break
+        sub, ops, inside = resolve_problem(problem, best, part, cuts, k)
+        plan = restricted_schedule(problem, sub, ops, inside, best, list(range(nd)), k > 0)
+        child = budget.child(min(budget.left, budget.scale(ROOM_UNITS)))
+        found = room_relaxed_part(sub, plan, options, child, total)
+        budget.charge(child.used)
+        row: dict[str, Any] = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6)}
+        trial = _tried(problem, best, part, cuts, k, ops, inside, sub, found, row)
+        if trial is not None:
+            best = trial
+            stats["part_resolve_accepted"] += 1
+        stats["part_resolve_room"].append(row)
+    return best
+
+
 def part_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget: Budget,
                  solve_part: Callable[[SchedulingProblem, Budget], SchedulingSolution | None],
-                 earlier: SchedulingSolution | None = None) -> tuple[SchedulingSolution, dict[str, Any]]:
-    """The parts of the valid schedule ``start`` re-solved one at a time within ``budget`` by
-    ``solve_part`` (module Notes), the parts ``earlier`` spends as much on first: (the
-    shortest schedule found, never worse than ``start``; statistics, empty where no part cut
-    applies or for THROUGHPUT).
+                 earlier: SchedulingSolution | None = None,
+                 options: SolveOptions | None = None) -> tuple[SchedulingSolution, dict[str, Any]]:
+    """The parts of the valid schedule ``start`` re-solved one at a time within ``budget``: with
+    ``options``, first through their room relaxations (:func:`_room_pass`, the parts ``earlier``
+    spends more on first), then by ``solve_part`` with what is left (module Notes), the parts
+    ``earlier`` spends as much on first: (the shortest schedule found, never worse than
+    ``start``; statistics, empty where no part cut applies or for THROUGHPUT).
 
     Examples
     --------
@@ -248,34 +298,40 @@ def part_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget: 
     part = original_parts(problem, cuts) if cuts else None
     if part is None:
         return start, {}
-    best, best_obj = start, objective_value(problem, start)
-    stats: dict[str, Any] = {"part_resolve_parts": len(cuts) + 1, "part_resolve_start": best_obj,
-                             "part_resolve_solved": [], "part_resolve_accepted": 0}
-    windows = _windows(problem, best, cuts)
+    best = start
+    stats: dict[str, Any] = {"part_resolve_parts": len(cuts) + 1, "part_resolve_start": objective_value(problem, start),
+                             "part_resolve_room": [], "part_resolve_solved": [], "part_resolve_accepted": 0}
     shortened = searched_parts(problem, start, earlier, cuts)
     stats["part_resolve_shortened"] = sorted(shortened)
-    gaps = []
-    for k in range(len(cuts) + 1):
-        sub, _ops, _inside = resolve_problem(problem, best, part, cuts, k)
-        gaps.append((k in shortened, -(windows[k] - _floor(sub)), k))
-    for _shortened, neg_gap, k in sorted(gaps):
+    if options is not None:
+        best = _room_pass(problem, best, part, cuts, _open_parts(problem, best, part, cuts, shortened, first=True),
+                          budget, options, stats)
+    for k in _open_parts(problem, best, part, cuts, shortened, first=False):
         if budget.left < budget.scale(MIN_UNITS) or budget.wall_expired():
             break
-        if -neg_gap <= 0:
-            continue
         sub, ops, inside = resolve_problem(problem, best, part, cuts, k)  # the room may have changed
         child = budget.child(min(budget.left, budget.scale(PART_UNITS)))
         found = solve_part(sub, child)
         budget.charge(child.used)
-        row = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6),
-               "found": None if found is None else objective_value(sub, found)}
-        if found is not None and not validate_schedule(sub, found):
-            trial = splice_part(problem, best, part, cuts, k, ops, inside, found)
-            obj = objective_value(problem, trial)
-            row["objective"] = obj
-            if obj < best_obj and not validate_schedule(problem, trial):
-                best, best_obj = trial, obj
-                stats["part_resolve_accepted"] += 1
+        row: dict[str, Any] = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6)}
+        trial = _tried(problem, best, part, cuts, k, ops, inside, sub, found, row)
+        if trial is not None:
+            best = trial
+            stats["part_resolve_accepted"] += 1
         stats["part_resolve_solved"].append(row)
-    stats["part_resolve_objective"] = best_obj
+    stats["part_resolve_objective"] = objective_value(problem, best)
     return best, stats
+
+
+def _open_parts(problem: SchedulingProblem, best: SchedulingSolution, part: Sequence[int], cuts: Sequence[int],
+                shortened: set[int], first: bool) -> list[int]:
+    """The parts where ``best`` spends more than their static floor, largest gap first, the
+    ``shortened`` ones first when ``first``, else last (module Notes)."""
+    windows = _windows(problem, best, cuts)
+    gaps = []
+    for k in range(len(cuts) + 1):
+        sub, _ops, _inside = resolve_problem(problem, best, part, cuts, k)
+        gap = windows[k] - _floor(sub)
+        if gap > 0:
+            gaps.append(((k in shortened) != first, -gap, k))
+    return [k for _, _, k in sorted(gaps)]

@@ -65,7 +65,8 @@ from solvers.scheduling.resident import ResidentLedger, restricted_shared
 from solvers.scheduling.structure import topological_order
 from solvers.scheduling.validate import objective_value, validate_schedule
 
-__all__ = ["SOURCE", "MODES", "original_parts", "part_problem", "pinned_op", "stitched", "part_start"]
+__all__ = ["SOURCE", "MODES", "original_parts", "part_problem", "pinned_op", "restricted_schedule", "stitched",
+           "part_start"]
 
 SOURCE = "stitched parts"  # the hint source the scheduler reports for this candidate
 
@@ -220,7 +221,7 @@ def _align(problem: SchedulingProblem, view: list[int], device: int, twin: int) 
     view[device], view[other] = twin, at
 
 
-def _restricted(problem: SchedulingProblem, sub: SchedulingProblem, ops: list[int], inside: list[int],
+def restricted_schedule(problem: SchedulingProblem, sub: SchedulingProblem, ops: list[int], inside: list[int],
                 incumbent: SchedulingSolution, view: Sequence[int], opening: bool) -> SchedulingSolution | None:
     """The incumbent on the part's ops (devices renamed by ``view``), shifted to start where its
     opening cut op ends, when that is a valid schedule of the part; else its placement
@@ -293,7 +294,7 @@ def _stitch(problem: SchedulingProblem, part: Sequence[int], cuts: Sequence[int]
             if k > 0 and not keep:
                 _align(problem, view, incumbent.op_device[cuts[k - 1]], sub.allowed_devices(0)[0])
             budget.charge(budget.scale(_pass_units(sub)))
-            starts.append(("incumbent", _restricted(problem, sub, ops, inside, incumbent, view, k > 0)))
+            starts.append(("incumbent", restricted_schedule(problem, sub, ops, inside, incumbent, view, k > 0)))
         budget.charge(budget.scale(_pass_units(sub)))
         starts.append(("heft", heft_schedule(sub)))
         starts = [(name, s) for name, s in starts if s is not None and not validate_schedule(sub, s)]

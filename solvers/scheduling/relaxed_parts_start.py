@@ -61,7 +61,8 @@ from solvers.scheduling.part_bound import part_cuts, part_problems
 from solvers.scheduling.part_resolve import resolve_problem, splice_part
 from solvers.scheduling.part_start import original_parts
 from solvers.scheduling.placement_lns import HEFT_ELEMENTS_PER_UNIT
-from solvers.scheduling.problem import FORBIDDEN, Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.problem import Objective, SchedulingProblem, SchedulingSolution
+from solvers.scheduling.room_relaxation import restricted_rows
 from solvers.scheduling.traced_start import fixed_schedule
 from solvers.scheduling.validate import objective_value, validate_schedule
 
@@ -128,24 +129,6 @@ def _pass_units(problem: SchedulingProblem) -> float:
     return build_units(problem.num_ops + len(problem.edges), HEFT_ELEMENTS_PER_UNIT)
 
 
-def _restricted_rows(sub: SchedulingProblem, allowed: Sequence[tuple[int, ...] | None]) -> SchedulingProblem | None:
-    """``sub`` with op j allowed only on ``allowed[j]`` (None: as it was), ops of a colocation
-    group on what its members allow together; None when an op is left no device."""
-    allowed = list(allowed)
-    for group in sub.colocation_groups:
-        common = set(range(sub.num_devices))
-        for j in group:
-            if allowed[j] is not None:
-                common &= set(allowed[j])
-        for j in group:
-            allowed[j] = tuple(sorted(common))
-    rows = tuple(row if devices is None else tuple(c if d in devices else FORBIDDEN for d, c in enumerate(row))
-                 for row, devices in zip(sub.durations_cycles, allowed))
-    if any(all(c < 0 for c in row) for row in rows):
-        return None
-    return replace(sub, durations_cycles=rows)
-
-
 def realised_part(sub: SchedulingProblem, ops: Sequence[int], slot_of: dict[int, tuple[int, ...]],
                   weights: dict[int, int], groups: dict[int, tuple[int, ...]], pinned: dict[int, int],
                   options: SolveOptions, budget: Budget) -> SchedulingSolution | None:
@@ -161,7 +144,7 @@ def realised_part(sub: SchedulingProblem, ops: Sequence[int], slot_of: dict[int,
         return None
     allowed = [None if o not in slot_of else
                (mapping[slot_of[o][0]],) if len(slot_of[o]) == 1 else slot_of[o] for o in ops]
-    restricted = _restricted_rows(sub, allowed)
+    restricted = restricted_rows(sub, allowed)
     budget.charge(budget.scale(_pass_units(sub)))
     if restricted is None:
         return None

@@ -677,7 +677,7 @@ class CpSatScheduler(Accepting):
         one = replace(options, num_workers=1, hint=None, progress=None)
         child = budget.child(amount)
         found, part_stats = part_resolve(problem, hint, child, lambda sub, b: nested._solve(sub, one, b).solution,
-                                         earlier)
+                                         earlier, one)
         if not part_stats:
             return hint, hint_source
         budget.absorb(child, "part_resolve")
