@@ -226,7 +226,22 @@ def restricted_schedule(problem: SchedulingProblem, sub: SchedulingProblem, ops:
     """The incumbent on the part's ops (devices renamed by ``view``), shifted to start where its
     opening cut op ends, when that is a valid schedule of the part; else its placement
     sequenced by HEFT; None when the placement does not fit the part (its memory, or the
-    pinned opening cut op's device)."""
+    pinned opening cut op's device).
+
+    Examples
+    --------
+    A chain of three 1-cycle ops on two devices cut at op 1, op 2 on device 1 after a 2-cycle
+    transfer: part 1 is [1*, 2], the incumbent's part shifted to start where op 1 ends.
+
+    >>> p = SchedulingProblem(((1, 1),) * 3, ((0, 1, 0), (1, 2, 0)), (1, 1), ((-1, 0), (0, -1)),
+    ...                       ((2,), (2,)))
+    >>> sol = SchedulingSolution((0, 0, 1), (0, 0, 0), (0, 1, 4), (1, 1, 1),
+    ...                          (ScheduledTransfer(1, 0, 2, 2),))
+    >>> sub, ops, inside = part_problem(p, [0, 0, 1], [1], 1, 0, [0, 0])
+    >>> part = restricted_schedule(p, sub, ops, inside, sol, [0, 1], True)
+    >>> part.op_device, part.op_start, part.transfers
+    ((0, 1), (0, 2), (ScheduledTransfer(edge=0, link=0, start_cycle=0, duration_cycles=2),))
+    """
     placement = tuple(view[incumbent.op_device[o]] for o in ops)
     if any(sub.durations_cycles[j][d] < 0 for j, d in enumerate(placement)):
         return None

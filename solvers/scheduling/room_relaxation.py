@@ -78,7 +78,31 @@ def _precedent_slots(problem: SchedulingProblem, slots: Sequence[Slot], plan: Sc
 
 def plan_hint(built, problem: SchedulingProblem, slots: Sequence[Slot], plan: SchedulingSolution) -> None:
     """Hint the valid schedule ``plan`` of ``problem`` on ``built`` (its sequenced model over
-    ``slots``): each op's slot and end, each cut edge, the makespan (module Notes, Hint)."""
+    ``slots``): each op's slot and end, each cut edge, the makespan (module Notes, Hint); the
+    slots of a group of interchangeable accelerators renamed to the model's value precedence.
+
+    Examples
+    --------
+    A chain a -> b -> c -> d of 2-cycle, 6-byte ops on three 12-byte accelerators; its tensors
+    shrink after b (transfers 5, 5, 2). A plan with a and b on the third accelerator and c, d on
+    the first (13 cycles) is hinted as the slots 0 and 1 the value precedence asks for; with
+    every hinted variable fixed the model still solves, at the plan's makespan:
+
+    >>> from solvers.scheduling.heft import heft_schedule
+    >>> links = ((-1, 0, 1), (0, -1, 2), (1, 2, -1))
+    >>> p = SchedulingProblem(((2, 2, 2),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1, 1), links,
+    ...                       ((5,) * 3, (5,) * 3, (2,) * 3), device_memory_bytes=(12,) * 3,
+    ...                       op_resident_bytes=(6,) * 4)
+    >>> from ortools.sat.python import cp_model
+    >>> plan = heft_schedule(p, (2, 2, 0, 0))
+    >>> slots = cut_slots(p, 24)
+    >>> built = sequenced_cut_model(p, total=24, links=True)
+    >>> plan_hint(built, p, slots, plan)
+    >>> solver = cp_model.CpSolver(); solver.parameters.num_workers = 1
+    >>> solver.parameters.fix_variables_to_their_hinted_value = True
+    >>> _precedent_slots(p, slots, plan), solver.solve(built.model) == cp_model.OPTIMAL, solver.objective_value
+    ([0, 0, 1, 1], True, 13.0)
+    """
     m = built.model
     at = _precedent_slots(problem, slots, plan)
     for i, row in enumerate(built.place):
@@ -94,7 +118,14 @@ def plan_hint(built, problem: SchedulingProblem, slots: Sequence[Slot], plan: Sc
 
 def restricted_rows(sub: SchedulingProblem, allowed: Sequence[tuple[int, ...] | None]) -> SchedulingProblem | None:
     """``sub`` with op j allowed only on ``allowed[j]`` (None: as it was), ops of a colocation
-    group on what its members allow together; None when an op is left no device."""
+    group on what its members allow together; None when an op is left no device.
+
+    Examples
+    --------
+    >>> p = SchedulingProblem(((1, 2), (3, 4)), ((0, 1, 0),), (1, 1), ((-1, 0), (0, -1)), ((1,),))
+    >>> restricted_rows(p, [(1,), None]).durations_cycles, restricted_rows(p, [(), None])
+    (((-1, 2), (3, 4)), None)
+    """
     allowed = list(allowed)
     for group in sub.colocation_groups:
         common = set(range(sub.num_devices))
@@ -120,6 +151,22 @@ def room_relaxed_part(sub: SchedulingProblem, plan: SchedulingSolution | None, o
     they cannot hold ``total`` bytes, the whole problem's weights), hinted with ``plan`` (a
     valid schedule of ``sub``, or None), solved within ``budget`` on one worker and its
     placement realised (module Notes): a valid schedule of ``sub``, or None.
+
+    Examples
+    --------
+    The chain of :func:`plan_hint`, from a plan with three crossings (20 cycles): the
+    relaxation's placement crosses once, at the cheap edge c -> d (13, the optimum):
+
+    >>> from solvers.scheduling.heft import heft_schedule
+    >>> links = ((-1, 0, 1), (0, -1, 2), (1, 2, -1))
+    >>> p = SchedulingProblem(((2, 2, 2),) * 4, ((0, 1, 0), (1, 2, 0), (2, 3, 0)), (1, 1, 1), links,
+    ...                       ((5,) * 3, (5,) * 3, (2,) * 3), device_memory_bytes=(12,) * 3,
+    ...                       op_resident_bytes=(6,) * 4)
+    >>> from solvers.budget import SCHEDULING
+    >>> plan = heft_schedule(p, (0, 1, 2, 0))
+    >>> found = room_relaxed_part(p, plan, SolveOptions(num_workers=1), Budget.start(2, SCHEDULING), 24)
+    >>> objective_value(p, plan), objective_value(p, found), validate_schedule(p, found)
+    (20, 13, [])
     """
     restricted = restrict_placements(sub)
     slots = cut_slots(restricted, total)
