@@ -186,13 +186,15 @@ def static_bound(problem) -> int:
 def run_pipeline(name: str, source, time_limit: float, **solver) -> dict:
     """One end-to-end planner run (solve, lower, replay); the row of the tables."""
     from planner.pipeline import run
+    from planner.stage_timing import timing
 
     spec = _load(source)
     if solver:
         spec = replace(spec, **solver)
-    t0 = time.perf_counter()
-    outcome = run(spec, time_limit_s=time_limit)
-    wall = time.perf_counter() - t0
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    with timing() as clock:  # the pipeline's stages (solve, memory, lowering, replay)
+        outcome = run(spec, time_limit_s=time_limit)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     plan, problem = outcome.plan, outcome.problem
     stages = outcome.result.stats.get("strategy_stages", {})
     return {"name": name, "ops": problem.num_ops, "devices": problem.num_devices,
@@ -200,6 +202,7 @@ def run_pipeline(name: str, source, time_limit: float, **solver) -> dict:
             "gap": plan.gap, "status": plan.status, "strategy": plan.solver.get("strategy"),
             "solver": plan.solver.get("name"), "search": plan.solver.get("search"),
             "stopped_by": plan.solver.get("stopped_by"), "time_limit_s": time_limit, "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2), "pipeline_wall_s": {k: round(v, 2) for k, v in clock.seconds.items()},
             "replayed": outcome.simulation.makespan_cycles, "static_bound": static_bound(problem),
             "metis": metis_objective(problem), "stages": _stage_summary(stages)}
 
@@ -209,7 +212,8 @@ def _stage_summary(stages: dict) -> dict:
     for k, v in stages.items():
         if isinstance(v, dict):
             out[k] = {x: v[x] for x in ("objective", "groups", "iterations", "improvements", "stopped_by",
-                                        "quick_bound", "segment_proofs", "bound_s", "returned") if x in v}
+                                        "quick_bound", "segment_proofs", "bound_s", "returned", "skipped",
+                                        "wall_s", "cpu_s") if x in v}
     return out
 
 

@@ -22,9 +22,16 @@ is never worse than HEFT or that split.
   plus ``placer_share`` with the placer skipped when only then the unit fits), taken from
   LNS's, replaces the warm start when shorter
   (branchy-10k at 120 s: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
+  the bound (below, ``bound_share``; ``bound_first``); then
   :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
-  its schedule and the start warm-starts LNS for the rest of ``lns_share``. The bound is the best of
+  its schedule and the start warm-starts LNS for the rest of ``lns_share``. A proven bound the
+  incumbent meets proves it optimal, so the placer and LNS are then skipped
+  (``stats["strategy_stages"]`` says "the incumbent meets the proven bound") and LNS stops the
+  moment it meets the bound (``LnsOptions.stop_at_objective``): decisions on proven values
+  only, never the clock. On all four scale graphs at 120 s the glue met the bound and the
+  placer and LNS had searched their shares for nothing (transformer-10k 136.4 s idle with
+  the bound last). The bound is the best of
   :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` and, up to ``segment_max_ops``
   ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
   and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
@@ -248,16 +255,20 @@ class StrategyScheduler(Accepting):
         search = replace(options, time_limit_s=max(0.1, options.time_limit_s - plan.charged_s))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
         glue_share = _glue_share(cfg, search, with_placer_share=plan.yielded) if plan.glue else 0.0
+        clock = _StageClock(stages)
         if plan.glue:
             warm, stages["segments"] = self._glue(problem, _share(search, glue_share, None, t0, total), warm)
+            clock.lap("segments")
         lns_share = cfg.lns_share - glue_share + (0.0 if plan.place else cfg.placer_share)
         small = plan.static_s is not None
         if cfg.bound_first:  # the bound's share is the same in either order
             bound, stages["bound"] = self._bound(problem, options, t0, small, total - glue_share)
-            best = self._search(problem, options, search, warm, bound, plan, lns_share, stages, t0)
+            clock.lap("bound")
+            best = self._search(problem, options, search, warm, bound, plan, lns_share, clock, t0)
         else:
-            best = self._search(problem, options, search, warm, None, plan, lns_share, stages, t0)
+            best = self._search(problem, options, search, warm, None, plan, lns_share, clock, t0)
             bound, stages["bound"] = self._bound(problem, options, t0, small, cfg.bound_share)
+            clock.lap("bound")
         obj = objective_value(problem, best)
         bound = min(bound, obj)
         status = Status.OPTIMAL if bound >= obj else Status.FEASIBLE
@@ -268,17 +279,18 @@ class StrategyScheduler(Accepting):
 
     def _search(self, problem: SchedulingProblem, options: SolveOptions, search: SolveOptions,
                 warm: SchedulingSolution, bound: int | None, plan: "_HierarchicalPlan", lns_share: float,
-                stages: dict[str, Any], t0: float) -> SchedulingSolution:
+                clock: "_StageClock", t0: float) -> SchedulingSolution:
         """The placer, then LNS, from ``warm``; each skipped once the incumbent meets ``bound``
         (a proven lower bound: nothing shorter exists; None: none yet), and LNS stops the
-        moment it meets it."""
-        cfg = self.config
+        moment it meets it. Their stats go into ``clock.stages``."""
+        cfg, stages = self.config, clock.stages
         best = warm
         if plan.place and _meets(problem, best, bound):
             stages["placer"] = dict(_MEETS_BOUND)
         elif plan.place:
             remaining = cfg.placer_share + lns_share + (cfg.bound_share if bound is None else 0.0)
             best, stages["placer"] = self._place(problem, search, warm, t0, remaining)
+            clock.lap("placer")
         elif plan.yielded:  # the glue's unit fits only with the placer's share
             stages["placer"] = {"skipped": f"its share went to the segment glue's {cfg.segment_min_units:g} unit",
                                 "stopped_by": "finished"}
@@ -298,6 +310,7 @@ class StrategyScheduler(Accepting):
                                  lns_share)
         lns = LnsScheduler(replace(cfg.lns, stop_at_objective=bound)).solve(problem, lns_options)
         stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
+        clock.lap("lns")
         if lns.status.has_solution and lns.objective <= objective_value(problem, best):
             best = lns.solution
         return best
@@ -364,6 +377,21 @@ class StrategyScheduler(Accepting):
                 stats["segment_proofs"] = "skipped: the segment floors alone would spend the proofs' budget"
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
+
+
+class _StageClock:
+    """Wall and CPU seconds of each stage that ran, into its stats (``wall_s``, ``cpu_s``):
+    measured for the benchmarks (CPU is the less load-sensitive), never used for a decision."""
+
+    def __init__(self, stages: dict[str, Any]) -> None:
+        self.stages = stages
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self, name: str) -> None:
+        """Charge the time since the last lap to stage ``name``."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.stages[name].update(wall_s=round(wall - self.wall, 3), cpu_s=round(cpu - self.cpu, 3))
+        self.wall, self.cpu = wall, cpu
 
 
 #: A stage the proven bound made pointless (the placer, LNS): the incumbent is already optimal.
