@@ -265,10 +265,15 @@ def section_cnn(args) -> list[dict]:
     rows = []
     for model in ONNX_CNNS:
         spec = onnx_spec(model)
-        if spec is not None:
+        if spec is not None and _chosen(args, f"onnx-{model}"):
             rows.append(repeated(run_pipeline, args.repeat, f"onnx-{model}", spec, args.time_limit or 60.0))
             _progress(rows[-1])
     return rows
+
+
+def _chosen(args, name: str) -> bool:
+    """Whether ``--instances`` (none: all) names this row."""
+    return not args.instances or name in args.instances.split(",")
 
 
 def section_scale(args) -> list[dict]:
@@ -276,7 +281,7 @@ def section_scale(args) -> list[dict]:
     for size in (1_000, 10_000):
         for kind, make in (("transformer", transformer_spec), ("branchy", branchy_spec)):
             name = f"{kind}-{size // 1000}k"
-            if args.instances and name not in args.instances.split(","):
+            if not _chosen(args, name):
                 continue
             rows.append(repeated(run_pipeline, args.repeat, name, make(size, name), args.time_limit or 120.0))
             _progress(rows[-1])
@@ -392,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="sections, comma-separated")
     ap.add_argument("--time-limit", type=float, default=None, help="override every section's limit (s)")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per instance (medians shown)")
-    ap.add_argument("--instances", default="", help="scale section: only these (e.g. transformer-10k)")
+    ap.add_argument("--instances", default="", help="scale and cnn sections: only these (e.g. transformer-10k,onnx-densenet121)")
     ap.add_argument("--out", type=Path, default=None, help="results JSON")
     ap.add_argument("--child-huge", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
