@@ -186,13 +186,15 @@ def static_bound(problem) -> int:
 def run_pipeline(name: str, source, time_limit: float, **solver) -> dict:
     """One end-to-end planner run (solve, lower, replay); the row of the tables."""
     from planner.pipeline import run
+    from planner.stage_timing import timing
 
     spec = _load(source)
     if solver:
         spec = replace(spec, **solver)
-    t0 = time.perf_counter()
-    outcome = run(spec, time_limit_s=time_limit)
-    wall = time.perf_counter() - t0
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    with timing() as clock:  # the pipeline's stages (solve, memory, lowering, replay)
+        outcome = run(spec, time_limit_s=time_limit)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - cpu0
     plan, problem = outcome.plan, outcome.problem
     stages = outcome.result.stats.get("strategy_stages", {})
     return {"name": name, "ops": problem.num_ops, "devices": problem.num_devices,
@@ -200,6 +202,7 @@ def run_pipeline(name: str, source, time_limit: float, **solver) -> dict:
             "gap": plan.gap, "status": plan.status, "strategy": plan.solver.get("strategy"),
             "solver": plan.solver.get("name"), "search": plan.solver.get("search"),
             "stopped_by": plan.solver.get("stopped_by"), "time_limit_s": time_limit, "wall_s": round(wall, 2),
+            "cpu_s": round(cpu, 2), "pipeline_wall_s": {k: round(v, 2) for k, v in clock.seconds.items()},
             "replayed": outcome.simulation.makespan_cycles, "static_bound": static_bound(problem),
             "metis": metis_objective(problem), "stages": _stage_summary(stages)}
 
@@ -209,7 +212,8 @@ def _stage_summary(stages: dict) -> dict:
     for k, v in stages.items():
         if isinstance(v, dict):
             out[k] = {x: v[x] for x in ("objective", "groups", "iterations", "improvements", "stopped_by",
-                                        "quick_bound", "segment_proofs", "bound_s", "returned") if x in v}
+                                        "quick_bound", "segment_proofs", "bound_s", "returned", "skipped",
+                                        "wall_s", "cpu_s") if x in v}
     return out
 
 
@@ -261,10 +265,15 @@ def section_cnn(args) -> list[dict]:
     rows = []
     for model in ONNX_CNNS:
         spec = onnx_spec(model)
-        if spec is not None:
+        if spec is not None and _chosen(args, f"onnx-{model}"):
             rows.append(repeated(run_pipeline, args.repeat, f"onnx-{model}", spec, args.time_limit or 60.0))
             _progress(rows[-1])
     return rows
+
+
+def _chosen(args, name: str) -> bool:
+    """Whether ``--instances`` (none: all) names this row."""
+    return not args.instances or name in args.instances.split(",")
 
 
 def section_scale(args) -> list[dict]:
@@ -272,7 +281,7 @@ def section_scale(args) -> list[dict]:
     for size in (1_000, 10_000):
         for kind, make in (("transformer", transformer_spec), ("branchy", branchy_spec)):
             name = f"{kind}-{size // 1000}k"
-            if args.instances and name not in args.instances.split(","):
+            if not _chosen(args, name):
                 continue
             rows.append(repeated(run_pipeline, args.repeat, name, make(size, name), args.time_limit or 120.0))
             _progress(rows[-1])
@@ -388,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(SECTIONS), help="sections, comma-separated")
     ap.add_argument("--time-limit", type=float, default=None, help="override every section's limit (s)")
     ap.add_argument("--repeat", type=int, default=1, help="timed runs per instance (medians shown)")
-    ap.add_argument("--instances", default="", help="scale section: only these (e.g. transformer-10k)")
+    ap.add_argument("--instances", default="", help="scale and cnn sections: only these (e.g. transformer-10k,onnx-densenet121)")
     ap.add_argument("--out", type=Path, default=None, help="results JSON")
     ap.add_argument("--child-huge", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)

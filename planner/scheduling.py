@@ -237,7 +237,10 @@ def _strategy_info(stats: dict[str, Any]) -> dict[str, Any]:
     if "strategy" not in stats:
         return {}
     info = {"strategy": stats["strategy"], "strategy_requested": stats.get("requested_strategy", "auto")}
-    groups = stats.get("strategy_stages", {}).get("placer", {}).get("groups")
+    stages = stats.get("strategy_stages", {})
+    groups = stages.get("placer", {}).get("groups")
     if groups is not None:
         info["groups"] = groups
+    if stats["strategy"] == "hierarchical":  # which stages ran, in order, and why one was skipped
+        info["stages"] = {name: stage.get("skipped", "ran") for name, stage in stages.items() if name != "charged"}
     return info

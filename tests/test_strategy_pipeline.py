@@ -44,6 +44,9 @@ def test_a_strategy_plans_replays_and_says_so(tmp_path, strategy, groups, name):
     assert plan.solver["name"] == name
     if groups:
         assert plan.solver["groups"] == groups
+    if strategy == "hierarchical":  # which stages ran, in the order they ran, or why they were skipped
+        assert list(plan.solver["stages"])[-3:] == ["bound", "placer", "lns"]
+        assert plan.solver["stages"]["lns"] == "ran"
     out = tmp_path / "out"
     write_plan_dir(outcome, load_spec(_spec(**solver)), out)  # verified by the independent verifier
     written = json.loads((out / "plan.json").read_text())

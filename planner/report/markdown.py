@@ -209,13 +209,36 @@ def strategy_line(solver: dict[str, Any]) -> str:
     'hierarchical (chosen by auto from the graph size): 160 groups placed by CP-SAT, then LNS'
     >>> strategy_line({"name": "lns+cpsat", "strategy": "flat", "strategy_requested": "flat"})
     'flat: LNS, then CP-SAT over the whole graph'
+    >>> strategy_line({"name": "hierarchical", "strategy": "hierarchical", "strategy_requested": "auto",
+    ...                "stages": {"segments": "ran", "bound": "ran",
+    ...                           "placer": "the incumbent meets the proven bound",
+    ...                           "lns": "the incumbent meets the proven bound"}}).split(": ", 1)[1]
+    'glued segments; bound; placer skipped (the incumbent meets the proven bound); LNS skipped (the same)'
     """
     why = " (chosen by auto from the graph size)" if solver.get("strategy_requested") == "auto" else ""
     groups = solver.get("groups", "?")
     how = {"lns+cpsat": "LNS, then CP-SAT over the whole graph", "cpsat": "CP-SAT over the whole graph",
            "hierarchical+lns": f"{groups} groups placed by CP-SAT, then LNS",
            "hierarchical": f"{groups} groups placed by CP-SAT"}.get(solver.get("name"), solver.get("name"))
+    if "stages" in solver:  # the hierarchical path says which of its stages ran
+        how = _stages_phrase(solver["stages"], groups)
     return f"{solver['strategy']}{why}: {how}"
+
+
+def _stages_phrase(stages: Mapping[str, str], groups: Any) -> str:
+    """``glued segments; bound; placer skipped (why); ...``: each stage that ran, in order, or
+    why it was skipped."""
+    words = {"segments": "glued segments", "bound": "bound", "placer": f"{groups} groups placed by CP-SAT",
+             "lns": "LNS"}
+    parts, last_reason = [], None
+    for name, state in stages.items():
+        if state == "ran":
+            parts.append(words.get(name, name))
+        else:
+            label = {"lns": "LNS", "segments": "segment glue"}.get(name, name)
+            parts.append(f"{label} skipped ({'the same' if state == last_reason else state})")
+            last_reason = state
+    return "; ".join(parts)
 
 
 def render_report(plan: Plan, hardware: ReportHardware, *, baselines: Sequence[Mapping[str, Any]],

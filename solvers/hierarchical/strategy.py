@@ -22,9 +22,16 @@ is never worse than HEFT or that split.
   plus ``placer_share`` with the placer skipped when only then the unit fits), taken from
   LNS's, replaces the warm start when shorter
   (branchy-10k at 120 s: 4,743,533 HEFT, 3,737,290 glued against a bound of 3,736,793); then
+  the bound (below, ``bound_share``; ``bound_first``); then
   :class:`~solvers.hierarchical.placer.HierarchicalScheduler` (group,
   place the groups with CP-SAT, uncoarsen) for ``placer_share`` of the limit; the better of
-  its schedule and the start warm-starts LNS for the rest of ``lns_share``. The bound is the best of
+  its schedule and the start warm-starts LNS for the rest of ``lns_share``. A proven bound the
+  incumbent meets proves it optimal, so the placer and LNS are then skipped
+  (``stats["strategy_stages"]`` says "the incumbent meets the proven bound") and LNS stops the
+  moment it meets the bound (``LnsOptions.stop_at_objective``): decisions on proven values
+  only, never the clock. On all four scale graphs at 120 s the glue met the bound and the
+  placer and LNS had searched their shares for nothing (transformer-10k 136.4 s idle with
+  the bound last). The bound is the best of
   :func:`~solvers.hierarchical.quick_bound.quick_lower_bound` and, up to ``segment_max_ops``
   ops, :func:`~solvers.scheduling.bounds.lower_bound` without the LP relaxation (placement
   and memory paths, the segment chain and segment runs), raised by CP-SAT proofs on repeated segments
@@ -128,6 +135,11 @@ class StrategyOptions:
     # share one model per repeated segment group, so 10k-op graphs afford them: docs/bounds.md).
     segment_max_ops: int = 12_000
     segment_proof_max_ops: int = 12_000
+    # hierarchical path: prove the bound (its bound_share) before the placer and LNS, which are
+    # skipped when the incumbent already meets it and stop the moment they do (the glue met it
+    # on all four scale graphs at 120 s, where the placer and LNS then searched for nothing:
+    # transformer-10k 136.4 s idle with the bound last). False: the bound last, as before.
+    bound_first: bool = True
     cpsat: CpSatOptions = field(default_factory=CpSatOptions)
     lns: LnsOptions = field(default_factory=LnsOptions)
 
@@ -238,59 +250,70 @@ class StrategyScheduler(Accepting):
     def _hierarchical(self, problem: SchedulingProblem, options: SolveOptions,
                       warm: SchedulingSolution, t0: float, charged_s: float = 0.0) -> SolveResult:
         cfg = self.config
-        stages: dict[str, Any] = {}
-        small = problem.num_ops <= cfg.segment_max_ops
-        static_s = static_bound_cost_s(problem, options.time_limit_s, options.num_workers) if small else None
-        # the predicted cost of the split and the static bounds comes off the placer's and
-        # LNS's time, by arithmetic on sizes (solvers.hierarchical.budget), never the clock
-        # HEFT's warm start ran once before the search (here or as the planner's heuristic)
-        heft_s = heft_cost_s(problem, options.time_limit_s, options.num_workers)
-        grouping_s = grouping_cost_s(problem, options.time_limit_s, options.num_workers)
-        place = grouping_s <= cfg.placer_share * options.time_limit_s
-        glue_s = segment_glue_cost_s(problem, options.time_limit_s, options.num_workers)
-        glue = (small and problem.objective is Objective.LATENCY and cfg.segment_share > 0
-                and glue_s <= cfg.segment_share * options.time_limit_s)
-        if glue and place and _glue_needs_the_placer(cfg, options.time_limit_s - charged_s - heft_s - glue_s
-                                                     - (static_s or 0.0)):
-            place = False  # its share goes to the glue's unit (stages["placer"] says so)
-            yielded = True
-        else:
-            yielded = False
-        contiguous_s = charged_s
-        charged_s += (static_s or 0.0) + heft_s + (grouping_s if place else 0.0) + (glue_s if glue else 0.0)
-        stages["charged"] = {"contiguous_s": round(contiguous_s, 3),
-                             "static_bound_s": None if static_s is None else round(static_s, 3),
-                             "heft_s": round(heft_s, 3), "grouping_s": round(grouping_s, 3) if place else None,
-                             "segment_glue_s": round(glue_s, 3) if glue else None}
-        search = replace(options, time_limit_s=max(0.1, options.time_limit_s - charged_s))
+        plan = _plan_hierarchical(problem, options, cfg, charged_s)
+        stages: dict[str, Any] = {"charged": plan.charged}
+        search = replace(options, time_limit_s=max(0.1, options.time_limit_s - plan.charged_s))
         total = cfg.placer_share + cfg.lns_share + cfg.bound_share
-        glue_share = _glue_share(cfg, search, with_placer_share=yielded) if glue else 0.0
-        if glue:
+        glue_share = _glue_share(cfg, search, with_placer_share=plan.yielded) if plan.glue else 0.0
+        clock = _StageClock(stages)
+        if plan.glue:
             warm, stages["segments"] = self._glue(problem, _share(search, glue_share, None, t0, total), warm)
-        best = warm
-        if place:
-            best, stages["placer"] = self._place(problem, search, warm, t0, total)
-        elif yielded:  # the glue's unit fits only with the placer's share
-            stages["placer"] = {"skipped": f"its share went to the segment glue's {cfg.segment_min_units:g} unit",
-                                "stopped_by": "finished"}
-        else:  # grouping and uncoarsening alone would take more than the placer's share
-            stages["placer"] = {"skipped": f"predicted grouping and uncoarsening {grouping_s:.3g} s > "
-                                           f"{cfg.placer_share:g} of the limit", "stopped_by": "finished"}
-        lns_share = cfg.lns_share - glue_share + (0.0 if place else cfg.placer_share)
-        if problem.objective is Objective.LATENCY and lns_share > 0:
-            lns = LnsScheduler(cfg.lns).solve(problem, _share(search, lns_share, best, t0,
-                                                              lns_share + cfg.bound_share))
-            stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
-            if lns.status.has_solution and lns.objective <= objective_value(problem, best):
-                best = lns.solution
-        bound, bound_stats = self._bound(problem, options, t0, static_s is not None)
-        stages["bound"] = bound_stats
+            clock.lap("segments")
+        lns_share = cfg.lns_share - glue_share + (0.0 if plan.place else cfg.placer_share)
+        small = plan.static_s is not None
+        if cfg.bound_first:  # the bound's share is the same in either order
+            bound, stages["bound"] = self._bound(problem, options, t0, small, total - glue_share)
+            clock.lap("bound")
+            best = self._search(problem, options, search, warm, bound, plan, lns_share, clock, t0)
+        else:
+            best = self._search(problem, options, search, warm, None, plan, lns_share, clock, t0)
+            bound, stages["bound"] = self._bound(problem, options, t0, small, cfg.bound_share)
+            clock.lap("bound")
         obj = objective_value(problem, best)
         bound = min(bound, obj)
         status = Status.OPTIMAL if bound >= obj else Status.FEASIBLE
-        name = "hierarchical+lns" if "lns" in stages else "hierarchical"
+        ran_lns = "lns" in stages and "skipped" not in stages["lns"]
+        name = "hierarchical+lns" if ran_lns else "hierarchical"
         return SolveResult(status, obj, bound, best, 0.0, name,
                            {"lower_bound": bound, "strategy_stages": stages})
+
+    def _search(self, problem: SchedulingProblem, options: SolveOptions, search: SolveOptions,
+                warm: SchedulingSolution, bound: int | None, plan: "_HierarchicalPlan", lns_share: float,
+                clock: "_StageClock", t0: float) -> SchedulingSolution:
+        """The placer, then LNS, from ``warm``; each skipped once the incumbent meets ``bound``
+        (a proven lower bound: nothing shorter exists; None: none yet), and LNS stops the
+        moment it meets it. Their stats go into ``clock.stages``."""
+        cfg, stages = self.config, clock.stages
+        best = warm
+        if plan.place and _meets(problem, best, bound):
+            stages["placer"] = dict(_MEETS_BOUND)
+        elif plan.place:
+            remaining = cfg.placer_share + lns_share + (cfg.bound_share if bound is None else 0.0)
+            best, stages["placer"] = self._place(problem, search, warm, t0, remaining)
+            clock.lap("placer")
+        elif plan.yielded:  # the glue's unit fits only with the placer's share
+            stages["placer"] = {"skipped": f"its share went to the segment glue's {cfg.segment_min_units:g} unit",
+                                "stopped_by": "finished"}
+        else:  # grouping and uncoarsening alone would take more than the placer's share
+            stages["placer"] = {"skipped": f"predicted grouping and uncoarsening {plan.grouping_s:.3g} s > "
+                                           f"{cfg.placer_share:g} of the limit", "stopped_by": "finished"}
+        if problem.objective is not Objective.LATENCY or lns_share <= 0:
+            return best
+        if _meets(problem, best, bound):
+            stages["lns"] = dict(_MEETS_BOUND)
+            return best
+        if bound is None:  # the bound runs last (bound_first off): its share of the clock stays
+            lns_options = _share(search, lns_share, best, t0, lns_share + cfg.bound_share)
+        else:  # the last stage: under until-limit what is left of the whole limit (the charged
+            # costs are work that already ran), under deterministic search its share
+            lns_options = _share(options if options.search == UNTIL_LIMIT else search, lns_share, best, t0,
+                                 lns_share)
+        lns = LnsScheduler(replace(cfg.lns, stop_at_objective=bound)).solve(problem, lns_options)
+        stages["lns"] = {"objective": lns.objective, **_brief(lns.stats)}
+        clock.lap("lns")
+        if lns.status.has_solution and lns.objective <= objective_value(problem, best):
+            best = lns.solution
+        return best
 
     def _glue(self, problem: SchedulingProblem, options: SolveOptions, warm: SchedulingSolution
               ) -> tuple[SchedulingSolution, dict]:
@@ -325,10 +348,11 @@ class StrategyScheduler(Accepting):
         return best, stage
 
     def _bound(self, problem: SchedulingProblem, options: SolveOptions, t_start: float,
-               small: bool) -> tuple[int, dict]:
+               small: bool, remaining: float) -> tuple[int, dict]:
         """The quick bound, with segments and the static bounds when ``small`` (their
         predicted cost fits the limit, :func:`~solvers.hierarchical.budget.static_bound_cost_s`),
-        raised by the segment proofs."""
+        raised by the segment proofs (``bound_share`` of the limit; under until-limit search
+        that share of the ``remaining`` shares of what is left of the wall clock)."""
         cfg = self.config
         t0 = time.perf_counter()
         bound = quick_lower_bound(problem, segments=small)
@@ -339,7 +363,7 @@ class StrategyScheduler(Accepting):
             bound = max(bound, static)
         if (problem.objective is Objective.LATENCY and cfg.bound_share > 0
                 and problem.num_ops <= cfg.segment_proof_max_ops):
-            opts = _share(options, cfg.bound_share, None, t_start, cfg.bound_share)
+            opts = _share(options, cfg.bound_share, None, t_start, remaining)
             budget = Budget.of(opts, SCHEDULING)
             floors = budget.scale(floor_units(problem))  # predicted, never timed
             stats["floors_dtime"] = round(floors, 6)
@@ -353,6 +377,70 @@ class StrategyScheduler(Accepting):
                 stats["segment_proofs"] = "skipped: the segment floors alone would spend the proofs' budget"
         stats["bound_s"] = round(time.perf_counter() - t0, 3)
         return bound, stats
+
+
+class _StageClock:
+    """Wall and CPU seconds of each stage that ran, into its stats (``wall_s``, ``cpu_s``):
+    measured for the benchmarks (CPU is the less load-sensitive), never used for a decision."""
+
+    def __init__(self, stages: dict[str, Any]) -> None:
+        self.stages = stages
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+
+    def lap(self, name: str) -> None:
+        """Charge the time since the last lap to stage ``name``."""
+        wall, cpu = time.perf_counter(), time.process_time()
+        self.stages[name].update(wall_s=round(wall - self.wall, 3), cpu_s=round(cpu - self.cpu, 3))
+        self.wall, self.cpu = wall, cpu
+
+
+#: A stage the proven bound made pointless (the placer, LNS): the incumbent is already optimal.
+_MEETS_BOUND = {"skipped": "the incumbent meets the proven bound", "stopped_by": "finished"}
+
+
+@dataclass(frozen=True, slots=True)
+class _HierarchicalPlan:
+    """Which stages of the hierarchical path run, and the predicted costs charged for them
+    (arithmetic on sizes, :mod:`solvers.hierarchical.budget`, never the clock)."""
+
+    static_s: float | None  # the static bounds' predicted cost; None: they are not computed
+    grouping_s: float  # the placer's grouping and uncoarsening
+    place: bool  # the placer runs (unless the bound is met first)
+    glue: bool  # the segment glue runs
+    yielded: bool  # the placer gave its share to the glue's unit
+    charged_s: float  # all charged seconds, off the placer's and LNS's time
+    charged: dict[str, Any]  # stats["strategy_stages"]["charged"]
+
+
+def _plan_hierarchical(problem: SchedulingProblem, options: SolveOptions, cfg: StrategyOptions,
+                       contiguous_s: float) -> _HierarchicalPlan:
+    """The stages of the hierarchical path and their charges (module Notes); ``contiguous_s``:
+    the contiguous split's predicted cost, when it ran."""
+    limit, workers = options.time_limit_s, options.num_workers
+    small = problem.num_ops <= cfg.segment_max_ops
+    static_s = static_bound_cost_s(problem, limit, workers) if small else None
+    # HEFT's warm start ran once before the search (here or as the planner's heuristic)
+    heft_s = heft_cost_s(problem, limit, workers)
+    grouping_s = grouping_cost_s(problem, limit, workers)
+    place = grouping_s <= cfg.placer_share * limit
+    glue_s = segment_glue_cost_s(problem, limit, workers)
+    glue = (small and problem.objective is Objective.LATENCY and cfg.segment_share > 0
+            and glue_s <= cfg.segment_share * limit)
+    yielded = glue and place and _glue_needs_the_placer(
+        cfg, limit - contiguous_s - heft_s - glue_s - (static_s or 0.0))
+    place = place and not yielded  # its share goes to the glue's unit (stages["placer"] says so)
+    charged_s = (contiguous_s + (static_s or 0.0) + heft_s + (grouping_s if place else 0.0)
+                 + (glue_s if glue else 0.0))
+    charged = {"contiguous_s": round(contiguous_s, 3),
+               "static_bound_s": None if static_s is None else round(static_s, 3),
+               "heft_s": round(heft_s, 3), "grouping_s": round(grouping_s, 3) if place else None,
+               "segment_glue_s": round(glue_s, 3) if glue else None}
+    return _HierarchicalPlan(static_s, grouping_s, place, glue, yielded, charged_s, charged)
+
+
+def _meets(problem: SchedulingProblem, schedule: SchedulingSolution, bound: int | None) -> bool:
+    """Whether ``schedule`` is proven optimal by ``bound`` (None: no bound yet)."""
+    return bound is not None and objective_value(problem, schedule) <= bound
 
 
 def _glue_units_share(cfg: StrategyOptions, search_s: float) -> float:

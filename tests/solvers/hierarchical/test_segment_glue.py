@@ -72,10 +72,13 @@ def test_the_placer_gives_its_share_to_the_glue_when_the_unit_needs_it():
     stages = r.stats["strategy_stages"]
     assert "segment glue" in stages["placer"]["skipped"]
     assert stages["segments"]["objective"] == 1 + 9 * 8 and validate_schedule(p, r.solution) == []
-    # at 20 s (and at 4 s, where even both shares cannot buy the unit) the placer runs
+    # at 20 s (and at 4 s, where even both shares cannot buy the unit) the placer keeps its
+    # share (and runs unless the glued plan already meets the proven bound)
     for limit in (20, 4):
         kept = StrategyScheduler(cfg).solve(p, SolveOptions(time_limit_s=limit, num_workers=1))
-        assert "skipped" not in kept.stats["strategy_stages"]["placer"]
+        stages = kept.stats["strategy_stages"]
+        assert stages["charged"]["grouping_s"] is not None
+        assert stages["placer"].get("skipped") in (None, "the incumbent meets the proven bound")
 
 
 def lock_in_blocks(blocks: int) -> SchedulingProblem:
