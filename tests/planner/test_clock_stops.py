@@ -9,15 +9,26 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from planner.clock_stops import with_clock_stops
 from planner.islands.route import ONE_PROBLEM
 from planner.memory import addresses
 from planner.pipeline import run
-from tests.planner.islands.test_islands_net_stops import _net_fired_in, chain  # noqa: F401 (a fixture)
+from planner.spec import load_spec
+from tests.planner.islands.test_islands_net_stops import _net_fired_in
+from tests.planner.islands.test_islands_route import CHAIN
 from tests.planner.lowering.test_address_net_stop import RefusingGreedy, fired_budget
 
 RUN = {"name": "cpsat", "search": "deterministic", "stopped_by": "deterministic_budget", "reproducible": True,
        "workers": 1}
+
+
+@pytest.fixture
+def chain(tmp_path):
+    file = tmp_path / "chain.yaml"
+    file.write_text(CHAIN)
+    return load_spec(file)
 
 
 def test_a_record_keeps_its_keys_in_place_so_plan_json_bytes_do_not_move():
@@ -43,7 +54,7 @@ def test_an_until_limit_stop_is_not_a_net_stop():
     assert (amended["stopped_by"], amended["reproducible"], "net_stops" in amended) == ("time_limit", False, False)
 
 
-def test_the_islands_and_the_address_stops_of_one_run_are_all_named_once(chain, monkeypatch):  # noqa: F811
+def test_the_islands_and_the_address_stops_of_one_run_are_all_named_once(chain, monkeypatch):
     # The whole spec's three solves meet the net (the islands route's record), then every address
     # search does (the pipeline's amendment of that record): both lists, in the order they ran.
     _net_fired_in(monkeypatch, 4)
