@@ -40,13 +40,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
+from planner.clock_stops import with_clock_stops
 from planner.fleet import FleetResult, FleetSpec, is_fleet_spec, load_fleet_spec
 from planner.fleet.pipeline import plan_fleet
 from planner.islands import islands_outcome, solve_islands, to_split_problem
 from planner.lower_and_replay import lower_stage
 from planner.memory.addresses import collecting_net_stops
 from planner.max_load import max_load_outcome, solve_max_load
-from planner.plan import Plan
 from planner.reductions.max_load import to_placement_problem
 from planner.reductions.memory import plan_memory_after
 from planner.reductions.scheduling import to_problem
@@ -54,10 +54,9 @@ from planner.scheduling import solve_schedule
 from planner.spec import Spec, load_spec
 from planner.stage_timing import stage
 from planner.stages import Outcome, Problem, RunSettings, Solved
-from solvers.budget import combine_stops
 from solvers.core import ProgressPoint
 
-__all__ = ["Route", "FleetRoute", "OBJECTIVES", "route_name", "load", "run", "with_net_stops"]
+__all__ = ["Route", "FleetRoute", "OBJECTIVES", "route_name", "load", "run"]
 
 
 def _as_is(outcome: Outcome, solved: Solved) -> Outcome:
@@ -82,7 +81,8 @@ class Route:
 
     def plan(self, spec: Spec, settings: RunSettings) -> Outcome:
         """Reduce, solve and invert, chain memory planning, lower and replay: the verified outcome
-        (an address search the wall-clock net stopped on the way is in its ``solver``: :func:`with_net_stops`)."""
+        (an address search the wall-clock net stopped on the way is in its ``solver``:
+        :func:`~planner.clock_stops.with_clock_stops`)."""
         with stage("solve"):  # the reduction is timed on its own first: the stages are listed in first-run order
             problem = Problem(spec, settings, *self.reduce(spec))
         with stage("solve"):  # the stages nested in a strategy (its costing for lowering) count as theirs
@@ -95,30 +95,10 @@ class Route:
             chosen = solved.plan if memory is None else memory.plan
             lowered, listings, allocation = lower_stage(chosen, spec, None if memory is None else memory.memory_plan,
                                                         None if memory is None else memory.lowered)
-        plan = replace(with_net_stops(chosen, net_stops), wall_time_s=time.perf_counter() - settings.started_s)
+        solver = with_clock_stops(chosen.solver, [(name, "wall_clock") for name in net_stops])
+        plan = replace(chosen, solver=solver, wall_time_s=time.perf_counter() - settings.started_s)
         return self.finish(Outcome.of(solved, memory, lowered, plan=plan, listings=listings,
                                       allocation=allocation), solved)
-
-
-def with_net_stops(plan: Plan, net_stops: list[str]) -> Plan:
-    """``plan`` with the address searches the wall-clock safety net stopped (``"addresses
-    <device>/<level>"``) in ``solver.net_stops``, ``stopped_by: wall_clock`` and
-    ``reproducible: false``: those addresses (or the memory plan chosen over them) may differ
-    on a less busy machine, and plan.json, the report and the terminal must say so. None: ``plan``.
-
-    Examples
-    --------
-    >>> run = {"search": "deterministic", "stopped_by": "finished", "reproducible": True}
-    >>> p = with_net_stops(Plan("s", "latency", "FEASIBLE", 9, 9, 0.0, 9, 10**9, (), (), solver=run),
-    ...                    ["addresses d0/hbm"])
-    >>> p.solver
-    {'search': 'deterministic', 'stopped_by': 'wall_clock', 'reproducible': False, 'net_stops': ['addresses d0/hbm']}
-    """
-    if not net_stops:
-        return plan
-    solver = {**plan.solver, "stopped_by": combine_stops([plan.solver.get("stopped_by"), "wall_clock"]),
-              "reproducible": False, "net_stops": [*plan.solver.get("net_stops", []), *net_stops]}
-    return replace(plan, solver=solver)
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,9 @@ constant's docstring; models differ, so some end earlier than others).
 The wall clock stays as a **safety net** only, at ``NET_SLOWDOWN x time_limit_s +
 NET_CONSTANT_S`` from the start: room for a machine three times slower than the calibration
 machine, plus model building and CP-SAT's batch overshoot on small budgets (the
-``PLAN_NET_SLOWDOWN`` environment variable widens it on a machine shared more heavily). When the net
+``PLAN_NET_SLOWDOWN`` environment variable widens it on a machine shared more heavily: a factor
+``f`` above the default places it at ``f x time_limit_s + NET_CONSTANT_S x f / NET_SLOWDOWN``,
+see :func:`net_seconds`). When the net
 fires first, :attr:`Budget.stopped_by` becomes ``"wall_clock"`` and the result is marked not
 reproducible (the planner puts that in plan.json, the report and on the terminal).
 
@@ -51,7 +53,7 @@ from solvers.net_env import NET_SLOWDOWN_ENV, slowdown_from_environment
 
 __all__ = [
     "DETERMINISTIC", "UNTIL_LIMIT", "SEARCH_MODES", "NET_SLOWDOWN", "NET_SLOWDOWN_ENV", "NET_CONSTANT_S",
-    "net_slowdown",
+    "net_slowdown", "net_seconds",
     "CALIBRATION_CORES", "PARALLEL_SPEEDUP",
     "Calibration", "SCHEDULING", "PLACEMENT", "MEMORY_LEVELS", "MEMORY_OFFSETS", "COLOCATION",
     "Budget", "combine_stops", "is_reproducible", "run_summary",
@@ -72,21 +74,42 @@ NET_SLOWDOWN = 3.0
 NET_CONSTANT_S = 5.0
 
 
-
 def net_slowdown() -> float:
     """How many times slower than the calibration machine a run may be before the net fires.
 
     :data:`NET_SLOWDOWN`, unless the ``PLAN_NET_SLOWDOWN`` environment variable gives another
     factor (a number >= 1): on a machine shared so heavily that a run is more than 3x slower
     than an idle 2-core one, a larger factor keeps deterministic runs reproducible, at the
-    price of a later backstop. Read at each :meth:`Budget.start`, so it needs no restart.
-    Raises ValueError naming the variable when its value is not such a number.
+    price of a later backstop (:func:`net_seconds` scales the net's constant by it too). Read
+    at each :meth:`Budget.start`, so it needs no restart. Raises ValueError naming the variable when its value is not such a number.
 
     >>> import os; os.environ.pop(NET_SLOWDOWN_ENV, None) is None and net_slowdown() == NET_SLOWDOWN
     True
     """
     factor = slowdown_from_environment()
     return NET_SLOWDOWN if factor is None else factor
+
+
+def net_seconds(time_limit_s: float, factor: float | None = None) -> float:
+    """How many wall seconds after its start the safety net stops a solve of ``time_limit_s``.
+
+    ``factor x time_limit_s`` plus :data:`NET_CONSTANT_S`, the constant scaled by
+    ``factor / NET_SLOWDOWN`` when the factor (:func:`net_slowdown` unless given) exceeds the
+    default: the constant pays for model building and CP-SAT's batch overshoot, which a loaded
+    machine slows exactly as much as the search. A constant that did not grow left short
+    solves (an island route's share of 0.2-0.4 units, a co-location bound) little more than
+    5 s at any factor, so they met the net on a machine the factor was meant to allow for.
+    At the default (or below it) the net is what it always was.
+
+    Examples
+    --------
+    >>> net_seconds(2.0, 3.0), net_seconds(2.0, 1.0)
+    (11.0, 7.0)
+    >>> net_seconds(2.0, 30.0)  # 30 x 2 s + 5 s x 30 / 3
+    110.0
+    """
+    factor = net_slowdown() if factor is None else factor
+    return factor * time_limit_s + NET_CONSTANT_S * (factor / NET_SLOWDOWN if factor > NET_SLOWDOWN else 1.0)
 
 
 # Stop words, most to least serious (combine_stops keeps the first present).
@@ -314,7 +337,7 @@ class Budget:
         rate = total / time_limit_s if time_limit_s > 0 else calibration.units_per_second
         if search == UNTIL_LIMIT:
             return cls(time_limit_s, t0 + time_limit_s, search, rate, started=t0)
-        return cls(max(1e-3, total), t0 + net_slowdown() * time_limit_s + NET_CONSTANT_S, search, rate, started=t0)
+        return cls(max(1e-3, total), t0 + net_seconds(time_limit_s), search, rate, started=t0)
 
     @classmethod
     def of(cls, options: SolveOptions, calibration: Calibration, t0: float | None = None) -> "Budget":

@@ -67,13 +67,13 @@ def test_only_the_bridge_imports_both_packages():
     both = [p.relative_to(ROOT) for p in (ROOT / "planner").rglob("*.py")
             if "solvers" in imported_modules(p)]
     # The bridge: the driver, its stage types and strategies
-    allowed = {"pipeline.py", "stages.py", "scheduling.py", "max_load.py", "cli.py"}
+    allowed = {"pipeline.py", "stages.py", "clock_stops.py", "scheduling.py", "max_load.py", "cli.py"}
     assert all(p.name in allowed or p.parts[1] in ("fleet", "importers", "islands", "memory", "reductions", "replan")
                for p in both), both
 
 
-_SOLVE_STAGE = ("solvers", "ortools", "planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
-                "planner.memory", "planner.max_load", "planner.lower_and_replay", "planner.lowering")
+_SOLVE_STAGE = ("solvers", "ortools", "planner.pipeline", "planner.stages", "planner.clock_stops", "planner.reductions",
+                "planner.scheduling", "planner.memory", "planner.max_load", "planner.lower_and_replay", "planner.lowering")
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +183,7 @@ LAYERS = (
     ("simulator", ("planner.simulator",)),
     ("report", ("planner.report",)),
     ("verify", ("planner.verify",)),
-    ("driver", ("planner.pipeline", "planner.stages", "planner.reductions", "planner.scheduling",
+    ("driver", ("planner.pipeline", "planner.stages", "planner.clock_stops", "planner.reductions", "planner.scheduling",
                 "planner.max_load", "planner.lower_and_replay", "planner.fleet", "planner.islands", "planner.replan")),
     ("output", ("planner.output",)),
     ("sweep", ("planner.sweeps",)),

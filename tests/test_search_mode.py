@@ -56,10 +56,26 @@ def test_plan_net_slowdown_moves_the_net_and_nothing_else(monkeypatch):
     monkeypatch.delenv(solvers.budget.NET_SLOWDOWN_ENV, raising=False)
     default = solvers.budget.Budget.start(2.0, solvers.budget.SCHEDULING, t0=100.0)
     assert default.wall_deadline == 100.0 + 3.0 * 2.0 + 5.0
-    monkeypatch.setenv(solvers.budget.NET_SLOWDOWN_ENV, "20")
+    monkeypatch.setenv(solvers.budget.NET_SLOWDOWN_ENV, "30")
     wide = solvers.budget.Budget.start(2.0, solvers.budget.SCHEDULING, t0=100.0)
-    assert wide.wall_deadline == 100.0 + 20.0 * 2.0 + 5.0
+    assert wide.wall_deadline == 100.0 + 30.0 * 2.0 + 5.0 * 10  # the constant grows with the factor too
     assert (wide.total, wide.rate) == (default.total, default.rate)  # the budget, hence the plan, is the same
+
+
+@pytest.mark.parametrize("factor, net_s", [
+    (1.0, 2.0 + 5.0),     # below the default: only the limit's part shrinks
+    (3.0, 6.0 + 5.0),     # the default net, exactly as before
+    (6.0, 12.0 + 10.0),   # twice the default factor: twice the 5 s
+    (60.0, 120.0 + 100.0),
+])
+def test_the_nets_constant_grows_with_a_factor_above_the_default_only(monkeypatch, factor, net_s):
+    # A 2-s solve. Model building and CP-SAT's batch overshoot slow down with the machine as
+    # much as the search does, so at 20x the 5 s must be 20/3 x 5 s too, or short solves
+    # (island route shares, co-location bounds) meet the net on a machine the factor allows for.
+    monkeypatch.setenv(solvers.budget.NET_SLOWDOWN_ENV, str(factor))
+    assert solvers.budget.net_seconds(2.0) == pytest.approx(net_s, abs=1e-9)
+    budget = solvers.budget.Budget.start(2.0, solvers.budget.COLOCATION, t0=100.0)
+    assert budget.wall_deadline == pytest.approx(100.0 + net_s, abs=1e-9)
 
 
 @pytest.mark.parametrize("value", ["fast", "0.5", "nan", "-3"])

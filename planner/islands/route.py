@@ -53,6 +53,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, Mapping
 
+from planner.clock_stops import with_clock_stops
 from planner.errors import InfeasibleError
 from planner.islands.arrivals import Arrivals, arrivals_from_plan, island_ops, with_arrivals
 from planner.islands.gang import align_gangs, pin_shards, replayed_gang_record
@@ -65,13 +66,12 @@ from planner.spec import Spec
 from planner.spec.limits import MAX_LINKS
 from planner.units import format_bytes
 from planner.stages import Outcome, Problem, RunSettings, Solved
-from solvers.budget import DETERMINISTIC, run_summary
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
 from solvers.islands import CpSatSplitSolver, SplitProblem, SplitSolution, split_errors, split_loads
 from solvers.portfolio import Portfolio
 
 __all__ = ["IslandResult", "IslandsDetails", "GivenSplit", "solve_islands", "solve_island_specs", "island_spec",
-           "islands_outcome", "one_island_hardware", "SHARES", "ARRIVAL_ROUNDS", "ONE_PROBLEM", "clock_stops"]
+           "islands_outcome", "one_island_hardware", "SHARES", "ARRIVAL_ROUNDS", "ONE_PROBLEM"]
 
 #: The name of the one-problem comparison among the plan's baselines.
 ONE_PROBLEM = "one problem (no split)"
@@ -431,7 +431,9 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, se
                        reserve_s: float, stops: list[tuple[str, Any]] = ()) -> Solved:
     """The global schedule with the one-problem bound (sound for the global problem) as its bound,
     and the run's own time limit and workers (each stage had its share) in its solver record, which
-    says when a clock stopped any of the route's solves (``stops``: :func:`clock_stops`)."""
+    says when a clock stopped any of the route's solves (``stops``, each solve's (name, ``stopped_by``):
+    :func:`~planner.clock_stops.with_clock_stops`; each of them steered the plan or a figure of
+    plan.json)."""
     bound = whole.result.bound
     if bound is not None and fixed.result.bound is not None:
         bound = min(bound, fixed.result.objective)  # never above the plan itself
@@ -448,33 +450,8 @@ def _with_global_bound(fixed: Solved, whole: Solved, details: IslandsDetails, se
               "post_solve_reserve_s": reserve_s, "baselines": baselines,
               "islands": {**details.to_dict(), "gangs": gangs}}
     plan = replace(plan, status=status.value, bound=_whole(bound), gap=result.gap,
-                   solver={**solver, **clock_stops(solver, stops)})
+                   solver=with_clock_stops(solver, stops))
     return replace(fixed, plan=plan, result=result, details=details, post_solve_reserve_s=reserve_s)
-
-
-def clock_stops(solver: Mapping[str, Any], stops) -> dict[str, Any]:
-    """What a plan's ``solver`` record must say when a clock stopped one of the route's solves
-    (``stops``: (name, ``stopped_by``) of the split, every island's and global schedule's solve of
-    every round, the one-problem and one-island comparisons): ``stopped_by`` and ``reproducible``
-    of the whole run (:func:`~solvers.budget.run_summary`) and, for the wall-clock net, the solves it
-    stopped in ``net_stops``. Each of them steered the plan or a figure of plan.json, which may then
-    differ on a less busy machine. No clock stop: nothing (the record is as it was).
-
-    Examples
-    --------
-    >>> run = {"search": "deterministic", "stopped_by": "deterministic_budget", "reproducible": True}
-    >>> clock_stops(run, [("one problem (no split)", "wall_clock"), ("islands split", "optimal")])
-    {'search': 'deterministic', 'stopped_by': 'wall_clock', 'reproducible': False, \
-'net_stops': ['one problem (no split)']}
-    >>> clock_stops(run, [("island a (round 1)", "deterministic_budget")])
-    {}
-    """
-    clocks = [(name, stop) for name, stop in stops if stop in ("wall_clock", "time_limit")]
-    if not clocks:
-        return {}
-    netted = [name for name, stop in clocks if stop == "wall_clock"]
-    summary = run_summary(solver.get("search", DETERMINISTIC), [solver.get("stopped_by"), *(s for _, s in clocks)])
-    return {**summary, **({"net_stops": [*solver.get("net_stops", []), *netted]} if netted else {})}
 
 
 def islands_outcome(outcome: Outcome, solved: Solved) -> Outcome:

@@ -251,7 +251,8 @@ def offset_budget() -> Budget:
     """The budget of one offset search: :data:`OFFSET_CPSAT_DETERMINISTIC_TIME` units decide,
     and the wall-clock net is the one :mod:`solvers.budget` gives a solve of the time limit that
     grants those units at :data:`~solvers.budget.MEMORY_OFFSETS`' rate (200 s), so it stands
-    ``PLAN_NET_SLOWDOWN`` x that limit + 5 s away and widens with the variable like every other
+    ``PLAN_NET_SLOWDOWN`` x that limit + 5 s away (the 5 s growing with a factor above the
+    default: :func:`~solvers.budget.net_seconds`) and widens with the variable like every other
     net. A fixed net (it was 120 s) fired on a busy machine, where NoOverlap2D runs 0.02-0.03 units
     per second (2 units: 70-100 s), before the budget and changed the packing or refused it.
 

@@ -82,7 +82,7 @@ def class_mix_bound(problem: ColocationProblem, totals: list[int], budget: Budge
     The search is CP-SAT's deterministic limit of :data:`CLASS_MIX_DTIME` units, charged to
     ``budget`` under its wall-clock net: a net stop is the budget's ``stopped_by:
     wall_clock`` (the solver's stats say so). Without ``budget`` the net is that of a
-    co-location budget of the same units (``PLAN_NET_SLOWDOWN`` x their seconds + 5 s), and
+    co-location budget of the same units (:func:`~solvers.budget.net_seconds` of their seconds), and
     a net stop is logged: the bound may then be weaker than on an idle machine.
 
     Examples

@@ -38,7 +38,7 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from solvers.core import Accepting, SolveOptions, SolveResult, Status, failure_result
-from solvers.budget import NET_CONSTANT_S, Budget, net_slowdown
+from solvers.budget import Budget, net_seconds
 from solvers.cpsat_support import integer_objective_bound
 
 __all__ = ["SplitProblem", "SplitSolution", "CpSatSplitSolver", "split_loads", "split_errors"]
@@ -307,12 +307,13 @@ def _add_host_memory(model: cp_model.CpModel, problem: SplitProblem, x: list[dic
 
 def _budget(options: SolveOptions, dtime: float, started: float) -> Budget:
     """``dtime`` deterministic units for both phases; the wall clock a safety net only, at the
-    distance :meth:`Budget.start` gives a solve of the time limit (``PLAN_NET_SLOWDOWN`` x the
-    limit + 5 s). It was 1 x the limit per phase, not reported: 0.25 units per second of limit
+    distance :meth:`Budget.start` gives a solve of the time limit
+    (:func:`~solvers.budget.net_seconds`: ``PLAN_NET_SLOWDOWN`` x the limit + 5 s, the 5 s
+    growing with a factor above the default). It was 1 x the limit per phase, not reported: 0.25 units per second of limit
     for each phase is more than a loaded machine's one worker may do, so the clock, not the
     budget, could pick the split, and the stats still said ``deterministic_budget``."""
     limit = max(options.time_limit_s, 1.0)
-    return Budget(max(dtime, 0.02), started + net_slowdown() * limit + NET_CONSTANT_S)
+    return Budget(max(dtime, 0.02), started + net_seconds(limit))
 
 
 def _run(model: cp_model.CpModel, options: SolveOptions, budget: Budget) -> tuple[Status, cp_model.CpSolver]:

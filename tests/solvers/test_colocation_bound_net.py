@@ -42,12 +42,14 @@ class FiredNet(WallNet):
 @pytest.mark.parametrize("slowdown", [3.0, 40.0])
 def test_the_class_mix_bound_runs_under_a_net_that_scales_with_plan_net_slowdown(monkeypatch, slowdown):
     # Without a budget the bound makes its own: CLASS_MIX_DTIME units at the co-location rate,
-    # 2.5 s of limit, so the net is slowdown x 2.5 s + 5 s (12.5 s and 105 s), not a fixed 10 s.
+    # 2.5 s of limit, so the net is slowdown x 2.5 s + 5 s, the 5 s growing above the default
+    # factor of 3 (12.5 s and 100 + 5 x 40/3 s), not a fixed 10 s.
     monkeypatch.setenv(NET_SLOWDOWN_ENV, str(slowdown))
     monkeypatch.setattr(solvers.budget, "WallNet", RecordingNet)
     RecordingNet.armed = []
     assert cost_lower_bound(TWO_CLASSES) == 3
-    expected = slowdown * CLASS_MIX_DTIME / COLOCATION.units_per_second + NET_CONSTANT_S
+    expected = {3.0: 12.5, 40.0: 100 + 5 * 40 / 3}[slowdown]
+    assert expected == slowdown * CLASS_MIX_DTIME / COLOCATION.units_per_second + NET_CONSTANT_S * max(1, slowdown / 3)
     assert len(RecordingNet.armed) == 1 and expected - 1.0 < RecordingNet.armed[0] <= expected
 
 

@@ -5,10 +5,10 @@ truncating it (``int``) is one too low. These draws were found by searching rand
 a non-integral ``ObjectiveValue``.
 """
 
+import solvers.budget
 from solvers.budget import NET_SLOWDOWN_ENV
 from solvers.colocation.variants import CpSatVariantSolver, VariantProblem
 from solvers.core import SolveOptions, Status
-from solvers.islands import split
 from solvers.islands.split import CpSatSplitSolver, SplitProblem
 
 OPTIONS = SolveOptions(time_limit_s=5, num_workers=1, random_seed=0)
@@ -37,5 +37,6 @@ def test_the_splits_wall_clock_net_widens_with_plan_net_slowdown_and_is_reported
     p = SplitProblem(((7, 2),), (0,), (1, 1), (1000, 1000), (), ())
     monkeypatch.setenv(NET_SLOWDOWN_ENV, "20")
     assert CpSatSplitSolver().solve(p, OPTIONS).stats["stopped_by"] == "optimal"
-    monkeypatch.setattr(split, "NET_CONSTANT_S", -20 * OPTIONS.time_limit_s - 1.0)  # a deadline 1 s ago
+    # The constant is scaled by 20/3 at that factor: -(20 x limit + 1) s in all, a deadline 1 s ago.
+    monkeypatch.setattr(solvers.budget, "NET_CONSTANT_S", -(20 * OPTIONS.time_limit_s + 1.0) * 3 / 20)
     assert CpSatSplitSolver().solve(p, OPTIONS).stats["stopped_by"] == "wall_clock"
