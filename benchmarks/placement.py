@@ -51,6 +51,14 @@ branchy-1k 372,704 (bound 372,617, 0.023%, 32.4 s), transformer-10k 24,290,796 (
 24,273,779, 0.070%, 54.7 s), branchy-10k 3,736,880 (bound 3,736,793, 0.0023%, 35.2 s);
 METIS-grouped 5.3x and 2.8x worse on the 10k graphs.
 
+With the bound proved before the placer and LNS (session 17; ``--only scale,cnn`` at 120 s /
+60 s, 2026-11-29 09:15-09:38 UTC, load 6-10 on the 2 cores, ``PLAN_NET_SLOWDOWN=20``; wall s /
+CPU s of the run, CPU counting CP-SAT's threads): the glue meets the proven bound on all four
+scale graphs, so the placer and LNS are skipped (same plans and bounds as before, all OPTIMAL):
+transformer-1k 157.7 / 43.2 (bound last at load 5-7: 679.9 s wall), transformer-10k 134.0 / 66.8
+(609.8 s), branchy-1k 47.9 / 16.0, branchy-10k 203.2 / 48.2; onnx-densenet121 (HEFT at the
+bound) 25.7 / 4.9; onnx-inception_v2 (the bound not met) unchanged, 431,209 / bound 424,708.
+
     python -m benchmarks.placement                       # everything (hours on 2 busy cores)
     python -m benchmarks.placement --only demo,cnn       # sections
     python -m benchmarks.placement --only scale --time-limit 60
