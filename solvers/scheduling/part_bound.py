@@ -55,6 +55,24 @@ the part; a part keeps the larger value. ResNet-50 operators (offline, one worke
 the links settle stage 2 (101.27, 0.20-0.25 units, seed-dependent), 388.25 when they settle
 stage 1 too (1.04 units).
 
+**Link probes** (session 17, in place of the open link objective). After the sequenced pass
+(and the plain relaxation where it did not finish), every part, smallest first, gets probes
+"makespan <= B" on its sequenced model with link terms, hinted with the plain pass's
+incumbent (:func:`_probe_part`). A probe CP-SAT refutes proves the link model, hence the part,
+needs more than B; a probe it answers or leaves open proves nothing and only steers the next
+B. So the value rises only by refutations and stays a bound on the part whatever the
+probes find, and it never passes the link model's optimum. Why probes: a tight cap
+propagates far better than an open objective (as in
+:func:`~solvers.scheduling.forced_cuts.forced_cut_bound`), and the first probe (3 % above
+the plain value) returns a solution whose latest op end is the link model's optimum on every
+ResNet-50 operators stage, so the next probe, one cycle below it, settles the part. Stage 1
+(one worker, offline, seeds 0-2): the open link objective proved 190.907 ms in 0.26-1.2 units
+or not at all; the probes in 0.11-0.16, the refutation alone 0.08-0.09. Stage 2 (101.27) 0.054
+-0.073 against 0.13-0.17 or nothing (seeds 1 and 5). Restricting the link pairs instead
+(only pairs with one of the first m slots of a class: a subset of constraints, so sound) did
+not make the open objective robust: m = 4 proved 190.91 in 0.26 / 0.43 / 1.02 units on seeds
+0-2 and nothing in 0.6 on seeds 3 and 4; m = 2 or 3 proved only 189.39.
+
 **Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part on one
 worker, outside any benchmark; docs/bounds.md, Parts; ``benchmarks/dnn_parts.py``): 190.91 (300
 s), 101.27, 71.20 and 24.88 ms, each proven optimal (their relaxations: 183.55, 99.81, 67.26,
