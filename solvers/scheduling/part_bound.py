@@ -55,6 +55,24 @@ the part; a part keeps the larger value. ResNet-50 operators (offline, one worke
 the links settle stage 2 (101.27, 0.20-0.25 units, seed-dependent), 388.25 when they settle
 stage 1 too (1.04 units).
 
+**Link probes** (session 17, in place of the open link objective). After the sequenced pass
+(and the plain relaxation where it did not finish), every part, smallest first, gets probes
+"makespan <= B" on its sequenced model with link terms, hinted with the plain pass's
+incumbent (:func:`_probe_part`). A probe CP-SAT refutes proves the link model, hence the part,
+needs more than B; a probe it answers or leaves open proves nothing and only steers the next
+B. So the value rises only by refutations and stays a bound on the part whatever the
+probes find, and it never passes the link model's optimum. Why probes: a tight cap
+propagates far better than an open objective (as in
+:func:`~solvers.scheduling.forced_cuts.forced_cut_bound`), and the first probe (3 % above
+the plain value) returns a solution whose latest op end is the link model's optimum on every
+ResNet-50 operators stage, so the next probe, one cycle below it, settles the part. Stage 1
+(one worker, offline, seeds 0-2): the open link objective proved 190.907 ms in 0.26-1.2 units
+or not at all; the probes in 0.11-0.16, the refutation alone 0.08-0.09. Stage 2 (101.27) 0.054
+-0.073 against 0.13-0.17 or nothing (seeds 1 and 5). Restricting the link pairs instead
+(only pairs with one of the first m slots of a class: a subset of constraints, so sound) did
+not make the open objective robust: m = 4 proved 190.91 in 0.26 / 0.43 / 1.02 units on seeds
+0-2 and nothing in 0.6 on seeds 3 and 4; m = 2 or 3 proved only 189.39.
+
 **Measured truth** (ResNet-50 operators, parts = stages, ``CpSatScheduler`` on each part on one
 worker, outside any benchmark; docs/bounds.md, Parts; ``benchmarks/dnn_parts.py``): 190.91 (300
 s), 101.27, 71.20 and 24.88 ms, each proven optimal (their relaxations: 183.55, 99.81, 67.26,
@@ -69,7 +87,7 @@ from dataclasses import replace
 from typing import Callable, Sequence
 
 from solvers.budget import Budget
-from solvers.core import SolveOptions
+from solvers.core import SolveOptions, Status
 from solvers.scheduling.bounds import bound_segments, lower_bound, out_edge_lists, subproblem
 from solvers.scheduling.forced import restrict_placements
 from solvers.scheduling.forced_cuts import cut_slots, forced_cut_model, memory_forces_cuts
@@ -81,6 +99,11 @@ __all__ = ["LEFTOVER_SHARE", "PART_FLOOR_SHARE", "part_problems", "part_cuts", "
 
 LEFTOVER_SHARE = 1.0  # of what the CP-SAT scheduler's main solve leaves (its leftover stage; the probes get what
 # the parts leave): on ResNet-50 operators at the dnn benchmark's 60 s 0.6 of the 0.85 left reached 368.6, 0.56 units 371.6
+
+LINK_PROBES = 8  # per part (ResNet-50 operators' parts close in one to three, offline)
+LINK_PROBE_SHARE = 2  # each link probe may use half of what is left: stage 1's refutation of 190.907 ms takes
+# 0.08-0.09 units, one worker (the open link objective 0.26-1.2 units, seed-dependent)
+_FIRST_STEP = 32  # the first link probe asks for 1/32 (3 %) above the part's value
 
 PART_FLOOR_SHARE = 0.05  # of what is left, for each part's ``part_floor`` (CP-SAT segment proofs: ResNet-50
 # operators' six parts took 0.0007 units each, one worker)
@@ -205,8 +228,7 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
                                        relaxed=relaxed))
     settled = {k for _, k in sequenced}
     proven = _relax_parts(parts, values, one, budget, [k for k in order if forced[k] and k not in settled])
-    linked = _sequence_parts(parts, values, one, budget, weights, [k for _, k in sequenced], links=True,
-                             solutions=solutions, relaxed=relaxed)
+    linked = _probe_links(parts, values, one, budget, weights, order, solutions, relaxed)
     total = sum(values)
     budget.note("part_bound", 0.0, parts=len(parts), forced_parts=sum(forced), proven_parts=proven,
                 sequenced_parts=len(sequenced), linked_parts=len(linked))
@@ -238,20 +260,15 @@ def _weights(problem: SchedulingProblem) -> int:
 
 
 def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,
-                    total: int, order: list[int], links: bool = False,
-                    solutions: dict[int, list[int]] | None = None,
+                    total: int, order: list[int], solutions: dict[int, list[int]] | None = None,
                     relaxed: dict[int, list] | None = None) -> list[tuple[float, int]]:
     """Raise ``values`` (each a proven bound on its part) by CP-SAT's proven bound on the
     sequenced relaxation (:mod:`solvers.scheduling.slot_sequencing`; devices that cannot hold
-    all ``total`` bytes of the whole problem's weights apart; with ``links``, the transfers on
-    each link too) of the parts in ``order``, each with an equal share of what is left (with
-    ``links``, all of it: the link terms cost 3-13 times the plain proof, and an equal share
-    proved nothing on ResNet-50 operators); a part keeps the larger value. Returns (units,
-    part) for each part proved to optimality. ``solutions``: the plain pass stores each part's
-    incumbent there, the link pass hints it on that part's model (a hint moves only where the
-    search starts, not what it proves: :mod:`~solvers.scheduling.slot_sequencing`, Hints).
-    ``relaxed[k]`` (when given) receives each solution found as (its makespan, the devices of
-    each op's slot)."""
+    all ``total`` bytes of the whole problem's weights apart) of the parts in ``order``, each
+    with an equal share of what is left; a part keeps the larger value. Returns (units, part)
+    for each part proved to optimality. ``solutions`` receives each part's incumbent (the link
+    probes hint it: :func:`_probe_links`). ``relaxed[k]`` (when given) receives each solution
+    found as (its makespan, the devices of each op's slot)."""
     solutions = {} if solutions is None else solutions
     finished = []
     for n, k in enumerate(order):
@@ -260,18 +277,70 @@ def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: Solv
         # no floor in the model: with the part's value as the makespan's least value CP-SAT
         # took 0.77 units on ResNet-50 operators' parts where it takes 0.30 without
         restricted = restrict_placements(parts[k])
-        built = sequenced_cut_model(restricted, total=total, links=links,
-                                    hint=solutions.get(k) if links else None)
+        built = sequenced_cut_model(restricted, total=total)
         before = budget.used
-        share = budget.left if links else budget.left / (len(order) - n)
-        values[k], found = budget.proven_bound_and_incumbent(built.model, one, share, None, values[k])
-        if found is not None and not links:
+        values[k], found = budget.proven_bound_and_incumbent(built.model, one, budget.left / (len(order) - n), None,
+                                                             values[k])
+        if found is not None:
             solutions[k] = found[1]
-        if found is not None and relaxed is not None:
-            relaxed.setdefault(k, []).append((found[0], _slot_devices(restricted, total, built, found[1])))
+            if relaxed is not None:
+                relaxed.setdefault(k, []).append((found[0], _slot_devices(restricted, total, built, found[1])))
         if budget.last_stop == "finished":
             finished.append((budget.used - before, k))
     return finished
+
+
+def _probe_links(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget, total: int,
+                 order: list[int], solutions: dict[int, list[int]], relaxed: dict[int, list] | None) -> list[int]:
+    """Raise ``values`` by probes on the sequenced relaxation with link terms
+    (:mod:`solvers.scheduling.slot_sequencing`, Links) of the parts in ``order``, each with what
+    is left (:func:`_probe_part`); the parts whose probes closed their range (the link model's
+    optimum reached). ``solutions[k]`` (the plain pass's incumbent) is hinted on each probe of
+    part k; ``relaxed[k]`` receives each probe's solution as :func:`_sequence_parts` does."""
+    closed = []
+    for k in order:
+        if budget.left <= 0 or budget.wall_expired():
+            break
+        restricted = restrict_placements(parts[k])
+        found = None if relaxed is None else relaxed.setdefault(k, [])
+        values[k], done = _probe_part(restricted, values[k], one, budget, total, solutions.get(k), found)
+        if done:
+            closed.append(k)
+    return closed
+
+
+def _probe_part(restricted: SchedulingProblem, lo: int, one: SolveOptions, budget: Budget, total: int,
+                hint: Sequence[int] | None, found: list | None) -> tuple[int, bool]:
+    """Probes "makespan <= B" on the link model of one part from its proven value ``lo``, each
+    with ``1 / LINK_PROBE_SHARE`` of what is left, at most ``LINK_PROBES``: (the proven value,
+    whether the range closed). A refuted probe proves ``B + 1``; a solution's latest op end
+    becomes the range's top. While a top is known the next probe asks for one cycle less than
+    it (one refutation then proves the top, the link model's optimum), unless the last
+    solution's latest end sat at its probe's B (its ends need not be tight then) or a probe
+    answered nothing (the top is lowered to its B; no solution reaches it): then the next probe
+    asks for the least of
+    ``lo`` plus a step (``lo / 32``, doubled at each refutation) and the middle of the range.
+    Only refutations raise the value, so it is sound whatever the probes find (module Notes,
+    Link probes)."""
+    top, reached, step, descend = None, None, max(1, lo // _FIRST_STEP), False
+    for _ in range(LINK_PROBES):
+        if (top is not None and lo >= top) or budget.left <= 0 or budget.wall_expired():
+            break
+        target = top - 1 if descend else lo + step if top is None else min(lo + step, lo + (top - lo) // 2)
+        built = sequenced_cut_model(restricted, total=total, links=True, hint=hint, cap=target)
+        status, solver, _ = budget.run_cpsat(built.model, one, budget.left / LINK_PROBE_SHARE, None, interleave=False)
+        if status is Status.INFEASIBLE:
+            lo, step, descend = target + 1, step * 2, reached is not None and reached == top
+        elif status in (Status.OPTIMAL, Status.FEASIBLE):
+            latest = max(solver.value(end) for end in built.ends)
+            top = reached = max(lo, latest)
+            descend = latest < target
+            step = max(1, (top - lo) // 4)
+            if found is not None:
+                found.append((top, _slot_devices(restricted, total, built, list(solver.response_proto.solution))))
+        else:
+            top, descend, step = target, False, max(1, (target - lo) // 4)
+    return lo, top is not None and lo >= top
 
 
 def _slot_devices(restricted: SchedulingProblem, total: int, built, values: list[int]) -> tuple:

@@ -161,12 +161,14 @@ def _add_link_sequencing(built, problem: SchedulingProblem, slots: list[Slot]) -
 
 
 def sequenced_cut_model(problem: SchedulingProblem, floor: int = 0, total: int | None = None,
-                        links: bool = False, hint: Sequence[int] | None = None):
+                        links: bool = False, hint: Sequence[int] | None = None, cap: int | None = None):
     """The forced-cut model with contention of ``problem`` (restricted already; makespan at
     least ``floor``) with its slots sequenced (module Notes); ``total``: the weights a pool must
     hold to be one slot (default: ``problem``'s); ``links``: the transfers over each link too,
     where the slots' groups are verified interchangeable with their links (module Notes,
-    Links). Returns the built model (``.model``, ``.makespan``, minimised).
+    Links); ``cap``: a probe, the makespan at most ``cap`` and no objective (the variables are
+    the same, so a hint applies alike). Returns the built model (``.model``, ``.makespan``,
+    minimised unless ``cap``).
 
     Examples
     --------
@@ -190,7 +192,7 @@ def sequenced_cut_model(problem: SchedulingProblem, floor: int = 0, total: int |
     (12, 14)
     """
     slots = cut_slots(problem, total)
-    built = forced_cut_model(problem, floor, contention=True, slots=slots)
+    built = forced_cut_model(problem, floor, cap=cap, contention=True, slots=slots)
     _add_slot_sequencing(built, problem, slots)
     if links and _links_symmetric(problem, slots):
         _add_link_sequencing(built, problem, slots)

@@ -14,9 +14,10 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling import SchedulingProblem
 from solvers.scheduling.cpsat.scheduler import _segment_floor
-from solvers.scheduling.part_bound import _part_floor, _relax_parts, part_bound, part_cuts, part_problems
+from solvers.scheduling.part_bound import _part_floor, _probe_part, _relax_parts, part_bound, part_cuts, part_problems
 from solvers.scheduling.structure import cut_vertices
 from tests.solvers.test_scheduling_bruteforce import brute_force
+from tests.solvers.test_slot_sequencing import streamed_graphs
 from tests.sweeps import examples, random_sweep
 
 _ONE = SolveOptions(num_workers=1, time_limit_s=5)
@@ -167,3 +168,68 @@ def test_the_scheduler_stage_raises_the_bound_and_hands_on_what_is_left():
                              ((9,) * 6, (9,) * 6), device_memory_bytes=(10,) * nd, op_resident_bytes=(6, 6, 6))
     stats = {}
     assert CpSatScheduler._part_bound(flat, _ONE, budget, 13, 0.2, stats) == (13, 0.2) and stats == {}
+
+
+def _linked_optimum(restricted: SchedulingProblem, total) -> int:
+    from solvers.cpsat_support import run_cpsat
+    from solvers.scheduling.slot_sequencing import sequenced_cut_model
+
+    built = sequenced_cut_model(restricted, total=total, links=True)
+    status, solver, _ = run_cpsat(built.model, _ONE)
+    assert status.value == "OPTIMAL"
+    return int(solver.value(built.makespan))
+
+
+@random_sweep
+@settings(max_examples=examples(30, 300), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(streamed_graphs(), st.integers(0, 3))
+def test_link_probes_never_pass_the_link_models_optimum(case, below):
+    """_probe_part from the plain sequenced optimum (what the part bound starts from), or from
+    a value ``below`` that, never proves more than the link model's own optimum (so never more
+    than the exhaustive optimum); where its range closed it proved exactly that optimum, and
+    every solution it records reaches its top no lower than the proven value."""
+    from solvers.scheduling.forced import restrict_placements
+    from solvers.scheduling.forced_cuts import memory_forces_cuts
+
+    p, total = case
+    opt = brute_force(p)
+    if opt is None or not memory_forces_cuts(p):
+        return
+    restricted = restrict_placements(p)
+    linked = _linked_optimum(restricted, total)
+    plain = _plain_solution(restricted, total)
+    found: list = []
+    value, closed = _probe_part(restricted, max(0, plain[0] - below), _ONE, Budget.start(5, SCHEDULING), total,
+                                plain[1], found)
+    assert value <= linked <= opt
+    assert not closed or value == linked
+    assert all(top >= value for top, _ in found) and all(len(devices) == p.num_ops for _, devices in found)
+
+
+def _plain_solution(restricted: SchedulingProblem, total) -> tuple[int, list[int]]:
+    from solvers.cpsat_support import run_cpsat
+    from solvers.scheduling.slot_sequencing import sequenced_cut_model
+
+    status, solver, _ = run_cpsat(sequenced_cut_model(restricted, total=total).model, _ONE)
+    assert status.value == "OPTIMAL"
+    return round(solver.objective_value), list(solver.response_proto.solution)
+
+
+def test_link_probes_prove_a_contended_links_optimum():
+    """A fork a -> (s, b) -> d on three 12-byte devices on one bus: a and d (6 bytes each) sit
+    together, s and b (7 each) on the other two, so both of a's tensors (5 cycles) cross the
+    bus. The plain sequenced model lets them overlap (1 + 5 + 4 + 1 + 1 = 12); with the link
+    terms one waits for the other (17). The probes from the plain optimum close on 17."""
+    from solvers.scheduling.forced import restrict_placements
+
+    p = SchedulingProblem(((1, 1, 1), (4, 4, 4), (4, 4, 4), (1, 1, 1)),
+                          ((0, 1, 0), (0, 2, 0), (1, 3, 0), (2, 3, 0)), (1, 1, 1),
+                          ((-1, 0, 0), (0, -1, 0), (0, 0, -1)), ((5,), (5,), (1,), (1,)),
+                          device_memory_bytes=(12, 12, 12), op_resident_bytes=(6, 7, 7, 6), device_class=(0, 0, 0))
+    restricted = restrict_placements(p)
+    plain = _plain_solution(restricted, None)
+    linked = _linked_optimum(restricted, None)
+    value, closed = _probe_part(restricted, plain[0], _ONE, Budget.start(5, SCHEDULING), None, plain[1], None)
+    assert (plain[0], linked, brute_force(p)) == (12, 17, 17)
+    assert (value, closed) == (17, True)
