@@ -24,7 +24,7 @@ from solvers.scheduling.contiguous import block_costs, contiguous_schedule
 from solvers.scheduling.heft import heft_schedule
 from solvers.scheduling.module_resolve import Module, module_problem
 from solvers.scheduling.part_resolve import resolve_problem
-from solvers.scheduling.part_start import _later_weights, _restricted, part_problem, stitched
+from solvers.scheduling.part_start import _later_weights, part_problem, restricted_schedule, stitched
 from solvers.scheduling.problem import ScheduledTransfer
 from solvers.scheduling.resident import ResidentLedger
 from solvers.scheduling.run_start import run_placement
@@ -170,10 +170,10 @@ def test_the_part_start_restricts_and_reserves_the_incumbent_with_each_weight_on
     assert _later_weights(p, [0, 0, 1, 1], [1], incumbent) == [[7, 0], [0, 0]]
     sub, ops, inside = part_problem(p, [0, 0, 1, 1], [1], 1, 0, [0, 0])
     assert (ops, sub.shared_resident, sub.op_resident_bytes) == ([1, 2, 3], ((5, (1, 2)),), (0, 6, 6))
-    restricted = _restricted(p, sub, ops, inside, incumbent, [0, 1], True)
+    restricted = restricted_schedule(p, sub, ops, inside, incumbent, [0, 1], True)
     assert restricted is not None and restricted.op_start == (0, 0, 2)
     per_reader = replace(sub, shared_resident=())
-    assert _restricted(p, per_reader, ops, inside, incumbent, [0, 1], True) is None
+    assert restricted_schedule(p, per_reader, ops, inside, incumbent, [0, 1], True) is None
 
 
 def _shared_head(op3_bytes: int, memory: int) -> tuple[SchedulingProblem, SchedulingSolution]:
