@@ -340,7 +340,8 @@ def _probe_part(restricted: SchedulingProblem, lo: int, one: SolveOptions, budge
                 found.append((top, _slot_devices(restricted, total, built, list(solver.response_proto.solution))))
         else:
             top, descend, step = target, False, max(1, (target - lo) // 4)
-    return lo, top is not None and lo >= top
+    # closed only against a solution's top: an open probe lowers ``top`` to its B with no solution there
+    return lo, reached is not None and lo >= reached
 
 
 def _slot_devices(restricted: SchedulingProblem, total: int, built, values: list[int]) -> tuple:
