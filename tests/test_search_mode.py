@@ -28,6 +28,7 @@ def _solve(tmp_path, spec: dict, *flags: str):
     return res, out
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_a_deterministic_run_says_it_is_reproducible(tmp_path):
     res, out = _solve(tmp_path, SPINE)
     assert res.exit_code == 0, res.output
@@ -41,6 +42,7 @@ def test_a_deterministic_run_says_it_is_reproducible(tmp_path):
 
 
 def test_when_the_wall_clock_net_fires_plan_report_and_terminal_say_so(tmp_path, monkeypatch):
+    monkeypatch.delenv(solvers.budget.NET_SLOWDOWN_ENV, raising=False)  # the factor would replace NET_SLOWDOWN
     monkeypatch.setattr(solvers.budget, "NET_SLOWDOWN", 0.0)  # a 1 ms net: the first CP-SAT stage is cut
     monkeypatch.setattr(solvers.budget, "NET_CONSTANT_S", 0.001)
     res, out = _solve(tmp_path, SPINE)
@@ -114,6 +116,7 @@ def test_the_python_api_takes_search():
     assert plan.solver["search"] == "until-limit" and plan.solver["reproducible"] is False
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_max_load_and_fleet_runs_record_their_search_too():
     from planner.fleet import load_fleet_spec, solve_fleet
     from planner.fleet.report import allocation_dict

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import json
 import random
 
@@ -25,6 +27,7 @@ def generated_spec(n_tenants: int = 60, seed: int = 1) -> dict:
         "tenants": tenants}}
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_generated_fleet_gives_the_same_allocation_twice():
     spec = load_fleet_spec(generated_spec())
     runs = [solve_fleet(spec, time_limit_s=2.0, workers=2, seed=7) for _ in range(2)]

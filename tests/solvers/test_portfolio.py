@@ -158,6 +158,7 @@ def test_no_heuristic_point_without_a_heuristic_solution():
     assert points == []  # the recorder found nothing and HEFT, as the 'exact' solver here, reports no points
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_best_with_exact_stop_reports_how_the_exact_search_ended_when_the_heuristic_wins():
     heuristic = SolveResult(Status.FEASIBLE, 9, None, "h", 0.1, "greedy", {"stopped_by": "finished"})
     exact = SolveResult(Status.FEASIBLE, 12, 5, "e", 1.0, "cpsat", {"stopped_by": "deterministic_budget"})

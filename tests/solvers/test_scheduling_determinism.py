@@ -29,6 +29,7 @@ def _random_problem(n: int = 30, seed: int = 3) -> SchedulingProblem:
                              device_class=(0, 0, 1, 1))
 
 
+@pytest.mark.usefixtures("wide_net")
 @pytest.mark.parametrize("workers", [1, 2])
 def test_same_solution_twice_under_a_deterministic_limit(workers):
     p = _random_problem()
@@ -48,6 +49,7 @@ def test_same_solution_twice_under_a_deterministic_limit(workers):
 
 
 def test_the_result_says_when_the_wall_clock_net_stopped_it(monkeypatch):
+    monkeypatch.delenv(solvers.budget.NET_SLOWDOWN_ENV, raising=False)  # the factor would replace NET_SLOWDOWN
     # a net of 1 ms: it fires in the first stage, before any budget can run out
     monkeypatch.setattr(solvers.budget, "NET_SLOWDOWN", 0.0)
     monkeypatch.setattr(solvers.budget, "NET_CONSTANT_S", 0.001)

@@ -55,6 +55,7 @@ def test_gradients_match_finite_differences():
         np.testing.assert_allclose(grads[key], numeric, rtol=1e-4, atol=1e-7, err_msg=key)
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_training_improves_on_the_untrained_policy_and_reaches_the_optimum():
     problem = chain_with_fast_device(8)
     opts = ReinforceOptions(episodes=320, batch_size=16, entropy_weight=0.0)
@@ -66,6 +67,7 @@ def test_training_improves_on_the_untrained_policy_and_reaches_the_optimum():
     assert run.best_objective == 16
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_same_seed_same_placement_and_stats():
     problem = chain_with_fast_device(8)
     solver = ReinforceScheduler(ReinforceOptions(episodes=40, batch_size=8))

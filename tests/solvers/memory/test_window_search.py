@@ -91,6 +91,7 @@ def test_window_search_reaches_the_proven_optimum(layers, optimum, greedy):
     assert again.solution == r.solution
 
 
+@pytest.mark.usefixtures("wide_net")
 def test_window_budget_is_counted_not_timed():
     # 1 window unit per second of budget: a 2-s budget allows 4 windows of window_ops ops
     # (the floor), whatever the machine.
