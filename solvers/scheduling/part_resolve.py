@@ -261,21 +261,34 @@ def _room_pass(problem: SchedulingProblem, best: SchedulingSolution, part: Seque
     relaxation first**): the shortest plan."""
     total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
     nd = problem.num_devices
+
+    def relaxed(sub: SchedulingProblem, ops, inside, best: SchedulingSolution, k: int, child: Budget):
+        plan = restricted_schedule(problem, sub, ops, inside, best, list(range(nd)), k > 0)
+        return room_relaxed_part(sub, plan, options, child, total)
+
     for k in order:
         if budget.left < budget.scale(MIN_UNITS) or budget.wall_expired():
             break
-        sub, ops, inside = resolve_problem(problem, best, part, cuts, k)
-        plan = restricted_schedule(problem, sub, ops, inside, best, list(range(nd)), k > 0)
-        child = budget.child(min(budget.left, budget.scale(ROOM_UNITS)))
-        found = room_relaxed_part(sub, plan, options, child, total)
-        budget.charge(child.used)
-        row: dict[str, Any] = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6)}
-        trial = _tried(problem, best, part, cuts, k, ops, inside, sub, found, row)
-        if trial is not None:
-            best = trial
-            stats["part_resolve_accepted"] += 1
-        stats["part_resolve_room"].append(row)
+        best = _try_part(problem, best, part, cuts, k, budget, ROOM_UNITS, relaxed, stats, "part_resolve_room")
     return best
+
+
+def _try_part(problem: SchedulingProblem, best: SchedulingSolution, part: Sequence[int], cuts: Sequence[int], k: int,
+              budget: Budget, units: float, solve: Callable, stats: dict[str, Any], rows: str) -> SchedulingSolution:
+    """``best`` with part ``k`` re-solved by ``solve(sub, ops, inside, best, k, child)`` in the
+    room ``best`` leaves (a child budget of at most ``units``, charged), spliced in when the plan
+    stays valid and gets strictly shorter; ``stats[rows]`` receives the part's row."""
+    sub, ops, inside = resolve_problem(problem, best, part, cuts, k)  # the room may have changed
+    child = budget.child(min(budget.left, budget.scale(units)))
+    found = solve(sub, ops, inside, best, k, child)
+    budget.charge(child.used)
+    row: dict[str, Any] = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6)}
+    trial = _tried(problem, best, part, cuts, k, ops, inside, sub, found, row)
+    stats[rows].append(row)
+    if trial is None:
+        return best
+    stats["part_resolve_accepted"] += 1
+    return trial
 
 
 def part_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget: Budget,
@@ -320,16 +333,9 @@ def part_resolve(problem: SchedulingProblem, start: SchedulingSolution, budget: 
     for k in _open_parts(problem, best, part, cuts, shortened, first=False):
         if budget.left < budget.scale(MIN_UNITS) or budget.wall_expired():
             break
-        sub, ops, inside = resolve_problem(problem, best, part, cuts, k)  # the room may have changed
-        child = budget.child(min(budget.left, budget.scale(PART_UNITS)))
-        found = solve_part(sub, child)
-        budget.charge(child.used)
-        row: dict[str, Any] = {"part": k, "window": _windows(problem, best, cuts)[k], "units": round(child.used, 6)}
-        trial = _tried(problem, best, part, cuts, k, ops, inside, sub, found, row)
-        if trial is not None:
-            best = trial
-            stats["part_resolve_accepted"] += 1
-        stats["part_resolve_solved"].append(row)
+        best = _try_part(problem, best, part, cuts, k, budget, PART_UNITS,
+                         lambda sub, _ops, _inside, _best, _k, child: solve_part(sub, child), stats,
+                         "part_resolve_solved")
     stats["part_resolve_objective"] = objective_value(problem, best)
     return best, stats
 
