@@ -58,6 +58,9 @@ scale graphs, so the placer and LNS are skipped (same plans and bounds as before
 transformer-1k 157.7 / 43.2 (bound last at load 5-7: 679.9 s wall), transformer-10k 134.0 / 66.8
 (609.8 s), branchy-1k 47.9 / 16.0, branchy-10k 203.2 / 48.2; onnx-densenet121 (HEFT at the
 bound) 25.7 / 4.9; onnx-inception_v2 (the bound not met) unchanged, 431,209 / bound 424,708.
+Idle (``--only scale``, 2026-11-29 10:17-10:20 UTC, load 0.2-2.0): transformer-1k 26.7 / 29.6,
+branchy-1k 14.9 / 15.0, transformer-10k 55.6 / 58.2, branchy-10k 39.5 / 39.6, all OPTIMAL
+(ratios 10k / 1k 2.08 and 2.65; 10k within 120 s met on both).
 
     python -m benchmarks.placement                       # everything (hours on 2 busy cores)
     python -m benchmarks.placement --only demo,cnn       # sections
