@@ -36,18 +36,23 @@ def started_chains(draw):
     return p, heft_schedule(p, placement) or heft_schedule(p), other
 
 
+def parted(case) -> tuple | None:
+    """A ``started_chains`` case with its part cuts and parts: (problem, start, other placement,
+    cuts, parts), or None when it has no start or no part cut."""
+    p, start, other = case
+    cuts = _part_cut_ops(p) if start is not None else None
+    part = original_parts(p, cuts) if cuts else None
+    return None if part is None else (p, start, other, cuts, part)
+
+
 @random_sweep
 @settings(max_examples=examples(60, 600), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(started_chains())
 def test_a_spliced_part_changes_the_makespan_by_what_it_gained(case):
-    p, start, other = case
-    if start is None:
+    if (drawn_case := parted(case)) is None:
         return
-    cuts = _part_cut_ops(p)
-    part = original_parts(p, cuts) if cuts else None
-    if part is None:
-        return
+    p, start, other, cuts, part = drawn_case
     windows = _windows(p, start, cuts)
     for k in range(len(cuts) + 1):
         sub, ops, inside = resolve_problem(p, start, part, cuts, k)

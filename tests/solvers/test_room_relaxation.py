@@ -9,13 +9,13 @@ from solvers.budget import SCHEDULING, Budget
 from solvers.core import SolveOptions
 from solvers.scheduling.forced_cuts import cut_slots
 from solvers.scheduling.heft import heft_schedule
-from solvers.scheduling.part_resolve import _part_cut_ops, part_resolve, resolve_problem
-from solvers.scheduling.part_start import original_parts, restricted_schedule
+from solvers.scheduling.part_resolve import part_resolve, resolve_problem
+from solvers.scheduling.part_start import restricted_schedule
 from solvers.scheduling.problem import SchedulingProblem
 from solvers.scheduling.room_relaxation import plan_hint, room_relaxed_part
 from solvers.scheduling.slot_sequencing import sequenced_cut_model
 from solvers.scheduling.validate import objective_value, validate_schedule
-from tests.solvers.test_part_resolve import _forced_chain, started_chains
+from tests.solvers.test_part_resolve import _forced_chain, parted, started_chains
 from tests.solvers.test_scheduling_bruteforce import brute_force
 from tests.sweeps import examples, random_sweep
 
@@ -65,13 +65,9 @@ def test_the_room_pass_reaches_the_brute_force_optimum():
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 @given(started_chains())
 def test_a_room_relaxed_part_is_a_valid_part_and_the_plan_is_never_worse_and_the_same_twice(case):
-    p, start, _ = case
-    if start is None:
+    if (drawn_case := parted(case)) is None:
         return
-    cuts = _part_cut_ops(p)
-    part = original_parts(p, cuts) if cuts else None
-    if part is None:
-        return
+    p, start, _, cuts, part = drawn_case
     total = sum(p.resident_floor_bytes(i) for i in range(p.num_ops))
     for k in range(len(cuts) + 1):
         sub, ops, inside = resolve_problem(p, start, part, cuts, k)
