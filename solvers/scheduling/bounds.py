@@ -280,7 +280,7 @@ def _segment_parts(problem: SchedulingProblem, memory: bool) -> dict[str, int]:
 def _weights_need_devices(problem: SchedulingProblem) -> bool:
     """Some device cannot hold every weight (then runs must change device: the clean segment
     runs have something to see)."""
-    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+    total = problem.total_resident_floor_bytes()
     return any(0 < problem.memory_bytes(d) < total for d in range(problem.num_devices))
 
 

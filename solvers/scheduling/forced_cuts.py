@@ -113,7 +113,7 @@ def memory_forces_cuts(problem: SchedulingProblem) -> bool:
     >>> memory_forces_cuts(p)
     True
     """
-    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+    total = problem.total_resident_floor_bytes()
     return problem.objective is Objective.LATENCY and any(
         0 < problem.memory_bytes(d) < total for d in range(problem.num_devices))
 
@@ -135,7 +135,7 @@ def cut_slots(problem: SchedulingProblem, total: int | None = None) -> list[Slot
     [((0,), 4, 1, 0), ((1,), 4, 1, 0), ((2, 3), 0, 2, 1)]
     """
     if total is None:
-        total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+        total = problem.total_resident_floor_bytes()
     slots: list[Slot] = []
     group = 0
     for pool in DevicePools(problem).pools:

@@ -221,7 +221,7 @@ def part_bound(problem: SchedulingProblem, options: SolveOptions, budget: Budget
     # smallest parts first (cheap proofs do not wait behind an expensive one); the plain
     # relaxation only where sequencing did not finish; then the link terms on the parts
     # sequencing settled, cheapest first (module Notes, Sequenced parts)
-    weights = _weights(pruned)
+    weights = pruned.total_resident_floor_bytes()
     order = sorted(range(len(parts)), key=lambda k: (parts[k].num_ops, k))
     solutions: dict[int, list[int]] = {}
     sequenced = sorted(_sequence_parts(parts, values, one, budget, weights, order, solutions=solutions,
@@ -253,10 +253,6 @@ def _relax_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOp
         values[k] = budget.proven_lower_bound(built.model, one, budget.left / (len(order) - n), None, values[k])
         ran += 1
     return ran
-
-
-def _weights(problem: SchedulingProblem) -> int:
-    return sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
 
 
 def _sequence_parts(parts: list[SchedulingProblem], values: list[int], one: SolveOptions, budget: Budget,

@@ -259,7 +259,7 @@ def _room_pass(problem: SchedulingProblem, best: SchedulingSolution, part: Seque
     schedule of it (:func:`~solvers.scheduling.room_relaxation.room_relaxed_part`, at most
     :data:`ROOM_UNITS` each), spliced in when the plan gets shorter (module Notes, **Room
     relaxation first**): the shortest plan."""
-    total = sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops))
+    total = problem.total_resident_floor_bytes()
     nd = problem.num_devices
 
     def relaxed(sub: SchedulingProblem, ops, inside, best: SchedulingSolution, k: int, child: Budget):

@@ -238,6 +238,19 @@ class SchedulingProblem:
                 own -= b - b // len(readers)
         return own
 
+    def total_resident_floor_bytes(self) -> int:
+        """The sum of :meth:`resident_floor_bytes` over every op: the weights the whole problem
+        must hold somewhere (a device with less memory cannot hold them all).
+
+        Examples
+        --------
+        >>> p = SchedulingProblem(((1,), (1,)), (), (1,), ((-1,),), (), op_resident_bytes=(6, 5),
+        ...                       shared_resident=((5, (0, 1)),))
+        >>> p.total_resident_floor_bytes()
+        5
+        """
+        return sum(self.resident_floor_bytes(i) for i in range(self.num_ops))
+
 
 @dataclass(frozen=True, slots=True)
 class ScheduledTransfer:

@@ -30,10 +30,9 @@ def _nothing(sub: SchedulingProblem, budget: Budget):
 def _hinted_value(problem: SchedulingProblem, plan) -> int | None:
     """The sequenced model with links of ``problem`` with every hinted variable fixed to the
     hint of ``plan``: its optimum, None when the hint is no solution."""
-    built = sequenced_cut_model(problem, total=sum(problem.resident_floor_bytes(i) for i in range(problem.num_ops)),
-                                links=True)
-    plan_hint(built, problem, cut_slots(problem, sum(problem.resident_floor_bytes(i)
-                                                     for i in range(problem.num_ops))), plan)
+    total = problem.total_resident_floor_bytes()
+    built = sequenced_cut_model(problem, total=total, links=True)
+    plan_hint(built, problem, cut_slots(problem, total), plan)
     solver = cp_model.CpSolver()
     solver.parameters.num_workers = 1
     solver.parameters.fix_variables_to_their_hinted_value = True
@@ -68,7 +67,7 @@ def test_a_room_relaxed_part_is_a_valid_part_and_the_plan_is_never_worse_and_the
     if (drawn_case := parted(case)) is None:
         return
     p, start, _, cuts, part = drawn_case
-    total = sum(p.resident_floor_bytes(i) for i in range(p.num_ops))
+    total = p.total_resident_floor_bytes()
     for k in range(len(cuts) + 1):
         sub, ops, inside = resolve_problem(p, start, part, cuts, k)
         plan = restricted_schedule(p, sub, ops, inside, start, list(range(p.num_devices)), k > 0)
